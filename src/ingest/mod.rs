@@ -1,0 +1,174 @@
+//! Ingest: turn each input into typed [`Facts`].
+//!
+//! An input is split into segments ([`detect`]), each segment is parsed by the
+//! parser of its format, and every line no parser recognised is counted
+//! against its segment. Parsers never fail: a line they cannot read is a
+//! count, not an error.
+
+mod detect;
+mod journal_json;
+mod journal_short;
+mod nvidia_smi_csv;
+mod nvidia_smi_table;
+mod ps;
+mod sglang;
+mod systemctl_status;
+mod values;
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::model::Facts;
+use crate::source::{SourceId, SourceMap, Span};
+
+pub use detect::segment;
+pub(crate) use sglang::ServerLogParser;
+
+/// Every input format rootcause reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Format {
+    SglangLog,
+    NvidiaSmiTable,
+    NvidiaSmiQueryGpu,
+    NvidiaSmiComputeApps,
+    JournalShort,
+    JournalShortIso,
+    JournalJson,
+    SystemctlStatus,
+    Ps,
+    /// Lines such as `root@host:~# nvidia-smi` between the pieces of a paste.
+    ShellPrompt,
+    Unknown,
+}
+
+impl Format {
+    pub const ALL: [Format; 11] = [
+        Format::SglangLog,
+        Format::NvidiaSmiTable,
+        Format::NvidiaSmiQueryGpu,
+        Format::NvidiaSmiComputeApps,
+        Format::JournalShort,
+        Format::JournalShortIso,
+        Format::JournalJson,
+        Format::SystemctlStatus,
+        Format::Ps,
+        Format::ShellPrompt,
+        Format::Unknown,
+    ];
+
+    /// The stable name used in reports and in `--format-hint`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::SglangLog => "sglang-log",
+            Format::NvidiaSmiTable => "nvidia-smi-table",
+            Format::NvidiaSmiQueryGpu => "nvidia-smi-query-gpu-csv",
+            Format::NvidiaSmiComputeApps => "nvidia-smi-compute-apps-csv",
+            Format::JournalShort => "journal-short",
+            Format::JournalShortIso => "journal-short-iso",
+            Format::JournalJson => "journal-json",
+            Format::SystemctlStatus => "systemctl-status",
+            Format::Ps => "ps",
+            Format::ShellPrompt => "shell-prompt",
+            Format::Unknown => "unknown",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Format {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Format, String> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| format!("unknown format `{s}`"))
+    }
+}
+
+/// One line handed to a parser: cleaned text plus where it came from.
+#[derive(Debug, Clone)]
+pub struct Line<'a> {
+    pub span: Span,
+    pub text: &'a str,
+}
+
+/// A run of lines of one input that share a format.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Segment {
+    pub source: SourceId,
+    pub format: Format,
+    pub first_line: u32,
+    pub last_line: u32,
+    /// Why detection chose this format, for `rootcause inputs` and the report.
+    pub why: &'static str,
+}
+
+/// A segment after parsing: what the report's `inputs[]` lists.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputSummary {
+    pub segment: Segment,
+    pub lines: u32,
+    pub unrecognized: u32,
+}
+
+#[derive(Debug, Default)]
+pub struct Ingested {
+    pub facts: Facts,
+    pub inputs: Vec<InputSummary>,
+}
+
+/// Parses every input of `sources`.
+pub fn ingest(sources: &SourceMap) -> Ingested {
+    let mut out = Ingested::default();
+    for (id, source) in sources.iter() {
+        let cleaned: Vec<(u32, std::borrow::Cow<'_, str>)> = source.lines().collect();
+        for segment in segment(id, source) {
+            let lines: Vec<Line<'_>> = cleaned
+                [(segment.first_line - 1) as usize..segment.last_line as usize]
+                .iter()
+                .map(|(n, text)| Line {
+                    span: Span {
+                        source: id,
+                        line: *n,
+                    },
+                    text,
+                })
+                .collect();
+            let unrecognized = parse_segment(segment.format, &lines, &mut out.facts);
+            out.inputs.push(InputSummary {
+                lines: segment.last_line - segment.first_line + 1,
+                unrecognized,
+                segment,
+            });
+        }
+    }
+    out
+}
+
+/// Runs the parser of `format`; returns the number of lines it did not recognise.
+fn parse_segment(format: Format, lines: &[Line<'_>], facts: &mut Facts) -> u32 {
+    match format {
+        Format::SglangLog => sglang::parse(lines, facts),
+        Format::NvidiaSmiTable => nvidia_smi_table::parse(lines, facts),
+        Format::NvidiaSmiQueryGpu => nvidia_smi_csv::parse_query_gpu(lines, facts),
+        Format::NvidiaSmiComputeApps => nvidia_smi_csv::parse_compute_apps(lines, facts),
+        Format::JournalShort | Format::JournalShortIso => journal_short::parse(lines, facts),
+        Format::JournalJson => journal_json::parse(lines, facts),
+        Format::SystemctlStatus => systemctl_status::parse(lines, facts),
+        Format::Ps => ps::parse(lines, facts),
+        // The prompt line itself is recognised; output under it that no
+        // format claimed is not.
+        Format::ShellPrompt => count_nonblank(lines.get(1..).unwrap_or_default()),
+        Format::Unknown => count_nonblank(lines),
+    }
+}
+
+fn count_nonblank(lines: &[Line<'_>]) -> u32 {
+    lines.iter().filter(|l| !l.text.trim().is_empty()).count() as u32
+}

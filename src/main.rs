@@ -1,0 +1,3 @@
+//! The `rootcause` binary: parse flags, run, map the outcome to an exit code.
+
+fn main() {}

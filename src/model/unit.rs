@@ -1,0 +1,31 @@
+//! What `systemctl status UNIT` says about one unit.
+
+use crate::source::Span;
+
+/// A PID in the unit's `CGroup:` tree: the strongest PID → unit evidence.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CgroupMember {
+    pub pid: u32,
+    pub cmdline: String,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnitStatus {
+    pub unit: String,
+    pub description: Option<String>,
+    /// `active`, `failed`, `activating`, `inactive`, …
+    pub active_state: Option<String>,
+    pub sub_state: Option<String>,
+    /// `(Result: signal)`.
+    pub result: Option<String>,
+    pub main_pid: Option<u32>,
+    /// `(python3)` after a running main PID.
+    pub main_comm: Option<String>,
+    /// `(code=killed, signal=KILL)` after a dead main PID.
+    pub main_exit: Option<String>,
+    pub cgroup: Vec<CgroupMember>,
+    pub span: Span,
+    pub active_span: Option<Span>,
+    pub main_pid_span: Option<Span>,
+}
