@@ -6,6 +6,47 @@
 //! joins PIDs, units and GPUs → [`rules`] diagnose → [`render`] writes text,
 //! Markdown, JSON or a remediation script. See ARCHITECTURE.md.
 
+pub mod bundle;
+pub mod cli;
+pub mod correlate;
+pub mod demo;
+pub mod error;
 pub mod ingest;
 pub mod model;
+pub mod render;
+pub mod rules;
+mod run;
 pub mod source;
+
+use crate::correlate::Incident;
+use crate::ingest::InputSummary;
+use crate::render::Report;
+use crate::rules::Diagnosis;
+use crate::source::SourceMap;
+
+/// One analysed incident: its inputs, what was found in them, and the
+/// diagnosis. A pure function of the inputs.
+pub struct Analysis {
+    pub sources: SourceMap,
+    pub inputs: Vec<InputSummary>,
+    pub incident: Incident,
+    pub diagnosis: Diagnosis,
+}
+
+pub fn analyze(sources: SourceMap) -> Analysis {
+    let ingested = ingest::ingest(&sources);
+    let incident = correlate::correlate(ingested.facts);
+    let diagnosis = rules::diagnose(&incident);
+    Analysis {
+        sources,
+        inputs: ingested.inputs,
+        incident,
+        diagnosis,
+    }
+}
+
+impl Analysis {
+    pub fn report(&self) -> Report<'_> {
+        Report::new(&self.sources, &self.inputs, &self.diagnosis)
+    }
+}

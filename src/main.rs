@@ -1,3 +1,5 @@
-//! The `rootcause` binary: parse flags, run, map the outcome to an exit code.
+//! The `rootcause` binary: everything lives in the library; see `cli::main`.
 
-fn main() {}
+fn main() -> std::process::ExitCode {
+    rootcause::cli::main()
+}

@@ -42,7 +42,7 @@ impl Source {
         };
         let mut line_starts = vec![0];
         line_starts.extend(memchr_newlines(&text).map(|i| i + 1));
-        if line_starts.last() == Some(&text.len()) && text.len() > 0 {
+        if line_starts.last() == Some(&text.len()) && !text.is_empty() {
             line_starts.pop();
         }
         if text.is_empty() {

@@ -1,1 +1,6 @@
 //! The single integration-test binary: one `mod` line per test file.
+
+mod cli;
+mod incidents;
+mod scripts;
+mod support;

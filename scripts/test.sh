@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs every check rootcause has: installs the system tools the tests need
+# when they are missing, then formatting, lints and the test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian packages the tests need, as "command:package".
+needed=(shellcheck:shellcheck)
+missing=()
+for pair in "${needed[@]}"; do
+  command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  if [ "$(id -u)" -eq 0 ]; then sudo=(); else sudo=(sudo); fi
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}"
+fi
+
+cargo fmt --all -- --check
+cargo clippy --all-targets --locked -- -D warnings
+cargo test --locked

@@ -1,0 +1,92 @@
+//! One view of the GPUs across every nvidia-smi capture: table rows and CSV
+//! rows merged by index, compute-app rows mapped from UUID to index.
+
+use std::collections::BTreeMap;
+
+use crate::model::Facts;
+use crate::source::Span;
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Gpu {
+    pub index: u32,
+    pub uuid: Option<String>,
+    pub name: Option<String>,
+    pub bus_id: Option<String>,
+    pub memory_used_mib: Option<u64>,
+    pub memory_total_mib: Option<u64>,
+    /// Every line that described this GPU.
+    pub spans: Vec<Span>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuProcess {
+    /// `None` when the capture named no GPU (compute-apps without a UUID).
+    pub gpu: Option<u32>,
+    pub pid: u32,
+    pub name: String,
+    pub name_truncated: bool,
+    pub used_mib: Option<u64>,
+    pub spans: Vec<Span>,
+}
+
+pub fn merge(facts: &Facts) -> (Vec<Gpu>, Vec<GpuProcess>) {
+    let mut by_index: BTreeMap<u32, Gpu> = BTreeMap::new();
+    // CSV rows without an index (a query that did not ask for it) join on
+    // UUID or bus id once the indexed rows are known.
+    let (indexed, unindexed): (Vec<_>, Vec<_>) = facts.gpus.iter().partition(|g| g.index.is_some());
+    for r in indexed {
+        let index = r.index.unwrap_or_default();
+        let g = by_index.entry(index).or_insert_with(|| Gpu {
+            index,
+            ..Gpu::default()
+        });
+        fill(g, r);
+    }
+    for r in unindexed {
+        let same = |g: &&mut Gpu| {
+            (r.uuid.is_some() && g.uuid == r.uuid) || (r.bus_id.is_some() && g.bus_id == r.bus_id)
+        };
+        if let Some(g) = by_index.values_mut().find(same) {
+            fill(g, r);
+        }
+    }
+    let gpus: Vec<Gpu> = by_index.into_values().collect();
+
+    let mut procs: BTreeMap<(Option<u32>, u32), GpuProcess> = BTreeMap::new();
+    for p in &facts.gpu_processes {
+        let gpu = p.gpu_index.or_else(|| {
+            let uuid = p.gpu_uuid.as_ref()?;
+            gpus.iter()
+                .find(|g| g.uuid.as_ref() == Some(uuid))
+                .map(|g| g.index)
+        });
+        let entry = procs.entry((gpu, p.pid)).or_insert_with(|| GpuProcess {
+            gpu,
+            pid: p.pid,
+            name: p.name.clone(),
+            name_truncated: p.name_truncated,
+            used_mib: None,
+            spans: Vec::new(),
+        });
+        // A table row cut at 100000 MiB has no value; the CSV row fills it.
+        entry.used_mib = entry.used_mib.or(p.used_mib);
+        // The CSV never truncates names either.
+        if entry.name_truncated && !p.name_truncated && !p.name.starts_with('[') {
+            entry.name = p.name.clone();
+            entry.name_truncated = false;
+        }
+        entry.spans.push(p.span);
+    }
+    (gpus, procs.into_values().collect())
+}
+
+fn fill(g: &mut Gpu, r: &crate::model::GpuRecord) {
+    g.uuid = g.uuid.take().or_else(|| r.uuid.clone());
+    if g.name.is_none() || r.name.is_some() && !r.name_truncated {
+        g.name = r.name.clone().or(g.name.take());
+    }
+    g.bus_id = g.bus_id.take().or_else(|| r.bus_id.clone());
+    g.memory_used_mib = g.memory_used_mib.or(r.memory_used_mib);
+    g.memory_total_mib = g.memory_total_mib.or(r.memory_total_mib);
+    g.spans.extend(r.span);
+}

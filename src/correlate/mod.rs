@@ -1,0 +1,118 @@
+//! Correlate: join the facts of all inputs into one [`Incident`].
+//!
+//! nvidia-smi speaks GPU indices and UUIDs, the journal speaks PIDs and units,
+//! SGLang speaks ranks. This module joins them (PID ↔ unit ↔ GPU ↔ command
+//! line) and keeps, for every join, the spans that justify it and how strong
+//! that justification is.
+
+mod gpus;
+mod owners;
+mod units;
+
+use std::collections::BTreeMap;
+
+pub use gpus::{Gpu, GpuProcess};
+pub use owners::{OwnerBasis, Ownership};
+pub use units::{UnitEvent, UnitEventKind, UnitFacts};
+
+use crate::model::{Facts, ProcessListingKind, ServerEvent};
+use crate::source::Span;
+
+/// A command line known for a PID, with where it was seen.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cmdline {
+    pub text: String,
+    pub span: Span,
+}
+
+/// Everything known about one incident, joined across inputs.
+#[derive(Debug, Default)]
+pub struct Incident {
+    pub facts: Facts,
+    /// One entry per GPU index, sorted by index.
+    pub gpus: Vec<Gpu>,
+    /// Processes on GPUs, one per (GPU, PID), sorted.
+    pub gpu_processes: Vec<GpuProcess>,
+    pub owners: BTreeMap<u32, Ownership>,
+    pub cmdlines: BTreeMap<u32, Cmdline>,
+    pub units: BTreeMap<String, UnitFacts>,
+}
+
+pub fn correlate(facts: Facts) -> Incident {
+    let (gpus, gpu_processes) = gpus::merge(&facts);
+    let units = units::collect(&facts);
+    let owners = owners::attribute(&facts, &units);
+    let cmdlines = collect_cmdlines(&facts);
+    Incident {
+        facts,
+        gpus,
+        gpu_processes,
+        owners,
+        cmdlines,
+        units,
+    }
+}
+
+/// Command lines by PID; `ps` is the most complete, then the cgroup tree,
+/// then the journal's `_CMDLINE`.
+fn collect_cmdlines(facts: &Facts) -> BTreeMap<u32, Cmdline> {
+    let mut out = BTreeMap::new();
+    for p in &facts.ps {
+        out.entry(p.pid).or_insert(Cmdline {
+            text: p.cmd.clone(),
+            span: p.span,
+        });
+    }
+    for m in facts.unit_statuses.iter().flat_map(|u| &u.cgroup) {
+        out.entry(m.pid).or_insert(Cmdline {
+            text: m.cmdline.clone(),
+            span: m.span,
+        });
+    }
+    for e in &facts.journal {
+        if let (Some(pid), Some(cmd)) = (e.pid, &e.cmdline) {
+            out.entry(pid).or_insert(Cmdline {
+                text: cmd.clone(),
+                span: e.span,
+            });
+        }
+    }
+    out
+}
+
+impl Incident {
+    pub fn gpu(&self, index: u32) -> Option<&Gpu> {
+        self.gpus.iter().find(|g| g.index == index)
+    }
+
+    pub fn processes_on(&self, index: u32) -> impl Iterator<Item = &GpuProcess> {
+        self.gpu_processes
+            .iter()
+            .filter(move |p| p.gpu == Some(index))
+    }
+
+    pub fn owner(&self, pid: u32) -> Option<&Ownership> {
+        self.owners.get(&pid)
+    }
+
+    /// The unit a server event came from: recorded by the journal around it,
+    /// or the owner of the PID that wrote it.
+    pub fn unit_of_event(&self, event: &ServerEvent) -> Option<(String, OwnerBasis, Span)> {
+        if let Some(unit) = &event.unit {
+            return Some((unit.clone(), OwnerBasis::JournalField, event.span));
+        }
+        let o = self.owner(event.pid?)?;
+        Some((o.unit.clone(), o.basis, o.span))
+    }
+
+    /// Whether any process listing was captured, and what the strongest one
+    /// said: rows win over "none found", which wins over an empty block.
+    pub fn process_listing(&self) -> Option<ProcessListingKind> {
+        let kinds = self.facts.process_listings.iter().map(|l| l.kind);
+        kinds.min_by_key(|k| match k {
+            ProcessListingKind::Rows => 0,
+            ProcessListingKind::NoneFound => 1,
+            ProcessListingKind::EmptyBlock => 2,
+        })
+    }
+}

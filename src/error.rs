@@ -1,0 +1,36 @@
+//! Tool failures: bad flags and unreadable inputs. Bad *content* is never an
+//! error (parsers count what they cannot read); these are. Exit code 2.
+
+use std::fmt;
+use std::io;
+
+#[derive(Debug)]
+pub enum Error {
+    /// An input path could not be read.
+    Io { path: String, source: io::Error },
+    /// A directory held nothing to analyse.
+    EmptyDirectory { path: String },
+    /// Nothing to read: no paths and stdin is a terminal.
+    NoInput,
+    /// Writing the report or the script failed.
+    Output { path: String, source: io::Error },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io { path, source } => write!(f, "cannot read {path}: {source}"),
+            Error::EmptyDirectory { path } => write!(
+                f,
+                "{path} holds no input files (expected logs such as sglang.log, nvidia-smi.txt, journal.txt)"
+            ),
+            Error::NoInput => write!(
+                f,
+                "no input: give log files or a bundle directory, or pipe a paste on stdin (try `rootcause demo`)"
+            ),
+            Error::Output { path, source } => write!(f, "cannot write {path}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

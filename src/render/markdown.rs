@@ -1,0 +1,119 @@
+//! The Markdown report: a postmortem-ready page with the root cause, the
+//! causal chain, cited evidence and the remediation steps.
+
+use std::fmt::Write as _;
+
+use super::Report;
+use crate::rules::Finding;
+
+pub fn render(report: &Report<'_>) -> String {
+    let mut out = String::from("# rootcause report\n\n");
+    match report.root_cause() {
+        Some(f) => {
+            let _ = writeln!(out, "**Root cause:** {}\n", f.headline);
+        }
+        None => out.push_str("**Root cause:** no known failure found in the inputs.\n\n"),
+    }
+    if !report.findings().is_empty() {
+        out.push_str("| id | severity | category | rule | confidence | title |\n");
+        out.push_str("|---|---|---|---|---|---|\n");
+        for f in report.findings() {
+            let _ = writeln!(
+                out,
+                "| {} | {} | `{}` | `{}` | {:.2} | {} |",
+                f.id,
+                f.severity.name(),
+                f.category.name(),
+                f.rule,
+                f.confidence,
+                cell(&f.title)
+            );
+        }
+        out.push('\n');
+    }
+    for f in report.findings() {
+        finding(&mut out, report, f);
+    }
+    out.push_str(
+        "## Inputs\n\n| input | lines | format | unrecognised lines |\n|---|---|---|---|\n",
+    );
+    for i in report.inputs {
+        let _ = writeln!(
+            out,
+            "| `{}` | {}-{} | `{}` | {} |",
+            cell(&report.sources.get(i.segment.source).name),
+            i.segment.first_line,
+            i.segment.last_line,
+            i.segment.format.name(),
+            i.unrecognized
+        );
+    }
+    out
+}
+
+fn finding(out: &mut String, report: &Report<'_>, f: &Finding) {
+    let _ = writeln!(out, "## {}: {}\n", f.id, f.title);
+    let _ = writeln!(
+        out,
+        "*{}* · `{}` · rule `{}` · confidence {:.2}\n",
+        f.severity.name(),
+        f.category.name(),
+        f.rule,
+        f.confidence
+    );
+    if !f.chain.is_empty() {
+        out.push_str("### Causal chain\n\n");
+        for (i, link) in f.chain.iter().enumerate() {
+            let lead = if i == 0 { "" } else { "because " };
+            let _ = writeln!(out, "{}. {lead}{link}", i + 1);
+        }
+        out.push('\n');
+    }
+    if !f.explanation.is_empty() {
+        let _ = writeln!(out, "{}\n", f.explanation);
+    }
+    out.push_str("### Evidence\n\n");
+    for e in &f.evidence {
+        let line = report.resolve(e.span);
+        let _ = writeln!(out, "- {} (`{}:{}`)", e.note, line.input, line.line);
+        let _ = writeln!(
+            out,
+            "  ```text\n  {}\n  ```",
+            line.text.replace("```", "'''")
+        );
+    }
+    out.push_str("\n### Confidence\n\n");
+    for c in &f.conditions {
+        let _ = writeln!(out, "- [{}] {}", if c.met { "x" } else { " " }, c.text);
+    }
+    out.push('\n');
+    if !f.actions.is_empty() {
+        out.push_str("### Remediation\n\n");
+        for (i, a) in f.actions.iter().enumerate() {
+            let why = if a.why.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", a.why)
+            };
+            let _ = writeln!(
+                out,
+                "{}. **{}** ({}){why}",
+                i + 1,
+                a.describe(),
+                a.safety.name()
+            );
+            if let Some(cmd) = a.command() {
+                let _ = writeln!(out, "   `{}`", cmd.replace('`', "'"));
+            }
+        }
+        out.push('\n');
+    }
+    for r in &f.refused {
+        let _ = writeln!(out, "> note: {}\n", r);
+    }
+}
+
+/// Table cells cannot hold `|` or line breaks.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}

@@ -1,0 +1,202 @@
+//! What a rule concludes: a finding with its evidence, confidence and steps.
+
+use std::collections::BTreeSet;
+
+use super::Action;
+use crate::source::Span;
+
+/// Ordered most severe first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// The service cannot run until this is fixed.
+    Critical,
+    Error,
+    Warning,
+    Info,
+}
+
+impl Severity {
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Critical => "critical",
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+}
+
+/// The report schema's root-cause taxonomy (docs/report-schema.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Category {
+    GpuMemoryHeldByOtherProcess,
+    StaleServingInstance,
+    HeterogeneousGpuMemory,
+    ImbalanceCheckFalsePositive,
+    CudaOom,
+    KvCacheTooSmall,
+    MemFractionMisconfigured,
+    NcclTimeout,
+    NcclInitFailure,
+    PortInUse,
+    XidGpuFellOffBus,
+    XidEcc,
+    XidOther,
+    DriverLibraryMismatch,
+    EccUncorrectable,
+    UnitCrashLoop,
+    UnitExitedZeroNoRestart,
+    HostOomKiller,
+    ModelLoadFailure,
+    CudaIllegalMemoryAccess,
+    CudaGraphCaptureFailure,
+    UnsupportedHardware,
+    TpSizeMismatch,
+    Unknown,
+}
+
+impl Category {
+    pub const ALL: [Category; 24] = [
+        Category::GpuMemoryHeldByOtherProcess,
+        Category::StaleServingInstance,
+        Category::HeterogeneousGpuMemory,
+        Category::ImbalanceCheckFalsePositive,
+        Category::CudaOom,
+        Category::KvCacheTooSmall,
+        Category::MemFractionMisconfigured,
+        Category::NcclTimeout,
+        Category::NcclInitFailure,
+        Category::PortInUse,
+        Category::XidGpuFellOffBus,
+        Category::XidEcc,
+        Category::XidOther,
+        Category::DriverLibraryMismatch,
+        Category::EccUncorrectable,
+        Category::UnitCrashLoop,
+        Category::UnitExitedZeroNoRestart,
+        Category::HostOomKiller,
+        Category::ModelLoadFailure,
+        Category::CudaIllegalMemoryAccess,
+        Category::CudaGraphCaptureFailure,
+        Category::UnsupportedHardware,
+        Category::TpSizeMismatch,
+        Category::Unknown,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Category::GpuMemoryHeldByOtherProcess => "gpu-memory-held-by-other-process",
+            Category::StaleServingInstance => "stale-serving-instance",
+            Category::HeterogeneousGpuMemory => "heterogeneous-gpu-memory",
+            Category::ImbalanceCheckFalsePositive => "imbalance-check-false-positive",
+            Category::CudaOom => "cuda-oom",
+            Category::KvCacheTooSmall => "kv-cache-too-small",
+            Category::MemFractionMisconfigured => "mem-fraction-misconfigured",
+            Category::NcclTimeout => "nccl-timeout",
+            Category::NcclInitFailure => "nccl-init-failure",
+            Category::PortInUse => "port-in-use",
+            Category::XidGpuFellOffBus => "xid-gpu-fell-off-bus",
+            Category::XidEcc => "xid-ecc",
+            Category::XidOther => "xid-other",
+            Category::DriverLibraryMismatch => "driver-library-mismatch",
+            Category::EccUncorrectable => "ecc-uncorrectable",
+            Category::UnitCrashLoop => "unit-crash-loop",
+            Category::UnitExitedZeroNoRestart => "unit-exited-zero-no-restart",
+            Category::HostOomKiller => "host-oom-killer",
+            Category::ModelLoadFailure => "model-load-failure",
+            Category::CudaIllegalMemoryAccess => "cuda-illegal-memory-access",
+            Category::CudaGraphCaptureFailure => "cuda-graph-capture-failure",
+            Category::UnsupportedHardware => "unsupported-hardware",
+            Category::TpSizeMismatch => "tp-size-mismatch",
+            Category::Unknown => "unknown",
+        }
+    }
+}
+
+/// A line that supports a finding, and what it shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evidence {
+    pub span: Span,
+    pub note: String,
+}
+
+/// The things a finding is about, for filtering and fleet aggregation.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Entities {
+    pub pids: BTreeSet<u32>,
+    pub gpus: BTreeSet<u32>,
+    pub units: BTreeSet<String>,
+    pub xid: BTreeSet<u32>,
+}
+
+/// One condition of a rule and whether the incident met it: the explanation
+/// of a confidence.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Condition {
+    pub text: String,
+    pub met: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    /// `F1`, `F2`, … assigned after ranking.
+    pub id: String,
+    pub rule: &'static str,
+    pub category: Category,
+    pub severity: Severity,
+    /// 0..=1, derived from `conditions`.
+    pub confidence: f64,
+    pub title: String,
+    /// One sentence naming the cause, for the top of the report.
+    pub headline: String,
+    pub explanation: String,
+    /// From the symptom the user saw down to the cause, one line each.
+    pub chain: Vec<String>,
+    pub entities: Entities,
+    pub evidence: Vec<Evidence>,
+    pub actions: Vec<Action>,
+    pub conditions: Vec<Condition>,
+    /// Ids of findings this one explains.
+    pub explains: Vec<String>,
+    /// Values from the logs that were refused (and so produced no action).
+    pub refused: Vec<String>,
+}
+
+impl Finding {
+    pub fn new(rule: &'static str, category: Category, severity: Severity) -> Finding {
+        Finding {
+            id: String::new(),
+            rule,
+            category,
+            severity,
+            confidence: 0.0,
+            title: String::new(),
+            headline: String::new(),
+            explanation: String::new(),
+            chain: Vec::new(),
+            entities: Entities::default(),
+            evidence: Vec::new(),
+            actions: Vec::new(),
+            conditions: Vec::new(),
+            explains: Vec::new(),
+            refused: Vec::new(),
+        }
+    }
+
+    pub fn evidence(&mut self, span: Span, note: impl Into<String>) {
+        if !self.evidence.iter().any(|e| e.span == span) {
+            self.evidence.push(Evidence {
+                span,
+                note: note.into(),
+            });
+        }
+    }
+
+    pub fn condition(&mut self, text: impl Into<String>, met: bool) -> bool {
+        self.conditions.push(Condition {
+            text: text.into(),
+            met,
+        });
+        met
+    }
+}

@@ -1,0 +1,1151 @@
+//! `sglang-unbalanced-memory`: SGLang's TP memory balance check failed at
+//! start-up, and why: another process, a stale server, mixed GPU sizes, or a
+//! holder nvidia-smi cannot show.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use super::{
+    Action, ActionKind, Category, ExpectedCmdline, Finding, Rule, RuleMeta, Safety, Severity,
+};
+use crate::correlate::{Gpu, GpuProcess, Incident, OwnerBasis, UnitEventKind};
+use crate::model::{
+    MemoryImbalance, Pid, ProcessListingKind, ServerArgs, ServerEvent, ServerEventKind, UnitName,
+};
+use crate::source::Span;
+
+pub static RULE: SglangUnbalancedMemory = SglangUnbalancedMemory;
+
+pub struct SglangUnbalancedMemory;
+
+static META: RuleMeta = RuleMeta {
+    id: "sglang-unbalanced-memory",
+    severity: Severity::Critical,
+    summary: "SGLang refused to start: the GPUs of its tensor-parallel group have unequal free memory",
+    doc: DOC,
+};
+
+const DOC: &str = r#"
+## What it means
+At start-up every SGLang tensor-parallel (TP) rank measures the free memory of
+its GPU and all-reduces the minimum. If the smallest free memory in the group
+(`pre_model_load_memory`, older releases `min_per_gpu_memory`) is below 90 % of
+a rank's own free memory (`local_gpu_memory`), that rank raises
+`The memory capacity is unbalanced. Some GPUs may be occupied by other processes.`
+(`ValueError` up to 0.5.6, `RuntimeError` from 0.5.7) and the server kills its
+own process tree, so systemd sees the main process die by SIGKILL.
+
+The rank on the short GPU does not raise (its own free memory *is* the
+minimum): the silent rank points at the GPU at fault.
+
+## Why it happens
+1. Another process holds memory on one GPU of the group (a forgotten service,
+   a notebook, an evaluation job).
+2. A stale instance of a serving server (the previous run of this service, or
+   another SGLang/vLLM) survived and still holds its GPU.
+3. The group mixes GPUs of different capacity (say 40 GB and 80 GB cards):
+   no process is to blame and the error repeats on every restart.
+4. A holder nvidia-smi cannot show: inside a container, processes of other
+   containers or the host are not listed, yet their memory is counted.
+
+## How to confirm
+The deficit `local_gpu_memory - pre_model_load_memory` (GiB) should match the
+memory of the holder on the short GPU (nvidia-smi MiB / 1024), within about
+1.5 GiB of CUDA context. The holder's unit comes from `systemctl status`
+(CGroup tree, Main PID) or the journal (`_SYSTEMD_UNIT`). For mixed GPUs,
+`memory.total` differs between the GPUs of the group.
+
+## How to fix
+1. and 2.: stop the unit that owns the holder (never kill a process of someone
+   else's service without confirming it), make sure the PID is gone, wait
+   until the GPU's memory is really released, then restart the server and
+   verify it comes up.
+3.: run each TP group on GPUs of one model (`CUDA_VISIBLE_DEVICES`).
+4.: find the holder from the host (`nvidia-smi` outside the container).
+
+Disabling the check (`SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK=0`) is not a
+fix: the KV cache of every rank is then sized by the smallest GPU.
+
+## Safety
+Stopping a unit and signalling a process need confirmation: the script checks,
+before each signal, that the PID still exists and still belongs to the unit
+or command line the report names, and it never sends SIGKILL before SIGTERM
+and a grace period.
+"#;
+
+/// A holder's memory matches the deficit when within this much (GiB): the
+/// difference is the failing server's own CUDA context.
+const RECONCILE_TOLERANCE_GIB: f64 = 1.5;
+/// GPUs whose capacities differ by more than this fraction are "mixed".
+const CAPACITY_SPREAD: f64 = 0.03;
+const MIB_PER_GIB: f64 = 1024.0;
+
+impl Rule for SglangUnbalancedMemory {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
+        let events: Vec<(&ServerEvent, &MemoryImbalance)> = incident
+            .facts
+            .server_events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                ServerEventKind::MemoryImbalance(m) => Some((e, m)),
+                _ => None,
+            })
+            .collect();
+        if events.is_empty() {
+            return;
+        }
+        out.push(Analysis::new(incident, &events).finding());
+    }
+}
+
+/// A process on a GPU of the group that is not the failing server itself.
+struct Holder<'a> {
+    process: &'a GpuProcess,
+    unit: Option<(&'a str, OwnerBasis, Span, Option<Span>)>,
+    cmdline: Option<(&'a str, Span)>,
+    stale_reason: Option<String>,
+}
+
+enum Cause<'a> {
+    /// (a) and (b): holders found on the short GPU(s).
+    Held {
+        gpus: Vec<u32>,
+        holders: Vec<Holder<'a>>,
+        reconciled: Option<bool>,
+    },
+    /// (c) GPUs of different capacity.
+    Heterogeneous {
+        small: Vec<&'a Gpu>,
+        large: Vec<&'a Gpu>,
+    },
+    /// (d) memory used on a GPU with no process to show for it.
+    Invisible { gpus: Vec<&'a Gpu> },
+    /// No snapshot, or the holder is gone by the time of the snapshot.
+    Undetermined { reason: String },
+}
+
+struct Analysis<'a> {
+    incident: &'a Incident,
+    events: &'a [(&'a ServerEvent, &'a MemoryImbalance)],
+    numbers: Option<(&'a MemoryImbalance, Span)>,
+    args: Option<(&'a ServerArgs, Span)>,
+    failing_ranks: BTreeSet<u32>,
+    /// GPU index of each rank of the group, when the group is known.
+    rank_gpus: BTreeMap<u32, u32>,
+    target: Option<(String, OwnerBasis, Span)>,
+    own_pids: BTreeSet<u32>,
+}
+
+impl<'a> Analysis<'a> {
+    fn new(incident: &'a Incident, events: &'a [(&'a ServerEvent, &'a MemoryImbalance)]) -> Self {
+        let numbers = events
+            .iter()
+            .find(|(_, m)| m.min_gib.is_some() && m.local_gib.is_some())
+            .map(|(e, m)| (*m, e.span));
+        let args = incident
+            .facts
+            .server_events
+            .iter()
+            .rev()
+            .find_map(|e| match &e.kind {
+                ServerEventKind::Args(a) => Some((a, e.span)),
+                _ => None,
+            });
+        let failing_ranks: BTreeSet<u32> = events.iter().filter_map(|(e, _)| e.rank?.tp).collect();
+        let rank_gpus = group_gpus(incident, args.map(|a| a.0), &failing_ranks);
+        let own_pids = incident
+            .facts
+            .server_events
+            .iter()
+            .filter_map(|e| e.pid)
+            .collect();
+        let target = target_unit(incident, events);
+        Analysis {
+            incident,
+            events,
+            numbers,
+            args,
+            failing_ranks,
+            rank_gpus,
+            target,
+            own_pids,
+        }
+    }
+
+    /// `local - min` in GiB: how much less free memory the short GPU had.
+    fn deficit_gib(&self) -> Option<f64> {
+        let (m, _) = self.numbers?;
+        Some(m.local_gib? - m.min_gib?)
+    }
+
+    fn group(&self) -> Vec<&'a Gpu> {
+        if self.rank_gpus.is_empty() {
+            return self.incident.gpus.iter().collect();
+        }
+        let wanted: BTreeSet<u32> = self.rank_gpus.values().copied().collect();
+        self.incident
+            .gpus
+            .iter()
+            .filter(|g| wanted.contains(&g.index))
+            .collect()
+    }
+
+    /// GPUs of ranks that did not raise: the short ones.
+    fn silent_gpus(&self) -> BTreeSet<u32> {
+        if self.failing_ranks.is_empty() {
+            return BTreeSet::new();
+        }
+        self.rank_gpus
+            .iter()
+            .filter(|(rank, _)| !self.failing_ranks.contains(rank))
+            .map(|(_, gpu)| *gpu)
+            .collect()
+    }
+
+    fn holders_on(&self, gpu: u32) -> Vec<Holder<'a>> {
+        let incident = self.incident;
+        incident
+            .processes_on(gpu)
+            .filter(|p| !self.own_pids.contains(&p.pid))
+            .map(|p| {
+                let unit = incident
+                    .owner(p.pid)
+                    .map(|o| (o.unit.as_str(), o.basis, o.span, o.via));
+                let cmdline = incident
+                    .cmdlines
+                    .get(&p.pid)
+                    .map(|c| (c.text.as_str(), c.span));
+                let stale_reason = self.stale_reason(p, unit.map(|u| u.0), cmdline.map(|c| c.0));
+                Holder {
+                    process: p,
+                    unit,
+                    cmdline,
+                    stale_reason,
+                }
+            })
+            .collect()
+    }
+
+    /// Why a holder looks like a leftover serving process, if it does.
+    fn stale_reason(
+        &self,
+        p: &GpuProcess,
+        unit: Option<&str>,
+        cmdline: Option<&str>,
+    ) -> Option<String> {
+        let incident = self.incident;
+        if let Some(u) = unit.and_then(|u| incident.units.get(u)) {
+            let left = u.events.iter().any(|e| {
+                matches!(e.kind, UnitEventKind::RemainsRunning { pid } | UnitEventKind::LeftOverProcess { pid } if pid == p.pid)
+            });
+            if left {
+                return Some(format!(
+                    "systemd reported PID {} as left over from an earlier run of {}",
+                    p.pid, unit?
+                ));
+            }
+        }
+        if let (Some(u), Some((target, _, _))) = (unit, &self.target) {
+            if u == target {
+                return Some(format!(
+                    "it belongs to {target} itself, whose new run failed"
+                ));
+            }
+        }
+        let text = cmdline.unwrap_or(&p.name);
+        let serving = [
+            "sglang::",
+            "sglang.launch_server",
+            "sglang serve",
+            "VLLM::",
+            "vllm serve",
+            "vllm.entrypoints",
+        ]
+        .iter()
+        .find(|m| text.contains(*m) || p.name.contains(*m))?;
+        let orphan = incident
+            .facts
+            .ps
+            .iter()
+            .any(|r| r.pid == p.pid && r.ppid == Some(1));
+        Some(format!(
+            "it is a model server process (`{}`){}",
+            serving.trim_end_matches("::"),
+            if orphan { ", re-parented to PID 1" } else { "" }
+        ))
+    }
+
+    fn cause(&self) -> Cause<'a> {
+        let group = self.group();
+        if group.is_empty() {
+            return Cause::Undetermined {
+                reason: "no nvidia-smi snapshot of the GPUs was given".to_owned(),
+            };
+        }
+        let silent = self.silent_gpus();
+        let deficit = self.deficit_gib();
+
+        // GPUs with foreign processes, the silent ranks' GPUs first.
+        let mut held: Vec<(u32, Vec<Holder<'a>>)> = group
+            .iter()
+            .map(|g| (g.index, self.holders_on(g.index)))
+            .filter(|(_, h)| !h.is_empty())
+            .collect();
+        held.sort_by_key(|(gpu, h)| {
+            let mib: u64 = h.iter().filter_map(|h| h.process.used_mib).sum();
+            (!silent.contains(gpu), std::cmp::Reverse(mib), *gpu)
+        });
+        let reconciles = |mib: u64| {
+            deficit.map(|d| (mib as f64 / MIB_PER_GIB - d).abs() <= RECONCILE_TOLERANCE_GIB)
+        };
+        if let Some((gpu, holders)) = held.into_iter().next() {
+            let mib: u64 = holders.iter().filter_map(|h| h.process.used_mib).sum();
+            let reconciled = reconciles(mib);
+            if reconciled != Some(false) || !self.heterogeneous(&group) {
+                return Cause::Held {
+                    gpus: vec![gpu],
+                    holders,
+                    reconciled,
+                };
+            }
+        }
+        if self.heterogeneous(&group) {
+            let max = group
+                .iter()
+                .filter_map(|g| g.memory_total_mib)
+                .max()
+                .unwrap_or(0);
+            let (large, small): (Vec<&Gpu>, Vec<&Gpu>) = group.iter().partition(|g| {
+                g.memory_total_mib
+                    .is_some_and(|t| t as f64 >= max as f64 * (1.0 - CAPACITY_SPREAD))
+            });
+            return Cause::Heterogeneous { small, large };
+        }
+        // Memory in use that no listed process accounts for.
+        let unexplained = |g: &&Gpu| {
+            let listed: u64 = self
+                .incident
+                .processes_on(g.index)
+                .filter_map(|p| p.used_mib)
+                .sum();
+            let used = g.memory_used_mib.unwrap_or(0).saturating_sub(listed);
+            match deficit {
+                Some(d) => used as f64 / MIB_PER_GIB >= d - RECONCILE_TOLERANCE_GIB,
+                None => used >= 2048,
+            }
+        };
+        let invisible: Vec<&Gpu> = group.iter().copied().filter(unexplained).collect();
+        if !invisible.is_empty() {
+            return Cause::Invisible { gpus: invisible };
+        }
+        Cause::Undetermined {
+            reason: "the nvidia-smi snapshot shows no process and no unexplained memory on the GPUs of the group: \
+                     the holder may have exited before the snapshot was taken"
+                .to_owned(),
+        }
+    }
+
+    fn heterogeneous(&self, group: &[&Gpu]) -> bool {
+        let totals: Vec<u64> = group.iter().filter_map(|g| g.memory_total_mib).collect();
+        match (totals.iter().min(), totals.iter().max()) {
+            (Some(&lo), Some(&hi)) => (hi - lo) as f64 > hi as f64 * CAPACITY_SPREAD,
+            _ => false,
+        }
+    }
+
+    fn finding(&self) -> Finding {
+        let cause = self.cause();
+        let category = match &cause {
+            Cause::Held { holders, .. } if holders.iter().any(|h| h.stale_reason.is_some()) => {
+                Category::StaleServingInstance
+            }
+            Cause::Held { .. } | Cause::Invisible { .. } | Cause::Undetermined { .. } => {
+                Category::GpuMemoryHeldByOtherProcess
+            }
+            Cause::Heterogeneous { .. } => Category::HeterogeneousGpuMemory,
+        };
+        let fatal = self.events.iter().any(|(_, m)| m.exception.is_some());
+        let severity = if fatal {
+            Severity::Critical
+        } else {
+            Severity::Warning
+        };
+        let mut f = Finding::new(META.id, category, severity);
+        self.common_evidence(&mut f);
+        match &cause {
+            Cause::Held {
+                gpus,
+                holders,
+                reconciled,
+            } => self.explain_held(&mut f, gpus, holders, *reconciled),
+            Cause::Heterogeneous { small, large } => {
+                self.explain_heterogeneous(&mut f, small, large)
+            }
+            Cause::Invisible { gpus } => self.explain_invisible(&mut f, gpus),
+            Cause::Undetermined { reason } => self.explain_undetermined(&mut f, reason),
+        }
+        let met = f.conditions.iter().filter(|c| c.met).count() as f64;
+        let total = f.conditions.len().max(1) as f64;
+        let base = match &cause {
+            Cause::Held { .. } | Cause::Heterogeneous { .. } => 0.55,
+            Cause::Invisible { .. } => 0.45,
+            Cause::Undetermined { .. } => 0.25,
+        };
+        let owner_trust = match &cause {
+            Cause::Held { holders, .. } => holders
+                .iter()
+                .filter_map(|h| h.unit.map(|u| u.1.confidence()))
+                .fold(1.0_f64, f64::min),
+            _ => 1.0,
+        };
+        f.confidence = round2((base + (0.99 - base) * met / total) * owner_trust);
+        f
+    }
+
+    fn target_name(&self) -> String {
+        match &self.target {
+            Some((unit, _, _)) => unit.clone(),
+            None => "the SGLang server".to_owned(),
+        }
+    }
+
+    /// Evidence and chain links every cause shares: the failing ranks, the
+    /// launch arguments and how the unit died.
+    fn common_evidence(&self, f: &mut Finding) {
+        let incident = self.incident;
+        // One evidence line per rank (and per rank-less event), in input order.
+        let mut seen_ranks = BTreeSet::new();
+        let mut repeats = 0;
+        for (e, m) in self.events {
+            let key = e.rank.and_then(|r| r.tp);
+            if key.is_some() && !seen_ranks.insert(key) {
+                repeats += 1;
+                continue;
+            }
+            let who = e
+                .rank
+                .map_or_else(|| "SGLang".to_owned(), |r| r.to_string());
+            let what = match &m.exception {
+                Some(x) => format!("{who} raised {x}: the memory capacity is unbalanced"),
+                None => format!("{who} warned that the memory capacity is unbalanced"),
+            };
+            f.evidence(e.span, what);
+        }
+        let _ = repeats;
+        if let Some((args, span)) = self.args {
+            let mut note = String::from("launch arguments");
+            if let Some(tp) = args.tp_size {
+                let _ = write!(note, ": tp_size={tp}");
+            }
+            f.evidence(span, note);
+        }
+        if let Some((unit, basis, span)) = &self.target {
+            f.entities.units.insert(unit.clone());
+            if *basis != OwnerBasis::JournalField || span.line != self.events[0].0.span.line {
+                f.evidence(
+                    *span,
+                    format!("the server runs as {unit} ({})", basis.describe()),
+                );
+            }
+            if let Some(u) = incident.units.get(unit) {
+                for e in &u.events {
+                    match &e.kind {
+                        UnitEventKind::MainProcessExited { code, status } => f.evidence(
+                            e.span,
+                            format!("{unit}'s main process exited, code={code}, status={status}"),
+                        ),
+                        UnitEventKind::FailedWithResult(r) => {
+                            f.evidence(e.span, format!("{unit} failed with result '{r}'"))
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        // Symptom first.
+        if let Some((unit, _, _)) = &self.target {
+            let failed = incident.units.get(unit).is_some_and(|u| u.failed())
+                || incident
+                    .facts
+                    .unit_statuses
+                    .iter()
+                    .any(|s| &s.unit == unit && s.active_state.as_deref() == Some("failed"));
+            if failed {
+                let killed = incident.units.get(unit).is_some_and(|u| {
+                    u.events.iter().any(|e| matches!(&e.kind, UnitEventKind::MainProcessExited { status, .. } if status.contains("KILL")))
+                });
+                f.chain.push(if killed {
+                    format!("{unit} failed: its main process died by SIGKILL, which SGLang sends its own process tree when a rank fails")
+                } else {
+                    format!("{unit} failed at start-up")
+                });
+            }
+        }
+        let ranks = rank_list(&self.failing_ranks);
+        let numbers = match self.numbers {
+            Some((m, _)) => format!(
+                " ({}={:.2} GiB < 0.9 x local_gpu_memory={:.2} GiB = {:.2} GiB)",
+                m.min_label.as_deref().unwrap_or("min"),
+                m.min_gib.unwrap_or_default(),
+                m.local_gib.unwrap_or_default(),
+                m.threshold_gib
+                    .unwrap_or_else(|| m.local_gib.unwrap_or_default() * 0.9),
+            ),
+            None => String::new(),
+        };
+        let ranks = if ranks.is_empty() {
+            "SGLang".to_owned()
+        } else {
+            ranks
+        };
+        f.chain.push(format!(
+            "{ranks} failed the TP memory balance check{numbers}"
+        ));
+        f.condition(
+            format!(
+                "the balance check failed on {} rank(s)",
+                self.failing_ranks.len().max(1)
+            ),
+            true,
+        );
+        f.condition(
+            "the error carries the measured numbers",
+            self.numbers.is_some(),
+        );
+    }
+
+    fn explain_held(
+        &self,
+        f: &mut Finding,
+        gpus: &[u32],
+        holders: &[Holder<'_>],
+        reconciled: Option<bool>,
+    ) {
+        let incident = self.incident;
+        let gpu = gpus[0];
+        let target = self.target_name();
+        let held_mib: u64 = holders.iter().filter_map(|h| h.process.used_mib).sum();
+        if let Some(g) = incident.gpu(gpu) {
+            self.gpu_evidence(f, g);
+        }
+        // One idle GPU of the group for contrast.
+        if let Some(other) = self
+            .group()
+            .into_iter()
+            .find(|g| g.index != gpu && incident.processes_on(g.index).next().is_none())
+        {
+            self.gpu_evidence(f, other);
+        }
+        let silent = self.silent_gpus();
+        f.entities.gpus.insert(gpu);
+        for h in holders {
+            let p = h.process;
+            f.entities.pids.insert(p.pid);
+            for span in &p.spans {
+                f.evidence(
+                    *span,
+                    format!("PID {} holds {} on GPU {gpu}", p.pid, mib(p.used_mib)),
+                );
+            }
+            if let Some((unit, basis, span, via)) = h.unit {
+                f.entities.units.insert(unit.to_owned());
+                f.evidence(
+                    span,
+                    format!("PID {} belongs to {unit}: {}", p.pid, basis.describe()),
+                );
+                if let Some(via) = via {
+                    f.evidence(via, format!("systemd started {unit} here"));
+                }
+            }
+            if let Some((cmd, span)) = h.cmdline {
+                let _ = cmd;
+                f.evidence(span, format!("command line of PID {}", p.pid));
+            }
+        }
+        let deficit = self.deficit_gib();
+        let main = &holders[0];
+        let who = holder_phrase(main);
+        let more = if holders.len() > 1 {
+            format!(" and {} other process(es)", holders.len() - 1)
+        } else {
+            String::new()
+        };
+        let stale = holders.iter().find_map(|h| h.stale_reason.as_deref());
+
+        f.chain.push(match deficit {
+            Some(d) => format!(
+                "GPU {gpu} had {d:.2} GiB less free memory than the other GPUs of the group"
+            ),
+            None => format!("GPU {gpu} had less free memory than the other GPUs of the group"),
+        });
+        f.chain.push(format!(
+            "{who}{more} holds {} = {:.2} GiB on GPU {gpu}{}",
+            mib(Some(held_mib)),
+            held_mib as f64 / MIB_PER_GIB,
+            stale.map(|s| format!("; {s}")).unwrap_or_default()
+        ));
+
+        let reconcile_text = match deficit {
+            Some(d) => format!(
+                "the deficit local - min = {d:.2} GiB matches the holder's {} = {:.2} GiB (within {RECONCILE_TOLERANCE_GIB} GiB)",
+                mib(Some(held_mib)),
+                held_mib as f64 / MIB_PER_GIB
+            ),
+            None => "the deficit can be compared with the holder's memory".to_owned(),
+        };
+        f.condition(
+            format!("a process outside {target} holds memory on GPU {gpu}"),
+            true,
+        );
+        f.condition(reconcile_text, reconciled == Some(true));
+        if !silent.is_empty() {
+            f.condition(
+                format!(
+                    "the rank(s) that did not raise run on the holder's GPU ({})",
+                    silent
+                        .iter()
+                        .map(|g| format!("GPU {g}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                silent.contains(&gpu),
+            );
+        }
+        f.condition(
+            "the holder's systemd unit is known",
+            holders.iter().all(|h| h.unit.is_some()),
+        );
+
+        let held_by = format!("{who}{more} ({})", mib(Some(held_mib)));
+        f.title = format!("GPU {gpu} is held by {held_by}");
+        f.headline = format!(
+            "GPU {gpu} is held by {held_by}, so {target} failed SGLang's tensor-parallel memory balance check at start-up."
+        );
+        f.explanation = match deficit {
+            Some(d) => format!(
+                "SGLang measured {:.2} GiB free on the fullest GPU against {:.2} GiB on the others: a deficit of {d:.2} GiB. \
+                 GPU {gpu} is the short one{}, and {who} holds {} = {:.2} GiB there{}.",
+                d_min(self.numbers),
+                d_local(self.numbers),
+                if silent.contains(&gpu) {
+                    " (its rank is the one that did not raise)"
+                } else {
+                    ""
+                },
+                mib(Some(held_mib)),
+                held_mib as f64 / MIB_PER_GIB,
+                match reconciled {
+                    Some(true) => ", which accounts for the deficit",
+                    Some(false) =>
+                        ", which does not fully account for the deficit: look for more holders",
+                    None => "",
+                }
+            ),
+            None => format!(
+                "{who} holds {} on GPU {gpu}; this SGLang release printed no numbers to reconcile.",
+                mib(Some(held_mib))
+            ),
+        };
+        if stale.is_some() {
+            f.explanation
+                .push_str(" It is a leftover serving process, not a workload of its own.");
+        }
+
+        self.held_actions(f, gpu, holders);
+    }
+
+    fn held_actions(&self, f: &mut Finding, gpu: u32, holders: &[Holder<'_>]) {
+        let target = self
+            .target
+            .as_ref()
+            .and_then(|(u, _, _)| UnitName::new(u).ok());
+        let mut stopped: BTreeSet<String> = BTreeSet::new();
+        let mut terminations = Vec::new();
+        for h in holders {
+            let p = h.process;
+            let unit = match h.unit.map(|u| UnitName::new(u.0)) {
+                Some(Ok(u)) => Some(u),
+                Some(Err(e)) => {
+                    f.refused.push(e.to_string());
+                    None
+                }
+                None => None,
+            };
+            if let Some(u) = &unit {
+                if stopped.insert(u.to_string()) {
+                    let why = format!(
+                        "{u} owns PID {} which holds {} on GPU {gpu}",
+                        p.pid,
+                        mib(p.used_mib)
+                    );
+                    f.actions.push(
+                        Action::new(
+                            ActionKind::StopUnit { unit: u.clone() },
+                            Safety::NeedsConfirmation,
+                            why,
+                        )
+                        .with_evidence(h.unit.map(|u| u.2)),
+                    );
+                }
+            }
+            let pid = match Pid::new(p.pid) {
+                Ok(pid) => pid,
+                Err(e) => {
+                    f.refused.push(e.to_string());
+                    continue;
+                }
+            };
+            // The guard: the PID must still be this process when the script runs.
+            let expected_cmdline = h
+                .cmdline
+                .map(|c| c.0)
+                .or((!p.name_truncated && !p.name.starts_with('[')).then_some(p.name.as_str()))
+                .and_then(ExpectedCmdline::new);
+            if unit.is_none() && expected_cmdline.is_none() {
+                f.refused.push(format!(
+                    "PID {}: neither its unit nor its full command line is known, so no script may signal it",
+                    p.pid
+                ));
+                continue;
+            }
+            let why = if unit.is_some() {
+                format!("in case PID {} survives the stop", p.pid)
+            } else {
+                format!(
+                    "PID {} holds {} on GPU {gpu} and belongs to no known unit",
+                    p.pid,
+                    mib(p.used_mib)
+                )
+            };
+            terminations.push(
+                Action::new(
+                    ActionKind::TerminateProcess {
+                        pid,
+                        expected_unit: unit,
+                        expected_cmdline,
+                        grace_secs: 30,
+                    },
+                    Safety::NeedsConfirmation,
+                    why,
+                )
+                .with_evidence(p.spans.iter().copied()),
+            );
+        }
+        f.actions.extend(terminations);
+        let baseline = self
+            .group()
+            .iter()
+            .filter(|g| g.index != gpu)
+            .filter_map(|g| g.memory_used_mib)
+            .max()
+            .unwrap_or(0);
+        f.actions.push(Action::new(
+            ActionKind::WaitGpuMemoryFree {
+                gpus: vec![gpu],
+                max_used_mib: baseline.max(512) + 512,
+                timeout_secs: 120,
+            },
+            Safety::Safe,
+            format!("GPU {gpu}'s memory must really be released before SGLang measures it again"),
+        ));
+        match target {
+            Some(unit) => {
+                f.actions.push(Action::new(
+                    ActionKind::RestartUnit { unit: unit.clone() },
+                    Safety::Safe,
+                    format!("start {unit} again on the freed GPUs"),
+                ));
+                f.actions.push(Action::new(
+                    ActionKind::VerifyUnitActive {
+                        unit,
+                        timeout_secs: 120,
+                    },
+                    Safety::Safe,
+                    "the unit must come up and stay up",
+                ));
+            }
+            None => f.actions.push(Action::advice(
+                "restart the SGLang server once the GPU is free",
+                None,
+            )),
+        }
+        if let Some(u) = holders
+            .iter()
+            .find(|h| h.stale_reason.is_none())
+            .and_then(|h| h.unit)
+        {
+            f.actions.push(Action::advice(
+                format!("if {} is a leftover from an earlier experiment, disable it so it does not come back at boot", u.0),
+                Some(&format!("systemctl disable {}", u.0)),
+            ));
+        }
+    }
+
+    fn explain_heterogeneous(&self, f: &mut Finding, small: &[&Gpu], large: &[&Gpu]) {
+        for g in small.iter().chain(large) {
+            self.gpu_evidence(f, g);
+            f.entities.gpus.insert(g.index);
+        }
+        let describe = |gs: &[&Gpu]| {
+            gs.iter()
+                .map(|g| {
+                    format!(
+                        "GPU {} ({}, {})",
+                        g.index,
+                        g.name.as_deref().unwrap_or("unknown model"),
+                        mib(g.memory_total_mib)
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let small_total = small
+            .iter()
+            .filter_map(|g| g.memory_total_mib)
+            .min()
+            .unwrap_or(0);
+        let large_total = large
+            .iter()
+            .filter_map(|g| g.memory_total_mib)
+            .max()
+            .unwrap_or(0);
+        let gap = large_total.saturating_sub(small_total) as f64 / MIB_PER_GIB;
+        f.chain.push(format!(
+            "the group mixes GPUs of different capacity: {} vs {}",
+            describe(small),
+            describe(large)
+        ));
+        let target = self.target_name();
+        let matches = self
+            .deficit_gib()
+            .map(|d| (d - gap).abs() <= RECONCILE_TOLERANCE_GIB + 0.02 * gap);
+        f.condition("the GPUs of the group differ in memory.total", true);
+        f.condition(
+            match self.deficit_gib() {
+                Some(d) => format!("the deficit {d:.2} GiB matches the capacity gap {gap:.2} GiB"),
+                None => "the deficit can be compared with the capacity gap".to_owned(),
+            },
+            matches == Some(true),
+        );
+        f.condition(
+            "no other process holds memory on the group's GPUs",
+            self.group()
+                .iter()
+                .all(|g| self.holders_on(g.index).is_empty()),
+        );
+        let small_ranks: Vec<u32> = self
+            .rank_gpus
+            .iter()
+            .filter(|(_, g)| small.iter().any(|s| s.index == **g))
+            .map(|(r, _)| *r)
+            .collect();
+        if !small_ranks.is_empty() && !self.failing_ranks.is_empty() {
+            f.condition(
+                "only the ranks on the larger GPUs raised",
+                small_ranks.iter().all(|r| !self.failing_ranks.contains(r)),
+            );
+        }
+        f.title = "the tensor-parallel group mixes GPUs of different capacity".to_owned();
+        f.headline = format!(
+            "{target} failed SGLang's memory balance check because its tensor-parallel group mixes GPUs of different capacity ({:.0} GiB vs {:.0} GiB); no process is to blame.",
+            small_total as f64 / MIB_PER_GIB,
+            large_total as f64 / MIB_PER_GIB
+        );
+        f.explanation = format!(
+            "Every rank sizes its KV cache by the smallest GPU, so SGLang refuses a group whose free memory differs by more than 10 %. \
+             The capacity gap between the models is {gap:.2} GiB. Killing processes will not help: the error repeats on every restart."
+        );
+        let by_model = models(small.iter().chain(large).copied());
+        f.actions.push(Action::advice(
+            format!(
+                "run each tensor-parallel group on GPUs of one model ({by_model}), e.g. restrict the server with CUDA_VISIBLE_DEVICES and set --tp to the number of identical GPUs"
+            ),
+            Some("nvidia-smi --query-gpu=index,name,memory.total --format=csv"),
+        ));
+    }
+
+    fn explain_invisible(&self, f: &mut Finding, gpus: &[&Gpu]) {
+        let list = gpus
+            .iter()
+            .map(|g| format!("GPU {}", g.index))
+            .collect::<Vec<_>>()
+            .join(", ");
+        for g in gpus {
+            self.gpu_evidence(f, g);
+            f.entities.gpus.insert(g.index);
+        }
+        for l in &self.incident.facts.process_listings {
+            let note = match l.kind {
+                ProcessListingKind::EmptyBlock => {
+                    "the process list is empty although memory is in use: NVML could not resolve the PIDs"
+                }
+                ProcessListingKind::NoneFound => "no process is listed",
+                ProcessListingKind::Rows => continue,
+            };
+            f.evidence(l.span, note);
+        }
+        let target = self.target_name();
+        let used: u64 = gpus.iter().filter_map(|g| g.memory_used_mib).sum();
+        f.chain.push(format!(
+            "{list} has {} in use that no listed process accounts for",
+            mib(Some(used))
+        ));
+        f.chain.push("the holder is invisible from where nvidia-smi ran (typically another container or the host)".to_owned());
+        f.condition(format!("memory is in use on {list}"), true);
+        if let Some(d) = self.deficit_gib() {
+            f.condition(
+                format!(
+                    "the unexplained {:.2} GiB matches the deficit {d:.2} GiB",
+                    used as f64 / MIB_PER_GIB
+                ),
+                (used as f64 / MIB_PER_GIB - d).abs() <= RECONCILE_TOLERANCE_GIB,
+            );
+        }
+        f.condition(
+            "the process list shows no holder",
+            self.incident.process_listing() != Some(ProcessListingKind::Rows)
+                || gpus
+                    .iter()
+                    .all(|g| self.incident.processes_on(g.index).next().is_none()),
+        );
+        f.title = format!("{list} is held by a process nvidia-smi cannot show");
+        f.headline = format!(
+            "{list} has {} in use by a process invisible from here (another container or the host), so {target} failed SGLang's memory balance check.",
+            mib(Some(used))
+        );
+        f.explanation = "Inside a container NVML counts the memory of every process on the GPU but lists only processes of its own PID namespace. \
+                         The holder has to be found from the host."
+            .to_owned();
+        f.actions.push(Action::advice(
+            format!("on the host (outside any container), list the processes on {list} with their GPU UUID"),
+            Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv"),
+        ));
+        f.actions.push(Action::advice(
+            "map the holder's PID to its container or unit",
+            Some("cat /proc/PID/cgroup"),
+        ));
+        f.actions.push(Action::advice(
+            format!("once the holder is stopped, restart {target}"),
+            None,
+        ));
+    }
+
+    fn explain_undetermined(&self, f: &mut Finding, reason: &str) {
+        let target = self.target_name();
+        f.chain
+            .push(format!("the short GPU could not be identified: {reason}"));
+        f.condition(
+            "an nvidia-smi snapshot of the group's GPUs",
+            !self.incident.gpus.is_empty(),
+        );
+        f.title =
+            "SGLang's memory balance check failed; the holder is not in the inputs".to_owned();
+        f.headline = format!(
+            "{target} failed SGLang's memory balance check: one GPU had less free memory, but the inputs do not show what held it."
+        );
+        f.explanation = format!(
+            "{reason}. Capture the GPU state while the failure happens to name the holder."
+        );
+        f.actions.push(Action::advice(
+            "capture the GPUs and their processes right after the failure",
+            Some("nvidia-smi; nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv"),
+        ));
+    }
+
+    fn gpu_evidence(&self, f: &mut Finding, g: &Gpu) {
+        if let Some(span) = g.spans.first() {
+            f.evidence(
+                *span,
+                format!(
+                    "GPU {}: {} of {} used{}",
+                    g.index,
+                    mib(g.memory_used_mib),
+                    mib(g.memory_total_mib),
+                    g.name
+                        .as_deref()
+                        .map(|n| format!(" ({n})"))
+                        .unwrap_or_default()
+                ),
+            );
+        }
+    }
+}
+
+/// Maps ranks to GPU indices: `base_gpu_id + tp_rank * gpu_id_step`
+/// (formats.md §8.1), over `tp_size` ranks when the launch arguments are
+/// known, otherwise over the GPUs of the snapshot.
+fn group_gpus(
+    incident: &Incident,
+    args: Option<&ServerArgs>,
+    failing: &BTreeSet<u32>,
+) -> BTreeMap<u32, u32> {
+    let base = args.and_then(|a| a.base_gpu_id).unwrap_or(0);
+    let step = args.and_then(|a| a.gpu_id_step).unwrap_or(1);
+    let tp = args
+        .and_then(|a| a.tp_size)
+        .or_else(|| (!incident.gpus.is_empty()).then_some(incident.gpus.len() as u32))
+        .or_else(|| failing.iter().max().map(|m| m + 1))
+        .unwrap_or(0);
+    (0..tp).map(|r| (r, base + r * step)).collect()
+}
+
+/// The unit that runs the failing server.
+fn target_unit(
+    incident: &Incident,
+    events: &[(&ServerEvent, &MemoryImbalance)],
+) -> Option<(String, OwnerBasis, Span)> {
+    if let Some(found) = events.iter().find_map(|(e, _)| incident.unit_of_event(e)) {
+        return Some(found);
+    }
+    if let Some(found) = incident
+        .facts
+        .server_events
+        .iter()
+        .find_map(|e| incident.unit_of_event(e))
+    {
+        return Some(found);
+    }
+    // A failed unit that runs SGLang, by its command lines or its name.
+    let runs_sglang = |unit: &str| {
+        incident
+            .owners
+            .iter()
+            .filter(|(_, o)| o.unit == unit)
+            .any(|(pid, _)| {
+                incident
+                    .cmdlines
+                    .get(pid)
+                    .is_some_and(|c| c.text.contains("sglang"))
+            })
+            || unit.contains("sglang")
+    };
+    incident
+        .units
+        .iter()
+        .filter(|(name, u)| u.failed() && runs_sglang(name))
+        .find_map(|(name, u)| {
+            let span = u
+                .events
+                .iter()
+                .find(|e| {
+                    matches!(
+                        e.kind,
+                        UnitEventKind::MainProcessExited { .. }
+                            | UnitEventKind::FailedWithResult(_)
+                    )
+                })?
+                .span;
+            Some((name.clone(), OwnerBasis::SystemdMessage, span))
+        })
+        .or_else(|| {
+            incident
+                .facts
+                .unit_statuses
+                .iter()
+                .find(|s| s.active_state.as_deref() == Some("failed") && runs_sglang(&s.unit))
+                .map(|s| (s.unit.clone(), OwnerBasis::MainPid, s.span))
+        })
+}
+
+fn holder_phrase(h: &Holder<'_>) -> String {
+    let p = h.process;
+    match h.unit {
+        Some((unit, _, _, _)) => format!("PID {} ({unit})", p.pid),
+        None => format!("PID {} ({})", p.pid, p.name),
+    }
+}
+
+fn models<'g>(gpus: impl Iterator<Item = &'g Gpu>) -> String {
+    let mut by_name: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+    for g in gpus {
+        by_name
+            .entry(g.name.as_deref().unwrap_or("unknown"))
+            .or_default()
+            .push(g.index);
+    }
+    by_name
+        .iter()
+        .map(|(name, idx)| {
+            format!(
+                "{name}: GPU {}",
+                idx.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn rank_list(ranks: &BTreeSet<u32>) -> String {
+    let v: Vec<u32> = ranks.iter().copied().collect();
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j > i + 1 {
+            format!("TP{}-TP{}", v[i], v[j])
+        } else if j == i + 1 {
+            format!("TP{}, TP{}", v[i], v[j])
+        } else {
+            format!("TP{}", v[i])
+        });
+        i = j + 1;
+    }
+    parts.join(", ")
+}
+
+/// `55,286 MiB`; `unknown MiB` for absent values.
+pub(crate) fn mib(value: Option<u64>) -> String {
+    match value {
+        Some(v) => {
+            let digits = v.to_string();
+            let mut out = String::new();
+            for (i, c) in digits.chars().enumerate() {
+                if i > 0 && (digits.len() - i) % 3 == 0 {
+                    out.push(',');
+                }
+                out.push(c);
+            }
+            format!("{out} MiB")
+        }
+        None => "an unknown amount of memory".to_owned(),
+    }
+}
+
+fn d_min(n: Option<(&MemoryImbalance, Span)>) -> f64 {
+    n.and_then(|(m, _)| m.min_gib).unwrap_or_default()
+}
+
+fn d_local(n: Option<(&MemoryImbalance, Span)>) -> f64 {
+    n.and_then(|(m, _)| m.local_gib).unwrap_or_default()
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rank_lists_are_compact() {
+        let r = |v: &[u32]| rank_list(&v.iter().copied().collect());
+        assert_eq!(r(&[1, 2, 3, 4, 5, 6, 7]), "TP1-TP7");
+        assert_eq!(r(&[0, 1, 3]), "TP0, TP1, TP3");
+        assert_eq!(r(&[1]), "TP1");
+    }
+
+    #[test]
+    fn mib_has_thousands_separators() {
+        assert_eq!(mib(Some(55286)), "55,286 MiB");
+        assert_eq!(mib(Some(512)), "512 MiB");
+        assert_eq!(mib(Some(143771)), "143,771 MiB");
+    }
+}

@@ -1,0 +1,146 @@
+//! End-to-end: the binary on files, bundle directories and stdin; exit codes
+//! and error messages.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use crate::support::incident;
+
+fn rootcause(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rootcause"))
+        .args(args)
+        .env_remove("NO_COLOR")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    let mut pipe = child.stdin.take().unwrap();
+    pipe.write_all(stdin.unwrap_or_default()).unwrap();
+    drop(pipe);
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn root_cause_line(o: &Output) -> String {
+    stdout(o).lines().next().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn a_bundle_directory_reports_findings_with_exit_code_1() {
+    let dir = incident("2026-11-27-ct200-ghost-ddtree");
+    let o = rootcause(&[dir.to_str().unwrap()], None);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(root_cause_line(&o).contains("PID 20629"));
+    assert!(
+        !stdout(&o).contains('\x1b'),
+        "no colour when stdout is not a terminal"
+    );
+}
+
+#[test]
+fn files_directory_and_stdin_give_the_same_root_cause() {
+    let dir = incident("2026-11-27-ct200-ghost-ddtree");
+    let files: Vec<String> = [
+        "sglang.log",
+        "nvidia-smi.txt",
+        "journal.txt",
+        "systemctl-status-ddtree-qwen.txt",
+    ]
+    .iter()
+    .map(|f| dir.join(f).to_string_lossy().into_owned())
+    .collect();
+    let args: Vec<&str> = files.iter().map(String::as_str).collect();
+    let from_files = rootcause(&args, None);
+
+    let paste =
+        std::fs::read(incident("2026-11-27-ct200-ghost-ddtree-paste").join("paste.txt")).unwrap();
+    let from_stdin = rootcause(&[], Some(&paste));
+    let from_dash = rootcause(&["-"], Some(&paste));
+
+    let expected = root_cause_line(&rootcause(&[dir.to_str().unwrap()], None));
+    assert_eq!(root_cause_line(&from_files), expected);
+    assert_eq!(root_cause_line(&from_stdin), expected);
+    assert_eq!(root_cause_line(&from_dash), expected);
+    assert_eq!(from_stdin.status.code(), Some(1));
+}
+
+#[test]
+fn a_healthy_start_reports_nothing_with_exit_code_0() {
+    let o = rootcause(
+        &[incident("2026-03-05-h200-healthy-start").to_str().unwrap()],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(root_cause_line(&o).contains("no known failure"));
+}
+
+#[test]
+fn a_missing_path_is_a_usage_error_naming_it() {
+    let o = rootcause(&["/nonexistent/bundle/sglang.log"], None);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("/nonexistent/bundle/sglang.log"), "{err}");
+    assert!(err.starts_with("rootcause: error: cannot read"), "{err}");
+}
+
+#[test]
+fn bad_flags_exit_2() {
+    let o = rootcause(&["--output", "yaml"], None);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn json_output_and_colour_flags() {
+    let dir = incident("2026-11-27-ct200-ghost-ddtree");
+    let o = rootcause(&[dir.to_str().unwrap(), "--output", "json"], None);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("valid JSON on stdout");
+    assert_eq!(v["schema_version"], 1);
+    let coloured = rootcause(&[dir.to_str().unwrap(), "--color", "always"], None);
+    assert!(stdout(&coloured).contains("\x1b[1m"));
+}
+
+#[test]
+fn demo_names_the_ghost_and_writes_a_script() {
+    let script = std::env::temp_dir().join(format!("rootcause-demo-{}.sh", std::process::id()));
+    let o = rootcause(&["demo", "--script", script.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(1));
+    let text = stdout(&o);
+    for needle in [
+        "GPU 0",
+        "PID 20629",
+        "ddtree-qwen.service",
+        "55,286 MiB",
+        "sglang-k26.service",
+        "53.98 GiB",
+    ] {
+        assert!(text.contains(needle), "demo output lacks {needle}");
+    }
+    let body = std::fs::read_to_string(&script).unwrap();
+    assert!(body.starts_with("#!/usr/bin/env bash\n"));
+    std::fs::remove_file(script).ok();
+}
+
+#[test]
+fn inputs_lists_the_segments_of_a_paste() {
+    let paste =
+        std::fs::read(incident("2026-11-27-ct200-ghost-ddtree-paste").join("paste.txt")).unwrap();
+    let o = rootcause(&["inputs"], Some(&paste));
+    let text = stdout(&o);
+    for format in [
+        "nvidia-smi-table",
+        "journal-short",
+        "systemctl-status",
+        "sglang-log",
+    ] {
+        assert!(text.contains(format), "{format} missing from:\n{text}");
+    }
+}
