@@ -52,11 +52,12 @@ static MARKER: LazyLock<Regex> = LazyLock::new(|| {
 
 /// journalctl's own notices (stderr, often pasted along). The `Hint:` one is
 /// followed by indented lines of its own.
-const NOTICES: [&str; 5] = [
+const NOTICES: [&str; 6] = [
     "No journal files were found.",
     "No journal files were opened due to insufficient permissions.",
     "Warning: some journal files were not opened due to insufficient permissions.",
     "Warning: Journal has been rotated since unit was started",
+    "Notice: journal has been rotated since unit was started",
     "Hint: You are currently not seeing messages from other users and the system.",
 ];
 
