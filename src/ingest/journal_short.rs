@@ -18,6 +18,7 @@ use super::Line;
 use super::ServerLogParser;
 use super::sglang::Outer;
 use crate::model::{Facts, JournalEntry, Timestamp};
+use crate::source::Span;
 
 /// `Nov 27 09:38:40` / `Nov 27 09:38:40.123456`. journalctl pads the day
 /// with `0`; syslog files pad it with a space, so accept both.
@@ -50,14 +51,16 @@ static MARKER: LazyLock<Regex> = LazyLock::new(|| {
     .expect("journal marker regex")
 });
 
-/// journalctl's own notices (stderr, often pasted along). The `Hint:` one is
+/// journalctl's own notices (stderr, often pasted along), and systemctl
+/// status's, which follow the journal lines it prints. The first `Hint:` is
 /// followed by indented lines of its own.
-const NOTICES: [&str; 6] = [
+const NOTICES: [&str; 7] = [
     "No journal files were found.",
     "No journal files were opened due to insufficient permissions.",
     "Warning: some journal files were not opened due to insufficient permissions.",
     "Warning: Journal has been rotated since unit was started",
     "Notice: journal has been rotated since unit was started",
+    "Hint: Some lines were ellipsized, use -l to show in full.",
     "Hint: You are currently not seeing messages from other users and the system.",
 ];
 
@@ -167,7 +170,7 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
 }
 
 /// Reads one `timestamp host ident[pid]: message` line.
-fn parse_entry(text: &str, span: crate::source::Span) -> Option<JournalEntry> {
+fn parse_entry(text: &str, span: Span) -> Option<JournalEntry> {
     let (time, rest) = parse_timestamp(text)?;
     let prefix = split_prefix(rest)?;
     let mut entry = JournalEntry {
@@ -316,7 +319,7 @@ pub(super) fn unit_of_pid1_message(message: &str) -> Option<String> {
 mod tests {
     use super::*;
     use crate::model::{ServerEvent, ServerEventKind};
-    use crate::source::{SourceId, Span};
+    use crate::source::SourceId;
 
     fn run(text: &str) -> (Facts, u32) {
         let lines: Vec<Line<'_>> = text
@@ -533,7 +536,8 @@ Jun 01 12:00:10 gpu-node-7 python3[4242]: Traceback (most recent call last):
                                           RuntimeError: boom
 Hint: You are currently not seeing messages from other users and the system.
       Users in groups 'adm', 'systemd-journal' can see all messages.
-      Pass -q to turn off this notice.");
+      Pass -q to turn off this notice.
+Hint: Some lines were ellipsized, use -l to show in full.");
         assert_eq!(unrecognized, 0);
         assert_eq!(facts.journal.len(), 1);
         assert_eq!(

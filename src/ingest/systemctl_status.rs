@@ -170,7 +170,7 @@ impl Block {
 pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
     let mut block: Option<Block> = None;
     // The field whose indented continuation lines may follow.
-    let mut open_label: Option<String> = None;
+    let mut open_label: Option<&str> = None;
     let mut unrecognized = 0;
     for line in lines {
         let text = line.text;
@@ -188,12 +188,12 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
             continue;
         }
         if let Some(c) = FIELD.captures(text) {
-            let label = &c["label"];
+            let label = c.name("label").map_or("", |m| m.as_str());
             let value = c.name("value").map_or("", |m| m.as_str());
             block
                 .get_or_insert_with(|| Block::new("", None, line.span))
                 .field(label, value, line.span);
-            open_label = Some(label.to_owned());
+            open_label = Some(label);
             continue;
         }
         if NOT_FOUND.is_match(text) {
@@ -206,12 +206,10 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
         if NOTICES.iter().any(|n| text.starts_with(n)) {
             continue;
         }
-        let continues = text.starts_with([' ', '\t'])
-            && open_label
-                .as_deref()
-                .is_some_and(|l| MULTI_LINE.contains(&l));
+        let continues =
+            text.starts_with([' ', '\t']) && open_label.is_some_and(|l| MULTI_LINE.contains(&l));
         if continues {
-            if open_label.as_deref() == Some("CGroup") {
+            if open_label == Some("CGroup") {
                 match tree_line(text) {
                     Some(TreeLine::Member { pid, cmdline }) => {
                         if let Some(b) = &mut block {
