@@ -1,9 +1,388 @@
-//! TODO(parser): ps.
+//! `ps` listings (formats.md §7): `ps -ef`, `ps aux`, `ps -eo …` with any
+//! column order. The header row says which column is which; rows are split on
+//! whitespace, one token per column, except the start time (`lstart` is five
+//! tokens, `start` of an older process two) and a trailing command, which is
+//! the rest of the line.
 
 use super::Line;
-use crate::model::Facts;
+use crate::model::{Facts, PsRecord};
+use crate::source::Span;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Column {
+    Pid,
+    Ppid,
+    User,
+    Stat,
+    /// `lstart`/`start`/`stime`/`start_time`/`bsdstart`.
+    Start,
+    /// `etime`/`etimes`.
+    Elapsed,
+    Cmd,
+    Other,
+}
+
+/// Reads a header row; `None` when the line is not one.
+fn header(text: &str) -> Option<Vec<Column>> {
+    let titles: Vec<&str> = text.split_whitespace().collect();
+    let is_title = |t: &&str| {
+        t.starts_with(|c: char| c.is_ascii_uppercase() || c == '%')
+            && t.chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || matches!(c, '%' | '_'))
+    };
+    if !titles.contains(&"PID") || !titles.iter().all(is_title) {
+        return None;
+    }
+    // `ps -ef` titles the user name `UID`; a real `USER` column wins.
+    let has_user = titles.contains(&"USER");
+    let has_stat = titles.contains(&"STAT");
+    Some(
+        titles
+            .iter()
+            .map(|t| match *t {
+                "PID" => Column::Pid,
+                "PPID" => Column::Ppid,
+                "USER" => Column::User,
+                "UID" | "RUSER" | "EUSER" if !has_user => Column::User,
+                "STAT" => Column::Stat,
+                "S" if !has_stat => Column::Stat,
+                "LSTART" | "STARTED" | "START" | "STIME" => Column::Start,
+                "ELAPSED" | "ETIME" | "ETIMES" => Column::Elapsed,
+                "CMD" | "COMMAND" | "ARGS" => Column::Cmd,
+                _ => Column::Other,
+            })
+            .collect(),
+    )
+}
 
 /// Parses one segment; returns the number of lines it did not recognise.
-pub fn parse(lines: &[Line<'_>], _facts: &mut Facts) -> u32 {
-    lines.iter().filter(|l| !l.text.trim().is_empty()).count() as u32
+pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
+    let mut columns: Option<Vec<Column>> = None;
+    let mut unrecognized = 0;
+    for line in lines {
+        if line.text.trim().is_empty() {
+            continue;
+        }
+        if let Some(h) = header(line.text) {
+            columns = Some(h);
+            continue;
+        }
+        match columns
+            .as_deref()
+            .and_then(|c| row(line.text, c, line.span))
+        {
+            Some(r) => facts.ps.push(r),
+            None => unrecognized += 1,
+        }
+    }
+    unrecognized
+}
+
+/// Whitespace-separated tokens with their byte offsets.
+fn tokens(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in text.char_indices() {
+        match (c.is_whitespace(), start) {
+            (true, Some(s)) => {
+                out.push((s, &text[s..i]));
+                start = None;
+            }
+            (false, None) => start = Some(i),
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        out.push((s, &text[s..]));
+    }
+    out
+}
+
+/// How many tokens a start-time value takes: `Sun Nov 29 22:51:33 2026`
+/// (`lstart`) is five, `Nov 27` (`start` of a process older than a day) is
+/// two, `09:38`, `Nov27` and `2025` are one.
+fn start_width(rest: &[(usize, &str)]) -> usize {
+    const WEEKDAYS: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let word = |i: usize| rest.get(i).map(|t| t.1);
+    match word(0) {
+        Some(w) if WEEKDAYS.contains(&w) && rest.len() >= 5 => 5,
+        Some(w)
+            if MONTHS.contains(&w)
+                && word(1)
+                    .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())) =>
+        {
+            2
+        }
+        _ => 1,
+    }
+}
+
+/// Reads one row under `columns`; `None` when it does not fit them.
+fn row(text: &str, columns: &[Column], span: Span) -> Option<PsRecord> {
+    let toks = tokens(text);
+    let mut next = 0;
+    let mut pid = None;
+    let mut ppid = None;
+    let (mut user, mut stat, mut start, mut elapsed, mut cmd) = (None, None, None, None, None);
+    for (i, column) in columns.iter().enumerate() {
+        let last = i + 1 == columns.len();
+        let width = match column {
+            Column::Start => start_width(toks.get(next..)?),
+            Column::Cmd if last => toks.len().saturating_sub(next),
+            _ => 1,
+        };
+        let (first, _) = *toks.get(next)?;
+        let (end_at, end_tok) = *toks.get(next + width.checked_sub(1)?)?;
+        // The value as printed, inner spacing kept (`Sun Nov  9 …`).
+        let value = &text[first..end_at + end_tok.len()];
+        next += width;
+        match column {
+            Column::Pid => pid = Some(value.parse::<u32>().ok()?),
+            Column::Ppid => ppid = Some(value.parse::<u32>().ok()?),
+            Column::User => user = Some(value.to_owned()),
+            Column::Stat => stat = Some(value.to_owned()),
+            Column::Start => start = Some(value.to_owned()),
+            Column::Elapsed => elapsed = Some(value.to_owned()),
+            Column::Cmd => cmd = Some(value.to_owned()),
+            Column::Other => {}
+        }
+    }
+    if next != toks.len() {
+        // More tokens than columns and no trailing command to take them.
+        return None;
+    }
+    Some(PsRecord {
+        pid: pid?,
+        ppid,
+        user,
+        stat,
+        started: start.or(elapsed),
+        cmd: cmd.unwrap_or_default(),
+        span,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::SourceId;
+
+    fn run(text: &str) -> (Vec<PsRecord>, u32) {
+        let lines: Vec<Line<'_>> = text
+            .lines()
+            .enumerate()
+            .map(|(i, t)| Line {
+                span: Span {
+                    source: SourceId(0),
+                    line: i as u32 + 1,
+                },
+                text: t,
+            })
+            .collect();
+        let mut facts = Facts::default();
+        let unrecognized = parse(&lines, &mut facts);
+        (facts.ps, unrecognized)
+    }
+
+    type Row<'a> = (
+        u32,
+        u32,
+        Option<u32>,
+        Option<&'a str>,
+        Option<&'a str>,
+        Option<&'a str>,
+        &'a str,
+    );
+
+    fn rows(records: &[PsRecord]) -> Vec<Row<'_>> {
+        records
+            .iter()
+            .map(|r| {
+                (
+                    r.span.line,
+                    r.pid,
+                    r.ppid,
+                    r.user.as_deref(),
+                    r.stat.as_deref(),
+                    r.started.as_deref(),
+                    r.cmd.as_str(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ps_eo_with_elapsed() {
+        let (records, unrecognized) = run("  PID  PPID USER         ELAPSED CMD
+    1     0 root      12-03:11:52 /sbin/init
+ 4242     1 root           05:41 /opt/sglang/venv/bin/python3 -m sglang.launch_server --model-path /models/Llama-3.1-70B-Instruct --tp 2 --port 30000
+ 4318  4242 root           05:38 sglang::scheduler_TP0
+ 3981     1 root        01:02:13 sglang::scheduler_TP1");
+        assert_eq!(unrecognized, 0);
+        assert_eq!(
+            rows(&records),
+            vec![
+                (
+                    2,
+                    1,
+                    Some(0),
+                    Some("root"),
+                    None,
+                    Some("12-03:11:52"),
+                    "/sbin/init"
+                ),
+                (
+                    3,
+                    4242,
+                    Some(1),
+                    Some("root"),
+                    None,
+                    Some("05:41"),
+                    "/opt/sglang/venv/bin/python3 -m sglang.launch_server --model-path /models/Llama-3.1-70B-Instruct --tp 2 --port 30000"
+                ),
+                (
+                    4,
+                    4318,
+                    Some(4242),
+                    Some("root"),
+                    None,
+                    Some("05:38"),
+                    "sglang::scheduler_TP0"
+                ),
+                (
+                    5,
+                    3981,
+                    Some(1),
+                    Some("root"),
+                    None,
+                    Some("01:02:13"),
+                    "sglang::scheduler_TP1"
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn ps_eo_with_lstart_and_stat() {
+        let (records, unrecognized) =
+            run("    PID    PPID USER                      STARTED STAT CMD
+  20629       1 root     Sun Nov 29 22:51:33 2026 Ssl  /opt/ddtree/venv/bin/python3 serve.py
+  20700   20629 svc-llm  Mon Nov  9 08:01:02 2026 D    sglang::scheduler_TP0
+     77       2 root     Sun Nov 29 22:51:33 2026 I<   [kworker/0:1H-kblockd]");
+        assert_eq!(unrecognized, 0);
+        assert_eq!(
+            rows(&records),
+            vec![
+                (
+                    2,
+                    20629,
+                    Some(1),
+                    Some("root"),
+                    Some("Ssl"),
+                    Some("Sun Nov 29 22:51:33 2026"),
+                    "/opt/ddtree/venv/bin/python3 serve.py"
+                ),
+                (
+                    3,
+                    20700,
+                    Some(20629),
+                    Some("svc-llm"),
+                    Some("D"),
+                    Some("Mon Nov  9 08:01:02 2026"),
+                    "sglang::scheduler_TP0"
+                ),
+                (
+                    4,
+                    77,
+                    Some(2),
+                    Some("root"),
+                    Some("I<"),
+                    Some("Sun Nov 29 22:51:33 2026"),
+                    "[kworker/0:1H-kblockd]"
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn ps_ef_and_ps_aux() {
+        let (records, unrecognized) = run("UID          PID    PPID  C STIME TTY          TIME CMD
+root           1       0  0 Nov27 ?        00:00:09 /sbin/init splash
+root        4242       1 99 09:38 ?        01:12:00 python3 -m sglang.launch_server --tp 2
+root        5000    4242  0 2025 ?        00:00:00 [python3] <defunct>
+USER         PID %CPU %MEM    VSZ   RSS TTY      STAT START   TIME COMMAND
+root        4318 99.7  1.2 178123456 6543210 ?   Rl   12:00  40:11 sglang::scheduler_TP0
+verylon+   18189  0.0  0.0   2920  1732 ?        S    Nov 27   0:00 sleep 30");
+        assert_eq!(unrecognized, 0);
+        assert_eq!(
+            rows(&records),
+            vec![
+                (
+                    2,
+                    1,
+                    Some(0),
+                    Some("root"),
+                    None,
+                    Some("Nov27"),
+                    "/sbin/init splash"
+                ),
+                (
+                    3,
+                    4242,
+                    Some(1),
+                    Some("root"),
+                    None,
+                    Some("09:38"),
+                    "python3 -m sglang.launch_server --tp 2"
+                ),
+                (
+                    4,
+                    5000,
+                    Some(4242),
+                    Some("root"),
+                    None,
+                    Some("2025"),
+                    "[python3] <defunct>"
+                ),
+                (
+                    6,
+                    4318,
+                    None,
+                    Some("root"),
+                    Some("Rl"),
+                    Some("12:00"),
+                    "sglang::scheduler_TP0"
+                ),
+                (
+                    7,
+                    18189,
+                    None,
+                    Some("verylon+"),
+                    Some("S"),
+                    Some("Nov 27"),
+                    "sleep 30"
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn garbage_is_counted_and_never_panics() {
+        let (records, unrecognized) = run("root 1 2 before any header
+  PID  PPID CMD
+ abc     1 not a pid
+   12     x bad ppid
+   13
+   14    1 ok ✓ ünïcødé
+99999999999 1 overflow
+\u{1b}\u{0}\u{ff}");
+        assert_eq!(unrecognized, 6);
+        assert_eq!(
+            rows(&records),
+            vec![(6, 14, Some(1), None, None, None, "ok ✓ ünïcødé")]
+        );
+    }
 }
