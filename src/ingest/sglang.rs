@@ -164,7 +164,10 @@ impl ServerLogParser {
             return self.in_traceback || !self.open.is_empty();
         }
         if let Some(c) = EXCEPTION_LINE.captures(text) {
-            if !self.in_traceback && self.open.is_empty() {
+            // Outside a traceback an exception line is only trusted when its
+            // text is unmistakable (a log tail may start mid-traceback).
+            let distinctive = text.contains(IMBALANCE_TEXT);
+            if !self.in_traceback && self.open.is_empty() && !distinctive {
                 return false;
             }
             let (rank, time) = self.open.pop_front().unwrap_or((None, outer.time));

@@ -192,6 +192,15 @@ impl Finding {
         }
     }
 
+    /// Like [`Finding::evidence`], but a second line saying the same thing
+    /// (the same message in two captures) is not repeated.
+    pub fn evidence_once(&mut self, span: Span, note: impl Into<String>) {
+        let note = note.into();
+        if !self.evidence.iter().any(|e| e.note == note) {
+            self.evidence(span, note);
+        }
+    }
+
     pub fn condition(&mut self, text: impl Into<String>, met: bool) -> bool {
         self.conditions.push(Condition {
             text: text.into(),

@@ -417,54 +417,46 @@ impl<'a> Analysis<'a> {
     /// launch arguments and how the unit died.
     fn common_evidence(&self, f: &mut Finding) {
         let incident = self.incident;
-        // One evidence line per rank (and per rank-less event), in input order.
-        let mut seen_ranks = BTreeSet::new();
-        let mut repeats = 0;
-        for (e, m) in self.events {
-            let key = e.rank.and_then(|r| r.tp);
-            if key.is_some() && !seen_ranks.insert(key) {
-                repeats += 1;
+        // The symptom: how the unit died, once per distinct message.
+        if let Some((unit, basis, span)) = &self.target {
+            f.entities.units.insert(unit.clone());
+            f.evidence(*span, format!("the server runs as {unit} ({})", basis.describe()));
+            for e in incident.units.get(unit).map_or(&[][..], |u| &u.events) {
+                match &e.kind {
+                    UnitEventKind::MainProcessExited { code, status } => f.evidence_once(
+                        e.span,
+                        format!("{unit}'s main process exited, code={code}, status={status}"),
+                    ),
+                    UnitEventKind::FailedWithResult(r) => {
+                        f.evidence_once(e.span, format!("{unit} failed with result '{r}'"))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        // One line per failing rank, in rank order. A rank-less copy (a
+        // journal tail that starts mid-traceback) adds nothing when the
+        // ranks' own lines are there.
+        let mut events: Vec<_> = self.events.to_vec();
+        events.sort_by_key(|(e, _)| (e.rank.and_then(|r| r.tp), e.span));
+        let any_ranked = events.iter().any(|(e, _)| e.rank.is_some());
+        for (e, m) in events {
+            if e.rank.is_none() && any_ranked {
                 continue;
             }
-            let who = e
-                .rank
-                .map_or_else(|| "SGLang".to_owned(), |r| r.to_string());
+            let who = e.rank.map_or_else(|| "SGLang".to_owned(), |r| r.to_string());
             let what = match &m.exception {
                 Some(x) => format!("{who} raised {x}: the memory capacity is unbalanced"),
                 None => format!("{who} warned that the memory capacity is unbalanced"),
             };
-            f.evidence(e.span, what);
+            f.evidence_once(e.span, what);
         }
-        let _ = repeats;
         if let Some((args, span)) = self.args {
             let mut note = String::from("launch arguments");
             if let Some(tp) = args.tp_size {
                 let _ = write!(note, ": tp_size={tp}");
             }
             f.evidence(span, note);
-        }
-        if let Some((unit, basis, span)) = &self.target {
-            f.entities.units.insert(unit.clone());
-            if *basis != OwnerBasis::JournalField || span.line != self.events[0].0.span.line {
-                f.evidence(
-                    *span,
-                    format!("the server runs as {unit} ({})", basis.describe()),
-                );
-            }
-            if let Some(u) = incident.units.get(unit) {
-                for e in &u.events {
-                    match &e.kind {
-                        UnitEventKind::MainProcessExited { code, status } => f.evidence(
-                            e.span,
-                            format!("{unit}'s main process exited, code={code}, status={status}"),
-                        ),
-                        UnitEventKind::FailedWithResult(r) => {
-                            f.evidence(e.span, format!("{unit} failed with result '{r}'"))
-                        }
-                        _ => {}
-                    }
-                }
-            }
         }
         // Symptom first.
         if let Some((unit, _, _)) = &self.target {

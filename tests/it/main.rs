@@ -1,5 +1,6 @@
 //! The single integration-test binary: one `mod` line per test file.
 
+mod catalog;
 mod cli;
 mod incidents;
 mod scripts;
