@@ -55,6 +55,22 @@ pub fn normalize_bus_id(value: &str) -> Option<String> {
     valid.then(|| format!("{}:{rest}", domain.to_ascii_lowercase()))
 }
 
+/// The messages nvidia-smi prints instead of its output when the driver or a
+/// GPU cannot be reached (formats.md §1.1). Both the table and the CSV
+/// queries are replaced by them, so both parsers recognise them.
+pub fn is_smi_failure_line(line: &str) -> bool {
+    const PREFIXES: [&str; 6] = [
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
+        "Failed to initialize NVML:",
+        "NVML library version:",
+        "No devices were found",
+        "Unable to determine the device handle for GPU",
+        "Unable to determine the device handle for gpu",
+    ];
+    let line = line.trim();
+    PREFIXES.iter().any(|p| line.starts_with(p))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
