@@ -75,7 +75,11 @@ re!(
     r"^\s*(?:PID|USER|UID)\s.*\b(?:CMD|COMMAND|ARGS)\s*$"
 );
 re!(PS_ROW, r"^\s*(?:\S+\s+)?\d+\s+\d+\s");
-re!(SHELL_PROMPT, r"^(?:\S+@\S+:\S*\s?[#$]|\$|#) \S");
+// `user@host:dir# cmd`, `$ cmd`, or a bare `user@host:dir# ` with nothing typed.
+re!(
+    SHELL_PROMPT,
+    r"^(?:(?:\S+@\S+:\S*\s?[#$]|\$|#) \S|\S+@\S+:\S*\s?[#$]\s*$)"
+);
 
 fn classify(line: &str, current: Option<Format>) -> Class {
     use Class::*;

@@ -420,7 +420,10 @@ impl<'a> Analysis<'a> {
         // The symptom: how the unit died, once per distinct message.
         if let Some((unit, basis, span)) = &self.target {
             f.entities.units.insert(unit.clone());
-            f.evidence(*span, format!("the server runs as {unit} ({})", basis.describe()));
+            f.evidence(
+                *span,
+                format!("the server runs as {unit} ({})", basis.describe()),
+            );
             for e in incident.units.get(unit).map_or(&[][..], |u| &u.events) {
                 match &e.kind {
                     UnitEventKind::MainProcessExited { code, status } => f.evidence_once(
@@ -444,7 +447,9 @@ impl<'a> Analysis<'a> {
             if e.rank.is_none() && any_ranked {
                 continue;
             }
-            let who = e.rank.map_or_else(|| "SGLang".to_owned(), |r| r.to_string());
+            let who = e
+                .rank
+                .map_or_else(|| "SGLang".to_owned(), |r| r.to_string());
             let what = match &m.exception {
                 Some(x) => format!("{who} raised {x}: the memory capacity is unbalanced"),
                 None => format!("{who} warned that the memory capacity is unbalanced"),
@@ -590,29 +595,41 @@ impl<'a> Analysis<'a> {
             None => "the deficit can be compared with the holder's memory".to_owned(),
         };
         f.condition(
-            format!("a process outside {target} holds memory on GPU {gpu}"),
+            format!("a process other than the failing server holds memory on GPU {gpu}"),
             true,
         );
         f.condition(reconcile_text, reconciled == Some(true));
-        if !silent.is_empty() {
+        // Only the rank on the short GPU stays silent; with a partial log
+        // more ranks look silent, which is consistent but proves nothing.
+        let only_silent = silent.len() == 1 && silent.contains(&gpu);
+        if only_silent {
+            f.condition(
+                format!("the only rank that did not raise runs on GPU {gpu}"),
+                true,
+            );
+        } else if !silent.is_empty() {
             f.condition(
                 format!(
-                    "the rank(s) that did not raise run on the holder's GPU ({})",
-                    silent
-                        .iter()
-                        .map(|g| format!("GPU {g}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    "the only rank that did not raise runs on GPU {gpu} (ranks on {} GPUs did not raise: the log may be partial)",
+                    silent.len()
                 ),
-                silent.contains(&gpu),
+                false,
             );
         }
         f.condition(
-            "the holder's systemd unit is known",
-            holders.iter().all(|h| h.unit.is_some()),
+            "the holder's unit is proven (CGroup tree, Main PID, journal field or systemd message), not inferred",
+            holders
+                .iter()
+                .all(|h| h.unit.is_some_and(|u| u.1 != OwnerBasis::InferredFromJournalOrder)),
         );
 
-        let held_by = format!("{who}{more} ({})", mib(Some(held_mib)));
+        let held_by = match stale {
+            Some(_) => format!(
+                "a leftover serving process, {who}{more} with {}",
+                mib(Some(held_mib))
+            ),
+            None => format!("{who}{more} with {}", mib(Some(held_mib))),
+        };
         f.title = format!("GPU {gpu} is held by {held_by}");
         f.headline = format!(
             "GPU {gpu} is held by {held_by}, so {target} failed SGLang's tensor-parallel memory balance check at start-up."
@@ -623,7 +640,7 @@ impl<'a> Analysis<'a> {
                  GPU {gpu} is the short one{}, and {who} holds {} = {:.2} GiB there{}.",
                 d_min(self.numbers),
                 d_local(self.numbers),
-                if silent.contains(&gpu) {
+                if only_silent {
                     " (its rank is the one that did not raise)"
                 } else {
                     ""
@@ -704,7 +721,12 @@ impl<'a> Analysis<'a> {
                 ));
                 continue;
             }
-            let why = if unit.is_some() {
+            let why = if h.stale_reason.is_some() {
+                format!(
+                    "PID {} outlived an earlier stop once; stopping the unit may not end it",
+                    p.pid
+                )
+            } else if unit.is_some() {
                 format!("in case PID {} survives the stop", p.pid)
             } else {
                 format!(
@@ -764,6 +786,17 @@ impl<'a> Analysis<'a> {
                 "restart the SGLang server once the GPU is free",
                 None,
             )),
+        }
+        let target_name = self.target.as_ref().map(|t| t.0.as_str());
+        if let Some(u) = holders
+            .iter()
+            .filter_map(|h| h.unit)
+            .find(|u| Some(u.0) == target_name)
+        {
+            f.actions.push(Action::advice(
+                format!("make a stop of {} end every process of the server: KillMode=control-group (the default) in its unit file", u.0),
+                Some(&format!("systemctl show -p KillMode {}", u.0)),
+            ));
         }
         if let Some(u) = holders
             .iter()
@@ -1043,11 +1076,26 @@ fn target_unit(
         })
 }
 
+/// `PID 20629 (ddtree-qwen.service)`; a process title such as
+/// `sglang::scheduler_TP3` is worth naming too, a bare interpreter path is not.
 fn holder_phrase(h: &Holder<'_>) -> String {
     let p = h.process;
-    match h.unit {
-        Some((unit, _, _, _)) => format!("PID {} ({unit})", p.pid),
-        None => format!("PID {} ({})", p.pid, p.name),
+    let title = (!p.name.is_empty() && !p.name.contains('/')).then_some(p.name.as_str());
+    match (h.unit, title) {
+        (Some((unit, basis, ..)), title) => {
+            let inferred = if basis == OwnerBasis::InferredFromJournalOrder {
+                ", inferred"
+            } else {
+                ""
+            };
+            match title {
+                Some(title) => format!("PID {} ({title}, {unit}{inferred})", p.pid),
+                None => format!("PID {} ({unit}{inferred})", p.pid),
+            }
+        }
+        (None, Some(title)) => format!("PID {} ({title})", p.pid),
+        (None, None) if p.name.is_empty() => format!("PID {}", p.pid),
+        (None, None) => format!("PID {} ({})", p.pid, p.name),
     }
 }
 

@@ -24,7 +24,9 @@ fn ids_are_unique_kebab_case_and_every_doc_has_its_sections() {
         let meta = rule.meta();
         assert!(seen.insert(meta.id), "duplicate rule id {}", meta.id);
         assert!(
-            meta.id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+            meta.id
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
             "{} is not kebab-case",
             meta.id
         );
@@ -37,13 +39,19 @@ fn ids_are_unique_kebab_case_and_every_doc_has_its_sections() {
 #[test]
 fn every_rule_file_is_registered() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/rules");
-    let registered: BTreeSet<String> = RULES.iter().map(|r| format!("{}.rs", r.meta().id.replace('-', "_"))).collect();
+    let registered: BTreeSet<String> = RULES
+        .iter()
+        .map(|r| format!("{}.rs", r.meta().id.replace('-', "_")))
+        .collect();
     for entry in fs::read_dir(dir).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().into_owned();
         if NOT_RULES.contains(&name.as_str()) {
             continue;
         }
-        assert!(registered.contains(&name), "src/rules/{name} is not in registry.rs (or its id does not match its file name)");
+        assert!(
+            registered.contains(&name),
+            "src/rules/{name} is not in registry.rs (or its id does not match its file name)"
+        );
     }
 }
 
@@ -72,5 +80,8 @@ fn rule_docs_are_fresh() {
             stale.push(path.display().to_string());
         }
     }
-    assert!(stale.is_empty(), "regenerated stale rule docs (commit them): {stale:?}");
+    assert!(
+        stale.is_empty(),
+        "regenerated stale rule docs (commit them): {stale:?}"
+    );
 }

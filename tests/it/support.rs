@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use rootcause::bundle::{self, Input};
 use rootcause::render::{self, OutputFormat, RenderOptions};
 
+#[allow(dead_code)] // `analysis` is for tests that inspect the model directly
 pub struct Outputs {
     pub analysis: rootcause::Analysis,
     pub text: String,
