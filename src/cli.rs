@@ -25,7 +25,7 @@ pub struct Cli {
 pub enum Command {
     /// Analyse files, bundle directories or a paste on stdin (the default).
     Analyze(AnalyzeArgs),
-    /// Analyse the built-in example incident (a 55 GB ghost on GPU 0).
+    /// Analyse the built-in example incident (a 55 GB ghost on GPU 0); exits 0.
     Demo(RenderArgs),
     /// Show how each input, or each segment of a paste, was classified.
     Inputs {
