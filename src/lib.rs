@@ -34,9 +34,9 @@ pub struct Analysis {
 }
 
 pub fn analyze(sources: SourceMap) -> Analysis {
-    let ingested = ingest::ingest(&sources);
+    let ingested = ingest::ingest(&sources, &rules::anchors(rules::RULES));
     let incident = correlate::correlate(ingested.facts);
-    let diagnosis = rules::diagnose(&incident);
+    let diagnosis = rules::diagnose(&incident, rules::RULES);
     Analysis {
         sources,
         inputs: ingested.inputs,

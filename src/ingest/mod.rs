@@ -5,6 +5,7 @@
 //! against its segment. Parsers never fail: a line they cannot read is a
 //! count, not an error.
 
+mod anchors;
 mod detect;
 mod journal_json;
 mod journal_short;
@@ -18,9 +19,10 @@ mod values;
 use std::fmt;
 use std::str::FromStr;
 
-use crate::model::Facts;
+use crate::model::{Facts, Message};
 use crate::source::{SourceId, SourceMap, Span};
 
+pub use anchors::Anchors;
 pub use detect::segment;
 pub(crate) use sglang::ServerLogParser;
 
@@ -123,8 +125,9 @@ pub struct Ingested {
     pub inputs: Vec<InputSummary>,
 }
 
-/// Parses every input of `sources`.
-pub fn ingest(sources: &SourceMap) -> Ingested {
+/// Parses every input of `sources`; lines containing one of `anchors` are
+/// also kept verbatim as messages for the rules.
+pub fn ingest(sources: &SourceMap, anchors: &Anchors) -> Ingested {
     let mut out = Ingested::default();
     for (id, source) in sources.iter() {
         let cleaned: Vec<(u32, std::borrow::Cow<'_, str>)> = source.lines().collect();
@@ -140,6 +143,17 @@ pub fn ingest(sources: &SourceMap) -> Ingested {
                     text,
                 })
                 .collect();
+            out.facts
+                .messages
+                .extend(
+                    lines
+                        .iter()
+                        .filter(|l| anchors.matches(l.text))
+                        .map(|l| Message {
+                            span: l.span,
+                            text: l.text.to_owned(),
+                        }),
+                );
             let unrecognized = parse_segment(segment.format, &lines, &mut out.facts);
             out.inputs.push(InputSummary {
                 lines: segment.last_line - segment.first_line + 1,

@@ -1,8 +1,8 @@
 //! The bag of facts one analysis extracts from all of its inputs.
 
 use super::{
-    GpuProcessRecord, GpuRecord, JournalEntry, ProcessListing, PsRecord, ServerEvent, SmiHeader,
-    UnitStatus,
+    GpuProcessRecord, GpuRecord, JournalEntry, Message, ProcessListing, PsRecord, ServerEvent,
+    SmiHeader, UnitStatus,
 };
 
 /// Everything ingest found, in input order. Correlation joins these.
@@ -17,4 +17,6 @@ pub struct Facts {
     pub unit_statuses: Vec<UnitStatus>,
     pub server_events: Vec<ServerEvent>,
     pub ps: Vec<PsRecord>,
+    /// Lines that contain a rule anchor, in input order (see `ingest::Anchors`).
+    pub messages: Vec<Message>,
 }

@@ -6,6 +6,7 @@
 mod facts;
 mod gpu;
 mod journal;
+mod message;
 mod names;
 mod process;
 mod server;
@@ -15,6 +16,7 @@ mod unit;
 pub use facts::Facts;
 pub use gpu::{GpuProcessRecord, GpuRecord, ProcessListing, ProcessListingKind, SmiHeader};
 pub use journal::JournalEntry;
+pub use message::Message;
 pub use names::{GpuUuid, InvalidValue, Pid, UnitName};
 pub use process::PsRecord;
 pub use server::{Framework, MemoryImbalance, RankTag, ServerArgs, ServerEvent, ServerEventKind};

@@ -16,6 +16,7 @@ struct JsonReport<'a> {
     tool: Tool,
     root_cause: Option<&'a str>,
     findings: Vec<JsonFinding<'a>>,
+    unrecognized_errors: Vec<JsonUnknown>,
     inputs: Vec<JsonInput>,
 }
 
@@ -37,6 +38,27 @@ struct JsonInput {
 }
 
 #[derive(Serialize)]
+struct JsonUnknown {
+    fingerprint: String,
+    template: String,
+    count: usize,
+    first: JsonEvidenceLine,
+}
+
+#[derive(Serialize)]
+struct JsonEvidenceLine {
+    input: String,
+    line: u32,
+    text: String,
+}
+
+#[derive(Serialize)]
+struct JsonCompeting<'a> {
+    id: &'a str,
+    confidence: f64,
+}
+
+#[derive(Serialize)]
 struct JsonFinding<'a> {
     id: &'a str,
     rule: &'a str,
@@ -52,6 +74,8 @@ struct JsonFinding<'a> {
     conditions: Vec<JsonCondition<'a>>,
     actions: Vec<JsonAction<'a>>,
     explains: &'a [String],
+    competing: Vec<JsonCompeting<'a>>,
+    occurrences: u32,
     refused_values: &'a [String],
 }
 
@@ -124,6 +148,24 @@ pub fn render(report: &Report<'_>) -> String {
             .iter()
             .map(|f| finding(report, f))
             .collect(),
+        unrecognized_errors: report
+            .diagnosis
+            .unknown_errors
+            .iter()
+            .map(|g| {
+                let first = report.resolve(g.first);
+                JsonUnknown {
+                    fingerprint: g.fingerprint.clone(),
+                    template: g.template.clone(),
+                    count: g.count,
+                    first: JsonEvidenceLine {
+                        input: first.input,
+                        line: first.line,
+                        text: first.text,
+                    },
+                }
+            })
+            .collect(),
         inputs: report
             .inputs
             .iter()
@@ -183,6 +225,15 @@ fn finding<'a>(report: &Report<'_>, f: &'a Finding) -> JsonFinding<'a> {
             .collect(),
         actions: f.actions.iter().map(|a| action(report, a)).collect(),
         explains: &f.explains,
+        competing: f
+            .competing
+            .iter()
+            .map(|(id, confidence)| JsonCompeting {
+                id,
+                confidence: *confidence,
+            })
+            .collect(),
+        occurrences: f.occurrences,
         refused_values: &f.refused,
     }
 }

@@ -72,6 +72,20 @@ fn finding(out: &mut String, report: &Report<'_>, f: &Finding) {
     if !f.explanation.is_empty() {
         let _ = writeln!(out, "{}\n", f.explanation);
     }
+    if !f.explains.is_empty() {
+        let _ = writeln!(out, "Explains: {}.\n", f.explains.join(", "));
+    }
+    if !f.competing.is_empty() {
+        let list: Vec<String> = f
+            .competing
+            .iter()
+            .map(|(id, c)| format!("{id} ({c:.2})"))
+            .collect();
+        let _ = writeln!(out, "Competing hypotheses: {}.\n", list.join(", "));
+    }
+    if f.occurrences > 1 {
+        let _ = writeln!(out, "Seen {} times.\n", f.occurrences);
+    }
     out.push_str("### Evidence\n\n");
     for e in &f.evidence {
         let line = report.resolve(e.span);

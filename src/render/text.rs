@@ -63,9 +63,34 @@ pub fn render(report: &Report<'_>, options: RenderOptions) -> String {
         out.push('\n');
         finding(&mut out, report, f, &st);
     }
+    unknown_errors(&mut out, report, &st);
     out.push('\n');
     inputs(&mut out, report, &st);
     out
+}
+
+fn unknown_errors(out: &mut String, report: &Report<'_>, st: &Style) {
+    let groups = &report.diagnosis.unknown_errors;
+    if groups.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\n{}",
+        st.bold("Unrecognised errors (no rule explains these lines)")
+    );
+    for g in groups {
+        let first = report.resolve(g.first);
+        let _ = writeln!(out, "  {}x [{}] {}", g.count, g.fingerprint, g.template);
+        let _ = writeln!(
+            out,
+            "      {}",
+            st.dim(&format!(
+                "first at {}:{}: {}",
+                first.input, first.line, first.text
+            ))
+        );
+    }
 }
 
 fn finding(out: &mut String, report: &Report<'_>, f: &Finding, st: &Style) {
@@ -95,7 +120,22 @@ fn finding(out: &mut String, report: &Report<'_>, f: &Finding, st: &Style) {
         let _ = writeln!(out, "    {}", f.explanation);
     }
     if !f.explains.is_empty() {
-        let _ = writeln!(out, "\n  Explains: {}", f.explains.join(", "));
+        let _ = writeln!(
+            out,
+            "\n  Explains: {} (symptoms of this cause)",
+            f.explains.join(", ")
+        );
+    }
+    if !f.competing.is_empty() {
+        let list: Vec<String> = f
+            .competing
+            .iter()
+            .map(|(id, c)| format!("{id} ({c:.2})"))
+            .collect();
+        let _ = writeln!(out, "  Competing hypotheses: {}", list.join(", "));
+    }
+    if f.occurrences > 1 {
+        let _ = writeln!(out, "  Seen {} times.", f.occurrences);
     }
 
     let _ = writeln!(out, "\n  {}", st.bold("Evidence"));

@@ -158,6 +158,10 @@ pub struct Finding {
     pub conditions: Vec<Condition>,
     /// Ids of findings this one explains.
     pub explains: Vec<String>,
+    /// Other findings that could also be the root cause, with their confidence.
+    pub competing: Vec<(String, f64)>,
+    /// How many times the failure was seen (ranks, restarts) before merging.
+    pub occurrences: u32,
     /// Values from the logs that were refused (and so produced no action).
     pub refused: Vec<String>,
 }
@@ -179,6 +183,8 @@ impl Finding {
             actions: Vec::new(),
             conditions: Vec::new(),
             explains: Vec::new(),
+            competing: Vec::new(),
+            occurrences: 1,
             refused: Vec::new(),
         }
     }

@@ -3,74 +3,82 @@
 //! One rule is one file with its documentation; [`registry`] lists them.
 //! Rules read an [`Incident`] and return [`Finding`]s with cited evidence,
 //! an explained confidence and typed remediation [`Action`]s. They never
-//! print and never write shell.
+//! print and never write shell. [`rank`] then picks the root cause and says
+//! which findings it explains; [`unknown`] groups error lines no rule cited.
 
 mod action;
 mod finding;
+mod rank;
 mod registry;
 mod sglang_unbalanced_memory;
+mod unknown;
 
 pub use action::{Action, ActionKind, ExpectedCmdline, Safety};
 pub use finding::{Category, Condition, Entities, Evidence, Finding, Severity};
+pub use rank::CausalLayer;
 pub use registry::RULES;
+pub use unknown::UnknownError;
 
 use crate::correlate::Incident;
+use crate::ingest::Anchors;
 
 /// What a rule is, for `rootcause rules`/`explain` and the generated docs.
 #[derive(Debug)]
 pub struct RuleMeta {
     /// Stable kebab-case id; never reused.
     pub id: &'static str,
+    /// The category of its typical finding (a finding may refine it).
+    pub category: Category,
     pub severity: Severity,
     /// One line: what failure the rule recognises.
     pub summary: &'static str,
+    /// Literals one of which every line the rule reads contains; the
+    /// prefilter keeps only lines with an anchor of some rule.
+    pub anchors: &'static [&'static str],
     /// Markdown with the sections *What it means*, *Why it happens*, *How to
     /// confirm*, *How to fix* and *Safety*.
     pub doc: &'static str,
 }
 
 pub trait Rule: Sync {
-    fn meta(&self) -> &'static RuleMeta;
+    fn meta(&self) -> &RuleMeta;
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>);
 }
 
 /// The diagnosis of one incident.
 #[derive(Debug, Default)]
 pub struct Diagnosis {
-    /// Sorted most important first; ids are `F1`, `F2`, … in that order.
+    /// Sorted: the root cause first, then what it explains, then the rest;
+    /// ids are `F1`, `F2`, … in that order.
     pub findings: Vec<Finding>,
     /// Id of the finding that explains the others, if any.
     pub root_cause: Option<String>,
+    /// Error-looking lines no finding cites, grouped by template.
+    pub unknown_errors: Vec<UnknownError>,
+}
+
+/// The anchors of every rule in `rules`, plus those of error-looking lines.
+pub fn anchors(rules: &[&dyn Rule]) -> Anchors {
+    Anchors::new(
+        rules
+            .iter()
+            .flat_map(|r| r.meta().anchors.iter().copied())
+            .chain(unknown::ANCHORS.iter().copied()),
+    )
 }
 
 /// Runs every rule and ranks the findings. Deterministic: the same incident
 /// gives the same findings, in the same order, with the same ids.
-pub fn diagnose(incident: &Incident) -> Diagnosis {
+pub fn diagnose(incident: &Incident, rules: &[&dyn Rule]) -> Diagnosis {
     let mut findings = Vec::new();
-    for rule in RULES {
+    for rule in rules {
         rule.check(incident, &mut findings);
     }
-    findings.sort_by(|a, b| {
-        a.severity
-            .cmp(&b.severity)
-            .then(b.confidence.total_cmp(&a.confidence))
-            .then(a.rule.cmp(b.rule))
-            .then(
-                a.evidence
-                    .first()
-                    .map(|e| e.span)
-                    .cmp(&b.evidence.first().map(|e| e.span)),
-            )
-    });
-    for (i, f) in findings.iter_mut().enumerate() {
-        f.id = format!("F{}", i + 1);
-    }
-    let root_cause = findings
-        .iter()
-        .find(|f| f.severity <= Severity::Error)
-        .map(|f| f.id.clone());
+    let (findings, root_cause) = rank::rank(rank::merge_duplicates(findings));
+    let unknown_errors = unknown::group(incident, &findings);
     Diagnosis {
         findings,
         root_cause,
+        unknown_errors,
     }
 }

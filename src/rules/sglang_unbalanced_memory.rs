@@ -20,7 +20,9 @@ pub struct SglangUnbalancedMemory;
 
 static META: RuleMeta = RuleMeta {
     id: "sglang-unbalanced-memory",
+    category: Category::GpuMemoryHeldByOtherProcess,
     severity: Severity::Critical,
+    anchors: &["The memory capacity is unbalanced"],
     summary: "SGLang refused to start: the GPUs of its tensor-parallel group have unequal free memory",
     doc: DOC,
 };
@@ -81,7 +83,7 @@ const CAPACITY_SPREAD: f64 = 0.03;
 const MIB_PER_GIB: f64 = 1024.0;
 
 impl Rule for SglangUnbalancedMemory {
-    fn meta(&self) -> &'static RuleMeta {
+    fn meta(&self) -> &RuleMeta {
         &META
     }
 
@@ -375,6 +377,15 @@ impl<'a> Analysis<'a> {
             Severity::Warning
         };
         let mut f = Finding::new(META.id, category, severity);
+        // The same failure in two captures (log file and journal) is once.
+        let any_ranked = self.events.iter().any(|(e, _)| e.rank.is_some());
+        let distinct: BTreeSet<_> = self
+            .events
+            .iter()
+            .filter(|(e, _)| e.rank.is_some() || !any_ranked)
+            .map(|(e, _)| (e.rank, e.time))
+            .collect();
+        f.occurrences = distinct.len() as u32;
         self.common_evidence(&mut f);
         match &cause {
             Cause::Held {

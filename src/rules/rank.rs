@@ -1,0 +1,164 @@
+//! One root cause per incident: findings are ranked by causal layer
+//! (hardware and driver faults cause software symptoms, never the reverse),
+//! the root explains the findings of the layers below it, and findings of
+//! the root's own layer are competing hypotheses.
+
+use std::collections::BTreeMap;
+
+use super::{Category, Finding, Severity};
+
+/// Where a category sits in the chain of causes; lower causes higher.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CausalLayer {
+    /// The GPU, its driver, its memory: nothing above works without them.
+    Hardware,
+    /// The host: memory exhaustion kills whatever is biggest.
+    Host,
+    /// How the deployment is set up: who holds the GPUs, sizes, flags, ports.
+    Environment,
+    /// What the server ran into at run time because of the above.
+    Runtime,
+    /// What the supervisor did about it (restarts, failure states).
+    Supervisor,
+    Unknown,
+}
+
+impl CausalLayer {
+    pub fn of(category: Category) -> CausalLayer {
+        use Category::*;
+        match category {
+            XidGpuFellOffBus
+            | XidEcc
+            | XidOther
+            | EccUncorrectable
+            | DriverLibraryMismatch
+            | UnsupportedHardware => CausalLayer::Hardware,
+            HostOomKiller => CausalLayer::Host,
+            GpuMemoryHeldByOtherProcess
+            | StaleServingInstance
+            | HeterogeneousGpuMemory
+            | ImbalanceCheckFalsePositive
+            | KvCacheTooSmall
+            | MemFractionMisconfigured
+            | PortInUse
+            | ModelLoadFailure
+            | TpSizeMismatch => CausalLayer::Environment,
+            CudaOom
+            | CudaIllegalMemoryAccess
+            | CudaGraphCaptureFailure
+            | NcclInitFailure
+            | NcclTimeout => CausalLayer::Runtime,
+            UnitCrashLoop | UnitExitedZeroNoRestart => CausalLayer::Supervisor,
+            Unknown => CausalLayer::Unknown,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CausalLayer::Hardware => "hardware",
+            CausalLayer::Host => "host",
+            CausalLayer::Environment => "environment",
+            CausalLayer::Runtime => "runtime",
+            CausalLayer::Supervisor => "supervisor",
+            CausalLayer::Unknown => "unknown",
+        }
+    }
+}
+
+/// Eight ranks printing the same error are one finding: findings of one rule
+/// with the same title are merged, their evidence joined and counted.
+pub fn merge_duplicates(findings: Vec<Finding>) -> Vec<Finding> {
+    let mut merged: BTreeMap<(&'static str, String), Finding> = BTreeMap::new();
+    let mut order = Vec::new();
+    for f in findings {
+        let key = (f.rule, f.title.clone());
+        match merged.get_mut(&key) {
+            Some(existing) => {
+                existing.occurrences += f.occurrences;
+                for e in f.evidence {
+                    existing.evidence(e.span, e.note);
+                }
+                existing.entities.pids.extend(f.entities.pids);
+                existing.entities.gpus.extend(f.entities.gpus);
+                existing.entities.units.extend(f.entities.units);
+                existing.entities.xid.extend(f.entities.xid);
+            }
+            None => {
+                order.push(key.clone());
+                merged.insert(key, f);
+            }
+        }
+    }
+    order
+        .into_iter()
+        .filter_map(|k| merged.remove(&k))
+        .collect()
+}
+
+/// Orders findings, assigns ids and returns the root cause's id.
+pub fn rank(mut findings: Vec<Finding>) -> (Vec<Finding>, Option<String>) {
+    let key = |f: &Finding| {
+        (
+            CausalLayer::of(f.category),
+            f.severity,
+            std::cmp::Reverse((f.confidence * 100.0).round() as i64),
+            f.evidence.first().map(|e| e.span),
+            f.rule,
+        )
+    };
+    // Only errors can be a root cause; a warning never explains a failure.
+    let root = findings
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.severity <= Severity::Error && f.category != Category::Unknown)
+        .min_by_key(|(_, f)| key(f))
+        .map(|(i, _)| i)
+        .or_else(|| {
+            findings
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| f.severity <= Severity::Error)
+                .min_by_key(|(_, f)| key(f))
+                .map(|(i, _)| i)
+        });
+    let root_layer = root.map(|i| CausalLayer::of(findings[i].category));
+    // Root first, then its consequences (deeper layers), then the rest.
+    findings.sort_by_key(|f| {
+        let layer = CausalLayer::of(f.category);
+        let group = match root_layer {
+            Some(r) if layer == r => 0,
+            Some(r) if layer > r => 1,
+            _ => 2,
+        };
+        (group, key(f))
+    });
+    for (i, f) in findings.iter_mut().enumerate() {
+        f.id = format!("F{}", i + 1);
+    }
+    let Some(root_layer) = root_layer else {
+        return (findings, None);
+    };
+    let root_index = 0;
+    let (explained, competing): (Vec<String>, Vec<(String, f64)>) = {
+        let root = &findings[root_index];
+        let mut explained = Vec::new();
+        let mut competing = Vec::new();
+        for f in findings.iter().skip(1) {
+            let layer = CausalLayer::of(f.category);
+            if layer > root_layer && layer != CausalLayer::Unknown {
+                explained.push(f.id.clone());
+            } else if layer == root_layer
+                && f.severity <= Severity::Error
+                && f.category != root.category
+            {
+                competing.push((f.id.clone(), f.confidence));
+            }
+        }
+        (explained, competing)
+    };
+    let root = &mut findings[root_index];
+    root.explains = explained;
+    root.competing = competing;
+    let id = root.id.clone();
+    (findings, Some(id))
+}
