@@ -32,6 +32,22 @@ pub enum Command {
         /// Files or bundle directories; `-` or nothing reads stdin.
         paths: Vec<PathBuf>,
     },
+    /// List every rule: built-in and loaded with --rules.
+    Rules(RulesArgs),
+    /// Print a rule's documentation.
+    Explain {
+        /// The rule id, as `rootcause rules` lists it.
+        rule: String,
+        #[command(flatten)]
+        rules: RulesArgs,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct RulesArgs {
+    /// Also load the TOML rules in DIR (one rule per *.toml file).
+    #[arg(long = "rules", value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -40,6 +56,8 @@ pub struct AnalyzeArgs {
     pub paths: Vec<PathBuf>,
     #[command(flatten)]
     pub render: RenderArgs,
+    #[command(flatten)]
+    pub rules: RulesArgs,
 }
 
 #[derive(Debug, Args)]

@@ -12,6 +12,10 @@ pub enum Error {
     EmptyDirectory { path: String },
     /// Nothing to read: no paths and stdin is a terminal.
     NoInput,
+    /// A user rule file is invalid.
+    RuleFile(crate::rules::RuleFileError),
+    /// `explain` of a rule id that does not exist.
+    UnknownRule { id: String, hint: String },
     /// Writing the report or the script failed.
     Output { path: String, source: io::Error },
 }
@@ -29,6 +33,10 @@ impl fmt::Display for Error {
                 "no input: give log files or a bundle directory, or pipe a paste on stdin (try `rootcause demo`)"
             ),
             Error::Output { path, source } => write!(f, "cannot write {path}: {source}"),
+            Error::RuleFile(e) => write!(f, "invalid rule {e}"),
+            Error::UnknownRule { id, hint } => {
+                write!(f, "unknown rule `{id}`{hint}; `rootcause rules` lists them")
+            }
         }
     }
 }

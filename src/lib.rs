@@ -33,10 +33,16 @@ pub struct Analysis {
     pub diagnosis: Diagnosis,
 }
 
+/// Analyses with the built-in rule catalog.
 pub fn analyze(sources: SourceMap) -> Analysis {
-    let ingested = ingest::ingest(&sources, &rules::anchors(rules::RULES));
+    analyze_with(sources, rules::RULES)
+}
+
+/// Analyses with the given rules (built-in plus users' own).
+pub fn analyze_with(sources: SourceMap, catalog: &[&dyn rules::Rule]) -> Analysis {
+    let ingested = ingest::ingest(&sources, &rules::anchors(catalog));
     let incident = correlate::correlate(ingested.facts);
-    let diagnosis = rules::diagnose(&incident, rules::RULES);
+    let diagnosis = rules::diagnose(&incident, catalog);
     Analysis {
         sources,
         inputs: ingested.inputs,

@@ -15,7 +15,7 @@ pub use gpus::{Gpu, GpuProcess};
 pub use owners::{OwnerBasis, Ownership};
 pub use units::{UnitEvent, UnitEventKind, UnitFacts};
 
-use crate::model::{Facts, ProcessListingKind, ServerEvent};
+use crate::model::{Facts, ProcessListingKind, ServerEvent, Timestamp};
 use crate::source::Span;
 
 /// A command line known for a PID, with where it was seen.
@@ -36,6 +36,8 @@ pub struct Incident {
     pub owners: BTreeMap<u32, Ownership>,
     pub cmdlines: BTreeMap<u32, Cmdline>,
     pub units: BTreeMap<String, UnitFacts>,
+    /// The time of every line whose format carries one.
+    pub times: BTreeMap<Span, Timestamp>,
 }
 
 pub fn correlate(facts: Facts) -> Incident {
@@ -43,6 +45,7 @@ pub fn correlate(facts: Facts) -> Incident {
     let units = units::collect(&facts);
     let owners = owners::attribute(&facts, &units);
     let cmdlines = collect_cmdlines(&facts);
+    let times = collect_times(&facts);
     Incident {
         facts,
         gpus,
@@ -50,7 +53,20 @@ pub fn correlate(facts: Facts) -> Incident {
         owners,
         cmdlines,
         units,
+        times,
     }
+}
+
+fn collect_times(facts: &Facts) -> BTreeMap<Span, Timestamp> {
+    let journal = facts.journal.iter().filter_map(|e| Some((e.span, e.time?)));
+    let server = facts
+        .server_events
+        .iter()
+        .filter_map(|e| Some((e.span, e.time?)));
+    // The journal's own time wins over the time inside a wrapped line.
+    let mut times: BTreeMap<Span, Timestamp> = server.collect();
+    times.extend(journal);
+    times
 }
 
 /// Command lines by PID; `ps` is the most complete, then the cgroup tree,
@@ -89,6 +105,10 @@ impl Incident {
         self.gpu_processes
             .iter()
             .filter(move |p| p.gpu == Some(index))
+    }
+
+    pub fn time_of(&self, span: Span) -> Option<Timestamp> {
+        self.times.get(&span).copied()
     }
 
     pub fn owner(&self, pid: u32) -> Option<&Ownership> {

@@ -12,3 +12,11 @@ pub struct Timestamp {
     /// False when the format has no year (`-o short`, vLLM) and one was assumed.
     pub year_known: bool,
 }
+
+impl Timestamp {
+    /// Seconds since the epoch, in UTC when the zone is known and in the
+    /// printed local time otherwise: comparable within one host's inputs.
+    pub fn utc_seconds(&self) -> i64 {
+        self.local.and_utc().timestamp() - i64::from(self.offset_secs.unwrap_or(0))
+    }
+}

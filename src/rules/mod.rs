@@ -1,23 +1,24 @@
 //! Diagnose: the catalog of failure rules and the findings they produce.
 //!
-//! One rule is one file with its documentation; [`registry`] lists them.
+//! One rule is one file with its documentation in [`catalog`], which lists them.
 //! Rules read an [`Incident`] and return [`Finding`]s with cited evidence,
 //! an explained confidence and typed remediation [`Action`]s. They never
 //! print and never write shell. [`rank`] then picks the root cause and says
 //! which findings it explains; [`unknown`] groups error lines no rule cited.
 
 mod action;
+mod catalog;
 mod finding;
 mod rank;
-mod registry;
-mod sglang_unbalanced_memory;
 mod unknown;
+mod user;
 
 pub use action::{Action, ActionKind, ExpectedCmdline, Safety};
+pub use catalog::RULES;
 pub use finding::{Category, Condition, Entities, Evidence, Finding, Severity};
 pub use rank::CausalLayer;
-pub use registry::RULES;
 pub use unknown::UnknownError;
+pub use user::{RuleFileError, UserRule, did_you_mean, parse as parse_user_rule};
 
 use crate::correlate::Incident;
 use crate::ingest::Anchors;

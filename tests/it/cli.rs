@@ -148,3 +148,82 @@ fn inputs_lists_the_segments_of_a_paste() {
         assert!(text.contains(format), "{format} missing from:\n{text}");
     }
 }
+
+#[test]
+fn user_toml_rules_load_fire_and_validate() {
+    let dir = crate::support::fixtures().join("user-rules");
+    let log = dir.join("disk-full.log");
+    let good = dir.join("good");
+    let o = rootcause(
+        &[
+            log.to_str().unwrap(),
+            "--rules",
+            good.to_str().unwrap(),
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let f = &v["findings"][0];
+    assert_eq!(f["rule"], "disk-full");
+    assert_eq!(f["category"], "model-load-failure");
+    assert_eq!(f["evidence"].as_array().unwrap().len(), 2);
+    assert_eq!(f["actions"][0]["type"], "advice");
+
+    // Without the rule the same lines are not lost: they are unrecognised errors.
+    let o = rootcause(&[log.to_str().unwrap(), "-o", "json"], None);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let unknown = v["unrecognized_errors"].as_array().unwrap();
+    assert!(
+        unknown.iter().any(|g| g["template"]
+            .as_str()
+            .unwrap()
+            .contains("No space left on device")
+            && g["count"] == 2),
+        "{unknown:?}"
+    );
+
+    let listed = stdout(&rootcause(
+        &["rules", "--rules", good.to_str().unwrap()],
+        None,
+    ));
+    assert!(
+        listed.contains("disk-full") && listed.contains("sglang-unbalanced-memory"),
+        "{listed}"
+    );
+    let doc = rootcause(
+        &["explain", "disk-full", "--rules", good.to_str().unwrap()],
+        None,
+    );
+    assert!(stdout(&doc).contains("## How to fix"));
+
+    let bad = rootcause(
+        &[
+            log.to_str().unwrap(),
+            "--rules",
+            dir.join("bad").to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("broken.toml:6: invalid regex"), "{err}");
+}
+
+#[test]
+fn explain_suggests_the_nearest_rule_id() {
+    let o = rootcause(&["explain", "sglang-unbalanced-memry"], None);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("did you mean `sglang-unbalanced-memory`?"),
+        "{err}"
+    );
+}

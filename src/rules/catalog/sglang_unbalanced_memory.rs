@@ -5,12 +5,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use super::{
-    Action, ActionKind, Category, ExpectedCmdline, Finding, Rule, RuleMeta, Safety, Severity,
-};
 use crate::correlate::{Gpu, GpuProcess, Incident, OwnerBasis, UnitEventKind};
 use crate::model::{
     MemoryImbalance, Pid, ProcessListingKind, ServerArgs, ServerEvent, ServerEventKind, UnitName,
+};
+use crate::rules::{
+    Action, ActionKind, Category, ExpectedCmdline, Finding, Rule, RuleMeta, Safety, Severity,
 };
 use crate::source::Span;
 
