@@ -14,15 +14,6 @@ const SECTIONS: [&str; 5] = [
     "## Safety",
 ];
 
-/// Files of src/rules/ that are not rules.
-const NOT_RULES: [&str; 6] = [
-    "mod.rs",
-    "action.rs",
-    "finding.rs",
-    "rank.rs",
-    "registry.rs",
-    "unknown.rs",
-];
 
 #[test]
 fn ids_are_unique_kebab_case_and_every_doc_has_its_sections() {
