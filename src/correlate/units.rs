@@ -35,6 +35,16 @@ pub enum UnitEventKind {
     KillingProcess {
         pid: u32,
     },
+    /// `State 'stop-sigterm' timed out. Killing.`
+    StopTimedOut {
+        state: String,
+    },
+    /// `Processes still around after (final) SIGKILL.`: stuck in D state.
+    StillAroundAfterSigkill,
+    /// `Start request repeated too quickly.`
+    StartRepeatedTooQuickly,
+    /// `A process of this unit has been killed by the OOM killer.`
+    OomKilled,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -106,6 +116,10 @@ re!(
     KILLING,
     r"^Killing process (?P<pid>\d+) \(.{1,15}\) with signal SIG[A-Z]+\.$"
 );
+re!(
+    STOP_TIMEOUT,
+    r"^State '(?P<state>[\w-]+)' timed out\. Killing\.$"
+);
 
 pub fn collect(facts: &Facts) -> BTreeMap<String, UnitFacts> {
     let mut units: BTreeMap<String, UnitFacts> = BTreeMap::new();
@@ -120,6 +134,24 @@ pub fn collect(facts: &Facts) -> BTreeMap<String, UnitFacts> {
         .iter()
         .filter_map(|(name, u)| Some((u.description.clone()?, name.clone())))
         .collect();
+    // The units PID 1 names in each input: in a `journalctl -u UNIT` listing
+    // there is one, and a description-only job message can only be about it.
+    let mut named: BTreeMap<crate::source::SourceId, std::collections::BTreeSet<&str>> =
+        BTreeMap::new();
+    for e in facts.journal.iter().filter(|e| e.is_pid1()) {
+        if let Some(c) = UNIT_PREFIXED.captures(&e.message) {
+            named
+                .entry(e.span.source)
+                .or_default()
+                .insert(c.name("unit").map_or("", |m| m.as_str()));
+        }
+    }
+    let only_unit = |source| {
+        named
+            .get(&source)
+            .filter(|set| set.len() == 1)
+            .and_then(|set| set.iter().next().map(|u| (*u).to_owned()))
+    };
 
     for e in facts.journal.iter().filter(|e| e.is_pid1()) {
         let msg = e.message.as_str();
@@ -139,7 +171,10 @@ pub fn collect(facts: &Facts) -> BTreeMap<String, UnitFacts> {
                     j.name("desc").map(|d| d.as_str().to_owned()),
                 ),
                 None => (
-                    e.unit.clone().or_else(|| by_description.get(what).cloned()),
+                    e.unit
+                        .clone()
+                        .or_else(|| by_description.get(what).cloned())
+                        .or_else(|| only_unit(e.span.source)),
                     None,
                 ),
             };
@@ -183,6 +218,16 @@ fn unit_prefixed_event(rest: &str) -> Option<UnitEventKind> {
         UnitEventKind::LeftOverProcess { pid: pid(&c)? }
     } else if let Some(c) = KILLING.captures(rest) {
         UnitEventKind::KillingProcess { pid: pid(&c)? }
+    } else if let Some(c) = STOP_TIMEOUT.captures(rest) {
+        UnitEventKind::StopTimedOut {
+            state: c["state"].to_owned(),
+        }
+    } else if rest.starts_with("Processes still around after") {
+        UnitEventKind::StillAroundAfterSigkill
+    } else if rest == "Start request repeated too quickly." {
+        UnitEventKind::StartRepeatedTooQuickly
+    } else if rest == "A process of this unit has been killed by the OOM killer." {
+        UnitEventKind::OomKilled
     } else {
         return None;
     })

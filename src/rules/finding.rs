@@ -43,6 +43,9 @@ pub enum Category {
     XidEcc,
     XidOther,
     DriverLibraryMismatch,
+    /// Not in the first taxonomy: a driver that is not loaded at all is a
+    /// different fix (rebuild the module) from a mismatched one (reboot).
+    DriverNotLoaded,
     EccUncorrectable,
     UnitCrashLoop,
     UnitExitedZeroNoRestart,
@@ -56,7 +59,7 @@ pub enum Category {
 }
 
 impl Category {
-    pub const ALL: [Category; 24] = [
+    pub const ALL: [Category; 25] = [
         Category::GpuMemoryHeldByOtherProcess,
         Category::StaleServingInstance,
         Category::HeterogeneousGpuMemory,
@@ -71,6 +74,7 @@ impl Category {
         Category::XidEcc,
         Category::XidOther,
         Category::DriverLibraryMismatch,
+        Category::DriverNotLoaded,
         Category::EccUncorrectable,
         Category::UnitCrashLoop,
         Category::UnitExitedZeroNoRestart,
@@ -99,6 +103,7 @@ impl Category {
             Category::XidEcc => "xid-ecc",
             Category::XidOther => "xid-other",
             Category::DriverLibraryMismatch => "driver-library-mismatch",
+            Category::DriverNotLoaded => "driver-not-loaded",
             Category::EccUncorrectable => "ecc-uncorrectable",
             Category::UnitCrashLoop => "unit-crash-loop",
             Category::UnitExitedZeroNoRestart => "unit-exited-zero-no-restart",

@@ -10,6 +10,7 @@ mod action;
 mod catalog;
 mod finding;
 mod rank;
+mod support;
 mod unknown;
 mod user;
 

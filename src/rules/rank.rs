@@ -32,6 +32,7 @@ impl CausalLayer {
             | XidOther
             | EccUncorrectable
             | DriverLibraryMismatch
+            | DriverNotLoaded
             | UnsupportedHardware => CausalLayer::Hardware,
             HostOomKiller => CausalLayer::Host,
             GpuMemoryHeldByOtherProcess
@@ -145,7 +146,15 @@ pub fn rank(mut findings: Vec<Finding>) -> (Vec<Finding>, Option<String>) {
         let mut competing = Vec::new();
         for f in findings.iter().skip(1) {
             let layer = CausalLayer::of(f.category);
-            if layer > root_layer && layer != CausalLayer::Unknown {
+            let related = shares_entity(root, f);
+            // Deeper layers are consequences; a generic finding or one of
+            // the root's own layer about the same PID, GPU or unit is the
+            // same story seen from elsewhere.
+            let consequence = (layer > root_layer && layer != CausalLayer::Unknown)
+                || (related
+                    && (layer == CausalLayer::Unknown
+                        || (layer == root_layer && f.severity >= root.severity)));
+            if consequence {
                 explained.push(f.id.clone());
             } else if layer == root_layer
                 && f.severity <= Severity::Error
@@ -161,4 +170,11 @@ pub fn rank(mut findings: Vec<Finding>) -> (Vec<Finding>, Option<String>) {
     root.competing = competing;
     let id = root.id.clone();
     (findings, Some(id))
+}
+
+fn shares_entity(a: &Finding, b: &Finding) -> bool {
+    let (x, y) = (&a.entities, &b.entities);
+    x.pids.intersection(&y.pids).next().is_some()
+        || x.gpus.intersection(&y.gpus).next().is_some()
+        || x.units.intersection(&y.units).next().is_some()
 }

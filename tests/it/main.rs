@@ -3,5 +3,6 @@
 mod catalog;
 mod cli;
 mod incidents;
+mod rules;
 mod scripts;
 mod support;

@@ -8,7 +8,7 @@ re!(
     PS_HEADER,
     r"^\s*(?:PID|USER|UID)\s.*\b(?:CMD|COMMAND|ARGS)\s*$"
 );
-re!(PS_ROW, r"^\s*(?:\S+\s+)?\d+\s+\d+\s");
+re!(PS_ROW, r"^\s*(?:\S+\s+)?\d+\s+\S");
 // `user@host:dir# cmd`, `$ cmd`, or a bare `user@host:dir# ` with nothing typed.
 re!(
     SHELL_PROMPT,

@@ -2,9 +2,27 @@
 //! catalog tests fail when a file in this folder is missing from `RULES` or
 //! its id does not match its file name.
 
+mod nvidia_driver_not_loaded;
+mod nvml_driver_library_mismatch;
 mod sglang_unbalanced_memory;
+mod stale_serving_process;
+mod systemd_crash_loop;
+mod systemd_start_limit_hit;
+mod systemd_stop_timeout;
+mod unit_exit_nonzero;
+mod unit_exited_zero_no_restart;
 
 use super::Rule;
 
 /// Every built-in rule, in id order.
-pub static RULES: &[&dyn Rule] = &[&sglang_unbalanced_memory::RULE];
+pub static RULES: &[&dyn Rule] = &[
+    &nvidia_driver_not_loaded::RULE,
+    &nvml_driver_library_mismatch::RULE,
+    &sglang_unbalanced_memory::RULE,
+    &stale_serving_process::RULE,
+    &systemd_crash_loop::RULE,
+    &systemd_start_limit_hit::RULE,
+    &systemd_stop_timeout::RULE,
+    &unit_exit_nonzero::RULE,
+    &unit_exited_zero_no_restart::RULE,
+];

@@ -9,6 +9,7 @@ use crate::correlate::{Gpu, GpuProcess, Incident, OwnerBasis, UnitEventKind};
 use crate::model::{
     MemoryImbalance, Pid, ProcessListingKind, ServerArgs, ServerEvent, ServerEventKind, UnitName,
 };
+use crate::rules::support::mib;
 use crate::rules::{
     Action, ActionKind, Category, ExpectedCmdline, Finding, Rule, RuleMeta, Safety, Severity,
 };
@@ -730,6 +731,13 @@ impl<'a> Analysis<'a> {
                     "PID {}: neither its unit nor its full command line is known, so no script may signal it",
                     p.pid
                 ));
+                f.actions.push(Action::advice(
+                    format!(
+                        "find out who owns PID {} before touching it; if it is not yours, move the server to free GPUs (CUDA_VISIBLE_DEVICES, --base-gpu-id) instead",
+                        p.pid
+                    ),
+                    Some(&format!("ps -o pid,user,lstart,args -p {0}; cat /proc/{0}/cgroup", p.pid)),
+                ));
                 continue;
             }
             let why = if h.stale_reason.is_some() {
@@ -760,7 +768,12 @@ impl<'a> Analysis<'a> {
                 .with_evidence(p.spans.iter().copied()),
             );
         }
+        // Waiting and restarting only make sense once something was stopped.
+        let freeing = !stopped.is_empty() || !terminations.is_empty();
         f.actions.extend(terminations);
+        if !freeing {
+            return;
+        }
         let baseline = self
             .group()
             .iter()
@@ -1149,24 +1162,6 @@ fn rank_list(ranks: &BTreeSet<u32>) -> String {
         i = j + 1;
     }
     parts.join(", ")
-}
-
-/// `55,286 MiB`; `unknown MiB` for absent values.
-pub(crate) fn mib(value: Option<u64>) -> String {
-    match value {
-        Some(v) => {
-            let digits = v.to_string();
-            let mut out = String::new();
-            for (i, c) in digits.chars().enumerate() {
-                if i > 0 && (digits.len() - i) % 3 == 0 {
-                    out.push(',');
-                }
-                out.push(c);
-            }
-            format!("{out} MiB")
-        }
-        None => "an unknown amount of memory".to_owned(),
-    }
 }
 
 fn d_min(n: Option<(&MemoryImbalance, Span)>) -> f64 {

@@ -1,0 +1,133 @@
+//! `nvml-driver-library-mismatch`: the driver's user-space libraries were
+//! upgraded while the old kernel module is still loaded.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::correlate::Incident;
+use crate::rules::support::{confidence, distinct, matches};
+use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+
+pub static RULE: NvmlDriverLibraryMismatch = NvmlDriverLibraryMismatch;
+
+pub struct NvmlDriverLibraryMismatch;
+
+static MISMATCH: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)Failed to initialize NVML: Driver/library version mismatch|nvml error: driver/library version mismatch")
+        .expect("regex")
+});
+static API_MISMATCH: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"NVRM: API mismatch: the client has the version (?P<client>[\d.]+), but")
+        .expect("regex")
+});
+static KERNEL_VERSION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"this kernel module has the version (?P<kernel>[\d.]+)").expect("regex")
+});
+static NVML_VERSION: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^NVML library version: (?P<v>[\d.]+)").expect("regex"));
+
+static META: RuleMeta = RuleMeta {
+    id: "nvml-driver-library-mismatch",
+    category: Category::DriverLibraryMismatch,
+    severity: Severity::Critical,
+    summary: "the NVIDIA user-space libraries and the loaded kernel module are of different versions",
+    anchors: &["version mismatch", "API mismatch", "NVML library version"],
+    doc: r#"
+## What it means
+`Failed to initialize NVML: Driver/library version mismatch`: the NVIDIA
+libraries (NVML, libcuda) on disk are of another version than the kernel
+module in memory. nvidia-smi fails, and every new CUDA process fails;
+processes started before the upgrade keep running.
+
+## Why it happens
+The driver packages were upgraded (often by unattended upgrades) without a
+reboot. The kernel says `NVRM: API mismatch: the client has the version X,
+but this kernel module has the version Y`.
+
+## How to confirm
+`cat /proc/driver/nvidia/version` (the module) against `nvidia-smi` /
+the package manager's log (the libraries).
+
+## How to fix
+In a maintenance window stop the GPU workloads and reboot (or unload and
+reload the nvidia modules when nothing uses them). Pin the driver packages
+so that they only change with a planned reboot.
+
+## Safety
+Advice only: a reboot or a module reload takes down every GPU workload of
+the host.
+"#,
+};
+
+impl Rule for NvmlDriverLibraryMismatch {
+    fn meta(&self) -> &RuleMeta {
+        &META
+    }
+
+    fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
+        let failures: Vec<_> = matches(incident, &MISMATCH).map(|(m, _)| m).collect();
+        let api: Vec<_> = matches(incident, &API_MISMATCH).collect();
+        if failures.is_empty() && api.is_empty() {
+            return;
+        }
+        let mut f = Finding::new(META.id, META.category, META.severity);
+        for (m, n) in distinct(failures.iter().copied()) {
+            f.evidence(m.span, format!("NVML refuses to initialise ({n}x)"));
+        }
+        let client = api.first().map(|(_, c)| c["client"].to_owned());
+        for (m, c) in &api {
+            f.evidence(
+                m.span,
+                format!(
+                    "the kernel: a client of version {} talked to it",
+                    &c["client"]
+                ),
+            );
+        }
+        let kernel = matches(incident, &KERNEL_VERSION).next().map(|(m, c)| {
+            f.evidence(
+                m.span,
+                format!("the loaded kernel module is version {}", &c["kernel"]),
+            );
+            c["kernel"].to_owned()
+        });
+        let library = client.or_else(|| {
+            matches(incident, &NVML_VERSION).next().map(|(m, c)| {
+                f.evidence(m.span, format!("the libraries are version {}", &c["v"]));
+                c["v"].to_owned()
+            })
+        });
+        f.condition("NVML or the kernel reported the mismatch", true);
+        f.condition(
+            "both versions are known",
+            kernel.is_some() && library.is_some(),
+        );
+        let versions = match (&library, &kernel) {
+            (Some(l), Some(k)) => format!(" (libraries {l}, kernel module {k})"),
+            _ => String::new(),
+        };
+        f.title = format!("driver libraries and kernel module differ{versions}");
+        f.headline = format!(
+            "The NVIDIA driver was upgraded without a reboot: user-space libraries and the loaded kernel module differ{versions}, so no new CUDA process can start."
+        );
+        f.chain
+            .push("nvidia-smi and new CUDA processes fail to initialise NVML".to_owned());
+        f.chain.push(format!("the driver libraries on disk and the loaded kernel module are of different versions{versions}"));
+        f.explanation = "Processes started before the upgrade keep working; everything started since fails until the module is reloaded.".to_owned();
+        f.actions.push(Action::advice(
+            "compare the loaded module with the installed libraries",
+            Some("cat /proc/driver/nvidia/version; nvidia-smi --version"),
+        ));
+        f.actions.push(Action::advice(
+            "in a maintenance window, stop the GPU workloads and reboot the host (or reload the nvidia modules when nothing uses them)",
+            None,
+        ));
+        f.actions.push(Action::advice(
+            "pin the driver packages so they only change together with a planned reboot",
+            Some("apt-mark hold 'nvidia-*' 'libnvidia-*'"),
+        ));
+        f.confidence = confidence(&f, 0.85, 0.98);
+        out.push(f);
+    }
+}
