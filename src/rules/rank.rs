@@ -147,13 +147,14 @@ pub fn rank(mut findings: Vec<Finding>) -> (Vec<Finding>, Option<String>) {
         for f in findings.iter().skip(1) {
             let layer = CausalLayer::of(f.category);
             let related = shares_entity(root, f);
-            // Deeper layers are consequences; a generic finding or one of
-            // the root's own layer about the same PID, GPU or unit is the
-            // same story seen from elsewhere.
+            // Deeper layers are consequences; a finding of the root's own
+            // layer about the same PID, GPU or unit is the same story seen
+            // from elsewhere.
+            // A generic finding (category unknown) is a fallback: any root of
+            // a known category explains it.
             let consequence = (layer > root_layer && layer != CausalLayer::Unknown)
-                || (related
-                    && (layer == CausalLayer::Unknown
-                        || (layer == root_layer && f.severity >= root.severity)));
+                || (layer == CausalLayer::Unknown && root_layer != CausalLayer::Unknown)
+                || (related && layer == root_layer && f.severity >= root.severity);
             if consequence {
                 explained.push(f.id.clone());
             } else if layer == root_layer

@@ -103,7 +103,7 @@ pub fn group(incident: &Incident, findings: &[Finding]) -> Vec<UnknownError> {
         .collect();
     let mut groups: BTreeMap<String, UnknownError> = BTreeMap::new();
     for m in &incident.facts.messages {
-        if cited.contains(&m.span) || !ERRORISH.is_match(&m.text) {
+        if cited.contains(&m.span) || !ERRORISH.is_match(&m.text) || is_traceback_frame(&m.text) {
             continue;
         }
         let template = template(&m.text);
@@ -129,13 +129,28 @@ pub fn group(incident: &Incident, findings: &[Finding]) -> Vec<UnknownError> {
     out
 }
 
-/// The line with its variable parts masked: timestamps, PIDs, sizes, paths,
-/// addresses and ids all become placeholders.
-pub fn template(line: &str) -> String {
-    let mut text = line.trim();
+/// The frames of a traceback printed at ERROR level (vLLM prefixes every
+/// line) are not errors of their own: the exception line at their end is.
+fn is_traceback_frame(line: &str) -> bool {
+    let body = strip_prefixes(line);
+    body.starts_with("Traceback (most recent call last)")
+        || body.trim_start().starts_with("File \"")
+        || body.starts_with("  ")
+        || body.trim().chars().all(|c| matches!(c, '^' | '~'))
+}
+
+fn strip_prefixes(line: &str) -> &str {
+    let mut text = line.trim_end();
     while let Some(m) = PREFIXES.iter().find_map(|re| re.find(text)) {
         text = &text[m.end()..];
     }
+    text
+}
+
+/// The line with its variable parts masked: timestamps, PIDs, sizes, paths,
+/// addresses and ids all become placeholders.
+pub fn template(line: &str) -> String {
+    let text = strip_prefixes(line).trim();
     let mut text = HEX_RUN
         .replace_all(text, |c: &regex::Captures<'_>| {
             if c[0].bytes().any(|b| b.is_ascii_alphabetic()) {

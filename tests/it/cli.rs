@@ -171,8 +171,13 @@ fn user_toml_rules_load_fire_and_validate() {
         String::from_utf8_lossy(&o.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let f = &v["findings"][0];
-    assert_eq!(f["rule"], "disk-full");
+    let f = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "disk-full")
+        .expect("the user rule fired");
+    assert_eq!(v["root_cause"], f["id"]);
     assert_eq!(f["category"], "model-load-failure");
     assert_eq!(f["evidence"].as_array().unwrap().len(), 2);
     assert_eq!(f["actions"][0]["type"], "advice");

@@ -2,6 +2,9 @@
 //! catalog tests fail when a file in this folder is missing from `RULES` or
 //! its id does not match its file name.
 
+mod address_already_in_use;
+mod hf_model_download_failure;
+mod hf_model_load_failure;
 mod nvidia_driver_not_loaded;
 mod nvml_driver_library_mismatch;
 mod sglang_unbalanced_memory;
@@ -16,6 +19,9 @@ use super::Rule;
 
 /// Every built-in rule, in id order.
 pub static RULES: &[&dyn Rule] = &[
+    &address_already_in_use::RULE,
+    &hf_model_download_failure::RULE,
+    &hf_model_load_failure::RULE,
     &nvidia_driver_not_loaded::RULE,
     &nvml_driver_library_mismatch::RULE,
     &sglang_unbalanced_memory::RULE,

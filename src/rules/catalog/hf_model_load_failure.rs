@@ -1,0 +1,111 @@
+//! `hf-model-load-failure`: the model's files are there but cannot be
+//! loaded: corrupt or truncated weights, an unknown architecture, a
+//! checkpoint that does not fit the model.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::correlate::Incident;
+use crate::rules::support::{confidence, distinct, matches};
+use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+
+pub static RULE: HfModelLoadFailure = HfModelLoadFailure;
+
+pub struct HfModelLoadFailure;
+
+static CAUSES: LazyLock<Vec<(Regex, &'static str, &'static str)>> = LazyLock::new(|| {
+    [
+        (
+            r"SafetensorError: Error while deserializing header: (?:HeaderTooLarge|MetadataIncompleteBuffer|InvalidHeaderDeserialization)",
+            "a weight file is truncated or corrupt (or a Git LFS pointer instead of weights)",
+            "re-download the model and compare file sizes with the repository; `git lfs pull` if it was cloned",
+        ),
+        (
+            r"has model type `[^`]+` but Transformers does not recognize this architecture|Model architectures \[.*\] are not supported|Unsupported architectures?: ",
+            "the serving framework is too old for this model's architecture",
+            "upgrade SGLang/vLLM and transformers to a release that supports the architecture",
+        ),
+        (
+            r"requires you to execute the configuration file in that repo on your local machine|contains custom code which must be executed to correctly load the model",
+            "the model needs its own code and the server was not allowed to run it",
+            "add --trust-remote-code after reviewing the repository's code",
+        ),
+        (
+            r"which is required according to the checkpoint index|Error\(s\) in loading state_dict|size mismatch for ",
+            "the checkpoint does not match the model (missing shards, wrong quantisation or config)",
+            "re-download all shards and check the quantisation flags against the checkpoint",
+        ),
+    ]
+    .into_iter()
+    .map(|(p, cause, fix)| (Regex::new(p).expect("hf load regex"), cause, fix))
+    .collect()
+});
+
+static META: RuleMeta = RuleMeta {
+    id: "hf-model-load-failure",
+    category: Category::ModelLoadFailure,
+    severity: Severity::Critical,
+    summary: "the model's files are present but cannot be loaded",
+    anchors: &[
+        "SafetensorError",
+        "does not recognize this architecture",
+        "are not supported",
+        "Unsupported architecture",
+        "requires you to execute the configuration file",
+        "contains custom code",
+        "checkpoint index",
+        "loading state_dict",
+        "size mismatch for",
+    ],
+    doc: r#"
+## What it means
+The weights and config were found but the loader rejected them.
+
+## Why it happens
+An incomplete download or Git LFS pointers instead of weights
+(`SafetensorError: … HeaderTooLarge`), a framework too old for the model type,
+a model that needs `--trust-remote-code`, or a checkpoint that does not match
+the configuration or quantisation flags.
+
+## How to confirm
+The message names the file or the architecture; `ls -l` of the model
+directory shows suspiciously small files.
+
+## How to fix
+Re-download and verify sizes or hashes; upgrade the serving framework;
+pass the flags the model needs.
+
+## Safety
+Advice only.
+"#,
+};
+
+impl Rule for HfModelLoadFailure {
+    fn meta(&self) -> &RuleMeta {
+        &META
+    }
+
+    fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
+        let Some((hits, cause, fix)) = CAUSES.iter().find_map(|(re, cause, fix)| {
+            let hits: Vec<_> = matches(incident, re).map(|(m, _)| m).collect();
+            (!hits.is_empty()).then_some((hits, cause, fix))
+        }) else {
+            return;
+        };
+        let mut f = Finding::new(META.id, META.category, META.severity);
+        for (m, n) in distinct(hits.iter().copied()).into_iter().take(4) {
+            f.evidence(m.span, format!("the loader rejected the model ({n}x)"));
+        }
+        f.occurrences = hits.len() as u32;
+        f.condition("the loader's message names the cause", true);
+        f.title = format!("model load failed: {cause}");
+        f.headline = format!("The model could not be loaded: {cause}.");
+        f.chain
+            .push("the server stopped while loading its model".to_owned());
+        f.chain.push(cause.to_string());
+        f.actions.push(Action::advice(*fix, None));
+        f.confidence = confidence(&f, 0.85, 0.92);
+        out.push(f);
+    }
+}
