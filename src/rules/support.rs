@@ -6,6 +6,7 @@ use regex::{Captures, Regex};
 use crate::correlate::{Incident, UnitEventKind};
 use crate::model::Message;
 use crate::source::Span;
+use std::sync::LazyLock;
 
 /// Every kept line matching `re`, with its captures, in input order.
 pub fn matches<'a>(
@@ -76,4 +77,45 @@ pub fn mib(value: Option<u64>) -> String {
         }
         None => "an unknown amount of memory".to_owned(),
     }
+}
+
+static NOTHING_TO_DO: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"NV_WARN_NOTHING_TO_DO|NVSwitch devices? (?:were )?not found|No NVSwitch")
+        .expect("regex")
+});
+
+/// Why the Fabric Manager is irrelevant on this host, when the inputs show
+/// it: its own "nothing to do", or GPUs that are PCIe boards.
+pub fn fabric_manager_irrelevant(incident: &Incident) -> Option<(Span, String)> {
+    if let Some((m, _)) = matches(incident, &NOTHING_TO_DO).next() {
+        return Some((
+            m.span,
+            "the Fabric Manager found no NVSwitch to manage".to_owned(),
+        ));
+    }
+    let pcie = |name: &str| {
+        ["PCIe", "RTX", "L40", "L4", "A10", "A16", "T4", "A40"]
+            .iter()
+            .any(|m| name.contains(m))
+    };
+    let gpus = &incident.gpus;
+    if gpus.is_empty() || !gpus.iter().all(|g| g.name.as_deref().is_some_and(pcie)) {
+        return None;
+    }
+    let first = &gpus[0];
+    Some((
+        *first.spans.first()?,
+        format!(
+            "the GPUs are PCIe boards ({}), not NVSwitch-connected",
+            first.name.as_deref().unwrap_or("")
+        ),
+    ))
+}
+
+/// `the driver …` → `The driver …`, for headlines built from titles.
+pub fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|first| first.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }

@@ -133,6 +133,15 @@ pub fn group(incident: &Incident, findings: &[Finding]) -> Vec<UnknownError> {
 /// line) are not errors of their own: the exception line at their end is.
 fn is_traceback_frame(line: &str) -> bool {
     let body = strip_prefixes(line);
+    // PyTorch's standard advice under every CUDA error.
+    const BOILERPLATE: [&str; 3] = [
+        "CUDA kernel errors might be asynchronously reported",
+        "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+        "Compile with `TORCH_USE_CUDA_DSA`",
+    ];
+    if BOILERPLATE.iter().any(|b| body.starts_with(b)) {
+        return true;
+    }
     body.starts_with("Traceback (most recent call last)")
         || body.trim_start().starts_with("File \"")
         || body.starts_with("  ")

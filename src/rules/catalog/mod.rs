@@ -3,6 +3,9 @@
 //! its id does not match its file name.
 
 mod address_already_in_use;
+mod cuda_unavailable;
+mod fabric_manager_mismatch;
+mod fabric_manager_no_nvswitch;
 mod hf_model_download_failure;
 mod hf_model_load_failure;
 mod nvidia_driver_not_loaded;
@@ -12,14 +15,19 @@ mod stale_serving_process;
 mod systemd_crash_loop;
 mod systemd_start_limit_hit;
 mod systemd_stop_timeout;
+mod tp_size_mismatch;
 mod unit_exit_nonzero;
 mod unit_exited_zero_no_restart;
+mod unsupported_hardware;
 
 use super::Rule;
 
 /// Every built-in rule, in id order.
 pub static RULES: &[&dyn Rule] = &[
     &address_already_in_use::RULE,
+    &cuda_unavailable::RULE,
+    &fabric_manager_mismatch::RULE,
+    &fabric_manager_no_nvswitch::RULE,
     &hf_model_download_failure::RULE,
     &hf_model_load_failure::RULE,
     &nvidia_driver_not_loaded::RULE,
@@ -29,6 +37,8 @@ pub static RULES: &[&dyn Rule] = &[
     &systemd_crash_loop::RULE,
     &systemd_start_limit_hit::RULE,
     &systemd_stop_timeout::RULE,
+    &tp_size_mismatch::RULE,
     &unit_exit_nonzero::RULE,
     &unit_exited_zero_no_restart::RULE,
+    &unsupported_hardware::RULE,
 ];

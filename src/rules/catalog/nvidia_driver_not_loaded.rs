@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::correlate::Incident;
-use crate::rules::support::{confidence, distinct, matches};
+use crate::rules::support::{capitalise, confidence, distinct, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
 pub static RULE: NvidiaDriverNotLoaded = NvidiaDriverNotLoaded;
@@ -104,11 +104,4 @@ impl Rule for NvidiaDriverNotLoaded {
         f.confidence = confidence(&f, 0.8, 0.95);
         out.push(f);
     }
-}
-
-fn capitalise(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map(|first| first.to_uppercase().chain(c).collect())
-        .unwrap_or_default()
 }

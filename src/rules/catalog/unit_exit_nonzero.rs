@@ -3,7 +3,7 @@
 
 use crate::correlate::{Incident, UnitEventKind};
 use crate::model::ServerEventKind;
-use crate::rules::support::confidence;
+use crate::rules::support::{confidence, fabric_manager_irrelevant};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
 pub static RULE: UnitExitNonzero = UnitExitNonzero;
@@ -60,6 +60,13 @@ impl Rule for UnitExitNonzero {
             let Some(&(status, span)) = exits.first() else {
                 continue;
             };
+            // Not if: the Fabric Manager failing on a host without NVSwitch
+            // is expected (fabric-manager-no-nvswitch says so).
+            if unit == "nvidia-fabricmanager.service"
+                && fabric_manager_irrelevant(incident).is_some()
+            {
+                continue;
+            }
             let mut f = Finding::new(META.id, META.category, META.severity);
             f.entities.units.insert(unit.clone());
             f.occurrences = exits.len() as u32;

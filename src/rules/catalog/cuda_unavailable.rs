@@ -1,0 +1,159 @@
+//! `cuda-unavailable`: the server found no usable CUDA device, and why:
+//! a driver too old for the CUDA build, GPUs hidden from the process, a
+//! CPU-only PyTorch, exclusive-process mode.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::correlate::Incident;
+use crate::rules::support::{confidence, distinct, matches};
+use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+
+pub static RULE: CudaUnavailable = CudaUnavailable;
+
+pub struct CudaUnavailable;
+
+struct Cause {
+    re: Regex,
+    category: Category,
+    what: &'static str,
+    fix: &'static str,
+}
+
+/// Most specific first. Error 802 (Fabric Manager), a driver that is not
+/// loaded or mismatched, and "no kernel image" have rules of their own.
+static CAUSES: LazyLock<Vec<Cause>> = LazyLock::new(|| {
+    [
+        (
+            r"The NVIDIA driver on your system is too old \(found version (?P<v>\d+)\)|CUDA driver version is insufficient for CUDA runtime version",
+            Category::DriverLibraryMismatch,
+            "the NVIDIA driver is too old for the CUDA version PyTorch was built with",
+            "install a PyTorch/vLLM/SGLang build for the driver's CUDA version (nvidia-smi's header shows it), or upgrade the driver",
+        ),
+        (
+            r"Torch not compiled with CUDA enabled",
+            Category::Unknown,
+            "the installed PyTorch is a CPU-only build",
+            "install the CUDA build of PyTorch in the server's environment",
+        ),
+        (
+            r"CUDA-capable device\(s\) is/are busy or unavailable",
+            Category::GpuMemoryHeldByOtherProcess,
+            "the GPUs are in exclusive-process mode and another process holds them",
+            "find the process on the GPU (nvidia-smi) or set the compute mode to Default (nvidia-smi -c 0)",
+        ),
+        (
+            r"No CUDA GPUs are available|no CUDA-capable device is detected|CUDA driver initialization failed|Found no NVIDIA driver on your system|CUDA unknown error - this may be due to an incorrectly set up environment|Unexpected error from cudaGetDeviceCount\(\)",
+            Category::Unknown,
+            "no GPU is visible to the process (CUDA_VISIBLE_DEVICES, container GPU access, or a GPU in error)",
+            "check CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES in the unit or container, and that nvidia-smi sees the GPUs on the host",
+        ),
+    ]
+    .into_iter()
+    .map(|(p, category, what, fix)| Cause {
+        re: Regex::new(p).expect("cuda regex"),
+        category,
+        what,
+        fix,
+    })
+    .collect()
+});
+
+/// These have rules of their own that name the cause better.
+static OWN_RULES: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"Error 802|system not yet initialized|Error 803|Driver/library version mismatch|couldn't communicate with the NVIDIA driver|No devices were found|no kernel image is available")
+        .expect("regex")
+});
+
+static META: RuleMeta = RuleMeta {
+    id: "cuda-unavailable",
+    category: Category::Unknown,
+    severity: Severity::Critical,
+    summary: "the server found no usable CUDA device",
+    anchors: &[
+        "driver on your system is too old",
+        "driver version is insufficient",
+        "Torch not compiled with CUDA enabled",
+        "busy or unavailable",
+        "No CUDA GPUs are available",
+        "no CUDA-capable device",
+        "CUDA driver initialization failed",
+        "Found no NVIDIA driver",
+        "CUDA unknown error",
+        "cudaGetDeviceCount",
+    ],
+    doc: r#"
+## What it means
+PyTorch could not use any GPU: `No CUDA GPUs are available`, `The NVIDIA
+driver on your system is too old`, `no CUDA-capable device is detected`.
+
+## Why it happens
+A PyTorch/vLLM wheel built for a newer CUDA than the driver supports; GPUs
+hidden from the process (`CUDA_VISIBLE_DEVICES` empty or wrong, a container
+started without GPU access); a CPU-only PyTorch; exclusive-process mode with
+the GPU taken. (A driver that is not loaded or mismatched, and error 802 on
+NVSwitch systems, have their own rules.)
+
+## How to confirm
+`nvidia-smi` on the host; the unit's or container's environment; `python -c
+"import torch; print(torch.version.cuda, torch.cuda.is_available())"` in the
+server's environment.
+
+## How to fix
+As the cause says: a matching wheel or a newer driver, the right visible
+devices, the CUDA build of PyTorch, the Default compute mode.
+
+## Safety
+Advice only.
+"#,
+};
+
+impl Rule for CudaUnavailable {
+    fn meta(&self) -> &RuleMeta {
+        &META
+    }
+
+    fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
+        if matches(incident, &OWN_RULES).next().is_some() {
+            return;
+        }
+        let Some((cause, hits)) = CAUSES.iter().find_map(|c| {
+            let hits: Vec<_> = matches(incident, &c.re).collect();
+            (!hits.is_empty()).then_some((c, hits))
+        }) else {
+            return;
+        };
+        let mut f = Finding::new(META.id, cause.category, META.severity);
+        for (m, n) in distinct(hits.iter().map(|(m, _)| *m)).into_iter().take(3) {
+            f.evidence(m.span, format!("CUDA is unavailable ({n}x)"));
+        }
+        // "too old (found version 12080)": the driver's CUDA version x 1000.
+        let found = hits
+            .iter()
+            .find_map(|(_, c)| c.name("v")?.as_str().parse::<u32>().ok());
+        let driver_cuda = found.map(|v| format!("{}.{}", v / 1000, (v % 1000) / 10));
+        f.condition("PyTorch reported that CUDA is unavailable", true);
+        f.condition(
+            "nvidia-smi sees GPUs on the host",
+            !incident.gpus.is_empty(),
+        );
+        f.title = format!("CUDA is unavailable: {}", cause.what);
+        f.headline = match &driver_cuda {
+            Some(v) => format!(
+                "CUDA is unavailable: {} (the driver supports CUDA {v}).",
+                cause.what
+            ),
+            None => format!("CUDA is unavailable: {}.", cause.what),
+        };
+        f.chain.push("the server could not use any GPU".to_owned());
+        f.chain.push(cause.what.to_owned());
+        f.actions.push(Action::advice(cause.fix, None));
+        f.actions.push(Action::advice(
+            "check what the server's environment sees",
+            Some("python3 -c 'import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())'; nvidia-smi"),
+        ));
+        f.confidence = confidence(&f, 0.7, 0.9);
+        out.push(f);
+    }
+}
