@@ -6,6 +6,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::ingest::Format;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "rootcause",
@@ -31,6 +33,8 @@ pub enum Command {
     Inputs {
         /// Files or bundle directories; `-` or nothing reads stdin.
         paths: Vec<PathBuf>,
+        #[command(flatten)]
+        hint: HintArg,
     },
 }
 
@@ -39,7 +43,17 @@ pub struct AnalyzeArgs {
     /// Files or bundle directories; `-` or nothing (with a pipe) reads stdin.
     pub paths: Vec<PathBuf>,
     #[command(flatten)]
+    pub hint: HintArg,
+    #[command(flatten)]
     pub render: RenderArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct HintArg {
+    /// Read every input as FORMAT instead of detecting it, e.g. `journal-cat`
+    /// for `journalctl -o cat` output (names as `rootcause inputs` prints them).
+    #[arg(long, value_name = "FORMAT")]
+    pub format_hint: Option<Format>,
 }
 
 #[derive(Debug, Args)]

@@ -34,7 +34,13 @@ pub struct Analysis {
 }
 
 pub fn analyze(sources: SourceMap) -> Analysis {
-    let ingested = ingest::ingest(&sources);
+    analyze_as(sources, None)
+}
+
+/// [`analyze`], reading every input as `hint` when the user named its
+/// format (`--format-hint`).
+pub fn analyze_as(sources: SourceMap, hint: Option<ingest::Format>) -> Analysis {
+    let ingested = ingest::ingest_as(&sources, hint);
     let incident = correlate::correlate(ingested.facts);
     let diagnosis = rules::diagnose(&incident);
     Analysis {

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use crate::bundle::{self, Input};
 use crate::cli::{AnalyzeArgs, Cli, ColorArg, Command, OutputArg, RenderArgs};
 use crate::error::Error;
+use crate::ingest::Format;
 use crate::render::{self, OutputFormat, RenderOptions};
 use crate::source::SourceMap;
 
@@ -17,15 +18,15 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         // The demo shows what a report looks like; it succeeds whenever it
         // could print one, so `cargo run -- demo` does not end in an error.
         Some(Command::Demo(render)) => {
-            report(crate::demo::sources(), &render).map(|_| ExitCode::SUCCESS)
+            report(crate::demo::sources(), None, &render).map(|_| ExitCode::SUCCESS)
         }
-        Some(Command::Inputs { paths }) => inputs(&paths),
+        Some(Command::Inputs { paths, hint }) => inputs(&paths, hint.format_hint),
     }
 }
 
 fn analyze(args: AnalyzeArgs) -> Result<ExitCode, Error> {
     let sources = read_inputs(&args.paths)?;
-    report(sources, &args.render)
+    report(sources, args.hint.format_hint, &args.render)
 }
 
 fn read_inputs(paths: &[std::path::PathBuf]) -> Result<SourceMap, Error> {
@@ -50,8 +51,8 @@ fn read_inputs(paths: &[std::path::PathBuf]) -> Result<SourceMap, Error> {
     Ok(sources)
 }
 
-fn report(sources: SourceMap, args: &RenderArgs) -> Result<ExitCode, Error> {
-    let analysis = crate::analyze(sources);
+fn report(sources: SourceMap, hint: Option<Format>, args: &RenderArgs) -> Result<ExitCode, Error> {
+    let analysis = crate::analyze_as(sources, hint);
     let report = analysis.report();
     let format = match args.output {
         OutputArg::Text => OutputFormat::Text,
@@ -85,11 +86,11 @@ fn report(sources: SourceMap, args: &RenderArgs) -> Result<ExitCode, Error> {
     })
 }
 
-fn inputs(paths: &[std::path::PathBuf]) -> Result<ExitCode, Error> {
+fn inputs(paths: &[std::path::PathBuf], hint: Option<Format>) -> Result<ExitCode, Error> {
     let sources = read_inputs(paths)?;
     let mut text = String::new();
     for (id, source) in sources.iter() {
-        for s in crate::ingest::segment(id, source) {
+        for s in crate::ingest::segment_as(id, source, hint) {
             text.push_str(&format!(
                 "{}:{}-{}: {} ({})\n",
                 source.name,
