@@ -14,6 +14,19 @@ pub enum Error {
     NoInput,
     /// Writing the report or the script failed.
     Output { path: String, source: io::Error },
+    /// An input needs a system tool to be read, and it is not installed.
+    MissingTool {
+        path: String,
+        what: &'static str,
+        tool: String,
+        package: &'static str,
+    },
+    /// The system tool that reads an input failed on it.
+    Tool {
+        path: String,
+        tool: String,
+        message: String,
+    },
 }
 
 impl fmt::Display for Error {
@@ -29,6 +42,20 @@ impl fmt::Display for Error {
                 "no input: give log files or a bundle directory, or pipe a paste on stdin (try `rootcause demo`)"
             ),
             Error::Output { path, source } => write!(f, "cannot write {path}: {source}"),
+            Error::MissingTool {
+                path,
+                what,
+                tool,
+                package,
+            } => write!(
+                f,
+                "cannot read {path}: it is {what}, which needs `{tool}` (apt-get install {package})"
+            ),
+            Error::Tool {
+                path,
+                tool,
+                message,
+            } => write!(f, "cannot read {path}: {tool} failed: {message}"),
         }
     }
 }
