@@ -52,8 +52,15 @@ pub struct AnalyzeArgs {
 pub struct HintArg {
     /// Read every input as FORMAT instead of detecting it, e.g. `journal-cat`
     /// for `journalctl -o cat` output (names as `rootcause inputs` prints them).
-    #[arg(long, value_name = "FORMAT")]
+    #[arg(long, value_name = "FORMAT", hide_possible_values = true, value_parser = format_names())]
     pub format_hint: Option<Format>,
+}
+
+/// `--format-hint` takes the stable format names; a wrong one lists them.
+fn format_names() -> impl clap::builder::TypedValueParser<Value = Format> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(Format::ALL.map(Format::name))
+        .try_map(|name| name.parse::<Format>())
 }
 
 #[derive(Debug, Args)]

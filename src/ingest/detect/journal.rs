@@ -65,8 +65,11 @@ fn is_journal_text(format: Option<Format>) -> bool {
 
 pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
     use Class::*;
-    if line.starts_with('{')
-        && (line.contains("\"__REALTIME_TIMESTAMP\"") || line.contains("\"MESSAGE\""))
+    // json-seq puts 0x1E and json-sse `data: ` before each object.
+    let record = line.trim_start_matches('\u{1e}');
+    let record = record.strip_prefix("data: ").unwrap_or(record);
+    if record.starts_with('{')
+        && (record.contains("\"__REALTIME_TIMESTAMP\"") || record.contains("\"MESSAGE\""))
     {
         return Some(Strong(
             Format::JournalJson,
@@ -276,6 +279,9 @@ mod tests {
             ("Sat 2024-06-01 12:00:10.000000 UTC [s=56be;i=1]", None),
             ("    MESSAGE=outside a verbose segment", None),
             ("\t\"_PID\" : \"4242\",", Some(JournalJson)),
+            ("\u{1e}{\"MESSAGE\":\"x\"}", Some(JournalJson)),
+            ("data: {\"MESSAGE\":\"x\"}", Some(JournalJson)),
+            ("data: {\"other\":\"x\"}", None),
             ("{", Some(JournalJson)),
             // jq and Python pretty-printers write `"key": ` and spaces.
             ("  \"_PID\": \"4242\",", None),
