@@ -3,5 +3,6 @@
 mod catalog;
 mod cli;
 mod incidents;
+mod journal_files;
 mod scripts;
 mod support;
