@@ -130,10 +130,13 @@ fn add_dir(sources: &mut SourceMap, dir: &Path, prefix: &Path) -> Result<(), Err
 }
 
 /// The name of the merged journal of `dir`: its path inside the bundle, or
-/// its own name when it is the directory the user gave.
+/// its own name when it is the directory the user gave (`journal/` when
+/// that has none, as `.` has not).
 fn journal_dir_name(dir: &Path, prefix: &Path) -> String {
     let name = if prefix.as_os_str().is_empty() {
-        dir.file_name().map(Path::new).unwrap_or(prefix)
+        dir.file_name()
+            .map(Path::new)
+            .unwrap_or(Path::new("journal"))
     } else {
         prefix
     };

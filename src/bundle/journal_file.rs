@@ -134,6 +134,15 @@ mod tests {
     }
 
     #[test]
+    fn a_failing_reader_with_no_output_is_an_error() {
+        // `false` takes any arguments, prints nothing and fails, as
+        // journalctl does on a file it cannot open.
+        let e = read_with("false", &[PathBuf::from("x.journal")], "x.journal")
+            .expect_err("nothing read");
+        assert_eq!(e.to_string(), "cannot read x.journal: false failed: failed");
+    }
+
+    #[test]
     fn magic() {
         assert!(is_journal(b"LPKSHHRH\x00\x00"));
         assert!(!is_journal(b"LPKSHHR"));
