@@ -5,7 +5,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages the tests need, as "command:package".
-needed=(shellcheck:shellcheck)
+needed=(
+  shellcheck:shellcheck
+  journalctl:systemd
+  /lib/systemd/systemd-journal-remote:systemd-journal-remote
+  gzip:gzip
+  zstd:zstd
+)
 missing=()
 for pair in "${needed[@]}"; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")

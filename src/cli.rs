@@ -6,6 +6,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::ingest::Format;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "rootcause",
@@ -31,6 +33,8 @@ pub enum Command {
     Inputs {
         /// Files or bundle directories; `-` or nothing reads stdin.
         paths: Vec<PathBuf>,
+        #[command(flatten)]
+        hint: HintArg,
     },
     /// List every rule: built-in and loaded with --rules.
     Rules(RulesArgs),
@@ -55,9 +59,26 @@ pub struct AnalyzeArgs {
     /// Files or bundle directories; `-` or nothing (with a pipe) reads stdin.
     pub paths: Vec<PathBuf>,
     #[command(flatten)]
+    pub hint: HintArg,
+    #[command(flatten)]
     pub render: RenderArgs,
     #[command(flatten)]
     pub rules: RulesArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct HintArg {
+    /// Read every input as FORMAT instead of detecting it, e.g. `journal-cat`
+    /// for `journalctl -o cat` output (names as `rootcause inputs` prints them).
+    #[arg(long, value_name = "FORMAT", hide_possible_values = true, value_parser = format_names())]
+    pub format_hint: Option<Format>,
+}
+
+/// `--format-hint` takes the stable format names; a wrong one lists them.
+fn format_names() -> impl clap::builder::TypedValueParser<Value = Format> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(Format::ALL.map(Format::name))
+        .try_map(|name| name.parse::<Format>())
 }
 
 #[derive(Debug, Args)]

@@ -18,6 +18,19 @@ pub enum Error {
     UnknownRule { id: String, hint: String },
     /// Writing the report or the script failed.
     Output { path: String, source: io::Error },
+    /// An input needs a system tool to be read, and it is not installed.
+    MissingTool {
+        path: String,
+        what: &'static str,
+        tool: String,
+        package: &'static str,
+    },
+    /// The system tool that reads an input failed on it.
+    Tool {
+        path: String,
+        tool: String,
+        message: String,
+    },
 }
 
 impl fmt::Display for Error {
@@ -37,6 +50,20 @@ impl fmt::Display for Error {
             Error::UnknownRule { id, hint } => {
                 write!(f, "unknown rule `{id}`{hint}; `rootcause rules` lists them")
             }
+            Error::MissingTool {
+                path,
+                what,
+                tool,
+                package,
+            } => write!(
+                f,
+                "cannot read {path}: it is {what}, which needs `{tool}` (apt-get install {package})"
+            ),
+            Error::Tool {
+                path,
+                tool,
+                message,
+            } => write!(f, "cannot read {path}: {tool} failed: {message}"),
         }
     }
 }

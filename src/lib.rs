@@ -35,12 +35,31 @@ pub struct Analysis {
 
 /// Analyses with the built-in rule catalog.
 pub fn analyze(sources: SourceMap) -> Analysis {
-    analyze_with(sources, rules::RULES)
+    analyze_with(sources, &Options::default())
 }
 
-/// Analyses with the given rules (built-in plus users' own).
-pub fn analyze_with(sources: SourceMap, catalog: &[&dyn rules::Rule]) -> Analysis {
-    let ingested = ingest::ingest(&sources, &rules::anchors(catalog));
+/// How to analyse: which rules, and whether the user named the inputs' format.
+#[derive(Clone, Copy)]
+pub struct Options<'a> {
+    /// Read every input as this format instead of detecting it (`--format-hint`).
+    pub format_hint: Option<ingest::Format>,
+    /// The rule catalog: built-in plus users' own (`--rules DIR`).
+    pub rules: &'a [&'a dyn rules::Rule],
+}
+
+impl Default for Options<'_> {
+    fn default() -> Self {
+        Options {
+            format_hint: None,
+            rules: rules::RULES,
+        }
+    }
+}
+
+/// Analyses with explicit [`Options`].
+pub fn analyze_with(sources: SourceMap, options: &Options<'_>) -> Analysis {
+    let catalog = options.rules;
+    let ingested = ingest::ingest_as(&sources, options.format_hint, &rules::anchors(catalog));
     let incident = correlate::correlate(ingested.facts);
     let diagnosis = rules::diagnose(&incident, catalog);
     Analysis {

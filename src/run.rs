@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use crate::bundle::{self, Input};
 use crate::cli::{AnalyzeArgs, Cli, ColorArg, Command, OutputArg, RenderArgs, RulesArgs};
 use crate::error::Error;
+use crate::ingest::Format;
 use crate::render::{self, OutputFormat, RenderOptions};
 use crate::rules::{self, Rule, UserRule};
 use crate::source::SourceMap;
@@ -18,9 +19,9 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         // The demo shows what a report looks like; it succeeds whenever it
         // could print one, so `cargo run -- demo` does not end in an error.
         Some(Command::Demo(render)) => {
-            report(crate::demo::sources(), &render, &[]).map(|_| ExitCode::SUCCESS)
+            report(crate::demo::sources(), None, &render, &[]).map(|_| ExitCode::SUCCESS)
         }
-        Some(Command::Inputs { paths }) => inputs(&paths),
+        Some(Command::Inputs { paths, hint }) => inputs(&paths, hint.format_hint),
         Some(Command::Rules(args)) => list_rules(&load_rules(&args)?),
         Some(Command::Explain { rule, rules }) => explain(&rule, &load_rules(&rules)?),
     }
@@ -29,7 +30,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
 fn analyze(args: AnalyzeArgs) -> Result<ExitCode, Error> {
     let user = load_rules(&args.rules)?;
     let sources = read_inputs(&args.paths)?;
-    report(sources, &args.render, &user)
+    report(sources, args.hint.format_hint, &args.render, &user)
 }
 
 /// Reads every `*.toml` in the `--rules` directory, in name order.
@@ -141,8 +142,18 @@ fn read_inputs(paths: &[std::path::PathBuf]) -> Result<SourceMap, Error> {
     Ok(sources)
 }
 
-fn report(sources: SourceMap, args: &RenderArgs, user: &[UserRule]) -> Result<ExitCode, Error> {
-    let analysis = crate::analyze_with(sources, &catalog(user));
+fn report(
+    sources: SourceMap,
+    hint: Option<Format>,
+    args: &RenderArgs,
+    user: &[UserRule],
+) -> Result<ExitCode, Error> {
+    let rules = catalog(user);
+    let options = crate::Options {
+        format_hint: hint,
+        rules: &rules,
+    };
+    let analysis = crate::analyze_with(sources, &options);
     let report = analysis.report();
     let format = match args.output {
         OutputArg::Text => OutputFormat::Text,
@@ -176,11 +187,11 @@ fn report(sources: SourceMap, args: &RenderArgs, user: &[UserRule]) -> Result<Ex
     })
 }
 
-fn inputs(paths: &[std::path::PathBuf]) -> Result<ExitCode, Error> {
+fn inputs(paths: &[std::path::PathBuf], hint: Option<Format>) -> Result<ExitCode, Error> {
     let sources = read_inputs(paths)?;
     let mut text = String::new();
     for (id, source) in sources.iter() {
-        for s in crate::ingest::segment(id, source) {
+        for s in crate::ingest::segment_as(id, source, hint) {
             text.push_str(&format!(
                 "{}:{}-{}: {} ({})\n",
                 source.name,

@@ -5,17 +5,26 @@
 //! JSON modes carry what short modes lack: the writer's unit
 //! (`_SYSTEMD_UNIT`), PID 1's `UNIT=` and `_CMDLINE`, in UTC. Messages of
 //! processes other than PID 1 go through the server-log parser with that
-//! metadata, one message line at a time.
+//! metadata, one message line at a time. Binary journal files and
+//! `-o export` dumps reach this parser too: the bundle reader turns them
+//! into these JSON lines.
 
-use chrono::DateTime;
+use std::sync::LazyLock;
+
+use regex::Regex;
 use serde_json::{Map, Value};
 
 use super::Line;
 use super::ServerLogParser;
-use super::journal_short::unit_of_pid1_message;
-use super::sglang::Outer;
-use crate::model::{Facts, JournalEntry, Timestamp};
+use super::journal_fields::{entry_from_fields, outer_of};
+use super::journal_time::utc_from_micros;
+use crate::model::{Facts, JournalEntry};
 use crate::source::{Span, clean_line};
+
+/// A field line of `json-pretty`: tab, quoted field name, ` : `. The spaced
+/// colon is systemd's own; other pretty-printers write `"key": `.
+pub(super) static PRETTY_FIELD: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#"^\t"[A-Z0-9_]+" : "#).expect("json-pretty field regex"));
 
 /// A `json-pretty` object still being read: its first line and text so far.
 struct Pending {
@@ -55,6 +64,16 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
             });
             continue;
         }
+        // A `json-pretty` object whose `{` line fell outside this segment
+        // (a paste cut just below it): read it from its first field.
+        if PRETTY_FIELD.is_match(line.text) {
+            pending = Some(Pending {
+                span: line.span,
+                text: format!("{{\n{text}\n"),
+                lines: 1,
+            });
+            continue;
+        }
         if !read_record(text, line.span, &mut server, facts) {
             unrecognized += 1;
         }
@@ -77,12 +96,7 @@ fn read_record(text: &str, span: Span, server: &mut ServerLogParser, facts: &mut
     let Some(entry) = entry(&fields, span) else {
         return false;
     };
-    if entry.pid != Some(1) {
-        let outer = Outer {
-            pid: entry.pid,
-            unit: entry.unit.clone(),
-            time: entry.time,
-        };
+    if let Some(outer) = outer_of(&entry) {
         for message_line in entry.message.split('\n') {
             server.feed(message_line, span, &outer, facts);
         }
@@ -99,26 +113,10 @@ fn entry(fields: &Map<String, Value>, span: Span) -> Option<JournalEntry> {
         Value::Null => String::new(),
         value => clean_message(&value_text(value).unwrap_or_default()),
     };
-    let pid = field("_PID")
-        .or_else(|| field("SYSLOG_PID"))
-        .and_then(|p| p.trim().parse::<u32>().ok());
-    let unit = if pid == Some(1) {
-        field("UNIT").or_else(|| unit_of_pid1_message(&message))
-    } else {
-        field("_SYSTEMD_UNIT")
-    };
-    Some(JournalEntry {
-        time: field("__REALTIME_TIMESTAMP").and_then(|t| utc_from_micros(&t)),
-        host: field("_HOSTNAME"),
-        identifier: field("SYSLOG_IDENTIFIER")
-            .or_else(|| field("_COMM"))
-            .unwrap_or_else(|| "unknown".to_owned()),
-        pid,
-        unit,
-        cmdline: field("_CMDLINE"),
-        message,
-        span,
-    })
+    let time = field("__REALTIME_TIMESTAMP")
+        .and_then(|t| t.trim().parse().ok())
+        .and_then(utc_from_micros);
+    Some(entry_from_fields(field, message, time, span))
 }
 
 /// A field's text. journald writes every value as a string, except values
@@ -154,23 +152,12 @@ fn clean_message(message: &str) -> String {
         .join("\n")
 }
 
-/// `__REALTIME_TIMESTAMP`: microseconds since the epoch, in UTC.
-fn utc_from_micros(micros: &str) -> Option<Timestamp> {
-    let micros: i64 = micros.trim().parse().ok()?;
-    let utc = DateTime::from_timestamp_micros(micros)?;
-    Some(Timestamp {
-        local: utc.naive_utc(),
-        offset_secs: Some(0),
-        year_known: true,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use chrono::NaiveDate;
 
     use super::*;
-    use crate::model::{ServerEvent, ServerEventKind};
+    use crate::model::{ServerEvent, ServerEventKind, Timestamp};
     use crate::source::SourceId;
 
     fn run(text: &str) -> (Facts, u32) {
@@ -335,6 +322,50 @@ data: {\"_PID\":\"8\",\"MESSAGE\":\"sse\"}
                 (4, Some(9), "pretty")
             ]
         );
+    }
+
+    #[test]
+    fn json_pretty_as_journalctl_252_prints_it_and_a_paste_cut_below_its_brace() {
+        let (facts, unrecognized) = run("{
+\t\"_PID\" : \"4242\",
+\t\"__REALTIME_TIMESTAMP\" : \"1717243204000100\",
+\t\"_SYSTEMD_UNIT\" : \"sglang.service\",
+\t\"MESSAGE\" : \"Traceback (most recent call last):\\n  File \\\"x.py\\\", line 1, in <module>\\nRuntimeError: boom\",
+\t\"SYSLOG_IDENTIFIER\" : \"python3\",
+\t\"_HOSTNAME\" : \"gpu-node-7\"
+}
+\t\"_SYSTEMD_UNIT\" : \"ssh.service\",
+\t\"_PID\" : \"900\",
+\t\"MESSAGE\" : \"Accepted publickey for root\"
+}");
+        assert_eq!(unrecognized, 0);
+        assert_eq!(
+            rows(&facts),
+            vec![
+                (
+                    1,
+                    "python3",
+                    Some(4242),
+                    Some("sglang.service"),
+                    Some("gpu-node-7"),
+                    "Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\nRuntimeError: boom"
+                ),
+                (
+                    9,
+                    "unknown",
+                    Some(900),
+                    Some("ssh.service"),
+                    None,
+                    "Accepted publickey for root"
+                ),
+            ]
+        );
+        let exceptions = facts
+            .server_events
+            .iter()
+            .filter(|e| matches!(e.kind, ServerEventKind::Exception { .. }))
+            .count();
+        assert_eq!(exceptions, 1);
     }
 
     #[test]

@@ -1,91 +1,46 @@
-//! `journalctl -o short`, `short-precise`, `short-iso` and `short-iso-precise`
-//! (formats.md §4.2, §4.3, §4.8): one entry per line as
-//! `timestamp host ident[pid]: message`, the marker and notice lines
-//! journalctl prints around entries, and indented continuation lines of
-//! multi-line messages.
+//! The one-line-per-entry journalctl modes (formats.md §4.2, §4.3, §4.8):
+//! `short`, `short-precise`, `short-iso`, `short-iso-precise`,
+//! `short-full`, `short-unix`, `short-monotonic`, `short-delta` and
+//! `with-unit`. Each line is `timestamp host ident[pid]: message`; the modes
+//! differ only in the timestamp ([`journal_time`](super::journal_time)) and,
+//! for `with-unit`, in printing the unit where the identifier would be.
+//! Around the entries: markers, notices, `-x` catalog lines, and indented
+//! continuation lines of multi-line messages.
 //!
-//! Also owns the PID 1 unit attribution (§4.9) that the JSON parser shares:
-//! short modes carry no `UNIT=` field, so the unit of systemd's own lines is
+//! Short modes carry no `UNIT=` field, so the unit of systemd's own lines is
 //! read from the message. Every other message goes through the server-log
 //! parser, so SGLang output captured by journald becomes server events.
 
 use std::sync::LazyLock;
 
-use chrono::{NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 use regex::Regex;
 
 use super::Line;
 use super::ServerLogParser;
+use super::journal_fields::{UNIT_TYPES, outer_of, unit_of_pid1_message};
+use super::journal_marks::{Aside, aside};
+use super::journal_time::split_stamp;
 use super::sglang::Outer;
-use crate::model::{Facts, JournalEntry, Timestamp};
+use crate::model::{Facts, JournalEntry};
 use crate::source::Span;
 
-/// `Nov 27 09:38:40` / `Nov 27 09:38:40.123456`. journalctl pads the day
-/// with `0`; syslog files pad it with a space, so accept both.
-static SHORT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?x)^
-        (?P<mon>[A-Z][a-z]{2})\x20(?P<day>[\x200-3]\d)\x20(?P<hms>\d\d:\d\d:\d\d)
-        (?:\.(?P<frac>\d{1,9}))?
-        \x20(?P<rest>.*)$",
-    )
-    .expect("short timestamp regex")
-});
+/// What the name before `[pid]:` is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ident {
+    /// `SYSLOG_IDENTIFIER` (every mode but `with-unit`).
+    Identifier,
+    /// `-o with-unit`: the entry's `_SYSTEMD_UNIT` where it has one (with
+    /// `/<user unit>` appended for user services), else the identifier.
+    /// PID 1 runs in `init.scope`.
+    Unit,
+}
 
-/// `2026-11-27T09:38:40+0000` / `2026-11-27T09:38:40.123456+0800`.
-static ISO: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?x)^
-        (?P<date>\d{4}-\d\d-\d\d)T(?P<hms>\d\d:\d\d:\d\d)
-        (?:\.(?P<frac>\d{1,9}))?
-        (?P<sign>[+-])(?P<oh>\d\d):?(?P<om>\d\d)
-        \x20(?P<rest>.*)$",
-    )
-    .expect("iso timestamp regex")
-});
-
-static MARKER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"^-- (?:Boot [0-9a-f]{32}|Reboot|No entries|(?:Logs begin|Journal begins) at .*) --$",
-    )
-    .expect("journal marker regex")
-});
-
-/// journalctl's own notices (stderr, often pasted along), and systemctl
-/// status's, which follow the journal lines it prints. The first `Hint:` is
-/// followed by indented lines of its own.
-const NOTICES: [&str; 7] = [
-    "No journal files were found.",
-    "No journal files were opened due to insufficient permissions.",
-    "Warning: some journal files were not opened due to insufficient permissions.",
-    "Warning: Journal has been rotated since unit was started",
-    "Notice: journal has been rotated since unit was started",
-    "Hint: Some lines were ellipsized, use -l to show in full.",
-    "Hint: You are currently not seeing messages from other users and the system.",
-];
-
-const UNIT_TYPES: &str = "service|socket|device|mount|automount|swap|target|path|timer|slice|scope";
-
-/// `sglang.service: Main process exited, …` and the other unit-prefixed
-/// messages of §4.9.
-static UNIT_PREFIXED: LazyLock<Regex> = LazyLock::new(|| {
-    let pattern = format!(r"^(?P<unit>[A-Za-z0-9:_.@\\-]+\.(?:{UNIT_TYPES})): ");
-    Regex::new(&pattern).expect("unit-prefixed regex")
-});
-
-/// Job messages in the 252+ combined form (`Started sglang.service - SGLang.`)
-/// and for units without a description (`Started foo.service.`). The 247 form
-/// names only the description, which is not a unit name: no match, on purpose.
-static JOB: LazyLock<Regex> = LazyLock::new(|| {
+/// `sglang.service`, `init.scope`, `user@1000.service/app.service`.
+static PRINTED_UNIT: LazyLock<Regex> = LazyLock::new(|| {
     let pattern = format!(
-        r"(?x)^
-        (?:Starting|Started|Stopping|Stopped|Reloading|Reloaded|Failed\x20to\x20start
-          |Failed\x20to\x20stop|Timed\x20out\x20starting|Timed\x20out\x20stopping
-          |Dependency\x20failed\x20for|Assertion\x20failed\x20for)
-        \x20(?P<unit>[A-Za-z0-9:_.@\\-]+\.(?:{UNIT_TYPES}))
-        (?:\x20-\x20.*|\x20with\x20error\.|\.\.\.|\.)$"
+        r"^(?P<unit>[A-Za-z0-9:_.@\\-]+\.(?:{UNIT_TYPES}))(?:/[A-Za-z0-9:_.@\\-]+\.(?:{UNIT_TYPES}))?$"
     );
-    Regex::new(&pattern).expect("job message regex")
+    Regex::new(&pattern).expect("printed unit regex")
 });
 
 /// What an indented line after the previous one belongs to.
@@ -103,7 +58,7 @@ enum Continues {
 }
 
 /// Parses one segment; returns the number of lines it did not recognise.
-pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
+pub fn parse(lines: &[Line<'_>], facts: &mut Facts, ident: Ident) -> u32 {
     let mut server = ServerLogParser::default();
     let mut continues = Continues::Nothing;
     let mut unrecognized = 0;
@@ -114,13 +69,9 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
             // indentation, which pastes often trim: keep the entry open.
             continue;
         }
-        if let Some(entry) = parse_entry(text, line.span) {
+        if let Some(entry) = parse_entry(text, line.span, ident) {
             let column = text[..text.len() - entry.message.len()].chars().count();
-            let outer = (!entry.is_pid1()).then(|| Outer {
-                pid: entry.pid,
-                unit: entry.unit.clone(),
-                time: entry.time,
-            });
+            let outer = outer_of(&entry);
             if let Some(outer) = &outer {
                 server.feed(&entry.message, line.span, outer, facts);
             }
@@ -132,13 +83,16 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
             };
             continue;
         }
-        if MARKER.is_match(text) {
-            continues = Continues::Nothing;
-            continue;
-        }
-        if NOTICES.iter().any(|n| text.starts_with(n)) {
-            continues = Continues::Notice;
-            continue;
+        match aside(text) {
+            Some(Aside::Marker | Aside::Catalog) => {
+                continues = Continues::Nothing;
+                continue;
+            }
+            Some(Aside::Notice) => {
+                continues = Continues::Notice;
+                continue;
+            }
+            None => {}
         }
         if text.starts_with([' ', '\t']) {
             match &continues {
@@ -170,11 +124,11 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
 }
 
 /// Reads one `timestamp host ident[pid]: message` line.
-fn parse_entry(text: &str, span: Span) -> Option<JournalEntry> {
-    let (time, rest) = parse_timestamp(text)?;
+fn parse_entry(text: &str, span: Span, ident: Ident) -> Option<JournalEntry> {
+    let (time, rest) = split_stamp(text)?;
     let prefix = split_prefix(rest)?;
     let mut entry = JournalEntry {
-        time: Some(time),
+        time,
         host: prefix.host.map(str::to_owned),
         identifier: prefix.identifier.to_owned(),
         pid: prefix.pid,
@@ -183,59 +137,21 @@ fn parse_entry(text: &str, span: Span) -> Option<JournalEntry> {
         message: prefix.message.to_owned(),
         span,
     };
+    if ident == Ident::Unit {
+        if let Some(c) = PRINTED_UNIT.captures(prefix.identifier) {
+            // PID 1 prints as `init.scope[1]`: it is the service manager,
+            // and its messages are about other units, as in every mode.
+            if &c["unit"] == "init.scope" && entry.pid == Some(1) {
+                entry.identifier = "systemd".to_owned();
+            } else {
+                entry.unit = Some(c["unit"].to_owned());
+            }
+        }
+    }
     if entry.is_pid1() {
         entry.unit = unit_of_pid1_message(&entry.message);
     }
     Some(entry)
-}
-
-/// The timestamp of a short-mode line and the text after it. A shape that
-/// matches but names no real date is refused rather than guessed.
-fn parse_timestamp(text: &str) -> Option<(Timestamp, &str)> {
-    if let Some(c) = ISO.captures(text) {
-        let date = NaiveDate::parse_from_str(&c["date"], "%Y-%m-%d").ok()?;
-        let local = date.and_time(parse_time_of_day(&c["hms"], c.name("frac"))?);
-        let hours: i32 = c["oh"].parse().ok()?;
-        let minutes: i32 = c["om"].parse().ok()?;
-        let sign = if &c["sign"] == "-" { -1 } else { 1 };
-        let time = Timestamp {
-            local,
-            offset_secs: Some(sign * (hours * 3600 + minutes * 60)),
-            year_known: true,
-        };
-        return Some((time, c.name("rest")?.as_str()));
-    }
-    let c = SHORT.captures(text)?;
-    let month = month_number(&c["mon"])?;
-    let day: u32 = c["day"].trim().parse().ok()?;
-    // No year in the line: 2000 is a placeholder (a leap year, so Feb 29
-    // survives) that the bundle manifest's date replaces later.
-    let date = NaiveDate::from_ymd_opt(2000, month, day)?;
-    let local: NaiveDateTime = date.and_time(parse_time_of_day(&c["hms"], c.name("frac"))?);
-    let time = Timestamp {
-        local,
-        offset_secs: None,
-        year_known: false,
-    };
-    Some((time, c.name("rest")?.as_str()))
-}
-
-fn parse_time_of_day(hms: &str, frac: Option<regex::Match<'_>>) -> Option<NaiveTime> {
-    let time = NaiveTime::parse_from_str(hms, "%H:%M:%S").ok()?;
-    let Some(frac) = frac else {
-        return Some(time);
-    };
-    // Right-pad to nanoseconds: `.000100` is 100 µs, `.5` is half a second.
-    let digits = frac.as_str();
-    let nanos: u32 = format!("{digits:0<9}").get(..9)?.parse().ok()?;
-    time.with_nanosecond(nanos)
-}
-
-fn month_number(abbr: &str) -> Option<u32> {
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    MONTHS.iter().position(|m| *m == abbr).map(|i| i as u32 + 1)
 }
 
 struct Prefix<'a> {
@@ -305,23 +221,19 @@ fn split_pid(ident: &str) -> Option<(&str, u32)> {
     Some((name, digits.parse().ok()?))
 }
 
-/// The unit a message of systemd (PID 1) is about, when the text names it:
-/// unit-prefixed messages and 252+ job messages. 247 job messages name only
-/// the description and yield `None`.
-pub(super) fn unit_of_pid1_message(message: &str) -> Option<String> {
-    UNIT_PREFIXED
-        .captures(message)
-        .or_else(|| JOB.captures(message))
-        .map(|c| c["unit"].to_owned())
-}
-
 #[cfg(test)]
 mod tests {
+    use chrono::{NaiveDate, NaiveDateTime};
+
     use super::*;
-    use crate::model::{ServerEvent, ServerEventKind};
+    use crate::model::{ServerEvent, ServerEventKind, Timestamp};
     use crate::source::SourceId;
 
     fn run(text: &str) -> (Facts, u32) {
+        run_as(text, Ident::Identifier)
+    }
+
+    fn run_as(text: &str, ident: Ident) -> (Facts, u32) {
         let lines: Vec<Line<'_>> = text
             .lines()
             .enumerate()
@@ -334,7 +246,7 @@ mod tests {
             })
             .collect();
         let mut facts = Facts::default();
-        let unrecognized = parse(&lines, &mut facts);
+        let unrecognized = parse(&lines, &mut facts, ident);
         (facts, unrecognized)
     }
 
@@ -581,6 +493,255 @@ Nov 27 09:38:40 ct200 x[99999999999]: pid overflow
         assert_eq!(
             rows(&facts),
             vec![(1, None, "python3", Some(4242), "hello: world")]
+        );
+    }
+
+    /// The same six entries in each mode, as journalctl 252 prints them
+    /// (`--utc`): PID 1, a server line, the kernel, a multi-line message, a
+    /// user service, and an entry of the next boot.
+    const MONOTONIC: &str = "\
+[    7.500000] gpu-node-7 systemd[1]: Started sglang.service - SGLang inference server.
+[    8.500000] gpu-node-7 python3[4242]: [2024-06-01 12:00:02 TP1] Init torch distributed begin.
+[    9.000100] gpu-node-7 kernel: NVRM: Xid (PCI:0000:1a:00): 79, pid=4242, GPU has fallen off the bus.
+[    9.500000] gpu-node-7 python3[4242]: Traceback (most recent call last):
+                                           File \"x.py\", line 1, in <module>
+                                         RuntimeError: boom
+[    9.800000] gpu-node-7 app[1800]: user unit line
+-- Boot 0f1e2d3c4b5a69788796a5b4c3d2e1f0 --
+[    2.100000] gpu-node-7 sshd[900]: Accepted publickey for root";
+
+    const UNIX: &str = "\
+1717243201.000000 gpu-node-7 systemd[1]: Started sglang.service - SGLang inference server.
+1717243202.000000 gpu-node-7 python3[4242]: [2024-06-01 12:00:02 TP1] Init torch distributed begin.
+1717243203.000000 gpu-node-7 kernel: NVRM: Xid (PCI:0000:1a:00): 79, pid=4242, GPU has fallen off the bus.
+1717243204.000100 gpu-node-7 python3[4242]: Traceback (most recent call last):
+                                              File \"x.py\", line 1, in <module>
+                                            RuntimeError: boom
+1717243206.000000 gpu-node-7 app[1800]: user unit line
+-- Boot 0f1e2d3c4b5a69788796a5b4c3d2e1f0 --
+1717243260.000000 gpu-node-7 sshd[900]: Accepted publickey for root";
+
+    const FULL: &str = "\
+Sat 2024-06-01 12:00:01 UTC gpu-node-7 systemd[1]: Started sglang.service - SGLang inference server.
+Sat 2024-06-01 12:00:02 UTC gpu-node-7 python3[4242]: [2024-06-01 12:00:02 TP1] Init torch distributed begin.
+Sat 2024-06-01 12:00:03 UTC gpu-node-7 kernel: NVRM: Xid (PCI:0000:1a:00): 79, pid=4242, GPU has fallen off the bus.
+Sat 2024-06-01 12:00:04 UTC gpu-node-7 python3[4242]: Traceback (most recent call last):
+                                                        File \"x.py\", line 1, in <module>
+                                                      RuntimeError: boom
+Sat 2024-06-01 12:00:06 UTC gpu-node-7 app[1800]: user unit line
+-- Boot 0f1e2d3c4b5a69788796a5b4c3d2e1f0 --
+Sat 2024-06-01 12:01:00 UTC gpu-node-7 sshd[900]: Accepted publickey for root";
+
+    const DELTA: &str = "\
+[    7.500000                ] gpu-node-7 systemd[1]: Started sglang.service - SGLang inference server.
+[    8.500000 <    1.000000 >] gpu-node-7 python3[4242]: [2024-06-01 12:00:02 TP1] Init torch distributed begin.
+[    9.000100 <    0.500100 >] gpu-node-7 kernel: NVRM: Xid (PCI:0000:1a:00): 79, pid=4242, GPU has fallen off the bus.
+[    9.500000 <    0.499900 >] gpu-node-7 python3[4242]: Traceback (most recent call last):
+                                                           File \"x.py\", line 1, in <module>
+                                                         RuntimeError: boom
+[    9.800000 <    0.300000 >] gpu-node-7 app[1800]: user unit line
+-- Boot 0f1e2d3c4b5a69788796a5b4c3d2e1f0 --
+[    2.100000 <   54.000000*>] gpu-node-7 sshd[900]: Accepted publickey for root";
+
+    const WITH_UNIT: &str = "\
+Sat 2024-06-01 12:00:01 UTC gpu-node-7 init.scope[1]: Started sglang.service - SGLang inference server.
+Sat 2024-06-01 12:00:02 UTC gpu-node-7 sglang.service[4242]: [2024-06-01 12:00:02 TP1] Init torch distributed begin.
+Sat 2024-06-01 12:00:03 UTC gpu-node-7 kernel: NVRM: Xid (PCI:0000:1a:00): 79, pid=4242, GPU has fallen off the bus.
+Sat 2024-06-01 12:00:04 UTC gpu-node-7 sglang.service[4242]: Traceback (most recent call last):
+                                                               File \"x.py\", line 1, in <module>
+                                                             RuntimeError: boom
+Sat 2024-06-01 12:00:06 UTC gpu-node-7 user@1000.service/app.service[1800]: user unit line
+-- Boot 0f1e2d3c4b5a69788796a5b4c3d2e1f0 --
+Sat 2024-06-01 12:01:00 UTC gpu-node-7 ssh.service[900]: Accepted publickey for root";
+
+    type ModeRow<'a> = (u32, Option<&'a str>, Option<u32>, Option<&'a str>, &'a str);
+
+    fn mode_rows(facts: &Facts) -> Vec<ModeRow<'_>> {
+        facts
+            .journal
+            .iter()
+            .map(|e| {
+                (
+                    e.span.line,
+                    e.host.as_deref(),
+                    e.pid,
+                    e.unit.as_deref(),
+                    e.message.lines().last().unwrap_or(""),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_one_line_mode_reads_the_same_entries() {
+        let host = Some("gpu-node-7");
+        let sglang = Some("sglang.service");
+        let want_identifiers = [
+            (
+                1,
+                Some(1),
+                sglang,
+                "Started sglang.service - SGLang inference server.",
+            ),
+            (
+                2,
+                Some(4242),
+                None,
+                "[2024-06-01 12:00:02 TP1] Init torch distributed begin.",
+            ),
+            (
+                3,
+                None,
+                None,
+                "NVRM: Xid (PCI:0000:1a:00): 79, pid=4242, GPU has fallen off the bus.",
+            ),
+            (4, Some(4242), None, "RuntimeError: boom"),
+            (7, Some(1800), None, "user unit line"),
+            (9, Some(900), None, "Accepted publickey for root"),
+        ];
+        for (name, text, ident, units) in [
+            ("monotonic", MONOTONIC, Ident::Identifier, [None; 6]),
+            ("unix", UNIX, Ident::Identifier, [None; 6]),
+            ("full", FULL, Ident::Identifier, [None; 6]),
+            ("delta", DELTA, Ident::Identifier, [None; 6]),
+            (
+                "with-unit",
+                WITH_UNIT,
+                Ident::Unit,
+                [
+                    None,
+                    sglang,
+                    None,
+                    sglang,
+                    Some("user@1000.service"),
+                    Some("ssh.service"),
+                ],
+            ),
+        ] {
+            let (facts, unrecognized) = run_as(text, ident);
+            assert_eq!(unrecognized, 0, "{name}");
+            let want: Vec<ModeRow<'_>> = want_identifiers
+                .iter()
+                .zip(units)
+                .map(|(&(line, pid, pid1_unit, msg), unit)| {
+                    (line, host, pid, pid1_unit.or(unit), msg)
+                })
+                .collect();
+            assert_eq!(mode_rows(&facts), want, "{name}");
+            // PID 1 is systemd in every mode, so its lines never reach the
+            // server parser and its unit comes from the message.
+            assert!(facts.journal[0].is_pid1(), "{name}");
+            // The traceback inside the multi-line message is a server event
+            // of PID 4242, on the line of its exception.
+            let exceptions: Vec<(u32, Option<u32>, Option<&str>)> = facts
+                .server_events
+                .iter()
+                .filter(|e| matches!(e.kind, ServerEventKind::Exception { .. }))
+                .map(|e| (e.span.line, e.pid, e.unit.as_deref()))
+                .collect();
+            let unit = if ident == Ident::Unit { sglang } else { None };
+            assert_eq!(exceptions, vec![(6, Some(4242), unit)], "{name}");
+        }
+    }
+
+    #[test]
+    fn with_unit_names_the_unit_instead_of_the_identifier() {
+        let (facts, _) = run_as(WITH_UNIT, Ident::Unit);
+        let idents: Vec<&str> = facts
+            .journal
+            .iter()
+            .map(|e| e.identifier.as_str())
+            .collect();
+        assert_eq!(
+            idents,
+            vec![
+                "systemd",
+                "sglang.service",
+                "kernel",
+                "sglang.service",
+                "user@1000.service/app.service",
+                "ssh.service"
+            ]
+        );
+        // Outside with-unit mode a unit-shaped identifier is just a name.
+        let (facts, _) = run("Sat 2024-06-01 12:00:02 UTC h sglang.service[4242]: x");
+        assert_eq!(facts.journal[0].unit, None);
+    }
+
+    #[test]
+    fn times_per_mode() {
+        let utc = |s, micros| Timestamp {
+            local: at(2024, 6, 1, 12, 0, s, micros),
+            offset_secs: Some(0),
+            year_known: true,
+        };
+        let first_times = |text| {
+            let (facts, _) = run(text);
+            facts
+                .journal
+                .iter()
+                .take(4)
+                .map(|e| e.time)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(first_times(MONOTONIC), vec![None; 4]);
+        assert_eq!(first_times(DELTA), vec![None; 4]);
+        assert_eq!(
+            first_times(UNIX),
+            vec![
+                Some(utc(1, 0)),
+                Some(utc(2, 0)),
+                Some(utc(3, 0)),
+                Some(utc(4, 100))
+            ]
+        );
+        assert_eq!(
+            first_times(FULL),
+            vec![
+                Some(utc(1, 0)),
+                Some(utc(2, 0)),
+                Some(utc(3, 0)),
+                Some(utc(4, 0))
+            ]
+        );
+    }
+
+    #[test]
+    fn catalog_explanations_are_recognised_but_are_not_entries() {
+        // 252 (`░░`), then 247 (`-- `), under `journalctl -x`.
+        let (facts, unrecognized) = run("\
+2024-06-01T12:00:01+0000 gpu-node-7 systemd[1]: Started sglang.service - SGLang inference server.
+░░ Subject: A start job for unit sglang.service has finished successfully
+░░ Defined-By: systemd
+░░ Support: https://www.debian.org/support
+░░ 
+░░ A start job for unit sglang.service has finished successfully.
+░░ 
+░░ The job identifier is 1234.
+Jun 01 12:00:05 gpu-node-7 systemd[1]: sglang.service: Main process exited, code=killed, status=9/KILL
+-- Subject: Unit process exited
+-- Defined-By: systemd
+-- Support: https://www.debian.org/support
+-- 
+-- An ExecStart= process belonging to unit sglang.service has exited.
+--
+-- The process' exit code is 'killed' and its exit status is 9.
+   not a continuation after a catalog block");
+        assert_eq!(unrecognized, 1);
+        let got: Vec<(u32, &str)> = facts
+            .journal
+            .iter()
+            .map(|e| (e.span.line, e.message.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, "Started sglang.service - SGLang inference server."),
+                (
+                    9,
+                    "sglang.service: Main process exited, code=killed, status=9/KILL"
+                ),
+            ]
         );
     }
 }

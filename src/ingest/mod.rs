@@ -7,8 +7,13 @@
 
 mod anchors;
 mod detect;
+mod journal_cat;
+mod journal_fields;
 mod journal_json;
+mod journal_marks;
 mod journal_short;
+mod journal_time;
+mod journal_verbose;
 mod nvidia_smi_csv;
 mod nvidia_smi_table;
 mod ps;
@@ -23,7 +28,7 @@ use crate::model::{Facts, Message};
 use crate::source::{SourceId, SourceMap, Span};
 
 pub use anchors::Anchors;
-pub use detect::segment;
+pub use detect::{segment, segment_as};
 pub(crate) use sglang::ServerLogParser;
 
 /// Every input format rootcause reads.
@@ -35,6 +40,14 @@ pub enum Format {
     NvidiaSmiComputeApps,
     JournalShort,
     JournalShortIso,
+    JournalShortFull,
+    JournalShortUnix,
+    JournalShortMonotonic,
+    JournalShortDelta,
+    JournalWithUnit,
+    JournalVerbose,
+    /// `journalctl -o cat`: only with `--format-hint`, never detected.
+    JournalCat,
     JournalJson,
     SystemctlStatus,
     Ps,
@@ -44,13 +57,20 @@ pub enum Format {
 }
 
 impl Format {
-    pub const ALL: [Format; 11] = [
+    pub const ALL: [Format; 18] = [
         Format::SglangLog,
         Format::NvidiaSmiTable,
         Format::NvidiaSmiQueryGpu,
         Format::NvidiaSmiComputeApps,
         Format::JournalShort,
         Format::JournalShortIso,
+        Format::JournalShortFull,
+        Format::JournalShortUnix,
+        Format::JournalShortMonotonic,
+        Format::JournalShortDelta,
+        Format::JournalWithUnit,
+        Format::JournalVerbose,
+        Format::JournalCat,
         Format::JournalJson,
         Format::SystemctlStatus,
         Format::Ps,
@@ -67,6 +87,13 @@ impl Format {
             Format::NvidiaSmiComputeApps => "nvidia-smi-compute-apps-csv",
             Format::JournalShort => "journal-short",
             Format::JournalShortIso => "journal-short-iso",
+            Format::JournalShortFull => "journal-short-full",
+            Format::JournalShortUnix => "journal-short-unix",
+            Format::JournalShortMonotonic => "journal-short-monotonic",
+            Format::JournalShortDelta => "journal-short-delta",
+            Format::JournalWithUnit => "journal-with-unit",
+            Format::JournalVerbose => "journal-verbose",
+            Format::JournalCat => "journal-cat",
             Format::JournalJson => "journal-json",
             Format::SystemctlStatus => "systemctl-status",
             Format::Ps => "ps",
@@ -125,13 +152,20 @@ pub struct Ingested {
     pub inputs: Vec<InputSummary>,
 }
 
-/// Parses every input of `sources`; lines containing one of `anchors` are
-/// also kept verbatim as messages for the rules.
+/// Parses every input of `sources`, detecting the format of each part;
+/// lines containing one of `anchors` are also kept verbatim as messages for
+/// the rules.
 pub fn ingest(sources: &SourceMap, anchors: &Anchors) -> Ingested {
+    ingest_as(sources, None, anchors)
+}
+
+/// [`ingest`]; with a `hint`, every input is read as that one format instead
+/// of being detected (`--format-hint`).
+pub fn ingest_as(sources: &SourceMap, hint: Option<Format>, anchors: &Anchors) -> Ingested {
     let mut out = Ingested::default();
     for (id, source) in sources.iter() {
         let cleaned: Vec<(u32, std::borrow::Cow<'_, str>)> = source.lines().collect();
-        for segment in segment(id, source) {
+        for segment in segment_as(id, source, hint) {
             let lines: Vec<Line<'_>> = cleaned
                 [(segment.first_line - 1) as usize..segment.last_line as usize]
                 .iter()
@@ -172,7 +206,17 @@ fn parse_segment(format: Format, lines: &[Line<'_>], facts: &mut Facts) -> u32 {
         Format::NvidiaSmiTable => nvidia_smi_table::parse(lines, facts),
         Format::NvidiaSmiQueryGpu => nvidia_smi_csv::parse_query_gpu(lines, facts),
         Format::NvidiaSmiComputeApps => nvidia_smi_csv::parse_compute_apps(lines, facts),
-        Format::JournalShort | Format::JournalShortIso => journal_short::parse(lines, facts),
+        Format::JournalShort
+        | Format::JournalShortIso
+        | Format::JournalShortFull
+        | Format::JournalShortUnix
+        | Format::JournalShortMonotonic
+        | Format::JournalShortDelta => {
+            journal_short::parse(lines, facts, journal_short::Ident::Identifier)
+        }
+        Format::JournalWithUnit => journal_short::parse(lines, facts, journal_short::Ident::Unit),
+        Format::JournalVerbose => journal_verbose::parse(lines, facts),
+        Format::JournalCat => journal_cat::parse(lines, facts),
         Format::JournalJson => journal_json::parse(lines, facts),
         Format::SystemctlStatus => systemctl_status::parse(lines, facts),
         Format::Ps => ps::parse(lines, facts),

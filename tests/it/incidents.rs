@@ -18,7 +18,7 @@ fn snapshots() {
 }
 
 /// The facts `rootcause demo` must name (issue 2's "done when").
-fn assert_seed_root_cause(out: &support::Outputs) {
+pub(crate) fn assert_seed_root_cause(out: &support::Outputs) {
     let json = json(out);
     let f = root(&json);
     assert_eq!(f["rule"], "sglang-unbalanced-memory");

@@ -3,6 +3,7 @@
 mod catalog;
 mod cli;
 mod incidents;
+mod journal_files;
 mod rules;
 mod scripts;
 mod support;

@@ -1,8 +1,18 @@
-//! Detection of journalctl output: `-o json`, `short-iso`, `short` and the
-//! marker lines journalctl prints between entries.
+//! Detection of journalctl output: `-o json` and `json-pretty`, `verbose`,
+//! the one-line modes (`short`, `short-precise`, `short-iso`, `short-full`,
+//! `with-unit`, `short-unix`, `short-monotonic`, `short-delta`), and the
+//! marker and `-x` catalog lines journalctl prints between entries.
+//!
+//! Not here: `-o cat` prints bare messages, which no sniffer can tell from
+//! the program's own log, so it is read only under `--format-hint`; `-o
+//! export` and binary journal files are turned into JSON lines by the bundle
+//! reader before detection sees them.
 
 use super::{Class, re};
 use crate::ingest::Format;
+use crate::ingest::journal_json::PRETTY_FIELD;
+use crate::ingest::journal_marks::is_marker;
+use crate::ingest::journal_verbose::header_time;
 
 re!(
     JOURNAL_SHORT_ISO,
@@ -13,24 +23,116 @@ re!(
     r"^[A-Z][a-z]{2} [ 0-3]\d \d\d:\d\d:\d\d(?:\.\d{6})? \S+ [^:]*?\S: "
 );
 re!(
-    JOURNAL_MARKER,
-    r"^-- (?:Boot [0-9a-f]{32}|Reboot|No entries|(?:Logs begin|Journal begins) at .*) --$"
+    JOURNAL_FULL,
+    r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{6})? (?:[A-Z][A-Za-z]{1,5}|[+-]\d\d(?::?\d\d)?) \S+ [^:]*?\S: "
 );
+// `with-unit` prints the unit, or `system unit/user unit`, where the
+// identifier would be.
+re!(
+    WITH_UNIT,
+    r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{6})? \S+ \S+ [A-Za-z0-9:_.@\\-]+\.(?:service|scope|slice|socket|mount|timer|target|path|device|swap|automount)(?:/[A-Za-z0-9:_.@\\-]+)?(?:\[\d+\])?: "
+);
+re!(JOURNAL_UNIX, r"^\d{9,11}\.\d{6} \S+ [^:]*?\S: ");
+// The monotonic modes look like `dmesg` (`[ 8712.345678] NVRM: …`,
+// `[    2.1] usb 1-1: …`), so they count only with a host and then either
+// `kernel:` or an `ident[pid]:`, which the kernel never prints there.
+re!(
+    JOURNAL_MONOTONIC,
+    r"^\[ *\d+\.\d{6}\] \S+ (?:kernel|[^\s\[\]:][^\[\]:]*\[\d+\]): "
+);
+re!(
+    JOURNAL_DELTA,
+    r"^\[ *\d+\.\d{6}(?: < *\d+\.\d{6}[ *]>| +)\] \S+ (?:kernel|[^\s\[\]:][^\[\]:]*\[\d+\]): "
+);
+re!(VERBOSE_FIELD, r"^ {4}[A-Z0-9_]+=");
+
+/// The modes whose markers and catalog lines continue a segment.
+fn is_journal_text(format: Option<Format>) -> bool {
+    matches!(
+        format,
+        Some(
+            Format::JournalShort
+                | Format::JournalShortIso
+                | Format::JournalShortFull
+                | Format::JournalShortUnix
+                | Format::JournalShortMonotonic
+                | Format::JournalShortDelta
+                | Format::JournalWithUnit
+                | Format::JournalVerbose
+        )
+    )
+}
 
 pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
     use Class::*;
-    if line.starts_with('{')
-        && (line.contains("\"__REALTIME_TIMESTAMP\"") || line.contains("\"MESSAGE\""))
+    // json-seq puts 0x1E and json-sse `data: ` before each object.
+    let record = line.trim_start_matches('\u{1e}');
+    let record = record.strip_prefix("data: ").unwrap_or(record);
+    if record.starts_with('{')
+        && (record.contains("\"__REALTIME_TIMESTAMP\"") || record.contains("\"MESSAGE\""))
     {
         return Some(Strong(
             Format::JournalJson,
             "JSON object with journal fields (journalctl -o json)",
         ));
     }
+    if line.trim_end() == "{" {
+        // A bare `{` opens a json-pretty record only where nothing else is
+        // being read: at the start of an input or under a shell prompt.
+        return match current {
+            Some(Format::JournalJson) => Some(Continue),
+            None | Some(Format::ShellPrompt) => Some(Strong(
+                Format::JournalJson,
+                "bare { opening a JSON object (journalctl -o json-pretty)",
+            )),
+            Some(_) => None,
+        };
+    }
+    if PRETTY_FIELD.is_match(line) {
+        return Some(match current {
+            Some(Format::JournalJson) => Continue,
+            _ => Strong(
+                Format::JournalJson,
+                "tab-indented \"FIELD\" : value (journalctl -o json-pretty)",
+            ),
+        });
+    }
+    if header_time(line).is_some() {
+        return Some(Strong(
+            Format::JournalVerbose,
+            "timestamp and [s=…;i=…] cursor header (journalctl -o verbose)",
+        ));
+    }
+    if VERBOSE_FIELD.is_match(line) && current == Some(Format::JournalVerbose) {
+        return Some(Continue);
+    }
     if JOURNAL_SHORT_ISO.is_match(line) {
         return Some(Strong(
             Format::JournalShortIso,
             "ISO timestamp, host, ident[pid]: (journalctl -o short-iso)",
+        ));
+    }
+    if WITH_UNIT.is_match(line) {
+        return Some(Strong(
+            Format::JournalWithUnit,
+            "weekday timestamp, host, unit[pid]: (journalctl -o with-unit)",
+        ));
+    }
+    if JOURNAL_FULL.is_match(line) {
+        // A with-unit dump prints the identifier for entries without a
+        // unit (the kernel's): such lines stay in its segment.
+        return Some(match current {
+            Some(Format::JournalWithUnit) => Continue,
+            _ => Strong(
+                Format::JournalShortFull,
+                "weekday timestamp with zone, host, ident[pid]: (journalctl -o short-full)",
+            ),
+        });
+    }
+    if JOURNAL_UNIX.is_match(line) {
+        return Some(Strong(
+            Format::JournalShortUnix,
+            "epoch seconds, host, ident[pid]: (journalctl -o short-unix)",
         ));
     }
     if JOURNAL_SHORT.is_match(line) {
@@ -39,11 +141,215 @@ pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
             "syslog timestamp, host, ident[pid]: (journalctl -o short)",
         ));
     }
-    if JOURNAL_MARKER.is_match(line) {
-        return Some(match current {
-            Some(Format::JournalShort | Format::JournalShortIso) => Continue,
-            _ => Strong(Format::JournalShort, "journalctl marker line"),
+    if JOURNAL_MONOTONIC.is_match(line) {
+        return Some(Strong(
+            Format::JournalShortMonotonic,
+            "[seconds since boot], host, ident[pid]: (journalctl -o short-monotonic)",
+        ));
+    }
+    if JOURNAL_DELTA.is_match(line) {
+        return Some(Strong(
+            Format::JournalShortDelta,
+            "[seconds since boot <delta>], host, ident[pid]: (journalctl -o short-delta)",
+        ));
+    }
+    if is_marker(line) {
+        return Some(if is_journal_text(current) {
+            Continue
+        } else {
+            Strong(Format::JournalShort, "journalctl marker line")
         });
     }
+    // `-x` catalog lines: `░░ …` (248+) or `-- …` (≤ 247) under an entry.
+    if line.starts_with("░░") || (line.starts_with("--") && is_journal_text(current)) {
+        return Some(Continue);
+    }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn class(line: &str, current: Option<Format>) -> Option<Format> {
+        match sniff(line, current) {
+            Some(Class::Strong(format, _)) => Some(format),
+            Some(Class::Continue) => current,
+            None => None,
+        }
+    }
+
+    #[test]
+    fn every_mode_and_its_near_misses() {
+        use Format::*;
+        let cases: &[(&str, Option<Format>)] = &[
+            (
+                "[    9.000100] gpu-node-7 kernel: NVRM: Xid (PCI:0000:1a:00): 79",
+                Some(JournalShortMonotonic),
+            ),
+            (
+                "[    8.500000] gpu-node-7 python3[4242]: [2024-06-01 12:00:02 TP1] Init",
+                Some(JournalShortMonotonic),
+            ),
+            (
+                "[12345.000100] gpu-node-7 my wrapper[77]: a: b",
+                Some(JournalShortMonotonic),
+            ),
+            // dmesg, not the journal: no host, or no ident[pid].
+            (
+                "[ 8712.345678] NVRM: Xid (PCI:0000:1a:00): 79, pid=4242",
+                None,
+            ),
+            (
+                "[    2.345678] usb 1-1: new high-speed USB device number 2 using xhci_hcd",
+                None,
+            ),
+            (
+                "[    3.100000] pci 0000:00:01.0: [8086:1901] type 01 class 0x060400",
+                None,
+            ),
+            (
+                "[    1.234567] systemd[1]: Detected architecture x86-64.",
+                None,
+            ),
+            ("[    9.0001] gpu-node-7 kernel: short fraction", None),
+            (
+                "[    8.500000 <    1.000000 >] gpu-node-7 python3[4242]: x",
+                Some(JournalShortDelta),
+            ),
+            (
+                "[    7.500000                ] gpu-node-7 systemd[1]: Started x.service.",
+                Some(JournalShortDelta),
+            ),
+            (
+                "[    2.100000 <   54.000000*>] gpu-node-7 sshd[900]: Accepted",
+                Some(JournalShortDelta),
+            ),
+            ("[    2.100000 <   54.000000*>] NVRM: no host", None),
+            (
+                "1717243204.000100 gpu-node-7 python3[4242]: Traceback (most recent call last):",
+                Some(JournalShortUnix),
+            ),
+            (
+                "1717243204.000100 gpu-node-7 kernel: NVRM: x",
+                Some(JournalShortUnix),
+            ),
+            ("1717243204 gpu-node-7 python3[4242]: no fraction", None),
+            (
+                "17172.000100 gpu-node-7 python3[4242]: too few digits",
+                None,
+            ),
+            ("1717243204.000100,4242,python3", None),
+            (
+                "Sat 2024-06-01 12:00:04 UTC gpu-node-7 python3[4242]: x",
+                Some(JournalShortFull),
+            ),
+            (
+                "Sat 2024-06-01 12:00:04 +08 gpu-node-7 kernel: x",
+                Some(JournalShortFull),
+            ),
+            (
+                "Sat 2024-06-01 17:30:04 IST gpu-node-7 sshd[900]: x",
+                Some(JournalShortFull),
+            ),
+            (
+                "Sat 2024-06-01 12:00:04 gpu-node-7 python3[4242]: no zone",
+                None,
+            ),
+            (
+                "     Active: failed (Result: signal) since Sat 2024-06-01 12:00:04 UTC; 2min ago",
+                None,
+            ),
+            (
+                "Sat 2024-06-01 12:00:01 UTC gpu-node-7 init.scope[1]: Started sglang.service - SGLang.",
+                Some(JournalWithUnit),
+            ),
+            (
+                "Sat 2024-06-01 12:00:02 UTC gpu-node-7 sglang.service[4242]: x",
+                Some(JournalWithUnit),
+            ),
+            (
+                "Sat 2024-06-01 12:00:06 UTC gpu-node-7 user@1000.service/app.service[1800]: x",
+                Some(JournalWithUnit),
+            ),
+            (
+                "Sat 2024-06-01 12:00:10.000000 UTC [s=56be;i=1;b=a1b2;m=1312d00;t=619d2d7866680;x=62b1]",
+                Some(JournalVerbose),
+            ),
+            ("Sat 2024-06-01 12:00:10.000000 UTC [s=56be;i=1]", None),
+            ("    MESSAGE=outside a verbose segment", None),
+            ("\t\"_PID\" : \"4242\",", Some(JournalJson)),
+            ("\u{1e}{\"MESSAGE\":\"x\"}", Some(JournalJson)),
+            ("data: {\"MESSAGE\":\"x\"}", Some(JournalJson)),
+            ("data: {\"other\":\"x\"}", None),
+            ("{", Some(JournalJson)),
+            // jq and Python pretty-printers write `"key": ` and spaces.
+            ("  \"_PID\": \"4242\",", None),
+            ("\t\"_PID\": \"4242\",", None),
+            ("\t\"lower\" : \"x\",", None),
+            ("░░ Subject: Unit process exited", None),
+            ("-- Subject: Unit process exited", None),
+        ];
+        for (line, want) in cases {
+            assert_eq!(class(line, None), *want, "{line}");
+        }
+    }
+
+    #[test]
+    fn context_decides_markers_catalog_fields_and_braces() {
+        use Format::*;
+        let cases: &[(&str, Option<Format>, Option<Format>)] = &[
+            ("{", Some(ShellPrompt), Some(JournalJson)),
+            ("{", Some(JournalJson), Some(JournalJson)),
+            // A dict printed by a server is not a journal record.
+            ("{", Some(SglangLog), None),
+            ("    MESSAGE=x", Some(JournalVerbose), Some(JournalVerbose)),
+            ("    _PID=1", Some(JournalShort), None),
+            (
+                "░░ Subject: x",
+                Some(JournalShortMonotonic),
+                Some(JournalShortMonotonic),
+            ),
+            (
+                "-- Subject: x",
+                Some(JournalShortFull),
+                Some(JournalShortFull),
+            ),
+            (
+                "-- Defined-By: systemd",
+                Some(JournalVerbose),
+                Some(JournalVerbose),
+            ),
+            ("-- Subject: x", Some(SglangLog), None),
+            (
+                "-- Boot 0f1e2d3c4b5a69788796a5b4c3d2e1f0 --",
+                Some(JournalShortUnix),
+                Some(JournalShortUnix),
+            ),
+            (
+                "-- Boot 0f1e2d3c4b5a69788796a5b4c3d2e1f0 --",
+                Some(JournalVerbose),
+                Some(JournalVerbose),
+            ),
+            (
+                "-- Boot 0f1e2d3c4b5a69788796a5b4c3d2e1f0 --",
+                Some(SglangLog),
+                Some(JournalShort),
+            ),
+            // A with-unit dump keeps its kernel lines.
+            (
+                "Sat 2024-06-01 12:00:03 UTC gpu-node-7 kernel: NVRM: x",
+                Some(JournalWithUnit),
+                Some(JournalWithUnit),
+            ),
+            (
+                "Sat 2024-06-01 12:00:03 UTC gpu-node-7 kernel: NVRM: x",
+                Some(JournalShort),
+                Some(JournalShortFull),
+            ),
+        ];
+        for (line, current, want) in cases {
+            assert_eq!(class(line, *current), *want, "{line} after {current:?}");
+        }
+    }
 }

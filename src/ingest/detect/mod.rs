@@ -50,6 +50,22 @@ fn classify(line: &str, current: Option<Format>) -> Class {
         .unwrap_or(Class::Continue)
 }
 
+/// [`segment`], unless the user named the format (`--format-hint`): then
+/// the whole input is one segment of it.
+pub fn segment_as(id: SourceId, source: &Source, hint: Option<Format>) -> Vec<Segment> {
+    match hint {
+        Some(format) if source.line_count() > 0 => vec![Segment {
+            source: id,
+            format,
+            first_line: 1,
+            last_line: source.line_count(),
+            why: "named by --format-hint",
+        }],
+        Some(_) => Vec::new(),
+        None => segment(id, source),
+    }
+}
+
 /// Splits `source` into segments of one format each. Always covers every
 /// line exactly once.
 pub fn segment(id: SourceId, source: &Source) -> Vec<Segment> {
@@ -154,6 +170,80 @@ RuntimeError: boom
             ),
             vec![(Format::NvidiaSmiComputeApps, 1, 1)]
         );
+    }
+
+    #[test]
+    fn every_journalctl_mode_in_one_paste() {
+        let paste = "\
+root@gpu-node-7:~# journalctl -u sglang -o json-pretty -n 1
+{
+	\"_PID\" : \"4242\",
+	\"MESSAGE\" : \"hello\"
+}
+root@gpu-node-7:~# journalctl -o verbose -n 1
+Sat 2024-06-01 12:00:01.000000 UTC [s=3263;i=1;b=a1b2;m=7270e0;t=619d2d6fd1240;x=fbfc]
+    _PID=1
+    MESSAGE=Started sglang.service - SGLang inference server.
+░░ Subject: A start job for unit sglang.service has finished successfully
+-- Boot 0f1e2d3c4b5a69788796a5b4c3d2e1f0 --
+Sat 2024-06-01 12:01:00.000000 UTC [s=3263;i=8;b=0f1e;m=200b20;t=619d2da815700;x=b911]
+    MESSAGE=Accepted publickey for root
+Sat 2024-06-01 12:00:03 UTC gpu-node-7 kernel: NVRM: Xid (PCI:0000:1a:00): 79
+Sat 2024-06-01 12:00:04 UTC gpu-node-7 sglang.service[4242]: Traceback (most recent call last):
+                                                               File \"x.py\", line 1, in <module>
+Sat 2024-06-01 12:00:05 UTC gpu-node-7 kernel: NVRM: Xid (PCI:0000:1a:00): 79
+[    9.000100] gpu-node-7 kernel: NVRM: Xid (PCI:0000:1a:00): 79
+-- Boot 0f1e2d3c4b5a69788796a5b4c3d2e1f0 --
+[    9.500000 <    0.499900 >] gpu-node-7 python3[4242]: x
+1717243204.000100 gpu-node-7 python3[4242]: x
+";
+        assert_eq!(
+            formats(paste),
+            vec![
+                (Format::ShellPrompt, 1, 1),
+                (Format::JournalJson, 2, 5),
+                (Format::ShellPrompt, 6, 6),
+                (Format::JournalVerbose, 7, 13),
+                // A with-unit dump that starts with a kernel line reads
+                // that line as short-full; both parse it the same way.
+                (Format::JournalShortFull, 14, 14),
+                (Format::JournalWithUnit, 15, 17),
+                (Format::JournalShortMonotonic, 18, 19),
+                (Format::JournalShortDelta, 20, 20),
+                (Format::JournalShortUnix, 21, 21),
+            ]
+        );
+    }
+
+    #[test]
+    fn bare_messages_and_dmesg_are_not_journal_output() {
+        // `journalctl -o cat` of a server is the server's own log; dmesg
+        // looks like short-monotonic without host and identifier.
+        assert_eq!(
+            formats(
+                "[2026-11-27 09:38:52 TP1] Init torch distributed begin.\nsglang-k26.service: Main process exited, code=killed, status=9/KILL\n"
+            ),
+            vec![(Format::SglangLog, 1, 2)]
+        );
+        assert_eq!(
+            formats(
+                "[ 8712.345678] NVRM: Xid (PCI:0000:1a:00): 79, pid=4242\n[    2.345678] usb 1-1: new high-speed USB device\n"
+            ),
+            vec![(Format::Unknown, 1, 2)]
+        );
+    }
+
+    #[test]
+    fn a_hint_reads_the_whole_input_as_one_format() {
+        let source = Source::new("t", b"Started x.service.\n[2026-11-27 09:38:52 TP1] hi\n");
+        let got: Vec<(Format, u32, u32)> =
+            segment_as(SourceId(0), &source, Some(Format::JournalCat))
+                .into_iter()
+                .map(|s| (s.format, s.first_line, s.last_line))
+                .collect();
+        assert_eq!(got, vec![(Format::JournalCat, 1, 2)]);
+        let empty = Source::new("e", b"");
+        assert!(segment_as(SourceId(0), &empty, Some(Format::JournalCat)).is_empty());
     }
 
     #[test]

@@ -1,0 +1,90 @@
+//! What a journal entry's fields and PID 1's messages say about it, shared by
+//! every journalctl mode: the entry built from named fields (`-o json`,
+//! `-o verbose`, and `-o export` once converted), the unit a systemd message
+//! is about (formats.md §4.9), and the metadata a server line inside an
+//! entry inherits.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::sglang::Outer;
+use crate::model::{JournalEntry, Timestamp};
+use crate::source::Span;
+
+pub(super) const UNIT_TYPES: &str =
+    "service|socket|device|mount|automount|swap|target|path|timer|slice|scope";
+
+/// `sglang.service: Main process exited, …` and the other unit-prefixed
+/// messages of §4.9.
+static UNIT_PREFIXED: LazyLock<Regex> = LazyLock::new(|| {
+    let pattern = format!(r"^(?P<unit>[A-Za-z0-9:_.@\\-]+\.(?:{UNIT_TYPES})): ");
+    Regex::new(&pattern).expect("unit-prefixed regex")
+});
+
+/// Job messages in the 252+ combined form (`Started sglang.service - SGLang.`)
+/// and for units without a description (`Started foo.service.`). The 247 form
+/// names only the description, which is not a unit name: no match, on purpose.
+static JOB: LazyLock<Regex> = LazyLock::new(|| {
+    let pattern = format!(
+        r"(?x)^
+        (?:Starting|Started|Stopping|Stopped|Reloading|Reloaded|Failed\x20to\x20start
+          |Failed\x20to\x20stop|Timed\x20out\x20starting|Timed\x20out\x20stopping
+          |Dependency\x20failed\x20for|Assertion\x20failed\x20for)
+        \x20(?P<unit>[A-Za-z0-9:_.@\\-]+\.(?:{UNIT_TYPES}))
+        (?:\x20-\x20.*|\x20with\x20error\.|\.\.\.|\.)$"
+    );
+    Regex::new(&pattern).expect("job message regex")
+});
+
+/// The unit a message of systemd (PID 1) is about, when the text names it:
+/// unit-prefixed messages and 252+ job messages. 247 job messages name only
+/// the description and yield `None`.
+pub(super) fn unit_of_pid1_message(message: &str) -> Option<String> {
+    UNIT_PREFIXED
+        .captures(message)
+        .or_else(|| JOB.captures(message))
+        .map(|c| c["unit"].to_owned())
+}
+
+/// An entry from its named fields. `field` returns a field's text; the
+/// caller has decoded `message` and the time (`__REALTIME_TIMESTAMP`, or the
+/// `verbose` header). PID 1's unit is the one it writes about (`UNIT=`, else
+/// the message); everyone else's is the unit it runs in (`_SYSTEMD_UNIT`).
+pub(super) fn entry_from_fields(
+    field: impl Fn(&str) -> Option<String>,
+    message: String,
+    time: Option<Timestamp>,
+    span: Span,
+) -> JournalEntry {
+    let pid = field("_PID")
+        .or_else(|| field("SYSLOG_PID"))
+        .and_then(|p| p.trim().parse::<u32>().ok());
+    let unit = if pid == Some(1) {
+        field("UNIT").or_else(|| unit_of_pid1_message(&message))
+    } else {
+        field("_SYSTEMD_UNIT")
+    };
+    JournalEntry {
+        time,
+        host: field("_HOSTNAME"),
+        identifier: field("SYSLOG_IDENTIFIER")
+            .or_else(|| field("_COMM"))
+            .unwrap_or_else(|| "unknown".to_owned()),
+        pid,
+        unit,
+        cmdline: field("_CMDLINE"),
+        message,
+        span,
+    }
+}
+
+/// What a server line inside `entry` inherits. `None` for PID 1, whose
+/// messages are about units, never server output.
+pub(super) fn outer_of(entry: &JournalEntry) -> Option<Outer> {
+    (entry.pid != Some(1)).then(|| Outer {
+        pid: entry.pid,
+        unit: entry.unit.clone(),
+        time: entry.time,
+    })
+}

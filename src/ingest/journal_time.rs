@@ -1,0 +1,302 @@
+//! The timestamp that starts a line of every journalctl text mode
+//! (formats.md §4.2, §4.3, §4.5), and `__REALTIME_TIMESTAMP`.
+//!
+//! Each form says how much it knows: `short` has no year and no zone,
+//! `short-full` and `verbose` name the zone by abbreviation, `short-iso` and
+//! `short-unix` pin the instant, and the monotonic forms (`short-monotonic`,
+//! `short-delta`) count seconds since boot, which is no wall time at all.
+
+use std::sync::LazyLock;
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, Timelike};
+use regex::Regex;
+
+use crate::model::Timestamp;
+
+/// `short` / `short-precise`: `Nov 27 09:38:40` / `Nov 27 09:38:40.123456`.
+/// journalctl pads the day with `0`; syslog files pad it with a space.
+static SHORT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^
+        (?P<mon>[A-Z][a-z]{2})\x20(?P<day>[\x200-3]\d)\x20(?P<hms>\d\d:\d\d:\d\d)
+        (?:\.(?P<frac>\d{1,9}))?
+        \x20(?P<rest>.*)$",
+    )
+    .expect("short timestamp regex")
+});
+
+/// `short-iso` / `short-iso-precise`: `2026-11-27T09:38:40+0000`.
+static ISO: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^
+        (?P<date>\d{4}-\d\d-\d\d)T(?P<hms>\d\d:\d\d:\d\d)
+        (?:\.(?P<frac>\d{1,9}))?
+        (?P<sign>[+-])(?P<oh>\d\d):?(?P<om>\d\d)
+        \x20(?P<rest>.*)$",
+    )
+    .expect("iso timestamp regex")
+});
+
+/// `short-full`, `with-unit` and the `verbose` header:
+/// `Sat 2024-06-01 12:00:04 UTC` / `Sat 2024-06-01 12:00:04.000100 CEST`.
+/// The zone is what `strftime("%Z")` prints: an abbreviation, or a numeric
+/// offset such as `+08` or `+0545` for zones without one.
+static FULL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^
+        (?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\x20
+        (?P<date>\d{4}-\d\d-\d\d)\x20(?P<hms>\d\d:\d\d:\d\d)
+        (?:\.(?P<frac>\d{1,9}))?
+        \x20(?P<zone>[A-Z][A-Za-z]{1,5}|[+-]\d\d(?::?\d\d)?)
+        \x20(?P<rest>.*)$",
+    )
+    .expect("full timestamp regex")
+});
+
+/// `short-unix`: `1717243204.000100`, seconds since the epoch.
+static UNIX: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?P<secs>\d{1,12})\.(?P<micros>\d{6}) (?P<rest>.*)$").expect("unix regex")
+});
+
+/// `short-monotonic` `[    9.000100]` and `short-delta`
+/// `[    9.500000 <    0.499900 >]`: seconds since that entry's boot. The
+/// first `short-delta` line pads the missing delta with spaces, and `*`
+/// marks a delta across a boot.
+static MONOTONIC: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^\[\x20*\d+\.\d{6}
+        (?:\x20<\x20*\d+\.\d{6}[\x20*]>|\x20+)?
+        \]\x20(?P<rest>.*)$",
+    )
+    .expect("monotonic regex")
+});
+
+/// Splits the timestamp off a journal line: the time it names (`None` for
+/// the monotonic modes, which name no wall time) and the text after it.
+/// `None` when no journal timestamp starts the line, or when one that looks
+/// right names no real date: refused, never guessed.
+pub(super) fn split_stamp(text: &str) -> Option<(Option<Timestamp>, &str)> {
+    let first = text.bytes().next()?;
+    if first == b'[' {
+        let c = MONOTONIC.captures(text)?;
+        return Some((None, c.name("rest")?.as_str()));
+    }
+    if first.is_ascii_digit() {
+        if let Some(c) = ISO.captures(text) {
+            let local = date_time(&c["date"], &c["hms"], c.name("frac"))?;
+            let hours: i32 = c["oh"].parse().ok()?;
+            let minutes: i32 = c["om"].parse().ok()?;
+            let sign = if &c["sign"] == "-" { -1 } else { 1 };
+            let time = Timestamp {
+                local,
+                offset_secs: Some(sign * (hours * 3600 + minutes * 60)),
+                year_known: true,
+            };
+            return Some((Some(time), c.name("rest")?.as_str()));
+        }
+        let c = UNIX.captures(text)?;
+        let micros = c["secs"]
+            .parse::<i64>()
+            .ok()?
+            .checked_mul(1_000_000)?
+            .checked_add(c["micros"].parse().ok()?)?;
+        return Some((Some(utc_from_micros(micros)?), c.name("rest")?.as_str()));
+    }
+    if let Some((time, rest)) = split_full(text) {
+        return Some((Some(time), rest));
+    }
+    let c = SHORT.captures(text)?;
+    let month = month_number(&c["mon"])?;
+    let day: u32 = c["day"].trim().parse().ok()?;
+    // No year in the line: 2000 is a placeholder (a leap year, so Feb 29
+    // survives) that the bundle manifest's date replaces later.
+    let date = NaiveDate::from_ymd_opt(2000, month, day)?;
+    let local: NaiveDateTime = date.and_time(time_of_day(&c["hms"], c.name("frac"))?);
+    let time = Timestamp {
+        local,
+        offset_secs: None,
+        year_known: false,
+    };
+    Some((Some(time), c.name("rest")?.as_str()))
+}
+
+/// `Sat 2024-06-01 12:00:04 UTC rest`: the `short-full` / `with-unit` /
+/// `verbose` form. The offset is known only when the zone says it
+/// unambiguously (see [`zone_offset`]).
+pub(super) fn split_full(text: &str) -> Option<(Timestamp, &str)> {
+    let c = FULL.captures(text)?;
+    let time = Timestamp {
+        local: date_time(&c["date"], &c["hms"], c.name("frac"))?,
+        offset_secs: zone_offset(&c["zone"]),
+        year_known: true,
+    };
+    Some((time, c.name("rest")?.as_str()))
+}
+
+/// `__REALTIME_TIMESTAMP` and `short-unix`: microseconds since the epoch, UTC.
+pub(super) fn utc_from_micros(micros: i64) -> Option<Timestamp> {
+    let utc = DateTime::from_timestamp_micros(micros)?;
+    Some(Timestamp {
+        local: utc.naive_utc(),
+        offset_secs: Some(0),
+        year_known: true,
+    })
+}
+
+/// Seconds east of UTC for a zone as `%Z` prints it. Numeric forms are
+/// exact; abbreviations only when they name one offset world-wide (`CST`,
+/// `IST`, `BST`, `AST` and `MST` name several, so they stay unknown and the
+/// bundle's manifest decides).
+fn zone_offset(zone: &str) -> Option<i32> {
+    let sign = match zone.as_bytes().first() {
+        Some(b'+') => Some(1),
+        Some(b'-') => Some(-1),
+        _ => None,
+    };
+    if let Some(sign) = sign {
+        let digits: String = zone[1..].chars().filter(char::is_ascii_digit).collect();
+        let hours: i32 = digits.get(..2)?.parse().ok()?;
+        let minutes: i32 = digits.get(2..4).map_or(Some(0), |m| m.parse().ok())?;
+        return Some(sign * (hours * 3600 + minutes * 60));
+    }
+    const HOUR: i32 = 3600;
+    Some(match zone {
+        "UTC" | "GMT" | "UCT" | "Z" | "WET" => 0,
+        "CET" | "WEST" | "MET" => HOUR,
+        "CEST" | "EET" | "MEST" | "SAST" => 2 * HOUR,
+        "EEST" | "MSK" => 3 * HOUR,
+        "PKT" => 5 * HOUR,
+        "HKT" | "AWST" => 8 * HOUR,
+        "JST" | "KST" => 9 * HOUR,
+        "AEST" => 10 * HOUR,
+        "AEDT" => 11 * HOUR,
+        "NZST" => 12 * HOUR,
+        "NZDT" => 13 * HOUR,
+        "EDT" => -4 * HOUR,
+        "EST" | "CDT" => -5 * HOUR,
+        "MDT" => -6 * HOUR,
+        "PDT" => -7 * HOUR,
+        "PST" | "AKDT" => -8 * HOUR,
+        "AKST" => -9 * HOUR,
+        "HST" => -10 * HOUR,
+        _ => return None,
+    })
+}
+
+fn date_time(date: &str, hms: &str, frac: Option<regex::Match<'_>>) -> Option<NaiveDateTime> {
+    let date = NaiveDate::parse_from_str(date, "%Y-%m-%d").ok()?;
+    Some(date.and_time(time_of_day(hms, frac)?))
+}
+
+fn time_of_day(hms: &str, frac: Option<regex::Match<'_>>) -> Option<NaiveTime> {
+    let time = NaiveTime::parse_from_str(hms, "%H:%M:%S").ok()?;
+    let Some(frac) = frac else {
+        return Some(time);
+    };
+    // Right-pad to nanoseconds: `.000100` is 100 µs, `.5` is half a second.
+    let digits = frac.as_str();
+    let nanos: u32 = format!("{digits:0<9}").get(..9)?.parse().ok()?;
+    time.with_nanosecond(nanos)
+}
+
+fn month_number(abbr: &str) -> Option<u32> {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    MONTHS.iter().position(|m| *m == abbr).map(|i| i as u32 + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32, micros: u32) -> NaiveDateTime {
+        NaiveDate::from_ymd_opt(y, mo, d)
+            .and_then(|d| d.and_hms_micro_opt(h, mi, s, micros))
+            .expect("valid test date")
+    }
+
+    fn ts(local: NaiveDateTime, offset_secs: Option<i32>, year_known: bool) -> Timestamp {
+        Timestamp {
+            local,
+            offset_secs,
+            year_known,
+        }
+    }
+
+    #[test]
+    fn every_mode_s_timestamp() {
+        let june = |micros| at(2024, 6, 1, 12, 0, 4, micros);
+        let cases: Vec<(&str, Option<Timestamp>)> = vec![
+            (
+                "Jun 01 12:00:04 h x: m",
+                Some(ts(at(2000, 6, 1, 12, 0, 4, 0), None, false)),
+            ),
+            (
+                "Jun  1 12:00:04.000100 h x: m",
+                Some(ts(at(2000, 6, 1, 12, 0, 4, 100), None, false)),
+            ),
+            (
+                "2024-06-01T12:00:04+0000 h x: m",
+                Some(ts(june(0), Some(0), true)),
+            ),
+            (
+                "2024-06-01T12:00:04.000100-0130 h x: m",
+                Some(ts(june(100), Some(-5400), true)),
+            ),
+            (
+                "1717243204.000100 h x: m",
+                Some(ts(june(100), Some(0), true)),
+            ),
+            (
+                "Sat 2024-06-01 12:00:04 UTC h x: m",
+                Some(ts(june(0), Some(0), true)),
+            ),
+            (
+                "Sat 2024-06-01 12:00:04.000100 CEST h x: m",
+                Some(ts(june(100), Some(7200), true)),
+            ),
+            (
+                "Sat 2024-06-01 12:00:04 +08 h x: m",
+                Some(ts(june(0), Some(8 * 3600), true)),
+            ),
+            (
+                "Sat 2024-06-01 12:00:04 +0545 h x: m",
+                Some(ts(june(0), Some(5 * 3600 + 45 * 60), true)),
+            ),
+            // Ambiguous abbreviations: the year is known, the zone is not.
+            (
+                "Sat 2024-06-01 17:30:04 IST h x: m",
+                Some(ts(at(2024, 6, 1, 17, 30, 4, 0), None, true)),
+            ),
+            ("[    9.000100] h x: m", None),
+            ("[    9.500000 <    0.499900 >] h x: m", None),
+            ("[    7.500000                ] h x: m", None),
+            ("[    2.100000 <   54.000000*>] h x: m", None),
+        ];
+        for (line, want) in cases {
+            let (time, rest) = split_stamp(line).unwrap_or_else(|| panic!("{line}"));
+            assert_eq!((time, rest), (want, "h x: m"), "{line}");
+        }
+    }
+
+    #[test]
+    fn near_misses_are_refused() {
+        for line in [
+            "Foo 27 09:38:40 h x: m",
+            "Feb 30 09:38:40 h x: m",
+            "2024-13-01T12:00:04+0000 h x: m",
+            "1717243204 h x: m",
+            "1717243204.0001 h x: m",
+            "99999999999999.000000 h x: m",
+            "Sat 2024-06-01 12:00:04 h x: m",
+            "Sat 2024-02-30 12:00:04 UTC h x: m",
+            "[ 9.0001] h x: m",
+            "[    9.000100 <    0.4 >] h x: m",
+            "[2024-06-01 12:00:04] m",
+            "",
+        ] {
+            assert_eq!(split_stamp(line), None, "{line}");
+        }
+    }
+}
