@@ -4,6 +4,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
+use std::sync::LazyLock;
+
+use regex::Regex;
 
 use crate::correlate::{Gpu, GpuProcess, Incident, OwnerBasis, UnitEventKind};
 use crate::model::{
@@ -23,7 +26,13 @@ static META: RuleMeta = RuleMeta {
     id: "sglang-unbalanced-memory",
     category: Category::GpuMemoryHeldByOtherProcess,
     severity: Severity::Critical,
-    anchors: &["The memory capacity is unbalanced"],
+    anchors: &[
+        "The memory capacity is unbalanced",
+        "speculative/",
+        "eagle_worker",
+        "draft_worker",
+        "speculative_algorithm",
+    ],
     summary: "SGLang refused to start: the GPUs of its tensor-parallel group have unequal free memory",
     doc: DOC,
 };
@@ -76,6 +85,16 @@ or command line the report names, and it never sends SIGKILL before SIGTERM
 and a grace period.
 "#;
 
+/// A traceback frame in SGLang's speculative-decoding draft worker.
+static DRAFT_FRAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"File "[^"]*sglang/srt/speculative/[^"]*"|EAGLEWorker|draft_worker|eagle_worker\.py"#,
+    )
+    .expect("draft regex")
+});
+static SPEC_ALGORITHM: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"speculative_algorithm='([A-Z0-9_]+)'").expect("algorithm regex"));
+
 /// A holder's memory matches the deficit when within this much (GiB): the
 /// difference is the failing server's own CUDA context.
 const RECONCILE_TOLERANCE_GIB: f64 = 1.5;
@@ -124,6 +143,12 @@ enum Cause<'a> {
     Heterogeneous {
         small: Vec<&'a Gpu>,
         large: Vec<&'a Gpu>,
+    },
+    /// (e) SGLang's own speculative-decoding draft worker ran the check
+    /// after the target model had loaded (releases before 0.4.10).
+    DraftWorker {
+        frame: Span,
+        algorithm: Option<(String, Span)>,
     },
     /// (d) memory used on a GPU with no process to show for it.
     Invisible { gpus: Vec<&'a Gpu> },
@@ -283,6 +308,9 @@ impl<'a> Analysis<'a> {
     }
 
     fn cause(&self) -> Cause<'a> {
+        if let Some(draft) = self.draft_worker() {
+            return draft;
+        }
         let group = self.group();
         if group.is_empty() {
             return Cause::Undetermined {
@@ -352,6 +380,28 @@ impl<'a> Analysis<'a> {
         }
     }
 
+    /// The check raised inside the draft worker: a traceback frame of
+    /// SGLang's speculative decoding just above an imbalance error.
+    fn draft_worker(&self) -> Option<Cause<'a>> {
+        let messages = &self.incident.facts.messages;
+        let frame = self.events.iter().find_map(|(e, _)| {
+            messages
+                .iter()
+                .filter(|m| {
+                    m.span.source == e.span.source
+                        && m.span.line < e.span.line
+                        && e.span.line - m.span.line <= 40
+                })
+                .find(|m| DRAFT_FRAME.is_match(&m.text))
+                .map(|m| m.span)
+        })?;
+        let algorithm = messages.iter().find_map(|m| {
+            let c = SPEC_ALGORITHM.captures(&m.text)?;
+            Some((c[1].to_owned(), m.span))
+        });
+        Some(Cause::DraftWorker { frame, algorithm })
+    }
+
     fn heterogeneous(&self, group: &[&Gpu]) -> bool {
         let totals: Vec<u64> = group.iter().filter_map(|g| g.memory_total_mib).collect();
         match (totals.iter().min(), totals.iter().max()) {
@@ -370,6 +420,7 @@ impl<'a> Analysis<'a> {
                 Category::GpuMemoryHeldByOtherProcess
             }
             Cause::Heterogeneous { .. } => Category::HeterogeneousGpuMemory,
+            Cause::DraftWorker { .. } => Category::ImbalanceCheckFalsePositive,
         };
         let fatal = self.events.iter().any(|(_, m)| m.exception.is_some());
         let severity = if fatal {
@@ -398,12 +449,15 @@ impl<'a> Analysis<'a> {
                 self.explain_heterogeneous(&mut f, small, large)
             }
             Cause::Invisible { gpus } => self.explain_invisible(&mut f, gpus),
+            Cause::DraftWorker { frame, algorithm } => {
+                self.explain_draft_worker(&mut f, *frame, algorithm.as_ref())
+            }
             Cause::Undetermined { reason } => self.explain_undetermined(&mut f, reason),
         }
         let met = f.conditions.iter().filter(|c| c.met).count() as f64;
         let total = f.conditions.len().max(1) as f64;
         let base = match &cause {
-            Cause::Held { .. } | Cause::Heterogeneous { .. } => 0.55,
+            Cause::Held { .. } | Cause::Heterogeneous { .. } | Cause::DraftWorker { .. } => 0.55,
             Cause::Invisible { .. } => 0.45,
             Cause::Undetermined { .. } => 0.25,
         };
@@ -914,6 +968,48 @@ impl<'a> Analysis<'a> {
                 "run each tensor-parallel group on GPUs of one model ({by_model}), e.g. restrict the server with CUDA_VISIBLE_DEVICES and set --tp to the number of identical GPUs"
             ),
             Some("nvidia-smi --query-gpu=index,name,memory.total --format=csv"),
+        ));
+    }
+
+    fn explain_draft_worker(
+        &self,
+        f: &mut Finding,
+        frame: Span,
+        algorithm: Option<&(String, Span)>,
+    ) {
+        let target = self.target_name();
+        f.evidence(
+            frame,
+            "the check ran inside SGLang's speculative-decoding draft worker",
+        );
+        if let Some((name, span)) = algorithm {
+            f.evidence(
+                *span,
+                format!("speculative decoding is on: speculative_algorithm='{name}'"),
+            );
+        }
+        f.chain.push("the check ran in the draft worker, after the target model had already taken memory on the GPUs".to_owned());
+        f.condition(
+            "the failing traceback runs through the speculative-decoding draft worker",
+            true,
+        );
+        f.condition(
+            "the launch arguments enable speculative decoding",
+            algorithm.is_some(),
+        );
+        f.title =
+            "the balance check misfired in SGLang's speculative-decoding draft worker".to_owned();
+        f.headline = format!(
+            "{target} failed SGLang's memory balance check inside its own speculative-decoding draft worker: a known false positive of SGLang releases before 0.4.10, not another process."
+        );
+        f.explanation = "The draft worker measures free memory after the target model's weights and KV cache are already on the GPUs, so ranks differ by design. SGLang 0.4.10 and later skip the check in draft workers.".to_owned();
+        f.actions.push(Action::advice(
+            "upgrade SGLang to 0.4.10 or later, where draft workers skip the balance check",
+            Some("python3 -m pip show sglang"),
+        ));
+        f.actions.push(Action::advice(
+            "until then, run without speculative decoding to confirm it is the trigger",
+            None,
         ));
     }
 
