@@ -4,6 +4,7 @@ mod catalog;
 mod cli;
 mod incidents;
 mod journal_files;
+mod robustness;
 mod rules;
 mod scripts;
 mod support;
