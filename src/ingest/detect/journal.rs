@@ -6,7 +6,7 @@ use crate::ingest::Format;
 
 re!(
     JOURNAL_SHORT_ISO,
-    r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?[+-]\d{4} \S+ [^:]*?\S: "
+    r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?[+-]\d\d:?\d\d \S+ [^:]*?\S: "
 );
 re!(
     JOURNAL_SHORT,

@@ -17,19 +17,25 @@ pub(super) enum Class {
 }
 
 mod journal;
+mod kernel;
 mod nvidia;
+mod procfs;
 mod server;
 mod shell;
 mod systemd;
+#[cfg(test)]
+mod tests_host;
 
 /// Sniffers in priority order: the first that claims a line wins. Journal
 /// first, because a journal line may carry any other format inside it.
 type Sniffer = fn(&str, Option<Format>) -> Option<Class>;
 const SNIFFERS: &[Sniffer] = &[
     journal::sniff,
+    kernel::sniff,
     server::sniff,
     nvidia::sniff,
     systemd::sniff,
+    procfs::sniff,
     shell::sniff,
 ];
 
