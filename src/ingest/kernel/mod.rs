@@ -65,6 +65,9 @@ static RELTIME: LazyLock<Regex> = LazyLock::new(|| {
         .expect("reltime regex")
 });
 
+static MONOTONIC_HOST: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\S+\x20kernel:\x20").expect("monotonic host regex"));
+
 /// Reads kernel messages one at a time and keeps what a multi-line report
 /// needs across them: the OOM report in progress, the last API mismatch.
 #[derive(Default)]
@@ -85,6 +88,11 @@ impl KernelParser {
     ) -> bool {
         let (uptime_us, message) = split_uptime(message);
         let time = KernelTime { uptime_us, wall };
+        // `journalctl -o short-monotonic` looks like dmesg plus `host kernel: `.
+        let message = match MONOTONIC_HOST.find(message) {
+            Some(m) => &message[m.end()..],
+            None => message,
+        };
         let message = message.trim_end();
         if let Some(rest) = message.strip_prefix("NVRM: ") {
             self.nvrm.feed(rest, span, time, facts);

@@ -398,6 +398,13 @@ fn every_dmesg_wrapper_yields_the_same_event_and_its_time() {
                 wall: None,
             },
         ),
+        (
+            format!("[ 8712.345678] gpu-node-7 kernel: {message}"),
+            KernelTime {
+                uptime_us: Some(8_712_345_678),
+                wall: None,
+            },
+        ),
         (format!("[  +0.000012] {message}"), KernelTime::default()),
         (format!("[Jun  1 12:00] {message}"), KernelTime::default()),
         (message.to_owned(), KernelTime::default()),

@@ -61,7 +61,9 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
                     r.close(facts);
                 }
                 let damaged = starts.partition_point(|s| *s <= tag_at).saturating_sub(1);
-                return lines[damaged..]
+                return lines
+                    .get(damaged..)
+                    .unwrap_or_default()
                     .iter()
                     .filter(|l| !l.text.trim().is_empty())
                     .count() as u32;
