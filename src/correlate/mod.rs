@@ -16,6 +16,7 @@ pub use owners::{OwnerBasis, Ownership};
 pub use units::{UnitEvent, UnitEventKind, UnitFacts};
 
 use crate::model::{Facts, ProcessListingKind, ServerEvent, Timestamp};
+use crate::model::{GpuHealth, KernelEvent, KernelEventKind, Xid};
 use crate::source::Span;
 
 /// A command line known for a PID, with where it was seen.
@@ -99,6 +100,46 @@ fn collect_cmdlines(facts: &Facts) -> BTreeMap<u32, Cmdline> {
 impl Incident {
     pub fn gpu(&self, index: u32) -> Option<&Gpu> {
         self.gpus.iter().find(|g| g.index == index)
+    }
+
+    /// The GPU at a PCI bus id as the kernel prints it (`0000:3b:00`, with or
+    /// without the function): nvidia-smi's bus ids first, then the kernel's
+    /// own `NVRM: GPU at PCI:… : GPU-<uuid>` lines, joined through the UUID.
+    pub fn gpu_by_bus_id(&self, bus_id: &str) -> Option<&Gpu> {
+        let key = gpus::bus_key(bus_id)?;
+        let same = |b: &Option<String>| b.as_deref().and_then(gpus::bus_key) == Some(key);
+        if let Some(g) = self.gpus.iter().find(|g| same(&g.bus_id)) {
+            return Some(g);
+        }
+        self.facts.kernel_events.iter().find_map(|e| match &e.kind {
+            KernelEventKind::GpuAtBus { bus_id, uuid } if gpus::bus_key(bus_id) == Some(key) => {
+                self.gpus.iter().find(|g| g.uuid.as_ref() == Some(uuid))
+            }
+            _ => None,
+        })
+    }
+
+    /// Every Xid the kernel reported, with the event that carries its time
+    /// and line.
+    pub fn xids(&self) -> impl Iterator<Item = (&KernelEvent, &Xid)> {
+        self.facts
+            .kernel_events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                KernelEventKind::Xid(x) => Some((e, x)),
+                _ => None,
+            })
+    }
+
+    /// What `nvidia-smi -q` said about a GPU's health, joined by UUID, bus
+    /// id or index.
+    pub fn health_of(&self, gpu: &Gpu) -> impl Iterator<Item = &GpuHealth> {
+        let key = gpu.bus_id.as_deref().and_then(gpus::bus_key);
+        self.facts.gpu_health.iter().filter(move |h| {
+            (h.uuid.is_some() && h.uuid == gpu.uuid)
+                || (key.is_some() && h.bus_id.as_deref().and_then(gpus::bus_key) == key)
+                || (h.uuid.is_none() && h.bus_id.is_none() && h.index == Some(gpu.index))
+        })
     }
 
     pub fn processes_on(&self, index: u32) -> impl Iterator<Item = &GpuProcess> {

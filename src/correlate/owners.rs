@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::{UnitEventKind, UnitFacts};
-use crate::model::Facts;
+use crate::model::{CgroupOwner, Facts};
 use crate::source::Span;
 
 /// How a PID was tied to a unit, strongest first.
@@ -11,8 +11,12 @@ use crate::source::Span;
 pub enum OwnerBasis {
     /// Listed under the unit's `CGroup:` tree in `systemctl status`.
     CgroupTree,
+    /// `/proc/PID/cgroup` names the unit's cgroup.
+    ProcCgroup,
     /// The unit's `Main PID:` in `systemctl status`.
     MainPid,
+    /// The unit's `MainPID=` in `systemctl show`.
+    ShowMainPid,
     /// The journal's `_SYSTEMD_UNIT` field of a line the PID wrote.
     JournalField,
     /// PID 1 named the PID in a message about the unit
@@ -27,7 +31,9 @@ impl OwnerBasis {
     pub fn describe(self) -> &'static str {
         match self {
             OwnerBasis::CgroupTree => "listed in the unit's CGroup tree (systemctl status)",
+            OwnerBasis::ProcCgroup => "its /proc/PID/cgroup is the unit's cgroup",
             OwnerBasis::MainPid => "the unit's Main PID (systemctl status)",
+            OwnerBasis::ShowMainPid => "the unit's MainPID= (systemctl show)",
             OwnerBasis::JournalField => "_SYSTEMD_UNIT of its journal entries",
             OwnerBasis::SystemdMessage => "named by systemd in a message about the unit",
             OwnerBasis::InferredFromJournalOrder => {
@@ -39,7 +45,11 @@ impl OwnerBasis {
     /// How much a conclusion resting on this link can be trusted.
     pub fn confidence(self) -> f64 {
         match self {
-            OwnerBasis::CgroupTree | OwnerBasis::MainPid | OwnerBasis::JournalField => 1.0,
+            OwnerBasis::CgroupTree
+            | OwnerBasis::ProcCgroup
+            | OwnerBasis::MainPid
+            | OwnerBasis::ShowMainPid
+            | OwnerBasis::JournalField => 1.0,
             OwnerBasis::SystemdMessage => 0.9,
             OwnerBasis::InferredFromJournalOrder => 0.7,
         }
@@ -82,6 +92,21 @@ pub fn attribute(facts: &Facts, units: &BTreeMap<String, UnitFacts>) -> BTreeMap
         }
         if let (Some(pid), Some(span)) = (s.main_pid, s.main_pid_span) {
             offer(pid, own(&s.unit, OwnerBasis::MainPid, span));
+        }
+    }
+    for c in &facts.proc_cgroups {
+        // Only services: a session, a container or a pod is not a unit
+        // that `systemctl` should act on.
+        if let (Some(pid), CgroupOwner::SystemUnit(unit)) = (c.pid, &c.owner) {
+            if unit.ends_with(".service") {
+                offer(pid, own(unit, OwnerBasis::ProcCgroup, c.span));
+            }
+        }
+    }
+    for p in &facts.unit_properties {
+        if let (Some(unit), Some(pid)) = (&p.unit, p.main_pid) {
+            let span = p.span_of("MainPID").unwrap_or(p.span);
+            offer(pid, own(unit, OwnerBasis::ShowMainPid, span));
         }
     }
     for e in facts.journal.iter().filter(|e| !e.is_pid1()) {

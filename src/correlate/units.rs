@@ -59,6 +59,8 @@ pub struct UnitFacts {
     pub events: Vec<UnitEvent>,
     /// Index into `Facts::unit_statuses` of the unit's last status block.
     pub status: Option<usize>,
+    /// Index into `Facts::unit_properties` of the unit's last `systemctl show`.
+    pub properties: Option<usize>,
 }
 
 impl UnitFacts {
@@ -127,6 +129,13 @@ pub fn collect(facts: &Facts) -> BTreeMap<String, UnitFacts> {
         let u = units.entry(s.unit.clone()).or_default();
         u.status = Some(i);
         u.description = u.description.take().or_else(|| s.description.clone());
+    }
+    for (i, p) in facts.unit_properties.iter().enumerate() {
+        if let Some(unit) = &p.unit {
+            let u = units.entry(unit.clone()).or_default();
+            u.properties = Some(i);
+            u.description = u.description.take().or_else(|| p.description.clone());
+        }
     }
     // Description → unit, for systemd ≤ 247 job messages that name only the
     // description.

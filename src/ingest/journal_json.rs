@@ -14,6 +14,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::{Map, Value};
 
+use super::KernelParser;
 use super::Line;
 use super::ServerLogParser;
 use super::journal_fields::{entry_from_fields, outer_of};
@@ -36,6 +37,7 @@ struct Pending {
 /// Parses one segment; returns the number of lines it did not recognise.
 pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
     let mut server = ServerLogParser::default();
+    let mut kernel = KernelParser::default();
     let mut pending: Option<Pending> = None;
     let mut unrecognized = 0;
     for line in lines {
@@ -46,7 +48,7 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
             p.lines += 1;
             if text == "}" {
                 if let Some(p) = pending.take() {
-                    if !read_record(&p.text, p.span, &mut server, facts) {
+                    if !read_record(&p.text, p.span, &mut server, &mut kernel, facts) {
                         unrecognized += p.lines;
                     }
                 }
@@ -74,10 +76,11 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
             });
             continue;
         }
-        if !read_record(text, line.span, &mut server, facts) {
+        if !read_record(text, line.span, &mut server, &mut kernel, facts) {
             unrecognized += 1;
         }
     }
+    kernel.finish(facts);
     // An object cut off by the end of the paste.
     unrecognized + pending.map_or(0, |p| p.lines)
 }
@@ -89,7 +92,13 @@ fn strip_record_prefix(text: &str) -> &str {
 }
 
 /// Reads one JSON object; false when it is not a journal entry.
-fn read_record(text: &str, span: Span, server: &mut ServerLogParser, facts: &mut Facts) -> bool {
+fn read_record(
+    text: &str,
+    span: Span,
+    server: &mut ServerLogParser,
+    kernel: &mut KernelParser,
+    facts: &mut Facts,
+) -> bool {
     let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(text) else {
         return false;
     };
@@ -99,6 +108,12 @@ fn read_record(text: &str, span: Span, server: &mut ServerLogParser, facts: &mut
     if let Some(outer) = outer_of(&entry) {
         for message_line in entry.message.split('\n') {
             server.feed(message_line, span, &outer, facts);
+        }
+    }
+    let transport = fields.get("_TRANSPORT").and_then(Value::as_str);
+    if entry.is_kernel() || transport == Some("kernel") {
+        for message_line in entry.message.split('\n') {
+            kernel.feed(message_line, span, entry.time, facts);
         }
     }
     facts.journal.push(entry);

@@ -9,12 +9,14 @@
 //!
 //! Short modes carry no `UNIT=` field, so the unit of systemd's own lines is
 //! read from the message. Every other message goes through the server-log
-//! parser, so SGLang output captured by journald becomes server events.
+//! parser, so SGLang output captured by journald becomes server events, and
+//! every kernel message through the kernel parser (`journalctl -k`, kern.log).
 
 use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::KernelParser;
 use super::Line;
 use super::ServerLogParser;
 use super::journal_fields::{UNIT_TYPES, outer_of, unit_of_pid1_message};
@@ -60,6 +62,7 @@ enum Continues {
 /// Parses one segment; returns the number of lines it did not recognise.
 pub fn parse(lines: &[Line<'_>], facts: &mut Facts, ident: Ident) -> u32 {
     let mut server = ServerLogParser::default();
+    let mut kernel = KernelParser::default();
     let mut continues = Continues::Nothing;
     let mut unrecognized = 0;
     for line in lines {
@@ -74,6 +77,9 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts, ident: Ident) -> u32 {
             let outer = outer_of(&entry);
             if let Some(outer) = &outer {
                 server.feed(&entry.message, line.span, outer, facts);
+            }
+            if entry.is_kernel() {
+                kernel.feed(&entry.message, line.span, entry.time, facts);
             }
             facts.journal.push(entry);
             continues = Continues::Entry {
@@ -120,6 +126,7 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts, ident: Ident) -> u32 {
         continues = Continues::Nothing;
         unrecognized += 1;
     }
+    kernel.finish(facts);
     unrecognized
 }
 

@@ -14,10 +14,15 @@ mod journal_marks;
 mod journal_short;
 mod journal_time;
 mod journal_verbose;
+mod kernel;
 mod nvidia_smi_csv;
+mod nvidia_smi_pmon;
+mod nvidia_smi_q;
 mod nvidia_smi_table;
+mod proc_cgroup;
 mod ps;
 mod sglang;
+mod systemctl_show;
 mod systemctl_status;
 mod values;
 
@@ -29,6 +34,7 @@ use crate::source::{SourceId, SourceMap, Span};
 
 pub use anchors::Anchors;
 pub use detect::{segment, segment_as};
+pub(crate) use kernel::KernelParser;
 pub(crate) use sglang::ServerLogParser;
 
 /// Every input format rootcause reads.
@@ -51,13 +57,23 @@ pub enum Format {
     JournalJson,
     SystemctlStatus,
     Ps,
+    /// `nvidia-smi -q` text.
+    NvidiaSmiQ,
+    /// `nvidia-smi -q -x` XML.
+    NvidiaSmiQXml,
+    NvidiaSmiPmon,
+    /// `dmesg` in any of its time formats.
+    Dmesg,
+    SystemctlShow,
+    /// `/proc/PID/cgroup` contents.
+    ProcCgroup,
     /// Lines such as `root@host:~# nvidia-smi` between the pieces of a paste.
     ShellPrompt,
     Unknown,
 }
 
 impl Format {
-    pub const ALL: [Format; 18] = [
+    pub const ALL: [Format; 24] = [
         Format::SglangLog,
         Format::NvidiaSmiTable,
         Format::NvidiaSmiQueryGpu,
@@ -74,6 +90,12 @@ impl Format {
         Format::JournalJson,
         Format::SystemctlStatus,
         Format::Ps,
+        Format::NvidiaSmiQ,
+        Format::NvidiaSmiQXml,
+        Format::NvidiaSmiPmon,
+        Format::Dmesg,
+        Format::SystemctlShow,
+        Format::ProcCgroup,
         Format::ShellPrompt,
         Format::Unknown,
     ];
@@ -97,6 +119,12 @@ impl Format {
             Format::JournalJson => "journal-json",
             Format::SystemctlStatus => "systemctl-status",
             Format::Ps => "ps",
+            Format::NvidiaSmiQ => "nvidia-smi-q",
+            Format::NvidiaSmiQXml => "nvidia-smi-q-xml",
+            Format::NvidiaSmiPmon => "nvidia-smi-pmon",
+            Format::Dmesg => "dmesg",
+            Format::SystemctlShow => "systemctl-show",
+            Format::ProcCgroup => "proc-cgroup",
             Format::ShellPrompt => "shell-prompt",
             Format::Unknown => "unknown",
         }
@@ -220,6 +248,12 @@ fn parse_segment(format: Format, lines: &[Line<'_>], facts: &mut Facts) -> u32 {
         Format::JournalJson => journal_json::parse(lines, facts),
         Format::SystemctlStatus => systemctl_status::parse(lines, facts),
         Format::Ps => ps::parse(lines, facts),
+        Format::NvidiaSmiQ => nvidia_smi_q::parse_text(lines, facts),
+        Format::NvidiaSmiQXml => nvidia_smi_q::parse_xml(lines, facts),
+        Format::NvidiaSmiPmon => nvidia_smi_pmon::parse(lines, facts),
+        Format::Dmesg => kernel::parse(lines, facts),
+        Format::SystemctlShow => systemctl_show::parse(lines, facts),
+        Format::ProcCgroup => proc_cgroup::parse(lines, facts),
         // The prompt line itself is recognised; output under it that no
         // format claimed is not.
         Format::ShellPrompt => count_nonblank(lines.get(1..).unwrap_or_default()),

@@ -1,5 +1,6 @@
 //! The bag of facts one analysis extracts from all of its inputs.
 
+use super::{GpuHealth, KernelEvent, ProcCgroup, UnitProperties};
 use super::{
     GpuProcessRecord, GpuRecord, JournalEntry, Message, ProcessListing, PsRecord, ServerEvent,
     SmiHeader, UnitStatus,
@@ -19,4 +20,11 @@ pub struct Facts {
     pub ps: Vec<PsRecord>,
     /// Lines that contain a rule anchor, in input order (see `ingest::Anchors`).
     pub messages: Vec<Message>,
+    /// One per GPU block of `nvidia-smi -q` / `-q -x`.
+    pub gpu_health: Vec<GpuHealth>,
+    pub kernel_events: Vec<KernelEvent>,
+    /// One per unit of `systemctl show`.
+    pub unit_properties: Vec<UnitProperties>,
+    /// One per process of `/proc/PID/cgroup`.
+    pub proc_cgroups: Vec<ProcCgroup>,
 }

@@ -24,4 +24,9 @@ impl JournalEntry {
     pub fn is_pid1(&self) -> bool {
         self.pid == Some(1) && self.identifier == "systemd"
     }
+
+    /// True for the kernel's own messages (`kernel:` without a PID).
+    pub fn is_kernel(&self) -> bool {
+        self.pid.is_none() && self.identifier == "kernel"
+    }
 }

@@ -3,22 +3,30 @@
 //! Every record carries the [`Span`](crate::source::Span) of the line it came
 //! from; ingest fills a [`Facts`] and everything downstream reads it.
 
+mod cgroup;
 mod facts;
 mod gpu;
+mod gpu_health;
 mod journal;
+mod kernel;
 mod message;
 mod names;
 mod process;
 mod server;
 mod time;
 mod unit;
+mod unit_properties;
 
+pub use cgroup::{CgroupOwner, ProcCgroup};
 pub use facts::Facts;
 pub use gpu::{GpuProcessRecord, GpuRecord, ProcessListing, ProcessListingKind, SmiHeader};
+pub use gpu_health::{EccCounter, EccKind, EccScope, GpuHealth, Reading, SickValue};
 pub use journal::JournalEntry;
+pub use kernel::{KernelEvent, KernelEventKind, KernelTime, OomKill, OomTask, Xid};
 pub use message::Message;
 pub use names::{GpuUuid, InvalidValue, Pid, UnitName};
 pub use process::PsRecord;
 pub use server::{Framework, MemoryImbalance, RankTag, ServerArgs, ServerEvent, ServerEventKind};
 pub use time::Timestamp;
 pub use unit::{CgroupMember, UnitStatus};
+pub use unit_properties::UnitProperties;

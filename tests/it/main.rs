@@ -2,6 +2,8 @@
 
 mod catalog;
 mod cli;
+mod format_fixtures;
+mod host_facts;
 mod incidents;
 mod journal_files;
 mod robustness;

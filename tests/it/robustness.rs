@@ -14,7 +14,10 @@ fn run_all(bytes: &[u8]) {
     // Detection, then every parser by force.
     let detected = ingest_as(&sources, None, &anchors);
     let total: u32 = detected.inputs.iter().map(|i| i.lines).sum();
-    assert_eq!(total, sources.get(rootcause::source::SourceId(0)).line_count());
+    assert_eq!(
+        total,
+        sources.get(rootcause::source::SourceId(0)).line_count()
+    );
     for format in Format::ALL {
         let _ = ingest_as(&sources, Some(format), &Anchors::none());
     }

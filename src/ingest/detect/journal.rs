@@ -16,7 +16,7 @@ use crate::ingest::journal_verbose::header_time;
 
 re!(
     JOURNAL_SHORT_ISO,
-    r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?[+-]\d{4} \S+ [^:]*?\S: "
+    r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?[+-]\d\d:?\d\d \S+ [^:]*?\S: "
 );
 re!(
     JOURNAL_SHORT,

@@ -17,19 +17,25 @@ pub(super) enum Class {
 }
 
 mod journal;
+mod kernel;
 mod nvidia;
+mod procfs;
 mod server;
 mod shell;
 mod systemd;
+#[cfg(test)]
+mod tests_host;
 
 /// Sniffers in priority order: the first that claims a line wins. Journal
 /// first, because a journal line may carry any other format inside it.
 type Sniffer = fn(&str, Option<Format>) -> Option<Class>;
 const SNIFFERS: &[Sniffer] = &[
     journal::sniff,
+    kernel::sniff,
     server::sniff,
     nvidia::sniff,
     systemd::sniff,
+    procfs::sniff,
     shell::sniff,
 ];
 
@@ -229,7 +235,7 @@ Sat 2024-06-01 12:00:05 UTC gpu-node-7 kernel: NVRM: Xid (PCI:0000:1a:00): 79
             formats(
                 "[ 8712.345678] NVRM: Xid (PCI:0000:1a:00): 79, pid=4242\n[    2.345678] usb 1-1: new high-speed USB device\n"
             ),
-            vec![(Format::Unknown, 1, 2)]
+            vec![(Format::Dmesg, 1, 2)]
         );
     }
 

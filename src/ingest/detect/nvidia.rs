@@ -1,4 +1,5 @@
-//! Detection of nvidia-smi output: the default table and the CSV queries.
+//! Detection of nvidia-smi output: the default table, the CSV queries,
+//! `-q` as text and as XML, and `pmon`.
 
 use super::{Class, re};
 use crate::ingest::Format;
@@ -23,8 +24,47 @@ re!(
     r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}, \d+, "
 );
 
+re!(Q_BANNER, r"^=+NVSMI LOG=+\s*$");
+re!(
+    Q_KEY,
+    r"^(?:(?:Timestamp|Driver Version|CUDA Version|Attached GPUs)\s+: |GPU [0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]\s*$|    (?:Product Name|GPU UUID)\s+: )"
+);
+re!(
+    XML_START,
+    r"^\s*(?:<\?xml\s|<!DOCTYPE nvidia_smi_log\b|<nvidia_smi_log>)"
+);
+re!(PMON_HEADER, r"^#\s*(?:Date\s+Time\s+)?gpu\s+pid\s+type\b");
+re!(PMON_UNITS, r"^#\s*(?:YYYYMMDD\s+HH:MM:SS\s+)?Idx\s");
+
 pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
     use Class::*;
+    if Q_BANNER.is_match(line) || Q_KEY.is_match(line) {
+        return Some(Strong(
+            Format::NvidiaSmiQ,
+            "NVSMI LOG banner and keys (nvidia-smi -q)",
+        ));
+    }
+    if XML_START.is_match(line) {
+        return Some(Strong(
+            Format::NvidiaSmiQXml,
+            "<nvidia_smi_log> XML (nvidia-smi -q -x)",
+        ));
+    }
+    if PMON_HEADER.is_match(line) {
+        return Some(Strong(
+            Format::NvidiaSmiPmon,
+            "# gpu pid type header (nvidia-smi pmon)",
+        ));
+    }
+    if PMON_UNITS.is_match(line) {
+        return Some(match current {
+            Some(Format::NvidiaSmiPmon) => Continue,
+            _ => Strong(
+                Format::NvidiaSmiPmon,
+                "# Idx units header (nvidia-smi pmon)",
+            ),
+        });
+    }
     if CTIME.is_match(line) || TABLE_BORDER.is_match(line) || line.starts_with("| NVIDIA-SMI ") {
         return Some(Strong(
             Format::NvidiaSmiTable,

@@ -1,4 +1,4 @@
-//! Detection of `systemctl status` output.
+//! Detection of `systemctl status` and `systemctl show` output.
 
 use super::{Class, re};
 use crate::ingest::Format;
@@ -13,8 +13,29 @@ re!(
 );
 re!(UNIT_NOT_FOUND, r"^Unit \S+ could not be found\.$");
 
+// Properties only `systemctl show` prints (unit files have none of them),
+// and `Type=`, its first line by default.
+re!(
+    SHOW_PROPERTY,
+    r"^(?:(?:Id|Names|MainPID|ExecMainPID|ExecMainCode|ExecMainStatus|ActiveState|SubState|LoadState|UnitFileState|NRestarts|ControlGroup|FragmentPath|InvocationID|Result)=|Type=(?:simple|exec|forking|oneshot|dbus|notify|notify-reload|idle)$)"
+);
+re!(
+    SHOW_PROMPT,
+    r"^(?:\S+@\S+:\S*\s?[#$]|\$|#)\s*(?:sudo\s+)?systemctl\s+show\b"
+);
+re!(ANY_PROPERTY, r"^[A-Z][A-Za-z0-9]*=");
+
 pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
     use Class::*;
+    if SHOW_PROPERTY.is_match(line) || SHOW_PROMPT.is_match(line) {
+        return Some(Strong(
+            Format::SystemctlShow,
+            "Key=value unit properties (systemctl show)",
+        ));
+    }
+    if current == Some(Format::SystemctlShow) && ANY_PROPERTY.is_match(line) {
+        return Some(Continue);
+    }
     if UNIT_BULLET.is_match(line) || UNIT_NOT_FOUND.is_match(line) {
         return Some(Strong(
             Format::SystemctlStatus,

@@ -1,0 +1,37 @@
+//! Detection of `dmesg` output in each of its time formats, and of bare
+//! kernel lines (`dmesg -t`, grep output). `journalctl -k` and kern.log are
+//! journal-shaped and left to the journal sniffer.
+
+use super::{Class, re};
+use crate::ingest::Format;
+
+// `[ 8712.345678] ` (or reltime's `[  +0.000012] `, `[Jun  1 12:00] `), with `dmesg -r`'s `<4>` or `-x`'s `kern  :warn  : ` before it.
+re!(
+    UPTIME,
+    r"^(?:<\d{1,3}>|[a-z0-9]+\s*:[a-z]+\s*: )?\[(?:\s*\+?\d+\.\d{6}(?:\s*<[\s\d.]*>)?|[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d)\] "
+);
+re!(
+    CTIME,
+    r"^(?:<\d{1,3}>|[a-z0-9]+\s*:[a-z]+\s*: )?\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] "
+);
+re!(
+    ISO,
+    r"^(?:<\d{1,3}>)?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:\d\d "
+);
+re!(
+    BARE,
+    r"^(?:NVRM: |.{1,15} invoked oom-killer: gfp_mask=|(?:Out of memory|Memory cgroup out of memory): Kill|oom-kill:constraint=|oom_reaper: reaped process )"
+);
+
+pub(super) fn sniff(line: &str, _current: Option<Format>) -> Option<Class> {
+    if UPTIME.is_match(line) || CTIME.is_match(line) || ISO.is_match(line) {
+        return Some(Class::Strong(
+            Format::Dmesg,
+            "[uptime] / [ctime] / ISO kernel timestamp (dmesg)",
+        ));
+    }
+    BARE.is_match(line).then_some(Class::Strong(
+        Format::Dmesg,
+        "NVRM or OOM-killer line without a timestamp (dmesg -t)",
+    ))
+}

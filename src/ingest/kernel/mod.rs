@@ -1,0 +1,249 @@
+//! Kernel messages (formats.md §6): the line wrappers of `dmesg` (raw,
+//! `-T`, `--time-format iso`, `-x`, `-r`, `-t`), and the one parser every
+//! wrapper hands its message to, [`KernelParser`], which turns NVIDIA driver
+//! lines ([`nvrm`]) and OOM-killer reports ([`oom`]) into [`KernelEvent`]s.
+//!
+//! `journalctl -k` and syslog's kern.log are journal-shaped lines; the
+//! journal parsers feed their `kernel` messages here, so they produce the
+//! same events. A `[ 8712.345678]` uptime at the start of a message (rsyslog
+//! keeps it) is read off here, whoever the wrapper was.
+
+mod nvrm;
+mod oom;
+
+use std::sync::LazyLock;
+
+use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
+use regex::Regex;
+
+use super::Line;
+use crate::model::{Facts, KernelEvent, KernelEventKind, KernelTime, Timestamp};
+use crate::source::Span;
+
+/// `<4>` of `dmesg -r`.
+static RAW_PRIORITY: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^<\d{1,3}>").expect("priority regex"));
+
+/// `kern  :warn  : ` of `dmesg -x`.
+static FACILITY_LEVEL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^
+        (?:kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7])\x20*:
+        (?:emerg|alert|crit|err|warn|notice|info|debug)\x20*:\x20?",
+    )
+    .expect("facility regex")
+});
+
+/// `[ 8712.345678] `, and the `[ 8712.345678 <    0.000123>] ` of `-d`.
+static UPTIME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\[\x20*(?P<s>\d+)\.(?P<frac>\d{1,9})(?:\x20*<[\x20\d.]*>)?\]\x20?")
+        .expect("uptime regex")
+});
+
+/// `[Sat Jun  1 12:00:03 2024] ` of `dmesg -T`.
+static CTIME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^\[(?:[A-Z][a-z]{2}\x20)?(?P<mon>[A-Z][a-z]{2})\x20+(?P<day>\d{1,2})
+        \x20(?P<hms>\d\d:\d\d:\d\d)\x20(?P<year>\d{4})\]\x20?",
+    )
+    .expect("ctime regex")
+});
+
+/// `2024-06-01T12:00:03,345678+00:00 ` of `dmesg --time-format iso`.
+static ISO: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^(?P<date>\d{4}-\d\d-\d\d)T(?P<hms>\d\d:\d\d:\d\d)(?:[,.](?P<frac>\d{1,9}))?
+        (?:(?P<sign>[+-])(?P<oh>\d\d):?(?P<om>\d\d)|Z)\x20",
+    )
+    .expect("iso regex")
+});
+
+/// `[  +0.000123] ` and `[Jun 1 12:00] ` of `--time-format reltime`: a
+/// wrapper, but no usable time.
+static RELTIME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\[(?:\x20*[+-]\d+\.\d+|[A-Z][a-z]{2}\x20+\d{1,2}\x20\d\d:\d\d)\]\x20?")
+        .expect("reltime regex")
+});
+
+static MONOTONIC_HOST: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\S+\x20kernel:\x20").expect("monotonic host regex"));
+
+/// Reads kernel messages one at a time and keeps what a multi-line report
+/// needs across them: the OOM report in progress, the last API mismatch.
+#[derive(Default)]
+pub(crate) struct KernelParser {
+    oom: oom::OomReports,
+    nvrm: nvrm::NvrmState,
+}
+
+impl KernelParser {
+    /// Reads one kernel message; `wall` is the wrapper's timestamp, if any.
+    /// Returns whether the message was one the kernel parser knows.
+    pub fn feed(
+        &mut self,
+        message: &str,
+        span: Span,
+        wall: Option<Timestamp>,
+        facts: &mut Facts,
+    ) -> bool {
+        let (uptime_us, message) = split_uptime(message);
+        let time = KernelTime { uptime_us, wall };
+        // `journalctl -o short-monotonic` looks like dmesg plus `host kernel: `.
+        let message = match MONOTONIC_HOST.find(message) {
+            Some(m) => &message[m.end()..],
+            None => message,
+        };
+        let message = message.trim_end();
+        if let Some(rest) = message.strip_prefix("NVRM: ") {
+            self.nvrm.feed(rest, span, time, facts);
+            return true;
+        }
+        self.oom.feed(message, span, time, facts)
+    }
+
+    /// Closes what the input ended in the middle of.
+    pub fn finish(&mut self, facts: &mut Facts) {
+        self.oom.finish(facts);
+    }
+}
+
+/// Pushes an event; returns its index in `facts.kernel_events`.
+fn push(facts: &mut Facts, kind: KernelEventKind, time: KernelTime, span: Span) -> usize {
+    facts.kernel_events.push(KernelEvent {
+        kind,
+        time,
+        span,
+        related: Vec::new(),
+    });
+    facts.kernel_events.len() - 1
+}
+
+/// Parses one `dmesg` segment; returns the number of lines it did not recognise.
+pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
+    let mut parser = KernelParser::default();
+    let mut unrecognized = 0;
+    // The wall time of the last prefixed line, for continuation lines.
+    let mut last: Option<Option<Timestamp>> = None;
+    for line in lines {
+        let text = line.text;
+        if text.trim().is_empty() {
+            continue;
+        }
+        if let Some((wall, message)) = split_wrapper(text) {
+            parser.feed(message, line.span, wall, facts);
+            last = Some(wall);
+            continue;
+        }
+        // A record with several lines prints the later ones indented.
+        if let (Some(wall), true) = (last, text.starts_with([' ', '\t'])) {
+            parser.feed(text.trim_start(), line.span, wall, facts);
+            continue;
+        }
+        // `dmesg -t` and grep output: no wrapper, only known messages count.
+        last = None;
+        if !parser.feed(text, line.span, None, facts) {
+            unrecognized += 1;
+        }
+    }
+    parser.finish(facts);
+    unrecognized
+}
+
+/// Strips the dmesg wrapper of a line: the wall time it printed (if any) and
+/// the message, which may still start with a `[ uptime]`. `None` when the
+/// line has no wrapper.
+fn split_wrapper(text: &str) -> Option<(Option<Timestamp>, &str)> {
+    let mut rest = text;
+    let mut wrapped = false;
+    if let Some(m) = RAW_PRIORITY.find(rest) {
+        rest = &rest[m.end()..];
+        wrapped = true;
+    }
+    if let Some(m) = FACILITY_LEVEL.find(rest) {
+        rest = &rest[m.end()..];
+        wrapped = true;
+    }
+    if let Some(c) = CTIME.captures(rest) {
+        let wall = ctime(&c);
+        let end = c.get(0).map_or(0, |m| m.end());
+        return wall.map(|w| (Some(w), &rest[end..]));
+    }
+    if let Some(c) = ISO.captures(rest) {
+        let wall = iso(&c);
+        let end = c.get(0).map_or(0, |m| m.end());
+        return wall.map(|w| (Some(w), &rest[end..]));
+    }
+    if UPTIME.is_match(rest) {
+        return Some((None, rest));
+    }
+    if let Some(m) = RELTIME.find(rest) {
+        return Some((None, &rest[m.end()..]));
+    }
+    wrapped.then_some((None, rest))
+}
+
+/// `[ 8712.345678] message` → (8712345678 µs, `message`).
+fn split_uptime(message: &str) -> (Option<u64>, &str) {
+    let Some(c) = UPTIME.captures(message) else {
+        return (None, message);
+    };
+    let end = c.get(0).map_or(0, |m| m.end());
+    let secs: Option<u64> = c["s"].parse().ok();
+    // Right-pad or cut the fraction to microseconds.
+    let frac = format!("{:0<6}", &c["frac"]);
+    let micros: Option<u64> = frac.get(..6).and_then(|f| f.parse().ok());
+    let uptime = secs
+        .zip(micros)
+        .and_then(|(s, us)| s.checked_mul(1_000_000)?.checked_add(us));
+    (uptime, &message[end..])
+}
+
+fn ctime(c: &regex::Captures<'_>) -> Option<Timestamp> {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let month = MONTHS.iter().position(|m| *m == &c["mon"])? as u32 + 1;
+    let date = NaiveDate::from_ymd_opt(c["year"].parse().ok()?, month, c["day"].parse().ok()?)?;
+    let time = NaiveTime::parse_from_str(&c["hms"], "%H:%M:%S").ok()?;
+    Some(Timestamp {
+        local: NaiveDateTime::new(date, time),
+        offset_secs: None,
+        year_known: true,
+    })
+}
+
+fn iso(c: &regex::Captures<'_>) -> Option<Timestamp> {
+    let date = NaiveDate::parse_from_str(&c["date"], "%Y-%m-%d").ok()?;
+    let mut time = NaiveTime::parse_from_str(&c["hms"], "%H:%M:%S").ok()?;
+    if let Some(frac) = c.name("frac") {
+        let nanos: u32 = format!("{:0<9}", frac.as_str()).get(..9)?.parse().ok()?;
+        time = chrono::Timelike::with_nanosecond(&time, nanos)?;
+    }
+    let offset = match c.name("sign") {
+        Some(sign) => {
+            let hours: i32 = c["oh"].parse().ok()?;
+            let minutes: i32 = c["om"].parse().ok()?;
+            let secs = hours * 3600 + minutes * 60;
+            if sign.as_str() == "-" { -secs } else { secs }
+        }
+        None => 0,
+    };
+    Some(Timestamp {
+        local: NaiveDateTime::new(date, time),
+        offset_secs: Some(offset),
+        year_known: true,
+    })
+}
+
+/// `0000:3b:00` or `0000:3b:00.0` → `0000:3b:00.0`.
+fn bus_id(value: &str) -> Option<String> {
+    let with_function = if value.matches(':').count() == 2 && !value.contains('.') {
+        format!("{value}.0")
+    } else {
+        value.to_owned()
+    };
+    super::values::normalize_bus_id(&with_function)
+}
+
+#[cfg(test)]
+mod tests;

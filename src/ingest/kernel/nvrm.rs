@@ -1,0 +1,183 @@
+//! NVIDIA driver lines (formats.md §6.2, signatures.md E): Xid reports in
+//! every variant, the bus id → UUID line, a GPU falling off the bus, the
+//! user-space/kernel-module version mismatch, driver loads, GSP timeouts and
+//! ECC/row-remapping notices. Every `NVRM:` line is recognised; only these
+//! become events.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::{bus_id, push};
+use crate::model::{Facts, KernelEventKind, KernelTime, Xid};
+use crate::source::Span;
+
+/// The Xid line after `NVRM: `. The code is the first integer after `): `,
+/// never the first digits after `Xid`, which are the PCI domain.
+static XID: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^Xid\x20\(
+        (?:PCI:)?(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)
+        (?:\x20GPU-I:(?P<gi>\d+))?
+        (?:\x20GPU-CI:(?P<ci>\d+))?
+        \):\x20(?P<code>\d+)
+        (?:,\x20pid=(?P<pid>'?<unknown>'?|\d+))?
+        (?:,\x20name=(?P<name>[^,]*))?
+        (?:,?\x20?(?P<msg>.*))?$",
+    )
+    .expect("xid regex")
+});
+
+/// Xid 154's summary of what recovery the GPU now needs.
+static RECOVERY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"GPU recovery action changed from 0x[0-9a-fA-F]+ \([^)]*\) to 0x[0-9a-fA-F]+ \((?P<to>[^)]*)\)")
+        .expect("recovery regex")
+});
+
+static GPU_AT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^GPU at PCI:(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?): (?P<uuid>GPU-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})",
+    )
+    .expect("gpu-at regex")
+});
+
+/// A bus id anywhere in a line, with or without the function.
+static ANY_BUS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?\b").expect("bus regex")
+});
+
+static MISMATCH: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^API\x20mismatch:\x20the\x20client\x20has\x20the\x20version\x20(?P<client>\d+(?:\.\d+)*),\x20but
+        (?:\s+(?:NVRM:\x20)?this\x20kernel\x20module\x20has\x20the\x20version\x20(?P<kernel>\d+(?:\.\d+)*)\.)?",
+    )
+    .expect("mismatch regex")
+});
+
+static MISMATCH_KERNEL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^this kernel module has the version (?P<kernel>\d+(?:\.\d+)*)\.")
+        .expect("mismatch continuation regex")
+});
+
+/// The last two lines of the mismatch report.
+const MISMATCH_TAIL: [&str; 2] = [
+    "make sure that this kernel module and all NVIDIA driver",
+    "components have the same version.",
+];
+
+static LOADING: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^loading NVIDIA UNIX (?P<open>Open Kernel Module for )?\S+(?: Kernel Module)?\s+(?P<version>\d+\.\d+(?:\.\d+)?)\b",
+    )
+    .expect("loading regex")
+});
+
+static GSP_TIMEOUT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)gsp.*time(?:d\x20)?\x20?out|time(?:d\x20)?\x20?out.*gsp").expect("gsp regex")
+});
+
+static ECC: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\b(?:ECC|DBE|SBE|double[\x20-]bit|single[\x20-]bit|row\x20remap\w*|row\x20remapper|page\x20retirement|retired\x20pages?)\b",
+    )
+    .expect("ecc regex")
+});
+
+/// What a report spread over several lines needs from its first line.
+#[derive(Default)]
+pub(super) struct NvrmState {
+    /// The last API mismatch event, which its next lines complete.
+    mismatch: Option<usize>,
+}
+
+impl NvrmState {
+    /// Reads the text after `NVRM: `.
+    pub fn feed(&mut self, text: &str, span: Span, time: KernelTime, facts: &mut Facts) {
+        if let Some(c) = XID.captures(text) {
+            if let Some(xid) = xid(&c) {
+                push(facts, KernelEventKind::Xid(xid), time, span);
+            }
+            return;
+        }
+        if let Some(c) = GPU_AT.captures(text) {
+            if let Some(bus_id) = bus_id(&c["bus"]) {
+                let uuid = c["uuid"].to_ascii_lowercase().replacen("gpu-", "GPU-", 1);
+                push(
+                    facts,
+                    KernelEventKind::GpuAtBus { bus_id, uuid },
+                    time,
+                    span,
+                );
+            }
+            return;
+        }
+        if text.contains("fallen off the bus") {
+            let bus_id = ANY_BUS.find(text).and_then(|m| bus_id(m.as_str()));
+            push(facts, KernelEventKind::FellOffBus { bus_id }, time, span);
+            return;
+        }
+        if text.contains("NV_ERR_GPU_IS_LOST") || text.contains("GPU lost from the bus") {
+            let message = text.to_owned();
+            push(facts, KernelEventKind::GpuLost { message }, time, span);
+            return;
+        }
+        if let Some(c) = MISMATCH.captures(text) {
+            let kind = KernelEventKind::ApiMismatch {
+                client_version: c["client"].to_owned(),
+                kernel_version: c.name("kernel").map(|k| k.as_str().to_owned()),
+            };
+            self.mismatch = Some(push(facts, kind, time, span));
+            return;
+        }
+        if let Some(event) = self.mismatch.and_then(|i| facts.kernel_events.get_mut(i)) {
+            if let Some(c) = MISMATCH_KERNEL.captures(text) {
+                if let KernelEventKind::ApiMismatch { kernel_version, .. } = &mut event.kind {
+                    kernel_version.get_or_insert_with(|| c["kernel"].to_owned());
+                }
+                event.related.push(span);
+                return;
+            }
+            if MISMATCH_TAIL.iter().any(|t| text.starts_with(t)) {
+                event.related.push(span);
+                return;
+            }
+        }
+        if let Some(c) = LOADING.captures(text) {
+            let kind = KernelEventKind::DriverLoaded {
+                version: c["version"].to_owned(),
+                open: c.name("open").is_some(),
+            };
+            push(facts, kind, time, span);
+            return;
+        }
+        if GSP_TIMEOUT.is_match(text) {
+            let message = text.to_owned();
+            push(facts, KernelEventKind::GspTimeout { message }, time, span);
+            return;
+        }
+        if ECC.is_match(text) {
+            let message = text.to_owned();
+            push(facts, KernelEventKind::Ecc { message }, time, span);
+        }
+    }
+}
+
+fn xid(c: &regex::Captures<'_>) -> Option<Xid> {
+    let number = |name: &str| c.name(name).and_then(|m| m.as_str().parse::<u32>().ok());
+    let message = c.name("msg").map_or("", |m| m.as_str()).trim().to_owned();
+    let name = c
+        .name("name")
+        .map(|m| m.as_str().trim())
+        .filter(|n| !n.is_empty() && !matches!(*n, "<unknown>" | "'<unknown>'"))
+        .map(str::to_owned);
+    Some(Xid {
+        bus_id: bus_id(&c["bus"]),
+        gpu_instance: number("gi"),
+        compute_instance: number("ci"),
+        code: number("code")?,
+        pid: number("pid"),
+        name,
+        recovery_action: RECOVERY.captures(&message).map(|r| r["to"].to_owned()),
+        message,
+    })
+}

@@ -1,0 +1,202 @@
+//! `nvidia-smi -q -x` XML (formats.md §3.2), read with a real XML parser:
+//! entities (`&amp;` in product names) are resolved, empty sections may be
+//! `<processes/>` or the text `None`, and the DTD version (v10, v11, v12 …)
+//! does not matter. A capture cut mid-document keeps what came before the
+//! cut; the lines after the point where XML stopped making sense are counted
+//! as unrecognised.
+
+use quick_xml::Reader;
+use quick_xml::escape::resolve_predefined_entity;
+use quick_xml::events::{BytesStart, Event};
+
+use super::Report;
+use crate::ingest::Line;
+use crate::model::Facts;
+use crate::source::Span;
+
+/// An element being read: its name, its start line and its text so far.
+struct Open {
+    name: String,
+    span: Span,
+    text: String,
+    has_children: bool,
+}
+
+/// Parses one segment; returns the number of lines it did not recognise.
+pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
+    let mut document = String::new();
+    let mut starts = Vec::with_capacity(lines.len());
+    for line in lines {
+        starts.push(document.len());
+        document.push_str(line.text);
+        document.push('\n');
+    }
+    let span_at = |offset: usize| -> Option<Span> {
+        let i = starts.partition_point(|s| *s <= offset).checked_sub(1)?;
+        lines.get(i).map(|l| l.span)
+    };
+
+    let mut reader = Reader::from_str(&document);
+    let config = reader.config_mut();
+    // Untrimmed: text around an entity (`HBM3 &amp; NVL`) keeps its spaces;
+    // each element's text is trimmed once it is complete.
+    config.trim_text(false);
+    // nvidia-smi writes well-formed XML; a paste may not be, and what was
+    // read before the damage is still worth having.
+    config.check_end_names = false;
+
+    let mut report: Option<Report> = None;
+    let mut open: Vec<Open> = Vec::new();
+    // Where the last element closed: a cut document is understood up to there.
+    let mut understood = 0;
+    loop {
+        let tag_at = reader.buffer_position() as usize;
+        let Some(span) = span_at(tag_at) else { break };
+        let event = match reader.read_event() {
+            Ok(Event::Eof) => break,
+            Ok(event) => event,
+            Err(_) => {
+                // Everything from the damaged line on is not understood.
+                if let Some(r) = report.take() {
+                    r.close(facts);
+                }
+                let damaged = starts.partition_point(|s| *s <= tag_at).saturating_sub(1);
+                return lines
+                    .get(damaged..)
+                    .unwrap_or_default()
+                    .iter()
+                    .filter(|l| !l.text.trim().is_empty())
+                    .count() as u32;
+            }
+        };
+        match event {
+            Event::Start(e) => start(&e, span, &mut open, &mut report, facts),
+            Event::Empty(e) => {
+                start(&e, span, &mut open, &mut report, facts);
+                close(&mut open, report.as_mut());
+                understood = reader.buffer_position() as usize;
+            }
+            Event::Text(t) => {
+                if let (Some(o), Ok(text)) = (open.last_mut(), t.decode()) {
+                    o.text.push_str(&text);
+                }
+            }
+            Event::CData(t) => {
+                if let (Some(o), Ok(text)) = (open.last_mut(), t.decode()) {
+                    o.text.push_str(&text);
+                }
+            }
+            Event::GeneralRef(r) => {
+                if let Some(o) = open.last_mut() {
+                    let resolved = match r.resolve_char_ref() {
+                        Ok(Some(c)) => Some(c.to_string()),
+                        _ => r
+                            .decode()
+                            .ok()
+                            .and_then(|name| resolve_predefined_entity(&name))
+                            .map(str::to_owned),
+                    };
+                    o.text.push_str(&resolved.unwrap_or_default());
+                }
+            }
+            Event::End(_) => {
+                close(&mut open, report.as_mut());
+                understood = reader.buffer_position() as usize;
+            }
+            _ => {}
+        }
+    }
+    match report {
+        Some(r) => {
+            r.close(facts);
+            // Elements left open: the capture was cut after `understood`.
+            if open.is_empty() {
+                return 0;
+            }
+            let cut = starts.partition_point(|s| *s < understood);
+            lines
+                .get(cut..)
+                .unwrap_or_default()
+                .iter()
+                .filter(|l| !l.text.trim().is_empty())
+                .count() as u32
+        }
+        // XML, but not nvidia-smi's.
+        None => lines.iter().filter(|l| !l.text.trim().is_empty()).count() as u32,
+    }
+}
+
+/// Opens an element: a new report at the root, a new GPU at `<gpu id=…>`.
+fn start(
+    e: &BytesStart<'_>,
+    span: Span,
+    open: &mut Vec<Open>,
+    report: &mut Option<Report>,
+    facts: &mut Facts,
+) {
+    let name = String::from_utf8_lossy(e.name().as_ref()).into_owned();
+    if let Some(parent) = open.last_mut() {
+        parent.has_children = true;
+    }
+    match (name.as_str(), open.len()) {
+        ("nvidia_smi_log", _) => {
+            if let Some(r) = report.replace(Report::default()) {
+                r.close(facts);
+            }
+        }
+        ("gpu", 1) => {
+            let bus = e
+                .try_get_attribute("id")
+                .ok()
+                .flatten()
+                .map(|a| String::from_utf8_lossy(&a.value).into_owned())
+                .unwrap_or_default();
+            report.get_or_insert_with(Report::default).gpu(&bus, span);
+        }
+        ("processes", 2) => {
+            if let Some(r) = report.as_mut() {
+                r.processes_seen(span);
+            }
+        }
+        _ => {}
+    }
+    open.push(Open {
+        name,
+        span,
+        text: String::new(),
+        has_children: false,
+    });
+}
+
+/// Closes the innermost element and hands a leaf to the report.
+fn close(open: &mut Vec<Open>, report: Option<&mut Report>) {
+    let Some(element) = open.pop() else { return };
+    let Some(report) = report else { return };
+    // The path below the root: `gpu/fb_memory_usage/used`.
+    let mut path: Vec<&str> = open.iter().skip(1).map(|o| o.name.as_str()).collect();
+    path.push(&element.name);
+    let value = element.text.trim();
+    match path.as_slice() {
+        [key] if !element.has_children => report.top_level(key, value),
+        ["gpu", "processes", ..] => {
+            if let (["gpu", "processes", "process_info", leaf], false) =
+                (path.as_slice(), element.has_children)
+            {
+                let leaf = match *leaf {
+                    "process_name" => "name",
+                    other => other,
+                };
+                if let Some(gpu) = report.current() {
+                    gpu.process(leaf, value, element.span);
+                }
+            }
+        }
+        ["gpu", rest @ ..] if !element.has_children && !rest.is_empty() => {
+            let key = rest.join("/");
+            if let Some(gpu) = report.current() {
+                gpu.set(&key, &key, value, element.span);
+            }
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,91 @@
+//! The health of a GPU as `nvidia-smi -q` reports it: ECC counters, pending
+//! row remaps and page retirements, reset and recovery state, and the
+//! placeholder values nvidia-smi prints for a GPU it can no longer read.
+
+use crate::source::Span;
+
+/// A value and the line it was read from, so a rule can cite that line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reading<T> {
+    pub value: T,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EccScope {
+    /// Since the last driver load or GPU reset.
+    Volatile,
+    /// Over the board's lifetime.
+    Aggregate,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EccKind {
+    Correctable,
+    Uncorrectable,
+}
+
+/// One ECC counter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EccCounter {
+    pub scope: EccScope,
+    pub kind: EccKind,
+    /// `SRAM`, `SRAM parity`, `SRAM SEC-DED`, `DRAM`, or `Total` for the
+    /// single-/double-bit counters of pre-Ampere drivers.
+    pub location: &'static str,
+    pub count: u64,
+    pub span: Span,
+}
+
+/// A value nvidia-smi replaced with a token that is itself evidence of a sick
+/// GPU (`[GPU requires reset]`, `[GPU is lost]`, `ERR!`, `Unknown Error`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SickValue {
+    /// The key as printed (`Used`, `fb_memory_usage/used`).
+    pub field: String,
+    pub token: String,
+    pub span: Span,
+}
+
+/// One GPU block of `nvidia-smi -q` or `-q -x`. `None` means the capture did
+/// not show the value or showed an absent token (`N/A`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuHealth {
+    pub index: Option<u32>,
+    pub uuid: Option<String>,
+    /// Normalised `dddd:bb:dd.f`.
+    pub bus_id: Option<String>,
+    pub driver_version: Option<String>,
+    pub persistence_mode: Option<Reading<bool>>,
+    pub ecc_enabled: Option<Reading<bool>>,
+    /// `GPU Reset Status / Reset Required`.
+    pub reset_required: Option<Reading<bool>>,
+    pub drain_and_reset_recommended: Option<Reading<bool>>,
+    /// `GPU Recovery Action` (`None`, `Reset`, `Reboot`, `Drain P2P`, …).
+    pub recovery_action: Option<Reading<String>>,
+    pub ecc: Vec<EccCounter>,
+    pub sram_threshold_exceeded: Option<Reading<bool>>,
+    /// Pre-Ampere page retirement: `Pending Page Blacklist` / `pending_retirement`.
+    pub retired_pages_pending: Option<Reading<bool>>,
+    pub retired_pages_single_bit: Option<Reading<u64>>,
+    pub retired_pages_double_bit: Option<Reading<u64>>,
+    /// Ampere+ row remapping.
+    pub remapped_rows_correctable: Option<Reading<u64>>,
+    pub remapped_rows_uncorrectable: Option<Reading<u64>>,
+    pub remapped_rows_pending: Option<Reading<bool>>,
+    pub remapping_failed: Option<Reading<bool>>,
+    /// Banks with no spare rows left (`Bank Remap Availability Histogram / None`).
+    pub banks_without_spare_rows: Option<Reading<u64>>,
+    pub sick_values: Vec<SickValue>,
+    /// The `GPU 00000000:18:00.0` line (or `<gpu id=…>`).
+    pub span: Span,
+}
+
+impl GpuHealth {
+    /// The uncorrectable counters above zero.
+    pub fn uncorrectable_errors(&self) -> impl Iterator<Item = &EccCounter> {
+        self.ecc
+            .iter()
+            .filter(|c| c.kind == EccKind::Uncorrectable && c.count > 0)
+    }
+}
