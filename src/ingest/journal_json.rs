@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use super::Line;
 use super::ServerLogParser;
 use super::journal_short::unit_of_pid1_message;
-use super::sglang::Outer;
+use super::server::Outer;
 use crate::model::{Facts, JournalEntry, Timestamp};
 use crate::source::{Span, clean_line};
 

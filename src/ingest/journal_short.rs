@@ -16,7 +16,7 @@ use regex::Regex;
 
 use super::Line;
 use super::ServerLogParser;
-use super::sglang::Outer;
+use super::server::Outer;
 use crate::model::{Facts, JournalEntry, Timestamp};
 use crate::source::Span;
 

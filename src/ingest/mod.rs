@@ -11,18 +11,19 @@ mod journal_short;
 mod nvidia_smi_csv;
 mod nvidia_smi_table;
 mod ps;
-mod sglang;
+mod server;
 mod systemctl_status;
 mod values;
 
 use std::fmt;
 use std::str::FromStr;
 
-use crate::model::Facts;
+use crate::model::{Facts, Framework};
 use crate::source::{SourceId, SourceMap, Span};
 
 pub use detect::segment;
-pub(crate) use sglang::ServerLogParser;
+pub(crate) use server::ServerLogParser;
+pub use server::process_title;
 
 /// Every input format rootcause reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -154,7 +155,7 @@ pub fn ingest(sources: &SourceMap) -> Ingested {
 /// Runs the parser of `format`; returns the number of lines it did not recognise.
 fn parse_segment(format: Format, lines: &[Line<'_>], facts: &mut Facts) -> u32 {
     match format {
-        Format::SglangLog => sglang::parse(lines, facts),
+        Format::SglangLog => server::parse(lines, facts, Some(Framework::Sglang)),
         Format::NvidiaSmiTable => nvidia_smi_table::parse(lines, facts),
         Format::NvidiaSmiQueryGpu => nvidia_smi_csv::parse_query_gpu(lines, facts),
         Format::NvidiaSmiComputeApps => nvidia_smi_csv::parse_compute_apps(lines, facts),

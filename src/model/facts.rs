@@ -1,5 +1,6 @@
 //! The bag of facts one analysis extracts from all of its inputs.
 
+use super::EnvReport;
 use super::{
     GpuProcessRecord, GpuRecord, JournalEntry, ProcessListing, PsRecord, ServerEvent, SmiHeader,
     UnitStatus,
@@ -17,4 +18,6 @@ pub struct Facts {
     pub unit_statuses: Vec<UnitStatus>,
     pub server_events: Vec<ServerEvent>,
     pub ps: Vec<PsRecord>,
+    /// `python -m sglang.check_env` listings.
+    pub env_reports: Vec<EnvReport>,
 }

@@ -3,20 +3,32 @@
 //! Every record carries the [`Span`](crate::source::Span) of the line it came
 //! from; ingest fills a [`Facts`] and everything downstream reads it.
 
+mod cuda;
+mod dist;
+mod env_report;
 mod facts;
+mod failure;
 mod gpu;
 mod journal;
 mod names;
 mod process;
 mod server;
+mod startup;
 mod time;
 mod unit;
 
+pub use cuda::{CudaOom, OomSource, ProcessMemory};
+pub use dist::{NcclDetail, NcclLevel, NcclLine, TorchDist, TorchDistKind};
+pub use env_report::{EnvGpu, EnvReport, Topology, TopologyRow};
 pub use facts::Facts;
+pub use failure::{ChainLink, Chained, CppAbort, Frame, PyException, VllmFailure, root_cause};
 pub use gpu::{GpuProcessRecord, GpuRecord, ProcessListing, ProcessListingKind, SmiHeader};
 pub use journal::JournalEntry;
 pub use names::{GpuUuid, InvalidValue, Pid, UnitName};
 pub use process::PsRecord;
-pub use server::{Framework, MemoryImbalance, RankTag, ServerArgs, ServerEvent, ServerEventKind};
+pub use server::{
+    Framework, MemoryImbalance, RankTag, ServerArgs, ServerEvent, ServerEventKind, ServerProcess,
+};
+pub use startup::{Landmark, Uvicorn};
 pub use time::Timestamp;
 pub use unit::{CgroupMember, UnitStatus};
