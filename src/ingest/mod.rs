@@ -5,6 +5,7 @@
 //! against its segment. Parsers never fail: a line they cannot read is a
 //! count, not an error.
 
+mod check_env;
 mod detect;
 mod journal_json;
 mod journal_short;
@@ -39,11 +40,28 @@ pub enum Format {
     Ps,
     /// Lines such as `root@host:~# nvidia-smi` between the pieces of a paste.
     ShellPrompt,
+    VllmLog,
+    /// NCCL debug lines (`host:pid:tid [dev] NCCL WARN …`) on their own.
+    NcclLog,
+    /// PyTorch c10 lines (`[E601 … ProcessGroupNCCL.cpp:629]`) and
+    /// `[rank0]:`-prefixed output on their own.
+    TorchLog,
+    /// A Python traceback with no server prefix around it.
+    PythonTraceback,
+    /// Ray actor output: `(WorkerDict pid=…, ip=…) …`.
+    RayLog,
+    /// `docker compose logs`/`up`: `service-1  | …`.
+    DockerComposeLog,
+    /// A log viewer's RFC 3339 timestamp in front of each line
+    /// (`docker logs -t`, `kubectl logs --timestamps`).
+    ContainerLog,
+    /// `python -m sglang.check_env`.
+    SglangCheckEnv,
     Unknown,
 }
 
 impl Format {
-    pub const ALL: [Format; 11] = [
+    pub const ALL: [Format; 19] = [
         Format::SglangLog,
         Format::NvidiaSmiTable,
         Format::NvidiaSmiQueryGpu,
@@ -54,6 +72,14 @@ impl Format {
         Format::SystemctlStatus,
         Format::Ps,
         Format::ShellPrompt,
+        Format::VllmLog,
+        Format::NcclLog,
+        Format::TorchLog,
+        Format::PythonTraceback,
+        Format::RayLog,
+        Format::DockerComposeLog,
+        Format::ContainerLog,
+        Format::SglangCheckEnv,
         Format::Unknown,
     ];
 
@@ -70,6 +96,14 @@ impl Format {
             Format::SystemctlStatus => "systemctl-status",
             Format::Ps => "ps",
             Format::ShellPrompt => "shell-prompt",
+            Format::VllmLog => "vllm-log",
+            Format::NcclLog => "nccl-log",
+            Format::TorchLog => "torch-log",
+            Format::PythonTraceback => "python-traceback",
+            Format::RayLog => "ray-log",
+            Format::DockerComposeLog => "docker-compose-log",
+            Format::ContainerLog => "container-log",
+            Format::SglangCheckEnv => "sglang-check-env",
             Format::Unknown => "unknown",
         }
     }
@@ -163,6 +197,14 @@ fn parse_segment(format: Format, lines: &[Line<'_>], facts: &mut Facts) -> u32 {
         Format::JournalJson => journal_json::parse(lines, facts),
         Format::SystemctlStatus => systemctl_status::parse(lines, facts),
         Format::Ps => ps::parse(lines, facts),
+        Format::VllmLog => server::parse(lines, facts, Some(Framework::Vllm)),
+        Format::NcclLog
+        | Format::TorchLog
+        | Format::PythonTraceback
+        | Format::RayLog
+        | Format::DockerComposeLog
+        | Format::ContainerLog => server::parse(lines, facts, None),
+        Format::SglangCheckEnv => check_env::parse(lines, facts),
         // The prompt line itself is recognised; output under it that no
         // format claimed is not.
         Format::ShellPrompt => count_nonblank(lines.get(1..).unwrap_or_default()),

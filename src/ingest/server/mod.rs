@@ -36,6 +36,7 @@ use crate::model::{
 };
 use crate::source::{Span, clean_line};
 
+pub(super) use title::is_vllm_process_name;
 pub use title::process_title;
 
 /// Metadata an outer layer (a journal entry) knows about a server line.

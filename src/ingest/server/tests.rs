@@ -1347,3 +1347,82 @@ RuntimeError: CUDA out of memory. Tried to allocate 99999999999999999999999 GiB
     let oom = exceptions(&events)[0].1;
     assert_eq!(oom.message.lines().last(), Some("::::"));
 }
+
+// ---------------------------------------------------------------- whole inputs
+
+#[test]
+fn every_server_format_reaches_its_parser_through_ingest() {
+    use crate::ingest::{Format, ingest};
+    use crate::source::SourceMap;
+    let inputs = [
+        ("vllm.log", VLLM_V1_FAILURE),
+        (
+            "compose.log",
+            "sglang-1  | [2026-11-27 09:38:52 TP1] Load weight begin. avail mem=78.35 GB\nsglang-1  | Traceback (most recent call last):\nsglang-1  | RuntimeError: boom\n",
+        ),
+        (
+            "kubectl.log",
+            "2026-11-27T09:38:52.123456789Z [2026-11-27 09:38:52 TP1] Load weight begin. avail mem=78.35 GB\n",
+        ),
+        (
+            "ray.log",
+            "(WorkerDict pid=3490362, ip=10.0.0.3) [rank0]: Traceback (most recent call last):\n(WorkerDict pid=3490362, ip=10.0.0.3) [rank0]: ValueError: boom\n",
+        ),
+        (
+            "nccl.log",
+            "\ngpu-node-7:4318:4401 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.0.0.12<43337> failed : Connection refused\n",
+        ),
+        (
+            "torch.log",
+            "[E ProcessGroupNCCL.cpp:475] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=BROADCAST, Timeout(ms)=1800000) ran for 1800531 milliseconds before timing out.\n",
+        ),
+        (
+            "traceback.txt",
+            "Traceback (most recent call last):\n  File \"x.py\", line 1, in f\nKeyError: 'model.layers.0.weight'\n",
+        ),
+        (
+            "check_env.txt",
+            "Python: 3.10.12 (main, Nov 20 2023, 15:14:05) [GCC 11.4.0]\nCUDA available: True\nGPU 0: NVIDIA H200\nsglang: 0.5.6\n",
+        ),
+    ];
+    let mut sources = SourceMap::new();
+    for (name, text) in inputs {
+        sources.add(Source::new(name, text.as_bytes()));
+    }
+    let ingested = ingest(&sources);
+    let summary: Vec<(Format, u32)> = ingested
+        .inputs
+        .iter()
+        .map(|i| (i.segment.format, i.unrecognized))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (Format::VllmLog, 0),
+            (Format::DockerComposeLog, 0),
+            (Format::ContainerLog, 0),
+            (Format::RayLog, 0),
+            (Format::NcclLog, 0),
+            (Format::TorchLog, 0),
+            (Format::PythonTraceback, 0),
+            (Format::SglangCheckEnv, 0),
+        ]
+    );
+    let facts = &ingested.facts;
+    let sources_with_events: std::collections::BTreeSet<usize> = facts
+        .server_events
+        .iter()
+        .map(|e| e.span.source.0)
+        .collect();
+    assert_eq!(sources_with_events, (0..7).collect());
+    assert_eq!(facts.env_reports.len(), 1);
+    assert_eq!(facts.env_reports[0].version("sglang"), Some("0.5.6"));
+    // vLLM's hint marks its events even where a line does not say.
+    assert!(
+        facts
+            .server_events
+            .iter()
+            .filter(|e| e.span.source.0 == 0)
+            .all(|e| e.framework == Framework::Vllm)
+    );
+}

@@ -24,20 +24,54 @@ static TAG: LazyLock<Regex> =
 /// The kernel keeps 15 bytes of a process name (`comm`).
 const COMM_LEN: usize = 15;
 
-/// Reads a process title set by SGLang (`sglang::…`) or vLLM (`VLLM::…`).
+/// Reads a process title set by SGLang (`sglang::…`) or vLLM (`VLLM::…`),
+/// also when cut to the kernel's 15 bytes or by nvidia-smi on the left.
 /// `None` for anything else (a main process keeps its argv).
 pub fn process_title(title: &str) -> Option<ServerProcess> {
     let title = title.trim();
-    let (framework, rest) = if let Some(rest) = title.strip_prefix("sglang::") {
-        (Framework::Sglang, rest)
-    } else if let Some(rest) = title.strip_prefix("VLLM::") {
-        (Framework::Vllm, rest)
+    // nvidia-smi's table cuts long names on the left: `...ang::scheduler_TP0`.
+    let (title, cut_left) = match title.strip_prefix("...") {
+        Some(rest) => (rest, true),
+        None => (title, false),
+    };
+    let (head, rest) = title
+        .split_once("::")
+        .filter(|(head, _)| !head.is_empty())?;
+    let matches = |full: &str| {
+        if cut_left {
+            full.ends_with(head)
+        } else {
+            full == head
+        }
+    };
+    let framework = if matches("sglang") {
+        Framework::Sglang
+    } else if matches("VLLM") {
+        Framework::Vllm
     } else {
         return None;
     };
     let mut process = role(framework, rest)?;
-    process.maybe_truncated = title.len() == COMM_LEN;
+    process.maybe_truncated = cut_left || title.len() == COMM_LEN;
     Some(process)
+}
+
+/// The process names vLLM puts in its line prefixes (formats.md §9.2).
+const VLLM_ROLES: [&str; 9] = [
+    "VllmWorkerProcess",
+    "VllmWorker",
+    "Worker",
+    "EngineCore",
+    "APIServer",
+    "RayWorkerVllm",
+    "RayWorkerWrapper",
+    "MainProcess",
+    "DPCoordinator",
+];
+
+/// Whether a line prefix's process name is one of vLLM's.
+pub(crate) fn is_vllm_process_name(name: &str) -> bool {
+    vllm_prefix_name(name, None).is_some()
 }
 
 /// Reads the process name of a vLLM line prefix (`EngineCore_DP0`,
@@ -45,18 +79,7 @@ pub fn process_title(title: &str) -> Option<ServerProcess> {
 /// `None` when the name is not one vLLM uses (a Ray actor of another program).
 pub(super) fn vllm_prefix_name(name: &str, rank: Option<u32>) -> Option<ServerProcess> {
     let mut process = role(Framework::Vllm, name)?;
-    let known = [
-        "VllmWorkerProcess",
-        "VllmWorker",
-        "Worker",
-        "EngineCore",
-        "APIServer",
-        "RayWorkerVllm",
-        "RayWorkerWrapper",
-        "MainProcess",
-        "DPCoordinator",
-    ];
-    if !known.contains(&process.role.as_str()) {
+    if !VLLM_ROLES.contains(&process.role.as_str()) {
         return None;
     }
     if rank.is_some() {
@@ -208,6 +231,21 @@ mod tests {
                 "{title}"
             );
         }
+    }
+
+    #[test]
+    fn names_cut_on_the_left_by_nvidia_smi() {
+        let p = process_title("...ang::scheduler_DP1_TP3").unwrap();
+        assert_eq!(
+            (p.framework, p.role.as_str()),
+            (Framework::Sglang, "scheduler")
+        );
+        assert_eq!(
+            (p.rank.dp, p.rank.tp, p.maybe_truncated),
+            (Some(1), Some(3), true)
+        );
+        let p = process_title("...M::Worker_TP1").unwrap();
+        assert_eq!((p.framework, p.rank.tp), (Framework::Vllm, Some(1)));
     }
 
     #[test]
