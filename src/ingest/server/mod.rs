@@ -32,7 +32,7 @@ use chrono::{Datelike, NaiveDate, NaiveTime, Timelike};
 use super::Line;
 use crate::model::{
     CudaOom, Facts, Framework, NcclDetail, OomSource, RankTag, ServerEvent, ServerEventKind,
-    Timestamp, TorchDist,
+    Timestamp, TorchDist, TorchDistKind,
 };
 use crate::source::{Span, clean_line};
 
@@ -273,7 +273,7 @@ impl Cx<'_> {
                     level: None,
                     source: None,
                     rank: torch::message_rank(line.message),
-                    kind: crate::model::TorchDistKind::Other {
+                    kind: TorchDistKind::Other {
                         message: line.message.to_owned(),
                     },
                 }),

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::model::{
-    ChainLink, CppAbort, Landmark, NcclLevel, OomSource, ProcessMemory, PyException, ServerArgs,
+    ChainLink, Landmark, NcclLevel, OomSource, ProcessMemory, PyException, ServerArgs,
     TorchDistKind, Uvicorn, VllmFailure, root_cause,
 };
 use crate::source::{Source, SourceId};
@@ -1076,7 +1076,6 @@ frame #1: <unknown function> + 0x1d2 (0x7f2e0eb8c1b2 in /usr/lib/python3/dist-pa
             .count(),
         1
     );
-    let _ = CppAbort::default();
 }
 
 // ---------------------------------------------------------------- NCCL
@@ -1425,4 +1424,49 @@ fn every_server_format_reaches_its_parser_through_ingest() {
             .filter(|e| e.span.source.0 == 0)
             .all(|e| e.framework == Framework::Vllm)
     );
+}
+
+/// Every cut of every sample line (a paste cut mid-line, a line cut by a
+/// terminal) is read without panicking, in any order.
+#[test]
+fn cut_lines_never_panic() {
+    let samples = [
+        VLLM_V1_FAILURE,
+        "[2024-06-01 12:01:20 TP0] Load weight end. elapsed=61.03 s, type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=11.12 GB, mem usage=67.23 GB.",
+        "[2024-06-01 12:01:41 TP0] max_total_num_tokens=187432, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=4096, context_len=131072, available_gpu_mem=4.91 GB",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.06 GiB is free. Process 12345 has 40.12 GiB memory in use.",
+        "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 79.15 GiB total capacity; 77.50 GiB already allocated; 11.81 MiB free; 78.20 GiB reserved in total by PyTorch)",
+        "[2025-06-01 12:00:11] gpu-node-7:4319:4402 [1] include/alloc.h:103 (ncclCudaCalloc) NCCL WARN Cuda failure 2 'out of memory'",
+        "gpu-node-7:4318:4401 [0] NCCL INFO comm 0x55d0c6a0 rank 0 nranks 8 cudaDev 0 nvmlDev 0 busId 18000 commId 0x1b2c3d4e5f607182 - Init COMPLETE",
+        "(WorkerDict pid=3490362, ip=10.0.0.3) [rank0]:[E601 12:30:00.426415540 ProcessGroupNCCL.cpp:629] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLGATHER, NumelIn=8, NumelOut=64, Timeout(ms)=600000) ran for 600321 milliseconds before timing out.",
+        "2026-11-27T09:38:52.123456789Z sglang-1  | [2026-11-27 09:38:52.123 DP0 TP1] Scheduler hit an exception: Traceback (most recent call last):",
+        "terminate called after throwing an instance of 'c10::DistBackendError'\n  what():  [PG ID 0 PG GUID 0(default_pg) Rank 1] Process group watchdog thread terminated with exception: NCCL error in: x.cpp:1, unhandled system error, NCCL version 2.21.5",
+        "(APIServer pid=4200) ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 30000): address already in use ✓ é",
+    ];
+    let mut parser = ServerLogParser::default();
+    let mut facts = Facts::default();
+    let span = Span {
+        source: SourceId(0),
+        line: 1,
+    };
+    let outer = Outer::default();
+    for sample in samples {
+        for line in sample.lines() {
+            for (i, _) in line.char_indices() {
+                parser.feed(&line[..i], span, &outer, &mut facts);
+                parser.feed(&line[i..], span, &outer, &mut facts);
+            }
+        }
+    }
+    assert!(!facts.server_events.is_empty());
+}
+
+#[test]
+fn a_balance_check_failure_is_sglang_even_when_the_capture_starts_there() {
+    let (events, unrecognized) = run(
+        "RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes. pre_model_load_memory=39.7, local_gpu_memory=93.7, local_gpu_memory * 0.9=84.3",
+    );
+    assert_eq!(unrecognized, 0);
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].framework, Framework::Sglang);
 }

@@ -17,7 +17,8 @@ use regex::Regex;
 use super::sglang::{IMBALANCE_TEXT, parse_imbalance};
 use super::{Cx, findings};
 use crate::model::{
-    ChainLink, Chained, CppAbort, Frame, PyException, RankTag, ServerEventKind, Timestamp,
+    ChainLink, Chained, CppAbort, Frame, Framework, PyException, RankTag, ServerEventKind,
+    Timestamp,
 };
 use crate::source::Span;
 
@@ -278,6 +279,9 @@ impl Cx<'_> {
         tb.in_traceback = !tb.open.is_empty();
         let (rank, time) = (open.rank, open.time.or(time));
         let index = if imbalance {
+            // Only SGLang runs this check, whatever the stream showed so far
+            // (a capture may start at the exception line).
+            self.stream.framework = Some(Framework::Sglang);
             let kind =
                 ServerEventKind::MemoryImbalance(parse_imbalance(message, Some(name.to_owned())));
             self.push(kind, None, rank, time)
