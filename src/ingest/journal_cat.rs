@@ -12,7 +12,7 @@
 //! other line goes through the server-log parser.
 
 use super::journal_fields::unit_of_pid1_message;
-use super::sglang::Outer;
+use super::server::Outer;
 use super::{Line, ServerLogParser};
 use crate::model::{Facts, JournalEntry};
 

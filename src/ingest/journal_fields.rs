@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::sglang::Outer;
+use super::server::Outer;
 use crate::model::{JournalEntry, Timestamp};
 use crate::source::Span;
 

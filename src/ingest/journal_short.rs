@@ -22,7 +22,7 @@ use super::ServerLogParser;
 use super::journal_fields::{UNIT_TYPES, outer_of, unit_of_pid1_message};
 use super::journal_marks::{Aside, aside};
 use super::journal_time::split_stamp;
-use super::sglang::Outer;
+use super::server::Outer;
 use crate::model::{Facts, JournalEntry};
 use crate::source::Span;
 

@@ -6,6 +6,7 @@
 //! count, not an error.
 
 mod anchors;
+mod check_env;
 mod detect;
 mod journal_cat;
 mod journal_fields;
@@ -21,7 +22,7 @@ mod nvidia_smi_q;
 mod nvidia_smi_table;
 mod proc_cgroup;
 mod ps;
-mod sglang;
+mod server;
 mod systemctl_show;
 mod systemctl_status;
 mod values;
@@ -29,13 +30,14 @@ mod values;
 use std::fmt;
 use std::str::FromStr;
 
-use crate::model::{Facts, Message};
+use crate::model::{Facts, Framework, Message};
 use crate::source::{SourceId, SourceMap, Span};
 
 pub use anchors::Anchors;
 pub use detect::{segment, segment_as};
 pub(crate) use kernel::KernelParser;
-pub(crate) use sglang::ServerLogParser;
+pub(crate) use server::ServerLogParser;
+pub use server::process_title;
 
 /// Every input format rootcause reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -69,11 +71,28 @@ pub enum Format {
     ProcCgroup,
     /// Lines such as `root@host:~# nvidia-smi` between the pieces of a paste.
     ShellPrompt,
+    VllmLog,
+    /// NCCL debug lines (`host:pid:tid [dev] NCCL WARN …`) on their own.
+    NcclLog,
+    /// PyTorch c10 lines (`[E601 … ProcessGroupNCCL.cpp:629]`) and
+    /// `[rank0]:`-prefixed output on their own.
+    TorchLog,
+    /// A Python traceback with no server prefix around it.
+    PythonTraceback,
+    /// Ray actor output: `(WorkerDict pid=…, ip=…) …`.
+    RayLog,
+    /// `docker compose logs`/`up`: `service-1  | …`.
+    DockerComposeLog,
+    /// A log viewer's RFC 3339 timestamp in front of each line
+    /// (`docker logs -t`, `kubectl logs --timestamps`).
+    ContainerLog,
+    /// `python -m sglang.check_env`.
+    SglangCheckEnv,
     Unknown,
 }
 
 impl Format {
-    pub const ALL: [Format; 24] = [
+    pub const ALL: [Format; 32] = [
         Format::SglangLog,
         Format::NvidiaSmiTable,
         Format::NvidiaSmiQueryGpu,
@@ -97,6 +116,14 @@ impl Format {
         Format::SystemctlShow,
         Format::ProcCgroup,
         Format::ShellPrompt,
+        Format::VllmLog,
+        Format::NcclLog,
+        Format::TorchLog,
+        Format::PythonTraceback,
+        Format::RayLog,
+        Format::DockerComposeLog,
+        Format::ContainerLog,
+        Format::SglangCheckEnv,
         Format::Unknown,
     ];
 
@@ -126,6 +153,14 @@ impl Format {
             Format::SystemctlShow => "systemctl-show",
             Format::ProcCgroup => "proc-cgroup",
             Format::ShellPrompt => "shell-prompt",
+            Format::VllmLog => "vllm-log",
+            Format::NcclLog => "nccl-log",
+            Format::TorchLog => "torch-log",
+            Format::PythonTraceback => "python-traceback",
+            Format::RayLog => "ray-log",
+            Format::DockerComposeLog => "docker-compose-log",
+            Format::ContainerLog => "container-log",
+            Format::SglangCheckEnv => "sglang-check-env",
             Format::Unknown => "unknown",
         }
     }
@@ -230,7 +265,7 @@ pub fn ingest_as(sources: &SourceMap, hint: Option<Format>, anchors: &Anchors) -
 /// Runs the parser of `format`; returns the number of lines it did not recognise.
 fn parse_segment(format: Format, lines: &[Line<'_>], facts: &mut Facts) -> u32 {
     match format {
-        Format::SglangLog => sglang::parse(lines, facts),
+        Format::SglangLog => server::parse(lines, facts, Some(Framework::Sglang)),
         Format::NvidiaSmiTable => nvidia_smi_table::parse(lines, facts),
         Format::NvidiaSmiQueryGpu => nvidia_smi_csv::parse_query_gpu(lines, facts),
         Format::NvidiaSmiComputeApps => nvidia_smi_csv::parse_compute_apps(lines, facts),
@@ -254,6 +289,14 @@ fn parse_segment(format: Format, lines: &[Line<'_>], facts: &mut Facts) -> u32 {
         Format::Dmesg => kernel::parse(lines, facts),
         Format::SystemctlShow => systemctl_show::parse(lines, facts),
         Format::ProcCgroup => proc_cgroup::parse(lines, facts),
+        Format::VllmLog => server::parse(lines, facts, Some(Framework::Vllm)),
+        Format::NcclLog
+        | Format::TorchLog
+        | Format::PythonTraceback
+        | Format::RayLog
+        | Format::DockerComposeLog
+        | Format::ContainerLog => server::parse(lines, facts, None),
+        Format::SglangCheckEnv => check_env::parse(lines, facts),
         // The prompt line itself is recognised; output under it that no
         // format claimed is not.
         Format::ShellPrompt => count_nonblank(lines.get(1..).unwrap_or_default()),

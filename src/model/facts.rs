@@ -1,5 +1,6 @@
 //! The bag of facts one analysis extracts from all of its inputs.
 
+use super::EnvReport;
 use super::{GpuHealth, KernelEvent, ProcCgroup, UnitProperties};
 use super::{
     GpuProcessRecord, GpuRecord, JournalEntry, Message, ProcessListing, PsRecord, ServerEvent,
@@ -27,4 +28,6 @@ pub struct Facts {
     pub unit_properties: Vec<UnitProperties>,
     /// One per process of `/proc/PID/cgroup`.
     pub proc_cgroups: Vec<ProcCgroup>,
+    /// `python -m sglang.check_env` listings.
+    pub env_reports: Vec<EnvReport>,
 }

@@ -4,7 +4,11 @@
 //! from; ingest fills a [`Facts`] and everything downstream reads it.
 
 mod cgroup;
+mod cuda;
+mod dist;
+mod env_report;
 mod facts;
+mod failure;
 mod gpu;
 mod gpu_health;
 mod journal;
@@ -13,12 +17,17 @@ mod message;
 mod names;
 mod process;
 mod server;
+mod startup;
 mod time;
 mod unit;
 mod unit_properties;
 
 pub use cgroup::{CgroupOwner, ProcCgroup};
+pub use cuda::{CudaOom, OomSource, ProcessMemory};
+pub use dist::{NcclDetail, NcclLevel, NcclLine, TorchDist, TorchDistKind};
+pub use env_report::{EnvGpu, EnvReport, Topology, TopologyRow};
 pub use facts::Facts;
+pub use failure::{ChainLink, Chained, CppAbort, Frame, PyException, VllmFailure, root_cause};
 pub use gpu::{GpuProcessRecord, GpuRecord, ProcessListing, ProcessListingKind, SmiHeader};
 pub use gpu_health::{EccCounter, EccKind, EccScope, GpuHealth, Reading, SickValue};
 pub use journal::JournalEntry;
@@ -26,7 +35,10 @@ pub use kernel::{KernelEvent, KernelEventKind, KernelTime, OomKill, OomTask, Xid
 pub use message::Message;
 pub use names::{GpuUuid, InvalidValue, Pid, UnitName};
 pub use process::PsRecord;
-pub use server::{Framework, MemoryImbalance, RankTag, ServerArgs, ServerEvent, ServerEventKind};
+pub use server::{
+    Framework, MemoryImbalance, RankTag, ServerArgs, ServerEvent, ServerEventKind, ServerProcess,
+};
+pub use startup::{Landmark, Uvicorn};
 pub use time::Timestamp;
 pub use unit::{CgroupMember, UnitStatus};
 pub use unit_properties::UnitProperties;

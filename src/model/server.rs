@@ -1,30 +1,53 @@
-//! Events a model server (SGLang, vLLM) reports about itself.
+//! Events a model server (SGLang, vLLM) and the libraries under it (PyTorch,
+//! NCCL) report about themselves, and the envelope every such event shares.
 
 use std::fmt;
 
 use super::Timestamp;
+use super::{CppAbort, CudaOom, Landmark, NcclLine, PyException, TorchDist, Uvicorn, VllmFailure};
 use crate::source::Span;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Framework {
     Sglang,
+    Vllm,
+    /// A PyTorch, NCCL or Python line in a stream that no SGLang or vLLM
+    /// line identified.
+    Unknown,
 }
 
 impl Framework {
     pub fn name(self) -> &'static str {
         match self {
             Framework::Sglang => "SGLang",
+            Framework::Vllm => "vLLM",
+            Framework::Unknown => "unknown",
         }
     }
 }
 
-/// The parallel ranks in a log prefix such as `[… DP0 TP3]`.
+/// The parallel ranks of a writer: an SGLang prefix such as `[… DP0 TP3]`, a
+/// process title such as `sglang::scheduler_DP0_TP0_EP0` or `VLLM::Worker_TP1`,
+/// a vLLM worker `rank=1`, or PyTorch's `[rank0]:`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Hash)]
 pub struct RankTag {
     pub dp: Option<u32>,
     pub pp: Option<u32>,
     pub tp: Option<u32>,
     pub ep: Option<u32>,
+    /// SGLang ≥ 0.5.9 attention context-parallel rank (`ATTN_CP`).
+    pub attn_cp: Option<u32>,
+    /// SGLang ≥ 0.5.9 MoE data-parallel rank (`MOE_DP`).
+    pub moe_dp: Option<u32>,
+    /// The process-group (world) rank: PyTorch's `[rank0]:`, vLLM's
+    /// `(VllmWorker rank=1 …)`.
+    pub global: Option<u32>,
+}
+
+impl RankTag {
+    pub fn is_empty(&self) -> bool {
+        *self == RankTag::default()
+    }
 }
 
 impl fmt::Display for RankTag {
@@ -32,8 +55,11 @@ impl fmt::Display for RankTag {
         let parts = [
             ("DP", self.dp),
             ("PP", self.pp),
+            ("ATTN_CP", self.attn_cp),
+            ("MOE_DP", self.moe_dp),
             ("TP", self.tp),
             ("EP", self.ep),
+            ("rank", self.global),
         ];
         let mut first = true;
         for (name, value) in parts {
@@ -49,17 +75,50 @@ impl fmt::Display for RankTag {
     }
 }
 
-/// The launch configuration a server logs at start-up (`server_args=…`).
+/// What a server process title or log prefix says about its writer:
+/// `sglang::scheduler_DP0_TP0_EP0`, `VLLM::Worker_TP1`, `EngineCore_DP0`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerProcess {
+    pub framework: Framework,
+    /// `scheduler`, `detokenizer`, `Worker`, `EngineCore`, `APIServer`, …
+    pub role: String,
+    pub rank: RankTag,
+    /// A trailing instance number without a rank name (`VLLM::APIServer_0`).
+    pub index: Option<u32>,
+    /// The name is exactly 15 bytes, the kernel's `comm` limit, so it may be
+    /// cut (`sglang::schedul`): the role is a prefix and ranks may be missing.
+    pub maybe_truncated: bool,
+}
+
+/// The launch configuration a server logs at start-up: SGLang's
+/// `server_args=…`, vLLM's `args: Namespace(…)`, `non-default args: {…}` and
+/// engine `config:` line. Only the keys rules need.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ServerArgs {
+    /// SGLang `model_path`, vLLM `model`.
     pub model_path: Option<String>,
+    pub served_model_name: Option<String>,
+    /// SGLang `tp_size`, vLLM `tensor_parallel_size`.
     pub tp_size: Option<u32>,
+    /// SGLang `pp_size`, vLLM `pipeline_parallel_size`.
     pub pp_size: Option<u32>,
+    /// SGLang `dp_size`, vLLM `data_parallel_size`.
     pub dp_size: Option<u32>,
+    pub ep_size: Option<u32>,
     pub base_gpu_id: Option<u32>,
     pub gpu_id_step: Option<u32>,
+    /// SGLang's static memory fraction (weights + KV pool).
     pub mem_fraction_static: Option<f64>,
+    /// vLLM's fraction of total GPU memory.
+    pub gpu_memory_utilization: Option<f64>,
+    /// vLLM `max_model_len` (`max_seq_len` in the engine config line),
+    /// SGLang `context_length`. `None` when left to the model's config.
+    pub max_model_len: Option<u64>,
+    pub host: Option<String>,
     pub port: Option<u32>,
+    pub dist_init_addr: Option<String>,
+    pub nnodes: Option<u32>,
+    pub node_rank: Option<u32>,
 }
 
 /// SGLang's TP memory balance check: `min < 0.9 * local`, all in GiB.
@@ -79,6 +138,16 @@ pub struct MemoryImbalance {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ServerEventKind {
     Args(ServerArgs),
+    /// A version the log states: `vLLM API server version 0.8.5`,
+    /// `sglang is using nccl==2.21.5`, NCCL's `NCCL version 2.21.5+cuda12.4`.
+    Version {
+        component: String,
+        version: String,
+    },
+    /// A start-up milestone with the numbers it logs.
+    Landmark(Landmark),
+    /// uvicorn, the HTTP server of both frameworks.
+    Uvicorn(Uvicorn),
     MemoryImbalance(MemoryImbalance),
     /// `Scheduler hit an exception: Traceback …` and its siblings.
     ChildException {
@@ -87,24 +156,55 @@ pub enum ServerEventKind {
     /// `Received sigquit from a child process.`: the main process is about to
     /// SIGKILL its process tree, itself included.
     SigquitFromChild,
+    /// SGLang `Rank 0 scheduler is dead. Please check if there are relevant logs.`
+    SchedulerDead {
+        rank: u32,
+    },
+    /// SGLang `Watchdog timeout (self.watchdog_timeout=300)`: a forward batch
+    /// did not finish in time; the process kills itself next.
+    WatchdogTimeout {
+        timeout_secs: Option<f64>,
+    },
     /// `The server is fired up and ready to roll!`
     Ready,
-    /// The closing line of a traceback that no more specific event describes.
-    Exception {
-        name: String,
-        message: String,
-    },
+    /// vLLM's reports that an engine or worker process failed (wrappers: the
+    /// cause is in that process's own lines before).
+    VllmFailure(VllmFailure),
+    /// The closing line of a Python traceback, or an exception line that is
+    /// unmistakable on its own. SGLang's memory-balance exception is a
+    /// [`ServerEventKind::MemoryImbalance`] instead.
+    Exception(PyException),
+    /// A C++ `std::terminate` report (`terminate called after throwing …`).
+    CppAbort(CppAbort),
+    /// Any line stating a CUDA out-of-memory error, with its numbers. An
+    /// exception line that states one yields both an `Exception` and this.
+    CudaOom(CudaOom),
+    /// An NCCL debug line worth keeping (warnings, version, communicator init).
+    Nccl(NcclLine),
+    /// PyTorch distributed (c10d) reports: watchdog timeouts, NCCL errors.
+    TorchDist(TorchDist),
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerEvent {
+    /// The framework that wrote the line, or whose log stream it appeared in.
     pub framework: Framework,
     pub kind: ServerEventKind,
     pub rank: Option<RankTag>,
     pub time: Option<Timestamp>,
-    /// The writer's PID when an outer layer (the journal) recorded it.
+    /// The writer's PID: from the line itself (vLLM's `(Worker_TP1 pid=N)`,
+    /// Ray's `(… pid=N)`, NCCL's `host:pid:tid`) or else from an outer layer
+    /// (the journal). Inside a container (`container` set) it is a PID of
+    /// the container's namespace, not the host's.
     pub pid: Option<u32>,
     /// The unit of the writer when an outer layer recorded it.
     pub unit: Option<String>,
+    /// The writer's name from a line prefix: vLLM `EngineCore_DP0`,
+    /// `VllmWorker`, Ray `WorkerDict`.
+    pub process: Option<String>,
+    /// The docker compose service (`sglang-1`) whose output this was.
+    pub container: Option<String>,
+    /// The host named by the line (NCCL's hostname, Ray's `ip=`).
+    pub host: Option<String>,
     pub span: Span,
 }

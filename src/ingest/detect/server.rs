@@ -1,16 +1,319 @@
-//! Detection of model-server logs: SGLang's `[YYYY-MM-DD HH:MM:SS TPn]` prefix.
+//! Detection of what a serving process writes: SGLang's and vLLM's own
+//! lines, the PyTorch, NCCL and Python lines they carry, the layers a
+//! supervisor or log viewer adds in front (docker compose, `docker logs -t`,
+//! Ray), and `python -m sglang.check_env`.
+//!
+//! Inside a server log, NCCL, c10, traceback and Ray-prefixed lines are
+//! ordinary content: they continue the open server segment rather than
+//! split it, so that one parser sees a traceback from start to end.
 
 use super::{Class, re};
 use crate::ingest::Format;
+use crate::ingest::server::is_vllm_process_name;
 
 re!(
     SGLANG,
     r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*\] "
 );
+re!(
+    VLLM,
+    r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[^\]\s]+:\d+\](?: |$)"
+);
+re!(
+    PROCESS,
+    r"^\((?:(?P<name>[A-Za-z_][\w.:-]*) )?(?:rank=\d+ )?pid=\d+(?:, ip=[0-9A-Fa-f.:]+)?\)(?: (?P<rest>.*))?$"
+);
+re!(
+    NCCL,
+    r"^(?:\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] )?[A-Za-z0-9][\w.-]*:\d+:\d+ \[-?\d+\] (?:[\w./-]+:\d+(?: \(\w+\))? )?NCCL (?:INFO|WARN|ERROR|ABORT|TRACE)\b"
+);
+re!(
+    C10,
+    r"^\[[IWEF](?:\d{3,4} \d\d:\d\d:\d\d(?:\.\d+)?)? (?:\d+ )?[\w.]+:\d+\]"
+);
+re!(TORCH_RANK, r"^\[rank\d+\]:");
+re!(
+    PYTHON,
+    r"^(?:Traceback \(most recent call last\):|terminate called after throwing an instance of ')"
+);
+re!(
+    COMPOSE,
+    r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]*) +\|(?: (?P<rest>.*))?$"
+);
+re!(COMPOSE_REPLICA, r"[-_]\d+$");
+re!(
+    VIEWER,
+    r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?P<frac>\.\d{1,9})?(?:Z|[+-]\d\d:\d\d) (?P<rest>.*)$"
+);
+re!(
+    CHECK_ENV,
+    r"^(?:Python: \d+\.\d+|CUDA available: (?:True|False)\s*$|NVIDIA Topology:)"
+);
 
-pub(super) fn sniff(line: &str, _current: Option<Format>) -> Option<Class> {
-    SGLANG.is_match(line).then_some(Class::Strong(
-        Format::SglangLog,
-        "[YYYY-MM-DD HH:MM:SS rank] prefix (SGLang)",
-    ))
+/// What a line (under its layers) is, for the segment it belongs to.
+enum Kind {
+    /// Only this framework writes such lines.
+    Framework(Format, &'static str),
+    /// Lines any server log may carry.
+    Content(Format, &'static str),
+}
+
+pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
+    use Class::*;
+    if let Some(c) = VIEWER.captures(line) {
+        let rest = c.name("rest").map_or("", |m| m.as_str());
+        // Nanoseconds and a zone are what docker and kubectl print; with
+        // anything less, trust it only in front of server output.
+        if c.name("frac").is_some() || kind(rest).is_some() {
+            return Some(Strong(
+                Format::ContainerLog,
+                "RFC 3339 timestamp before each line (docker logs -t, kubectl logs --timestamps)",
+            ));
+        }
+    }
+    if let Some(c) = COMPOSE.captures(line) {
+        let rest = c.name("rest").map_or("", |m| m.as_str());
+        if COMPOSE_REPLICA.is_match(&c["name"]) || kind(rest).is_some() {
+            return Some(Strong(
+                Format::DockerComposeLog,
+                "service name and `|` before each line (docker compose logs)",
+            ));
+        }
+    }
+    if CHECK_ENV.is_match(line) {
+        return Some(match current {
+            Some(Format::SglangCheckEnv) => Continue,
+            _ => Strong(
+                Format::SglangCheckEnv,
+                "Python/CUDA/GPU version listing (python -m sglang.check_env)",
+            ),
+        });
+    }
+    match kind(line)? {
+        Kind::Framework(format, why) => Some(Strong(format, why)),
+        Kind::Content(format, why) => Some(match current {
+            Some(f) if carries_content(f) => Continue,
+            _ => Strong(format, why),
+        }),
+    }
+}
+
+/// Server logs, and the content-only formats that a server line may follow.
+fn carries_content(format: Format) -> bool {
+    matches!(
+        format,
+        Format::SglangLog
+            | Format::VllmLog
+            | Format::NcclLog
+            | Format::TorchLog
+            | Format::PythonTraceback
+            | Format::RayLog
+    )
+}
+
+fn kind(line: &str) -> Option<Kind> {
+    if let Some(c) = PROCESS.captures(line) {
+        if c.name("name")
+            .is_some_and(|n| is_vllm_process_name(n.as_str()))
+        {
+            return Some(Kind::Framework(
+                Format::VllmLog,
+                "vLLM process prefix `(EngineCore_DP0 pid=N)`",
+            ));
+        }
+        let rest = c.name("rest").map_or("", |m| m.as_str());
+        return match kind(rest) {
+            Some(Kind::Framework(format, why)) => Some(Kind::Framework(format, why)),
+            _ => Some(Kind::Content(
+                Format::RayLog,
+                "Ray actor prefix `(Name pid=N, ip=…)`",
+            )),
+        };
+    }
+    // NCCL ≥ 2.26 stamps `[YYYY-MM-DD HH:MM:SS] `, like SGLang's main process.
+    if NCCL.is_match(line) {
+        return Some(Kind::Content(
+            Format::NcclLog,
+            "NCCL debug line `host:pid:tid [dev] NCCL …`",
+        ));
+    }
+    if SGLANG.is_match(line) {
+        return Some(Kind::Framework(
+            Format::SglangLog,
+            "[YYYY-MM-DD HH:MM:SS rank] prefix (SGLang)",
+        ));
+    }
+    if VLLM.is_match(line) {
+        return Some(Kind::Framework(
+            Format::VllmLog,
+            "LEVEL MM-DD HH:MM:SS [file.py:N] prefix (vLLM)",
+        ));
+    }
+    if C10.is_match(line) || TORCH_RANK.is_match(line) {
+        return Some(Kind::Content(
+            Format::TorchLog,
+            "PyTorch c10 `[E601 … file.cpp:N]` or `[rankN]:` prefix",
+        ));
+    }
+    if PYTHON.is_match(line) {
+        return Some(Kind::Content(
+            Format::PythonTraceback,
+            "Python traceback or C++ abort",
+        ));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ingest::Format::{self, *};
+    use crate::source::{Source, SourceId};
+
+    fn formats(text: &str) -> Vec<(Format, u32, u32)> {
+        let source = Source::new("t", text.as_bytes());
+        super::super::segment(SourceId(0), &source)
+            .into_iter()
+            .map(|s| (s.format, s.first_line, s.last_line))
+            .collect()
+    }
+
+    #[test]
+    fn each_server_format_is_its_own() {
+        let cases: [(&str, Format); 16] = [
+            (
+                "[2026-11-27 09:38:52.123 DP0 TP1] Load weight begin.",
+                SglangLog,
+            ),
+            (
+                "INFO 02-03 13:14:04 api_server.py:706] vLLM API server version 0.5.5",
+                VllmLog,
+            ),
+            (
+                "INFO 06-01 12:00:00 [api_server.py:1043] vLLM API server version 0.8.5",
+                VllmLog,
+            ),
+            (
+                "(APIServer pid=4200) INFO 06-01 12:00:00 [api_server.py:1805] x",
+                VllmLog,
+            ),
+            (
+                "\x1b[1;36m(VllmWorker rank=1 pid=4243)\x1b[0;0m Traceback (most recent call last):",
+                VllmLog,
+            ),
+            ("(Worker_PP1_TP0 pid=4250) anything", VllmLog),
+            (
+                "gpu-node-7:4318:4318 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
+                NcclLog,
+            ),
+            (
+                "[2025-06-01 12:00:10] gpu-node-7:4318:4401 [0] misc/shmutils.cc:72 NCCL WARN Error",
+                NcclLog,
+            ),
+            (
+                "[rank0]:[E601 12:30:00.426415540 ProcessGroupNCCL.cpp:629] [Rank 0] Watchdog",
+                TorchLog,
+            ),
+            (
+                "[E ProcessGroupNCCL.cpp:475] [Rank 1] Watchdog caught collective operation timeout",
+                TorchLog,
+            ),
+            ("Traceback (most recent call last):", PythonTraceback),
+            (
+                "(WorkerDict pid=3490362, ip=10.0.0.3) [rank0]: Traceback (most recent call last):",
+                RayLog,
+            ),
+            (
+                "\x1b[36msglang-1  |\x1b[0m [2026-11-27 09:38:52 TP1] hi",
+                DockerComposeLog,
+            ),
+            ("web_1  | anything at all", DockerComposeLog),
+            (
+                "2026-11-27T09:38:52.123456789Z [2026-11-27 09:38:52 TP1] hi",
+                ContainerLog,
+            ),
+            (
+                "Python: 3.10.12 (main, Nov 20 2023, 15:14:05) [GCC 11.4.0]",
+                SglangCheckEnv,
+            ),
+        ];
+        for (line, format) in cases {
+            assert_eq!(formats(line), [(format, 1, 1)], "{line}");
+        }
+    }
+
+    #[test]
+    fn content_lines_stay_inside_the_server_log_they_interrupt() {
+        let log = "\
+[2026-11-27 09:38:52 TP1] Scheduler hit an exception: Traceback (most recent call last):
+gpu-node-7:4318:4401 [1] NCCL INFO Channel 00/02 : 0 1
+[rank1]:[W601 12:30:00.000000000 ProcessGroupNCCL.cpp:1250] Warning: x
+(WorkerDict pid=1, ip=10.0.0.3) y
+Traceback (most recent call last):
+RuntimeError: boom
+[2026-11-27 09:38:53] Received sigquit from a child process.";
+        assert_eq!(formats(log), [(SglangLog, 1, 7)]);
+        // A content-only log that a framework line follows is split there.
+        assert_eq!(
+            formats(
+                "gpu-node-7:4318:4318 [0] NCCL INFO NCCL version 2.21.5\nINFO 06-01 12:00:00 [a.py:1] b"
+            ),
+            [(NcclLog, 1, 1), (VllmLog, 2, 2)]
+        );
+    }
+
+    #[test]
+    fn a_check_env_listing_is_one_segment() {
+        let listing = "\
+Python: 3.10.12 (main, Nov 20 2023, 15:14:05) [GCC 11.4.0]
+CUDA available: True
+GPU 0,1: NVIDIA H100 80GB HBM3
+PyTorch: 2.5.1+cu124
+NVIDIA Topology: 
+\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID
+GPU0\t X \tNV18\t0-55\t0\t\tN/A
+Legend:
+  X    = Self
+ulimit soft: 1048576";
+        assert_eq!(formats(listing), [(SglangCheckEnv, 1, 10)]);
+    }
+
+    #[test]
+    fn near_misses() {
+        // A healthy log whose model name says "error" is still one SGLang log.
+        assert_eq!(
+            formats(
+                "[2026-03-05 10:00:01] server_args=ServerArgs(model_path='/models/error-7b')\nERROR: not uvicorn"
+            ),
+            [(SglangLog, 1, 2)]
+        );
+        // A journal line carrying a vLLM line is the journal's.
+        assert_eq!(
+            formats("Jun 01 12:00:00 node vllm[4200]: INFO 06-01 12:00:00 [a.py:1] b"),
+            [(JournalShort, 1, 1)]
+        );
+        assert_eq!(
+            formats(
+                "2026-11-27T09:38:40+0000 ct200 python3[1]: Traceback (most recent call last):"
+            ),
+            [(JournalShortIso, 1, 1)]
+        );
+        // nvidia-smi's CSV names vLLM's processes; it is still nvidia-smi.
+        assert_eq!(
+            formats("GPU-5b1e0c3a-7d2f-4c88-9e61-0a7f3b2c9d14, 4318, VLLM::Worker_TP0, 1018 MiB"),
+            [(NvidiaSmiComputeApps, 1, 1)]
+        );
+        for text in [
+            "total | 42",
+            "2026-11-27T09:38:52Z hello",
+            "INFO: something",
+            "(not a prefix) hello",
+            "Python: snake",
+            "[E] x",
+            "host:1:2 NCCL WARN no device",
+            "  File \"x.py\", line 1, in f",
+            "RuntimeError: CUDA error: out of memory",
+        ] {
+            assert_eq!(formats(text), [(Unknown, 1, 1)], "{text}");
+        }
+    }
 }

@@ -10,7 +10,8 @@ use regex::Regex;
 
 use crate::correlate::{Gpu, GpuProcess, Incident, OwnerBasis, UnitEventKind};
 use crate::model::{
-    MemoryImbalance, Pid, ProcessListingKind, ServerArgs, ServerEvent, ServerEventKind, UnitName,
+    Framework, MemoryImbalance, Pid, ProcessListingKind, ServerArgs, ServerEvent, ServerEventKind,
+    UnitName,
 };
 use crate::rules::support::mib;
 use crate::rules::{
@@ -185,10 +186,13 @@ impl<'a> Analysis<'a> {
             });
         let failing_ranks: BTreeSet<u32> = events.iter().filter_map(|(e, _)| e.rank?.tp).collect();
         let rank_gpus = group_gpus(incident, args.map(|a| a.0), &failing_ranks);
+        // PIDs that wrote SGLang's own lines; another server's lines (uvicorn,
+        // tracebacks) in the same journal are not the failing server.
         let own_pids = incident
             .facts
             .server_events
             .iter()
+            .filter(|e| e.framework == Framework::Sglang)
             .filter_map(|e| e.pid)
             .collect();
         let target = target_unit(incident, events);

@@ -84,7 +84,7 @@ impl Rule for UnitExitNonzero {
                 .rev()
                 .filter(|e| e.span.source != span.source || e.span.line < span.line)
                 .find_map(|e| match &e.kind {
-                    ServerEventKind::Exception { name, message } => Some((e.span, name, message)),
+                    ServerEventKind::Exception(x) => Some((e.span, &x.name, &x.message)),
                     _ => None,
                 });
             if let Some((espan, name, _)) = last_exception {
@@ -121,7 +121,9 @@ impl Rule for UnitExitNonzero {
     }
 }
 
+/// The first line of a message, cut to fit a headline.
 fn shorten(text: &str) -> String {
+    let text = text.lines().next().unwrap_or("");
     match text.char_indices().nth(160) {
         Some((i, _)) => format!("{}…", &text[..i]),
         None => text.to_owned(),

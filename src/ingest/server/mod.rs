@@ -1,0 +1,348 @@
+//! Everything a GPU serving process writes, read line by line through one
+//! entry point ([`ServerLogParser::feed`]): SGLang and vLLM log lines, uvicorn,
+//! Python tracebacks, C++ aborts, PyTorch c10d and NCCL lines, CUDA OOM
+//! messages — under any layers a supervisor or log viewer added in front
+//! (journald, docker compose, `docker logs -t`, Ray, PyTorch's `[rank0]:`).
+//!
+//! Several processes write into one stream and their lines interleave
+//! (formats.md §0.7). State that spans lines (open tracebacks, a message
+//! that continues) is therefore kept per writer: per stream key built from
+//! the layers (journal PID and unit, compose service, `pid=` prefix,
+//! `[rankN]:`).
+
+mod args;
+mod layers;
+mod nccl;
+mod oom;
+mod sglang;
+mod sizes;
+mod title;
+mod torch;
+mod traceback;
+mod uvicorn;
+mod vllm;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+use chrono::{Datelike, NaiveDate, NaiveTime, Timelike};
+
+use super::Line;
+use crate::model::{
+    CudaOom, Facts, Framework, NcclDetail, OomSource, RankTag, ServerEvent, ServerEventKind,
+    Timestamp, TorchDist, TorchDistKind,
+};
+use crate::source::{Span, clean_line};
+
+pub(super) use title::is_vllm_process_name;
+pub use title::process_title;
+
+/// Metadata an outer layer (a journal entry) knows about a server line.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Outer {
+    pub pid: Option<u32>,
+    pub unit: Option<String>,
+    pub time: Option<Timestamp>,
+}
+
+/// A streaming reader of server output. Feed it every line of one input (or
+/// every message of one journal) in order.
+#[derive(Debug, Default)]
+pub(crate) struct ServerLogParser {
+    /// The framework of the input, when detection knew it: the default for
+    /// lines (tracebacks, NCCL) that do not say.
+    hint: Option<Framework>,
+    streams: BTreeMap<StreamKey, Stream>,
+}
+
+/// Who wrote a line, as far as its layers tell.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Writer {
+    pub time: Option<Timestamp>,
+    pub pid: Option<u32>,
+    pub unit: Option<String>,
+    pub container: Option<String>,
+    pub process: Option<String>,
+    pub host: Option<String>,
+    pub rank: Option<RankTag>,
+    pub framework: Option<Framework>,
+    pub key: StreamKey,
+}
+
+/// Lines with the same key come from one writer, in order.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct StreamKey {
+    pub outer_pid: Option<u32>,
+    pub unit: Option<String>,
+    pub container: Option<String>,
+    pub process_pid: Option<u32>,
+    pub torch_rank: Option<u32>,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Stream {
+    /// The framework this writer's own lines showed.
+    framework: Option<Framework>,
+    tracebacks: traceback::Tracebacks,
+}
+
+/// Parses a segment of server output; returns the number of lines it did not
+/// recognise.
+pub fn parse(lines: &[Line<'_>], facts: &mut Facts, hint: Option<Framework>) -> u32 {
+    let mut parser = ServerLogParser::new(hint);
+    let outer = Outer::default();
+    lines
+        .iter()
+        .filter(|l| !parser.feed(l.text, l.span, &outer, facts))
+        .count() as u32
+}
+
+impl ServerLogParser {
+    pub fn new(hint: Option<Framework>) -> ServerLogParser {
+        ServerLogParser {
+            hint,
+            streams: BTreeMap::new(),
+        }
+    }
+
+    /// Reads one line (or one line of a journal message, with the entry's
+    /// metadata in `outer`); returns whether it was recognised.
+    pub fn feed(&mut self, text: &str, span: Span, outer: &Outer, facts: &mut Facts) -> bool {
+        // Journal messages arrive uncleaned; vLLM's records end in `\r`.
+        let text = clean_line(text);
+        let mut writer = Writer::from_outer(outer);
+        let payload = layers::peel(&text, &mut writer);
+        let stream = self.streams.entry(writer.key.clone()).or_default();
+        if stream.framework.is_none() {
+            stream.framework = writer.framework;
+        }
+        let mut cx = Cx {
+            writer: &writer,
+            stream,
+            facts,
+            span,
+            hint: self.hint,
+        };
+        cx.dispatch(payload)
+    }
+}
+
+/// One line being read: its writer, that writer's state, and where events go.
+pub(super) struct Cx<'a> {
+    writer: &'a Writer,
+    stream: &'a mut Stream,
+    facts: &'a mut Facts,
+    span: Span,
+    hint: Option<Framework>,
+}
+
+impl Cx<'_> {
+    fn dispatch(&mut self, payload: &str) -> bool {
+        // NCCL ≥ 2.26 stamps its warnings `[YYYY-MM-DD HH:MM:SS] `, which
+        // looks like an SGLang main-process prefix: try NCCL first.
+        if let Some(line) = nccl::parse(payload) {
+            self.stream.tracebacks.end_continuation();
+            self.nccl(line);
+            return true;
+        }
+        if let Some(line) = sglang::parse_prefix(payload) {
+            self.stream.framework = Some(Framework::Sglang);
+            self.stream.tracebacks.end_continuation();
+            self.sglang(line);
+            return true;
+        }
+        if let Some(record) = vllm::parse_record(payload, self.writer.time) {
+            self.stream.framework = Some(Framework::Vllm);
+            self.vllm(record);
+            return true;
+        }
+        if let Some(line) = torch::parse_c10(payload, self.writer.time) {
+            self.stream.tracebacks.end_continuation();
+            self.c10(line);
+            return true;
+        }
+        if let Some(event) = uvicorn::parse(payload) {
+            self.stream.tracebacks.end_continuation();
+            if let Some(event) = event {
+                let time = self.writer.time;
+                self.push(ServerEventKind::Uvicorn(event), None, None, time);
+            }
+            return true;
+        }
+        let time = self.writer.time;
+        if self.plain(payload, None, time) {
+            return true;
+        }
+        // A line no structure explains, but whose text is unmistakable.
+        self.detect(payload, None, None, time)
+    }
+
+    fn framework(&self) -> Framework {
+        self.stream
+            .framework
+            .or(self.writer.framework)
+            .or(self.hint)
+            .unwrap_or(Framework::Unknown)
+    }
+
+    /// Records an event of this line; returns its index in `server_events`.
+    fn push(
+        &mut self,
+        kind: ServerEventKind,
+        framework: Option<Framework>,
+        rank: Option<RankTag>,
+        time: Option<Timestamp>,
+    ) -> usize {
+        let w = self.writer;
+        self.facts.server_events.push(ServerEvent {
+            framework: framework.unwrap_or_else(|| self.framework()),
+            kind,
+            rank: rank.or(w.rank),
+            time: time.or(w.time),
+            pid: w.pid,
+            unit: w.unit.clone(),
+            process: w.process.clone(),
+            container: w.container.clone(),
+            host: w.host.clone(),
+            span: self.span,
+        });
+        self.facts.server_events.len() - 1
+    }
+
+    /// Runs the detectors that recognise a failure by its text alone (CUDA
+    /// OOM, c10d watchdog and NCCL errors, vLLM's process failures) and
+    /// records what they find; returns whether any did.
+    fn detect(
+        &mut self,
+        text: &str,
+        exception: Option<&str>,
+        rank: Option<RankTag>,
+        time: Option<Timestamp>,
+    ) -> bool {
+        let found = findings(text, exception);
+        let any = !found.is_empty();
+        for (kind, framework) in found {
+            self.push(kind, framework, rank, time);
+        }
+        any
+    }
+
+    fn nccl(&mut self, line: nccl::NcclParsed) {
+        let nccl::NcclParsed { line, time } = line;
+        let time = time.or(self.writer.time);
+        let oom = matches!(&line.detail, NcclDetail::CudaFailure { error, .. } if error == "out of memory");
+        let version = match &line.detail {
+            NcclDetail::Version(v) => Some(v.clone()),
+            _ => None,
+        };
+        let keep = nccl::worth_keeping(&line);
+        let (pid, host) = (line.pid, line.host.clone());
+        let mut pushed = Vec::new();
+        if let Some(version) = version {
+            let kind = ServerEventKind::Version {
+                component: "NCCL".to_owned(),
+                version,
+            };
+            pushed.push(self.push(kind, None, None, time));
+        }
+        if keep {
+            pushed.push(self.push(ServerEventKind::Nccl(line), None, None, time));
+        }
+        if oom {
+            let kind = ServerEventKind::CudaOom(CudaOom::new(OomSource::Nccl));
+            pushed.push(self.push(kind, None, None, time));
+        }
+        // The NCCL line names its own writer: that beats the outer layers.
+        for i in pushed {
+            let event = &mut self.facts.server_events[i];
+            event.pid = Some(pid);
+            event.host = Some(host.clone());
+        }
+    }
+
+    fn c10(&mut self, line: torch::C10Line<'_>) {
+        let mut found = findings(line.message, None);
+        let typed = found
+            .iter()
+            .any(|(k, _)| matches!(k, ServerEventKind::TorchDist(_)));
+        if !typed && matches!(line.level, 'E' | 'F') {
+            found.push((
+                ServerEventKind::TorchDist(TorchDist {
+                    level: None,
+                    source: None,
+                    rank: torch::message_rank(line.message),
+                    kind: TorchDistKind::Other {
+                        message: line.message.to_owned(),
+                    },
+                }),
+                None,
+            ));
+        }
+        for (mut kind, framework) in found {
+            if let ServerEventKind::TorchDist(t) = &mut kind {
+                t.level = Some(line.level);
+                t.source = Some(line.source.to_owned());
+            }
+            self.push(kind, framework, None, line.time);
+        }
+    }
+}
+
+/// Text-only detectors, in a fixed order. The framework is set when the text
+/// names it.
+fn findings(text: &str, exception: Option<&str>) -> Vec<(ServerEventKind, Option<Framework>)> {
+    let mut found = Vec::new();
+    if let Some(mut oom) = oom::parse(text) {
+        oom.exception = exception.map(str::to_owned);
+        found.push((ServerEventKind::CudaOom(oom), None));
+    }
+    if let Some(dist) = torch::detect(text) {
+        found.push((ServerEventKind::TorchDist(dist), None));
+    }
+    if let Some(failure) = vllm::failure(text) {
+        found.push((ServerEventKind::VllmFailure(failure), Some(Framework::Vllm)));
+    }
+    found
+}
+
+/// `09:38:52` + `123456789` → a time of day; the fraction is right-padded
+/// (`.5` is half a second, `.000100` is 100 µs).
+pub(super) fn time_of_day(hms: &str, frac: Option<&str>) -> Option<NaiveTime> {
+    let time = NaiveTime::parse_from_str(hms, "%H:%M:%S").ok()?;
+    let Some(digits) = frac else {
+        return Some(time);
+    };
+    let nanos: u32 = format!("{digits:0<9}").get(..9)?.parse().ok()?;
+    time.with_nanosecond(nanos)
+}
+
+/// A timestamp printed without a year (vLLM, c10). The year comes from the
+/// outer layer's timestamp when that has one (stepping over New Year), else
+/// 2000 stands in — a leap year, so Feb 29 survives — and `year_known` is false.
+pub(super) fn yearless(
+    month: u32,
+    day: u32,
+    time: NaiveTime,
+    reference: Option<Timestamp>,
+) -> Option<Timestamp> {
+    let (year, known) = match reference.filter(|r| r.year_known) {
+        Some(r) => {
+            let (ref_year, ref_month) = (r.local.year(), r.local.month());
+            let year = match (month, ref_month) {
+                (12, 1) => ref_year - 1,
+                (1, 12) => ref_year + 1,
+                _ => ref_year,
+            };
+            (year, true)
+        }
+        None => (2000, false),
+    };
+    let date = NaiveDate::from_ymd_opt(year, month, day)?;
+    Some(Timestamp {
+        local: date.and_time(time),
+        offset_secs: None,
+        year_known: known,
+    })
+}

@@ -1,0 +1,135 @@
+//! NCCL debug lines (`NCCL_DEBUG=WARN|INFO`, formats.md §10.2):
+//! `[YYYY-MM-DD HH:MM:SS] host:pid:tid [dev] file:line (func) NCCL WARN msg`,
+//! the timestamp from 2.26, the function from 2.27. Warnings are kept, and of
+//! the many INFO lines only those naming the version or a rank's GPU.
+
+use std::sync::LazyLock;
+
+use chrono::NaiveDateTime;
+use regex::Regex;
+
+use crate::model::{NcclDetail, NcclLevel, NcclLine, Timestamp};
+
+static LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^(?:\[(?P<ts>\d{4}-\d\d-\d\d\x20\d\d:\d\d:\d\d)\]\x20)?
+        (?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<tid>\d+)\x20\[(?P<dev>-?\d+)\]\x20
+        (?:(?P<source>[\w./-]+:\d+)(?:\x20\((?P<func>\w+)\))?\x20)?
+        NCCL\x20(?P<level>INFO|WARN|ERROR|ABORT|TRACE)(?:\x20(?P<msg>.*))?$",
+    )
+    .expect("nccl line regex")
+});
+
+static VERSION: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^NCCL version (?P<v>\S+)").expect("nccl version regex"));
+
+static COMM_INIT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"comm 0x[0-9a-f]+ rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<dev>\d+)(?: nvmlDev \d+)? busId (?P<bus>[0-9a-f]+).* Init COMPLETE",
+    )
+    .expect("nccl comm init regex")
+});
+
+static CUDA_FAILURE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"Cuda failure (?:(?P<code>\d+) )?'(?P<error>[^']+)'").expect("cuda failure regex")
+});
+
+pub(super) struct NcclParsed {
+    pub line: NcclLine,
+    pub time: Option<Timestamp>,
+}
+
+pub(super) fn parse(text: &str) -> Option<NcclParsed> {
+    let c = LINE.captures(text)?;
+    let level = match &c["level"] {
+        "INFO" => NcclLevel::Info,
+        "WARN" => NcclLevel::Warn,
+        "ERROR" => NcclLevel::Error,
+        "ABORT" => NcclLevel::Abort,
+        _ => NcclLevel::Trace,
+    };
+    let message = c.name("msg").map_or("", |m| m.as_str()).to_owned();
+    let detail = detail(&message);
+    let time = c.name("ts").and_then(|ts| {
+        let local = NaiveDateTime::parse_from_str(ts.as_str(), "%Y-%m-%d %H:%M:%S").ok()?;
+        Some(Timestamp {
+            local,
+            offset_secs: None,
+            year_known: true,
+        })
+    });
+    Some(NcclParsed {
+        line: NcclLine {
+            host: c["host"].to_owned(),
+            pid: c["pid"].parse().ok()?,
+            tid: c["tid"].parse().ok()?,
+            cuda_dev: c["dev"].parse().ok(),
+            level,
+            source: c.name("source").map(|m| m.as_str().to_owned()),
+            function: c.name("func").map(|m| m.as_str().to_owned()),
+            message,
+            detail,
+        },
+        time,
+    })
+}
+
+/// Warnings and errors always; INFO only when it says something rules use.
+pub(super) fn worth_keeping(line: &NcclLine) -> bool {
+    line.level != NcclLevel::Info || line.detail != NcclDetail::None
+}
+
+fn detail(message: &str) -> NcclDetail {
+    if let Some(c) = VERSION.captures(message) {
+        return NcclDetail::Version(c["v"].to_owned());
+    }
+    if let Some(c) = CUDA_FAILURE.captures(message) {
+        return NcclDetail::CudaFailure {
+            code: c.name("code").and_then(|m| m.as_str().parse().ok()),
+            error: c["error"].to_owned(),
+        };
+    }
+    if let Some(c) = COMM_INIT.captures(message) {
+        if let (Ok(rank), Ok(nranks), Ok(cuda_dev)) =
+            (c["rank"].parse(), c["nranks"].parse(), c["dev"].parse())
+        {
+            return NcclDetail::CommInit {
+                rank,
+                nranks,
+                cuda_dev,
+                bus_id: bus_id(&c["bus"]),
+            };
+        }
+    }
+    NcclDetail::None
+}
+
+/// NCCL prints a bus id as the hex number of its digits (`0000:18:00.0` →
+/// `18000`); pad it back and re-punctuate.
+fn bus_id(hex: &str) -> Option<String> {
+    if hex.len() > 12 {
+        return None;
+    }
+    let padded = format!("{hex:0>9}");
+    let (domain, rest) = padded.split_at(padded.len() - 5);
+    let domain = &domain[domain.len().saturating_sub(4)..];
+    Some(format!(
+        "{:0>4}:{}:{}.{}",
+        domain,
+        &rest[0..2],
+        &rest[2..4],
+        &rest[4..5]
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bus_ids() {
+        assert_eq!(bus_id("18000").as_deref(), Some("0000:18:00.0"));
+        assert_eq!(bus_id("bd000").as_deref(), Some("0000:bd:00.0"));
+        assert_eq!(bus_id("11a000").as_deref(), Some("0001:1a:00.0"));
+    }
+}

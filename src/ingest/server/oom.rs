@@ -1,0 +1,187 @@
+//! CUDA out-of-memory messages in every PyTorch variant (signatures.md C1,
+//! C2): the caching allocator's `Tried to allocate …` with the ≤ 2.0
+//! parenthesis or the 2.1+ sentences and per-process list, and the raw
+//! `CUDA error: out of memory`. Every size becomes bytes.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::sizes::parse_size;
+use crate::model::{CudaOom, OomSource, ProcessMemory};
+
+/// A PyTorch `format_size` value: `512 bytes`, `20.00 MiB`, `79.15 GiB`.
+const SIZE: &str = r"[0-9]+(?:\.[0-9]+)?\x20?(?:bytes|KiB|MiB|GiB|TiB|B)";
+
+macro_rules! re {
+    ($name:ident, $pattern:expr) => {
+        static $name: LazyLock<Regex> = LazyLock::new(|| {
+            let pattern = $pattern.replace("SIZE", SIZE);
+            Regex::new(&pattern).expect($pattern)
+        });
+    };
+}
+
+re!(
+    TRIED,
+    r"(?:CUDA out of memory|Out of memory)\. Tried to allocate (?P<n>SIZE)"
+);
+re!(
+    OLD_DETAILS,
+    r"\(GPU (?P<gpu>\d+); (?P<total>SIZE) total capacity; (?P<alloc>SIZE) already allocated; (?P<free>SIZE) free; (?:(?P<allowed>SIZE) allowed; )?(?P<reserved>SIZE) reserved in total by PyTorch\)"
+);
+re!(
+    CAPACITY,
+    r"GPU (?P<gpu>\d+) has a total capaci?ty of (?P<total>SIZE) of which (?P<free>SIZE) is free"
+);
+re!(
+    PROCESS,
+    r"Process (?P<pid>\d+) has (?P<n>SIZE) memory in use"
+);
+re!(
+    THIS_PROCESS,
+    r"Including non-PyTorch memory, this process has (?P<n>SIZE) memory in use"
+);
+re!(ALLOWED, r"(?P<n>SIZE) allowed;");
+re!(
+    ALLOCATED,
+    r"Of the allocated memory (?P<n>SIZE) is allocated by PyTorch"
+);
+re!(PRIVATE, r"with (?P<n>SIZE) allocated in private pools");
+re!(
+    UNALLOCATED,
+    r"(?P<n>SIZE) is reserved by PyTorch but unallocated"
+);
+
+/// Reads an OOM message anywhere in `text`; `None` when there is none.
+pub(super) fn parse(text: &str) -> Option<CudaOom> {
+    if !text.contains("out of memory") && !text.contains("Out of memory") {
+        return None;
+    }
+    let size = |re: &Regex, group: &str| {
+        re.captures(text)
+            .and_then(|c| c.name(group).and_then(|m| parse_size(m.as_str())))
+    };
+    if let Some(tried) = TRIED.captures(text) {
+        let mut oom = CudaOom::new(OomSource::Allocator);
+        oom.tried_bytes = parse_size(&tried["n"]);
+        if let Some(c) = OLD_DETAILS.captures(text) {
+            let get = |g: &str| c.name(g).and_then(|m| parse_size(m.as_str()));
+            oom.gpu = c["gpu"].parse().ok();
+            oom.total_bytes = get("total");
+            oom.allocated_bytes = get("alloc");
+            oom.free_bytes = get("free");
+            oom.allowed_bytes = get("allowed");
+            oom.reserved_bytes = get("reserved");
+        } else if let Some(c) = CAPACITY.captures(text) {
+            oom.gpu = c["gpu"].parse().ok();
+            oom.total_bytes = parse_size(&c["total"]);
+            oom.free_bytes = parse_size(&c["free"]);
+            oom.allowed_bytes = size(&ALLOWED, "n");
+            oom.allocated_bytes = size(&ALLOCATED, "n");
+            oom.private_pool_bytes = size(&PRIVATE, "n");
+            oom.reserved_unallocated_bytes = size(&UNALLOCATED, "n");
+        }
+        oom.this_process_bytes = size(&THIS_PROCESS, "n");
+        oom.processes = PROCESS
+            .captures_iter(text)
+            .filter_map(|c| {
+                Some(ProcessMemory {
+                    pid: c["pid"].parse().ok()?,
+                    bytes: parse_size(&c["n"])?,
+                })
+            })
+            .collect();
+        return Some(oom);
+    }
+    if text.contains("CUDA error: out of memory") || text.contains("CUDA_ERROR_OUT_OF_MEMORY") {
+        return Some(CudaOom::new(OomSource::CudaRuntime));
+    }
+    if text.contains("Cuda failure") && text.contains("'out of memory'") {
+        return Some(CudaOom::new(OomSource::Nccl));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+    const MIB: f64 = 1024.0 * 1024.0;
+
+    fn b(x: f64, unit: f64) -> Option<u64> {
+        Some((x * unit).round() as u64)
+    }
+
+    #[test]
+    fn pytorch_2_5_with_several_processes() {
+        let oom = parse("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.06 GiB is free. Process 12345 has 40.12 GiB memory in use. Process 23456 has 2.50 GiB memory in use. Including non-PyTorch memory, this process has 35.45 GiB memory in use. Of the allocated memory 33.20 GiB is allocated by PyTorch, with 1.50 GiB allocated in private pools (e.g., CUDA Graphs), and 812.34 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)").unwrap();
+        assert_eq!(oom.source, OomSource::Allocator);
+        assert_eq!(oom.gpu, Some(0));
+        assert_eq!(oom.tried_bytes, Some(2 << 30));
+        assert_eq!(oom.total_bytes, b(79.15, GIB));
+        assert_eq!(oom.free_bytes, b(1.06, GIB));
+        assert_eq!(oom.this_process_bytes, b(35.45, GIB));
+        assert_eq!(oom.allocated_bytes, b(33.20, GIB));
+        assert_eq!(oom.private_pool_bytes, b(1.50, GIB));
+        assert_eq!(oom.reserved_unallocated_bytes, b(812.34, MIB));
+        assert_eq!(oom.reserved_bytes, None);
+        assert_eq!(
+            oom.processes,
+            vec![
+                ProcessMemory {
+                    pid: 12345,
+                    bytes: b(40.12, GIB).unwrap()
+                },
+                ProcessMemory {
+                    pid: 23456,
+                    bytes: b(2.50, GIB).unwrap()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn pytorch_2_0_parenthesis_and_2_1_typo() {
+        let old = parse("RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 79.15 GiB total capacity; 77.50 GiB already allocated; 11.81 MiB free; 78.20 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF").unwrap();
+        assert_eq!((old.gpu, old.tried_bytes), (Some(0), Some(20 << 20)));
+        assert_eq!(old.total_bytes, b(79.15, GIB));
+        assert_eq!(old.allocated_bytes, b(77.50, GIB));
+        assert_eq!(old.free_bytes, b(11.81, MIB));
+        assert_eq!(old.reserved_bytes, b(78.20, GIB));
+        assert!(old.processes.is_empty());
+        let allowed = parse("CUDA out of memory. Tried to allocate 512 bytes (GPU 3; 39.39 GiB total capacity; 1.00 GiB already allocated; 0 bytes free; 2.00 GiB allowed; 1.50 GiB reserved in total by PyTorch)").unwrap();
+        assert_eq!(
+            (allowed.gpu, allowed.tried_bytes, allowed.free_bytes),
+            (Some(3), Some(512), Some(0))
+        );
+        assert_eq!(allowed.allowed_bytes, Some(2 << 30));
+        let typo = parse("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 1 has a total capacty of 23.65 GiB of which 512.00 KiB is free. Process 999 has 23.64 GiB memory in use. Of the allocated memory 22.00 GiB is allocated by PyTorch, and 1.00 GiB is reserved by PyTorch but unallocated.").unwrap();
+        assert_eq!((typo.gpu, typo.free_bytes), (Some(1), Some(512 * 1024)));
+        assert_eq!(typo.processes.len(), 1);
+        assert_eq!(typo.this_process_bytes, None);
+    }
+
+    #[test]
+    fn raw_cuda_and_nccl_variants_and_near_misses() {
+        assert_eq!(
+            parse("RuntimeError: CUDA error: out of memory")
+                .unwrap()
+                .source,
+            OomSource::CudaRuntime
+        );
+        assert_eq!(
+            parse("misc/x.cc:1 NCCL WARN Cuda failure 2 'out of memory'")
+                .unwrap()
+                .source,
+            OomSource::Nccl
+        );
+        assert_eq!(
+            parse("Prefill out of memory. Try to lower your batch size."),
+            None
+        );
+        assert_eq!(parse("KV cache pool is full. Retract requests."), None);
+        assert_eq!(parse("--out-of-memory-guard enabled"), None);
+    }
+}

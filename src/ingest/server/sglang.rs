@@ -1,0 +1,260 @@
+//! SGLang's own lines: `[YYYY-MM-DD HH:MM:SS(.mmm) DPn PPn ATTN_CPn MOE_DPn
+//! TPn EPn] message` (formats.md §8): launch arguments, start-up landmarks,
+//! the failure path (`… hit an exception:`, sigquit, dead scheduler) and the
+//! TP memory-balance check.
+
+use std::sync::LazyLock;
+
+use chrono::NaiveDateTime;
+use regex::Regex;
+
+use super::args::parse_server_args;
+use super::sizes::gib_bytes;
+use super::{Cx, title, uvicorn};
+use crate::model::{Framework, Landmark, MemoryImbalance, RankTag, ServerEventKind, Timestamp};
+
+static PREFIX: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^\[
+        (?P<ts>\d{4}-\d\d-\d\d\x20\d\d:\d\d:\d\d)(?:\.(?P<ms>\d{3}))?
+        (?P<ranks>(?:\x20(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)
+        \]\x20(?P<msg>.*)$",
+    )
+    .expect("sglang prefix regex")
+});
+
+static IMBALANCE_NUMBERS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?P<label>min_per_gpu_memory|pre_model_load_memory)=(?P<min>[0-9.eE+-]+), local_gpu_memory=(?P<local>[0-9.eE+-]+), local_gpu_memory \* 0\.9=(?P<thr>[0-9.eE+-]+)",
+    )
+    .expect("imbalance regex")
+});
+
+static CHILD_EXCEPTION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?P<who>\w+) hit an exception: ").expect("child exception regex")
+});
+
+static SCHEDULER_DEAD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^Rank (?P<rank>\d+) scheduler is dead\.").expect("scheduler dead regex")
+});
+
+static WATCHDOG: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)watchdog timeout \(self\.watchdog_timeout=(?P<secs>[0-9.]+)")
+        .expect("watchdog regex")
+});
+
+static NCCL_VERSION: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^sglang is using nccl==(?P<v>\S+)").expect("nccl version regex"));
+
+/// `name=12.34 GB` / `name: 12.34 GB` and plain `name=123` fields of the
+/// landmark lines, wherever they sit in the message.
+static GB_FIELD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?P<key>avail mem|mem usage|available_gpu_mem|\bK size|\bV size|\bKV size)[=:]\x20?(?P<n>[0-9]+(?:\.[0-9]+)?)\x20?GB",
+    )
+    .expect("GB field regex")
+});
+static NUM_FIELD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?P<key>elapsed|Time elapsed|#tokens|max_total_num_tokens|max_prefill_tokens|max_running_requests|context_len)[=:]\x20?(?P<n>-?[0-9]+(?:\.[0-9]+)?)",
+    )
+    .expect("number field regex")
+});
+static TYPE_FIELD: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\b(?P<key>type|dtype)=(?P<v>[\w.]+)").expect("type field regex"));
+
+pub(super) const IMBALANCE_TEXT: &str =
+    "The memory capacity is unbalanced. Some GPUs may be occupied by other processes.";
+
+pub(super) struct SglangLine<'t> {
+    pub time: Option<Timestamp>,
+    pub rank: Option<RankTag>,
+    pub message: &'t str,
+}
+
+pub(super) fn parse_prefix(text: &str) -> Option<SglangLine<'_>> {
+    let c = PREFIX.captures(text)?;
+    Some(SglangLine {
+        time: parse_time(&c["ts"], c.name("ms").map(|m| m.as_str())),
+        rank: parse_ranks(&c["ranks"]),
+        message: c.name("msg").map_or("", |m| m.as_str()),
+    })
+}
+
+impl Cx<'_> {
+    pub(super) fn sglang(&mut self, line: SglangLine<'_>) {
+        let SglangLine {
+            time,
+            rank,
+            message: msg,
+        } = line;
+        let time = time.or(self.writer.time);
+        let rank = rank.or(self.writer.rank);
+        let sglang = Some(Framework::Sglang);
+        let push = |cx: &mut Cx<'_>, kind| cx.push(kind, sglang, rank, time);
+        if let Some(args) = msg.strip_prefix("server_args=") {
+            push(self, ServerEventKind::Args(parse_server_args(args)));
+        } else if let Some(c) = CHILD_EXCEPTION.captures(msg) {
+            let component = c["who"].to_owned();
+            push(self, ServerEventKind::ChildException { component });
+            if msg.contains("Traceback (most recent call last):") {
+                self.open_traceback(rank, time);
+            }
+        } else if msg.starts_with("Received sigquit from a child process")
+            || msg.starts_with("SIGQUIT received.")
+        {
+            push(self, ServerEventKind::SigquitFromChild);
+        } else if msg.starts_with("The server is fired up and ready to roll!") {
+            push(self, ServerEventKind::Ready);
+        } else if msg.contains(IMBALANCE_TEXT) {
+            // Logged as a warning when the check is disabled; exception lines
+            // normally arrive unprefixed, but accept them here too.
+            let exception = super::traceback::exception_line(msg).map(|(name, _)| name.to_owned());
+            push(
+                self,
+                ServerEventKind::MemoryImbalance(parse_imbalance(msg, exception)),
+            );
+        } else if msg.starts_with("Traceback (most recent call last):") {
+            self.open_traceback(rank, time);
+        } else if let Some(c) = SCHEDULER_DEAD.captures(msg) {
+            if let Ok(rank) = c["rank"].parse() {
+                push(self, ServerEventKind::SchedulerDead { rank });
+            }
+        } else if let Some(c) = WATCHDOG.captures(msg) {
+            let timeout_secs = c["secs"].parse().ok();
+            push(self, ServerEventKind::WatchdogTimeout { timeout_secs });
+        } else if let Some(c) = NCCL_VERSION.captures(msg) {
+            let version = c["v"].to_owned();
+            let component = "NCCL".to_owned();
+            push(self, ServerEventKind::Version { component, version });
+        } else if let Some(landmark) = landmark(msg) {
+            push(self, ServerEventKind::Landmark(landmark));
+        } else if let Some(event) = uvicorn::parse(msg) {
+            if let Some(event) = event {
+                push(self, ServerEventKind::Uvicorn(event));
+            }
+        } else {
+            self.detect(msg, None, rank, time);
+        }
+    }
+}
+
+/// The start-up milestones of formats.md §8.2, by their fixed lead-ins.
+fn landmark(msg: &str) -> Option<Landmark> {
+    let gb = |key: &str| {
+        GB_FIELD
+            .captures_iter(msg)
+            .find(|c| &c["key"] == key)
+            .and_then(|c| gib_bytes(&c["n"]))
+    };
+    let num = |key: &str| {
+        NUM_FIELD
+            .captures_iter(msg)
+            .find(|c| &c["key"] == key)
+            .map(|c| c["n"].to_owned())
+    };
+    let secs = |key: &str| num(key).and_then(|n| n.parse::<f64>().ok());
+    let int = |key: &str| num(key).and_then(|n| n.parse::<u64>().ok());
+    let word = |key: &str| {
+        TYPE_FIELD
+            .captures_iter(msg)
+            .find(|c| &c["key"] == key)
+            .map(|c| c["v"].to_owned())
+    };
+    let landmark = if msg.starts_with("Init torch distributed begin") {
+        Landmark::InitDistributedBegin
+    } else if msg.starts_with("Init torch distributed ends")
+        || msg.starts_with("Init parallel ends")
+    {
+        Landmark::InitDistributedEnd {
+            elapsed_secs: secs("elapsed"),
+            mem_usage_bytes: gb("mem usage"),
+        }
+    } else if msg.starts_with("Memory baseline taken") {
+        Landmark::MemoryBaseline {
+            mem_usage_bytes: gb("mem usage"),
+        }
+    } else if msg.starts_with("Load weight begin") {
+        Landmark::LoadWeightBegin {
+            avail_bytes: gb("avail mem"),
+        }
+    } else if msg.starts_with("Load weight end") {
+        Landmark::LoadWeightEnd {
+            elapsed_secs: secs("elapsed"),
+            model_type: word("type"),
+            dtype: word("dtype"),
+            avail_bytes: gb("avail mem"),
+            mem_usage_bytes: gb("mem usage"),
+        }
+    } else if msg.starts_with("KV Cache is allocated") {
+        Landmark::KvCacheAllocated {
+            tokens: int("#tokens"),
+            k_bytes: gb("K size"),
+            v_bytes: gb("V size"),
+            kv_bytes: gb("KV size"),
+        }
+    } else if msg.starts_with("Memory pool end") {
+        Landmark::MemoryPoolEnd {
+            avail_bytes: gb("avail mem"),
+        }
+    } else if msg.starts_with("Capture cuda graph begin") {
+        Landmark::CaptureCudaGraphBegin {
+            avail_bytes: gb("avail mem"),
+        }
+    } else if msg.starts_with("Capture cuda graph end") {
+        Landmark::CaptureCudaGraphEnd {
+            elapsed_secs: secs("Time elapsed"),
+            mem_usage_bytes: gb("mem usage"),
+            avail_bytes: gb("avail mem"),
+        }
+    } else if msg.starts_with("max_total_num_tokens=") {
+        Landmark::MaxTotalTokens {
+            max_total_num_tokens: int("max_total_num_tokens")?,
+            max_prefill_tokens: int("max_prefill_tokens"),
+            max_running_requests: int("max_running_requests"),
+            context_len: int("context_len"),
+            available_gpu_mem_bytes: gb("available_gpu_mem"),
+        }
+    } else {
+        return None;
+    };
+    Some(landmark)
+}
+
+fn parse_time(ts: &str, ms: Option<&str>) -> Option<Timestamp> {
+    let mut local = NaiveDateTime::parse_from_str(ts, "%Y-%m-%d %H:%M:%S").ok()?;
+    if let Some(ms) = ms.and_then(|m| m.parse::<i64>().ok()) {
+        local += chrono::Duration::milliseconds(ms);
+    }
+    Some(Timestamp {
+        local,
+        offset_secs: None,
+        year_known: true,
+    })
+}
+
+fn parse_ranks(ranks: &str) -> Option<RankTag> {
+    if ranks.trim().is_empty() {
+        return None;
+    }
+    let mut tag = RankTag::default();
+    title::apply_tags(ranks, &mut tag);
+    Some(tag)
+}
+
+pub(super) fn parse_imbalance(message: &str, exception: Option<String>) -> MemoryImbalance {
+    let numbers = IMBALANCE_NUMBERS.captures(message);
+    let num = |name| {
+        numbers
+            .as_ref()
+            .and_then(|c| c.name(name))
+            .and_then(|m| m.as_str().parse::<f64>().ok())
+    };
+    MemoryImbalance {
+        exception,
+        min_label: numbers.as_ref().map(|c| c["label"].to_owned()),
+        min_gib: num("min"),
+        local_gib: num("local"),
+        threshold_gib: num("thr"),
+    }
+}

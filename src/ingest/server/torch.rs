@@ -1,0 +1,135 @@
+//! PyTorch's C++ log lines (c10 logging, formats.md §10.1) and the c10d
+//! reports that rules need typed (signatures.md D1, D2): the NCCL watchdog's
+//! timeout with its sequence number, op and durations, the companion lines,
+//! and NCCL errors with their reason and version.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::{time_of_day, yearless};
+use crate::model::{Timestamp, TorchDist, TorchDistKind};
+
+/// `[E601 12:30:00.426415540 ProcessGroupNCCL.cpp:629] msg` (a thread id may
+/// sit before the file) and the older `[E ProcessGroupNCCL.cpp:475] msg`.
+/// c10 pads the day but not the month: `E601` is June 1, `E1029` October 29.
+static C10: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^\[(?P<level>[IWEF])
+        (?:(?P<mon>\d{1,2})(?P<day>\d\d)\x20(?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,9}))?)?
+        \x20(?:\d+\x20)?(?P<source>[\w.]+:\d+)\]\x20?(?P<msg>.*)$",
+    )
+    .expect("c10 line regex")
+});
+
+static RANK: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\bRank (?P<rank>\d+)\]").expect("c10d rank regex"));
+
+static WATCHDOG: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)(?:Rank\x20(?P<rank>\d+)\]\s+)?Watchdog\x20caught\x20collective\x20operation\x20timeout:\x20
+        WorkNCCL\(SeqNum=(?P<seq>\d+),\x20OpType=(?P<op>[A-Z_]+)
+        (?:,\x20NumelIn=(?P<in>-?\d+),\x20NumelOut=(?P<out>-?\d+))?
+        ,\x20Timeout\(ms\)=(?P<timeout>\d+)\)\x20ran\x20for\x20(?P<ran>\d+)\x20milliseconds",
+    )
+    .expect("watchdog timeout regex")
+});
+
+static FAILURE_DETECTED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?:Rank (?P<rank>\d+)\]\s+)?failure detected by watchdog at work sequence id: (?P<seq>\d+) PG status: last enqueued work: (?P<enq>-?\d+), last completed work: (?P<done>-?\d+)",
+    )
+    .expect("failure detected regex")
+});
+
+static STUCK: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"watchdog got stuck for (?P<secs>\d+) seconds").expect("watchdog stuck regex")
+});
+
+/// c10d's `NCCL error in: file:line, reason, NCCL version X` and the pynccl
+/// wrappers' `NCCL error: reason (run with NCCL_DEBUG=INFO for details)`.
+static NCCL_ERROR: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"NCCL error(?: in: (?P<loc>[^\s,]+:\d+),|:) (?P<reason>.+?)(?: \(run with NCCL_DEBUG=\w+ for details\)| - please report this issue to the NCCL developers)?(?:, NCCL version (?P<ver>[0-9][\w.+-]*))?$",
+    )
+    .expect("nccl error regex")
+});
+
+pub(super) struct C10Line<'t> {
+    pub level: char,
+    pub source: &'t str,
+    pub time: Option<Timestamp>,
+    pub message: &'t str,
+}
+
+pub(super) fn parse_c10(text: &str, reference: Option<Timestamp>) -> Option<C10Line<'_>> {
+    let c = C10.captures(text)?;
+    let time = (|| {
+        let month = c.name("mon")?.as_str().parse().ok()?;
+        let day = c.name("day")?.as_str().parse().ok()?;
+        let time = time_of_day(c.name("hms")?.as_str(), c.name("frac").map(|m| m.as_str()))?;
+        yearless(month, day, time, reference)
+    })();
+    Some(C10Line {
+        level: c["level"].chars().next().unwrap_or('E'),
+        source: c.name("source").map_or("", |m| m.as_str()),
+        time: time.or(reference),
+        message: c.name("msg").map_or("", |m| m.as_str()),
+    })
+}
+
+/// The first `[Rank N]` / `[PG … Rank N]` a c10d message names.
+pub(super) fn message_rank(text: &str) -> Option<u32> {
+    RANK.captures(text)?["rank"].parse().ok()
+}
+
+/// A c10d report recognised by its text, wherever it is printed.
+pub(super) fn detect(text: &str) -> Option<TorchDist> {
+    let dist = |kind, rank: Option<u32>| TorchDist {
+        level: None,
+        source: None,
+        rank: rank.or_else(|| message_rank(text)),
+        kind,
+    };
+    let rank_of = |c: &regex::Captures<'_>| c.name("rank").and_then(|m| m.as_str().parse().ok());
+    if let Some(c) = WATCHDOG.captures(text) {
+        let kind = TorchDistKind::WatchdogTimeout {
+            seq: c["seq"].parse().ok()?,
+            op: c["op"].to_owned(),
+            numel_in: c.name("in").and_then(|m| m.as_str().parse().ok()),
+            numel_out: c.name("out").and_then(|m| m.as_str().parse().ok()),
+            timeout_ms: c["timeout"].parse().ok()?,
+            ran_for_ms: c["ran"].parse().ok()?,
+        };
+        return Some(dist(kind, rank_of(&c)));
+    }
+    if let Some(c) = FAILURE_DETECTED.captures(text) {
+        let kind = TorchDistKind::FailureDetected {
+            seq: c["seq"].parse().ok()?,
+            last_enqueued: c["enq"].parse().ok()?,
+            last_completed: c["done"].parse().ok()?,
+        };
+        return Some(dist(kind, rank_of(&c)));
+    }
+    if let Some(c) = STUCK.captures(text) {
+        let kind = TorchDistKind::WatchdogStuck {
+            seconds: c["secs"].parse().ok()?,
+        };
+        return Some(dist(kind, None));
+    }
+    if text.contains("Heartbeat monitor timed out!") {
+        return Some(dist(TorchDistKind::HeartbeatTimeout, None));
+    }
+    if text.contains("To avoid data inconsistency, we are taking the entire process down.") {
+        return Some(dist(TorchDistKind::TakingProcessDown, None));
+    }
+    if let Some(c) = NCCL_ERROR.captures(text) {
+        let kind = TorchDistKind::NcclError {
+            reason: c["reason"].trim().to_owned(),
+            location: c.name("loc").map(|m| m.as_str().to_owned()),
+            version: c.name("ver").map(|m| m.as_str().to_owned()),
+        };
+        return Some(dist(kind, None));
+    }
+    None
+}

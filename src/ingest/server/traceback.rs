@@ -1,0 +1,393 @@
+//! Python tracebacks (formats.md §8.4, §11) and C++ aborts, for any writer.
+//!
+//! A traceback opens at `Traceback (most recent call last):` (bare, or after
+//! SGLang's `Scheduler hit an exception: `), collects its `File "…"` frames
+//! and closes at its exception line, which becomes one event. Chained
+//! tracebacks (`During handling of the above exception…`, `The above
+//! exception was the direct cause…`) link each exception to the one printed
+//! before it. Tracebacks of several ranks can interleave without prefixes:
+//! exception lines are then paired in order with the tracebacks that opened,
+//! and frames, which cannot be told apart, are dropped.
+
+use std::collections::VecDeque;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::sglang::{IMBALANCE_TEXT, parse_imbalance};
+use super::{Cx, findings};
+use crate::model::{
+    ChainLink, Chained, CppAbort, Frame, Framework, PyException, RankTag, ServerEventKind,
+    Timestamp,
+};
+use crate::source::Span;
+
+static EXCEPTION_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^(?P<name>(?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt|Warning|Failed|Timeout|StopIteration|StopAsyncIteration))(?::\x20?(?P<msg>.*))?$",
+    )
+    .expect("exception line regex")
+});
+
+static FRAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"^\s+File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<func>.+))?$"#)
+        .expect("frame regex")
+});
+
+static TERMINATE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^terminate called (?:after throwing an instance of '(?P<type>[^']+)'|without an active exception|recursively)",
+    )
+    .expect("terminate regex")
+});
+
+static WHAT: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\s+what\(\):\s+(?P<what>.*)$").expect("what() regex"));
+
+static RAISED_FROM: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^Exception raised from (?P<from>.+?)(?: \(most recent call first\):?)?$")
+        .expect("raised from regex")
+});
+
+/// Python multiprocessing's banner before a child's traceback:
+/// `Process EngineCore_DP0:`.
+static PROCESS_BANNER: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^Process [\w.-]+:$").expect("process banner regex"));
+
+static CPP_FRAME: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^frame #\d+: ").expect("C++ frame regex"));
+
+/// Lines appended to one message at most: a stray writer must not swallow
+/// a whole log.
+const MAX_CONTINUATION: u32 = 64;
+
+/// Traceback state of one writer.
+#[derive(Debug, Default)]
+pub(super) struct Tracebacks {
+    /// Tracebacks that opened and have not reached their exception line,
+    /// oldest first.
+    open: VecDeque<Open>,
+    /// The exception just closed, until the next line shows whether a
+    /// chained traceback follows.
+    last_closed: Option<Closed>,
+    /// A chain marker was read: the next traceback continues `Closed`.
+    pending_chain: Option<(ChainLink, Closed)>,
+    in_traceback: bool,
+    /// The event whose text the next unstructured lines continue.
+    continuation: Option<Continuation>,
+    /// The C++ abort whose `what():` and origin are still to come.
+    cpp: Option<usize>,
+}
+
+#[derive(Debug)]
+struct Open {
+    rank: Option<RankTag>,
+    time: Option<Timestamp>,
+    frames: Vec<Frame>,
+    /// Another traceback of this writer was open at the same time.
+    ambiguous: bool,
+    /// The exception this traceback's exception is chained from, and the
+    /// index of its event.
+    chained: Option<(Chained, usize)>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Closed {
+    rank: Option<RankTag>,
+    time: Option<Timestamp>,
+    span: Span,
+    index: usize,
+}
+
+#[derive(Debug)]
+struct Continuation {
+    index: usize,
+    what: bool,
+    /// The vLLM record prefix of the line that started it: only lines of the
+    /// same record continue it.
+    record: Option<String>,
+    lines: u32,
+}
+
+impl Tracebacks {
+    pub(super) fn end_continuation(&mut self) {
+        self.continuation = None;
+    }
+
+    fn active(&self) -> bool {
+        self.in_traceback || !self.open.is_empty()
+    }
+}
+
+/// `Name: message` at the start of a line, for exception-like names.
+pub(super) fn exception_line(text: &str) -> Option<(&str, &str)> {
+    let c = EXCEPTION_LINE.captures(text)?;
+    let name = c.name("name")?.as_str();
+    Some((name, c.name("msg").map_or("", |m| m.as_str())))
+}
+
+fn chain_marker(text: &str) -> Option<ChainLink> {
+    if text.starts_with("During handling of the above exception") {
+        Some(ChainLink::DuringHandling)
+    } else if text.starts_with("The above exception was the direct cause") {
+        Some(ChainLink::DirectCause)
+    } else {
+        None
+    }
+}
+
+fn is_caret_line(text: &str) -> bool {
+    let t = text.trim();
+    !t.is_empty() && t.chars().all(|c| matches!(c, '^' | '~'))
+}
+
+impl Cx<'_> {
+    /// A traceback starts (`rank` and `time` are those of the line that
+    /// announced it).
+    pub(super) fn open_traceback(&mut self, rank: Option<RankTag>, time: Option<Timestamp>) {
+        let tb = &mut self.stream.tracebacks;
+        tb.continuation = None;
+        let open = match tb.pending_chain.take() {
+            Some((link, closed)) => Open {
+                rank: closed.rank,
+                time: closed.time,
+                frames: Vec::new(),
+                ambiguous: false,
+                chained: Some((
+                    Chained {
+                        link,
+                        span: closed.span,
+                    },
+                    closed.index,
+                )),
+            },
+            None => Open {
+                rank,
+                time,
+                frames: Vec::new(),
+                ambiguous: false,
+                chained: None,
+            },
+        };
+        tb.open.push_back(open);
+        if tb.open.len() > 1 {
+            for o in &mut tb.open {
+                o.ambiguous = true;
+                o.frames.clear();
+            }
+        }
+        tb.in_traceback = true;
+    }
+
+    /// Reads a line with no format prefix of its own (or the message of a
+    /// vLLM record, whose `record` prefix is given): traceback structure,
+    /// exception lines, C++ aborts, and the lines that continue a message.
+    /// Returns whether the line was recognised.
+    pub(super) fn plain(
+        &mut self,
+        text: &str,
+        record: Option<&str>,
+        time: Option<Timestamp>,
+    ) -> bool {
+        let continuation = self.stream.tracebacks.continuation.take();
+        if text.trim().is_empty() {
+            return true;
+        }
+        if text.starts_with("Traceback (most recent call last):") {
+            self.open_traceback(self.writer.rank, time);
+            return true;
+        }
+        if PROCESS_BANNER.is_match(text) {
+            return true;
+        }
+        let tb = &mut self.stream.tracebacks;
+        if let Some(link) = chain_marker(text) {
+            tb.pending_chain = tb.last_closed.take().map(|closed| (link, closed));
+            tb.in_traceback = true;
+            return true;
+        }
+        if let Some(c) = FRAME.captures(text) {
+            if !tb.active() {
+                return false;
+            }
+            if let [only] = tb.open.make_contiguous() {
+                if !only.ambiguous {
+                    only.frames.push(Frame {
+                        file: c["file"].to_owned(),
+                        line: c["line"].parse().unwrap_or(0),
+                        function: c.name("func").map(|m| m.as_str().to_owned()),
+                    });
+                }
+            }
+            return true;
+        }
+        if text.starts_with("    ") || is_caret_line(text) {
+            return tb.active();
+        }
+        if self.cpp_line(text, record, time) {
+            return true;
+        }
+        if let Some((name, message)) = exception_line(text) {
+            if self.close(name, message, text, record, time) {
+                return true;
+            }
+        }
+        if let Some(c) = continuation {
+            if c.record.as_deref() == record && c.lines < MAX_CONTINUATION {
+                self.append(&c, text);
+                self.stream.tracebacks.continuation = Some(Continuation {
+                    lines: c.lines + 1,
+                    ..c
+                });
+                return true;
+            }
+        }
+        false
+    }
+
+    /// An exception line: closes the oldest open traceback. Outside a
+    /// traceback only an unmistakable line is trusted (a log may start
+    /// mid-traceback; `ValueError: x` alone may be anything).
+    fn close(
+        &mut self,
+        name: &str,
+        message: &str,
+        text: &str,
+        record: Option<&str>,
+        time: Option<Timestamp>,
+    ) -> bool {
+        let imbalance = message.contains(IMBALANCE_TEXT);
+        let found = if imbalance {
+            Vec::new()
+        } else {
+            findings(text, Some(name))
+        };
+        let tb = &mut self.stream.tracebacks;
+        if !tb.active() && !imbalance && found.is_empty() {
+            return false;
+        }
+        let open = tb.open.pop_front().unwrap_or_else(|| {
+            let chained = tb.pending_chain.take();
+            Open {
+                rank: chained.map_or(self.writer.rank, |(_, c)| c.rank),
+                time: chained.map_or(time, |(_, c)| c.time),
+                frames: Vec::new(),
+                ambiguous: false,
+                chained: chained.map(|(link, c)| (Chained { link, span: c.span }, c.index)),
+            }
+        });
+        tb.in_traceback = !tb.open.is_empty();
+        let (rank, time) = (open.rank, open.time.or(time));
+        let index = if imbalance {
+            // Only SGLang runs this check, whatever the stream showed so far
+            // (a capture may start at the exception line).
+            self.stream.framework = Some(Framework::Sglang);
+            let kind =
+                ServerEventKind::MemoryImbalance(parse_imbalance(message, Some(name.to_owned())));
+            self.push(kind, None, rank, time)
+        } else {
+            let exception = PyException {
+                name: name.to_owned(),
+                message: message.to_owned(),
+                frames: open.frames,
+                chained_from: open.chained.map(|(c, _)| c),
+                wrapped_by: None,
+            };
+            let index = self.push(ServerEventKind::Exception(exception), None, rank, time);
+            if let Some((_, earlier)) = open.chained {
+                if let Some(ServerEventKind::Exception(e)) = self
+                    .facts
+                    .server_events
+                    .get_mut(earlier)
+                    .map(|e| &mut e.kind)
+                {
+                    e.wrapped_by = Some(self.span);
+                }
+            }
+            index
+        };
+        for (kind, framework) in found {
+            self.push(kind, framework, rank, time);
+        }
+        let tb = &mut self.stream.tracebacks;
+        tb.last_closed = Some(Closed {
+            rank,
+            time,
+            span: self.span,
+            index,
+        });
+        if !imbalance {
+            tb.continuation = Some(Continuation {
+                index,
+                what: false,
+                record: record.map(str::to_owned),
+                lines: 0,
+            });
+        }
+        true
+    }
+
+    /// `terminate called …`, `  what():  …`, `Exception raised from …` and
+    /// `frame #N: …`.
+    fn cpp_line(&mut self, text: &str, record: Option<&str>, time: Option<Timestamp>) -> bool {
+        if let Some(c) = TERMINATE.captures(text) {
+            let abort = CppAbort {
+                exception: c.name("type").map(|m| m.as_str().to_owned()),
+                ..CppAbort::default()
+            };
+            let index = self.push(ServerEventKind::CppAbort(abort), None, None, time);
+            self.stream.tracebacks.cpp = Some(index);
+            return true;
+        }
+        if let Some(c) = WHAT.captures(text) {
+            let what = c["what"].to_owned();
+            let index = match self.stream.tracebacks.cpp {
+                Some(index) => index,
+                None => self.push(
+                    ServerEventKind::CppAbort(CppAbort::default()),
+                    None,
+                    None,
+                    time,
+                ),
+            };
+            if let Some(ServerEventKind::CppAbort(a)) =
+                self.facts.server_events.get_mut(index).map(|e| &mut e.kind)
+            {
+                a.what = Some(what.clone());
+            }
+            self.stream.tracebacks.cpp = Some(index);
+            self.detect(&what, None, None, time);
+            self.stream.tracebacks.continuation = Some(Continuation {
+                index,
+                what: true,
+                record: record.map(str::to_owned),
+                lines: 0,
+            });
+            return true;
+        }
+        if let Some(c) = RAISED_FROM.captures(text) {
+            if let Some(index) = self.stream.tracebacks.cpp.take() {
+                if let Some(ServerEventKind::CppAbort(a)) =
+                    self.facts.server_events.get_mut(index).map(|e| &mut e.kind)
+                {
+                    a.raised_from = Some(c["from"].to_owned());
+                }
+            }
+            return true;
+        }
+        CPP_FRAME.is_match(text)
+    }
+
+    fn append(&mut self, c: &Continuation, text: &str) {
+        let Some(event) = self.facts.server_events.get_mut(c.index) else {
+            return;
+        };
+        let target = match &mut event.kind {
+            ServerEventKind::Exception(e) if !c.what => &mut e.message,
+            ServerEventKind::CppAbort(a) if c.what => a.what.get_or_insert_with(String::new),
+            _ => return,
+        };
+        target.push('\n');
+        target.push_str(text);
+    }
+}

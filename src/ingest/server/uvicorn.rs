@@ -1,0 +1,68 @@
+//! uvicorn, the HTTP server of SGLang and vLLM: `INFO:     message` (the
+//! level padded to 9 columns), bare or under a server's own prefix.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::model::Uvicorn;
+
+/// uvicorn pads `LEVEL:` to nine columns and adds a space, so every message
+/// starts at column 10; `ERROR: x` is someone else's line.
+const PREFIXES: [&str; 6] = [
+    "INFO:     ",
+    "WARNING:  ",
+    "ERROR:    ",
+    "DEBUG:    ",
+    "CRITICAL: ",
+    "TRACE:    ",
+];
+
+static PROCESS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?P<what>Started|Finished) server process \[(?P<pid>\d+)\]")
+        .expect("uvicorn process regex")
+});
+
+static RUNNING: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^Uvicorn running on (?P<url>\S+?(?::(?P<port>\d+))?)(?:\s|$)")
+        .expect("uvicorn running regex")
+});
+
+static BIND: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"\[Errno (?P<errno>\d+)\] error while attempting to bind on address \('(?P<host>[^']*)', (?P<port>\d+)\): (?P<reason>.*)$",
+    )
+    .expect("uvicorn bind regex")
+});
+
+/// `None` when the line is not uvicorn's; `Some(None)` for a uvicorn line
+/// with nothing to keep (access log lines, lifespan chatter).
+pub(super) fn parse(text: &str) -> Option<Option<Uvicorn>> {
+    let msg = PREFIXES.iter().find_map(|p| text.strip_prefix(p))?;
+    let event = if let Some(c) = PROCESS.captures(msg) {
+        let pid = c["pid"].parse().ok()?;
+        Some(match &c["what"] {
+            "Started" => Uvicorn::StartedProcess { pid },
+            _ => Uvicorn::FinishedProcess { pid },
+        })
+    } else if let Some(c) = RUNNING.captures(msg) {
+        Some(Uvicorn::Running {
+            url: c["url"].to_owned(),
+            port: c.name("port").and_then(|p| p.as_str().parse().ok()),
+        })
+    } else if msg.starts_with("Application startup complete") {
+        Some(Uvicorn::StartupComplete)
+    } else if msg.starts_with("Shutting down") {
+        Some(Uvicorn::ShuttingDown)
+    } else if let Some(c) = BIND.captures(msg) {
+        Some(Uvicorn::BindFailed {
+            host: c["host"].to_owned(),
+            port: c["port"].parse().ok()?,
+            errno: c["errno"].parse().ok()?,
+            reason: c["reason"].to_owned(),
+        })
+    } else {
+        None
+    };
+    Some(event)
+}

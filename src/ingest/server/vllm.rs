@@ -1,0 +1,247 @@
+//! vLLM's own lines (formats.md §9): the logger's `LEVEL MM-DD HH:MM:SS
+//! [file.py:N] message` in every version's variant (brackets from 0.8, a
+//! `(proc pid=N)` layer peeled before), its start-up landmarks and arguments,
+//! and the lines that report a failed engine or worker process.
+//!
+//! vLLM ≥ 0.6 repeats the whole prefix on every line of a multi-line record
+//! (`"\r\n" + prefix`), so a logged traceback arrives as records whose
+//! messages are traceback lines: they go to the traceback reader, and the
+//! prefix text tells a record's own continuation lines from the next record's.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::args::parse_server_args;
+use super::sizes::{count, size_bytes};
+use super::{Cx, time_of_day, yearless};
+use crate::model::{Framework, Landmark, ServerEventKind, Timestamp, VllmFailure};
+
+static RECORD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^(?P<prefix>(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\x20
+        (?P<mon>\d\d)-(?P<day>\d\d)\x20(?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,6}))?\x20
+        \[?(?P<source>[^\]\s]+:\d+)\])(?:\x20(?P<msg>.*))?$",
+    )
+    .expect("vllm record regex")
+});
+
+macro_rules! re {
+    ($name:ident, $pattern:expr) => {
+        static $name: LazyLock<Regex> = LazyLock::new(|| Regex::new($pattern).expect($pattern));
+    };
+}
+
+re!(VERSION, r"vLLM API server version (?P<v>\S+)");
+re!(
+    ENGINE,
+    r"Initializing an? (?:V1 )?LLM engine \(v(?P<v>[^)]+)\) with config: (?P<config>.*)"
+);
+re!(
+    MODEL_LOADED,
+    r"Model loading took (?P<n>[0-9.]+) ?(?P<u>GiB|GB)(?: and (?P<s>[0-9.]+) ?s)?"
+);
+re!(KV_TOKENS, r"GPU KV cache size: (?P<n>[0-9,]+) tokens");
+re!(
+    CONCURRENCY,
+    r"Maximum concurrency for (?P<t>[0-9,]+) tokens per request: (?P<x>[0-9.]+)x"
+);
+re!(
+    KV_MEMORY,
+    r"(?:Available KV cache memory:|reserved for KV Cache is) ?(?P<n>[0-9.]+) ?(?P<u>GiB|GB)"
+);
+re!(
+    BLOCKS,
+    r"# GPU blocks: (?P<g>\d+), # CPU blocks: (?P<c>\d+)"
+);
+
+re!(
+    INIT_FAILED,
+    r"Engine core initialization failed\. See root cause above\.(?: Failed core proc\(s\): \{(?P<procs>[^}]*)\})?"
+);
+re!(FAILED_PROC, r"'(?P<name>[^']+)':\s*(?P<code>-?\d+)");
+re!(
+    CORE_DIED,
+    r"Engine core proc (?P<name>\S+) died unexpectedly, shutting down client\."
+);
+re!(
+    WORKER_DIED,
+    r"Worker proc (?P<name>\S+) died unexpectedly(?: \(exit code: (?P<code>-?\d+)\))?, shutting down executor\."
+);
+re!(
+    V0_WORKER_DIED,
+    r"Worker (?P<name>\S+) pid (?P<pid>\d+) died, exit code: (?P<code>-?\d+)"
+);
+re!(
+    V0_WORKER_EXCEPTION,
+    r"Exception in worker (?P<name>\S+) while processing method (?P<method>\w+)"
+);
+
+pub(super) struct Record<'t> {
+    /// Everything before the message: equal on every line of one record.
+    pub prefix: &'t str,
+    pub time: Option<Timestamp>,
+    pub message: &'t str,
+}
+
+/// Reads the logger prefix; `reference` supplies the year vLLM leaves out.
+pub(super) fn parse_record(text: &str, reference: Option<Timestamp>) -> Option<Record<'_>> {
+    let c = RECORD.captures(text)?;
+    let time = (|| {
+        let month = c["mon"].parse().ok()?;
+        let day = c["day"].parse().ok()?;
+        let time = time_of_day(&c["hms"], c.name("frac").map(|m| m.as_str()))?;
+        yearless(month, day, time, reference)
+    })();
+    Some(Record {
+        prefix: c.name("prefix").map_or("", |m| m.as_str()),
+        time,
+        message: c.name("msg").map_or("", |m| m.as_str()),
+    })
+}
+
+impl Cx<'_> {
+    pub(super) fn vllm(&mut self, record: Record<'_>) {
+        let kinds = classify(record.message);
+        let time = record.time.or(self.writer.time);
+        if !kinds.is_empty() {
+            self.stream.tracebacks.end_continuation();
+            for kind in kinds {
+                self.push(kind, Some(Framework::Vllm), None, time);
+            }
+            return;
+        }
+        if self.plain(record.message, Some(record.prefix), time) {
+            return;
+        }
+        self.detect(record.message, None, None, time);
+    }
+}
+
+/// The landmarks, arguments, versions and failures a record's message states.
+fn classify(msg: &str) -> Vec<ServerEventKind> {
+    let mut kinds = Vec::new();
+    if let Some(c) = VERSION.captures(msg) {
+        kinds.push(version(&c["v"]));
+    } else if let Some(c) = ENGINE.captures(msg) {
+        kinds.push(version(&c["v"]));
+        kinds.push(ServerEventKind::Args(parse_server_args(&c["config"])));
+    } else if let Some(args) = msg
+        .strip_prefix("args: ")
+        .or_else(|| msg.strip_prefix("non-default args: "))
+    {
+        kinds.push(ServerEventKind::Args(parse_server_args(args)));
+    } else if let Some(landmark) = landmark(msg) {
+        kinds.push(ServerEventKind::Landmark(landmark));
+    } else if let Some(failure) = failure(msg) {
+        kinds.push(ServerEventKind::VllmFailure(failure));
+    }
+    kinds
+}
+
+fn version(v: &str) -> ServerEventKind {
+    ServerEventKind::Version {
+        component: "vLLM".to_owned(),
+        version: v.to_owned(),
+    }
+}
+
+fn landmark(msg: &str) -> Option<Landmark> {
+    if let Some(c) = MODEL_LOADED.captures(msg) {
+        return Some(Landmark::ModelLoaded {
+            weights_bytes: size_bytes(&c["n"], &c["u"])?,
+            elapsed_secs: c.name("s").and_then(|s| s.as_str().parse().ok()),
+        });
+    }
+    if let Some(c) = KV_TOKENS.captures(msg) {
+        return Some(Landmark::KvCacheTokens {
+            tokens: count(&c["n"])?,
+        });
+    }
+    if let Some(c) = CONCURRENCY.captures(msg) {
+        return Some(Landmark::MaxConcurrency {
+            tokens_per_request: count(&c["t"])?,
+            factor: c["x"].parse().ok()?,
+        });
+    }
+    if let Some(c) = KV_MEMORY.captures(msg) {
+        return Some(Landmark::AvailableKvCacheMemory {
+            bytes: size_bytes(&c["n"], &c["u"])?,
+        });
+    }
+    if let Some(c) = BLOCKS.captures(msg) {
+        return Some(Landmark::KvCacheBlocks {
+            gpu: c["g"].parse().ok()?,
+            cpu: c["c"].parse().ok()?,
+        });
+    }
+    None
+}
+
+/// vLLM's process-failure lines (signatures.md B5), found anywhere in a
+/// message or an exception line.
+pub(super) fn failure(text: &str) -> Option<VllmFailure> {
+    if !(text.contains("Engine") || text.contains("Worker") || text.contains("worker")) {
+        return None;
+    }
+    let plain: [(&str, VllmFailure); 5] = [
+        (
+            "EngineCore failed to start.",
+            VllmFailure::EngineCoreFailedToStart,
+        ),
+        (
+            "EngineCore encountered a fatal error.",
+            VllmFailure::EngineCoreFatalError,
+        ),
+        (
+            "EngineCore encountered an issue. See stack trace (above) for the root cause.",
+            VllmFailure::EngineDead,
+        ),
+        (
+            "WorkerProc failed to start.",
+            VllmFailure::WorkerProcFailedToStart,
+        ),
+        (
+            "WorkerProc initialization failed due to an exception in a background process.",
+            VllmFailure::WorkerProcInitFailed,
+        ),
+    ];
+    if let Some((_, failure)) = plain.into_iter().find(|(t, _)| text.contains(t)) {
+        return Some(failure);
+    }
+    if let Some(c) = INIT_FAILED.captures(text) {
+        let failed = c.name("procs").map_or_else(Vec::new, |procs| {
+            FAILED_PROC
+                .captures_iter(procs.as_str())
+                .filter_map(|p| Some((p["name"].to_owned(), p["code"].parse().ok()?)))
+                .collect()
+        });
+        return Some(VllmFailure::EngineInitFailed { failed });
+    }
+    if let Some(c) = CORE_DIED.captures(text) {
+        return Some(VllmFailure::EngineCoreDied {
+            name: c["name"].to_owned(),
+        });
+    }
+    if let Some(c) = WORKER_DIED.captures(text) {
+        return Some(VllmFailure::WorkerDied {
+            name: c["name"].to_owned(),
+            pid: None,
+            exit_code: c.name("code").and_then(|m| m.as_str().parse().ok()),
+        });
+    }
+    if let Some(c) = V0_WORKER_DIED.captures(text) {
+        return Some(VllmFailure::WorkerDied {
+            name: c["name"].to_owned(),
+            pid: c["pid"].parse().ok(),
+            exit_code: c["code"].parse().ok(),
+        });
+    }
+    if let Some(c) = V0_WORKER_EXCEPTION.captures(text) {
+        return Some(VllmFailure::WorkerException {
+            worker: c["name"].to_owned(),
+            method: c["method"].to_owned(),
+        });
+    }
+    None
+}
