@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages the tests need, as "command:package".
-needed=(shellcheck:shellcheck)
+needed=(shellcheck:shellcheck ps:procps setsid:util-linux)
 missing=()
 for pair in "${needed[@]}"; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")

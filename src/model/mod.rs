@@ -15,7 +15,9 @@ mod unit;
 pub use facts::Facts;
 pub use gpu::{GpuProcessRecord, GpuRecord, ProcessListing, ProcessListingKind, SmiHeader};
 pub use journal::JournalEntry;
-pub use names::{GpuUuid, InvalidValue, Pid, UnitName};
+pub use names::{
+    GpuUuid, Hostname, InvalidValue, Pid, Port, ProcessName, ServerFlag, StartTime, UnitName,
+};
 pub use process::PsRecord;
 pub use server::{Framework, MemoryImbalance, RankTag, ServerArgs, ServerEvent, ServerEventKind};
 pub use time::Timestamp;

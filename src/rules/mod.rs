@@ -10,7 +10,7 @@ mod finding;
 mod registry;
 mod sglang_unbalanced_memory;
 
-pub use action::{Action, ActionKind, ExpectedCmdline, Safety};
+pub use action::{Action, ActionKind, ExpectedCmdline, GpuRef, ProcessIdentity, Safety, with_flag};
 pub use finding::{Category, Condition, Entities, Evidence, Finding, Severity};
 pub use registry::RULES;
 
