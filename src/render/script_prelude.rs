@@ -48,7 +48,7 @@ begin_step() { # number total safety description
 confirm() {
   if [ "$STEP_SAFETY" != needs-confirmation ] || [ "$ASSUME_YES" -eq 1 ]; then return 0; fi
   local answer=""
-  if [ -r /dev/tty ]; then read -r -p "$1 [y/N] " answer </dev/tty || answer=""; fi
+  if (exec </dev/tty) 2>/dev/null; then read -r -p "$1 [y/N] " answer </dev/tty || answer=""; fi
   case "$answer" in
     y|Y|yes|YES) return 0 ;;
     *) log "declined: $1 (run with --yes to skip questions)"; exit 3 ;;

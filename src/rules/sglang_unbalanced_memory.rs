@@ -61,7 +61,13 @@ memory of the holder on the short GPU (nvidia-smi MiB / 1024), within about
 1. and 2.: stop the unit that owns the holder (never kill a process of someone
    else's service without confirming it), make sure the PID is gone, wait
    until the GPU's memory is really released, then restart the server and
-   verify it comes up.
+   verify it comes up. A leftover server whose processes were re-parented or
+   left in its unit's cgroup (`KillMode=process`) has siblings the capture
+   may not show: end the processes of its group (`sglang::*`) left in the
+   stopped unit. A leftover server of another unit should also be disabled,
+   so it does not come back at boot; a workload of its own (the seed's
+   `ddtree-qwen.service`, which served requests until minutes before) is
+   only advised about: whether it may go is its owner's call.
 3.: run each TP group on GPUs of one model (`CUDA_VISIBLE_DEVICES`).
 4.: find the holder from the host (`nvidia-smi` outside the container).
 
@@ -69,10 +75,12 @@ Disabling the check (`SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK=0`) is not a
 fix: the KV cache of every rank is then sized by the smallest GPU.
 
 ## Safety
-Stopping a unit and signalling a process need confirmation: the script checks,
-before each signal, that the PID still exists and still belongs to the unit
-or command line the report names, and it never sends SIGKILL before SIGTERM
-and a grace period.
+Stopping or disabling a unit and signalling a process need confirmation: the
+script checks, before each signal, that the PID still exists and still has
+the start time, command line and unit the report recorded, and it never sends
+SIGKILL before SIGTERM and a grace period. It checks the GPU's UUID before
+waiting for its memory, and refuses to sweep a unit's processes while the
+unit is active.
 "#;
 
 /// A holder's memory matches the deficit when within this much (GiB): the
