@@ -102,20 +102,22 @@ in_unit_cgroup() {
 
 # Succeeds when PID $1 still is the process the report names: started at $4
 # (ps lstart), running command line $3, in the cgroup of unit $2; each
-# check only when the report recorded it. Prints why not otherwise. Never
-# accepts init, this script, its parent or a kernel thread.
+# check only when the report recorded it. Prints why not otherwise, and
+# returns 2 rather than 1 when the process is exiting (gone, a zombie, its
+# command line already released). Never accepts init, this script, its
+# parent or a kernel thread.
 pid_is_expected() {
   local pid=$1 unit=$2 cmd=$3 start=$4 st expected actual
   local -a f
   if [ "$pid" -le 1 ] || [ "$pid" -eq "$$" ] || [ "$pid" -eq "$PPID" ]; then
     echo "PID $pid is init, this script or its parent"; return 1
   fi
-  if ! st=$(proc_stat "$pid"); then echo "PID $pid is gone"; return 1; fi
+  if ! st=$(proc_stat "$pid"); then echo "PID $pid is gone"; return 2; fi
   read -r -a f <<<"$st"
   if ! [[ "${f[6]:-}" =~ ^[0-9]+$ ]] || (( f[6] & 0x200000 )); then
     echo "PID $pid is a kernel thread"; return 1
   fi
-  if [ "${f[0]}" = Z ]; then echo "PID $pid is a zombie"; return 1; fi
+  if [ "${f[0]}" = Z ]; then echo "PID $pid is a zombie"; return 2; fi
   if [ -n "$start" ]; then
     if ! expected=$(date -d "$start" +%s 2>/dev/null); then
       echo "the recorded start time '$start' cannot be read by date -d (GNU date is needed)"; return 1
@@ -128,7 +130,7 @@ pid_is_expected() {
     fi
   fi
   actual=$(pid_cmdline "$pid") || actual=""
-  if [ -z "$actual" ]; then echo "PID $pid has no command line (a kernel thread or exiting)"; return 1; fi
+  if [ -z "$actual" ]; then echo "PID $pid has no command line (it is exiting)"; return 2; fi
   if [ -n "$cmd" ] && [ "$actual" != "$cmd" ] && [[ "$actual" != "$cmd "* ]]; then
     echo "PID $pid now runs: $(shown "$actual")"; return 1
   fi
@@ -182,10 +184,14 @@ disable_unit() { # unit
 }
 
 terminate_process() { # pid unit cmdline start grace-seconds
-  local pid=$1 unit=$2 cmd=$3 start=$4 grace=$5 why
+  local pid=$1 unit=$2 cmd=$3 start=$4 grace=$5 why rc=0
   guard_notes "$pid" "$unit" "$cmd" "$start"
   if ! pid_alive "$pid"; then log "PID $pid is gone: nothing to terminate"; return 0; fi
-  if ! why=$(pid_is_expected "$pid" "$unit" "$cmd" "$start"); then
+  why=$(pid_is_expected "$pid" "$unit" "$cmd" "$start") || rc=$?
+  # A process exiting after the stop of its unit has already released its
+  # command line: give it a moment before calling it a stranger.
+  if [ "$rc" -eq 2 ] && wait_gone "$pid" 5; then log "PID $pid exited: nothing to terminate"; return 0; fi
+  if [ "$rc" -ne 0 ]; then
     fail "refusing to signal PID $pid: it is not the process the report names ($why)"
   fi
   if [ "$APPLY" -ne 1 ]; then
@@ -195,7 +201,10 @@ terminate_process() { # pid unit cmdline start grace-seconds
   log "sending SIGTERM to PID $pid"
   send_signal "$pid" TERM
   if ! wait_gone "$pid" "$grace"; then
-    if ! why=$(pid_is_expected "$pid" "$unit" "$cmd" "$start"); then
+    rc=0
+    why=$(pid_is_expected "$pid" "$unit" "$cmd" "$start") || rc=$?
+    if [ "$rc" -eq 2 ] && wait_gone "$pid" 5; then log "PID $pid is gone"; return 0; fi
+    if [ "$rc" -ne 0 ]; then
       fail "PID $pid changed identity during the grace period ($why); not sending SIGKILL"
     fi
     log "PID $pid survived SIGTERM for ${grace}s: sending SIGKILL"
@@ -208,11 +217,13 @@ terminate_process() { # pid unit cmdline start grace-seconds
 }
 
 wait_process_exit() { # pid start timeout-seconds
-  local pid=$1 start=$2 timeout=$3 deadline why
+  local pid=$1 start=$2 timeout=$3 deadline why rc
   if [ "$APPLY" -ne 1 ]; then log "dry run: would wait up to ${timeout}s for PID $pid to exit"; return 0; fi
   deadline=$((SECONDS + timeout))
   while pid_alive "$pid"; do
-    if [ -n "$start" ] && ! why=$(pid_is_expected "$pid" "" "" "$start"); then
+    rc=0
+    if [ -n "$start" ]; then why=$(pid_is_expected "$pid" "" "" "$start") || rc=$?; fi
+    if [ "$rc" -eq 1 ]; then
       log "PID $pid is another process now ($why): the recorded one has exited"; return 0
     fi
     if [ "$SECONDS" -ge "$deadline" ]; then fail "PID $pid is still running after ${timeout}s"; fi
