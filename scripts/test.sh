@@ -11,6 +11,8 @@ needed=(
   /lib/systemd/systemd-journal-remote:systemd-journal-remote
   gzip:gzip
   zstd:zstd
+  ps:procps
+  setsid:util-linux
 )
 missing=()
 for pair in "${needed[@]}"; do

@@ -33,7 +33,9 @@ pub use gpu_health::{EccCounter, EccKind, EccScope, GpuHealth, Reading, SickValu
 pub use journal::JournalEntry;
 pub use kernel::{KernelEvent, KernelEventKind, KernelTime, OomKill, OomTask, Xid};
 pub use message::Message;
-pub use names::{GpuUuid, InvalidValue, Pid, UnitName};
+pub use names::{
+    GpuUuid, Hostname, InvalidValue, Pid, Port, ProcessName, ServerFlag, StartTime, UnitName,
+};
 pub use process::PsRecord;
 pub use server::{
     Framework, MemoryImbalance, RankTag, ServerArgs, ServerEvent, ServerEventKind, ServerProcess,

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::Report;
-use crate::rules::{Action, ActionKind, Finding};
+use crate::rules::{Action, ActionKind, Finding, ProcessIdentity, with_flag};
 
 /// Bump on any change that can break a consumer; document it in
 /// docs/report-schema.md.
@@ -112,9 +112,12 @@ struct JsonAction<'a> {
     command: Option<String>,
     #[serde(flatten)]
     params: JsonActionParams<'a>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    details: Vec<String>,
     evidence: Vec<String>,
 }
 
+/// Type-specific fields, flattened into the action; absent when unused.
 #[derive(Serialize, Default)]
 struct JsonActionParams<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -126,13 +129,44 @@ struct JsonActionParams<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     expected_cmdline: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    expected_start: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    port: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     grace_secs: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    gpus: Option<&'a [u32]>,
+    gpu: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    uuid: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gpus: Option<Vec<u32>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gpu_uuids: Option<Vec<Option<&'a str>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_used_mib: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     timeout_secs: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    flag: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    value: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exec_start: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    suggested_exec_start: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    host: Option<&'a str>,
+}
+
+impl<'a> JsonActionParams<'a> {
+    fn process(&mut self, p: &'a ProcessIdentity) {
+        self.pid = Some(p.pid.get());
+        self.expected_unit = p.unit.as_ref().map(|u| u.as_str());
+        self.expected_cmdline = p.cmdline.as_ref().map(|c| c.as_str());
+        self.expected_start = p.start.as_ref().map(|s| s.as_str());
+    }
 }
 
 pub fn render(report: &Report<'_>) -> String {
@@ -240,51 +274,92 @@ fn finding<'a>(report: &Report<'_>, f: &'a Finding) -> JsonFinding<'a> {
 
 fn action<'a>(report: &Report<'_>, a: &'a Action) -> JsonAction<'a> {
     let mut p = JsonActionParams::default();
-    let kind = match &a.kind {
-        ActionKind::StopUnit { unit } => {
-            p.unit = Some(unit.as_str());
-            "stop-unit"
-        }
+    match &a.kind {
+        ActionKind::StopUnit { unit }
+        | ActionKind::DisableUnit { unit }
+        | ActionKind::RestartUnit { unit } => p.unit = Some(unit.as_str()),
         ActionKind::TerminateProcess {
-            pid,
-            expected_unit,
-            expected_cmdline,
+            process,
             grace_secs,
         } => {
-            p.pid = Some(pid.get());
-            p.expected_unit = expected_unit.as_ref().map(|u| u.as_str());
-            p.expected_cmdline = expected_cmdline.as_ref().map(|c| c.as_str());
+            p.process(process);
             p.grace_secs = Some(*grace_secs);
-            "terminate-process"
+        }
+        ActionKind::WaitProcessExit {
+            process,
+            timeout_secs,
+        } => {
+            p.process(process);
+            p.timeout_secs = Some(*timeout_secs);
         }
         ActionKind::WaitGpuMemoryFree {
             gpus,
             max_used_mib,
             timeout_secs,
         } => {
-            p.gpus = Some(gpus);
+            p.gpus = Some(gpus.iter().map(|g| g.index).collect());
+            if gpus.iter().any(|g| g.uuid.is_some()) {
+                p.gpu_uuids = Some(
+                    gpus.iter()
+                        .map(|g| g.uuid.as_ref().map(|u| u.as_str()))
+                        .collect(),
+                );
+            }
             p.max_used_mib = Some(*max_used_mib);
             p.timeout_secs = Some(*timeout_secs);
-            "wait-gpu-memory-free"
-        }
-        ActionKind::RestartUnit { unit } => {
-            p.unit = Some(unit.as_str());
-            "restart-unit"
         }
         ActionKind::VerifyUnitActive { unit, timeout_secs } => {
             p.unit = Some(unit.as_str());
             p.timeout_secs = Some(*timeout_secs);
-            "verify-unit-active"
         }
-        ActionKind::Advice { .. } => "advice",
-    };
+        ActionKind::KillOrphans {
+            unit,
+            name,
+            grace_secs,
+        } => {
+            p.unit = Some(unit.as_str());
+            p.name = Some(name.as_str());
+            p.grace_secs = Some(*grace_secs);
+        }
+        ActionKind::FreePort {
+            port,
+            listener,
+            grace_secs,
+        } => {
+            p.port = Some(port.get());
+            if let Some(l) = listener {
+                p.process(l);
+            }
+            p.grace_secs = Some(*grace_secs);
+        }
+        ActionKind::SetServerFlag {
+            unit,
+            flag,
+            current,
+        } => {
+            p.unit = Some(unit.as_str());
+            p.flag = Some(flag.flag());
+            p.value = Some(flag.value());
+            p.exec_start = current.as_ref().map(|c| c.as_str());
+            p.suggested_exec_start = current.as_ref().map(|c| with_flag(c.as_str(), flag));
+        }
+        ActionKind::ResetGpu { gpu, uuid } => {
+            p.gpu = Some(*gpu);
+            p.uuid = Some(uuid.as_str());
+        }
+        ActionKind::Drain { host } | ActionKind::Reboot { host } => {
+            p.host = host.as_ref().map(|h| h.as_str());
+        }
+        ActionKind::Advice { .. } => {}
+    }
     JsonAction {
-        kind,
+        kind: a.kind.name(),
         safety: a.safety.name(),
         description: a.describe(),
         why: &a.why,
         command: a.command(),
         params: p,
+        details: a.details(),
         evidence: a.evidence.iter().map(|s| report.cite(*s)).collect(),
     }
 }

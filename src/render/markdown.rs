@@ -3,14 +3,14 @@
 
 use std::fmt::Write as _;
 
-use super::Report;
+use super::{Report, clean};
 use crate::rules::Finding;
 
 pub fn render(report: &Report<'_>) -> String {
     let mut out = String::from("# rootcause report\n\n");
     match report.root_cause() {
         Some(f) => {
-            let _ = writeln!(out, "**Root cause:** {}\n", f.headline);
+            let _ = writeln!(out, "**Root cause:** {}\n", clean(&f.headline));
         }
         None => out.push_str("**Root cause:** no known failure found in the inputs.\n\n"),
     }
@@ -52,7 +52,7 @@ pub fn render(report: &Report<'_>) -> String {
 }
 
 fn finding(out: &mut String, report: &Report<'_>, f: &Finding) {
-    let _ = writeln!(out, "## {}: {}\n", f.id, f.title);
+    let _ = writeln!(out, "## {}: {}\n", f.id, clean(&f.title));
     let _ = writeln!(
         out,
         "*{}* · `{}` · rule `{}` · confidence {:.2}\n",
@@ -65,12 +65,12 @@ fn finding(out: &mut String, report: &Report<'_>, f: &Finding) {
         out.push_str("### Causal chain\n\n");
         for (i, link) in f.chain.iter().enumerate() {
             let lead = if i == 0 { "" } else { "because " };
-            let _ = writeln!(out, "{}. {lead}{link}", i + 1);
+            let _ = writeln!(out, "{}. {lead}{}", i + 1, clean(link));
         }
         out.push('\n');
     }
     if !f.explanation.is_empty() {
-        let _ = writeln!(out, "{}\n", f.explanation);
+        let _ = writeln!(out, "{}\n", clean(&f.explanation));
     }
     if !f.explains.is_empty() {
         let _ = writeln!(out, "Explains: {}.\n", f.explains.join(", "));
@@ -89,16 +89,27 @@ fn finding(out: &mut String, report: &Report<'_>, f: &Finding) {
     out.push_str("### Evidence\n\n");
     for e in &f.evidence {
         let line = report.resolve(e.span);
-        let _ = writeln!(out, "- {} (`{}:{}`)", e.note, line.input, line.line);
+        let _ = writeln!(
+            out,
+            "- {} (`{}:{}`)",
+            clean(&e.note),
+            clean(&line.input),
+            line.line
+        );
         let _ = writeln!(
             out,
             "  ```text\n  {}\n  ```",
-            line.text.replace("```", "'''")
+            clean(&line.text).replace("```", "'''")
         );
     }
     out.push_str("\n### Confidence\n\n");
     for c in &f.conditions {
-        let _ = writeln!(out, "- [{}] {}", if c.met { "x" } else { " " }, c.text);
+        let _ = writeln!(
+            out,
+            "- [{}] {}",
+            if c.met { "x" } else { " " },
+            clean(&c.text)
+        );
     }
     out.push('\n');
     if !f.actions.is_empty() {
@@ -107,27 +118,39 @@ fn finding(out: &mut String, report: &Report<'_>, f: &Finding) {
             let why = if a.why.is_empty() {
                 String::new()
             } else {
-                format!(": {}", a.why)
+                format!(": {}", clean(&a.why))
             };
             let _ = writeln!(
                 out,
                 "{}. **{}** ({}){why}",
                 i + 1,
-                a.describe(),
+                clean(&a.describe()),
                 a.safety.name()
             );
             if let Some(cmd) = a.command() {
-                let _ = writeln!(out, "   `{}`", cmd.replace('`', "'"));
+                let _ = writeln!(out, "   `{}`", clean(&cmd).replace('`', "'"));
+            }
+            let details = a.details();
+            if !details.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "   ```diff\n   {}\n   ```",
+                    details
+                        .iter()
+                        .map(|d| clean(d).replace("```", "'''"))
+                        .collect::<Vec<_>>()
+                        .join("\n   ")
+                );
             }
         }
         out.push('\n');
     }
     for r in &f.refused {
-        let _ = writeln!(out, "> note: {}\n", r);
+        let _ = writeln!(out, "> note: {}\n", clean(r));
     }
 }
 
 /// Table cells cannot hold `|` or line breaks.
 fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
+    clean(text).replace('|', "\\|")
 }

@@ -8,6 +8,7 @@ mod json;
 mod markdown;
 mod report;
 mod script;
+mod script_prelude;
 mod text;
 
 use std::io::{self, Write};
@@ -39,7 +40,43 @@ pub fn render(
     }
 }
 
+/// Log-derived text made safe for a terminal or a Markdown page: a control
+/// character (a newline that would forge a report line, an escape sequence
+/// for the terminal) becomes `?`, and an invisible format character (a bidi
+/// override, a zero-width space) is spelled out as `\u{…}`. The JSON report
+/// keeps values exact; serde escapes them.
+pub(crate) fn clean(text: &str) -> std::borrow::Cow<'_, str> {
+    let invisible = |c: char| matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}');
+    if !text.chars().any(|c| c.is_control() || invisible(c)) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.push('?');
+        } else if invisible(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// The remediation script for the report's root cause.
 pub fn script(report: &Report<'_>) -> String {
     script::render(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clean;
+
+    #[test]
+    fn clean_text_cannot_forge_lines_or_drive_a_terminal() {
+        assert_eq!(clean("a.service\nRoot cause: x"), "a.service?Root cause: x");
+        assert_eq!(clean("\x1b]0;title\x07"), "?]0;title?");
+        assert_eq!(clean("a\u{202e}b"), "a\\u{202e}b");
+        assert_eq!(clean("ѕglang ✓"), "ѕglang ✓");
+    }
 }

@@ -4,162 +4,18 @@
 //!
 //! Values from logs reach the script only as single-quoted literals built by
 //! [`quote`], and only after the rules validated them ([`crate::model::Pid`],
-//! [`crate::model::UnitName`]); free text goes only into `log` arguments and
-//! comments, both sanitised.
+//! [`crate::model::UnitName`], …); free text goes only into `log`/`advice`
+//! arguments and comments, both reduced to printable ASCII by [`text`].
 
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use super::Report;
-use crate::rules::{Action, ActionKind, Finding, Safety};
+use super::script_prelude::PRELUDE;
+use crate::rules::{Action, ActionKind, Finding, GpuRef, ProcessIdentity};
 
 /// Exit code of a failed step: this plus the step's number.
 const STEP_EXIT_BASE: usize = 10;
-
-/// The fixed part of every script: argument parsing, logging, guards and one
-/// function per action type. Only the call sites below it vary.
-const PRELUDE: &str = r#"set -euo pipefail
-
-APPLY=0
-ASSUME_YES=0
-for arg in "$@"; do
-  case "$arg" in
-    --apply) APPLY=1 ;;
-    --yes) ASSUME_YES=1 ;;
-    -h|--help) sed -n '2,/^set -euo pipefail$/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
-    *) printf 'unknown argument: %s (try --help)\n' "$arg" >&2; exit 2 ;;
-  esac
-done
-
-log() { printf '%s %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*"; }
-fail() { local code=$1; shift; log "FAILED: $*"; exit "$code"; }
-
-# Asks before a needs-confirmation step; declining stops the script (exit 3).
-confirm() {
-  if [ "$ASSUME_YES" -eq 1 ]; then return 0; fi
-  local answer=""
-  if [ -r /dev/tty ]; then read -r -p "$1 [y/N] " answer </dev/tty || answer=""; fi
-  case "$answer" in
-    y|Y|yes|YES) return 0 ;;
-    *) log "declined: $1 (run with --yes to skip questions)"; exit 3 ;;
-  esac
-}
-
-pid_alive() { [ -d "/proc/$1" ] && kill -0 "$1" 2>/dev/null; }
-
-# Succeeds when PID $1 still is the process the report names: owned by unit
-# $2 (its cgroup) and/or running command line $3. Prints why not otherwise.
-pid_is_expected() {
-  local pid=$1 unit=$2 cmd=$3 actual line path found
-  if [ "$pid" -le 1 ] || [ "$pid" -eq "$$" ] || [ "$pid" -eq "$PPID" ]; then
-    echo "PID $pid is init, this script or its parent"; return 1
-  fi
-  actual=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || actual=""
-  actual=${actual% }
-  if [ -z "$actual" ]; then echo "PID $pid is a kernel thread or a zombie"; return 1; fi
-  if [ -n "$unit" ]; then
-    found=0
-    while IFS= read -r line; do
-      path=${line#*:}; path=${path#*:}
-      case "$path" in *"/$unit"|*"/$unit/"*) found=1 ;; esac
-    done <"/proc/$pid/cgroup"
-    if [ "$found" -ne 1 ]; then echo "PID $pid is not in the cgroup of $unit"; return 1; fi
-  fi
-  if [ -n "$cmd" ] && [ "$actual" != "$cmd" ] && [[ "$actual" != "$cmd "* ]]; then
-    echo "PID $pid now runs: $actual"; return 1
-  fi
-  return 0
-}
-
-stop_unit() { # step unit
-  local step=$1 unit=$2
-  if [ "$APPLY" -ne 1 ]; then log "dry run: would run: systemctl stop -- $unit"; return 0; fi
-  confirm "Stop $unit?"
-  log "running: systemctl stop -- $unit"
-  systemctl stop -- "$unit" || fail "$step" "systemctl stop $unit failed"
-  if systemctl is-active --quiet -- "$unit"; then fail "$step" "$unit is still active after stop"; fi
-  log "$unit is stopped"
-}
-
-terminate_process() { # step pid unit cmdline grace-seconds
-  local step=$1 pid=$2 unit=$3 cmd=$4 grace=$5 why waited
-  if ! pid_alive "$pid"; then log "PID $pid is gone: nothing to terminate"; return 0; fi
-  if ! why=$(pid_is_expected "$pid" "$unit" "$cmd"); then
-    fail "$step" "refusing to signal PID $pid: it is not the process the report names ($why)"
-  fi
-  if [ "$APPLY" -ne 1 ]; then
-    log "dry run: would send SIGTERM to PID $pid, then SIGKILL after ${grace}s if it survives"; return 0
-  fi
-  confirm "Send SIGTERM to PID $pid?"
-  log "sending SIGTERM to PID $pid"
-  kill -TERM "$pid" 2>/dev/null || true
-  waited=0
-  while pid_alive "$pid" && [ "$waited" -lt "$grace" ]; do sleep 1; waited=$((waited + 1)); done
-  if pid_alive "$pid"; then
-    if ! why=$(pid_is_expected "$pid" "$unit" "$cmd"); then
-      fail "$step" "PID $pid changed identity during the grace period ($why); not sending SIGKILL"
-    fi
-    log "PID $pid survived SIGTERM for ${grace}s: sending SIGKILL"
-    kill -KILL "$pid" 2>/dev/null || true
-    waited=0
-    while pid_alive "$pid" && [ "$waited" -lt 10 ]; do sleep 1; waited=$((waited + 1)); done
-    if pid_alive "$pid"; then
-      fail "$step" "PID $pid survived SIGKILL: it is stuck in the kernel (D state); a GPU reset or reboot is needed"
-    fi
-  fi
-  log "PID $pid is gone"
-}
-
-wait_gpu_memory_free() { # step max-used-mib timeout-seconds gpu...
-  local step=$1 max=$2 timeout=$3 deadline out gpu used busy
-  shift 3
-  if [ "$APPLY" -ne 1 ]; then
-    log "dry run: would poll nvidia-smi until GPU $* use at most $max MiB (timeout ${timeout}s)"; return 0
-  fi
-  deadline=$((SECONDS + timeout))
-  while :; do
-    out=$(nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits) \
-      || fail "$step" "nvidia-smi --query-gpu failed"
-    busy=""
-    for gpu in "$@"; do
-      used=$(awk -F', *' -v g="$gpu" '$1 == g { print $2 }' <<<"$out")
-      if ! [[ "$used" =~ ^[0-9]+$ ]]; then fail "$step" "nvidia-smi reports no memory value for GPU $gpu"; fi
-      if [ "$used" -gt "$max" ]; then busy="$busy GPU $gpu: $used MiB;"; fi
-    done
-    if [ -z "$busy" ]; then log "GPU $* memory released (at most $max MiB used)"; return 0; fi
-    if [ "$SECONDS" -ge "$deadline" ]; then
-      fail "$step" "memory still in use after ${timeout}s:$busy not continuing"
-    fi
-    sleep 2
-  done
-}
-
-restart_unit() { # step unit
-  local step=$1 unit=$2
-  if [ "$APPLY" -ne 1 ]; then log "dry run: would run: systemctl restart -- $unit"; return 0; fi
-  log "running: systemctl restart -- $unit"
-  systemctl restart -- "$unit" || fail "$step" "systemctl restart $unit failed"
-}
-
-verify_unit_active() { # step unit timeout-seconds
-  local step=$1 unit=$2 timeout=$3 deadline state
-  if [ "$APPLY" -ne 1 ]; then log "dry run: would wait up to ${timeout}s for $unit to be active"; return 0; fi
-  deadline=$((SECONDS + timeout))
-  while :; do
-    state=$(systemctl is-active -- "$unit" 2>/dev/null) || true
-    case "$state" in
-      active) log "$unit is active"; return 0 ;;
-      failed) fail "$step" "$unit failed again: see journalctl -u $unit" ;;
-    esac
-    if [ "$SECONDS" -ge "$deadline" ]; then fail "$step" "$unit is '$state', not active, after ${timeout}s"; fi
-    sleep 2
-  done
-}
-
-advice() { # text [command]
-  log "advice (not executed): $1"
-  if [ -n "${2:-}" ]; then log "  suggested command: $2"; fi
-}
-"#;
 
 pub fn render(report: &Report<'_>) -> String {
     let mut out = String::from("#!/usr/bin/env bash\n");
@@ -174,23 +30,41 @@ pub fn render(report: &Report<'_>) -> String {
     let _ = writeln!(
         out,
         "\nlog \"rootcause remediation for {} ({}), mode: {mode}\"",
-        f.id, f.rule
+        text(&f.id),
+        f.rule
     );
     let total = f.actions.len();
     for (i, a) in f.actions.iter().enumerate() {
         let n = i + 1;
-        let code = STEP_EXIT_BASE + n;
-        let _ = writeln!(out, "\n# Step {n}: {}", comment(&a.describe()));
+        let _ = writeln!(out, "\n# Step {n}: {}", text(&a.describe()));
         if !a.why.is_empty() {
-            let _ = writeln!(out, "# Why: {}", comment(&a.why));
+            let _ = writeln!(out, "# Why: {}", text(&a.why));
         }
-        let _ = writeln!(
-            out,
-            "log {}",
-            quote(&format!("step {n}/{total}: {}", a.describe()))
-        );
-        out.push_str(&call(a, code));
-        out.push('\n');
+        if !a.evidence.is_empty() {
+            let cited: Vec<String> = a.evidence.iter().map(|s| report.cite(*s)).collect();
+            let _ = writeln!(out, "# Evidence: {}", text(&cited.join(", ")));
+        }
+        for note in guard_notes(a) {
+            let _ = writeln!(out, "# {note}");
+        }
+        let lines = [
+            format!(
+                "begin_step {n} {total} {} {}",
+                a.safety.name(),
+                quote(&text(&a.describe()))
+            ),
+            call(a),
+        ];
+        for line in lines {
+            // Only a literal from a log can hold `$` or a backtick here.
+            if line.contains(['$', '`']) {
+                out.push_str(
+                    "# shellcheck disable=SC2016 # text from a log, kept literal on purpose\n",
+                );
+            }
+            out.push_str(&line);
+            out.push('\n');
+        }
     }
     out.push_str("\nlog \"all steps done\"\n");
     out
@@ -203,17 +77,31 @@ fn header(out: &mut String, report: &Report<'_>, f: &Finding) {
         env!("CARGO_PKG_VERSION")
     );
     let _ = writeln!(out, "#");
+    let inputs: BTreeSet<&str> = report
+        .inputs
+        .iter()
+        .map(|i| report.sources.get(i.segment.source).name.as_str())
+        .collect();
+    if !inputs.is_empty() {
+        let _ = writeln!(
+            out,
+            "# From the report over: {}",
+            text(&inputs.into_iter().collect::<Vec<_>>().join(", "))
+        );
+    }
     let _ = writeln!(
         out,
         "# Finding {} ({}, confidence {:.2}):",
-        f.id, f.rule, f.confidence
+        text(&f.id),
+        f.rule,
+        f.confidence
     );
-    let _ = writeln!(out, "#   {}", comment(&f.headline));
+    let _ = writeln!(out, "#   {}", text(&f.headline));
     if let Some(first) = f.evidence.first() {
         let _ = writeln!(
             out,
             "#   first evidence: {}",
-            comment(&report.cite(first.span))
+            text(&report.cite(first.span))
         );
     }
     let _ = writeln!(out, "#\n# What it does, step by step:");
@@ -229,7 +117,7 @@ fn header(out: &mut String, report: &Report<'_>, f: &Finding) {
             "#   {}. [{}] {}",
             i + 1,
             a.safety.name(),
-            comment(&a.describe())
+            text(&a.describe())
         );
     }
     out.push_str(
@@ -237,67 +125,152 @@ fn header(out: &mut String, report: &Report<'_>, f: &Finding) {
          #   bash SCRIPT                dry run: prints every step, changes nothing\n\
          #   bash SCRIPT --apply        runs the steps; asks before needs-confirmation steps\n\
          #   bash SCRIPT --apply --yes  runs the steps without asking\n\
-         # Advisory steps are only printed, never executed.\n\
+         # Advisory steps are only printed, never executed. Before each destructive\n\
+         # step the script checks again that the PID, unit and GPU still are the ones\n\
+         # the report names (start time, command line, cgroup, GPU UUID), and stops\n\
+         # at the first mismatch. Running it twice is safe.\n\
          #\n# Exit codes:\n\
          #   0   every step succeeded (dry run: every step was printed)\n\
+         #   1   an unexpected error outside any step\n\
          #   2   unknown argument\n\
          #   3   a confirmation was declined\n",
     );
     for (i, a) in f.actions.iter().enumerate() {
-        if a.safety != Safety::AdvisoryOnly {
+        if a.is_scripted() {
             let _ = writeln!(
                 out,
                 "#   {:<3} step {} failed: {}",
                 STEP_EXIT_BASE + i + 1,
                 i + 1,
-                comment(&a.describe())
+                text(&a.describe())
             );
         }
     }
     out.push_str("#\n");
 }
 
-/// The call of one action's shell function; every argument is a quoted literal.
-fn call(a: &Action, code: usize) -> String {
-    let step = code.to_string();
+/// The guards a step cannot apply because the report lacks what they check.
+fn guard_notes(a: &Action) -> Vec<String> {
+    if !a.is_scripted() {
+        return Vec::new();
+    }
+    let mut notes = Vec::new();
+    let process = match &a.kind {
+        ActionKind::TerminateProcess { process, .. }
+        | ActionKind::WaitProcessExit { process, .. } => Some(process),
+        ActionKind::FreePort { listener, .. } => listener.as_ref(),
+        _ => None,
+    };
+    if let Some(p) = process {
+        if p.start.is_none() {
+            notes.push(format!(
+                "Guard not available: the report has no start time for PID {} (no `ps -o lstart` row), so PID reuse is checked by command line and cgroup only.",
+                p.pid
+            ));
+        }
+    }
+    if let ActionKind::WaitGpuMemoryFree { gpus, .. } = &a.kind {
+        for g in gpus.iter().filter(|g| g.uuid.is_none()) {
+            notes.push(format!(
+                "Guard not available: the report has no UUID for GPU {}, so a changed index cannot be detected.",
+                g.index
+            ));
+        }
+    }
+    notes
+}
+
+/// The call of one action's shell function; every argument is a quoted
+/// literal or a number. Advisory steps, whatever their kind, only print.
+fn call(a: &Action) -> String {
+    if !a.is_scripted() {
+        return advice_call(a);
+    }
     match &a.kind {
-        ActionKind::StopUnit { unit } => format!("stop_unit {step} {}", quote(unit.as_str())),
+        ActionKind::StopUnit { unit } => format!("stop_unit {}", quote(unit.as_str())),
+        ActionKind::DisableUnit { unit } => format!("disable_unit {}", quote(unit.as_str())),
         ActionKind::TerminateProcess {
-            pid,
-            expected_unit,
-            expected_cmdline,
+            process,
             grace_secs,
+        } => format!("terminate_process {} {grace_secs}", identity(process)),
+        ActionKind::WaitProcessExit {
+            process,
+            timeout_secs,
         } => format!(
-            "terminate_process {step} {} {} {} {}",
-            pid.get(),
-            quote(expected_unit.as_ref().map_or("", |u| u.as_str())),
-            quote(expected_cmdline.as_ref().map_or("", |c| c.as_str())),
-            grace_secs
+            "wait_process_exit {} {} {timeout_secs}",
+            process.pid,
+            quote(process.start.as_ref().map_or("", |s| s.as_str()))
         ),
         ActionKind::WaitGpuMemoryFree {
             gpus,
             max_used_mib,
             timeout_secs,
         } => format!(
-            "wait_gpu_memory_free {step} {max_used_mib} {timeout_secs} {}",
-            gpus.iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(" ")
+            "wait_gpu_memory_free {max_used_mib} {timeout_secs} {}",
+            gpus.iter().map(gpu_spec).collect::<Vec<_>>().join(" ")
         ),
-        ActionKind::RestartUnit { unit } => format!("restart_unit {step} {}", quote(unit.as_str())),
+        ActionKind::RestartUnit { unit } => format!("restart_unit {}", quote(unit.as_str())),
         ActionKind::VerifyUnitActive { unit, timeout_secs } => {
-            format!(
-                "verify_unit_active {step} {} {timeout_secs}",
-                quote(unit.as_str())
-            )
+            format!("verify_unit_active {} {timeout_secs}", quote(unit.as_str()))
         }
-        ActionKind::Advice { text, command } => format!(
-            "advice {} {}",
-            quote(&printable(text)),
-            quote(&command.as_deref().map(printable).unwrap_or_default())
+        ActionKind::KillOrphans {
+            unit,
+            name,
+            grace_secs,
+        } => format!(
+            "kill_orphans {} {} {grace_secs}",
+            quote(unit.as_str()),
+            quote(name.as_str())
         ),
+        ActionKind::FreePort {
+            port,
+            listener,
+            grace_secs,
+        } => format!(
+            "free_port {port} {} {grace_secs}",
+            listener
+                .as_ref()
+                .map_or_else(|| "'' '' '' ''".to_owned(), identity)
+        ),
+        ActionKind::ResetGpu { gpu, uuid } => {
+            format!("reset_gpu {gpu} {}", quote(uuid.as_str()))
+        }
+        // Never scripted (`Action::is_scripted` is false for them).
+        ActionKind::SetServerFlag { .. }
+        | ActionKind::Drain { .. }
+        | ActionKind::Reboot { .. }
+        | ActionKind::Advice { .. } => advice_call(a),
     }
+}
+
+/// `advice 'what' 'command' 'detail'…`: printed, never run.
+fn advice_call(a: &Action) -> String {
+    let mut args = vec![
+        quote(&text(&a.describe())),
+        quote(&a.command().as_deref().map(text).unwrap_or_default()),
+    ];
+    args.extend(a.details().iter().map(|d| quote(&text(d))));
+    format!("advice {}", args.join(" "))
+}
+
+/// `PID 'unit' 'cmdline' 'start'`, the guard arguments of a process.
+fn identity(p: &ProcessIdentity) -> String {
+    format!(
+        "{} {} {} {}",
+        p.pid,
+        quote(p.unit.as_ref().map_or("", |u| u.as_str())),
+        quote(p.cmdline.as_ref().map_or("", |c| c.as_str())),
+        quote(p.start.as_ref().map_or("", |s| s.as_str()))
+    )
+}
+
+/// `'0:GPU-…'`: the index and the UUID the script checks it against.
+fn gpu_spec(g: &GpuRef) -> String {
+    quote(&format!(
+        "{}:{}",
+        g.index,
+        g.uuid.as_ref().map_or("", |u| u.as_str())
+    ))
 }
 
 /// A bash single-quoted literal: nothing inside is expanded; a `'` is closed,
@@ -306,26 +279,118 @@ pub fn quote(value: &str) -> String {
     format!("'{}'", value.replace('\'', r"'\''"))
 }
 
-/// Text safe for a `#` comment: a newline in log-derived text must not end
-/// the comment and become a command.
-fn comment(text: &str) -> String {
-    printable(text)
-}
-
-fn printable(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect()
+/// Text for a comment or a log line: printable ASCII only. A newline from a
+/// log must not end a comment, an escape must not reach the terminal, and a
+/// look-alike letter (Cyrillic `ѕ` for `s`) or a bidi control must not pass
+/// for something it is not, so anything else is shown as `\u{…}`.
+fn text(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            ' ' => out.push(' '),
+            c if c.is_ascii_graphic() => out.push(c),
+            c if c.is_control() => out.push('?'),
+            c => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{GpuUuid, Hostname, Pid, ServerFlag, UnitName};
+    use crate::rules::{ExpectedCmdline, Safety};
 
     #[test]
     fn quoting_neutralises_shell_syntax() {
         assert_eq!(quote("a'b"), r"'a'\''b'");
         assert_eq!(quote("$(reboot)"), "'$(reboot)'");
-        assert_eq!(comment("x\nreboot"), "x?reboot");
+        assert_eq!(text("x\nreboot"), "x?reboot");
+        assert_eq!(text("\x1b[31mred"), "?[31mred");
+        assert_eq!(text("ѕglang"), "\\u{455}glang");
+        assert_eq!(text("a\u{202e}b"), "a\\u{202e}b");
+    }
+
+    #[test]
+    fn advisory_steps_are_printed_whatever_their_kind() {
+        let unit = UnitName::new("a.service").unwrap();
+        let stop = Action::new(
+            ActionKind::StopUnit { unit: unit.clone() },
+            Safety::AdvisoryOnly,
+            "",
+        );
+        assert_eq!(
+            call(&stop),
+            "advice 'stop a.service' 'systemctl stop a.service'"
+        );
+        let flag = Action::new(
+            ActionKind::SetServerFlag {
+                unit,
+                flag: ServerFlag::new("--mem-fraction-static", "0.80").unwrap(),
+                current: ExpectedCmdline::new("python3 -m sglang.launch_server --tp 2").ok(),
+            },
+            Safety::Safe,
+            "",
+        );
+        assert!(call(&flag).starts_with("advice "), "{}", call(&flag));
+        assert!(call(&flag).contains(
+            "'+ExecStart=python3 -m sglang.launch_server --tp 2 --mem-fraction-static 0.80'"
+        ));
+        let reboot = Action::new(
+            ActionKind::Reboot {
+                host: Hostname::new("ct200").ok(),
+            },
+            Safety::NeedsConfirmation,
+            "",
+        );
+        assert_eq!(
+            call(&reboot),
+            "advice 'reboot ct200 once its workloads are drained' 'systemctl reboot'"
+        );
+    }
+
+    #[test]
+    fn calls_pass_guards_as_literals() {
+        let mut p = ProcessIdentity::new(Pid::new(20629).unwrap());
+        p.cmdline = ExpectedCmdline::new("python3 it's").ok();
+        let t = Action::new(
+            ActionKind::TerminateProcess {
+                process: p,
+                grace_secs: 30,
+            },
+            Safety::NeedsConfirmation,
+            "",
+        );
+        assert_eq!(
+            call(&t),
+            r"terminate_process 20629 '' 'python3 it'\''s' '' 30"
+        );
+        assert_eq!(guard_notes(&t).len(), 1);
+        let w = Action::new(
+            ActionKind::WaitGpuMemoryFree {
+                gpus: vec![
+                    GpuRef {
+                        index: 0,
+                        uuid: GpuUuid::new("GPU-5a5b4eef-ee9c-40f5-977e-2242f48837be").ok(),
+                    },
+                    GpuRef {
+                        index: 1,
+                        uuid: None,
+                    },
+                ],
+                max_used_mib: 1024,
+                timeout_secs: 120,
+            },
+            Safety::Safe,
+            "",
+        );
+        assert_eq!(
+            call(&w),
+            "wait_gpu_memory_free 1024 120 '0:GPU-5a5b4eef-ee9c-40f5-977e-2242f48837be' '1:'"
+        );
+        assert_eq!(guard_notes(&w).len(), 1);
     }
 }

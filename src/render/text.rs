@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::{RenderOptions, Report};
+use super::{RenderOptions, Report, clean};
 use crate::rules::{Finding, Safety, Severity};
 
 struct Style {
@@ -42,7 +42,7 @@ pub fn render(report: &Report<'_>, options: RenderOptions) -> String {
     let mut out = String::new();
     match report.root_cause() {
         Some(f) => {
-            let _ = writeln!(out, "{} {}", st.bold("Root cause:"), f.headline);
+            let _ = writeln!(out, "{} {}", st.bold("Root cause:"), clean(&f.headline));
         }
         None if report.findings().is_empty() => {
             let _ = writeln!(
@@ -103,21 +103,26 @@ fn finding(out: &mut String, report: &Report<'_>, f: &Finding, st: &Style) {
         f.rule,
         f.confidence
     );
-    let _ = writeln!(out, "  {}", st.bold(&f.title));
+    let _ = writeln!(out, "  {}", st.bold(&clean(&f.title)));
 
     if !f.chain.is_empty() {
         let _ = writeln!(out, "\n  {}", st.bold("Causal chain (symptom → cause)"));
         for (depth, link) in f.chain.iter().enumerate() {
             if depth == 0 {
-                let _ = writeln!(out, "    {link}");
+                let _ = writeln!(out, "    {}", clean(link));
             } else {
-                let _ = writeln!(out, "    {}└─ because {link}", "   ".repeat(depth - 1));
+                let _ = writeln!(
+                    out,
+                    "    {}└─ because {}",
+                    "   ".repeat(depth - 1),
+                    clean(link)
+                );
             }
         }
     }
     if !f.explanation.is_empty() {
         let _ = writeln!(out, "\n  {}", st.bold("Why"));
-        let _ = writeln!(out, "    {}", f.explanation);
+        let _ = writeln!(out, "    {}", clean(&f.explanation));
     }
     if !f.explains.is_empty() {
         let _ = writeln!(
@@ -145,9 +150,9 @@ fn finding(out: &mut String, report: &Report<'_>, f: &Finding, st: &Style) {
             out,
             "    {}: {}",
             st.bold(&format!("{}:{}", line.input, line.line)),
-            line.text
+            clean(&line.text)
         );
-        let _ = writeln!(out, "      {}", st.dim(&format!("↳ {}", e.note)));
+        let _ = writeln!(out, "      {}", st.dim(&format!("↳ {}", clean(&e.note))));
     }
 
     let _ = writeln!(
@@ -156,7 +161,12 @@ fn finding(out: &mut String, report: &Report<'_>, f: &Finding, st: &Style) {
         st.bold(&format!("Confidence {:.2}", f.confidence))
     );
     for c in &f.conditions {
-        let _ = writeln!(out, "    [{}] {}", if c.met { "x" } else { " " }, c.text);
+        let _ = writeln!(
+            out,
+            "    [{}] {}",
+            if c.met { "x" } else { " " },
+            clean(&c.text)
+        );
     }
 
     if !f.actions.is_empty() {
@@ -169,11 +179,14 @@ fn finding(out: &mut String, report: &Report<'_>, f: &Finding, st: &Style) {
             let why = if a.why.is_empty() {
                 String::new()
             } else {
-                format!(" — {}", a.why)
+                format!(" — {}", clean(&a.why))
             };
-            let _ = writeln!(out, "    {}. {tag}{}{why}", i + 1, a.describe());
+            let _ = writeln!(out, "    {}. {tag}{}{why}", i + 1, clean(&a.describe()));
             if let Some(cmd) = a.command() {
-                let _ = writeln!(out, "       {}", st.dim(&format!("$ {cmd}")));
+                let _ = writeln!(out, "       {}", st.dim(&format!("$ {}", clean(&cmd))));
+            }
+            for line in a.details() {
+                let _ = writeln!(out, "       {}", clean(&line));
             }
         }
         let _ = writeln!(
@@ -183,7 +196,7 @@ fn finding(out: &mut String, report: &Report<'_>, f: &Finding, st: &Style) {
         );
     }
     for r in &f.refused {
-        let _ = writeln!(out, "  note: {r}");
+        let _ = writeln!(out, "  note: {}", clean(r));
     }
 }
 

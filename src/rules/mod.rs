@@ -14,7 +14,7 @@ mod support;
 mod unknown;
 mod user;
 
-pub use action::{Action, ActionKind, ExpectedCmdline, Safety};
+pub use action::{Action, ActionKind, ExpectedCmdline, GpuRef, ProcessIdentity, Safety, with_flag};
 pub use catalog::RULES;
 pub use finding::{Category, Condition, Entities, Evidence, Finding, Severity};
 pub use rank::CausalLayer;
@@ -75,6 +75,11 @@ pub fn diagnose(incident: &Incident, rules: &[&dyn Rule]) -> Diagnosis {
     let mut findings = Vec::new();
     for rule in rules {
         rule.check(incident, &mut findings);
+    }
+    for f in &mut findings {
+        // One refusal per value, however many steps it would have fed.
+        let mut seen = std::collections::BTreeSet::new();
+        f.refused.retain(|r| seen.insert(r.clone()));
     }
     let (findings, root_cause) = rank::rank(rank::merge_duplicates(findings));
     let unknown_errors = unknown::group(incident, &findings);

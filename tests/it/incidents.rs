@@ -127,3 +127,67 @@ fn reports_are_deterministic() {
     assert_eq!(a.json, b.json);
     assert_eq!(a.script, b.script);
 }
+
+/// disable-unit is scripted only for a unit the report shows to be a
+/// leftover: a model server of another unit sitting on the group's GPU. The
+/// seed's ddtree-qwen.service is a workload of its own (it served traffic
+/// until minutes before), so disabling it stays advice for a person.
+#[test]
+fn only_a_leftover_unit_is_disabled() {
+    let types = |out: &support::Outputs| -> Vec<(String, String)> {
+        root(&json(out))["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| {
+                (
+                    a["type"].as_str().unwrap().to_owned(),
+                    a["safety"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let seed = check(&incident("2026-11-27-ct200-ghost-ddtree"));
+    assert!(!types(&seed).iter().any(|(t, _)| t == "disable-unit"));
+    assert_eq!(
+        types(&seed).last().unwrap(),
+        &("advice".to_owned(), "advisory-only".to_owned())
+    );
+
+    // The same holder, but running an SGLang server: a leftover instance.
+    let leftover = crate::sandbox::analyze_edited(
+        &incident("2026-11-27-ct200-ghost-ddtree"),
+        |_, text| {
+            Some(text.replace(
+                "/opt/ddtree/serve.py --model /models/Qwen2.5-32B-Instruct --draft-model /models/Qwen2.5-0.5B-Instruct --port 8100",
+                "-m sglang.launch_server --model-path /models/Qwen2.5-32B-Instruct --port 8100",
+            ))
+        },
+    );
+    let f = root(&json(&leftover)).clone();
+    assert_eq!(f["category"], "stale-serving-instance");
+    let disable = f["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["type"] == "disable-unit")
+        .expect("a disable-unit step");
+    assert_eq!(disable["unit"], "ddtree-qwen.service");
+    assert_eq!(disable["safety"], "needs-confirmation");
+    assert!(
+        disable["why"]
+            .as_str()
+            .unwrap()
+            .contains("is a leftover serving instance"),
+        "{disable}"
+    );
+    assert!(
+        !f["actions"]
+            .to_string()
+            .contains("if ddtree-qwen.service is a leftover"),
+        "the conditional advice gives way to the step"
+    );
+    // The target itself is never disabled.
+    let stale = json(&check(&incident("2025-06-14-h100node3-stale-sglang")));
+    assert!(!root(&stale)["actions"].to_string().contains("disable-unit"));
+}

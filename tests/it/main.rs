@@ -1,12 +1,15 @@
 //! The single integration-test binary: one `mod` line per test file.
 
+mod actions;
 mod catalog;
 mod cli;
 mod format_fixtures;
 mod host_facts;
+mod hostile;
 mod incidents;
 mod journal_files;
 mod robustness;
 mod rules;
+mod sandbox;
 mod scripts;
 mod support;

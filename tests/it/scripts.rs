@@ -1,18 +1,19 @@
-//! Remediation scripts: every fixture's script passes shellcheck, a dry run
-//! touches nothing, and the seed incident's script is run for real against a
-//! simulated host (systemctl and nvidia-smi stand-ins, a live dummy process).
+//! Remediation scripts: every generated script passes shellcheck, and the
+//! scripts of the seed incident and of the leftover-SGLang incident are run
+//! for real against a simulated host (sandbox.rs): dry run, happy path,
+//! running twice, SIGTERM ignored, PID reused, GPU index changed, memory that
+//! never frees, a target that fails again, a declined question, and the sweep
+//! of a stopped unit's leftover processes.
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output};
+use std::process::Command;
 
-use rootcause::bundle::{self, Input};
-use rootcause::source::{Source, SourceMap};
+use crate::sandbox::{Ghost, Sandbox, TempDir, analyze_edited, log, short_grace};
+use crate::support::{check, fixtures, incident, require_tool};
 
-use crate::support::{self, check, fixtures, incident, require_tool};
-
-fn incident_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = fs::read_dir(fixtures().join("incidents"))
+fn bundles(group: &str) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = fs::read_dir(fixtures().join(group))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.join("manifest.json").exists())
@@ -21,267 +22,466 @@ fn incident_dirs() -> Vec<PathBuf> {
     dirs
 }
 
-#[test]
-fn every_fixture_script_passes_shellcheck() {
+/// Fails with shellcheck's findings unless the script is clean at every
+/// severity, style included.
+pub fn shellcheck(script: &str, what: &str) {
     require_tool("shellcheck", "shellcheck");
     let tmp = TempDir::new("shellcheck");
-    for dir in incident_dirs() {
-        let script = tmp.path.join("fix.sh");
-        fs::write(&script, check(&dir).script).unwrap();
-        let o = Command::new("shellcheck")
-            .arg("--severity=style")
-            .arg(&script)
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "shellcheck failed on the script of {}:\n{}",
-            dir.display(),
-            String::from_utf8_lossy(&o.stdout)
-        );
+    let path = tmp.path.join("fix.sh");
+    fs::write(&path, script).unwrap();
+    let o = Command::new("shellcheck")
+        .arg("--severity=style")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "shellcheck failed on the script of {what}:\n{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+}
+
+#[test]
+fn every_fixture_script_passes_shellcheck() {
+    for dir in bundles("incidents").into_iter().chain(bundles("hostile")) {
+        shellcheck(&check(&dir).script, &dir.display().to_string());
     }
 }
 
-/// A scratch directory removed on drop.
-struct TempDir {
-    path: PathBuf,
+/// The part of a script after the fixed prelude: the generated steps.
+pub fn steps(script: &str) -> &str {
+    let start = script
+        .find("\nlog \"rootcause remediation for ")
+        .expect("the steps follow the prelude");
+    &script[start..]
 }
 
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let path = std::env::temp_dir().join(format!(
-            "rootcause-{tag}-{}-{:?}",
-            std::process::id(),
-            std::thread::current().id()
-        ));
-        let _ = fs::remove_dir_all(&path);
-        fs::create_dir_all(&path).unwrap();
-        TempDir { path }
-    }
+const SEED: &str = "2026-11-27-ct200-ghost-ddtree";
+const SEED_START: &str = "Tue Nov 24 14:02:17 2026";
+const SEED_CMD: &str = "/opt/ddtree/venv/bin/python3 /opt/ddtree/serve.py --model /models/Qwen2.5-32B-Instruct --draft-model /models/Qwen2.5-0.5B-Instruct --port 8100";
+const SEED_GPU0: &str = "GPU-5a5b4eef-ee9c-40f5-977e-2242f48837be";
+
+/// What of the recorded process the ghost takes over.
+#[derive(Clone, Copy, PartialEq)]
+enum Same {
+    /// PID, start time and command line: it is the process of the report.
+    Process,
+    /// Only the PID: another process got the recorded PID.
+    PidOnly,
+    /// PID and start time, not the command line.
+    PidAndStart,
 }
 
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.path);
-    }
+/// The seed incident's script with the ghost in place of PID 20629.
+fn seed_script(ghost: &Ghost, same: Same) -> String {
+    script_for(&incident(SEED), ghost, "20629", SEED_START, SEED_CMD, same)
 }
 
-/// A simulated host: stand-ins on PATH, unit states and GPU memory in files,
-/// and a real process playing the ghost.
-struct Sandbox {
-    dir: TempDir,
-    ghost: Option<Child>,
-    ghost_pid: u32,
-}
-
-impl Sandbox {
-    fn new(tag: &str) -> Sandbox {
-        let dir = TempDir::new(tag);
-        fs::create_dir_all(dir.path.join("units")).unwrap();
-        fs::write(dir.path.join("calls"), "").unwrap();
-        let ghost = Command::new("sleep")
-            .arg("300")
-            .spawn()
-            .expect("spawn the ghost");
-        let ghost_pid = ghost.id();
-        Sandbox {
-            dir,
-            ghost: Some(ghost),
-            ghost_pid,
+fn script_for(dir: &Path, ghost: &Ghost, pid: &str, start: &str, cmd: &str, same: Same) -> String {
+    let (new_pid, new_start, new_cmd) = (ghost.pid.to_string(), ghost.lstart(), ghost.cmdline());
+    analyze_edited(dir, |_, text| {
+        let mut t = text.replace(pid, &new_pid);
+        if same != Same::PidOnly {
+            t = t.replace(start, &new_start);
         }
-    }
-
-    fn write(&self, name: &str, text: &str) {
-        fs::write(self.dir.path.join(name), text).unwrap();
-    }
-
-    /// The seed incident with the ghost's PID in place of 20629, analysed
-    /// like any bundle, and its script written into the sandbox.
-    fn script(&self) -> PathBuf {
-        let dir = incident("2026-11-27-ct200-ghost-ddtree");
-        let (original, _) = bundle::load(&[Input::Path(dir)], &mut std::io::empty()).unwrap();
-        let mut sources = SourceMap::new();
-        for (id, s) in original.iter() {
-            let text: String = (1..=s.line_count())
-                .map(|n| format!("{}\n", s.raw_line(n)))
-                .collect::<String>()
-                .replace("20629", &self.ghost_pid.to_string());
-            let _ = id;
-            sources.add(Source::new(s.name.clone(), text.as_bytes()));
+        if same == Same::Process {
+            t = t.replace(cmd, &new_cmd);
         }
-        let path = self.dir.path.join("fix.sh");
-        fs::write(&path, support::analyze(sources).script).unwrap();
-        path
-    }
-
-    fn run(&self, script: &Path, args: &[&str]) -> Output {
-        let path = format!(
-            "{}:{}",
-            fixtures().join("sandbox/bin").display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        Command::new("bash")
-            .arg(script)
-            .args(args)
-            .env("PATH", path)
-            .env("SANDBOX", &self.dir.path)
-            .output()
-            .unwrap()
-    }
-
-    fn calls(&self) -> String {
-        fs::read_to_string(self.dir.path.join("calls")).unwrap()
-    }
-
-    fn unit_state(&self, unit: &str) -> String {
-        fs::read_to_string(self.dir.path.join("units").join(unit))
-            .unwrap_or_default()
-            .trim()
-            .to_owned()
-    }
-
-    /// Reaps the ghost if something killed it, so it does not linger as a
-    /// zombie that still looks alive in /proc.
-    fn ghost_alive(&mut self) -> bool {
-        let child = self.ghost.as_mut().unwrap();
-        matches!(child.try_wait(), Ok(None))
-    }
-
-    fn kill_ghost(&mut self) {
-        let child = self.ghost.as_mut().unwrap();
-        child.kill().unwrap();
-        child.wait().unwrap();
-    }
-
-    /// The unit "owns" the ghost: stopping it kills the ghost. A reaper
-    /// thread collects the ghost so that it is gone, not a zombie.
-    fn ghost_owned_by(&mut self, unit: &str) {
-        self.write(&format!("units/{unit}.pid"), &self.ghost_pid.to_string());
-        let mut child = self.ghost.take().unwrap();
-        let handle = std::thread::spawn(move || {
-            let _ = child.wait();
-        });
-        drop(handle);
-    }
+        Some(t)
+    })
+    .script
 }
 
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        if let Some(child) = self.ghost.as_mut() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        let _ = Command::new("kill")
-            .arg(self.ghost_pid.to_string())
-            .output();
-    }
-}
-
-const BUSY: &str = "0, 55295\n1, 0\n2, 0\n3, 0\n4, 0\n5, 0\n6, 0\n7, 0\n";
-const FREE: &str = "0, 0\n1, 0\n2, 0\n3, 0\n4, 0\n5, 0\n6, 0\n7, 0\n";
-
-fn log(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+/// ct200: eight GPUs, GPU 0 with 9 MiB of driver overhead,
+/// ddtree-qwen.service running, sglang-k26.service failed.
+fn seed_host(sb: &Sandbox) {
+    let uuids: Vec<String> = (0..8)
+        .map(|i| match i {
+            0 => SEED_GPU0.to_owned(),
+            i => format!("GPU-0000000{i}-0000-4000-8000-00000000000{i}"),
+        })
+        .collect();
+    let gpus: Vec<(u32, &str, u64)> = uuids
+        .iter()
+        .enumerate()
+        .map(|(i, u)| (i as u32, u.as_str(), if i == 0 { 9 } else { 0 }))
+        .collect();
+    sb.gpus(&gpus);
+    sb.unit("ddtree-qwen.service", "active");
+    sb.unit("sglang-k26.service", "failed");
 }
 
 #[test]
 fn dry_run_changes_nothing() {
-    let mut sb = Sandbox::new("dry");
-    sb.write("gpus", BUSY);
-    sb.write("units/ddtree-qwen.service", "active");
-    let script = sb.script();
-    // The ghost is alive but, in this sandbox, outside the unit's cgroup:
-    // the dry run checks the guard and says it would stop there.
+    let sb = Sandbox::new("dry");
+    let mut ghost = Ghost::sleeper();
+    seed_host(&sb);
+    sb.holds(&ghost, 0, 55286);
+    let script = sb.save("fix.sh", &seed_script(&ghost, Same::Process));
+    // The ghost is alive but outside ddtree-qwen.service's cgroup: the dry
+    // run checks the guard and says it would stop there.
     let o = sb.run(&script, &[]);
     assert_eq!(o.status.code(), Some(12), "{}", log(&o));
     assert!(log(&o).contains("dry run: would run: systemctl stop -- ddtree-qwen.service"));
-    assert!(log(&o).contains("refusing to signal"));
+    assert!(
+        log(&o).contains("is not in the cgroup of ddtree-qwen.service"),
+        "{}",
+        log(&o)
+    );
     assert_eq!(
         sb.calls(),
         "",
         "a dry run must not call systemctl or nvidia-smi"
     );
-    assert!(sb.ghost_alive());
+    assert!(ghost.alive());
     assert_eq!(sb.unit_state("ddtree-qwen.service"), "active");
 
     // Once the PID is gone every step is printed and nothing runs.
-    sb.kill_ghost();
+    drop(ghost);
     let o = sb.run(&script, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", log(&o));
     for step in [
-        "would poll nvidia-smi",
+        "PID",
+        "is gone: nothing to terminate",
+        "would check GPU 0 against the recorded UUIDs",
         "would run: systemctl restart -- sglang-k26.service",
         "would wait up to",
+        "advice (not executed): if ddtree-qwen.service is a leftover",
     ] {
         assert!(log(&o).contains(step), "{step} missing from:\n{}", log(&o));
     }
     assert_eq!(sb.calls(), "");
+    assert_eq!(sb.unit_state("sglang-k26.service"), "failed");
 }
 
 #[test]
-fn apply_stops_the_holder_waits_for_memory_and_restarts_the_target() {
-    let mut sb = Sandbox::new("happy");
-    sb.write("gpus", BUSY);
-    sb.write("units/ddtree-qwen.service", "active");
-    sb.write("units/ddtree-qwen.service.frees", FREE);
-    sb.write("units/sglang-k26.service", "failed");
-    sb.ghost_owned_by("ddtree-qwen.service");
-    let script = sb.script();
+fn apply_stops_the_holder_waits_for_memory_restarts_the_target_and_can_run_twice() {
+    let sb = Sandbox::new("happy");
+    let mut ghost = Ghost::sleeper();
+    seed_host(&sb);
+    sb.holds(&ghost, 0, 55286);
+    sb.owns("ddtree-qwen.service", &ghost);
+    let script = sb.save("fix.sh", &seed_script(&ghost, Same::Process));
     let o = sb.run(&script, &["--apply", "--yes"]);
     assert_eq!(o.status.code(), Some(0), "{}", log(&o));
     let calls = sb.calls();
     let order: Vec<&str> = calls.lines().collect();
-    assert_eq!(order[0], "systemctl stop -- ddtree-qwen.service");
-    assert!(
-        calls.contains("systemctl restart -- sglang-k26.service"),
-        "{calls}"
+    assert_eq!(
+        order[..2],
+        [
+            "systemctl is-active -- ddtree-qwen.service",
+            "systemctl stop -- ddtree-qwen.service"
+        ]
     );
+    let uuid_check = order
+        .iter()
+        .position(|c| c.contains("--query-gpu=index,uuid"))
+        .expect("the GPU identity is checked");
+    let restart = order
+        .iter()
+        .position(|c| *c == "systemctl restart -- sglang-k26.service")
+        .expect("the target is restarted");
+    assert!(uuid_check < restart, "{calls}");
+    assert!(!ghost.alive(), "stopping the unit ended the holder");
     assert_eq!(sb.unit_state("ddtree-qwen.service"), "inactive");
     assert_eq!(sb.unit_state("sglang-k26.service"), "active");
+    assert!(!calls.contains("disable"), "the advice is never executed");
     assert!(log(&o).contains("all steps done"));
+
+    // Running it again is safe: nothing left to stop or signal.
+    sb.clear_calls();
+    let o = sb.run(&script, &["--apply", "--yes"]);
+    assert_eq!(o.status.code(), Some(0), "{}", log(&o));
+    assert!(log(&o).contains("ddtree-qwen.service is already inactive: nothing to stop"));
+    assert!(log(&o).contains("is gone: nothing to terminate"));
+    assert!(!sb.calls().contains("stop"), "{}", sb.calls());
+    assert_eq!(sb.unit_state("sglang-k26.service"), "active");
 }
 
 #[test]
 fn memory_that_never_frees_fails_the_wait_and_does_not_restart() {
-    let mut sb = Sandbox::new("stuck");
-    sb.write("gpus", BUSY);
-    sb.write("units/ddtree-qwen.service", "active");
-    sb.ghost_owned_by("ddtree-qwen.service");
-    let script = fs::read_to_string(sb.script()).unwrap();
-    // A short timeout keeps the test fast; the logic is the same.
-    let script_path = sb.dir.path.join("fast.sh");
-    fs::write(
-        &script_path,
-        script.replace(
-            "wait_gpu_memory_free 13 1024 120",
-            "wait_gpu_memory_free 13 1024 3",
-        ),
-    )
-    .unwrap();
-    let o = sb.run(&script_path, &["--apply", "--yes"]);
+    let sb = Sandbox::new("stuck");
+    let ghost = Ghost::sleeper();
+    seed_host(&sb);
+    // The holder exits but the driver keeps its memory.
+    sb.gpus(&[(0, SEED_GPU0, 55295)]);
+    sb.owns("ddtree-qwen.service", &ghost);
+    let script = seed_script(&ghost, Same::Process);
+    let fast = script.replace(
+        &format!("wait_gpu_memory_free 1024 120 '0:{SEED_GPU0}'"),
+        &format!("wait_gpu_memory_free 1024 3 '0:{SEED_GPU0}'"),
+    );
+    assert_ne!(fast, script, "the wait step moved");
+    let o = sb.run(&sb.save("fast.sh", &fast), &["--apply", "--yes"]);
     assert_eq!(o.status.code(), Some(13), "{}", log(&o));
-    assert!(log(&o).contains("memory still in use"), "{}", log(&o));
+    assert!(
+        log(&o).contains("memory still in use after 3s: GPU 0: 55295 MiB"),
+        "{}",
+        log(&o)
+    );
     assert!(
         !sb.calls().contains("restart"),
         "the target must not be restarted"
     );
+    assert_eq!(sb.unit_state("sglang-k26.service"), "failed");
 }
 
 #[test]
 fn a_reused_pid_is_never_signalled() {
-    let mut sb = Sandbox::new("reused");
-    sb.write("gpus", BUSY);
-    sb.write("units/ddtree-qwen.service", "active");
-    // Stopping the unit does not kill the ghost: the PID now belongs to an
-    // unrelated process outside ddtree-qwen.service's cgroup.
-    let script = sb.script();
+    let sb = Sandbox::new("reused");
+    let mut ghost = Ghost::sleeper();
+    seed_host(&sb);
+    // Stopping the unit does not end the ghost: the PID now belongs to an
+    // unrelated process that started after the capture.
+    let script = sb.save("fix.sh", &seed_script(&ghost, Same::PidOnly));
     let o = sb.run(&script, &["--apply", "--yes"]);
     assert_eq!(o.status.code(), Some(12), "{}", log(&o));
     assert!(log(&o).contains("refusing to signal"), "{}", log(&o));
-    assert!(sb.ghost_alive(), "the unrelated process must survive");
+    assert!(
+        log(&o).contains(&format!("not {SEED_START} as recorded: the PID was reused")),
+        "{}",
+        log(&o)
+    );
+    assert!(ghost.alive(), "the unrelated process must survive");
     assert!(!sb.calls().contains("restart"));
+
+    // Same start time, another command line: refused as well.
+    let script = sb.save("fix2.sh", &seed_script(&ghost, Same::PidAndStart));
+    let o = sb.run(&script, &["--apply", "--yes"]);
+    assert_eq!(o.status.code(), Some(12), "{}", log(&o));
+    assert!(
+        log(&o).contains(&format!("PID {} now runs: sleep 300", ghost.pid)),
+        "{}",
+        log(&o)
+    );
+    assert!(ghost.alive());
+}
+
+#[test]
+fn a_holder_that_ignores_sigterm_is_killed_after_the_grace_period() {
+    let sb = Sandbox::new("escalate");
+    let mut ghost = Ghost::spawn(None, true, 300);
+    seed_host(&sb);
+    sb.holds(&ghost, 0, 55286);
+    // The stop only sends SIGTERM (KillMode=process), which is ignored; the
+    // process stays in the unit's cgroup.
+    sb.owns("ddtree-qwen.service", &ghost);
+    sb.in_cgroup(&ghost, "ddtree-qwen.service");
+    let script = sb.with_fake_proc(&short_grace(&seed_script(&ghost, Same::Process)));
+    let o = sb.run(&sb.save("fix.sh", &script), &["--apply", "--yes"]);
+    assert_eq!(o.status.code(), Some(0), "{}", log(&o));
+    let out = log(&o);
+    let term = out
+        .find(&format!("sending SIGTERM to PID {}", ghost.pid))
+        .expect(&out);
+    let kill = out
+        .find(&format!(
+            "PID {} survived SIGTERM for 2s: sending SIGKILL",
+            ghost.pid
+        ))
+        .expect(&out);
+    assert!(
+        term < kill,
+        "SIGKILL only after SIGTERM and the grace period"
+    );
+    assert!(!ghost.alive());
+    assert!(out.contains("GPU 0 memory released"), "{out}");
+    assert_eq!(sb.unit_state("sglang-k26.service"), "active");
+}
+
+#[test]
+fn a_process_outside_any_unit_that_ignores_sigterm_is_killed() {
+    let sb = Sandbox::new("nounit");
+    let mut ghost = Ghost::spawn(None, true, 300);
+    seed_host(&sb);
+    sb.holds(&ghost, 0, 55286);
+    // The same incident without the holder's unit: no status of it and no
+    // journal lines of it. The guards are its start time and command line,
+    // read from the real /proc.
+    let (pid, start, cmd) = (ghost.pid.to_string(), ghost.lstart(), ghost.cmdline());
+    let out = analyze_edited(&incident(SEED), |name, text| {
+        let text = match name {
+            "systemctl-status-ddtree-qwen.txt" => return None,
+            "journal.txt" => text
+                .lines()
+                .filter(|l| !l.contains("ddtree") && !l.contains("python3[20629]"))
+                .map(|l| format!("{l}\n"))
+                .collect(),
+            _ => text,
+        };
+        Some(
+            text.replace("20629", &pid)
+                .replace(SEED_START, &start)
+                .replace(SEED_CMD, &cmd),
+        )
+    });
+    assert!(
+        out.script.contains(&format!(
+            "terminate_process {pid} '' 'sleep 300' '{start}' 30"
+        )),
+        "{}",
+        out.script
+    );
+    let o = sb.run(
+        &sb.save("fix.sh", &short_grace(&out.script)),
+        &["--apply", "--yes"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", log(&o));
+    assert!(
+        log(&o).contains("survived SIGTERM for 2s: sending SIGKILL"),
+        "{}",
+        log(&o)
+    );
+    assert!(!ghost.alive());
+    assert_eq!(sb.unit_state("sglang-k26.service"), "active");
+}
+
+#[test]
+fn a_changed_gpu_index_stops_before_waiting() {
+    let sb = Sandbox::new("uuid");
+    let ghost = Ghost::sleeper();
+    seed_host(&sb);
+    // After a reboot index 0 is another GPU.
+    sb.gpus(&[
+        (0, "GPU-9ad05367-4144-422e-e5a9-b50411e0d8dd", 0),
+        (1, SEED_GPU0, 0),
+    ]);
+    sb.owns("ddtree-qwen.service", &ghost);
+    let script = sb.save("fix.sh", &seed_script(&ghost, Same::Process));
+    let o = sb.run(&script, &["--apply", "--yes"]);
+    assert_eq!(o.status.code(), Some(13), "{}", log(&o));
+    assert!(
+        log(&o).contains(&format!(
+            "GPU 0 is GPU-9ad05367-4144-422e-e5a9-b50411e0d8dd now, not {SEED_GPU0} as recorded"
+        )),
+        "{}",
+        log(&o)
+    );
+    assert!(!sb.calls().contains("memory.used"), "{}", sb.calls());
+    assert!(!sb.calls().contains("restart"));
+}
+
+#[test]
+fn a_target_that_fails_again_is_reported() {
+    let sb = Sandbox::new("fails");
+    let ghost = Ghost::sleeper();
+    seed_host(&sb);
+    sb.owns("ddtree-qwen.service", &ghost);
+    sb.write("units/sglang-k26.service.start-fails", "");
+    let script = sb.save("fix.sh", &seed_script(&ghost, Same::Process));
+    let o = sb.run(&script, &["--apply", "--yes"]);
+    assert_eq!(o.status.code(), Some(15), "{}", log(&o));
+    assert!(
+        log(&o).contains("sglang-k26.service failed again: see journalctl -u sglang-k26.service")
+    );
+}
+
+#[test]
+fn a_question_without_an_answer_changes_nothing() {
+    let sb = Sandbox::new("declined");
+    let mut ghost = Ghost::sleeper();
+    seed_host(&sb);
+    sb.owns("ddtree-qwen.service", &ghost);
+    let script = sb.save("fix.sh", &seed_script(&ghost, Same::Process));
+    let o = sb.run_detached(&script, &["--apply"]);
+    assert_eq!(o.status.code(), Some(3), "{}", log(&o));
+    assert!(
+        log(&o).contains("declined: Stop ddtree-qwen.service?"),
+        "{}",
+        log(&o)
+    );
+    assert!(!sb.calls().contains("stop"), "{}", sb.calls());
+    assert!(ghost.alive());
+    assert_eq!(sb.unit_state("ddtree-qwen.service"), "active");
+}
+
+const STALE: &str = "2025-06-14-h100node3-stale-sglang";
+const STALE_GPU3: &str = "GPU-bb3cdc90-8130-ed6c-9db3-d58a6f1c1ee5";
+
+#[test]
+fn leftover_server_processes_are_swept_from_the_stopped_unit() {
+    let sb = Sandbox::new("sweep");
+    // The holder of the bundle, a sibling it does not show (ignoring
+    // SIGTERM), and two decoys: a namesake in another unit, and a process
+    // of the unit that is not a server process.
+    let mut holder = Ghost::spawn(Some("sglang::scheduler_TP3"), false, 300);
+    let mut sibling = Ghost::spawn(Some("sglang::scheduler_TP5"), true, 300);
+    let mut namesake = Ghost::spawn(Some("sglang::scheduler_TP0"), false, 300);
+    let mut bystander = Ghost::sleeper();
+    sb.gpus(&[(3, STALE_GPU3, 9)]);
+    sb.holds(&holder, 3, 61378);
+    sb.unit("sglang.service", "failed");
+    sb.unit("other.service", "active");
+    for g in [&holder, &sibling, &bystander] {
+        sb.in_cgroup(g, "sglang.service");
+    }
+    sb.in_cgroup(&namesake, "other.service");
+    let script = script_for(
+        &incident(STALE),
+        &holder,
+        "48213",
+        "Tue Jun 10 09:20:16 2025",
+        "sglang::scheduler_TP3",
+        Same::PidAndStart,
+    );
+    assert!(
+        script.contains("kill_orphans 'sglang.service' 'sglang::' 30"),
+        "{script}"
+    );
+    let script = sb.with_fake_proc(&short_grace(&script));
+    let script = sb.save("fix.sh", &script);
+
+    let o = sb.run(&script, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", log(&o));
+    let planned = log(&o)
+        .lines()
+        .find(|l| l.contains("dry run: would end PID"))
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        planned.ends_with(
+            "(sglang::*, in the cgroup of sglang.service) once sglang.service is stopped"
+        ),
+        "{}",
+        log(&o)
+    );
+    for g in [&holder, &sibling] {
+        assert!(planned.contains(&g.pid.to_string()), "{planned}");
+    }
+    for g in [&namesake, &bystander] {
+        assert!(!planned.contains(&g.pid.to_string()), "{planned}");
+    }
+    assert_eq!(sb.calls(), "");
+
+    let o = sb.run(&script, &["--apply", "--yes"]);
+    assert_eq!(o.status.code(), Some(0), "{}", log(&o));
+    assert!(log(&o).contains("sglang.service is already failed: nothing to stop"));
+    assert!(!holder.alive(), "the recorded holder is terminated");
+    assert!(!sibling.alive(), "the sibling left in the unit is swept");
+    assert!(log(&o).contains(&format!(
+        "PID {} survived SIGTERM for 2s: sending SIGKILL",
+        sibling.pid
+    )));
+    assert!(
+        namesake.alive(),
+        "a process of another unit is never touched"
+    );
+    assert!(
+        bystander.alive(),
+        "a process of another name is never touched"
+    );
+    assert_eq!(sb.unit_state("sglang.service"), "active");
+
+    // The sweep refuses while the unit runs: its processes are no orphans.
+    sb.unit("sglang.service", "active");
+    let refuse = fs::read_to_string(&script)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with("stop_unit ") && !l.starts_with("terminate_process "))
+        .map(|l| format!("{l}\n"))
+        .collect::<String>();
+    let o = sb.run(&sb.save("refuse.sh", &refuse), &["--apply", "--yes"]);
+    assert_eq!(o.status.code(), Some(13), "{}", log(&o));
+    assert!(log(&o).contains("sglang.service is active: its processes are not orphans"));
+    assert!(bystander.alive());
 }

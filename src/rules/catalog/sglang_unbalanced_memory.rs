@@ -10,12 +10,13 @@ use regex::Regex;
 
 use crate::correlate::{Gpu, GpuProcess, Incident, OwnerBasis, UnitEventKind};
 use crate::model::{
-    Framework, MemoryImbalance, Pid, ProcessListingKind, ServerArgs, ServerEvent, ServerEventKind,
-    UnitName,
+    Framework, GpuUuid, MemoryImbalance, Pid, ProcessListingKind, ProcessName, ServerArgs,
+    ServerEvent, ServerEventKind, StartTime, UnitName,
 };
 use crate::rules::support::mib;
 use crate::rules::{
-    Action, ActionKind, Category, ExpectedCmdline, Finding, Rule, RuleMeta, Safety, Severity,
+    Action, ActionKind, Category, ExpectedCmdline, Finding, GpuRef, ProcessIdentity, Rule,
+    RuleMeta, Safety, Severity,
 };
 use crate::source::Span;
 
@@ -72,7 +73,13 @@ memory of the holder on the short GPU (nvidia-smi MiB / 1024), within about
 1. and 2.: stop the unit that owns the holder (never kill a process of someone
    else's service without confirming it), make sure the PID is gone, wait
    until the GPU's memory is really released, then restart the server and
-   verify it comes up.
+   verify it comes up. A leftover server whose processes were re-parented or
+   left in its unit's cgroup (`KillMode=process`) has siblings the capture
+   may not show: end the processes of its group (`sglang::*`) left in the
+   stopped unit. A leftover server of another unit should also be disabled,
+   so it does not come back at boot; a workload of its own (the seed's
+   `ddtree-qwen.service`, which served requests until minutes before) is
+   only advised about: whether it may go is its owner's call.
 3.: run each TP group on GPUs of one model (`CUDA_VISIBLE_DEVICES`).
 4.: find the holder from the host (`nvidia-smi` outside the container).
 
@@ -80,10 +87,12 @@ Disabling the check (`SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK=0`) is not a
 fix: the KV cache of every rank is then sized by the smallest GPU.
 
 ## Safety
-Stopping a unit and signalling a process need confirmation: the script checks,
-before each signal, that the PID still exists and still belongs to the unit
-or command line the report names, and it never sends SIGKILL before SIGTERM
-and a grace period.
+Stopping or disabling a unit and signalling a process need confirmation: the
+script checks, before each signal, that the PID still exists and still has
+the start time, command line and unit the report recorded, and it never sends
+SIGKILL before SIGTERM and a grace period. It checks the GPU's UUID before
+waiting for its memory, and refuses to sweep a unit's processes while the
+unit is active.
 "#;
 
 /// A traceback frame in SGLang's speculative-decoding draft worker.
@@ -738,12 +747,21 @@ impl<'a> Analysis<'a> {
     }
 
     fn held_actions(&self, f: &mut Finding, gpu: u32, holders: &[Holder<'_>]) {
-        let target = self
-            .target
-            .as_ref()
-            .and_then(|(u, _, _)| UnitName::new(u).ok());
+        let incident = self.incident;
+        let target = match &self.target {
+            Some((u, _, span)) => match UnitName::new(u) {
+                Ok(u) => Some((u, *span)),
+                Err(e) => {
+                    f.refused.push(e.to_string());
+                    None
+                }
+            },
+            None => None,
+        };
         let mut stopped: BTreeSet<String> = BTreeSet::new();
         let mut terminations = Vec::new();
+        let mut sweeps = Vec::new();
+        let mut leftovers = Vec::new();
         for h in holders {
             let p = h.process;
             let unit = match h.unit.map(|u| UnitName::new(u.0)) {
@@ -769,6 +787,20 @@ impl<'a> Analysis<'a> {
                         )
                         .with_evidence(h.unit.map(|u| u.2)),
                     );
+                    if let Some(reason) = &h.stale_reason {
+                        if target.as_ref().is_none_or(|(t, _)| t != u) {
+                            leftovers.push(
+                                Action::new(
+                                    ActionKind::DisableUnit { unit: u.clone() },
+                                    Safety::NeedsConfirmation,
+                                    format!(
+                                        "{u} is a leftover serving instance ({reason}); enabled, it comes back at the next boot"
+                                    ),
+                                )
+                                .with_evidence(h.unit.map(|u| u.2)),
+                            );
+                        }
+                    }
                 }
             }
             let pid = match Pid::new(p.pid) {
@@ -778,13 +810,36 @@ impl<'a> Analysis<'a> {
                     continue;
                 }
             };
-            // The guard: the PID must still be this process when the script runs.
-            let expected_cmdline = h
+            let ps = incident.facts.ps.iter().find(|r| r.pid == p.pid);
+            // The guards: the PID must still be this process when the script runs.
+            // A command line `systemctl status` elided (`…`) cannot be
+            // compared; the executable nvidia-smi names still can.
+            let logged_cmdline = h
                 .cmdline
                 .map(|c| c.0)
-                .or((!p.name_truncated && !p.name.starts_with('[')).then_some(p.name.as_str()))
-                .and_then(ExpectedCmdline::new);
-            if unit.is_none() && expected_cmdline.is_none() {
+                .filter(|c| !c.ends_with('…'))
+                .or((!p.name_truncated && !p.name.starts_with('[')).then_some(p.name.as_str()));
+            let cmdline = match logged_cmdline.map(ExpectedCmdline::new) {
+                Some(Ok(c)) => Some(c),
+                Some(Err(e)) => {
+                    f.refused.push(e.to_string());
+                    None
+                }
+                None => None,
+            };
+            // Only `ps -o lstart` (five fields) dates a process; `09:38` or
+            // an elapsed time cannot guard against PID reuse.
+            let start = match ps.and_then(|r| r.started.as_deref()) {
+                Some(s) if s.split_whitespace().count() == 5 => match StartTime::new(s) {
+                    Ok(t) => Some(t),
+                    Err(e) => {
+                        f.refused.push(e.to_string());
+                        None
+                    }
+                },
+                _ => None,
+            };
+            if unit.is_none() && cmdline.is_none() {
                 f.refused.push(format!(
                     "PID {}: neither its unit nor its full command line is known, so no script may signal it",
                     p.pid
@@ -805,6 +860,12 @@ impl<'a> Analysis<'a> {
                 )
             } else if unit.is_some() {
                 format!("in case PID {} survives the stop", p.pid)
+            } else if h.unit.is_some() {
+                format!(
+                    "PID {} holds {} on GPU {gpu}; its unit's name was refused, so the script cannot stop the unit",
+                    p.pid,
+                    mib(p.used_mib)
+                )
             } else {
                 format!(
                     "PID {} holds {} on GPU {gpu} and belongs to no known unit",
@@ -812,23 +873,37 @@ impl<'a> Analysis<'a> {
                     mib(p.used_mib)
                 )
             };
+            let mut evidence: Vec<Span> = p.spans.clone();
+            evidence.extend(h.cmdline.map(|c| c.1));
+            evidence.extend(ps.filter(|_| start.is_some()).map(|r| r.span));
+            if let Some(u) = &unit {
+                if let Some(sweep) = self.orphan_sweep(u, h, ps.map(|r| r.ppid == Some(1))) {
+                    if !sweeps.contains(&sweep) {
+                        sweeps.push(sweep);
+                    }
+                }
+            }
             terminations.push(
                 Action::new(
                     ActionKind::TerminateProcess {
-                        pid,
-                        expected_unit: unit,
-                        expected_cmdline,
+                        process: ProcessIdentity {
+                            pid,
+                            unit,
+                            cmdline,
+                            start,
+                        },
                         grace_secs: 30,
                     },
                     Safety::NeedsConfirmation,
                     why,
                 )
-                .with_evidence(p.spans.iter().copied()),
+                .with_evidence(evidence),
             );
         }
         // Waiting and restarting only make sense once something was stopped.
-        let freeing = !stopped.is_empty() || !terminations.is_empty();
+        let freeing = !stopped.is_empty() || !terminations.is_empty() || !sweeps.is_empty();
         f.actions.extend(terminations);
+        f.actions.extend(sweeps);
         if !freeing {
             return;
         }
@@ -839,57 +914,147 @@ impl<'a> Analysis<'a> {
             .filter_map(|g| g.memory_used_mib)
             .max()
             .unwrap_or(0);
-        f.actions.push(Action::new(
-            ActionKind::WaitGpuMemoryFree {
-                gpus: vec![gpu],
-                max_used_mib: baseline.max(512) + 512,
-                timeout_secs: 120,
-            },
-            Safety::Safe,
-            format!("GPU {gpu}'s memory must really be released before SGLang measures it again"),
-        ));
+        let (uuid, gpu_spans) = match incident.gpu(gpu) {
+            Some(g) => (g.uuid.as_deref(), g.spans.first().copied()),
+            None => (None, None),
+        };
+        let uuid = match uuid.map(GpuUuid::new) {
+            Some(Ok(u)) => Some(u),
+            Some(Err(e)) => {
+                f.refused.push(e.to_string());
+                None
+            }
+            None => None,
+        };
+        f.actions.push(
+            Action::new(
+                ActionKind::WaitGpuMemoryFree {
+                    gpus: vec![GpuRef { index: gpu, uuid }],
+                    max_used_mib: baseline.max(512) + 512,
+                    timeout_secs: 120,
+                },
+                Safety::Safe,
+                format!(
+                    "GPU {gpu}'s memory must really be released before SGLang measures it again"
+                ),
+            )
+            .with_evidence(gpu_spans),
+        );
         match target {
-            Some(unit) => {
-                f.actions.push(Action::new(
-                    ActionKind::RestartUnit { unit: unit.clone() },
-                    Safety::Safe,
-                    format!("start {unit} again on the freed GPUs"),
-                ));
-                f.actions.push(Action::new(
-                    ActionKind::VerifyUnitActive {
-                        unit,
-                        timeout_secs: 120,
-                    },
-                    Safety::Safe,
-                    "the unit must come up and stay up",
-                ));
+            Some((unit, span)) => {
+                f.actions.push(
+                    Action::new(
+                        ActionKind::RestartUnit { unit: unit.clone() },
+                        Safety::Safe,
+                        format!("start {unit} again on the freed GPUs"),
+                    )
+                    .with_evidence([span]),
+                );
+                f.actions.push(
+                    Action::new(
+                        ActionKind::VerifyUnitActive {
+                            unit,
+                            timeout_secs: 120,
+                        },
+                        Safety::Safe,
+                        "the unit must come up and stay up",
+                    )
+                    .with_evidence([span]),
+                );
             }
             None => f.actions.push(Action::advice(
                 "restart the SGLang server once the GPU is free",
                 None,
             )),
         }
+        // Advice names only units that validated: a suggested command is
+        // still a command someone may paste.
         let target_name = self.target.as_ref().map(|t| t.0.as_str());
         if let Some(u) = holders
             .iter()
             .filter_map(|h| h.unit)
-            .find(|u| Some(u.0) == target_name)
+            .filter(|u| Some(u.0) == target_name)
+            .find_map(|u| UnitName::new(u.0).ok())
         {
             f.actions.push(Action::advice(
-                format!("make a stop of {} end every process of the server: KillMode=control-group (the default) in its unit file", u.0),
-                Some(&format!("systemctl show -p KillMode {}", u.0)),
+                format!("make a stop of {u} end every process of the server: KillMode=control-group (the default) in its unit file"),
+                Some(&format!("systemctl show -p KillMode {u}")),
             ));
         }
+        f.actions.extend(leftovers);
+        // A unit the evidence does not show to be a leftover (a workload of
+        // its own, maybe someone else's) is not disabled by a script.
         if let Some(u) = holders
             .iter()
             .find(|h| h.stale_reason.is_none())
             .and_then(|h| h.unit)
+            .and_then(|u| UnitName::new(u.0).ok())
         {
             f.actions.push(Action::advice(
-                format!("if {} is a leftover from an earlier experiment, disable it so it does not come back at boot", u.0),
-                Some(&format!("systemctl disable {}", u.0)),
+                format!("if {u} is a leftover from an earlier experiment, disable it so it does not come back at boot"),
+                Some(&format!("systemctl disable {u}")),
             ));
         }
+    }
+
+    /// Ending the other processes of a leftover server: when the holder is
+    /// a server process title (`sglang::scheduler_TP3`) orphaned from its
+    /// parent, its siblings are likely left in the unit's cgroup as well.
+    fn orphan_sweep(
+        &self,
+        unit: &UnitName,
+        h: &Holder<'_>,
+        ppid_is_init: Option<bool>,
+    ) -> Option<Action> {
+        const TITLES: [&str; 2] = ["sglang::", "VLLM::"];
+        let p = h.process;
+        let text = h.cmdline.map_or(p.name.as_str(), |c| c.0);
+        let title = TITLES
+            .iter()
+            .find(|t| text.starts_with(*t) || p.name.starts_with(*t))?;
+        let left_behind = self.incident.units.get(unit.as_str()).is_some_and(|u| {
+            u.events.iter().any(|e| {
+                matches!(e.kind, UnitEventKind::RemainsRunning { pid } | UnitEventKind::LeftOverProcess { pid } if pid == p.pid)
+            })
+        });
+        if !left_behind && ppid_is_init != Some(true) {
+            return None;
+        }
+        let name = ProcessName::new(title).ok()?;
+        let evidence: Vec<Span> = self
+            .incident
+            .units
+            .get(unit.as_str())
+            .map(|u| {
+                u.events
+                    .iter()
+                    .filter(|e| {
+                        matches!(
+                            e.kind,
+                            UnitEventKind::RemainsRunning { .. }
+                                | UnitEventKind::LeftOverProcess { .. }
+                        )
+                    })
+                    .map(|e| e.span)
+                    .collect()
+            })
+            .unwrap_or_default();
+        Some(
+            Action::new(
+                ActionKind::KillOrphans {
+                    unit: unit.clone(),
+                    name,
+                    grace_secs: 30,
+                },
+                Safety::NeedsConfirmation,
+                format!(
+                    "PID {} ({}) was left behind by {unit}; other {title}* processes of the old run may be too",
+                    p.pid,
+                    text
+                ),
+            )
+            .with_evidence(evidence),
+        )
     }
 
     fn explain_heterogeneous(&self, f: &mut Finding, small: &[&Gpu], large: &[&Gpu]) {

@@ -2,10 +2,11 @@
 //! their server: re-parented to PID 1, left behind by systemd, or stuck.
 
 use crate::correlate::{Incident, UnitEventKind};
-use crate::model::{Pid, PsRecord};
+use crate::model::{GpuUuid, Pid, PsRecord, StartTime, UnitName};
 use crate::rules::support::{confidence, mib};
 use crate::rules::{
-    Action, ActionKind, Category, ExpectedCmdline, Finding, Rule, RuleMeta, Safety, Severity,
+    Action, ActionKind, Category, ExpectedCmdline, Finding, GpuRef, ProcessIdentity, Rule,
+    RuleMeta, Safety, Severity,
 };
 
 pub static RULE: StaleServingProcess = StaleServingProcess;
@@ -171,15 +172,20 @@ impl Rule for StaleServingProcess {
                     Some("dmesg -T | grep -E 'NVRM: Xid|fallen off the bus'"),
                 ));
             } else if let Ok(pid) = Pid::new(p.pid) {
-                let expected_unit = owner.and_then(|o| crate::model::UnitName::new(&o.unit).ok());
-                let expected_cmdline = ExpectedCmdline::new(&p.cmd);
-                if expected_cmdline.is_some() || expected_unit.is_some() {
+                let unit = owner.and_then(|o| UnitName::new(&o.unit).ok());
+                let cmdline = ExpectedCmdline::new(&p.cmd).ok();
+                // ps -o lstart guards against PID reuse when the bundle has it.
+                let start = p.started.as_deref().and_then(|s| StartTime::new(s).ok());
+                if cmdline.is_some() || unit.is_some() {
                     f.actions.push(
                         Action::new(
                             ActionKind::TerminateProcess {
-                                pid,
-                                expected_unit,
-                                expected_cmdline,
+                                process: ProcessIdentity {
+                                    pid,
+                                    unit,
+                                    cmdline,
+                                    start,
+                                },
                                 grace_secs: 30,
                             },
                             Safety::NeedsConfirmation,
@@ -188,11 +194,22 @@ impl Rule for StaleServingProcess {
                         .with_evidence([p.span]),
                     );
                 }
-                let gpu_list: Vec<u32> = f.entities.gpus.iter().copied().collect();
-                if !gpu_list.is_empty() {
+                let gpus: Vec<GpuRef> = f
+                    .entities
+                    .gpus
+                    .iter()
+                    .map(|&index| GpuRef {
+                        index,
+                        uuid: incident
+                            .gpu(index)
+                            .and_then(|g| g.uuid.as_deref())
+                            .and_then(|u| GpuUuid::new(u).ok()),
+                    })
+                    .collect();
+                if !gpus.is_empty() {
                     f.actions.push(Action::new(
                         ActionKind::WaitGpuMemoryFree {
-                            gpus: gpu_list,
+                            gpus,
                             max_used_mib: 1024,
                             timeout_secs: 120,
                         },
