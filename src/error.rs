@@ -18,6 +18,10 @@ pub enum Error {
     UnknownRule { id: String, hint: String },
     /// Writing the report or the script failed.
     Output { path: String, source: io::Error },
+    /// `timeline --around` of a finding that does not exist.
+    UnknownFinding { id: String, hint: String },
+    /// `capture` into a folder that already holds files.
+    OutputNotEmpty { path: String },
 }
 
 impl fmt::Display for Error {
@@ -37,6 +41,14 @@ impl fmt::Display for Error {
             Error::UnknownRule { id, hint } => {
                 write!(f, "unknown rule `{id}`{hint}; `rootcause rules` lists them")
             }
+            Error::UnknownFinding { id, hint } => write!(
+                f,
+                "no finding `{id}` in this incident{hint}; the report lists its findings"
+            ),
+            Error::OutputNotEmpty { path } => write!(
+                f,
+                "{path} already holds files: capture writes into a new or empty folder"
+            ),
         }
     }
 }

@@ -7,22 +7,28 @@
 //! Markdown, JSON or a remediation script. See ARCHITECTURE.md.
 
 pub mod bundle;
+pub mod capture;
 pub mod cli;
+pub mod context;
 pub mod correlate;
 pub mod demo;
 pub mod error;
 pub mod ingest;
 pub mod model;
 pub mod render;
+pub mod replay;
 pub mod rules;
 mod run;
 pub mod source;
+pub mod timeline;
 
-use crate::correlate::Incident;
+use crate::context::Context;
+use crate::correlate::{Clock, Incident};
 use crate::ingest::InputSummary;
 use crate::render::Report;
 use crate::rules::Diagnosis;
 use crate::source::SourceMap;
+use crate::timeline::Timeline;
 
 /// One analysed incident: its inputs, what was found in them, and the
 /// diagnosis. A pure function of the inputs.
@@ -31,6 +37,9 @@ pub struct Analysis {
     pub inputs: Vec<InputSummary>,
     pub incident: Incident,
     pub diagnosis: Diagnosis,
+    /// The bundle's manifest, typed; empty for loose files and pastes.
+    pub context: Context,
+    pub timeline: Timeline,
 }
 
 /// Analyses with the built-in rule catalog.
@@ -40,19 +49,29 @@ pub fn analyze(sources: SourceMap) -> Analysis {
 
 /// Analyses with the given rules (built-in plus users' own).
 pub fn analyze_with(sources: SourceMap, catalog: &[&dyn rules::Rule]) -> Analysis {
+    analyze_in(sources, Context::default(), catalog)
+}
+
+/// Analyses a bundle with what its manifest says: its zone and capture time
+/// put every log time in one frame, its gaps go into the report.
+pub fn analyze_in(sources: SourceMap, context: Context, catalog: &[&dyn rules::Rule]) -> Analysis {
     let ingested = ingest::ingest(&sources, &rules::anchors(catalog));
-    let incident = correlate::correlate(ingested.facts);
+    let incident = correlate::correlate_with(ingested.facts, &Clock::from_context(&context));
     let diagnosis = rules::diagnose(&incident, catalog);
+    let timeline = timeline::build(&incident, &diagnosis, &sources);
     Analysis {
         sources,
         inputs: ingested.inputs,
         incident,
         diagnosis,
+        context,
+        timeline,
     }
 }
 
 impl Analysis {
     pub fn report(&self) -> Report<'_> {
         Report::new(&self.sources, &self.inputs, &self.diagnosis)
+            .with_capture(&self.context, &self.timeline)
     }
 }

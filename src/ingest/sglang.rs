@@ -90,7 +90,12 @@ impl ServerLogParser {
     /// Reads one line; returns whether it was recognised as server output.
     pub fn feed(&mut self, text: &str, span: Span, outer: &Outer, facts: &mut Facts) -> bool {
         if let Some(c) = PREFIX.captures(text) {
-            let time = parse_time(&c["ts"], c.name("ms").map(|m| m.as_str())).or(outer.time);
+            let own = parse_time(&c["ts"], c.name("ms").map(|m| m.as_str()));
+            // Inside a journal entry the journal's time is the line's time.
+            if let (Some(t), None) = (own, outer.time) {
+                facts.line_times.push((span, t));
+            }
+            let time = own.or(outer.time);
             let rank = parse_ranks(&c["ranks"]);
             self.prefixed(&c["msg"], rank, time, span, outer, facts);
             return true;

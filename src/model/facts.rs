@@ -1,9 +1,11 @@
 //! The bag of facts one analysis extracts from all of its inputs.
 
+use super::Timestamp;
 use super::{
     GpuProcessRecord, GpuRecord, JournalEntry, Message, ProcessListing, PsRecord, ServerEvent,
     SmiHeader, UnitStatus,
 };
+use crate::source::Span;
 
 /// Everything ingest found, in input order. Correlation joins these.
 #[derive(Debug, Default)]
@@ -19,4 +21,7 @@ pub struct Facts {
     pub ps: Vec<PsRecord>,
     /// Lines that contain a rule anchor, in input order (see `ingest::Anchors`).
     pub messages: Vec<Message>,
+    /// The time of lines that make no other timed fact (every prefixed server
+    /// log line, nvidia-smi's date line), for the timeline.
+    pub line_times: Vec<(Span, Timestamp)>,
 }

@@ -14,7 +14,6 @@ const SECTIONS: [&str; 5] = [
     "## Safety",
 ];
 
-
 #[test]
 fn ids_are_unique_kebab_case_and_every_doc_has_its_sections() {
     let mut seen = BTreeSet::new();

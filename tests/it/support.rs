@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use rootcause::bundle::{self, Input};
+use rootcause::context::Context;
 use rootcause::render::{self, OutputFormat, RenderOptions};
 
 #[allow(dead_code)] // `analysis` is for tests that inspect the model directly
@@ -23,15 +24,25 @@ pub fn incident(name: &str) -> PathBuf {
     fixtures().join("incidents").join(name)
 }
 
-/// Analyses one bundle directory (or file) and renders every output.
+/// Analyses one bundle directory (or file), with its manifest, and renders
+/// every output.
 pub fn check(path: &Path) -> Outputs {
-    let (sources, _) = bundle::load(&[Input::Path(path.to_owned())], &mut std::io::empty())
+    let (sources, manifest) = bundle::load(&[Input::Path(path.to_owned())], &mut std::io::empty())
         .expect("fixture loads");
-    analyze(sources)
+    let context = manifest
+        .as_ref()
+        .map(Context::from_manifest)
+        .unwrap_or_default();
+    analyze_in(sources, context)
 }
 
+/// Inputs without a manifest (a paste, loose files).
 pub fn analyze(sources: rootcause::source::SourceMap) -> Outputs {
-    let analysis = rootcause::analyze(sources);
+    analyze_in(sources, Context::default())
+}
+
+pub fn analyze_in(sources: rootcause::source::SourceMap, context: Context) -> Outputs {
+    let analysis = rootcause::analyze_in(sources, context, rootcause::rules::RULES);
     let (text, markdown, json, script) = {
         let report = analysis.report();
         let render = |format| {
