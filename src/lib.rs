@@ -3,8 +3,11 @@
 //!
 //! The pipeline flows one way: [`bundle`] reads inputs into a
 //! [`source::SourceMap`] → [`ingest`] extracts typed facts → [`correlate`]
-//! joins PIDs, units and GPUs → [`rules`] diagnose → [`render`] writes text,
-//! Markdown, JSON or a remediation script. See ARCHITECTURE.md.
+//! joins PIDs, units and GPUs → [`rules`] diagnose → [`timeline`] orders the
+//! incident's lines → [`render`] writes text, Markdown, JSON, NDJSON or a
+//! remediation script. [`capture`] writes bundles on a live host and
+//! [`replay`] checks recorded ones against their approved reports. See
+//! ARCHITECTURE.md.
 
 pub mod bundle;
 pub mod capture;

@@ -215,9 +215,14 @@ impl Redactor {
         }
         for m in IPV6.find_iter(text) {
             let v = m.as_str();
+            // `0::/system.slice/…` (a cgroup line) parses as an address too:
+            // a real one has at least two groups and four hex digits.
+            let groups = v.split(':').filter(|g| !g.is_empty()).count();
+            let digits = v.chars().filter(char::is_ascii_hexdigit).count();
             let is_v6 = v.parse::<std::net::Ipv6Addr>().is_ok()
                 && (v.contains("::") || v.matches(':').count() == 7)
-                && v != "::";
+                && groups >= 2
+                && digits >= 4;
             if is_v6 && word_boundary(text, m.start(), m.end()) {
                 self.learn(Kind::Ip, v);
             }
@@ -377,7 +382,7 @@ mod tests {
 
     #[test]
     fn what_the_analysis_reads_is_kept() {
-        let text = "[2026-11-27 09:38:44] server_args=ServerArgs(host='0.0.0.0', api_key=None, port=30000) \
+        let text = "0::/system.slice/x.service [2026-11-27 09:38:44] server_args=ServerArgs(host='0.0.0.0', api_key=None, port=30000) \
                     torch 2.8.0+cu128 c10::Error at 09:38:52 user@1000.service NVIDIA-SMI 570.172.08 127.0.0.1";
         let (out, _) = redact(&[text]);
         assert_eq!(out[0], text);

@@ -35,6 +35,9 @@ pub(super) struct JsonEvent<'a> {
     line: u32,
     text: String,
     findings: &'a [String],
+    /// `input:line` of the same event in other inputs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    also: Vec<String>,
 }
 
 /// `null` for loose files and pastes (no manifest).
@@ -85,6 +88,7 @@ pub(super) fn timeline<'a>(report: &Report<'a>) -> Vec<JsonEvent<'a>> {
                 None => e.text.clone(),
             },
             findings: &e.findings,
+            also: e.also.iter().map(|s| report.cite(*s)).collect(),
         })
         .collect()
 }

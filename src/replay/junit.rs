@@ -54,10 +54,11 @@ pub fn junit(outcome: &Outcome) -> String {
             Verdict::Passed | Verdict::Blessed(_) => {
                 let _ = writeln!(out, "{open}/>");
             }
-            Verdict::Skipped => {
+            Verdict::Skipped(why) => {
                 let _ = writeln!(
                     out,
-                    "{open}>\n      <skipped message=\"no expected/ folder\"/>\n    </testcase>"
+                    "{open}>\n      <skipped message=\"{}\"/>\n    </testcase>",
+                    escape(why)
                 );
             }
             Verdict::Error(e) => {

@@ -60,8 +60,8 @@ pub enum Verdict {
     Failed(Vec<FileDiff>),
     /// `--bless` wrote these files (new or changed).
     Blessed(Vec<String>),
-    /// No `expected/` folder: not a regression case.
-    Skipped,
+    /// Not a regression case, and why (no `expected/` folder, not a folder).
+    Skipped(String),
     /// The bundle could not be read, or `expected/` written.
     Error(String),
 }
@@ -87,7 +87,7 @@ impl Outcome {
         self.count(|v| matches!(v, Verdict::Failed(_) | Verdict::Error(_)))
     }
     pub fn skipped(&self) -> usize {
-        self.count(|v| matches!(v, Verdict::Skipped))
+        self.count(|v| matches!(v, Verdict::Skipped(_)))
     }
     fn count(&self, f: impl Fn(&Verdict) -> bool) -> usize {
         self.results.iter().filter(|r| f(&r.verdict)).count()
@@ -184,9 +184,19 @@ pub fn run(cases: &[Case], catalog: &[&dyn Rule], bless: bool) -> Outcome {
 }
 
 fn replay_one(dir: &Path, catalog: &[&dyn Rule], bless: bool) -> Verdict {
+    if !dir.is_dir() {
+        let why = if dir.exists() {
+            "not a bundle folder"
+        } else {
+            "no such folder"
+        };
+        return Verdict::Skipped(why.to_owned());
+    }
     let expected = dir.join("expected");
     if !bless && !expected.is_dir() {
-        return Verdict::Skipped;
+        return Verdict::Skipped(
+            "no expected/ folder (`rootcause replay --bless` writes one)".to_owned(),
+        );
     }
     let (sources, manifest) =
         match bundle::load(&[Input::Path(dir.to_owned())], &mut std::io::empty()) {
@@ -279,10 +289,9 @@ pub fn summary(outcome: &Outcome, color: bool) -> String {
                 paint("33", "blessed"),
                 files.join(", ")
             )),
-            Verdict::Skipped => out.push_str(&format!(
-                "{} {name}: no expected/ folder (`rootcause replay --bless` writes one)\n",
-                paint("2", "skipped")
-            )),
+            Verdict::Skipped(why) => {
+                out.push_str(&format!("{} {name}: {why}\n", paint("2", "skipped")))
+            }
             Verdict::Error(e) => {
                 out.push_str(&format!("{} {name}: {e}\n", paint("1;31", "ERROR  ")))
             }

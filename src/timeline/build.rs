@@ -10,6 +10,9 @@ use crate::model::{JournalEntry, ServerEventKind, Timestamp};
 use crate::rules::Diagnosis;
 use crate::source::{SourceId, SourceMap, Span};
 
+/// An entry's index, and the inputs whose copy of its event it absorbed.
+type Listed = (usize, Vec<SourceId>);
+
 pub fn build(incident: &Incident, diagnosis: &Diagnosis, sources: &SourceMap) -> Timeline {
     let mut cited: BTreeMap<Span, Vec<String>> = BTreeMap::new();
     for f in &diagnosis.findings {
@@ -43,7 +46,7 @@ pub fn build(incident: &Incident, diagnosis: &Diagnosis, sources: &SourceMap) ->
     let mut entries: Vec<Entry> = Vec::new();
     // Per (second, words): the entries listed, and the inputs each one
     // already absorbed a copy from. Repeats within one input stay apart.
-    let mut seen: BTreeMap<(i64, String), Vec<(usize, Vec<SourceId>)>> = BTreeMap::new();
+    let mut seen: BTreeMap<(i64, String), Vec<Listed>> = BTreeMap::new();
     for (span, time) in stamped {
         let (text, words) = text(span);
         let findings = cited.get(&span).cloned().unwrap_or_default();
@@ -56,6 +59,7 @@ pub fn build(incident: &Incident, diagnosis: &Diagnosis, sources: &SourceMap) ->
             Some((i, sources)) => {
                 sources.push(span.source);
                 let kept = &mut entries[*i];
+                kept.also.push(span);
                 for id in findings {
                     if !kept.findings.contains(&id) {
                         kept.findings.push(id);
@@ -71,6 +75,7 @@ pub fn build(incident: &Incident, diagnosis: &Diagnosis, sources: &SourceMap) ->
                     span,
                     text,
                     findings,
+                    also: Vec::new(),
                     key: is_key,
                 });
             }
@@ -100,6 +105,7 @@ pub fn build(incident: &Incident, diagnosis: &Diagnosis, sources: &SourceMap) ->
             text: text(span).0,
             key: !findings.is_empty(),
             findings,
+            also: Vec::new(),
         });
     }
     // At one instant: what sits before a line, the line, what follows it,

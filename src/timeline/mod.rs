@@ -72,6 +72,9 @@ pub struct Entry {
     pub text: String,
     /// Ids of the findings that cite this line (or a copy of it).
     pub findings: Vec<String>,
+    /// The same event in other inputs (a server log line the journal also
+    /// recorded), joined into this entry.
+    pub also: Vec<Span>,
     /// Evidence, a unit's lifecycle, a server landmark or a snapshot.
     pub key: bool,
 }

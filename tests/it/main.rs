@@ -1,7 +1,10 @@
 //! The single integration-test binary: one `mod` line per test file.
 
+mod capture;
 mod catalog;
 mod cli;
 mod incidents;
+mod replay;
 mod scripts;
 mod support;
+mod timeline;

@@ -93,3 +93,48 @@ pub fn require_tool(tool: &str, package: &str) {
         "`{tool}` is required by this test but is not installed: run `apt-get install -y {package}` (scripts/test.sh does this)"
     );
 }
+
+/// The `rootcause` binary, its colour decided by the flags alone.
+pub fn bin() -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_rootcause"));
+    c.env_remove("NO_COLOR");
+    c
+}
+
+/// A scratch directory, removed on drop.
+pub struct Scratch {
+    pub path: PathBuf,
+}
+
+impl Scratch {
+    pub fn new(tag: &str) -> Scratch {
+        let path = std::env::temp_dir().join(format!(
+            "rootcause-{tag}-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("scratch dir");
+        Scratch { path }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Copies a directory tree (a bundle) into `to`.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create copy");
+    for entry in std::fs::read_dir(from).expect("read bundle") {
+        let path = entry.expect("entry").path();
+        let target = to.join(path.file_name().expect("name"));
+        if path.is_dir() {
+            copy_dir(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).expect("copy file");
+        }
+    }
+}
