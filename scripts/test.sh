@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 
 # Debian packages the tests need, as "command:package".
 needed=(shellcheck:shellcheck)
+needed+=(journalctl:systemd)
+needed+=(/lib/systemd/systemd-journal-remote:systemd-journal-remote)
 missing=()
 for pair in "${needed[@]}"; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
