@@ -15,7 +15,7 @@ use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
 use crate::source::{Source, SourceMap};
@@ -27,13 +27,82 @@ pub enum Input {
     Stdin,
 }
 
-/// `manifest.json` of a bundle: optional metadata about the capture.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+/// `manifest.json` of a bundle: optional metadata about the capture, read
+/// here and written by `rootcause capture` (docs/capture.md).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 pub struct Manifest {
     pub host: Option<String>,
+    /// RFC 3339 with the host's offset: `2026-11-27T09:41:12+00:00`.
     pub captured_at: Option<String>,
+    /// IANA name (`Europe/Berlin`, `UTC`): the zone of every zone-less time.
     pub timezone: Option<String>,
     pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rootcause_version: Option<String>,
+    /// The `--unit`s the capture was asked for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub units: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub redacted: bool,
+    /// Every command the capture ran, in order, with its outcome.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<CommandRecord>,
+    /// Why the file could not be read, when it could not: the analysis goes
+    /// on and the report says so.
+    #[serde(skip)]
+    pub problem: Option<String>,
+}
+
+/// One command of a capture and what came of it.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+pub struct CommandRecord {
+    /// The bundle member it wrote; `None` when it wrote nothing.
+    pub file: Option<String>,
+    /// As a person would type it.
+    pub command: String,
+    pub status: CommandStatus,
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+    pub bytes: u64,
+    /// What went wrong (the tool's stderr, the timeout), when something did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// How a capture command ended. Anything but `ok` is a gap in the bundle.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum CommandStatus {
+    Ok,
+    /// It ran and exited with a status that means failure.
+    Failed,
+    /// The program is not installed.
+    Missing,
+    /// Killed after the capture's timeout.
+    Timeout,
+    /// It could not be started or read (permissions, I/O).
+    Error,
+    /// Not run: there was nothing to ask it (no unit named or found).
+    Skipped,
+    /// A status this version does not know (a newer capture).
+    #[serde(other)]
+    Unknown,
+}
+
+impl CommandStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            CommandStatus::Ok => "ok",
+            CommandStatus::Failed => "failed",
+            CommandStatus::Missing => "missing",
+            CommandStatus::Timeout => "timeout",
+            CommandStatus::Error => "error",
+            CommandStatus::Skipped => "skipped",
+            CommandStatus::Unknown => "unknown",
+        }
+    }
 }
 
 /// Files in a bundle directory that are not inputs: its metadata, notes for
@@ -75,6 +144,12 @@ pub fn load(
                 }
                 if manifest.is_none() {
                     manifest = read_manifest(&path.join("manifest.json"))?;
+                }
+            }
+            Input::Path(path) if path.extension().is_some_and(|x| x == "tar") => {
+                let found = add_tar(&mut sources, path)?;
+                if manifest.is_none() {
+                    manifest = found;
                 }
             }
             Input::Path(path) => {
@@ -183,6 +258,67 @@ fn head(path: &Path) -> Result<Vec<u8>, Error> {
     Ok(bytes)
 }
 
+/// A bundle written by `capture --tar`: its members under one top folder,
+/// read like the folder itself, in name order.
+fn add_tar(sources: &mut SourceMap, path: &Path) -> Result<Option<Manifest>, Error> {
+    let io = |source| Error::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let file = fs::File::open(path).map_err(io)?;
+    let mut archive = tar::Archive::new(file);
+    let mut members: Vec<(PathBuf, Vec<u8>)> = Vec::new();
+    for entry in archive.entries().map_err(io)? {
+        let mut entry = entry.map_err(io)?;
+        if !entry.header().entry_type().is_file() {
+            continue;
+        }
+        let name = entry.path().map_err(io)?.into_owned();
+        let mut bytes = Vec::new();
+        entry.read_to_end(&mut bytes).map_err(io)?;
+        members.push((name, bytes));
+    }
+    // The top folder `tar xf` would create is not part of the names.
+    let top = members
+        .first()
+        .and_then(|(p, _)| p.components().next())
+        .map(|c| PathBuf::from(c.as_os_str()));
+    let strip = top.filter(|t| {
+        members
+            .iter()
+            .all(|(p, _)| p.starts_with(t) && p.components().count() > 1)
+    });
+    let mut manifest = None;
+    let mut inputs: Vec<(String, Vec<u8>)> = Vec::new();
+    for (name, bytes) in members {
+        let rel = strip
+            .as_ref()
+            .and_then(|t| name.strip_prefix(t).ok())
+            .unwrap_or(&name)
+            .to_owned();
+        if rel == Path::new("manifest.json") {
+            manifest = Some(parse_manifest(&bytes));
+            continue;
+        }
+        let skipped = rel
+            .components()
+            .any(|c| is_bundle_metadata(Path::new(c.as_os_str())));
+        if !skipped {
+            inputs.push((rel.to_string_lossy().replace('\\', "/"), bytes));
+        }
+    }
+    if inputs.is_empty() {
+        return Err(Error::EmptyDirectory {
+            path: path.display().to_string(),
+        });
+    }
+    inputs.sort();
+    for (name, bytes) in inputs {
+        sources.add(Source::new(name, &bytes));
+    }
+    Ok(manifest)
+}
+
 fn read(path: &Path) -> Result<Vec<u8>, Error> {
     fs::read(path).map_err(|source| Error::Io {
         path: path.display().to_string(),
@@ -195,7 +331,14 @@ fn read_manifest(path: &Path) -> Result<Option<Manifest>, Error> {
         return Ok(None);
     }
     let bytes = read(path)?;
-    // A manifest is optional metadata: a broken one is reported as unusable,
-    // not fatal to the analysis of the logs beside it.
-    Ok(serde_json::from_slice(&bytes).ok())
+    Ok(Some(parse_manifest(&bytes)))
+}
+
+/// A manifest is optional metadata: a broken one is reported as unusable,
+/// not fatal to the analysis of the logs beside it.
+pub fn parse_manifest(bytes: &[u8]) -> Manifest {
+    serde_json::from_slice(bytes).unwrap_or_else(|e| Manifest {
+        problem: Some(format!("manifest.json is not valid: {e}")),
+        ..Manifest::default()
+    })
 }

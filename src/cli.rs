@@ -14,7 +14,7 @@ use crate::ingest::Format;
     version,
     about = "Find the root cause of a failed GPU model-serving deployment from its logs",
     args_conflicts_with_subcommands = true,
-    after_help = "Examples:\n  rootcause demo\n  rootcause bundle-dir/ --output markdown\n  rootcause sglang.log nvidia-smi.txt journal.txt --script fix.sh\n  pbpaste | rootcause\n\nExit codes: 0 nothing found, 1 findings reported, 2 usage or I/O error."
+    after_help = "Examples:\n  rootcause demo\n  rootcause bundle-dir/ --output markdown\n  rootcause sglang.log nvidia-smi.txt journal.txt --script fix.sh\n  pbpaste | rootcause\n  rootcause capture --unit sglang.service -o bundle-dir/\n  rootcause timeline bundle-dir/ --around F1\n  rootcause replay incidents/*\n\nExit codes: 0 nothing found, 1 findings reported, 2 usage or I/O error."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -45,6 +45,106 @@ pub enum Command {
         #[command(flatten)]
         rules: RulesArgs,
     },
+    /// On a live host: run the read-only commands the analysis needs and
+    /// write a bundle (a folder, or one tar file). Never changes anything.
+    Capture(CaptureArgs),
+    /// Re-analyse recorded bundles and compare with their approved reports
+    /// (`expected/`); exit 1 on any difference.
+    Replay(ReplayArgs),
+    /// Print one merged, time-ordered timeline across all inputs.
+    Timeline(TimelineArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CaptureArgs {
+    /// A serving unit to collect the journal and status of (repeatable);
+    /// units owning a GPU process are added on their own.
+    #[arg(short, long = "unit", value_name = "UNIT")]
+    pub units: Vec<String>,
+    /// Journal since TIME, in journalctl's syntax (`-2h`, `2026-11-27 09:00`).
+    #[arg(long, value_name = "TIME", default_value = "-24h")]
+    pub since: String,
+    /// Write the bundle into DIR (created; must be empty).
+    #[arg(short = 'o', long = "out", value_name = "DIR", conflicts_with = "tar")]
+    pub out: Option<PathBuf>,
+    /// Write the bundle as one tar file instead of a folder.
+    #[arg(long, value_name = "FILE")]
+    pub tar: Option<PathBuf>,
+    /// Mask hostnames, IPs, user names, home paths, tokens and API keys,
+    /// the same value always with the same mask; the mapping is written
+    /// beside the bundle (FILE.redactions.json), never into it.
+    #[arg(long)]
+    pub redact: bool,
+    /// Where to write the redaction mapping instead.
+    #[arg(long, value_name = "FILE", requires = "redact")]
+    pub redact_map: Option<PathBuf>,
+    /// Seconds each command may run before it is killed and recorded as a gap.
+    #[arg(long, value_name = "SECS", default_value_t = 20)]
+    pub timeout: u64,
+    /// Read journal files from DIR (journalctl --directory), e.g. the
+    /// /var/log/journal of a failed host's disk.
+    #[arg(long, value_name = "DIR")]
+    pub journal_dir: Option<PathBuf>,
+    /// Where the process table lives (`/host/proc` from a container).
+    #[arg(long, value_name = "DIR", default_value = "/proc")]
+    pub proc: PathBuf,
+    /// A line for the manifest: what happened, for whoever reads it later.
+    #[arg(long, value_name = "TEXT")]
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// Bundle directories (a folder holding only bundle folders is
+    /// searched one level down).
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Write the new reports into each bundle's expected/ instead of
+    /// comparing.
+    #[arg(long, visible_alias = "accept")]
+    pub bless: bool,
+    /// Also write a JUnit XML report to FILE, for CI systems.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// When to colour the diffs.
+    #[arg(long, value_enum, default_value_t = ColorArg::Auto)]
+    pub color: ColorArg,
+    #[command(flatten)]
+    pub rules: RulesArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct TimelineArgs {
+    /// Files or bundle directories; `-` or nothing (with a pipe) reads stdin.
+    pub paths: Vec<PathBuf>,
+    /// Only the events around a finding's evidence (`F1`, or a rule id).
+    #[arg(long, value_name = "FINDING")]
+    pub around: Option<String>,
+    /// How far around the evidence `--around` reaches: `90s`, `5m`, `1h`.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub window: u64,
+    /// When to colour the timeline.
+    #[arg(long, value_enum, default_value_t = ColorArg::Auto)]
+    pub color: ColorArg,
+    #[command(flatten)]
+    pub rules: RulesArgs,
+}
+
+/// `90`, `90s`, `5m`, `2h` → seconds.
+fn parse_duration(text: &str) -> Result<u64, String> {
+    let (digits, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => text.split_at(i),
+        None => (text, "s"),
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration such as 90s, 5m or 1h"))?;
+    match unit {
+        "s" => Ok(n),
+        "m" => Ok(n * 60),
+        "h" => Ok(n * 3600),
+        _ => Err(format!("`{text}`: use s, m or h")),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -99,6 +199,8 @@ pub enum OutputArg {
     Text,
     Markdown,
     Json,
+    /// One JSON object per finding per line (for log pipelines).
+    Ndjson,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -1,5 +1,7 @@
 //! The built-in example incident, compiled into the binary, for `rootcause demo`.
 
+use crate::bundle::parse_manifest;
+use crate::context::Context;
 use crate::source::{Source, SourceMap};
 
 macro_rules! file {
@@ -28,6 +30,13 @@ const FILES: &[(&str, &str)] = &[
     file!("systemctl-status-ddtree-qwen.txt"),
     file!("systemctl-status-sglang-k26.txt"),
 ];
+
+/// The seed bundle's manifest: its host, zone and capture time.
+pub fn context() -> Context {
+    Context::from_manifest(&parse_manifest(include_bytes!(
+        "../fixtures/incidents/2026-11-27-ct200-ghost-ddtree/manifest.json"
+    )))
+}
 
 pub fn sources() -> SourceMap {
     let mut sources = SourceMap::new();

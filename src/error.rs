@@ -31,6 +31,10 @@ pub enum Error {
         tool: String,
         message: String,
     },
+    /// `timeline --around` of a finding that does not exist.
+    UnknownFinding { id: String, hint: String },
+    /// `capture` into a folder that already holds files.
+    OutputNotEmpty { path: String },
 }
 
 impl fmt::Display for Error {
@@ -64,6 +68,14 @@ impl fmt::Display for Error {
                 tool,
                 message,
             } => write!(f, "cannot read {path}: {tool} failed: {message}"),
+            Error::UnknownFinding { id, hint } => write!(
+                f,
+                "no finding `{id}` in this incident{hint}; the report lists its findings"
+            ),
+            Error::OutputNotEmpty { path } => write!(
+                f,
+                "{path} already holds files: capture writes into a new or empty folder"
+            ),
         }
     }
 }

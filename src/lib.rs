@@ -3,26 +3,35 @@
 //!
 //! The pipeline flows one way: [`bundle`] reads inputs into a
 //! [`source::SourceMap`] → [`ingest`] extracts typed facts → [`correlate`]
-//! joins PIDs, units and GPUs → [`rules`] diagnose → [`render`] writes text,
-//! Markdown, JSON or a remediation script. See ARCHITECTURE.md.
+//! joins PIDs, units and GPUs → [`rules`] diagnose → [`timeline`] orders the
+//! incident's lines → [`render`] writes text, Markdown, JSON, NDJSON or a
+//! remediation script. [`capture`] writes bundles on a live host and
+//! [`replay`] checks recorded ones against their approved reports. See
+//! ARCHITECTURE.md.
 
 pub mod bundle;
+pub mod capture;
 pub mod cli;
+pub mod context;
 pub mod correlate;
 pub mod demo;
 pub mod error;
 pub mod ingest;
 pub mod model;
 pub mod render;
+pub mod replay;
 pub mod rules;
 mod run;
 pub mod source;
+pub mod timeline;
 
-use crate::correlate::Incident;
+use crate::context::Context;
+use crate::correlate::{Clock, Incident};
 use crate::ingest::InputSummary;
 use crate::render::Report;
 use crate::rules::Diagnosis;
 use crate::source::SourceMap;
+use crate::timeline::Timeline;
 
 /// One analysed incident: its inputs, what was found in them, and the
 /// diagnosis. A pure function of the inputs.
@@ -31,6 +40,9 @@ pub struct Analysis {
     pub inputs: Vec<InputSummary>,
     pub incident: Incident,
     pub diagnosis: Diagnosis,
+    /// The bundle's manifest, typed; empty for loose files and pastes.
+    pub context: Context,
+    pub timeline: Timeline,
 }
 
 /// Analyses with the built-in rule catalog.
@@ -38,13 +50,17 @@ pub fn analyze(sources: SourceMap) -> Analysis {
     analyze_with(sources, &Options::default())
 }
 
-/// How to analyse: which rules, and whether the user named the inputs' format.
-#[derive(Clone, Copy)]
+/// How to analyse: which rules, whether the user named the inputs' format,
+/// and what the bundle's manifest says (zone, capture time, gaps).
+#[derive(Clone)]
 pub struct Options<'a> {
     /// Read every input as this format instead of detecting it (`--format-hint`).
     pub format_hint: Option<ingest::Format>,
     /// The rule catalog: built-in plus users' own (`--rules DIR`).
     pub rules: &'a [&'a dyn rules::Rule],
+    /// The bundle's manifest, typed: its zone and capture time put every log
+    /// time in one frame, its gaps go into the report.
+    pub context: Context,
 }
 
 impl Default for Options<'_> {
@@ -52,26 +68,44 @@ impl Default for Options<'_> {
         Options {
             format_hint: None,
             rules: rules::RULES,
+            context: Context::default(),
         }
     }
+}
+
+/// Analyses a bundle with its manifest's [`Context`] and the given rules.
+pub fn analyze_in(sources: SourceMap, context: Context, catalog: &[&dyn rules::Rule]) -> Analysis {
+    analyze_with(
+        sources,
+        &Options {
+            format_hint: None,
+            rules: catalog,
+            context,
+        },
+    )
 }
 
 /// Analyses with explicit [`Options`].
 pub fn analyze_with(sources: SourceMap, options: &Options<'_>) -> Analysis {
     let catalog = options.rules;
+    let context = options.context.clone();
     let ingested = ingest::ingest_as(&sources, options.format_hint, &rules::anchors(catalog));
-    let incident = correlate::correlate(ingested.facts);
+    let incident = correlate::correlate_with(ingested.facts, &Clock::from_context(&context));
     let diagnosis = rules::diagnose(&incident, catalog);
+    let timeline = timeline::build(&incident, &diagnosis, &sources);
     Analysis {
         sources,
         inputs: ingested.inputs,
         incident,
         diagnosis,
+        context,
+        timeline,
     }
 }
 
 impl Analysis {
     pub fn report(&self) -> Report<'_> {
         Report::new(&self.sources, &self.inputs, &self.diagnosis)
+            .with_capture(&self.context, &self.timeline)
     }
 }

@@ -5,7 +5,11 @@ use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 
 use crate::bundle::{self, Input};
-use crate::cli::{AnalyzeArgs, Cli, ColorArg, Command, OutputArg, RenderArgs, RulesArgs};
+use crate::cli::{
+    AnalyzeArgs, CaptureArgs, Cli, ColorArg, Command, OutputArg, RenderArgs, ReplayArgs, RulesArgs,
+    TimelineArgs,
+};
+use crate::context::Context;
 use crate::error::Error;
 use crate::ingest::Format;
 use crate::render::{self, OutputFormat, RenderOptions};
@@ -18,19 +22,118 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         None => analyze(cli.analyze),
         // The demo shows what a report looks like; it succeeds whenever it
         // could print one, so `cargo run -- demo` does not end in an error.
-        Some(Command::Demo(render)) => {
-            report(crate::demo::sources(), None, &render, &[]).map(|_| ExitCode::SUCCESS)
-        }
+        Some(Command::Demo(render)) => report(
+            crate::demo::sources(),
+            None,
+            crate::demo::context(),
+            &render,
+            &[],
+        )
+        .map(|_| ExitCode::SUCCESS),
         Some(Command::Inputs { paths, hint }) => inputs(&paths, hint.format_hint),
         Some(Command::Rules(args)) => list_rules(&load_rules(&args)?),
         Some(Command::Explain { rule, rules }) => explain(&rule, &load_rules(&rules)?),
+        Some(Command::Capture(args)) => capture(args),
+        Some(Command::Replay(args)) => replay(args),
+        Some(Command::Timeline(args)) => timeline(args),
     }
 }
 
 fn analyze(args: AnalyzeArgs) -> Result<ExitCode, Error> {
     let user = load_rules(&args.rules)?;
-    let sources = read_inputs(&args.paths)?;
-    report(sources, args.hint.format_hint, &args.render, &user)
+    let (sources, context) = read_inputs(&args.paths)?;
+    report(sources, args.hint.format_hint, context, &args.render, &user)
+}
+
+fn capture(args: CaptureArgs) -> Result<ExitCode, Error> {
+    let out = match (args.out, args.tar) {
+        (_, Some(tar)) => crate::capture::Destination::Tar(tar),
+        (Some(dir), None) => crate::capture::Destination::Dir(dir),
+        (None, None) => crate::capture::Destination::Auto,
+    };
+    let options = crate::capture::Options {
+        units: args.units,
+        since: args.since,
+        destination: out,
+        redact: args.redact,
+        redact_map: args.redact_map,
+        timeout: std::time::Duration::from_secs(args.timeout.max(1)),
+        journal_dir: args.journal_dir,
+        proc_root: args.proc,
+        description: args.description,
+    };
+    let summary = crate::capture::capture(&options)?;
+    let mut err = io::stderr().lock();
+    let _ = err.write_all(summary.as_bytes());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn replay(args: ReplayArgs) -> Result<ExitCode, Error> {
+    let user = load_rules(&args.rules)?;
+    let color = use_color(args.color);
+    let cases = crate::replay::cases(&args.dirs);
+    let outcome = crate::replay::run(&cases, &catalog(&user), args.bless);
+    let mut stdout = io::stdout().lock();
+    write_stdout(stdout.write_all(crate::replay::summary(&outcome, color).as_bytes()))?;
+    if let Some(path) = &args.junit {
+        std::fs::write(path, crate::replay::junit(&outcome)).map_err(|source| Error::Output {
+            path: path.display().to_string(),
+            source,
+        })?;
+    }
+    Ok(if outcome.failed() == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn timeline(args: TimelineArgs) -> Result<ExitCode, Error> {
+    let user = load_rules(&args.rules)?;
+    let (sources, context) = read_inputs(&args.paths)?;
+    let analysis = crate::analyze_in(sources, context, &catalog(&user));
+    let all: Vec<&crate::timeline::Entry> = analysis.timeline.entries.iter().collect();
+    let entries = match &args.around {
+        None => all,
+        Some(wanted) => {
+            let findings = &analysis.diagnosis.findings;
+            // A finding id, or the first finding of a rule.
+            let id = findings
+                .iter()
+                .find(|f| f.id == *wanted || f.rule == wanted.as_str())
+                .map(|f| f.id.clone());
+            let zoomed = id.as_deref().and_then(|id| {
+                analysis
+                    .timeline
+                    .around(id, i64::try_from(args.window).unwrap_or(i64::MAX))
+            });
+            match zoomed {
+                Some(entries) => entries,
+                None => {
+                    let ids: Vec<&str> = findings
+                        .iter()
+                        .map(|f| f.id.as_str())
+                        .chain(findings.iter().map(|f| f.rule))
+                        .collect();
+                    return Err(Error::UnknownFinding {
+                        id: wanted.clone(),
+                        hint: rules::did_you_mean(wanted, &ids),
+                    });
+                }
+            }
+        }
+    };
+    let text = render::timeline_text(
+        &analysis.timeline,
+        &entries,
+        &analysis.sources,
+        analysis.context.host.as_deref(),
+        RenderOptions {
+            color: use_color(args.color),
+        },
+    );
+    write_stdout(io::stdout().lock().write_all(text.as_bytes()))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Reads every `*.toml` in the `--rules` directory, in name order.
@@ -120,7 +223,8 @@ fn explain(id: &str, user: &[UserRule]) -> Result<ExitCode, Error> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn read_inputs(paths: &[std::path::PathBuf]) -> Result<SourceMap, Error> {
+/// Reads the inputs and what their bundle's manifest says.
+fn read_inputs(paths: &[std::path::PathBuf]) -> Result<(SourceMap, Context), Error> {
     let inputs: Vec<Input> = if paths.is_empty() {
         if io::stdin().is_terminal() {
             return Err(Error::NoInput);
@@ -138,13 +242,35 @@ fn read_inputs(paths: &[std::path::PathBuf]) -> Result<SourceMap, Error> {
             })
             .collect()
     };
-    let (sources, _manifest) = bundle::load(&inputs, &mut io::stdin().lock())?;
-    Ok(sources)
+    let (sources, manifest) = bundle::load(&inputs, &mut io::stdin().lock())?;
+    let mut context = manifest
+        .as_ref()
+        .map(Context::from_manifest)
+        .unwrap_or_default();
+    // Only a name, never a path: outputs must not depend on where it lies.
+    if let [only] = paths {
+        context.bundle = only
+            .file_name()
+            .filter(|_| only.as_os_str() != "-")
+            .map(|n| n.to_string_lossy().into_owned());
+    }
+    Ok((sources, context))
+}
+
+fn use_color(arg: ColorArg) -> bool {
+    match arg {
+        ColorArg::Always => true,
+        ColorArg::Never => false,
+        ColorArg::Auto => {
+            io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        }
+    }
 }
 
 fn report(
     sources: SourceMap,
     hint: Option<Format>,
+    context: Context,
     args: &RenderArgs,
     user: &[UserRule],
 ) -> Result<ExitCode, Error> {
@@ -152,6 +278,7 @@ fn report(
     let options = crate::Options {
         format_hint: hint,
         rules: &rules,
+        context,
     };
     let analysis = crate::analyze_with(sources, &options);
     let report = analysis.report();
@@ -159,14 +286,9 @@ fn report(
         OutputArg::Text => OutputFormat::Text,
         OutputArg::Markdown => OutputFormat::Markdown,
         OutputArg::Json => OutputFormat::Json,
+        OutputArg::Ndjson => OutputFormat::Ndjson,
     };
-    let color = match args.color {
-        ColorArg::Always => true,
-        ColorArg::Never => false,
-        ColorArg::Auto => {
-            io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-        }
-    };
+    let color = use_color(args.color);
     let mut stdout = io::stdout().lock();
     write_stdout(render::render(
         &report,
@@ -188,7 +310,7 @@ fn report(
 }
 
 fn inputs(paths: &[std::path::PathBuf], hint: Option<Format>) -> Result<ExitCode, Error> {
-    let sources = read_inputs(paths)?;
+    let (sources, _) = read_inputs(paths)?;
     let mut text = String::new();
     for (id, source) in sources.iter() {
         for s in crate::ingest::segment_as(id, source, hint) {

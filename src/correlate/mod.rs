@@ -5,12 +5,14 @@
 //! line) and keeps, for every join, the spans that justify it and how strong
 //! that justification is.
 
+mod clock;
 mod gpus;
 mod owners;
 mod units;
 
 use std::collections::BTreeMap;
 
+pub use clock::{Clock, TimeFrame, YearBasis};
 pub use gpus::{Gpu, GpuProcess};
 pub use owners::{OwnerBasis, Ownership};
 pub use units::{UnitEvent, UnitEventKind, UnitFacts};
@@ -37,11 +39,21 @@ pub struct Incident {
     pub owners: BTreeMap<u32, Ownership>,
     pub cmdlines: BTreeMap<u32, Cmdline>,
     pub units: BTreeMap<String, UnitFacts>,
-    /// The time of every line whose format carries one.
+    /// The time of every line whose format carries one, in the frame of
+    /// [`Incident::frame`].
     pub times: BTreeMap<Span, Timestamp>,
+    /// How zone-less and year-less times were read.
+    pub frame: TimeFrame,
 }
 
+/// Correlates without a manifest: zone-less times read as UTC.
 pub fn correlate(facts: Facts) -> Incident {
+    correlate_with(facts, &Clock::default())
+}
+
+/// Correlates with the bundle's clock: every time is first put in its frame.
+pub fn correlate_with(mut facts: Facts, clock: &Clock) -> Incident {
+    let frame = clock::normalise(&mut facts, clock);
     let (gpus, gpu_processes) = gpus::merge(&facts);
     let units = units::collect(&facts);
     let owners = owners::attribute(&facts, &units);
@@ -55,6 +67,7 @@ pub fn correlate(facts: Facts) -> Incident {
         cmdlines,
         units,
         times,
+        frame,
     }
 }
 
@@ -64,8 +77,15 @@ fn collect_times(facts: &Facts) -> BTreeMap<Span, Timestamp> {
         .server_events
         .iter()
         .filter_map(|e| Some((e.span, e.time?)));
+    let lines = facts.line_times.iter().copied();
+    let kernel = facts
+        .kernel_events
+        .iter()
+        .filter_map(|e| Some((e.span, e.time.wall?)));
     // The journal's own time wins over the time inside a wrapped line.
-    let mut times: BTreeMap<Span, Timestamp> = server.collect();
+    let mut times: BTreeMap<Span, Timestamp> = lines.collect();
+    times.extend(kernel);
+    times.extend(server);
     times.extend(journal);
     times
 }

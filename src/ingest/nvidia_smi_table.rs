@@ -16,12 +16,13 @@
 
 use std::sync::LazyLock;
 
+use chrono::NaiveDateTime;
 use regex::Regex;
 
 use super::Line;
 use super::values::{is_absent, is_smi_failure_line, normalize_bus_id, parse_mib};
 use crate::model::{
-    Facts, GpuProcessRecord, GpuRecord, ProcessListing, ProcessListingKind, SmiHeader,
+    Facts, GpuProcessRecord, GpuRecord, ProcessListing, ProcessListingKind, SmiHeader, Timestamp,
 };
 use crate::source::Span;
 
@@ -42,6 +43,16 @@ static CUDA_VERSION: LazyLock<Regex> = LazyLock::new(|| {
 static DATE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-3]?\d \d\d:\d\d:\d\d \d{4}$").expect("date regex")
 });
+
+/// `Fri Nov 27 09:41:12 2026`: the host's local time, no zone.
+fn parse_date(text: &str) -> Option<Timestamp> {
+    let local = NaiveDateTime::parse_from_str(text, "%a %b %e %H:%M:%S %Y").ok()?;
+    Some(Timestamp {
+        local,
+        offset_secs: None,
+        year_known: true,
+    })
+}
 
 static TOKEN: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\S+").expect("token regex"));
 
@@ -121,6 +132,8 @@ struct TableParser<'f> {
     /// The GPU (index into `facts.gpus`) whose memory line has not been read.
     awaiting_memory: Option<usize>,
     last_border_width: Option<usize>,
+    /// The date line read above the next header.
+    date: Option<Timestamp>,
 }
 
 /// Parses one segment; returns the number of lines it did not recognise.
@@ -131,6 +144,7 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
         block: None,
         awaiting_memory: None,
         last_border_width: None,
+        date: None,
     };
     let unrecognized = lines
         .iter()
@@ -151,6 +165,10 @@ impl TableParser<'_> {
             // A date line starts a new table: whatever was open is over.
             self.close_block();
             self.section = Section::Outside;
+            self.date = parse_date(text);
+            if let Some(time) = self.date {
+                self.facts.line_times.push((span, time));
+            }
             return true;
         }
         if is_smi_failure_line(text) {
@@ -293,6 +311,7 @@ impl TableParser<'_> {
             driver_version,
             cuda_version,
             width,
+            time: self.date.take(),
             span,
         });
     }
@@ -650,8 +669,19 @@ mod tests {
             driver_version: driver.to_owned(),
             cuda_version: cuda.map(str::to_owned),
             width,
+            time: None,
             span: span(line),
         }
+    }
+
+    /// The header with the time of the date line above its table.
+    fn dated(mut h: SmiHeader, local: &str) -> SmiHeader {
+        h.time = Some(Timestamp {
+            local: NaiveDateTime::parse_from_str(local, "%Y-%m-%d %H:%M:%S").expect("time"),
+            offset_secs: None,
+            year_known: true,
+        });
+        h
     }
 
     const SAMPLE_A_470: &str = "\
@@ -800,7 +830,10 @@ Tue Mar  5 08:01:22 2019
         assert_eq!(unrecognized, 0);
         assert_eq!(
             facts.smi_headers,
-            vec![header("470.199.02", Some("11.4"), 79, 3)]
+            vec![dated(
+                header("470.199.02", Some("11.4"), 79, 3),
+                "2024-06-03 09:14:07"
+            )]
         );
         assert_eq!(
             facts.gpus,
@@ -843,7 +876,10 @@ Tue Mar  5 08:01:22 2019
         assert_eq!(unrecognized, 0);
         assert_eq!(
             facts.smi_headers,
-            vec![header("535.183.01", Some("12.2"), 89, 3)]
+            vec![dated(
+                header("535.183.01", Some("12.2"), 89, 3),
+                "2024-06-01 12:00:03"
+            )]
         );
         let h100 = "NVIDIA H100 80GB HBM3";
         assert_eq!(
@@ -876,7 +912,10 @@ Tue Mar  5 08:01:22 2019
         assert_eq!(unrecognized, 0);
         assert_eq!(
             facts.smi_headers,
-            vec![header("580.95.05", Some("13.0"), 91, 3)]
+            vec![dated(
+                header("580.95.05", Some("13.0"), 91, 3),
+                "2024-06-01 12:10:44"
+            )]
         );
         assert_eq!(
             facts.gpus,
@@ -930,7 +969,10 @@ Tue Mar  5 08:01:22 2019
         assert_eq!(unrecognized, 0);
         assert_eq!(
             facts.smi_headers,
-            vec![header("570.172.08", Some("12.8"), 91, 3)]
+            vec![dated(
+                header("570.172.08", Some("12.8"), 91, 3),
+                "2026-11-27 09:41:12"
+            )]
         );
         let pro = "NVIDIA RTX PRO 6000 Blac...";
         assert_eq!(
@@ -960,7 +1002,15 @@ Tue Mar  5 08:01:22 2019
     fn layout_410_two_line_gpus_and_no_running_processes() {
         let (facts, unrecognized) = run(LAYOUT_410_SAMPLE_D);
         assert_eq!(unrecognized, 0);
-        assert_eq!(facts.smi_headers, vec![header("410.79", None, 79, 3)]);
+        assert_eq!(
+            facts.smi_headers,
+            vec![dated(header("410.79", None, 79, 3), "2019-03-05 08:01:22")]
+        );
+        // The date line is the snapshot's time, for the timeline.
+        assert_eq!(
+            facts.line_times,
+            vec![(span(1), facts.smi_headers[0].time.expect("dated"))]
+        );
         assert_eq!(
             facts.gpus,
             vec![gpu(

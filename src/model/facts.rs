@@ -1,11 +1,13 @@
 //! The bag of facts one analysis extracts from all of its inputs.
 
 use super::EnvReport;
+use super::Timestamp;
 use super::{GpuHealth, KernelEvent, ProcCgroup, UnitProperties};
 use super::{
     GpuProcessRecord, GpuRecord, JournalEntry, Message, ProcessListing, PsRecord, ServerEvent,
     SmiHeader, UnitStatus,
 };
+use crate::source::Span;
 
 /// Everything ingest found, in input order. Correlation joins these.
 #[derive(Debug, Default)]
@@ -30,4 +32,7 @@ pub struct Facts {
     pub proc_cgroups: Vec<ProcCgroup>,
     /// `python -m sglang.check_env` listings.
     pub env_reports: Vec<EnvReport>,
+    /// The time of lines that make no other timed fact (every prefixed server
+    /// log line, nvidia-smi's date line), for the timeline.
+    pub line_times: Vec<(Span, Timestamp)>,
 }

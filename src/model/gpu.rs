@@ -1,5 +1,6 @@
 //! GPUs and the processes that hold their memory, as nvidia-smi reports them.
 
+use super::Timestamp;
 use crate::source::Span;
 
 /// The `NVIDIA-SMI … Driver Version: …` header of one table.
@@ -9,6 +10,9 @@ pub struct SmiHeader {
     pub cuda_version: Option<String>,
     /// Total table width, which identifies the layout generation.
     pub width: usize,
+    /// The `ctime(3)` date line above the table, when the paste kept it: the
+    /// host's local time of the snapshot, without a zone.
+    pub time: Option<Timestamp>,
     pub span: Span,
 }
 

@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::Report;
+use super::json_capture::{self, JsonCapture, JsonEvent, JsonGap};
 use crate::rules::{Action, ActionKind, Finding, ProcessIdentity, with_flag};
 
 /// Bump on any change that can break a consumer; document it in
@@ -18,6 +19,9 @@ struct JsonReport<'a> {
     findings: Vec<JsonFinding<'a>>,
     unrecognized_errors: Vec<JsonUnknown>,
     inputs: Vec<JsonInput>,
+    capture: Option<JsonCapture<'a>>,
+    gaps: Vec<JsonGap<'a>>,
+    timeline: Vec<JsonEvent<'a>>,
 }
 
 #[derive(Serialize)]
@@ -213,6 +217,9 @@ pub fn render(report: &Report<'_>) -> String {
                 detected_because: i.segment.why,
             })
             .collect(),
+        capture: json_capture::capture(report),
+        gaps: json_capture::gaps(report),
+        timeline: json_capture::timeline(report),
     };
     let mut text = serde_json::to_string_pretty(&wire).expect("report serialises");
     text.push('\n');

@@ -14,6 +14,7 @@ pub fn render(report: &Report<'_>) -> String {
         }
         None => out.push_str("**Root cause:** no known failure found in the inputs.\n\n"),
     }
+    capture_line(&mut out, report);
     if !report.findings().is_empty() {
         out.push_str("| id | severity | category | rule | confidence | title |\n");
         out.push_str("|---|---|---|---|---|---|\n");
@@ -34,6 +35,8 @@ pub fn render(report: &Report<'_>) -> String {
     for f in report.findings() {
         finding(&mut out, report, f);
     }
+    super::timeline::markdown(&mut out, report);
+    super::timeline::markdown_gaps(&mut out, report);
     out.push_str(
         "## Inputs\n\n| input | lines | format | unrecognised lines |\n|---|---|---|---|\n",
     );
@@ -147,6 +150,37 @@ fn finding(out: &mut String, report: &Report<'_>, f: &Finding) {
     }
     for r in &f.refused {
         let _ = writeln!(out, "> note: {}\n", clean(r));
+    }
+}
+
+/// `Host `ct200`, captured 2026-11-27 09:41:12 +00:00 (UTC).`
+fn capture_line(out: &mut String, report: &Report<'_>) {
+    let Some(c) = report.context else { return };
+    let at = report.timeline.and_then(|t| {
+        Some(crate::timeline::display_time(
+            &t.frame.captured_at?,
+            &t.frame,
+        ))
+    });
+    let zone = c
+        .zone
+        .map(|z| format!(" ({})", z.name()))
+        .unwrap_or_default();
+    match (&c.host, at) {
+        (Some(h), Some(at)) => {
+            let _ = writeln!(
+                out,
+                "Host `{}`, captured {at}{zone}.\n",
+                h.replace('`', "'")
+            );
+        }
+        (Some(h), None) => {
+            let _ = writeln!(out, "Host `{}`.\n", h.replace('`', "'"));
+        }
+        (None, Some(at)) => {
+            let _ = writeln!(out, "Captured {at}{zone}.\n");
+        }
+        (None, None) => {}
     }
 }
 

@@ -5,11 +5,14 @@
 //! [`RenderOptions`], never sniffed here.
 
 mod json;
+mod json_capture;
 mod markdown;
+mod ndjson;
 mod report;
 mod script;
 mod script_prelude;
 mod text;
+mod timeline;
 
 use std::io::{self, Write};
 
@@ -20,6 +23,8 @@ pub enum OutputFormat {
     Text,
     Markdown,
     Json,
+    /// One JSON object per finding per line, for log pipelines.
+    Ndjson,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -37,6 +42,7 @@ pub fn render(
         OutputFormat::Text => out.write_all(text::render(report, options).as_bytes()),
         OutputFormat::Markdown => out.write_all(markdown::render(report).as_bytes()),
         OutputFormat::Json => out.write_all(json::render(report).as_bytes()),
+        OutputFormat::Ndjson => out.write_all(ndjson::render(report).as_bytes()),
     }
 }
 
@@ -61,6 +67,17 @@ pub(crate) fn clean(text: &str) -> std::borrow::Cow<'_, str> {
         }
     }
     std::borrow::Cow::Owned(out)
+}
+
+/// `rootcause timeline`: `entries` (all of the timeline, or a zoom) as lines.
+pub fn timeline_text(
+    timeline: &crate::timeline::Timeline,
+    entries: &[&crate::timeline::Entry],
+    sources: &crate::source::SourceMap,
+    host: Option<&str>,
+    options: RenderOptions,
+) -> String {
+    timeline::text(timeline, entries, sources, host, options.color)
 }
 
 /// The remediation script for the report's root cause.

@@ -1,12 +1,14 @@
 //! The report every renderer reads: the diagnosis plus the input lines it
 //! cites, resolved once.
 
+use crate::context::{Context, Gap};
 use crate::ingest::InputSummary;
 use crate::rules::{Diagnosis, Finding};
 use crate::source::{SourceMap, Span};
+use crate::timeline::Timeline;
 
 /// Evidence lines are shown up to this many characters; the rest is elided.
-const MAX_LINE_CHARS: usize = 400;
+pub(super) const MAX_LINE_CHARS: usize = 400;
 
 /// A cited input line, resolved to its text.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,6 +22,9 @@ pub struct Report<'a> {
     pub sources: &'a SourceMap,
     pub inputs: &'a [InputSummary],
     pub diagnosis: &'a Diagnosis,
+    /// What the bundle's manifest says (host, capture time, gaps), if known.
+    pub context: Option<&'a Context>,
+    pub timeline: Option<&'a Timeline>,
 }
 
 impl<'a> Report<'a> {
@@ -32,7 +37,25 @@ impl<'a> Report<'a> {
             sources,
             inputs,
             diagnosis,
+            context: None,
+            timeline: None,
         }
+    }
+
+    /// With the capture's context and the incident's timeline.
+    pub fn with_capture(mut self, context: &'a Context, timeline: &'a Timeline) -> Self {
+        self.context = Some(context);
+        self.timeline = Some(timeline);
+        self
+    }
+
+    /// What the capture could not collect, and problems with its manifest.
+    pub fn gaps(&self) -> &'a [Gap] {
+        self.context.map_or(&[], |c| &c.gaps)
+    }
+
+    pub fn manifest_notes(&self) -> &'a [String] {
+        self.context.map_or(&[], |c| &c.notes)
     }
 
     pub fn findings(&self) -> &'a [Finding] {

@@ -64,6 +64,7 @@ pub fn render(report: &Report<'_>, options: RenderOptions) -> String {
         finding(&mut out, report, f, &st);
     }
     unknown_errors(&mut out, report, &st);
+    super::timeline::text_gaps(&mut out, report, &st.bold("Gaps in the capture"));
     out.push('\n');
     inputs(&mut out, report, &st);
     out

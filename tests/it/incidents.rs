@@ -93,12 +93,11 @@ fn the_seed_incident_is_diagnosed_from_every_rendering() {
 
 #[test]
 fn the_demo_is_the_seed_incident() {
-    let out = support::analyze(rootcause::demo::sources());
+    let out = support::analyze_in(rootcause::demo::sources(), rootcause::demo::context());
     assert_seed_root_cause(&out);
-    assert_eq!(
-        out.text,
-        check(&incident("2026-11-27-ct200-ghost-ddtree")).text
-    );
+    let seed = check(&incident("2026-11-27-ct200-ghost-ddtree"));
+    assert_eq!(out.text, seed.text);
+    assert_eq!(out.markdown, seed.markdown);
 }
 
 #[test]

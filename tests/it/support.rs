@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use rootcause::bundle::{self, Input};
+use rootcause::context::Context;
 use rootcause::render::{self, OutputFormat, RenderOptions};
 
 #[allow(dead_code)] // `analysis` is for tests that inspect the model directly
@@ -23,8 +24,9 @@ pub fn incident(name: &str) -> PathBuf {
     fixtures().join("incidents").join(name)
 }
 
-/// Analyses one bundle directory (or file) and renders every output.
-/// A single file is named by its file name, so snapshots hold no absolute path.
+/// Analyses one bundle directory (or file), with its manifest, and renders
+/// every output. A single file is named by its file name, so snapshots hold
+/// no absolute path.
 pub fn check(path: &Path) -> Outputs {
     if path.is_file() {
         let bytes = std::fs::read(path).expect("fixture reads");
@@ -33,13 +35,22 @@ pub fn check(path: &Path) -> Outputs {
         sources.add(rootcause::source::Source::new(name, &bytes));
         return analyze(sources);
     }
-    let (sources, _) = bundle::load(&[Input::Path(path.to_owned())], &mut std::io::empty())
+    let (sources, manifest) = bundle::load(&[Input::Path(path.to_owned())], &mut std::io::empty())
         .expect("fixture loads");
-    analyze(sources)
+    let context = manifest
+        .as_ref()
+        .map(Context::from_manifest)
+        .unwrap_or_default();
+    analyze_in(sources, context)
 }
 
+/// Inputs without a manifest (a paste, loose files).
 pub fn analyze(sources: rootcause::source::SourceMap) -> Outputs {
-    let analysis = rootcause::analyze(sources);
+    analyze_in(sources, Context::default())
+}
+
+pub fn analyze_in(sources: rootcause::source::SourceMap, context: Context) -> Outputs {
+    let analysis = rootcause::analyze_in(sources, context, rootcause::rules::RULES);
     let (text, markdown, json, script) = {
         let report = analysis.report();
         let render = |format| {
@@ -89,4 +100,49 @@ pub fn require_tool(tool: &str, package: &str) {
         found,
         "`{tool}` is required by this test but is not installed: run `apt-get install -y {package}` (scripts/test.sh does this)"
     );
+}
+
+/// The `rootcause` binary, its colour decided by the flags alone.
+pub fn bin() -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_rootcause"));
+    c.env_remove("NO_COLOR");
+    c
+}
+
+/// A scratch directory, removed on drop.
+pub struct Scratch {
+    pub path: PathBuf,
+}
+
+impl Scratch {
+    pub fn new(tag: &str) -> Scratch {
+        let path = std::env::temp_dir().join(format!(
+            "rootcause-{tag}-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("scratch dir");
+        Scratch { path }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Copies a directory tree (a bundle) into `to`.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create copy");
+    for entry in std::fs::read_dir(from).expect("read bundle") {
+        let path = entry.expect("entry").path();
+        let target = to.join(path.file_name().expect("name"));
+        if path.is_dir() {
+            copy_dir(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).expect("copy file");
+        }
+    }
 }

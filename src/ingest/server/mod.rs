@@ -150,11 +150,13 @@ impl Cx<'_> {
         if let Some(line) = sglang::parse_prefix(payload) {
             self.stream.framework = Some(Framework::Sglang);
             self.stream.tracebacks.end_continuation();
+            self.own_time(line.time);
             self.sglang(line);
             return true;
         }
         if let Some(record) = vllm::parse_record(payload, self.writer.time) {
             self.stream.framework = Some(Framework::Vllm);
+            self.own_time(record.time);
             self.vllm(record);
             return true;
         }
@@ -177,6 +179,14 @@ impl Cx<'_> {
         }
         // A line no structure explains, but whose text is unmistakable.
         self.detect(payload, None, None, time)
+    }
+
+    /// A line's own timestamp, for the timeline, when no outer layer (the
+    /// journal, a log viewer) already timed it.
+    fn own_time(&mut self, time: Option<Timestamp>) {
+        if let (Some(t), None) = (time, self.writer.time) {
+            self.facts.line_times.push((self.span, t));
+        }
     }
 
     fn framework(&self) -> Framework {
