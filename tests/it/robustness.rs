@@ -92,3 +92,21 @@ fn pathological_inputs_never_panic() {
         run_all(&input);
     }
 }
+
+/// Every parser has a cargo-fuzz target (fuzz/fuzz_targets/<format>.rs).
+#[test]
+fn every_format_has_a_fuzz_target() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/fuzz_targets");
+    let manifest = std::fs::read_to_string(dir.parent().unwrap().join("Cargo.toml")).unwrap();
+    for format in Format::ALL {
+        if matches!(format, Format::Unknown | Format::ShellPrompt) {
+            continue;
+        }
+        let name = format.name().replace('-', "_");
+        let file = dir.join(format!("{name}.rs"));
+        assert!(file.exists(), "no fuzz target for {}: add {}", format.name(), file.display());
+        assert!(manifest.contains(&format!("name = \"{name}\"")), "fuzz/Cargo.toml lacks the {name} target");
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.contains(&format!("Some(\"{}\")", format.name())), "{} fuzzes another format", file.display());
+    }
+}
