@@ -4,6 +4,7 @@ mod actions;
 mod capture;
 mod catalog;
 mod cli;
+mod detection;
 mod format_fixtures;
 mod host_facts;
 mod hostile;

@@ -104,9 +104,21 @@ fn every_format_has_a_fuzz_target() {
         }
         let name = format.name().replace('-', "_");
         let file = dir.join(format!("{name}.rs"));
-        assert!(file.exists(), "no fuzz target for {}: add {}", format.name(), file.display());
-        assert!(manifest.contains(&format!("name = \"{name}\"")), "fuzz/Cargo.toml lacks the {name} target");
+        assert!(
+            file.exists(),
+            "no fuzz target for {}: add {}",
+            format.name(),
+            file.display()
+        );
+        assert!(
+            manifest.contains(&format!("name = \"{name}\"")),
+            "fuzz/Cargo.toml lacks the {name} target"
+        );
         let text = std::fs::read_to_string(&file).unwrap();
-        assert!(text.contains(&format!("Some(\"{}\")", format.name())), "{} fuzzes another format", file.display());
+        assert!(
+            text.contains(&format!("Some(\"{}\")", format.name())),
+            "{} fuzzes another format",
+            file.display()
+        );
     }
 }

@@ -10,9 +10,20 @@ re!(
 );
 re!(TABLE_BORDER, r"^\+[-=+]{20,}\+\s*$");
 re!(TABLE_ROW, r"^\|.*\|\s*$");
+// A `|…|` row outside a table only starts one when it says nvidia-smi
+// things; a Markdown table is not an nvidia-smi table.
+re!(
+    TABLE_WORDS,
+    r"MiB|NVIDIA|Processes:|Persistence-M|Memory-Usage|No running processes found|\bN/A\b|MIG devices"
+);
+// nvidia-smi's own failures replace the whole table (formats.md §1.1).
+re!(
+    SMI_FAILURE,
+    r"^(?:NVIDIA-SMI has failed because|Failed to initialize NVML: |No devices were found\s*$|Unable to determine the device handle for GPU)"
+);
 re!(
     QUERY_GPU_HEADER,
-    r"^(?:index|uuid|name|pci\.bus_id|memory\.(?:used|total|free))(?: \[[^\]]+\])?(?:, |$)"
+    r"^(?:index|uuid|name|pci\.bus_id|memory\.(?:used|total|free|reserved)|timestamp|driver_version|utilization\.(?:gpu|memory)|temperature\.gpu|power\.(?:draw|limit)|clocks\.\w+|persistence_mode|ecc\.\w+|compute_mode|serial|gpu_name|gpu_bus_id|count)(?: \[[^\]]+\])?(?:, |$)"
 );
 re!(QUERY_GPU_ROW, r"^\d+, GPU-[0-9a-f]{8}-");
 re!(
@@ -65,17 +76,24 @@ pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
             ),
         });
     }
-    if CTIME.is_match(line) || TABLE_BORDER.is_match(line) || line.starts_with("| NVIDIA-SMI ") {
+    if CTIME.is_match(line)
+        || TABLE_BORDER.is_match(line)
+        || line.starts_with("| NVIDIA-SMI ")
+        || SMI_FAILURE.is_match(line)
+    {
         return Some(Strong(
             Format::NvidiaSmiTable,
             "nvidia-smi table header and borders",
         ));
     }
     if TABLE_ROW.is_match(line) {
-        return Some(match current {
-            Some(Format::NvidiaSmiTable) => Continue,
-            _ => Strong(Format::NvidiaSmiTable, "nvidia-smi table rows"),
-        });
+        return match current {
+            Some(Format::NvidiaSmiTable) => Some(Continue),
+            _ if TABLE_WORDS.is_match(line) => {
+                Some(Strong(Format::NvidiaSmiTable, "nvidia-smi table rows"))
+            }
+            _ => None,
+        };
     }
     if APPS_HEADER.is_match(line) || APPS_ROW.is_match(line) {
         return Some(Strong(
