@@ -309,20 +309,38 @@ fn report(
     })
 }
 
+/// `rootcause inputs`: each segment with its format, line range, how sure
+/// detection is (the share of its lines the format's parser read) and why.
 fn inputs(paths: &[std::path::PathBuf], hint: Option<Format>) -> Result<ExitCode, Error> {
     let (sources, _) = read_inputs(paths)?;
+    let ingested = crate::ingest::ingest_as(&sources, hint, &crate::ingest::Anchors::none());
     let mut text = String::new();
-    for (id, source) in sources.iter() {
-        for s in crate::ingest::segment_as(id, source, hint) {
-            text.push_str(&format!(
-                "{}:{}-{}: {} ({})\n",
-                source.name,
-                s.first_line,
-                s.last_line,
-                s.format.name(),
+    for input in &ingested.inputs {
+        let s = &input.segment;
+        let source = sources.get(s.source);
+        let nonblank = (s.first_line..=s.last_line)
+            .filter(|&l| !source.raw_line(l).trim().is_empty())
+            .count() as u32;
+        let confidence = if nonblank == 0 {
+            1.0
+        } else {
+            f64::from(nonblank.saturating_sub(input.unrecognized)) / f64::from(nonblank)
+        };
+        text.push_str(&format!(
+            "{}:{}-{}: {} (confidence {:.2}, {} of {} lines unrecognised; {})\n",
+            source.name,
+            s.first_line,
+            s.last_line,
+            s.format.name(),
+            confidence,
+            input.unrecognized,
+            nonblank,
+            if hint.is_some() {
+                "format given with --format-hint"
+            } else {
                 s.why
-            ));
-        }
+            }
+        ));
     }
     write_stdout(io::stdout().lock().write_all(text.as_bytes()))?;
     Ok(ExitCode::SUCCESS)

@@ -232,3 +232,39 @@ fn explain_suggests_the_nearest_rule_id() {
         "{err}"
     );
 }
+
+#[test]
+fn inputs_explains_a_six_source_paste() {
+    let paste = std::fs::read(crate::support::fixtures().join("pastes/six-sources.txt")).unwrap();
+    let o = rootcause(&["inputs"], Some(&paste));
+    assert_eq!(o.status.code(), Some(0));
+    let text = stdout(&o);
+    let formats: Vec<&str> = text
+        .lines()
+        .map(|l| {
+            l.split(": ")
+                .nth(1)
+                .unwrap_or("")
+                .split(' ')
+                .next()
+                .unwrap_or("")
+        })
+        .filter(|f| *f != "shell-prompt")
+        .collect();
+    assert_eq!(
+        formats,
+        [
+            "nvidia-smi-query-gpu-csv",
+            "nvidia-smi-compute-apps-csv",
+            "ps",
+            "systemctl-status",
+            "dmesg",
+            "journal-short-iso"
+        ],
+        "{text}"
+    );
+    assert!(!text.contains("unknown"), "{text}");
+    for line in text.lines().filter(|l| !l.contains("shell-prompt")) {
+        assert!(line.contains("confidence 1.00"), "{line}");
+    }
+}

@@ -131,3 +131,16 @@ fn detection_is_at_least_99_percent_right_over_150_labelled_segments() {
         report.join("\n")
     );
 }
+
+/// docs/formats.md lists every format rootcause reads.
+#[test]
+fn every_format_is_documented() {
+    let doc = fs::read_to_string(fixtures().parent().unwrap().join("docs/formats.md")).unwrap();
+    for format in Format::ALL {
+        assert!(
+            doc.contains(&format!("| `{}` |", format.name())),
+            "docs/formats.md does not list {}",
+            format.name()
+        );
+    }
+}

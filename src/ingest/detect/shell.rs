@@ -20,15 +20,15 @@ pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
     if PS_HEADER.is_match(line) {
         return Some(Strong(Format::Ps, "ps header row"));
     }
+    if SHELL_PROMPT.is_match(line) {
+        return Some(Strong(Format::ShellPrompt, "shell prompt and command"));
+    }
     if current == Some(Format::Ps) && !PS_ROW.is_match(line) && !line.trim().is_empty() {
         // A ps listing ends at the first line that is not a process row.
         return Some(Strong(
             Format::Unknown,
             "text after a ps listing that no format matched",
         ));
-    }
-    if SHELL_PROMPT.is_match(line) {
-        return Some(Strong(Format::ShellPrompt, "shell prompt and command"));
     }
     None
 }
