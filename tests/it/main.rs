@@ -16,4 +16,5 @@ mod rules;
 mod sandbox;
 mod scripts;
 mod support;
+mod tidy;
 mod timeline;

@@ -1,3 +1,6 @@
+//! Unit tests of the parser in this folder: every variant, with the parsed
+//! fields and line numbers pinned.
+
 use chrono::NaiveDate;
 
 use super::*;

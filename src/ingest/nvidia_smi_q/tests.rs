@@ -1,3 +1,6 @@
+//! Unit tests of the parser in this folder: every variant, with the parsed
+//! fields and line numbers pinned.
+
 use super::*;
 use crate::ingest::Line;
 use crate::model::ProcessListingKind;
