@@ -3,6 +3,7 @@
 mod catalog;
 mod cli;
 mod format_fixtures;
+mod hardware_incidents;
 mod host_facts;
 mod incidents;
 mod journal_files;
