@@ -13,6 +13,7 @@ mod units;
 use std::collections::BTreeMap;
 
 pub use clock::{Clock, TimeFrame, YearBasis};
+pub(crate) use gpus::bus_key;
 pub use gpus::{Gpu, GpuProcess};
 pub use owners::{OwnerBasis, Ownership};
 pub use units::{UnitEvent, UnitEventKind, UnitFacts};

@@ -13,6 +13,7 @@ mod rank;
 mod support;
 mod unknown;
 mod user;
+mod xid;
 
 pub use action::{Action, ActionKind, ExpectedCmdline, GpuRef, ProcessIdentity, Safety, with_flag};
 pub use catalog::RULES;

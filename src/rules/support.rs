@@ -4,7 +4,7 @@
 use regex::{Captures, Regex};
 
 use crate::correlate::{Incident, UnitEventKind};
-use crate::model::Message;
+use crate::model::{KernelEvent, Message, Timestamp};
 use crate::source::Span;
 use std::sync::LazyLock;
 
@@ -118,4 +118,89 @@ pub fn capitalise(s: &str) -> String {
     c.next()
         .map(|first| first.to_uppercase().chain(c).collect())
         .unwrap_or_default()
+}
+
+/// When a kernel message was logged: its wrapper's wall time, or the
+/// journal's time of the line that carried it. `None` for bare uptimes.
+pub fn kernel_time(incident: &Incident, event: &KernelEvent) -> Option<Timestamp> {
+    event.time.wall.or_else(|| incident.time_of(event.span))
+}
+
+/// A timestamp as a person reads it: `2025-11-26 09:41:07`, or `Jul 23
+/// 03:12:55` when the format printed no year (the placeholder is not shown).
+pub fn when(t: Timestamp) -> String {
+    if t.year_known {
+        t.local.format("%Y-%m-%d %H:%M:%S").to_string()
+    } else {
+        t.local.format("%b %d %H:%M:%S").to_string()
+    }
+}
+
+/// Seconds from `a` to `b`, positive when `b` is later. In UTC when both
+/// zones are known; otherwise the printed local times, which on one host are
+/// the same clock (`dmesg -T` and `-o short` print local time). A missing
+/// year takes the other timestamp's year.
+pub fn seconds_between(a: Timestamp, b: Timestamp) -> i64 {
+    use chrono::Datelike;
+    let with_year = |t: Timestamp, other: Timestamp| {
+        if t.year_known || !other.year_known {
+            return t.local;
+        }
+        t.local.with_year(other.local.year()).unwrap_or(t.local)
+    };
+    let (la, lb) = (with_year(a, b), with_year(b, a));
+    match (a.offset_secs, b.offset_secs) {
+        (Some(oa), Some(ob)) => {
+            (lb.and_utc().timestamp() - i64::from(ob)) - (la.and_utc().timestamp() - i64::from(oa))
+        }
+        _ => lb.and_utc().timestamp() - la.and_utc().timestamp(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::NaiveDate;
+
+    fn at(y: i32, h: u32, m: u32, s: u32, offset: Option<i32>, year_known: bool) -> Timestamp {
+        Timestamp {
+            local: NaiveDate::from_ymd_opt(y, 6, 1)
+                .and_then(|d| d.and_hms_opt(h, m, s))
+                .expect("valid test time"),
+            offset_secs: offset,
+            year_known,
+        }
+    }
+
+    #[test]
+    fn seconds_between_timestamps_of_one_host() {
+        let cases = [
+            // Both zones known: compared in UTC.
+            (
+                at(2024, 12, 0, 0, Some(0), true),
+                at(2024, 14, 0, 5, Some(7200), true),
+                5,
+            ),
+            // One zone unknown (dmesg -T): the local clocks are compared.
+            (
+                at(2024, 12, 0, 0, None, true),
+                at(2024, 12, 0, 7, Some(7200), true),
+                7,
+            ),
+            // A line without a year (-o short) takes the other's year.
+            (
+                at(2000, 12, 0, 9, None, false),
+                at(2024, 12, 0, 0, None, true),
+                -9,
+            ),
+            (
+                at(2024, 12, 0, 0, Some(0), true),
+                at(2000, 12, 1, 0, None, false),
+                60,
+            ),
+        ];
+        for (a, b, expected) in cases {
+            assert_eq!(seconds_between(a, b), expected, "{a:?} → {b:?}");
+        }
+    }
 }

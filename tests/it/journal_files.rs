@@ -471,7 +471,7 @@ fn cat_output_with_the_format_hint() {
     let o = child.wait_with_output().unwrap();
     assert_eq!(
         String::from_utf8_lossy(&o.stdout),
-        "stdin:1-10: journal-cat (named by --format-hint)\n"
+        "stdin:1-10: journal-cat (confidence 1.00, 0 of 10 lines unrecognised; named by --format-hint)\n"
     );
 
     let mut sources = rootcause::source::SourceMap::new();

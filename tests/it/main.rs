@@ -6,6 +6,7 @@ mod catalog;
 mod cli;
 mod detection;
 mod format_fixtures;
+mod hardware_incidents;
 mod host_facts;
 mod hostile;
 mod incidents;

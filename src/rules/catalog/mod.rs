@@ -4,10 +4,13 @@
 
 mod address_already_in_use;
 mod cuda_unavailable;
+mod ecc_uncorrectable_or_remap_pending;
 mod fabric_manager_mismatch;
 mod fabric_manager_no_nvswitch;
+mod gpu_fell_off_bus_no_xid;
 mod hf_model_download_failure;
 mod hf_model_load_failure;
+mod kernel_oom_killer;
 mod nvidia_driver_not_loaded;
 mod nvml_driver_library_mismatch;
 mod sglang_unbalanced_memory;
@@ -19,6 +22,11 @@ mod tp_size_mismatch;
 mod unit_exit_nonzero;
 mod unit_exited_zero_no_restart;
 mod unsupported_hardware;
+mod xid_app_fault;
+mod xid_ecc;
+mod xid_gpu_fell_off_bus;
+mod xid_gsp_timeout;
+mod xid_nvlink;
 
 use super::Rule;
 
@@ -26,10 +34,13 @@ use super::Rule;
 pub static RULES: &[&dyn Rule] = &[
     &address_already_in_use::RULE,
     &cuda_unavailable::RULE,
+    &ecc_uncorrectable_or_remap_pending::RULE,
     &fabric_manager_mismatch::RULE,
     &fabric_manager_no_nvswitch::RULE,
+    &gpu_fell_off_bus_no_xid::RULE,
     &hf_model_download_failure::RULE,
     &hf_model_load_failure::RULE,
+    &kernel_oom_killer::RULE,
     &nvidia_driver_not_loaded::RULE,
     &nvml_driver_library_mismatch::RULE,
     &sglang_unbalanced_memory::RULE,
@@ -41,4 +52,9 @@ pub static RULES: &[&dyn Rule] = &[
     &unit_exit_nonzero::RULE,
     &unit_exited_zero_no_restart::RULE,
     &unsupported_hardware::RULE,
+    &xid_app_fault::RULE,
+    &xid_ecc::RULE,
+    &xid_gpu_fell_off_bus::RULE,
+    &xid_gsp_timeout::RULE,
+    &xid_nvlink::RULE,
 ];

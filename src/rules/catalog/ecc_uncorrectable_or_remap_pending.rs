@@ -1,0 +1,258 @@
+//! `ecc-uncorrectable-or-remap-pending`: nvidia-smi shows a GPU with
+//! uncorrectable memory errors, a pending or failed row remap, or a reset it
+//! needs, without a kernel Xid in the captures that says so already.
+
+use crate::correlate::Incident;
+use crate::model::{EccKind, EccScope, GpuHealth};
+use crate::rules::support::confidence;
+use crate::rules::xid::{self, GpuAt, same_bus};
+use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+
+pub static RULE: EccUncorrectableOrRemapPending = EccUncorrectableOrRemapPending;
+
+pub struct EccUncorrectableOrRemapPending;
+
+/// Xids whose rules already cite the GPU's nvidia-smi health.
+const XID_RULES: [u32; 9] = [48, 63, 64, 74, 79, 94, 95, 119, 120];
+
+static META: RuleMeta = RuleMeta {
+    id: "ecc-uncorrectable-or-remap-pending",
+    category: Category::EccUncorrectable,
+    severity: Severity::Error,
+    summary: "nvidia-smi shows uncorrectable ECC errors, a pending or failed row remap, or a GPU that needs a reset",
+    anchors: &[xid::TABLE_ROW_ANCHOR],
+    doc: r#"
+## What it means
+`nvidia-smi -q` (or `-q -x`) reports a GPU whose memory is in trouble:
+`DRAM Uncorrectable` or `SRAM Uncorrectable` above zero, `Remapped Rows /
+Pending: Yes`, `Remapping Failure Occurred: Yes`, banks without spare rows,
+`SRAM Threshold Exceeded: Yes`, pre-Ampere `Pending Page Blacklist: Yes`,
+`Reset Required: Yes` or a `GPU Recovery Action` other than `None`; or the
+table's `Volatile Uncorr. ECC` column is above zero. Correctable counts
+alone are normal wear and are not reported.
+
+## Why it happens
+A memory cell failed. The repair (a row remap, a page retirement) is
+recorded at once but applied only at the next GPU reset: until then the bad
+row may be hit again, and applications on the GPU fail with `CUDA error:
+uncorrectable ECC error encountered`. Volatile counts are since the last
+reset, aggregate counts over the board's life.
+
+## How to confirm
+`nvidia-smi -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT -i N`; the kernel log
+for Xid 48/63/64/94/95 (their rule, `xid-ecc`, reports them).
+
+## How to fix
+Stop the workloads on the GPU and reset it (`nvidia-smi -r -i N`, when
+nothing else uses it) or reboot, so pending remaps apply; check the
+counters again. A remapping failure, banks without spare rows or the SRAM
+threshold exceeded: open a hardware case (RMA).
+
+## Safety
+Advice only: a GPU reset ends every process on the GPU, and no reset may
+run while processes of other owners use it.
+"#,
+};
+
+/// The readings of one GPU across captures.
+struct Group<'a> {
+    bus: Option<String>,
+    uuid: Option<String>,
+    index: Option<u32>,
+    healths: Vec<&'a GpuHealth>,
+}
+
+impl Rule for EccUncorrectableOrRemapPending {
+    fn meta(&self) -> &RuleMeta {
+        &META
+    }
+
+    fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
+        let mut groups: Vec<Group> = Vec::new();
+        for h in &incident.facts.gpu_health {
+            let same = |g: &&mut Group| {
+                same_bus(g.bus.as_deref(), h.bus_id.as_deref())
+                    || (h.uuid.is_some() && g.uuid == h.uuid)
+            };
+            match groups.iter_mut().find(same) {
+                Some(g) => g.healths.push(h),
+                None => groups.push(Group {
+                    bus: h.bus_id.clone(),
+                    uuid: h.uuid.clone(),
+                    index: h.index,
+                    healths: vec![h],
+                }),
+            }
+        }
+        for row in xid::table_ecc(incident) {
+            if !groups
+                .iter()
+                .any(|g| same_bus(g.bus.as_deref(), Some(&row.bus)))
+            {
+                groups.push(Group {
+                    bus: Some(row.bus.clone()),
+                    uuid: None,
+                    index: Some(row.index),
+                    healths: Vec::new(),
+                });
+            }
+        }
+        for g in groups {
+            let covered = incident.xids().any(|(_, x)| {
+                XID_RULES.contains(&x.code) && same_bus(x.bus_id.as_deref(), g.bus.as_deref())
+            });
+            if covered {
+                continue;
+            }
+            let mut gpu = xid::gpu_at(incident, g.bus.as_deref());
+            if gpu.gpu.is_none() {
+                if let Some(found) = g
+                    .uuid
+                    .as_ref()
+                    .and_then(|u| incident.gpus.iter().find(|x| x.uuid.as_ref() == Some(u)))
+                {
+                    gpu = GpuAt {
+                        index: Some(found.index),
+                        gpu: Some(found),
+                        inferred: None,
+                        ..gpu
+                    };
+                }
+            }
+            if gpu.index.is_none() {
+                gpu.index = g.index;
+            }
+            check_gpu(incident, &gpu, &g.healths, out);
+        }
+    }
+}
+
+fn check_gpu(incident: &Incident, gpu: &GpuAt<'_>, healths: &[&GpuHealth], out: &mut Vec<Finding>) {
+    let short = gpu.short();
+    // Cite into a scratch finding first: nothing to report for a healthy
+    // GPU or one with correctable errors only.
+    let mut f = Finding::new(META.id, META.category, META.severity);
+    let sick = xid::cite_health(&mut f, healths, &short);
+    let table = xid::cite_table_ecc(&mut f, incident, gpu);
+    let volatile = table
+        || healths.iter().any(|h| {
+            h.ecc.iter().any(|c| {
+                c.kind == EccKind::Uncorrectable && c.scope == EccScope::Volatile && c.count > 0
+            })
+        });
+    let needs_reset = sick.reset_required || sick.recovery_action;
+    let pending = sick.remap_pending || sick.retirement_pending;
+    if !(sick.rma() || volatile || needs_reset || pending || sick.uncorrectable) {
+        return;
+    }
+    f.severity = if sick.rma() {
+        Severity::Critical
+    } else if volatile || needs_reset {
+        Severity::Error
+    } else {
+        Severity::Warning
+    };
+    if let Some(i) = gpu.index {
+        f.entities.gpus.insert(i);
+        for p in incident.processes_on(i) {
+            f.entities.pids.insert(p.pid);
+            if let Some(o) = incident.owner(p.pid) {
+                f.entities.units.insert(o.unit.clone());
+            }
+        }
+    }
+    f.condition("nvidia-smi reports the GPU's memory state", true);
+    f.condition(
+        "uncorrectable errors since the last reset, or a failed repair",
+        volatile || sick.rma(),
+    );
+    f.condition("the GPU is identified by its index", gpu.index.is_some());
+    let rma_what: Vec<&str> = [
+        (sick.remap_failed, "row remapping failed"),
+        (sick.no_spare_rows, "banks without spare rows"),
+        (sick.sram_threshold, "SRAM error threshold exceeded"),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, w)| *w)
+    .collect();
+    f.title = if sick.rma() {
+        format!("{short}'s memory is failing: {}", rma_what.join(", "))
+    } else if volatile {
+        format!("{short} has uncorrectable ECC errors since its last reset")
+    } else if needs_reset {
+        format!("{short} needs a reset (nvidia-smi)")
+    } else if sick.remap_pending {
+        format!("{short} has a row remap pending until its next reset")
+    } else if sick.retirement_pending {
+        format!("{short} has a page retirement pending until its next reset")
+    } else {
+        format!("{short} had uncorrectable ECC errors in the past")
+    };
+    f.headline = if sick.rma() {
+        format!(
+            "{}'s memory can no longer be repaired ({}): the board is a replacement (RMA) candidate.",
+            crate::rules::support::capitalise(&short),
+            rma_what.join(", ")
+        )
+    } else if volatile {
+        format!(
+            "{} had uncorrectable memory errors since its last reset: workloads on it fail with ECC errors until it is reset.",
+            crate::rules::support::capitalise(&short)
+        )
+    } else if needs_reset {
+        format!("nvidia-smi says {short} needs a reset before it is reliable again.")
+    } else {
+        format!(
+            "{} has a memory repair pending that only a GPU reset applies: plan one.",
+            crate::rules::support::capitalise(&short)
+        )
+    };
+    if sick.uncorrectable || volatile || sick.rma() || pending {
+        f.chain.push(format!(
+            "{short}'s memory had uncorrectable errors or needs repair"
+        ));
+        f.chain.push(
+            "the repair (row remap or page retirement) applies only at a GPU reset".to_owned(),
+        );
+    } else {
+        f.chain.push(format!(
+            "nvidia-smi says {short} must be reset before it is reliable again"
+        ));
+        f.chain.push(
+            "a GPU fault (its Xid may be outside the captures) left it in a state only a reset clears"
+                .to_owned(),
+        );
+    }
+    f.explanation = "Volatile ECC counts are since the last reset, aggregate counts over the board's life; a pending remap or retirement is applied only at the next GPU reset. A failed remap, banks without spare rows or the SRAM threshold mean the board's spare memory is exhausted.".to_owned();
+    let gpu_arg = gpu.index.map_or_else(|| "N".to_owned(), |i| i.to_string());
+    if f.severity == Severity::Warning {
+        f.actions.push(Action::advice(
+            format!("plan a reset of {short} at the next maintenance so that the repair applies"),
+            None,
+        ));
+    } else {
+        f.actions.push(Action::advice(
+            format!("stop the workloads on {short} and make sure no process of another owner still uses it"),
+            Some(&format!("nvidia-smi --query-compute-apps=gpu_bus_id,pid,process_name --format=csv -i {gpu_arg}")),
+        ));
+        f.actions.push(Action::advice(
+            format!("reset {short} (or reboot the node) so that pending repairs apply"),
+            Some(&format!("nvidia-smi -r -i {gpu_arg}")),
+        ));
+    }
+    f.actions.push(Action::advice(
+        "check the counters and remapped rows again after the reset",
+        Some(&format!(
+            "nvidia-smi -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT -i {gpu_arg}"
+        )),
+    ));
+    if sick.rma() {
+        f.actions.push(Action::advice(
+            "open a hardware case (RMA) for the board",
+            None,
+        ));
+    }
+    f.confidence = confidence(&f, 0.75, 0.95);
+    out.push(f);
+}

@@ -1,0 +1,515 @@
+//! `xid-app-fault`: Xids that report a fault of one application's GPU work
+//! (13, 31, 43, 68, 69), and Xid 45, the driver's cleanup after a process
+//! was aborted, which is never a cause by itself.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::correlate::{Incident, UnitEventKind};
+use crate::model::{KernelEvent, KernelEventKind, Message, Xid};
+use crate::rules::support::{confidence, distinct, kernel_time, matches, seconds_between};
+use crate::rules::xid::{self, same_bus};
+use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+use crate::source::Span;
+
+pub static RULE: XidAppFault = XidAppFault;
+
+pub struct XidAppFault;
+
+const FAULTS: [u32; 5] = [13, 31, 43, 68, 69];
+
+/// The sticky CUDA errors a faulting kernel leaves in the application.
+static CUDA_FAULT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"an illegal memory access was encountered|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS|CUDA error: unspecified launch failure|CUDA error: misaligned address|CUDA error: an illegal instruction was encountered",
+    )
+    .expect("regex")
+});
+
+/// `(Worker_TP1 pid=4243) ` of vLLM lines.
+static LINE_PID: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\bpid=(?P<pid>\d+)\)").expect("regex"));
+
+/// Process names of model servers, for a PID whose unit is unknown.
+const SERVER_NAMES: &[&str] = &["sglang::", "VLLM::", "python", "pt_main_thread", "ray::"];
+
+/// Faults of a whole GPU: the processes of its peers abort after them.
+const FATAL: [u32; 9] = [48, 62, 64, 74, 79, 95, 109, 119, 120];
+
+/// How long after a peer GPU's fault its peers' cleanup may come: an NCCL
+/// watchdog waits ten minutes by default, older PyTorch thirty.
+const PEER_WINDOW_SECS: i64 = 1800;
+
+/// How long after the Xid the application's CUDA error may come.
+const PAIR_WINDOW_SECS: i64 = 120;
+
+static META: RuleMeta = RuleMeta {
+    id: "xid-app-fault",
+    category: Category::XidOther,
+    severity: Severity::Error,
+    summary: "a GPU kernel of one application faulted (Xid 13, 31, 43, 68, 69); Xid 45 is the driver's cleanup after it",
+    anchors: &[
+        "illegal memory access",
+        "cudaErrorIllegalAddress",
+        "CUDA_ERROR_ILLEGAL_ADDRESS",
+        "unspecified launch failure",
+        "misaligned address",
+        "illegal instruction",
+    ],
+    doc: r#"
+## What it means
+The driver reported a fault in the GPU work of one process, named by
+`pid=` and `name=`:
+
+| Xid | Meaning | Recovery (NVIDIA's catalog) |
+|---|---|---|
+| 13 | graphics engine exception (out-of-range address, illegal instruction) | restart the application |
+| 31 | GPU memory page fault (`MMU Fault: … faulted @ 0x…`) | restart the application |
+| 43 | the process's channel was torn down after a software fault | restart the application |
+| 68 | video decoder (NVDEC) exception | restart the application |
+| 69 | graphics engine class error | restart the application |
+| 45 | preemptive cleanup: the driver removed the work of a process that was aborted | none: look at what aborted it |
+
+The application's CUDA context is lost: it reports `CUDA error: an illegal
+memory access was encountered` (or `unspecified launch failure`, …) and
+exits. The GPU itself stays healthy; NVIDIA's device plugin does not mark it
+unhealthy.
+
+## Why it happens
+Almost always a bug in a GPU kernel (attention backend, custom all-reduce,
+a quantised GEMM, a model-specific op), triggered by a request or a
+configuration. Rarely the driver or the hardware: suspect them when faults
+repeat on one GPU across unrelated programs. Xid 45 follows a kill (Ctrl-C,
+SIGKILL, the OOM killer) or another Xid, and only says the driver cleaned up.
+
+## How to confirm
+The Xid's `pid=` is the server's process (a scheduler or worker); the
+server's log has the CUDA error at the same time. Reproduce with the same
+request; run `compute-sanitizer` for the exact kernel.
+
+## How to fix
+Restart the service once. If the fault repeats with the same request or
+configuration, treat it as a software bug: switch the attention backend,
+disable CUDA graphs or custom all-reduce to bisect, upgrade the framework,
+report it. If it repeats on one GPU only, run DCGM diagnostics on that GPU.
+
+## Safety
+Advice only.
+"#,
+};
+
+impl Rule for XidAppFault {
+    fn meta(&self) -> &RuleMeta {
+        &META
+    }
+
+    fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
+        let cuda: Vec<&Message> = matches(incident, &CUDA_FAULT).map(|(m, _)| m).collect();
+        // One finding per process and GPU.
+        let mut groups: Vec<Vec<(&KernelEvent, &Xid)>> = Vec::new();
+        for (e, x) in incident.xids().filter(|(_, x)| FAULTS.contains(&x.code)) {
+            match groups.iter_mut().find(|g| {
+                let (_, y) = g[0];
+                y.pid == x.pid && y.name == x.name && same_or_none(&y.bus_id, &x.bus_id)
+            }) {
+                Some(g) => g.push((e, x)),
+                None => groups.push(vec![(e, x)]),
+            }
+        }
+        let single = groups.len() == 1;
+        for group in &groups {
+            fault(incident, group, &cuda, single, out);
+        }
+        // A 45 of a process that faulted is folded into its fault finding.
+        let rest: Vec<_> = incident
+            .xids()
+            .filter(|(_, x)| x.code == 45)
+            .filter(|(_, x)| {
+                !groups
+                    .iter()
+                    .any(|g| g[0].1.pid.is_some() && g[0].1.pid == x.pid)
+            })
+            .collect();
+        cleanups(incident, &rest, out);
+    }
+}
+
+fn same_or_none(a: &Option<String>, b: &Option<String>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        _ => same_bus(a.as_deref(), b.as_deref()),
+    }
+}
+
+/// The finding for the faults of one process on one GPU.
+fn fault(
+    incident: &Incident,
+    group: &[(&KernelEvent, &Xid)],
+    cuda: &[&Message],
+    single: bool,
+    out: &mut Vec<Finding>,
+) {
+    let (first, x) = group[0];
+    let gpu = xid::gpu_at(incident, x.bus_id.as_deref());
+    let short = gpu.short();
+    let mig = x
+        .gpu_instance
+        .map(|i| format!(" (MIG instance {i})"))
+        .unwrap_or_default();
+    let mut f = Finding::new(META.id, META.category, META.severity);
+    f.occurrences = group.len() as u32;
+    if let Some(i) = gpu.index {
+        f.entities.gpus.insert(i);
+    }
+    if let Some(pid) = x.pid {
+        f.entities.pids.insert(pid);
+        if let Some(o) = incident.owner(pid) {
+            f.entities.units.insert(o.unit.clone());
+        }
+    }
+    let mut codes: Vec<u32> = Vec::new();
+    for (e, y) in group {
+        f.entities.xid.insert(y.code);
+        if !codes.contains(&y.code) {
+            codes.push(y.code);
+        }
+        f.evidence_once(
+            e.span,
+            format!(
+                "{} on {short}{mig} in {}: {}",
+                xid::describe(y.code),
+                xid::owner_of(y),
+                shorten(&y.message)
+            ),
+        );
+    }
+    // The driver's cleanup of the same process afterwards.
+    let cleanups: Vec<_> = incident
+        .xids()
+        .filter(|(_, y)| y.code == 45 && y.pid.is_some() && y.pid == x.pid)
+        .collect();
+    if let Some((e, _)) = cleanups.first() {
+        f.evidence(
+            e.span,
+            "Xid 45: the driver then removed the process's GPU work (a consequence)",
+        );
+        f.entities.xid.insert(45);
+    }
+    // The application's side: same PID, or within the window after the Xid.
+    let xid_time = kernel_time(incident, first);
+    let paired: Vec<&Message> = cuda
+        .iter()
+        .copied()
+        .filter(|m| {
+            let same_pid = x.pid.is_some() && pid_of(incident, m) == x.pid;
+            let in_window = match (xid_time, incident.time_of(m.span)) {
+                (Some(a), Some(b)) => (-5..=PAIR_WINDOW_SECS).contains(&seconds_between(a, b)),
+                _ => single,
+            };
+            same_pid || in_window
+        })
+        .collect();
+    for (m, n) in distinct(paired.iter().copied()).into_iter().take(3) {
+        f.evidence(
+            m.span,
+            format!("the application's side: its CUDA context is lost ({n}x)"),
+        );
+    }
+    // Faults of several programs on one GPU point at the GPU instead.
+    let others: Vec<&Xid> = incident
+        .xids()
+        .filter(|(_, y)| {
+            FAULTS.contains(&y.code)
+                && same_or_none(&y.bus_id, &x.bus_id)
+                && y.name.is_some()
+                && y.name != x.name
+        })
+        .map(|(_, y)| y)
+        .collect();
+    let suspect_gpu = !others.is_empty();
+    f.condition(
+        "the driver named the faulting process",
+        x.pid.is_some() || x.name.is_some(),
+    );
+    f.condition(
+        "the application's log shows the CUDA error",
+        !paired.is_empty(),
+    );
+    f.condition("the GPU is identified by its index", gpu.index.is_some());
+    let list = codes
+        .iter()
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let who = xid::owner_of(x);
+    f.title = format!("GPU fault in {who} on {short}: Xid {list}");
+    f.headline = format!(
+        "A GPU kernel of {who} faulted on {short}{mig} ({}): an application-level fault, not a hardware failure; the process's CUDA context is lost and it must restart.",
+        xid::describe(x.code)
+    );
+    if !paired.is_empty() {
+        f.chain.push(
+            "the server failed with a sticky CUDA error (illegal memory access or similar)"
+                .to_owned(),
+        );
+    }
+    f.chain.push(format!(
+        "a kernel of {who} faulted ({}: {})",
+        xid::describe(x.code),
+        shorten(&x.message)
+    ));
+    f.explanation = format!(
+        "Xids 13, 31, 43, 68 and 69 report a fault in one application's GPU work; the GPU stays healthy (catalog action: {}). The usual cause is a bug in a kernel triggered by a request or a configuration.{}",
+        xid::info(x.code).map_or("", |i| i.bucket),
+        if suspect_gpu {
+            " Other programs faulted on the same GPU too: that points at the GPU rather than one program."
+        } else {
+            ""
+        }
+    );
+    f.actions.push(Action::advice(
+        "restart the service once; if the fault repeats with the same request or configuration, treat it as a software bug",
+        None,
+    ));
+    f.actions.push(Action::advice(
+        "bisect: switch the attention backend, disable CUDA graphs or custom all-reduce; run the failing request under compute-sanitizer",
+        Some("compute-sanitizer --tool memcheck <command>"),
+    ));
+    if suspect_gpu {
+        f.actions.push(Action::advice(
+            format!("several programs faulted on {short}: run DCGM diagnostics on it"),
+            Some("dcgmi diag -r 3"),
+        ));
+    }
+    f.confidence = confidence(&f, 0.6, 0.9);
+    out.push(f);
+}
+
+/// An Xid with the event that carries its line and time.
+type XidAt<'a> = (&'a KernelEvent, &'a Xid);
+
+/// What an Xid 45 follows, when the captures show it.
+struct Cause {
+    span: Span,
+    what: String,
+    /// The GPU of the Xid it follows, when that is another GPU's fault.
+    gpu: Option<u32>,
+}
+
+/// The event an Xid 45 follows: another Xid on its GPU, the OOM kill or
+/// systemd's kill of its process, a stop of its unit, or a fatal Xid on a
+/// peer GPU shortly before (a tensor-parallel peer's process aborts when
+/// the GPU it talks to fails).
+fn cause_of(incident: &Incident, e: &KernelEvent, x: &Xid) -> Option<Cause> {
+    let who = xid::owner_of(x);
+    let on_gpu = |y: &Xid| y.code != 45 && same_bus(y.bus_id.as_deref(), x.bus_id.as_deref());
+    let same_gpu = incident
+        .xids()
+        .find(|(_, y)| on_gpu(y) && y.pid.is_some() && y.pid == x.pid)
+        .or_else(|| incident.xids().find(|(_, y)| on_gpu(y)));
+    if let Some((k, y)) = same_gpu {
+        return Some(Cause {
+            span: k.span,
+            what: format!("{} on the same GPU", xid::describe(y.code)),
+            gpu: None,
+        });
+    }
+    if let Some(k) = x.pid.and_then(|pid| {
+        incident.facts.kernel_events.iter().find(|k| match &k.kind {
+            KernelEventKind::OomKill(o) => o.pid == Some(pid),
+            _ => false,
+        })
+    }) {
+        return Some(Cause {
+            span: k.span,
+            what: format!("the OOM killer killed {who}"),
+            gpu: None,
+        });
+    }
+    if let Some(ev) = x.pid.and_then(|pid| {
+        incident
+            .units
+            .values()
+            .flat_map(|u| &u.events)
+            .find(|ev| matches!(ev.kind, UnitEventKind::KillingProcess { pid: p } if p == pid))
+    }) {
+        return Some(Cause {
+            span: ev.span,
+            what: format!("systemd killed {who}"),
+            gpu: None,
+        });
+    }
+    let at = kernel_time(incident, e);
+    let peer = incident
+        .xids()
+        .filter(|(_, y)| FATAL.contains(&y.code))
+        .find(|(k, _)| match (at, kernel_time(incident, k)) {
+            (Some(a), Some(b)) => (0..=PEER_WINDOW_SECS).contains(&seconds_between(b, a)),
+            _ => false,
+        })
+        .map(|(k, y)| {
+            let peer = xid::gpu_at(incident, y.bus_id.as_deref());
+            Cause {
+                span: k.span,
+                what: format!("{} on {}, a peer GPU", xid::describe(y.code), peer.short()),
+                gpu: peer.index,
+            }
+        });
+    peer.or_else(|| {
+        stopped_unit(incident, e, x).map(|(span, unit)| Cause {
+            span,
+            what: format!("{unit} was stopped"),
+            gpu: None,
+        })
+    })
+}
+
+/// The Xid 45s no fault of their own process explains, one finding per
+/// cause: low severity, never a root cause.
+fn cleanups(incident: &Incident, xids: &[(&KernelEvent, &Xid)], out: &mut Vec<Finding>) {
+    let mut groups: Vec<(Option<Cause>, Vec<XidAt>)> = Vec::new();
+    for &(e, x) in xids {
+        let cause = cause_of(incident, e, x);
+        let key = cause.as_ref().map(|c| c.span);
+        match groups
+            .iter_mut()
+            .find(|(c, _)| c.as_ref().map(|c| c.span) == key)
+        {
+            Some((_, members)) => members.push((e, x)),
+            None => groups.push((cause, vec![(e, x)])),
+        }
+    }
+    for (cause, members) in groups {
+        let severity = if cause.is_some() {
+            Severity::Info
+        } else {
+            Severity::Warning
+        };
+        let mut f = Finding::new(META.id, META.category, severity);
+        f.entities.xid.insert(45);
+        let mut whos: Vec<String> = Vec::new();
+        let mut gpus: Vec<String> = Vec::new();
+        let mut indices: Vec<u32> = Vec::new();
+        for (e, x) in &members {
+            let gpu = xid::gpu_at(incident, x.bus_id.as_deref());
+            if let Some(i) = gpu.index {
+                f.entities.gpus.insert(i);
+                indices.push(i);
+            }
+            if let Some(pid) = x.pid {
+                f.entities.pids.insert(pid);
+            }
+            let who = xid::owner_of(x);
+            f.evidence_once(
+                e.span,
+                format!(
+                    "Xid 45 on {}: the driver removed the GPU work of {who}",
+                    gpu.short()
+                ),
+            );
+            if !whos.contains(&who) {
+                whos.push(who);
+            }
+            if !gpus.contains(&gpu.short()) {
+                gpus.push(gpu.short());
+            }
+        }
+        if let Some(c) = &cause {
+            f.evidence(c.span, format!("what it follows: {}", c.what));
+            // The peer GPU's fault is what this finding is about, too.
+            f.entities.gpus.extend(c.gpu);
+        }
+        let on = if indices.len() == gpus.len() && indices.len() > 1 {
+            indices.sort_unstable();
+            indices.dedup();
+            format!(
+                "GPUs {}",
+                indices
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        } else {
+            gpus.join(", ")
+        };
+        f.occurrences = members.len() as u32;
+        f.condition("the driver cleaned up a process's GPU work", true);
+        f.condition("the captures show what ended the process", cause.is_some());
+        let subject = match whos.as_slice() {
+            [one] => format!("{one} on {on}"),
+            many => format!("{} processes on {on}", many.len()),
+        };
+        f.title = match &cause {
+            Some(c) => format!("Xid 45 for {subject}: cleanup after {}", c.what),
+            None => format!("Xid 45 for {subject}: cleanup after the process ended"),
+        };
+        f.headline = format!(
+            "The driver cleaned up the GPU work of {subject} (Xid 45); this follows the end of the process and is not a cause by itself."
+        );
+        f.chain.push(format!(
+            "the driver removed the GPU work of {subject} (Xid 45)"
+        ));
+        if let Some(c) = &cause {
+            f.chain.push(c.what.clone());
+        }
+        f.explanation = "Xid 45 (preemptive cleanup) is logged when a process with GPU work ends abnormally: Ctrl-C, SIGKILL, the OOM killer, a reset, or another Xid. Look at what ended the process.".to_owned();
+        if cause.is_none() {
+            f.actions.push(Action::advice(
+                "find what ended the process (a kill, the OOM killer, a crash) around the time of the Xid",
+                Some("journalctl -k -b --no-pager | grep -E 'Xid|Killed process'"),
+            ));
+        }
+        f.confidence = confidence(&f, 0.5, 0.8);
+        out.push(f);
+    }
+}
+
+/// A unit stopped around the Xid that the process belongs to (or, when its
+/// owner is unknown, a unit stopped while a server process was cleaned up).
+fn stopped_unit(incident: &Incident, e: &KernelEvent, x: &Xid) -> Option<(Span, String)> {
+    let at = kernel_time(incident, e)?;
+    let owner = x
+        .pid
+        .and_then(|p| incident.owner(p))
+        .map(|o| o.unit.as_str());
+    let server = x
+        .name
+        .as_deref()
+        .is_some_and(|n| SERVER_NAMES.iter().any(|s| n.starts_with(s)));
+    incident.units.iter().find_map(|(unit, facts)| {
+        if owner.is_some_and(|o| o != unit) || (owner.is_none() && !server) {
+            return None;
+        }
+        facts.events.iter().find_map(|ev| {
+            // `Deactivated successfully` alone is the process ending by
+            // itself; only a stop job is a stop.
+            let ended = matches!(ev.kind, UnitEventKind::Stopped);
+            let dt = seconds_between(at, incident.time_of(ev.span)?);
+            (ended && (-10..=120).contains(&dt)).then(|| (ev.span, unit.clone()))
+        })
+    })
+}
+
+/// The PID that wrote a line: the journal's, or vLLM's `pid=` prefix.
+fn pid_of(incident: &Incident, m: &Message) -> Option<u32> {
+    incident
+        .facts
+        .journal
+        .iter()
+        .find(|j| j.span == m.span)
+        .and_then(|j| j.pid)
+        .or_else(|| {
+            LINE_PID
+                .captures(&m.text)
+                .and_then(|c| c["pid"].parse().ok())
+        })
+}
+
+fn shorten(text: &str) -> String {
+    match text.char_indices().nth(100) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_owned(),
+    }
+}

@@ -1,0 +1,218 @@
+//! `xid-gsp-timeout`: the GPU's System Processor firmware stopped answering
+//! the driver (Xid 119) or failed (Xid 120); the GPU needs a reset.
+
+use crate::correlate::Incident;
+use crate::model::KernelEventKind;
+use crate::rules::support::{confidence, kernel_time};
+use crate::rules::xid;
+use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+
+pub static RULE: XidGspTimeout = XidGspTimeout;
+
+pub struct XidGspTimeout;
+
+const CODES: [u32; 2] = [119, 120];
+
+/// Processes that talk to every GPU all the time: the GSP call that timed
+/// out was theirs, but they did not cause the hang.
+const MONITORS: &[&str] = &[
+    "nvidia-smi",
+    "nv-hostengine",
+    "dcgm",
+    "dcgmi",
+    "dcgm-exporter",
+    "nvidia-persiste",
+    "nvidia-persistenced",
+    "nvsm",
+    "node_exporter",
+    "nvidia_gpu_expo",
+];
+
+static META: RuleMeta = RuleMeta {
+    id: "xid-gsp-timeout",
+    category: Category::XidOther,
+    severity: Severity::Critical,
+    summary: "the GPU System Processor (GSP) firmware timed out or failed (Xid 119/120); the GPU needs a reset",
+    anchors: &[],
+    doc: r#"
+## What it means
+`NVRM: Xid (PCI:…): 119, pid=…, name=…, Timeout after 6s of waiting for
+RPC response from GPU1 GSP! Expected function 76 (GSP_RM_CONTROL) …`: the
+firmware on the GPU's System Processor, which runs most of the driver on
+recent GPUs, stopped answering. Xid 120 is an error inside that firmware.
+Until the GPU is reset, calls into it hang or fail: servers freeze, NCCL
+peers time out, nvidia-smi hangs.
+
+## Why it happens
+A firmware or driver bug (some driver branches are known for it), or a GPU
+that is hanging. The `name=` of the line is the process whose call timed
+out, very often a monitoring process (`nvidia-smi`, `nv-hostengine` of
+DCGM, an exporter): it is a witness, not the culprit.
+
+## How to confirm
+`dmesg -T | grep -E 'Xid|GSP'`: repeated 119s on the same GPU;
+`nvidia-smi -q` shows `GPU Recovery Action` other than `None`.
+
+## How to fix
+Drain the GPU, stop its workloads, reset it (`nvidia-smi -r -i N`) or
+reboot; power-cycle if it persists. Update the driver to a release that
+fixes GSP timeouts for this GPU; report it to NVIDIA with
+`nvidia-bug-report.sh` if it repeats.
+
+## Safety
+Advice only: a GPU reset ends every process on the GPU.
+"#,
+};
+
+impl Rule for XidGspTimeout {
+    fn meta(&self) -> &RuleMeta {
+        &META
+    }
+
+    fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
+        let buses = xid::buses(incident, &CODES);
+        // The driver's GSP report names its own GPU number, not a bus id:
+        // it can only be tied to a GPU when one GPU had GSP Xids.
+        let single = buses.len() == 1;
+        for bus in buses {
+            let xids: Vec<_> = xid::on_bus(incident, bus.as_deref(), &CODES).collect();
+            let Some(&(first, x)) = xids.first() else {
+                continue;
+            };
+            let gpu = xid::gpu_at(incident, bus.as_deref());
+            let label = gpu.label();
+            let short = gpu.short();
+            let mut f = Finding::new(META.id, META.category, META.severity);
+            f.occurrences = xids.len() as u32;
+            if let Some(i) = gpu.index {
+                f.entities.gpus.insert(i);
+            }
+            let mut witnesses: Vec<String> = Vec::new();
+            for (e, y) in xids.iter().take(1).chain(xids.iter().skip(1).last()) {
+                let monitor = y.name.as_deref().is_some_and(is_monitor);
+                let role = if y.code == 119 {
+                    "the call that timed out was made by"
+                } else {
+                    "during a call of"
+                };
+                f.evidence(
+                    e.span,
+                    format!(
+                        "{} on {short}; {role} {}{}",
+                        xid::describe(y.code),
+                        xid::owner_of(y),
+                        if monitor {
+                            " (a monitoring process: a witness, not the cause)"
+                        } else {
+                            ""
+                        }
+                    ),
+                );
+            }
+            for (_, y) in &xids {
+                f.entities.xid.insert(y.code);
+                let monitor = y.name.as_deref().is_some_and(is_monitor);
+                if let (Some(name), true) = (&y.name, monitor) {
+                    if !witnesses.contains(name) {
+                        witnesses.push(name.clone());
+                    }
+                } else if let Some(pid) = y.pid {
+                    f.entities.pids.insert(pid);
+                }
+            }
+            // The driver's own GSP lines around the Xid.
+            if let Some(e) = incident
+                .facts
+                .kernel_events
+                .iter()
+                .find(|e| matches!(e.kind, KernelEventKind::GspTimeout { .. }))
+                .filter(|_| single)
+            {
+                f.evidence(e.span, "the driver's GSP timeout report");
+            }
+            let recovery = xid::recovery_actions(incident, bus.as_deref());
+            if let Some((e, action)) = recovery.last() {
+                f.evidence(
+                    e.span,
+                    format!("Xid 154: the driver now asks for: {action}"),
+                );
+                f.entities.xid.insert(154);
+            }
+            let healths = gpu.health(incident);
+            let sick = xid::cite_health(&mut f, &healths, &short);
+            let unreachable = xid::cite_unreachable(&mut f, incident, &gpu);
+            for p in gpu.index.into_iter().flat_map(|i| incident.processes_on(i)) {
+                f.entities.pids.insert(p.pid);
+            }
+            let pids: Vec<u32> = f.entities.pids.iter().copied().collect();
+            for pid in pids {
+                if let Some(o) = incident.owner(pid) {
+                    f.entities.units.insert(o.unit.clone());
+                }
+            }
+            let when = kernel_time(incident, first).map(crate::rules::support::when);
+            f.condition(format!("the kernel logged {}", xid::describe(x.code)), true);
+            f.condition("it repeated", xids.len() > 1);
+            f.condition("the GPU is identified by its index", gpu.index.is_some());
+            f.condition(
+                "nvidia-smi shows the GPU needs recovery",
+                sick.any() || unreachable || !recovery.is_empty(),
+            );
+            let codes: Vec<String> = {
+                let mut c: Vec<u32> = xids.iter().map(|(_, y)| y.code).collect();
+                c.sort_unstable();
+                c.dedup();
+                c.iter().map(u32::to_string).collect()
+            };
+            f.title = format!(
+                "GSP firmware of {short} stopped answering: Xid {}",
+                codes.join(", ")
+            );
+            f.headline = format!(
+                "The GSP firmware of {label} stopped answering the driver ({}{}): calls into the GPU hang or fail until it is reset.",
+                xid::describe(x.code),
+                when.map(|w| format!(" at {w}")).unwrap_or_default()
+            );
+            f.chain.push(format!(
+                "the processes on {short} hang or fail, and their peers time out"
+            ));
+            f.chain.push(format!(
+                "{short}'s GSP firmware did not answer the driver ({})",
+                xid::describe(x.code)
+            ));
+            f.explanation = format!(
+                "Xid 119/120 leave the GPU unusable until a reset (catalog action: {}).{}",
+                xid::info(x.code).map_or("", |i| i.bucket),
+                if witnesses.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " The process named in the line ({}) is a monitoring process that happened to call the GPU: a witness, not the culprit; do not blame or kill it.",
+                        witnesses.join(", ")
+                    )
+                }
+            );
+            let gpu_arg = gpu.index.map_or_else(|| "N".to_owned(), |i| i.to_string());
+            f.actions.push(Action::advice(
+                format!("drain {short}: stop the workloads on it and make sure no process of another owner still uses it"),
+                Some(&format!("nvidia-smi --query-compute-apps=gpu_bus_id,pid,process_name --format=csv -i {gpu_arg}")),
+            ));
+            f.actions.push(Action::advice(
+                format!("collect the driver's state, then reset {short} (or reboot the node; power-cycle if it persists)"),
+                Some(&format!("nvidia-bug-report.sh; nvidia-smi -r -i {gpu_arg}")),
+            ));
+            f.actions.push(Action::advice(
+                "if Xid 119 repeats, update the driver to a release that fixes GSP timeouts for this GPU and report it to NVIDIA",
+                None,
+            ));
+            f.confidence = confidence(&f, 0.8, 0.97);
+            out.push(f);
+        }
+    }
+}
+
+fn is_monitor(name: &str) -> bool {
+    MONITORS
+        .iter()
+        .any(|m| name == *m || (m.len() >= 4 && name.starts_with(m)))
+}
