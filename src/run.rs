@@ -335,11 +335,7 @@ fn inputs(paths: &[std::path::PathBuf], hint: Option<Format>) -> Result<ExitCode
             confidence,
             input.unrecognized,
             nonblank,
-            if hint.is_some() {
-                "format given with --format-hint"
-            } else {
-                s.why
-            }
+            s.why
         ));
     }
     write_stdout(io::stdout().lock().write_all(text.as_bytes()))?;
