@@ -152,41 +152,37 @@ pub fn window(before: &str, key: &str, after: &str, width: usize) -> Window {
     // when the key is near it, else its end when the key is near that,
     // else the key with some context on its left.
     let total = nb + nk + na;
-    let skip = if nk == 0 || nb + nk < width {
+    let skip = if nb + nk < width {
         0
     } else {
         let to_end = total - (width - 1);
+        let context = LEFT_CONTEXT
+            .min(width / 3)
+            .min((width - 2).saturating_sub(nk));
         if to_end <= nb {
             to_end
         } else {
-            nb.saturating_sub(LEFT_CONTEXT.min(width / 3))
+            nb.saturating_sub(context)
         }
     };
-    let mut text = String::new();
-    let mut col = 0;
+    let mut chars: Vec<char> = Vec::with_capacity(width + 1);
     if skip > 0 {
-        text.push('…');
-        col += 1;
+        chars.push('…');
     }
-    let shown_before: String = before.chars().skip(skip).collect();
-    col += shown_before.chars().count();
-    text.push_str(&shown_before);
-    let mark_col = col;
-    let room = width.saturating_sub(col);
-    let shown_key: String = key.chars().take(room).collect();
-    let key_len = shown_key.chars().count();
-    text.push_str(&shown_key);
-    let room = room - key_len;
-    if key_len < nk || na > room {
-        let keep = room.saturating_sub(1);
-        text.extend(after.chars().take(keep));
-        text.push('…');
-    } else {
-        text.push_str(after);
+    chars.extend(before.chars().skip(skip));
+    let col = chars.len();
+    chars.extend(key.chars());
+    chars.extend(after.chars());
+    let mut visible = chars.len();
+    if chars.len() > width {
+        chars.truncate(width - 1);
+        chars.push('…');
+        visible = width - 1;
     }
+    let shown = nk.min(visible.saturating_sub(col));
     Window {
-        text,
-        mark: (key_len > 0).then_some((mark_col, key_len)),
+        text: chars.into_iter().collect(),
+        mark: (shown > 0).then_some((col, shown)),
     }
 }
 
@@ -301,6 +297,10 @@ mod tests {
 
         let w = window("fits ", "KEY", " here", 60);
         assert_eq!(w.text, "fits KEY here");
+        // A key longer than the room left is shown from its start.
+        let w = window(&before, &"K".repeat(80), &after, 60);
+        assert_eq!(w.text.chars().count(), 60, "{}", w.text);
+        assert_eq!(w.mark, Some((1, 58)));
         let w = window("no key here", "", "", 60);
         assert_eq!(w.mark, None);
         let w = window(&before, "", "", 60);
