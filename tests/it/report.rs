@@ -76,6 +76,7 @@ fn quiet_is_the_first_line_alone() {
 #[test]
 fn evidence_lines_are_cut_to_the_width_around_the_key_value() {
     let out = seed();
+    let excerpt = regex::Regex::new(r"^ +\d+ \| ").unwrap();
     for width in [60, 80, 120] {
         let narrow = text(
             &out,
@@ -84,7 +85,6 @@ fn evidence_lines_are_cut_to_the_width_around_the_key_value() {
                 ..RenderOptions::default()
             },
         );
-        let excerpt = regex::Regex::new(r"^ +\d+ \| ").unwrap();
         let lines: Vec<&str> = narrow.lines().filter(|l| excerpt.is_match(l)).collect();
         assert!(lines.len() > 5, "{narrow}");
         for l in &lines {
