@@ -10,6 +10,7 @@ mod host_facts;
 mod hostile;
 mod incidents;
 mod journal_files;
+mod readme;
 mod replay;
 mod report;
 mod robustness;
