@@ -501,7 +501,7 @@ fn lane_chart(
             let _ = writeln!(
                 out,
                 "<a href=\"#{}\"><circle class=\"dot ev\" cx=\"{:.1}\" cy=\"{y:.1}\" r=\"6\"><title>{tip} [{}]</title></circle></a>",
-                evidence_anchor(e),
+                evidence_anchor(report, e),
                 px(*s),
                 esc(&e.findings.join(", "))
             );
@@ -510,8 +510,20 @@ fn lane_chart(
     out.push_str("</svg>\n");
 }
 
-fn evidence_anchor(e: &Entry) -> String {
-    format!("line-{}-{}", e.span.source.0, e.span.line)
+/// The excerpt a timeline dot links to: the entry's line, or the copy of
+/// the same event in another input that the evidence cites.
+fn evidence_anchor(report: &Report<'_>, e: &Entry) -> String {
+    let cited = |s: &crate::source::Span| {
+        report
+            .findings()
+            .iter()
+            .any(|f| f.evidence.iter().any(|ev| ev.span == *s))
+    };
+    let span = std::iter::once(&e.span)
+        .chain(&e.also)
+        .find(|s| cited(s))
+        .unwrap_or(&e.span);
+    format!("line-{}-{}", span.source.0, span.line)
 }
 
 /// `3d 4h`, `2h 5m`, `15m`.

@@ -185,4 +185,16 @@ fn the_html_page_is_self_contained() {
     ] {
         assert!(seed.contains(section), "seed page lacks {section}");
     }
+    // Every evidence dot of the timeline links to an excerpt on the page.
+    let links = regex::Regex::new(r##"href="#(line-[0-9]+-[0-9]+)""##).unwrap();
+    let mut linked = 0;
+    for l in links.captures_iter(&seed) {
+        assert!(
+            seed.contains(&format!("id=\"{}\"", &l[1])),
+            "dangling link #{}",
+            &l[1]
+        );
+        linked += 1;
+    }
+    assert!(linked >= 10, "{linked} timeline links");
 }
