@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages the tests need, as "command:package".
+# Debian packages the tests need, as "command:package" (or "file:package").
 needed=(
   shellcheck:shellcheck
   journalctl:systemd
@@ -13,10 +13,13 @@ needed=(
   zstd:zstd
   ps:procps
   setsid:util-linux
+  script:bsdutils
+  chromium:chromium
+  /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf:fonts-dejavu-core
 )
 missing=()
 for pair in "${needed[@]}"; do
-  command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
+  command -v "${pair%%:*}" >/dev/null 2>&1 || [ -e "${pair%%:*}" ] || missing+=("${pair#*:}")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "installing: ${missing[*]}"

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 use crate::ingest::Format;
 
@@ -14,7 +14,7 @@ use crate::ingest::Format;
     version,
     about = "Find the root cause of a failed GPU model-serving deployment from its logs",
     args_conflicts_with_subcommands = true,
-    after_help = "Examples:\n  rootcause demo\n  rootcause bundle-dir/ --output markdown\n  rootcause sglang.log nvidia-smi.txt journal.txt --script fix.sh\n  pbpaste | rootcause\n  rootcause capture --unit sglang.service -o bundle-dir/\n  rootcause timeline bundle-dir/ --around F1\n  rootcause replay incidents/*\n\nExit codes: 0 nothing found, 1 findings reported, 2 usage or I/O error."
+    after_help = "Examples:\n  rootcause demo                                   the built-in example incident\n  rootcause bundle-dir/                            a folder of logs from one host\n  pbpaste | rootcause                              a paste from a chat or a ticket\n  rootcause sglang.log nvidia-smi.txt journal.txt --script fix.sh\n  rootcause bundle-dir/ -o markdown > postmortem.md\n  rootcause bundle-dir/ -o html > report.html\n  rootcause bundle-dir/ -q                         only the root cause, in one line\n  sudo rootcause capture --unit sglang.service -o bundle-dir/\n  rootcause timeline bundle-dir/ --around F1\n  rootcause replay incidents/*\n\nExit codes: 0 nothing found, 1 findings reported, 2 usage or I/O error.\nColour: only on a terminal, never with NO_COLOR set; --color overrides."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -26,10 +26,19 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Analyse files, bundle directories or a paste on stdin (the default).
+    #[command(
+        after_help = "Examples:\n  rootcause analyze bundle-dir/\n  rootcause analyze sglang.log nvidia-smi.txt journal.txt -v\n  xclip -o | rootcause analyze -q\n  rootcause analyze bundle-dir/ -o html > report.html"
+    )]
     Analyze(AnalyzeArgs),
     /// Analyse the built-in example incident (a 55 GB ghost on GPU 0); exits 0.
+    #[command(
+        after_help = "Examples:\n  rootcause demo\n  rootcause demo -v --color always | less -R\n  rootcause demo -o markdown > postmortem.md\n  rootcause demo -o html > demo.html"
+    )]
     Demo(RenderArgs),
     /// Show how each input, or each segment of a paste, was classified.
+    #[command(
+        after_help = "Examples:\n  rootcause inputs bundle-dir/\n  xclip -o | rootcause inputs\n  rootcause inputs cat.log --format-hint journal-cat"
+    )]
     Inputs {
         /// Files or bundle directories; `-` or nothing reads stdin.
         paths: Vec<PathBuf>,
@@ -37,8 +46,12 @@ pub enum Command {
         hint: HintArg,
     },
     /// List every rule: built-in and loaded with --rules.
+    #[command(after_help = "Examples:\n  rootcause rules\n  rootcause rules --rules ./my-rules/")]
     Rules(RulesArgs),
     /// Print a rule's documentation.
+    #[command(
+        after_help = "Examples:\n  rootcause explain sglang-unbalanced-memory\n  rootcause explain my-rule --rules ./my-rules/"
+    )]
     Explain {
         /// The rule id, as `rootcause rules` lists it.
         rule: String,
@@ -47,12 +60,35 @@ pub enum Command {
     },
     /// On a live host: run the read-only commands the analysis needs and
     /// write a bundle (a folder, or one tar file). Never changes anything.
+    #[command(
+        after_help = "Examples:\n  sudo rootcause capture --unit sglang.service -o bundle-dir/\n  sudo rootcause capture --tar incident.tar --redact --since -2h"
+    )]
     Capture(CaptureArgs),
     /// Re-analyse recorded bundles and compare with their approved reports
     /// (`expected/`); exit 1 on any difference.
+    #[command(
+        after_help = "Examples:\n  rootcause replay fixtures/incidents/*\n  rootcause replay incidents/ --junit replay.xml\n  rootcause replay incidents/new-case --bless"
+    )]
     Replay(ReplayArgs),
     /// Print one merged, time-ordered timeline across all inputs.
+    #[command(
+        after_help = "Examples:\n  rootcause timeline bundle-dir/\n  rootcause timeline bundle-dir/ --around F1 --window 90s"
+    )]
     Timeline(TimelineArgs),
+    /// Print a shell completion script.
+    #[command(
+        after_help = "Examples:\n  rootcause completions bash > ~/.local/share/bash-completion/completions/rootcause\n  rootcause completions zsh > ~/.zfunc/_rootcause\n  rootcause completions fish > ~/.config/fish/completions/rootcause.fish"
+    )]
+    Completions {
+        /// The shell to complete for.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) on stdout.
+    #[command(
+        after_help = "Examples:\n  rootcause man > rootcause.1 && man ./rootcause.1\n  rootcause man | gzip > /usr/local/share/man/man1/rootcause.1.gz"
+    )]
+    Man,
 }
 
 #[derive(Debug, Args)]
@@ -186,6 +222,13 @@ pub struct RenderArgs {
     /// Report format.
     #[arg(short, long, value_enum, default_value_t = OutputArg::Text)]
     pub output: OutputArg,
+    /// Say more: every finding in full, the rule conditions behind each
+    /// confidence, competing hypotheses and the inputs.
+    #[arg(short, long, conflicts_with = "quiet")]
+    pub verbose: bool,
+    /// Print only the root cause, in one line (text output).
+    #[arg(short, long)]
+    pub quiet: bool,
     /// Also write the remediation script for the root cause to FILE (dry run unless run with --apply).
     #[arg(long, value_name = "FILE")]
     pub script: Option<PathBuf>,
@@ -196,8 +239,13 @@ pub struct RenderArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputArg {
+    /// For the terminal: root cause, GPU memory, evidence excerpts, steps.
     Text,
+    /// A postmortem skeleton with a Mermaid diagram of the causal chain.
     Markdown,
+    /// One self-contained page: GPU chart, timeline lanes, evidence in context.
+    Html,
+    /// The versioned report (docs/report-schema.md).
     Json,
     /// One JSON object per finding per line (for log pipelines).
     Ndjson,
@@ -210,10 +258,26 @@ pub enum ColorArg {
     Never,
 }
 
+/// The whole command line, its version naming the rule catalog
+/// (`rootcause 0.1.0 (rule catalog: 18 rules, 5f0c…)`): what completions
+/// and the man page are generated from.
+pub fn command() -> clap::Command {
+    let version = format!(
+        "{} (rule catalog: {})",
+        env!("CARGO_PKG_VERSION"),
+        crate::rules::catalog_version()
+    );
+    // clap keeps `&'static str`s; this runs once per process.
+    Cli::command().version(&*Box::leak(version.into_boxed_str()))
+}
+
 /// Parses the command line, runs, and maps the outcome to an exit code:
 /// 0 nothing found, 1 findings, 2 usage or I/O error.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::from_arg_matches(&command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     match crate::run::run(cli) {
         Ok(code) => code,
         Err(e) => {

@@ -35,6 +35,8 @@ pub enum Error {
     UnknownFinding { id: String, hint: String },
     /// `capture` into a folder that already holds files.
     OutputNotEmpty { path: String },
+    /// A folder in which no file is in a format rootcause reads.
+    NothingRecognised { path: String, files: usize },
 }
 
 impl fmt::Display for Error {
@@ -71,6 +73,13 @@ impl fmt::Display for Error {
             Error::UnknownFinding { id, hint } => write!(
                 f,
                 "no finding `{id}` in this incident{hint}; the report lists its findings"
+            ),
+            Error::NothingRecognised { path, files } => write!(
+                f,
+                "{path}: none of its {files} file(s) is a log rootcause reads; expected SGLang or vLLM server logs, \
+                 nvidia-smi output (table, -q, --query-gpu/--query-compute-apps CSV), journalctl output, \
+                 systemctl status, ps or kernel logs (`rootcause inputs {path}` shows how each file was read; \
+                 --format-hint FORMAT forces one)"
             ),
             Error::OutputNotEmpty { path } => write!(
                 f,

@@ -18,6 +18,7 @@ pub mod demo;
 pub mod error;
 pub mod ingest;
 pub mod model;
+mod progress;
 pub mod render;
 pub mod replay;
 pub mod rules;
@@ -87,11 +88,33 @@ pub fn analyze_in(sources: SourceMap, context: Context, catalog: &[&dyn rules::R
 
 /// Analyses with explicit [`Options`].
 pub fn analyze_with(sources: SourceMap, options: &Options<'_>) -> Analysis {
+    analyze_observed(sources, options, &|_| {})
+}
+
+/// The steps of an analysis, in order, for a progress display.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    Parse,
+    Correlate,
+    Diagnose,
+    Timeline,
+}
+
+/// Like [`analyze_with`], telling `observe` as each step starts.
+pub fn analyze_observed(
+    sources: SourceMap,
+    options: &Options<'_>,
+    observe: &dyn Fn(Stage),
+) -> Analysis {
     let catalog = options.rules;
     let context = options.context.clone();
+    observe(Stage::Parse);
     let ingested = ingest::ingest_as(&sources, options.format_hint, &rules::anchors(catalog));
+    observe(Stage::Correlate);
     let incident = correlate::correlate_with(ingested.facts, &Clock::from_context(&context));
+    observe(Stage::Diagnose);
     let diagnosis = rules::diagnose(&incident, catalog);
+    observe(Stage::Timeline);
     let timeline = timeline::build(&incident, &diagnosis, &sources);
     Analysis {
         sources,
@@ -107,5 +130,6 @@ impl Analysis {
     pub fn report(&self) -> Report<'_> {
         Report::new(&self.sources, &self.inputs, &self.diagnosis)
             .with_capture(&self.context, &self.timeline)
+            .with_incident(&self.incident)
     }
 }

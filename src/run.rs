@@ -12,7 +12,8 @@ use crate::cli::{
 use crate::context::Context;
 use crate::error::Error;
 use crate::ingest::Format;
-use crate::render::{self, OutputFormat, RenderOptions};
+use crate::progress::Progress;
+use crate::render::{self, OutputFormat, RenderOptions, Verbosity};
 use crate::rules::{self, Rule, UserRule};
 use crate::source::SourceMap;
 
@@ -28,6 +29,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
             crate::demo::context(),
             &render,
             &[],
+            Progress::start(0),
+            &[],
         )
         .map(|_| ExitCode::SUCCESS),
         Some(Command::Inputs { paths, hint }) => inputs(&paths, hint.format_hint),
@@ -36,13 +39,59 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Some(Command::Capture(args)) => capture(args),
         Some(Command::Replay(args)) => replay(args),
         Some(Command::Timeline(args)) => timeline(args),
+        Some(Command::Completions { shell }) => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut crate::cli::command(), "rootcause", &mut out);
+            write_stdout(io::stdout().lock().write_all(&out))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Man) => {
+            let mut out = Vec::new();
+            clap_mangen::Man::new(crate::cli::command())
+                .render(&mut out)
+                .map_err(|source| Error::Output {
+                    path: "stdout".to_owned(),
+                    source,
+                })?;
+            write_stdout(io::stdout().lock().write_all(&out))?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
 fn analyze(args: AnalyzeArgs) -> Result<ExitCode, Error> {
     let user = load_rules(&args.rules)?;
+    let progress = Progress::start(crate::progress::input_bytes(&args.paths));
     let (sources, context) = read_inputs(&args.paths)?;
-    report(sources, args.hint.format_hint, context, &args.render, &user)
+    let dirs: Vec<String> = args
+        .paths
+        .iter()
+        .filter(|p| p.is_dir())
+        .map(|p| p.display().to_string())
+        .collect();
+    report(
+        sources,
+        args.hint.format_hint,
+        context,
+        &args.render,
+        &user,
+        progress,
+        &dirs,
+    )
+}
+
+/// A folder in which nothing is a format rootcause reads is a mistake (the
+/// wrong folder, a capture that failed), not a healthy incident: say what
+/// was expected instead of reporting that nothing was found.
+fn recognisable(dirs: &[String], inputs: &[crate::ingest::InputSummary]) -> Result<(), Error> {
+    if dirs.is_empty() || inputs.iter().any(|i| i.segment.format != Format::Unknown) {
+        return Ok(());
+    }
+    let files: std::collections::BTreeSet<_> = inputs.iter().map(|i| i.segment.source).collect();
+    Err(Error::NothingRecognised {
+        path: dirs.join(", "),
+        files: files.len(),
+    })
 }
 
 fn capture(args: CaptureArgs) -> Result<ExitCode, Error> {
@@ -130,6 +179,7 @@ fn timeline(args: TimelineArgs) -> Result<ExitCode, Error> {
         analysis.context.host.as_deref(),
         RenderOptions {
             color: use_color(args.color),
+            ..RenderOptions::default()
         },
     );
     write_stdout(io::stdout().lock().write_all(text.as_bytes()))?;
@@ -267,12 +317,49 @@ fn use_color(arg: ColorArg) -> bool {
     }
 }
 
+/// Columns of the terminal the report goes to: the terminal's own width,
+/// else `COLUMNS`, else [`render::DEFAULT_WIDTH`].
+fn width() -> usize {
+    let from_env = || {
+        std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.trim().parse::<usize>().ok())
+    };
+    terminal_columns()
+        .or_else(from_env)
+        .unwrap_or(render::DEFAULT_WIDTH)
+        .clamp(40, 400)
+}
+
+#[cfg(unix)]
+fn terminal_columns() -> Option<usize> {
+    if !io::stdout().is_terminal() {
+        return None;
+    }
+    let mut size = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one `winsize` into the struct we own.
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
+    (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
+}
+
+#[cfg(not(unix))]
+fn terminal_columns() -> Option<usize> {
+    None
+}
+
 fn report(
     sources: SourceMap,
     hint: Option<Format>,
     context: Context,
     args: &RenderArgs,
     user: &[UserRule],
+    progress: Progress,
+    dirs: &[String],
 ) -> Result<ExitCode, Error> {
     let rules = catalog(user);
     let options = crate::Options {
@@ -280,22 +367,38 @@ fn report(
         rules: &rules,
         context,
     };
-    let analysis = crate::analyze_with(sources, &options);
+    let analysis = crate::analyze_observed(sources, &options, &|stage| progress.stage(stage));
+    progress.writing();
+    if hint.is_none() {
+        recognisable(dirs, &analysis.inputs)?;
+    }
     let report = analysis.report();
     let format = match args.output {
         OutputArg::Text => OutputFormat::Text,
         OutputArg::Markdown => OutputFormat::Markdown,
+        OutputArg::Html => OutputFormat::Html,
         OutputArg::Json => OutputFormat::Json,
         OutputArg::Ndjson => OutputFormat::Ndjson,
     };
-    let color = use_color(args.color);
+    let options = RenderOptions {
+        color: use_color(args.color),
+        verbosity: if args.quiet {
+            Verbosity::Quiet
+        } else if args.verbose {
+            Verbosity::Verbose
+        } else {
+            Verbosity::Normal
+        },
+        width: width(),
+    };
+    let mut rendered = Vec::new();
+    render::render(&report, format, options, &mut rendered).map_err(|source| Error::Output {
+        path: "stdout".to_owned(),
+        source,
+    })?;
+    progress.finish();
     let mut stdout = io::stdout().lock();
-    write_stdout(render::render(
-        &report,
-        format,
-        RenderOptions { color },
-        &mut stdout,
-    ))?;
+    write_stdout(stdout.write_all(&rendered))?;
     if let Some(path) = &args.script {
         std::fs::write(path, render::script(&report)).map_err(|source| Error::Output {
             path: path.display().to_string(),

@@ -1,12 +1,17 @@
-//! Render: one [`Report`] to text, Markdown, JSON or a remediation script.
+//! Render: one [`Report`] to text, Markdown, HTML, JSON or a remediation
+//! script.
 //!
 //! Renderers only format; every decision (what the root cause is, which
 //! steps to take) was made by the rules. Colour and width come from
 //! [`RenderOptions`], never sniffed here.
 
+mod excerpt;
+mod gpus;
+mod html;
 mod json;
 mod json_capture;
 mod markdown;
+mod mermaid;
 mod ndjson;
 mod report;
 mod script;
@@ -16,20 +21,53 @@ mod timeline;
 
 use std::io::{self, Write};
 
-pub use report::{EvidenceLine, Report};
+pub use gpus::{GpuBar, GpuHolder};
+pub use report::{EvidenceLine, MarkedLine, Report};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputFormat {
     Text,
     Markdown,
+    /// One self-contained page (no external assets).
+    Html,
     Json,
     /// One JSON object per finding per line, for log pipelines.
     Ndjson,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// How much the terminal report says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, PartialOrd, Ord)]
+pub enum Verbosity {
+    /// `-q`: the root cause in one line, nothing else.
+    Quiet,
+    #[default]
+    Normal,
+    /// `-v`: also the rule conditions, competing hypotheses, every finding
+    /// in full and the inputs.
+    Verbose,
+}
+
+/// What the caller (run.rs) decided about the terminal; renderers never
+/// look at it themselves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RenderOptions {
     pub color: bool,
+    pub verbosity: Verbosity,
+    /// Columns the terminal report may use (evidence lines are cut to fit).
+    pub width: usize,
+}
+
+/// The width of a report that goes to a file or a pipe.
+pub const DEFAULT_WIDTH: usize = 100;
+
+impl Default for RenderOptions {
+    fn default() -> Self {
+        RenderOptions {
+            color: false,
+            verbosity: Verbosity::Normal,
+            width: DEFAULT_WIDTH,
+        }
+    }
 }
 
 pub fn render(
@@ -41,6 +79,7 @@ pub fn render(
     match format {
         OutputFormat::Text => out.write_all(text::render(report, options).as_bytes()),
         OutputFormat::Markdown => out.write_all(markdown::render(report).as_bytes()),
+        OutputFormat::Html => out.write_all(html::render(report).as_bytes()),
         OutputFormat::Json => out.write_all(json::render(report).as_bytes()),
         OutputFormat::Ndjson => out.write_all(ndjson::render(report).as_bytes()),
     }

@@ -1,9 +1,13 @@
 //! The report every renderer reads: the diagnosis plus the input lines it
 //! cites, resolved once.
 
+use super::clean;
+use super::excerpt;
+use super::gpus::{self, GpuBar};
 use crate::context::{Context, Gap};
+use crate::correlate::Incident;
 use crate::ingest::InputSummary;
-use crate::rules::{Diagnosis, Finding};
+use crate::rules::{Diagnosis, Evidence, Finding};
 use crate::source::{SourceMap, Span};
 use crate::timeline::Timeline;
 
@@ -18,6 +22,23 @@ pub struct EvidenceLine {
     pub text: String,
 }
 
+/// A cited line split around its key value, each part made printable
+/// ([`clean`]); a long line is cut to [`MAX_LINE_CHARS`] around the key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MarkedLine {
+    pub input: String,
+    pub line: u32,
+    pub before: String,
+    pub key: String,
+    pub after: String,
+}
+
+impl MarkedLine {
+    pub fn text(&self) -> String {
+        format!("{}{}{}", self.before, self.key, self.after)
+    }
+}
+
 pub struct Report<'a> {
     pub sources: &'a SourceMap,
     pub inputs: &'a [InputSummary],
@@ -25,6 +46,8 @@ pub struct Report<'a> {
     /// What the bundle's manifest says (host, capture time, gaps), if known.
     pub context: Option<&'a Context>,
     pub timeline: Option<&'a Timeline>,
+    /// The GPUs and who holds their memory; empty without an nvidia-smi capture.
+    pub gpus: Vec<GpuBar>,
 }
 
 impl<'a> Report<'a> {
@@ -39,7 +62,14 @@ impl<'a> Report<'a> {
             diagnosis,
             context: None,
             timeline: None,
+            gpus: Vec::new(),
         }
+    }
+
+    /// With the per-GPU memory picture of the incident.
+    pub fn with_incident(mut self, incident: &Incident) -> Self {
+        self.gpus = gpus::view(incident, self.root_cause());
+        self
     }
 
     /// With the capture's context and the incident's timeline.
@@ -79,6 +109,74 @@ impl<'a> Report<'a> {
             line: span.line,
             text,
         }
+    }
+
+    /// The finding's evidence with lines of the same text (one message
+    /// seen by seven ranks) gathered, each group in citation order.
+    pub fn evidence_groups<'f>(&self, f: &'f Finding) -> Vec<Vec<&'f Evidence>> {
+        let mut groups: Vec<(String, Vec<&Evidence>)> = Vec::new();
+        for e in &f.evidence {
+            let text = self.resolve(e.span).text;
+            match groups.iter_mut().find(|(t, _)| *t == text) {
+                Some((_, members)) => members.push(e),
+                None => groups.push((text, vec![e])),
+            }
+        }
+        groups.into_iter().map(|(_, members)| members).collect()
+    }
+
+    /// A cited line split around the key value of its evidence.
+    pub fn marked(&self, e: &Evidence) -> MarkedLine {
+        let raw = self.sources.line_text(e.span);
+        let raw = raw.trim_end();
+        let (before, key, after) = match excerpt::key_range(raw, e) {
+            Some(r) => (&raw[..r.start], &raw[r.clone()], &raw[r.end..]),
+            None => (raw, "", ""),
+        };
+        // Keep the key in view when the line is long: a little before it,
+        // the rest of the budget after it.
+        let budget = MAX_LINE_CHARS;
+        let key_len = key.chars().count();
+        let room_before = (budget / 4).max(budget.saturating_sub(key_len + after.chars().count()));
+        let nb = before.chars().count();
+        let before = if nb > room_before {
+            let cut: String = before.chars().skip(nb - room_before).collect();
+            format!("…{cut}")
+        } else {
+            before.to_owned()
+        };
+        let room_after = budget.saturating_sub(before.chars().count() + key_len);
+        let after = match after.char_indices().nth(room_after) {
+            Some((cut, _)) => format!("{}…", &after[..cut]),
+            None => after.to_owned(),
+        };
+        let printable = |t: &str| clean(&t.replace('\t', "    ")).into_owned();
+        MarkedLine {
+            input: self.sources.name(e.span).to_owned(),
+            line: e.span.line,
+            before: printable(&before),
+            key: printable(key),
+            after: printable(&after),
+        }
+    }
+
+    /// The lines around a cited one, for context: `(line, text)`, cut at
+    /// [`MAX_LINE_CHARS`] and made printable.
+    pub fn context(&self, span: Span, around: u32) -> Vec<(u32, String)> {
+        let source = self.sources.get(span.source);
+        let last = source.line_count();
+        let first = span.line.saturating_sub(around).max(1);
+        let end = (span.line + around).min(last);
+        (first..=end)
+            .map(|n| {
+                let s = Span {
+                    source: span.source,
+                    line: n,
+                };
+                let text = self.resolve(s).text;
+                (n, clean(&text.replace('\t', "    ")).into_owned())
+            })
+            .collect()
     }
 
     /// `input:line`, the citation used everywhere.

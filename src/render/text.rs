@@ -1,10 +1,14 @@
-//! The terminal report: the root cause in one sentence first, then each
-//! finding's causal chain, evidence, confidence and remediation.
+//! The terminal report: the root cause in one sentence first, the GPUs'
+//! memory at a glance, then each finding's causal chain, its evidence as
+//! annotated source excerpts (rustc style) and the remediation. `-v` adds
+//! the rule conditions, competing hypotheses and the inputs; `-q` keeps
+//! only the first line.
 
 use std::fmt::Write as _;
 
-use super::{RenderOptions, Report, clean};
-use crate::rules::{Finding, Safety, Severity};
+use super::gpus::{GpuBar, mib, thousands};
+use super::{RenderOptions, Report, Verbosity, clean, excerpt};
+use crate::rules::{Evidence, Finding, Safety, Severity};
 
 struct Style {
     color: bool,
@@ -12,7 +16,7 @@ struct Style {
 
 impl Style {
     fn paint(&self, code: &str, text: &str) -> String {
-        if self.color {
+        if self.color && !text.is_empty() {
             format!("\x1b[{code}m{text}\x1b[0m")
         } else {
             text.to_owned()
@@ -24,14 +28,19 @@ impl Style {
     fn dim(&self, text: &str) -> String {
         self.paint("2", text)
     }
-    fn severity(&self, s: Severity) -> String {
-        let code = match s {
-            Severity::Critical => "1;31",
-            Severity::Error => "31",
-            Severity::Warning => "33",
-            Severity::Info => "36",
-        };
-        self.paint(code, s.name())
+    /// Line numbers and the excerpt frame, as rustc draws them.
+    fn gutter(&self, text: &str) -> String {
+        self.paint("1;34", text)
+    }
+    fn severity_code(s: Severity) -> &'static str {
+        match s {
+            Severity::Critical | Severity::Error => "1;31",
+            Severity::Warning => "1;33",
+            Severity::Info => "1;36",
+        }
+    }
+    fn severity(&self, s: Severity, text: &str) -> String {
+        self.paint(Self::severity_code(s), text)
     }
 }
 
@@ -40,66 +49,153 @@ pub fn render(report: &Report<'_>, options: RenderOptions) -> String {
         color: options.color,
     };
     let mut out = String::new();
-    match report.root_cause() {
-        Some(f) => {
-            let _ = writeln!(out, "{} {}", st.bold("Root cause:"), clean(&f.headline));
-        }
-        None if report.findings().is_empty() => {
-            let _ = writeln!(
-                out,
-                "{} no known failure found in the inputs.",
-                st.bold("Root cause:")
-            );
-        }
-        None => {
-            let _ = writeln!(
-                out,
-                "{} none of the findings is an error.",
-                st.bold("Root cause:")
-            );
+    headline(&mut out, report, &st);
+    if options.verbosity == Verbosity::Quiet {
+        return out;
+    }
+    let verbose = options.verbosity == Verbosity::Verbose;
+    gpu_picture(&mut out, report, &st);
+    let root = report.root_cause();
+    let is_symptom = |f: &Finding| root.is_some_and(|r| r.explains.contains(&f.id));
+    for f in report.findings() {
+        if verbose || !is_symptom(f) {
+            out.push('\n');
+            finding(&mut out, report, f, &st, options);
         }
     }
-    for f in report.findings() {
-        out.push('\n');
-        finding(&mut out, report, f, &st);
+    if !verbose {
+        symptoms(&mut out, report, &st);
     }
     unknown_errors(&mut out, report, &st);
     super::timeline::text_gaps(&mut out, report, &st.bold("Gaps in the capture"));
     out.push('\n');
-    inputs(&mut out, report, &st);
+    if verbose {
+        inputs(&mut out, report, &st);
+    } else {
+        inputs_summary(&mut out, report, &st);
+    }
     out
 }
 
-fn unknown_errors(out: &mut String, report: &Report<'_>, st: &Style) {
-    let groups = &report.diagnosis.unknown_errors;
-    if groups.is_empty() {
+/// The one line: what broke and why.
+fn headline(out: &mut String, report: &Report<'_>, st: &Style) {
+    let label = st.bold("Root cause:");
+    match report.root_cause() {
+        Some(f) => {
+            let _ = writeln!(out, "{label} {}", clean(&f.headline));
+        }
+        None if report.findings().is_empty() => {
+            let _ = writeln!(out, "{label} no known failure found in the inputs.");
+        }
+        None => {
+            let _ = writeln!(out, "{label} none of the findings is an error.");
+        }
+    }
+}
+
+/// Width of the memory bars, in cells.
+const BAR_CELLS: usize = 24;
+
+/// One bar per GPU, so the GPU that differs shows at a glance.
+fn gpu_picture(out: &mut String, report: &Report<'_>, st: &Style) {
+    let bars = &report.gpus;
+    if bars.is_empty() {
         return;
     }
     let _ = writeln!(
         out,
-        "\n{}",
-        st.bold("Unrecognised errors (no rule explains these lines)")
+        "\n{} {}",
+        st.bold("GPU memory"),
+        st.dim("(used / total, and who holds it)")
     );
-    for g in groups {
-        let first = report.resolve(g.first);
-        let _ = writeln!(out, "  {}x [{}] {}", g.count, g.fingerprint, g.template);
-        let _ = writeln!(
-            out,
-            "      {}",
-            st.dim(&format!(
-                "first at {}:{}: {}",
-                first.input, first.line, first.text
-            ))
+    let used_w = bars
+        .iter()
+        .map(|b| b.used_mib.map_or(1, |u| thousands(u).len()))
+        .max()
+        .unwrap_or(1);
+    let total_w = bars
+        .iter()
+        .map(|b| b.total_mib.map_or(1, |t| thousands(t).len()))
+        .max()
+        .unwrap_or(1);
+    let index_w = bars
+        .iter()
+        .map(|b| b.index.to_string().len())
+        .max()
+        .unwrap_or(1);
+    for b in bars {
+        let standout = b.cited || b.odd;
+        let (filled, empty) = cells(b);
+        let bar = if standout {
+            st.paint("31", &"█".repeat(filled))
+        } else {
+            st.paint("32", &"█".repeat(filled))
+        } + &st.dim(&"░".repeat(empty));
+        let used = b.used_mib.map_or("?".to_owned(), thousands);
+        let total = b.total_mib.map_or("?".to_owned(), thousands);
+        let mut line = format!(
+            "  GPU {:<index_w$}  {bar}  {used:>used_w$} / {total:>total_w$} MiB",
+            b.index
         );
+        if let Some(h) = b.holders.first() {
+            let who = match &h.unit {
+                Some(u) => format!("PID {} {}", h.pid, st.bold(&clean(u))),
+                None => format!("PID {} {}", h.pid, clean(short_name(&h.name))),
+            };
+            let _ = write!(
+                line,
+                "  {who}{}",
+                h.used_mib
+                    .map(|m| format!(" ({})", mib(m)))
+                    .unwrap_or_default()
+            );
+            if b.holders.len() > 1 {
+                let _ = write!(line, " +{} more", b.holders.len() - 1);
+            }
+        }
+        if b.cited {
+            let _ = write!(line, "  {}", st.paint("1;31", "◀ root cause"));
+        } else if b.odd {
+            let _ = write!(line, "  {}", st.paint("1;33", "◀ differs"));
+        }
+        let _ = writeln!(out, "{line}");
     }
 }
 
-fn finding(out: &mut String, report: &Report<'_>, f: &Finding, st: &Style) {
+/// Filled and empty cells of a bar.
+fn cells(b: &GpuBar) -> (usize, usize) {
+    let (Some(used), Some(total)) = (b.used_mib, b.total_mib) else {
+        return (0, BAR_CELLS);
+    };
+    if total == 0 {
+        return (0, BAR_CELLS);
+    }
+    let share = used.min(total) as f64 / total as f64;
+    let mut filled = (share * BAR_CELLS as f64).round() as usize;
+    // A percent or more always shows; a CUDA context's few MiB do not.
+    if share >= 0.01 && filled == 0 {
+        filled = 1;
+    }
+    (filled, BAR_CELLS - filled)
+}
+
+/// `/opt/ddtree/venv/bin/python3` → `python3`.
+fn short_name(name: &str) -> &str {
+    name.rsplit('/').next().unwrap_or(name)
+}
+
+fn finding(out: &mut String, report: &Report<'_>, f: &Finding, st: &Style, options: RenderOptions) {
+    let verbose = options.verbosity == Verbosity::Verbose;
+    let seen = if f.occurrences > 1 {
+        format!(" · seen {} times", f.occurrences)
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
-        "{} {} · {} · {} · confidence {:.2}",
+        "{} {} · {} · {} · confidence {:.2}{seen}",
         st.bold(&format!("[{}]", f.id)),
-        st.severity(f.severity),
+        st.severity(f.severity, f.severity.name()),
         f.category.name(),
         f.rule,
         f.confidence
@@ -121,7 +217,7 @@ fn finding(out: &mut String, report: &Report<'_>, f: &Finding, st: &Style) {
             }
         }
     }
-    if !f.explanation.is_empty() {
+    if verbose && !f.explanation.is_empty() {
         let _ = writeln!(out, "\n  {}", st.bold("Why"));
         let _ = writeln!(out, "    {}", clean(&f.explanation));
     }
@@ -132,7 +228,7 @@ fn finding(out: &mut String, report: &Report<'_>, f: &Finding, st: &Style) {
             f.explains.join(", ")
         );
     }
-    if !f.competing.is_empty() {
+    if verbose && !f.competing.is_empty() {
         let list: Vec<String> = f
             .competing
             .iter()
@@ -140,34 +236,26 @@ fn finding(out: &mut String, report: &Report<'_>, f: &Finding, st: &Style) {
             .collect();
         let _ = writeln!(out, "  Competing hypotheses: {}", list.join(", "));
     }
-    if f.occurrences > 1 {
-        let _ = writeln!(out, "  Seen {} times.", f.occurrences);
+
+    if !f.evidence.is_empty() {
+        let _ = writeln!(out, "\n  {}", st.bold("Evidence"));
+        evidence(out, report, f, st, options.width);
     }
 
-    let _ = writeln!(out, "\n  {}", st.bold("Evidence"));
-    for e in &f.evidence {
-        let line = report.resolve(e.span);
+    if verbose {
         let _ = writeln!(
             out,
-            "    {}: {}",
-            st.bold(&format!("{}:{}", line.input, line.line)),
-            clean(&line.text)
+            "\n  {}",
+            st.bold(&format!("Confidence {:.2}", f.confidence))
         );
-        let _ = writeln!(out, "      {}", st.dim(&format!("↳ {}", clean(&e.note))));
-    }
-
-    let _ = writeln!(
-        out,
-        "\n  {}",
-        st.bold(&format!("Confidence {:.2}", f.confidence))
-    );
-    for c in &f.conditions {
-        let _ = writeln!(
-            out,
-            "    [{}] {}",
-            if c.met { "x" } else { " " },
-            clean(&c.text)
-        );
+        for c in &f.conditions {
+            let mark = if c.met {
+                st.paint("32", "[x]")
+            } else {
+                st.dim("[ ]")
+            };
+            let _ = writeln!(out, "    {mark} {}", clean(&c.text));
+        }
     }
 
     if !f.actions.is_empty() {
@@ -175,16 +263,21 @@ fn finding(out: &mut String, report: &Report<'_>, f: &Finding, st: &Style) {
         for (i, a) in f.actions.iter().enumerate() {
             let tag = match a.safety {
                 Safety::Safe => String::new(),
-                s => format!("[{}] ", s.name()),
+                Safety::NeedsConfirmation => format!("{} ", st.paint("33", "[needs-confirmation]")),
+                s => format!("{} ", st.dim(&format!("[{}]", s.name()))),
             };
             let why = if a.why.is_empty() {
                 String::new()
             } else {
-                format!(" — {}", clean(&a.why))
+                st.dim(&format!(" — {}", clean(&a.why)))
             };
             let _ = writeln!(out, "    {}. {tag}{}{why}", i + 1, clean(&a.describe()));
             if let Some(cmd) = a.command() {
-                let _ = writeln!(out, "       {}", st.dim(&format!("$ {}", clean(&cmd))));
+                let _ = writeln!(
+                    out,
+                    "       {}",
+                    st.paint("36", &format!("$ {}", clean(&cmd)))
+                );
             }
             for line in a.details() {
                 let _ = writeln!(out, "       {}", clean(&line));
@@ -201,6 +294,199 @@ fn finding(out: &mut String, report: &Report<'_>, f: &Finding, st: &Style) {
     }
 }
 
+/// Each cited line as an annotated excerpt:
+///
+/// ```text
+///     --> nvidia-smi.txt:47
+///   47 | |    0   N/A  N/A     20629      C   /opt/ddtree/venv/bin/python3     55286MiB |
+///      |                                                                       ^^^^^^^^ PID 20629 holds …
+/// ```
+fn evidence(out: &mut String, report: &Report<'_>, f: &Finding, st: &Style, width: usize) {
+    let groups = report.evidence_groups(f);
+    let digits = groups
+        .iter()
+        .map(|g| g[0].span.line.to_string().len())
+        .max()
+        .unwrap_or(1);
+    let pad = " ".repeat(digits);
+    // "    " + digits + " | " before the text.
+    let avail = width.saturating_sub(4 + digits + 3);
+    let bar = st.gutter("|");
+    for group in groups {
+        let e = group[0];
+        let m = report.marked(e);
+        let _ = writeln!(
+            out,
+            "    {pad}{} {}:{}",
+            st.gutter("-->"),
+            clean(&m.input),
+            m.line
+        );
+        let w = excerpt::window(&m.before, &m.key, &m.after, avail);
+        let text = match w.mark {
+            Some((col, len)) => {
+                let chars: Vec<char> = w.text.chars().collect();
+                let head: String = chars[..col].iter().collect();
+                let key: String = chars[col..col + len].iter().collect();
+                let tail: String = chars[col + len..].iter().collect();
+                format!("{head}{}{tail}", st.bold(&key))
+            }
+            None => w.text.clone(),
+        };
+        let _ = writeln!(
+            out,
+            "    {} {bar} {text}",
+            st.gutter(&format!("{:>digits$}", m.line))
+        );
+        let label = clean(&e.note);
+        match w.mark {
+            Some((col, len)) => {
+                let carets = "^".repeat(len);
+                let label_len = label.chars().count();
+                if col + len + 1 + label_len <= avail {
+                    let _ = writeln!(
+                        out,
+                        "    {pad} {bar} {}{}",
+                        " ".repeat(col),
+                        st.severity(f.severity, &format!("{carets} {label}"))
+                    );
+                } else {
+                    let _ = writeln!(
+                        out,
+                        "    {pad} {bar} {}{}",
+                        " ".repeat(col),
+                        st.severity(f.severity, &carets)
+                    );
+                    let at = col.min(avail.saturating_sub(label_len));
+                    let _ = writeln!(
+                        out,
+                        "    {pad} {bar} {}{}",
+                        " ".repeat(at),
+                        st.severity(f.severity, &label)
+                    );
+                }
+            }
+            None => {
+                let _ = writeln!(out, "    {pad} {} {label}", st.gutter("="));
+            }
+        }
+        if group.len() > 1 {
+            let _ = writeln!(
+                out,
+                "    {pad} {} {}",
+                st.gutter("="),
+                same_text(report, &group[1..])
+            );
+        }
+    }
+}
+
+/// `the same line also at journal.txt:59, 88 and 98`.
+pub(super) fn same_text(report: &Report<'_>, rest: &[&Evidence]) -> String {
+    let mut rest = rest.to_vec();
+    rest.sort_by_key(|e| (report.sources.name(e.span), e.span.line));
+    let mut cites: Vec<String> = Vec::new();
+    let mut last_input = None;
+    for e in rest {
+        let input = report.sources.name(e.span);
+        if last_input == Some(input) {
+            cites.push(e.span.line.to_string());
+        } else {
+            cites.push(format!("{}:{}", clean(input), e.span.line));
+        }
+        last_input = Some(input);
+    }
+    let list = match cites.split_last() {
+        Some((last, init)) if !init.is_empty() => format!("{} and {last}", init.join(", ")),
+        _ => cites.join(""),
+    };
+    format!("the same line also at {list}")
+}
+
+/// Findings the root cause explains, one line each (`-v` shows them in full).
+fn symptoms(out: &mut String, report: &Report<'_>, st: &Style) {
+    let Some(root) = report.root_cause() else {
+        return;
+    };
+    let listed: Vec<&Finding> = report
+        .findings()
+        .iter()
+        .filter(|f| root.explains.contains(&f.id))
+        .collect();
+    if listed.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\n{} {}",
+        st.bold(&format!("Symptoms explained by {}", root.id)),
+        st.dim("(-v shows them in full)")
+    );
+    for f in listed {
+        let cite = f
+            .evidence
+            .first()
+            .map(|e| format!("  {}", st.dim(&report.cite(e.span))))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  {} {} · {}{cite}",
+            st.bold(&format!("[{}]", f.id)),
+            st.severity(f.severity, f.severity.name()),
+            clean(&f.title)
+        );
+    }
+}
+
+fn unknown_errors(out: &mut String, report: &Report<'_>, st: &Style) {
+    let groups = &report.diagnosis.unknown_errors;
+    if groups.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\n{}",
+        st.bold("Unrecognised errors (no rule explains these lines)")
+    );
+    for g in groups {
+        let first = report.resolve(g.first);
+        let _ = writeln!(
+            out,
+            "  {}x [{}] {}",
+            g.count,
+            g.fingerprint,
+            clean(&g.template)
+        );
+        let _ = writeln!(
+            out,
+            "      {}",
+            st.dim(&format!(
+                "first at {}:{}: {}",
+                clean(&first.input),
+                first.line,
+                clean(&first.text)
+            ))
+        );
+    }
+}
+
+/// One line: how much was read, and whether any of it was not understood.
+fn inputs_summary(out: &mut String, report: &Report<'_>, st: &Style) {
+    let files: std::collections::BTreeSet<_> =
+        report.inputs.iter().map(|i| i.segment.source).collect();
+    let lines: u32 = report.inputs.iter().map(|i| i.lines).sum();
+    let unrecognized = report.unrecognized();
+    let files = files.len();
+    let _ = writeln!(
+        out,
+        "{}",
+        st.dim(&format!(
+            "Read {files} input{} ({lines} lines, {unrecognized} unrecognised); -v lists them.",
+            if files == 1 { "" } else { "s" },
+        ))
+    );
+}
+
 fn inputs(out: &mut String, report: &Report<'_>, st: &Style) {
     let _ = writeln!(out, "{}", st.bold("Inputs"));
     let width = report
@@ -213,7 +499,8 @@ fn inputs(out: &mut String, report: &Report<'_>, st: &Style) {
         let name = &report.sources.get(i.segment.source).name;
         let _ = writeln!(
             out,
-            "  {name:<width$}  lines {:>5}-{:<5}  {:<28} {} unrecognised",
+            "  {:<width$}  lines {:>5}-{:<5}  {:<28} {} unrecognised",
+            clean(name),
             i.segment.first_line,
             i.segment.last_line,
             i.segment.format.name(),

@@ -123,6 +123,28 @@ impl Category {
 pub struct Evidence {
     pub span: Span,
     pub note: String,
+    /// The text on the line that the note is about (`55286MiB`, `20629`),
+    /// underlined in the reports. `None`: the renderer underlines the first
+    /// value named in the note that the line holds, if any.
+    pub highlight: Option<String>,
+}
+
+impl Evidence {
+    pub fn new(span: Span, note: impl Into<String>) -> Evidence {
+        Evidence {
+            span,
+            note: note.into(),
+            highlight: None,
+        }
+    }
+
+    /// Evidence whose key value is `needle`, a literal part of the line.
+    pub fn marked(span: Span, note: impl Into<String>, needle: impl Into<String>) -> Evidence {
+        Evidence {
+            highlight: Some(needle.into()).filter(|n: &String| !n.is_empty()),
+            ..Evidence::new(span, note)
+        }
+    }
 }
 
 /// The things a finding is about, for filtering and fleet aggregation.
@@ -195,11 +217,24 @@ impl Finding {
     }
 
     pub fn evidence(&mut self, span: Span, note: impl Into<String>) {
-        if !self.evidence.iter().any(|e| e.span == span) {
-            self.evidence.push(Evidence {
-                span,
-                note: note.into(),
-            });
+        self.push_evidence(Evidence::new(span, note));
+    }
+
+    /// Like [`Finding::evidence`], with the value on the line that the note
+    /// is about (a literal substring of the line) to underline.
+    pub fn evidence_marked(
+        &mut self,
+        span: Span,
+        note: impl Into<String>,
+        needle: impl Into<String>,
+    ) {
+        self.push_evidence(Evidence::marked(span, note, needle));
+    }
+
+    /// Adds `e` unless its line is already cited.
+    pub fn push_evidence(&mut self, e: Evidence) {
+        if !self.evidence.iter().any(|x| x.span == e.span) {
+            self.evidence.push(e);
         }
     }
 
@@ -209,6 +244,19 @@ impl Finding {
         let note = note.into();
         if !self.evidence.iter().any(|e| e.note == note) {
             self.evidence(span, note);
+        }
+    }
+
+    /// [`Finding::evidence_once`] with a key value to underline.
+    pub fn evidence_once_marked(
+        &mut self,
+        span: Span,
+        note: impl Into<String>,
+        needle: impl Into<String>,
+    ) {
+        let note = note.into();
+        if !self.evidence.iter().any(|e| e.note == note) {
+            self.evidence_marked(span, note, needle);
         }
     }
 

@@ -13,6 +13,7 @@ mod rank;
 mod support;
 mod unknown;
 mod user;
+mod version;
 mod xid;
 
 pub use action::{Action, ActionKind, ExpectedCmdline, GpuRef, ProcessIdentity, Safety, with_flag};
@@ -21,6 +22,7 @@ pub use finding::{Category, Condition, Entities, Evidence, Finding, Severity};
 pub use rank::CausalLayer;
 pub use unknown::UnknownError;
 pub use user::{RuleFileError, UserRule, did_you_mean, parse as parse_user_rule};
+pub use version::catalog_version;
 
 use crate::correlate::Incident;
 use crate::ingest::Anchors;

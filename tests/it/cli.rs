@@ -268,3 +268,191 @@ fn inputs_explains_a_six_source_paste() {
         assert!(line.contains("confidence 1.00"), "{line}");
     }
 }
+
+#[test]
+fn version_names_the_rule_catalog() {
+    let o = rootcause(&["--version"], None);
+    assert_eq!(o.status.code(), Some(0));
+    let v = stdout(&o);
+    let want = format!(
+        "rootcause {} (rule catalog: {} rules, ",
+        env!("CARGO_PKG_VERSION"),
+        rootcause::rules::RULES.len()
+    );
+    assert!(v.starts_with(&want), "{v}");
+}
+
+#[test]
+fn every_subcommand_has_examples_in_its_help() {
+    for sub in [
+        "analyze",
+        "demo",
+        "inputs",
+        "rules",
+        "explain",
+        "capture",
+        "replay",
+        "timeline",
+        "completions",
+        "man",
+    ] {
+        let o = rootcause(&[sub, "--help"], None);
+        assert_eq!(o.status.code(), Some(0), "{sub}");
+        let help = stdout(&o);
+        let examples = help
+            .split("Examples:\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("`{sub} --help` has no examples:\n{help}"));
+        assert!(
+            examples.lines().any(|l| l.contains("rootcause ")),
+            "{sub}: {examples}"
+        );
+    }
+    let top = stdout(&rootcause(&["--help"], None));
+    assert!(top.contains("-o html"), "{top}");
+}
+
+#[test]
+fn completions_and_the_man_page_are_generated() {
+    for (shell, marker) in [
+        ("bash", "complete -F _rootcause"),
+        ("zsh", "#compdef rootcause"),
+        ("fish", "complete -c rootcause"),
+    ] {
+        let o = rootcause(&["completions", shell], None);
+        assert_eq!(o.status.code(), Some(0), "{shell}");
+        let script = stdout(&o);
+        assert!(script.contains(marker), "{shell}:\n{script}");
+        for word in ["replay", "timeline", "markdown", "html"] {
+            assert!(script.contains(word), "{shell} completions lack {word}");
+        }
+    }
+    let bad = rootcause(&["completions", "tcsh"], None);
+    assert_eq!(bad.status.code(), Some(2));
+
+    let man = stdout(&rootcause(&["man"], None));
+    assert!(man.contains(".TH rootcause 1"), "{man}");
+    for section in [
+        ".SH SYNOPSIS",
+        ".SH SUBCOMMANDS",
+        "Examples:",
+        "rule catalog",
+    ] {
+        assert!(man.contains(section), "man page lacks {section}");
+    }
+}
+
+#[test]
+fn mistyped_format_names_suggest_the_nearest() {
+    for (args, want) in [
+        (&["demo", "-o", "mardown"][..], "'markdown'"),
+        (&["demo", "--output", "htm"][..], "'html'"),
+        (
+            &["inputs", "--format-hint", "jornal-short", "x"][..],
+            "'journal-short'",
+        ),
+    ] {
+        let o = rootcause(args, None);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("a similar value exists"), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_folder_without_recognisable_inputs_says_what_was_expected() {
+    let dir = crate::support::Scratch::new("unrecognised");
+    std::fs::write(
+        dir.path.join("notes.txt"),
+        "we restarted it twice\nstill broken\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path.join("todo.txt"), "call the vendor\n").unwrap();
+    let o = rootcause(&[dir.path.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    for needle in [
+        "none of its 2 file(s) is a log rootcause reads",
+        "expected SGLang or vLLM server logs",
+        "nvidia-smi",
+        "journalctl",
+        "rootcause inputs",
+    ] {
+        assert!(err.contains(needle), "{needle}: {err}");
+    }
+    // A hint says what the files are: then they are read as that.
+    let hinted = rootcause(
+        &[dir.path.to_str().unwrap(), "--format-hint", "journal-cat"],
+        None,
+    );
+    assert_eq!(hinted.status.code(), Some(0));
+}
+
+#[test]
+fn quiet_prints_one_line_and_verbose_more() {
+    let dir = incident("2026-11-27-ct200-ghost-ddtree");
+    let quiet = rootcause(&[dir.to_str().unwrap(), "-q"], None);
+    assert_eq!(quiet.status.code(), Some(1), "findings still exit 1");
+    assert_eq!(stdout(&quiet).lines().count(), 1);
+    assert!(stdout(&quiet).starts_with("Root cause: GPU 0 is held by PID 20629"));
+    let normal = stdout(&rootcause(&[dir.to_str().unwrap()], None));
+    let verbose = stdout(&rootcause(&[dir.to_str().unwrap(), "-v"], None));
+    assert!(verbose.len() > normal.len());
+    assert!(verbose.contains("Confidence 0.99"), "{verbose}");
+    assert!(!normal.contains("Confidence 0.99"), "{normal}");
+    let both = rootcause(&[dir.to_str().unwrap(), "-q", "-v"], None);
+    assert_eq!(both.status.code(), Some(2));
+}
+
+#[test]
+fn html_output_is_one_page() {
+    let o = rootcause(&["demo", "-o", "html"], None);
+    assert_eq!(o.status.code(), Some(0));
+    let page = stdout(&o);
+    assert!(page.starts_with("<!doctype html>"));
+    assert!(page.trim_end().ends_with("</html>"));
+}
+
+/// Runs the binary on a pseudo-terminal (util-linux `script`), as a person
+/// would, with `env` added.
+fn on_a_terminal(args: &str, env: &[(&str, &str)]) -> String {
+    crate::support::require_tool("script", "bsdutils");
+    let command = format!(
+        "stty cols 100 2>/dev/null; {} {args}",
+        env!("CARGO_BIN_EXE_rootcause")
+    );
+    let mut c = Command::new("script");
+    c.args(["-qec", &command, "/dev/null"])
+        .env_remove("NO_COLOR")
+        .env_remove("COLUMNS")
+        .stdin(Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let o = c.output().expect("script runs");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn colour_only_on_a_terminal_and_never_with_no_color() {
+    let tty = on_a_terminal("demo", &[]);
+    assert!(tty.contains("\x1b[1mRoot cause:"), "{tty}");
+    // The terminal's width cuts the evidence lines.
+    let excerpt = regex::Regex::new(r"^ +\d+ .*\| ").unwrap();
+    let plain = regex::Regex::new("\x1b\\[[0-9;]*m").unwrap();
+    for line in tty
+        .lines()
+        .filter(|l| excerpt.is_match(&plain.replace_all(l, "")))
+    {
+        let visible = plain.replace_all(line.trim_end_matches('\r'), "");
+        assert!(visible.chars().count() <= 100, "{visible}");
+    }
+    let no_color = on_a_terminal("demo", &[("NO_COLOR", "1")]);
+    assert!(!no_color.contains('\x1b'), "{no_color}");
+    assert!(no_color.contains("Root cause:"), "{no_color}");
+    let forced = on_a_terminal("demo --color always", &[("NO_COLOR", "1")]);
+    assert!(forced.contains('\x1b'), "--color always wins over NO_COLOR");
+    let piped = stdout(&rootcause(&["demo"], None));
+    assert!(!piped.contains('\x1b'), "no colour into a pipe");
+}

@@ -155,6 +155,13 @@ fn check_case(case: &str, expected_refusals: &[&str]) {
     // Reports for people carry no control character from the logs.
     assert_no_control_characters(&format!("{case}: text report"), &out.text);
     assert_no_control_characters(&format!("{case}: Markdown report"), &out.markdown);
+    assert_no_control_characters(&format!("{case}: HTML report"), &out.html);
+    // Log text is escaped in the page: the one script is the report's own.
+    assert_eq!(
+        out.html.matches("<script").count(),
+        1,
+        "{case}: HTML report"
+    );
 
     // The script is printable ASCII, and log text is only ever quoted.
     let script = &out.script;

@@ -11,6 +11,7 @@ fn snapshots() {
         let out = check(manifest.parent().unwrap());
         assert_snapshot!("text", out.text);
         assert_snapshot!("markdown", out.markdown);
+        assert_snapshot!("html", support::html_content(&out.html));
         assert_snapshot!("script", out.script);
         let value = json(&out);
         assert_json_snapshot!("json", value, {".tool.version" => "[version]"});

@@ -1,6 +1,7 @@
 //! The single integration-test binary: one `mod` line per test file.
 
 mod actions;
+mod browser;
 mod capture;
 mod catalog;
 mod cli;
@@ -11,7 +12,9 @@ mod host_facts;
 mod hostile;
 mod incidents;
 mod journal_files;
+mod readme;
 mod replay;
+mod report;
 mod robustness;
 mod rules;
 mod sandbox;

@@ -72,7 +72,10 @@ impl Ghost {
         let ghost = Ghost { child, pid };
         // Wait for the exec, so its command line and start time are final.
         let deadline = Instant::now() + Duration::from_secs(5);
-        while ghost.cmdline().starts_with("bash") || ghost.cmdline().is_empty() {
+        // Between fork and exec /proc shows the test binary, then bash; wait
+        // for the final command line itself.
+        let final_cmd = title.unwrap_or("sleep");
+        while !ghost.cmdline().starts_with(final_cmd) {
             assert!(Instant::now() < deadline, "the ghost never exec'd");
             std::thread::sleep(Duration::from_millis(10));
         }

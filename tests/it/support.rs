@@ -12,6 +12,7 @@ pub struct Outputs {
     pub analysis: rootcause::Analysis,
     pub text: String,
     pub markdown: String,
+    pub html: String,
     pub json: String,
     pub script: String,
 }
@@ -51,7 +52,7 @@ pub fn analyze(sources: rootcause::source::SourceMap) -> Outputs {
 
 pub fn analyze_in(sources: rootcause::source::SourceMap, context: Context) -> Outputs {
     let analysis = rootcause::analyze_in(sources, context, rootcause::rules::RULES);
-    let (text, markdown, json, script) = {
+    let (text, markdown, html, json, script) = {
         let report = analysis.report();
         let render = |format| {
             let mut out = Vec::new();
@@ -61,6 +62,7 @@ pub fn analyze_in(sources: rootcause::source::SourceMap, context: Context) -> Ou
         (
             render(OutputFormat::Text),
             render(OutputFormat::Markdown),
+            render(OutputFormat::Html),
             render(OutputFormat::Json),
             render::script(&report),
         )
@@ -69,9 +71,21 @@ pub fn analyze_in(sources: rootcause::source::SourceMap, context: Context) -> Ou
         analysis,
         text,
         markdown,
+        html,
         json,
         script,
     }
+}
+
+/// The HTML report without its fixed style sheet and script, which every
+/// page carries the same: snapshots show the page's own content.
+pub fn html_content(html: &str) -> String {
+    let style = regex::Regex::new(r"(?s)<style>.*?</style>").unwrap();
+    let script = regex::Regex::new(r"(?s)<script>.*?</script>").unwrap();
+    let html = style.replace(html, "<style>[style sheet]</style>");
+    script
+        .replace(&html, "<script>[script]</script>")
+        .into_owned()
 }
 
 pub fn json(out: &Outputs) -> serde_json::Value {

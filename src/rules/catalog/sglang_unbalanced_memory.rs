@@ -505,13 +505,16 @@ impl<'a> Analysis<'a> {
             );
             for e in incident.units.get(unit).map_or(&[][..], |u| &u.events) {
                 match &e.kind {
-                    UnitEventKind::MainProcessExited { code, status } => f.evidence_once(
+                    UnitEventKind::MainProcessExited { code, status } => f.evidence_once_marked(
                         e.span,
                         format!("{unit}'s main process exited, code={code}, status={status}"),
+                        format!("status={status}"),
                     ),
-                    UnitEventKind::FailedWithResult(r) => {
-                        f.evidence_once(e.span, format!("{unit} failed with result '{r}'"))
-                    }
+                    UnitEventKind::FailedWithResult(r) => f.evidence_once_marked(
+                        e.span,
+                        format!("{unit} failed with result '{r}'"),
+                        format!("'{r}'"),
+                    ),
                     _ => {}
                 }
             }
@@ -533,14 +536,22 @@ impl<'a> Analysis<'a> {
                 Some(x) => format!("{who} raised {x}: the memory capacity is unbalanced"),
                 None => format!("{who} warned that the memory capacity is unbalanced"),
             };
-            f.evidence_once(e.span, what);
+            // The key value: the smallest free memory of the group, as logged.
+            let needle = match (&m.min_label, m.min_gib) {
+                (Some(label), Some(min)) => format!("{label}={min}"),
+                _ => "memory capacity is unbalanced".to_owned(),
+            };
+            f.evidence_once_marked(e.span, what, needle);
         }
         if let Some((args, span)) = self.args {
             let mut note = String::from("launch arguments");
-            if let Some(tp) = args.tp_size {
-                let _ = write!(note, ": tp_size={tp}");
+            match args.tp_size {
+                Some(tp) => {
+                    let _ = write!(note, ": tp_size={tp}");
+                    f.evidence_marked(span, note, format!("tp_size={tp}"));
+                }
+                None => f.evidence(span, note),
             }
-            f.evidence(span, note);
         }
         // Symptom first.
         if let Some((unit, _, _)) = &self.target {
@@ -622,16 +633,18 @@ impl<'a> Analysis<'a> {
             let p = h.process;
             f.entities.pids.insert(p.pid);
             for span in &p.spans {
-                f.evidence(
-                    *span,
-                    format!("PID {} holds {} on GPU {gpu}", p.pid, mib(p.used_mib)),
-                );
+                let note = format!("PID {} holds {} on GPU {gpu}", p.pid, mib(p.used_mib));
+                match p.used_mib {
+                    Some(used) => f.evidence_marked(*span, note, format!("{used} MiB")),
+                    None => f.evidence_marked(*span, note, p.pid.to_string()),
+                }
             }
             if let Some((unit, basis, span, via)) = h.unit {
                 f.entities.units.insert(unit.to_owned());
-                f.evidence(
+                f.evidence_marked(
                     span,
                     format!("PID {} belongs to {unit}: {}", p.pid, basis.describe()),
+                    p.pid.to_string(),
                 );
                 if let Some(via) = via {
                     f.evidence(via, format!("systemd started {unit} here"));
@@ -639,7 +652,11 @@ impl<'a> Analysis<'a> {
             }
             if let Some((cmd, span)) = h.cmdline {
                 let _ = cmd;
-                f.evidence(span, format!("command line of PID {}", p.pid));
+                f.evidence_marked(
+                    span,
+                    format!("command line of PID {}", p.pid),
+                    p.pid.to_string(),
+                );
             }
         }
         let deficit = self.deficit_gib();
@@ -1272,19 +1289,20 @@ impl<'a> Analysis<'a> {
 
     fn gpu_evidence(&self, f: &mut Finding, g: &Gpu) {
         if let Some(span) = g.spans.first() {
-            f.evidence(
-                *span,
-                format!(
-                    "GPU {}: {} of {} used{}",
-                    g.index,
-                    mib(g.memory_used_mib),
-                    mib(g.memory_total_mib),
-                    g.name
-                        .as_deref()
-                        .map(|n| format!(" ({n})"))
-                        .unwrap_or_default()
-                ),
+            let note = format!(
+                "GPU {}: {} of {} used{}",
+                g.index,
+                mib(g.memory_used_mib),
+                mib(g.memory_total_mib),
+                g.name
+                    .as_deref()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default()
             );
+            match g.memory_used_mib {
+                Some(used) => f.evidence_marked(*span, note, format!("{used} MiB")),
+                None => f.evidence(*span, note),
+            }
         }
     }
 }
