@@ -46,15 +46,26 @@ pub fn build(incident: &Incident, diagnosis: &Diagnosis, sources: &SourceMap) ->
     let mut entries: Vec<Entry> = Vec::new();
     // Per (second, words): the entries listed, and the inputs each one
     // already absorbed a copy from. Repeats within one input stay apart.
-    let mut seen: BTreeMap<(i64, String), Vec<Listed>> = BTreeMap::new();
+    // Per input, a cursor past the entries that can no longer absorb a copy
+    // from it (its own, or ones that already did), so that a line repeated
+    // thousands of times in one second is not rescanned from the start:
+    // linear, not quadratic, in the repeats.
+    let mut seen: BTreeMap<(i64, String), (Vec<Listed>, BTreeMap<SourceId, usize>)> =
+        BTreeMap::new();
     for (span, time) in stamped {
         let (text, words) = text(span);
         let findings = cited.get(&span).cloned().unwrap_or_default();
         let is_key = key.contains(&span) || !findings.is_empty();
-        let same = seen.entry((time.utc_seconds(), words)).or_default();
-        let copy_of = same.iter_mut().find(|(i, sources)| {
-            entries[*i].span.source != span.source && !sources.contains(&span.source)
-        });
+        let (same, cursors) = seen.entry((time.utc_seconds(), words)).or_default();
+        let cursor = cursors.entry(span.source).or_default();
+        while *cursor < same.len() {
+            let (i, sources) = &same[*cursor];
+            if entries[*i].span.source != span.source && !sources.contains(&span.source) {
+                break;
+            }
+            *cursor += 1;
+        }
+        let copy_of = same.get_mut(*cursor);
         match copy_of {
             Some((i, sources)) => {
                 sources.push(span.source);

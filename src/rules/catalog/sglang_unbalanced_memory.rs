@@ -397,16 +397,17 @@ impl<'a> Analysis<'a> {
     /// SGLang's speculative decoding just above an imbalance error.
     fn draft_worker(&self) -> Option<Cause<'a>> {
         let messages = &self.incident.facts.messages;
+        // The few draft-worker frames first, then the events near them: a
+        // scan of every message per event would be quadratic on big logs.
+        let frames: Vec<Span> = messages
+            .iter()
+            .filter(|m| DRAFT_FRAME.is_match(&m.text))
+            .map(|m| m.span)
+            .collect();
         let frame = self.events.iter().find_map(|(e, _)| {
-            messages
-                .iter()
-                .filter(|m| {
-                    m.span.source == e.span.source
-                        && m.span.line < e.span.line
-                        && e.span.line - m.span.line <= 40
-                })
-                .find(|m| DRAFT_FRAME.is_match(&m.text))
-                .map(|m| m.span)
+            frames.iter().copied().find(|f| {
+                f.source == e.span.source && f.line < e.span.line && e.span.line - f.line <= 40
+            })
         })?;
         let algorithm = messages.iter().find_map(|m| {
             let c = SPEC_ALGORITHM.captures(&m.text)?;
