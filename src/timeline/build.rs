@@ -13,6 +13,10 @@ use crate::source::{SourceId, SourceMap, Span};
 /// An entry's index, and the inputs whose copy of its event it absorbed.
 type Listed = (usize, Vec<SourceId>);
 
+/// The entries of one (second, words) and, per input, where to resume the
+/// search for one that can absorb its next copy.
+type Copies = (Vec<Listed>, BTreeMap<SourceId, usize>);
+
 pub fn build(incident: &Incident, diagnosis: &Diagnosis, sources: &SourceMap) -> Timeline {
     let mut cited: BTreeMap<Span, Vec<String>> = BTreeMap::new();
     for f in &diagnosis.findings {
@@ -50,8 +54,7 @@ pub fn build(incident: &Incident, diagnosis: &Diagnosis, sources: &SourceMap) ->
     // from it (its own, or ones that already did), so that a line repeated
     // thousands of times in one second is not rescanned from the start:
     // linear, not quadratic, in the repeats.
-    let mut seen: BTreeMap<(i64, String), (Vec<Listed>, BTreeMap<SourceId, usize>)> =
-        BTreeMap::new();
+    let mut seen: BTreeMap<(i64, String), Copies> = BTreeMap::new();
     for (span, time) in stamped {
         let (text, words) = text(span);
         let findings = cited.get(&span).cloned().unwrap_or_default();
