@@ -48,7 +48,9 @@ impl CausalLayer {
             | CudaIllegalMemoryAccess
             | CudaGraphCaptureFailure
             | NcclInitFailure
-            | NcclTimeout => CausalLayer::Runtime,
+            | NcclTimeout
+            | ServerException
+            | ServerHang => CausalLayer::Runtime,
             UnitCrashLoop | UnitExitedZeroNoRestart => CausalLayer::Supervisor,
             Unknown => CausalLayer::Unknown,
         }

@@ -1,6 +1,8 @@
 //! Small helpers every rule file uses: finding lines by signature and
 //! describing units, so that rule files hold only their own logic.
 
+pub mod holders;
+
 use regex::{Captures, Regex};
 
 use crate::correlate::{Incident, UnitEventKind};
