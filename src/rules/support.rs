@@ -2,6 +2,8 @@
 //! describing units, so that rule files hold only their own logic.
 
 pub mod holders;
+pub mod server;
+pub mod vllm;
 
 use regex::{Captures, Regex};
 

@@ -3,42 +3,70 @@
 //! its id does not match its file name.
 
 mod address_already_in_use;
+mod cuda_illegal_memory_access;
+mod cuda_oom_at_context_creation;
 mod cuda_unavailable;
 mod fabric_manager_mismatch;
 mod fabric_manager_no_nvswitch;
 mod hf_model_download_failure;
 mod hf_model_load_failure;
+mod nccl_error;
+mod nccl_watchdog_timeout;
 mod nvidia_driver_not_loaded;
 mod nvml_driver_library_mismatch;
+mod sglang_child_failed;
+mod sglang_cuda_graph_capture_failed;
+mod sglang_kv_not_enough_memory;
+mod sglang_runtime_kv_pressure;
 mod sglang_unbalanced_memory;
+mod sglang_watchdog_timeout;
 mod stale_serving_process;
 mod systemd_crash_loop;
 mod systemd_start_limit_hit;
 mod systemd_stop_timeout;
+mod torch_cuda_oom;
 mod tp_size_mismatch;
 mod unit_exit_nonzero;
 mod unit_exited_zero_no_restart;
 mod unsupported_hardware;
+mod vllm_engine_core_failed;
+mod vllm_insufficient_free_memory;
+mod vllm_max_model_len_exceeds_kv;
+mod vllm_no_kv_cache_memory;
 
 use super::Rule;
 
 /// Every built-in rule, in id order.
 pub static RULES: &[&dyn Rule] = &[
     &address_already_in_use::RULE,
+    &cuda_illegal_memory_access::RULE,
+    &cuda_oom_at_context_creation::RULE,
     &cuda_unavailable::RULE,
     &fabric_manager_mismatch::RULE,
     &fabric_manager_no_nvswitch::RULE,
     &hf_model_download_failure::RULE,
     &hf_model_load_failure::RULE,
+    &nccl_error::RULE,
+    &nccl_watchdog_timeout::RULE,
     &nvidia_driver_not_loaded::RULE,
     &nvml_driver_library_mismatch::RULE,
+    &sglang_child_failed::RULE,
+    &sglang_cuda_graph_capture_failed::RULE,
+    &sglang_kv_not_enough_memory::RULE,
+    &sglang_runtime_kv_pressure::RULE,
     &sglang_unbalanced_memory::RULE,
+    &sglang_watchdog_timeout::RULE,
     &stale_serving_process::RULE,
     &systemd_crash_loop::RULE,
     &systemd_start_limit_hit::RULE,
     &systemd_stop_timeout::RULE,
+    &torch_cuda_oom::RULE,
     &tp_size_mismatch::RULE,
     &unit_exit_nonzero::RULE,
     &unit_exited_zero_no_restart::RULE,
     &unsupported_hardware::RULE,
+    &vllm_engine_core_failed::RULE,
+    &vllm_insufficient_free_memory::RULE,
+    &vllm_max_model_len_exceeds_kv::RULE,
+    &vllm_no_kv_cache_memory::RULE,
 ];

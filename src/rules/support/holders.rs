@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 
 use crate::correlate::{GpuProcess, Incident, OwnerBasis, UnitEventKind};
+use crate::model::CgroupOwner;
 use crate::model::{Framework, GpuUuid, Pid, ProcessName, ServerEvent, StartTime, UnitName};
 use crate::rules::support::mib;
 use crate::rules::{Action, ActionKind, ExpectedCmdline, Finding, GpuRef, ProcessIdentity, Safety};
@@ -517,5 +518,129 @@ pub fn phrase(h: &Holder<'_>) -> String {
         (None, Some(title)) => format!("PID {} ({title})", p.pid),
         (None, None) if p.name.is_empty() => format!("PID {}", p.pid),
         (None, None) => format!("PID {} ({})", p.pid, p.name),
+    }
+}
+
+impl Holders<'_> {
+    /// Where a PID without a unit runs, when its `/proc/PID/cgroup` says: a
+    /// login session, a user's own unit, a container or a pod.
+    fn not_a_unit(&self, pid: u32) -> Option<(Span, String)> {
+        let c = self
+            .incident
+            .facts
+            .proc_cgroups
+            .iter()
+            .find(|c| c.pid == Some(pid))?;
+        let uid = |u: &Option<u32>| u.map_or(String::new(), |u| format!(" of UID {u}"));
+        let whose = match &c.owner {
+            CgroupOwner::Session { uid: u, scope } => {
+                format!(
+                    "in login session {scope}{} (someone's interactive work)",
+                    uid(u)
+                )
+            }
+            CgroupOwner::UserUnit { uid: u, unit } => format!("as {unit}, a user unit{}", uid(u)),
+            CgroupOwner::Container { runtime, id } => {
+                format!(
+                    "in {runtime} container {}",
+                    id.chars().take(12).collect::<String>()
+                )
+            }
+            CgroupOwner::KubernetesPod { pod_uid, .. } => format!("in Kubernetes pod {pod_uid}"),
+            _ => return None,
+        };
+        Some((c.span, whose))
+    }
+}
+
+/// What the holders on one GPU hold, in MiB.
+pub fn held_mib(h: &[Holder<'_>]) -> u64 {
+    h.iter().filter_map(|h| h.process.used_mib).sum()
+}
+
+impl<'a> Holders<'a> {
+    /// The GPU among `gpus` whose holders hold the most (at least
+    /// `min_mib`), with them.
+    pub fn most_held(
+        &self,
+        gpus: impl IntoIterator<Item = u32>,
+        min_mib: u64,
+    ) -> Option<(u32, Vec<Holder<'a>>)> {
+        gpus.into_iter()
+            .map(|g| (g, self.on(g)))
+            .filter(|(_, h)| held_mib(h) >= min_mib)
+            .max_by_key(|(g, h)| (held_mib(h), std::cmp::Reverse(*g)))
+    }
+
+    /// Reports `list`, the holders of GPU `gpu`: sets the category (a
+    /// leftover server, or another process), cites their rows and units,
+    /// adds them to the entities and the chain, and adds the guarded steps
+    /// that free the GPU. `group` are the server's GPUs: an idle one gives
+    /// the level to wait for. Returns the phrase naming the holders.
+    pub fn report(&self, f: &mut Finding, gpu: u32, list: &[Holder<'_>], group: &[u32]) -> String {
+        let stale = list.iter().find_map(|h| h.stale_reason.as_deref());
+        f.category = if stale.is_some() {
+            crate::rules::Category::StaleServingInstance
+        } else {
+            crate::rules::Category::GpuMemoryHeldByOtherProcess
+        };
+        let held = held_mib(list);
+        f.entities.gpus.insert(gpu);
+        for h in list {
+            let p = &h.process;
+            f.entities.pids.insert(p.pid);
+            for span in p.spans.iter().take(2) {
+                f.evidence(
+                    *span,
+                    format!("PID {} holds {} on GPU {gpu}", p.pid, mib(p.used_mib)),
+                );
+            }
+            if let Some((u, basis, span, via)) = h.unit {
+                f.entities.units.insert(u.to_owned());
+                f.evidence(
+                    span,
+                    format!("PID {} belongs to {u}: {}", p.pid, basis.describe()),
+                );
+                if let Some(via) = via {
+                    f.evidence(via, format!("systemd started {u} here"));
+                }
+            }
+            if let Some((_, span)) = h.cmdline {
+                f.evidence(span, format!("command line of PID {}", p.pid));
+            }
+            if h.unit.is_none() {
+                if let Some((span, whose)) = self.not_a_unit(p.pid) {
+                    f.evidence(
+                        span,
+                        format!("PID {} runs {whose}, not under a service", p.pid),
+                    );
+                }
+            }
+        }
+        let main = phrase(&list[0]);
+        let more = if list.len() > 1 {
+            format!(" and {} other process(es)", list.len() - 1)
+        } else {
+            String::new()
+        };
+        f.chain.push(format!(
+            "{main}{more} holds {} = {:.2} GiB on GPU {gpu}{}",
+            mib(Some(held)),
+            held as f64 / 1024.0,
+            stale.map(|s| format!("; {s}")).unwrap_or_default()
+        ));
+        f.condition(
+            "the holder's unit is proven (CGroup tree, Main PID, journal field or systemd message), not inferred",
+            list.iter()
+                .all(|h| h.unit.is_some_and(|u| u.1 != OwnerBasis::InferredFromJournalOrder)),
+        );
+        let baseline = group
+            .iter()
+            .filter(|g| **g != gpu && self.on(**g).is_empty())
+            .filter_map(|g| self.incident.gpu(*g)?.memory_used_mib)
+            .max()
+            .unwrap_or(0);
+        self.actions(f, gpu, list, baseline);
+        format!("{main}{more}")
     }
 }
