@@ -14,5 +14,6 @@ mod robustness;
 mod rules;
 mod sandbox;
 mod scripts;
+mod serving_incidents;
 mod support;
 mod timeline;
