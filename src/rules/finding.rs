@@ -55,11 +55,18 @@ pub enum Category {
     CudaGraphCaptureFailure,
     UnsupportedHardware,
     TpSizeMismatch,
+    /// Not in the first taxonomy: an exception in the server's own code that
+    /// no more specific category names, shown to be the first failure of a
+    /// distributed group (its peers' NCCL timeouts follow from it).
+    ServerException,
+    /// Not in the first taxonomy: a server that stopped making progress
+    /// (SGLang's watchdog) with no cause visible in the inputs.
+    ServerHang,
     Unknown,
 }
 
 impl Category {
-    pub const ALL: [Category; 25] = [
+    pub const ALL: [Category; 27] = [
         Category::GpuMemoryHeldByOtherProcess,
         Category::StaleServingInstance,
         Category::HeterogeneousGpuMemory,
@@ -84,6 +91,8 @@ impl Category {
         Category::CudaGraphCaptureFailure,
         Category::UnsupportedHardware,
         Category::TpSizeMismatch,
+        Category::ServerException,
+        Category::ServerHang,
         Category::Unknown,
     ];
 
@@ -113,6 +122,8 @@ impl Category {
             Category::CudaGraphCaptureFailure => "cuda-graph-capture-failure",
             Category::UnsupportedHardware => "unsupported-hardware",
             Category::TpSizeMismatch => "tp-size-mismatch",
+            Category::ServerException => "server-exception",
+            Category::ServerHang => "server-hang",
             Category::Unknown => "unknown",
         }
     }

@@ -48,7 +48,9 @@ impl CausalLayer {
             | CudaIllegalMemoryAccess
             | CudaGraphCaptureFailure
             | NcclInitFailure
-            | NcclTimeout => CausalLayer::Runtime,
+            | NcclTimeout
+            | ServerException
+            | ServerHang => CausalLayer::Runtime,
             UnitCrashLoop | UnitExitedZeroNoRestart => CausalLayer::Supervisor,
             Unknown => CausalLayer::Unknown,
         }
@@ -173,9 +175,98 @@ pub fn rank(mut findings: Vec<Finding>) -> (Vec<Finding>, Option<String>) {
     (findings, Some(id))
 }
 
+/// Two findings are about the same thing when they share a PID, GPU or unit,
+/// or cite the same line (a plain log names no PID or unit, yet a finding
+/// that cites another's cause line is that cause seen from elsewhere).
 fn shares_entity(a: &Finding, b: &Finding) -> bool {
     let (x, y) = (&a.entities, &b.entities);
     x.pids.intersection(&y.pids).next().is_some()
         || x.gpus.intersection(&y.gpus).next().is_some()
         || x.units.intersection(&y.units).next().is_some()
+        || a.evidence
+            .iter()
+            .any(|e| b.evidence.iter().any(|o| o.span == e.span))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finding(rule: &'static str, category: Category, severity: Severity) -> Finding {
+        let mut f = Finding::new(rule, category, severity);
+        f.confidence = 0.95;
+        f.title = rule.to_owned();
+        f
+    }
+
+    #[test]
+    fn a_gpu_fault_explains_the_runtime_failures_it_causes() {
+        // Whatever runtime finding the server's own lines produce, a
+        // hardware Xid at the same time is the root and explains it.
+        let findings = vec![
+            finding(
+                "nccl-watchdog-timeout",
+                Category::NcclTimeout,
+                Severity::Critical,
+            ),
+            finding(
+                "cuda-illegal-memory-access",
+                Category::CudaIllegalMemoryAccess,
+                Severity::Critical,
+            ),
+            finding(
+                "sglang-watchdog-timeout",
+                Category::ServerHang,
+                Severity::Critical,
+            ),
+            finding(
+                "nccl-watchdog-timeout",
+                Category::ServerException,
+                Severity::Critical,
+            ),
+            finding(
+                "systemd-crash-loop",
+                Category::UnitCrashLoop,
+                Severity::Error,
+            ),
+            finding("vllm-engine-core-failed", Category::Unknown, Severity::Info),
+            finding("xid", Category::XidGpuFellOffBus, Severity::Critical),
+        ];
+        let (ranked, root) = rank(findings);
+        let root = ranked
+            .iter()
+            .find(|f| Some(&f.id) == root.as_ref())
+            .unwrap();
+        assert_eq!(root.category, Category::XidGpuFellOffBus);
+        assert_eq!(root.explains.len(), 6, "{:?}", root.explains);
+    }
+
+    #[test]
+    fn findings_that_cite_the_same_line_are_one_story() {
+        let span = crate::source::Span {
+            source: crate::source::SourceId(0),
+            line: 8,
+        };
+        let mut cause = finding(
+            "nccl-watchdog-timeout",
+            Category::ServerException,
+            Severity::Critical,
+        );
+        cause.evidence(span, "rank 3's exception");
+        let mut timeouts = finding(
+            "nccl-watchdog-timeout",
+            Category::NcclTimeout,
+            Severity::Error,
+        );
+        timeouts.title = "timeouts".to_owned();
+        timeouts.evidence(span, "rank 3's exception");
+        let (ranked, root) = rank(vec![timeouts, cause]);
+        let root = ranked
+            .iter()
+            .find(|f| Some(&f.id) == root.as_ref())
+            .unwrap();
+        assert_eq!(root.category, Category::ServerException);
+        assert_eq!(root.explains.len(), 1);
+        assert!(root.competing.is_empty());
+    }
 }

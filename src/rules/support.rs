@@ -1,6 +1,10 @@
 //! Small helpers every rule file uses: finding lines by signature and
 //! describing units, so that rule files hold only their own logic.
 
+pub mod holders;
+pub mod server;
+pub mod vllm;
+
 use regex::{Captures, Regex};
 
 use crate::correlate::{Incident, UnitEventKind};

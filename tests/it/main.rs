@@ -19,6 +19,7 @@ mod robustness;
 mod rules;
 mod sandbox;
 mod scripts;
+mod serving_incidents;
 mod support;
 mod tidy;
 mod timeline;

@@ -145,8 +145,9 @@ safety = "Informational."
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     let out = stdout(&o);
     assert!(out.contains("report.json, report.md differ"), "{out}");
+    // After the root cause (F1) and SGLang's self-kill wrapper (F2).
     assert!(
-        out.contains("+| F2 | info | `unknown` | `custom-allreduce-off`"),
+        out.contains("+| F3 | info | `unknown` | `custom-allreduce-off`"),
         "{out}"
     );
 

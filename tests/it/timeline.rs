@@ -119,7 +119,12 @@ fn the_cli_prints_the_timeline_and_zooms_around_a_finding() {
         !zoom.lines().any(|l| l.starts_with("2026-11-24")),
         "outside the window: {zoom}"
     );
-    assert!(zoom.contains(" F1 journal.txt:179"), "{zoom}");
+    // The root cause's lines are flagged (with the wrapper that cites them too).
+    assert!(
+        zoom.lines()
+            .any(|l| l.contains("journal.txt:179") && l.contains(" F1")),
+        "{zoom}"
+    );
 
     let unknown = bin()
         .args(["timeline", dir.to_str().unwrap(), "--around", "F7"])
@@ -141,7 +146,10 @@ fn ndjson_is_one_self_contained_object_per_finding() {
         .lines()
         .map(|l| serde_json::from_str(l).expect("each line is JSON"))
         .collect();
-    assert_eq!(lines.len(), 1, "{text}");
+    // The root cause, then SGLang's self-kill wrapper (info) it explains.
+    assert_eq!(lines.len(), 2, "{text}");
+    assert_eq!(lines[1]["rule"], "sglang-child-failed");
+    assert_eq!(lines[1]["root_cause"], false);
     let f = &lines[0];
     assert_eq!(f["host"], "ct200");
     assert_eq!(f["bundle"], "2026-11-27-ct200-ghost-ddtree");

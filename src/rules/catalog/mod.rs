@@ -3,6 +3,8 @@
 //! its id does not match its file name.
 
 mod address_already_in_use;
+mod cuda_illegal_memory_access;
+mod cuda_oom_at_context_creation;
 mod cuda_unavailable;
 mod ecc_uncorrectable_or_remap_pending;
 mod fabric_manager_mismatch;
@@ -11,17 +13,29 @@ mod gpu_fell_off_bus_no_xid;
 mod hf_model_download_failure;
 mod hf_model_load_failure;
 mod kernel_oom_killer;
+mod nccl_error;
+mod nccl_watchdog_timeout;
 mod nvidia_driver_not_loaded;
 mod nvml_driver_library_mismatch;
+mod sglang_child_failed;
+mod sglang_cuda_graph_capture_failed;
+mod sglang_kv_not_enough_memory;
+mod sglang_runtime_kv_pressure;
 mod sglang_unbalanced_memory;
+mod sglang_watchdog_timeout;
 mod stale_serving_process;
 mod systemd_crash_loop;
 mod systemd_start_limit_hit;
 mod systemd_stop_timeout;
+mod torch_cuda_oom;
 mod tp_size_mismatch;
 mod unit_exit_nonzero;
 mod unit_exited_zero_no_restart;
 mod unsupported_hardware;
+mod vllm_engine_core_failed;
+mod vllm_insufficient_free_memory;
+mod vllm_max_model_len_exceeds_kv;
+mod vllm_no_kv_cache_memory;
 mod xid_app_fault;
 mod xid_ecc;
 mod xid_gpu_fell_off_bus;
@@ -33,6 +47,8 @@ use super::Rule;
 /// Every built-in rule, in id order.
 pub static RULES: &[&dyn Rule] = &[
     &address_already_in_use::RULE,
+    &cuda_illegal_memory_access::RULE,
+    &cuda_oom_at_context_creation::RULE,
     &cuda_unavailable::RULE,
     &ecc_uncorrectable_or_remap_pending::RULE,
     &fabric_manager_mismatch::RULE,
@@ -41,17 +57,29 @@ pub static RULES: &[&dyn Rule] = &[
     &hf_model_download_failure::RULE,
     &hf_model_load_failure::RULE,
     &kernel_oom_killer::RULE,
+    &nccl_error::RULE,
+    &nccl_watchdog_timeout::RULE,
     &nvidia_driver_not_loaded::RULE,
     &nvml_driver_library_mismatch::RULE,
+    &sglang_child_failed::RULE,
+    &sglang_cuda_graph_capture_failed::RULE,
+    &sglang_kv_not_enough_memory::RULE,
+    &sglang_runtime_kv_pressure::RULE,
     &sglang_unbalanced_memory::RULE,
+    &sglang_watchdog_timeout::RULE,
     &stale_serving_process::RULE,
     &systemd_crash_loop::RULE,
     &systemd_start_limit_hit::RULE,
     &systemd_stop_timeout::RULE,
+    &torch_cuda_oom::RULE,
     &tp_size_mismatch::RULE,
     &unit_exit_nonzero::RULE,
     &unit_exited_zero_no_restart::RULE,
     &unsupported_hardware::RULE,
+    &vllm_engine_core_failed::RULE,
+    &vllm_insufficient_free_memory::RULE,
+    &vllm_max_model_len_exceeds_kv::RULE,
+    &vllm_no_kv_cache_memory::RULE,
     &xid_app_fault::RULE,
     &xid_ecc::RULE,
     &xid_gpu_fell_off_bus::RULE,

@@ -8,16 +8,13 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::correlate::{Gpu, GpuProcess, Incident, OwnerBasis, UnitEventKind};
+use crate::correlate::{Gpu, Incident, OwnerBasis, UnitEventKind};
 use crate::model::{
-    Framework, GpuUuid, MemoryImbalance, Pid, ProcessListingKind, ProcessName, ServerArgs,
-    ServerEvent, ServerEventKind, StartTime, UnitName,
+    Framework, MemoryImbalance, ProcessListingKind, ServerArgs, ServerEvent, ServerEventKind,
 };
+use crate::rules::support::holders::{Holder, Holders, phrase, server_unit};
 use crate::rules::support::mib;
-use crate::rules::{
-    Action, ActionKind, Category, ExpectedCmdline, Finding, GpuRef, ProcessIdentity, Rule,
-    RuleMeta, Safety, Severity,
-};
+use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
 pub static RULE: SglangUnbalancedMemory = SglangUnbalancedMemory;
@@ -134,14 +131,6 @@ impl Rule for SglangUnbalancedMemory {
     }
 }
 
-/// A process on a GPU of the group that is not the failing server itself.
-struct Holder<'a> {
-    process: &'a GpuProcess,
-    unit: Option<(&'a str, OwnerBasis, Span, Option<Span>)>,
-    cmdline: Option<(&'a str, Span)>,
-    stale_reason: Option<String>,
-}
-
 enum Cause<'a> {
     /// (a) and (b): holders found on the short GPU(s).
     Held {
@@ -174,8 +163,7 @@ struct Analysis<'a> {
     failing_ranks: BTreeSet<u32>,
     /// GPU index of each rank of the group, when the group is known.
     rank_gpus: BTreeMap<u32, u32>,
-    target: Option<(String, OwnerBasis, Span)>,
-    own_pids: BTreeSet<u32>,
+    holders: Holders<'a>,
 }
 
 impl<'a> Analysis<'a> {
@@ -204,7 +192,7 @@ impl<'a> Analysis<'a> {
             .filter(|e| e.framework == Framework::Sglang)
             .filter_map(|e| e.pid)
             .collect();
-        let target = target_unit(incident, events);
+        let target = server_unit(incident, events.iter().map(|(e, _)| *e), "sglang");
         Analysis {
             incident,
             events,
@@ -212,8 +200,12 @@ impl<'a> Analysis<'a> {
             args,
             failing_ranks,
             rank_gpus,
-            target,
-            own_pids,
+            holders: Holders {
+                incident,
+                own_pids,
+                target,
+                framework: Framework::Sglang,
+            },
         }
     }
 
@@ -247,79 +239,6 @@ impl<'a> Analysis<'a> {
             .collect()
     }
 
-    fn holders_on(&self, gpu: u32) -> Vec<Holder<'a>> {
-        let incident = self.incident;
-        incident
-            .processes_on(gpu)
-            .filter(|p| !self.own_pids.contains(&p.pid))
-            .map(|p| {
-                let unit = incident
-                    .owner(p.pid)
-                    .map(|o| (o.unit.as_str(), o.basis, o.span, o.via));
-                let cmdline = incident
-                    .cmdlines
-                    .get(&p.pid)
-                    .map(|c| (c.text.as_str(), c.span));
-                let stale_reason = self.stale_reason(p, unit.map(|u| u.0), cmdline.map(|c| c.0));
-                Holder {
-                    process: p,
-                    unit,
-                    cmdline,
-                    stale_reason,
-                }
-            })
-            .collect()
-    }
-
-    /// Why a holder looks like a leftover serving process, if it does.
-    fn stale_reason(
-        &self,
-        p: &GpuProcess,
-        unit: Option<&str>,
-        cmdline: Option<&str>,
-    ) -> Option<String> {
-        let incident = self.incident;
-        if let Some(u) = unit.and_then(|u| incident.units.get(u)) {
-            let left = u.events.iter().any(|e| {
-                matches!(e.kind, UnitEventKind::RemainsRunning { pid } | UnitEventKind::LeftOverProcess { pid } if pid == p.pid)
-            });
-            if left {
-                return Some(format!(
-                    "systemd reported PID {} as left over from an earlier run of {}",
-                    p.pid, unit?
-                ));
-            }
-        }
-        if let (Some(u), Some((target, _, _))) = (unit, &self.target) {
-            if u == target {
-                return Some(format!(
-                    "it belongs to {target} itself, whose new run failed"
-                ));
-            }
-        }
-        let text = cmdline.unwrap_or(&p.name);
-        let serving = [
-            "sglang::",
-            "sglang.launch_server",
-            "sglang serve",
-            "VLLM::",
-            "vllm serve",
-            "vllm.entrypoints",
-        ]
-        .iter()
-        .find(|m| text.contains(*m) || p.name.contains(*m))?;
-        let orphan = incident
-            .facts
-            .ps
-            .iter()
-            .any(|r| r.pid == p.pid && r.ppid == Some(1));
-        Some(format!(
-            "it is a model server process (`{}`){}",
-            serving.trim_end_matches("::"),
-            if orphan { ", re-parented to PID 1" } else { "" }
-        ))
-    }
-
     fn cause(&self) -> Cause<'a> {
         if let Some(draft) = self.draft_worker() {
             return draft;
@@ -336,7 +255,7 @@ impl<'a> Analysis<'a> {
         // GPUs with foreign processes, the silent ranks' GPUs first.
         let mut held: Vec<(u32, Vec<Holder<'a>>)> = group
             .iter()
-            .map(|g| (g.index, self.holders_on(g.index)))
+            .map(|g| (g.index, self.holders.on(g.index)))
             .filter(|(_, h)| !h.is_empty())
             .collect();
         held.sort_by_key(|(gpu, h)| {
@@ -487,7 +406,7 @@ impl<'a> Analysis<'a> {
     }
 
     fn target_name(&self) -> String {
-        match &self.target {
+        match &self.holders.target {
             Some((unit, _, _)) => unit.clone(),
             None => "the SGLang server".to_owned(),
         }
@@ -498,7 +417,7 @@ impl<'a> Analysis<'a> {
     fn common_evidence(&self, f: &mut Finding) {
         let incident = self.incident;
         // The symptom: how the unit died, once per distinct message.
-        if let Some((unit, basis, span)) = &self.target {
+        if let Some((unit, basis, span)) = &self.holders.target {
             f.entities.units.insert(unit.clone());
             f.evidence(
                 *span,
@@ -555,7 +474,7 @@ impl<'a> Analysis<'a> {
             }
         }
         // Symptom first.
-        if let Some((unit, _, _)) = &self.target {
+        if let Some((unit, _, _)) = &self.holders.target {
             let failed = incident.units.get(unit).is_some_and(|u| u.failed())
                 || incident
                     .facts
@@ -631,7 +550,7 @@ impl<'a> Analysis<'a> {
         let silent = self.silent_gpus();
         f.entities.gpus.insert(gpu);
         for h in holders {
-            let p = h.process;
+            let p = &h.process;
             f.entities.pids.insert(p.pid);
             for span in &p.spans {
                 let note = format!("PID {} holds {} on GPU {gpu}", p.pid, mib(p.used_mib));
@@ -662,7 +581,7 @@ impl<'a> Analysis<'a> {
         }
         let deficit = self.deficit_gib();
         let main = &holders[0];
-        let who = holder_phrase(main);
+        let who = phrase(main);
         let more = if holders.len() > 1 {
             format!(" and {} other process(es)", holders.len() - 1)
         } else {
@@ -761,170 +680,6 @@ impl<'a> Analysis<'a> {
                 .push_str(" It is a leftover serving process, not a workload of its own.");
         }
 
-        self.held_actions(f, gpu, holders);
-    }
-
-    fn held_actions(&self, f: &mut Finding, gpu: u32, holders: &[Holder<'_>]) {
-        let incident = self.incident;
-        let target = match &self.target {
-            Some((u, _, span)) => match UnitName::new(u) {
-                Ok(u) => Some((u, *span)),
-                Err(e) => {
-                    f.refused.push(e.to_string());
-                    None
-                }
-            },
-            None => None,
-        };
-        let mut stopped: BTreeSet<String> = BTreeSet::new();
-        let mut terminations = Vec::new();
-        let mut sweeps = Vec::new();
-        let mut leftovers = Vec::new();
-        for h in holders {
-            let p = h.process;
-            let unit = match h.unit.map(|u| UnitName::new(u.0)) {
-                Some(Ok(u)) => Some(u),
-                Some(Err(e)) => {
-                    f.refused.push(e.to_string());
-                    None
-                }
-                None => None,
-            };
-            if let Some(u) = &unit {
-                if stopped.insert(u.to_string()) {
-                    let why = format!(
-                        "{u} owns PID {} which holds {} on GPU {gpu}",
-                        p.pid,
-                        mib(p.used_mib)
-                    );
-                    f.actions.push(
-                        Action::new(
-                            ActionKind::StopUnit { unit: u.clone() },
-                            Safety::NeedsConfirmation,
-                            why,
-                        )
-                        .with_evidence(h.unit.map(|u| u.2)),
-                    );
-                    if let Some(reason) = &h.stale_reason {
-                        if target.as_ref().is_none_or(|(t, _)| t != u) {
-                            leftovers.push(
-                                Action::new(
-                                    ActionKind::DisableUnit { unit: u.clone() },
-                                    Safety::NeedsConfirmation,
-                                    format!(
-                                        "{u} is a leftover serving instance ({reason}); enabled, it comes back at the next boot"
-                                    ),
-                                )
-                                .with_evidence(h.unit.map(|u| u.2)),
-                            );
-                        }
-                    }
-                }
-            }
-            let pid = match Pid::new(p.pid) {
-                Ok(pid) => pid,
-                Err(e) => {
-                    f.refused.push(e.to_string());
-                    continue;
-                }
-            };
-            let ps = incident.facts.ps.iter().find(|r| r.pid == p.pid);
-            // The guards: the PID must still be this process when the script runs.
-            // A command line `systemctl status` elided (`…`) cannot be
-            // compared; the executable nvidia-smi names still can.
-            let logged_cmdline = h
-                .cmdline
-                .map(|c| c.0)
-                .filter(|c| !c.ends_with('…'))
-                .or((!p.name_truncated && !p.name.starts_with('[')).then_some(p.name.as_str()));
-            let cmdline = match logged_cmdline.map(ExpectedCmdline::new) {
-                Some(Ok(c)) => Some(c),
-                Some(Err(e)) => {
-                    f.refused.push(e.to_string());
-                    None
-                }
-                None => None,
-            };
-            // Only `ps -o lstart` (five fields) dates a process; `09:38` or
-            // an elapsed time cannot guard against PID reuse.
-            let start = match ps.and_then(|r| r.started.as_deref()) {
-                Some(s) if s.split_whitespace().count() == 5 => match StartTime::new(s) {
-                    Ok(t) => Some(t),
-                    Err(e) => {
-                        f.refused.push(e.to_string());
-                        None
-                    }
-                },
-                _ => None,
-            };
-            if unit.is_none() && cmdline.is_none() {
-                f.refused.push(format!(
-                    "PID {}: neither its unit nor its full command line is known, so no script may signal it",
-                    p.pid
-                ));
-                f.actions.push(Action::advice(
-                    format!(
-                        "find out who owns PID {} before touching it; if it is not yours, move the server to free GPUs (CUDA_VISIBLE_DEVICES, --base-gpu-id) instead",
-                        p.pid
-                    ),
-                    Some(&format!("ps -o pid,user,lstart,args -p {0}; cat /proc/{0}/cgroup", p.pid)),
-                ));
-                continue;
-            }
-            let why = if h.stale_reason.is_some() {
-                format!(
-                    "PID {} outlived an earlier stop once; stopping the unit may not end it",
-                    p.pid
-                )
-            } else if unit.is_some() {
-                format!("in case PID {} survives the stop", p.pid)
-            } else if h.unit.is_some() {
-                format!(
-                    "PID {} holds {} on GPU {gpu}; its unit's name was refused, so the script cannot stop the unit",
-                    p.pid,
-                    mib(p.used_mib)
-                )
-            } else {
-                format!(
-                    "PID {} holds {} on GPU {gpu} and belongs to no known unit",
-                    p.pid,
-                    mib(p.used_mib)
-                )
-            };
-            let mut evidence: Vec<Span> = p.spans.clone();
-            evidence.extend(h.cmdline.map(|c| c.1));
-            evidence.extend(ps.filter(|_| start.is_some()).map(|r| r.span));
-            if let Some(u) = &unit {
-                if let Some(sweep) = self.orphan_sweep(u, h, ps.map(|r| r.ppid == Some(1))) {
-                    if !sweeps.contains(&sweep) {
-                        sweeps.push(sweep);
-                    }
-                }
-            }
-            terminations.push(
-                Action::new(
-                    ActionKind::TerminateProcess {
-                        process: ProcessIdentity {
-                            pid,
-                            unit,
-                            cmdline,
-                            start,
-                        },
-                        grace_secs: 30,
-                    },
-                    Safety::NeedsConfirmation,
-                    why,
-                )
-                .with_evidence(evidence),
-            );
-        }
-        // Waiting and restarting only make sense once something was stopped.
-        let freeing = !stopped.is_empty() || !terminations.is_empty() || !sweeps.is_empty();
-        f.actions.extend(terminations);
-        f.actions.extend(sweeps);
-        if !freeing {
-            return;
-        }
         let baseline = self
             .group()
             .iter()
@@ -932,147 +687,7 @@ impl<'a> Analysis<'a> {
             .filter_map(|g| g.memory_used_mib)
             .max()
             .unwrap_or(0);
-        let (uuid, gpu_spans) = match incident.gpu(gpu) {
-            Some(g) => (g.uuid.as_deref(), g.spans.first().copied()),
-            None => (None, None),
-        };
-        let uuid = match uuid.map(GpuUuid::new) {
-            Some(Ok(u)) => Some(u),
-            Some(Err(e)) => {
-                f.refused.push(e.to_string());
-                None
-            }
-            None => None,
-        };
-        f.actions.push(
-            Action::new(
-                ActionKind::WaitGpuMemoryFree {
-                    gpus: vec![GpuRef { index: gpu, uuid }],
-                    max_used_mib: baseline.max(512) + 512,
-                    timeout_secs: 120,
-                },
-                Safety::Safe,
-                format!(
-                    "GPU {gpu}'s memory must really be released before SGLang measures it again"
-                ),
-            )
-            .with_evidence(gpu_spans),
-        );
-        match target {
-            Some((unit, span)) => {
-                f.actions.push(
-                    Action::new(
-                        ActionKind::RestartUnit { unit: unit.clone() },
-                        Safety::Safe,
-                        format!("start {unit} again on the freed GPUs"),
-                    )
-                    .with_evidence([span]),
-                );
-                f.actions.push(
-                    Action::new(
-                        ActionKind::VerifyUnitActive {
-                            unit,
-                            timeout_secs: 120,
-                        },
-                        Safety::Safe,
-                        "the unit must come up and stay up",
-                    )
-                    .with_evidence([span]),
-                );
-            }
-            None => f.actions.push(Action::advice(
-                "restart the SGLang server once the GPU is free",
-                None,
-            )),
-        }
-        // Advice names only units that validated: a suggested command is
-        // still a command someone may paste.
-        let target_name = self.target.as_ref().map(|t| t.0.as_str());
-        if let Some(u) = holders
-            .iter()
-            .filter_map(|h| h.unit)
-            .filter(|u| Some(u.0) == target_name)
-            .find_map(|u| UnitName::new(u.0).ok())
-        {
-            f.actions.push(Action::advice(
-                format!("make a stop of {u} end every process of the server: KillMode=control-group (the default) in its unit file"),
-                Some(&format!("systemctl show -p KillMode {u}")),
-            ));
-        }
-        f.actions.extend(leftovers);
-        // A unit the evidence does not show to be a leftover (a workload of
-        // its own, maybe someone else's) is not disabled by a script.
-        if let Some(u) = holders
-            .iter()
-            .find(|h| h.stale_reason.is_none())
-            .and_then(|h| h.unit)
-            .and_then(|u| UnitName::new(u.0).ok())
-        {
-            f.actions.push(Action::advice(
-                format!("if {u} is a leftover from an earlier experiment, disable it so it does not come back at boot"),
-                Some(&format!("systemctl disable {u}")),
-            ));
-        }
-    }
-
-    /// Ending the other processes of a leftover server: when the holder is
-    /// a server process title (`sglang::scheduler_TP3`) orphaned from its
-    /// parent, its siblings are likely left in the unit's cgroup as well.
-    fn orphan_sweep(
-        &self,
-        unit: &UnitName,
-        h: &Holder<'_>,
-        ppid_is_init: Option<bool>,
-    ) -> Option<Action> {
-        const TITLES: [&str; 2] = ["sglang::", "VLLM::"];
-        let p = h.process;
-        let text = h.cmdline.map_or(p.name.as_str(), |c| c.0);
-        let title = TITLES
-            .iter()
-            .find(|t| text.starts_with(*t) || p.name.starts_with(*t))?;
-        let left_behind = self.incident.units.get(unit.as_str()).is_some_and(|u| {
-            u.events.iter().any(|e| {
-                matches!(e.kind, UnitEventKind::RemainsRunning { pid } | UnitEventKind::LeftOverProcess { pid } if pid == p.pid)
-            })
-        });
-        if !left_behind && ppid_is_init != Some(true) {
-            return None;
-        }
-        let name = ProcessName::new(title).ok()?;
-        let evidence: Vec<Span> = self
-            .incident
-            .units
-            .get(unit.as_str())
-            .map(|u| {
-                u.events
-                    .iter()
-                    .filter(|e| {
-                        matches!(
-                            e.kind,
-                            UnitEventKind::RemainsRunning { .. }
-                                | UnitEventKind::LeftOverProcess { .. }
-                        )
-                    })
-                    .map(|e| e.span)
-                    .collect()
-            })
-            .unwrap_or_default();
-        Some(
-            Action::new(
-                ActionKind::KillOrphans {
-                    unit: unit.clone(),
-                    name,
-                    grace_secs: 30,
-                },
-                Safety::NeedsConfirmation,
-                format!(
-                    "PID {} ({}) was left behind by {unit}; other {title}* processes of the old run may be too",
-                    p.pid,
-                    text
-                ),
-            )
-            .with_evidence(evidence),
-        )
+        self.holders.actions(f, gpu, holders, baseline);
     }
 
     fn explain_heterogeneous(&self, f: &mut Finding, small: &[&Gpu], large: &[&Gpu]) {
@@ -1125,7 +740,7 @@ impl<'a> Analysis<'a> {
             "no other process holds memory on the group's GPUs",
             self.group()
                 .iter()
-                .all(|g| self.holders_on(g.index).is_empty()),
+                .all(|g| self.holders.on(g.index).is_empty()),
         );
         let small_ranks: Vec<u32> = self
             .rank_gpus
@@ -1324,87 +939,6 @@ fn group_gpus(
         .or_else(|| failing.iter().max().map(|m| m + 1))
         .unwrap_or(0);
     (0..tp).map(|r| (r, base + r * step)).collect()
-}
-
-/// The unit that runs the failing server.
-fn target_unit(
-    incident: &Incident,
-    events: &[(&ServerEvent, &MemoryImbalance)],
-) -> Option<(String, OwnerBasis, Span)> {
-    if let Some(found) = events.iter().find_map(|(e, _)| incident.unit_of_event(e)) {
-        return Some(found);
-    }
-    if let Some(found) = incident
-        .facts
-        .server_events
-        .iter()
-        .find_map(|e| incident.unit_of_event(e))
-    {
-        return Some(found);
-    }
-    // A failed unit that runs SGLang, by its command lines or its name.
-    let runs_sglang = |unit: &str| {
-        incident
-            .owners
-            .iter()
-            .filter(|(_, o)| o.unit == unit)
-            .any(|(pid, _)| {
-                incident
-                    .cmdlines
-                    .get(pid)
-                    .is_some_and(|c| c.text.contains("sglang"))
-            })
-            || unit.contains("sglang")
-    };
-    incident
-        .units
-        .iter()
-        .filter(|(name, u)| u.failed() && runs_sglang(name))
-        .find_map(|(name, u)| {
-            let span = u
-                .events
-                .iter()
-                .find(|e| {
-                    matches!(
-                        e.kind,
-                        UnitEventKind::MainProcessExited { .. }
-                            | UnitEventKind::FailedWithResult(_)
-                    )
-                })?
-                .span;
-            Some((name.clone(), OwnerBasis::SystemdMessage, span))
-        })
-        .or_else(|| {
-            incident
-                .facts
-                .unit_statuses
-                .iter()
-                .find(|s| s.active_state.as_deref() == Some("failed") && runs_sglang(&s.unit))
-                .map(|s| (s.unit.clone(), OwnerBasis::MainPid, s.span))
-        })
-}
-
-/// `PID 20629 (ddtree-qwen.service)`; a process title such as
-/// `sglang::scheduler_TP3` is worth naming too, a bare interpreter path is not.
-fn holder_phrase(h: &Holder<'_>) -> String {
-    let p = h.process;
-    let title = (!p.name.is_empty() && !p.name.contains('/')).then_some(p.name.as_str());
-    match (h.unit, title) {
-        (Some((unit, basis, ..)), title) => {
-            let inferred = if basis == OwnerBasis::InferredFromJournalOrder {
-                ", inferred"
-            } else {
-                ""
-            };
-            match title {
-                Some(title) => format!("PID {} ({title}, {unit}{inferred})", p.pid),
-                None => format!("PID {} ({unit}{inferred})", p.pid),
-            }
-        }
-        (None, Some(title)) => format!("PID {} ({title})", p.pid),
-        (None, None) if p.name.is_empty() => format!("PID {}", p.pid),
-        (None, None) => format!("PID {} ({})", p.pid, p.name),
-    }
 }
 
 fn models<'g>(gpus: impl Iterator<Item = &'g Gpu>) -> String {

@@ -1,0 +1,274 @@
+//! `cuda-illegal-memory-access`: a GPU kernel faulted (illegal memory
+//! access, unspecified launch failure, misaligned address, device-side
+//! assert); pairs it with the kernel's Xid 13/31 for the same process and
+//! notes a hardware Xid that would make the GPU the cause.
+
+use std::collections::BTreeSet;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::correlate::Incident;
+use crate::model::{Framework, Timestamp};
+use crate::rules::support::server::{events_at, in_graph_capture, run_pids, target};
+use crate::rules::support::{confidence, distinct, matches};
+use crate::rules::{Action, ActionKind, Category, Finding, Rule, RuleMeta, Safety, Severity};
+
+pub static RULE: CudaIllegalMemoryAccess = CudaIllegalMemoryAccess;
+
+pub struct CudaIllegalMemoryAccess;
+
+static FAULT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)
+        CUDA\x20error:\x20(?P<e>an\x20illegal\x20memory\x20access\x20was\x20encountered
+            |unspecified\x20launch\x20failure|misaligned\x20address
+            |an\x20illegal\x20instruction\x20was\x20encountered|device-side\x20assert\x20triggered)
+        | Cuda\x20failure\x20(?:\d+\x20)?'(?P<n>an\x20illegal\x20memory\x20access\x20was\x20encountered
+            |unspecified\x20launch\x20failure|misaligned\x20address)'
+        | (?P<code>cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS|cudaErrorLaunchFailure)",
+    )
+    .expect("fault regex")
+});
+
+/// Xids the kernel logs for a faulting kernel of one process.
+const APP_XIDS: &[u32] = &[13, 31, 43];
+/// Xids that mean the GPU or its memory failed: then the GPU is the cause.
+const HARDWARE_XIDS: &[u32] = &[48, 62, 63, 64, 74, 79, 92, 94, 95, 109, 119, 120, 140, 154];
+/// Seconds between a fault and an Xid for them to be one event.
+const PAIR_SECS: i64 = 300;
+
+static META: RuleMeta = RuleMeta {
+    id: "cuda-illegal-memory-access",
+    category: Category::CudaIllegalMemoryAccess,
+    severity: Severity::Critical,
+    summary: "a GPU kernel faulted (illegal memory access or another sticky CUDA error)",
+    anchors: &[
+        "CUDA error: an illegal memory access",
+        "CUDA error: unspecified launch failure",
+        "CUDA error: misaligned address",
+        "CUDA error: an illegal instruction",
+        "CUDA error: device-side assert triggered",
+        "Cuda failure",
+        "cudaErrorIllegalAddress",
+        "CUDA_ERROR_ILLEGAL_ADDRESS",
+        "cudaErrorLaunchFailure",
+    ],
+    doc: r#"
+## What it means
+A kernel on the GPU faulted and the CUDA context is unusable:
+`CUDA error: an illegal memory access was encountered` (also `unspecified
+launch failure`, `misaligned address`, `an illegal instruction was
+encountered`, `device-side assert triggered`, NCCL's `Cuda failure 'an
+illegal memory access was encountered'`). The process must exit; the
+reported stack is often wrong because kernels run asynchronously.
+
+## Why it happens
+1. A bug in a kernel (attention backend, custom all-reduce, a quantised GEMM,
+   a model-specific op): the kernel log has Xid 13 or 31 for the same PID and
+   nothing hardware-like. A device-side assert is usually a bad index from the
+   input.
+2. The GPU or driver failed: Xid 48, 63/64, 79, 94/95, 119 at the same time,
+   or the fault follows one GPU across unrelated workloads. The hardware
+   finding is then the root cause.
+3. A peer rank failed first and a collective read its memory.
+
+## How to confirm
+`journalctl -k` around the time: `NVRM: Xid (PCI:…): 13, pid=<the server's
+PID>` or `31 … MMU Fault` pairs with this error; a hardware Xid overrides it.
+
+## How to fix
+Restart once. If it recurs with Xid 13/31 and the same request, treat it as
+software: switch the attention backend, disable custom all-reduce or CUDA
+graphs to find the kernel, upgrade. With hardware Xids follow those (drain,
+reset, RMA).
+
+## Safety
+A restart is safe; everything else is advice.
+"#,
+};
+
+impl Rule for CudaIllegalMemoryAccess {
+    fn meta(&self) -> &RuleMeta {
+        &META
+    }
+
+    fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
+        // SGLang's graph-capture rule reports the faults that broke a capture.
+        let hits: Vec<_> = matches(incident, &FAULT)
+            .filter(|(m, _)| !in_graph_capture(incident, m.span, &m.text))
+            .collect();
+        let Some((first, caps)) = hits.first() else {
+            return;
+        };
+        let error = caps.name("e").or(caps.name("n")).map_or_else(
+            || match caps.name("code").map(|c| c.as_str()) {
+                Some("cudaErrorLaunchFailure") => "unspecified launch failure".to_owned(),
+                _ => "an illegal memory access was encountered".to_owned(),
+            },
+            |m| m.as_str().to_owned(),
+        );
+        let event = events_at(incident, first.span).next();
+        let framework = event.map_or(Framework::Unknown, |e| e.framework);
+        let tgt = target(incident, event, framework);
+        let mut pids: BTreeSet<u32> = event.map(|e| run_pids(incident, e)).unwrap_or_default();
+        if let Some((u, _, _)) = &tgt {
+            pids.extend(
+                incident
+                    .owners
+                    .iter()
+                    .filter(|(_, o)| &o.unit == u)
+                    .map(|(p, _)| *p),
+            );
+        }
+        let when = incident.time_of(first.span).or(event.and_then(|e| e.time));
+        let near = |t: Option<Timestamp>, secs: i64| match (when, t) {
+            (Some(w), Some(t)) => (t.utc_seconds() - w.utc_seconds()).abs() <= secs,
+            _ => false,
+        };
+        let mut f = Finding::new(META.id, META.category, META.severity);
+        f.occurrences = hits.len() as u32;
+        for (m, n) in distinct(hits.iter().map(|(m, _)| *m)).into_iter().take(3) {
+            f.evidence(m.span, format!("a kernel faulted: {error} ({n}x)"));
+        }
+        if let Some((u, _, _)) = &tgt {
+            f.entities.units.insert(u.clone());
+        }
+        if let Some(p) = event.and_then(|e| e.pid) {
+            f.entities.pids.insert(p);
+        }
+        let who = tgt
+            .as_ref()
+            .map_or("the server", |t| t.0.as_str())
+            .to_owned();
+        f.chain.push(format!("{who} failed: CUDA error: {error}"));
+        f.condition("CUDA reported a sticky kernel fault", true);
+        // The kernel's own report of the fault: same PID, or same time.
+        let app = incident.xids().find(|(e, x)| {
+            APP_XIDS.contains(&x.code)
+                && (x.pid.is_some_and(|p| pids.contains(&p)) || near(e.time.wall, PAIR_SECS))
+        });
+        let hardware: Vec<_> = incident
+            .xids()
+            .filter(|(e, x)| {
+                HARDWARE_XIDS.contains(&x.code) && (near(e.time.wall, 3600) || when.is_none())
+            })
+            .collect();
+        if let Some((e, x)) = app {
+            f.entities.xid.insert(x.code);
+            if let Some(p) = x.pid {
+                f.entities.pids.insert(p);
+            }
+            if let Some(g) = x.bus_id.as_deref().and_then(|b| incident.gpu_by_bus_id(b)) {
+                f.entities.gpus.insert(g.index);
+            }
+            let same_pid = x.pid.is_some_and(|p| pids.contains(&p));
+            f.evidence(
+                e.span,
+                format!(
+                    "the kernel's Xid {} for {}: the faulting kernel",
+                    x.code,
+                    x.pid
+                        .map_or("the same time".to_owned(), |p| format!("PID {p}"))
+                ),
+            );
+            f.chain.push(format!(
+                "the driver logged Xid {} ({}){}",
+                x.code,
+                if x.code == 31 {
+                    "a GPU memory page fault"
+                } else {
+                    "a graphics engine exception"
+                },
+                if same_pid {
+                    " for the server's own process"
+                } else {
+                    " at the same time"
+                }
+            ));
+        }
+        f.condition(
+            "the kernel log pairs it with Xid 13/31 for the process",
+            app.is_some(),
+        );
+        let hw_text = hardware
+            .iter()
+            .map(|(_, x)| x.code.to_string())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect::<Vec<_>>()
+            .join(", ");
+        f.condition(
+            "no hardware Xid points at the GPU instead",
+            hardware.is_empty(),
+        );
+        for (e, x) in hardware.iter().take(2) {
+            f.evidence(
+                e.span,
+                format!("hardware Xid {}: the GPU itself failed", x.code),
+            );
+        }
+        let assert = error.contains("device-side assert");
+        f.title = format!("a GPU kernel faulted: {error}");
+        f.headline = if !hardware.is_empty() {
+            format!(
+                "{who} died of `CUDA error: {error}`, and the GPU reported hardware Xid {hw_text}: the GPU fault is the likelier cause."
+            )
+        } else if assert {
+            format!(
+                "{who} died of a device-side assert in a GPU kernel: usually an out-of-range index from the input or a kernel bug."
+            )
+        } else {
+            format!(
+                "{who} died of `CUDA error: {error}`: a GPU kernel faulted{}.",
+                if app.is_some() {
+                    " (the driver's Xid confirms it)"
+                } else {
+                    ""
+                }
+            )
+        };
+        f.explanation = "A kernel fault poisons the CUDA context; the reported Python stack is often not where it happened. Without hardware Xids it is a software bug in a kernel (attention backend, custom all-reduce, quantised GEMM) or a bad input.".to_owned();
+        f.actions.push(Action::advice(
+            "check the kernel log around the time for Xids (13/31: a faulting kernel; 48/79/95: the GPU)",
+            Some("journalctl -k --since '-2h' | grep -E 'NVRM: Xid'"),
+        ));
+        if hardware.is_empty() {
+            if let Some(u) = tgt
+                .as_ref()
+                .and_then(|t| crate::model::UnitName::new(&t.0).ok())
+            {
+                f.actions.push(
+                    Action::new(
+                        ActionKind::RestartUnit { unit: u.clone() },
+                        Safety::Safe,
+                        format!("a kernel fault is often transient: restart {u} once"),
+                    )
+                    .with_evidence([first.span]),
+                );
+                f.actions.push(
+                    Action::new(
+                        ActionKind::VerifyUnitActive {
+                            unit: u,
+                            timeout_secs: 300,
+                        },
+                        Safety::Safe,
+                        "the unit must come up and stay up",
+                    )
+                    .with_evidence([first.span]),
+                );
+            }
+            f.actions.push(Action::advice(
+                "if it recurs with the same request, bisect the kernel: another attention backend, --disable-custom-all-reduce, --disable-cuda-graph (SGLang) / --enforce-eager (vLLM); rerun with CUDA_LAUNCH_BLOCKING=1 for the real stack",
+                None,
+            ));
+        } else {
+            f.actions.push(Action::advice(
+                "follow the hardware Xid finding (drain the node, reset or replace the GPU) before restarting",
+                None,
+            ));
+        }
+        f.confidence = confidence(&f, 0.6, 0.95);
+        out.push(f);
+    }
+}

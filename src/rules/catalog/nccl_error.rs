@@ -1,0 +1,254 @@
+//! `nccl-error`: an NCCL call failed; the warning NCCL printed with it says
+//! why (a small `/dev/shm`, an unreachable peer, InfiniBand, topology).
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::correlate::Incident;
+use crate::model::{NcclLevel, ServerEvent, ServerEventKind, TorchDistKind};
+use crate::rules::support::server::target;
+use crate::rules::support::{confidence, distinct, matches};
+use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+use crate::source::Span;
+
+pub static RULE: NcclError = NcclError;
+
+pub struct NcclError;
+
+static ERROR_TEXT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"NCCL error(?: in: \S+)?:? (?P<reason>[a-z][a-z ]+[a-z])|(?P<code>nccl(?:System|UnhandledCuda|Internal|InvalidArgument|InvalidUsage|Remote)Error)")
+        .expect("nccl error regex")
+});
+
+struct Cause {
+    re: Regex,
+    what: &'static str,
+    fix: &'static str,
+    command: Option<&'static str>,
+}
+
+/// By the NCCL warning that accompanies the error, most specific first. A
+/// `Cuda failure` is left to the CUDA rules.
+static CAUSES: LazyLock<Vec<Cause>> = LazyLock::new(|| {
+    [
+        (
+            r"failed to extend /dev/shm|unable to allocate shared memory|Error while creating shared memory segment|/dev/shm/nccl-\S+ .*(?:No space left|Bus error)",
+            "the container's /dev/shm is too small for NCCL's shared-memory transport (Docker's default is 64 MB)",
+            "give the container a larger /dev/shm: docker run --shm-size=16g or --ipc=host (Kubernetes: an emptyDir with medium: Memory mounted at /dev/shm)",
+            Some("df -h /dev/shm"),
+        ),
+        (
+            r"socketStartConnect: Connect to \S+ failed|ncclOsSocketPollConnect|Connection refused|No route to host|Software caused connection abort|Connection timed out|remote process exited",
+            "a peer could not be reached over the network: wrong interface, a firewall, or the peer died",
+            "pin NCCL to the right interface (NCCL_SOCKET_IFNAME), open the ports between the nodes, and check that the peer is up",
+            Some("ip -br addr; ss -tnp | grep -i nccl"),
+        ),
+        (
+            r"NET/IB|ibv_|IBV_|unable to allocate requests|mlx5",
+            "InfiniBand/RDMA setup: GPUDirect, the memlock limit, or the HCA",
+            "load nvidia-peermem, raise the memlock limit (LimitMEMLOCK=infinity in the unit), check the HCA (ibstat); NCCL_IB_DISABLE=1 confirms it",
+            Some("ibstat; ulimit -l; lsmod | grep peermem"),
+        ),
+        (
+            r"does not loop back|[Tt]opology|peer access is not supported|P2P|NVLS|nvlink",
+            "GPU topology or peer-to-peer access (NVLink, the Fabric Manager, PCIe ACS in a VM)",
+            "check the topology (nvidia-smi topo -m) and the Fabric Manager; NCCL_P2P_DISABLE=1 as a diagnostic",
+            Some("nvidia-smi topo -m"),
+        ),
+    ]
+    .into_iter()
+    .map(|(p, what, fix, command)| Cause {
+        re: Regex::new(p).expect("cause regex"),
+        what,
+        fix,
+        command,
+    })
+    .collect()
+});
+
+static META: RuleMeta = RuleMeta {
+    id: "nccl-error",
+    category: Category::NcclInitFailure,
+    severity: Severity::Critical,
+    summary: "an NCCL call failed; the accompanying NCCL warning says why",
+    anchors: &[
+        "NCCL error",
+        "NCCL WARN",
+        "ncclSystemError",
+        "ncclUnhandledCudaError",
+        "ncclInternalError",
+        "ncclInvalidUsage",
+        "ncclRemoteError",
+        "Last error",
+    ],
+    doc: r#"
+## What it means
+An NCCL call (communicator set-up or a collective) returned an error:
+`torch.distributed.DistBackendError: NCCL error in:
+…/ProcessGroupNCCL.cpp:1970, unhandled system error (run with
+NCCL_DEBUG=INFO for details), NCCL version 2.21.5`, then
+`ncclSystemError: …` and often `Last error:` with NCCL's own warning; vLLM
+and SGLang's own NCCL wrappers raise `RuntimeError: NCCL error: unhandled
+system error`.
+
+## Why it happens
+By the `NCCL WARN` line (with `NCCL_DEBUG=WARN`) or the `Last error:` text:
+`failed to extend /dev/shm/…` (a container's small /dev/shm),
+`socketStartConnect: Connect to … failed : Connection refused` (interface,
+firewall or a dead peer), `NET/IB : …` / `ibv_reg_mr` (RDMA set-up),
+`does not loop back` / P2P errors (topology). `Cuda failure '…'` is a CUDA
+error inside NCCL: the CUDA rules report it.
+
+## How to confirm
+Rerun with `NCCL_DEBUG=INFO` (or `WARN`) to get the warning when it is
+missing.
+
+## How to fix
+As the cause says: `--shm-size`/`--ipc=host`; `NCCL_SOCKET_IFNAME` and open
+ports; `nvidia-peermem` and `LimitMEMLOCK=infinity`; the topology and Fabric
+Manager.
+
+## Safety
+Advice only.
+"#,
+};
+
+impl Rule for NcclError {
+    fn meta(&self) -> &RuleMeta {
+        &META
+    }
+
+    fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
+        let events = &incident.facts.server_events;
+        let errors: Vec<&ServerEvent> = events
+            .iter()
+            .filter(|e| {
+                matches!(&e.kind, ServerEventKind::TorchDist(t) if matches!(t.kind, TorchDistKind::NcclError { .. }))
+            })
+            .collect();
+        let error_lines: Vec<_> = matches(incident, &ERROR_TEXT)
+            .map(|(m, _)| m)
+            .filter(|m| !m.text.contains("NCCL WARN"))
+            .collect();
+        if errors.is_empty() && error_lines.is_empty() {
+            return;
+        }
+        // What NCCL warned, and the `Last error:` text of the exceptions.
+        let warns: Vec<(Span, &str)> = events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                ServerEventKind::Nccl(n)
+                    if n.level >= NcclLevel::Warn && n.level != NcclLevel::Trace =>
+                {
+                    Some((e.span, n.message.as_str()))
+                }
+                ServerEventKind::Exception(x) if x.message.contains("Last error:") => {
+                    Some((e.span, x.message.as_str()))
+                }
+                _ => None,
+            })
+            .collect();
+        // A CUDA error inside NCCL is the CUDA rules' to report.
+        if warns.iter().any(|(_, w)| w.contains("Cuda failure"))
+            && !warns
+                .iter()
+                .any(|(_, w)| CAUSES.iter().any(|c| c.re.is_match(w)))
+        {
+            return;
+        }
+        let cause = CAUSES.iter().find_map(|c| {
+            let (span, text) = warns.iter().find(|(_, w)| c.re.is_match(w))?;
+            Some((c, *span, *text))
+        });
+        let reason = error_lines
+            .iter()
+            .find_map(|m| {
+                ERROR_TEXT
+                    .captures(&m.text)?
+                    .name("reason")
+                    .map(|r| r.as_str().to_owned())
+            })
+            .or_else(|| {
+                errors.iter().find_map(|e| match &e.kind {
+                    ServerEventKind::TorchDist(t) => match &t.kind {
+                        TorchDistKind::NcclError { reason, .. } => Some(reason.clone()),
+                        _ => None,
+                    },
+                    _ => None,
+                })
+            })
+            .unwrap_or_else(|| "NCCL error".to_owned());
+        let mut f = Finding::new(META.id, META.category, META.severity);
+        let lines = error_lines.iter().copied().chain(
+            errors
+                .iter()
+                .filter_map(|e| incident.facts.messages.iter().find(|m| m.span == e.span)),
+        );
+        let all: Vec<_> = distinct(lines);
+        f.occurrences = all.iter().map(|(_, n)| *n as u32).sum::<u32>().max(1);
+        for (m, n) in all.into_iter().take(3) {
+            f.evidence(m.span, format!("an NCCL call failed ({n}x)"));
+        }
+        let first = errors.first().copied().or_else(|| {
+            error_lines
+                .first()
+                .and_then(|m| events.iter().find(|e| e.span == m.span))
+        });
+        let tgt = target(
+            incident,
+            first,
+            first.map_or(crate::model::Framework::Unknown, |e| e.framework),
+        );
+        if let Some((u, _, _)) = &tgt {
+            f.entities.units.insert(u.clone());
+        }
+        if let Some(p) = first.and_then(|e| e.pid) {
+            f.entities.pids.insert(p);
+        }
+        let who = tgt
+            .as_ref()
+            .map_or("the server", |t| t.0.as_str())
+            .to_owned();
+        f.chain
+            .push(format!("{who} failed: NCCL reported `{reason}`"));
+        f.condition("an NCCL call returned an error", true);
+        f.condition("NCCL's warning names the cause", cause.is_some());
+        match cause {
+            Some((c, span, text)) => {
+                f.evidence(span, format!("NCCL's warning: {}", first_line(text)));
+                f.chain.push(c.what.to_owned());
+                f.title = format!("NCCL failed: {}", c.what);
+                f.headline = format!("{who} failed in NCCL (`{reason}`): {}.", c.what);
+                f.explanation = "NCCL's error codes are generic; the warning it printed just before says which call failed and why.".to_owned();
+                f.actions.push(Action::advice(c.fix, c.command));
+            }
+            None => {
+                for (span, text) in warns.iter().take(2) {
+                    f.evidence(*span, format!("NCCL's warning: {}", first_line(text)));
+                }
+                f.title = format!("NCCL failed: {reason}");
+                f.headline = format!(
+                    "{who} failed in NCCL (`{reason}`); the inputs lack the NCCL warning that says why."
+                );
+                f.explanation =
+                    "Rerun with NCCL_DEBUG=WARN (or INFO) to see the failing call.".to_owned();
+                f.actions.push(Action::advice(
+                    "rerun with NCCL_DEBUG=WARN in the server's environment to see the failing call",
+                    Some("systemctl edit UNIT   # [Service] Environment=NCCL_DEBUG=WARN"),
+                ));
+            }
+        }
+        f.confidence = confidence(&f, 0.7, 0.95);
+        out.push(f);
+    }
+}
+
+fn first_line(text: &str) -> String {
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or(text);
+    line.chars().take(200).collect()
+}

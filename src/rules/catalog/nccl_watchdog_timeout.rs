@@ -1,0 +1,651 @@
+//! `nccl-watchdog-timeout`: PyTorch's NCCL watchdog aborted ranks whose
+//! collective never completed; finds the rank that stalled (the one that did
+//! not report, or completed the least work), what it failed with, and a
+//! desynchronised program.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::correlate::Incident;
+use crate::model::{
+    Framework, KernelEventKind, NcclDetail, PyException, ServerEvent, ServerEventKind,
+    TorchDistKind, root_cause,
+};
+use crate::rules::support::server::{launch_args, shorten, target};
+use crate::rules::support::{confidence, distinct};
+use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+use crate::source::Span;
+
+pub static RULE: NcclWatchdogTimeout = NcclWatchdogTimeout;
+
+pub struct NcclWatchdogTimeout;
+
+static META: RuleMeta = RuleMeta {
+    id: "nccl-watchdog-timeout",
+    category: Category::NcclTimeout,
+    severity: Severity::Critical,
+    summary: "PyTorch's NCCL watchdog aborted ranks stuck in a collective; names the rank that stalled",
+    anchors: &[
+        "Watchdog caught collective operation timeout",
+        "failure detected by watchdog",
+        "watchdog got stuck",
+        "Heartbeat monitor timed out",
+        "Exception in worker",
+        "hit an exception",
+    ],
+    doc: r#"
+## What it means
+A collective (all-reduce, all-gather, broadcast…) did not complete on a rank
+within the process group's timeout, and PyTorch's watchdog took the process
+down: `[Rank 3] Watchdog caught collective operation timeout:
+WorkNCCL(SeqNum=918223, OpType=ALLREDUCE, NumelIn=…, Timeout(ms)=600000) ran
+for 600044 milliseconds before timing out.`, then `To avoid data
+inconsistency, we are taking the entire process down.` and a C++ abort
+(SIGABRT: `status=6/ABRT`, vLLM `exit code: -6`).
+
+## Why it happens
+1. A peer rank died or hung first (an exception, a GPU fault, an OOM kill);
+   the others wait for it on their next collective. The rank that does *not*
+   report the timeout, or whose `last completed work` is lowest, is that
+   peer.
+2. A GPU hang on one rank (Xid 79/109/119 in the kernel log).
+3. An interconnect failure (Xid 74, IB/RoCE errors).
+4. A desynchronised program: ranks report different `OpType`/`NumelIn` for
+   the same `SeqNum` (a software bug).
+5. Legitimately long work on one rank before a collective (start-up only).
+
+## How to confirm
+Line up the ranks' reports by `SeqNum`; find the silent rank's own error
+before the first timeout, an Xid for its GPU, or an OOM kill of its PID.
+
+## How to fix
+Fix the first failure; restart the whole server, not one rank. For slow
+start-up work, pre-download and pre-compile, or raise the distributed
+timeout (SGLang `--dist-timeout`).
+
+## Safety
+Advice only.
+
+The timeouts are reported in the runtime layer (`nccl-timeout`), so a GPU
+fault or an OOM kill found elsewhere explains them. When the rank that failed
+first raised an exception no other rule classifies, this rule reports that
+exception as the cause (`server-exception`) and the timeouts as its
+consequence.
+"#,
+};
+
+/// One rank's report of the timed-out collective.
+#[derive(Clone, Copy)]
+struct Report<'a> {
+    event: &'a ServerEvent,
+    rank: Option<u32>,
+    seq: u64,
+    op: &'a str,
+    numel: Option<i64>,
+    timeout_ms: u64,
+}
+
+impl Rule for NcclWatchdogTimeout {
+    fn meta(&self) -> &RuleMeta {
+        &META
+    }
+
+    fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
+        let events = &incident.facts.server_events;
+        let mut reports: Vec<Report<'_>> = Vec::new();
+        let mut completed: BTreeMap<u32, (i64, Span)> = BTreeMap::new();
+        for e in events {
+            let ServerEventKind::TorchDist(t) = &e.kind else {
+                continue;
+            };
+            let rank = t.rank.or(e.rank.and_then(|r| r.global.or(r.tp)));
+            match &t.kind {
+                TorchDistKind::WatchdogTimeout {
+                    seq,
+                    op,
+                    numel_in,
+                    timeout_ms,
+                    ..
+                    // The same report again (the `what():` of the abort) is
+                    // skipped.
+                } if !reports
+                    .iter()
+                    .any(|r| r.rank == rank && r.seq == *seq && rank.is_some()) =>
+                {
+                    reports.push(Report {
+                        event: e,
+                        rank,
+                        seq: *seq,
+                        op,
+                        numel: *numel_in,
+                        timeout_ms: *timeout_ms,
+                    });
+                }
+                TorchDistKind::FailureDetected { last_completed, .. } => {
+                    if let Some(r) = rank {
+                        completed.entry(r).or_insert((*last_completed, e.span));
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Some(first) = reports.first().copied() else {
+            return;
+        };
+        let reporting: BTreeSet<u32> = reports.iter().filter_map(|r| r.rank).collect();
+        let world = world_size(incident, &reporting);
+        let silent: Vec<u32> = (0..world).filter(|r| !reporting.contains(r)).collect();
+        // Lowest last-completed work, when it is one rank's alone.
+        let lowest = completed.values().map(|c| c.0).min();
+        let laggards: Vec<u32> = completed
+            .iter()
+            .filter(|(_, c)| Some(c.0) == lowest)
+            .map(|(r, _)| *r)
+            .collect();
+        let lagging = (laggards.len() == 1
+            && completed.len() > 1
+            && completed.values().any(|c| Some(c.0) != lowest))
+        .then(|| laggards[0]);
+        let culprit = if silent.len() == 1 {
+            Some((silent[0], "did not report the timeout"))
+        } else {
+            lagging.map(|r| (r, "completed the least work"))
+        };
+        // Different collectives under one sequence number: desynchronised.
+        let mut by_seq: BTreeMap<u64, BTreeSet<(&str, Option<i64>)>> = BTreeMap::new();
+        for r in &reports {
+            by_seq.entry(r.seq).or_default().insert((r.op, r.numel));
+        }
+        let desync = by_seq.values().any(|s| s.len() > 1);
+
+        let tgt = target(
+            incident,
+            reports.iter().map(|r| r.event),
+            first.event.framework,
+        );
+        let who = tgt
+            .as_ref()
+            .map_or("the server", |t| t.0.as_str())
+            .to_owned();
+        let reporter_pids: BTreeSet<u32> = reports.iter().filter_map(|r| r.event.pid).collect();
+        let first_time = reports
+            .iter()
+            .filter_map(|r| incident.time_of(r.event.span).or(r.event.time))
+            .min();
+        let timeout_s = first.timeout_ms / 1000;
+        let stall = culprit.and_then(|(rank, _)| {
+            first_failure(
+                incident,
+                rank,
+                &reporter_pids,
+                first.event,
+                first_time,
+                timeout_s,
+            )
+        });
+
+        let mut f = Finding::new(META.id, META.category, META.severity);
+        f.occurrences = reports.len() as u32;
+        for r in &reports {
+            if let Some(p) = r.event.pid {
+                f.entities.pids.insert(p);
+            }
+        }
+        for (m, n) in distinct(reports.iter().filter_map(|r| {
+            incident
+                .facts
+                .messages
+                .iter()
+                .find(|m| m.span == r.event.span)
+        }))
+        .into_iter()
+        .take(3)
+        {
+            f.evidence(m.span, format!("a rank's collective timed out ({n}x)"));
+        }
+        if let Some((u, _, _)) = &tgt {
+            f.entities.units.insert(u.clone());
+        }
+        let ranks_text = rank_list(&reporting);
+        f.chain.push(format!(
+            "{who}'s ranks {ranks_text} aborted: {} SeqNum={} did not complete within {timeout_s} s",
+            first.op, first.seq
+        ));
+        f.condition(
+            "PyTorch's NCCL watchdog reported a timed-out collective",
+            true,
+        );
+        f.condition(
+            "the rank that stalled is identified (the only silent rank, or the least completed work)",
+            culprit.is_some(),
+        );
+        let others: BTreeSet<u32> = reporting
+            .iter()
+            .copied()
+            .filter(|r| culprit.is_none_or(|(c, _)| c != *r))
+            .collect();
+        let others_text = rank_list(&others);
+        if let Some((rank, why)) = culprit {
+            if let Some((c, span)) = completed.get(&rank) {
+                f.evidence(*span, format!("rank {rank}'s last completed work: {c}"));
+            }
+            f.chain.push(format!("rank {rank} {why}: it stalled first"));
+        }
+        if desync {
+            f.chain.push(
+                "the ranks report different collectives for the same sequence number: the program is desynchronised"
+                    .to_owned(),
+            );
+        }
+        let mut culprit_finding = None;
+        match (&stall, culprit) {
+            (Some(stall), Some((rank, _))) => {
+                f.severity = Severity::Error;
+                for (span, note) in &stall.evidence {
+                    f.evidence(*span, note.clone());
+                }
+                if let Some(p) = stall.pid {
+                    f.entities.pids.insert(p);
+                }
+                f.entities.gpus.extend(stall.gpu);
+                f.chain.push(stall.what.clone());
+                f.condition("the stalled rank's own failure precedes the timeouts", true);
+                f.title = format!("NCCL timeouts on ranks {ranks_text}: rank {rank} failed first");
+                f.headline = format!(
+                    "Rank {rank} of {who} failed first ({}); ranks {others_text} then waited in {} SeqNum={} until the NCCL watchdog aborted them after {timeout_s} s.",
+                    stall.short, first.op, first.seq
+                );
+                f.explanation = "The timeouts are consequences: every other rank waits for the failed one on its next collective until the watchdog fires.".to_owned();
+                f.actions.push(Action::advice(
+                    format!(
+                        "fix rank {rank}'s failure ({}); the timeouts follow from it",
+                        stall.short
+                    ),
+                    None,
+                ));
+                // An exception no other rule classifies is reported here, as
+                // the cause of the timeouts.
+                if let Some(x) = stall
+                    .exception
+                    .as_ref()
+                    .filter(|(e, x)| !classified_elsewhere(incident, e, x))
+                {
+                    culprit_finding = Some(exception_finding(
+                        rank,
+                        x,
+                        stall,
+                        &who,
+                        first,
+                        &others_text,
+                        timeout_s,
+                        &f,
+                    ));
+                }
+            }
+            _ => {
+                f.condition(
+                    "the stalled rank's own failure precedes the timeouts",
+                    false,
+                );
+                f.title = match culprit {
+                    Some((rank, _)) => format!(
+                        "NCCL watchdog timeout in {} on ranks {ranks_text}; rank {rank} stalled",
+                        first.op
+                    ),
+                    None => format!(
+                        "NCCL watchdog timeout in {} on ranks {ranks_text}",
+                        first.op
+                    ),
+                };
+                f.headline = if desync {
+                    format!(
+                        "{who}'s ranks timed out in mismatched collectives for the same sequence number: the program is desynchronised (a software bug), not a slow peer."
+                    )
+                } else {
+                    match culprit {
+                        Some((rank, why)) => format!(
+                            "{who}'s ranks {ranks_text} timed out after {timeout_s} s in {} (SeqNum={}); rank {rank} {why}: find why it stalled (its log, an Xid on its GPU, an OOM kill).",
+                            first.op, first.seq
+                        ),
+                        None => format!(
+                            "{who}'s ranks {ranks_text} timed out after {timeout_s} s in {} (SeqNum={}); the inputs do not show which rank stalled.",
+                            first.op, first.seq
+                        ),
+                    }
+                };
+                f.explanation = "A collective completes only when every rank joins it; one rank that died, hung or ran a different collective leaves the others waiting until the watchdog aborts them.".to_owned();
+                f.actions.push(Action::advice(
+                    "find the stalled rank's first error: its own log lines, an Xid for its GPU, an OOM kill of its PID",
+                    Some("journalctl -k --since '-2h' | grep -E 'NVRM: Xid|Killed process'"),
+                ));
+                if desync {
+                    f.actions.push(Action::advice(
+                        "a desynchronised program is a software bug: report it with the ranks' SeqNum/OpType lines; upgrade the server",
+                        None,
+                    ));
+                }
+            }
+        }
+        f.actions.push(Action::advice(
+            "restart the whole server (every rank), not one rank",
+            tgt.as_ref()
+                .map(|t| format!("systemctl restart {}", t.0))
+                .as_deref(),
+        ));
+        f.confidence = confidence(&f, 0.6, 0.95);
+        if let Some(c) = culprit_finding {
+            out.push(c);
+        }
+        out.push(f);
+    }
+}
+
+/// How many ranks the group has: NCCL's `nranks`, the launch arguments, or
+/// the highest rank seen.
+fn world_size(incident: &Incident, reporting: &BTreeSet<u32>) -> u32 {
+    let nccl = incident
+        .facts
+        .server_events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            ServerEventKind::Nccl(n) => match n.detail {
+                NcclDetail::CommInit { nranks, .. } => Some(nranks),
+                _ => None,
+            },
+            _ => None,
+        })
+        .max();
+    let args = launch_args(incident, Framework::Unknown)
+        .map(|(a, _)| a.tp_size.unwrap_or(1) * a.pp_size.unwrap_or(1));
+    // Every rank any line names (a silent rank may still have logged).
+    let named = incident
+        .facts
+        .server_events
+        .iter()
+        .filter_map(|e| e.rank.and_then(|r| r.global))
+        .chain(reporting.iter().copied())
+        .max();
+    let seen = named.map_or(0, |m| m + 1);
+    nccl.or(args.filter(|a| *a > 1)).unwrap_or(seen).max(seen)
+}
+
+/// What the stalled rank failed with.
+struct Stall<'a> {
+    /// One line for the chain.
+    what: String,
+    /// A few words for the headline.
+    short: String,
+    pid: Option<u32>,
+    gpu: Option<u32>,
+    evidence: Vec<(Span, String)>,
+    /// Its exception, when that is the failure.
+    exception: Option<(&'a ServerEvent, &'a PyException)>,
+}
+
+/// The stalled rank's own failure before the timeouts: its exception (by
+/// rank, or from a process of the server that did not report a timeout), an
+/// Xid, or an OOM kill.
+fn first_failure<'a>(
+    incident: &'a Incident,
+    rank: u32,
+    reporters: &BTreeSet<u32>,
+    timeout: &'a ServerEvent,
+    first_time: Option<crate::model::Timestamp>,
+    timeout_s: u64,
+) -> Option<Stall<'a>> {
+    let events = &incident.facts.server_events;
+    let before = |e: &ServerEvent| match (first_time, incident.time_of(e.span).or(e.time)) {
+        (Some(f), Some(t)) => t.utc_seconds() <= f.utc_seconds(),
+        _ => e.span.source == timeout.span.source && e.span.line < timeout.span.line,
+    };
+    // NCCL's own `rank N … pid` lines map the rank to its process.
+    let rank_pid = events.iter().find_map(|e| match &e.kind {
+        ServerEventKind::Nccl(n) => match n.detail {
+            NcclDetail::CommInit { rank: r, .. } if r == rank => Some(n.pid),
+            _ => None,
+        },
+        _ => None,
+    });
+    let of_rank = |e: &ServerEvent| {
+        e.rank
+            .is_some_and(|r| r.global == Some(rank) || (r.global.is_none() && r.tp == Some(rank)))
+            || (rank_pid.is_some() && e.pid == rank_pid)
+            || (e.rank.is_none_or(|r| r.global.is_none() && r.tp.is_none())
+                && e.pid.is_some_and(|p| !reporters.contains(&p))
+                // The same server's stream: its input, or its unit.
+                && (e.span.source == timeout.span.source
+                    || (e.unit.is_some() && e.unit == timeout.unit))
+                && e.process
+                    .as_deref()
+                    .is_some_and(|p| !p.starts_with("APIServer")))
+    };
+    let exception = events
+        .iter()
+        .filter(|e| before(e) && of_rank(e))
+        .find_map(|e| match &e.kind {
+            ServerEventKind::Exception(x) if !is_dist_noise(x) => {
+                let root = root_cause(events, e);
+                match &root.kind {
+                    ServerEventKind::Exception(rx) => Some((root, rx)),
+                    _ => Some((e, x)),
+                }
+            }
+            _ => None,
+        });
+    if let Some((e, x)) = exception {
+        let text = format!("{}: {}", x.name, shorten(&x.message));
+        let mut evidence = vec![(
+            e.span,
+            format!("rank {rank}'s own error, before the timeouts: {text}"),
+        )];
+        // The line that announced it (vLLM's `Exception in worker …`).
+        if let Some(lead) = incident.facts.messages.iter().rev().find(|m| {
+            m.span.source == e.span.source
+                && m.span.line < e.span.line
+                && e.span.line - m.span.line <= 60
+                && (m.text.contains("Exception in worker") || m.text.contains("hit an exception"))
+        }) {
+            evidence.insert(
+                0,
+                (
+                    lead.span,
+                    format!("rank {rank}'s process reported an exception"),
+                ),
+            );
+        }
+        return Some(Stall {
+            what: format!("rank {rank} raised {text}"),
+            short: text,
+            pid: e.pid.or(rank_pid),
+            gpu: None,
+            evidence,
+            exception: Some((e, x)),
+        });
+    }
+    let near = |t: Option<crate::model::Timestamp>| match (first_time, t) {
+        (Some(f), Some(t)) => {
+            let d = f.utc_seconds() - t.utc_seconds();
+            d >= 0 && d <= timeout_s as i64 + 120
+        }
+        _ => false,
+    };
+    for k in &incident.facts.kernel_events {
+        match &k.kind {
+            KernelEventKind::Xid(x) if near(k.time.wall) && ![43, 45].contains(&x.code) => {
+                let gpu = x
+                    .bus_id
+                    .as_deref()
+                    .and_then(|b| incident.gpu_by_bus_id(b))
+                    .map(|g| g.index);
+                return Some(Stall {
+                    what: format!("the GPU reported Xid {} before the timeouts", x.code),
+                    short: format!("Xid {} on its GPU", x.code),
+                    pid: x.pid,
+                    gpu,
+                    evidence: vec![(k.span, format!("Xid {} before the timeouts", x.code))],
+                    exception: None,
+                });
+            }
+            KernelEventKind::OomKill(o) if near(k.time.wall) => {
+                return Some(Stall {
+                    what: format!(
+                        "the kernel's OOM killer killed PID {} before the timeouts",
+                        o.pid.map_or("?".to_owned(), |p| p.to_string())
+                    ),
+                    short: "killed by the kernel's OOM killer".to_owned(),
+                    pid: o.pid,
+                    gpu: None,
+                    evidence: vec![(k.span, "an OOM kill before the timeouts".to_owned())],
+                    exception: None,
+                });
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Exceptions that are the watchdog's own reports, not a cause.
+fn is_dist_noise(x: &PyException) -> bool {
+    x.message
+        .contains("Watchdog caught collective operation timeout")
+        || x.message
+            .contains("Process group watchdog thread terminated")
+        || x.message.contains("NCCL communicator was aborted")
+        || x.name.ends_with("DistBackendError") && x.message.contains("timeout")
+}
+
+/// Whether another rule classifies this exception (CUDA OOM and faults,
+/// NCCL errors), so that no `server-exception` finding is needed.
+fn classified_elsewhere(incident: &Incident, e: &ServerEvent, x: &PyException) -> bool {
+    let at = |span| {
+        incident
+            .facts
+            .server_events
+            .iter()
+            .filter(move |c| c.span == span)
+    };
+    at(e.span).any(|c| {
+        matches!(
+            c.kind,
+            ServerEventKind::CudaOom(_) | ServerEventKind::TorchDist(_)
+        )
+    }) || [
+        "CUDA error",
+        "Cuda failure",
+        "NCCL error",
+        "out of memory",
+        "Not enough memory",
+        "No available memory",
+    ]
+    .iter()
+    .any(|t| x.message.contains(t))
+}
+
+/// The stalled rank's exception as the cause of the timeouts.
+#[allow(clippy::too_many_arguments)]
+fn exception_finding(
+    rank: u32,
+    (_, x): &(&ServerEvent, &PyException),
+    stall: &Stall<'_>,
+    who: &str,
+    first: Report<'_>,
+    ranks_text: &str,
+    timeout_s: u64,
+    timeouts: &Finding,
+) -> Finding {
+    let mut f = Finding::new(META.id, Category::ServerException, Severity::Critical);
+    for (span, note) in &stall.evidence {
+        f.evidence(*span, note.clone());
+    }
+    f.entities.units = timeouts.entities.units.clone();
+    if let Some(p) = stall.pid {
+        f.entities.pids.insert(p);
+    }
+    let text = format!("{}: {}", x.name, shorten(&x.message));
+    if let Some(frame) = x.frames.last() {
+        f.chain.push(format!(
+            "{who}'s ranks {ranks_text} timed out waiting for rank {rank}"
+        ));
+        f.chain.push(format!(
+            "rank {rank} raised {text} (in {} at {}:{})",
+            frame.function.as_deref().unwrap_or("?"),
+            frame.file.rsplit('/').next().unwrap_or(&frame.file),
+            frame.line
+        ));
+    } else {
+        f.chain.push(format!(
+            "{who}'s ranks {ranks_text} timed out waiting for rank {rank}"
+        ));
+        f.chain.push(format!("rank {rank} raised {text}"));
+    }
+    f.condition(
+        format!("rank {rank} raised an exception before the first timeout"),
+        true,
+    );
+    f.condition(
+        format!("rank {rank} is the only rank that did not report the timeout, or completed the least work"),
+        true,
+    );
+    f.condition(
+        "the traceback shows where it was raised",
+        !x.frames.is_empty(),
+    );
+    f.title = format!("rank {rank} failed first: {}", x.name);
+    f.headline = format!(
+        "Rank {rank} of {who} raised {text} first; ranks {ranks_text} then waited in {} SeqNum={} until the NCCL watchdog aborted them after {timeout_s} s.",
+        first.op, first.seq
+    );
+    f.explanation = "The loudest errors, the NCCL timeouts and aborts on every other rank, are consequences: the other ranks waited for this one on their next collective. The exception is the place to start.".to_owned();
+    if x.message.contains("Too many open files") {
+        // EMFILE: the process hit its open-file limit, usually the unit's.
+        f.actions.push(Action::advice(
+            format!("rank {rank} hit its open-file limit: raise the unit's LimitNOFILE (e.g. 1048576) in a drop-in"),
+            Some("systemctl show -p LimitNOFILE UNIT; systemctl edit UNIT   # [Service] LimitNOFILE=1048576"),
+        ));
+    } else {
+        f.actions.push(Action::advice(
+            format!(
+                "fix the cause of rank {rank}'s {} (its traceback shows where it was raised)",
+                x.name
+            ),
+            None,
+        ));
+    }
+    f.actions.push(Action::advice(
+        "then restart the whole server (every rank)",
+        timeouts
+            .entities
+            .units
+            .iter()
+            .next()
+            .map(|u| format!("systemctl restart {u}"))
+            .as_deref(),
+    ));
+    f.confidence = confidence(&f, 0.6, 0.95);
+    f
+}
+
+fn rank_list(ranks: &BTreeSet<u32>) -> String {
+    let v: Vec<u32> = ranks.iter().copied().collect();
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j > i + 1 {
+            format!("{}-{}", v[i], v[j])
+        } else if j == i + 1 {
+            format!("{}, {}", v[i], v[j])
+        } else {
+            v[i].to_string()
+        });
+        i = j + 1;
+    }
+    if parts.is_empty() {
+        "?".to_owned()
+    } else {
+        parts.join(", ")
+    }
+}

@@ -1,0 +1,352 @@
+//! `sglang-cuda-graph-capture-failed`: SGLang could not capture its CUDA
+//! graphs at start-up; reports the error underneath (out of memory: the
+//! static fraction or the graph batch size is too large; another CUDA
+//! error: that error).
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::correlate::Incident;
+use crate::model::{CudaOom, Framework, Landmark, ServerEventKind, root_cause};
+use crate::rules::support::server::{
+    before, events_at, exception_at, explicit_flag, flag_action, floor2, fraction, gib,
+    launch_args, shorten, target,
+};
+use crate::rules::support::{confidence, distinct, matches};
+use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+use crate::source::Span;
+
+pub static RULE: SglangCudaGraphCaptureFailed = SglangCudaGraphCaptureFailed;
+
+pub struct SglangCudaGraphCaptureFailed;
+
+static CAPTURE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"Capture cuda graph failed:\s*(?P<cause>.*)").expect("capture regex")
+});
+static CUDA_ERROR: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"CUDA error: (?P<e>[^.\n]+)").expect("cuda error regex"));
+/// `cuda_graph_max_bs=160` in `server_args=`.
+static MAX_BS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\bcuda_graph_max_bs=(?P<bs>\d+)").expect("max bs regex"));
+
+/// Memory to free beyond the failed request: the graph pools of the other
+/// batch sizes still to capture.
+const MARGIN_GIB: f64 = 1.0;
+
+static META: RuleMeta = RuleMeta {
+    id: "sglang-cuda-graph-capture-failed",
+    category: Category::CudaGraphCaptureFailure,
+    severity: Severity::Critical,
+    summary: "SGLang could not capture its CUDA graphs at start-up",
+    anchors: &["Capture cuda graph failed", "cuda_graph_max_bs="],
+    doc: r#"
+## What it means
+After allocating the KV cache, SGLang records CUDA graphs for the decode batch
+sizes up to `--cuda-graph-max-bs`. The capture raised an exception:
+`Exception: Capture cuda graph failed: <the original error>` followed by
+`Possible solutions:` (lower `--mem-fraction-static`, lower
+`--cuda-graph-max-bs`, disable torch compile, `--disable-cuda-graph`). The
+scheduler dies and SGLang kills its process tree.
+
+## Why it happens
+1. Out of memory: the static fraction (weights + KV cache) left too little
+   for the graphs' activations and memory pools. `--mem-fraction-static`
+   was set too high, or `--cuda-graph-max-bs` is too large.
+2. Another CUDA error during capture (an illegal memory access, a kernel
+   incompatible with the GPU or driver): the embedded error says which.
+
+## How to confirm
+The text after `Capture cuda graph failed:` and the chained exception
+before it. For out of memory: `Memory pool end. avail mem=…` (what was left
+for the graphs) against the `Tried to allocate` size, and the
+`mem_fraction_static` in `server_args=` or on the command line.
+
+## How to fix
+1.: lower `--mem-fraction-static` by the amount the report computes (at
+least 0.02), or lower `--cuda-graph-max-bs`.
+2.: handle that error (see the CUDA fault rule); `--disable-cuda-graph`
+confirms the capture is the trigger.
+
+## Safety
+Flag changes are shown as a diff of the unit's ExecStart and never applied.
+"#,
+};
+
+enum Cause {
+    Oom {
+        tried: Option<f64>,
+        free: Option<f64>,
+    },
+    CudaError(String),
+    Other(String),
+}
+
+impl Rule for SglangCudaGraphCaptureFailed {
+    fn meta(&self) -> &RuleMeta {
+        &META
+    }
+
+    fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
+        let hits: Vec<_> = matches(incident, &CAPTURE).collect();
+        let Some((first, caps)) = hits.first() else {
+            return;
+        };
+        let events = &incident.facts.server_events;
+        let event = events_at(incident, first.span).next();
+        let mut f = Finding::new(META.id, META.category, META.severity);
+        f.occurrences = hits.len() as u32;
+        for (m, n) in distinct(hits.iter().map(|(m, _)| *m)).into_iter().take(2) {
+            f.evidence(m.span, format!("the CUDA graph capture failed ({n}x)"));
+        }
+        // The exception underneath: the start of the chain, else the text.
+        let inner = exception_at(incident, first.span).and_then(|(e, _)| {
+            let root = root_cause(events, e);
+            match &root.kind {
+                ServerEventKind::Exception(x) if root.span != first.span => Some((root, x)),
+                _ => None,
+            }
+        });
+        if let Some((e, x)) = inner {
+            f.evidence(
+                e.span,
+                format!("the error underneath: {}: {}", x.name, shorten(&x.message)),
+            );
+        }
+        let oom: Option<&CudaOom> = inner
+            .and_then(|(e, _)| {
+                events_at(incident, e.span).find_map(|c| match &c.kind {
+                    ServerEventKind::CudaOom(o) => Some(o),
+                    _ => None,
+                })
+            })
+            .or_else(|| {
+                events_at(incident, first.span).find_map(|c| match &c.kind {
+                    ServerEventKind::CudaOom(o) => Some(o),
+                    _ => None,
+                })
+            });
+        let text = inner.map_or_else(
+            || caps["cause"].to_owned(),
+            |(_, x)| format!("{}: {}", x.name, x.message),
+        );
+        let cause = if oom.is_some() || text.contains("out of memory") {
+            Cause::Oom {
+                tried: oom.and_then(|o| o.tried_bytes).map(gib),
+                free: oom.and_then(|o| o.free_bytes).map(gib),
+            }
+        } else if let Some(c) = CUDA_ERROR.captures(&text) {
+            Cause::CudaError(c["e"].trim().to_owned())
+        } else {
+            Cause::Other(shorten(&text))
+        };
+
+        let tgt = target(incident, event, Framework::Sglang);
+        let unit = tgt.as_ref().map(|t| t.0.as_str());
+        if let Some((u, basis, span)) = &tgt {
+            f.entities.units.insert(u.clone());
+            f.evidence(
+                *span,
+                format!("the server runs as {u} ({})", basis.describe()),
+            );
+        }
+        if let Some(pid) = event.and_then(|e| e.pid) {
+            f.entities.pids.insert(pid);
+        }
+        let who = unit.unwrap_or("the SGLang server").to_owned();
+        f.chain.push(format!(
+            "{who} failed at start-up: SGLang could not capture its CUDA graphs"
+        ));
+        f.condition("SGLang reported `Capture cuda graph failed`", true);
+        match cause {
+            Cause::Oom { tried, free } => {
+                explain_oom(incident, &mut f, first.span, unit, &who, tried, free)
+            }
+            Cause::CudaError(err) => {
+                f.chain.push(format!(
+                    "a kernel failed during the capture: CUDA error: {err}"
+                ));
+                f.condition(
+                    "the error underneath is a CUDA error other than out of memory",
+                    true,
+                );
+                f.title = format!("CUDA graph capture failed: CUDA error: {err}");
+                f.headline = format!(
+                    "{who} could not capture its CUDA graphs because a kernel failed with `CUDA error: {err}`; the memory settings are not the cause."
+                );
+                f.explanation = "A kernel faulted while SGLang recorded its graphs. The hint SGLang prints (lower the memory fraction) does not apply: the fault is in a kernel (attention backend, custom all-reduce, a quantised GEMM) or the GPU. Check the kernel log for an Xid on the same GPU.".to_owned();
+                f.actions.push(Action::advice(
+                    "check the kernel log for an Xid at the same time (79, 48, 95 mean the GPU, 13 and 31 a faulting kernel)",
+                    Some("journalctl -k --since '-1h' | grep -E 'NVRM: Xid'"),
+                ));
+                f.actions.push(Action::advice(
+                    "start once with --disable-cuda-graph to confirm the capture is the trigger, then change the attention backend or disable custom all-reduce to find the faulting kernel",
+                    None,
+                ));
+            }
+            Cause::Other(text) => {
+                f.chain.push(format!("the capture raised: {text}"));
+                f.title = "CUDA graph capture failed".to_owned();
+                f.headline = format!("{who} could not capture its CUDA graphs: {text}.");
+                f.explanation = "The error underneath is neither out of memory nor a CUDA fault; it names the cause.".to_owned();
+                f.actions.push(Action::advice(
+                    "start once with --disable-cuda-graph to confirm the capture is the trigger",
+                    None,
+                ));
+            }
+        }
+        f.confidence = confidence(&f, 0.7, 0.95);
+        out.push(f);
+    }
+}
+
+fn explain_oom(
+    incident: &Incident,
+    f: &mut Finding,
+    failure: Span,
+    unit: Option<&str>,
+    who: &str,
+    tried: Option<f64>,
+    free: Option<f64>,
+) {
+    let args = launch_args(incident, Framework::Sglang);
+    let fraction_now = args.as_ref().and_then(|(a, _)| a.mem_fraction_static);
+    let explicit = explicit_flag(incident, unit, Framework::Sglang, "--mem-fraction-static");
+    if let Some((a, span)) = &args {
+        f.evidence(
+            *span,
+            format!(
+                "launch arguments: mem_fraction_static={}",
+                a.mem_fraction_static.map_or("?".to_owned(), fraction)
+            ),
+        );
+    }
+    if let Some((v, span)) = &explicit {
+        f.evidence(
+            *span,
+            format!("the command line sets --mem-fraction-static {v}"),
+        );
+    }
+    let max_bs = incident.facts.messages.iter().rev().find_map(|m| {
+        let c = MAX_BS.captures(&m.text)?;
+        Some((c["bs"].parse::<u32>().ok()?, m.span))
+    });
+    // What the weights and KV cache left for the graphs, and what the
+    // memory was before loading: the base of the fraction.
+    let mut pool_left = None;
+    let mut before_load = None;
+    for e in before(incident, failure) {
+        match &e.kind {
+            ServerEventKind::Landmark(Landmark::MemoryPoolEnd {
+                avail_bytes: Some(b),
+            }) if pool_left.is_none() => pool_left = Some((gib(*b), e.span)),
+            ServerEventKind::Landmark(Landmark::LoadWeightBegin {
+                avail_bytes: Some(b),
+            }) if before_load.is_none() => before_load = Some((gib(*b), e.span)),
+            _ => {}
+        }
+    }
+    if let Some((left, span)) = pool_left {
+        f.evidence(
+            span,
+            format!("{left:.2} GiB was left for the graphs after the KV cache"),
+        );
+    }
+    if let Some((x, span)) = before_load {
+        f.evidence(
+            span,
+            format!("{x:.2} GiB was free before loading (the fraction's base)"),
+        );
+    }
+    let cur = fraction_now.map(fraction);
+    f.chain.push(match (tried, free) {
+        (Some(t), Some(fr)) => {
+            format!("the capture ran out of memory: it asked for {t:.2} GiB with {fr:.2} GiB free")
+        }
+        _ => "the capture ran out of memory".to_owned(),
+    });
+    f.chain.push(match &cur {
+        Some(c) => format!(
+            "mem_fraction_static={c} gave the weights and KV cache so much that too little was left for the graphs"
+        ),
+        None => "the static memory pool left too little for the graphs".to_owned(),
+    });
+    f.condition("the error underneath is a CUDA out-of-memory error", true);
+    f.condition(
+        "the log shows what the KV cache left for the graphs",
+        pool_left.is_some(),
+    );
+    // How much lower the fraction must go: the missing memory plus a margin,
+    // as a share of the memory the fraction is taken of.
+    let step = match (tried, free, before_load) {
+        (Some(t), Some(fr), Some((x, _))) if x > 0.0 => ((t - fr).max(0.0) + MARGIN_GIB) / x,
+        _ => 0.03,
+    };
+    let step = ((step * 100.0).ceil() / 100.0).max(0.02);
+    let high = explicit.is_some() || fraction_now.is_some_and(|v| v >= 0.9);
+    f.title = match &cur {
+        Some(c) => format!("CUDA graph capture ran out of memory at mem_fraction_static={c}"),
+        None => "CUDA graph capture ran out of memory".to_owned(),
+    };
+    f.headline = match (&cur, fraction_now) {
+        (Some(c), Some(v)) => format!(
+            "{who} could not capture its CUDA graphs: out of memory, because --mem-fraction-static {c}{} leaves too little outside the KV cache; {} would.",
+            if high { " is set too high and" } else { "" },
+            fraction(floor2(v - step))
+        ),
+        _ => format!(
+            "{who} could not capture its CUDA graphs: out of memory, because the static memory pool left too little for them."
+        ),
+    };
+    f.explanation = "SGLang reserves mem_fraction_static of the free memory for the weights and the KV cache up front; CUDA graphs, their memory pools and the activations must fit in the rest. A fraction set close to 1, or graphs for large batch sizes, do not.".to_owned();
+    if let Some(v) = fraction_now {
+        let new = floor2(v - step);
+        let why = match (tried, free) {
+            (Some(t), Some(fr)) => format!(
+                "frees about {:.2} GiB for the graphs, which needed {t:.2} GiB with {fr:.2} GiB free",
+                step * before_load.map_or(0.0, |b| b.0)
+            ),
+            _ => "leaves more memory outside the KV cache for the graphs".to_owned(),
+        };
+        let evidence: Vec<Span> = [
+            Some(failure),
+            explicit.as_ref().map(|e| e.1),
+            args.as_ref().map(|a| a.1),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let action = flag_action(
+            incident,
+            f,
+            unit,
+            "--mem-fraction-static",
+            &fraction(new),
+            why,
+            evidence,
+        );
+        f.actions.push(action);
+    } else {
+        f.actions.push(Action::advice(
+            "lower --mem-fraction-static by 0.03-0.05",
+            None,
+        ));
+    }
+    let bs_text = match max_bs {
+        Some((bs, span)) => {
+            f.evidence(
+                span,
+                format!("CUDA graphs are captured up to batch size {bs}"),
+            );
+            format!(
+                "lower --cuda-graph-max-bs instead (now {bs}, e.g. to {})",
+                (bs / 2).max(8)
+            )
+        }
+        None => "lower --cuda-graph-max-bs instead".to_owned(),
+    };
+    f.actions.push(Action::advice(
+        format!("if the KV cache must stay as large, {bs_text}"),
+        None,
+    ));
+}

@@ -1,0 +1,414 @@
+//! `torch-cuda-oom`: PyTorch's caching allocator ran out of GPU memory;
+//! separates another job's processes from the server's own (the per-process
+//! list against the server's PIDs and units) and says which filled the GPU.
+
+use std::collections::BTreeSet;
+
+use crate::correlate::{GpuProcess, Incident};
+use crate::model::{CudaOom, Framework, OomSource, ServerEvent, ServerEventKind};
+use crate::rules::support::confidence;
+use crate::rules::support::holders::{Holder, Holders};
+use crate::rules::support::server::{
+    fraction, gib, in_graph_capture, launch_args, run_pids, target,
+};
+use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+
+pub static RULE: TorchCudaOom = TorchCudaOom;
+
+pub struct TorchCudaOom;
+
+/// Other processes' memory counts as "a large share" from this much on.
+const FOREIGN_MIN_GIB: f64 = 2.0;
+const FOREIGN_SHARE: f64 = 0.2;
+
+static META: RuleMeta = RuleMeta {
+    id: "torch-cuda-oom",
+    category: Category::CudaOom,
+    severity: Severity::Critical,
+    summary: "PyTorch ran out of GPU memory: another process's share, or the server's own",
+    anchors: &["CUDA out of memory", "Out of memory. Tried to allocate"],
+    doc: r#"
+## What it means
+PyTorch's caching allocator could not get memory from CUDA even after freeing
+its cache: `torch.OutOfMemoryError: CUDA out of memory. Tried to allocate
+2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.06 GiB is free.
+Process 12345 has 40.12 GiB memory in use. …` (PyTorch ≤ 2.0 prints `(GPU
+0; 79.15 GiB total capacity; … already allocated; … free; … reserved in total
+by PyTorch)` and no process list).
+
+## Why it happens
+1. Other processes hold the memory: the `Process N has … memory in use` list
+   names PIDs that are not the server's own ranks.
+2. The server itself needs more: a static fraction (SGLang
+   `--mem-fraction-static`, vLLM `--gpu-memory-utilization`) that reserves
+   too much up front, too large batches or contexts.
+3. Fragmentation: much memory is reserved by PyTorch but unallocated.
+4. One huge request (a very long prompt).
+
+## How to confirm
+Compare the listed PIDs with the server's own (its log lines' PIDs, its
+unit's processes, `sglang::`/`VLLM::` titles) and with nvidia-smi; reserved
+but unallocated memory against the request size.
+
+## How to fix
+1.: stop the other process's unit after confirming whose it is, or move the
+server to free GPUs. 2.: lower the static fraction, the batch size or the
+context length. 3.: `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`.
+4.: limit request sizes.
+
+## Safety
+Stopping a unit and signalling a process need confirmation and are re-checked
+(start time, command line, unit) before they run; flag changes are only
+shown.
+"#,
+};
+
+impl Rule for TorchCudaOom {
+    fn meta(&self) -> &RuleMeta {
+        &META
+    }
+
+    fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
+        let ooms: Vec<(&ServerEvent, &CudaOom)> = incident
+            .facts
+            .server_events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                ServerEventKind::CudaOom(o) if o.source == OomSource::Allocator => Some((e, o)),
+                _ => None,
+            })
+            .collect();
+        // One failure per GPU and request: the copy with the most detail.
+        let mut seen: Vec<(Option<u32>, Option<u64>)> = Vec::new();
+        let mut best: Vec<(&ServerEvent, &CudaOom, usize)> = Vec::new();
+        for (e, o) in &ooms {
+            let key = (o.gpu, o.tried_bytes);
+            match seen.iter().position(|k| *k == key) {
+                Some(i) => {
+                    best[i].2 += 1;
+                    if o.processes.len() > best[i].1.processes.len() {
+                        best[i].0 = e;
+                        best[i].1 = o;
+                    }
+                }
+                None => {
+                    seen.push(key);
+                    best.push((e, o, 1));
+                }
+            }
+        }
+        for (event, oom, count) in best {
+            let text = incident
+                .facts
+                .messages
+                .iter()
+                .find(|m| m.span == event.span)
+                .map_or("", |m| m.text.as_str());
+            let analysis = Analysis::new(incident, event, oom);
+            // SGLang's graph-capture rule reports an OOM while capturing,
+            // unless another process is to blame.
+            if in_graph_capture(incident, event.span, text) && analysis.foreign_large().is_none() {
+                continue;
+            }
+            let mut f = analysis.finding();
+            f.occurrences = count as u32;
+            out.push(f);
+        }
+    }
+}
+
+struct Analysis<'a> {
+    incident: &'a Incident,
+    event: &'a ServerEvent,
+    oom: &'a CudaOom,
+    holders: Holders<'a>,
+    /// The listed PIDs that are not the server's, with their bytes.
+    foreign: Vec<(u32, u64)>,
+}
+
+impl<'a> Analysis<'a> {
+    fn new(incident: &'a Incident, event: &'a ServerEvent, oom: &'a CudaOom) -> Self {
+        let framework = event.framework;
+        let tgt = target(incident, Some(event), framework);
+        let mut own: BTreeSet<u32> = run_pids(incident, event);
+        // A listed PID with this process's own total is the writer itself
+        // (inside a container its host PID differs from the log's).
+        if let Some(this) = oom.this_process_bytes {
+            for p in &oom.processes {
+                if (p.bytes as f64 - this as f64).abs() <= this as f64 * 0.01 {
+                    own.insert(p.pid);
+                }
+            }
+        }
+        let holders = Holders {
+            incident,
+            own_pids: own,
+            target: tgt,
+            framework,
+        };
+        let foreign = oom
+            .processes
+            .iter()
+            .filter(|p| !holders.own_pids.contains(&p.pid))
+            .filter(|p| !is_own_rank(&holders, p.pid))
+            .map(|p| (p.pid, p.bytes))
+            .collect();
+        Analysis {
+            incident,
+            event,
+            oom,
+            holders,
+            foreign,
+        }
+    }
+
+    /// The foreign PIDs when together they hold a large share: enough that
+    /// the allocation would have fit without them, or a fifth of the GPU.
+    fn foreign_large(&self) -> Option<u64> {
+        let sum: u64 = self.foreign.iter().map(|(_, b)| b).sum();
+        let free = self.oom.free_bytes.unwrap_or(0);
+        let fits_without = self.oom.tried_bytes.is_some_and(|t| free + sum >= t);
+        let share = self
+            .oom
+            .total_bytes
+            .is_some_and(|t| sum as f64 >= t as f64 * FOREIGN_SHARE);
+        (gib(sum) >= FOREIGN_MIN_GIB && (fits_without || share)).then_some(sum)
+    }
+
+    fn finding(&self) -> Finding {
+        let o = self.oom;
+        let mut f = Finding::new(META.id, META.category, META.severity);
+        f.evidence(self.event.span, "CUDA out of memory");
+        if let Some(p) = self.event.pid {
+            f.entities.pids.insert(p);
+        }
+        if let Some((u, _, _)) = &self.holders.target {
+            f.entities.units.insert(u.clone());
+        }
+        let who = self.holders.target.as_ref().map_or_else(
+            || match self.event.framework {
+                Framework::Sglang => "the SGLang server".to_owned(),
+                Framework::Vllm => "the vLLM server".to_owned(),
+                Framework::Unknown => "the process".to_owned(),
+            },
+            |t| t.0.clone(),
+        );
+        let gpu_text = o.gpu.map_or("the GPU".to_owned(), |g| format!("GPU {g}"));
+        f.chain.push(match (o.tried_bytes, o.free_bytes, o.total_bytes) {
+            (Some(t), Some(fr), Some(tot)) => format!(
+                "{who} ran out of memory on {gpu_text}: it asked for {:.2} GiB with {:.2} of {:.2} GiB free",
+                gib(t),
+                gib(fr),
+                gib(tot)
+            ),
+            _ => format!("{who} ran out of memory on {gpu_text}"),
+        });
+        f.condition("PyTorch reported CUDA out of memory", true);
+        f.condition(
+            "the error lists the processes on the GPU",
+            !o.processes.is_empty(),
+        );
+        // A holder named by PyTorch's own list is as sure as a memory
+        // check's arithmetic.
+        let top = match self.foreign_large() {
+            Some(sum) => {
+                self.explain_foreign(&mut f, sum, &who);
+                0.97
+            }
+            None => {
+                self.explain_own(&mut f, &who);
+                0.95
+            }
+        };
+        f.confidence = confidence(&f, 0.6, top);
+        f
+    }
+
+    fn explain_foreign(&self, f: &mut Finding, sum: u64, who: &str) {
+        let incident = self.incident;
+        // The holders as nvidia-smi lists them; a PID only PyTorch listed
+        // becomes a row of its own, cited at the OOM line.
+        let mut gpu = None;
+        let mut list: Vec<Holder<'_>> = Vec::new();
+        for &(pid, bytes) in &self.foreign {
+            let row = incident.gpu_processes.iter().find(|p| p.pid == pid);
+            gpu = gpu.or(row.and_then(|r| r.gpu));
+            let process = row.cloned().unwrap_or_else(|| {
+                let name: String = incident
+                    .cmdlines
+                    .get(&pid)
+                    .map(|c| c.text.split_whitespace().next().unwrap_or("").to_owned())
+                    .unwrap_or_default();
+                GpuProcess {
+                    gpu: None,
+                    pid,
+                    // An unknown name cannot guard a signal.
+                    name_truncated: name.is_empty(),
+                    name,
+                    used_mib: Some(bytes / (1024 * 1024)),
+                    spans: vec![self.event.span],
+                }
+            });
+            list.push(self.holders.holder(process));
+        }
+        list.sort_by_key(|h| std::cmp::Reverse(h.process.used_mib));
+        let gpu = gpu.or(self.oom.gpu).unwrap_or(0);
+        let sum_gib = gib(sum);
+        f.condition(
+            format!(
+                "processes that are not the server's own hold {sum_gib:.2} GiB, enough that the allocation would have fit without them"
+            ),
+            true,
+        );
+        let group: Vec<u32> = incident.gpus.iter().map(|g| g.index).collect();
+        let name = self.holders.report(f, gpu, &list, &group);
+        f.title = format!("another process holds {sum_gib:.2} GiB on GPU {gpu}: {name}");
+        f.headline = format!(
+            "{who} ran out of GPU memory because {name} holds {sum_gib:.2} GiB on GPU {gpu}; the OOM is the symptom, not the cause."
+        );
+        f.explanation = format!(
+            "PyTorch's list of the processes on the GPU shows {} that is not part of the server (not one of its PIDs, ranks or its unit). Without it, the allocation would have fit.",
+            if self.foreign.len() == 1 {
+                "a process"
+            } else {
+                "processes"
+            }
+        );
+    }
+
+    fn explain_own(&self, f: &mut Finding, who: &str) {
+        let o = self.oom;
+        let tried = o.tried_bytes.map(gib);
+        let total = o.total_bytes.map(gib);
+        let unallocated = o.reserved_unallocated_bytes.map(gib);
+        f.condition("no other process holds a large share of the GPU", true);
+        let fragmented = matches!((unallocated, tried), (Some(u), Some(t)) if u >= t && u >= 1.0);
+        let huge = matches!((tried, total), (Some(t), Some(tot)) if t >= tot * 0.25);
+        let gpu_text = o.gpu.map_or("the GPU".to_owned(), |g| format!("GPU {g}"));
+        if fragmented {
+            f.chain.push(format!(
+                "{:.2} GiB was reserved by PyTorch but unallocated: the memory is fragmented",
+                unallocated.unwrap_or_default()
+            ));
+            f.title = format!("CUDA out of memory on {gpu_text}: fragmented allocator cache");
+            f.headline = format!(
+                "{who} ran out of GPU memory although PyTorch held {:.2} GiB reserved but unallocated: fragmentation.",
+                unallocated.unwrap_or_default()
+            );
+            f.actions.push(Action::advice(
+                "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the server's environment",
+                Some("systemctl edit UNIT   # [Service] Environment=PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"),
+            ));
+        } else if huge {
+            f.chain.push(format!(
+                "a single allocation of {:.2} GiB, a quarter of the GPU or more: a pathological request",
+                tried.unwrap_or_default()
+            ));
+            f.title = format!("CUDA out of memory on {gpu_text}: one huge allocation");
+            f.headline = format!(
+                "{who} ran out of GPU memory on a single {:.2} GiB allocation: one oversized request (a very long prompt or batch).",
+                tried.unwrap_or_default()
+            );
+            f.actions.push(Action::advice(
+                "limit request sizes (max prompt length, --max-model-len, max batch tokens)",
+                None,
+            ));
+        } else {
+            f.chain.push(
+                "the server's own allocations filled the GPU: its static reservation left too little for activations"
+                    .to_owned(),
+            );
+            f.title = format!("CUDA out of memory on {gpu_text}: the server's own allocations");
+            f.headline = format!(
+                "{who} ran out of GPU memory with no other process to blame: its static memory reservation or batch size is too large for this GPU."
+            );
+        }
+        f.explanation = "A server reserves its KV cache up front (SGLang --mem-fraction-static, vLLM --gpu-memory-utilization); an OOM while serving means what is left for activations and graphs is too small for the batches it runs.".to_owned();
+        self.server_advice(f);
+    }
+
+    /// Lower the server's static reservation, by flag when it is known.
+    fn server_advice(&self, f: &mut Finding) {
+        let unit = self.holders.target.as_ref().map(|t| t.0.clone());
+        match self.event.framework {
+            Framework::Sglang => {
+                if let Some((v, span)) = launch_args(self.incident, Framework::Sglang)
+                    .and_then(|(a, s)| Some((a.mem_fraction_static?, s)))
+                {
+                    let action = crate::rules::support::server::flag_action(
+                        self.incident,
+                        f,
+                        unit.as_deref(),
+                        "--mem-fraction-static",
+                        &fraction(v - 0.05),
+                        format!(
+                            "mem_fraction_static={} leaves too little for activations",
+                            fraction(v)
+                        ),
+                        [span, self.event.span],
+                    );
+                    f.actions.push(action);
+                }
+                f.actions.push(Action::advice(
+                    "or lower --max-running-requests / --chunked-prefill-size",
+                    None,
+                ));
+            }
+            Framework::Vllm => {
+                if let Some((v, span)) = launch_args(self.incident, Framework::Vllm)
+                    .and_then(|(a, s)| Some((a.gpu_memory_utilization?, s)))
+                {
+                    let action = crate::rules::support::server::flag_action(
+                        self.incident,
+                        f,
+                        unit.as_deref(),
+                        "--gpu-memory-utilization",
+                        &fraction(v - 0.05),
+                        format!(
+                            "gpu_memory_utilization={} leaves too little for activations",
+                            fraction(v)
+                        ),
+                        [span, self.event.span],
+                    );
+                    f.actions.push(action);
+                }
+                f.actions.push(Action::advice(
+                    "or lower --max-num-seqs / --max-num-batched-tokens / --max-model-len",
+                    None,
+                ));
+            }
+            Framework::Unknown => f.actions.push(Action::advice(
+                "reduce the batch size or sequence length, or use GPUs with more memory",
+                None,
+            )),
+        }
+    }
+}
+
+/// A PID in the list that is a rank of the failing server: one of its
+/// unit's processes, or a server process title that is not a leftover.
+fn is_own_rank(holders: &Holders<'_>, pid: u32) -> bool {
+    let incident = holders.incident;
+    let unit = incident.owner(pid).map(|o| o.unit.as_str());
+    let orphan = incident
+        .facts
+        .ps
+        .iter()
+        .any(|r| r.pid == pid && r.ppid == Some(1));
+    let left_over = incident.units.values().flat_map(|u| &u.events).any(|e| {
+        matches!(e.kind, crate::correlate::UnitEventKind::RemainsRunning { pid: p } | crate::correlate::UnitEventKind::LeftOverProcess { pid: p } if p == pid)
+    });
+    if orphan || left_over {
+        return false;
+    }
+    if let (Some(u), Some((t, _, _))) = (unit, &holders.target) {
+        return u == t;
+    }
+    let title = incident
+        .gpu_processes
+        .iter()
+        .find(|p| p.pid == pid)
+        .map(|p| p.name.as_str())
+        .or(incident.cmdlines.get(&pid).map(|c| c.text.as_str()));
+    unit.is_none() && title.is_some_and(|t| t.starts_with("sglang::") || t.starts_with("VLLM::"))
+}

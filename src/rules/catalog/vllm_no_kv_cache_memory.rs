@@ -1,0 +1,289 @@
+//! `vllm-no-kv-cache-memory`: vLLM had no memory left for KV-cache blocks
+//! after profiling, and why: another process, a low
+//! `--gpu-memory-utilization`, or a model too large for the TP size.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::correlate::Incident;
+use crate::model::Framework;
+use crate::rules::support::holders::Holders;
+use crate::rules::support::server::{
+    ceil2, events_at, explicit_flag, flag_action, fraction, run_pids, target,
+};
+use crate::rules::support::vllm::{self, VllmMemory};
+use crate::rules::support::{confidence, distinct, matches};
+use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+use crate::source::Span;
+
+pub static RULE: VllmNoKvCacheMemory = VllmNoKvCacheMemory;
+
+pub struct VllmNoKvCacheMemory;
+
+static NO_MEMORY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"No available memory for the cache blocks\. Try increasing")
+        .expect("no memory regex")
+});
+
+/// The smallest KV cache worth a suggestion: a twentieth of the GPU.
+const KV_FLOOR: f64 = 0.05;
+/// vLLM needs a little room outside its budget (CUDA context, NCCL).
+const MAX_UTIL: f64 = 0.95;
+
+static META: RuleMeta = RuleMeta {
+    id: "vllm-no-kv-cache-memory",
+    category: Category::KvCacheTooSmall,
+    severity: Severity::Critical,
+    summary: "vLLM had no memory left for its KV cache after loading and profiling the model",
+    anchors: &[
+        "No available memory for the cache blocks",
+        vllm::ANCHORS[0],
+        vllm::ANCHORS[1],
+        vllm::ANCHORS[2],
+        vllm::ANCHORS[3],
+    ],
+    doc: r#"
+## What it means
+vLLM may use `gpu_memory_utilization x total` of each GPU. After loading the
+weights and a profiling run, what is left for KV-cache blocks was zero or
+less: `ValueError: No available memory for the cache blocks. Try increasing
+gpu_memory_utilization when initializing the engine.`
+
+## Why it happens
+1. The weights plus the activation peak exceed the budget: the model is too
+   large for the tensor-parallel size, or `--gpu-memory-utilization` is too
+   low.
+2. Another process uses memory on the GPU (in older engines it is counted
+   against the budget).
+3. A very large `--max-num-batched-tokens` / `--max-num-seqs` inflates the
+   profiled activation peak.
+
+## How to confirm
+`Model loading took X GiB` and, where printed, `total_gpu_memory (T) x
+gpu_memory_utilization (u) = B` and `model weights take …; PyTorch
+activation peak memory takes …`; nvidia-smi for other processes on the GPU.
+
+## How to fix
+Raise `--gpu-memory-utilization` to the value the report computes (only on
+a GPU nothing else uses, at most 0.95); otherwise more tensor parallelism,
+quantised weights, or a smaller `--max-num-batched-tokens`. Free the GPU
+when another process holds it.
+
+## Safety
+Flag changes are shown as a diff of the unit's ExecStart and never applied;
+stopping another unit or signalling its process needs confirmation.
+"#,
+};
+
+impl Rule for VllmNoKvCacheMemory {
+    fn meta(&self) -> &RuleMeta {
+        &META
+    }
+
+    fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
+        let hits: Vec<_> = matches(incident, &NO_MEMORY).collect();
+        let Some((first, _)) = hits.first() else {
+            return;
+        };
+        let event = events_at(incident, first.span).next();
+        let mem = VllmMemory::before(incident, first.span);
+        let holders = Holders {
+            incident,
+            own_pids: event.map(|e| run_pids(incident, e)).unwrap_or_default(),
+            target: target(incident, event, Framework::Vllm),
+            framework: Framework::Vllm,
+        };
+        let tp = mem.tp.unwrap_or(1);
+        let group: Vec<u32> = (0..tp).collect();
+        let mut f = Finding::new(META.id, META.category, META.severity);
+        f.occurrences = hits.len() as u32;
+        for (m, n) in distinct(hits.iter().map(|(m, _)| *m)).into_iter().take(2) {
+            f.evidence(
+                m.span,
+                format!("vLLM found no memory for KV-cache blocks ({n}x)"),
+            );
+        }
+        let unit = holders.target.as_ref().map(|t| t.0.clone());
+        if let Some((u, basis, span)) = &holders.target {
+            f.entities.units.insert(u.clone());
+            f.evidence(
+                *span,
+                format!("the server runs as {u} ({})", basis.describe()),
+            );
+        }
+        if let Some((b, span)) = mem.budget {
+            f.evidence(span, format!("vLLM's budget: {b:.2} GiB"));
+        }
+        if let Some((w, span)) = mem.weights {
+            f.evidence(span, format!("the weights take {w:.2} GiB per GPU"));
+        }
+        if let Some((kv, span)) = mem.kv {
+            f.evidence(span, format!("{kv:.2} GiB was left for the KV cache"));
+        }
+        let who = unit.clone().unwrap_or_else(|| "the vLLM server".to_owned());
+        f.chain.push(format!(
+            "{who} failed at start-up: no memory was left for KV-cache blocks"
+        ));
+        f.condition("vLLM reported no memory for the cache blocks", true);
+        f.condition(
+            "the log shows the weights and the budget",
+            mem.weights.is_some() && (mem.util.is_some() || mem.budget.is_some()),
+        );
+        if let Some((gpu, list)) = holders.most_held(group.iter().copied(), 1024) {
+            let name = holders.report(&mut f, gpu, &list, &group);
+            f.title = format!("GPU {gpu} is held by {name}: no memory left for vLLM's KV cache");
+            f.headline = format!(
+                "GPU {gpu} is held by {name}, so {who} had no memory left for its KV cache after loading the model."
+            );
+            f.explanation = "vLLM's budget is a fraction of the GPU's total memory; what another process holds is missing from it. Free the GPU rather than raising the utilization.".to_owned();
+        } else {
+            explain_sizes(
+                incident,
+                &mut f,
+                &mem,
+                tp,
+                first.span,
+                unit.as_deref(),
+                &who,
+            );
+        }
+        f.confidence = confidence(&f, 0.6, 0.95);
+        out.push(f);
+    }
+}
+
+fn explain_sizes(
+    incident: &Incident,
+    f: &mut Finding,
+    mem: &VllmMemory,
+    tp: u32,
+    failure: Span,
+    unit: Option<&str>,
+    who: &str,
+) {
+    let total = mem.total.map(|t| t.0);
+    let util = mem.util.map(|u| u.0).unwrap_or(0.9);
+    let weights = mem.weights.map(|w| w.0);
+    let overhead = mem.non_torch.unwrap_or(0.0).max(0.0) + mem.activation.unwrap_or(0.0);
+    let needed = match (total, weights) {
+        (Some(t), Some(w)) if t > 0.0 => Some(ceil2((w + overhead + KV_FLOOR * t) / t)),
+        _ => None,
+    };
+    let explicit = explicit_flag(incident, unit, Framework::Vllm, "--gpu-memory-utilization");
+    if let Some((v, span)) = &explicit {
+        f.evidence(
+            *span,
+            format!("the command line sets --gpu-memory-utilization {v}"),
+        );
+    }
+    let evidence: Vec<Span> = [
+        Some(failure),
+        mem.weights.map(|w| w.1),
+        mem.util.map(|u| u.1),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    match needed {
+        Some(n) if n <= MAX_UTIL => {
+            let suggest = n.max(ceil2(util + 0.02));
+            let low = explicit.is_some() && util < 0.9;
+            f.category = if low {
+                Category::MemFractionMisconfigured
+            } else {
+                Category::KvCacheTooSmall
+            };
+            f.chain.push(format!(
+                "gpu_memory_utilization {} is too low for {:.2} GiB of weights{}: {} would leave a twentieth of the GPU for the KV cache",
+                fraction(util),
+                weights.unwrap_or_default(),
+                if overhead > 0.0 { format!(" and {overhead:.2} GiB of activations") } else { String::new() },
+                fraction(n)
+            ));
+            f.condition(
+                format!("a utilization of {} (at most {MAX_UTIL}) fits", fraction(n)),
+                true,
+            );
+            f.title = format!(
+                "--gpu-memory-utilization {} is too low for the model",
+                fraction(util)
+            );
+            f.headline = format!(
+                "{who} had no memory for its KV cache: gpu_memory_utilization {} leaves nothing after {:.2} GiB of weights; {} would.",
+                fraction(util),
+                weights.unwrap_or_default(),
+                fraction(suggest)
+            );
+            f.explanation = "vLLM's budget is gpu_memory_utilization x the GPU's total; the weights and the profiled activation peak come out of it first, the KV cache gets the rest.".to_owned();
+            let action = flag_action(
+                incident,
+                f,
+                unit,
+                "--gpu-memory-utilization",
+                &fraction(suggest),
+                "gives the KV cache room next to the weights (only if nothing else uses the GPU)",
+                evidence,
+            );
+            f.actions.push(action);
+        }
+        Some(n) => {
+            f.category = Category::KvCacheTooSmall;
+            f.chain.push(format!(
+                "{:.2} GiB of weights per GPU leave no room for a KV cache at tensor_parallel_size={tp} (it would take a utilization of {})",
+                weights.unwrap_or_default(),
+                fraction(n)
+            ));
+            f.condition(
+                format!(
+                    "no utilization up to {MAX_UTIL} fits (needs {})",
+                    fraction(n)
+                ),
+                true,
+            );
+            f.title = format!("the model is too large for its GPUs at tensor_parallel_size={tp}");
+            f.headline = format!(
+                "{who} had no memory for its KV cache: {:.2} GiB of weights per GPU fill the GPUs at tensor_parallel_size={tp}.",
+                weights.unwrap_or_default()
+            );
+            f.explanation = "The weights and the activation peak take nearly all of the GPU; no utilization setting leaves room for a KV cache. Split the model over more GPUs or quantise it.".to_owned();
+            let gpus = incident.gpus.len() as u32;
+            if gpus >= tp * 2 {
+                let action = flag_action(
+                    incident,
+                    f,
+                    unit,
+                    "--tensor-parallel-size",
+                    &(tp * 2).to_string(),
+                    format!("halves the weights per GPU; the host has {gpus} GPUs"),
+                    evidence,
+                );
+                f.actions.push(action);
+            } else {
+                f.actions.push(Action::advice(
+                    "serve a quantised checkpoint (FP8/AWQ) or run on more GPUs",
+                    None,
+                ));
+            }
+        }
+        None => {
+            f.title = "vLLM had no memory for its KV cache".to_owned();
+            f.headline = format!(
+                "{who} had no memory for its KV cache after loading the model; the log lacks the numbers to say whether the utilization or the model size is at fault."
+            );
+            f.explanation =
+                "Without `Model loading took` and the GPU's total the budget cannot be recomputed."
+                    .to_owned();
+            f.actions.push(Action::advice(
+                "raise --gpu-memory-utilization (at most 0.95, on a dedicated GPU) or add GPUs (--tensor-parallel-size)",
+                None,
+            ));
+        }
+    }
+    if mem.activation.is_some_and(|a| a > 8.0) {
+        f.actions.push(Action::advice(
+            "the profiled activation peak is large: a smaller --max-num-batched-tokens lowers it",
+            None,
+        ));
+    }
+}
