@@ -1,5 +1,6 @@
 //! Reading inputs: files, bundle directories and stdin into a [`SourceMap`].
-//! The only module that reads input files.
+//! The only module that reads input files; plain text files are only opened
+//! here and streamed by ingest ([`Source::file`]).
 //!
 //! Inputs that are not text become text here, before detection: gzip and
 //! zstd are unpacked ([`compressed`]), binary journal files are read through
@@ -153,8 +154,7 @@ pub fn load(
                 }
             }
             Input::Path(path) => {
-                let name = path.display().to_string();
-                sources.add(Source::new(&name, &read_input(path)?));
+                sources.add(file_source(path.display().to_string(), path)?);
             }
         }
     }
@@ -198,7 +198,7 @@ fn add_dir(sources: &mut SourceMap, dir: &Path, prefix: &Path) -> Result<(), Err
                 sources.add(Source::new(name, &journal_file::read(&journals, &shown)?));
             }
         } else {
-            sources.add(Source::new(name, &read_input(&path)?));
+            sources.add(file_source(name, &path)?);
         }
     }
     Ok(())
@@ -218,14 +218,26 @@ fn journal_dir_name(dir: &Path, prefix: &Path) -> String {
     format!("{}/", name.to_string_lossy().replace('\\', "/"))
 }
 
-/// The text of the file at `path`. A journal file is recognised by its
-/// first bytes and handed to journalctl unread.
-fn read_input(path: &Path) -> Result<Vec<u8>, Error> {
+/// The file at `path` as the input `name`. A plain text file is streamed:
+/// ingest reads it once, line by line, and it is never held whole. What
+/// must be converted first is read here: a journal file (recognised by its
+/// first bytes and handed to journalctl unread), a compressed file, an
+/// export dump, and anything that is not a regular file (a pipe can be read
+/// only once).
+fn file_source(name: String, path: &Path) -> Result<Source, Error> {
     let shown = path.display().to_string();
-    if journal_file::is_journal(&head(path)?) {
-        return journal_file::read(&[path.to_owned()], &shown);
+    let head = head(path)?;
+    if journal_file::is_journal(&head) {
+        return Ok(Source::new(
+            name,
+            &journal_file::read(&[path.to_owned()], &shown)?,
+        ));
     }
-    decode(read(path)?, &shown)
+    let regular = fs::metadata(path).is_ok_and(|m| m.is_file());
+    if !regular || compressed::is_compressed(&head) || export::is_export(&head) {
+        return Ok(Source::new(name, &decode(read(path)?, &shown)?));
+    }
+    Ok(Source::file(name, path))
 }
 
 /// The text parsers read from the bytes of one input: decompressed, and
@@ -246,11 +258,12 @@ fn decode(bytes: Vec<u8>, shown: &str) -> Result<Vec<u8>, Error> {
     Ok(bytes)
 }
 
-/// The first bytes of a file, enough for its magic number.
+/// The first bytes of a file, enough for its magic number or an export's
+/// first field name.
 fn head(path: &Path) -> Result<Vec<u8>, Error> {
-    let mut bytes = Vec::with_capacity(8);
+    let mut bytes = Vec::with_capacity(32);
     fs::File::open(path)
-        .and_then(|f| f.take(8).read_to_end(&mut bytes))
+        .and_then(|f| f.take(32).read_to_end(&mut bytes))
         .map_err(|source| Error::Io {
             path: path.display().to_string(),
             source,

@@ -37,7 +37,14 @@ pub enum Command {
         hint: HintArg,
     },
     /// List every rule: built-in and loaded with --rules.
-    Rules(RulesArgs),
+    Rules {
+        #[command(flatten)]
+        rules: RulesArgs,
+        /// Print instead every literal the prefilter searches for, one per
+        /// line: the rules' anchors, then the parsers' (docs/performance.md).
+        #[arg(long)]
+        anchors: bool,
+    },
     /// Print a rule's documentation.
     Explain {
         /// The rule id, as `rootcause rules` lists it.

@@ -31,7 +31,14 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         )
         .map(|_| ExitCode::SUCCESS),
         Some(Command::Inputs { paths, hint }) => inputs(&paths, hint.format_hint),
-        Some(Command::Rules(args)) => list_rules(&load_rules(&args)?),
+        Some(Command::Rules { rules, anchors }) => {
+            let user = load_rules(&rules)?;
+            if anchors {
+                list_anchors(&user)
+            } else {
+                list_rules(&user)
+            }
+        }
         Some(Command::Explain { rule, rules }) => explain(&rule, &load_rules(&rules)?),
         Some(Command::Capture(args)) => capture(args),
         Some(Command::Replay(args)) => replay(args),
@@ -92,6 +99,12 @@ fn timeline(args: TimelineArgs) -> Result<ExitCode, Error> {
     let user = load_rules(&args.rules)?;
     let (sources, context) = read_inputs(&args.paths)?;
     let analysis = crate::analyze_in(sources, context, &catalog(&user));
+    if let Some((input, error)) = analysis.sources.read_error() {
+        return Err(Error::Io {
+            path: input.to_owned(),
+            source: io::Error::other(error),
+        });
+    }
     let all: Vec<&crate::timeline::Entry> = analysis.timeline.entries.iter().collect();
     let entries = match &args.around {
         None => all,
@@ -201,6 +214,23 @@ fn list_rules(user: &[UserRule]) -> Result<ExitCode, Error> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Every literal the prefilter searches for, once each: what
+/// `rg -F -f` needs to scan for the same lines (bench/run.sh).
+fn list_anchors(user: &[UserRule]) -> Result<ExitCode, Error> {
+    let rules = rules::anchors(&catalog(user));
+    let mut seen = std::collections::BTreeSet::new();
+    let mut text = String::new();
+    let literals = rules.literals().iter().map(String::as_str);
+    for literal in literals.chain(crate::ingest::FACT_ANCHORS.iter().copied()) {
+        if seen.insert(literal) {
+            text.push_str(literal);
+            text.push('\n');
+        }
+    }
+    write_stdout(io::stdout().lock().write_all(text.as_bytes()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
 fn explain(id: &str, user: &[UserRule]) -> Result<ExitCode, Error> {
     let all = catalog(user);
     let Some(rule) = all.iter().find(|r| r.meta().id == id) else {
@@ -275,12 +305,31 @@ fn report(
     user: &[UserRule],
 ) -> Result<ExitCode, Error> {
     let rules = catalog(user);
+    let progress = Progress::for_inputs(&sources);
+    let show = |done: u64, total: u64| {
+        if let Some(p) = &progress {
+            p.show(done, total);
+        }
+    };
     let options = crate::Options {
         format_hint: hint,
         rules: &rules,
         context,
+        prefilter: true,
+        progress: progress
+            .is_some()
+            .then_some(&show as &(dyn Fn(u64, u64) + Sync)),
     };
     let analysis = crate::analyze_with(sources, &options);
+    if let Some(p) = &progress {
+        p.done();
+    }
+    if let Some((input, error)) = analysis.sources.read_error() {
+        return Err(Error::Io {
+            path: input.to_owned(),
+            source: io::Error::other(error),
+        });
+    }
     let report = analysis.report();
     let format = match args.output {
         OutputArg::Text => OutputFormat::Text,
@@ -307,6 +356,45 @@ fn report(
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Progress on stderr while big inputs are read, when stderr is a terminal.
+struct Progress {
+    /// The last percentage shown, so that the line is redrawn only on change.
+    shown: std::sync::atomic::AtomicU64,
+}
+
+impl Progress {
+    /// Inputs smaller than this together are read too fast to need it.
+    const FROM_BYTES: u64 = 100 << 20;
+
+    fn for_inputs(sources: &SourceMap) -> Option<Progress> {
+        let total: u64 = sources.iter().map(|(_, s)| s.size_hint()).sum();
+        (total > Self::FROM_BYTES && io::stderr().is_terminal()).then(|| Progress {
+            shown: std::sync::atomic::AtomicU64::new(u64::MAX),
+        })
+    }
+
+    fn show(&self, done: u64, total: u64) {
+        let percent = done.min(total) * 100 / total.max(1);
+        let before = self
+            .shown
+            .swap(percent, std::sync::atomic::Ordering::Relaxed);
+        if before != percent {
+            let mib = |b: u64| b >> 20;
+            let _ = write!(
+                io::stderr().lock(),
+                "\rreading inputs: {percent:>3}% ({} of {} MiB)",
+                mib(done),
+                mib(total)
+            );
+        }
+    }
+
+    /// Clears the line before the report is written.
+    fn done(&self) {
+        let _ = write!(io::stderr().lock(), "\r\x1b[2K");
+    }
 }
 
 fn inputs(paths: &[std::path::PathBuf], hint: Option<Format>) -> Result<ExitCode, Error> {

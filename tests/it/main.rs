@@ -9,6 +9,7 @@ mod host_facts;
 mod hostile;
 mod incidents;
 mod journal_files;
+mod prefilter;
 mod replay;
 mod robustness;
 mod rules;

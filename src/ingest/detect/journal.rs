@@ -46,6 +46,22 @@ re!(
 );
 re!(VERBOSE_FIELD, r"^ {4}[A-Z0-9_]+=");
 
+/// A `-o short-iso` line (see `continues_as` in the parent module).
+pub(super) fn is_short_iso(line: &str) -> bool {
+    JOURNAL_SHORT_ISO.is_match(line)
+}
+
+/// A `-o short` line (see `continues_as` in the parent module).
+pub(super) fn is_short(line: &str) -> bool {
+    JOURNAL_SHORT.is_match(line)
+}
+
+/// Whether this sniffer claims a line that starts with `[` (see
+/// `continues_as` in the parent module): only the monotonic modes can.
+pub(super) fn claims_bracketed(line: &str) -> bool {
+    JOURNAL_MONOTONIC.is_match(line) || JOURNAL_DELTA.is_match(line)
+}
+
 /// The modes whose markers and catalog lines continue a segment.
 fn is_journal_text(format: Option<Format>) -> bool {
     matches!(

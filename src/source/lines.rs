@@ -1,0 +1,154 @@
+//! Reading a file line by line in large blocks, decoding each line exactly
+//! as decoding the whole file would: lossily, with the same count of
+//! invalid UTF-8 sequences.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+
+/// Bytes read from disk at a time.
+const BLOCK: usize = 1 << 20;
+
+/// The UTF-8 encoding of U+FFFD, the replacement character.
+const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
+
+/// What one pass over an input found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReadSummary {
+    pub lines: u32,
+    /// Invalid UTF-8 sequences replaced while decoding.
+    pub invalid_utf8: usize,
+    /// Why reading stopped before the end, if it did.
+    pub error: Option<String>,
+}
+
+/// Decodes one line. A line never splits a UTF-8 sequence that is valid
+/// (`\n` is not part of any), so decoding line by line replaces exactly
+/// what decoding the whole text does.
+struct Decoder {
+    invalid: bool,
+    /// Replacement characters in the decoded text, the file's own included:
+    /// lossy decoding of the whole counts those too once anything was invalid.
+    replacements: usize,
+}
+
+impl Decoder {
+    fn line<'a>(&mut self, bytes: &'a [u8], scratch: &'a mut String) -> &'a str {
+        let text: &str = match std::str::from_utf8(bytes) {
+            Ok(s) => s,
+            Err(_) => {
+                self.invalid = true;
+                scratch.clear();
+                scratch.push_str(&String::from_utf8_lossy(bytes));
+                scratch
+            }
+        };
+        if memchr::memchr(REPLACEMENT[0], text.as_bytes()).is_some() {
+            self.replacements += text.matches('\u{FFFD}').count();
+        }
+        // A line ends at `\n`; `\r\n` loses its `\r` too.
+        text.strip_suffix('\r').unwrap_or(text)
+    }
+
+    fn invalid_utf8(&self) -> usize {
+        if self.invalid { self.replacements } else { 0 }
+    }
+}
+
+/// Finds where a literal of interest starts in a run of whole lines (the
+/// prefilter's search, run over a whole block at once rather than line by
+/// line): pushes the offsets, in increasing order.
+pub type BlockScan<'a> = &'a (dyn Fn(&[u8], &mut Vec<usize>) + Sync);
+
+/// Reads `path` block by block and hands each line to `line`, with whether
+/// `scan` found something in it (`None`: not scanned, a line cut by a block).
+pub(super) fn read_file(
+    path: &Path,
+    scan: Option<BlockScan<'_>>,
+    progress: &mut dyn FnMut(u64),
+    line: &mut dyn FnMut(u32, &str, Option<bool>),
+) -> ReadSummary {
+    let mut summary = ReadSummary::default();
+    let mut decoder = Decoder {
+        invalid: false,
+        replacements: 0,
+    };
+    let mut scratch = String::new();
+    let mut n: u32 = 0;
+    let result = (|| -> io::Result<()> {
+        let mut file = File::open(path)?;
+        let mut block = vec![0u8; BLOCK];
+        // The start of a line the previous block cut.
+        let mut carry: Vec<u8> = Vec::new();
+        let mut found: Vec<usize> = Vec::new();
+        let mut total: u64 = 0;
+        loop {
+            let read = match file.read(&mut block) {
+                Ok(0) => break,
+                Ok(k) => k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            total += read as u64;
+            let data = &block[..read];
+            // The whole lines of the block: after the line the previous
+            // block cut, up to the last newline.
+            found.clear();
+            if let (Some(scan), Some(last)) = (scan, memchr::memrchr(b'\n', data)) {
+                let first = if carry.is_empty() {
+                    0
+                } else {
+                    memchr::memchr(b'\n', data).map_or(data.len(), |i| i + 1)
+                };
+                if first <= last {
+                    scan(&data[first..=last], &mut found);
+                    found.iter_mut().for_each(|f| *f += first);
+                }
+            }
+            let mut next = 0;
+            let mut start = 0;
+            for end in memchr::memchr_iter(b'\n', data) {
+                n += 1;
+                if carry.is_empty() {
+                    let hot = scan.map(|_| {
+                        while found.get(next).is_some_and(|&f| f < start) {
+                            next += 1;
+                        }
+                        found.get(next).is_some_and(|&f| f < end)
+                    });
+                    line(n, decoder.line(&data[start..end], &mut scratch), hot);
+                } else {
+                    carry.extend_from_slice(&data[start..end]);
+                    let whole = std::mem::take(&mut carry);
+                    line(n, decoder.line(&whole, &mut scratch), None);
+                    carry = whole;
+                    carry.clear();
+                }
+                start = end + 1;
+            }
+            carry.extend_from_slice(&data[start..]);
+            progress(total);
+        }
+        if !carry.is_empty() {
+            n += 1;
+            line(n, decoder.line(&carry, &mut scratch), None);
+        }
+        Ok(())
+    })();
+    summary.lines = n;
+    summary.invalid_utf8 = decoder.invalid_utf8();
+    summary.error = result.err().map(|e| e.to_string());
+    summary
+}
+
+/// The raw text of one line of `path`, read again from the start: the slow
+/// path for a line no pass kept.
+pub(super) fn fetch_line(path: &Path, wanted: u32) -> Option<String> {
+    let mut found = None;
+    read_file(path, None, &mut |_| {}, &mut |n, text, _| {
+        if n == wanted {
+            found = Some(text.to_owned());
+        }
+    });
+    found
+}
