@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 pub use kept::KeptLines;
-pub use lines::{BlockScan, ReadSummary};
+pub use lines::ReadSummary;
 
 /// Index of an input in its [`SourceMap`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -196,22 +196,10 @@ impl Source {
         progress: &mut dyn FnMut(u64),
         line: &mut dyn FnMut(u32, &str),
     ) -> ReadSummary {
-        self.scan_lines(None, progress, &mut |n, text, _| line(n, text))
-    }
-
-    /// [`Source::for_each_line`], with `scan` run over big runs of whole
-    /// lines of the raw bytes: each line comes with whether it found
-    /// something in it (`None` where it did not look).
-    pub fn scan_lines(
-        &self,
-        scan: Option<BlockScan<'_>>,
-        progress: &mut dyn FnMut(u64),
-        line: &mut dyn FnMut(u32, &str, Option<bool>),
-    ) -> ReadSummary {
         let summary = match &self.body {
             Body::Text(t) => {
                 for n in 1..=t.line_count() {
-                    line(n, t.raw_line(n), None);
+                    line(n, t.raw_line(n));
                 }
                 progress(t.text.len() as u64);
                 ReadSummary {
@@ -220,7 +208,7 @@ impl Source {
                     error: None,
                 }
             }
-            Body::File(path) => lines::read_file(path, scan, progress, line),
+            Body::File(path) => lines::read_file(path, progress, line),
         };
         if self.is_streamed() {
             if let Ok(mut r) = self.read.lock() {

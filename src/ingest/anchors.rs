@@ -156,7 +156,8 @@ pub(crate) struct Hot {
 }
 
 impl Hot {
-    pub(crate) fn matches(&self, line: &str) -> bool {
+    #[cfg(test)]
+    fn matches(&self, line: &str) -> bool {
         self.matcher.is_match(line)
     }
 

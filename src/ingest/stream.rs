@@ -16,7 +16,6 @@
 //! Inputs are read in parallel when there are several big ones; the facts
 //! are joined in input order, so the result is that of one thread.
 
-use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -25,7 +24,7 @@ use super::detect::{Segmenter, Step};
 use super::reader::{Out, Read, SegmentReader};
 use super::{Anchors, Format, Ingested, InputSummary, Line, Segment};
 use crate::model::{Facts, Message, Timestamp};
-use crate::source::{BlockScan, KeptLines, Source, SourceId, SourceMap, Span, clean_line};
+use crate::source::{KeptLines, Source, SourceId, SourceMap, Span, clean_line};
 
 /// Inputs smaller than this together are read on one thread: starting
 /// threads would cost more than it saves.
@@ -109,10 +108,6 @@ struct Part {
 /// cleans and searches the anchors, the other parses.
 const PIPELINE_FROM_BYTES: u64 = 16 << 20;
 
-/// Lines handed from the reading thread to the parsing one at a time; two
-/// batches wait at most, two more are being filled and emptied.
-const BATCH_LINES: usize = 2048;
-
 fn read_source(
     id: SourceId,
     source: &Source,
@@ -136,12 +131,6 @@ fn read_source(
         rules: settings.anchors,
         hot,
     };
-    let scan = |block: &[u8], found: &mut Vec<usize>| {
-        if let Some(hot) = hot {
-            hot.scan(block, found);
-        }
-    };
-    let scan = hot.map(|_| &scan as BlockScan<'_>);
     let mut read_so_far = 0;
     let mut progress = |bytes: u64| {
         progress(bytes - read_so_far);
@@ -149,39 +138,49 @@ fn read_source(
     };
     let two_threads = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
     if !(two_threads && source.is_streamed() && source.size_hint() >= PIPELINE_FROM_BYTES) {
-        let summary = source.scan_lines(scan, &mut progress, &mut |n, raw, found| {
-            let text = clean_line(raw);
-            let looked = look.at(&text, found, matches!(text, Cow::Owned(_)));
-            input.line(n, &text, looked);
+        let mut batch = Batch::default();
+        let summary = source.for_each_line(&mut progress, &mut |n, raw| {
+            batch.push(n, &clean_line(raw));
+            if batch.is_full() {
+                batch.look(&look);
+                input.lines(&mut batch);
+            }
         });
+        batch.look(&look);
+        input.lines(&mut batch);
         return input.finish(summary.lines);
     }
+    // The anchor search goes to whichever thread has time: the reading
+    // thread searches a batch only while the parsing one has work waiting.
+    let queued = AtomicUsize::new(0);
     let (full, batches) = std::sync::mpsc::sync_channel::<Batch>(2);
     let (empty, recycled) = std::sync::mpsc::sync_channel::<Batch>(2);
     let summary = std::thread::scope(|scope| {
+        let queued = &queued;
         let reading = scope.spawn(move || {
             let mut batch = Batch::default();
-            let summary = source.scan_lines(scan, &mut progress, &mut |n, raw, found| {
-                let text = clean_line(raw);
-                let looked = look.at(&text, found, matches!(text, Cow::Owned(_)));
-                batch.push(n, &text, looked);
-                if batch.lines.len() >= BATCH_LINES {
-                    let next = recycled.try_recv().unwrap_or_default();
-                    // The parsing thread only stops early if it panicked.
-                    let _ = full.send(std::mem::replace(&mut batch, next));
+            let send = |batch: &mut Batch| {
+                if queued.load(Ordering::Relaxed) > 0 {
+                    batch.look(&look);
+                }
+                let next = recycled.try_recv().unwrap_or_default();
+                queued.fetch_add(1, Ordering::Relaxed);
+                // The parsing thread only stops early if it panicked.
+                let _ = full.send(std::mem::replace(batch, next));
+            };
+            let summary = source.for_each_line(&mut progress, &mut |n, raw| {
+                batch.push(n, &clean_line(raw));
+                if batch.is_full() {
+                    send(&mut batch);
                 }
             });
-            let _ = full.send(batch);
+            send(&mut batch);
             summary
         });
         for mut batch in batches {
-            let mut start = 0;
-            for &(n, end, looked) in &batch.lines {
-                input.line(n, &batch.text[start..end], looked);
-                start = end;
-            }
-            batch.text.clear();
-            batch.lines.clear();
+            queued.fetch_sub(1, Ordering::Relaxed);
+            batch.look(&look);
+            input.lines(&mut batch);
             let _ = empty.try_send(batch);
         }
         reading
@@ -191,23 +190,81 @@ fn read_source(
     input.finish(summary.lines)
 }
 
-/// Lines on their way from the reading thread, with what was seen of them.
+/// Lines read and cleaned, on their way to their segment's reader.
 #[derive(Default)]
 struct Batch {
+    /// The lines, each followed by `\n`: searched for anchors at once.
     text: String,
-    /// Line number, end of its text in `text`, what was seen of it.
-    lines: Vec<(u32, usize, Looked)>,
+    /// Line number and end of its text in `text`.
+    lines: Vec<(u32, usize)>,
+    /// What was seen of each line, once looked at.
+    looked: Vec<Looked>,
+    found: Vec<usize>,
 }
 
 impl Batch {
-    fn push(&mut self, n: u32, text: &str, looked: Looked) {
+    /// Lines handed over at a time.
+    const LINES: usize = 2048;
+    const BYTES: usize = 512 << 10;
+
+    fn push(&mut self, n: u32, text: &str) {
         self.text.push_str(text);
-        self.lines.push((n, self.text.len(), looked));
+        self.lines.push((n, self.text.len()));
+        self.text.push('\n');
+    }
+
+    fn is_full(&self) -> bool {
+        self.lines.len() >= Self::LINES || self.text.len() >= Self::BYTES
+    }
+
+    fn line(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.lines[i - 1].1 + 1 };
+        &self.text[start..self.lines[i].1]
+    }
+
+    /// Searches the anchors, once: which lines are read in full, which are
+    /// messages. No anchor holds a newline, so a match is within one line.
+    fn look(&mut self, look: &Look<'_>) {
+        if self.looked.len() == self.lines.len() {
+            return;
+        }
+        self.looked.clear();
+        match look.hot {
+            None => {
+                for i in 0..self.lines.len() {
+                    let message = look.rules.matches(self.line(i));
+                    self.looked.push(Looked { hot: true, message });
+                }
+            }
+            Some(hot) => {
+                self.found.clear();
+                hot.scan(self.text.as_bytes(), &mut self.found);
+                let mut next = 0;
+                for i in 0..self.lines.len() {
+                    let end = self.lines[i].1;
+                    let found = self.found.get(next).is_some_and(|&f| f < end);
+                    while self.found.get(next).is_some_and(|&f| f < end) {
+                        next += 1;
+                    }
+                    let message = found && look.rules.matches(self.line(i));
+                    self.looked.push(Looked {
+                        hot: found,
+                        message,
+                    });
+                }
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        self.text.clear();
+        self.lines.clear();
+        self.looked.clear();
     }
 }
 
 /// What is seen of a line before its segment is known: the same whichever
-/// reader gets it, so it can be worked out on the reading thread.
+/// reader gets it, so it can be worked out on either thread.
 #[derive(Debug, Clone, Copy)]
 struct Looked {
     /// Read it in full (an anchor is in it, or nothing is skimmed).
@@ -222,25 +279,6 @@ struct Look<'a> {
     rules: &'a Anchors,
     /// The prefilter; `None` reads every line in full.
     hot: Option<&'a Hot>,
-}
-
-impl Look<'_> {
-    /// `found`: whether the block search found an anchor in the raw bytes
-    /// of the line, when it looked; `cleaned`: whether cleaning changed the
-    /// line (escapes, `\r`), which may join an anchor: it is searched again.
-    fn at(&self, text: &str, found: Option<bool>, cleaned: bool) -> Looked {
-        let (hot, message) = match self.hot {
-            None => (true, self.rules.matches(text)),
-            Some(anchors) => {
-                let hot = match found {
-                    Some(found) if !cleaned => found,
-                    _ => anchors.matches(text),
-                };
-                (hot, hot && self.rules.matches(text))
-            }
-        };
-        Looked { hot, message }
-    }
 }
 
 /// One input being read.
@@ -258,6 +296,14 @@ struct InputReader {
 }
 
 impl InputReader {
+    /// Reads a batch of lines, looked at, and empties it.
+    fn lines(&mut self, batch: &mut Batch) {
+        for i in 0..batch.lines.len() {
+            self.line(batch.lines[i].0, batch.line(i), batch.looked[i]);
+        }
+        batch.clear();
+    }
+
     fn line(&mut self, n: u32, text: &str, looked: Looked) {
         let Looked { hot, message } = looked;
         let span = Span {

@@ -55,18 +55,11 @@ impl Decoder {
     }
 }
 
-/// Finds where a literal of interest starts in a run of whole lines (the
-/// prefilter's search, run over a whole block at once rather than line by
-/// line): pushes the offsets, in increasing order.
-pub type BlockScan<'a> = &'a (dyn Fn(&[u8], &mut Vec<usize>) + Sync);
-
-/// Reads `path` block by block and hands each line to `line`, with whether
-/// `scan` found something in it (`None`: not scanned, a line cut by a block).
+/// Reads `path` block by block and hands each line to `line`.
 pub(super) fn read_file(
     path: &Path,
-    scan: Option<BlockScan<'_>>,
     progress: &mut dyn FnMut(u64),
-    line: &mut dyn FnMut(u32, &str, Option<bool>),
+    line: &mut dyn FnMut(u32, &str),
 ) -> ReadSummary {
     let mut summary = ReadSummary::default();
     let mut decoder = Decoder {
@@ -80,7 +73,6 @@ pub(super) fn read_file(
         let mut block = vec![0u8; BLOCK];
         // The start of a line the previous block cut.
         let mut carry: Vec<u8> = Vec::new();
-        let mut found: Vec<usize> = Vec::new();
         let mut total: u64 = 0;
         loop {
             let read = match file.read(&mut block) {
@@ -91,36 +83,15 @@ pub(super) fn read_file(
             };
             total += read as u64;
             let data = &block[..read];
-            // The whole lines of the block: after the line the previous
-            // block cut, up to the last newline.
-            found.clear();
-            if let (Some(scan), Some(last)) = (scan, memchr::memrchr(b'\n', data)) {
-                let first = if carry.is_empty() {
-                    0
-                } else {
-                    memchr::memchr(b'\n', data).map_or(data.len(), |i| i + 1)
-                };
-                if first <= last {
-                    scan(&data[first..=last], &mut found);
-                    found.iter_mut().for_each(|f| *f += first);
-                }
-            }
-            let mut next = 0;
             let mut start = 0;
             for end in memchr::memchr_iter(b'\n', data) {
                 n += 1;
                 if carry.is_empty() {
-                    let hot = scan.map(|_| {
-                        while found.get(next).is_some_and(|&f| f < start) {
-                            next += 1;
-                        }
-                        found.get(next).is_some_and(|&f| f < end)
-                    });
-                    line(n, decoder.line(&data[start..end], &mut scratch), hot);
+                    line(n, decoder.line(&data[start..end], &mut scratch));
                 } else {
                     carry.extend_from_slice(&data[start..end]);
                     let whole = std::mem::take(&mut carry);
-                    line(n, decoder.line(&whole, &mut scratch), None);
+                    line(n, decoder.line(&whole, &mut scratch));
                     carry = whole;
                     carry.clear();
                 }
@@ -131,7 +102,7 @@ pub(super) fn read_file(
         }
         if !carry.is_empty() {
             n += 1;
-            line(n, decoder.line(&carry, &mut scratch), None);
+            line(n, decoder.line(&carry, &mut scratch));
         }
         Ok(())
     })();
@@ -145,7 +116,7 @@ pub(super) fn read_file(
 /// path for a line no pass kept.
 pub(super) fn fetch_line(path: &Path, wanted: u32) -> Option<String> {
     let mut found = None;
-    read_file(path, None, &mut |_| {}, &mut |n, text, _| {
+    read_file(path, &mut |_| {}, &mut |n, text| {
         if n == wanted {
             found = Some(text.to_owned());
         }
