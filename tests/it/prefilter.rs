@@ -175,3 +175,112 @@ fn every_fixture_in_one_input_reads_the_same_with_the_prefilter() {
     std::fs::write(&file, &all).expect("write");
     check("every fixture in one input", &file);
 }
+
+/// Inputs made to walk the prefilter's corners: a skimmed entry whose later
+/// line matters, tracebacks whose frames have no anchor (one journal entry
+/// per line, and in a server log), a writer's framework shown only by
+/// skimmed lines, each PID's first line, an OOM report's task rows,
+/// evidence with no time of its own below skimmed timed lines, a year-less
+/// journal, JSON records with escapes.
+#[test]
+fn corner_cases_read_the_same_with_the_prefilter() {
+    let scratch = Scratch::new("prefilter-corners");
+    let sglang_head = "2026-11-27T09:38:40+0000 ct200 python3[20629]:";
+    let mut journal = String::new();
+    for i in 0..30 {
+        journal.push_str(&format!(
+            "2026-11-27T09:38:{i:02}+0000 ct200 python3[20629]: [2026-11-27 09:38:{i:02} TP0] Decode batch. #running-req: 3\n"
+        ));
+        journal.push_str(&format!(
+            "2026-11-27T09:38:{i:02}+0000 ct200 sshd[{}]: Accepted publickey for deploy\n",
+            900 + i % 3
+        ));
+    }
+    journal.push_str(&format!(
+        "{sglang_head} [2026-11-27 09:38:41 TP0] something long\n"
+    ));
+    journal.push_str("                                            continued once\n");
+    journal.push_str(
+        "                                            RuntimeError: CUDA error: out of memory\n",
+    );
+    journal.push_str(&format!(
+        "{sglang_head} Traceback (most recent call last):\n"
+    ));
+    journal.push_str(&format!(
+        "{sglang_head}   File \"/opt/x.py\", line 3, in run\n"
+    ));
+    journal.push_str(&format!("{sglang_head}     scheduler.step()\n"));
+    journal.push_str(&format!(
+        "{sglang_head} torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    ));
+    journal.push_str("2026-11-27T09:39:00+0000 ct200 kernel: python3 invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0\n");
+    journal
+        .push_str("2026-11-27T09:39:00+0000 ct200 kernel: Tasks state (memory values in pages):\n");
+    journal.push_str("2026-11-27T09:39:00+0000 ct200 kernel: [  pid  ]   uid  tgid total_vm      rss pgtables_bytes swapents oom_score_adj name\n");
+    journal.push_str("2026-11-27T09:39:00+0000 ct200 kernel: [  20629]     0 20629 103086419 46913580 377262080        0             0 python3\n");
+    journal.push_str("2026-11-27T09:39:00+0000 ct200 kernel: Out of memory: Killed process 20629 (python3) total-vm:412345676kB, anon-rss:187654320kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:368420kB oom_score_adj:0\n");
+    journal.push_str("2026-11-27T09:39:01+0000 ct200 systemd[1]: sglang.service: Main process exited, code=killed, status=9/KILL\n");
+    journal.push_str("2026-11-27T09:39:02+0000 ct200 newproc[31337]: first line of a new PID\n");
+
+    let mut server = String::new();
+    for i in 0..40 {
+        server.push_str(&format!(
+            "[2026-11-27 09:38:{i:02} TP{}] Decode batch. #running-req: 3, #token: 100\n",
+            i % 4
+        ));
+    }
+    server.push_str("[2026-11-27 09:38:50 TP1] Scheduler hit an exception: Traceback (most recent call last):\n");
+    server.push_str("  File \"/opt/sglang/scheduler.py\", line 3127, in run_scheduler_process\n");
+    server.push_str("    scheduler = Scheduler(\n");
+    server.push_str("RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes. pre_model_load_memory=39.7, local_gpu_memory=93.7, local_gpu_memory * 0.9=84.3\n");
+    server.push_str("\n");
+    server.push_str("[2026-11-27 09:38:51 TP2] Decode batch. #running-req: 3\n");
+    server.push_str("Process EngineCore_0:\n");
+    server.push_str("frame #3: <unknown function> + 0x1234 (0x7f in /lib/libc.so.6)\n");
+    server.push_str("an unrecognised line\n");
+    server.push_str("ValueError: not after a traceback\n");
+    server.push_str("[2026-11-27 09:38:52] Received sigquit from a child process. It usually means the child failed.\n");
+
+    let mut short = String::new();
+    for i in 0..20 {
+        short.push_str(&format!(
+            "Nov 27 09:38:{i:02} ct200 CRON[{}]: (root) CMD (run-parts)\n",
+            700 + i
+        ));
+    }
+    short.push_str("Nov 27 09:38:30 ct200 systemd[1]: sglang.service: Scheduled restart job, restart counter is at 3.\n");
+
+    let mut json = String::new();
+    for i in 0..20 {
+        json.push_str(&format!(
+            "{{\"__REALTIME_TIMESTAMP\":\"17964532{i:02}000000\",\"_PID\":\"4242\",\"_SYSTEMD_UNIT\":\"sglang.service\",\"SYSLOG_IDENTIFIER\":\"python3\",\"_CMDLINE\":\"python3 -m sglang.launch_server\",\"MESSAGE\":\"[2026-12-05 10:13:{i:02} TP0] Decode batch.\"}}\n"
+        ));
+    }
+    json.push_str("{\"__REALTIME_TIMESTAMP\":\"1796453230000000\",\"_PID\":\"4242\",\"_SYSTEMD_UNIT\":\"sglang.service\",\"SYSLOG_IDENTIFIER\":\"python3\",\"MESSAGE\":\"line one\\nTraceback (most recent call last):\"}\n");
+    json.push_str("{\"__REALTIME_TIMESTAMP\":\"1796453231000000\",\"_PID\":\"4242\",\"_SYSTEMD_UNIT\":\"sglang.service\",\"SYSLOG_IDENTIFIER\":\"python3\",\"MESSAGE\":\"  File \\\"x.py\\\", line 1, in f\"}\n");
+    json.push_str("{\"__REALTIME_TIMESTAMP\":\"1796453232000000\",\"_PID\":\"4242\",\"_SYSTEMD_UNIT\":\"sglang.service\",\"SYSLOG_IDENTIFIER\":\"python3\",\"MESSAGE\":\"RuntimeError: CUDA error: out of memory\"}\n");
+    json.push_str("{\"__REALTIME_TIMESTAMP\":\"1796453233000000\",\"_PID\":\"4243\",\"SYSLOG_IDENTIFIER\":\"python3\",\"MESSAGE\":\"\\u001b[31mred\\u001b[0m\"}\n");
+    json.push_str("{\"__REALTIME_TIMESTAMP\":\"1796453234000000\",\"_PID\":\"4243\",\"_PID\":\"4244\",\"SYSLOG_IDENTIFIER\":\"python3\",\"MESSAGE\":\"twice\"}\n");
+    json.push_str("{\"__REALTIME_TIMESTAMP\":\"1796453235000000\",\"SYSLOG_IDENTIFIER\":\"kernel\",\"_TRANSPORT\":\"kernel\",\"MESSAGE\":\"usb 1-1: new device\"}\n");
+    json.push_str("not json at all\n");
+
+    for (name, text) in [
+        ("journal.txt", journal),
+        ("sglang.log", server),
+        ("syslog.txt", short),
+        ("journal.json", json),
+    ] {
+        let dir = scratch.path.join(name.replace('.', "-"));
+        std::fs::create_dir_all(&dir).expect("dir");
+        std::fs::write(dir.join(name), &text).expect("write");
+        check(name, &dir);
+    }
+    // All of them in one bundle, too: owners and times join across inputs.
+    let all = scratch.path.join("all");
+    std::fs::create_dir_all(&all).expect("dir");
+    for name in ["journal.txt", "sglang.log", "syslog.txt", "journal.json"] {
+        let from = scratch.path.join(name.replace('.', "-")).join(name);
+        std::fs::copy(from, all.join(name)).expect("copy");
+    }
+    check("all corners", &all);
+}

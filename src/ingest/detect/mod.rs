@@ -357,6 +357,63 @@ Sat 2024-06-01 12:00:05 UTC gpu-node-7 kernel: NVRM: Xid (PCI:0000:1a:00): 79
         assert!(segment_as(SourceId(0), &empty, Some(Format::JournalCat)).is_empty());
     }
 
+    /// `continues_as` claims a line only where the sniffers would: every
+    /// line of every fixture and a few near misses, for each format it knows.
+    #[test]
+    fn the_fast_paths_agree_with_the_sniffers() {
+        let mut lines: Vec<String> = [
+            "[    9.000100] gpu-node-7 kernel: NVRM: Xid (PCI:0000:1a:00): 79",
+            "[    8.500000 <    1.000000 >] gpu-node-7 python3[4242]: x",
+            "[ 8712.345678] NVRM: Xid (PCI:0000:1a:00): 79, pid=4242",
+            "[Sat Jun  1 12:00:03 2024] NVRM: Xid",
+            "[2025-06-01 12:00:10] gpu-node-7:4318:4401 [0] misc/shmutils.cc:72 NCCL WARN Error",
+            "[2026-11-27 09:38:52.123 DP0 TP1] Load weight begin.",
+            "[2026-11-27 09:38:52 TP1]no space",
+            "Sat 2024-06-01 12:00:04 UTC gpu-node-7 python3[4242]: x",
+            "Jun 01 12:00:00 node vllm[4200]: INFO 06-01 12:00:00 [a.py:1] b",
+            "Jun  1 12:00:00 node my wrapper[77]: a: b",
+            "2024-06-01T12:00:03,345678+00:00 kernel: x",
+            "2026-11-27T09:38:40+0000 ct200 python3[1]: Traceback (most recent call last):",
+            "2026-11-27T09:38:40.123456789+05:30 host sshd[9]: x",
+            "1717243204.000100 gpu-node-7 python3[4242]: x",
+        ]
+        .iter()
+        .map(|l| (*l).to_owned())
+        .collect();
+        let mut dirs = vec![std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).expect("fixtures").flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if let Ok(bytes) = std::fs::read(&path) {
+                    let text = String::from_utf8_lossy(&bytes).into_owned();
+                    lines.extend(text.lines().map(|l| clean_line(l).into_owned()));
+                }
+            }
+        }
+        let formats = [
+            Format::JournalShortIso,
+            Format::JournalShort,
+            Format::SglangLog,
+            Format::Dmesg,
+        ];
+        let mut claimed = 0;
+        for line in &lines {
+            for format in formats {
+                if continues_as(line, format) {
+                    claimed += 1;
+                    match sniff(line, Some(format)) {
+                        Class::Strong(f, _) if f == format => {}
+                        Class::Strong(f, _) => panic!("{line}: fast {format:?}, sniffers {f:?}"),
+                        Class::Continue => panic!("{line}: fast {format:?}, sniffers continue"),
+                    }
+                }
+            }
+        }
+        assert!(claimed > 500, "fast paths claimed only {claimed} lines");
+    }
+
     #[test]
     fn unknown_text_is_one_unknown_segment() {
         assert_eq!(formats("hello\nworld\n"), vec![(Format::Unknown, 1, 2)]);
