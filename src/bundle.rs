@@ -118,21 +118,66 @@ fn is_bundle_metadata(path: &Path) -> bool {
 }
 
 /// Reads every input. A directory contributes its files, recursively, in
-/// name order, named by their path inside it.
+/// name order, named by their path inside it. Plain text files are
+/// streamed; stdin is read here.
 pub fn load(
     inputs: &[Input],
     stdin: &mut dyn Read,
+) -> Result<(SourceMap, Option<Manifest>), Error> {
+    load_with(inputs, Stdin::Read(stdin))
+}
+
+/// [`load`], with stdin streamed too when it is plain text: ingest reads
+/// it once, as it comes (`journalctl -o json | rootcause`).
+pub fn open(
+    inputs: &[Input],
+    stdin: Box<dyn Read + Send>,
+) -> Result<(SourceMap, Option<Manifest>), Error> {
+    load_with(inputs, Stdin::Stream(Some(stdin)))
+}
+
+enum Stdin<'a> {
+    /// Read whole here.
+    Read(&'a mut dyn Read),
+    /// Handed to the source when it is plain text; read at most once.
+    Stream(Option<Box<dyn Read + Send>>),
+}
+
+fn load_with(
+    inputs: &[Input],
+    mut stdin: Stdin<'_>,
 ) -> Result<(SourceMap, Option<Manifest>), Error> {
     let mut sources = SourceMap::new();
     let mut manifest = None;
     for input in inputs {
         match input {
             Input::Stdin => {
-                let mut bytes = Vec::new();
-                stdin.read_to_end(&mut bytes).map_err(|source| Error::Io {
+                let io = |source| Error::Io {
                     path: "stdin".to_owned(),
                     source,
-                })?;
+                };
+                let mut bytes = Vec::new();
+                match &mut stdin {
+                    Stdin::Read(reader) => {
+                        reader.read_to_end(&mut bytes).map_err(io)?;
+                    }
+                    Stdin::Stream(reader) => {
+                        let Some(mut reader) = reader.take() else {
+                            sources.add(Source::new("stdin", b""));
+                            continue;
+                        };
+                        // Enough for a magic number or an export's first field.
+                        (&mut reader).take(32).read_to_end(&mut bytes).map_err(io)?;
+                        let plain = !journal_file::is_journal(&bytes)
+                            && !compressed::is_compressed(&bytes)
+                            && !export::is_export(&bytes);
+                        if plain {
+                            sources.add(Source::stream("stdin", bytes, reader));
+                            continue;
+                        }
+                        reader.read_to_end(&mut bytes).map_err(io)?;
+                    }
+                }
                 sources.add(Source::new("stdin", &decode(bytes, "stdin")?));
             }
             Input::Path(path) if path.is_dir() => {

@@ -104,6 +104,7 @@ pub fn analyze_with(sources: SourceMap, options: &Options<'_>) -> Analysis {
         anchors: &anchors,
         prefilter: options.prefilter,
         progress: options.progress,
+        threads: ingest::Threads::Auto,
     };
     let ingested = ingest::ingest_with(&sources, &settings);
     let incident = correlate::correlate_with(ingested.facts, &Clock::from_context(&context));

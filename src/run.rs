@@ -272,7 +272,7 @@ fn read_inputs(paths: &[std::path::PathBuf]) -> Result<(SourceMap, Context), Err
             })
             .collect()
     };
-    let (sources, manifest) = bundle::load(&inputs, &mut io::stdin().lock())?;
+    let (sources, manifest) = bundle::open(&inputs, Box::new(io::stdin()))?;
     let mut context = manifest
         .as_ref()
         .map(Context::from_manifest)

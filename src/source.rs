@@ -51,6 +51,27 @@ enum Body {
     Text(Text),
     /// A plain text file, read when ingest streams it.
     File(PathBuf),
+    /// A pipe (stdin): its first bytes, already read, and the rest; it can
+    /// be read once only.
+    Stream(Mutex<Option<Pipe>>),
+}
+
+/// The bytes of a pipe: those read to sniff them, then the rest.
+struct Pipe {
+    head: Vec<u8>,
+    rest: Box<dyn std::io::Read + Send>,
+}
+
+impl std::fmt::Debug for Pipe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Pipe")
+    }
+}
+
+impl Pipe {
+    fn reader(self) -> impl std::io::Read {
+        std::io::Read::chain(std::io::Cursor::new(self.head), self.rest)
+    }
 }
 
 /// Decoded text and where its lines start.
@@ -117,6 +138,17 @@ impl Source {
         Source::with_body(name.into(), Body::File(path.as_ref().to_owned()))
     }
 
+    /// A pipe, read line by line when ingest reaches it, once: `head` holds
+    /// its first bytes, which the bundle reader looked at.
+    pub fn stream(
+        name: impl Into<String>,
+        head: Vec<u8>,
+        rest: Box<dyn std::io::Read + Send>,
+    ) -> Source {
+        let pipe = Pipe { head, rest };
+        Source::with_body(name.into(), Body::Stream(Mutex::new(Some(pipe))))
+    }
+
     fn with_body(name: String, body: Body) -> Source {
         Source {
             name,
@@ -128,33 +160,48 @@ impl Source {
         }
     }
 
-    /// Whether the text is read from disk as it is needed rather than held.
+    /// Whether the text is read as it is needed rather than held.
     pub fn is_streamed(&self) -> bool {
-        matches!(self.body, Body::File(_))
+        !matches!(self.body, Body::Text(_))
+    }
+
+    /// The size in bytes, as far as it is known without reading (a pipe's
+    /// is not: `None`).
+    pub fn size(&self) -> Option<u64> {
+        match &self.body {
+            Body::Text(t) => Some(t.text.len() as u64),
+            Body::File(path) => Some(std::fs::metadata(path).map_or(0, |m| m.len())),
+            Body::Stream(_) => None,
+        }
     }
 
     /// The size in bytes, as far as it is known without reading.
     pub fn size_hint(&self) -> u64 {
-        match &self.body {
-            Body::Text(t) => t.text.len() as u64,
-            Body::File(path) => std::fs::metadata(path).map_or(0, |m| m.len()),
-        }
+        self.size().unwrap_or(0)
     }
 
-    /// The text, decoded whole: in memory already, or read for the occasion.
+    /// The text, decoded whole: in memory already, or read for the occasion
+    /// (a pipe only if no pass read it yet).
     fn whole(&self) -> &Text {
         match &self.body {
             Body::Text(t) => t,
             Body::File(path) => self
                 .whole
                 .get_or_init(|| Text::new(&std::fs::read(path).unwrap_or_default())),
+            Body::Stream(pipe) => self.whole.get_or_init(|| {
+                let mut bytes = Vec::new();
+                if let Some(pipe) = pipe.lock().ok().and_then(|mut p| p.take()) {
+                    let _ = std::io::Read::read_to_end(&mut pipe.reader(), &mut bytes);
+                }
+                Text::new(&bytes)
+            }),
         }
     }
 
     pub fn line_count(&self) -> u32 {
         match &self.body {
             Body::Text(t) => t.line_count(),
-            Body::File(_) => match self.last_read() {
+            _ => match self.last_read() {
                 Some(r) => r.lines,
                 None => self.whole().line_count(),
             },
@@ -165,7 +212,7 @@ impl Source {
     pub fn invalid_utf8(&self) -> usize {
         match &self.body {
             Body::Text(t) => t.invalid_utf8,
-            Body::File(_) => match self.last_read() {
+            _ => match self.last_read() {
                 Some(r) => r.invalid_utf8,
                 None => self.whole().invalid_utf8,
             },
@@ -209,6 +256,23 @@ impl Source {
                 }
             }
             Body::File(path) => lines::read_file(path, progress, line),
+            Body::Stream(pipe) => match pipe.lock().ok().and_then(|mut p| p.take()) {
+                Some(pipe) => lines::read_stream(&mut pipe.reader(), progress, line),
+                // Read already: what that pass learned stands.
+                None => match self.whole.get() {
+                    Some(t) => {
+                        for n in 1..=t.line_count() {
+                            line(n, t.raw_line(n));
+                        }
+                        ReadSummary {
+                            lines: t.line_count(),
+                            invalid_utf8: t.invalid_utf8,
+                            error: None,
+                        }
+                    }
+                    None => self.last_read().unwrap_or_default(),
+                },
+            },
         };
         if self.is_streamed() {
             if let Ok(mut r) = self.read.lock() {
@@ -238,24 +302,24 @@ impl Source {
 
     /// The cleaned text of line `line`.
     fn line_text(&self, line: u32) -> Cow<'_, str> {
-        match &self.body {
-            Body::Text(t) => clean_line(t.raw_line(line)),
-            Body::File(path) => {
-                let kept = self
-                    .kept
-                    .lock()
-                    .ok()
-                    .and_then(|k| k.get(line).map(str::to_owned));
-                match kept {
-                    Some(text) => Cow::Owned(text),
-                    None => {
-                        self.reread.fetch_add(1, Ordering::Relaxed);
-                        let raw = lines::fetch_line(path, line).unwrap_or_default();
-                        Cow::Owned(clean_line(&raw).into_owned())
-                    }
-                }
-            }
+        if let Body::Text(t) = &self.body {
+            return clean_line(t.raw_line(line));
         }
+        let kept = self
+            .kept
+            .lock()
+            .ok()
+            .and_then(|k| k.get(line).map(str::to_owned));
+        if let Some(text) = kept {
+            return Cow::Owned(text);
+        }
+        self.reread.fetch_add(1, Ordering::Relaxed);
+        let raw = match &self.body {
+            Body::File(path) => lines::fetch_line(path, line).unwrap_or_default(),
+            // A pipe cannot be read again: only what a pass kept is there.
+            _ => self.whole().raw_line(line).to_owned(),
+        };
+        Cow::Owned(clean_line(&raw).into_owned())
     }
 }
 

@@ -42,7 +42,7 @@ pub use detect::{segment, segment_as};
 pub(crate) use kernel::KernelParser;
 pub(crate) use server::ServerLogParser;
 pub use server::process_title;
-pub use stream::{Settings, ingest_with};
+pub use stream::{Settings, Threads, ingest_with};
 
 /// Every input format rootcause reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -237,6 +237,7 @@ pub fn ingest_as(sources: &SourceMap, hint: Option<Format>, anchors: &Anchors) -
             anchors,
             prefilter: false,
             progress: None,
+            threads: Threads::Auto,
         },
     )
 }

@@ -41,6 +41,19 @@ pub struct Settings<'a> {
     pub prefilter: bool,
     /// Told the bytes read so far and the bytes to read, block by block.
     pub progress: Option<&'a (dyn Fn(u64, u64) + Sync)>,
+    pub threads: Threads,
+}
+
+/// When to read on more than one thread. The result is the same.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Threads {
+    /// When the inputs are big enough to gain from it.
+    #[default]
+    Auto,
+    /// Never.
+    One,
+    /// Whatever the size (to test the threaded reading on small inputs).
+    Always,
 }
 
 /// Parses every input of `sources` as `settings` say.
@@ -59,7 +72,12 @@ pub fn ingest_with(sources: &SourceMap, settings: &Settings<'_>) -> Ingested {
         read_source(id, source, settings, hot.as_deref(), &progress)
     };
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let parts: Vec<Part> = if workers > 1 && sources.len() > 1 && total >= PARALLEL_FROM_BYTES {
+    let parallel = match settings.threads {
+        Threads::Auto => workers > 1 && total >= PARALLEL_FROM_BYTES,
+        Threads::One => false,
+        Threads::Always => true,
+    };
+    let parts: Vec<Part> = if parallel && sources.len() > 1 {
         // Biggest first, so that no thread is left with a big one at the end.
         let mut order: Vec<usize> = (0..sources.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(sizes[i]));
@@ -67,7 +85,7 @@ pub fn ingest_with(sources: &SourceMap, settings: &Settings<'_>) -> Ingested {
         let slots: Mutex<Vec<Option<Part>>> =
             Mutex::new((0..sources.len()).map(|_| None).collect());
         std::thread::scope(|scope| {
-            for _ in 0..workers.min(sources.len()) {
+            for _ in 0..workers.clamp(2, sources.len()) {
                 scope.spawn(|| {
                     while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
                         let part = read(SourceId(i));
@@ -136,8 +154,17 @@ fn read_source(
         progress(bytes - read_so_far);
         read_so_far = bytes;
     };
-    let two_threads = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
-    if !(two_threads && source.is_streamed() && source.size_hint() >= PIPELINE_FROM_BYTES) {
+    let two_threads = match settings.threads {
+        Threads::Auto => {
+            let cores = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+            // A pipe's size is unknown: as big as any.
+            let big = source.size().is_none_or(|size| size >= PIPELINE_FROM_BYTES);
+            cores && source.is_streamed() && big
+        }
+        Threads::One => false,
+        Threads::Always => true,
+    };
+    if !two_threads {
         let mut batch = Batch::default();
         let summary = source.for_each_line(&mut progress, &mut |n, raw| {
             batch.push(n, &clean_line(raw));

@@ -61,6 +61,21 @@ pub(super) fn read_file(
     progress: &mut dyn FnMut(u64),
     line: &mut dyn FnMut(u32, &str),
 ) -> ReadSummary {
+    match File::open(path) {
+        Ok(mut file) => read_stream(&mut file, progress, line),
+        Err(e) => ReadSummary {
+            error: Some(e.to_string()),
+            ..ReadSummary::default()
+        },
+    }
+}
+
+/// Reads `input` block by block and hands each line to `line`.
+pub(super) fn read_stream(
+    input: &mut dyn Read,
+    progress: &mut dyn FnMut(u64),
+    line: &mut dyn FnMut(u32, &str),
+) -> ReadSummary {
     let mut summary = ReadSummary::default();
     let mut decoder = Decoder {
         invalid: false,
@@ -69,13 +84,12 @@ pub(super) fn read_file(
     let mut scratch = String::new();
     let mut n: u32 = 0;
     let result = (|| -> io::Result<()> {
-        let mut file = File::open(path)?;
         let mut block = vec![0u8; BLOCK];
         // The start of a line the previous block cut.
         let mut carry: Vec<u8> = Vec::new();
         let mut total: u64 = 0;
         loop {
-            let read = match file.read(&mut block) {
+            let read = match input.read(&mut block) {
                 Ok(0) => break,
                 Ok(k) => k,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,

@@ -233,7 +233,7 @@ fn corner_cases_read_the_same_with_the_prefilter() {
     server.push_str("  File \"/opt/sglang/scheduler.py\", line 3127, in run_scheduler_process\n");
     server.push_str("    scheduler = Scheduler(\n");
     server.push_str("RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes. pre_model_load_memory=39.7, local_gpu_memory=93.7, local_gpu_memory * 0.9=84.3\n");
-    server.push_str("\n");
+    server.push('\n');
     server.push_str("[2026-11-27 09:38:51 TP2] Decode batch. #running-req: 3\n");
     server.push_str("Process EngineCore_0:\n");
     server.push_str("frame #3: <unknown function> + 0x1234 (0x7f in /lib/libc.so.6)\n");
@@ -283,4 +283,50 @@ fn corner_cases_read_the_same_with_the_prefilter() {
         std::fs::copy(from, all.join(name)).expect("copy");
     }
     check("all corners", &all);
+}
+
+/// Reading on two threads (several inputs at once, and reading apart from
+/// parsing) gives what one thread does, prefilter or not, and a pipe reads
+/// like the file it came from.
+#[test]
+fn threads_and_pipes_read_the_same() {
+    use rootcause::ingest::{Settings, Threads, ingest_with};
+    let anchors = rootcause::rules::anchors(rootcause::rules::RULES);
+    let ingest = |sources: &SourceMap, prefilter: bool, threads: Threads| {
+        let settings = Settings {
+            hint: None,
+            anchors: &anchors,
+            prefilter,
+            progress: None,
+            threads,
+        };
+        let ingested = ingest_with(sources, &settings);
+        format!("{:?}\n{:?}", ingested.facts, ingested.inputs)
+    };
+    for path in inputs() {
+        for prefilter in [false, true] {
+            let (one, _) = load(&path);
+            let (two, _) = load(&path);
+            assert_eq!(
+                ingest(&one, prefilter, Threads::One),
+                ingest(&two, prefilter, Threads::Always),
+                "{}",
+                path.display()
+            );
+        }
+    }
+    let file = fixtures().join("incidents/2026-11-27-ct200-ghost-ddtree/journal.txt");
+    let bytes = std::fs::read(&file).expect("fixture");
+    let mut from_file = SourceMap::new();
+    from_file.add(Source::file("journal.txt", &file));
+    for threads in [Threads::One, Threads::Always] {
+        let mut piped = SourceMap::new();
+        let (head, rest) = bytes.split_at(10);
+        let rest = std::io::Cursor::new(rest.to_vec());
+        piped.add(Source::stream("journal.txt", head.to_vec(), Box::new(rest)));
+        assert_eq!(
+            ingest(&piped, true, threads),
+            ingest(&from_file, true, Threads::One)
+        );
+    }
 }
