@@ -330,3 +330,142 @@ fn threads_and_pipes_read_the_same() {
         );
     }
 }
+
+/// Lines built from the pieces of the formats the prefilter skims, anchors
+/// and noise mixed at random: the reports are the same either way.
+mod random {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn prefix() -> impl Strategy<Value = &'static str> {
+        prop_oneof![
+            Just("2026-11-27T09:38:40+0000 host python3[20629]: "),
+            Just("2026-11-27T09:38:41+0000 host python3[20630]: "),
+            Just("2026-11-27T09:38:42+0000 host sshd[900]: "),
+            Just("2026-11-27T09:38:43+0000 host kernel: "),
+            Just("2026-11-27T09:38:44+0000 host systemd[1]: "),
+            Just("Nov 27 09:38:45 host python3[20629]: "),
+            Just("[2026-11-27 09:38:52 TP1] "),
+            Just("[2026-11-27 09:38:53] "),
+            Just("[ 8712.345678] "),
+            Just("                                  "),
+            Just("ERROR 11-27 09:38:54 [core.py:396] "),
+            Just("(VllmWorker rank=1 pid=4243) "),
+            Just(""),
+        ]
+    }
+
+    fn body() -> impl Strategy<Value = &'static str> {
+        prop_oneof![
+            Just("Decode batch. #running-req: 3, #token: 100"),
+            Just("Accepted publickey for deploy"),
+            Just("hello world"),
+            Just("Traceback (most recent call last):"),
+            Just("  File \"/opt/x.py\", line 3, in f"),
+            Just("    scheduler.step()"),
+            Just("RuntimeError: CUDA error: out of memory"),
+            Just("ValueError: not a failure"),
+            Just("During handling of the above exception, another exception occurred:"),
+            Just("python3 invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0"),
+            Just("Killed process 20629 (python3) total-vm:1kB, anon-rss:1kB, file-rss:0kB"),
+            Just("[  20629]     0 20629  1000  500  0  0 python3"),
+            Just("NVRM: Xid (PCI:0000:3b:00): 79, pid=20629"),
+            Just("sglang.service: Main process exited, code=exited, status=1/FAILURE"),
+            Just("Started sglang.service - SGLang."),
+            Just("Load weight begin. avail mem=78.35 GB"),
+            Just("Process EngineCore_0:"),
+            Just("frame #3: <unknown function>"),
+            Just("terminate called after throwing an instance of 'c10::Error'"),
+            Just("  what():  boom"),
+            Just("Received sigquit from a child process."),
+            Just("INFO:     127.0.0.1:1234 - \"POST /generate HTTP/1.1\" 200 OK"),
+            Just(""),
+        ]
+    }
+
+    fn analyse_text(text: &str, prefilter: bool) -> Vec<(&'static str, String)> {
+        let scratch = Scratch::new("prefilter-random");
+        let path = scratch.path.join("input.log");
+        std::fs::write(&path, text).expect("write");
+        let (sources, context) = load(&path);
+        let sources = if prefilter {
+            sources
+        } else {
+            in_memory(&sources)
+        };
+        reports(&analyse(sources, context, prefilter))
+    }
+
+    /// A `journalctl -o json` record with some of the fields that matter.
+    fn record() -> impl Strategy<Value = String> {
+        (
+            prop_oneof![
+                Just(None),
+                Just(Some("1")),
+                Just(Some("42")),
+                Just(Some("43"))
+            ],
+            prop_oneof![
+                Just(None),
+                Just(Some("systemd")),
+                Just(Some("python3")),
+                Just(Some("kernel"))
+            ],
+            prop_oneof![Just(None), Just(Some("sglang.service"))],
+            any::<bool>(),
+            any::<bool>(),
+            proptest::collection::vec(body(), 1..3),
+            0u32..60,
+        )
+            .prop_map(|(pid, ident, unit, cmdline, kernel, message, second)| {
+                let mut fields = vec![format!(
+                    "\"__REALTIME_TIMESTAMP\":\"17964532{second:02}000000\""
+                )];
+                if let Some(pid) = pid {
+                    fields.push(format!("\"_PID\":\"{pid}\""));
+                }
+                if let Some(ident) = ident {
+                    fields.push(format!("\"SYSLOG_IDENTIFIER\":\"{ident}\""));
+                }
+                if let Some(unit) = unit {
+                    fields.push(format!("\"_SYSTEMD_UNIT\":\"{unit}\""));
+                }
+                if cmdline {
+                    fields.push("\"_CMDLINE\":\"python3 -m sglang.launch_server\"".to_owned());
+                }
+                if kernel {
+                    fields.push("\"_TRANSPORT\":\"kernel\"".to_owned());
+                }
+                let message = serde_json::to_string(&message.join("\n")).expect("json");
+                fields.push(format!("\"MESSAGE\":{message}"));
+                format!("{{{}}}", fields.join(","))
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+        #[test]
+        fn random_json_records_read_the_same(records in proptest::collection::vec(record(), 0..40)) {
+            let text: String = records.iter().map(|r| format!("{r}\n")).collect();
+            let full = analyse_text(&text, false);
+            let skimmed = analyse_text(&text, true);
+            for ((name, want), (_, got)) in full.iter().zip(&skimmed) {
+                prop_assert!(want == got, "{name} differs for:\n{text}\n{}",
+                    similar::TextDiff::from_lines(want, got).unified_diff());
+            }
+        }
+
+        #[test]
+        fn random_lines_read_the_same(lines in proptest::collection::vec((prefix(), body()), 0..60)) {
+            let text: String = lines.iter().map(|(p, b)| format!("{p}{b}\n")).collect();
+            let full = analyse_text(&text, false);
+            let skimmed = analyse_text(&text, true);
+            for ((name, want), (_, got)) in full.iter().zip(&skimmed) {
+                prop_assert!(want == got, "{name} differs for:\n{text}\n{}",
+                    similar::TextDiff::from_lines(want, got).unified_diff());
+            }
+        }
+    }
+}
