@@ -152,10 +152,16 @@ impl JournalReader {
             if kernel && self.kernel.busy() {
                 return None;
             }
-            if let Some(pid) = parts.pid.filter(|_| parts.identifier != "kernel") {
-                let bit = if parts.unit.is_some() { 1 } else { 2 };
+            if let Some(pid) = parts.pid {
+                // The first entry with a unit names the PID's unit; the first
+                // without one (not the kernel's) may infer it.
+                let bit = match (parts.unit, parts.identifier) {
+                    (Some(_), _) => 1,
+                    (None, "kernel") => 0,
+                    (None, _) => 2,
+                };
                 let seen = self.first.entry(pid).or_default();
-                if *seen & bit == 0 {
+                if bit & !*seen != 0 {
                     *seen |= bit;
                     return None;
                 }

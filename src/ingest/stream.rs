@@ -449,12 +449,16 @@ impl InputReader {
     }
 }
 
-/// What the times of skimmed lines still decide. Each is a line the
-/// timeline lists, so its text goes with it.
+/// What the times of skimmed lines still decide: where untimed lines read
+/// in full are placed, how zone-less and year-less times are read. Each is
+/// a line the timeline lists, so its text goes with it.
 #[derive(Default)]
 struct Timing {
     /// The last skimmed line with a time, until a line read in full follows.
     last: Option<Stamped>,
+    /// The first time: a line with none of its own above it is placed
+    /// before it.
+    first: Option<Stamped>,
     /// The first time without a zone, the first without a year, and the
     /// latest with a year.
     zoneless: Option<Stamped>,
@@ -485,6 +489,9 @@ impl Timing {
             time,
             text: buffer,
         };
+        if self.first.is_none() {
+            self.first = Some(stamped.clone());
+        }
         if time.offset_secs.is_none() && self.zoneless.is_none() {
             self.zoneless = Some(stamped.clone());
         }
@@ -513,6 +520,7 @@ impl Timing {
     /// The lines that decide the time frame, to record with the facts.
     fn frame(&mut self) -> impl Iterator<Item = Stamped> {
         [
+            self.first.take(),
             self.zoneless.take(),
             self.yearless.take(),
             self.latest.take(),

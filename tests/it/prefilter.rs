@@ -262,13 +262,36 @@ fn corner_cases_read_the_same_with_the_prefilter() {
     json.push_str("{\"__REALTIME_TIMESTAMP\":\"1796453233000000\",\"_PID\":\"4243\",\"SYSLOG_IDENTIFIER\":\"python3\",\"MESSAGE\":\"\\u001b[31mred\\u001b[0m\"}\n");
     json.push_str("{\"__REALTIME_TIMESTAMP\":\"1796453234000000\",\"_PID\":\"4243\",\"_PID\":\"4244\",\"SYSLOG_IDENTIFIER\":\"python3\",\"MESSAGE\":\"twice\"}\n");
     json.push_str("{\"__REALTIME_TIMESTAMP\":\"1796453235000000\",\"SYSLOG_IDENTIFIER\":\"kernel\",\"_TRANSPORT\":\"kernel\",\"MESSAGE\":\"usb 1-1: new device\"}\n");
+    json.push_str("{\"__REALTIME_TIMESTAMP\":\"1796453236000000\",\"_PID\":\"55\",\"SYSLOG_IDENTIFIER\":\"kernel\",\"_SYSTEMD_UNIT\":\"odd.service\",\"MESSAGE\":\"a kernel-named writer in a unit\"}\n");
     json.push_str("not json at all\n");
+
+    // A capture that starts in the middle of a traceback: its evidence has
+    // no time above it and is placed before the first timed line.
+    let mut cut = String::new();
+    cut.push_str("  File \"/opt/sglang/model_runner.py\", line 781, in init_torch_distributed\n");
+    cut.push_str("    raise RuntimeError(\n");
+    cut.push_str("RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes. pre_model_load_memory=39.7, local_gpu_memory=93.7, local_gpu_memory * 0.9=84.3\n");
+    for i in 0..10 {
+        cut.push_str(&format!(
+            "[2026-11-27 09:39:{i:02} TP0] Decode batch. #running-req: 3\n"
+        ));
+    }
+
+    // The same in a journal: the first timed line is a skimmed one.
+    let mut cut_journal = String::from("    OSError: [Errno 98] Address already in use\n");
+    for i in 0..5 {
+        cut_journal.push_str(&format!(
+            "2026-11-27T09:38:4{i}+0000 ct200 kernel: usb 1-{i}: new device\n"
+        ));
+    }
 
     for (name, text) in [
         ("journal.txt", journal),
         ("sglang.log", server),
         ("syslog.txt", short),
         ("journal.json", json),
+        ("cut.log", cut),
+        ("cut-journal.txt", cut_journal),
     ] {
         let dir = scratch.path.join(name.replace('.', "-"));
         std::fs::create_dir_all(&dir).expect("dir");
@@ -278,7 +301,13 @@ fn corner_cases_read_the_same_with_the_prefilter() {
     // All of them in one bundle, too: owners and times join across inputs.
     let all = scratch.path.join("all");
     std::fs::create_dir_all(&all).expect("dir");
-    for name in ["journal.txt", "sglang.log", "syslog.txt", "journal.json"] {
+    for name in [
+        "journal.txt",
+        "sglang.log",
+        "syslog.txt",
+        "journal.json",
+        "cut.log",
+    ] {
         let from = scratch.path.join(name.replace('.', "-")).join(name);
         std::fs::copy(from, all.join(name)).expect("copy");
     }
