@@ -1,5 +1,6 @@
 //! Reading inputs: files, bundle directories and stdin into a [`SourceMap`].
-//! The only module that reads input files.
+//! The only module that reads input files; plain text files are only opened
+//! here and streamed by ingest ([`Source::file`]).
 //!
 //! Inputs that are not text become text here, before detection: gzip and
 //! zstd are unpacked ([`compressed`]), binary journal files are read through
@@ -117,21 +118,66 @@ fn is_bundle_metadata(path: &Path) -> bool {
 }
 
 /// Reads every input. A directory contributes its files, recursively, in
-/// name order, named by their path inside it.
+/// name order, named by their path inside it. Plain text files are
+/// streamed; stdin is read here.
 pub fn load(
     inputs: &[Input],
     stdin: &mut dyn Read,
+) -> Result<(SourceMap, Option<Manifest>), Error> {
+    load_with(inputs, Stdin::Read(stdin))
+}
+
+/// [`load`], with stdin streamed too when it is plain text: ingest reads
+/// it once, as it comes (`journalctl -o json | rootcause`).
+pub fn open(
+    inputs: &[Input],
+    stdin: Box<dyn Read + Send>,
+) -> Result<(SourceMap, Option<Manifest>), Error> {
+    load_with(inputs, Stdin::Stream(Some(stdin)))
+}
+
+enum Stdin<'a> {
+    /// Read whole here.
+    Read(&'a mut dyn Read),
+    /// Handed to the source when it is plain text; read at most once.
+    Stream(Option<Box<dyn Read + Send>>),
+}
+
+fn load_with(
+    inputs: &[Input],
+    mut stdin: Stdin<'_>,
 ) -> Result<(SourceMap, Option<Manifest>), Error> {
     let mut sources = SourceMap::new();
     let mut manifest = None;
     for input in inputs {
         match input {
             Input::Stdin => {
-                let mut bytes = Vec::new();
-                stdin.read_to_end(&mut bytes).map_err(|source| Error::Io {
+                let io = |source| Error::Io {
                     path: "stdin".to_owned(),
                     source,
-                })?;
+                };
+                let mut bytes = Vec::new();
+                match &mut stdin {
+                    Stdin::Read(reader) => {
+                        reader.read_to_end(&mut bytes).map_err(io)?;
+                    }
+                    Stdin::Stream(reader) => {
+                        let Some(mut reader) = reader.take() else {
+                            sources.add(Source::new("stdin", b""));
+                            continue;
+                        };
+                        // Enough for a magic number or an export's first field.
+                        (&mut reader).take(32).read_to_end(&mut bytes).map_err(io)?;
+                        let plain = !journal_file::is_journal(&bytes)
+                            && !compressed::is_compressed(&bytes)
+                            && !export::is_export(&bytes);
+                        if plain {
+                            sources.add(Source::stream("stdin", bytes, reader));
+                            continue;
+                        }
+                        reader.read_to_end(&mut bytes).map_err(io)?;
+                    }
+                }
                 sources.add(Source::new("stdin", &decode(bytes, "stdin")?));
             }
             Input::Path(path) if path.is_dir() => {
@@ -153,8 +199,7 @@ pub fn load(
                 }
             }
             Input::Path(path) => {
-                let name = path.display().to_string();
-                sources.add(Source::new(&name, &read_input(path)?));
+                sources.add(file_source(path.display().to_string(), path)?);
             }
         }
     }
@@ -198,7 +243,7 @@ fn add_dir(sources: &mut SourceMap, dir: &Path, prefix: &Path) -> Result<(), Err
                 sources.add(Source::new(name, &journal_file::read(&journals, &shown)?));
             }
         } else {
-            sources.add(Source::new(name, &read_input(&path)?));
+            sources.add(file_source(name, &path)?);
         }
     }
     Ok(())
@@ -218,14 +263,26 @@ fn journal_dir_name(dir: &Path, prefix: &Path) -> String {
     format!("{}/", name.to_string_lossy().replace('\\', "/"))
 }
 
-/// The text of the file at `path`. A journal file is recognised by its
-/// first bytes and handed to journalctl unread.
-fn read_input(path: &Path) -> Result<Vec<u8>, Error> {
+/// The file at `path` as the input `name`. A plain text file is streamed:
+/// ingest reads it once, line by line, and it is never held whole. What
+/// must be converted first is read here: a journal file (recognised by its
+/// first bytes and handed to journalctl unread), a compressed file, an
+/// export dump, and anything that is not a regular file (a pipe can be read
+/// only once).
+fn file_source(name: String, path: &Path) -> Result<Source, Error> {
     let shown = path.display().to_string();
-    if journal_file::is_journal(&head(path)?) {
-        return journal_file::read(&[path.to_owned()], &shown);
+    let head = head(path)?;
+    if journal_file::is_journal(&head) {
+        return Ok(Source::new(
+            name,
+            &journal_file::read(&[path.to_owned()], &shown)?,
+        ));
     }
-    decode(read(path)?, &shown)
+    let regular = fs::metadata(path).is_ok_and(|m| m.is_file());
+    if !regular || compressed::is_compressed(&head) || export::is_export(&head) {
+        return Ok(Source::new(name, &decode(read(path)?, &shown)?));
+    }
+    Ok(Source::file(name, path))
 }
 
 /// The text parsers read from the bytes of one input: decompressed, and
@@ -246,11 +303,12 @@ fn decode(bytes: Vec<u8>, shown: &str) -> Result<Vec<u8>, Error> {
     Ok(bytes)
 }
 
-/// The first bytes of a file, enough for its magic number.
+/// The first bytes of a file, enough for its magic number or an export's
+/// first field name.
 fn head(path: &Path) -> Result<Vec<u8>, Error> {
-    let mut bytes = Vec::with_capacity(8);
+    let mut bytes = Vec::with_capacity(32);
     fs::File::open(path)
-        .and_then(|f| f.take(8).read_to_end(&mut bytes))
+        .and_then(|f| f.take(32).read_to_end(&mut bytes))
         .map_err(|source| Error::Io {
             path: path.display().to_string(),
             source,

@@ -46,8 +46,17 @@ pub enum Command {
         hint: HintArg,
     },
     /// List every rule: built-in and loaded with --rules.
-    #[command(after_help = "Examples:\n  rootcause rules\n  rootcause rules --rules ./my-rules/")]
-    Rules(RulesArgs),
+    #[command(
+        after_help = "Examples:\n  rootcause rules\n  rootcause rules --rules ./my-rules/\n  rootcause rules --anchors"
+    )]
+    Rules {
+        #[command(flatten)]
+        rules: RulesArgs,
+        /// Print instead every literal the prefilter searches for, one per
+        /// line: the rules' anchors, then the parsers' (docs/performance.md).
+        #[arg(long)]
+        anchors: bool,
+    },
     /// Print a rule's documentation.
     #[command(
         after_help = "Examples:\n  rootcause explain sglang-unbalanced-memory\n  rootcause explain my-rule --rules ./my-rules/"

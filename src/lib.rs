@@ -62,6 +62,13 @@ pub struct Options<'a> {
     /// The bundle's manifest, typed: its zone and capture time put every log
     /// time in one frame, its gaps go into the report.
     pub context: Context,
+    /// Only skim the lines no anchor matches (`analyze`, `replay`): the
+    /// report is the same, the journal entries and line times kept in the
+    /// incident are only those it needs. Off, every line is read in full
+    /// (the `timeline` command lists every line).
+    pub prefilter: bool,
+    /// Told the bytes read so far and the total while inputs are read.
+    pub progress: Option<&'a (dyn Fn(u64, u64) + Sync)>,
 }
 
 impl Default for Options<'_> {
@@ -70,6 +77,8 @@ impl Default for Options<'_> {
             format_hint: None,
             rules: rules::RULES,
             context: Context::default(),
+            prefilter: false,
+            progress: None,
         }
     }
 }
@@ -79,9 +88,9 @@ pub fn analyze_in(sources: SourceMap, context: Context, catalog: &[&dyn rules::R
     analyze_with(
         sources,
         &Options {
-            format_hint: None,
             rules: catalog,
             context,
+            ..Options::default()
         },
     )
 }
@@ -109,7 +118,15 @@ pub fn analyze_observed(
     let catalog = options.rules;
     let context = options.context.clone();
     observe(Stage::Parse);
-    let ingested = ingest::ingest_as(&sources, options.format_hint, &rules::anchors(catalog));
+    let anchors = rules::anchors(catalog);
+    let settings = ingest::Settings {
+        hint: options.format_hint,
+        anchors: &anchors,
+        prefilter: options.prefilter,
+        progress: options.progress,
+        threads: ingest::Threads::Auto,
+    };
+    let ingested = ingest::ingest_with(&sources, &settings);
     observe(Stage::Correlate);
     let incident = correlate::correlate_with(ingested.facts, &Clock::from_context(&context));
     observe(Stage::Diagnose);

@@ -34,7 +34,14 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         )
         .map(|_| ExitCode::SUCCESS),
         Some(Command::Inputs { paths, hint }) => inputs(&paths, hint.format_hint),
-        Some(Command::Rules(args)) => list_rules(&load_rules(&args)?),
+        Some(Command::Rules { rules, anchors }) => {
+            let user = load_rules(&rules)?;
+            if anchors {
+                list_anchors(&user)
+            } else {
+                list_rules(&user)
+            }
+        }
         Some(Command::Explain { rule, rules }) => explain(&rule, &load_rules(&rules)?),
         Some(Command::Capture(args)) => capture(args),
         Some(Command::Replay(args)) => replay(args),
@@ -141,6 +148,12 @@ fn timeline(args: TimelineArgs) -> Result<ExitCode, Error> {
     let user = load_rules(&args.rules)?;
     let (sources, context) = read_inputs(&args.paths)?;
     let analysis = crate::analyze_in(sources, context, &catalog(&user));
+    if let Some((input, error)) = analysis.sources.read_error() {
+        return Err(Error::Io {
+            path: input.to_owned(),
+            source: io::Error::other(error),
+        });
+    }
     let all: Vec<&crate::timeline::Entry> = analysis.timeline.entries.iter().collect();
     let entries = match &args.around {
         None => all,
@@ -251,6 +264,23 @@ fn list_rules(user: &[UserRule]) -> Result<ExitCode, Error> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Every literal the prefilter searches for, once each: what
+/// `rg -F -f` needs to scan for the same lines (bench/run.sh).
+fn list_anchors(user: &[UserRule]) -> Result<ExitCode, Error> {
+    let rules = rules::anchors(&catalog(user));
+    let mut seen = std::collections::BTreeSet::new();
+    let mut text = String::new();
+    let literals = rules.literals().iter().map(String::as_str);
+    for literal in literals.chain(crate::ingest::FACT_ANCHORS.iter().copied()) {
+        if seen.insert(literal) {
+            text.push_str(literal);
+            text.push('\n');
+        }
+    }
+    write_stdout(io::stdout().lock().write_all(text.as_bytes()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
 fn explain(id: &str, user: &[UserRule]) -> Result<ExitCode, Error> {
     let all = catalog(user);
     let Some(rule) = all.iter().find(|r| r.meta().id == id) else {
@@ -275,6 +305,23 @@ fn explain(id: &str, user: &[UserRule]) -> Result<ExitCode, Error> {
 
 /// Reads the inputs and what their bundle's manifest says.
 fn read_inputs(paths: &[std::path::PathBuf]) -> Result<(SourceMap, Context), Error> {
+    let (sources, manifest) = bundle::open(&input_list(paths)?, Box::new(io::stdin()))?;
+    let mut context = manifest
+        .as_ref()
+        .map(Context::from_manifest)
+        .unwrap_or_default();
+    // Only a name, never a path: outputs must not depend on where it lies.
+    if let [only] = paths {
+        context.bundle = only
+            .file_name()
+            .filter(|_| only.as_os_str() != "-")
+            .map(|n| n.to_string_lossy().into_owned());
+    }
+    Ok((sources, context))
+}
+
+/// The inputs the paths name; none means stdin, which must not be a terminal.
+fn input_list(paths: &[std::path::PathBuf]) -> Result<Vec<Input>, Error> {
     let inputs: Vec<Input> = if paths.is_empty() {
         if io::stdin().is_terminal() {
             return Err(Error::NoInput);
@@ -292,19 +339,7 @@ fn read_inputs(paths: &[std::path::PathBuf]) -> Result<(SourceMap, Context), Err
             })
             .collect()
     };
-    let (sources, manifest) = bundle::load(&inputs, &mut io::stdin().lock())?;
-    let mut context = manifest
-        .as_ref()
-        .map(Context::from_manifest)
-        .unwrap_or_default();
-    // Only a name, never a path: outputs must not depend on where it lies.
-    if let [only] = paths {
-        context.bundle = only
-            .file_name()
-            .filter(|_| only.as_os_str() != "-")
-            .map(|n| n.to_string_lossy().into_owned());
-    }
-    Ok((sources, context))
+    Ok(inputs)
 }
 
 fn use_color(arg: ColorArg) -> bool {
@@ -362,15 +397,25 @@ fn report(
     dirs: &[String],
 ) -> Result<ExitCode, Error> {
     let rules = catalog(user);
+    // The stage progress (crate::progress) is shown for long inputs; the
+    // byte-level callback of ingest is not needed on top of it.
     let options = crate::Options {
         format_hint: hint,
         rules: &rules,
         context,
+        prefilter: true,
+        progress: None,
     };
     let analysis = crate::analyze_observed(sources, &options, &|stage| progress.stage(stage));
     progress.writing();
     if hint.is_none() {
         recognisable(dirs, &analysis.inputs)?;
+    }
+    if let Some((input, error)) = analysis.sources.read_error() {
+        return Err(Error::Io {
+            path: input.to_owned(),
+            source: io::Error::other(error),
+        });
     }
     let report = analysis.report();
     let format = match args.output {
@@ -415,7 +460,8 @@ fn report(
 /// `rootcause inputs`: each segment with its format, line range, how sure
 /// detection is (the share of its lines the format's parser read) and why.
 fn inputs(paths: &[std::path::PathBuf], hint: Option<Format>) -> Result<ExitCode, Error> {
-    let (sources, _) = read_inputs(paths)?;
+    // Stdin read whole, not streamed: the line counts below read it again.
+    let (sources, _) = bundle::load(&input_list(paths)?, &mut io::stdin())?;
     let ingested = crate::ingest::ingest_as(&sources, hint, &crate::ingest::Anchors::none());
     let mut text = String::new();
     for input in &ingested.inputs {

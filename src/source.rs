@@ -1,10 +1,23 @@
 //! Input text and the spans that point back into it.
 //!
-//! A [`SourceMap`] owns every input the user gave (a file, a bundle member, or
-//! stdin), already decoded. Every fact and every finding carries a [`Span`]
-//! (source + 1-based line) so the report can always cite `input:line: text`.
+//! A [`SourceMap`] lists every input the user gave (a file, a bundle member,
+//! or stdin). An input is either text already in memory ([`Source::new`]) or
+//! a file on disk that ingest reads once, line by line, without ever holding
+//! it whole ([`Source::file`]); for those, the lines some fact or message
+//! needs are kept during that pass ([`kept`]) so that reports can still cite
+//! them. Every fact and every finding carries a [`Span`] (source + 1-based
+//! line) so the report can always cite `input:line: text`.
+
+mod kept;
+mod lines;
 
 use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+pub use kept::KeptLines;
+pub use lines::ReadSummary;
 
 /// Index of an input in its [`SourceMap`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -17,22 +30,62 @@ pub struct Span {
     pub line: u32,
 }
 
-/// One decoded input.
+/// One input.
 #[derive(Debug)]
 pub struct Source {
     /// Display name: the path relative to the bundle, the file path, or `stdin`.
     pub name: String,
+    body: Body,
+    /// A streamed file decoded whole, on demand (tests, [`Source::raw_line`]).
+    whole: OnceLock<Text>,
+    /// What the last pass over a streamed file learned.
+    read: Mutex<Option<ReadSummary>>,
+    /// The lines of a streamed file that facts and messages need.
+    kept: Mutex<KeptLines>,
+    /// Lines looked up by reading the file again because no pass kept them.
+    reread: AtomicUsize,
+}
+
+#[derive(Debug)]
+enum Body {
+    Text(Text),
+    /// A plain text file, read when ingest streams it.
+    File(PathBuf),
+    /// A pipe (stdin): its first bytes, already read, and the rest; it can
+    /// be read once only.
+    Stream(Mutex<Option<Pipe>>),
+}
+
+/// The bytes of a pipe: those read to sniff them, then the rest.
+struct Pipe {
+    head: Vec<u8>,
+    rest: Box<dyn std::io::Read + Send>,
+}
+
+impl std::fmt::Debug for Pipe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Pipe")
+    }
+}
+
+impl Pipe {
+    fn reader(self) -> impl std::io::Read {
+        std::io::Read::chain(std::io::Cursor::new(self.head), self.rest)
+    }
+}
+
+/// Decoded text and where its lines start.
+#[derive(Debug)]
+struct Text {
     text: String,
     /// Byte offset of the start of each line.
     line_starts: Vec<usize>,
     /// Number of invalid UTF-8 sequences replaced while decoding.
-    pub invalid_utf8: usize,
+    invalid_utf8: usize,
 }
 
-impl Source {
-    /// Decodes `bytes` lossily (parsers must never fail on bad bytes) and
-    /// indexes its lines.
-    pub fn new(name: impl Into<String>, bytes: &[u8]) -> Source {
+impl Text {
+    fn new(bytes: &[u8]) -> Text {
         let (text, invalid_utf8) = match String::from_utf8_lossy(bytes) {
             Cow::Borrowed(s) => (s.to_owned(), 0),
             Cow::Owned(s) => {
@@ -41,27 +94,25 @@ impl Source {
             }
         };
         let mut line_starts = vec![0];
-        line_starts.extend(memchr_newlines(&text).map(|i| i + 1));
+        line_starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
         if line_starts.last() == Some(&text.len()) && !text.is_empty() {
             line_starts.pop();
         }
         if text.is_empty() {
             line_starts.clear();
         }
-        Source {
-            name: name.into(),
+        Text {
             text,
             line_starts,
             invalid_utf8,
         }
     }
 
-    pub fn line_count(&self) -> u32 {
+    fn line_count(&self) -> u32 {
         self.line_starts.len() as u32
     }
 
-    /// The raw text of a 1-based line without its line terminator.
-    pub fn raw_line(&self, line: u32) -> &str {
+    fn raw_line(&self, line: u32) -> &str {
         let i = line as usize;
         if i == 0 || i > self.line_starts.len() {
             return "";
@@ -72,24 +123,211 @@ impl Source {
         let s = s.strip_suffix('\n').unwrap_or(s);
         s.strip_suffix('\r').unwrap_or(s)
     }
+}
+
+impl Source {
+    /// Decodes `bytes` lossily (parsers must never fail on bad bytes) and
+    /// indexes its lines.
+    pub fn new(name: impl Into<String>, bytes: &[u8]) -> Source {
+        Source::with_body(name.into(), Body::Text(Text::new(bytes)))
+    }
+
+    /// A plain text file on disk, read line by line when ingest reaches it:
+    /// memory does not grow with its size.
+    pub fn file(name: impl Into<String>, path: impl AsRef<Path>) -> Source {
+        Source::with_body(name.into(), Body::File(path.as_ref().to_owned()))
+    }
+
+    /// A pipe, read line by line when ingest reaches it, once: `head` holds
+    /// its first bytes, which the bundle reader looked at.
+    pub fn stream(
+        name: impl Into<String>,
+        head: Vec<u8>,
+        rest: Box<dyn std::io::Read + Send>,
+    ) -> Source {
+        let pipe = Pipe { head, rest };
+        Source::with_body(name.into(), Body::Stream(Mutex::new(Some(pipe))))
+    }
+
+    fn with_body(name: String, body: Body) -> Source {
+        Source {
+            name,
+            body,
+            whole: OnceLock::new(),
+            read: Mutex::new(None),
+            kept: Mutex::new(KeptLines::default()),
+            reread: AtomicUsize::new(0),
+        }
+    }
+
+    /// Whether the text is read as it is needed rather than held.
+    pub fn is_streamed(&self) -> bool {
+        !matches!(self.body, Body::Text(_))
+    }
+
+    /// The size in bytes, as far as it is known without reading (a pipe's
+    /// is not: `None`).
+    pub fn size(&self) -> Option<u64> {
+        match &self.body {
+            Body::Text(t) => Some(t.text.len() as u64),
+            Body::File(path) => Some(std::fs::metadata(path).map_or(0, |m| m.len())),
+            Body::Stream(_) => None,
+        }
+    }
+
+    /// The size in bytes, as far as it is known without reading.
+    pub fn size_hint(&self) -> u64 {
+        self.size().unwrap_or(0)
+    }
+
+    /// The text, decoded whole: in memory already, or read for the occasion
+    /// (a pipe only if no pass read it yet).
+    fn whole(&self) -> &Text {
+        match &self.body {
+            Body::Text(t) => t,
+            Body::File(path) => self
+                .whole
+                .get_or_init(|| Text::new(&std::fs::read(path).unwrap_or_default())),
+            Body::Stream(pipe) => self.whole.get_or_init(|| {
+                let mut bytes = Vec::new();
+                if let Some(pipe) = pipe.lock().ok().and_then(|mut p| p.take()) {
+                    let _ = std::io::Read::read_to_end(&mut pipe.reader(), &mut bytes);
+                }
+                Text::new(&bytes)
+            }),
+        }
+    }
+
+    pub fn line_count(&self) -> u32 {
+        match &self.body {
+            Body::Text(t) => t.line_count(),
+            _ => match self.last_read() {
+                Some(r) => r.lines,
+                None => self.whole().line_count(),
+            },
+        }
+    }
+
+    /// Number of invalid UTF-8 sequences replaced while decoding.
+    pub fn invalid_utf8(&self) -> usize {
+        match &self.body {
+            Body::Text(t) => t.invalid_utf8,
+            _ => match self.last_read() {
+                Some(r) => r.invalid_utf8,
+                None => self.whole().invalid_utf8,
+            },
+        }
+    }
+
+    fn last_read(&self) -> Option<ReadSummary> {
+        self.read.lock().ok().and_then(|r| r.clone())
+    }
+
+    /// The raw text of a 1-based line without its line terminator. A
+    /// streamed file is read whole for it: for tests and small inputs.
+    pub fn raw_line(&self, line: u32) -> &str {
+        self.whole().raw_line(line)
+    }
 
     /// Every line, cleaned for matching: ANSI escapes removed, `\r` handled.
     pub fn lines(&self) -> impl Iterator<Item = (u32, Cow<'_, str>)> {
         (1..=self.line_count()).map(|n| (n, clean_line(self.raw_line(n))))
     }
-}
 
-fn memchr_newlines(text: &str) -> impl Iterator<Item = usize> + '_ {
-    text.bytes()
-        .enumerate()
-        .filter_map(|(i, b)| (b == b'\n').then_some(i))
+    /// Reads every line once, in order, without holding the input: `line`
+    /// gets each line number and raw text (no terminator), `progress` the
+    /// bytes read so far. A streamed file's line count, invalid UTF-8 and
+    /// any read error are remembered.
+    pub fn for_each_line(
+        &self,
+        progress: &mut dyn FnMut(u64),
+        line: &mut dyn FnMut(u32, &str),
+    ) -> ReadSummary {
+        let summary = match &self.body {
+            Body::Text(t) => {
+                for n in 1..=t.line_count() {
+                    line(n, t.raw_line(n));
+                }
+                progress(t.text.len() as u64);
+                ReadSummary {
+                    lines: t.line_count(),
+                    invalid_utf8: t.invalid_utf8,
+                    error: None,
+                }
+            }
+            Body::File(path) => lines::read_file(path, progress, line),
+            Body::Stream(pipe) => match pipe.lock().ok().and_then(|mut p| p.take()) {
+                Some(pipe) => lines::read_stream(&mut pipe.reader(), progress, line),
+                // Read already: what that pass learned stands.
+                None => match self.whole.get() {
+                    Some(t) => {
+                        for n in 1..=t.line_count() {
+                            line(n, t.raw_line(n));
+                        }
+                        ReadSummary {
+                            lines: t.line_count(),
+                            invalid_utf8: t.invalid_utf8,
+                            error: None,
+                        }
+                    }
+                    None => self.last_read().unwrap_or_default(),
+                },
+            },
+        };
+        if self.is_streamed() {
+            if let Ok(mut r) = self.read.lock() {
+                *r = Some(summary.clone());
+            }
+        }
+        summary
+    }
+
+    /// Adds lines that a pass over a streamed file kept.
+    pub fn keep(&self, lines: KeptLines) {
+        if let Ok(mut kept) = self.kept.lock() {
+            kept.merge(lines);
+        }
+    }
+
+    /// Why the last pass over a streamed file stopped early, if it did.
+    pub fn read_error(&self) -> Option<String> {
+        self.last_read().and_then(|r| r.error)
+    }
+
+    /// How many cited lines had to be read from disk again because no pass
+    /// kept them (a line the prefilter should have kept: zero in tests).
+    pub fn rereads(&self) -> usize {
+        self.reread.load(Ordering::Relaxed)
+    }
+
+    /// The cleaned text of line `line`.
+    fn line_text(&self, line: u32) -> Cow<'_, str> {
+        if let Body::Text(t) = &self.body {
+            return clean_line(t.raw_line(line));
+        }
+        let kept = self
+            .kept
+            .lock()
+            .ok()
+            .and_then(|k| k.get(line).map(str::to_owned));
+        if let Some(text) = kept {
+            return Cow::Owned(text);
+        }
+        self.reread.fetch_add(1, Ordering::Relaxed);
+        let raw = match &self.body {
+            Body::File(path) => lines::fetch_line(path, line).unwrap_or_default(),
+            // A pipe cannot be read again: only what a pass kept is there.
+            _ => self.whole().raw_line(line).to_owned(),
+        };
+        Cow::Owned(clean_line(&raw).into_owned())
+    }
 }
 
 /// Removes ANSI CSI escapes and a trailing carriage return, so parsers see
 /// what a person sees. A line without escapes is borrowed, not copied.
 pub fn clean_line(raw: &str) -> Cow<'_, str> {
     let raw = raw.strip_suffix('\r').unwrap_or(raw);
-    if !raw.contains('\x1b') && !raw.contains('\r') {
+    if memchr::memchr2(b'\x1b', b'\r', raw.as_bytes()).is_none() {
         return Cow::Borrowed(raw);
     }
     let mut out = String::with_capacity(raw.len());
@@ -155,7 +393,14 @@ impl SourceMap {
 
     /// The cleaned text of the line a span points at, for evidence excerpts.
     pub fn line_text(&self, span: Span) -> Cow<'_, str> {
-        clean_line(self.get(span.source).raw_line(span.line))
+        self.get(span.source).line_text(span.line)
+    }
+
+    /// The first input whose reading stopped on an error, and why.
+    pub fn read_error(&self) -> Option<(&str, String)> {
+        self.sources
+            .iter()
+            .find_map(|s| Some((s.name.as_str(), s.read_error()?)))
     }
 }
 
@@ -179,7 +424,7 @@ mod tests {
     #[test]
     fn invalid_utf8_is_decoded_lossily_and_counted() {
         let s = Source::new("b", b"ok \xff\xfe end\n");
-        assert_eq!(s.invalid_utf8, 2);
+        assert_eq!(s.invalid_utf8(), 2);
         assert!(s.raw_line(1).starts_with("ok "));
     }
 
@@ -191,5 +436,43 @@ mod tests {
         );
         assert_eq!(clean_line("10%\r50%\r100% done"), "100% done");
         assert_eq!(clean_line("plain\r"), "plain");
+    }
+
+    /// A streamed file and the same bytes in memory read the same: lines,
+    /// their text, invalid UTF-8 (a literal U+FFFD counts only once the
+    /// input has an invalid byte, as lossy decoding of the whole does).
+    #[test]
+    fn a_streamed_file_reads_like_the_same_text_in_memory() {
+        let cases: [&[u8]; 8] = [
+            b"",
+            b"x",
+            b"x\n",
+            b"\n\n",
+            b"one\r\ntwo\r\r\nthree",
+            b"ok \xff\xfe end\nnext \xe2\x82\nlast",
+            "valid \u{FFFD} only\n".as_bytes(),
+            b"\xef\xbf\xbd literal then \xc3\n",
+        ];
+        let dir = std::env::temp_dir().join(format!("rootcause-src-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        for (i, bytes) in cases.iter().enumerate() {
+            let path = dir.join(format!("case{i}"));
+            std::fs::write(&path, bytes).expect("write");
+            let memory = Source::new("m", bytes);
+            let file = Source::file("f", &path);
+            let mut seen = Vec::new();
+            let summary = file.for_each_line(&mut |_| {}, &mut |n, l| seen.push((n, l.to_owned())));
+            let want: Vec<(u32, String)> = (1..=memory.line_count())
+                .map(|n| (n, memory.raw_line(n).to_owned()))
+                .collect();
+            assert_eq!(seen, want, "case {i}");
+            assert_eq!(summary.lines, memory.line_count(), "case {i}");
+            assert_eq!(summary.invalid_utf8, memory.invalid_utf8(), "case {i}");
+            assert_eq!(file.line_count(), memory.line_count(), "case {i}");
+            for n in 1..=memory.line_count() {
+                assert_eq!(file.line_text(n), memory.line_text(n), "case {i} line {n}");
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

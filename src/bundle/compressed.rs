@@ -10,6 +10,11 @@ use ruzstd::decoding::{FrameDecoder, StreamingDecoder};
 const GZIP_MAGIC: &[u8] = &[0x1f, 0x8b];
 const ZSTD_MAGIC: &[u8] = &[0x28, 0xb5, 0x2f, 0xfd];
 
+/// Whether `head` starts a gzip or zstd stream.
+pub(super) fn is_compressed(head: &[u8]) -> bool {
+    head.starts_with(GZIP_MAGIC) || head.starts_with(ZSTD_MAGIC)
+}
+
 /// A compressed file inside a compressed file is unpacked too, this many
 /// layers deep at most.
 const MAX_LAYERS: usize = 4;

@@ -9,9 +9,13 @@
 //! `-o export` dumps reach this parser too: the bundle reader turns them
 //! into these JSON lines.
 
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use regex::Regex;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::KernelParser;
@@ -19,6 +23,8 @@ use super::Line;
 use super::ServerLogParser;
 use super::journal_fields::{entry_from_fields, outer_of};
 use super::journal_time::utc_from_micros;
+use super::reader::{Out, Read};
+use super::server::{OuterRef, Skim};
 use crate::model::{Facts, JournalEntry};
 use crate::source::{Span, clean_line};
 
@@ -36,53 +42,226 @@ struct Pending {
 
 /// Parses one segment; returns the number of lines it did not recognise.
 pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
-    let mut server = ServerLogParser::default();
-    let mut kernel = KernelParser::default();
-    let mut pending: Option<Pending> = None;
-    let mut unrecognized = 0;
+    let mut reader = JsonReader::new();
     for line in lines {
+        reader.full(line, facts);
+    }
+    reader.finish(facts)
+}
+
+/// Reads a segment line by line (see [`super::reader`]).
+pub(super) struct JsonReader {
+    server: ServerLogParser,
+    kernel: KernelParser,
+    pending: Option<Pending>,
+    unrecognized: u32,
+    /// What each PID's entries read in full so far had: a unit (1), no unit
+    /// (2), a command line (4). Owners and command lines come from a PID's
+    /// first entries.
+    first: HashMap<u32, u8>,
+}
+
+impl JsonReader {
+    pub(super) fn new() -> JsonReader {
+        JsonReader {
+            server: ServerLogParser::default(),
+            kernel: KernelParser::default(),
+            pending: None,
+            unrecognized: 0,
+            first: HashMap::new(),
+        }
+    }
+
+    pub(super) fn read(&mut self, line: &Line<'_>, hot: bool, out: &mut Out<'_>) -> Read {
+        if !hot {
+            if let Some(read) = self.skim(line) {
+                return read;
+            }
+        }
+        self.full(line, out.facts);
+        Read::Parsed
+    }
+
+    /// The prefilter's reading of a record with no anchor, on its raw bytes:
+    /// only the fields that decide whether it is an entry, whose it is and
+    /// when, are decoded. `None` when it must be read in full: PID 1's
+    /// records, a PID's first ones, json-pretty objects, anything unusual
+    /// (escapes, non-string values, duplicate fields).
+    fn skim(&mut self, line: &Line<'_>) -> Option<Read> {
+        if self.pending.is_some() {
+            return None;
+        }
         let text = strip_record_prefix(line.text);
-        if let Some(p) = &mut pending {
+        if text.is_empty() {
+            return Some(Read::Skimmed(None));
+        }
+        if text == "{" || PRETTY_FIELD.is_match(line.text) {
+            return None;
+        }
+        // `\u` escapes may hide what an anchor would see, or be invalid
+        // where the skim does not look.
+        static ESCAPE: LazyLock<memchr::memmem::Finder<'static>> =
+            LazyLock::new(|| memchr::memmem::Finder::new("\\u"));
+        if ESCAPE.find(text.as_bytes()).is_some() {
+            return None;
+        }
+        let fields: SkimFields<'_> = serde_json::from_str(text).ok()?;
+        let message = string(fields.message?)?;
+        let pid = match fields.pid.or(fields.syslog_pid) {
+            Some(raw) => string(raw)?.trim().parse::<u32>().ok(),
+            None => None,
+        };
+        if pid == Some(1) {
+            return None;
+        }
+        let identifier = match fields.identifier.or(fields.comm) {
+            Some(raw) => string(raw)?,
+            None => Cow::Borrowed("unknown"),
+        };
+        let unit = fields
+            .unit
+            .map(string)
+            .map_or(Some(None), |u| u.map(Some))?;
+        let cmdline = fields
+            .cmdline
+            .map(string)
+            .map_or(Some(None), |c| c.map(Some))?;
+        let transport = fields
+            .transport
+            .map(string)
+            .map_or(Some(None), |t| t.map(Some))?;
+        if let Some(pid) = pid {
+            let mut bits = if cmdline.is_some() { 4 } else { 0 };
+            bits |= match (&unit, identifier.as_ref()) {
+                (Some(_), _) => 1,
+                (None, "kernel") => 0,
+                (None, _) => 2,
+            };
+            let seen = self.first.entry(pid).or_default();
+            if bits & !*seen != 0 {
+                *seen |= bits;
+                return None;
+            }
+        }
+        let time = match fields.realtime {
+            Some(raw) => string(raw)?.trim().parse().ok().and_then(utc_from_micros),
+            None => None,
+        };
+        let kernel =
+            (pid.is_none() && identifier == "kernel") || transport.as_deref() == Some("kernel");
+        if kernel && self.kernel.busy() {
+            return None;
+        }
+        let outer = OuterRef {
+            pid,
+            unit: unit.as_deref(),
+            time,
+        };
+        for message_line in message.split('\n') {
+            if let Skim::Full = self.server.skim(message_line, outer) {
+                return None;
+            }
+        }
+        Some(Read::Skimmed(time))
+    }
+
+    pub(super) fn full(&mut self, line: &Line<'_>, facts: &mut Facts) {
+        let (server, kernel) = (&mut self.server, &mut self.kernel);
+        let text = strip_record_prefix(line.text);
+        if let Some(p) = &mut self.pending {
             p.text.push_str(text);
             p.text.push('\n');
             p.lines += 1;
             if text == "}" {
-                if let Some(p) = pending.take() {
-                    if !read_record(&p.text, p.span, &mut server, &mut kernel, facts) {
-                        unrecognized += p.lines;
+                if let Some(p) = self.pending.take() {
+                    if !read_record(&p.text, p.span, server, kernel, facts) {
+                        self.unrecognized += p.lines;
                     }
                 }
             }
-            continue;
+            return;
         }
         if text.is_empty() {
-            continue;
+            return;
         }
         if text == "{" {
-            pending = Some(Pending {
+            self.pending = Some(Pending {
                 span: line.span,
                 text: "{\n".to_owned(),
                 lines: 1,
             });
-            continue;
+            return;
         }
         // A `json-pretty` object whose `{` line fell outside this segment
         // (a paste cut just below it): read it from its first field.
         if PRETTY_FIELD.is_match(line.text) {
-            pending = Some(Pending {
+            self.pending = Some(Pending {
                 span: line.span,
                 text: format!("{{\n{text}\n"),
                 lines: 1,
             });
-            continue;
+            return;
         }
-        if !read_record(text, line.span, &mut server, &mut kernel, facts) {
-            unrecognized += 1;
+        if !read_record(text, line.span, server, kernel, facts) {
+            self.unrecognized += 1;
         }
     }
-    kernel.finish(facts);
-    // An object cut off by the end of the paste.
-    unrecognized + pending.map_or(0, |p| p.lines)
+
+    /// Closes the segment; returns the number of lines it did not recognise.
+    pub(super) fn finish(&mut self, facts: &mut Facts) -> u32 {
+        self.kernel.finish(facts);
+        // An object cut off by the end of the paste.
+        self.unrecognized + self.pending.take().map_or(0, |p| p.lines)
+    }
+}
+
+/// The fields the prefilter reads, undecoded. A field that occurs twice
+/// fails the whole record, which is then read in full.
+#[derive(Deserialize)]
+struct SkimFields<'a> {
+    #[serde(rename = "MESSAGE", borrow, default, deserialize_with = "raw")]
+    message: Option<&'a RawValue>,
+    #[serde(
+        rename = "__REALTIME_TIMESTAMP",
+        borrow,
+        default,
+        deserialize_with = "raw"
+    )]
+    realtime: Option<&'a RawValue>,
+    #[serde(rename = "_PID", borrow, default, deserialize_with = "raw")]
+    pid: Option<&'a RawValue>,
+    #[serde(rename = "SYSLOG_PID", borrow, default, deserialize_with = "raw")]
+    syslog_pid: Option<&'a RawValue>,
+    #[serde(
+        rename = "SYSLOG_IDENTIFIER",
+        borrow,
+        default,
+        deserialize_with = "raw"
+    )]
+    identifier: Option<&'a RawValue>,
+    #[serde(rename = "_COMM", borrow, default, deserialize_with = "raw")]
+    comm: Option<&'a RawValue>,
+    #[serde(rename = "_SYSTEMD_UNIT", borrow, default, deserialize_with = "raw")]
+    unit: Option<&'a RawValue>,
+    #[serde(rename = "_CMDLINE", borrow, default, deserialize_with = "raw")]
+    cmdline: Option<&'a RawValue>,
+    #[serde(rename = "_TRANSPORT", borrow, default, deserialize_with = "raw")]
+    transport: Option<&'a RawValue>,
+}
+
+/// A present field, even `null`, as its raw JSON.
+fn raw<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue as Deserialize>::deserialize(d).map(Some)
+}
+
+/// A raw JSON string's text; `None` for any other value.
+fn string(raw: &RawValue) -> Option<Cow<'_, str>> {
+    let json = raw.get();
+    let inner = json.strip_prefix('"')?.strip_suffix('"')?;
+    if memchr::memchr(b'\\', inner.as_bytes()).is_none() {
+        return Some(Cow::Borrowed(inner));
+    }
+    serde_json::from_str::<String>(json).ok().map(Cow::Owned)
 }
 
 /// Strips the `json-seq` record separator and the `json-sse` field name.

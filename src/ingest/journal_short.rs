@@ -12,6 +12,7 @@
 //! parser, so SGLang output captured by journald becomes server events, and
 //! every kernel message through the kernel parser (`journalctl -k`, kern.log).
 
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -22,8 +23,9 @@ use super::ServerLogParser;
 use super::journal_fields::{UNIT_TYPES, outer_of, unit_of_pid1_message};
 use super::journal_marks::{Aside, aside};
 use super::journal_time::split_stamp;
-use super::server::Outer;
-use crate::model::{Facts, JournalEntry};
+use super::reader::{Out, Read};
+use super::server::{Outer, OuterRef, Skim};
+use crate::model::{Facts, JournalEntry, Timestamp};
 use crate::source::Span;
 
 /// What the name before `[pid]:` is.
@@ -57,51 +59,214 @@ enum Continues {
     },
     /// The indented tail of journalctl's `Hint:` notice.
     Notice,
+    /// An entry the prefilter skimmed, and its continuation lines so far:
+    /// read in full after all if a later line of it matters.
+    Skimmed(Vec<(Span, String)>),
 }
 
 /// Parses one segment; returns the number of lines it did not recognise.
 pub fn parse(lines: &[Line<'_>], facts: &mut Facts, ident: Ident) -> u32 {
-    let mut server = ServerLogParser::default();
-    let mut kernel = KernelParser::default();
-    let mut continues = Continues::Nothing;
-    let mut unrecognized = 0;
+    let mut reader = JournalReader::new(ident);
     for line in lines {
+        reader.full(line, facts);
+    }
+    reader.finish(facts)
+}
+
+/// Entries whose lines may go on this long before a skimmed one is read in
+/// full anyway: the buffer of a skimmed entry stays small.
+const MAX_SKIMMED_LINES: usize = 256;
+
+/// Reads a segment line by line (see [`super::reader`]).
+pub(super) struct JournalReader {
+    ident: Ident,
+    server: ServerLogParser,
+    kernel: KernelParser,
+    continues: Continues,
+    unrecognized: u32,
+    /// PIDs whose first entry with (1) and without (2) a unit was read in
+    /// full: owners are decided by each PID's first entries.
+    first: HashMap<u32, u8>,
+}
+
+impl JournalReader {
+    pub(super) fn new(ident: Ident) -> JournalReader {
+        JournalReader {
+            ident,
+            server: ServerLogParser::default(),
+            kernel: KernelParser::default(),
+            continues: Continues::Nothing,
+            unrecognized: 0,
+            first: HashMap::new(),
+        }
+    }
+
+    /// Reads one line; a line without an anchor may only be skimmed.
+    pub(super) fn read(&mut self, line: &Line<'_>, hot: bool, out: &mut Out<'_>) -> Read {
+        if let Continues::Skimmed(_) = &self.continues {
+            if is_continuation(line.text, self.ident) {
+                if !hot && self.skim_continuation(line.text) {
+                    if let Continues::Skimmed(lines) = &mut self.continues {
+                        lines.push((line.span, line.text.to_owned()));
+                    }
+                    return Read::Skimmed(None);
+                }
+                // A line of the entry matters after all: read it whole.
+                if let Continues::Skimmed(lines) =
+                    std::mem::replace(&mut self.continues, Continues::Nothing)
+                {
+                    for (span, text) in &lines {
+                        out.kept.push(span.line, text);
+                        self.full(&Line { span: *span, text }, out.facts);
+                    }
+                }
+                self.full(line, out.facts);
+                return Read::Parsed;
+            }
+        }
+        if !hot {
+            if let Some(read) = self.skim(line) {
+                return read;
+            }
+        }
+        self.full(line, out.facts);
+        Read::Parsed
+    }
+
+    /// The prefilter's cheap reading of a line with no anchor: what the full
+    /// reading would record (the line's time, whether it is recognised),
+    /// with no fact made. `None` when the full reading is needed: PID 1's
+    /// lines, a PID's first lines, a message for a writer that is in the
+    /// middle of something, continuation lines of an entry read in full.
+    fn skim(&mut self, line: &Line<'_>) -> Option<Read> {
         let text = line.text;
         if text.trim().is_empty() {
-            // An empty line inside a multi-line message is printed as bare
-            // indentation, which pastes often trim: keep the entry open.
-            continue;
+            return Some(Read::Skimmed(None));
         }
-        if let Some(entry) = parse_entry(text, line.span, ident) {
-            let column = text[..text.len() - entry.message.len()].chars().count();
-            let outer = outer_of(&entry);
-            if let Some(outer) = &outer {
-                server.feed(&entry.message, line.span, outer, facts);
+        if let Some(parts) = parse_parts(text, self.ident) {
+            let time = parts.time?;
+            if parts.is_pid1() {
+                return None;
             }
-            if entry.is_kernel() {
-                kernel.feed(&entry.message, line.span, entry.time, facts);
+            let kernel = parts.pid.is_none() && parts.identifier == "kernel";
+            if kernel && self.kernel.busy() {
+                return None;
             }
-            facts.journal.push(entry);
-            continues = Continues::Entry {
-                index: facts.journal.len() - 1,
-                column,
-                outer,
+            if let Some(pid) = parts.pid {
+                // The first entry with a unit names the PID's unit; the first
+                // without one (not the kernel's) may infer it.
+                let bit = match (parts.unit, parts.identifier) {
+                    (Some(_), _) => 1,
+                    (None, "kernel") => 0,
+                    (None, _) => 2,
+                };
+                let seen = self.first.entry(pid).or_default();
+                if bit & !*seen != 0 {
+                    *seen |= bit;
+                    return None;
+                }
+            }
+            // PID 1 never gets here: every other message goes to the server parser.
+            let outer = OuterRef {
+                pid: parts.pid,
+                unit: parts.unit,
+                time: parts.time,
             };
-            continue;
+            if let Skim::Full = self.server.skim(parts.message, outer) {
+                return None;
+            }
+            self.continues = Continues::Skimmed(vec![(line.span, text.to_owned())]);
+            return Some(Read::Skimmed(Some(time)));
         }
         match aside(text) {
             Some(Aside::Marker | Aside::Catalog) => {
-                continues = Continues::Nothing;
-                continue;
+                self.continues = Continues::Nothing;
+                return Some(Read::Skimmed(None));
             }
             Some(Aside::Notice) => {
-                continues = Continues::Notice;
-                continue;
+                self.continues = Continues::Notice;
+                return Some(Read::Skimmed(None));
             }
             None => {}
         }
         if text.starts_with([' ', '\t']) {
-            match &continues {
+            match &self.continues {
+                Continues::Entry { .. } | Continues::Skimmed(_) => return None,
+                Continues::Notice => return Some(Read::Skimmed(None)),
+                Continues::Nothing => {}
+            }
+        }
+        self.continues = Continues::Nothing;
+        self.unrecognized += 1;
+        Some(Read::Skimmed(None))
+    }
+
+    /// Whether a continuation line of a skimmed entry can stay skimmed: its
+    /// writer is not in the middle of something, and the entry is not long.
+    fn skim_continuation(&mut self, text: &str) -> bool {
+        let Continues::Skimmed(lines) = &self.continues else {
+            return false;
+        };
+        let Some(head) = lines.first().and_then(|(_, t)| parse_parts(t, self.ident)) else {
+            return false;
+        };
+        if lines.len() >= MAX_SKIMMED_LINES {
+            return false;
+        }
+        let column = head_column(&lines[0].1, head.message);
+        let indent = text.len() - text.trim_start_matches(' ').len();
+        let rest = &text[indent.min(column)..];
+        let kernel = head.pid.is_none() && head.identifier == "kernel";
+        if kernel && self.kernel.busy() {
+            return false;
+        }
+        let outer = OuterRef {
+            pid: head.pid,
+            unit: head.unit,
+            time: head.time,
+        };
+        !matches!(self.server.skim(rest, outer), Skim::Full)
+    }
+
+    /// Reads one line in full.
+    pub(super) fn full(&mut self, line: &Line<'_>, facts: &mut Facts) {
+        let text = line.text;
+        if text.trim().is_empty() {
+            // An empty line inside a multi-line message is printed as bare
+            // indentation, which pastes often trim: keep the entry open.
+            return;
+        }
+        if let Some(entry) = parse_entry(text, line.span, self.ident) {
+            let column = head_column(text, &entry.message);
+            let outer = outer_of(&entry);
+            if let Some(outer) = &outer {
+                self.server.feed(&entry.message, line.span, outer, facts);
+            }
+            if entry.is_kernel() {
+                self.kernel
+                    .feed(&entry.message, line.span, entry.time, facts);
+            }
+            facts.journal.push(entry);
+            self.continues = Continues::Entry {
+                index: facts.journal.len() - 1,
+                column,
+                outer,
+            };
+            return;
+        }
+        match aside(text) {
+            Some(Aside::Marker | Aside::Catalog) => {
+                self.continues = Continues::Nothing;
+                return;
+            }
+            Some(Aside::Notice) => {
+                self.continues = Continues::Notice;
+                return;
+            }
+            None => {}
+        }
+        if text.starts_with([' ', '\t']) {
+            match &self.continues {
                 Continues::Entry {
                     index,
                     column,
@@ -115,46 +280,97 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts, ident: Ident) -> u32 {
                         entry.message.push_str(rest);
                     }
                     if let Some(outer) = outer {
-                        server.feed(rest, line.span, outer, facts);
+                        self.server.feed(rest, line.span, outer, facts);
                     }
-                    continue;
+                    return;
                 }
-                Continues::Notice => continue,
-                Continues::Nothing => {}
+                Continues::Notice => return,
+                // Only a skimmed entry's own lines get here, and they are
+                // read in full with it (see `read`).
+                Continues::Nothing | Continues::Skimmed(_) => {}
             }
         }
-        continues = Continues::Nothing;
-        unrecognized += 1;
+        self.continues = Continues::Nothing;
+        self.unrecognized += 1;
     }
-    kernel.finish(facts);
-    unrecognized
+
+    /// Closes the segment; returns the number of lines it did not recognise.
+    pub(super) fn finish(&mut self, facts: &mut Facts) -> u32 {
+        self.kernel.finish(facts);
+        self.unrecognized
+    }
+}
+
+/// Whether `text` continues the entry above it: indented, and neither an
+/// entry nor one of journalctl's own lines.
+fn is_continuation(text: &str, ident: Ident) -> bool {
+    !text.trim().is_empty()
+        && text.starts_with([' ', '\t'])
+        && parse_parts(text, ident).is_none()
+        && aside(text).is_none()
+}
+
+/// The column at which the message of entry line `text` starts.
+fn head_column(text: &str, message: &str) -> usize {
+    text[..text.len() - message.len()].chars().count()
+}
+
+/// The fields of one `timestamp host ident[pid]: message` line, borrowed.
+struct Parts<'a> {
+    time: Option<Timestamp>,
+    host: Option<&'a str>,
+    identifier: &'a str,
+    pid: Option<u32>,
+    /// The unit `-o with-unit` printed in place of the identifier.
+    unit: Option<&'a str>,
+    message: &'a str,
+}
+
+impl Parts<'_> {
+    fn is_pid1(&self) -> bool {
+        self.pid == Some(1) && self.identifier == "systemd"
+    }
+}
+
+fn parse_parts(text: &str, ident: Ident) -> Option<Parts<'_>> {
+    let (time, rest) = split_stamp(text)?;
+    let prefix = split_prefix(rest)?;
+    let mut parts = Parts {
+        time,
+        host: prefix.host,
+        identifier: prefix.identifier,
+        pid: prefix.pid,
+        unit: None,
+        message: prefix.message,
+    };
+    if ident == Ident::Unit {
+        if let Some(c) = PRINTED_UNIT.captures(prefix.identifier) {
+            let unit = c.name("unit").map_or("", |m| m.as_str());
+            // PID 1 prints as `init.scope[1]`: it is the service manager,
+            // and its messages are about other units, as in every mode.
+            if unit == "init.scope" && parts.pid == Some(1) {
+                parts.identifier = "systemd";
+            } else {
+                parts.unit = Some(unit);
+            }
+        }
+    }
+    Some(parts)
 }
 
 /// Reads one `timestamp host ident[pid]: message` line.
 fn parse_entry(text: &str, span: Span, ident: Ident) -> Option<JournalEntry> {
-    let (time, rest) = split_stamp(text)?;
-    let prefix = split_prefix(rest)?;
+    let parts = parse_parts(text, ident)?;
     let mut entry = JournalEntry {
-        time,
-        host: prefix.host.map(str::to_owned),
-        identifier: prefix.identifier.to_owned(),
-        pid: prefix.pid,
-        unit: None,
+        time: parts.time,
+        host: parts.host.map(str::to_owned),
+        identifier: parts.identifier.to_owned(),
+        pid: parts.pid,
+        unit: parts.unit.map(str::to_owned),
         cmdline: None,
-        message: prefix.message.to_owned(),
+        message: parts.message.to_owned(),
         span,
     };
-    if ident == Ident::Unit {
-        if let Some(c) = PRINTED_UNIT.captures(prefix.identifier) {
-            // PID 1 prints as `init.scope[1]`: it is the service manager,
-            // and its messages are about other units, as in every mode.
-            if &c["unit"] == "init.scope" && entry.pid == Some(1) {
-                entry.identifier = "systemd".to_owned();
-            } else {
-                entry.unit = Some(c["unit"].to_owned());
-            }
-        }
-    }
     if entry.is_pid1() {
         entry.unit = unit_of_pid1_message(&entry.message);
     }

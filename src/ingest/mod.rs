@@ -3,7 +3,9 @@
 //! An input is split into segments ([`detect`]), each segment is parsed by the
 //! parser of its format, and every line no parser recognised is counted
 //! against its segment. Parsers never fail: a line they cannot read is a
-//! count, not an error.
+//! count, not an error. Inputs are streamed, one line at a time
+//! ([`stream`]); with the prefilter, lines no anchor matches are only
+//! skimmed ([`reader`]).
 
 mod anchors;
 mod check_env;
@@ -22,7 +24,9 @@ mod nvidia_smi_q;
 mod nvidia_smi_table;
 mod proc_cgroup;
 mod ps;
+mod reader;
 mod server;
+mod stream;
 mod systemctl_show;
 mod systemctl_status;
 mod values;
@@ -30,14 +34,15 @@ mod values;
 use std::fmt;
 use std::str::FromStr;
 
-use crate::model::{Facts, Framework, Message};
+use crate::model::{Facts, Framework};
 use crate::source::{SourceId, SourceMap, Span};
 
-pub use anchors::Anchors;
+pub use anchors::{Anchors, FACT_ANCHORS};
 pub use detect::{segment, segment_as};
 pub(crate) use kernel::KernelParser;
 pub(crate) use server::ServerLogParser;
 pub use server::process_title;
+pub use stream::{Settings, Threads, ingest_with};
 
 /// Every input format rootcause reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -223,43 +228,18 @@ pub fn ingest(sources: &SourceMap, anchors: &Anchors) -> Ingested {
 }
 
 /// [`ingest`]; with a `hint`, every input is read as that one format instead
-/// of being detected (`--format-hint`).
+/// of being detected (`--format-hint`). Every line is read in full.
 pub fn ingest_as(sources: &SourceMap, hint: Option<Format>, anchors: &Anchors) -> Ingested {
-    let mut out = Ingested::default();
-    for (id, source) in sources.iter() {
-        let cleaned: Vec<(u32, std::borrow::Cow<'_, str>)> = source.lines().collect();
-        for segment in segment_as(id, source, hint) {
-            let lines: Vec<Line<'_>> = cleaned
-                [(segment.first_line - 1) as usize..segment.last_line as usize]
-                .iter()
-                .map(|(n, text)| Line {
-                    span: Span {
-                        source: id,
-                        line: *n,
-                    },
-                    text,
-                })
-                .collect();
-            out.facts
-                .messages
-                .extend(
-                    lines
-                        .iter()
-                        .filter(|l| anchors.matches(l.text))
-                        .map(|l| Message {
-                            span: l.span,
-                            text: l.text.to_owned(),
-                        }),
-                );
-            let unrecognized = parse_segment(segment.format, &lines, &mut out.facts);
-            out.inputs.push(InputSummary {
-                lines: segment.last_line - segment.first_line + 1,
-                unrecognized,
-                segment,
-            });
-        }
-    }
-    out
+    ingest_with(
+        sources,
+        &Settings {
+            hint,
+            anchors,
+            prefilter: false,
+            progress: None,
+            threads: Threads::Auto,
+        },
+    )
 }
 
 /// Runs the parser of `format`; returns the number of lines it did not recognise.

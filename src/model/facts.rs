@@ -36,3 +36,42 @@ pub struct Facts {
     /// log line, nvidia-smi's date line), for the timeline.
     pub line_times: Vec<(Span, Timestamp)>,
 }
+
+impl Facts {
+    /// Appends `other`'s facts after these, field by field: the facts of
+    /// inputs read apart, joined in input order. Every field must be here.
+    pub fn append(&mut self, other: Facts) {
+        let Facts {
+            smi_headers,
+            gpus,
+            gpu_processes,
+            process_listings,
+            journal,
+            unit_statuses,
+            server_events,
+            ps,
+            messages,
+            gpu_health,
+            kernel_events,
+            unit_properties,
+            proc_cgroups,
+            env_reports,
+            line_times,
+        } = other;
+        self.smi_headers.extend(smi_headers);
+        self.gpus.extend(gpus);
+        self.gpu_processes.extend(gpu_processes);
+        self.process_listings.extend(process_listings);
+        self.journal.extend(journal);
+        self.unit_statuses.extend(unit_statuses);
+        self.server_events.extend(server_events);
+        self.ps.extend(ps);
+        self.messages.extend(messages);
+        self.gpu_health.extend(gpu_health);
+        self.kernel_events.extend(kernel_events);
+        self.unit_properties.extend(unit_properties);
+        self.proc_cgroups.extend(proc_cgroups);
+        self.env_reports.extend(env_reports);
+        self.line_times.extend(line_times);
+    }
+}

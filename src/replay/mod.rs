@@ -207,7 +207,16 @@ fn replay_one(dir: &Path, catalog: &[&dyn Rule], bless: bool) -> Verdict {
         .as_ref()
         .map(Context::from_manifest)
         .unwrap_or_default();
-    let analysis = crate::analyze_in(sources, context, catalog);
+    let options = crate::Options {
+        rules: catalog,
+        context,
+        prefilter: true,
+        ..crate::Options::default()
+    };
+    let analysis = crate::analyze_with(sources, &options);
+    if let Some((input, error)) = analysis.sources.read_error() {
+        return Verdict::Error(format!("cannot read {input}: {error}"));
+    }
     let report = analysis.report();
     let render = |how: Rendering| match how {
         Rendering::Format(format) => {

@@ -12,6 +12,7 @@ mod host_facts;
 mod hostile;
 mod incidents;
 mod journal_files;
+mod prefilter;
 mod readme;
 mod replay;
 mod report;

@@ -25,6 +25,15 @@ fn run_all(bytes: &[u8]) {
     let analysis = rootcause::analyze(sources);
     let report = analysis.report();
     let _ = rootcause::render::script(&report);
+    // Again with the prefilter: its skimming readers never panic either.
+    let mut sources = SourceMap::new();
+    sources.add(Source::new("fuzz", bytes));
+    let options = rootcause::Options {
+        prefilter: true,
+        ..rootcause::Options::default()
+    };
+    let analysis = rootcause::analyze_with(sources, &options);
+    let _ = rootcause::render::script(&analysis.report());
 }
 
 /// Fragments real inputs are made of, so that random lines get deep into

@@ -46,6 +46,85 @@ re!(
 );
 re!(VERBOSE_FIELD, r"^ {4}[A-Z0-9_]+=");
 
+/// A `-o short-iso` line (see `continues_as` in the parent module).
+pub(super) fn is_short_iso(line: &str) -> bool {
+    short_iso_ascii(line).unwrap_or_else(|| JOURNAL_SHORT_ISO.is_match(line))
+}
+
+/// [`JOURNAL_SHORT_ISO`] by hand for a line whose prefix is ASCII (the
+/// regex's `\d` and `\S` are Unicode: anything else is left to it), on the
+/// path every line of a big journal takes. `None`: the regex decides.
+fn short_iso_ascii(line: &str) -> Option<bool> {
+    let b = line.as_bytes();
+    let digits = |range: std::ops::Range<usize>| {
+        b.get(range)
+            .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
+    };
+    let shape = digits(0..4)
+        && b.get(4) == Some(&b'-')
+        && digits(5..7)
+        && b.get(7) == Some(&b'-')
+        && digits(8..10)
+        && b.get(10) == Some(&b'T')
+        && digits(11..13)
+        && b.get(13) == Some(&b':')
+        && digits(14..16)
+        && b.get(16) == Some(&b':')
+        && digits(17..19);
+    if !shape {
+        return None;
+    }
+    let mut i = 19;
+    if b.get(i) == Some(&b'.') {
+        let start = i + 1;
+        i = start;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        if i == start {
+            return None;
+        }
+    }
+    if !matches!(b.get(i), Some(b'+' | b'-')) || !digits(i + 1..i + 3) {
+        return None;
+    }
+    i += 3;
+    if b.get(i) == Some(&b':') {
+        i += 1;
+    }
+    if !digits(i..i + 2) || b.get(i + 2) != Some(&b' ') {
+        return None;
+    }
+    // `\S+ `: the host runs to the first space, with no other whitespace.
+    let host = i + 3;
+    let end = host + b.get(host..)?.iter().position(|&c| c == b' ')?;
+    if end == host || !b[host..end].iter().all(|c| c.is_ascii_graphic()) {
+        return None;
+    }
+    // `[^:]*?\S: `: the first colon after the host ends `\S: `, or starts `:: `.
+    let start = end + 1;
+    let colon = start + b.get(start..)?.iter().position(|&c| c == b':')?;
+    let before = colon.checked_sub(1).filter(|&p| p >= start).map(|p| b[p]);
+    match before {
+        Some(c) if !c.is_ascii() => None,
+        Some(c) if !c.is_ascii_whitespace() && c != 0x0b && b.get(colon + 1) == Some(&b' ') => {
+            Some(true)
+        }
+        _ => Some(b.get(colon + 1) == Some(&b':') && b.get(colon + 2) == Some(&b' ')),
+    }
+}
+
+/// A `-o short` line (see `continues_as` in the parent module).
+pub(super) fn is_short(line: &str) -> bool {
+    JOURNAL_SHORT.is_match(line)
+}
+
+/// Whether this sniffer claims a line that starts with `[` (see
+/// `continues_as` in the parent module): only the monotonic modes can.
+pub(super) fn claims_bracketed(line: &str) -> bool {
+    JOURNAL_MONOTONIC.is_match(line) || JOURNAL_DELTA.is_match(line)
+}
+
 /// The modes whose markers and catalog lines continue a segment.
 fn is_journal_text(format: Option<Format>) -> bool {
     matches!(
@@ -292,6 +371,39 @@ mod tests {
         ];
         for (line, want) in cases {
             assert_eq!(class(line, None), *want, "{line}");
+        }
+    }
+
+    /// The hand-written short-iso test says what the regex says, where it
+    /// says anything.
+    #[test]
+    fn the_hand_written_short_iso_test_agrees_with_the_regex() {
+        let cases = [
+            "2026-11-27T09:38:40+0000 ct200 python3[1]: x",
+            "2026-11-27T09:38:40.123+00:00 ct200 kernel: x",
+            "2026-11-27T09:38:40+0000 ct200 my wrapper[77]: a: b",
+            "2026-11-27T09:38:40+0000 ct200 x:: y",
+            "2026-11-27T09:38:40+0000 ct200 :: y",
+            "2026-11-27T09:38:40+0000 ct200 : y",
+            "2026-11-27T09:38:40+0000 ct200 a :b",
+            "2026-11-27T09:38:40+0000 ct200 a\t: b",
+            "2026-11-27T09:38:40+0000 ct200 a\x0b: b",
+            "2026-11-27T09:38:40+0000 ct200 a\x1c: b",
+            "2026-11-27T09:38:40+0000 ct200 é: b",
+            "2026-11-27T09:38:40+0000 ct200 a\u{a0}: b",
+            "2026-11-27T09:38:40+0000  ct200 x: y",
+            "2026-11-27T09:38:40+0000 ct\t200 x: y",
+            "2026-11-27T09:38:40+0000 ct200 x:y",
+            "2026-11-27T09:38:40+0000 ct200 x:",
+            "2026-11-27T09:38:40+0000 ct200",
+            "2026-11-27T09:38:40. ct200 x: y",
+            "2026-11-27T09:38:40Z ct200 x: y",
+            "2026-11-27 09:38:40+0000 ct200 x: y",
+        ];
+        for line in cases {
+            if let Some(verdict) = short_iso_ascii(line) {
+                assert_eq!(verdict, JOURNAL_SHORT_ISO.is_match(line), "{line:?}");
+            }
         }
     }
 

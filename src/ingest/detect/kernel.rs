@@ -23,6 +23,12 @@ re!(
     r"^(?:NVRM: |.{1,15} invoked oom-killer: gfp_mask=|(?:Out of memory|Memory cgroup out of memory): Kill|oom-kill:constraint=|oom_reaper: reaped process )"
 );
 
+/// A `dmesg` line with its time in brackets (see `continues_as` in the
+/// parent module).
+pub(super) fn is_bracketed(line: &str) -> bool {
+    UPTIME.is_match(line) || CTIME.is_match(line)
+}
+
 pub(super) fn sniff(line: &str, _current: Option<Format>) -> Option<Class> {
     if UPTIME.is_match(line) || CTIME.is_match(line) || ISO.is_match(line) {
         return Some(Class::Strong(

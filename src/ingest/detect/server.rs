@@ -50,6 +50,11 @@ re!(
     r"^(?:Python: \d+\.\d+|CUDA available: (?:True|False)\s*$|NVIDIA Topology:)"
 );
 
+/// An SGLang line (see `continues_as` in the parent module).
+pub(super) fn is_sglang(line: &str) -> bool {
+    SGLANG.is_match(line)
+}
+
 /// What a line (under its layers) is, for the segment it belongs to.
 enum Kind {
     /// Only this framework writes such lines.

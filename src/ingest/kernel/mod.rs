@@ -17,6 +17,7 @@ use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
 use regex::Regex;
 
 use super::Line;
+use super::reader::{Out, Read};
 use crate::model::{Facts, KernelEvent, KernelEventKind, KernelTime, Timestamp};
 use crate::source::Span;
 
@@ -105,6 +106,14 @@ impl KernelParser {
     pub fn finish(&mut self, facts: &mut Facts) {
         self.oom.finish(facts);
     }
+
+    /// Whether a message with no anchor may matter: only inside an OOM
+    /// report. Elsewhere every event needs an anchor (`NVRM: `,
+    /// `invoked oom-killer`, `Killed process`, …), and such a message is
+    /// not one the kernel parser knows.
+    pub fn busy(&self) -> bool {
+        self.oom.busy()
+    }
 }
 
 /// Pushes an event; returns its index in `facts.kernel_events`.
@@ -120,64 +129,115 @@ fn push(facts: &mut Facts, kind: KernelEventKind, time: KernelTime, span: Span) 
 
 /// Parses one `dmesg` segment; returns the number of lines it did not recognise.
 pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
-    let mut parser = KernelParser::default();
-    let mut unrecognized = 0;
-    // The wall time of the last prefixed line, for continuation lines.
-    let mut last: Option<Option<Timestamp>> = None;
+    let mut reader = DmesgReader::default();
     for line in lines {
+        reader.full(line, facts);
+    }
+    reader.finish(facts)
+}
+
+/// Reads a `dmesg` segment line by line (see [`super::reader`]).
+#[derive(Default)]
+pub(crate) struct DmesgReader {
+    parser: KernelParser,
+    /// The wall time of the last prefixed line, for continuation lines.
+    last: Option<Option<Timestamp>>,
+    unrecognized: u32,
+}
+
+impl DmesgReader {
+    pub(crate) fn read(&mut self, line: &Line<'_>, hot: bool, out: &mut Out<'_>) -> Read {
+        if hot || self.parser.busy() {
+            self.full(line, out.facts);
+            return Read::Parsed;
+        }
+        // What `full` does, minus the parser, which would find nothing.
         let text = line.text;
         if text.trim().is_empty() {
-            continue;
+            return Read::Skimmed(None);
+        }
+        if let Some((wall, _)) = split_wrapper(text) {
+            self.last = Some(wall);
+        } else if !(self.last.is_some() && text.starts_with([' ', '\t'])) {
+            self.last = None;
+            self.unrecognized += 1;
+        }
+        // A kernel line is timed only by the event it makes.
+        Read::Skimmed(None)
+    }
+
+    fn full(&mut self, line: &Line<'_>, facts: &mut Facts) {
+        let text = line.text;
+        if text.trim().is_empty() {
+            return;
         }
         if let Some((wall, message)) = split_wrapper(text) {
-            parser.feed(message, line.span, wall, facts);
-            last = Some(wall);
-            continue;
+            self.parser.feed(message, line.span, wall, facts);
+            self.last = Some(wall);
+            return;
         }
         // A record with several lines prints the later ones indented.
-        if let (Some(wall), true) = (last, text.starts_with([' ', '\t'])) {
-            parser.feed(text.trim_start(), line.span, wall, facts);
-            continue;
+        if let (Some(wall), true) = (self.last, text.starts_with([' ', '\t'])) {
+            self.parser.feed(text.trim_start(), line.span, wall, facts);
+            return;
         }
         // `dmesg -t` and grep output: no wrapper, only known messages count.
-        last = None;
-        if !parser.feed(text, line.span, None, facts) {
-            unrecognized += 1;
+        self.last = None;
+        if !self.parser.feed(text, line.span, None, facts) {
+            self.unrecognized += 1;
         }
     }
-    parser.finish(facts);
-    unrecognized
+
+    pub(crate) fn finish(&mut self, facts: &mut Facts) -> u32 {
+        self.parser.finish(facts);
+        self.unrecognized
+    }
 }
 
 /// Strips the dmesg wrapper of a line: the wall time it printed (if any) and
 /// the message, which may still start with a `[ uptime]`. `None` when the
 /// line has no wrapper.
 fn split_wrapper(text: &str) -> Option<(Option<Timestamp>, &str)> {
+    // What each pattern needs first, tested before it: most lines of a big
+    // log are `[ uptime] …`, and these tests cost next to nothing.
+    let first = |s: &str| s.as_bytes().first().copied();
     let mut rest = text;
     let mut wrapped = false;
-    if let Some(m) = RAW_PRIORITY.find(rest) {
-        rest = &rest[m.end()..];
-        wrapped = true;
+    if first(rest) == Some(b'<') {
+        if let Some(m) = RAW_PRIORITY.find(rest) {
+            rest = &rest[m.end()..];
+            wrapped = true;
+        }
     }
-    if let Some(m) = FACILITY_LEVEL.find(rest) {
-        rest = &rest[m.end()..];
-        wrapped = true;
+    if first(rest).is_some_and(|b| b.is_ascii_lowercase()) {
+        if let Some(m) = FACILITY_LEVEL.find(rest) {
+            rest = &rest[m.end()..];
+            wrapped = true;
+        }
     }
-    if let Some(c) = CTIME.captures(rest) {
-        let wall = ctime(&c);
-        let end = c.get(0).map_or(0, |m| m.end());
-        return wall.map(|w| (Some(w), &rest[end..]));
+    let bracket = first(rest) == Some(b'[');
+    if bracket && rest.as_bytes().get(1).is_some_and(u8::is_ascii_uppercase) {
+        if let Some(c) = CTIME.captures(rest) {
+            let wall = ctime(&c);
+            let end = c.get(0).map_or(0, |m| m.end());
+            return wall.map(|w| (Some(w), &rest[end..]));
+        }
     }
-    if let Some(c) = ISO.captures(rest) {
-        let wall = iso(&c);
-        let end = c.get(0).map_or(0, |m| m.end());
-        return wall.map(|w| (Some(w), &rest[end..]));
+    // `\d` is any Unicode digit: only an ASCII non-digit rules it out.
+    if first(rest).is_some_and(|b| b.is_ascii_digit() || !b.is_ascii()) {
+        if let Some(c) = ISO.captures(rest) {
+            let wall = iso(&c);
+            let end = c.get(0).map_or(0, |m| m.end());
+            return wall.map(|w| (Some(w), &rest[end..]));
+        }
     }
-    if UPTIME.is_match(rest) {
+    if bracket && UPTIME.is_match(rest) {
         return Some((None, rest));
     }
-    if let Some(m) = RELTIME.find(rest) {
-        return Some((None, &rest[m.end()..]));
+    if bracket {
+        if let Some(m) = RELTIME.find(rest) {
+            return Some((None, &rest[m.end()..]));
+        }
     }
     wrapped.then_some((None, rest))
 }

@@ -212,6 +212,11 @@ impl OomReports {
         REPORT_LINES.iter().any(|l| text.starts_with(l))
     }
 
+    /// Whether a report is open: its lines need no anchor (task rows).
+    pub fn busy(&self) -> bool {
+        self.pending.is_some()
+    }
+
     /// Pushes a report the input cut before its kill line.
     pub fn finish(&mut self, facts: &mut Facts) {
         if let Some(report) = self.pending.take() {

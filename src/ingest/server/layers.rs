@@ -69,7 +69,10 @@ pub(super) fn peel<'t>(mut text: &'t str, writer: &mut Writer) -> &'t str {
     let (mut viewer, mut compose, mut process, mut torch) = (false, false, false, false);
     loop {
         if !viewer {
-            if let Some(c) = VIEWER_TIME.captures(text) {
+            if let Some(c) = viewer_may(text)
+                .then(|| VIEWER_TIME.captures(text))
+                .flatten()
+            {
                 if let Some(time) = viewer_time(&c) {
                     writer.time = Some(time);
                     viewer = true;
@@ -79,7 +82,7 @@ pub(super) fn peel<'t>(mut text: &'t str, writer: &mut Writer) -> &'t str {
             }
         }
         if !compose && !process && !torch {
-            if let Some(c) = COMPOSE.captures(text) {
+            if let Some(c) = compose_may(text).then(|| COMPOSE.captures(text)).flatten() {
                 writer.container = Some(c["name"].to_owned());
                 writer.key.container = writer.container.clone();
                 compose = true;
@@ -88,7 +91,7 @@ pub(super) fn peel<'t>(mut text: &'t str, writer: &mut Writer) -> &'t str {
             }
         }
         if !process && !torch {
-            if let Some(c) = PROCESS.captures(text) {
+            if let Some(c) = process_may(text).then(|| PROCESS.captures(text)).flatten() {
                 if let Ok(pid) = c["pid"].parse::<u32>() {
                     process = true;
                     take_process(&c, pid, writer);
@@ -98,7 +101,7 @@ pub(super) fn peel<'t>(mut text: &'t str, writer: &mut Writer) -> &'t str {
             }
         }
         if !torch {
-            if let Some(c) = TORCH_RANK.captures(text) {
+            if let Some(c) = torch_may(text).then(|| TORCH_RANK.captures(text)).flatten() {
                 if let Ok(rank) = c["rank"].parse::<u32>() {
                     torch = true;
                     let tag = writer.rank.get_or_insert_with(RankTag::default);
@@ -111,6 +114,38 @@ pub(super) fn peel<'t>(mut text: &'t str, writer: &mut Writer) -> &'t str {
         }
         return text;
     }
+}
+
+// What each layer's pattern requires at least, tested before the pattern:
+// most lines have no layer, and these tests cost next to nothing.
+fn viewer_may(text: &str) -> bool {
+    // `\d` is any Unicode digit: only an ASCII non-digit rules it out.
+    text.as_bytes()
+        .first()
+        .is_some_and(|b| b.is_ascii_digit() || !b.is_ascii())
+}
+
+fn compose_may(text: &str) -> bool {
+    text.as_bytes()
+        .first()
+        .is_some_and(u8::is_ascii_alphanumeric)
+        && memchr::memchr(b'|', text.as_bytes()).is_some()
+}
+
+fn process_may(text: &str) -> bool {
+    text.starts_with('(')
+}
+
+fn torch_may(text: &str) -> bool {
+    text.starts_with("[rank")
+}
+
+/// Whether [`peel`] may find a layer on `text` (never false when it does).
+pub(super) fn may_peel(text: &str) -> bool {
+    (viewer_may(text) && VIEWER_TIME.is_match(text))
+        || (compose_may(text) && COMPOSE.is_match(text))
+        || (process_may(text) && PROCESS.is_match(text))
+        || (torch_may(text) && TORCH_RANK.is_match(text))
 }
 
 fn take_process(c: &regex::Captures<'_>, pid: u32, writer: &mut Writer) {

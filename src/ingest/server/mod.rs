@@ -25,11 +25,12 @@ mod vllm;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{Datelike, NaiveDate, NaiveTime, Timelike};
 
 use super::Line;
+use super::reader::{Out, Read};
 use crate::model::{
     CudaOom, Facts, Framework, NcclDetail, OomSource, RankTag, ServerEvent, ServerEventKind,
     Timestamp, TorchDist, TorchDistKind,
@@ -47,6 +48,38 @@ pub(crate) struct Outer {
     pub time: Option<Timestamp>,
 }
 
+/// [`Outer`], borrowed: what [`ServerLogParser::skim`] needs.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct OuterRef<'a> {
+    pub pid: Option<u32>,
+    pub unit: Option<&'a str>,
+    pub time: Option<Timestamp>,
+}
+
+impl OuterRef<'_> {
+    /// The stream of a line with no layer of its own.
+    fn key(&self) -> StreamKey {
+        StreamKey {
+            outer_pid: self.pid,
+            unit: self.unit.map(str::to_owned),
+            ..StreamKey::default()
+        }
+    }
+}
+
+/// What [`ServerLogParser::skim`] could tell about a line.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Skim {
+    /// Only reading it in full can tell.
+    Full,
+    /// Reading it in full would make no event; it would be recognised or
+    /// not, and give the line this time of its own.
+    Read {
+        recognized: bool,
+        time: Option<Timestamp>,
+    },
+}
+
 /// A streaming reader of server output. Feed it every line of one input (or
 /// every message of one journal) in order.
 #[derive(Debug, Default)]
@@ -55,6 +88,9 @@ pub(crate) struct ServerLogParser {
     /// lines (tracebacks, NCCL) that do not say.
     hint: Option<Framework>,
     streams: BTreeMap<StreamKey, Stream>,
+    /// Streams in the middle of something (a traceback, a message that
+    /// continues): every line of theirs is read in full.
+    busy: BTreeSet<StreamKey>,
 }
 
 /// Who wrote a line, as far as its layers tell.
@@ -99,12 +135,108 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts, hint: Option<Framework>) -> 
         .count() as u32
 }
 
+/// Reads a segment of server output line by line (see [`super::reader`]).
+pub(crate) struct ServerReader {
+    parser: ServerLogParser,
+    unrecognized: u32,
+}
+
+impl ServerReader {
+    pub(crate) fn new(hint: Option<Framework>) -> ServerReader {
+        ServerReader {
+            parser: ServerLogParser::new(hint),
+            unrecognized: 0,
+        }
+    }
+
+    pub(crate) fn read(&mut self, line: &Line<'_>, hot: bool, out: &mut Out<'_>) -> Read {
+        if !hot {
+            if let Skim::Read { recognized, time } =
+                self.parser.skim(line.text, OuterRef::default())
+            {
+                self.unrecognized += u32::from(!recognized);
+                return Read::Skimmed(time);
+            }
+        }
+        let outer = Outer::default();
+        if !self.parser.feed(line.text, line.span, &outer, out.facts) {
+            self.unrecognized += 1;
+        }
+        Read::Parsed
+    }
+
+    pub(crate) fn finish(self) -> u32 {
+        self.unrecognized
+    }
+}
+
 impl ServerLogParser {
     pub fn new(hint: Option<Framework>) -> ServerLogParser {
         ServerLogParser {
             hint,
             streams: BTreeMap::new(),
+            busy: BTreeSet::new(),
         }
+    }
+
+    /// What reading a line with no anchor in full would record, without
+    /// reading it: whether it is recognised, its own time, and the writer's
+    /// framework. Every event needs an anchor (see `ingest::anchors`), and a
+    /// writer in the middle of a traceback reads every line; a line under a
+    /// layer (compose, Ray, `[rankN]:`) or a c10 line is read in full.
+    pub fn skim(&mut self, text: &str, outer: OuterRef<'_>) -> Skim {
+        let text = clean_line(text);
+        if layers::may_peel(&text) {
+            return Skim::Full;
+        }
+        if !self.busy.is_empty() && self.busy.contains(&outer.key()) {
+            return Skim::Full;
+        }
+        // A time of the line's own counts when no outer layer timed it.
+        let own = |time: Option<Timestamp>| if outer.time.is_none() { time } else { None };
+        // Under the journal, the journal's time counts: no need for the line's.
+        if outer.time.is_some() && sglang::is_prefixed(&text) {
+            self.saw(outer, Framework::Sglang);
+            return Skim::Read {
+                recognized: true,
+                time: None,
+            };
+        }
+        if let Some(time) = sglang::prefix_time(&text) {
+            self.saw(outer, Framework::Sglang);
+            return Skim::Read {
+                recognized: true,
+                time: own(time),
+            };
+        }
+        if let Some(record) = vllm::may_be_record(&text)
+            .then(|| vllm::parse_record(&text, outer.time))
+            .flatten()
+        {
+            self.saw(outer, Framework::Vllm);
+            return Skim::Read {
+                recognized: true,
+                time: own(record.time),
+            };
+        }
+        if torch::may_be_c10(&text) {
+            return Skim::Full;
+        }
+        if uvicorn::parse(&text).is_some() {
+            return Skim::Read {
+                recognized: true,
+                time: None,
+            };
+        }
+        Skim::Read {
+            recognized: traceback::idle_recognizes(&text),
+            time: None,
+        }
+    }
+
+    /// A line of SGLang's or vLLM's own: its writer's framework from now on.
+    fn saw(&mut self, outer: OuterRef<'_>, framework: Framework) {
+        self.streams.entry(outer.key()).or_default().framework = Some(framework);
     }
 
     /// Reads one line (or one line of a journal message, with the entry's
@@ -125,7 +257,13 @@ impl ServerLogParser {
             span,
             hint: self.hint,
         };
-        cx.dispatch(payload)
+        let recognized = cx.dispatch(payload);
+        if cx.stream.tracebacks.busy() {
+            self.busy.insert(writer.key);
+        } else if !self.busy.is_empty() {
+            self.busy.remove(&writer.key);
+        }
+        recognized
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::sync::LazyLock;
 
-use chrono::NaiveDateTime;
+use chrono::{NaiveDate, NaiveDateTime};
 use regex::Regex;
 
 use super::args::parse_server_args;
@@ -21,6 +21,19 @@ static PREFIX: LazyLock<Regex> = LazyLock::new(|| {
         \]\x20(?P<msg>.*)$",
     )
     .expect("sglang prefix regex")
+});
+
+/// [`PREFIX`] without the message: the same lines (no line holds a
+/// newline, so `.*$` matches whatever follows), found without reading them
+/// to the end.
+static PREFIX_HEAD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^\[
+        \d{4}-\d\d-\d\d\x20\d\d:\d\d:\d\d(?:\.\d{3})?
+        (?:\x20(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*
+        \]\x20",
+    )
+    .expect("sglang prefix head regex")
 });
 
 static IMBALANCE_NUMBERS: LazyLock<Regex> = LazyLock::new(|| {
@@ -78,6 +91,52 @@ pub(super) fn parse_prefix(text: &str) -> Option<SglangLine<'_>> {
         time: parse_time(&c["ts"], c.name("ms").map(|m| m.as_str())),
         rank: parse_ranks(&c["ranks"]),
         message: c.name("msg").map_or("", |m| m.as_str()),
+    })
+}
+
+/// Whether `text` starts with SGLang's prefix and, if so, the time
+/// [`parse_prefix`] would read: the prefilter's cheap test, which reads the
+/// common timestamp by its fixed positions.
+pub(super) fn prefix_time(text: &str) -> Option<Option<Timestamp>> {
+    if !is_prefixed(text) {
+        return None;
+    }
+    Some(match fixed_time(text) {
+        Some(time) => Some(time),
+        None => parse_prefix(text).and_then(|l| l.time),
+    })
+}
+
+/// Whether `text` starts with SGLang's prefix.
+pub(super) fn is_prefixed(text: &str) -> bool {
+    text.starts_with('[') && !text.contains('\n') && PREFIX_HEAD.is_match(text)
+}
+
+/// `[YYYY-MM-DD HH:MM:SS(.mmm)` of a line [`PREFIX`] matched, read by
+/// position; `None` when anything is unusual (chrono then decides).
+fn fixed_time(text: &str) -> Option<Timestamp> {
+    let b = text.as_bytes();
+    let digit = |i: usize| -> Option<u32> {
+        let c = *b.get(i)?;
+        c.is_ascii_digit().then(|| u32::from(c - b'0'))
+    };
+    let two = |i: usize| Some(digit(i)? * 10 + digit(i + 1)?);
+    let year = two(1)? * 100 + two(3)?;
+    let (month, day) = (two(6)?, two(9)?);
+    let (hour, minute, second) = (two(12)?, two(15)?, two(18)?);
+    if hour > 23 || minute > 59 || second > 59 {
+        return None;
+    }
+    let mut local =
+        NaiveDate::from_ymd_opt(year as i32, month, day)?.and_hms_opt(hour, minute, second)?;
+    if b.get(20) == Some(&b'.') {
+        let ms = digit(21)? * 100 + digit(22)? * 10 + digit(23)?;
+        local += chrono::Duration::milliseconds(i64::from(ms));
+    }
+    Some(Timestamp {
+        local,
+        offset_secs: None,
+        year_known: true,
     })
 }
 

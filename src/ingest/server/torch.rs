@@ -62,6 +62,11 @@ pub(super) struct C10Line<'t> {
     pub message: &'t str,
 }
 
+/// Whether `text` may be a c10 line: the cheap test before [`parse_c10`].
+pub(super) fn may_be_c10(text: &str) -> bool {
+    matches!(text.as_bytes(), [b'[', b'I' | b'W' | b'E' | b'F', ..])
+}
+
 pub(super) fn parse_c10(text: &str, reference: Option<Timestamp>) -> Option<C10Line<'_>> {
     let c = C10.captures(text)?;
     let time = (|| {

@@ -117,6 +117,23 @@ impl Tracebacks {
     fn active(&self) -> bool {
         self.in_traceback || !self.open.is_empty()
     }
+
+    /// Whether a line with no anchor could change this writer's state or
+    /// make an event: inside a traceback, or while a message continues.
+    /// What else is kept (the exception just closed, a C++ abort) only lines
+    /// with an anchor read.
+    pub(super) fn busy(&self) -> bool {
+        self.active() || self.continuation.is_some()
+    }
+}
+
+/// Whether [`Cx::plain`] recognises `text` for a writer that is not
+/// [busy](Tracebacks::busy), when no anchor is in it: the lines it accepts
+/// without recording anything.
+pub(super) fn idle_recognizes(text: &str) -> bool {
+    text.trim().is_empty()
+        || (text.starts_with("Process ") && PROCESS_BANNER.is_match(text))
+        || (text.starts_with("frame #") && CPP_FRAME.is_match(text))
 }
 
 /// `Name: message` at the start of a line, for exception-like names.

@@ -85,6 +85,15 @@ pub(super) struct Record<'t> {
 }
 
 /// Reads the logger prefix; `reference` supplies the year vLLM leaves out.
+/// Whether `text` may be a vLLM record: the cheap test before
+/// [`parse_record`] (a level name first).
+pub(super) fn may_be_record(text: &str) -> bool {
+    matches!(
+        text.as_bytes().first(),
+        Some(b'D' | b'I' | b'W' | b'E' | b'C')
+    )
+}
+
 pub(super) fn parse_record(text: &str, reference: Option<Timestamp>) -> Option<Record<'_>> {
     let c = RECORD.captures(text)?;
     let time = (|| {

@@ -1,0 +1,139 @@
+"""Formats bench/run.sh's measurements as the Markdown table of
+docs/performance.md, checks every buried incident was found, and says
+which targets were met. Usage: python3 bench/report.py DATA_DIR"""
+
+import csv
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+
+data = sys.argv[1]
+rows = list(csv.DictReader(open(os.path.join(data, "results.tsv")), delimiter="\t"))
+by = {(r["file"], r["tool"]): r for r in rows}
+files = []
+for r in rows:
+    if r["file"] not in files and r["file"] != "replay.list":
+        files.append(r["file"])
+
+
+def seconds(file, tool):
+    return float(by[(file, tool)]["seconds"])
+
+
+def rss_mib(file, tool):
+    return int(by[(file, tool)]["maxrss_kb"]) / 1024
+
+
+def size(file):
+    return int(by[(file, "rootcause")]["bytes"])
+
+
+def human(n):
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
+
+
+def incidents(file):
+    """(found, buried) for one input: each buried incident's rule must be
+    among the findings, citing a line within 40 of where it was buried."""
+    buried = []
+    for line in open(os.path.join(data, file + ".incidents")):
+        rule, at = line.split()
+        buried.append((rule, int(at)))
+    try:
+        report = json.load(open(os.path.join(data, file + ".report.json")))
+    except (OSError, ValueError):
+        return 0, len(buried)
+    found = 0
+    for rule, at in buried:
+        for f in report.get("findings", []):
+            lines = [e.get("line", -999) for e in f.get("evidence", [])]
+            if f.get("rule") == rule and any(abs(n - at) <= 40 for n in lines):
+                found += 1
+                break
+    return found, len(buried)
+
+
+def machine():
+    model = "unknown CPU"
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            model = line.split(":", 1)[1].strip()
+            break
+    mem = 0
+    for line in open("/proc/meminfo"):
+        if line.startswith("MemTotal"):
+            mem = int(line.split()[1]) // 2**20
+    rev = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    return (
+        f"{model}, {os.cpu_count()} cores, {mem} GiB RAM, Linux {platform.release()}; "
+        f"{datetime.date.today().isoformat()}; rootcause {rev or 'unknown'}"
+    )
+
+
+out = ["## Results", "", machine(), ""]
+out.append(
+    "| input | size | rootcause | throughput | `rg -F -c -f anchors` | rootcause / rg "
+    "| `wc -l` | lnav (headless) | rootcause peak RSS | incidents found |"
+)
+out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+all_found = all_buried = 0
+for f in files:
+    rc, rg = seconds(f, "rootcause"), seconds(f, "rg")
+    found, buried = incidents(f)
+    all_found += found
+    all_buried += buried
+    out.append(
+        f"| `{f}` | {human(size(f))} | {rc:.2f} s | {size(f) / 2**20 / rc:.0f} MiB/s "
+        f"| {rg:.2f} s | {rc / rg:.2f}x | {seconds(f, 'wc'):.2f} s "
+        f"| {seconds(f, 'lnav'):.2f} s ({rss_mib(f, 'lnav'):.0f} MiB) "
+        f"| {rss_mib(f, 'rootcause'):.1f} MiB | {found}/{buried} |"
+    )
+
+replay, serial = seconds("replay.list", "replay-100"), seconds("replay.list", "analyze-100")
+try:
+    verdict = open(os.path.join(data, "replay.out")).read().strip().splitlines()[-1]
+except (OSError, IndexError):
+    verdict = "no summary"
+out += [
+    "",
+    f"Replay of 100 small bundles ({verdict}): {replay:.2f} s; the same 100 analysed "
+    f"one `rootcause` run after another: {serial:.2f} s.",
+    "",
+    "### Targets",
+    "",
+]
+
+
+def target(ok, text):
+    out.append(f"- [{'x' if ok else ' '}] {text}")
+
+
+iso1, iso2, iso100 = "journal-iso-1g.log", "journal-iso-2g.log", "journal-iso-100m.log"
+json1 = "journal-json-1g.json"
+ratio = seconds(iso1, "rootcause") / seconds(iso1, "rg")
+target(ratio <= 2, f"1 GiB short-iso journal within 2x `rg`: {ratio:.2f}x")
+ratio = seconds(json1, "rootcause") / seconds(json1, "rg")
+target(ratio <= 3, f"1 GiB JSON journal within 3x `rg`: {ratio:.2f}x")
+peak = rss_mib(iso1, "rootcause")
+target(peak < 64, f"peak RSS under 64 MiB at 1 GiB: {peak:.1f} MiB")
+rss = [rss_mib(f, "rootcause") for f in (iso100, iso1, iso2)]
+spread = max(rss) / min(rss) - 1
+target(
+    spread <= 0.10,
+    "peak RSS the same within 10% at 100 MiB, 1 GiB, 2 GiB: "
+    + " / ".join(f"{r:.1f}" for r in rss)
+    + f" MiB ({spread:.0%})",
+)
+growth = seconds(iso2, "rootcause") / seconds(iso1, "rootcause")
+target(growth <= 2.1, f"2 GiB takes at most 2.1x the time of 1 GiB: {growth:.2f}x")
+target(
+    replay < 2 * serial,
+    f"100-bundle replay under 2x 100 single analyses: {replay:.2f} s vs {serial:.2f} s",
+)
+target(all_found == all_buried, f"every buried incident found: {all_found}/{all_buried}")
+print("\n".join(out))

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# The benchmark of docs/performance.md, in one run:
+#
+#   bash bench/run.sh
+#
+# Generates (once, into bench/data/, gitignored) a busy host's journal in
+# short-iso at 100 MiB, 1 GiB and 2 GiB and in JSON at 1 GiB, an 8-rank
+# SGLang log and a kernel log, each with known incidents buried at random
+# positions. On the same files, from the page cache, it times `rootcause`
+# (JSON report), `rg -F -c -f anchors.txt` with the anchors rootcause
+# searches for (the practical scan limit), `wc -l` (the read limit) and
+# `lnav` loading the file headless, best of $REPEAT runs; it records peak
+# RSS (GNU time), checks that every buried incident is found, times a
+# replay of 100 small bundles against 100 analyses in a row, and prints
+# the table (also written to bench/data/results.md) with each target met
+# or not. Knobs: REPEAT (default 3), BENCH_DATA (default bench/data).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+DATA=${BENCH_DATA:-$ROOT/bench/data}
+REPEAT=${REPEAT:-3}
+
+bash bench/setup.sh
+cargo build --release --quiet
+cargo build --release --quiet --manifest-path bench/gen/Cargo.toml
+RC=$ROOT/target/release/rootcause
+GEN=$ROOT/bench/gen/target/release/rootcause-bench-gen
+mkdir -p "$DATA"
+"$RC" rules --anchors >"$DATA/anchors.txt"
+
+# name kind MiB
+FILES=(
+    "journal-iso-100m.log journal-iso 100"
+    "journal-iso-1g.log journal-iso 1024"
+    "journal-iso-2g.log journal-iso 2048"
+    "journal-json-1g.json journal-json 1024"
+    "sglang-8rank-512m.log sglang 512"
+    "kernel-128m.log kernel 128"
+)
+for f in "${FILES[@]}"; do
+    read -r name kind mib <<<"$f"
+    if [ ! -s "$DATA/$name" ] || [ ! -e "$DATA/$name.incidents" ]; then
+        echo "generating $name" >&2
+        "$GEN" "$kind" "$mib" "$DATA/$name"
+    fi
+done
+
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+RESULTS=$DATA/results.tsv
+printf 'file\tbytes\ttool\tseconds\tmaxrss_kb\n' >"$RESULTS"
+
+# Runs a command REPEAT times; records the fastest run and the largest RSS.
+measure() {
+    local file=$1 tool=$2
+    shift 2
+    local best="" rss=0
+    for _ in $(seq "$REPEAT"); do
+        /usr/bin/time -f "%e %M" -o "$TMP/time" "$@" >"$TMP/out" 2>/dev/null || true
+        # GNU time puts "Command exited with non-zero status" first.
+        read -r t m < <(tail -n 1 "$TMP/time") || true
+        case $t in *[!0-9.]* | "") t=999999 ;; esac
+        if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t; fi
+        [ "${m:-0}" -gt "$rss" ] && rss=${m:-0}
+    done
+    printf '%s\t%s\t%s\t%s\t%s\n' "$file" "$(stat -c %s "$DATA/$file")" "$tool" "$best" "$rss" >>"$RESULTS"
+}
+
+for f in "${FILES[@]}"; do
+    read -r name _ _ <<<"$f"
+    path=$DATA/$name
+    echo "measuring $name" >&2
+    cat "$path" >/dev/null # into the page cache
+    measure "$name" wc wc -l "$path"
+    measure "$name" rg rg -F -c -f "$DATA/anchors.txt" "$path"
+    measure "$name" rootcause "$RC" "$path" --output json
+    cp "$TMP/out" "$DATA/$name.report.json"
+    # lnav indexes the whole file before it answers the query.
+    measure "$name" lnav timeout 600 lnav -n -c ';SELECT count(*) FROM all_logs' "$path"
+done
+
+# Replay: 100 small bundles (the repository's incidents, over and over).
+echo "measuring replay" >&2
+rm -rf "$DATA/replay"
+mkdir -p "$DATA/replay"
+i=0
+while [ $i -lt 100 ]; do
+    for d in fixtures/incidents/*/; do
+        [ $i -lt 100 ] || break
+        cp -r "$d" "$DATA/replay/case-$(printf %03d $i)"
+        i=$((i + 1))
+    done
+done
+printf '%s\n' "$DATA"/replay/case-* >"$DATA/replay.list"
+# shellcheck disable=SC2016
+measure replay.list replay-100 sh -c '"$0" replay $(cat "$1")' "$RC" "$DATA/replay.list"
+cp "$TMP/out" "$DATA/replay.out"
+# shellcheck disable=SC2016
+measure replay.list analyze-100 sh -c 'for d in $(cat "$1"); do "$0" "$d" --output json >/dev/null; done' "$RC" "$DATA/replay.list"
+
+python3 bench/report.py "$DATA" | tee "$DATA/results.md"

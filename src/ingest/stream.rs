@@ -1,0 +1,531 @@
+//! Streaming ingest: every input is read once, line by line, and never held
+//! whole. Each line is cleaned, matched against the anchors (Aho-Corasick),
+//! classified into its segment ([`super::detect::Segmenter`]) and handed to
+//! that segment's reader ([`super::reader`]).
+//!
+//! With the prefilter on, a line no anchor matches is only skimmed: the
+//! facts are those of a full reading (the equivalence test reads every
+//! fixture both ways), minus the journal entries and line times no rule,
+//! join or report needs. What a report may still need about skimmed lines
+//! is kept here: the time of the last one above each line read in full
+//! (untimed evidence is placed after it), and the earliest line without a
+//! zone, without a year, and the latest with a year (they decide how every
+//! time is read, `correlate::clock`). Only the text of lines read in full
+//! is kept ([`KeptLines`]).
+//!
+//! Inputs are read in parallel when there are several big ones; the facts
+//! are joined in input order, so the result is that of one thread.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::anchors::Hot;
+use super::detect::{Segmenter, Step};
+use super::reader::{Out, Read, SegmentReader};
+use super::{Anchors, Format, Ingested, InputSummary, Line, Segment};
+use crate::model::{Facts, Message, Timestamp};
+use crate::source::{KeptLines, Source, SourceId, SourceMap, Span, clean_line};
+
+/// Inputs smaller than this together are read on one thread: starting
+/// threads would cost more than it saves.
+const PARALLEL_FROM_BYTES: u64 = 8 << 20;
+
+/// How to ingest.
+#[derive(Clone, Copy)]
+pub struct Settings<'a> {
+    /// Read every input as this format (`--format-hint`).
+    pub hint: Option<Format>,
+    /// The rules' anchors: matching lines become messages.
+    pub anchors: &'a Anchors,
+    /// Skim the lines no anchor matches; off, every line is read in full.
+    pub prefilter: bool,
+    /// Told the bytes read so far and the bytes to read, block by block.
+    pub progress: Option<&'a (dyn Fn(u64, u64) + Sync)>,
+    pub threads: Threads,
+}
+
+/// When to read on more than one thread. The result is the same.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Threads {
+    /// When the inputs are big enough to gain from it.
+    #[default]
+    Auto,
+    /// Never.
+    One,
+    /// Whatever the size (to test the threaded reading on small inputs).
+    Always,
+}
+
+/// Parses every input of `sources` as `settings` say.
+pub fn ingest_with(sources: &SourceMap, settings: &Settings<'_>) -> Ingested {
+    let hot: Option<Arc<Hot>> = settings.prefilter.then(|| settings.anchors.with_facts());
+    let sizes: Vec<u64> = sources.iter().map(|(_, s)| s.size_hint()).collect();
+    let total: u64 = sizes.iter().sum();
+    let done = AtomicU64::new(0);
+    let read = |id: SourceId| {
+        let source = sources.get(id);
+        let progress = |bytes: u64| {
+            if let Some(report) = settings.progress {
+                report(done.fetch_add(bytes, Ordering::Relaxed) + bytes, total);
+            }
+        };
+        read_source(id, source, settings, hot.as_deref(), &progress)
+    };
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let parallel = match settings.threads {
+        Threads::Auto => workers > 1 && total >= PARALLEL_FROM_BYTES,
+        Threads::One => false,
+        Threads::Always => true,
+    };
+    let parts: Vec<Part> = if parallel && sources.len() > 1 {
+        // Biggest first, so that no thread is left with a big one at the end.
+        let mut order: Vec<usize> = (0..sources.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(sizes[i]));
+        let next = AtomicUsize::new(0);
+        let slots: Mutex<Vec<Option<Part>>> =
+            Mutex::new((0..sources.len()).map(|_| None).collect());
+        std::thread::scope(|scope| {
+            for _ in 0..workers.clamp(2, sources.len()) {
+                scope.spawn(|| {
+                    while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        let part = read(SourceId(i));
+                        if let Ok(mut slots) = slots.lock() {
+                            slots[i] = Some(part);
+                        }
+                    }
+                });
+            }
+        });
+        slots
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .into_iter()
+            .enumerate()
+            .map(|(i, part)| part.unwrap_or_else(|| read(SourceId(i))))
+            .collect()
+    } else {
+        (0..sources.len()).map(|i| read(SourceId(i))).collect()
+    };
+    let mut out = Ingested::default();
+    for (i, part) in parts.into_iter().enumerate() {
+        out.facts.append(part.facts);
+        out.inputs.extend(part.inputs);
+        sources.get(SourceId(i)).keep(part.kept);
+    }
+    out
+}
+
+/// What one input gave.
+struct Part {
+    facts: Facts,
+    inputs: Vec<InputSummary>,
+    kept: KeptLines,
+}
+
+/// Inputs at least this big are read on two threads: one reads, decodes,
+/// cleans and searches the anchors, the other parses.
+const PIPELINE_FROM_BYTES: u64 = 16 << 20;
+
+fn read_source(
+    id: SourceId,
+    source: &Source,
+    settings: &Settings<'_>,
+    hot: Option<&Hot>,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Part {
+    let mut input = InputReader {
+        id,
+        // Text in memory is cited from there; a streamed file's is kept.
+        keep_text: source.is_streamed(),
+        segmenter: Segmenter::new(id, settings.hint),
+        reader: None,
+        pending: Vec::new(),
+        facts: Facts::default(),
+        inputs: Vec::new(),
+        kept: KeptLines::default(),
+        timing: Timing::default(),
+    };
+    let look = Look {
+        rules: settings.anchors,
+        hot,
+    };
+    let mut read_so_far = 0;
+    let mut progress = |bytes: u64| {
+        progress(bytes - read_so_far);
+        read_so_far = bytes;
+    };
+    let two_threads = match settings.threads {
+        Threads::Auto => {
+            let cores = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+            // A pipe's size is unknown: as big as any.
+            let big = source.size().is_none_or(|size| size >= PIPELINE_FROM_BYTES);
+            cores && source.is_streamed() && big
+        }
+        Threads::One => false,
+        Threads::Always => true,
+    };
+    if !two_threads {
+        let mut batch = Batch::default();
+        let summary = source.for_each_line(&mut progress, &mut |n, raw| {
+            batch.push(n, &clean_line(raw));
+            if batch.is_full() {
+                batch.look(&look);
+                input.lines(&mut batch);
+            }
+        });
+        batch.look(&look);
+        input.lines(&mut batch);
+        return input.finish(summary.lines);
+    }
+    // The anchor search goes to whichever thread has time: the reading
+    // thread searches a batch only while the parsing one has work waiting.
+    let queued = AtomicUsize::new(0);
+    let (full, batches) = std::sync::mpsc::sync_channel::<Batch>(2);
+    let (empty, recycled) = std::sync::mpsc::sync_channel::<Batch>(2);
+    let summary = std::thread::scope(|scope| {
+        let queued = &queued;
+        let reading = scope.spawn(move || {
+            let mut batch = Batch::default();
+            let send = |batch: &mut Batch| {
+                if queued.load(Ordering::Relaxed) > 0 {
+                    batch.look(&look);
+                }
+                let next = recycled.try_recv().unwrap_or_default();
+                queued.fetch_add(1, Ordering::Relaxed);
+                // The parsing thread only stops early if it panicked.
+                let _ = full.send(std::mem::replace(batch, next));
+            };
+            let summary = source.for_each_line(&mut progress, &mut |n, raw| {
+                batch.push(n, &clean_line(raw));
+                if batch.is_full() {
+                    send(&mut batch);
+                }
+            });
+            send(&mut batch);
+            summary
+        });
+        for mut batch in batches {
+            queued.fetch_sub(1, Ordering::Relaxed);
+            batch.look(&look);
+            input.lines(&mut batch);
+            let _ = empty.try_send(batch);
+        }
+        reading
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    });
+    input.finish(summary.lines)
+}
+
+/// Lines read and cleaned, on their way to their segment's reader.
+#[derive(Default)]
+struct Batch {
+    /// The lines, each followed by `\n`: searched for anchors at once.
+    text: String,
+    /// Line number and end of its text in `text`.
+    lines: Vec<(u32, usize)>,
+    /// What was seen of each line, once looked at.
+    looked: Vec<Looked>,
+    found: Vec<usize>,
+}
+
+impl Batch {
+    /// Lines handed over at a time.
+    const LINES: usize = 2048;
+    const BYTES: usize = 512 << 10;
+
+    fn push(&mut self, n: u32, text: &str) {
+        self.text.push_str(text);
+        self.lines.push((n, self.text.len()));
+        self.text.push('\n');
+    }
+
+    fn is_full(&self) -> bool {
+        self.lines.len() >= Self::LINES || self.text.len() >= Self::BYTES
+    }
+
+    fn line(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.lines[i - 1].1 + 1 };
+        &self.text[start..self.lines[i].1]
+    }
+
+    /// Searches the anchors, once: which lines are read in full, which are
+    /// messages. No anchor holds a newline, so a match is within one line.
+    fn look(&mut self, look: &Look<'_>) {
+        if self.looked.len() == self.lines.len() {
+            return;
+        }
+        self.looked.clear();
+        match look.hot {
+            None => {
+                for i in 0..self.lines.len() {
+                    let message = look.rules.matches(self.line(i));
+                    self.looked.push(Looked { hot: true, message });
+                }
+            }
+            Some(hot) => {
+                self.found.clear();
+                hot.scan(self.text.as_bytes(), &mut self.found);
+                let mut next = 0;
+                for i in 0..self.lines.len() {
+                    let end = self.lines[i].1;
+                    let found = self.found.get(next).is_some_and(|&f| f < end);
+                    while self.found.get(next).is_some_and(|&f| f < end) {
+                        next += 1;
+                    }
+                    let message = found && look.rules.matches(self.line(i));
+                    self.looked.push(Looked {
+                        hot: found,
+                        message,
+                    });
+                }
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        self.text.clear();
+        self.lines.clear();
+        self.looked.clear();
+    }
+}
+
+/// What is seen of a line before its segment is known: the same whichever
+/// reader gets it, so it can be worked out on either thread.
+#[derive(Debug, Clone, Copy)]
+struct Looked {
+    /// Read it in full (an anchor is in it, or nothing is skimmed).
+    hot: bool,
+    /// It becomes a message for the rules.
+    message: bool,
+}
+
+/// How lines are looked at.
+#[derive(Clone, Copy)]
+struct Look<'a> {
+    rules: &'a Anchors,
+    /// The prefilter; `None` reads every line in full.
+    hot: Option<&'a Hot>,
+}
+
+/// One input being read.
+struct InputReader {
+    id: SourceId,
+    keep_text: bool,
+    segmenter: Segmenter,
+    reader: Option<SegmentReader>,
+    /// Lines before the first strong line, for the first segment's reader.
+    pending: Vec<(u32, String, bool)>,
+    facts: Facts,
+    inputs: Vec<InputSummary>,
+    kept: KeptLines,
+    timing: Timing,
+}
+
+impl InputReader {
+    /// Reads a batch of lines, looked at, and empties it.
+    fn lines(&mut self, batch: &mut Batch) {
+        for i in 0..batch.lines.len() {
+            self.line(batch.lines[i].0, batch.line(i), batch.looked[i]);
+        }
+        batch.clear();
+    }
+
+    fn line(&mut self, n: u32, text: &str, looked: Looked) {
+        let Looked { hot, message } = looked;
+        let span = Span {
+            source: self.id,
+            line: n,
+        };
+        if message {
+            self.facts.messages.push(Message {
+                span,
+                text: text.to_owned(),
+            });
+            // A message may be cited: its text, and the line that times it.
+            self.keep(n, text);
+            self.flush();
+        }
+        match self.segmenter.line(n, text) {
+            Step::Start { closed } => {
+                if let (Some(closed), Some(reader)) = (closed, self.reader.take()) {
+                    self.close(closed, reader);
+                }
+                let format = self.segmenter.open().map_or(Format::Unknown, |s| s.format);
+                let mut reader = SegmentReader::new(format);
+                for (n, text, hot) in std::mem::take(&mut self.pending) {
+                    self.feed(&mut reader, n, &text, hot);
+                }
+                self.feed(&mut reader, n, text, hot);
+                self.reader = Some(reader);
+            }
+            Step::Continue => match self.reader.take() {
+                Some(mut reader) => {
+                    self.feed(&mut reader, n, text, hot);
+                    self.reader = Some(reader);
+                }
+                None => self.pending.push((n, text.to_owned(), hot)),
+            },
+        }
+    }
+
+    fn feed(&mut self, reader: &mut SegmentReader, n: u32, text: &str, hot: bool) {
+        let span = Span {
+            source: self.id,
+            line: n,
+        };
+        let mut out = Out {
+            facts: &mut self.facts,
+            kept: &mut self.kept,
+        };
+        match reader.read(&Line { span, text }, hot, &mut out) {
+            Read::Parsed => {
+                self.keep(n, text);
+                self.flush();
+            }
+            Read::Skimmed(Some(time)) => self.timing.skimmed(n, time, text),
+            Read::Skimmed(None) => {}
+        }
+    }
+
+    fn keep(&mut self, n: u32, text: &str) {
+        if self.keep_text {
+            self.kept.push(n, text);
+        }
+    }
+
+    /// Records the time of the last skimmed timed line: a line read in full
+    /// below it may have no time of its own and be placed after it.
+    fn flush(&mut self) {
+        if let Some(Stamped { n, time, text }) = self.timing.last.take() {
+            self.facts.line_times.push((self.span(n), time));
+            self.keep(n, &text);
+            self.timing.spare = text;
+        }
+    }
+
+    fn span(&self, line: u32) -> Span {
+        Span {
+            source: self.id,
+            line,
+        }
+    }
+
+    fn close(&mut self, segment: Segment, reader: SegmentReader) {
+        let unrecognized = reader.finish(&mut self.facts);
+        self.inputs.push(InputSummary {
+            lines: segment.last_line - segment.first_line + 1,
+            unrecognized,
+            segment,
+        });
+    }
+
+    fn finish(mut self, line_count: u32) -> Part {
+        let last = std::mem::replace(&mut self.segmenter, Segmenter::new(self.id, None));
+        if let Some(segment) = last.finish(line_count) {
+            let reader = match self.reader.take() {
+                Some(reader) => reader,
+                // No line was strong: every line is unknown.
+                None => {
+                    let mut reader = SegmentReader::new(segment.format);
+                    for (n, text, hot) in std::mem::take(&mut self.pending) {
+                        self.feed(&mut reader, n, &text, hot);
+                    }
+                    reader
+                }
+            };
+            self.close(segment, reader);
+        }
+        let frame: Vec<Stamped> = self.timing.frame().collect();
+        for Stamped { n, time, text } in frame {
+            self.facts.line_times.push((self.span(n), time));
+            self.keep(n, &text);
+        }
+        Part {
+            facts: self.facts,
+            inputs: self.inputs,
+            kept: self.kept,
+        }
+    }
+}
+
+/// What the times of skimmed lines still decide: where untimed lines read
+/// in full are placed, how zone-less and year-less times are read. Each is
+/// a line the timeline lists, so its text goes with it.
+#[derive(Default)]
+struct Timing {
+    /// The last skimmed line with a time, until a line read in full follows.
+    last: Option<Stamped>,
+    /// The first time: a line with none of its own above it is placed
+    /// before it.
+    first: Option<Stamped>,
+    /// The first time without a zone, the first without a year, and the
+    /// latest with a year.
+    zoneless: Option<Stamped>,
+    yearless: Option<Stamped>,
+    latest: Option<Stamped>,
+    /// A buffer to reuse for the next line's text.
+    spare: String,
+}
+
+/// A skimmed line with a time.
+#[derive(Clone)]
+struct Stamped {
+    n: u32,
+    time: Timestamp,
+    text: String,
+}
+
+impl Timing {
+    fn skimmed(&mut self, n: u32, time: Timestamp, text: &str) {
+        let mut buffer = match self.last.take() {
+            Some(last) => last.text,
+            None => std::mem::take(&mut self.spare),
+        };
+        buffer.clear();
+        buffer.push_str(text);
+        let stamped = Stamped {
+            n,
+            time,
+            text: buffer,
+        };
+        if self.first.is_none() {
+            self.first = Some(stamped.clone());
+        }
+        if time.offset_secs.is_none() && self.zoneless.is_none() {
+            self.zoneless = Some(stamped.clone());
+        }
+        if !time.year_known && self.yearless.is_none() {
+            self.yearless = Some(stamped.clone());
+        }
+        if time.year_known
+            && self
+                .latest
+                .as_ref()
+                .is_none_or(|l| time.utc_seconds() >= l.time.utc_seconds())
+        {
+            match &mut self.latest {
+                Some(latest) => {
+                    latest.n = n;
+                    latest.time = time;
+                    latest.text.clear();
+                    latest.text.push_str(text);
+                }
+                None => self.latest = Some(stamped.clone()),
+            }
+        }
+        self.last = Some(stamped);
+    }
+
+    /// The lines that decide the time frame, to record with the facts.
+    fn frame(&mut self) -> impl Iterator<Item = Stamped> {
+        [
+            self.first.take(),
+            self.zoneless.take(),
+            self.yearless.take(),
+            self.latest.take(),
+        ]
+        .into_iter()
+        .flatten()
+    }
+}

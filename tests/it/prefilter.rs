@@ -1,0 +1,500 @@
+//! The prefilter changes nothing anyone sees. Every fixture is analysed
+//! three ways: from memory and read in full (what the snapshots approve),
+//! streamed from disk and read in full, and streamed with the prefilter
+//! (lines without an anchor only skimmed, as `rootcause analyze` does). The
+//! reports must be byte-identical, the typed facts the same (the journal
+//! entries and line times aside, which the prefilter keeps only as needed),
+//! and no cited line may be missing from what the streamed pass kept.
+
+use std::path::{Path, PathBuf};
+
+use rootcause::bundle::{self, Input};
+use rootcause::context::Context;
+use rootcause::render::{self, OutputFormat, RenderOptions};
+use rootcause::source::{Source, SourceMap};
+
+use crate::support::{Scratch, fixtures};
+
+/// Every rendering of one analysis.
+fn reports(analysis: &rootcause::Analysis) -> Vec<(&'static str, String)> {
+    let report = analysis.report();
+    let mut out = Vec::new();
+    for (name, format) in [
+        ("text", OutputFormat::Text),
+        ("markdown", OutputFormat::Markdown),
+        ("json", OutputFormat::Json),
+        ("ndjson", OutputFormat::Ndjson),
+    ] {
+        let mut bytes = Vec::new();
+        render::render(&report, format, RenderOptions::default(), &mut bytes).expect("render");
+        out.push((name, String::from_utf8(bytes).expect("utf-8 report")));
+    }
+    out.push(("script", render::script(&report)));
+    out
+}
+
+fn analyse(sources: SourceMap, context: Context, prefilter: bool) -> rootcause::Analysis {
+    let options = rootcause::Options {
+        context,
+        prefilter,
+        ..rootcause::Options::default()
+    };
+    rootcause::analyze_with(sources, &options)
+}
+
+fn load(path: &Path) -> (SourceMap, Context) {
+    let (sources, manifest) =
+        bundle::load(&[Input::Path(path.to_owned())], &mut std::io::empty()).expect("loads");
+    let context = manifest
+        .as_ref()
+        .map(Context::from_manifest)
+        .unwrap_or_default();
+    (sources, context)
+}
+
+/// The same inputs, decoded into memory.
+fn in_memory(streamed: &SourceMap) -> SourceMap {
+    let mut sources = SourceMap::new();
+    for (_, s) in streamed.iter() {
+        let text: String = (1..=s.line_count())
+            .map(|n| format!("{}\n", s.raw_line(n)))
+            .collect();
+        sources.add(Source::new(s.name.clone(), text.as_bytes()));
+    }
+    sources
+}
+
+/// `Debug` of every typed fact but the journal's and the line times.
+fn facts(a: &rootcause::Analysis) -> Vec<String> {
+    let f = &a.incident.facts;
+    vec![
+        format!("{:?}", f.smi_headers),
+        format!("{:?}", f.gpus),
+        format!("{:?}", f.gpu_processes),
+        format!("{:?}", f.process_listings),
+        format!("{:?}", f.unit_statuses),
+        format!("{:?}", f.server_events),
+        format!("{:?}", f.ps),
+        format!("{:?}", f.messages),
+        format!("{:?}", f.gpu_health),
+        format!("{:?}", f.kernel_events),
+        format!("{:?}", f.unit_properties),
+        format!("{:?}", f.proc_cgroups),
+        format!("{:?}", f.env_reports),
+        format!("{:?}", a.incident.units),
+        format!("{:?}", a.incident.owners),
+        format!("{:?}", a.incident.cmdlines),
+        format!("{:?}", a.inputs),
+        format!("{:?}", a.diagnosis.findings),
+    ]
+}
+
+fn check(label: &str, path: &Path) {
+    let (streamed, context) = load(path);
+    let memory = analyse(in_memory(&streamed), context.clone(), false);
+    let full = analyse(streamed, context.clone(), false);
+    let (streamed, _) = load(path);
+    let skimmed = analyse(streamed, context, true);
+
+    let want = reports(&memory);
+    for (got, how) in [
+        (reports(&full), "streamed"),
+        (reports(&skimmed), "prefiltered"),
+    ] {
+        for ((name, want), (_, got)) in want.iter().zip(&got) {
+            assert!(
+                want == got,
+                "{label}: the {how} {name} report differs:\n{}",
+                similar::TextDiff::from_lines(want, got).unified_diff()
+            );
+        }
+    }
+    assert_eq!(facts(&full), facts(&skimmed), "{label}: facts differ");
+    // The prefilter keeps journal entries, never invents one.
+    let all = &full.incident.facts.journal;
+    let mut rest = all.iter();
+    for e in &skimmed.incident.facts.journal {
+        assert!(
+            rest.any(|f| f == e),
+            "{label}: journal entry {e:?} is not one of the full reading's, in order"
+        );
+    }
+    for analysis in [&full, &skimmed] {
+        for (_, s) in analysis.sources.iter() {
+            assert_eq!(s.rereads(), 0, "{label}: {} had lines read again", s.name);
+        }
+    }
+}
+
+/// Every bundle and loose input of the fixtures.
+fn inputs() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for family in ["incidents", "rules", "formats", "journal", "hostile"] {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(fixtures().join(family))
+            .expect("fixture folder")
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_none_or(|x| x != "md"))
+            .collect();
+        entries.sort();
+        out.extend(entries);
+    }
+    out
+}
+
+#[test]
+fn every_fixture_reads_the_same_with_the_prefilter() {
+    let inputs = inputs();
+    assert!(inputs.len() > 40, "fixtures found: {}", inputs.len());
+    for path in &inputs {
+        let label = path
+            .strip_prefix(fixtures())
+            .unwrap_or(path)
+            .display()
+            .to_string();
+        check(&label, path);
+    }
+}
+
+/// All the fixtures' text in one input: every segment switch, skimmed
+/// lines next to every format, writers in the middle of tracebacks.
+#[test]
+fn every_fixture_in_one_input_reads_the_same_with_the_prefilter() {
+    let scratch = Scratch::new("prefilter");
+    let mut all = Vec::new();
+    for path in inputs() {
+        let (sources, _) = load(&path);
+        for (_, s) in sources.iter() {
+            for n in 1..=s.line_count() {
+                all.extend_from_slice(s.raw_line(n).as_bytes());
+                all.push(b'\n');
+            }
+        }
+    }
+    let file = scratch.path.join("everything.txt");
+    std::fs::write(&file, &all).expect("write");
+    check("every fixture in one input", &file);
+}
+
+/// Inputs made to walk the prefilter's corners: a skimmed entry whose later
+/// line matters, tracebacks whose frames have no anchor (one journal entry
+/// per line, and in a server log), a writer's framework shown only by
+/// skimmed lines, each PID's first line, an OOM report's task rows,
+/// evidence with no time of its own below skimmed timed lines, a year-less
+/// journal, JSON records with escapes.
+#[test]
+fn corner_cases_read_the_same_with_the_prefilter() {
+    let scratch = Scratch::new("prefilter-corners");
+    let sglang_head = "2026-11-27T09:38:40+0000 ct200 python3[20629]:";
+    let mut journal = String::new();
+    for i in 0..30 {
+        journal.push_str(&format!(
+            "2026-11-27T09:38:{i:02}+0000 ct200 python3[20629]: [2026-11-27 09:38:{i:02} TP0] Decode batch. #running-req: 3\n"
+        ));
+        journal.push_str(&format!(
+            "2026-11-27T09:38:{i:02}+0000 ct200 sshd[{}]: Accepted publickey for deploy\n",
+            900 + i % 3
+        ));
+    }
+    journal.push_str(&format!(
+        "{sglang_head} [2026-11-27 09:38:41 TP0] something long\n"
+    ));
+    journal.push_str("                                            continued once\n");
+    journal.push_str(
+        "                                            RuntimeError: CUDA error: out of memory\n",
+    );
+    journal.push_str(&format!(
+        "{sglang_head} Traceback (most recent call last):\n"
+    ));
+    journal.push_str(&format!(
+        "{sglang_head}   File \"/opt/x.py\", line 3, in run\n"
+    ));
+    journal.push_str(&format!("{sglang_head}     scheduler.step()\n"));
+    journal.push_str(&format!(
+        "{sglang_head} torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    ));
+    journal.push_str("2026-11-27T09:39:00+0000 ct200 kernel: python3 invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0\n");
+    journal
+        .push_str("2026-11-27T09:39:00+0000 ct200 kernel: Tasks state (memory values in pages):\n");
+    journal.push_str("2026-11-27T09:39:00+0000 ct200 kernel: [  pid  ]   uid  tgid total_vm      rss pgtables_bytes swapents oom_score_adj name\n");
+    journal.push_str("2026-11-27T09:39:00+0000 ct200 kernel: [  20629]     0 20629 103086419 46913580 377262080        0             0 python3\n");
+    journal.push_str("2026-11-27T09:39:00+0000 ct200 kernel: Out of memory: Killed process 20629 (python3) total-vm:412345676kB, anon-rss:187654320kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:368420kB oom_score_adj:0\n");
+    journal.push_str("2026-11-27T09:39:01+0000 ct200 systemd[1]: sglang.service: Main process exited, code=killed, status=9/KILL\n");
+    journal.push_str("2026-11-27T09:39:02+0000 ct200 newproc[31337]: first line of a new PID\n");
+
+    let mut server = String::new();
+    for i in 0..40 {
+        server.push_str(&format!(
+            "[2026-11-27 09:38:{i:02} TP{}] Decode batch. #running-req: 3, #token: 100\n",
+            i % 4
+        ));
+    }
+    server.push_str("[2026-11-27 09:38:50 TP1] Scheduler hit an exception: Traceback (most recent call last):\n");
+    server.push_str("  File \"/opt/sglang/scheduler.py\", line 3127, in run_scheduler_process\n");
+    server.push_str("    scheduler = Scheduler(\n");
+    server.push_str("RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes. pre_model_load_memory=39.7, local_gpu_memory=93.7, local_gpu_memory * 0.9=84.3\n");
+    server.push('\n');
+    server.push_str("[2026-11-27 09:38:51 TP2] Decode batch. #running-req: 3\n");
+    server.push_str("Process EngineCore_0:\n");
+    server.push_str("frame #3: <unknown function> + 0x1234 (0x7f in /lib/libc.so.6)\n");
+    server.push_str("an unrecognised line\n");
+    server.push_str("ValueError: not after a traceback\n");
+    server.push_str("[2026-11-27 09:38:52] Received sigquit from a child process. It usually means the child failed.\n");
+
+    let mut short = String::new();
+    for i in 0..20 {
+        short.push_str(&format!(
+            "Nov 27 09:38:{i:02} ct200 CRON[{}]: (root) CMD (run-parts)\n",
+            700 + i
+        ));
+    }
+    short.push_str("Nov 27 09:38:30 ct200 systemd[1]: sglang.service: Scheduled restart job, restart counter is at 3.\n");
+
+    let mut json = String::new();
+    for i in 0..20 {
+        json.push_str(&format!(
+            "{{\"__REALTIME_TIMESTAMP\":\"17964532{i:02}000000\",\"_PID\":\"4242\",\"_SYSTEMD_UNIT\":\"sglang.service\",\"SYSLOG_IDENTIFIER\":\"python3\",\"_CMDLINE\":\"python3 -m sglang.launch_server\",\"MESSAGE\":\"[2026-12-05 10:13:{i:02} TP0] Decode batch.\"}}\n"
+        ));
+    }
+    json.push_str("{\"__REALTIME_TIMESTAMP\":\"1796453230000000\",\"_PID\":\"4242\",\"_SYSTEMD_UNIT\":\"sglang.service\",\"SYSLOG_IDENTIFIER\":\"python3\",\"MESSAGE\":\"line one\\nTraceback (most recent call last):\"}\n");
+    json.push_str("{\"__REALTIME_TIMESTAMP\":\"1796453231000000\",\"_PID\":\"4242\",\"_SYSTEMD_UNIT\":\"sglang.service\",\"SYSLOG_IDENTIFIER\":\"python3\",\"MESSAGE\":\"  File \\\"x.py\\\", line 1, in f\"}\n");
+    json.push_str("{\"__REALTIME_TIMESTAMP\":\"1796453232000000\",\"_PID\":\"4242\",\"_SYSTEMD_UNIT\":\"sglang.service\",\"SYSLOG_IDENTIFIER\":\"python3\",\"MESSAGE\":\"RuntimeError: CUDA error: out of memory\"}\n");
+    json.push_str("{\"__REALTIME_TIMESTAMP\":\"1796453233000000\",\"_PID\":\"4243\",\"SYSLOG_IDENTIFIER\":\"python3\",\"MESSAGE\":\"\\u001b[31mred\\u001b[0m\"}\n");
+    json.push_str("{\"__REALTIME_TIMESTAMP\":\"1796453234000000\",\"_PID\":\"4243\",\"_PID\":\"4244\",\"SYSLOG_IDENTIFIER\":\"python3\",\"MESSAGE\":\"twice\"}\n");
+    json.push_str("{\"__REALTIME_TIMESTAMP\":\"1796453235000000\",\"SYSLOG_IDENTIFIER\":\"kernel\",\"_TRANSPORT\":\"kernel\",\"MESSAGE\":\"usb 1-1: new device\"}\n");
+    json.push_str("{\"__REALTIME_TIMESTAMP\":\"1796453236000000\",\"_PID\":\"55\",\"SYSLOG_IDENTIFIER\":\"kernel\",\"_SYSTEMD_UNIT\":\"odd.service\",\"MESSAGE\":\"a kernel-named writer in a unit\"}\n");
+    json.push_str("not json at all\n");
+
+    // A capture that starts in the middle of a traceback: its evidence has
+    // no time above it and is placed before the first timed line.
+    let mut cut = String::new();
+    cut.push_str("  File \"/opt/sglang/model_runner.py\", line 781, in init_torch_distributed\n");
+    cut.push_str("    raise RuntimeError(\n");
+    cut.push_str("RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes. pre_model_load_memory=39.7, local_gpu_memory=93.7, local_gpu_memory * 0.9=84.3\n");
+    for i in 0..10 {
+        cut.push_str(&format!(
+            "[2026-11-27 09:39:{i:02} TP0] Decode batch. #running-req: 3\n"
+        ));
+    }
+
+    // The same in a journal: the first timed line is a skimmed one.
+    let mut cut_journal = String::from("    OSError: [Errno 98] Address already in use\n");
+    for i in 0..5 {
+        cut_journal.push_str(&format!(
+            "2026-11-27T09:38:4{i}+0000 ct200 kernel: usb 1-{i}: new device\n"
+        ));
+    }
+
+    for (name, text) in [
+        ("journal.txt", journal),
+        ("sglang.log", server),
+        ("syslog.txt", short),
+        ("journal.json", json),
+        ("cut.log", cut),
+        ("cut-journal.txt", cut_journal),
+    ] {
+        let dir = scratch.path.join(name.replace('.', "-"));
+        std::fs::create_dir_all(&dir).expect("dir");
+        std::fs::write(dir.join(name), &text).expect("write");
+        check(name, &dir);
+    }
+    // All of them in one bundle, too: owners and times join across inputs.
+    let all = scratch.path.join("all");
+    std::fs::create_dir_all(&all).expect("dir");
+    for name in [
+        "journal.txt",
+        "sglang.log",
+        "syslog.txt",
+        "journal.json",
+        "cut.log",
+    ] {
+        let from = scratch.path.join(name.replace('.', "-")).join(name);
+        std::fs::copy(from, all.join(name)).expect("copy");
+    }
+    check("all corners", &all);
+}
+
+/// Reading on two threads (several inputs at once, and reading apart from
+/// parsing) gives what one thread does, prefilter or not, and a pipe reads
+/// like the file it came from.
+#[test]
+fn threads_and_pipes_read_the_same() {
+    use rootcause::ingest::{Settings, Threads, ingest_with};
+    let anchors = rootcause::rules::anchors(rootcause::rules::RULES);
+    let ingest = |sources: &SourceMap, prefilter: bool, threads: Threads| {
+        let settings = Settings {
+            hint: None,
+            anchors: &anchors,
+            prefilter,
+            progress: None,
+            threads,
+        };
+        let ingested = ingest_with(sources, &settings);
+        format!("{:?}\n{:?}", ingested.facts, ingested.inputs)
+    };
+    for path in inputs() {
+        for prefilter in [false, true] {
+            let (one, _) = load(&path);
+            let (two, _) = load(&path);
+            assert_eq!(
+                ingest(&one, prefilter, Threads::One),
+                ingest(&two, prefilter, Threads::Always),
+                "{}",
+                path.display()
+            );
+        }
+    }
+    let file = fixtures().join("incidents/2026-11-27-ct200-ghost-ddtree/journal.txt");
+    let bytes = std::fs::read(&file).expect("fixture");
+    let mut from_file = SourceMap::new();
+    from_file.add(Source::file("journal.txt", &file));
+    for threads in [Threads::One, Threads::Always] {
+        let mut piped = SourceMap::new();
+        let (head, rest) = bytes.split_at(10);
+        let rest = std::io::Cursor::new(rest.to_vec());
+        piped.add(Source::stream("journal.txt", head.to_vec(), Box::new(rest)));
+        assert_eq!(
+            ingest(&piped, true, threads),
+            ingest(&from_file, true, Threads::One)
+        );
+    }
+}
+
+/// Lines built from the pieces of the formats the prefilter skims, anchors
+/// and noise mixed at random: the reports are the same either way.
+mod random {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn prefix() -> impl Strategy<Value = &'static str> {
+        prop_oneof![
+            Just("2026-11-27T09:38:40+0000 host python3[20629]: "),
+            Just("2026-11-27T09:38:41+0000 host python3[20630]: "),
+            Just("2026-11-27T09:38:42+0000 host sshd[900]: "),
+            Just("2026-11-27T09:38:43+0000 host kernel: "),
+            Just("2026-11-27T09:38:44+0000 host systemd[1]: "),
+            Just("Nov 27 09:38:45 host python3[20629]: "),
+            Just("[2026-11-27 09:38:52 TP1] "),
+            Just("[2026-11-27 09:38:53] "),
+            Just("[ 8712.345678] "),
+            Just("                                  "),
+            Just("ERROR 11-27 09:38:54 [core.py:396] "),
+            Just("(VllmWorker rank=1 pid=4243) "),
+            Just(""),
+        ]
+    }
+
+    fn body() -> impl Strategy<Value = &'static str> {
+        prop_oneof![
+            Just("Decode batch. #running-req: 3, #token: 100"),
+            Just("Accepted publickey for deploy"),
+            Just("hello world"),
+            Just("Traceback (most recent call last):"),
+            Just("  File \"/opt/x.py\", line 3, in f"),
+            Just("    scheduler.step()"),
+            Just("RuntimeError: CUDA error: out of memory"),
+            Just("ValueError: not a failure"),
+            Just("During handling of the above exception, another exception occurred:"),
+            Just("python3 invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0"),
+            Just("Killed process 20629 (python3) total-vm:1kB, anon-rss:1kB, file-rss:0kB"),
+            Just("[  20629]     0 20629  1000  500  0  0 python3"),
+            Just("NVRM: Xid (PCI:0000:3b:00): 79, pid=20629"),
+            Just("sglang.service: Main process exited, code=exited, status=1/FAILURE"),
+            Just("Started sglang.service - SGLang."),
+            Just("Load weight begin. avail mem=78.35 GB"),
+            Just("Process EngineCore_0:"),
+            Just("frame #3: <unknown function>"),
+            Just("terminate called after throwing an instance of 'c10::Error'"),
+            Just("  what():  boom"),
+            Just("Received sigquit from a child process."),
+            Just("INFO:     127.0.0.1:1234 - \"POST /generate HTTP/1.1\" 200 OK"),
+            Just(""),
+        ]
+    }
+
+    fn analyse_text(text: &str, prefilter: bool) -> Vec<(&'static str, String)> {
+        let scratch = Scratch::new("prefilter-random");
+        let path = scratch.path.join("input.log");
+        std::fs::write(&path, text).expect("write");
+        let (sources, context) = load(&path);
+        let sources = if prefilter {
+            sources
+        } else {
+            in_memory(&sources)
+        };
+        reports(&analyse(sources, context, prefilter))
+    }
+
+    /// A `journalctl -o json` record with some of the fields that matter.
+    fn record() -> impl Strategy<Value = String> {
+        (
+            prop_oneof![
+                Just(None),
+                Just(Some("1")),
+                Just(Some("42")),
+                Just(Some("43"))
+            ],
+            prop_oneof![
+                Just(None),
+                Just(Some("systemd")),
+                Just(Some("python3")),
+                Just(Some("kernel"))
+            ],
+            prop_oneof![Just(None), Just(Some("sglang.service"))],
+            any::<bool>(),
+            any::<bool>(),
+            proptest::collection::vec(body(), 1..3),
+            0u32..60,
+        )
+            .prop_map(|(pid, ident, unit, cmdline, kernel, message, second)| {
+                let mut fields = vec![format!(
+                    "\"__REALTIME_TIMESTAMP\":\"17964532{second:02}000000\""
+                )];
+                if let Some(pid) = pid {
+                    fields.push(format!("\"_PID\":\"{pid}\""));
+                }
+                if let Some(ident) = ident {
+                    fields.push(format!("\"SYSLOG_IDENTIFIER\":\"{ident}\""));
+                }
+                if let Some(unit) = unit {
+                    fields.push(format!("\"_SYSTEMD_UNIT\":\"{unit}\""));
+                }
+                if cmdline {
+                    fields.push("\"_CMDLINE\":\"python3 -m sglang.launch_server\"".to_owned());
+                }
+                if kernel {
+                    fields.push("\"_TRANSPORT\":\"kernel\"".to_owned());
+                }
+                let message = serde_json::to_string(&message.join("\n")).expect("json");
+                fields.push(format!("\"MESSAGE\":{message}"));
+                format!("{{{}}}", fields.join(","))
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+        #[test]
+        fn random_json_records_read_the_same(records in proptest::collection::vec(record(), 0..40)) {
+            let text: String = records.iter().map(|r| format!("{r}\n")).collect();
+            let full = analyse_text(&text, false);
+            let skimmed = analyse_text(&text, true);
+            for ((name, want), (_, got)) in full.iter().zip(&skimmed) {
+                prop_assert!(want == got, "{name} differs for:\n{text}\n{}",
+                    similar::TextDiff::from_lines(want, got).unified_diff());
+            }
+        }
+
+        #[test]
+        fn random_lines_read_the_same(lines in proptest::collection::vec((prefix(), body()), 0..60)) {
+            let text: String = lines.iter().map(|(p, b)| format!("{p}{b}\n")).collect();
+            let full = analyse_text(&text, false);
+            let skimmed = analyse_text(&text, true);
+            for ((name, want), (_, got)) in full.iter().zip(&skimmed) {
+                prop_assert!(want == got, "{name} differs for:\n{text}\n{}",
+                    similar::TextDiff::from_lines(want, got).unified_diff());
+            }
+        }
+    }
+}
