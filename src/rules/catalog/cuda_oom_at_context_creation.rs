@@ -9,7 +9,7 @@ use regex::Regex;
 use crate::correlate::Incident;
 use crate::model::{OomSource, ServerEvent, ServerEventKind};
 use crate::rules::support::holders::{Holders, held_mib};
-use crate::rules::support::server::{in_graph_capture, run_pids, target};
+use crate::rules::support::server::in_graph_capture;
 use crate::rules::support::{confidence, distinct, matches, mib};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
@@ -102,12 +102,7 @@ impl Rule for CudaOomAtContextCreation {
         };
         let event = typed.iter().copied().find(|e| e.span == first.span);
         let framework = event.map_or(crate::model::Framework::Unknown, |e| e.framework);
-        let holders = Holders {
-            incident,
-            own_pids: event.map(|e| run_pids(incident, e)).unwrap_or_default(),
-            target: target(incident, event, framework),
-            framework,
-        };
+        let holders = Holders::of_run(incident, event, framework);
         let mut f = Finding::new(META.id, META.category, META.severity);
         f.occurrences = lines.len() as u32;
         let nccl = lines.iter().any(|m| m.text.contains("Cuda failure"));

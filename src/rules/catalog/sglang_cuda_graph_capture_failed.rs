@@ -3,6 +3,7 @@
 //! static fraction or the graph batch size is too large; another CUDA
 //! error: that error).
 
+use crate::rules::support::server::cite_target;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -142,14 +143,8 @@ impl Rule for SglangCudaGraphCaptureFailed {
         };
 
         let tgt = target(incident, event, Framework::Sglang);
-        let unit = tgt.as_ref().map(|t| t.0.as_str());
-        if let Some((u, basis, span)) = &tgt {
-            f.entities.units.insert(u.clone());
-            f.evidence(
-                *span,
-                format!("the server runs as {u} ({})", basis.describe()),
-            );
-        }
+        let unit = cite_target(&mut f, &tgt);
+        let unit = unit.as_deref();
         if let Some(pid) = event.and_then(|e| e.pid) {
             f.entities.pids.insert(pid);
         }

@@ -2,6 +2,7 @@
 //! after loading the weights, and why: another process, a low
 //! `--mem-fraction-static`, or a model too large for the TP size.
 
+use crate::rules::support::server::cite_target;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -139,14 +140,8 @@ impl Rule for SglangKvNotEnoughMemory {
                 format!("SGLang found no memory for the KV cache ({n}x)"),
             );
         }
-        let unit = tgt.as_ref().map(|t| t.0.as_str());
-        if let Some((u, basis, span)) = &tgt {
-            f.entities.units.insert(u.clone());
-            f.evidence(
-                *span,
-                format!("the server runs as {u} ({})", basis.describe()),
-            );
-        }
+        let unit = cite_target(&mut f, &tgt);
+        let unit = unit.as_deref();
         if let Some((a, span)) = &args {
             f.evidence(
                 *span,

@@ -2,6 +2,7 @@
 //! start-up, and why: another process, a stale server, mixed GPU sizes, or a
 //! holder nvidia-smi cannot show.
 
+use crate::rules::support::server::cite_target;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::sync::LazyLock;
@@ -417,12 +418,7 @@ impl<'a> Analysis<'a> {
     fn common_evidence(&self, f: &mut Finding) {
         let incident = self.incident;
         // The symptom: how the unit died, once per distinct message.
-        if let Some((unit, basis, span)) = &self.holders.target {
-            f.entities.units.insert(unit.clone());
-            f.evidence(
-                *span,
-                format!("the server runs as {unit} ({})", basis.describe()),
-            );
+        if let Some(unit) = &cite_target(f, &self.holders.target) {
             for e in incident.units.get(unit).map_or(&[][..], |u| &u.events) {
                 match &e.kind {
                     UnitEventKind::MainProcessExited { code, status } => f.evidence_once_marked(

@@ -3,6 +3,7 @@
 //! GPU memory utilization`), or its memory profiling saw another process
 //! release memory; names the holder and frees the GPU when its unit is known.
 
+use crate::rules::support::server::cite_target;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -10,9 +11,7 @@ use regex::Regex;
 use crate::correlate::{Incident, UnitEventKind};
 use crate::model::{Framework, ServerEvent};
 use crate::rules::support::holders::{Holders, held_mib};
-use crate::rules::support::server::{
-    events_at, flag_action, floor2, fraction, launch_args, run_pids, target,
-};
+use crate::rules::support::server::{events_at, flag_action, floor2, fraction, launch_args};
 use crate::rules::support::{confidence, distinct, matches, mib};
 use crate::rules::{Action, ActionKind, Category, Finding, Rule, RuleMeta, Safety, Severity};
 use crate::source::Span;
@@ -105,16 +104,7 @@ impl Rule for VllmInsufficientFreeMemory {
 
 /// The holders' context for the failing vLLM run.
 fn holders_for<'a>(incident: &'a Incident, event: Option<&'a ServerEvent>) -> Holders<'a> {
-    let own_pids = match event {
-        Some(e) => run_pids(incident, e),
-        None => Default::default(),
-    };
-    Holders {
-        incident,
-        own_pids,
-        target: target(incident, event, Framework::Vllm),
-        framework: Framework::Vllm,
-    }
+    Holders::of_run(incident, event, Framework::Vllm)
 }
 
 fn free_memory(incident: &Incident) -> Option<Finding> {
@@ -156,13 +146,8 @@ fn free_memory(incident: &Incident) -> Option<Finding> {
             ),
         );
     }
-    let unit = holders.target.as_ref().map(|t| t.0.clone());
-    if let Some((u, basis, span)) = &holders.target {
-        f.entities.units.insert(u.clone());
-        f.evidence(
-            *span,
-            format!("the server runs as {u} ({})", basis.describe()),
-        );
+    let unit = cite_target(&mut f, &holders.target);
+    if let Some(u) = &unit {
         for e in incident.units.get(u).map_or(&[][..], |x| &x.events) {
             if let UnitEventKind::LeftOverProcess { pid } = e.kind {
                 f.evidence(

@@ -2,6 +2,7 @@
 //! after profiling, and why: another process, a low
 //! `--gpu-memory-utilization`, or a model too large for the TP size.
 
+use crate::rules::support::server::cite_target;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -9,9 +10,7 @@ use regex::Regex;
 use crate::correlate::Incident;
 use crate::model::Framework;
 use crate::rules::support::holders::Holders;
-use crate::rules::support::server::{
-    ceil2, events_at, explicit_flag, flag_action, fraction, run_pids, target,
-};
+use crate::rules::support::server::{ceil2, events_at, explicit_flag, flag_action, fraction};
 use crate::rules::support::vllm::{self, VllmMemory};
 use crate::rules::support::{confidence, distinct, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
@@ -88,12 +87,7 @@ impl Rule for VllmNoKvCacheMemory {
         };
         let event = events_at(incident, first.span).next();
         let mem = VllmMemory::before(incident, first.span);
-        let holders = Holders {
-            incident,
-            own_pids: event.map(|e| run_pids(incident, e)).unwrap_or_default(),
-            target: target(incident, event, Framework::Vllm),
-            framework: Framework::Vllm,
-        };
+        let holders = Holders::of_run(incident, event, Framework::Vllm);
         let tp = mem.tp.unwrap_or(1);
         let group: Vec<u32> = (0..tp).collect();
         let mut f = Finding::new(META.id, META.category, META.severity);
@@ -104,14 +98,7 @@ impl Rule for VllmNoKvCacheMemory {
                 format!("vLLM found no memory for KV-cache blocks ({n}x)"),
             );
         }
-        let unit = holders.target.as_ref().map(|t| t.0.clone());
-        if let Some((u, basis, span)) = &holders.target {
-            f.entities.units.insert(u.clone());
-            f.evidence(
-                *span,
-                format!("the server runs as {u} ({})", basis.describe()),
-            );
-        }
+        let unit = cite_target(&mut f, &holders.target);
         if let Some((b, span)) = mem.budget {
             f.evidence(span, format!("vLLM's budget: {b:.2} GiB"));
         }

@@ -35,6 +35,22 @@ pub struct Holders<'a> {
 }
 
 impl<'a> Holders<'a> {
+    /// The context of the run that wrote `failure` (none known: no own PIDs).
+    pub fn of_run(
+        incident: &'a Incident,
+        failure: Option<&'a ServerEvent>,
+        framework: Framework,
+    ) -> Self {
+        Holders {
+            incident,
+            own_pids: failure
+                .map(|e| super::server::run_pids(incident, e))
+                .unwrap_or_default(),
+            target: super::server::target(incident, failure, framework),
+            framework,
+        }
+    }
+
     /// `SGLang`, `vLLM`, or `the model server` when the log did not say.
     fn server_name(&self) -> &'static str {
         match self.framework {

@@ -252,6 +252,18 @@ pub fn target<'e>(
     super::holders::server_unit(incident, events, marker)
 }
 
+/// Names the failing server's unit in `f` and cites the line that ties the
+/// server to it; returns the unit.
+pub fn cite_target(f: &mut Finding, target: &Option<(String, OwnerBasis, Span)>) -> Option<String> {
+    let (unit, basis, span) = target.as_ref()?;
+    f.entities.units.insert(unit.clone());
+    f.evidence(
+        *span,
+        format!("the server runs as {unit} ({})", basis.describe()),
+    );
+    Some(unit.clone())
+}
+
 /// The PIDs of the run of the server that wrote `failure`: the PIDs of the
 /// server lines from the start of that run (its last launch-arguments or
 /// version line before the failure) on, in the failure's input and, by
