@@ -58,7 +58,6 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
 mod tests {
     use super::*;
     use crate::model::ServerEventKind;
-    use crate::source::{SourceId, Span};
 
     #[test]
     fn messages_server_events_and_pid1_lifecycle() {
@@ -73,17 +72,7 @@ RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by ot
 sglang-k26.service: Main process exited, code=killed, status=9/KILL
 sglang-k26.service: Failed with result 'signal'.
 \u{1b}[1;36mcolour\u{1b}[0m done";
-        let lines: Vec<Line<'_>> = text
-            .lines()
-            .enumerate()
-            .map(|(i, t)| Line {
-                span: Span {
-                    source: SourceId(0),
-                    line: i as u32 + 1,
-                },
-                text: t,
-            })
-            .collect();
+        let lines = Line::numbered(text);
         let mut facts = Facts::default();
         assert_eq!(parse(&lines, &mut facts), 0);
         let entries: Vec<(u32, &str, Option<u32>, Option<&str>)> = facts

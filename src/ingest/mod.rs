@@ -195,6 +195,24 @@ pub struct Line<'a> {
     pub text: &'a str,
 }
 
+#[cfg(test)]
+impl<'a> Line<'a> {
+    /// Each line of `text` as input 0's, numbered from 1: how parser tests
+    /// feed a parser without the detector.
+    pub fn numbered(text: &'a str) -> Vec<Line<'a>> {
+        text.lines()
+            .enumerate()
+            .map(|(i, t)| Line {
+                span: Span {
+                    source: crate::source::SourceId(0),
+                    line: i as u32 + 1,
+                },
+                text: t,
+            })
+            .collect()
+    }
+}
+
 /// A run of lines of one input that share a format.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Segment {

@@ -503,16 +503,6 @@ mod tests {
     use super::*;
     use crate::source::SourceId;
 
-    fn lines(text: &str) -> Vec<Line<'_>> {
-        text.lines()
-            .enumerate()
-            .map(|(i, t)| Line {
-                span: span(i as u32 + 1),
-                text: t,
-            })
-            .collect()
-    }
-
     fn span(line: u32) -> Span {
         Span {
             source: SourceId(0),
@@ -522,13 +512,13 @@ mod tests {
 
     fn query_gpu(text: &str) -> (Vec<GpuRecord>, u32) {
         let mut facts = Facts::default();
-        let unrecognized = parse_query_gpu(&lines(text), &mut facts);
+        let unrecognized = parse_query_gpu(&Line::numbered(text), &mut facts);
         (facts.gpus, unrecognized)
     }
 
     fn compute_apps(text: &str) -> (Vec<GpuProcessRecord>, Vec<ProcessListing>, u32) {
         let mut facts = Facts::default();
-        let unrecognized = parse_compute_apps(&lines(text), &mut facts);
+        let unrecognized = parse_compute_apps(&Line::numbered(text), &mut facts);
         (facts.gpu_processes, facts.process_listings, unrecognized)
     }
 

@@ -139,20 +139,9 @@ fn units_on_command_line(args: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::SourceId;
 
     fn run(text: &str) -> (Facts, u32) {
-        let lines: Vec<Line<'_>> = text
-            .lines()
-            .enumerate()
-            .map(|(i, t)| Line {
-                span: Span {
-                    source: SourceId(0),
-                    line: i as u32 + 1,
-                },
-                text: t,
-            })
-            .collect();
+        let lines = Line::numbered(text);
         let mut facts = Facts::default();
         let unrecognized = parse(&lines, &mut facts);
         (facts, unrecognized)

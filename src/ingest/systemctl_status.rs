@@ -274,17 +274,7 @@ mod tests {
     use crate::source::SourceId;
 
     fn run(text: &str) -> (Vec<UnitStatus>, u32) {
-        let lines: Vec<Line<'_>> = text
-            .lines()
-            .enumerate()
-            .map(|(i, t)| Line {
-                span: Span {
-                    source: SourceId(0),
-                    line: i as u32 + 1,
-                },
-                text: t,
-            })
-            .collect();
+        let lines = Line::numbered(text);
         let mut facts = Facts::default();
         let unrecognized = parse(&lines, &mut facts);
         (facts.unit_statuses, unrecognized)

@@ -7,16 +7,6 @@ use super::*;
 use crate::model::{OomKill, OomTask, Xid};
 use crate::source::SourceId;
 
-fn lines_of(text: &str) -> Vec<Line<'_>> {
-    text.lines()
-        .enumerate()
-        .map(|(i, t)| Line {
-            span: at(i as u32 + 1),
-            text: t,
-        })
-        .collect()
-}
-
 fn at(line: u32) -> Span {
     Span {
         source: SourceId(0),
@@ -26,7 +16,7 @@ fn at(line: u32) -> Span {
 
 fn dmesg(text: &str) -> (Facts, u32) {
     let mut facts = Facts::default();
-    let unrecognized = parse(&lines_of(text), &mut facts);
+    let unrecognized = parse(&Line::numbered(text), &mut facts);
     (facts, unrecognized)
 }
 
@@ -435,7 +425,7 @@ Jun  1 12:00:03 gpu-node-7 kernel: [ 8712.345678] NVRM: Xid (PCI:0000:3b:00): 79
 Jun 01 12:00:04 gpu-node-7 python3[4242]: [2024-06-01 12:00:04 TP0] NVRM: Xid (PCI:0000:3b:00): 79 quoted by a server is not the kernel";
     let mut facts = Facts::default();
     let unrecognized = crate::ingest::journal_short::parse(
-        &lines_of(short),
+        &Line::numbered(short),
         &mut facts,
         crate::ingest::journal_short::Ident::Identifier,
     );
@@ -484,7 +474,7 @@ Jun 01 12:00:04 gpu-node-7 python3[4242]: [2024-06-01 12:00:04 TP0] NVRM: Xid (P
 {"__REALTIME_TIMESTAMP":"1717243204000000","_TRANSPORT":"kernel","_HOSTNAME":"gpu-node-7","MESSAGE":"NVRM: API mismatch: the client has the version 535.183.01, but\nNVRM: this kernel module has the version 535.161.07.  Please\nNVRM: make sure that this kernel module and all NVIDIA driver\nNVRM: components have the same version."}
 {"__REALTIME_TIMESTAMP":"1717243205000000","_TRANSPORT":"stdout","SYSLOG_IDENTIFIER":"python3","_PID":"4242","MESSAGE":"NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, quoted"}"#;
     let mut facts = Facts::default();
-    let unrecognized = crate::ingest::journal_json::parse(&lines_of(json), &mut facts);
+    let unrecognized = crate::ingest::journal_json::parse(&Line::numbered(json), &mut facts);
     assert_eq!(unrecognized, 0);
     let got: Vec<(u32, &KernelEventKind)> = facts
         .kernel_events

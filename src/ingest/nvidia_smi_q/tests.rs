@@ -6,16 +6,6 @@ use crate::ingest::Line;
 use crate::model::ProcessListingKind;
 use crate::source::SourceId;
 
-fn lines_of(text: &str) -> Vec<Line<'_>> {
-    text.lines()
-        .enumerate()
-        .map(|(i, t)| Line {
-            span: at(i as u32 + 1),
-            text: t,
-        })
-        .collect()
-}
-
 fn at(line: u32) -> Span {
     Span {
         source: SourceId(0),
@@ -25,13 +15,13 @@ fn at(line: u32) -> Span {
 
 fn text(input: &str) -> (Facts, u32) {
     let mut facts = Facts::default();
-    let unrecognized = parse_text(&lines_of(input), &mut facts);
+    let unrecognized = parse_text(&Line::numbered(input), &mut facts);
     (facts, unrecognized)
 }
 
 fn xml(input: &str) -> (Facts, u32) {
     let mut facts = Facts::default();
-    let unrecognized = parse_xml(&lines_of(input), &mut facts);
+    let unrecognized = parse_xml(&Line::numbered(input), &mut facts);
     (facts, unrecognized)
 }
 
