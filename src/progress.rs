@@ -6,7 +6,7 @@
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -31,6 +31,9 @@ struct Shared {
     step: AtomicUsize,
     done: AtomicBool,
     what: String,
+    /// Bytes read so far and to read, as ingest reports them.
+    read: AtomicU64,
+    total: AtomicU64,
 }
 
 impl Progress {
@@ -44,6 +47,8 @@ impl Progress {
             step: AtomicUsize::new(0),
             done: AtomicBool::new(false),
             what: human_bytes(bytes),
+            read: AtomicU64::new(0),
+            total: AtomicU64::new(0),
         });
         let drawer = Arc::clone(&shared);
         let handle = std::thread::spawn(move || draw(&drawer));
@@ -60,6 +65,15 @@ impl Progress {
             crate::Stage::Diagnose => 3,
             crate::Stage::Timeline => 4,
         });
+    }
+
+    /// How far reading is: ingest streams each input once, so reading and
+    /// parsing are one pass and this is its share done.
+    pub fn bytes(&self, read: u64, total: u64) {
+        if let Some((shared, _)) = &self.state {
+            shared.read.store(read, Ordering::Relaxed);
+            shared.total.store(total, Ordering::Relaxed);
+        }
     }
 
     /// The last step: rendering.
@@ -105,7 +119,14 @@ fn draw(shared: &Shared) {
         let step = shared.step.load(Ordering::Relaxed).min(STEPS.len() - 1);
         let cells = 20;
         let filled = step * cells / STEPS.len();
-        let what = &shared.what;
+        let what = match shared.total.load(Ordering::Relaxed) {
+            total if total > 0 && step <= 1 => format!(
+                "{:.0}% of {}",
+                shared.read.load(Ordering::Relaxed).min(total) as f64 * 100.0 / total as f64,
+                shared.what
+            ),
+            _ => shared.what.clone(),
+        };
         let line = format!(
             "\r\x1b[2K{} [{}{}] {}/{} {} {what} · {:.1}s",
             spinner[tick % spinner.len()],

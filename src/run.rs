@@ -397,14 +397,13 @@ fn report(
     dirs: &[String],
 ) -> Result<ExitCode, Error> {
     let rules = catalog(user);
-    // The stage progress (crate::progress) is shown for long inputs; the
-    // byte-level callback of ingest is not needed on top of it.
+    let bytes = |read, total| progress.bytes(read, total);
     let options = crate::Options {
         format_hint: hint,
         rules: &rules,
         context,
         prefilter: true,
-        progress: None,
+        progress: Some(&bytes),
     };
     let analysis = crate::analyze_observed(sources, &options, &|stage| progress.stage(stage));
     progress.writing();
