@@ -2,6 +2,8 @@
 //! during the one pass over it: the side table [`crate::render::Report`]
 //! resolves evidence from. One arena of text, not a string per line.
 
+use std::collections::BTreeMap;
+
 /// Cleaned lines by number, in increasing order.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct KeptLines {
@@ -9,21 +11,19 @@ pub struct KeptLines {
     /// End of each line's text in `text`; it starts where the previous ends.
     ends: Vec<usize>,
     text: String,
+    /// Lines kept after a later one: a reader may keep a line above the
+    /// one it is on. Inserting them into the arena would move its tail each
+    /// time (quadratic on an input full of them), so they wait here.
+    late: BTreeMap<u32, String>,
 }
 
 impl KeptLines {
-    /// Keeps line `n`; lines come in increasing order, and keeping the
-    /// last one again changes nothing.
+    /// Keeps line `n`; keeping a line again changes nothing.
     pub fn push(&mut self, n: u32, text: &str) {
         match self.numbers.last() {
             Some(&last) if last >= n => {
-                if last > n {
-                    // Out of order: find its place (rare, never in one pass).
-                    if let Err(i) = self.numbers.binary_search(&n) {
-                        let mut rest = self.split_off(i);
-                        self.push(n, text);
-                        self.append(&mut rest);
-                    }
+                if last > n && self.numbers.binary_search(&n).is_err() {
+                    self.late.entry(n).or_insert_with(|| text.to_owned());
                 }
             }
             _ => {
@@ -35,43 +35,31 @@ impl KeptLines {
     }
 
     pub fn get(&self, n: u32) -> Option<&str> {
-        let i = self.numbers.binary_search(&n).ok()?;
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        self.text.get(start..self.ends[i])
+        match self.numbers.binary_search(&n) {
+            Ok(i) => {
+                let start = if i == 0 { 0 } else { self.ends[i - 1] };
+                self.text.get(start..self.ends[i])
+            }
+            Err(_) => self.late.get(&n).map(String::as_str),
+        }
     }
 
     pub fn len(&self) -> usize {
-        self.numbers.len()
+        self.numbers.len() + self.late.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.numbers.is_empty()
+        self.numbers.is_empty() && self.late.is_empty()
     }
 
+    /// Every line, in order: the arena and the late lines merged.
     fn iter(&self) -> impl Iterator<Item = (u32, &str)> {
-        self.numbers.iter().enumerate().map(|(i, &n)| {
+        let arena = self.numbers.iter().enumerate().map(|(i, &n)| {
             let start = if i == 0 { 0 } else { self.ends[i - 1] };
             (n, &self.text[start..self.ends[i]])
-        })
-    }
-
-    fn split_off(&mut self, i: usize) -> KeptLines {
-        let mut rest = KeptLines::default();
-        for (n, t) in self.iter().skip(i) {
-            rest.push(n, t);
-        }
-        let cut = if i == 0 { 0 } else { self.ends[i - 1] };
-        self.numbers.truncate(i);
-        self.ends.truncate(i);
-        self.text.truncate(cut);
-        rest
-    }
-
-    fn append(&mut self, other: &mut KeptLines) {
-        for (n, t) in other.iter() {
-            self.push(n, t);
-        }
-        *other = KeptLines::default();
+        });
+        let late = self.late.iter().map(|(&n, t)| (n, t.as_str()));
+        merge_by_number(arena, late)
     }
 
     /// The union of both, in order.
@@ -85,25 +73,31 @@ impl KeptLines {
         }
         let mut merged = KeptLines::default();
         let mine = std::mem::take(self);
-        let (mut a, mut b) = (mine.iter().peekable(), other.iter().peekable());
-        loop {
-            let next = match (a.peek(), b.peek()) {
-                (Some(x), Some(y)) if x.0 <= y.0 => {
-                    if x.0 == y.0 {
-                        b.next();
-                    }
-                    a.next()
-                }
-                (Some(_), Some(_)) | (None, Some(_)) => b.next(),
-                (Some(_), None) => a.next(),
-                (None, None) => break,
-            };
-            if let Some((n, t)) = next {
-                merged.push(n, t);
-            }
+        for (n, t) in merge_by_number(mine.iter(), other.iter()) {
+            merged.push(n, t);
         }
         *self = merged;
     }
+}
+
+/// Two increasing sequences of lines as one; a number in both comes once,
+/// from `a`.
+fn merge_by_number<'t>(
+    a: impl Iterator<Item = (u32, &'t str)>,
+    b: impl Iterator<Item = (u32, &'t str)>,
+) -> impl Iterator<Item = (u32, &'t str)> {
+    let (mut a, mut b) = (a.peekable(), b.peekable());
+    std::iter::from_fn(move || match (a.peek(), b.peek()) {
+        (Some(x), Some(y)) if x.0 <= y.0 => {
+            if x.0 == y.0 {
+                b.next();
+            }
+            a.next()
+        }
+        (_, Some(_)) => b.next(),
+        (Some(_), None) => a.next(),
+        (None, None) => None,
+    })
 }
 
 #[cfg(test)]
