@@ -86,7 +86,7 @@ struct JsonFinding<'a> {
 #[derive(Serialize)]
 struct JsonEntities<'a> {
     pids: Vec<u32>,
-    gpus: Vec<u32>,
+    gpus: Vec<GpuKey<'a>>,
     units: Vec<&'a str>,
     xid: Vec<u32>,
 }
@@ -239,7 +239,7 @@ fn finding<'a>(report: &Report<'_>, f: &'a Finding) -> JsonFinding<'a> {
         chain: &f.chain,
         entities: JsonEntities {
             pids: f.entities.pids.iter().copied().collect(),
-            gpus: f.entities.gpus.iter().copied().collect(),
+            gpus: GpuKey::all(&f.entities),
             units: f.entities.units.iter().map(String::as_str).collect(),
             xid: f.entities.xid.iter().copied().collect(),
         },
@@ -368,5 +368,23 @@ fn action<'a>(report: &Report<'_>, a: &'a Action) -> JsonAction<'a> {
         params: p,
         details: a.details(),
         evidence: a.evidence.iter().map(|s| report.cite(*s)).collect(),
+    }
+}
+
+/// A GPU as the wire names it: its index, or, where the inputs never
+/// resolved one, its PCI bus id (`"0000:dc:00"`).
+#[derive(Serialize)]
+#[serde(untagged)]
+pub(super) enum GpuKey<'a> {
+    Index(u32),
+    BusId(&'a str),
+}
+
+impl<'a> GpuKey<'a> {
+    /// Every GPU of `entities`: indices first, then bare bus ids.
+    pub(super) fn all(entities: &'a crate::rules::Entities) -> Vec<GpuKey<'a>> {
+        let indices = entities.gpus.iter().map(|&g| GpuKey::Index(g));
+        let buses = entities.gpu_bus_ids.iter().map(|b| GpuKey::BusId(b));
+        indices.chain(buses).collect()
     }
 }

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::Report;
-use super::json::SCHEMA_VERSION;
+use super::json::{GpuKey, SCHEMA_VERSION};
 use crate::timeline::rfc3339;
 
 #[derive(Serialize)]
@@ -30,7 +30,7 @@ struct Line<'a> {
 #[derive(Serialize)]
 struct Entities<'a> {
     pids: Vec<u32>,
-    gpus: Vec<u32>,
+    gpus: Vec<GpuKey<'a>>,
     units: Vec<&'a str>,
     xid: Vec<u32>,
 }
@@ -57,7 +57,7 @@ pub fn render(report: &Report<'_>) -> String {
             headline: &f.headline,
             entities: Entities {
                 pids: f.entities.pids.iter().copied().collect(),
-                gpus: f.entities.gpus.iter().copied().collect(),
+                gpus: GpuKey::all(&f.entities),
                 units: f.entities.units.iter().map(String::as_str).collect(),
                 xid: f.entities.xid.iter().copied().collect(),
             },

@@ -163,6 +163,9 @@ impl Evidence {
 pub struct Entities {
     pub pids: BTreeSet<u32>,
     pub gpus: BTreeSet<u32>,
+    /// GPUs the inputs name only by PCI bus id (`0000:dc:00`, a kernel Xid
+    /// line), never resolved to an index: listed after the indices.
+    pub gpu_bus_ids: BTreeSet<String>,
     pub units: BTreeSet<String>,
     pub xid: BTreeSet<u32>,
 }
