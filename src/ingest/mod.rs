@@ -22,6 +22,7 @@ mod nvidia_smi_csv;
 mod nvidia_smi_pmon;
 mod nvidia_smi_q;
 mod nvidia_smi_table;
+mod package_log;
 mod proc_cgroup;
 mod ps;
 mod reader;
@@ -93,11 +94,13 @@ pub enum Format {
     ContainerLog,
     /// `python -m sglang.check_env`.
     SglangCheckEnv,
+    /// apt's `history.log` and `dpkg.log`: package upgrades and installs.
+    PackageLog,
     Unknown,
 }
 
 impl Format {
-    pub const ALL: [Format; 32] = [
+    pub const ALL: [Format; 33] = [
         Format::SglangLog,
         Format::NvidiaSmiTable,
         Format::NvidiaSmiQueryGpu,
@@ -129,6 +132,7 @@ impl Format {
         Format::DockerComposeLog,
         Format::ContainerLog,
         Format::SglangCheckEnv,
+        Format::PackageLog,
         Format::Unknown,
     ];
 
@@ -166,6 +170,7 @@ impl Format {
             Format::DockerComposeLog => "docker-compose-log",
             Format::ContainerLog => "container-log",
             Format::SglangCheckEnv => "sglang-check-env",
+            Format::PackageLog => "package-log",
             Format::Unknown => "unknown",
         }
     }
@@ -295,6 +300,7 @@ fn parse_segment(format: Format, lines: &[Line<'_>], facts: &mut Facts) -> u32 {
         | Format::DockerComposeLog
         | Format::ContainerLog => server::parse(lines, facts, None),
         Format::SglangCheckEnv => check_env::parse(lines, facts),
+        Format::PackageLog => package_log::parse(lines, facts),
         // The prompt line itself is recognised; output under it that no
         // format claimed is not.
         Format::ShellPrompt => count_nonblank(lines.get(1..).unwrap_or_default()),

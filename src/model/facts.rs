@@ -1,6 +1,7 @@
 //! The bag of facts one analysis extracts from all of its inputs.
 
 use super::EnvReport;
+use super::PackageChange;
 use super::Timestamp;
 use super::{GpuHealth, KernelEvent, ProcCgroup, UnitProperties};
 use super::{
@@ -32,6 +33,8 @@ pub struct Facts {
     pub proc_cgroups: Vec<ProcCgroup>,
     /// `python -m sglang.check_env` listings.
     pub env_reports: Vec<EnvReport>,
+    /// Package changes from apt's history and dpkg's log.
+    pub package_changes: Vec<PackageChange>,
     /// The time of lines that make no other timed fact (every prefixed server
     /// log line, nvidia-smi's date line), for the timeline.
     pub line_times: Vec<(Span, Timestamp)>,
@@ -56,6 +59,7 @@ impl Facts {
             unit_properties,
             proc_cgroups,
             env_reports,
+            package_changes,
             line_times,
         } = other;
         self.smi_headers.extend(smi_headers);
@@ -72,6 +76,7 @@ impl Facts {
         self.unit_properties.extend(unit_properties);
         self.proc_cgroups.extend(proc_cgroups);
         self.env_reports.extend(env_reports);
+        self.package_changes.extend(package_changes);
         self.line_times.extend(line_times);
     }
 }

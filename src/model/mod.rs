@@ -15,6 +15,7 @@ mod journal;
 mod kernel;
 mod message;
 mod names;
+mod package;
 mod process;
 mod server;
 mod startup;
@@ -36,6 +37,7 @@ pub use message::Message;
 pub use names::{
     GpuUuid, Hostname, InvalidValue, Pid, Port, ProcessName, ServerFlag, StartTime, UnitName,
 };
+pub use package::{PackageAction, PackageChange};
 pub use process::PsRecord;
 pub use server::{
     Framework, MemoryImbalance, RankTag, ServerArgs, ServerEvent, ServerEventKind, ServerProcess,

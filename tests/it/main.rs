@@ -14,6 +14,7 @@ mod incidents;
 mod journal_files;
 mod prefilter;
 mod readme;
+mod real;
 mod replay;
 mod report;
 mod robustness;

@@ -19,6 +19,7 @@ pub(super) enum Class {
 mod journal;
 mod kernel;
 mod nvidia;
+mod packages;
 mod procfs;
 mod server;
 mod shell;
@@ -36,6 +37,7 @@ const SNIFFERS: &[Sniffer] = &[
     nvidia::sniff,
     systemd::sniff,
     procfs::sniff,
+    packages::sniff,
     shell::sniff,
 ];
 
