@@ -123,6 +123,23 @@ struct ProcessBlock {
     content: bool,
     /// The bottom border was read, so the block is complete.
     closed: bool,
+    /// Rows read without the block's `| Processes:` header above them (a
+    /// paste cut at the top): they count, but say nothing about the GPUs'
+    /// other processes, so the block yields no listing.
+    headless: bool,
+    /// The header came without its bars and column `Type`, as condensed
+    /// listings print it (`GPU  PID  Process name  GPU Memory`): rows are
+    /// bar-less too.
+    bare: Option<BareHeader>,
+}
+
+/// What a bar-less process header says about its rows.
+#[derive(Debug, Clone, Copy)]
+struct BareHeader {
+    /// `GI  CI` columns follow the GPU index.
+    instances: bool,
+    /// A `Type` column follows the PID.
+    typed: bool,
 }
 
 struct TableParser<'f> {
@@ -180,7 +197,35 @@ impl TableParser<'_> {
             self.rule(text);
             return true;
         }
+        if text.starts_with("NVIDIA-SMI ") {
+            // The header row without its bars (retyped, or cut by a chat
+            // window): the versions are read the same way.
+            self.close_block();
+            self.header(text, span);
+            self.section = Section::GpuHeader;
+            return true;
+        }
+        if let Some(bare) = bare_process_header(text) {
+            self.close_block();
+            self.block = Some(ProcessBlock {
+                span,
+                rows: 0,
+                none_found: false,
+                data_started: true,
+                content: false,
+                closed: false,
+                headless: false,
+                bare: Some(bare),
+            });
+            self.section = Section::Processes;
+            return true;
+        }
         if !text.starts_with('|') {
+            if let (Section::Processes, Some(bare)) =
+                (self.section, self.block.as_ref().and_then(|b| b.bare))
+            {
+                return self.bare_process_row(text, bare, span);
+            }
             return false;
         }
         self.row(text, span)
@@ -245,6 +290,8 @@ impl TableParser<'_> {
                 data_started: false,
                 content: false,
                 closed: false,
+                headless: false,
+                bare: None,
             });
             self.section = Section::ProcessHeader;
             return true;
@@ -262,7 +309,23 @@ impl TableParser<'_> {
                     self.section = Section::Gpus;
                     return self.gpu_row(&cells, None, span);
                 }
-                false
+                if is_process_column_header(inner) {
+                    // Cut just below `| Processes:`: the rows that follow
+                    // are the whole block all the same.
+                    self.block = Some(ProcessBlock {
+                        span,
+                        rows: 0,
+                        none_found: false,
+                        data_started: false,
+                        content: false,
+                        closed: false,
+                        headless: false,
+                        bare: None,
+                    });
+                    self.section = Section::ProcessHeader;
+                    return true;
+                }
+                self.headless_process_row(inner, complete, span)
             }
             Section::GpuHeader => {
                 let cells = cells(inner, complete);
@@ -272,6 +335,7 @@ impl TableParser<'_> {
                     return self.gpu_row(&cells, None, span);
                 }
                 is_header_row(inner, &GPU_HEADER_WORDS)
+                    || self.headless_process_row(inner, complete, span)
             }
             Section::Gpus => {
                 let cut = if complete {
@@ -408,6 +472,94 @@ impl TableParser<'_> {
         true
     }
 
+    /// A process row with no process header above it (a paste that kept
+    /// only the row it meant): taken only when it is whole and has every
+    /// column a process row has, from the GPU index to the memory.
+    fn headless_process_row(&mut self, inner: &str, complete: bool, span: Span) -> bool {
+        let row = inner.trim();
+        let toks = tokens(row);
+        if !complete
+            || toks.first().is_none_or(|t| t.text.parse::<u32>().is_err())
+            || process_fields(row, &toks).is_none_or(|p| p.used_mib.is_none())
+        {
+            return false;
+        }
+        self.close_block();
+        self.block = Some(ProcessBlock {
+            span,
+            rows: 0,
+            none_found: false,
+            data_started: true,
+            content: false,
+            closed: false,
+            headless: true,
+            bare: None,
+        });
+        self.section = Section::Processes;
+        self.process_row(inner, complete, span)
+    }
+
+    /// A row under a bar-less header: `  0  2505781   sglang::scheduler_DP0
+    /// 100998 MiB`. The GPU index and PID are the first integers, the memory
+    /// the last value; the name is what lies between.
+    fn bare_process_row(&mut self, text: &str, header: BareHeader, span: Span) -> bool {
+        let row = text.trim();
+        let toks = tokens(row);
+        let Some(block) = &mut self.block else {
+            return false;
+        };
+        if row.starts_with("No running processes found") {
+            block.none_found = true;
+            block.content = true;
+            return true;
+        }
+        let Some(gpu_index) = toks.first().and_then(|t| t.text.parse::<u32>().ok()) else {
+            return false;
+        };
+        let mut at = 1;
+        if header.instances {
+            at += 2;
+        }
+        let Some(pid) = toks.get(at).and_then(|t| t.text.parse::<u32>().ok()) else {
+            return false;
+        };
+        let mut name_start = toks.get(at).map_or(0, |t| t.end);
+        if header.typed {
+            match toks.get(at + 1) {
+                Some(t) if PROCESS_TYPE.is_match(t.text) => name_start = t.end,
+                _ => return false,
+            }
+        }
+        // `100998MiB` or `100998 MiB`.
+        let (memory, name_end) = match toks.as_slice() {
+            [.., n, unit] if unit.text == "MiB" && n.text.parse::<u64>().is_ok() => {
+                (n.text.parse::<u64>().ok(), n.start)
+            }
+            [.., last] => match memory_token(last.text) {
+                Some((used, _)) => (used, last.start),
+                None => return false,
+            },
+            [] => return false,
+        };
+        let name = row.get(name_start..name_end).map(str::trim).unwrap_or("");
+        if name_end <= name_start {
+            return false;
+        }
+        block.content = true;
+        block.rows += 1;
+        self.facts.gpu_processes.push(GpuProcessRecord {
+            gpu_index: Some(gpu_index),
+            gpu_uuid: None,
+            pid,
+            name: name.to_owned(),
+            name_truncated: name.starts_with("..."),
+            used_mib: memory,
+            used_truncated: false,
+            span,
+        });
+        true
+    }
+
     /// Turns the open process block into its [`ProcessListing`]. A block cut
     /// before its rows (or one that only said `Not Supported`) says nothing
     /// about processes and yields no listing.
@@ -415,6 +567,9 @@ impl TableParser<'_> {
         let Some(block) = self.block.take() else {
             return;
         };
+        if block.headless {
+            return;
+        }
         let kind = if block.rows > 0 {
             ProcessListingKind::Rows
         } else if block.none_found {
@@ -430,6 +585,28 @@ impl TableParser<'_> {
             span: block.span,
         });
     }
+}
+
+/// `GPU  PID  Process name  GPU Memory` (and with `GI CI`, `Type`, `Usage`):
+/// a process header printed without bars.
+fn bare_process_header(text: &str) -> Option<BareHeader> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let rest = words.strip_prefix(&["GPU"])?;
+    let (instances, rest) = match rest.strip_prefix(&["GI", "CI"]) {
+        Some(rest) => (true, rest),
+        None => (false, rest),
+    };
+    let rest = rest.strip_prefix(&["PID"])?;
+    let (typed, rest) = match rest.strip_prefix(&["Type"]) {
+        Some(rest) => (true, rest),
+        None => (false, rest),
+    };
+    let rest = rest.strip_prefix(&["Process", "name"])?;
+    matches!(
+        rest,
+        ["GPU", "Memory"] | ["GPU", "Memory", "Usage"] | ["Usage"] | []
+    )
+    .then_some(BareHeader { instances, typed })
 }
 
 /// `+----+`, `|----+----|`, `|====|`, possibly cut on the right.
@@ -455,6 +632,16 @@ fn is_header_row(inner: &str, words: &[&str]) -> bool {
         .split(|c: char| c.is_whitespace() || c == '|')
         .filter(|w| !w.is_empty())
         .all(|w| words.contains(&w))
+}
+
+/// `  GPU   GI   CI        PID   Type   Process name   GPU Memory `: the
+/// first column-header row of a process block.
+fn is_process_column_header(inner: &str) -> bool {
+    let words: Vec<&str> = inner.split_whitespace().collect();
+    words.first() == Some(&"GPU")
+        && words.contains(&"PID")
+        && words.contains(&"Process")
+        && is_header_row(inner, &PROCESS_HEADER_WORDS)
 }
 
 /// `|   0  NVIDIA H100 80GB HBM3          On  | 00000000:18:00.0 Off | …`
@@ -1347,6 +1534,109 @@ Tue Mar  5 08:01:22 2019
         assert_eq!(
             facts.process_listings,
             vec![listing(ProcessListingKind::Rows, 1, 2)]
+        );
+    }
+
+    /// A condensed process listing without bars or `Type`
+    /// (https://github.com/sgl-project/sglang/issues/23627): memory as
+    /// `100998 MiB`, one GPU per scheduler.
+    #[test]
+    fn bare_process_listing() {
+        let (facts, unrecognized) = run("\
+GPU  PID       Process name                          GPU Memory
+  0  2505781   sglang::scheduler_DP0_TP0_EP0         100998 MiB
+  1  2505782   sglang::scheduler_DP1_TP1_EP1         101044 MiB
+  3  2505784   sglang::scheduler_DP3_TP3_EP3         100804MiB
+a line that is no row");
+        assert_eq!(unrecognized, 1);
+        assert_eq!(
+            facts.gpu_processes,
+            vec![
+                process(2, 0, 2505781, "sglang::scheduler_DP0_TP0_EP0", Some(100998)),
+                process(3, 1, 2505782, "sglang::scheduler_DP1_TP1_EP1", Some(101044)),
+                process(4, 3, 2505784, "sglang::scheduler_DP3_TP3_EP3", Some(100804)),
+            ]
+        );
+        assert_eq!(
+            facts.process_listings,
+            vec![listing(ProcessListingKind::Rows, 3, 1)]
+        );
+        // With `GI CI` and `Type`, as the ≥ 450 header reads without bars.
+        let (facts, unrecognized) = run("\
+  GPU   GI   CI        PID   Type   Process name                  GPU Memory
+    0   N/A  N/A     21734      C   /usr/bin/python3                36909MiB");
+        assert_eq!(unrecognized, 0);
+        assert_eq!(
+            facts.gpu_processes,
+            vec![process(2, 0, 21734, "/usr/bin/python3", Some(36909))]
+        );
+    }
+
+    /// What a chat window keeps of a table: the header row without bars and
+    /// one process row (https://github.com/huggingface/text-generation-inference/issues/955),
+    /// or one GPU block without the header
+    /// (https://github.com/ai-dynamo/dynamo/issues/308).
+    #[test]
+    fn fragments_without_their_headers() {
+        let (facts, unrecognized) = run("\
+NVIDIA-SMI 470.141.03   Driver Version: 470.141.03   CUDA Version: 11.4
+
+|    4   N/A  N/A     93051      C   /opt/conda/bin/python3.9        39399MiB |");
+        assert_eq!(unrecognized, 0);
+        assert_eq!(
+            facts.smi_headers,
+            vec![header("470.141.03", Some("11.4"), 71, 1)]
+        );
+        assert_eq!(
+            facts.gpu_processes,
+            vec![process(
+                3,
+                4,
+                93051,
+                "/opt/conda/bin/python3.9",
+                Some(39399)
+            )]
+        );
+        // A row alone says nothing of the GPU's other processes.
+        assert!(facts.process_listings.is_empty());
+
+        // Cut just below `| Processes:`: still the whole block.
+        let (facts, unrecognized) = run("\
+|  GPU       PID   Type   Process name                             Usage      |
+|=============================================================================|
+|    0     13347      C   python                                     10505MiB |
+|    1     13347      C   python                                      4991MiB |
++-----------------------------------------------------------------------------+");
+        assert_eq!(unrecognized, 0);
+        assert_eq!(
+            facts.gpu_processes,
+            vec![
+                process(3, 0, 13347, "python", Some(10505)),
+                process(4, 1, 13347, "python", Some(4991)),
+            ]
+        );
+        assert_eq!(
+            facts.process_listings,
+            vec![listing(ProcessListingKind::Rows, 2, 1)]
+        );
+
+        let (facts, unrecognized) = run("\
++-----------------------------------------+----------------------+----------------------+
+|   5  NVIDIA H800                    On  | 00000000:A3:00.0 Off |                    0 |
+| N/A   31C    P0             113W / 700W |   5903MiB / 81559MiB |    100%      Default |
+|                                         |                      |             Disabled |
++-----------------------------------------+----------------------+----------------------+");
+        assert_eq!(unrecognized, 0);
+        assert_eq!(
+            facts.gpus,
+            vec![gpu(
+                2,
+                5,
+                "NVIDIA H800",
+                "0000:a3:00.0",
+                Some(5903),
+                Some(81559)
+            )]
         );
     }
 

@@ -4,9 +4,73 @@
 //! tokens, `start` of an older process two) and a trailing command, which is
 //! the rest of the line.
 
+use std::sync::LazyLock;
+
+use regex::Regex;
+
 use super::Line;
 use crate::model::{Facts, PsRecord};
 use crate::source::Span;
+
+/// A `ps -ef` row: `UID PID PPID C STIME TTY TIME CMD`, the start `19:08`,
+/// `Jun01` or `2024`, the terminal `?`, `pts/0` or `tty1`, the CPU time
+/// `00:54:48` or `1-02:03:04`.
+static EF_ROW: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^\s*\S+\s+\d+\s+\d+\s+\d+\s+(?:\d\d:\d\d|[A-Z][a-z]{2}\d\d|\d{4})\s+(?:\?|pts/\d+|tty\w*|console)\s+(?:\d+-)?\d\d:\d\d:\d\d\s+\S",
+    )
+    .expect("ps -ef row regex")
+});
+
+/// A `ps aux` row: `USER PID %CPU %MEM VSZ RSS TTY STAT START TIME COMMAND`.
+static AUX_ROW: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^\s*\S+\s+\d+\s+\d+(?:\.\d+)?\s+\d+(?:\.\d+)?\s+\d+\s+\d+\s+(?:\?|pts/\d+|tty\w*|console)\s+[DIRSTtWXZ][<NLsl+]*\s+(?:\d\d:\d\d|[A-Z][a-z]{2}\d\d|\d{4})\s+\d+:\d\d\s+\S",
+    )
+    .expect("ps aux row regex")
+});
+
+/// The columns a headerless row of each default layout has.
+const EF_COLUMNS: [Column; 8] = [
+    Column::User,
+    Column::Pid,
+    Column::Ppid,
+    Column::Other,
+    Column::Start,
+    Column::Other,
+    Column::Other,
+    Column::Cmd,
+];
+const AUX_COLUMNS: [Column; 11] = [
+    Column::User,
+    Column::Pid,
+    Column::Other,
+    Column::Other,
+    Column::Other,
+    Column::Other,
+    Column::Other,
+    Column::Stat,
+    Column::Start,
+    Column::Other,
+    Column::Cmd,
+];
+
+/// The layout of a row pasted without its header, when its shape is
+/// unmistakably `ps -ef`'s or `ps aux`'s.
+fn implied_columns(text: &str) -> Option<&'static [Column]> {
+    if EF_ROW.is_match(text) {
+        Some(&EF_COLUMNS)
+    } else if AUX_ROW.is_match(text) {
+        Some(&AUX_COLUMNS)
+    } else {
+        None
+    }
+}
+
+/// Whether `text` is a `ps -ef` or `ps aux` row even without its header.
+pub(super) fn is_headerless_row(text: &str) -> bool {
+    implied_columns(text).is_some()
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Column {
@@ -67,10 +131,13 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
             columns = Some(h);
             continue;
         }
-        match columns
+        // A row that does not fit the header (or has none above it) may
+        // still be one of the default layouts, pasted without its header.
+        let read = columns
             .as_deref()
             .and_then(|c| row(line.text, c, line.span))
-        {
+            .or_else(|| implied_columns(line.text).and_then(|c| row(line.text, c, line.span)));
+        match read {
             Some(r) => facts.ps.push(r),
             None => unrecognized += 1,
         }
@@ -353,6 +420,96 @@ verylon+   18189  0.0  0.0   2920  1732 ?        S    Nov 27   0:00 sleep 30");
                     Some("S"),
                     Some("Nov 27"),
                     "sleep 30"
+                ),
+            ]
+        );
+    }
+
+    /// Rows pasted without their header, from real threads: `ps -ef`
+    /// (https://github.com/ai-dynamo/dynamo/issues/308, and zombies from
+    /// https://github.com/apache/texera/issues/3462) and `ps aux`.
+    #[test]
+    fn headerless_ps_ef_and_ps_aux_rows() {
+        let (records, unrecognized) = run("\
+root      65931      1  0 19:08 ?        00:00:00 /root/venv/bin/python3 -c from multiprocessing.resource_tracker import main;main(23)
+root      66204      1 99 19:08 ?        00:54:48 /root/venv/bin/python3 -c from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=24, pipe_handle=26) --multiprocessing-fork
+root     2011967  502717  0 Jun01 ?        00:00:19 [python3] <defunct>
+user      4318  98.7  2.1 81234567 2789012 ?    Rl   2025 1234:56 python3 -m sglang.launch_server --port 30000");
+        assert_eq!(unrecognized, 0);
+        assert_eq!(
+            rows(&records),
+            vec![
+                (
+                    1,
+                    65931,
+                    Some(1),
+                    Some("root"),
+                    None,
+                    Some("19:08"),
+                    "/root/venv/bin/python3 -c from multiprocessing.resource_tracker import main;main(23)"
+                ),
+                (
+                    2,
+                    66204,
+                    Some(1),
+                    Some("root"),
+                    None,
+                    Some("19:08"),
+                    "/root/venv/bin/python3 -c from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=24, pipe_handle=26) --multiprocessing-fork"
+                ),
+                (
+                    3,
+                    2011967,
+                    Some(502717),
+                    Some("root"),
+                    None,
+                    Some("Jun01"),
+                    "[python3] <defunct>"
+                ),
+                (
+                    4,
+                    4318,
+                    None,
+                    Some("user"),
+                    Some("Rl"),
+                    Some("2025"),
+                    "python3 -m sglang.launch_server --port 30000"
+                ),
+            ]
+        );
+    }
+
+    /// Odd headers of real pastes: a hand-picked `USER PID PPID CMD`
+    /// (https://github.com/sgl-project/sglang/issues/23627) and an indented
+    /// `ps -o pid,ppid,stat,lstart,cmd` (https://github.com/vllm-project/vllm/issues/25127).
+    #[test]
+    fn hand_picked_and_indented_headers() {
+        let (records, unrecognized) = run("\
+USER   PID      PPID  CMD
+user   2505781  1     sglang::scheduler_DP0_TP0_EP0
+      PID  PPID STAT                  STARTED CMD
+      77637     1 R    Wed Sep 17 12:51:13 2025 VLLM::EngineCore");
+        assert_eq!(unrecognized, 0);
+        assert_eq!(
+            rows(&records),
+            vec![
+                (
+                    2,
+                    2505781,
+                    Some(1),
+                    Some("user"),
+                    None,
+                    None,
+                    "sglang::scheduler_DP0_TP0_EP0"
+                ),
+                (
+                    4,
+                    77637,
+                    Some(1),
+                    None,
+                    Some("R"),
+                    Some("Wed Sep 17 12:51:13 2025"),
+                    "VLLM::EngineCore"
                 ),
             ]
         );

@@ -116,6 +116,13 @@ pub enum KernelEventKind {
         version: String,
         open: bool,
     },
+    /// `NVRM: [GPU 0000:3b:00.0: ]RmInitAdapter failed! (0x26:0xffff:1227)`:
+    /// the driver could not bring a GPU up (failed GPU, a fall off the bus,
+    /// a firmware or driver mismatch); `status` is the printed triple.
+    InitFailed {
+        bus_id: Option<String>,
+        status: Option<String>,
+    },
     /// An NVRM line about a GSP firmware RPC timeout outside an Xid line.
     GspTimeout {
         message: String,

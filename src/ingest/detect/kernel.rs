@@ -18,9 +18,11 @@ re!(
     ISO,
     r"^(?:<\d{1,3}>)?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:\d\d "
 );
+// Also under a bare `kernel: ` (a syslog line whose time and host were cut
+// off), with or without the uptime rsyslog keeps after it.
 re!(
     BARE,
-    r"^(?:NVRM: |.{1,15} invoked oom-killer: gfp_mask=|(?:Out of memory|Memory cgroup out of memory): Kill|oom-kill:constraint=|oom_reaper: reaped process )"
+    r"^(?:kernel: +(?:\[\s*\d+\.\d+\] )?)?(?:NVRM: |.{1,15} invoked oom-killer: gfp_mask=|(?:Out of memory|Memory cgroup out of memory): Kill|oom-kill:constraint=|oom_reaper: reaped process )"
 );
 
 /// A `dmesg` line with its time in brackets (see `continues_as` in the

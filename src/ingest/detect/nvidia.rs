@@ -21,6 +21,17 @@ re!(
     SMI_FAILURE,
     r"^(?:NVIDIA-SMI has failed because|Failed to initialize NVML: |No devices were found\s*$|Unable to determine the device handle for GPU)"
 );
+// The header row without its bars (`NVIDIA-SMI 470.141.03   Driver
+// Version: …`), and a process header without them (`GPU  PID  Process name
+// GPU Memory`, as condensed listings print it).
+re!(
+    BARE_HEADER,
+    r"^\s*NVIDIA-SMI \d+\.\d+.*\b(?:Driver|KMD) Version:"
+);
+re!(
+    BARE_PROCESS_HEADER,
+    r"^\s*GPU\s+(?:GI\s+CI\s+)?PID\s+(?:Type\s+)?Process name(?:\s+GPU Memory)?(?:\s+Usage)?\s*$"
+);
 re!(
     QUERY_GPU_HEADER,
     r"^(?:index|uuid|name|pci\.bus_id|memory\.(?:used|total|free|reserved)|timestamp|driver_version|utilization\.(?:gpu|memory)|temperature\.gpu|power\.(?:draw|limit)|clocks\.\w+|persistence_mode|ecc\.\w+|compute_mode|serial|gpu_name|gpu_bus_id|count)(?: \[[^\]]+\])?(?:, |$)"
@@ -80,6 +91,8 @@ pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
         || TABLE_BORDER.is_match(line)
         || line.starts_with("| NVIDIA-SMI ")
         || SMI_FAILURE.is_match(line)
+        || BARE_HEADER.is_match(line)
+        || BARE_PROCESS_HEADER.is_match(line)
     {
         return Some(Strong(
             Format::NvidiaSmiTable,

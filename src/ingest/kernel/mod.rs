@@ -66,8 +66,10 @@ static RELTIME: LazyLock<Regex> = LazyLock::new(|| {
         .expect("reltime regex")
 });
 
-static MONOTONIC_HOST: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^\S+\x20kernel:\x20").expect("monotonic host regex"));
+/// `host kernel: ` of `journalctl -o short-monotonic`, and the bare
+/// `kernel: ` left when a paste or `grep` cut the syslog time and host off.
+static KERNEL_PREFIX: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^(?:\S+\x20)?kernel:\x20+").expect("kernel prefix regex"));
 
 /// Reads kernel messages one at a time and keeps what a multi-line report
 /// needs across them: the OOM report in progress, the last API mismatch.
@@ -87,13 +89,15 @@ impl KernelParser {
         wall: Option<Timestamp>,
         facts: &mut Facts,
     ) -> bool {
-        let (uptime_us, message) = split_uptime(message);
+        let (mut uptime_us, mut message) = split_uptime(message);
+        // `journalctl -o short-monotonic` looks like dmesg plus `host kernel: `;
+        // a syslog line cut before its host leaves `kernel: [ uptime] …`.
+        if let Some(m) = KERNEL_PREFIX.find(message) {
+            let (inner_uptime, rest) = split_uptime(&message[m.end()..]);
+            uptime_us = uptime_us.or(inner_uptime);
+            message = rest;
+        }
         let time = KernelTime { uptime_us, wall };
-        // `journalctl -o short-monotonic` looks like dmesg plus `host kernel: `.
-        let message = match MONOTONIC_HOST.find(message) {
-            Some(m) => &message[m.end()..],
-            None => message,
-        };
         let message = message.trim_end();
         if let Some(rest) = message.strip_prefix("NVRM: ") {
             self.nvrm.feed(rest, span, time, facts);
@@ -213,6 +217,15 @@ fn split_wrapper(text: &str) -> Option<(Option<Timestamp>, &str)> {
         if let Some(m) = FACILITY_LEVEL.find(rest) {
             rest = &rest[m.end()..];
             wrapped = true;
+        }
+    }
+    // A syslog line cut before its host: `kernel: [ 8712.345678] …`.
+    if first(rest) == Some(b'k') {
+        if let Some(after) = rest.strip_prefix("kernel:") {
+            if after.starts_with(' ') {
+                rest = after.trim_start_matches(' ');
+                wrapped = true;
+            }
         }
     }
     let bracket = first(rest) == Some(b'[');

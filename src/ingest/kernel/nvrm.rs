@@ -49,9 +49,60 @@ static ANY_BUS: LazyLock<Regex> = LazyLock::new(|| {
 static MISMATCH: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)^API\x20mismatch:\x20the\x20client\x20has\x20the\x20version\x20(?P<client>\d+(?:\.\d+)*),\x20but
-        (?:\s+(?:NVRM:\x20)?this\x20kernel\x20module\x20has\x20the\x20version\x20(?P<kernel>\d+(?:\.\d+)*)\.)?",
+        (?:(?:\s+|\#012)(?:NVRM:\x20)?this\x20kernel\x20module\x20has\x20the\x20version\x20(?P<kernel>\d+(?:\.\d+)*)\.)?",
     )
     .expect("mismatch regex")
+});
+
+/// 575+ name the client first: `API mismatch: the client 'nvidia-smi' (pid
+/// 1234)` / `has the version 575.51.02, but this kernel module has` / `the
+/// version 570.124.04.  Please make sure that this` / `kernel module and all
+/// NVIDIA driver components` / `have the same version.` (osapi.c,
+/// RmCheckVersion). A journal message may hold all of it.
+static MISMATCH_575: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^API\x20mismatch:\x20the\x20client\x20'[^']*'\x20\(pid\x20\d+\)
+        (?:(?:\s+|\#012)(?:NVRM:\x20)?has\x20the\x20version\x20(?P<client>\d+(?:\.\d+)*),\x20but\x20this\x20kernel\x20module\x20has
+        (?:(?:\s+|\#012)(?:NVRM:\x20)?the\x20version\x20(?P<kernel>\d+(?:\.\d+)*)\.)?)?",
+    )
+    .expect("575 mismatch regex")
+});
+
+/// The second line of the 575+ report.
+static MISMATCH_575_CLIENT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^has the version (?P<client>\d+(?:\.\d+)*), but this kernel module has")
+        .expect("575 mismatch client regex")
+});
+
+/// The third line of the 575+ report.
+static MISMATCH_575_KERNEL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^the version (?P<kernel>\d+(?:\.\d+)*)\.").expect("575 mismatch kernel regex")
+});
+
+/// The last lines of the 575+ report.
+const MISMATCH_575_TAIL: [&str; 2] = [
+    "kernel module and all NVIDIA driver components",
+    "have the same version.",
+];
+
+/// `RmInitAdapter failed! (0x26:0xffff:1227)`, after `GPU 0000:3b:00.0: `
+/// on drivers that name the device (NV_DEV_PRINTF, osinit.c).
+static INIT_FAILED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^(?:GPU\x20(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?):\x20)?RmInitAdapter\x20failed!\x20?(?:\((?P<status>[^)]*)\))?",
+    )
+    .expect("init failed regex")
+});
+
+/// The first line of the three-line report of a GPU that reads all ones
+/// (osapi.c): `The NVIDIA GPU 0000:3b:00.0` / `(PCI ID: 10de:2330)
+/// installed in this system has` / `fallen off the bus and is not
+/// responding to commands.`
+static NVIDIA_GPU_AT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^The NVIDIA GPU (?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)\s*$",
+    )
+    .expect("nvidia gpu at regex")
 });
 
 static MISMATCH_KERNEL: LazyLock<Regex> = LazyLock::new(|| {
@@ -59,6 +110,8 @@ static MISMATCH_KERNEL: LazyLock<Regex> = LazyLock::new(|| {
         .expect("mismatch continuation regex")
 });
 
+/// rsyslog writes a message's newlines as `#012`, so a journal or syslog
+/// line may hold the whole report (MISMATCH and MISMATCH_575 allow both).
 /// The last two lines of the mismatch report.
 const MISMATCH_TAIL: [&str; 2] = [
     "make sure that this kernel module and all NVIDIA driver",
@@ -88,6 +141,11 @@ static ECC: LazyLock<Regex> = LazyLock::new(|| {
 pub(super) struct NvrmState {
     /// The last API mismatch event, which its next lines complete.
     mismatch: Option<usize>,
+    /// The first line of a 575+ API mismatch report whose versions follow.
+    mismatch_575: Option<Span>,
+    /// `The NVIDIA GPU <bus>`: the bus of the fall off the bus reported next,
+    /// and the lines of that report read so far.
+    gpu_at: Option<(String, Vec<Span>)>,
 }
 
 impl NvrmState {
@@ -111,10 +169,33 @@ impl NvrmState {
             }
             return;
         }
-        if text.contains("fallen off the bus") {
-            let bus_id = ANY_BUS.find(text).and_then(|m| bus_id(m.as_str()));
-            push(facts, KernelEventKind::FellOffBus { bus_id }, time, span);
+        if let Some(c) = NVIDIA_GPU_AT.captures(text) {
+            self.gpu_at = bus_id(&c["bus"]).map(|b| (b, vec![span]));
             return;
+        }
+        if text.contains("fallen off the bus") {
+            let named = ANY_BUS.find(text).and_then(|m| bus_id(m.as_str()));
+            let report = self.gpu_at.take();
+            let (bus_id, first, mut related) = match (named, report) {
+                (Some(b), _) => (Some(b), span, Vec::new()),
+                (None, Some((b, mut lines))) => {
+                    let first = lines.remove(0);
+                    lines.push(span);
+                    (Some(b), first, lines)
+                }
+                (None, None) => (None, span, Vec::new()),
+            };
+            let i = push(facts, KernelEventKind::FellOffBus { bus_id }, time, first);
+            if let Some(event) = facts.kernel_events.get_mut(i) {
+                event.related.append(&mut related);
+            }
+            return;
+        }
+        if let Some((_, lines)) = &mut self.gpu_at {
+            if text.starts_with("(PCI ID: ") {
+                lines.push(span);
+                return;
+            }
         }
         if text.contains("NV_ERR_GPU_IS_LOST") || text.contains("GPU lost from the bus") {
             let message = text.to_owned();
@@ -127,6 +208,55 @@ impl NvrmState {
                 kernel_version: c.name("kernel").map(|k| k.as_str().to_owned()),
             };
             self.mismatch = Some(push(facts, kind, time, span));
+            return;
+        }
+        if let Some(c) = MISMATCH_575.captures(text) {
+            match c.name("client") {
+                Some(client) => {
+                    let kind = KernelEventKind::ApiMismatch {
+                        client_version: client.as_str().to_owned(),
+                        kernel_version: c.name("kernel").map(|k| k.as_str().to_owned()),
+                    };
+                    self.mismatch = Some(push(facts, kind, time, span));
+                }
+                None => self.mismatch_575 = Some(span),
+            }
+            return;
+        }
+        if let Some(first) = self.mismatch_575 {
+            if let Some(c) = MISMATCH_575_CLIENT.captures(text) {
+                self.mismatch_575 = None;
+                let kind = KernelEventKind::ApiMismatch {
+                    client_version: c["client"].to_owned(),
+                    kernel_version: None,
+                };
+                let i = push(facts, kind, time, first);
+                if let Some(event) = facts.kernel_events.get_mut(i) {
+                    event.related.push(span);
+                }
+                self.mismatch = Some(i);
+                return;
+            }
+        }
+        if let Some(event) = self.mismatch.and_then(|i| facts.kernel_events.get_mut(i)) {
+            if let Some(c) = MISMATCH_575_KERNEL.captures(text) {
+                if let KernelEventKind::ApiMismatch { kernel_version, .. } = &mut event.kind {
+                    kernel_version.get_or_insert_with(|| c["kernel"].to_owned());
+                }
+                event.related.push(span);
+                return;
+            }
+            if MISMATCH_575_TAIL.iter().any(|t| text.starts_with(t)) {
+                event.related.push(span);
+                return;
+            }
+        }
+        if let Some(c) = INIT_FAILED.captures(text) {
+            let kind = KernelEventKind::InitFailed {
+                bus_id: c.name("bus").and_then(|b| bus_id(b.as_str())),
+                status: c.name("status").map(|s| s.as_str().to_owned()),
+            };
+            push(facts, kind, time, span);
             return;
         }
         if let Some(event) = self.mismatch.and_then(|i| facts.kernel_events.get_mut(i)) {

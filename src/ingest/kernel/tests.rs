@@ -768,3 +768,190 @@ hello world
         vec![(6, &KernelEventKind::FellOffBus { bus_id: None })]
     );
 }
+
+/// Real pastes whose syslog time and host were cut off, leaving `kernel: `
+/// (https://github.com/NVIDIA/open-gpu-kernel-modules/issues/1150), and a
+/// line with no prefix at all: the Xid fields are read either way.
+#[test]
+fn a_bare_kernel_prefix_is_a_wrapper() {
+    let (facts, unrecognized) = dmesg("\
+kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 caused by previous Xid 149
+kernel: NVRM: Xid (PCI:0000:ed:00): 45, pid=1818992, name=python3, Ch 0000000c caused by previous Xid 145
+kernel: [ 8712.345679] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.
+kernel: usb 1-1: new high-speed USB device number 2 using xhci_hcd
+NVRM: Xid (PCI:0000:97:00): 45, pid=1818987, name=python3, Ch 00000003 caused by previous Xid 145");
+    assert_eq!(unrecognized, 0);
+    let got = xids(&facts);
+    assert_eq!(
+        got,
+        vec![
+            (
+                1,
+                &xid(
+                    "0000:dc:00.0",
+                    None,
+                    None,
+                    45,
+                    Some(1818990),
+                    Some("python3"),
+                    "Ch 00000001 caused by previous Xid 149"
+                )
+            ),
+            (
+                2,
+                &xid(
+                    "0000:ed:00.0",
+                    None,
+                    None,
+                    45,
+                    Some(1818992),
+                    Some("python3"),
+                    "Ch 0000000c caused by previous Xid 145"
+                )
+            ),
+            (
+                3,
+                &xid(
+                    "0000:3b:00.0",
+                    None,
+                    None,
+                    79,
+                    None,
+                    None,
+                    "GPU has fallen off the bus."
+                )
+            ),
+            (
+                5,
+                &xid(
+                    "0000:97:00.0",
+                    None,
+                    None,
+                    45,
+                    Some(1818987),
+                    Some("python3"),
+                    "Ch 00000003 caused by previous Xid 145"
+                )
+            ),
+        ]
+    );
+    // The uptime after `kernel: ` is kept.
+    assert_eq!(facts.kernel_events[2].time.uptime_us, Some(8_712_345_679));
+}
+
+/// The wordings of newer drivers, from real reports.
+#[test]
+fn newer_nvrm_wordings() {
+    // 575+ (osapi.c names the client):
+    // https://github.com/Frogging-Family/nvidia-all/issues/394
+    // The three-line fall off the bus of a GPU that reads all ones, and the
+    // open module's load line:
+    // https://github.com/NVIDIA/NVSentinel/issues/155
+    // RmInitAdapter with the device named (NV_DEV_PRINTF):
+    // https://github.com/NVIDIA/gpu-operator/issues/1146
+    let (facts, unrecognized) = dmesg("\
+[    9.424670] NVRM: API mismatch: the client 'kwin_wayland' (pid 1005)
+               NVRM: has the version 595.84, but this kernel module has
+               NVRM: the version 595.80.  Please make sure that this
+               NVRM: kernel module and all NVIDIA driver components
+               NVRM: have the same version.
+[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0
+               NVRM: (PCI ID: 10de:26b5) installed in this system has
+               NVRM: fallen off the bus and is not responding to commands.
+[ 1843.439662] NVRM: The NVIDIA probe routine failed for 1 device(s).
+[ 1843.439669] NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  570.158.01  Release Build  (dvs-builder@U22-I3-B10-02-5)  Mon Jun  2 13:13:04 UTC 2025
+[  218.250408] NVRM: GPU 0000:0a:00.0: RmInitAdapter failed! (0x24:0x72:1568)
+[   15.000000] NVRM: RmInitAdapter failed! (0x26:0xffff:1227)");
+    assert_eq!(unrecognized, 0);
+    let got: Vec<(u32, &KernelEventKind, Vec<u32>)> = facts
+        .kernel_events
+        .iter()
+        .map(|e| {
+            (
+                e.span.line,
+                &e.kind,
+                e.related.iter().map(|s| s.line).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (
+                1,
+                &KernelEventKind::ApiMismatch {
+                    client_version: "595.84".to_owned(),
+                    kernel_version: Some("595.80".to_owned()),
+                },
+                vec![2, 3, 4, 5]
+            ),
+            (
+                6,
+                &KernelEventKind::FellOffBus {
+                    bus_id: Some("0000:b3:00.0".to_owned())
+                },
+                vec![7, 8]
+            ),
+            (
+                10,
+                &KernelEventKind::DriverLoaded {
+                    version: "570.158.01".to_owned(),
+                    open: true
+                },
+                vec![]
+            ),
+            (
+                11,
+                &KernelEventKind::InitFailed {
+                    bus_id: Some("0000:0a:00.0".to_owned()),
+                    status: Some("0x24:0x72:1568".to_owned()),
+                },
+                vec![]
+            ),
+            (
+                12,
+                &KernelEventKind::InitFailed {
+                    bus_id: None,
+                    status: Some("0x26:0xffff:1227".to_owned()),
+                },
+                vec![]
+            ),
+        ]
+    );
+}
+
+/// One journal message holds the whole report: rsyslog's `#012` newlines
+/// (https://github.com/stackhpc/ansible-slurm-appliance/issues/287) and the
+/// 575+ wording joined by spaces
+/// (https://github.com/NVIDIA/open-gpu-kernel-modules/issues/829).
+#[test]
+fn a_mismatch_report_in_one_message() {
+    let mut facts = Facts::default();
+    let mut parser = KernelParser::default();
+    assert!(parser.feed(
+        "NVRM: API mismatch: the client has the version 535.54.03, but#012NVRM: this kernel module has the version 530.30.02.  Please#012NVRM: make sure that this kernel module and all NVIDIA driver#012NVRM: components have the same version.",
+        at(1),
+        None,
+        &mut facts,
+    ));
+    assert!(parser.feed(
+        "NVRM: API mismatch: the client 'nvidia-powerd' (pid 849) NVRM: has the version 570.133.07, but this kernel module has NVRM: the version 575.51.02.  Please make sure that this",
+        at(2),
+        None,
+        &mut facts,
+    ));
+    let got: Vec<&KernelEventKind> = facts.kernel_events.iter().map(|e| &e.kind).collect();
+    assert_eq!(
+        got,
+        vec![
+            &KernelEventKind::ApiMismatch {
+                client_version: "535.54.03".to_owned(),
+                kernel_version: Some("530.30.02".to_owned()),
+            },
+            &KernelEventKind::ApiMismatch {
+                client_version: "570.133.07".to_owned(),
+                kernel_version: Some("575.51.02".to_owned()),
+            },
+        ]
+    );
+}
