@@ -457,13 +457,25 @@ fn report(
 }
 
 /// `rootcause inputs`: each segment with its format, line range, how sure
-/// detection is (the share of its lines the format's parser read) and why.
+/// detection is (the share of its lines the format's parser read) and why;
+/// under it, the lines that were prose, shell prompts or not understood, cut
+/// to the terminal's width.
 fn inputs(paths: &[std::path::PathBuf], hint: Option<Format>) -> Result<ExitCode, Error> {
     // Stdin read whole, not streamed: the line counts below read it again.
     let (sources, _) = bundle::load(&input_list(paths)?, &mut io::stdin())?;
     let ingested = crate::ingest::ingest_as(&sources, hint, &crate::ingest::Anchors::none());
+    let text = inputs_text(&sources, &ingested.inputs, width());
+    write_stdout(io::stdout().lock().write_all(text.as_bytes()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn inputs_text(
+    sources: &SourceMap,
+    inputs: &[crate::ingest::InputSummary],
+    width: usize,
+) -> String {
     let mut text = String::new();
-    for input in &ingested.inputs {
+    for input in inputs {
         let s = &input.segment;
         let source = sources.get(s.source);
         let nonblank = (s.first_line..=s.last_line)
@@ -474,9 +486,20 @@ fn inputs(paths: &[std::path::PathBuf], hint: Option<Format>) -> Result<ExitCode
         } else {
             f64::from(nonblank.saturating_sub(input.unrecognized)) / f64::from(nonblank)
         };
+        let mut others = String::new();
+        if input.prose > 0 {
+            others.push_str(&format!(", {} prose", input.prose));
+        }
+        if input.prompts > 0 {
+            others.push_str(&format!(
+                ", {} shell prompt{}",
+                input.prompts,
+                if input.prompts == 1 { "" } else { "s" }
+            ));
+        }
         text.push_str(&format!(
-            "{}:{}-{}: {} (confidence {:.2}, {} of {} lines unrecognised; {})\n",
-            source.name,
+            "{}:{}-{}: {} (confidence {:.2}, {} of {} lines unrecognised{others}; {})\n",
+            render::clean(&source.name),
             s.first_line,
             s.last_line,
             s.format.name(),
@@ -485,9 +508,26 @@ fn inputs(paths: &[std::path::PathBuf], hint: Option<Format>) -> Result<ExitCode
             nonblank,
             s.why
         ));
+        for listed in &input.listed {
+            let head = format!("  {:>6}  {:<12}  ", listed.line, listed.kind.name());
+            let room = width.saturating_sub(head.chars().count()).max(10);
+            let line = render::clean(&listed.text);
+            let mut cut: String = line.chars().take(room).collect();
+            if line.chars().count() > room {
+                cut.pop();
+                cut.push('…');
+            }
+            text.push_str(&head);
+            text.push_str(cut.trim_end());
+            text.push('\n');
+        }
+        let shown = input.listed.len() as u32;
+        let all = input.unrecognized + input.prose + input.prompts;
+        if all > shown && shown > 0 {
+            text.push_str(&format!("  … and {} more\n", all - shown));
+        }
     }
-    write_stdout(io::stdout().lock().write_all(text.as_bytes()))?;
-    Ok(ExitCode::SUCCESS)
+    text
 }
 
 /// A closed pipe (`rootcause … | head`) is not an error.

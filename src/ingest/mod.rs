@@ -1,8 +1,10 @@
 //! Ingest: turn each input into typed [`Facts`].
 //!
 //! An input is split into segments ([`detect`]), each segment is parsed by the
-//! parser of its format, and every line no parser recognised is counted
-//! against its segment. Parsers never fail: a line they cannot read is a
+//! parser of its format; a line that parser cannot read, or that no format
+//! claimed, meets every line-level recogniser ([`recognize`]). A line none
+//! knows is counted against its segment: prose, a shell prompt, or
+//! unrecognised. Parsers never fail: a line they cannot read is a
 //! count, not an error. Inputs are streamed, one line at a time
 //! ([`stream`]); with the prefilter, lines no anchor matches are only
 //! skimmed ([`reader`]).
@@ -26,6 +28,7 @@ mod package_log;
 mod proc_cgroup;
 mod ps;
 mod reader;
+mod recognize;
 mod server;
 mod stream;
 mod systemctl_show;
@@ -41,6 +44,7 @@ use crate::source::{SourceId, SourceMap, Span};
 pub use anchors::{Anchors, FACT_ANCHORS};
 pub use detect::{segment, segment_as};
 pub(crate) use kernel::KernelParser;
+pub use recognize::{LineKind, Listed, is_prose};
 pub(crate) use server::ServerLogParser;
 pub use server::process_title;
 pub use stream::{Settings, Threads, ingest_with};
@@ -234,7 +238,16 @@ pub struct Segment {
 pub struct InputSummary {
     pub segment: Segment,
     pub lines: u32,
+    /// Non-blank lines nothing recognised, prose and prompts aside.
     pub unrecognized: u32,
+    /// Sentences a person wrote between outputs ([`is_prose`]).
+    pub prose: u32,
+    /// Shell prompt lines (`root@host:~# nvidia-smi`).
+    pub prompts: u32,
+    /// The first lines that were prose, prompts or unrecognised, where the
+    /// reader knows which (not the lines of a table or journal that its
+    /// parser only counted).
+    pub listed: Vec<Listed>,
 }
 
 #[derive(Debug, Default)]
@@ -301,13 +314,9 @@ fn parse_segment(format: Format, lines: &[Line<'_>], facts: &mut Facts) -> u32 {
         | Format::ContainerLog => server::parse(lines, facts, None),
         Format::SglangCheckEnv => check_env::parse(lines, facts),
         Format::PackageLog => package_log::parse(lines, facts),
-        // The prompt line itself is recognised; output under it that no
-        // format claimed is not.
-        Format::ShellPrompt => count_nonblank(lines.get(1..).unwrap_or_default()),
-        Format::Unknown => count_nonblank(lines),
+        // Read line by line, never buffered (`reader::SegmentReader`).
+        Format::ShellPrompt | Format::Unknown => {
+            lines.iter().filter(|l| !l.text.trim().is_empty()).count() as u32
+        }
     }
-}
-
-fn count_nonblank(lines: &[Line<'_>]) -> u32 {
-    lines.iter().filter(|l| !l.text.trim().is_empty()).count() as u32
 }

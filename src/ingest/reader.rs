@@ -7,9 +7,14 @@
 //! recognised, its time, the state later lines depend on) and make no fact.
 //! The other formats are small: their lines are buffered and parsed at the
 //! end of the segment by the parser of the format.
+//!
+//! No line goes unseen: lines of unknown segments and under shell prompts,
+//! and lines a server or kernel segment's parser could not read, go to the
+//! line-level recognisers ([`super::recognize`]).
 
 use super::journal_short::{Ident, JournalReader};
-use super::{Format, Line, count_nonblank, parse_segment};
+use super::recognize::{Except, LineReader, Tally};
+use super::{Format, Line, parse_segment};
 use crate::model::{Facts, Framework, Timestamp};
 use crate::source::{KeptLines, Span};
 
@@ -34,16 +39,17 @@ pub(super) struct Out<'a> {
 pub(super) enum SegmentReader {
     Journal(Box<JournalReader>),
     Json(Box<super::journal_json::JsonReader>),
-    Server(Box<super::server::ServerReader>),
-    Dmesg(Box<super::kernel::DmesgReader>),
-    /// Lines no format claimed: each non-blank one is unrecognised.
-    Unknown {
-        unrecognized: u32,
-    },
-    /// A shell prompt: the prompt itself is recognised, the rest is not.
+    /// A server log; the lines its parser cannot read meet the others.
+    Server(Box<super::server::ServerReader>, Box<LineReader>),
+    /// A kernel log, likewise.
+    Dmesg(Box<super::kernel::DmesgReader>, Box<LineReader>),
+    /// Lines no format claimed: each meets every recogniser.
+    Unknown(Box<LineReader>),
+    /// A shell prompt, then output no format claimed; `first` until the
+    /// prompt line is read.
     Prompt {
         first: bool,
-        unrecognized: u32,
+        lines: Box<LineReader>,
     },
     /// A small format, parsed whole at the end of its segment.
     Buffered {
@@ -56,7 +62,6 @@ impl SegmentReader {
     pub(super) fn new(format: Format) -> SegmentReader {
         use super::journal_json::JsonReader;
         use super::kernel::DmesgReader;
-        use super::server::ServerReader;
         match format {
             Format::JournalShort
             | Format::JournalShortIso
@@ -70,23 +75,22 @@ impl SegmentReader {
                 SegmentReader::Journal(Box::new(JournalReader::new(Ident::Unit)))
             }
             Format::JournalJson => SegmentReader::Json(Box::new(JsonReader::new())),
-            Format::SglangLog => {
-                SegmentReader::Server(Box::new(ServerReader::new(Some(Framework::Sglang))))
-            }
-            Format::VllmLog => {
-                SegmentReader::Server(Box::new(ServerReader::new(Some(Framework::Vllm))))
-            }
+            Format::SglangLog => server(Some(Framework::Sglang)),
+            Format::VllmLog => server(Some(Framework::Vllm)),
             Format::NcclLog
             | Format::TorchLog
             | Format::PythonTraceback
             | Format::RayLog
             | Format::DockerComposeLog
-            | Format::ContainerLog => SegmentReader::Server(Box::new(ServerReader::new(None))),
-            Format::Dmesg => SegmentReader::Dmesg(Box::<DmesgReader>::default()),
-            Format::Unknown => SegmentReader::Unknown { unrecognized: 0 },
+            | Format::ContainerLog => server(None),
+            Format::Dmesg => SegmentReader::Dmesg(
+                Box::<DmesgReader>::default(),
+                Box::new(LineReader::new(Except::Kernel)),
+            ),
+            Format::Unknown => SegmentReader::Unknown(Box::new(LineReader::new(Except::Nothing))),
             Format::ShellPrompt => SegmentReader::Prompt {
                 first: true,
-                unrecognized: 0,
+                lines: Box::new(LineReader::new(Except::Nothing)),
             },
             format => SegmentReader::Buffered {
                 format,
@@ -100,20 +104,32 @@ impl SegmentReader {
         match self {
             SegmentReader::Journal(r) => r.read(line, hot, out),
             SegmentReader::Json(r) => r.read(line, hot, out),
-            SegmentReader::Server(r) => r.read(line, hot, out),
-            SegmentReader::Dmesg(r) => r.read(line, hot, out),
-            SegmentReader::Unknown { unrecognized } => {
-                *unrecognized += count_nonblank(std::slice::from_ref(line));
-                Read::Skimmed(None)
-            }
-            SegmentReader::Prompt {
-                first,
-                unrecognized,
-            } => {
-                if !std::mem::take(first) {
-                    *unrecognized += count_nonblank(std::slice::from_ref(line));
+            SegmentReader::Server(r, lines) => {
+                let before = r.unrecognized();
+                let read = r.read(line, hot, out);
+                if r.unrecognized() == before {
+                    return read;
                 }
-                Read::Skimmed(None)
+                either(read, lines.read(line, hot, out))
+            }
+            SegmentReader::Dmesg(r, lines) => {
+                let before = r.unrecognized();
+                let read = r.read(line, hot, out);
+                if r.unrecognized() == before {
+                    return read;
+                }
+                either(read, lines.read(line, hot, out))
+            }
+            SegmentReader::Unknown(lines) => lines.read(line, hot, out),
+            SegmentReader::Prompt { first, lines } => {
+                // Lines before an input's first strong line join its first
+                // segment: the prompt may come after them.
+                if *first && super::detect::is_prompt(line.text) {
+                    *first = false;
+                    lines.prompt(line);
+                    return Read::Skimmed(None);
+                }
+                lines.read(line, hot, out)
             }
             SegmentReader::Buffered { lines, .. } => {
                 lines.push((line.span, line.text.to_owned()));
@@ -122,22 +138,46 @@ impl SegmentReader {
         }
     }
 
-    /// Closes the segment; returns the number of lines it did not recognise.
-    pub(super) fn finish(self, facts: &mut Facts) -> u32 {
+    /// Closes the segment: what it did not turn into facts.
+    pub(super) fn finish(self, facts: &mut Facts) -> Tally {
         match self {
-            SegmentReader::Journal(mut r) => r.finish(facts),
-            SegmentReader::Json(mut r) => r.finish(facts),
-            SegmentReader::Server(r) => r.finish(),
-            SegmentReader::Dmesg(mut r) => r.finish(facts),
-            SegmentReader::Unknown { unrecognized }
-            | SegmentReader::Prompt { unrecognized, .. } => unrecognized,
+            SegmentReader::Journal(mut r) => Tally::unrecognized(r.finish(facts)),
+            SegmentReader::Json(mut r) => Tally::unrecognized(r.finish(facts)),
+            // Every line the segment's parser missed went to `lines`, which
+            // counted it again unless another recogniser knew it.
+            SegmentReader::Server(r, lines) => {
+                r.finish();
+                lines.finish(facts)
+            }
+            SegmentReader::Dmesg(mut r, lines) => {
+                r.finish(facts);
+                lines.finish(facts)
+            }
+            SegmentReader::Unknown(lines) | SegmentReader::Prompt { lines, .. } => {
+                lines.finish(facts)
+            }
             SegmentReader::Buffered { format, lines } => {
                 let lines: Vec<Line<'_>> = lines
                     .iter()
                     .map(|(span, text)| Line { span: *span, text })
                     .collect();
-                parse_segment(format, &lines, facts)
+                Tally::unrecognized(parse_segment(format, &lines, facts))
             }
         }
+    }
+}
+
+fn server(hint: Option<Framework>) -> SegmentReader {
+    SegmentReader::Server(
+        Box::new(super::server::ServerReader::new(hint)),
+        Box::new(LineReader::new(Except::Server)),
+    )
+}
+
+/// A line read by two readers: in full if either read it so.
+fn either(first: Read, second: Read) -> Read {
+    match (first, second) {
+        (Read::Parsed, _) | (_, Read::Parsed) => Read::Parsed,
+        (Read::Skimmed(a), Read::Skimmed(b)) => Read::Skimmed(a.or(b)),
     }
 }

@@ -412,10 +412,13 @@ impl InputReader {
     }
 
     fn close(&mut self, segment: Segment, reader: SegmentReader) {
-        let unrecognized = reader.finish(&mut self.facts);
+        let tally = reader.finish(&mut self.facts);
         self.inputs.push(InputSummary {
             lines: segment.last_line - segment.first_line + 1,
-            unrecognized,
+            unrecognized: tally.unrecognized,
+            prose: tally.prose,
+            prompts: tally.prompts,
+            listed: tally.listed,
             segment,
         });
     }

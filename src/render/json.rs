@@ -38,6 +38,8 @@ struct JsonInput {
     last_line: u32,
     lines: u32,
     unrecognized_lines: u32,
+    prose_lines: u32,
+    prompt_lines: u32,
     detected_because: &'static str,
 }
 
@@ -214,6 +216,8 @@ pub fn render(report: &Report<'_>) -> String {
                 last_line: i.segment.last_line,
                 lines: i.lines,
                 unrecognized_lines: i.unrecognized,
+                prose_lines: i.prose,
+                prompt_lines: i.prompts,
                 detected_because: i.segment.why,
             })
             .collect(),

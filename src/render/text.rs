@@ -476,12 +476,25 @@ fn inputs_summary(out: &mut String, report: &Report<'_>, st: &Style) {
         report.inputs.iter().map(|i| i.segment.source).collect();
     let lines: u32 = report.inputs.iter().map(|i| i.lines).sum();
     let unrecognized = report.unrecognized();
+    let prose: u32 = report.inputs.iter().map(|i| i.prose).sum();
+    let prompts: u32 = report.inputs.iter().map(|i| i.prompts).sum();
     let files = files.len();
+    // Prose and prompts only when there are some: most inputs have none.
+    let mut split = format!("{unrecognized} unrecognised");
+    if prose > 0 {
+        split.push_str(&format!(", {prose} prose"));
+    }
+    if prompts > 0 {
+        split.push_str(&format!(
+            ", {prompts} shell prompt{}",
+            if prompts == 1 { "" } else { "s" }
+        ));
+    }
     let _ = writeln!(
         out,
         "{}",
         st.dim(&format!(
-            "Read {files} input{} ({lines} lines, {unrecognized} unrecognised); -v lists them.",
+            "Read {files} input{} ({lines} lines, {split}); -v lists them.",
             if files == 1 { "" } else { "s" },
         ))
     );

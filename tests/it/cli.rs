@@ -239,8 +239,10 @@ fn inputs_explains_a_six_source_paste() {
     let o = rootcause(&["inputs"], Some(&paste));
     assert_eq!(o.status.code(), Some(0));
     let text = stdout(&o);
+    // Segment lines; the indented ones under them list prompts and prose.
     let formats: Vec<&str> = text
         .lines()
+        .filter(|l| !l.starts_with(' '))
         .map(|l| {
             l.split(": ")
                 .nth(1)
@@ -264,7 +266,10 @@ fn inputs_explains_a_six_source_paste() {
         "{text}"
     );
     assert!(!text.contains("unknown"), "{text}");
-    for line in text.lines().filter(|l| !l.contains("shell-prompt")) {
+    for line in text
+        .lines()
+        .filter(|l| !l.contains("shell-prompt") && !l.starts_with(' '))
+    {
         assert!(line.contains("confidence 1.00"), "{line}");
     }
 }

@@ -12,6 +12,7 @@ mod host_facts;
 mod hostile;
 mod incidents;
 mod journal_files;
+mod pasted_lines;
 mod prefilter;
 mod readme;
 mod real;

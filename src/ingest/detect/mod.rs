@@ -5,6 +5,12 @@
 //! line (blank lines, traceback bodies, `CGroup:` tree branches, CSV rows)
 //! continues the current segment. A pasted jumble therefore falls apart into
 //! its pieces, and a file of one format stays one segment.
+//!
+//! The command at a shell prompt names the tool whose output follows
+//! (`shell::command_hint`): output under the prompt that no strong line
+//! marks is read as that tool's. Detection only decides structure: a line
+//! in a segment whose parser cannot read it, or in no known format, still
+//! meets every line-level recogniser (`ingest::recognize`).
 
 use super::{Format, Segment};
 use crate::source::{Source, SourceId, clean_line};
@@ -26,6 +32,8 @@ mod shell;
 mod systemd;
 #[cfg(test)]
 mod tests_host;
+
+pub(super) use shell::is_prompt;
 
 /// Sniffers in priority order: the first that claims a line wins. Journal
 /// first, because a journal line may carry any other format inside it.
@@ -136,6 +144,8 @@ pub(super) struct Segmenter {
     open: Option<Segment>,
     /// Lines seen before the first strong line join the first segment.
     pending_start: Option<u32>,
+    /// What the command at the open prompt segment says follows it.
+    after_prompt: Option<(Format, &'static str)>,
 }
 
 impl Segmenter {
@@ -145,6 +155,7 @@ impl Segmenter {
             hint,
             open: None,
             pending_start: None,
+            after_prompt: None,
         }
     }
 
@@ -173,11 +184,26 @@ impl Segmenter {
             };
         }
         let current = self.open.as_ref().map(|s| s.format);
-        let class = if current.is_some_and(|f| continues_as(line, f)) {
+        let mut class = if current.is_some_and(|f| continues_as(line, f)) {
             Class::Continue
         } else {
             sniff(line, current)
         };
+        // Under a prompt, the first output no strong line claims is the
+        // output of the command typed there.
+        if let (Class::Continue, Some(Format::ShellPrompt), Some((format, why))) =
+            (&class, current, self.after_prompt)
+        {
+            if !line.trim().is_empty() {
+                class = Class::Strong(format, why);
+            }
+        }
+        if let Class::Strong(format, _) = class {
+            self.after_prompt = match format {
+                Format::ShellPrompt => shell::command_hint(line),
+                _ => None,
+            };
+        }
         match class {
             Class::Strong(format, why)
                 if Some(format) != current || format == Format::ShellPrompt =>
@@ -414,6 +440,30 @@ Sat 2024-06-01 12:00:05 UTC gpu-node-7 kernel: NVRM: Xid (PCI:0000:1a:00): 79
             }
         }
         assert!(claimed > 500, "fast paths claimed only {claimed} lines");
+    }
+
+    #[test]
+    fn the_command_at_a_prompt_names_the_output_under_it() {
+        // `journalctl -o cat` output has no mark of its own; a strong line
+        // of another format still starts its own segment.
+        let paste = "\
+$ journalctl -u ollama -o cat
+
+Started ollama.service - Ollama Service.
+ollama.service: Main process exited, code=exited, status=1/FAILURE
+[ 8712.345678] NVRM: Xid (PCI:0000:1a:00): 79, pid=4242
+$ squeue
+JOBID PARTITION
+";
+        assert_eq!(
+            formats(paste),
+            vec![
+                (Format::ShellPrompt, 1, 2),
+                (Format::JournalCat, 3, 4),
+                (Format::Dmesg, 5, 5),
+                (Format::ShellPrompt, 6, 7),
+            ]
+        );
     }
 
     #[test]

@@ -36,6 +36,14 @@ re!(
     PYTHON,
     r"^(?:Traceback \(most recent call last\):|terminate called after throwing an instance of ')"
 );
+// A Python exception line alone (`torch.OutOfMemoryError: CUDA out of
+// memory. …`, `Exception: Capture cuda graph failed: …`): a dotted name
+// ending in `Error` (never `Error` alone, which any tool prints) or
+// `Exception`, then `: ` and a message.
+re!(
+    EXCEPTION,
+    r"^(?:[A-Za-z_][\w]*\.)*(?:[A-Za-z_]\w*Error|(?:[A-Za-z_]\w*)?Exception): \S"
+);
 re!(
     COMPOSE,
     r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]*) +\|(?: (?P<rest>.*))?$"
@@ -164,6 +172,12 @@ fn kind(line: &str) -> Option<Kind> {
         return Some(Kind::Content(
             Format::PythonTraceback,
             "Python traceback or C++ abort",
+        ));
+    }
+    if EXCEPTION.is_match(line) {
+        return Some(Kind::Content(
+            Format::PythonTraceback,
+            "Python exception line `SomethingError: …`",
         ));
     }
     None
@@ -316,9 +330,29 @@ ulimit soft: 1048576";
             "[E] x",
             "host:1:2 NCCL WARN no device",
             "  File \"x.py\", line 1, in f",
-            "RuntimeError: CUDA error: out of memory",
+            "Error: no such file",
+            "KeyError",
+            "see RuntimeError: x",
         ] {
             assert_eq!(formats(text), [(Unknown, 1, 1)], "{text}");
         }
+    }
+
+    #[test]
+    fn a_bare_exception_line_starts_a_traceback() {
+        // fixtures/real/013, 026, 039, 001.
+        for text in [
+            "ValueError: Free memory on device (0.49/79.32 GiB) on startup is less than desired GPU memory utilization (0.6, 47.59 GiB).",
+            "Exception: Capture cuda graph failed: RuntimeError: Cannot call CUDAGeneratorImpl::current_seed during CUDA graph capture. ",
+            "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.63 GiB (GPU 0; 44.56 GiB total capacity; 27.91 GiB already allocated; 565.31 MiB free; 27.93 GiB reserved in total by PyTorch)",
+            "RuntimeError: CUDA error: out of memory",
+        ] {
+            assert_eq!(formats(text), [(PythonTraceback, 1, 1)], "{text}");
+        }
+        // Inside a server log it is content.
+        assert_eq!(
+            formats("[2026-11-27 09:38:52 TP1] Scheduler hit an exception: x\nValueError: boom"),
+            [(SglangLog, 1, 2)]
+        );
     }
 }

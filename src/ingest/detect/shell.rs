@@ -1,5 +1,13 @@
-//! Detection of what a terminal shows around command output: `ps` listings
-//! and shell prompts.
+//! Detection of what a terminal shows around command output: `ps` listings,
+//! shell prompts, and which tool's output the command at a prompt names.
+//!
+//! A prompt is `user@host:dir# cmd` (bash, zsh), `[root@host dir]# cmd`
+//! (RHEL's bash), `user@host dir (branch)> cmd` (fish), `(venv) ` in front
+//! of any of these, a bare `$ cmd` or `# cmd`, `PS C:\> cmd` (PowerShell),
+//! `>>> code` (Python) and `In [3]: code` (IPython). The command typed there
+//! ([`command_hint`]) says which format follows; the segmenter uses it for
+//! output under the prompt that no line of its own marks, and a strong line
+//! of another format still wins.
 
 use super::{Class, re};
 use crate::ingest::Format;
@@ -9,10 +17,20 @@ re!(
     r"^\s*(?:PID|USER|UID)\s.*\b(?:CMD|COMMAND|ARGS)\s*$"
 );
 re!(PS_ROW, r"^\s*(?:\S+\s+)?\d+\s+\S");
-// `user@host:dir# cmd`, `$ cmd`, or a bare `user@host:dir# ` with nothing typed.
+// The prompt, captured up to where the command starts; `cmd` is empty for
+// a prompt with nothing typed (only the `user@host` forms).
 re!(
     SHELL_PROMPT,
-    r"^(?:(?:\S+@\S+:\S*\s?[#$]|\$|#) \S|\S+@\S+:\S*\s?[#$]\s*$)"
+    r"(?x)^(?:\([\w.-]+\)\x20+)?
+    (?:
+        \S+@\S+:\S*\s?[\#$%]
+      | \[\S+@\S+(?:\x20[^\]]*)?\][\#$%]
+      | \S+@\S+\x20\S+(?:\x20\([^)]*\))?>
+    )(?:\x20+(?P<cmd>\S.*)|\s*$)"
+);
+re!(
+    BARE_PROMPT,
+    r"^(?:[$#]|PS [A-Z]:\\[^>]*>|>>>|In \[\d+\]:) (?P<cmd>\S.*)$"
 );
 
 pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
@@ -20,7 +38,7 @@ pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
     if PS_HEADER.is_match(line) {
         return Some(Strong(Format::Ps, "ps header row"));
     }
-    if SHELL_PROMPT.is_match(line) {
+    if is_prompt(line) {
         return Some(Strong(Format::ShellPrompt, "shell prompt and command"));
     }
     if current == Some(Format::Ps) && !PS_ROW.is_match(line) && !line.trim().is_empty() {
@@ -31,4 +49,213 @@ pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
         ));
     }
     None
+}
+
+/// Whether `line` is a shell prompt, with or without a command.
+pub(in crate::ingest) fn is_prompt(line: &str) -> bool {
+    SHELL_PROMPT.is_match(line) || BARE_PROMPT.is_match(line)
+}
+
+/// The command typed at a prompt line, if `line` is one.
+fn command(line: &str) -> Option<&str> {
+    let c = SHELL_PROMPT
+        .captures(line)
+        .or_else(|| BARE_PROMPT.captures(line))?;
+    c.name("cmd").map(|m| m.as_str().trim())
+}
+
+/// The format the output of the command at prompt `line` has, and why:
+/// the last stage of a pipeline decides (`dmesg -T | grep NVRM` is dmesg,
+/// `… | grep` keeps its input's format); `sudo`, `env` and `watch` are
+/// looked through.
+pub(super) fn command_hint(line: &str) -> Option<(Format, &'static str)> {
+    let command = command(line)?;
+    let mut hint = None;
+    for stage in command.split('|') {
+        let words: Vec<&str> = stage
+            .split_whitespace()
+            .skip_while(|w| matches!(*w, "sudo" | "env" | "watch" | "time" | "command" | "-n"))
+            .collect();
+        let Some(&tool) = words.first() else {
+            continue;
+        };
+        let tool = tool.rsplit('/').next().unwrap_or(tool);
+        let has = |flag: &str| words.iter().any(|w| w.starts_with(flag));
+        let stage_hint = match tool {
+            "nvidia-smi" | "nvidia-smi.exe" => Some(if has("--query-compute-apps") {
+                (
+                    Format::NvidiaSmiComputeApps,
+                    "output of `nvidia-smi --query-compute-apps` at the prompt above",
+                )
+            } else if has("--query-gpu") {
+                (
+                    Format::NvidiaSmiQueryGpu,
+                    "output of `nvidia-smi --query-gpu` at the prompt above",
+                )
+            } else if has("pmon") {
+                (
+                    Format::NvidiaSmiPmon,
+                    "output of `nvidia-smi pmon` at the prompt above",
+                )
+            } else if has("-q") && (has("-x") || has("--xml")) {
+                (
+                    Format::NvidiaSmiQXml,
+                    "output of `nvidia-smi -q -x` at the prompt above",
+                )
+            } else if has("-q") || has("--query") {
+                (
+                    Format::NvidiaSmiQ,
+                    "output of `nvidia-smi -q` at the prompt above",
+                )
+            } else {
+                (
+                    Format::NvidiaSmiTable,
+                    "output of `nvidia-smi` at the prompt above",
+                )
+            }),
+            "ps" => Some((Format::Ps, "output of `ps` at the prompt above")),
+            "dmesg" => Some((Format::Dmesg, "output of `dmesg` at the prompt above")),
+            "journalctl" if has("-k") || has("--dmesg") => Some((
+                Format::Dmesg,
+                "output of `journalctl -k` at the prompt above",
+            )),
+            "journalctl" if words.windows(2).any(|w| w == ["-o", "cat"]) || has("--output=cat") => {
+                Some((
+                    Format::JournalCat,
+                    "output of `journalctl -o cat` at the prompt above",
+                ))
+            }
+            "journalctl" => Some((
+                Format::JournalShort,
+                "output of `journalctl` at the prompt above",
+            )),
+            "systemctl" if words.contains(&"show") => Some((
+                Format::SystemctlShow,
+                "output of `systemctl show` at the prompt above",
+            )),
+            "systemctl" if words.contains(&"status") => Some((
+                Format::SystemctlStatus,
+                "output of `systemctl status` at the prompt above",
+            )),
+            "cat"
+                if words
+                    .iter()
+                    .any(|w| w.starts_with("/proc/") && w.ends_with("/cgroup")) =>
+            {
+                Some((
+                    Format::ProcCgroup,
+                    "output of `cat /proc/PID/cgroup` at the prompt above",
+                ))
+            }
+            _ => None,
+        };
+        // `grep`, `head`, `tail`, `less` and the like keep their input's format.
+        if stage_hint.is_some()
+            || !matches!(
+                tool,
+                "grep"
+                    | "egrep"
+                    | "head"
+                    | "tail"
+                    | "less"
+                    | "more"
+                    | "cat"
+                    | "tee"
+                    | "sort"
+                    | "uniq"
+                    | "cut"
+            )
+        {
+            hint = stage_hint;
+        }
+    }
+    hint
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompts_of_every_shell() {
+        for (line, cmd) in [
+            ("root@node4:~# dmesg -T | grep NVRM", "dmesg -T | grep NVRM"),
+            ("$ nvidia-smi", "nvidia-smi"),
+            (
+                "(venv) user@host:~/x$ python -m sglang.launch_server --tp 2",
+                "python -m sglang.launch_server --tp 2",
+            ),
+            (
+                "[root@gpu01 ~]# systemctl status ollama",
+                "systemctl status ollama",
+            ),
+            ("PS C:\\> nvidia-smi", "nvidia-smi"),
+            (">>> import torch", "import torch"),
+            (
+                "(.venv) ubuntuai@ubuntuai ~/s/python (main)> python -m sglang.check_env",
+                "python -m sglang.check_env",
+            ),
+            (
+                "kgk2@bock:~$ cat /proc/driver/nvidia/version ",
+                "cat /proc/driver/nvidia/version",
+            ),
+            (
+                "In [3]: torch.cuda.mem_get_info()",
+                "torch.cuda.mem_get_info()",
+            ),
+        ] {
+            assert!(is_prompt(line), "{line}");
+            assert_eq!(command(line), Some(cmd), "{line}");
+        }
+        assert!(is_prompt("root@node4:~# "));
+        for no in [
+            "user@example.com wrote:",
+            "Process 101553 has 1.19 GiB memory in use.",
+            "$5 per hour",
+            "[2026-11-27 09:38:52 TP1] x",
+            "#!/bin/bash",
+        ] {
+            assert!(!is_prompt(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn the_command_names_the_format_that_follows() {
+        for (line, format) in [
+            ("$ nvidia-smi", Some(Format::NvidiaSmiTable)),
+            ("$ sudo nvidia-smi -q", Some(Format::NvidiaSmiQ)),
+            ("$ nvidia-smi -q -x", Some(Format::NvidiaSmiQXml)),
+            (
+                "$ nvidia-smi --query-gpu=index,memory.used --format=csv,noheader",
+                Some(Format::NvidiaSmiQueryGpu),
+            ),
+            (
+                "$ nvidia-smi --query-compute-apps=pid,used_memory --format=csv",
+                Some(Format::NvidiaSmiComputeApps),
+            ),
+            ("root@node4:~# dmesg -T | grep NVRM", Some(Format::Dmesg)),
+            ("$ sudo journalctl -k -b -1", Some(Format::Dmesg)),
+            ("$ journalctl -u ollama -o cat", Some(Format::JournalCat)),
+            (
+                "$ journalctl -u ollama --no-pager",
+                Some(Format::JournalShort),
+            ),
+            (
+                "[root@gpu01 ~]# systemctl status ollama",
+                Some(Format::SystemctlStatus),
+            ),
+            (
+                "$ systemctl show vllm -p MainPID",
+                Some(Format::SystemctlShow),
+            ),
+            ("$ ps aux | grep python", Some(Format::Ps)),
+            ("$ cat /proc/4242/cgroup", Some(Format::ProcCgroup)),
+            ("$ cat /proc/driver/nvidia/version", None),
+            ("$ nvidia-smi | wc -l", None),
+            (">>> import torch", None),
+            ("$ squeue", None),
+        ] {
+            assert_eq!(command_hint(line).map(|h| h.0), format, "{line}");
+        }
+    }
 }

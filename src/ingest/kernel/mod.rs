@@ -196,6 +196,11 @@ impl DmesgReader {
         self.parser.finish(facts);
         self.unrecognized
     }
+
+    /// Lines not recognised so far: whether the last one was.
+    pub(crate) fn unrecognized(&self) -> u32 {
+        self.unrecognized
+    }
 }
 
 /// Strips the dmesg wrapper of a line: the wall time it printed (if any) and

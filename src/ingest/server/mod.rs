@@ -168,6 +168,11 @@ impl ServerReader {
     pub(crate) fn finish(self) -> u32 {
         self.unrecognized
     }
+
+    /// Lines not recognised so far: whether the last one was.
+    pub(crate) fn unrecognized(&self) -> u32 {
+        self.unrecognized
+    }
 }
 
 impl ServerLogParser {

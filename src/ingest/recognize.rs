@@ -1,0 +1,386 @@
+//! Lines no segment parser claimed meet every line-level recogniser.
+//!
+//! Detection decides the structure of a segment (a table, a journal, a
+//! traceback), never whether a message is seen. A line of an `unknown`
+//! segment, output under a shell prompt no format claimed, or a line the
+//! segment's own parser could not read goes to [`LineReader`]: the server
+//! parser (SGLang, vLLM, Python exceptions, CUDA OOM, NCCL, c10d), the
+//! kernel parser (NVRM, OOM killer), and systemd's unit-lifecycle grammar
+//! (`ollama.service: Main process exited, …`), each under the same
+//! prefilter rules as in its own segment. A line none of them knows is
+//! prose when it reads as a person's sentence ([`is_prose`]), else
+//! unrecognised. What was not understood is listed (bounded) for
+//! `rootcause inputs`.
+
+use super::journal_fields::unit_of_pid1_message;
+use super::reader::{Out, Read};
+use super::server::{Outer, OuterRef, Skim};
+use super::{KernelParser, Line, ServerLogParser};
+use crate::model::{Facts, JournalEntry};
+
+/// Lines listed per segment at most; the counts go on.
+const LISTED: usize = 64;
+/// Characters of a listed line kept at most.
+const LISTED_CHARS: usize = 400;
+
+/// What a line that no parser recognised was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LineKind {
+    /// A shell prompt and the command typed at it.
+    Prompt,
+    /// A person's sentence between pieces of output.
+    Prose,
+    /// Machine output nothing here understands.
+    Unrecognized,
+}
+
+impl LineKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            LineKind::Prompt => "prompt",
+            LineKind::Prose => "prose",
+            LineKind::Unrecognized => "unrecognised",
+        }
+    }
+}
+
+/// One line of a segment that was a prompt, prose or not understood.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listed {
+    pub line: u32,
+    pub kind: LineKind,
+    pub text: String,
+}
+
+/// What a segment's reading did not turn into facts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tally {
+    pub unrecognized: u32,
+    pub prose: u32,
+    pub prompts: u32,
+    /// The first such lines, in order.
+    pub listed: Vec<Listed>,
+}
+
+impl Tally {
+    /// Only a count of unrecognised lines (a parser that reads whole).
+    pub fn unrecognized(n: u32) -> Tally {
+        Tally {
+            unrecognized: n,
+            ..Tally::default()
+        }
+    }
+
+    pub(super) fn note(&mut self, kind: LineKind, line: &Line<'_>) {
+        match kind {
+            LineKind::Prompt => self.prompts += 1,
+            LineKind::Prose => self.prose += 1,
+            LineKind::Unrecognized => self.unrecognized += 1,
+        }
+        if self.listed.len() < LISTED {
+            let text: String = line.text.chars().take(LISTED_CHARS).collect();
+            self.listed.push(Listed {
+                line: line.span.line,
+                kind,
+                text,
+            });
+        }
+    }
+}
+
+/// Which recognisers a [`LineReader`] runs: all of them, or all but the
+/// one the segment's own parser already is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Except {
+    Nothing,
+    Server,
+    Kernel,
+}
+
+/// Every line-level recogniser, for lines no segment parser claimed.
+pub(super) struct LineReader {
+    server: Option<ServerLogParser>,
+    kernel: Option<KernelParser>,
+    tally: Tally,
+}
+
+impl LineReader {
+    pub(super) fn new(except: Except) -> LineReader {
+        LineReader {
+            server: (except != Except::Server).then(|| ServerLogParser::new(None)),
+            kernel: (except != Except::Kernel).then(KernelParser::default),
+            tally: Tally::default(),
+        }
+    }
+
+    /// Reads a line: recognised, it may make facts; else it is counted and
+    /// listed as prose or unrecognised. Blank lines count as nothing.
+    pub(super) fn read(&mut self, line: &Line<'_>, hot: bool, out: &mut Out<'_>) -> Read {
+        if line.text.trim().is_empty() {
+            return Read::Skimmed(None);
+        }
+        if let Some(read) = self.recognize(line, hot, out.facts) {
+            return read;
+        }
+        let kind = if is_prose(line.text) {
+            LineKind::Prose
+        } else {
+            LineKind::Unrecognized
+        };
+        self.tally.note(kind, line);
+        Read::Skimmed(None)
+    }
+
+    /// Counts a shell prompt line.
+    pub(super) fn prompt(&mut self, line: &Line<'_>) {
+        self.tally.note(LineKind::Prompt, line);
+    }
+
+    /// The recognisers in turn; `None` when none knows the line. Each
+    /// follows the prefilter as its own segment reader does: a line with no
+    /// anchor is skimmed where skimming tells the same.
+    fn recognize(&mut self, line: &Line<'_>, hot: bool, facts: &mut Facts) -> Option<Read> {
+        let text = line.text;
+        // Only the service manager words its messages like this (the
+        // grammar journal_cat.rs reads as PID 1's too).
+        if let Some(unit) = unit_of_pid1_message(text.trim_end()) {
+            facts.journal.push(JournalEntry {
+                time: None,
+                host: None,
+                identifier: "systemd".to_owned(),
+                pid: Some(1),
+                unit: Some(unit),
+                cmdline: None,
+                message: text.trim_end().to_owned(),
+                span: line.span,
+            });
+            return Some(Read::Parsed);
+        }
+        if let Some(server) = &mut self.server {
+            let mut full = hot;
+            if !hot {
+                match server.skim(text, OuterRef::default()) {
+                    Skim::Read {
+                        recognized: true,
+                        time,
+                    } => return Some(Read::Skimmed(time)),
+                    Skim::Read { .. } => {}
+                    Skim::Full => full = true,
+                }
+            }
+            if full && server.feed(text, line.span, &Outer::default(), facts) {
+                return Some(Read::Parsed);
+            }
+        }
+        if let Some(kernel) = &mut self.kernel {
+            if hot || kernel.busy() {
+                // `grep NVRM /var/log/kern.log | cut …` and `journalctl -k
+                // -o cat`-like pastes keep a bare `kernel: ` in front.
+                let message = text.strip_prefix("kernel: ").unwrap_or(text);
+                if kernel.feed(message, line.span, None, facts) {
+                    return Some(Read::Parsed);
+                }
+            }
+        }
+        None
+    }
+
+    pub(super) fn finish(mut self, facts: &mut Facts) -> Tally {
+        if let Some(kernel) = &mut self.kernel {
+            kernel.finish(facts);
+        }
+        self.tally
+    }
+}
+
+/// Words a sentence of English almost always has one of.
+const FUNCTION_WORDS: &[&str] = &[
+    "a", "an", "the", "i", "i'm", "i've", "we", "you", "my", "our", "it", "it's", "this", "that",
+    "is", "are", "was", "am", "be", "to", "of", "in", "on", "at", "for", "with", "and", "but",
+    "or", "if", "when", "after", "before", "any", "what", "why", "how", "here", "there", "get",
+    "got", "have", "has", "had", "can", "do", "does", "did", "please", "thanks", "below", "above",
+];
+
+/// Whether `text` reads as a sentence a person wrote between outputs
+/// ("After running the command below I get:", "Any ideas?"): conservative,
+/// words and sentence punctuation only, at least one function word, and no
+/// machine token (times, `key=value`, paths, hex, `[pid]`, table rules,
+/// brackets, sizes). Only asked of lines no recogniser knew.
+pub fn is_prose(text: &str) -> bool {
+    let text = text.trim();
+    if text.len() < 4 || text.len() > 400 {
+        return false;
+    }
+    // Machine output starts indented or with a symbol; people with a letter.
+    if !text.starts_with(|c: char| c.is_alphabetic()) {
+        return false;
+    }
+    if text.contains(|c: char| {
+        matches!(
+            c,
+            '=' | '|'
+                | '/'
+                | '\\'
+                | '['
+                | ']'
+                | '{'
+                | '}'
+                | '<'
+                | '>'
+                | '('
+                | ')'
+                | '_'
+                | '@'
+                | '#'
+                | '$'
+                | '%'
+                | '*'
+                | '`'
+                | '\t'
+        ) || c.is_control()
+    }) {
+        return false;
+    }
+    // `Label: value` is how programs print; `ValueError: …` above all.
+    if text
+        .split_whitespace()
+        .next()
+        .is_some_and(|first| first.ends_with(':'))
+    {
+        return false;
+    }
+    let mut words = 0;
+    let mut function = false;
+    for token in text.split_whitespace() {
+        let word = token
+            .trim_start_matches(['"', '\''])
+            .trim_end_matches(['.', ',', ':', ';', '!', '?', '"', '\'']);
+        if word.is_empty() {
+            continue;
+        }
+        let alphabetic = word
+            .chars()
+            .all(|c| c.is_alphabetic() || c == '\'' || c == '-');
+        // A plain small number ("2 GPUs") is fine; 09:38, 0x1f, 12.5GiB are not.
+        let number = word.len() <= 4 && word.chars().all(|c| c.is_ascii_digit());
+        // An identifier (`camelCase`, `NcclError`) is code, not prose.
+        let camel = word
+            .as_bytes()
+            .windows(2)
+            .any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase());
+        if (!alphabetic && !number) || camel {
+            return false;
+        }
+        if alphabetic {
+            words += 1;
+            let lower = word.to_lowercase();
+            function |= FUNCTION_WORDS.contains(&lower.as_str());
+        }
+    }
+    words >= 2 && function
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ServerEventKind;
+    use crate::source::{KeptLines, SourceId, Span};
+
+    /// `prefilter`: a line is read in full only where an anchor of the
+    /// parsers' is in it, as `rootcause analyze` reads.
+    fn read_all(text: &str, except: Except, prefilter: bool) -> (Facts, Tally) {
+        let anchors = crate::ingest::Anchors::new(crate::ingest::FACT_ANCHORS);
+        let mut facts = Facts::default();
+        let mut kept = KeptLines::default();
+        let mut reader = LineReader::new(except);
+        for (i, t) in text.lines().enumerate() {
+            let line = Line {
+                span: Span {
+                    source: SourceId(0),
+                    line: i as u32 + 1,
+                },
+                text: t,
+            };
+            let mut out = Out {
+                facts: &mut facts,
+                kept: &mut kept,
+            };
+            let hot = !prefilter || anchors.matches(t);
+            reader.read(&line, hot, &mut out);
+        }
+        let tally = reader.finish(&mut facts);
+        (facts, tally)
+    }
+
+    #[test]
+    fn prose_is_a_sentence_without_machine_tokens() {
+        for yes in [
+            "After running the command below I get:",
+            "Any ideas?",
+            "Here is the output of nvidia-smi:",
+            "I have 2 GPUs and the second one is busy.",
+            "Thanks in advance!",
+        ] {
+            assert!(is_prose(yes), "{yes}");
+        }
+        for no in [
+            "Killed",
+            "No devices were found",
+            "Segmentation fault (core dumped)",
+            "Failed to initialize NVML: Driver/library version mismatch",
+            "INFO: Started server process [4242]",
+            "  File \"x.py\", line 1, in f",
+            "max_total_num_tokens=187432 is the value",
+            "at 09:38:52 the server is down",
+            "+-----------------------------------------------------------------------------+",
+            "A",
+            "ValueError: the value is wrong",
+            "Start-Date: 2021-04-24  06:50:54",
+        ] {
+            assert!(!is_prose(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn bare_lines_meet_every_recogniser() {
+        let paste = "\
+RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes. pre_model_load_memory=39.74, local_gpu_memory=93.72, local_gpu_memory * 0.9=84.35
+kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001
+ollama.service: Main process exited, code=exited, status=1/FAILURE
+After running the command below I get:
+something nobody knows 0x1f
+";
+        for prefilter in [false, true] {
+            let (facts, tally) = read_all(paste, Except::Nothing, prefilter);
+            assert!(matches!(
+                facts.server_events[0].kind,
+                ServerEventKind::MemoryImbalance(_)
+            ));
+            assert_eq!(facts.kernel_events.len(), 1);
+            let pid1: Vec<_> = facts.journal.iter().filter(|e| e.is_pid1()).collect();
+            assert_eq!(pid1.len(), 1);
+            assert_eq!(pid1[0].unit.as_deref(), Some("ollama.service"));
+            assert_eq!(pid1[0].span.line, 3);
+            assert_eq!((tally.unrecognized, tally.prose), (1, 1));
+            assert_eq!(
+                tally
+                    .listed
+                    .iter()
+                    .map(|l| (l.line, l.kind))
+                    .collect::<Vec<_>>(),
+                [(4, LineKind::Prose), (5, LineKind::Unrecognized)]
+            );
+        }
+    }
+
+    #[test]
+    fn the_segment_parser_is_not_asked_twice() {
+        let (facts, tally) = read_all(
+            "NVRM: Xid (PCI:0000:dc:00): 45, pid=1, name=python3, Ch 00000001",
+            Except::Kernel,
+            false,
+        );
+        assert!(facts.kernel_events.is_empty());
+        assert_eq!(tally.unrecognized, 1);
+    }
+}
