@@ -24,3 +24,4 @@ mod serving_incidents;
 mod support;
 mod tidy;
 mod timeline;
+mod wordings;
