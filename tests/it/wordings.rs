@@ -171,7 +171,10 @@ fn wordings_doc(messages: &BTreeMap<String, Message>) -> String {
          {count} wordings of {} messages that rootcause's rules and parsers read, each with where \
          upstream prints it and one real line, copied from a public thread, that shows it printed. \
          `tests/it/wordings.rs` pastes every line alone and checks that it gives the rule named \
-         (or is at least recognised). Lines marked *(cut)* were shortened at the end only.\n",
+         (or is at least recognised). Lines marked *(cut)* were shortened at the end only. \
+         Version ranges come from the upstream history where the repository could be read \
+         (NCCL, open-gpu-kernel-modules: `git log -S`) and otherwise from the releases the threads \
+         report; an `x` (v23x) marks a boundary not pinned down.\n",
         messages.len()
     );
     for (id, m) in messages {
