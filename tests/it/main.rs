@@ -26,3 +26,4 @@ mod serving_incidents;
 mod support;
 mod tidy;
 mod timeline;
+mod wordings;
