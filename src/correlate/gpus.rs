@@ -77,6 +77,32 @@ pub fn merge(facts: &Facts) -> (Vec<Gpu>, Vec<GpuProcess>) {
         }
         entry.spans.push(p.span);
     }
+    // A row that named no GPU (compute-apps queried without `gpu_uuid`) is
+    // the same process as the PID's row on a known GPU when there is only
+    // one such row.
+    let unplaced: Vec<u32> = procs
+        .keys()
+        .filter(|(gpu, _)| gpu.is_none())
+        .map(|(_, pid)| *pid)
+        .collect();
+    for pid in unplaced {
+        let placed: Vec<(Option<u32>, u32)> = procs
+            .keys()
+            .filter(|(gpu, p)| gpu.is_some() && *p == pid)
+            .copied()
+            .collect();
+        if let [key] = placed.as_slice() {
+            if let Some(loose) = procs.remove(&(None, pid)) {
+                let entry = procs.get_mut(key).expect("key listed above");
+                entry.used_mib = entry.used_mib.or(loose.used_mib);
+                if entry.name_truncated && !loose.name_truncated && !loose.name.starts_with('[') {
+                    entry.name = loose.name;
+                    entry.name_truncated = false;
+                }
+                entry.spans.extend(loose.spans);
+            }
+        }
+    }
     (gpus, procs.into_values().collect())
 }
 

@@ -59,6 +59,7 @@ pub const FACT_ANCHORS: &[&str] = &[
     "what():",
     // CUDA OOM, c10d and NCCL (server/oom.rs, torch.rs, nccl.rs).
     "out of memory",
+    "Tried to allocate",
     "Heartbeat monitor timed out",
     "taking the entire process down",
     "NCCL",

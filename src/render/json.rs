@@ -19,9 +19,119 @@ struct JsonReport<'a> {
     findings: Vec<JsonFinding<'a>>,
     unrecognized_errors: Vec<JsonUnknown>,
     inputs: Vec<JsonInput>,
+    inventory: JsonInventory<'a>,
     capture: Option<JsonCapture<'a>>,
     gaps: Vec<JsonGap<'a>>,
     timeline: Vec<JsonEvent<'a>>,
+}
+
+/// What the inputs show, failed or not: the four entity arrays in the form
+/// of a finding's `entities`, then the detail.
+#[derive(Serialize)]
+struct JsonInventory<'a> {
+    pids: Vec<u32>,
+    gpus: Vec<GpuKey<'a>>,
+    units: Vec<&'a str>,
+    xid: Vec<u32>,
+    gpu_details: Vec<JsonInventoryGpu<'a>>,
+    processes: Vec<JsonInventoryProcess<'a>>,
+    unit_details: Vec<JsonInventoryUnit<'a>>,
+    xid_events: Vec<JsonInventoryXid<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonInventoryGpu<'a> {
+    index: u32,
+    name: Option<&'a str>,
+    memory_used_mib: Option<u64>,
+    memory_total_mib: Option<u64>,
+    uuid: Option<&'a str>,
+    bus_id: Option<&'a str>,
+    xid: &'a [u32],
+}
+
+#[derive(Serialize)]
+struct JsonInventoryProcess<'a> {
+    pid: u32,
+    name: &'a str,
+    used_mib: Option<u64>,
+    gpu: Option<u32>,
+    unit: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct JsonInventoryUnit<'a> {
+    name: &'a str,
+    pids: &'a [u32],
+    active_state: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct JsonInventoryXid<'a> {
+    code: u32,
+    gpu: Option<u32>,
+    bus_id: Option<&'a str>,
+    count: u32,
+    pids: &'a [u32],
+}
+
+fn inventory<'a>(inv: &'a crate::render::Inventory) -> JsonInventory<'a> {
+    let gpus = inv
+        .gpus
+        .iter()
+        .map(|g| GpuKey::Index(g.index))
+        .chain(inv.gpu_bus_ids.iter().map(|b| GpuKey::BusId(b)))
+        .collect();
+    JsonInventory {
+        pids: inv.pids.iter().copied().collect(),
+        gpus,
+        units: inv.units.iter().map(|u| u.name.as_str()).collect(),
+        xid: inv.xid_codes(),
+        gpu_details: inv
+            .gpus
+            .iter()
+            .map(|g| JsonInventoryGpu {
+                index: g.index,
+                name: g.name.as_deref(),
+                memory_used_mib: g.used_mib,
+                memory_total_mib: g.total_mib,
+                uuid: g.uuid.as_deref(),
+                bus_id: g.bus_id.as_deref(),
+                xid: &g.xids,
+            })
+            .collect(),
+        processes: inv
+            .processes
+            .iter()
+            .map(|p| JsonInventoryProcess {
+                pid: p.pid,
+                name: &p.name,
+                used_mib: p.used_mib,
+                gpu: p.gpu,
+                unit: p.unit.as_deref(),
+            })
+            .collect(),
+        unit_details: inv
+            .units
+            .iter()
+            .map(|u| JsonInventoryUnit {
+                name: &u.name,
+                pids: &u.pids,
+                active_state: u.active_state.as_deref(),
+            })
+            .collect(),
+        xid_events: inv
+            .xids
+            .iter()
+            .map(|x| JsonInventoryXid {
+                code: x.code,
+                gpu: x.gpu,
+                bus_id: x.bus_id.as_deref(),
+                count: x.count,
+                pids: &x.pids,
+            })
+            .collect(),
+    }
 }
 
 #[derive(Serialize)]
@@ -221,6 +331,7 @@ pub fn render(report: &Report<'_>) -> String {
                 detected_because: i.segment.why,
             })
             .collect(),
+        inventory: inventory(&report.inventory),
         capture: json_capture::capture(report),
         gaps: json_capture::gaps(report),
         timeline: json_capture::timeline(report),

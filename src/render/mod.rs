@@ -8,6 +8,7 @@
 mod excerpt;
 mod gpus;
 mod html;
+mod inventory;
 mod json;
 mod json_capture;
 mod markdown;
@@ -22,6 +23,7 @@ mod timeline;
 use std::io::{self, Write};
 
 pub use gpus::{GpuBar, GpuHolder};
+pub use inventory::{Inventory, InventoryGpu, InventoryProcess, InventoryUnit, InventoryXid};
 pub use report::{EvidenceLine, MarkedLine, Report};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

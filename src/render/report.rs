@@ -4,6 +4,7 @@
 use super::clean;
 use super::excerpt;
 use super::gpus::{self, GpuBar};
+use super::inventory::Inventory;
 use crate::context::{Context, Gap};
 use crate::correlate::Incident;
 use crate::ingest::InputSummary;
@@ -48,6 +49,8 @@ pub struct Report<'a> {
     pub timeline: Option<&'a Timeline>,
     /// The GPUs and who holds their memory; empty without an nvidia-smi capture.
     pub gpus: Vec<GpuBar>,
+    /// GPUs, GPU processes, units and Xids, whatever was found.
+    pub inventory: Inventory,
 }
 
 impl<'a> Report<'a> {
@@ -63,12 +66,14 @@ impl<'a> Report<'a> {
             context: None,
             timeline: None,
             gpus: Vec::new(),
+            inventory: Inventory::default(),
         }
     }
 
     /// With the per-GPU memory picture of the incident.
     pub fn with_incident(mut self, incident: &Incident) -> Self {
         self.gpus = gpus::view(incident, self.root_cause());
+        self.inventory = Inventory::of(incident);
         self
     }
 

@@ -68,6 +68,7 @@ pub fn render(report: &Report<'_>, options: RenderOptions) -> String {
     }
     unknown_errors(&mut out, report, &st);
     super::timeline::text_gaps(&mut out, report, &st.bold("Gaps in the capture"));
+    inventory(&mut out, report, &st);
     out.push('\n');
     if verbose {
         inputs(&mut out, report, &st);
@@ -468,6 +469,99 @@ fn unknown_errors(out: &mut String, report: &Report<'_>, st: &Style) {
             ))
         );
     }
+}
+
+/// Rows of the inventory shown before the rest is summarised.
+const INVENTORY_ROWS: usize = 16;
+
+/// What the inputs show, whatever failed: GPUs, their processes, units with
+/// their PIDs, Xids. A compact section; `-q` hides it, JSON has the detail.
+fn inventory(out: &mut String, report: &Report<'_>, st: &Style) {
+    let inv = &report.inventory;
+    if inv.gpus.is_empty() && inv.gpu_bus_ids.is_empty() && inv.processes.is_empty()
+        && inv.units.is_empty() && inv.xids.is_empty()
+    {
+        return;
+    }
+    let _ = writeln!(out, "\n{}", st.bold("Inventory"));
+    let mib = |v: Option<u64>| v.map_or_else(|| "? MiB".to_owned(), mib);
+    let more = |out: &mut String, n: usize| {
+        if n > INVENTORY_ROWS {
+            let _ = writeln!(out, "  {}", st.dim(&format!("… {} more (JSON lists all)", n - INVENTORY_ROWS)));
+        }
+    };
+    for g in inv.gpus.iter().take(INVENTORY_ROWS) {
+        let mut row = format!("  GPU {:<3}", g.index);
+        if let Some(name) = &g.name {
+            let _ = write!(row, " {}", clean(name));
+        }
+        if g.used_mib.is_some() || g.total_mib.is_some() {
+            let _ = write!(row, "  {} / {}", mib(g.used_mib), mib(g.total_mib));
+        }
+        if let Some(bus) = &g.bus_id {
+            let _ = write!(row, "  {}", clean(bus));
+        }
+        if let Some(uuid) = &g.uuid {
+            let _ = write!(row, "  {}", clean(uuid));
+        }
+        if !g.xids.is_empty() {
+            let codes: Vec<String> = g.xids.iter().map(u32::to_string).collect();
+            let _ = write!(row, "  Xid {}", codes.join(", "));
+        }
+        let _ = writeln!(out, "{row}");
+    }
+    more(out, inv.gpus.len());
+    for b in &inv.gpu_bus_ids {
+        let _ = writeln!(out, "  GPU at {} (no index in the inputs)", clean(b));
+    }
+    for p in inv.processes.iter().take(INVENTORY_ROWS) {
+        let gpu = p.gpu.map_or("GPU ?".to_owned(), |g| format!("GPU {g}"));
+        let unit = p
+            .unit
+            .as_deref()
+            .map(|u| format!(" ({})", clean(u)))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  PID {} {} {} on {gpu}{unit}",
+            p.pid,
+            clean(&p.name),
+            mib(p.used_mib)
+        );
+    }
+    more(out, inv.processes.len());
+    for u in inv.units.iter().take(INVENTORY_ROWS) {
+        let mut row = format!("  unit {}", clean(&u.name));
+        if let Some(state) = &u.active_state {
+            let _ = write!(row, " ({})", clean(state));
+        }
+        if !u.pids.is_empty() {
+            let shown: Vec<String> = u.pids.iter().take(8).map(u32::to_string).collect();
+            let _ = write!(
+                row,
+                "  PID{} {}{}",
+                if u.pids.len() == 1 { "" } else { "s" },
+                shown.join(", "),
+                if u.pids.len() > 8 { ", …" } else { "" }
+            );
+        }
+        let _ = writeln!(out, "{row}");
+    }
+    more(out, inv.units.len());
+    for x in inv.xids.iter().take(INVENTORY_ROWS) {
+        let on = match (x.gpu, &x.bus_id) {
+            (Some(g), _) => format!("GPU {g}"),
+            (None, Some(b)) => format!("GPU at {}", clean(b)),
+            (None, None) => "an unknown GPU".to_owned(),
+        };
+        let _ = writeln!(
+            out,
+            "  Xid {} on {on}{}",
+            x.code,
+            if x.count > 1 { format!(" ({} times)", x.count) } else { String::new() }
+        );
+    }
+    more(out, inv.xids.len());
 }
 
 /// One line: how much was read, and whether any of it was not understood.

@@ -24,7 +24,7 @@ macro_rules! re {
 
 re!(
     TRIED,
-    r"(?:CUDA out of memory|Out of memory)\. Tried to allocate (?P<n>SIZE)"
+    r"(?:(?:CUDA out of memory|Out of memory)\. )?Tried to allocate (?P<n>SIZE)"
 );
 re!(
     OLD_DETAILS,
@@ -55,7 +55,12 @@ re!(
 
 /// Reads an OOM message anywhere in `text`; `None` when there is none.
 pub(super) fn parse(text: &str) -> Option<CudaOom> {
-    if !text.contains("out of memory") && !text.contains("Out of memory") {
+    // A paste cut before the first sentence (`Tried to allocate 216.00 MiB
+    // (GPU 0; 7.92 GiB total capacity; …`) still carries the allocator's own
+    // details, which no other message has.
+    let cut = text.contains("Tried to allocate")
+        && (OLD_DETAILS.is_match(text) || CAPACITY.is_match(text));
+    if !text.contains("out of memory") && !text.contains("Out of memory") && !cut {
         return None;
     }
     let size = |re: &Regex, group: &str| {
@@ -151,6 +156,11 @@ mod tests {
         assert_eq!(old.free_bytes, b(11.81, MIB));
         assert_eq!(old.reserved_bytes, b(78.20, GIB));
         assert!(old.processes.is_empty());
+        // Cut before `CUDA out of memory.`, as pasted in a forum thread.
+        let cut = parse("Tried to allocate 216.00 MiB (GPU 0; 7.92 GiB total capacity; 69.17 MiB already allocated; 24.56 MiB free; 86.00 MiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.").unwrap();
+        assert_eq!(cut.gpu, Some(0));
+        assert_eq!(cut.reserved_bytes, Some(86 * 1024 * 1024));
+        assert!(parse("Tried to allocate a buffer for the request").is_none());
         let allowed = parse("CUDA out of memory. Tried to allocate 512 bytes (GPU 3; 39.39 GiB total capacity; 1.00 GiB already allocated; 0 bytes free; 2.00 GiB allowed; 1.50 GiB reserved in total by PyTorch)").unwrap();
         assert_eq!(
             (allowed.gpu, allowed.tried_bytes, allowed.free_bytes),

@@ -128,7 +128,8 @@ impl Rule for SglangUnbalancedMemory {
         if events.is_empty() {
             return;
         }
-        out.push(Analysis::new(incident, &events).finding());
+        let env_gpus = env_gpus(incident);
+        out.push(Analysis::new(incident, &events, &env_gpus).finding());
     }
 }
 
@@ -165,10 +166,17 @@ struct Analysis<'a> {
     /// GPU index of each rank of the group, when the group is known.
     rank_gpus: BTreeMap<u32, u32>,
     holders: Holders<'a>,
+    /// GPUs known only from `sglang.check_env` (no nvidia-smi): model names,
+    /// with the models' nominal capacities.
+    env_gpus: &'a [Gpu],
 }
 
 impl<'a> Analysis<'a> {
-    fn new(incident: &'a Incident, events: &'a [(&'a ServerEvent, &'a MemoryImbalance)]) -> Self {
+    fn new(
+        incident: &'a Incident,
+        events: &'a [(&'a ServerEvent, &'a MemoryImbalance)],
+        env_gpus: &'a [Gpu],
+    ) -> Self {
         let numbers = events
             .iter()
             .find(|(_, m)| m.min_gib.is_some() && m.local_gib.is_some())
@@ -183,15 +191,19 @@ impl<'a> Analysis<'a> {
                 _ => None,
             });
         let failing_ranks: BTreeSet<u32> = events.iter().filter_map(|(e, _)| e.rank?.tp).collect();
-        let rank_gpus = group_gpus(incident, args.map(|a| a.0), &failing_ranks);
-        // PIDs that wrote SGLang's own lines; another server's lines (uvicorn,
-        // tracebacks) in the same journal are not the failing server.
-        let own_pids = incident
-            .facts
-            .server_events
+        let known = if incident.gpus.is_empty() {
+            env_gpus.len()
+        } else {
+            incident.gpus.len()
+        };
+        let rank_gpus = group_gpus(known, args.map(|a| a.0), &failing_ranks);
+        // PIDs of the failing run only: an earlier SGLang server in the same
+        // journal (another unit, or this unit's previous run) is a candidate
+        // holder, not the failing server.
+        let own_pids = events
             .iter()
-            .filter(|e| e.framework == Framework::Sglang)
-            .filter_map(|e| e.pid)
+            .flat_map(|(e, _)| crate::rules::support::server::run_pids(incident, e))
+            .chain(events.iter().filter_map(|(e, _)| e.pid))
             .collect();
         let target = server_unit(incident, events.iter().map(|(e, _)| *e), "sglang");
         Analysis {
@@ -207,6 +219,16 @@ impl<'a> Analysis<'a> {
                 target,
                 framework: Framework::Sglang,
             },
+            env_gpus,
+        }
+    }
+
+    /// The GPUs of the inputs: nvidia-smi's, else check_env's names.
+    fn known_gpus(&self) -> &'a [Gpu] {
+        if self.incident.gpus.is_empty() {
+            self.env_gpus
+        } else {
+            &self.incident.gpus
         }
     }
 
@@ -218,11 +240,10 @@ impl<'a> Analysis<'a> {
 
     fn group(&self) -> Vec<&'a Gpu> {
         if self.rank_gpus.is_empty() {
-            return self.incident.gpus.iter().collect();
+            return self.known_gpus().iter().collect();
         }
         let wanted: BTreeSet<u32> = self.rank_gpus.values().copied().collect();
-        self.incident
-            .gpus
+        self.known_gpus()
             .iter()
             .filter(|g| wanted.contains(&g.index))
             .collect()
@@ -614,7 +635,25 @@ impl<'a> Analysis<'a> {
         // Only the rank on the short GPU stays silent; with a partial log
         // more ranks look silent, which is consistent but proves nothing.
         let only_silent = silent.len() == 1 && silent.contains(&gpu);
-        if only_silent {
+        // A rank that raised had more free memory than the minimum, so its
+        // GPU is not the short one. When the rank-N-on-GPU-N convention puts
+        // a raising rank on the GPU the numbers name, the numbers win.
+        let raised_here: Vec<String> = self
+            .failing_ranks
+            .iter()
+            .filter(|r| self.rank_gpus.get(r) == Some(&gpu))
+            .map(|r| format!("TP{r}"))
+            .collect();
+        if reconciled == Some(true) && !raised_here.is_empty() {
+            f.condition(
+                format!("the numbers identify GPU {gpu} as the short GPU: the holder's memory matches the deficit"),
+                true,
+            );
+            f.chain.push(format!(
+                "the numbers win over the rank label: {} raised, so its own GPU had more free memory than the minimum; by the convention rank N on GPU N it would run on GPU {gpu}, but the deficit matches the holder on GPU {gpu}, so the ranks are not on GPUs in index order (CUDA_VISIBLE_DEVICES or base_gpu_id) or the label is another rank's",
+                raised_here.join(", ")
+            ));
+        } else if only_silent {
             f.condition(
                 format!("the only rank that did not raise runs on GPU {gpu}"),
                 true,
@@ -687,9 +726,24 @@ impl<'a> Analysis<'a> {
     }
 
     fn explain_heterogeneous(&self, f: &mut Finding, small: &[&Gpu], large: &[&Gpu]) {
+        let nominal = self.incident.gpus.is_empty();
         for g in small.iter().chain(large) {
-            self.gpu_evidence(f, g);
             f.entities.gpus.insert(g.index);
+            if nominal {
+                // Only the model names are known: cite the listing once per
+                // model with its nominal size.
+                if let Some(span) = g.spans.first() {
+                    f.evidence_once(
+                        *span,
+                        format!(
+                            "sglang.check_env lists the GPUs' models: {}",
+                            models(small.iter().chain(large).copied())
+                        ),
+                    );
+                }
+            } else {
+                self.gpu_evidence(f, g);
+            }
         }
         let describe = |gs: &[&Gpu]| {
             gs.iter()
@@ -724,7 +778,17 @@ impl<'a> Analysis<'a> {
         let matches = self
             .deficit_gib()
             .map(|d| (d - gap).abs() <= RECONCILE_TOLERANCE_GIB + 0.02 * gap);
-        f.condition("the GPUs of the group differ in memory.total", true);
+        f.condition(
+            if nominal {
+                "the GPUs of the group are different models (sglang.check_env), of different nominal capacity"
+            } else {
+                "the GPUs of the group differ in memory.total"
+            },
+            true,
+        );
+        if nominal {
+            f.condition("nvidia-smi confirms the capacities (missing: nvidia-smi --query-gpu=index,name,memory.total --format=csv)", false);
+        }
         f.condition(
             match self.deficit_gib() {
                 Some(d) => format!("the deficit {d:.2} GiB matches the capacity gap {gap:.2} GiB"),
@@ -923,7 +987,7 @@ impl<'a> Analysis<'a> {
 /// (formats.md §8.1), over `tp_size` ranks when the launch arguments are
 /// known, otherwise over the GPUs of the snapshot.
 fn group_gpus(
-    incident: &Incident,
+    known_gpus: usize,
     args: Option<&ServerArgs>,
     failing: &BTreeSet<u32>,
 ) -> BTreeMap<u32, u32> {
@@ -931,10 +995,72 @@ fn group_gpus(
     let step = args.and_then(|a| a.gpu_id_step).unwrap_or(1);
     let tp = args
         .and_then(|a| a.tp_size)
-        .or_else(|| (!incident.gpus.is_empty()).then_some(incident.gpus.len() as u32))
+        .or_else(|| (known_gpus > 0).then_some(known_gpus as u32))
         .or_else(|| failing.iter().max().map(|m| m + 1))
         .unwrap_or(0);
     (0..tp).map(|r| (r, base + r * step)).collect()
+}
+
+/// GPUs named by `sglang.check_env` (`GPU 0,1,3,4: NVIDIA GeForce RTX
+/// 3090`), when nvidia-smi gave none: index, model and the model's nominal
+/// capacity, cited at the listing.
+fn env_gpus(incident: &Incident) -> Vec<Gpu> {
+    if !incident.gpus.is_empty() {
+        return Vec::new();
+    }
+    let mut out: BTreeMap<u32, Gpu> = BTreeMap::new();
+    for r in &incident.facts.env_reports {
+        for g in &r.gpus {
+            out.entry(g.index).or_insert_with(|| Gpu {
+                index: g.index,
+                name: Some(g.name.clone()),
+                memory_total_mib: nominal_mib(&g.name),
+                spans: vec![r.span],
+                ..Gpu::default()
+            });
+        }
+    }
+    out.into_values().collect()
+}
+
+/// A GPU model's memory (MiB) from its name: the size it states (`H100
+/// 80GB HBM3`, `A100-SXM4-40GB`), else the model's only size. `None` for
+/// models sold with several sizes or unknown here.
+fn nominal_mib(name: &str) -> Option<u64> {
+    static STATED: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"(?i)\b(\d{1,3})\s*GB\b").expect("stated size regex"));
+    if let Some(c) = STATED.captures(name) {
+        return c[1].parse::<u64>().ok().map(|gb| gb * 1024);
+    }
+    // Most specific first: `RTX 3080 Ti` before `RTX 3080`, `L40S` before `L4`.
+    const MODELS: &[(&str, u64)] = &[
+        ("RTX 5090", 32),
+        ("RTX 5080", 16),
+        ("RTX 4090", 24),
+        ("RTX 4080", 16),
+        ("RTX 3090", 24),
+        ("RTX 3080 Ti", 12),
+        ("RTX A6000", 48),
+        ("RTX 6000 Ada", 48),
+        ("H200", 141),
+        ("H100", 80),
+        ("H800", 80),
+        ("L40S", 48),
+        ("L40", 48),
+        ("L4", 24),
+        ("A10G", 24),
+        ("A40", 48),
+        ("A30", 24),
+        ("T4", 16),
+    ];
+    let words: Vec<&str> = name.split_whitespace().collect();
+    MODELS
+        .iter()
+        .find(|(model, _)| {
+            let parts: Vec<&str> = model.split(' ').collect();
+            words.windows(parts.len()).any(|w| w == parts.as_slice())
+        })
+        .map(|(_, gb)| gb * 1024)
 }
 
 fn models<'g>(gpus: impl Iterator<Item = &'g Gpu>) -> String {
@@ -1000,6 +1126,20 @@ mod tests {
         assert_eq!(r(&[1, 2, 3, 4, 5, 6, 7]), "TP1-TP7");
         assert_eq!(r(&[0, 1, 3]), "TP0, TP1, TP3");
         assert_eq!(r(&[1]), "TP1");
+    }
+
+    #[test]
+    fn nominal_capacities_come_from_the_name() {
+        assert_eq!(nominal_mib("NVIDIA GeForce RTX 3090"), Some(24 * 1024));
+        assert_eq!(nominal_mib("NVIDIA GeForce RTX 5090"), Some(32 * 1024));
+        assert_eq!(nominal_mib("NVIDIA GeForce RTX 3090 Ti"), Some(24 * 1024));
+        assert_eq!(nominal_mib("NVIDIA H100 80GB HBM3"), Some(80 * 1024));
+        assert_eq!(nominal_mib("NVIDIA A100-SXM4-40GB"), Some(40 * 1024));
+        assert_eq!(nominal_mib("NVIDIA L40S"), Some(48 * 1024));
+        assert_eq!(nominal_mib("NVIDIA L4"), Some(24 * 1024));
+        // Sold in several sizes, and not stated: unknown.
+        assert_eq!(nominal_mib("NVIDIA A100"), None);
+        assert_eq!(nominal_mib("Tesla V100-PCIE"), None);
     }
 
     #[test]

@@ -20,13 +20,28 @@ pub struct TorchCudaOom;
 /// Other processes' memory counts as "a large share" from this much on.
 const FOREIGN_MIN_GIB: f64 = 2.0;
 const FOREIGN_SHARE: f64 = 0.2;
+const GIB_BYTES: u64 = 1 << 30;
+/// What a process holds outside PyTorch's allocator: its CUDA context,
+/// cuBLAS/NCCL workspaces. A listed process whose total exceeds PyTorch's
+/// reservation by at most this is the writer itself.
+const CONTEXT_SLACK: u64 = 2 * GIB_BYTES;
+/// The writer's own CUDA context, counted in the old message's
+/// `total - reserved - free`.
+const OWN_CONTEXT: u64 = GIB_BYTES;
+/// A process this small is a bare CUDA context (plus a few tensors): what a
+/// rank leaves on a GPU it never meant to use.
+const CONTEXT_MAX: u64 = 3 * GIB_BYTES;
 
 static META: RuleMeta = RuleMeta {
     id: "torch-cuda-oom",
     category: Category::CudaOom,
     severity: Severity::Critical,
     summary: "PyTorch ran out of GPU memory: another process's share, or the server's own",
-    anchors: &["CUDA out of memory", "Out of memory. Tried to allocate"],
+    anchors: &[
+        "CUDA out of memory",
+        "Out of memory. Tried to allocate",
+        "reserved in total by PyTorch",
+    ],
     doc: r#"
 ## What it means
 PyTorch's caching allocator could not get memory from CUDA even after freeing
@@ -38,12 +53,22 @@ by PyTorch)` and no process list).
 
 ## Why it happens
 1. Other processes hold the memory: the `Process N has … memory in use` list
-   names PIDs that are not the server's own ranks.
-2. The server itself needs more: a static fraction (SGLang
+   names PIDs that are not the server's own ranks. The old message names no
+   process, but its numbers tell: `total - reserved in total by PyTorch -
+   free` is held outside this process (less its own CUDA context).
+   Inside a container PyTorch lists its own process under its host PID: the
+   entry whose memory matches what PyTorch reserved (plus a CUDA context) is
+   the writer, not another process.
+2. Sibling ranks of the same job: several processes with consecutive PIDs and
+   the same small amount (a CUDA context, about 0.3-1.5 GiB each) on GPU 0,
+   because the ranks touched CUDA before selecting their own device. They are
+   the job itself: killing them kills the job.
+3. The server itself needs more: a static fraction (SGLang
    `--mem-fraction-static`, vLLM `--gpu-memory-utilization`) that reserves
    too much up front, too large batches or contexts.
-3. Fragmentation: much memory is reserved by PyTorch but unallocated.
-4. One huge request (a very long prompt).
+4. Fragmentation: much memory is reserved by PyTorch but unallocated.
+5. One huge request (a very long prompt), or prompt logprobs over a large
+   vocabulary.
 
 ## How to confirm
 Compare the listed PIDs with the server's own (its log lines' PIDs, its
@@ -52,9 +77,15 @@ but unallocated memory against the request size.
 
 ## How to fix
 1.: stop the other process's unit after confirming whose it is, or move the
-server to free GPUs. 2.: lower the static fraction, the batch size or the
-context length. 3.: `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`.
-4.: limit request sizes.
+server to free GPUs; an unnamed holder is found from the host with
+`nvidia-smi --query-compute-apps=pid,used_memory,gpu_uuid --format=csv`.
+Static fractions (`--gpu-memory-utilization`, `--mem-fraction-static`) are
+shares of the *total* memory: lower them below what is really free.
+2.: select each rank's device before any CUDA call
+(`torch.cuda.set_device(local_rank)`, or `CUDA_VISIBLE_DEVICES` per rank);
+never kill the siblings. 3.: lower the static fraction, the batch size or the
+context length. 4.: `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`.
+5.: limit request sizes and `prompt_logprobs`.
 
 ## Safety
 Stopping a unit and signalling a process need confirmation and are re-checked
@@ -124,6 +155,34 @@ struct Analysis<'a> {
     holders: Holders<'a>,
     /// The listed PIDs that are not the server's, with their bytes.
     foreign: Vec<(u32, u64)>,
+    /// The listed PID that is the writer itself by its numbers (no `this
+    /// process` line: a container's host PID), with its bytes.
+    writer: Option<(u32, u64)>,
+}
+
+/// Several listed processes of one job on the GPU: consecutive PIDs, the
+/// same small amount each.
+struct Siblings {
+    pids: Vec<u32>,
+    each: u64,
+    sum: u64,
+}
+
+/// A size for people: `86 MiB` under a GiB, `27.93 GiB` above.
+fn size(bytes: u64) -> String {
+    if bytes < GIB_BYTES {
+        format!("{:.0} MiB", bytes as f64 / (1024.0 * 1024.0))
+    } else {
+        format!("{:.2} GiB", gib(bytes))
+    }
+}
+
+/// What PyTorch itself holds: `reserved in total` (old message), or
+/// allocated plus reserved-but-unallocated (2.1+).
+fn pytorch_reserved(o: &CudaOom) -> Option<u64> {
+    o.reserved_bytes.or_else(|| {
+        Some(o.allocated_bytes? + o.reserved_unallocated_bytes.unwrap_or(0))
+    })
 }
 
 impl<'a> Analysis<'a> {
@@ -137,6 +196,25 @@ impl<'a> Analysis<'a> {
             for p in &oom.processes {
                 if (p.bytes as f64 - this as f64).abs() <= this as f64 * 0.01 {
                     own.insert(p.pid);
+                }
+            }
+        }
+        // Without that line, the numbers say which entry is the writer: the
+        // one holding what PyTorch reserved plus at most a CUDA context.
+        let mut writer = None;
+        if oom.this_process_bytes.is_none() {
+            if let Some(reserved) = pytorch_reserved(oom).filter(|r| *r >= GIB_BYTES) {
+                writer = oom
+                    .processes
+                    .iter()
+                    .filter(|p| {
+                        p.bytes as f64 >= reserved as f64 * 0.99
+                            && p.bytes <= reserved + CONTEXT_SLACK
+                    })
+                    .min_by_key(|p| (p.bytes.abs_diff(reserved), p.pid))
+                    .map(|p| (p.pid, p.bytes));
+                if let Some((pid, _)) = writer {
+                    own.insert(pid);
                 }
             }
         }
@@ -159,7 +237,66 @@ impl<'a> Analysis<'a> {
             oom,
             holders,
             foreign,
+            writer,
         }
+    }
+
+    /// The largest set of foreign entries that look like ranks of one job:
+    /// at least two, the same small size (within 1 %), consecutive PIDs.
+    fn siblings(&self) -> Option<Siblings> {
+        let mut small: Vec<(u32, u64)> = self
+            .foreign
+            .iter()
+            .copied()
+            .filter(|(_, b)| *b <= CONTEXT_MAX)
+            .collect();
+        small.sort_by_key(|(pid, b)| (*b, *pid));
+        let mut best: Option<Vec<(u32, u64)>> = None;
+        let mut i = 0;
+        while i < small.len() {
+            let base = small[i].1;
+            let mut j = i;
+            while j + 1 < small.len() && small[j + 1].1.abs_diff(base) <= base / 100 {
+                j += 1;
+            }
+            let group = small[i..=j].to_vec();
+            if group.len() > best.as_ref().map_or(1, Vec::len) {
+                best = Some(group);
+            }
+            i = j + 1;
+        }
+        let group = best?;
+        let mut pids: Vec<u32> = group.iter().map(|(p, _)| *p).collect();
+        pids.sort_unstable();
+        let n = pids.len() as u32;
+        let spread = pids[pids.len() - 1] - pids[0];
+        // Ranks are started together: their PIDs are (nearly) consecutive.
+        if spread > 2 * (n - 1) + 2 {
+            return None;
+        }
+        let sum: u64 = group.iter().map(|(_, b)| b).sum();
+        Some(Siblings {
+            pids,
+            each: group[0].1,
+            sum,
+        })
+    }
+
+    /// Old message (no process list): `total - free - what this process
+    /// holds`, less its own CUDA context, when that is a large share.
+    fn implied_others(&self) -> Option<u64> {
+        let o = self.oom;
+        if !o.processes.is_empty() || o.allowed_bytes.is_some() {
+            return None;
+        }
+        let total = o.total_bytes?;
+        let free = o.free_bytes?;
+        let mine = o.this_process_bytes.or(o.reserved_bytes)?;
+        let others = total.saturating_sub(free).saturating_sub(mine);
+        let beyond_context = others.saturating_sub(OWN_CONTEXT);
+        let fits_without = o.tried_bytes.is_some_and(|t| free + beyond_context >= t);
+        let share = beyond_context as f64 >= total as f64 * FOREIGN_SHARE;
+        (gib(beyond_context) >= FOREIGN_MIN_GIB && (fits_without || share)).then_some(others)
     }
 
     /// The foreign PIDs when together they hold a large share: enough that
@@ -181,6 +318,11 @@ impl<'a> Analysis<'a> {
         f.evidence(self.event.span, "CUDA out of memory");
         if let Some(p) = self.event.pid {
             f.entities.pids.insert(p);
+        }
+        // Everything the message names is an entity of the finding.
+        f.entities.pids.extend(o.processes.iter().map(|p| p.pid));
+        if let Some(g) = o.gpu {
+            f.entities.gpus.insert(g);
         }
         if let Some((u, _, _)) = &self.holders.target {
             f.entities.units.insert(u.clone());
@@ -210,15 +352,29 @@ impl<'a> Analysis<'a> {
         );
         // A holder named by PyTorch's own list is as sure as a memory
         // check's arithmetic.
+        let siblings = self.siblings();
+        let sibling_sum = siblings.as_ref().map_or(0, |s| s.sum);
         let top = match self.foreign_large() {
+            // The job's own ranks, not someone else's: most of the foreign
+            // memory is theirs.
+            Some(sum) if siblings.is_some() && sibling_sum * 2 >= sum => {
+                self.explain_siblings(&mut f, siblings.as_ref().expect("checked"), sum, &who);
+                0.9
+            }
             Some(sum) => {
                 self.explain_foreign(&mut f, sum, &who);
                 0.97
             }
-            None => {
-                self.explain_own(&mut f, &who);
-                0.95
-            }
+            None => match self.implied_others() {
+                Some(others) => {
+                    self.explain_implied(&mut f, others, &who);
+                    0.85
+                }
+                None => {
+                    self.explain_own(&mut f, &who);
+                    0.95
+                }
+            },
         };
         f.confidence = confidence(&f, 0.6, top);
         f
@@ -285,6 +441,39 @@ impl<'a> Analysis<'a> {
         let fragmented = matches!((unallocated, tried), (Some(u), Some(t)) if u >= t && u >= 1.0);
         let huge = matches!((tried, total), (Some(t), Some(tot)) if t >= tot * 0.25);
         let gpu_text = o.gpu.map_or("the GPU".to_owned(), |g| format!("GPU {g}"));
+        if let (Some((pid, bytes)), Some(reserved)) = (self.writer, pytorch_reserved(o)) {
+            f.chain.push(format!(
+                "PID {pid}, listed with {:.2} GiB, is the server's own process: PyTorch reserved {:.2} GiB of it, the rest is its CUDA context",
+                gib(bytes),
+                gib(reserved)
+            ));
+            f.condition(
+                format!(
+                    "the largest listed process, PID {pid} with {:.2} GiB, matches PyTorch's own reservation of {:.2} GiB plus a CUDA context",
+                    gib(bytes),
+                    gib(reserved)
+                ),
+                true,
+            );
+        }
+        let logprobs = crate::rules::support::server::exception_at(self.incident, self.event.span)
+            .is_some_and(|(_, x)| {
+                x.frames.iter().any(|fr| {
+                    fr.function
+                        .as_deref()
+                        .is_some_and(|n| n.contains("logprobs"))
+                })
+            });
+        if logprobs {
+            f.chain.push(
+                "the allocation was made computing prompt logprobs: one row of vocabulary-sized logits per prompt token"
+                    .to_owned(),
+            );
+            f.actions.push(Action::advice(
+                "limit prompt_logprobs in requests (or reject them): over a large vocabulary they need prompt length x vocabulary floats at once",
+                None,
+            ));
+        }
         if fragmented {
             f.chain.push(format!(
                 "{:.2} GiB was reserved by PyTorch but unallocated: the memory is fragmented",
@@ -325,6 +514,118 @@ impl<'a> Analysis<'a> {
         }
         f.explanation = "A server reserves its KV cache up front (SGLang --mem-fraction-static, vLLM --gpu-memory-utilization); an OOM while serving means what is left for activations and graphs is too small for the batches it runs.".to_owned();
         self.server_advice(f);
+    }
+
+    fn explain_siblings(&self, f: &mut Finding, s: &Siblings, sum: u64, who: &str) {
+        let o = self.oom;
+        let gpu_text = o.gpu.map_or("the GPU".to_owned(), |g| format!("GPU {g}"));
+        let n = s.pids.len();
+        let first = s.pids[0];
+        let last = s.pids[n - 1];
+        f.condition(
+            format!(
+                "{n} listed processes have consecutive PIDs {first}-{last} and the same {} each: ranks of one job",
+                size(s.each)
+            ),
+            true,
+        );
+        f.condition(
+            "the other processes together hold enough that the allocation would have fit without them",
+            true,
+        );
+        f.chain.push(format!(
+            "{n} other processes, PIDs {first}-{last}, each hold {} on {gpu_text} ({:.2} GiB together)",
+            size(s.each),
+            gib(s.sum)
+        ));
+        f.chain.push(format!(
+            "they are sibling ranks of the same job: each opened a CUDA context on {gpu_text} before selecting its own device"
+        ));
+        if let Some(this) = o.this_process_bytes {
+            f.chain.push(format!(
+                "with this process's own {} the GPU is full",
+                size(this)
+            ));
+        }
+        f.title = format!(
+            "CUDA out of memory on {gpu_text}: {n} sibling ranks each hold {} there",
+            size(s.each)
+        );
+        f.headline = format!(
+            "{who} ran out of memory on {gpu_text} because {n} sibling processes of the same job (PIDs {first}-{last}, {} each, {:.2} GiB in all) also put a CUDA context on {gpu_text}; they are the job's own ranks, not another tenant.",
+            size(s.each),
+            gib(sum)
+        );
+        f.explanation = "Every process that touches CUDA before choosing a device (a tensor created without one, torch.cuda calls at import time, a library initialising on the default device) creates a context on GPU 0. With N ranks, GPU 0 carries N contexts besides rank 0's own work. Killing them would kill the job itself.".to_owned();
+        f.actions.push(Action::advice(
+            "select each rank's GPU before any CUDA call: torch.cuda.set_device(local_rank) first thing in every rank, or CUDA_VISIBLE_DEVICES per rank so each sees only its own GPU",
+            None,
+        ));
+        f.actions.push(Action::advice(
+            "find what touches GPU 0 early: map_location for torch.load, device= on every tensor, no torch.cuda call at import time",
+            Some("nvidia-smi --query-compute-apps=pid,used_memory,gpu_uuid --format=csv"),
+        ));
+    }
+
+    fn explain_implied(&self, f: &mut Finding, others: u64, who: &str) {
+        let o = self.oom;
+        let incident = self.incident;
+        let gpu_text = o.gpu.map_or("the GPU".to_owned(), |g| format!("GPU {g}"));
+        let total = o.total_bytes.unwrap_or(0);
+        let free = o.free_bytes.unwrap_or(0);
+        let (mine, mine_label) = match (o.this_process_bytes, o.reserved_bytes) {
+            (Some(b), _) => (b, "held by this process"),
+            (None, Some(b)) => (b, "reserved by PyTorch"),
+            (None, None) => (0, "held by this process"),
+        };
+        f.category = Category::GpuMemoryHeldByOtherProcess;
+        let arithmetic = format!(
+            "{} total - {} {mine_label} - {} free = {} held outside this process",
+            size(total),
+            size(mine),
+            size(free),
+            size(others)
+        );
+        f.chain.push(format!("{arithmetic} (less about 1 GiB of its own CUDA context)"));
+        f.condition(
+            format!("the numbers show memory held by another process: {arithmetic}"),
+            true,
+        );
+        // nvidia-smi may show the holder: match it by the numbers.
+        let gpu = o.gpu.unwrap_or(0);
+        let listed: Vec<Holder<'_>> = self.holders.on(gpu);
+        let listed_mib: u64 = listed.iter().filter_map(|h| h.process.used_mib).sum();
+        let reconciles = !listed.is_empty()
+            && (listed_mib as f64 / 1024.0 - gib(others)).abs() <= gib(CONTEXT_SLACK);
+        f.condition(
+            "a capture of the GPU's processes names the holder",
+            reconciles,
+        );
+        let name = if reconciles {
+            let group: Vec<u32> = incident.gpus.iter().map(|g| g.index).collect();
+            self.holders.report(f, gpu, &listed, &group)
+        } else {
+            f.actions.push(Action::advice(
+                format!(
+                    "find the other process on {gpu_text} from the host (PyTorch's old message names none; inside a container nvidia-smi may not show it either)"
+                ),
+                Some("nvidia-smi --query-compute-apps=pid,used_memory,gpu_uuid --format=csv; sudo fuser -v /dev/nvidia*"),
+            ));
+            "another process".to_owned()
+        };
+        f.title = format!(
+            "another process holds about {} on {gpu_text}",
+            size(others)
+        );
+        f.headline = format!(
+            "{who} ran out of GPU memory because {name} holds about {} of {gpu_text} ({arithmetic}); the OOM is the symptom, not the cause.",
+            size(others)
+        );
+        f.explanation = format!(
+            "PyTorch's message counts only what this process holds; the rest of the {} GPU is used by another process (an orphaned or zombie process of an earlier job, another tenant, or another container).              Reducing the batch or model size will not help. Static memory fractions (vLLM gpu_memory_utilization, SGLang mem_fraction_static) are shares of the total memory: with another process on the GPU they must be lowered, or the other process stopped.{}",
+            size(total),
+            if reconciles { "" } else { " The inputs do not name the holder: capture the GPU's processes to settle it." }
+        );
     }
 
     /// Lower the server's static reservation, by flag when it is known.
