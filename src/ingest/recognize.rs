@@ -143,7 +143,10 @@ impl LineReader {
         let text = line.text;
         // Only the service manager words its messages like this (the
         // grammar journal_cat.rs reads as PID 1's too).
-        if let Some(unit) = unit_of_pid1_message(text.trim_end()) {
+        if let Some(unit) = may_be_pid1(text)
+            .then(|| unit_of_pid1_message(text.trim_end()))
+            .flatten()
+        {
             facts.journal.push(JournalEntry {
                 time: None,
                 host: None,
@@ -191,6 +194,26 @@ impl LineReader {
         }
         self.tally
     }
+}
+
+/// A cheap test before the unit grammar's regex: its messages start with a
+/// unit name and `: ` (`ollama.service: …`) or with a job verb.
+fn may_be_pid1(text: &str) -> bool {
+    let first = text.split(' ').next().unwrap_or_default();
+    (first.ends_with(':') && first.contains('.'))
+        || matches!(
+            first,
+            "Starting"
+                | "Started"
+                | "Stopping"
+                | "Stopped"
+                | "Reloading"
+                | "Reloaded"
+                | "Failed"
+                | "Timed"
+                | "Dependency"
+                | "Assertion"
+        )
 }
 
 /// Words a sentence of English almost always has one of.

@@ -28,9 +28,11 @@ re!(
       | \S+@\S+\x20\S+(?:\x20\([^)]*\))?>
     )(?:\x20+(?P<cmd>\S.*)|\s*$)"
 );
+// After a bare `$ ` or `# `, a command: a lowercase word or a path, maybe
+// after `VAR=value` assignments (vLLM prints `# GPU blocks: 1952, …`).
 re!(
     BARE_PROMPT,
-    r"^(?:[$#]|PS [A-Z]:\\[^>]*>|>>>|In \[\d+\]:) (?P<cmd>\S.*)$"
+    r"^(?:[$#] (?P<cmd>(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*[a-z./~][\w./+-]*(?:\s.*)?)|(?:PS [A-Z]:\\[^>]*>|>>>|In \[\d+\]:) (?P<code>\S.*))$"
 );
 
 pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
@@ -61,7 +63,9 @@ fn command(line: &str) -> Option<&str> {
     let c = SHELL_PROMPT
         .captures(line)
         .or_else(|| BARE_PROMPT.captures(line))?;
-    c.name("cmd").map(|m| m.as_str().trim())
+    c.name("cmd")
+        .or_else(|| c.name("code"))
+        .map(|m| m.as_str().trim())
 }
 
 /// The format the output of the command at prompt `line` has, and why:
@@ -214,6 +218,8 @@ mod tests {
             "$5 per hour",
             "[2026-11-27 09:38:52 TP1] x",
             "#!/bin/bash",
+            // vLLM's own line (fixtures/real/014).
+            "# GPU blocks: 1952, # CPU blocks: 2048",
         ] {
             assert!(!is_prompt(no), "{no}");
         }
