@@ -49,6 +49,8 @@ pub(super) enum SegmentReader {
     /// prompt line is read.
     Prompt {
         first: bool,
+        /// The command goes on on the next line (`… \`).
+        continued: bool,
         lines: Box<LineReader>,
     },
     /// A small format, parsed whole at the end of its segment.
@@ -90,6 +92,7 @@ impl SegmentReader {
             Format::Unknown => SegmentReader::Unknown(Box::new(LineReader::new(Except::Nothing))),
             Format::ShellPrompt => SegmentReader::Prompt {
                 first: true,
+                continued: false,
                 lines: Box::new(LineReader::new(Except::Nothing)),
             },
             format => SegmentReader::Buffered {
@@ -121,11 +124,16 @@ impl SegmentReader {
                 either(read, lines.read(line, hot, out))
             }
             SegmentReader::Unknown(lines) => lines.read(line, hot, out),
-            SegmentReader::Prompt { first, lines } => {
+            SegmentReader::Prompt {
+                first,
+                continued,
+                lines,
+            } => {
                 // Lines before an input's first strong line join its first
                 // segment: the prompt may come after them.
-                if *first && super::detect::is_prompt(line.text) {
+                if *continued || (*first && super::detect::is_prompt(line.text)) {
                     *first = false;
+                    *continued = super::detect::continues(line.text);
                     lines.prompt(line);
                     return Read::Skimmed(None);
                 }

@@ -33,7 +33,7 @@ mod systemd;
 #[cfg(test)]
 mod tests_host;
 
-pub(super) use shell::is_prompt;
+pub(super) use shell::{continues, is_prompt};
 
 /// Sniffers in priority order: the first that claims a line wins. Journal
 /// first, because a journal line may carry any other format inside it.
@@ -146,6 +146,8 @@ pub(super) struct Segmenter {
     pending_start: Option<u32>,
     /// What the command at the open prompt segment says follows it.
     after_prompt: Option<(Format, &'static str)>,
+    /// The last line was (part of) a command that goes on (`… \`).
+    continued: bool,
 }
 
 impl Segmenter {
@@ -156,6 +158,7 @@ impl Segmenter {
             open: None,
             pending_start: None,
             after_prompt: None,
+            continued: false,
         }
     }
 
@@ -184,6 +187,14 @@ impl Segmenter {
             };
         }
         let current = self.open.as_ref().map(|s| s.format);
+        // A command typed over several lines (`… \`) is one prompt.
+        if self.continued && current == Some(Format::ShellPrompt) {
+            self.continued = shell::continues(line);
+            if let Some(s) = &mut self.open {
+                s.last_line = n;
+            }
+            return Step::Continue;
+        }
         let mut class = if current.is_some_and(|f| continues_as(line, f)) {
             Class::Continue
         } else {
@@ -203,6 +214,7 @@ impl Segmenter {
                 Format::ShellPrompt => shell::command_hint(line),
                 _ => None,
             };
+            self.continued = format == Format::ShellPrompt && shell::continues(line);
         }
         match class {
             Class::Strong(format, why)
@@ -256,6 +268,29 @@ mod tests {
             .into_iter()
             .map(|s| (s.format, s.first_line, s.last_line))
             .collect()
+    }
+
+    /// A command pasted without its prompt, over several `\` lines, is one
+    /// prompt; what follows is its output (fixtures/real/062,
+    /// https://github.com/NVIDIA/TensorRT-LLM/issues/1670, cut).
+    #[test]
+    fn a_command_without_prompt_and_its_continuations_are_one_prompt() {
+        let paste = "python3 build.py --model_dir ${base_model}  --dtype float16 \\\n      --use_gpt_attention_plugin float16  \\\n      --tp_size 2\nnvidia-smi\nFailed to initialize NVML: Driver/library version mismatch\n";
+        assert_eq!(
+            formats(paste),
+            vec![
+                (Format::ShellPrompt, 1, 3),
+                (Format::ShellPrompt, 4, 4),
+                (Format::NvidiaSmiTable, 5, 5),
+            ]
+        );
+        // Output that only mentions a launcher is not a command.
+        assert!(!is_prompt(
+            "python3: can't open file 'serve.py': [Errno 2] No such file or directory"
+        ));
+        assert!(!is_prompt(
+            "docker: Error response from daemon: could not select device driver"
+        ));
     }
 
     #[test]

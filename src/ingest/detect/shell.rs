@@ -35,6 +35,14 @@ re!(
     r"^(?:[$#] (?P<cmd>(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*[a-z./~][\w./+-]*(?:\s.*)?)|(?:PS [A-Z]:\\[^>]*>|>>>|In \[\d+\]:) (?P<code>\S.*))$"
 );
 
+// A command pasted without its prompt: a launcher people type (maybe after
+// `sudo` and `VAR=value` assignments) and an argument. Programs print
+// `python3: can't open file …` with a colon, so an argument must follow.
+re!(
+    BARE_COMMAND,
+    r"^(?:sudo\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:python(?:3(?:\.\d+)?)?|torchrun|vllm|docker|podman|mpirun|srun|deepspeed|accelerate|trtllm-serve|trtllm-build|ollama|nvidia-smi|journalctl|systemctl|dmesg|kubectl)(?:\s+(?:-{1,2}[\w-]|[\w./~${\x22'-]).*|\s*)$"
+);
+
 pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
     use Class::*;
     if PS_HEADER.is_match(line) {
@@ -55,14 +63,22 @@ pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
 
 /// Whether `line` is a shell prompt, with or without a command.
 pub(in crate::ingest) fn is_prompt(line: &str) -> bool {
-    SHELL_PROMPT.is_match(line) || BARE_PROMPT.is_match(line)
+    SHELL_PROMPT.is_match(line) || BARE_PROMPT.is_match(line) || BARE_COMMAND.is_match(line)
+}
+
+/// Whether a command line goes on on the next line (`… \`).
+pub(in crate::ingest) fn continues(line: &str) -> bool {
+    line.trim_end().ends_with(" \\") || line.trim_end() == "\\"
 }
 
 /// The command typed at a prompt line, if `line` is one.
 fn command(line: &str) -> Option<&str> {
-    let c = SHELL_PROMPT
+    let Some(c) = SHELL_PROMPT
         .captures(line)
-        .or_else(|| BARE_PROMPT.captures(line))?;
+        .or_else(|| BARE_PROMPT.captures(line))
+    else {
+        return BARE_COMMAND.is_match(line).then(|| line.trim());
+    };
     c.name("cmd")
         .or_else(|| c.name("code"))
         .map(|m| m.as_str().trim())

@@ -9,12 +9,12 @@ use regex::Regex;
 
 use crate::correlate::{Gpu, GpuProcess, Incident, UnitEventKind};
 use crate::model::{GpuUuid, Pid, StartTime, UnitName};
-use crate::source::Span;
 use crate::rules::support::{confidence, mib};
 use crate::rules::{
     Action, ActionKind, Category, ExpectedCmdline, Finding, GpuRef, ProcessIdentity, Rule,
     RuleMeta, Safety, Severity,
 };
+use crate::source::Span;
 
 pub static RULE: StaleServingProcess = StaleServingProcess;
 
@@ -399,7 +399,11 @@ fn finding(
     f.headline = if !on_gpu.is_empty() {
         format!(
             "{} of an earlier model server, {what}, still hold{} {} on {}.",
-            if members.len() == 1 { "A worker" } else { "Workers" },
+            if members.len() == 1 {
+                "A worker"
+            } else {
+                "Workers"
+            },
             if members.len() == 1 { "s" } else { "" },
             mib(Some(held)),
             gpus.join(", ")
@@ -410,9 +414,7 @@ fn finding(
             gpus.join(", ")
         )
     } else if members.len() == 1 {
-        format!(
-            "A worker of an earlier model server, {what}, is still running."
-        )
+        format!("A worker of an earlier model server, {what}, is still running.")
     } else {
         format!("Workers of an earlier model server, {what}, are still running.")
     };
@@ -519,7 +521,11 @@ fn finding(
         owner.map(|o| format!("systemctl show -p KillMode {}", o.unit)).as_deref(),
     ));
     // An inference from a busy GPU is weaker than a process table's row.
-    let (base, top) = if busy.is_empty() { (0.6, 0.95) } else { (0.45, 0.75) };
+    let (base, top) = if busy.is_empty() {
+        (0.6, 0.95)
+    } else {
+        (0.45, 0.75)
+    };
     f.confidence = confidence(&f, base, top);
     f
 }
