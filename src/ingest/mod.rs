@@ -11,6 +11,7 @@
 
 mod anchors;
 mod check_env;
+mod collect_env;
 mod detect;
 mod journal_cat;
 mod journal_fields;
@@ -100,11 +101,13 @@ pub enum Format {
     SglangCheckEnv,
     /// apt's `history.log` and `dpkg.log`: package upgrades and installs.
     PackageLog,
+    /// `python -m torch.utils.collect_env` (and vLLM's `collect_env.py`).
+    TorchCollectEnv,
     Unknown,
 }
 
 impl Format {
-    pub const ALL: [Format; 33] = [
+    pub const ALL: [Format; 34] = [
         Format::SglangLog,
         Format::NvidiaSmiTable,
         Format::NvidiaSmiQueryGpu,
@@ -137,6 +140,7 @@ impl Format {
         Format::ContainerLog,
         Format::SglangCheckEnv,
         Format::PackageLog,
+        Format::TorchCollectEnv,
         Format::Unknown,
     ];
 
@@ -175,6 +179,7 @@ impl Format {
             Format::ContainerLog => "container-log",
             Format::SglangCheckEnv => "sglang-check-env",
             Format::PackageLog => "package-log",
+            Format::TorchCollectEnv => "torch-collect-env",
             Format::Unknown => "unknown",
         }
     }
@@ -314,6 +319,7 @@ fn parse_segment(format: Format, lines: &[Line<'_>], facts: &mut Facts) -> u32 {
         | Format::ContainerLog => server::parse(lines, facts, None),
         Format::SglangCheckEnv => check_env::parse(lines, facts),
         Format::PackageLog => package_log::parse(lines, facts),
+        Format::TorchCollectEnv => collect_env::parse(lines, facts),
         // Read line by line, never buffered (`reader::SegmentReader`).
         Format::ShellPrompt | Format::Unknown => {
             lines.iter().filter(|l| !l.text.trim().is_empty()).count() as u32

@@ -22,6 +22,7 @@ pub(super) enum Class {
     Continue,
 }
 
+mod env;
 mod journal;
 mod kernel;
 mod nvidia;
@@ -40,6 +41,7 @@ pub(super) use shell::{continues, is_prompt};
 type Sniffer = fn(&str, Option<Format>) -> Option<Class>;
 const SNIFFERS: &[Sniffer] = &[
     journal::sniff,
+    env::sniff,
     kernel::sniff,
     server::sniff,
     nvidia::sniff,
