@@ -14,6 +14,7 @@ mod args;
 mod layers;
 mod nccl;
 mod oom;
+mod pylog;
 mod sglang;
 mod sizes;
 mod title;
@@ -186,6 +187,7 @@ impl ServerLogParser {
     /// layer (compose, Ray, `[rankN]:`) or a c10 line is read in full.
     pub fn skim(&mut self, text: &str, outer: OuterRef<'_>) -> Skim {
         let text = clean_line(text);
+        let text = layers::strip_orphan_sgr(&text);
         if layers::may_peel(&text) {
             return Skim::Full;
         }
@@ -222,11 +224,21 @@ impl ServerLogParser {
         if torch::may_be_c10(&text) {
             return Skim::Full;
         }
-        if uvicorn::parse(&text).is_some() {
+        if uvicorn::parse(&text).is_some() || pylog::is_progress_bar(&text) {
             return Skim::Read {
                 recognized: true,
                 time: None,
             };
+        }
+        if let Some(line) = pylog::parse_logging(&text) {
+            return Skim::Read {
+                recognized: true,
+                time: own(line.time),
+            };
+        }
+        // A frame opens a traceback even without its first line.
+        if traceback::may_open(&text) {
+            return Skim::Full;
         }
         Skim::Read {
             recognized: traceback::idle_recognizes(&text),
@@ -244,6 +256,7 @@ impl ServerLogParser {
     pub fn feed(&mut self, text: &str, span: Span, outer: &Outer, facts: &mut Facts) -> bool {
         // Journal messages arrive uncleaned; vLLM's records end in `\r`.
         let text = clean_line(text);
+        let text = layers::strip_orphan_sgr(&text);
         let mut writer = Writer::from_outer(outer);
         let payload = layers::peel(&text, &mut writer);
         let stream = self.streams.entry(writer.key.clone()).or_default();
@@ -309,6 +322,28 @@ impl Cx<'_> {
                 let time = self.writer.time;
                 self.push(ServerEventKind::Uvicorn(event), None, None, time);
             }
+            return true;
+        }
+        if let Some(line) = pylog::parse_logging(payload) {
+            self.stream.tracebacks.end_continuation();
+            self.own_time(line.time);
+            let time = line.time.or(self.writer.time);
+            self.detect(line.message, None, None, time);
+            return true;
+        }
+        if pylog::is_progress_bar(payload) {
+            self.stream.tracebacks.end_continuation();
+            return true;
+        }
+        if let Some(job) = pylog::shell_job(payload) {
+            self.stream.tracebacks.end_continuation();
+            let kind = ServerEventKind::ShellJobSignaled {
+                pid: job.pid,
+                signal: job.signal.to_owned(),
+                command: job.command.to_owned(),
+            };
+            let time = self.writer.time;
+            self.push(kind, None, None, time);
             return true;
         }
         let time = self.writer.time;

@@ -30,7 +30,7 @@ static EXCEPTION_LINE: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 static FRAME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"^\s+File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<func>.+))?$"#)
+    Regex::new(r#"^\s*File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<func>.+))?$"#)
         .expect("frame regex")
 });
 
@@ -136,6 +136,12 @@ pub(super) fn idle_recognizes(text: &str) -> bool {
         || (text.starts_with("frame #") && CPP_FRAME.is_match(text))
 }
 
+/// Whether `text` is a traceback frame, which opens a traceback when none
+/// is open (a paste cut below `Traceback (most recent call last):`).
+pub(super) fn may_open(text: &str) -> bool {
+    text.trim_start().starts_with("File \"") && FRAME.is_match(text)
+}
+
 /// `Name: message` at the start of a line, for exception-like names.
 pub(super) fn exception_line(text: &str) -> Option<(&str, &str)> {
     let c = EXCEPTION_LINE.captures(text)?;
@@ -225,8 +231,12 @@ impl Cx<'_> {
         }
         if let Some(c) = FRAME.captures(text) {
             if !tb.active() {
-                return false;
+                // A paste that starts below `Traceback (most recent call
+                // last):`: the frame is unmistakable, so the traceback is
+                // open all the same.
+                self.open_traceback(self.writer.rank, time);
             }
+            let tb = &mut self.stream.tracebacks;
             if let [only] = tb.open.make_contiguous() {
                 if !only.ambiguous {
                     only.frames.push(Frame {
@@ -238,6 +248,7 @@ impl Cx<'_> {
             }
             return true;
         }
+        let tb = &mut self.stream.tracebacks;
         if text.starts_with("    ") || is_caret_line(text) {
             return tb.active();
         }
