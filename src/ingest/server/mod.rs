@@ -236,8 +236,9 @@ impl ServerLogParser {
                 time: own(line.time),
             };
         }
-        // A frame opens a traceback even without its first line.
-        if traceback::may_open(&text) {
+        // A frame opens a traceback even without its first line; a warning
+        // makes the next line its source.
+        if traceback::may_open(&text) || pylog::warning(&text).is_some() {
             return Skim::Full;
         }
         Skim::Read {
@@ -291,6 +292,10 @@ pub(super) struct Cx<'a> {
 
 impl Cx<'_> {
     fn dispatch(&mut self, payload: &str) -> bool {
+        let after_warning = std::mem::take(&mut self.stream.tracebacks.warning_source);
+        if after_warning && payload.starts_with("  ") && !payload.trim().is_empty() {
+            return true;
+        }
         // NCCL ≥ 2.26 stamps its warnings `[YYYY-MM-DD HH:MM:SS] `, which
         // looks like an SGLang main-process prefix: try NCCL first.
         if let Some(line) = nccl::parse(payload) {
@@ -329,6 +334,13 @@ impl Cx<'_> {
             self.own_time(line.time);
             let time = line.time.or(self.writer.time);
             self.detect(line.message, None, None, time);
+            return true;
+        }
+        if let Some(message) = pylog::warning(payload) {
+            self.stream.tracebacks.end_continuation();
+            self.stream.tracebacks.warning_source = true;
+            let time = self.writer.time;
+            self.detect(message, None, None, time);
             return true;
         }
         if pylog::is_progress_bar(payload) {
@@ -471,6 +483,13 @@ impl Cx<'_> {
             self.push(kind, framework, None, line.time);
         }
     }
+}
+
+/// Whether `text` is a Python exception line (`ValueError: …`): in a
+/// `Name: value` listing, such a line is server output, not an entry.
+pub(crate) fn is_exception_line(text: &str) -> bool {
+    traceback::exception_line(text)
+        .is_some_and(|(name, _)| name.ends_with("Error") || name.ends_with("Exception"))
 }
 
 /// Text-only detectors, in a fixed order. The framework is set when the text

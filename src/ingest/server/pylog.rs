@@ -53,6 +53,24 @@ static SHELL_JOB: LazyLock<Regex> = LazyLock::new(|| {
     .expect("shell job regex")
 });
 
+/// The `warnings` module's `path.py:129: UserWarning: message`; the source
+/// line it quotes follows, indented two spaces.
+static WARNING: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\S+\.py:\d+: (?P<category>[A-Z]\w*Warning): (?P<msg>.*)$")
+        .expect("warnings regex")
+});
+
+/// The message of a `warnings` line.
+pub(super) fn warning(text: &str) -> Option<&str> {
+    if !text.contains("Warning: ") {
+        return None;
+    }
+    WARNING
+        .captures(text)
+        .and_then(|c| c.name("msg"))
+        .map(|m| m.as_str())
+}
+
 /// A `logging` line: its time (when printed) and its message.
 pub(super) struct LogLine<'t> {
     pub time: Option<Timestamp>,
@@ -155,6 +173,20 @@ mod tests {
         for not in ["GPU 0 is 100% busy", "| 0 NVIDIA H100 | 100% |", "50% done"] {
             assert!(!is_progress_bar(not), "{not}");
         }
+    }
+
+    /// A warning and the source line under it
+    /// (https://github.com/dstackai/dstack/issues/2348).
+    #[test]
+    fn warnings_lines() {
+        assert_eq!(
+            warning(
+                "/opt/conda/envs/workflow/lib/python3.9/site-packages/torch/cuda/__init__.py:129: UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount()."
+            ),
+            Some("CUDA initialization: Unexpected error from cudaGetDeviceCount().")
+        );
+        assert_eq!(warning("UserWarning: no path"), None);
+        assert_eq!(warning("x.py:1: not a Warning: category"), None);
     }
 
     /// bash's job report (https://github.com/sgl-project/sglang/issues/6888).

@@ -77,6 +77,9 @@ pub(super) struct Tracebacks {
     continuation: Option<Continuation>,
     /// The C++ abort whose `what():` and origin are still to come.
     cpp: Option<usize>,
+    /// A `warnings` line was just read: the next line, indented two
+    /// spaces, is the source line it quotes.
+    pub(super) warning_source: bool,
 }
 
 #[derive(Debug)]
@@ -123,7 +126,7 @@ impl Tracebacks {
     /// What else is kept (the exception just closed, a C++ abort) only lines
     /// with an anchor read.
     pub(super) fn busy(&self) -> bool {
-        self.active() || self.continuation.is_some()
+        self.active() || self.continuation.is_some() || self.warning_source
     }
 }
 
