@@ -1587,3 +1587,28 @@ Capturing batches (avail_mem=12.55 GB):   0%|          | 0/23 [00:00<?, ?it/s]20
         )]
     );
 }
+
+/// A journal tail that starts mid-traceback, then a whole traceback of one
+/// rank: the fragment is dropped when the whole one opens, so the
+/// exception belongs to the rank that announced it.
+#[test]
+fn a_fragment_gives_way_to_a_whole_traceback() {
+    let log = r#"    scheduler = Scheduler(
+  File "/opt/sglang/srt/managers/scheduler.py", line 362, in __init__
+[2026-11-27 09:38:52 TP4] Scheduler hit an exception: Traceback (most recent call last):
+  File "/opt/sglang/srt/model_executor/model_runner.py", line 781, in init_torch_distributed
+    raise RuntimeError(
+RuntimeError: boom"#;
+    let (events, _) = run(log);
+    let got: Vec<(u32, Option<u32>, Vec<u32>)> = exceptions(&events)
+        .into_iter()
+        .map(|(e, x)| {
+            (
+                e.span.line,
+                e.rank.and_then(|r| r.tp),
+                x.frames.iter().map(|f| f.line).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(got, vec![(6, Some(4), vec![781])]);
+}

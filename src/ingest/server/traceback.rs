@@ -92,6 +92,9 @@ struct Open {
     /// The exception this traceback's exception is chained from, and the
     /// index of its event.
     chained: Option<(Chained, usize)>,
+    /// Opened by a frame, its first line cut off (a log tail that starts
+    /// mid-traceback): a traceback that opens properly replaces it.
+    headless: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -171,8 +174,23 @@ impl Cx<'_> {
     /// A traceback starts (`rank` and `time` are those of the line that
     /// announced it).
     pub(super) fn open_traceback(&mut self, rank: Option<RankTag>, time: Option<Timestamp>) {
+        self.open_traceback_as(rank, time, false);
+    }
+
+    /// [`Self::open_traceback`]; `headless` when a frame opened it. A
+    /// fragment whose exception never came is dropped when a whole
+    /// traceback starts, rather than made ambiguous with it.
+    fn open_traceback_as(
+        &mut self,
+        rank: Option<RankTag>,
+        time: Option<Timestamp>,
+        headless: bool,
+    ) {
         let tb = &mut self.stream.tracebacks;
         tb.continuation = None;
+        if !headless {
+            tb.open.retain(|o| !o.headless);
+        }
         let open = match tb.pending_chain.take() {
             Some((link, closed)) => Open {
                 rank: closed.rank,
@@ -186,6 +204,7 @@ impl Cx<'_> {
                     },
                     closed.index,
                 )),
+                headless,
             },
             None => Open {
                 rank,
@@ -193,6 +212,7 @@ impl Cx<'_> {
                 frames: Vec::new(),
                 ambiguous: false,
                 chained: None,
+                headless,
             },
         };
         tb.open.push_back(open);
@@ -237,7 +257,7 @@ impl Cx<'_> {
                 // A paste that starts below `Traceback (most recent call
                 // last):`: the frame is unmistakable, so the traceback is
                 // open all the same.
-                self.open_traceback(self.writer.rank, time);
+                self.open_traceback_as(self.writer.rank, time, true);
             }
             let tb = &mut self.stream.tracebacks;
             if let [only] = tb.open.make_contiguous() {
@@ -305,6 +325,7 @@ impl Cx<'_> {
                 frames: Vec::new(),
                 ambiguous: false,
                 chained: chained.map(|(link, c)| (Chained { link, span: c.span }, c.index)),
+                headless: false,
             }
         });
         tb.in_traceback = !tb.open.is_empty();
