@@ -52,6 +52,12 @@ pub const FACT_ANCHORS: &[&str] = &[
     "Engine core",
     "died unexpectedly",
     " died, exit code",
+    // A shell's report of a job a signal ended (server/pylog.rs).
+    "Killed",
+    "Terminated",
+    "Aborted",
+    "Segmentation fault",
+    "Bus error",
     // Tracebacks, chained exceptions, C++ aborts (server/traceback.rs).
     "traceback",
     "exception",

@@ -18,8 +18,15 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::Line;
-use crate::model::{EnvGpu, EnvReport, Facts, Topology, TopologyRow};
+use super::server::{Outer, ServerLogParser};
+use crate::model::{EnvGpu, EnvReport, Facts, Framework, Topology, TopologyRow};
 use crate::source::Span;
+
+/// The first line of a listing.
+static START: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:Python: \d+\.\d+|CUDA available: (?:True|False)\s*$|NVIDIA Topology:)")
+        .expect("check_env start regex")
+});
 
 static ENTRY: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?P<key>[A-Za-z][\w .,+/()-]*?):(?:\s+(?P<value>.*?))?\s*$").expect("entry regex")
@@ -45,9 +52,23 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
     let mut report: Option<EnvReport> = None;
     let mut part = Part::Entries;
     let mut unrecognized = 0;
+    // What the listing's segment holds around it (the error that made
+    // someone run check_env, a warning torch printed first) is server
+    // output: it goes to the server parser, and so does any line of the
+    // listing that is not an entry.
+    let mut server = ServerLogParser::new(Some(Framework::Sglang));
+    let outer = Outer::default();
+    let mut started = false;
     for line in lines {
         let text = line.text;
         if text.trim().is_empty() {
+            continue;
+        }
+        started = started || START.is_match(text);
+        if !started || super::server::is_exception_line(text) {
+            if !server.feed(text, line.span, &outer, facts) {
+                unrecognized += 1;
+            }
             continue;
         }
         if text.starts_with("Python: ") && report.as_ref().is_some_and(|r| r.python.is_some()) {
@@ -76,7 +97,7 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
             }
         }
         part = Part::Entries;
-        if !entry(text, r) {
+        if !entry(text, r) && !server.feed(text, line.span, &outer, facts) {
             unrecognized += 1;
         }
     }
@@ -289,5 +310,35 @@ ulimit soft: 1048576";
         assert_eq!(reports[1].cuda_available, Some(false));
         assert!(reports[1].topology.is_none());
         assert_eq!(unrecognized, 2);
+    }
+
+    /// What a real paste holds around the listing: the imbalance error that
+    /// made someone run check_env (https://github.com/sgl-project/sglang/issues/5338)
+    /// and torch's warning with its source line
+    /// (https://github.com/dstackai/dstack/issues/2348). They are server
+    /// output, not entries.
+    #[test]
+    fn lines_around_the_listing_are_server_output() {
+        let text = "\
+ValueError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes. min_per_gpu_memory=23.16046142578125, local_gpu_memory=30.41015625, local_gpu_memory * 0.9=27.369140625
+/opt/conda/envs/workflow/lib/python3.9/site-packages/torch/cuda/__init__.py:129: UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() that might have already set an error? Error 802: system not yet initialized (Triggered internally at ../c10/cuda/CUDAFunctions.cpp:109.)
+  return torch._C._cuda_getDeviceCount() > 0
+Python: 3.10.12 (main, Feb  4 2025, 14:57:36) [GCC 11.4.0]
+CUDA available: True
+GPU 2: NVIDIA GeForce RTX 5090";
+        let lines = Line::numbered(text);
+        let mut facts = Facts::default();
+        let unrecognized = parse(&lines, &mut facts);
+        assert_eq!(unrecognized, 0);
+        let report = &facts.env_reports[0];
+        assert_eq!(report.span.line, 4);
+        assert!(!report.versions.contains_key("ValueError"), "{report:?}");
+        let imbalance: Vec<u32> = facts
+            .server_events
+            .iter()
+            .filter(|e| matches!(e.kind, crate::model::ServerEventKind::MemoryImbalance(_)))
+            .map(|e| e.span.line)
+            .collect();
+        assert_eq!(imbalance, vec![1]);
     }
 }

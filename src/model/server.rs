@@ -167,6 +167,15 @@ pub enum ServerEventKind {
     },
     /// `The server is fired up and ready to roll!`
     Ready,
+    /// The shell's report that a job it started was ended by a signal:
+    /// `./run.sh: line 22: 103525 Killed   python -m sglang.launch_server …`.
+    /// `pid` is the job's, not the writer's.
+    ShellJobSignaled {
+        pid: u32,
+        /// As bash words it: `Killed`, `Segmentation fault (core dumped)`.
+        signal: String,
+        command: String,
+    },
     /// vLLM's reports that an engine or worker process failed (wrappers: the
     /// cause is in that process's own lines before).
     VllmFailure(VllmFailure),

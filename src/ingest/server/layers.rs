@@ -15,11 +15,13 @@ use super::{Outer, StreamKey, Writer, time_of_day};
 use crate::model::{Framework, RankTag, Timestamp};
 
 /// RFC 3339 with nanoseconds, as `docker logs -t` and `kubectl logs
-/// --timestamps` print it: `2026-11-27T09:38:52.123456789Z `.
+/// --timestamps` print it: `2026-11-27T09:38:52.123456789Z `. Web log
+/// viewers copy the time on a line of its own, above the line it stamps
+/// (`2026-02-14T02:05:12.788Z`): nothing follows it then.
 static VIEWER_TIME: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)^(?P<date>\d{4}-\d\d-\d\d)T(?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,9}))?
-        (?P<tz>Z|(?P<sign>[+-])(?P<oh>\d\d):(?P<om>\d\d))\x20(?P<rest>.*)$",
+        (?P<tz>Z|(?P<sign>[+-])(?P<oh>\d\d):(?P<om>\d\d))(?:\x20(?P<rest>.*))?$",
     )
     .expect("viewer timestamp regex")
 });
@@ -46,6 +48,25 @@ static PROCESS: LazyLock<Regex> = LazyLock::new(|| {
 static TORCH_RANK: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^\[rank(?P<rank>\d+)\]:\x20?(?P<rest>.*)$").expect("torch rank prefix regex")
 });
+
+/// An SGR colour code whose ESC a paste lost (` [36m(RayWorkerVllm
+/// pid=5085) [0m [E …`): the space or nothing left where the ESC was, then
+/// `[`, the parameters and `m`.
+static ORPHAN_SGR: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?:^|\x20)\[\d{1,3}(?:;\d{1,3})*m").expect("orphan SGR regex"));
+
+/// `text` without the colour codes a paste stripped of their ESC byte. Only
+/// a line with a reset code (`[0m`) is touched: a log's own `[1m` alone is
+/// left as it is.
+pub(super) fn strip_orphan_sgr(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains("[0m") {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    match ORPHAN_SGR.replace_all(text, "") {
+        std::borrow::Cow::Owned(s) => std::borrow::Cow::Owned(s.trim_start().to_owned()),
+        borrowed => borrowed,
+    }
+}
 
 impl Writer {
     pub(super) fn from_outer(outer: &Outer) -> Writer {
@@ -244,6 +265,28 @@ mod tests {
         assert_eq!(w.time.unwrap().offset_secs, Some(8 * 3600));
         // An empty compose line.
         assert_eq!(peeled("sglang-1  |").0, "");
+    }
+
+    /// Ray's colours with their ESC lost in a paste
+    /// (https://github.com/vllm-project/vllm/issues/2734); brackets that
+    /// only look like codes stay.
+    #[test]
+    fn orphan_colour_codes() {
+        assert_eq!(
+            strip_orphan_sgr(" [36m(RayWorkerVllm pid=5085) [0m [E ProcessGroupNCCL.cpp:475] x"),
+            "(RayWorkerVllm pid=5085) [E ProcessGroupNCCL.cpp:475] x"
+        );
+        assert_eq!(
+            strip_orphan_sgr("a (function operator()) [32m [repeated 6x across cluster] [0m"),
+            "a (function operator()) [repeated 6x across cluster]"
+        );
+        for text in [
+            "ERROR 02-13 18:05 [multiproc_executor.py:852] WorkerProc hit an exception.",
+            "[2m] not a reset anywhere",
+            "arr[0m] has no space before its bracket",
+        ] {
+            assert_eq!(strip_orphan_sgr(text), text);
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod args;
 mod layers;
 mod nccl;
 mod oom;
+mod pylog;
 mod sglang;
 mod sizes;
 mod title;
@@ -191,6 +192,7 @@ impl ServerLogParser {
     /// layer (compose, Ray, `[rankN]:`) or a c10 line is read in full.
     pub fn skim(&mut self, text: &str, outer: OuterRef<'_>) -> Skim {
         let text = clean_line(text);
+        let text = layers::strip_orphan_sgr(&text);
         if layers::may_peel(&text) {
             return Skim::Full;
         }
@@ -227,11 +229,22 @@ impl ServerLogParser {
         if torch::may_be_c10(&text) {
             return Skim::Full;
         }
-        if uvicorn::parse(&text).is_some() {
+        if uvicorn::parse(&text).is_some() || pylog::is_progress_bar(&text) {
             return Skim::Read {
                 recognized: true,
                 time: None,
             };
+        }
+        if let Some(line) = pylog::parse_logging(&text) {
+            return Skim::Read {
+                recognized: true,
+                time: own(line.time),
+            };
+        }
+        // A frame opens a traceback even without its first line; a warning
+        // makes the next line its source.
+        if traceback::may_open(&text) || pylog::warning(&text).is_some() {
+            return Skim::Full;
         }
         Skim::Read {
             recognized: traceback::idle_recognizes(&text),
@@ -249,6 +262,7 @@ impl ServerLogParser {
     pub fn feed(&mut self, text: &str, span: Span, outer: &Outer, facts: &mut Facts) -> bool {
         // Journal messages arrive uncleaned; vLLM's records end in `\r`.
         let text = clean_line(text);
+        let text = layers::strip_orphan_sgr(&text);
         let mut writer = Writer::from_outer(outer);
         let payload = layers::peel(&text, &mut writer);
         let stream = self.streams.entry(writer.key.clone()).or_default();
@@ -283,6 +297,10 @@ pub(super) struct Cx<'a> {
 
 impl Cx<'_> {
     fn dispatch(&mut self, payload: &str) -> bool {
+        let after_warning = std::mem::take(&mut self.stream.tracebacks.warning_source);
+        if after_warning && payload.starts_with("  ") && !payload.trim().is_empty() {
+            return true;
+        }
         // NCCL ≥ 2.26 stamps its warnings `[YYYY-MM-DD HH:MM:SS] `, which
         // looks like an SGLang main-process prefix: try NCCL first.
         if let Some(line) = nccl::parse(payload) {
@@ -314,6 +332,35 @@ impl Cx<'_> {
                 let time = self.writer.time;
                 self.push(ServerEventKind::Uvicorn(event), None, None, time);
             }
+            return true;
+        }
+        if let Some(line) = pylog::parse_logging(payload) {
+            self.stream.tracebacks.end_continuation();
+            self.own_time(line.time);
+            let time = line.time.or(self.writer.time);
+            self.detect(line.message, None, None, time);
+            return true;
+        }
+        if let Some(message) = pylog::warning(payload) {
+            self.stream.tracebacks.end_continuation();
+            self.stream.tracebacks.warning_source = true;
+            let time = self.writer.time;
+            self.detect(message, None, None, time);
+            return true;
+        }
+        if pylog::is_progress_bar(payload) {
+            self.stream.tracebacks.end_continuation();
+            return true;
+        }
+        if let Some(job) = pylog::shell_job(payload) {
+            self.stream.tracebacks.end_continuation();
+            let kind = ServerEventKind::ShellJobSignaled {
+                pid: job.pid,
+                signal: job.signal.to_owned(),
+                command: job.command.to_owned(),
+            };
+            let time = self.writer.time;
+            self.push(kind, None, None, time);
             return true;
         }
         let time = self.writer.time;
@@ -441,6 +488,13 @@ impl Cx<'_> {
             self.push(kind, framework, None, line.time);
         }
     }
+}
+
+/// Whether `text` is a Python exception line (`ValueError: …`): in a
+/// `Name: value` listing, such a line is server output, not an entry.
+pub(crate) fn is_exception_line(text: &str) -> bool {
+    traceback::exception_line(text)
+        .is_some_and(|(name, _)| name.ends_with("Error") || name.ends_with("Exception"))
 }
 
 /// Text-only detectors, in a fixed order. The framework is set when the text

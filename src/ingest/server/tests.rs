@@ -1343,7 +1343,9 @@ RuntimeError: CUDA out of memory. Tried to allocate 99999999999999999999999 GiB
     // its message.
     assert_eq!(
         unrecognized_lines(garbage),
-        [1, 3, 4, 5, 7, 8, 10, 11, 12, 13, 14, 18]
+        // An orphan `File "…"` frame opens a traceback (a paste may start
+        // below its first line).
+        [1, 3, 4, 5, 7, 8, 10, 11, 12, 13, 18]
     );
     let (events, _) = run(garbage);
     assert!(events.iter().all(|e| e.time.is_none()), "{events:#?}");
@@ -1473,4 +1475,140 @@ fn a_balance_check_failure_is_sglang_even_when_the_capture_starts_there() {
     assert_eq!(unrecognized, 0);
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].framework, Framework::Sglang);
+}
+
+/// Pastes that start below `Traceback (most recent call last):`, with the
+/// frames' indentation lost, under compose prefixes
+/// (https://github.com/sgl-project/sglang/issues/11218,
+/// https://github.com/vllm-project/vllm/issues/11617): the frames open the
+/// traceback, the exception line closes it with them.
+#[test]
+fn a_traceback_cut_at_the_top() {
+    let log = r#"deepseek-v32-exp  |   File "/sgl-workspace/sglang-private/python/sglang/srt/model_executor/model_runner.py", line 1825, in init_device_graphs
+deepseek-v32-exp  |     self.graph_runner = graph_runners[self.device](self)
+deepseek-v32-exp  |                         ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+deepseek-v32-exp  |   File "/sgl-workspace/sglang-private/python/sglang/srt/model_executor/cuda_graph_runner.py", line 393, in __init__
+deepseek-v32-exp  |     raise Exception(
+deepseek-v32-exp  | Exception: Capture cuda graph failed: 
+deepseek-v32-exp  | Possible solutions:
+File "/miniforge3/envs/vllm/lib/python3.10/site-packages/torch/distributed/rendezvous.py", line 186, in _create_c10d_store
+    return TCPStore(
+RuntimeError: The server socket has failed to listen on any local network address. useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use"#;
+    assert_eq!(unrecognized_lines(log), Vec::<u32>::new());
+    let (events, _) = run(log);
+    let got: Vec<(u32, &str, Vec<u32>, Option<&str>)> = exceptions(&events)
+        .into_iter()
+        .map(|(e, x)| {
+            (
+                e.span.line,
+                x.name.as_str(),
+                x.frames.iter().map(|f| f.line).collect(),
+                e.container.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (6, "Exception", vec![1825, 393], Some("deepseek-v32-exp")),
+            (10, "RuntimeError", vec![186], None),
+        ]
+    );
+    let (_, first) = exceptions(&events)[0];
+    assert_eq!(
+        first.message,
+        "Capture cuda graph failed: \nPossible solutions:"
+    );
+}
+
+/// What log viewers and pastes do to lines: a viewer's time alone on its
+/// line, seconds cut from vLLM's prefix
+/// (https://github.com/vllm-project/vllm/issues/34643), colour codes whose
+/// ESC was lost (https://github.com/vllm-project/vllm/issues/2734).
+#[test]
+fn what_viewers_and_pastes_leave() {
+    let log = "\
+2026-02-14T02:05:12.788Z
+ERROR 02-13 18:05 [multiproc_executor.py:852] WorkerProc hit an exception.
+ [36m(RayWorkerVllm pid=5085) [0m [E ProcessGroupNCCL.cpp:475] [Rank 4] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=20518, OpType=ALLREDUCE, NumelIn=106496, NumelOut=106496, Timeout(ms)=1800000) ran for 1800270 milliseconds before timing out.
+ [36m(RayWorkerVllm pid=5310) [0m [W CUDAGraph.cpp:145] Warning: Waiting for pending NCCL work to finish before starting graph capture. (function operator()) [32m [repeated 6x across cluster] [0m";
+    assert_eq!(unrecognized_lines(log), Vec::<u32>::new());
+    let (events, _) = run(log);
+    let dist: Vec<(u32, Option<u32>, Option<&str>)> = events
+        .iter()
+        .filter(|e| matches!(e.kind, ServerEventKind::TorchDist(_)))
+        .map(|e| (e.span.line, e.pid, e.process.as_deref()))
+        .collect();
+    assert_eq!(dist, vec![(3, Some(5085), Some("RayWorkerVllm"))]);
+    let vllm: Vec<(u32, Option<String>)> = events
+        .iter()
+        .filter(|e| e.framework == Framework::Vllm && e.span.line == 2)
+        .map(|e| {
+            (
+                e.span.line,
+                e.time.map(|t| t.local.format("%m-%d %H:%M:%S").to_string()),
+            )
+        })
+        .collect();
+    assert!(
+        vllm.iter()
+            .all(|(_, t)| t.as_deref() == Some("02-13 18:05:00")),
+        "{vllm:?}"
+    );
+}
+
+/// Python's logging formats, tqdm bars and the shell's job report
+/// (https://github.com/sgl-project/sglang/pull/4826,
+/// https://github.com/sgl-project/sglang/issues/6888).
+#[test]
+fn logging_bars_and_shell_jobs() {
+    let log = "\
+[2025-03-27 21:33:31 TP0] Memory pool end. avail mem=14.61 GB
+2025-03-27 21:33:31,320 - INFO - flashinfer.jit: Prebuilt kernels not found, using JIT backend
+Capturing batches (avail_mem=12.55 GB):   0%|          | 0/23 [00:00<?, ?it/s]2025-03-27 21:33:31,890 - INFO - flashinfer.jit: Loading
+./run.sh: line 22: 103525 Killed                  python -m sglang.launch_server --host 0.0.0.0 --port 8188 --tp-size 2";
+    assert_eq!(unrecognized_lines(log), Vec::<u32>::new());
+    let (events, _) = run(log);
+    let jobs: Vec<(u32, &ServerEventKind)> = events
+        .iter()
+        .filter(|e| matches!(e.kind, ServerEventKind::ShellJobSignaled { .. }))
+        .map(|e| (e.span.line, &e.kind))
+        .collect();
+    assert_eq!(
+        jobs,
+        vec![(
+            4,
+            &ServerEventKind::ShellJobSignaled {
+                pid: 103525,
+                signal: "Killed".to_owned(),
+                command: "python -m sglang.launch_server --host 0.0.0.0 --port 8188 --tp-size 2"
+                    .to_owned(),
+            }
+        )]
+    );
+}
+
+/// A journal tail that starts mid-traceback, then a whole traceback of one
+/// rank: the fragment is dropped when the whole one opens, so the
+/// exception belongs to the rank that announced it.
+#[test]
+fn a_fragment_gives_way_to_a_whole_traceback() {
+    let log = r#"    scheduler = Scheduler(
+  File "/opt/sglang/srt/managers/scheduler.py", line 362, in __init__
+[2026-11-27 09:38:52 TP4] Scheduler hit an exception: Traceback (most recent call last):
+  File "/opt/sglang/srt/model_executor/model_runner.py", line 781, in init_torch_distributed
+    raise RuntimeError(
+RuntimeError: boom"#;
+    let (events, _) = run(log);
+    let got: Vec<(u32, Option<u32>, Vec<u32>)> = exceptions(&events)
+        .into_iter()
+        .map(|(e, x)| {
+            (
+                e.span.line,
+                e.rank.and_then(|r| r.tp),
+                x.frames.iter().map(|f| f.line).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(got, vec![(6, Some(4), vec![781])]);
 }

@@ -30,7 +30,7 @@ static EXCEPTION_LINE: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 static FRAME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"^\s+File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<func>.+))?$"#)
+    Regex::new(r#"^\s*File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<func>.+))?$"#)
         .expect("frame regex")
 });
 
@@ -77,6 +77,9 @@ pub(super) struct Tracebacks {
     continuation: Option<Continuation>,
     /// The C++ abort whose `what():` and origin are still to come.
     cpp: Option<usize>,
+    /// A `warnings` line was just read: the next line, indented two
+    /// spaces, is the source line it quotes.
+    pub(super) warning_source: bool,
 }
 
 #[derive(Debug)]
@@ -89,6 +92,9 @@ struct Open {
     /// The exception this traceback's exception is chained from, and the
     /// index of its event.
     chained: Option<(Chained, usize)>,
+    /// Opened by a frame, its first line cut off (a log tail that starts
+    /// mid-traceback): a traceback that opens properly replaces it.
+    headless: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -123,7 +129,7 @@ impl Tracebacks {
     /// What else is kept (the exception just closed, a C++ abort) only lines
     /// with an anchor read.
     pub(super) fn busy(&self) -> bool {
-        self.active() || self.continuation.is_some()
+        self.active() || self.continuation.is_some() || self.warning_source
     }
 }
 
@@ -134,6 +140,12 @@ pub(super) fn idle_recognizes(text: &str) -> bool {
     text.trim().is_empty()
         || (text.starts_with("Process ") && PROCESS_BANNER.is_match(text))
         || (text.starts_with("frame #") && CPP_FRAME.is_match(text))
+}
+
+/// Whether `text` is a traceback frame, which opens a traceback when none
+/// is open (a paste cut below `Traceback (most recent call last):`).
+pub(super) fn may_open(text: &str) -> bool {
+    text.trim_start().starts_with("File \"") && FRAME.is_match(text)
 }
 
 /// `Name: message` at the start of a line, for exception-like names.
@@ -162,8 +174,23 @@ impl Cx<'_> {
     /// A traceback starts (`rank` and `time` are those of the line that
     /// announced it).
     pub(super) fn open_traceback(&mut self, rank: Option<RankTag>, time: Option<Timestamp>) {
+        self.open_traceback_as(rank, time, false);
+    }
+
+    /// [`Self::open_traceback`]; `headless` when a frame opened it. A
+    /// fragment whose exception never came is dropped when a whole
+    /// traceback starts, rather than made ambiguous with it.
+    fn open_traceback_as(
+        &mut self,
+        rank: Option<RankTag>,
+        time: Option<Timestamp>,
+        headless: bool,
+    ) {
         let tb = &mut self.stream.tracebacks;
         tb.continuation = None;
+        if !headless {
+            tb.open.retain(|o| !o.headless);
+        }
         let open = match tb.pending_chain.take() {
             Some((link, closed)) => Open {
                 rank: closed.rank,
@@ -177,6 +204,7 @@ impl Cx<'_> {
                     },
                     closed.index,
                 )),
+                headless,
             },
             None => Open {
                 rank,
@@ -184,6 +212,7 @@ impl Cx<'_> {
                 frames: Vec::new(),
                 ambiguous: false,
                 chained: None,
+                headless,
             },
         };
         tb.open.push_back(open);
@@ -225,8 +254,12 @@ impl Cx<'_> {
         }
         if let Some(c) = FRAME.captures(text) {
             if !tb.active() {
-                return false;
+                // A paste that starts below `Traceback (most recent call
+                // last):`: the frame is unmistakable, so the traceback is
+                // open all the same.
+                self.open_traceback_as(self.writer.rank, time, true);
             }
+            let tb = &mut self.stream.tracebacks;
             if let [only] = tb.open.make_contiguous() {
                 if !only.ambiguous {
                     only.frames.push(Frame {
@@ -238,6 +271,7 @@ impl Cx<'_> {
             }
             return true;
         }
+        let tb = &mut self.stream.tracebacks;
         if text.starts_with("    ") || is_caret_line(text) {
             return tb.active();
         }
@@ -291,6 +325,7 @@ impl Cx<'_> {
                 frames: Vec::new(),
                 ambiguous: false,
                 chained: chained.map(|(link, c)| (Chained { link, span: c.span }, c.index)),
+                headless: false,
             }
         });
         tb.in_traceback = !tb.open.is_empty();

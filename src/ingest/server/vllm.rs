@@ -20,7 +20,7 @@ use crate::model::{Framework, Landmark, ServerEventKind, Timestamp, VllmFailure}
 static RECORD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)^(?P<prefix>(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\x20
-        (?P<mon>\d\d)-(?P<day>\d\d)\x20(?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,6}))?\x20
+        (?P<mon>\d\d)-(?P<day>\d\d)\x20(?P<hms>\d\d:\d\d(?::\d\d)?)(?:\.(?P<frac>\d{1,6}))?\x20
         \[?(?P<source>[^\]\s]+:\d+)\])(?:\x20(?P<msg>.*))?$",
     )
     .expect("vllm record regex")
@@ -99,7 +99,12 @@ pub(super) fn parse_record(text: &str, reference: Option<Timestamp>) -> Option<R
     let time = (|| {
         let month = c["mon"].parse().ok()?;
         let day = c["day"].parse().ok()?;
-        let time = time_of_day(&c["hms"], c.name("frac").map(|m| m.as_str()))?;
+        // Some viewers cut the seconds off (`ERROR 02-13 18:05 [x.py:852]`).
+        let hms = match c["hms"].len() {
+            5 => format!("{}:00", &c["hms"]),
+            _ => c["hms"].to_owned(),
+        };
+        let time = time_of_day(&hms, c.name("frac").map(|m| m.as_str()))?;
         yearless(month, day, time, reference)
     })();
     Some(Record {

@@ -1,0 +1,212 @@
+//! Lines that other Python code in a serving process writes, in the shapes
+//! the standard library and common tools give them: the `logging` module's
+//! usual formats (`2025-03-27 21:33:31,320 - INFO - flashinfer.jit: …`,
+//! the cookbook's `%(asctime)s - %(name)s - %(levelname)s - %(message)s`,
+//! `basicConfig`'s `INFO:root:…`), tqdm progress bars, and the shell's
+//! report of a job it started that a signal ended (`./run.sh: line 22:
+//! 103525 Killed   python -m sglang.launch_server …`).
+
+use std::sync::LazyLock;
+
+use chrono::NaiveDate;
+use regex::Regex;
+
+use super::time_of_day;
+use crate::model::Timestamp;
+
+/// `2025-03-27 21:33:31,320 - INFO - flashinfer.jit: message` and
+/// `2025-03-27 21:33:31,320 - flashinfer.jit - INFO - message`; logging's
+/// `asctime` puts a comma before the milliseconds.
+static ASCTIME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^(?P<date>\d{4}-\d\d-\d\d)\x20(?P<hms>\d\d:\d\d:\d\d)(?:,(?P<ms>\d{3}))?
+        \x20-\x20(?:(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\x20-\x20(?P<name>[\w.]+):\x20?
+        |(?P<name2>[\w.]+)\x20-\x20(?P<level2>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\x20-\x20?)
+        (?P<msg>.*)$",
+    )
+    .expect("asctime regex")
+});
+
+/// `basicConfig`'s default `LEVEL:logger:message`.
+static BASIC: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):(?P<name>[A-Za-z_][\w.]*):(?P<msg>.*)$")
+        .expect("basicConfig regex")
+});
+
+/// tqdm: `desc:  42%|████▎     | 10/23 [00:05<00:07,  1.9it/s]`, the bar
+/// cut anywhere by a terminal; vLLM's weight loading prints `50% Completed
+/// | 1/2 [...]` instead of a bar.
+static TQDM: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:[^|]*:\s*)?\s*\d{1,3}%(?:\x20Completed\x20)?\|[^|]*(?:\|\s*\d+/\d+(?:\s*\[[^\]]*\]?)?.*)?$")
+        .expect("tqdm regex")
+});
+
+/// bash's report of a job a signal ended: `./run.sh: line 22: 103525
+/// Killed    python -m …`, and `103525 Segmentation fault (core dumped) …`.
+/// Each signal word is a fact anchor (ingest/anchors.rs).
+static SHELL_JOB: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^(?:\S+:\x20line\x20\d+:\x20)?(?P<pid>\d+)\x20
+        (?P<signal>Killed|Terminated|Aborted(?:\x20\(core\x20dumped\))?|Segmentation\x20fault(?:\x20\(core\x20dumped\))?|Bus\x20error(?:\x20\(core\x20dumped\))?)
+        \x20+(?P<cmd>\S.*)$",
+    )
+    .expect("shell job regex")
+});
+
+/// The `warnings` module's `path.py:129: UserWarning: message`; the source
+/// line it quotes follows, indented two spaces.
+static WARNING: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\S+\.py:\d+: (?P<category>[A-Z]\w*Warning): (?P<msg>.*)$")
+        .expect("warnings regex")
+});
+
+/// The message of a `warnings` line.
+pub(super) fn warning(text: &str) -> Option<&str> {
+    if !text.contains("Warning: ") {
+        return None;
+    }
+    WARNING
+        .captures(text)
+        .and_then(|c| c.name("msg"))
+        .map(|m| m.as_str())
+}
+
+/// A `logging` line: its time (when printed) and its message.
+pub(super) struct LogLine<'t> {
+    pub time: Option<Timestamp>,
+    pub message: &'t str,
+}
+
+pub(super) fn parse_logging(text: &str) -> Option<LogLine<'_>> {
+    let first = *text.as_bytes().first()?;
+    if first.is_ascii_digit() {
+        let c = ASCTIME.captures(text)?;
+        let date = NaiveDate::parse_from_str(&c["date"], "%Y-%m-%d").ok()?;
+        let time = time_of_day(&c["hms"], c.name("ms").map(|m| m.as_str()))?;
+        let message = c.name("msg").map_or("", |m| m.as_str());
+        return Some(LogLine {
+            time: Some(Timestamp {
+                local: date.and_time(time),
+                offset_secs: None,
+                year_known: true,
+            }),
+            message,
+        });
+    }
+    if first.is_ascii_uppercase() {
+        let c = BASIC.captures(text)?;
+        return Some(LogLine {
+            time: None,
+            message: c.name("msg").map_or("", |m| m.as_str()),
+        });
+    }
+    None
+}
+
+pub(super) fn is_progress_bar(text: &str) -> bool {
+    memchr::memchr(b'%', text.as_bytes()).is_some() && TQDM.is_match(text)
+}
+
+/// A job the shell reports ended by a signal: PID, the signal as bash
+/// words it, the command.
+pub(super) struct ShellJob<'t> {
+    pub pid: u32,
+    pub signal: &'t str,
+    pub command: &'t str,
+}
+
+pub(super) fn shell_job(text: &str) -> Option<ShellJob<'_>> {
+    let c = SHELL_JOB.captures(text)?;
+    Some(ShellJob {
+        pid: c["pid"].parse().ok()?,
+        signal: c.name("signal")?.as_str(),
+        command: c.name("cmd")?.as_str().trim_end(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Real lines: flashinfer under SGLang
+    /// (https://github.com/sgl-project/sglang/pull/4826), the cookbook
+    /// format, `basicConfig`'s default.
+    #[test]
+    fn logging_formats() {
+        let l = parse_logging(
+            "2025-03-27 21:33:31,320 - INFO - flashinfer.jit: Prebuilt kernels not found, using JIT backend",
+        )
+        .expect("asctime - level - name");
+        assert_eq!(l.message, "Prebuilt kernels not found, using JIT backend");
+        assert_eq!(
+            l.time.map(|t| t.local.to_string()).as_deref(),
+            Some("2025-03-27 21:33:31.320")
+        );
+        let l = parse_logging("2024-06-01 12:00:00,001 - vllm.worker - ERROR - boom")
+            .expect("asctime - name - level");
+        assert_eq!(l.message, "boom");
+        let l = parse_logging("WARNING:root:CUDA out of memory").expect("basicConfig");
+        assert_eq!((l.time, l.message), (None, "CUDA out of memory"));
+        for not in [
+            "2025-03-27 21:33:31 something else",
+            "INFO 06-01 12:00:00 [x.py:1] hi",
+            "INFO:     127.0.0.1:1 - \"GET / HTTP/1.1\" 200 OK",
+            "ValueError: x",
+        ] {
+            assert!(parse_logging(not).is_none(), "{not}");
+        }
+    }
+
+    /// SGLang's CUDA graph capture bar, whole and cut by the terminal
+    /// (https://github.com/sgl-project/sglang/pull/4826).
+    #[test]
+    fn progress_bars() {
+        for bar in [
+            "Capturing batches (avail_mem=12.55 GB):   0%|          | 0/23 [00:00<?, ?it/s]",
+            "Capturing batches (avail_mem=9.72 GB): 100%|██████████| 23/23 [00:04<00:00,  5.19it/s]",
+            "Loading safetensors checkpoint shards:  50% Completed | 1/2 [00:01<00:01,  1.10s/it]",
+            "Capturing batches (avail_mem=9.72 GB): 100%|████████████",
+            " 42%|████▎     | 10/23",
+        ] {
+            assert!(is_progress_bar(bar), "{bar}");
+        }
+        for not in ["GPU 0 is 100% busy", "| 0 NVIDIA H100 | 100% |", "50% done"] {
+            assert!(!is_progress_bar(not), "{not}");
+        }
+    }
+
+    /// A warning and the source line under it
+    /// (https://github.com/dstackai/dstack/issues/2348).
+    #[test]
+    fn warnings_lines() {
+        assert_eq!(
+            warning(
+                "/opt/conda/envs/workflow/lib/python3.9/site-packages/torch/cuda/__init__.py:129: UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount()."
+            ),
+            Some("CUDA initialization: Unexpected error from cudaGetDeviceCount().")
+        );
+        assert_eq!(warning("UserWarning: no path"), None);
+        assert_eq!(warning("x.py:1: not a Warning: category"), None);
+    }
+
+    /// bash's job report (https://github.com/sgl-project/sglang/issues/6888).
+    #[test]
+    fn shell_job_reports() {
+        let j = shell_job("./run.sh: line 22: 103525 Killed                  python -m sglang.launch_server --host 0.0.0.0 --port 8188 --tp-size 2").expect("killed");
+        assert_eq!(
+            (j.pid, j.signal, j.command),
+            (
+                103525,
+                "Killed",
+                "python -m sglang.launch_server --host 0.0.0.0 --port 8188 --tp-size 2"
+            )
+        );
+        let j = shell_job("4242 Segmentation fault (core dumped) python3 serve.py").expect("segv");
+        assert_eq!(
+            (j.pid, j.signal),
+            (4242, "Segmentation fault (core dumped)")
+        );
+        assert!(shell_job("12 apples").is_none());
+        assert!(shell_job("line 22: Killed x").is_none());
+    }
+}
