@@ -478,8 +478,11 @@ const INVENTORY_ROWS: usize = 16;
 /// their PIDs, Xids. A compact section; `-q` hides it, JSON has the detail.
 fn inventory(out: &mut String, report: &Report<'_>, st: &Style) {
     let inv = &report.inventory;
-    if inv.gpus.is_empty() && inv.gpu_bus_ids.is_empty() && inv.processes.is_empty()
-        && inv.units.is_empty() && inv.xids.is_empty()
+    if inv.gpus.is_empty()
+        && inv.gpu_bus_ids.is_empty()
+        && inv.processes.is_empty()
+        && inv.units.is_empty()
+        && inv.xids.is_empty()
     {
         return;
     }
@@ -487,7 +490,11 @@ fn inventory(out: &mut String, report: &Report<'_>, st: &Style) {
     let mib = |v: Option<u64>| v.map_or_else(|| "? MiB".to_owned(), mib);
     let more = |out: &mut String, n: usize| {
         if n > INVENTORY_ROWS {
-            let _ = writeln!(out, "  {}", st.dim(&format!("… {} more (JSON lists all)", n - INVENTORY_ROWS)));
+            let _ = writeln!(
+                out,
+                "  {}",
+                st.dim(&format!("… {} more (JSON lists all)", n - INVENTORY_ROWS))
+            );
         }
     };
     for g in inv.gpus.iter().take(INVENTORY_ROWS) {
@@ -558,7 +565,11 @@ fn inventory(out: &mut String, report: &Report<'_>, st: &Style) {
             out,
             "  Xid {} on {on}{}",
             x.code,
-            if x.count > 1 { format!(" ({} times)", x.count) } else { String::new() }
+            if x.count > 1 {
+                format!(" ({} times)", x.count)
+            } else {
+                String::new()
+            }
         );
     }
     more(out, inv.xids.len());

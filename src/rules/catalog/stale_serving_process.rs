@@ -9,12 +9,12 @@ use regex::Regex;
 
 use crate::correlate::{Gpu, GpuProcess, Incident, UnitEventKind};
 use crate::model::{GpuUuid, Pid, StartTime, UnitName};
-use crate::source::Span;
 use crate::rules::support::{confidence, mib};
 use crate::rules::{
     Action, ActionKind, Category, ExpectedCmdline, Finding, GpuRef, ProcessIdentity, Rule,
     RuleMeta, Safety, Severity,
 };
+use crate::source::Span;
 
 pub static RULE: StaleServingProcess = StaleServingProcess;
 
@@ -339,8 +339,12 @@ fn finding(
             f.evidence(
                 *s,
                 format!(
-                    "PID {} holds {} on GPU {}",
-                    g.pid,
+                    "{} holds {} on GPU {}",
+                    if members.len() == 1 {
+                        "it".to_owned()
+                    } else {
+                        format!("PID {}", g.pid)
+                    },
                     mib(g.used_mib),
                     g.gpu.map_or("?".to_owned(), |x| x.to_string())
                 ),
@@ -399,7 +403,11 @@ fn finding(
     f.headline = if !on_gpu.is_empty() {
         format!(
             "{} of an earlier model server, {what}, still hold{} {} on {}.",
-            if members.len() == 1 { "A worker" } else { "Workers" },
+            if members.len() == 1 {
+                "A worker"
+            } else {
+                "Workers"
+            },
             if members.len() == 1 { "s" } else { "" },
             mib(Some(held)),
             gpus.join(", ")
@@ -410,9 +418,7 @@ fn finding(
             gpus.join(", ")
         )
     } else if members.len() == 1 {
-        format!(
-            "A worker of an earlier model server, {what}, is still running."
-        )
+        format!("A worker of an earlier model server, {what}, is still running.")
     } else {
         format!("Workers of an earlier model server, {what}, are still running.")
     };
@@ -447,7 +453,7 @@ fn finding(
             Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv"),
         ));
     }
-    if !stuck.is_empty() {
+    if any_stuck_stack {
         f.actions.push(Action::advice(
             "the process is stuck in the NVIDIA driver: a kill signal waits until the driver call returns. Look for the GPU fault (Xid, UVM errors), then reset the GPU or reboot the host; a driver upgrade fixes known UVM hangs",
             Some("dmesg -T | grep -E 'NVRM: Xid|nvidia-uvm|fallen off the bus'"),
@@ -455,6 +461,11 @@ fn finding(
         f.actions.push(Action::advice(
             "if no other process uses the GPU, reset it; otherwise reboot",
             Some("nvidia-smi --gpu-reset -i GPU_INDEX"),
+        ));
+    } else if !stuck.is_empty() {
+        f.actions.push(Action::advice(
+            "the process is in D state: find the GPU fault and reset the GPU or reboot",
+            Some("dmesg -T | grep -E 'NVRM: Xid|fallen off the bus'"),
         ));
     }
     let killable: Vec<&Leftover<'_>> = members
@@ -515,11 +526,21 @@ fn finding(
         }
     }
     f.actions.push(Action::advice(
-        "make a stop of the server's unit end all its processes: KillMode=control-group (the default); outside systemd, end the server's whole process group",
+        "make a stop of the server's unit end all its processes: KillMode=control-group (the default)",
         owner.map(|o| format!("systemctl show -p KillMode {}", o.unit)).as_deref(),
     ));
+    if owner.is_none() && stuck.is_empty() {
+        f.actions.push(Action::advice(
+            "started outside systemd (a shell, Slurm, a container): stop the server by its process group, so its workers go with it",
+            Some("ps -o pid,pgid,ppid,stat,lstart,cmd -p PID"),
+        ));
+    }
     // An inference from a busy GPU is weaker than a process table's row.
-    let (base, top) = if busy.is_empty() { (0.6, 0.95) } else { (0.45, 0.75) };
+    let (base, top) = if busy.is_empty() {
+        (0.6, 0.95)
+    } else {
+        (0.45, 0.75)
+    };
     f.confidence = confidence(&f, base, top);
     f
 }

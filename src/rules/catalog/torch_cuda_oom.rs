@@ -180,9 +180,8 @@ fn size(bytes: u64) -> String {
 /// What PyTorch itself holds: `reserved in total` (old message), or
 /// allocated plus reserved-but-unallocated (2.1+).
 fn pytorch_reserved(o: &CudaOom) -> Option<u64> {
-    o.reserved_bytes.or_else(|| {
-        Some(o.allocated_bytes? + o.reserved_unallocated_bytes.unwrap_or(0))
-    })
+    o.reserved_bytes
+        .or_else(|| Some(o.allocated_bytes? + o.reserved_unallocated_bytes.unwrap_or(0)))
 }
 
 impl<'a> Analysis<'a> {
@@ -249,6 +248,17 @@ impl<'a> Analysis<'a> {
             .iter()
             .copied()
             .filter(|(_, b)| *b <= CONTEXT_MAX)
+            // A PID the inputs place in a unit of its own, or as an orphan,
+            // is not a rank of this job.
+            .filter(|(pid, _)| {
+                self.incident.owner(*pid).is_none()
+                    && !self
+                        .incident
+                        .facts
+                        .ps
+                        .iter()
+                        .any(|r| r.pid == *pid && r.ppid == Some(1))
+            })
             .collect();
         small.sort_by_key(|(pid, b)| (*b, *pid));
         let mut best: Option<Vec<(u32, u64)>> = None;
@@ -336,15 +346,16 @@ impl<'a> Analysis<'a> {
             |t| t.0.clone(),
         );
         let gpu_text = o.gpu.map_or("the GPU".to_owned(), |g| format!("GPU {g}"));
-        f.chain.push(match (o.tried_bytes, o.free_bytes, o.total_bytes) {
-            (Some(t), Some(fr), Some(tot)) => format!(
-                "{who} ran out of memory on {gpu_text}: it asked for {:.2} GiB with {:.2} of {:.2} GiB free",
-                gib(t),
-                gib(fr),
-                gib(tot)
-            ),
-            _ => format!("{who} ran out of memory on {gpu_text}"),
-        });
+        f.chain
+            .push(match (o.tried_bytes, o.free_bytes, o.total_bytes) {
+                (Some(t), Some(fr), Some(tot)) => format!(
+                    "{who} ran out of memory on {gpu_text}: it asked for {} with {} of {} free",
+                    size(t),
+                    size(fr),
+                    size(tot)
+                ),
+                _ => format!("{who} ran out of memory on {gpu_text}"),
+            });
         f.condition("PyTorch reported CUDA out of memory", true);
         f.condition(
             "the error lists the processes on the GPU",
@@ -586,7 +597,9 @@ impl<'a> Analysis<'a> {
             size(free),
             size(others)
         );
-        f.chain.push(format!("{arithmetic} (less about 1 GiB of its own CUDA context)"));
+        f.chain.push(format!(
+            "{arithmetic} (less about 1 GiB of its own CUDA context)"
+        ));
         f.condition(
             format!("the numbers show memory held by another process: {arithmetic}"),
             true,
@@ -613,10 +626,7 @@ impl<'a> Analysis<'a> {
             ));
             "another process".to_owned()
         };
-        f.title = format!(
-            "another process holds about {} on {gpu_text}",
-            size(others)
-        );
+        f.title = format!("another process holds about {} on {gpu_text}", size(others));
         f.headline = format!(
             "{who} ran out of GPU memory because {name} holds about {} of {gpu_text} ({arithmetic}); the OOM is the symptom, not the cause.",
             size(others)
@@ -624,7 +634,11 @@ impl<'a> Analysis<'a> {
         f.explanation = format!(
             "PyTorch's message counts only what this process holds; the rest of the {} GPU is used by another process (an orphaned or zombie process of an earlier job, another tenant, or another container).              Reducing the batch or model size will not help. Static memory fractions (vLLM gpu_memory_utilization, SGLang mem_fraction_static) are shares of the total memory: with another process on the GPU they must be lowered, or the other process stopped.{}",
             size(total),
-            if reconciles { "" } else { " The inputs do not name the holder: capture the GPU's processes to settle it." }
+            if reconciles {
+                ""
+            } else {
+                " The inputs do not name the holder: capture the GPU's processes to settle it."
+            }
         );
     }
 
