@@ -217,20 +217,25 @@ struct DriverStack {
 
 fn driver_stacks(incident: &Incident) -> Vec<DriverStack> {
     let messages = &incident.facts.messages;
+    // The `cat /proc/PID/stack` lines, once: few, in input order.
+    let headers: Vec<(Span, u32)> = messages
+        .iter()
+        .filter_map(|h| Some((h.span, PROC_STACK.captures(&h.text)?["pid"].parse().ok()?)))
+        .collect();
     let mut out: Vec<DriverStack> = Vec::new();
     for m in messages {
         let Some(c) = DRIVER_FRAME.captures(&m.text) else {
             continue;
         };
-        let pid = messages
+        let pid = headers
             .iter()
-            .filter(|h| {
-                h.span.source == m.span.source
-                    && h.span.line < m.span.line
-                    && m.span.line - h.span.line <= STACK_REACH
+            .rev()
+            .find(|(h, _)| {
+                h.source == m.span.source
+                    && h.line < m.span.line
+                    && m.span.line - h.line <= STACK_REACH
             })
-            .filter_map(|h| PROC_STACK.captures(&h.text)?["pid"].parse().ok())
-            .last();
+            .map(|(_, pid)| *pid);
         match out.iter_mut().find(|s| {
             s.pid == pid
                 && s.frames

@@ -31,3 +31,37 @@ pub fn from_evidence(incident: &Incident, f: &mut Finding) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::{Category, Severity};
+    use crate::source::{Source, SourceMap};
+
+    #[test]
+    fn cited_process_rows_name_their_pid_and_gpu_and_nothing_else_does() {
+        let mut sources = SourceMap::default();
+        sources.add(Source::new(
+            "paste",
+            b"index, uuid, name, memory.used [MiB], memory.total [MiB]\n\
+              3, GPU-bb3cdc90-8130-ed6c-9db3-d58a6f1c1ee5, NVIDIA H100 80GB HBM3, 61392 MiB, 81559 MiB\n\
+              \n\
+              gpu_uuid, pid, process_name, used_gpu_memory [MiB]\n\
+              GPU-bb3cdc90-8130-ed6c-9db3-d58a6f1c1ee5, 48213, sglang::scheduler_TP3, 61378 MiB\n",
+        ));
+        let a = crate::analyze(sources);
+        let row = a.incident.gpu_processes[0].spans[0];
+        let gpu_row = a.incident.gpus[0].spans[0];
+        let mut f = Finding::new("test", Category::Unknown, Severity::Info);
+        f.evidence(gpu_row, "a GPU row for contrast");
+        from_evidence(&a.incident, &mut f);
+        assert!(f.entities.pids.is_empty() && f.entities.gpus.is_empty());
+        f.evidence(row, "the holder");
+        from_evidence(&a.incident, &mut f);
+        assert_eq!(
+            f.entities.pids.iter().copied().collect::<Vec<_>>(),
+            vec![48213]
+        );
+        assert_eq!(f.entities.gpus.iter().copied().collect::<Vec<_>>(), vec![3]);
+    }
+}
