@@ -64,12 +64,14 @@ pub struct InventoryXid {
     pub pids: Vec<u32>,
 }
 
+/// An Xid's code, its GPU's index, and its bus id when no index is known.
+type XidKey = (u32, Option<u32>, Option<String>);
+
 impl Inventory {
     pub fn of(incident: &Incident) -> Inventory {
         let mut inv = Inventory::default();
         // Xids first: each GPU lists its own.
-        let mut xids: BTreeMap<(u32, Option<u32>, Option<String>), (u32, BTreeSet<u32>)> =
-            BTreeMap::new();
+        let mut xids: BTreeMap<XidKey, (u32, BTreeSet<u32>)> = BTreeMap::new();
         for (_, x) in incident.xids() {
             let gpu = x
                 .bus_id
@@ -175,5 +177,64 @@ impl Inventory {
     pub fn xid_codes(&self) -> Vec<u32> {
         let codes: BTreeSet<u32> = self.xids.iter().map(|x| x.code).collect();
         codes.into_iter().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::source::{Source, SourceMap};
+
+    fn analysis(text: &str) -> crate::Analysis {
+        let mut sources = SourceMap::default();
+        sources.add(Source::new("paste", text.as_bytes()));
+        crate::analyze(sources)
+    }
+
+    #[test]
+    fn a_healthy_snapshot_still_has_its_inventory() {
+        let a = analysis(
+            "index, uuid, name, memory.used [MiB], memory.total [MiB]\n\
+             4, GPU-bb3cdc90-8130-ed6c-9db3-d58a6f1c1ee5, NVIDIA A100-SXM4-40GB, 39399 MiB, 40960 MiB\n\
+             \n\
+             gpu_uuid, pid, process_name, used_gpu_memory [MiB]\n\
+             GPU-bb3cdc90-8130-ed6c-9db3-d58a6f1c1ee5, 93051, text-generation-launcher, 39399 MiB\n",
+        );
+        let report = a.report();
+        assert!(report.findings().is_empty(), "{:?}", report.findings());
+        let inv = &report.inventory;
+        assert_eq!(inv.gpus.len(), 1);
+        assert_eq!(inv.gpus[0].index, 4);
+        assert_eq!(inv.gpus[0].total_mib, Some(40960));
+        assert_eq!(inv.processes.len(), 1);
+        assert_eq!(inv.processes[0].gpu, Some(4));
+        assert!(inv.pids.contains(&93051));
+        let json = super::super::json::render(&report);
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let text = super::super::text::render(&report, Default::default());
+        assert!(text.contains("\nInventory\n"), "{text}");
+        assert!(
+            text.contains("PID 93051 text-generation-launcher 39,399 MiB on GPU 4"),
+            "{text}"
+        );
+        assert_eq!(v["inventory"]["pids"], serde_json::json!([93051]));
+        assert_eq!(v["inventory"]["gpus"], serde_json::json!([4]));
+    }
+
+    #[test]
+    fn units_list_their_pids_and_an_empty_input_has_none() {
+        let a = analysis(
+            "May 12 07:02:11 ct200 systemd[1]: Started ddtree-qwen.service - DDTree.\n\
+             May 12 07:02:19 ct200 python3[20629]: [2026-05-12 07:02:19] server_args=ServerArgs(model_path='/m', tp_size=1, port=30000)\n",
+        );
+        let report = a.report();
+        let unit = report
+            .inventory
+            .units
+            .iter()
+            .find(|u| u.name == "ddtree-qwen.service")
+            .expect("unit listed");
+        assert_eq!(unit.pids, vec![20629]);
+        let empty = analysis("");
+        assert!(empty.report().inventory.is_empty());
     }
 }

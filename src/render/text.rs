@@ -498,7 +498,7 @@ fn inventory(out: &mut String, report: &Report<'_>, st: &Style) {
         }
     };
     for g in inv.gpus.iter().take(INVENTORY_ROWS) {
-        let mut row = format!("  GPU {:<3}", g.index);
+        let mut row = format!("  GPU {}:", g.index);
         if let Some(name) = &g.name {
             let _ = write!(row, " {}", clean(name));
         }

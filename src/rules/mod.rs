@@ -80,6 +80,7 @@ pub fn diagnose(incident: &Incident, rules: &[&dyn Rule]) -> Diagnosis {
         rule.check(incident, &mut findings);
     }
     for f in &mut findings {
+        support::entities::from_evidence(incident, f);
         // One refusal per value, however many steps it would have fed.
         let mut seen = std::collections::BTreeSet::new();
         f.refused.retain(|r| seen.insert(r.clone()));

@@ -1,6 +1,7 @@
 //! Small helpers every rule file uses: finding lines by signature and
 //! describing units, so that rule files hold only their own logic.
 
+pub mod entities;
 pub mod holders;
 pub mod server;
 pub mod vllm;

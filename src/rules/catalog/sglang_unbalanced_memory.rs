@@ -1149,3 +1149,43 @@ mod tests {
         assert_eq!(mib(Some(143771)), "143,771 MiB");
     }
 }
+
+#[cfg(test)]
+mod mixed_models {
+    use crate::rules::Category;
+    use crate::source::{Source, SourceMap};
+
+    const ERROR: &str = "ValueError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes. min_per_gpu_memory=23.16046142578125, local_gpu_memory=30.41015625, local_gpu_memory * 0.9=27.369140625";
+    const CHECK_ENV: &str = "Python: 3.10.12 (main, Feb  4 2025, 14:57:36) [GCC 11.4.0]\nCUDA available: True\nGPU 0,1,3,4: NVIDIA GeForce RTX 3090\nGPU 2: NVIDIA GeForce RTX 5090\nsglang: 0.4.6.post2\n";
+
+    fn root(text: &str) -> (Category, usize) {
+        let mut sources = SourceMap::default();
+        sources.add(Source::new("paste", text.as_bytes()));
+        let a = crate::analyze(sources);
+        let report = a.report();
+        let f = report.root_cause().expect("a root cause");
+        let steps = f
+            .actions
+            .iter()
+            .filter(|x| !matches!(x.kind, crate::rules::ActionKind::Advice { .. }))
+            .count();
+        (f.category, steps)
+    }
+
+    #[test]
+    fn check_env_model_names_explain_the_imbalance_with_advice_only() {
+        let text = format!(
+            "[2025-04-13 10:02:11 TP0] Scheduler hit an exception: Traceback (most recent call last):\n  File \"/s/python/sglang/srt/model_executor/model_runner.py\", line 230, in init_torch_distributed\n    raise ValueError(\n{ERROR}\n\n{CHECK_ENV}"
+        );
+        assert_eq!(root(&text), (Category::HeterogeneousGpuMemory, 0));
+    }
+
+    #[test]
+    #[ignore = "waits on ingest-lines: the error line pasted alone above check_env must reach the server parser"]
+    fn the_bare_error_line_answers_the_same() {
+        assert_eq!(
+            root(&format!("{ERROR}\n\n{CHECK_ENV}")),
+            (Category::HeterogeneousGpuMemory, 0)
+        );
+    }
+}

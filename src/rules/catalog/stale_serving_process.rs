@@ -217,20 +217,25 @@ struct DriverStack {
 
 fn driver_stacks(incident: &Incident) -> Vec<DriverStack> {
     let messages = &incident.facts.messages;
+    // The `cat /proc/PID/stack` lines, once: few, in input order.
+    let headers: Vec<(Span, u32)> = messages
+        .iter()
+        .filter_map(|h| Some((h.span, PROC_STACK.captures(&h.text)?["pid"].parse().ok()?)))
+        .collect();
     let mut out: Vec<DriverStack> = Vec::new();
     for m in messages {
         let Some(c) = DRIVER_FRAME.captures(&m.text) else {
             continue;
         };
-        let pid = messages
+        let pid = headers
             .iter()
-            .filter(|h| {
-                h.span.source == m.span.source
-                    && h.span.line < m.span.line
-                    && m.span.line - h.span.line <= STACK_REACH
+            .rev()
+            .find(|(h, _)| {
+                h.source == m.span.source
+                    && h.line < m.span.line
+                    && m.span.line - h.line <= STACK_REACH
             })
-            .filter_map(|h| PROC_STACK.captures(&h.text)?["pid"].parse().ok())
-            .last();
+            .map(|(_, pid)| *pid);
         match out.iter_mut().find(|s| {
             s.pid == pid
                 && s.frames
@@ -339,8 +344,12 @@ fn finding(
             f.evidence(
                 *s,
                 format!(
-                    "PID {} holds {} on GPU {}",
-                    g.pid,
+                    "{} holds {} on GPU {}",
+                    if members.len() == 1 {
+                        "it".to_owned()
+                    } else {
+                        format!("PID {}", g.pid)
+                    },
                     mib(g.used_mib),
                     g.gpu.map_or("?".to_owned(), |x| x.to_string())
                 ),
@@ -449,7 +458,7 @@ fn finding(
             Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv"),
         ));
     }
-    if !stuck.is_empty() {
+    if any_stuck_stack {
         f.actions.push(Action::advice(
             "the process is stuck in the NVIDIA driver: a kill signal waits until the driver call returns. Look for the GPU fault (Xid, UVM errors), then reset the GPU or reboot the host; a driver upgrade fixes known UVM hangs",
             Some("dmesg -T | grep -E 'NVRM: Xid|nvidia-uvm|fallen off the bus'"),
@@ -457,6 +466,11 @@ fn finding(
         f.actions.push(Action::advice(
             "if no other process uses the GPU, reset it; otherwise reboot",
             Some("nvidia-smi --gpu-reset -i GPU_INDEX"),
+        ));
+    } else if !stuck.is_empty() {
+        f.actions.push(Action::advice(
+            "the process is in D state: find the GPU fault and reset the GPU or reboot",
+            Some("dmesg -T | grep -E 'NVRM: Xid|fallen off the bus'"),
         ));
     }
     let killable: Vec<&Leftover<'_>> = members
@@ -517,9 +531,15 @@ fn finding(
         }
     }
     f.actions.push(Action::advice(
-        "make a stop of the server's unit end all its processes: KillMode=control-group (the default); outside systemd, end the server's whole process group",
+        "make a stop of the server's unit end all its processes: KillMode=control-group (the default)",
         owner.map(|o| format!("systemctl show -p KillMode {}", o.unit)).as_deref(),
     ));
+    if owner.is_none() && stuck.is_empty() {
+        f.actions.push(Action::advice(
+            "started outside systemd (a shell, Slurm, a container): stop the server by its process group, so its workers go with it",
+            Some("ps -o pid,pgid,ppid,stat,lstart,cmd -p PID"),
+        ));
+    }
     // An inference from a busy GPU is weaker than a process table's row.
     let (base, top) = if busy.is_empty() {
         (0.6, 0.95)

@@ -248,6 +248,17 @@ impl<'a> Analysis<'a> {
             .iter()
             .copied()
             .filter(|(_, b)| *b <= CONTEXT_MAX)
+            // A PID the inputs place in a unit of its own, or as an orphan,
+            // is not a rank of this job.
+            .filter(|(pid, _)| {
+                self.incident.owner(*pid).is_none()
+                    && !self
+                        .incident
+                        .facts
+                        .ps
+                        .iter()
+                        .any(|r| r.pid == *pid && r.ppid == Some(1))
+            })
             .collect();
         small.sort_by_key(|(pid, b)| (*b, *pid));
         let mut best: Option<Vec<(u32, u64)>> = None;
@@ -335,15 +346,16 @@ impl<'a> Analysis<'a> {
             |t| t.0.clone(),
         );
         let gpu_text = o.gpu.map_or("the GPU".to_owned(), |g| format!("GPU {g}"));
-        f.chain.push(match (o.tried_bytes, o.free_bytes, o.total_bytes) {
-            (Some(t), Some(fr), Some(tot)) => format!(
-                "{who} ran out of memory on {gpu_text}: it asked for {:.2} GiB with {:.2} of {:.2} GiB free",
-                gib(t),
-                gib(fr),
-                gib(tot)
-            ),
-            _ => format!("{who} ran out of memory on {gpu_text}"),
-        });
+        f.chain
+            .push(match (o.tried_bytes, o.free_bytes, o.total_bytes) {
+                (Some(t), Some(fr), Some(tot)) => format!(
+                    "{who} ran out of memory on {gpu_text}: it asked for {} with {} of {} free",
+                    size(t),
+                    size(fr),
+                    size(tot)
+                ),
+                _ => format!("{who} ran out of memory on {gpu_text}"),
+            });
         f.condition("PyTorch reported CUDA out of memory", true);
         f.condition(
             "the error lists the processes on the GPU",
@@ -714,4 +726,61 @@ fn is_own_rank(holders: &Holders<'_>, pid: u32) -> bool {
         .map(|p| p.name.as_str())
         .or(incident.cmdlines.get(&pid).map(|c| c.text.as_str()));
     unit.is_none() && title.is_some_and(|t| t.starts_with("sglang::") || t.starts_with("VLLM::"))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::Category;
+    use crate::source::{Source, SourceMap};
+
+    /// The root cause's category and entities for a paste.
+    fn root(text: &str) -> (Category, Vec<u32>, Vec<u32>, usize) {
+        let mut sources = SourceMap::default();
+        sources.add(Source::new("paste", text.as_bytes()));
+        let a = crate::analyze(sources);
+        let report = a.report();
+        let f = report.root_cause().expect("a root cause");
+        let kills = f
+            .actions
+            .iter()
+            .filter(|x| x.kind.name().contains("terminate") || x.kind.name().contains("stop"))
+            .count();
+        (
+            f.category,
+            f.entities.pids.iter().copied().collect(),
+            f.entities.gpus.iter().copied().collect(),
+            kills,
+        )
+    }
+
+    const SIBLINGS: &str = "OutOfMemoryError: CUDA out of memory. Tried to allocate 52.00 MiB. GPU 0 has a total capacty of 31.74 GiB of which 39.62 MiB is free. Process 101553 has 1.19 GiB memory in use. Process 101552 has 1.19 GiB memory in use. Process 101551 has 1.19 GiB memory in use. Process 101550 has 1.19 GiB memory in use. Including non-PyTorch memory, this process has 13.82 GiB memory in use. Of the allocated memory 11.54 GiB is allocated by PyTorch, and 677.26 MiB is reserved by PyTorch but unallocated.";
+    const OLD_FORM: &str = "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.63 GiB (GPU 0; 44.56 GiB total capacity; 27.91 GiB already allocated; 565.31 MiB free; 27.93 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.";
+    const CUT: &str = "Tried to allocate 216.00 MiB (GPU 0; 7.92 GiB total capacity; 69.17 MiB already allocated; 24.56 MiB free; 86.00 MiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.";
+    const PREFIX: &str = "[2026-11-27 09:38:52 TP0] ";
+
+    #[test]
+    fn sibling_ranks_are_the_job_itself_never_killed() {
+        let (category, pids, gpus, kills) = root(&format!("{PREFIX}{SIBLINGS}\n"));
+        assert_eq!(category, Category::CudaOom);
+        assert_eq!(pids, vec![101550, 101551, 101552, 101553]);
+        assert_eq!(gpus, vec![0]);
+        assert_eq!(kills, 0);
+    }
+
+    #[test]
+    fn the_old_message_s_arithmetic_shows_another_process() {
+        for line in [OLD_FORM, CUT] {
+            let (category, _, gpus, _) = root(&format!("{PREFIX}{line}\n"));
+            assert_eq!(category, Category::GpuMemoryHeldByOtherProcess, "{line}");
+            assert_eq!(gpus, vec![0]);
+        }
+    }
+
+    #[test]
+    #[ignore = "waits on ingest-lines: a bare one-line paste must reach the server parser"]
+    fn bare_lines_answer_the_same() {
+        assert_eq!(root(SIBLINGS).0, Category::CudaOom);
+        assert_eq!(root(OLD_FORM).0, Category::GpuMemoryHeldByOtherProcess);
+        assert_eq!(root(CUT).0, Category::GpuMemoryHeldByOtherProcess);
+    }
 }

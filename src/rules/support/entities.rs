@@ -1,0 +1,67 @@
+//! A finding's entities from its evidence: every PID and GPU that a cited
+//! line states as a fact (a GPU process row, a `ps` row), so that no rule
+//! has to list them by hand and none forgets one.
+
+use std::collections::BTreeSet;
+
+use crate::correlate::Incident;
+use crate::rules::Finding;
+use crate::source::Span;
+
+/// Adds to `f.entities` the PIDs (and their GPUs) of the process rows its
+/// evidence cites. GPU rows cited for contrast (an idle GPU of the group)
+/// add nothing: a GPU is the finding's only through a process on it or the
+/// rule's own say.
+pub fn from_evidence(incident: &Incident, f: &mut Finding) {
+    let cited: BTreeSet<Span> = f.evidence.iter().map(|e| e.span).collect();
+    if cited.is_empty() {
+        return;
+    }
+    for p in &incident.gpu_processes {
+        if p.spans.iter().any(|s| cited.contains(s)) {
+            f.entities.pids.insert(p.pid);
+            if let Some(g) = p.gpu {
+                f.entities.gpus.insert(g);
+            }
+        }
+    }
+    for r in &incident.facts.ps {
+        if cited.contains(&r.span) {
+            f.entities.pids.insert(r.pid);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::{Category, Severity};
+    use crate::source::{Source, SourceMap};
+
+    #[test]
+    fn cited_process_rows_name_their_pid_and_gpu_and_nothing_else_does() {
+        let mut sources = SourceMap::default();
+        sources.add(Source::new(
+            "paste",
+            b"index, uuid, name, memory.used [MiB], memory.total [MiB]\n\
+              3, GPU-bb3cdc90-8130-ed6c-9db3-d58a6f1c1ee5, NVIDIA H100 80GB HBM3, 61392 MiB, 81559 MiB\n\
+              \n\
+              gpu_uuid, pid, process_name, used_gpu_memory [MiB]\n\
+              GPU-bb3cdc90-8130-ed6c-9db3-d58a6f1c1ee5, 48213, sglang::scheduler_TP3, 61378 MiB\n",
+        ));
+        let a = crate::analyze(sources);
+        let row = a.incident.gpu_processes[0].spans[0];
+        let gpu_row = a.incident.gpus[0].spans[0];
+        let mut f = Finding::new("test", Category::Unknown, Severity::Info);
+        f.evidence(gpu_row, "a GPU row for contrast");
+        from_evidence(&a.incident, &mut f);
+        assert!(f.entities.pids.is_empty() && f.entities.gpus.is_empty());
+        f.evidence(row, "the holder");
+        from_evidence(&a.incident, &mut f);
+        assert_eq!(
+            f.entities.pids.iter().copied().collect::<Vec<_>>(),
+            vec![48213]
+        );
+        assert_eq!(f.entities.gpus.iter().copied().collect::<Vec<_>>(), vec![3]);
+    }
+}
