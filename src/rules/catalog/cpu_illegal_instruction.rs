@@ -190,3 +190,48 @@ impl Rule for CpuIllegalInstruction {
         out.push(f);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shells_report_of_sigill_and_not_the_words_in_a_sentence() {
+        let cases = [
+            ("Illegal instruction (core dumped)", true),
+            ("Illegal instruction", true),
+            (
+                "start-vllm-service.sh: line 18:  1669 Illegal instruction     (core dumped) python -m x",
+                true,
+            ),
+            (
+                "zsh: illegal hardware instruction  ./llama-server -m m.gguf",
+                true,
+            ),
+            (
+                "Error: llama runner process has terminated: signal: illegal instruction (core dumped)",
+                true,
+            ),
+            ("Fatal Python error: Illegal instruction", true),
+            // A GPU kernel fault, another failure.
+            (
+                "torch.AcceleratorError: CUDA error: an illegal instruction was encountered",
+                false,
+            ),
+            (
+                "no Illegal instruction since the VM CPU type was set to host",
+                false,
+            ),
+        ];
+        for (line, expected) in cases {
+            assert_eq!(SIGILL.is_match(line), expected, "{line}");
+        }
+        let c = TRAP
+            .captures("traps: python3[213941] trap invalid opcode ip:7f4aa44a4e94 sp:7ffceec92e60 error:0 in libllama.so[7f4aa448a000+9f000]")
+            .expect("trap line");
+        assert_eq!(
+            (&c["comm"], &c["pid"], &c["lib"]),
+            ("python3", "213941", "libllama.so")
+        );
+    }
+}

@@ -272,3 +272,41 @@ fn group_index<'a>(groups: &mut Vec<Group<'a>>, bus: Option<&str>) -> usize {
         groups.len() - 1
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_wordings_of_the_init_failure() {
+        let c = INIT
+            .captures("NVRM: GPU 0000:81:00.0: RmInitAdapter failed! (0x25:0x40:1470)")
+            .expect("current wording");
+        assert_eq!((&c["bus"], &c["code"]), ("0000:81:00.0", "0x25:0x40:1470"));
+        let c = INIT
+            .captures("38.773115] NVRM: RmInitAdapter failed! (0x26:0xffff:1127)")
+            .expect("old wording");
+        assert!(c.name("bus").is_none());
+        for (line, minor) in [
+            (
+                "NVRM: GPU 0000:0a:00.0: rm_init_adapter failed, device minor number 5",
+                "5",
+            ),
+            (
+                "NVRM: rm_init_adapter failed for device bearing minor number 0",
+                "0",
+            ),
+        ] {
+            assert_eq!(&MINOR.captures(line).expect(line)["minor"], minor);
+        }
+        let why = REASON
+            .captures("NVRM: RmInitAdapter: Cannot initialize GSP firmware RM")
+            .expect("reason");
+        assert_eq!(&why["why"], "Cannot initialize GSP firmware RM");
+        assert!(
+            REASON
+                .captures("NVRM: RmInitAdapter failed! (0x1:0x2:3)")
+                .is_none()
+        );
+    }
+}

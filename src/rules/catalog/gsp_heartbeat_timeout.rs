@@ -263,3 +263,27 @@ fn instance<'a>(instances: &mut Vec<Instance<'a>>, gpu: Option<u32>) -> usize {
             instances.len() - 1
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heartbeat_wordings_with_and_without_a_gpu_number() {
+        let c = HEARTBEAT
+            .captures("NVRM: GPU6 _kgspIsHeartbeatTimedOut: Heartbeat timed out, currentTimeMs 812751949 heartbeat 1899482 heartbeatWithOffsetMs 812745879 diff 6070 timeout 5200")
+            .expect("R595 wording");
+        assert_eq!(
+            (&c["gpu"], &c["diff"], &c["timeout"]),
+            ("6", "6070", "5200")
+        );
+        let c = HEARTBEAT
+            .captures("NVRM: _kgspRpcRecvPoll: GSP RM heartbeat timed out")
+            .expect("RPC poll wording");
+        assert!(c.name("gpu").is_none() && c.name("diff").is_none());
+        let c = SYMPTOM
+            .captures("NVRM: GPU6 _kgspLogRpcTimeout: ********************************* GSP Timeout **********************************")
+            .expect("banner");
+        assert_eq!(&c["gpu"], "6");
+    }
+}

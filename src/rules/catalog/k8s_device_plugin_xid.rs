@@ -81,25 +81,36 @@ impl Rule for K8sDevicePluginXid {
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         // One finding per GPU (UUID, or device id without one).
-        let mut per_device: Vec<(String, Vec<(&Message, u32)>, Vec<&Message>, String)> = Vec::new();
+        let mut per_device: Vec<Device> = Vec::new();
         for (m, c) in matches(incident, &XID) {
             let Ok(code) = c["xid"].parse::<u32>() else {
                 continue;
             };
-            let dev = device_key(&c["dev"]);
-            match per_device.iter_mut().find(|d| d.0 == dev) {
-                Some(d) => d.1.push((m, code)),
-                None => per_device.push((dev, vec![(m, code)], Vec::new(), String::new())),
+            let key = device_key(&c["dev"]);
+            match per_device.iter_mut().find(|d| d.key == key) {
+                Some(d) => d.xids.push((m, code)),
+                None => per_device.push(Device {
+                    key,
+                    xids: vec![(m, code)],
+                    unhealthy: Vec::new(),
+                    resource: String::new(),
+                }),
             }
         }
         for (m, c) in matches(incident, &UNHEALTHY) {
-            let dev = device_key(&c["dev"]);
-            if let Some(d) = per_device.iter_mut().find(|d| d.0 == dev) {
-                d.2.push(m);
-                d.3 = c["res"].to_owned();
+            let key = device_key(&c["dev"]);
+            if let Some(d) = per_device.iter_mut().find(|d| d.key == key) {
+                d.unhealthy.push(m);
+                d.resource = c["res"].to_owned();
             }
         }
-        for (dev, xids, unhealthy, resource) in per_device {
+        for Device {
+            key: dev,
+            xids,
+            unhealthy,
+            resource,
+        } in per_device
+        {
             let mut f = Finding::new(META.id, META.category, META.severity);
             let gpu = incident
                 .gpus
@@ -202,9 +213,43 @@ impl Rule for K8sDevicePluginXid {
     }
 }
 
+/// What the device plugin said about one device.
+struct Device<'a> {
+    /// The GPU's UUID, or the device id when it holds none.
+    key: String,
+    xids: Vec<(&'a Message, u32)>,
+    unhealthy: Vec<&'a Message>,
+    /// The extended resource (`nvidia.com/gpu`).
+    resource: String,
+}
+
 /// The GPU's UUID inside a device id, or the id itself.
 fn device_key(dev: &str) -> String {
     UUID.find(dev)
         .map(|m| m.as_str().to_owned())
         .unwrap_or_else(|| dev.trim_end_matches(['.', ',', ';']).to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_plugin_wordings_and_replica_ids() {
+        for line in [
+            "XidCriticalError: Xid=69 on Device=GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8, the device will go unhealthy.",
+            "I1025 02:19:08.048144 1 health.go:169] XidCriticalError: Xid=69 on Device=GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8; marking device as unhealthy.",
+            "XidCriticalError: Xid=69 on Device=GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8::3; marking device as unhealthy.",
+        ] {
+            let c = XID.captures(line).expect(line);
+            assert_eq!(&c["xid"], "69");
+            assert_eq!(
+                device_key(&c["dev"]),
+                "GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8"
+            );
+        }
+        assert!(XID
+            .captures("Skipping non-nvmlEventTypeXidCriticalError event: {Device:{Handle:0x7f0dcf40bdf8} EventType:2}")
+            .is_none());
+    }
 }

@@ -209,3 +209,34 @@ impl Rule for NvidiaSmiGpuUnreachable {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failing_gpus_and_not_a_callers_permission_problem() {
+        let cases = [
+            (
+                "Unable to determine the device handle for GPU 0000:02:00.0: GPU is lost. Reboot the system to recover this GPU",
+                Some("GPU is lost"),
+            ),
+            (
+                "Unable to determine the device handle for GPU0000:07:00.0: Unknown Error",
+                Some("Unknown Error"),
+            ),
+            (
+                "Unable to determine the device handle for GPU 00000000:3B:00.0: GPU requires reset",
+                Some("GPU requires reset"),
+            ),
+            (
+                "Unable to determine the device handle for GPU 0000:3b:00.0: Insufficient Permissions",
+                None,
+            ),
+        ];
+        for (line, why) in cases {
+            let got = NO_HANDLE.captures(line).map(|c| c["why"].to_owned());
+            assert_eq!(got.as_deref(), why, "{line}");
+        }
+    }
+}
