@@ -57,6 +57,24 @@ const PEER_WINDOW: std::ops::RangeInclusive<i64> = 0..=120;
 /// Process titles of model servers: a victim with one is a server process.
 const SERVER_COMMS: &[&str] = &["sglang::", "VLLM::", "ray::", "pt_main_thread"];
 
+/// Kernel `comm`s (15 bytes) of processes that are a serving or training
+/// job themselves, not bystanders: Python (every SGLang/vLLM/PyTorch
+/// process before it renames itself), Triton, Ollama and llama.cpp's server.
+const WORKLOAD_COMMS: &[&str] = &[
+    "python",
+    "tritonserver",
+    "ollama",
+    "llama-server",
+    "text-generation",
+    "torchrun",
+    "vllm",
+    "sglang",
+];
+
+/// A victim this big was the workload that ran out of memory, not a
+/// bystander: 4 GiB resident, in KiB.
+const BIG_VICTIM_KB: u64 = 4 * 1024 * 1024;
+
 static META: RuleMeta = RuleMeta {
     id: "kernel-oom-killer",
     category: Category::HostOomKiller,
@@ -89,6 +107,14 @@ A unit's `status=9/KILL` alone is **not** evidence of the OOM killer:
 SGLang kills its whole process tree and itself with SIGKILL after any child
 failure. This rule attributes a SIGKILL exit to the OOM killer only when the
 kernel killed that PID, or a process of that unit's cgroup, seconds before.
+
+The kill is an error, and can be the root cause, when its victim was the
+workload: a unit's or server's process (a user's jobs count under their
+`user@UID.service`), a job by its name (`python`, `tritonserver`,
+`ollama`, …), the process of a cgroup whose own limit was hit, or a victim
+of 4 GiB or more, unless another unit failed apart from the kill (then
+the victim was a bystander of that failure). A small bystander killed on a
+global OOM stays a warning: something else used the memory.
 
 ## Why it happens
 Tensor-parallel ranks loading weights at the same time (each reads its
@@ -192,7 +218,41 @@ fn report(incident: &Incident, kills: &[Kill<'_>], out: &mut Vec<Finding>) {
             .as_deref()
             .is_some_and(|c| SERVER_COMMS.iter().any(|s| c.starts_with(s)))
     });
-    let severity = if unit.is_some() || is_server {
+    // The kill ended a workload, and so is the failure to explain, when the
+    // victim is a unit's or a server's process, a job by its name, the
+    // process of a cgroup whose own limit was hit (the limit was set for
+    // that workload), or the host's biggest process. A small bystander
+    // killed on a global OOM stays a warning: something else used the RAM.
+    let workload = kills.iter().any(|k| {
+        k.oom.cgroup_limit
+            || k.oom.comm.as_deref().is_some_and(|c| {
+                WORKLOAD_COMMS
+                    .iter()
+                    .any(|w| c.to_ascii_lowercase().starts_with(w))
+            })
+            || resident_kb(k.oom).is_some_and(|kb| kb >= BIG_VICTIM_KB)
+    });
+    // A unit of its own that failed away from the kill (not seconds after
+    // it) is another story: the victim was a bystander of that one.
+    let kill_time = time;
+    let elsewhere = incident.units.iter().any(|(name, u)| {
+        Some(name) != unit.as_ref()
+            && u.events.iter().any(|ev| {
+                let failed = match &ev.kind {
+                    UnitEventKind::FailedWithResult(r) => r != "oom-kill",
+                    UnitEventKind::MainProcessExited { code, status } => {
+                        !(code == "exited" && status.starts_with("0/"))
+                    }
+                    _ => false,
+                };
+                let near = kill_time
+                    .zip(incident.time_of(ev.span))
+                    .is_some_and(|(a, b)| UNIT_WINDOW.contains(&seconds_between(a, b)));
+                failed && !near
+            })
+    });
+    let workload = workload && !elsewhere;
+    let severity = if unit.is_some() || is_server || workload {
         META.severity
     } else {
         Severity::Warning
@@ -574,11 +634,24 @@ fn owner_main(incident: &Incident, unit: &Option<String>) -> Option<u32> {
         .map(|(p, _)| *p)
 }
 
-/// `/system.slice/sglang.service` → `sglang.service`; a session, a user's
-/// unit or a container is not a system unit.
+/// `/system.slice/sglang.service` → `sglang.service`; a user's processes
+/// under their manager, `/user.slice/user-1001.slice/user@1001.service/…`,
+/// → `user@1001.service` (the system unit that holds them). A session scope
+/// or a container is not a system unit.
 fn unit_of_cgroup(path: &str) -> Option<String> {
-    let rest = path.strip_prefix("/system.slice/")?;
-    let unit = rest.split('/').next()?;
+    let unit = if let Some(rest) = path.strip_prefix("/system.slice/") {
+        rest.split('/').next()?
+    } else {
+        let rest = path.strip_prefix("/user.slice/")?;
+        let mut parts = rest.split('/');
+        let slice = parts.next()?;
+        let uid = slice.strip_prefix("user-")?.strip_suffix(".slice")?;
+        let unit = parts.next()?;
+        if unit != format!("user@{uid}.service") {
+            return None;
+        }
+        unit
+    };
     (unit.ends_with(".service") && unit.len() > ".service".len()).then(|| unit.to_owned())
 }
 
@@ -626,6 +699,15 @@ mod tests {
             ),
             ("/system.slice/docker-7c1e9a0b.scope", None),
             ("/user.slice/user-1001.slice/session-12.scope", None),
+            (
+                "/user.slice/user-21417.slice/user@21417.service",
+                Some("user@21417.service"),
+            ),
+            (
+                "/user.slice/user-1001.slice/user@1001.service/app.slice/job.service",
+                Some("user@1001.service"),
+            ),
+            ("/user.slice/user-1001.slice/user@1002.service", None),
             (
                 "/kubepods.slice/kubepods-burstable.slice/cri-containerd-1.scope",
                 None,

@@ -3,6 +3,7 @@
 //! its id does not match its file name.
 
 mod address_already_in_use;
+mod cpu_illegal_instruction;
 mod cuda_illegal_memory_access;
 mod cuda_oom_at_context_creation;
 mod cuda_unavailable;
@@ -10,12 +11,17 @@ mod ecc_uncorrectable_or_remap_pending;
 mod fabric_manager_mismatch;
 mod fabric_manager_no_nvswitch;
 mod gpu_fell_off_bus_no_xid;
+mod gpu_init_failed;
+mod gsp_heartbeat_timeout;
 mod hf_model_download_failure;
 mod hf_model_load_failure;
+mod k8s_device_plugin_xid;
 mod kernel_oom_killer;
 mod nccl_error;
 mod nccl_watchdog_timeout;
 mod nvidia_driver_not_loaded;
+mod nvidia_probe_failed;
+mod nvidia_smi_gpu_unreachable;
 mod nvml_driver_library_mismatch;
 mod sglang_child_failed;
 mod sglang_cuda_graph_capture_failed;
@@ -41,12 +47,14 @@ mod xid_ecc;
 mod xid_gpu_fell_off_bus;
 mod xid_gsp_timeout;
 mod xid_nvlink;
+mod xid_recovery_action;
 
 use super::Rule;
 
 /// Every built-in rule, in id order.
 pub static RULES: &[&dyn Rule] = &[
     &address_already_in_use::RULE,
+    &cpu_illegal_instruction::RULE,
     &cuda_illegal_memory_access::RULE,
     &cuda_oom_at_context_creation::RULE,
     &cuda_unavailable::RULE,
@@ -54,12 +62,17 @@ pub static RULES: &[&dyn Rule] = &[
     &fabric_manager_mismatch::RULE,
     &fabric_manager_no_nvswitch::RULE,
     &gpu_fell_off_bus_no_xid::RULE,
+    &gpu_init_failed::RULE,
+    &gsp_heartbeat_timeout::RULE,
     &hf_model_download_failure::RULE,
     &hf_model_load_failure::RULE,
+    &k8s_device_plugin_xid::RULE,
     &kernel_oom_killer::RULE,
     &nccl_error::RULE,
     &nccl_watchdog_timeout::RULE,
     &nvidia_driver_not_loaded::RULE,
+    &nvidia_probe_failed::RULE,
+    &nvidia_smi_gpu_unreachable::RULE,
     &nvml_driver_library_mismatch::RULE,
     &sglang_child_failed::RULE,
     &sglang_cuda_graph_capture_failed::RULE,
@@ -85,4 +98,5 @@ pub static RULES: &[&dyn Rule] = &[
     &xid_gpu_fell_off_bus::RULE,
     &xid_gsp_timeout::RULE,
     &xid_nvlink::RULE,
+    &xid_recovery_action::RULE,
 ];

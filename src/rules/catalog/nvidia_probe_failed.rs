@@ -1,0 +1,249 @@
+//! `nvidia-probe-failed`: the NVIDIA kernel module loaded but is bound to
+//! no GPU: another driver (nouveau) owns them, the probe failed on the
+//! device's PCI resources, or no NVIDIA GPU is on the bus at all.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::correlate::Incident;
+use crate::model::KernelEventKind;
+use crate::rules::support::{confidence, distinct, matches};
+use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+
+pub static RULE: NvidiaProbeFailed = NvidiaProbeFailed;
+
+pub struct NvidiaProbeFailed;
+
+/// `NVRM: The NVIDIA probe routine was not called for 3 device(s).`: the
+/// devices exist, another driver claimed them first.
+static NOT_CALLED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"The NVIDIA probe routine was not called for (?P<n>\d+) device\(s\)")
+        .expect("regex")
+});
+
+/// `NVRM: The NVIDIA probe routine failed for 1 device(s).`: the module
+/// tried and gave up (invalid BARs, unsupported GPU).
+static PROBE_FAILED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"The NVIDIA probe routine failed for (?P<n>\d+) device\(s\)").expect("regex")
+});
+
+/// The summary lines: `No NVIDIA graphics adapter probed!` (older),
+/// `None of the NVIDIA devices were initialized.`, `None of the NVIDIA
+/// graphics adapters were initialized!`.
+static NONE_PROBED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"No NVIDIA graphics adapter probed|None of the NVIDIA (?:devices|graphics adapters) were initiali[sz]ed",
+    )
+    .expect("regex")
+});
+
+/// `NVRM: No NVIDIA GPU found.`: the module sees no NVIDIA PCI device.
+static NO_GPU: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"NVRM: No NVIDIA GPU found").expect("regex"));
+
+/// Who holds the devices: the driver's own hint (`a driver such as:
+/// nouveau, rivafb, …`), nouveau's own kernel lines, `lspci -k`.
+static HOLDER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"nouveau, rivafb|(?:^|\]\s|:\s)nouveau\s+(?:\[|[0-9a-f]{4}:)|Kernel driver in use: nouveau")
+        .expect("regex")
+});
+
+/// `This PCI I/O region assigned to your NVIDIA device is invalid`.
+static BAD_BAR: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"PCI I/O region assigned to your NVIDIA device is invalid").expect("regex")
+});
+
+static META: RuleMeta = RuleMeta {
+    id: "nvidia-probe-failed",
+    category: Category::DriverNotLoaded,
+    severity: Severity::Critical,
+    summary: "the NVIDIA kernel module is loaded but attached to no GPU (another driver such as nouveau owns them, or the probe failed)",
+    anchors: &[
+        "NVIDIA probe routine",
+        "No NVIDIA graphics adapter probed",
+        "None of the NVIDIA",
+        "No NVIDIA GPU found",
+        "nouveau",
+        "PCI I/O region assigned to your NVIDIA device",
+    ],
+    doc: r#"
+## What it means
+`NVRM: The NVIDIA probe routine was not called for 3 device(s).` and
+`NVRM: This can occur when a driver such as: nouveau, rivafb, nvidiafb or
+rivatv was loaded and obtained ownership of the NVIDIA device(s).` (newer
+drivers: `when another driver was loaded`), often with `NVRM: No NVIDIA
+graphics adapter probed!`: the module loaded, but the kernel never handed
+it the GPUs because another driver had bound them first. nvidia-smi finds
+no devices; CUDA finds none.
+
+`The NVIDIA probe routine failed for N device(s)` is the module trying
+and giving up, typically after `This PCI I/O region assigned to your
+NVIDIA device is invalid` (the firmware left a BAR unassigned).
+`NVRM: No NVIDIA GPU found.` means no NVIDIA device is on the PCI bus at
+all. After a GPU fell off the bus the next probe fails as well; then the
+fell-off-the-bus rules tell the story and this one stays silent.
+
+## Why it happens
+nouveau (the open-source driver) is not blacklisted, or is in the
+initramfs and loads before the NVIDIA module; a framebuffer driver
+grabbed the console GPU; after a kernel update the blacklist did not make
+it into the new initramfs. For a failed probe: firmware PCI resources
+(Above 4G Decoding, `pci=realloc`). For no GPU found: a GPU that is not
+passed through to the VM, not seated, or not powered.
+
+## How to confirm
+`lsmod | grep -e nvidia -e nouveau`; `lspci -k -d 10de:` shows `Kernel
+driver in use:` for each NVIDIA device.
+
+## How to fix
+Blacklist nouveau (`blacklist nouveau` and `options nouveau modeset=0` in
+`/etc/modprobe.d/`), rebuild the initramfs (`update-initramfs -u` or
+`dracut -f`) and reboot. For an invalid BAR, enable Above 4G Decoding or
+boot with `pci=realloc`.
+
+## Safety
+Advice only: the fix changes the boot configuration and needs a reboot.
+"#,
+};
+
+impl Rule for NvidiaProbeFailed {
+    fn meta(&self) -> &RuleMeta {
+        &META
+    }
+
+    fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
+        let not_called: Vec<_> = matches(incident, &NOT_CALLED).collect();
+        let failed: Vec<_> = matches(incident, &PROBE_FAILED).collect();
+        let none: Vec<_> = matches(incident, &NONE_PROBED).map(|(m, _)| m).collect();
+        let no_gpu: Vec<_> = matches(incident, &NO_GPU).map(|(m, _)| m).collect();
+        if not_called.is_empty() && failed.is_empty() && none.is_empty() && no_gpu.is_empty() {
+            return;
+        }
+        // A GPU that fell off the bus fails the next probe too: that is
+        // the fell-off-the-bus story, not a driver that never bound.
+        let lost = incident.facts.kernel_events.iter().any(|e| {
+            matches!(
+                e.kind,
+                KernelEventKind::FellOffBus { .. } | KernelEventKind::GpuLost { .. }
+            )
+        }) || incident.xids().any(|(_, x)| x.code == 79);
+        if lost {
+            return;
+        }
+        let mut f = Finding::new(META.id, META.category, META.severity);
+        let count = |hits: &[(&crate::model::Message, regex::Captures<'_>)]| {
+            hits.iter()
+                .filter_map(|(_, c)| c["n"].parse::<u32>().ok())
+                .max()
+        };
+        let unbound = count(&not_called);
+        let refused = count(&failed);
+        for (m, c) in not_called.iter().take(1) {
+            f.evidence(
+                m.span,
+                format!(
+                    "the NVIDIA module was never handed {} device(s): another driver had bound them",
+                    &c["n"]
+                ),
+            );
+        }
+        for (m, c) in failed.iter().take(1) {
+            f.evidence(
+                m.span,
+                format!("the NVIDIA module gave up on {} device(s)", &c["n"]),
+            );
+        }
+        for (m, n) in distinct(none.iter().copied()).into_iter().take(1) {
+            f.evidence(m.span, format!("the module initialised no GPU ({n}x)"));
+        }
+        for m in no_gpu.iter().take(1) {
+            f.evidence(m.span, "the module found no NVIDIA GPU on the PCI bus");
+        }
+        let holders: Vec<_> = matches(incident, &HOLDER).map(|(m, _)| m).collect();
+        if let Some(m) = holders.first() {
+            f.evidence(
+                m.span,
+                if m.text.contains("rivafb") {
+                    "the driver names the usual holders: nouveau or a framebuffer driver"
+                } else {
+                    "nouveau is bound to the GPU"
+                },
+            );
+        }
+        let bad_bar = matches(incident, &BAD_BAR).next().map(|(m, _)| m);
+        if let Some(m) = bad_bar {
+            f.evidence(
+                m.span,
+                "the firmware left the GPU's PCI memory window (BAR) invalid",
+            );
+        }
+        f.condition(
+            "the NVIDIA module says why it has no GPU",
+            unbound.is_some() || refused.is_some() || !no_gpu.is_empty(),
+        );
+        f.condition(
+            "the inputs show who holds the GPUs or what the probe refused",
+            !holders.is_empty() || bad_bar.is_some() || !no_gpu.is_empty(),
+        );
+        let nouveau = holders.iter().any(|m| !m.text.contains("rivafb"));
+        f.title = if let Some(n) = unbound {
+            format!(
+                "the NVIDIA driver is bound to no GPU: {}owns {n} device(s)",
+                if nouveau {
+                    "nouveau "
+                } else {
+                    "another driver (nouveau or a framebuffer driver) "
+                }
+            )
+        } else if let Some(n) = refused {
+            format!(
+                "the NVIDIA driver's probe failed for {n} device(s){}",
+                if bad_bar.is_some() {
+                    ": invalid PCI BAR"
+                } else {
+                    ""
+                }
+            )
+        } else if !no_gpu.is_empty() {
+            "the NVIDIA driver loaded but finds no NVIDIA GPU on the PCI bus".to_owned()
+        } else {
+            "the NVIDIA driver initialised no GPU".to_owned()
+        };
+        f.headline = format!(
+            "{}: the kernel module is loaded, yet nvidia-smi and CUDA see no GPU.",
+            crate::rules::support::capitalise(&f.title)
+        );
+        f.chain
+            .push("nvidia-smi finds no devices; CUDA sees no GPU".to_owned());
+        f.chain.push(f.title.clone());
+        f.explanation = if unbound.is_some() {
+            "The kernel gives a PCI device to the first driver that claims it. When nouveau (or a framebuffer driver) loads first, usually from the initramfs, the NVIDIA module finds the devices taken and is never probed for them. Reinstalling the NVIDIA driver changes nothing until nouveau is kept from loading.".to_owned()
+        } else if refused.is_some() {
+            "The NVIDIA module was offered the device and refused it: an unassigned or too small PCI memory window (BAR) from the firmware, or a GPU this driver release does not support.".to_owned()
+        } else {
+            "The module loaded without a GPU to drive: none is visible on the PCI bus (not passed through, not seated or not powered), or another driver holds them.".to_owned()
+        };
+        f.actions.push(Action::advice(
+            "see which driver holds each NVIDIA device",
+            Some("lsmod | grep -e nvidia -e nouveau; lspci -k -d 10de:"),
+        ));
+        if refused.is_some() && unbound.is_none() {
+            f.actions.push(Action::advice(
+                "check the BAR assignment; enable Above 4G Decoding in the firmware or boot with pci=realloc",
+                Some("dmesg | grep -iE 'BAR|NVRM'"),
+            ));
+        } else {
+            f.actions.push(Action::advice(
+                "keep nouveau from loading: add 'blacklist nouveau' and 'options nouveau modeset=0' to /etc/modprobe.d/blacklist-nouveau.conf",
+                Some("grep -rs nouveau /etc/modprobe.d/ /usr/lib/modprobe.d/"),
+            ));
+            f.actions.push(Action::advice(
+                "rebuild the initramfs so the blacklist applies at boot (update-initramfs -u, or dracut -f), then reboot",
+                None,
+            ));
+        }
+        f.confidence = confidence(&f, 0.75, 0.96);
+        out.push(f);
+    }
+}

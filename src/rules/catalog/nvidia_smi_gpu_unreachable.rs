@@ -1,0 +1,242 @@
+//! `nvidia-smi-gpu-unreachable`: nvidia-smi cannot open a GPU (`Unable to
+//! determine the device handle for GPU …: GPU is lost`) and no kernel line
+//! in the inputs tells the story: the best answer from nvidia-smi alone.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::correlate::Incident;
+use crate::model::{KernelEventKind, Message};
+use crate::rules::support::{confidence, matches};
+use crate::rules::xid::{self, same_bus};
+use crate::rules::{Action, ActionKind, Category, Finding, Rule, RuleMeta, Safety, Severity};
+
+pub static RULE: NvidiaSmiGpuUnreachable = NvidiaSmiGpuUnreachable;
+
+pub struct NvidiaSmiGpuUnreachable;
+
+/// nvidia-smi's per-GPU failure, as every driver branch prints it (Windows
+/// wraps the sentence after `Reboot`).
+static NO_HANDLE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"Unable to determine the device handle for (?:GPU\s?)?(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]):\s*(?P<why>GPU is lost|GPU requires reset|Unknown Error)",
+    )
+    .expect("regex")
+});
+
+static META: RuleMeta = RuleMeta {
+    id: "nvidia-smi-gpu-unreachable",
+    category: Category::XidGpuFellOffBus,
+    severity: Severity::Critical,
+    summary: "nvidia-smi cannot open a GPU (GPU is lost, requires reset, Unknown Error) and no kernel log in the inputs says why",
+    anchors: &["Unable to determine the device handle"],
+    doc: r#"
+## What it means
+`Unable to determine the device handle for GPU 0000:02:00.0: GPU is lost.
+Reboot the system to recover this GPU`: NVML asked the driver for the GPU
+and the driver has marked it lost: it can no longer reach the board over
+PCIe. This is what nvidia-smi prints after the kernel's Xid 79 (`GPU has
+fallen off the bus`). `GPU requires reset` is a GPU the driver stopped
+using after a fatal error; `Unknown Error` a GPU that does not answer
+NVML at all. The other GPUs are still listed.
+
+This rule speaks only when the inputs hold no kernel line for that GPU
+(no Xid, no `fallen off the bus`): then nvidia-smi's line is the only
+evidence, and the finding says what the kernel log would settle.
+
+## Why it happens
+As for Xid 79: PCIe link errors, a riser or slot, power delivery, a board
+overheating or failing. After a fatal Xid (48, 62, 95, 119 …) the driver
+may also require a reset.
+
+## How to confirm
+`dmesg -T | grep -i -e 'fallen off' -e 'Xid'` (or `journalctl -k -b`) for
+the kernel's account and the PCIe errors before it; `lspci -s BUS` shows
+whether the device still answers on the bus.
+
+## How to fix
+Drain the node, stop its GPU services and reboot it (a lost GPU comes back
+only with a reboot or a power cycle; `GPU requires reset` may clear with
+`nvidia-smi -r` once nothing uses the GPU). If it happens again on the
+same board, reseat or replace it and its riser.
+
+## Safety
+Advice only: draining and rebooting take down every workload of the node.
+"#,
+};
+
+impl Rule for NvidiaSmiGpuUnreachable {
+    fn meta(&self) -> &RuleMeta {
+        &META
+    }
+
+    fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
+        // The kernel's account, when present, is the other rules' story
+        // (Xid 79, fallen off the bus, NV_ERR_GPU_IS_LOST); they cite this
+        // line as nvidia-smi's view of it.
+        let kernel_lost = incident.facts.kernel_events.iter().any(|e| {
+            matches!(
+                e.kind,
+                KernelEventKind::FellOffBus { .. } | KernelEventKind::GpuLost { .. }
+            )
+        }) || incident.xids().any(|(_, x)| x.code == 79);
+        if kernel_lost {
+            return;
+        }
+        let mut seen: Vec<(String, &Message, String, usize)> = Vec::new();
+        for (m, c) in matches(incident, &NO_HANDLE) {
+            let Some(bus) = xid::normal_bus(&c["bus"]) else {
+                continue;
+            };
+            match seen
+                .iter_mut()
+                .find(|(b, ..)| same_bus(Some(b), Some(&bus)))
+            {
+                Some(entry) => entry.3 += 1,
+                None => seen.push((c["bus"].to_owned(), m, c["why"].to_owned(), 1)),
+            }
+        }
+        for (printed, m, why, n) in seen {
+            // An Xid on that GPU is the kernel's account of it.
+            if incident
+                .xids()
+                .any(|(_, x)| same_bus(x.bus_id.as_deref(), Some(&printed)))
+            {
+                continue;
+            }
+            let lost = why == "GPU is lost";
+            let reset = why == "GPU requires reset";
+            let (category, severity) = if lost {
+                (Category::XidGpuFellOffBus, Severity::Critical)
+            } else {
+                (Category::XidOther, Severity::Error)
+            };
+            let gpu = xid::gpu_at(incident, Some(&printed));
+            let mut f = Finding::new(META.id, category, severity);
+            match gpu.index {
+                Some(i) => {
+                    f.entities.gpus.insert(i);
+                }
+                None => {
+                    f.entities.gpu_bus_ids.insert(printed.clone());
+                }
+            }
+            let label = gpu.label();
+            f.evidence(
+                m.span,
+                format!(
+                    "nvidia-smi cannot open {label}: {why}{}",
+                    if n > 1 {
+                        format!(" ({n}x)")
+                    } else {
+                        String::new()
+                    }
+                ),
+            );
+            let healths = gpu.health(incident);
+            let sick = xid::cite_health(&mut f, &healths, &gpu.short());
+            f.condition("nvidia-smi names the GPU by its bus id", true);
+            f.condition(
+                "the kernel's log of the failure (Xid, fallen off the bus) is in the inputs",
+                false,
+            );
+            f.condition("nvidia-smi -q shows the GPU's state", sick.any());
+            f.title = if lost {
+                format!(
+                    "{label} is lost: nvidia-smi cannot reach it (the GPU fell off the bus; no kernel log in the inputs)"
+                )
+            } else if reset {
+                format!(
+                    "{label} requires a reset: nvidia-smi cannot use it (no kernel log in the inputs)"
+                )
+            } else {
+                format!(
+                    "nvidia-smi cannot open {label}: Unknown Error (no kernel log in the inputs)"
+                )
+            };
+            f.headline = if lost {
+                format!(
+                    "nvidia-smi says {label} is lost: the driver can no longer reach it over PCIe, as after an Xid 79 (fallen off the bus). Everything using it fails until the node is rebooted; the kernel log, not in the inputs, would confirm it and show why."
+                )
+            } else if reset {
+                format!(
+                    "nvidia-smi says {label} requires a reset: the driver stopped using it after a fatal error. The kernel log, not in the inputs, would name the Xid."
+                )
+            } else {
+                format!(
+                    "nvidia-smi cannot open {label} (Unknown Error): the GPU does not answer NVML. The kernel log, not in the inputs, would say whether it fell off the bus or hit a fatal Xid."
+                )
+            };
+            f.chain
+                .push(format!("processes on {} fail or hang", gpu.short()));
+            f.chain.push(if lost {
+                format!(
+                    "{} is lost from the PCIe bus (nvidia-smi: GPU is lost)",
+                    gpu.short()
+                )
+            } else {
+                format!(
+                    "{} is unusable until reset (nvidia-smi: {why})",
+                    gpu.short()
+                )
+            });
+            f.explanation = "nvidia-smi prints this for one GPU and lists the others; the driver has given the GPU up. The kernel's Xid line (79 for a GPU lost from the bus) says what happened and when, and the PCIe errors before it say why.".to_owned();
+            f.actions.push(Action::advice(
+                "confirm with the kernel's account: the Xid and the PCIe errors before it",
+                Some("dmesg -T | grep -i -e 'fallen off' -e 'Xid' -e 'AER'"),
+            ));
+            f.actions.push(Action::new(
+                ActionKind::Drain { host: None },
+                Safety::AdvisoryOnly,
+                "drain the node and stop the services that use its GPUs",
+            ));
+            f.actions.push(Action::new(
+                ActionKind::Reboot { host: None },
+                Safety::AdvisoryOnly,
+                if reset {
+                    "reboot the node (or reset the GPU with nvidia-smi -r once nothing uses it)"
+                } else {
+                    "reboot the node: a lost GPU comes back only with a reboot or power cycle"
+                },
+            ));
+            f.actions.push(Action::advice(
+                "if it happens again on the same board or slot, reseat or replace the GPU and its riser (hardware case)",
+                None,
+            ));
+            f.confidence = confidence(&f, if lost { 0.6 } else { 0.45 }, 0.85);
+            out.push(f);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failing_gpus_and_not_a_callers_permission_problem() {
+        let cases = [
+            (
+                "Unable to determine the device handle for GPU 0000:02:00.0: GPU is lost. Reboot the system to recover this GPU",
+                Some("GPU is lost"),
+            ),
+            (
+                "Unable to determine the device handle for GPU0000:07:00.0: Unknown Error",
+                Some("Unknown Error"),
+            ),
+            (
+                "Unable to determine the device handle for GPU 00000000:3B:00.0: GPU requires reset",
+                Some("GPU requires reset"),
+            ),
+            (
+                "Unable to determine the device handle for GPU 0000:3b:00.0: Insufficient Permissions",
+                None,
+            ),
+        ];
+        for (line, why) in cases {
+            let got = NO_HANDLE.captures(line).map(|c| c["why"].to_owned());
+            assert_eq!(got.as_deref(), why, "{line}");
+        }
+    }
+}
