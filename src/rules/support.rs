@@ -2,6 +2,7 @@
 //! describing units, so that rule files hold only their own logic.
 
 pub mod holders;
+pub mod listen;
 pub mod server;
 pub mod vllm;
 
