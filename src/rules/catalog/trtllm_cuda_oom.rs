@@ -145,12 +145,19 @@ impl Rule for TrtllmCudaOom {
                 }
             }
         }
-        let mut cited: Vec<crate::source::Span> = Vec::new();
+        // One evidence line per input line, naming every limit it sets.
+        let mut by_line: BTreeMap<crate::source::Span, Vec<String>> = BTreeMap::new();
         for (key, (v, m)) in &limits {
-            if !cited.contains(&m.span) {
-                cited.push(m.span);
-                f.evidence(m.span, format!("the engine's build-time limit {key} = {v}"));
-            }
+            by_line
+                .entry(m.span)
+                .or_default()
+                .push(format!("{key} = {v}"));
+        }
+        for (span, set) in by_line {
+            f.evidence(
+                span,
+                format!("the engine's build-time limits: {}", set.join(", ")),
+            );
         }
         let limit = |k: &str| limits.get(k).map(|(v, _)| *v);
         let batch = limit("max_batch_size");

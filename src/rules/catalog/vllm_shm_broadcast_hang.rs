@@ -204,7 +204,9 @@ impl Rule for VllmShmBroadcastHang {
         f.chain.push(format!(
             "{who} logged every {secs} seconds that no shared-memory broadcast block was free"
         ));
-        f.chain.push(if compiling.is_some() {
+        f.chain.push(if resumed.is_some() {
+            "the engine made progress afterwards: one slow step (a compilation, a long prefill), not a hang".to_owned()
+        } else if compiling.is_some() {
             "the workers were compiling: a long first compilation can explain the wait".to_owned()
         } else {
             "the workers are stuck (a collective waiting for a peer, a stuck kernel or a model-path bug): nothing crashed and no timeout fired".to_owned()
@@ -219,18 +221,25 @@ impl Rule for VllmShmBroadcastHang {
                 pids.join(" ")
             )
         };
-        f.actions.push(Action::advice(
-            "dump the stacks of the engine and its workers to see which collective or kernel they wait in",
-            Some(&dump),
-        ));
-        f.actions.push(Action::advice(
-            "check whether the GPUs spin (a stuck kernel) or idle (a missing peer)",
-            Some("nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv"),
-        ));
-        f.actions.push(Action::advice(
-            "restart the server after capturing the stacks; if it recurs at the same point, disable the feature the stacks name (e.g. speculative decoding) and report it upstream",
-            None,
-        ));
+        if resumed.is_some() {
+            f.actions.push(Action::advice(
+                "nothing to do while it stays a single wait; if the message repeats with no progress between, dump the workers' stacks",
+                None,
+            ));
+        } else {
+            f.actions.push(Action::advice(
+                "dump the stacks of the engine and its workers to see which collective or kernel they wait in",
+                Some(&dump),
+            ));
+            f.actions.push(Action::advice(
+                "check whether the GPUs spin (a stuck kernel) or idle (a missing peer)",
+                Some("nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv"),
+            ));
+            f.actions.push(Action::advice(
+                "restart the server after capturing the stacks; if it recurs at the same point, disable the feature the stacks name (e.g. speculative decoding) and report it upstream",
+                None,
+            ));
+        }
         f.confidence = confidence(&f, 0.55, 0.9);
         out.push(f);
     }
