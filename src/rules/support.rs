@@ -3,6 +3,7 @@
 
 pub mod entities;
 pub mod holders;
+pub mod listen;
 pub mod server;
 pub mod vllm;
 

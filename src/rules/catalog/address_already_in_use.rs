@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::correlate::{Incident, UnitEventKind};
-use crate::rules::support::{confidence, distinct, matches};
+use crate::rules::support::{confidence, distinct, listen, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
 pub static RULE: AddressAlreadyInUse = AddressAlreadyInUse;
@@ -45,6 +45,11 @@ static META: RuleMeta = RuleMeta {
         "address already in use",
         "EADDRINUSE",
         "is not available in",
+        // The other wordings (Go, Node, Rust, macOS, Windows): support/listen.rs.
+        "Only one usage of each socket address",
+        "Errno 48",
+        "Errno 10048",
+        "WinError 10048",
     ],
     doc: r#"
 ## What it means
@@ -79,7 +84,8 @@ impl Rule for AddressAlreadyInUse {
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         let binds: Vec<_> = matches(incident, &BIND).collect();
         let stores: Vec<_> = matches(incident, &STORE).collect();
-        if binds.is_empty() && stores.is_empty() {
+        let listens = listen::failures(incident);
+        if binds.is_empty() && stores.is_empty() && listens.is_empty() {
             return;
         }
         let store = !stores.is_empty();
@@ -96,12 +102,14 @@ impl Rule for AddressAlreadyInUse {
                         .or(c.name("waitport"))
                         .map(|m| m.as_str().to_owned())
                 })
-            });
+            })
+            .or_else(|| listens.iter().find_map(|l| l.port.clone()));
         let mut f = Finding::new(META.id, META.category, META.severity);
         let lines = binds
             .iter()
             .map(|(m, _)| *m)
-            .chain(stores.iter().map(|(m, _)| *m));
+            .chain(stores.iter().map(|(m, _)| *m))
+            .chain(listens.iter().map(|l| l.message));
         for (m, n) in distinct(lines) {
             f.evidence(m.span, format!("the bind failed ({n}x)"));
         }

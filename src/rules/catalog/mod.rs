@@ -26,22 +26,28 @@ mod nvml_driver_library_mismatch;
 mod sglang_child_failed;
 mod sglang_cuda_graph_capture_failed;
 mod sglang_kv_not_enough_memory;
+mod sglang_mem_fraction_below_weights;
 mod sglang_runtime_kv_pressure;
 mod sglang_unbalanced_memory;
 mod sglang_watchdog_timeout;
 mod stale_serving_process;
+mod startup_stalled_after_worker_init;
 mod systemd_crash_loop;
 mod systemd_start_limit_hit;
 mod systemd_stop_timeout;
 mod torch_cuda_oom;
 mod tp_size_mismatch;
+mod trtllm_cuda_oom;
+mod trtllm_kv_cache_too_small;
 mod unit_exit_nonzero;
 mod unit_exited_zero_no_restart;
 mod unsupported_hardware;
 mod vllm_engine_core_failed;
 mod vllm_insufficient_free_memory;
+mod vllm_kv_cache_init_failed;
 mod vllm_max_model_len_exceeds_kv;
 mod vllm_no_kv_cache_memory;
+mod vllm_shm_broadcast_hang;
 mod xid_app_fault;
 mod xid_ecc;
 mod xid_gpu_fell_off_bus;
@@ -77,22 +83,28 @@ pub static RULES: &[&dyn Rule] = &[
     &sglang_child_failed::RULE,
     &sglang_cuda_graph_capture_failed::RULE,
     &sglang_kv_not_enough_memory::RULE,
+    &sglang_mem_fraction_below_weights::RULE,
     &sglang_runtime_kv_pressure::RULE,
     &sglang_unbalanced_memory::RULE,
     &sglang_watchdog_timeout::RULE,
     &stale_serving_process::RULE,
+    &startup_stalled_after_worker_init::RULE,
     &systemd_crash_loop::RULE,
     &systemd_start_limit_hit::RULE,
     &systemd_stop_timeout::RULE,
     &torch_cuda_oom::RULE,
     &tp_size_mismatch::RULE,
+    &trtllm_cuda_oom::RULE,
+    &trtllm_kv_cache_too_small::RULE,
     &unit_exit_nonzero::RULE,
     &unit_exited_zero_no_restart::RULE,
     &unsupported_hardware::RULE,
     &vllm_engine_core_failed::RULE,
     &vllm_insufficient_free_memory::RULE,
+    &vllm_kv_cache_init_failed::RULE,
     &vllm_max_model_len_exceeds_kv::RULE,
     &vllm_no_kv_cache_memory::RULE,
+    &vllm_shm_broadcast_hang::RULE,
     &xid_app_fault::RULE,
     &xid_ecc::RULE,
     &xid_gpu_fell_off_bus::RULE,
