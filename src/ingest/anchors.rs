@@ -143,7 +143,10 @@ impl Anchors {
                     .build(&all)
             })
             .expect("anchors are plain literals");
-        let hot = Arc::new(Hot { matcher });
+        let hot = Arc::new(Hot {
+            matcher,
+            rules: self.literals.len(),
+        });
         *last = Some((self.literals.clone(), Arc::clone(&hot)));
         hot
     }
@@ -153,6 +156,9 @@ impl Anchors {
 #[derive(Debug)]
 pub(crate) struct Hot {
     matcher: AhoCorasick,
+    /// The rules' literals come first: a match of pattern below this makes
+    /// the line a message.
+    rules: usize,
 }
 
 impl Hot {
@@ -161,10 +167,16 @@ impl Hot {
         self.matcher.is_match(line)
     }
 
-    /// Where matches start in `block`, many lines searched at once. Every
-    /// line with a match gets one: no anchor holds a newline.
-    pub(crate) fn scan(&self, block: &[u8], found: &mut Vec<usize>) {
-        found.extend(self.matcher.find_iter(block).map(|m| m.start()));
+    /// Every match in `block`, many lines searched at once, overlapping
+    /// ones included, in the order they end: where it starts, and whether
+    /// it is a rule's (the line is a message). No anchor holds a newline, so
+    /// a match is within one line and lines come in order.
+    pub(crate) fn scan(&self, block: &[u8], found: &mut Vec<(usize, bool)>) {
+        found.extend(
+            self.matcher
+                .find_overlapping_iter(block)
+                .map(|m| (m.start(), m.pattern().as_usize() < self.rules)),
+        );
     }
 }
 

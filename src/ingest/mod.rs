@@ -7,7 +7,9 @@
 //! ([`stream`]); with the prefilter, lines no anchor matches are only
 //! skimmed ([`reader`]).
 
+mod aggregate;
 mod anchors;
+mod chatter;
 mod check_env;
 mod detect;
 mod journal_cat;
@@ -37,6 +39,7 @@ use std::str::FromStr;
 use crate::model::{Facts, Framework};
 use crate::source::{SourceId, SourceMap, Span};
 
+pub use aggregate::Repeats;
 pub use anchors::{Anchors, FACT_ANCHORS};
 pub use detect::{segment, segment_as};
 pub(crate) use kernel::KernelParser;
@@ -256,6 +259,7 @@ pub fn ingest_as(sources: &SourceMap, hint: Option<Format>, anchors: &Anchors) -
             prefilter: false,
             progress: None,
             threads: Threads::Auto,
+            repeats: Repeats::UNBOUNDED,
         },
     )
 }

@@ -4,8 +4,8 @@ use super::EnvReport;
 use super::Timestamp;
 use super::{GpuHealth, KernelEvent, ProcCgroup, UnitProperties};
 use super::{
-    GpuProcessRecord, GpuRecord, JournalEntry, Message, ProcessListing, PsRecord, ServerEvent,
-    SmiHeader, UnitStatus,
+    GpuProcessRecord, GpuRecord, JournalEntry, Message, ProcessListing, PsRecord, Repeat,
+    ServerEvent, SmiHeader, UnitStatus,
 };
 use crate::source::Span;
 
@@ -35,6 +35,9 @@ pub struct Facts {
     /// The time of lines that make no other timed fact (every prefixed server
     /// log line, nvidia-smi's date line), for the timeline.
     pub line_times: Vec<(Span, Timestamp)>,
+    /// Templates of lines seen more often than read (`ingest::Repeats`),
+    /// by input and first line.
+    pub repeats: Vec<Repeat>,
 }
 
 impl Facts {
@@ -57,6 +60,7 @@ impl Facts {
             proc_cgroups,
             env_reports,
             line_times,
+            repeats,
         } = other;
         self.smi_headers.extend(smi_headers);
         self.gpus.extend(gpus);
@@ -73,5 +77,6 @@ impl Facts {
         self.proc_cgroups.extend(proc_cgroups);
         self.env_reports.extend(env_reports);
         self.line_times.extend(line_times);
+        self.repeats.extend(repeats);
     }
 }
