@@ -17,7 +17,8 @@
 # (journal-chatty) and a unit crash-looping for days (crash-loop), each at
 # 100 MiB, 1 GiB and 2 GiB. Knobs: REPEAT (default 3), BENCH_DATA (default
 # bench/data), ONLY (an extended regex: only the inputs it matches),
-# NO_REPLAY=1 (skip the replay measurement).
+# NO_REPLAY=1 (skip the replay measurement), NO_BUILD=1 (use the binaries
+# already built).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,8 +27,10 @@ DATA=${BENCH_DATA:-$ROOT/bench/data}
 REPEAT=${REPEAT:-3}
 
 bash bench/setup.sh
-cargo build --release --quiet
-cargo build --release --quiet --manifest-path bench/gen/Cargo.toml
+if [ -z "${NO_BUILD:-}" ]; then
+    cargo build --release --quiet
+    cargo build --release --quiet --manifest-path bench/gen/Cargo.toml
+fi
 RC=$ROOT/target/release/rootcause
 GEN=$ROOT/bench/gen/target/release/rootcause-bench-gen
 mkdir -p "$DATA"

@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, LazyLock, Mutex};
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, Input};
 
 /// The literals without which no parser makes a fact of a line (journal
 /// lines are also read in full for PID 1, and for each PID's first entries,
@@ -167,16 +167,20 @@ impl Hot {
         self.matcher.is_match(line)
     }
 
-    /// Every match in `block`, many lines searched at once, overlapping
-    /// ones included, in the order they end: where it starts, and whether
-    /// it is a rule's (the line is a message). No anchor holds a newline, so
-    /// a match is within one line and lines come in order.
+    /// The first match of each line of `block` that has one, many lines
+    /// searched at once: where it starts, and whether it is a rule's (then
+    /// the line is a message; otherwise it may still be one, see
+    /// [`Anchors::matches`]). No anchor holds a newline, so the search goes
+    /// on from the next line.
     pub(crate) fn scan(&self, block: &[u8], found: &mut Vec<(usize, bool)>) {
-        found.extend(
-            self.matcher
-                .find_overlapping_iter(block)
-                .map(|m| (m.start(), m.pattern().as_usize() < self.rules)),
-        );
+        let mut at = 0;
+        while at < block.len() {
+            let Some(m) = self.matcher.find(Input::new(block).range(at..)) else {
+                break;
+            };
+            found.push((m.start(), m.pattern().as_usize() < self.rules));
+            at = memchr::memchr(b'\n', &block[m.end()..]).map_or(block.len(), |i| m.end() + i + 1);
+        }
     }
 }
 

@@ -281,12 +281,14 @@ impl Batch {
                 let mut next = 0;
                 for i in 0..self.lines.len() {
                     let end = self.lines[i].1;
-                    let (mut found, mut message) = (false, false);
-                    while let Some(&(_, rule)) = self.found.get(next).filter(|f| f.0 < end) {
+                    let (mut found, mut rule) = (false, false);
+                    while let Some(&(_, by_rule)) = self.found.get(next).filter(|f| f.0 < end) {
                         found = true;
-                        message |= rule;
+                        rule |= by_rule;
                         next += 1;
                     }
+                    // A parser's anchor came first: a rule's may follow.
+                    let message = rule || found && look.rules.matches(self.line(i));
                     // A skimmed line costs nothing to keep: only lines read
                     // in full are aggregated, those with an anchor and
                     // PID 1's (read in full whatever their text).

@@ -48,6 +48,8 @@ pub struct Report<'a> {
     pub timeline: Option<&'a Timeline>,
     /// The GPUs and who holds their memory; empty without an nvidia-smi capture.
     pub gpus: Vec<GpuBar>,
+    /// Lines seen more often than read (`ingest::Repeats`), most frequent first.
+    pub repeats: Vec<crate::model::Repeat>,
 }
 
 impl<'a> Report<'a> {
@@ -63,12 +65,16 @@ impl<'a> Report<'a> {
             context: None,
             timeline: None,
             gpus: Vec::new(),
+            repeats: Vec::new(),
         }
     }
 
     /// With the per-GPU memory picture of the incident.
     pub fn with_incident(mut self, incident: &Incident) -> Self {
         self.gpus = gpus::view(incident, self.root_cause());
+        self.repeats = incident.facts.repeats.clone();
+        self.repeats
+            .sort_by(|a, b| b.count.cmp(&a.count).then(a.first.cmp(&b.first)));
         self
     }
 
