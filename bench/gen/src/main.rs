@@ -1003,7 +1003,8 @@ fn crash_loop(mib: u64, path: &str, seed: u64) -> Vec<(&'static str, u64)> {
     let mut clock = Clock {
         micros: EPOCH * 1_000_000,
     };
-    let server = |pid: u32, message: String| Entry {
+    let server = |pid: u32, message: String| {
+        Entry {
         ident: "python3",
         pid: Some(pid),
         unit: "sglang-k26.service",
@@ -1012,20 +1013,36 @@ fn crash_loop(mib: u64, path: &str, seed: u64) -> Vec<(&'static str, u64)> {
         cmdline: "/opt/sglang/venv/bin/python3 -m sglang.launch_server --model-path /models/Kimi-K2.6 --tp-size 8 --port 30001".to_owned(),
         transport: "stdout",
         message,
+    }
     };
     let unit = "sglang-k26.service";
     let mut incidents = Vec::new();
     // The holder, started once, long before.
-    w.write(clock, &pid1("ddtree-qwen.service", "Started ddtree-qwen.service - DDTree speculative decoding (Qwen3.6-27B).".to_owned()));
+    w.write(
+        clock,
+        &pid1(
+            "ddtree-qwen.service",
+            "Started ddtree-qwen.service - DDTree speculative decoding (Qwen3.6-27B).".to_owned(),
+        ),
+    );
     clock.micros += 8_000_000;
     let holder = Entry {
         unit: "ddtree-qwen.service",
-        ..server(20629, format!("[{}] server_args=ServerArgs(model_path='/models/Qwen3.6-27B', tp_size=1, port=30000, speculative_algorithm='DDTREE', speculative_num_draft_tokens=15)", clock.sglang()))
+        ..server(
+            20629,
+            format!(
+                "[{}] server_args=ServerArgs(model_path='/models/Qwen3.6-27B', tp_size=1, port=30000, speculative_algorithm='DDTREE', speculative_num_draft_tokens=15)",
+                clock.sglang()
+            ),
+        )
     };
     w.write(clock, &holder);
     clock.micros += 148_000_000;
     let ready = Entry {
-        message: format!("[{}] The server is fired up and ready to roll!", clock.sglang()),
+        message: format!(
+            "[{}] The server is fired up and ready to roll!",
+            clock.sglang()
+        ),
         ..holder
     };
     w.write(clock, &ready);
@@ -1033,7 +1050,10 @@ fn crash_loop(mib: u64, path: &str, seed: u64) -> Vec<(&'static str, u64)> {
     marks.sort_unstable();
     let mut placed = 0;
     let mut cycle: u64 = 0;
-    let kernel = daemons.iter().find(|d| d.ident == "kernel").expect("kernel");
+    let kernel = daemons
+        .iter()
+        .find(|d| d.ident == "kernel")
+        .expect("kernel");
     while w.bytes < target {
         if placed < marks.len() && w.bytes * 1000 / target >= marks[placed] {
             if placed == 0 {
@@ -1054,12 +1074,24 @@ fn crash_loop(mib: u64, path: &str, seed: u64) -> Vec<(&'static str, u64)> {
         cycle += 1;
         let main = 40_000 + (cycle * 197 % 3_000_000) as u32;
         let first = cycle == 1;
-        w.write(clock, &pid1(unit, "Started sglang-k26.service - SGLang Kimi K2.6 (TP8).".to_owned()));
+        w.write(
+            clock,
+            &pid1(
+                unit,
+                "Started sglang-k26.service - SGLang Kimi K2.6 (TP8).".to_owned(),
+            ),
+        );
         clock.micros += 7_000_000;
         w.write(clock, &server(main, format!("[{}] server_args=ServerArgs(model_path='/models/Kimi-K2.6', tp_size=8, port=30001, mem_fraction_static=0.85, trust_remote_code=True)", clock.sglang())));
         clock.micros += 22_000_000;
         for tp in [0u32, 3] {
-            w.write(clock, &server(main + 166 + tp, format!("[{} TP{tp}] Init torch distributed begin.", clock.sglang())));
+            w.write(
+                clock,
+                &server(
+                    main + 166 + tp,
+                    format!("[{} TP{tp}] Init torch distributed begin.", clock.sglang()),
+                ),
+            );
         }
         clock.micros += 2_000_000;
         let rank = main + 166;
@@ -1081,14 +1113,40 @@ fn crash_loop(mib: u64, path: &str, seed: u64) -> Vec<(&'static str, u64)> {
         clock.micros += 1_000_000;
         w.write(clock, &server(main, format!("[{}] Received sigquit from a child process. It usually means the child failed.", clock.sglang())));
         clock.micros += 1_000_000;
-        w.write(clock, &pid1(unit, "sglang-k26.service: Main process exited, code=killed, status=9/KILL".to_owned()));
-        w.write(clock, &pid1(unit, "sglang-k26.service: Failed with result 'signal'.".to_owned()));
+        w.write(
+            clock,
+            &pid1(
+                unit,
+                "sglang-k26.service: Main process exited, code=killed, status=9/KILL".to_owned(),
+            ),
+        );
+        w.write(
+            clock,
+            &pid1(
+                unit,
+                "sglang-k26.service: Failed with result 'signal'.".to_owned(),
+            ),
+        );
         clock.micros += 5_000_000;
-        w.write(clock, &pid1(unit, format!("sglang-k26.service: Scheduled restart job, restart counter is at {cycle}.")));
+        w.write(
+            clock,
+            &pid1(
+                unit,
+                format!(
+                    "sglang-k26.service: Scheduled restart job, restart counter is at {cycle}."
+                ),
+            ),
+        );
         if cycle == 3 {
             incidents.push(("systemd-crash-loop", w.lines));
         }
-        w.write(clock, &pid1(unit, "Stopped sglang-k26.service - SGLang Kimi K2.6 (TP8).".to_owned()));
+        w.write(
+            clock,
+            &pid1(
+                unit,
+                "Stopped sglang-k26.service - SGLang Kimi K2.6 (TP8).".to_owned(),
+            ),
+        );
         // The host goes on between cycles.
         for _ in 0..rng.below(8) {
             clock.tick(&mut rng, 2000);
