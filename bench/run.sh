@@ -13,7 +13,12 @@
 # RSS (GNU time), checks that every buried incident is found, times a
 # replay of 100 small bundles against 100 analyses in a row, and prints
 # the table (also written to bench/data/results.md) with each target met
-# or not. Knobs: REPEAT (default 3), BENCH_DATA (default bench/data).
+# or not. Also a busy host's journal that is nine tenths server chatter
+# (journal-chatty) and a unit crash-looping for days (crash-loop), each at
+# 100 MiB, 1 GiB and 2 GiB. Knobs: REPEAT (default 3), BENCH_DATA (default
+# bench/data), ONLY (an extended regex: only the inputs it matches),
+# NO_REPLAY=1 (skip the replay measurement), NO_BUILD=1 (use the binaries
+# already built).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,8 +27,10 @@ DATA=${BENCH_DATA:-$ROOT/bench/data}
 REPEAT=${REPEAT:-3}
 
 bash bench/setup.sh
-cargo build --release --quiet
-cargo build --release --quiet --manifest-path bench/gen/Cargo.toml
+if [ -z "${NO_BUILD:-}" ]; then
+    cargo build --release --quiet
+    cargo build --release --quiet --manifest-path bench/gen/Cargo.toml
+fi
 RC=$ROOT/target/release/rootcause
 GEN=$ROOT/bench/gen/target/release/rootcause-bench-gen
 mkdir -p "$DATA"
@@ -37,7 +44,20 @@ FILES=(
     "journal-json-1g.json journal-json 1024"
     "sglang-8rank-512m.log sglang 512"
     "kernel-128m.log kernel 128"
+    "journal-chatty-100m.log journal-chatty 100"
+    "journal-chatty-1g.log journal-chatty 1024"
+    "journal-chatty-2g.log journal-chatty 2048"
+    "crash-loop-100m.log crash-loop 100"
+    "crash-loop-1g.log crash-loop 1024"
+    "crash-loop-2g.log crash-loop 2048"
 )
+if [ -n "${ONLY:-}" ]; then
+    kept=()
+    for f in "${FILES[@]}"; do
+        if [[ ${f%% *} =~ $ONLY ]]; then kept+=("$f"); fi
+    done
+    FILES=("${kept[@]}")
+fi
 for f in "${FILES[@]}"; do
     read -r name kind mib <<<"$f"
     if [ ! -s "$DATA/$name" ] || [ ! -e "$DATA/$name.incidents" ]; then
@@ -49,22 +69,26 @@ done
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 RESULTS=$DATA/results.tsv
-printf 'file\tbytes\ttool\tseconds\tmaxrss_kb\n' >"$RESULTS"
+printf 'file\tbytes\ttool\tseconds\tmaxrss_kb\tcpu_seconds\n' >"$RESULTS"
 
-# Runs a command REPEAT times; records the fastest run and the largest RSS.
+# Runs a command REPEAT times; records the fastest run (wall clock, and the
+# CPU time of that run: user + system) and the largest RSS.
 measure() {
     local file=$1 tool=$2
     shift 2
-    local best="" rss=0
+    local best="" cpu="" rss=0
     for _ in $(seq "$REPEAT"); do
-        /usr/bin/time -f "%e %M" -o "$TMP/time" "$@" >"$TMP/out" 2>/dev/null || true
+        /usr/bin/time -f "%e %M %U %S" -o "$TMP/time" "$@" >"$TMP/out" 2>/dev/null || true
         # GNU time puts "Command exited with non-zero status" first.
-        read -r t m < <(tail -n 1 "$TMP/time") || true
+        read -r t m u s < <(tail -n 1 "$TMP/time") || true
         case $t in *[!0-9.]* | "") t=999999 ;; esac
-        if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t; fi
+        if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then
+            best=$t
+            cpu=$(awk "BEGIN{print ${u:-0} + ${s:-0}}")
+        fi
         [ "${m:-0}" -gt "$rss" ] && rss=${m:-0}
     done
-    printf '%s\t%s\t%s\t%s\t%s\n' "$file" "$(stat -c %s "$DATA/$file")" "$tool" "$best" "$rss" >>"$RESULTS"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$file" "$(stat -c %s "$DATA/$file")" "$tool" "$best" "$rss" "$cpu" >>"$RESULTS"
 }
 
 for f in "${FILES[@]}"; do
@@ -81,6 +105,10 @@ for f in "${FILES[@]}"; do
 done
 
 # Replay: 100 small bundles (the repository's incidents, over and over).
+if [ -n "${NO_REPLAY:-}" ]; then
+    python3 bench/report.py "$DATA" | tee "$DATA/results.md"
+    exit 0
+fi
 echo "measuring replay" >&2
 rm -rf "$DATA/replay"
 mkdir -p "$DATA/replay"

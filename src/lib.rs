@@ -125,6 +125,13 @@ pub fn analyze_observed(
         prefilter: options.prefilter,
         progress: options.progress,
         threads: ingest::Threads::Auto,
+        // Aggregating repeats changes no report below its limits; a
+        // reading of every line keeps every line.
+        repeats: if options.prefilter {
+            ingest::Repeats::STANDARD
+        } else {
+            ingest::Repeats::UNBOUNDED
+        },
     };
     let ingested = ingest::ingest_with(&sources, &settings);
     observe(Stage::Correlate);

@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, LazyLock, Mutex};
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, Input};
 
 /// The literals without which no parser makes a fact of a line (journal
 /// lines are also read in full for PID 1, and for each PID's first entries,
@@ -150,7 +150,10 @@ impl Anchors {
                     .build(&all)
             })
             .expect("anchors are plain literals");
-        let hot = Arc::new(Hot { matcher });
+        let hot = Arc::new(Hot {
+            matcher,
+            rules: self.literals.len(),
+        });
         *last = Some((self.literals.clone(), Arc::clone(&hot)));
         hot
     }
@@ -160,6 +163,9 @@ impl Anchors {
 #[derive(Debug)]
 pub(crate) struct Hot {
     matcher: AhoCorasick,
+    /// The rules' literals come first: a match of pattern below this makes
+    /// the line a message.
+    rules: usize,
 }
 
 impl Hot {
@@ -168,10 +174,20 @@ impl Hot {
         self.matcher.is_match(line)
     }
 
-    /// Where matches start in `block`, many lines searched at once. Every
-    /// line with a match gets one: no anchor holds a newline.
-    pub(crate) fn scan(&self, block: &[u8], found: &mut Vec<usize>) {
-        found.extend(self.matcher.find_iter(block).map(|m| m.start()));
+    /// The first match of each line of `block` that has one, many lines
+    /// searched at once: where it starts, and whether it is a rule's (then
+    /// the line is a message; otherwise it may still be one, see
+    /// [`Anchors::matches`]). No anchor holds a newline, so the search goes
+    /// on from the next line.
+    pub(crate) fn scan(&self, block: &[u8], found: &mut Vec<(usize, bool)>) {
+        let mut at = 0;
+        while at < block.len() {
+            let Some(m) = self.matcher.find(Input::new(block).range(at..)) else {
+                break;
+            };
+            found.push((m.start(), m.pattern().as_usize() < self.rules));
+            at = memchr::memchr(b'\n', &block[m.end()..]).map_or(block.len(), |i| m.end() + i + 1);
+        }
     }
 }
 

@@ -9,7 +9,9 @@
 //! ([`stream`]); with the prefilter, lines no anchor matches are only
 //! skimmed ([`reader`]).
 
+mod aggregate;
 mod anchors;
+mod chatter;
 mod check_env;
 mod collect_env;
 mod detect;
@@ -42,6 +44,7 @@ use std::str::FromStr;
 use crate::model::{Facts, Framework};
 use crate::source::{SourceId, SourceMap, Span};
 
+pub use aggregate::Repeats;
 pub use anchors::{Anchors, FACT_ANCHORS};
 pub use detect::{segment, segment_as};
 pub(crate) use kernel::KernelParser;
@@ -279,6 +282,7 @@ pub fn ingest_as(sources: &SourceMap, hint: Option<Format>, anchors: &Anchors) -
             prefilter: false,
             progress: None,
             threads: Threads::Auto,
+            repeats: Repeats::UNBOUNDED,
         },
     )
 }

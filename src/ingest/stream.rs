@@ -19,6 +19,7 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::aggregate::{self, Aggregator, Repeats};
 use super::anchors::Hot;
 use super::detect::{Segmenter, Step};
 use super::reader::{Out, Read, SegmentReader};
@@ -42,6 +43,9 @@ pub struct Settings<'a> {
     /// Told the bytes read so far and the bytes to read, block by block.
     pub progress: Option<&'a (dyn Fn(u64, u64) + Sync)>,
     pub threads: Threads,
+    /// How many lines of one template are read before the rest is only
+    /// counted ([`Repeats::UNBOUNDED`]: all).
+    pub repeats: Repeats,
 }
 
 /// When to read on more than one thread. The result is the same.
@@ -139,6 +143,8 @@ fn read_source(
         keep_text: source.is_streamed(),
         segmenter: Segmenter::new(id, settings.hint),
         reader: None,
+        format: Format::Unknown,
+        repeats: Aggregator::new(settings.repeats),
         pending: Vec::new(),
         facts: Facts::default(),
         inputs: Vec::new(),
@@ -148,6 +154,7 @@ fn read_source(
     let look = Look {
         rules: settings.anchors,
         hot,
+        repeats: settings.repeats != Repeats::UNBOUNDED,
     };
     let mut read_so_far = 0;
     let mut progress = |bytes: u64| {
@@ -226,7 +233,7 @@ struct Batch {
     lines: Vec<(u32, usize)>,
     /// What was seen of each line, once looked at.
     looked: Vec<Looked>,
-    found: Vec<usize>,
+    found: Vec<(usize, bool)>,
 }
 
 impl Batch {
@@ -260,7 +267,12 @@ impl Batch {
             None => {
                 for i in 0..self.lines.len() {
                     let message = look.rules.matches(self.line(i));
-                    self.looked.push(Looked { hot: true, message });
+                    let key = look.repeats.then(|| aggregate::key(self.line(i))).flatten();
+                    self.looked.push(Looked {
+                        hot: true,
+                        message,
+                        key,
+                    });
                 }
             }
             Some(hot) => {
@@ -269,14 +281,25 @@ impl Batch {
                 let mut next = 0;
                 for i in 0..self.lines.len() {
                     let end = self.lines[i].1;
-                    let found = self.found.get(next).is_some_and(|&f| f < end);
-                    while self.found.get(next).is_some_and(|&f| f < end) {
+                    let (mut found, mut rule) = (false, false);
+                    while let Some(&(_, by_rule)) = self.found.get(next).filter(|f| f.0 < end) {
+                        found = true;
+                        rule |= by_rule;
                         next += 1;
                     }
-                    let message = found && look.rules.matches(self.line(i));
+                    // A parser's anchor came first: a rule's may follow.
+                    let message = rule || found && look.rules.matches(self.line(i));
+                    // A skimmed line costs nothing to keep: only lines read
+                    // in full are aggregated, those with an anchor and
+                    // PID 1's (read in full whatever their text).
+                    let line = self.line(i);
+                    let key = (look.repeats && (found || aggregate::may_be_pid1(line)))
+                        .then(|| aggregate::key(line))
+                        .flatten();
                     self.looked.push(Looked {
                         hot: found,
                         message,
+                        key,
                     });
                 }
             }
@@ -298,6 +321,8 @@ struct Looked {
     hot: bool,
     /// It becomes a message for the rules.
     message: bool,
+    /// Its template, when repeats are aggregated ([`aggregate::key`]).
+    key: Option<u64>,
 }
 
 /// How lines are looked at.
@@ -306,6 +331,8 @@ struct Look<'a> {
     rules: &'a Anchors,
     /// The prefilter; `None` reads every line in full.
     hot: Option<&'a Hot>,
+    /// Repeats are aggregated: each line's template is needed.
+    repeats: bool,
 }
 
 /// One input being read.
@@ -314,6 +341,10 @@ struct InputReader {
     keep_text: bool,
     segmenter: Segmenter,
     reader: Option<SegmentReader>,
+    /// The format of `reader`'s segment.
+    format: Format,
+    /// Repeated lines counted instead of read; `None` reads every line.
+    repeats: Option<Aggregator>,
     /// Lines before the first strong line, for the first segment's reader.
     pending: Vec<(u32, String, bool)>,
     facts: Facts,
@@ -332,12 +363,30 @@ impl InputReader {
     }
 
     fn line(&mut self, n: u32, text: &str, looked: Looked) {
-        let Looked { hot, message } = looked;
+        let Looked { hot, message, key } = looked;
         let span = Span {
             source: self.id,
             line: n,
         };
-        if message {
+        let step = self.segmenter.line(n, text);
+        let format = match &step {
+            Step::Start { .. } => self.segmenter.open().map_or(Format::Unknown, |s| s.format),
+            Step::Continue if self.reader.is_some() => self.format,
+            // Before the first strong line: read as its segment decides.
+            Step::Continue => Format::Unknown,
+        };
+        // A repeated line is only counted: the reader never sees it, the
+        // rules only see the last of its kind ([`Self::finish`]). Small
+        // formats are parsed whole and never repeat much; the lines of an
+        // unknown segment are still counted by its reader.
+        let aggregated =
+            aggregates(format) && (self.reader.is_some() || matches!(step, Step::Start { .. }));
+        let repeated = aggregated
+            && self
+                .repeats
+                .as_mut()
+                .is_some_and(|r| r.repeated(n, text, key, format, message));
+        if message && !repeated {
             self.facts.messages.push(Message {
                 span,
                 text: text.to_owned(),
@@ -346,22 +395,27 @@ impl InputReader {
             self.keep(n, text);
             self.flush();
         }
-        match self.segmenter.line(n, text) {
+        let read = !repeated || matches!(format, Format::Unknown | Format::ShellPrompt);
+        match step {
             Step::Start { closed } => {
                 if let (Some(closed), Some(reader)) = (closed, self.reader.take()) {
                     self.close(closed, reader);
                 }
-                let format = self.segmenter.open().map_or(Format::Unknown, |s| s.format);
                 let mut reader = SegmentReader::new(format);
+                self.format = format;
                 for (n, text, hot) in std::mem::take(&mut self.pending) {
                     self.feed(&mut reader, n, &text, hot);
                 }
-                self.feed(&mut reader, n, text, hot);
+                if read {
+                    self.feed(&mut reader, n, text, hot);
+                }
                 self.reader = Some(reader);
             }
             Step::Continue => match self.reader.take() {
                 Some(mut reader) => {
-                    self.feed(&mut reader, n, text, hot);
+                    if read {
+                        self.feed(&mut reader, n, text, hot);
+                    }
                     self.reader = Some(reader);
                 }
                 None => self.pending.push((n, text.to_owned(), hot)),
@@ -439,6 +493,9 @@ impl InputReader {
             };
             self.close(segment, reader);
         }
+        if let Some(repeats) = self.repeats.take() {
+            self.read_last(repeats);
+        }
         let frame: Vec<Stamped> = self.timing.frame().collect();
         for Stamped { n, time, text } in frame {
             self.facts.line_times.push((self.span(n), time));
@@ -449,6 +506,66 @@ impl InputReader {
             inputs: self.inputs,
             kept: self.kept,
         }
+    }
+}
+
+/// The formats whose readers take a line at a time: their repeated lines
+/// are aggregated.
+fn aggregates(format: Format) -> bool {
+    !matches!(SegmentReader::new(format), SegmentReader::Buffered { .. })
+}
+
+impl InputReader {
+    /// Reads the last lines of each template seen more often than read,
+    /// in input order, as the segments they came from would (with a fresh
+    /// reader: each is a line that stands alone, a journal entry or a
+    /// server line, and the last cycles of a loop come whole), and records
+    /// what was counted of each template.
+    fn read_last(&mut self, repeats: Aggregator) {
+        let (kept, counted) = repeats.drain(self.id);
+        if counted.is_empty() {
+            return;
+        }
+        let mut reader: Option<(Format, SegmentReader)> = None;
+        for last in kept {
+            let streams = !matches!(last.format, Format::Unknown | Format::ShellPrompt);
+            for (i, (n, text)) in last.lines.iter().enumerate() {
+                if last.message && i == 0 {
+                    self.facts.messages.push(Message {
+                        span: self.span(*n),
+                        text: text.clone(),
+                    });
+                }
+                self.keep(*n, text);
+                if !streams {
+                    continue;
+                }
+                if reader.as_ref().is_none_or(|(f, _)| *f != last.format) {
+                    if let Some((_, done)) = reader.take() {
+                        done.finish(&mut self.facts);
+                    }
+                    reader = Some((last.format, SegmentReader::new(last.format)));
+                }
+                let span = self.span(*n);
+                if let Some((_, r)) = reader.as_mut() {
+                    let mut out = Out {
+                        facts: &mut self.facts,
+                        kept: &mut self.kept,
+                    };
+                    r.read(&Line { span, text }, true, &mut out);
+                }
+            }
+        }
+        if let Some((_, done)) = reader.take() {
+            done.finish(&mut self.facts);
+        }
+        // What was read last goes where its lines are.
+        let facts = &mut self.facts;
+        facts.messages.sort_by_key(|m| m.span);
+        facts.journal.sort_by_key(|e| e.span);
+        facts.server_events.sort_by_key(|e| e.span);
+        facts.line_times.sort_by_key(|t| t.0);
+        facts.repeats.extend(counted);
     }
 }
 

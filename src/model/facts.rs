@@ -5,8 +5,8 @@ use super::PackageChange;
 use super::Timestamp;
 use super::{GpuHealth, KernelEvent, ProcCgroup, UnitProperties};
 use super::{
-    GpuProcessRecord, GpuRecord, JournalEntry, Message, ProcessListing, PsRecord, ServerEvent,
-    SmiHeader, UnitStatus,
+    GpuProcessRecord, GpuRecord, JournalEntry, Message, ProcessListing, PsRecord, Repeat,
+    ServerEvent, SmiHeader, UnitStatus,
 };
 use crate::source::Span;
 
@@ -38,6 +38,9 @@ pub struct Facts {
     /// The time of lines that make no other timed fact (every prefixed server
     /// log line, nvidia-smi's date line), for the timeline.
     pub line_times: Vec<(Span, Timestamp)>,
+    /// Templates of lines seen more often than read (`ingest::Repeats`),
+    /// by input and first line.
+    pub repeats: Vec<Repeat>,
 }
 
 impl Facts {
@@ -61,6 +64,7 @@ impl Facts {
             env_reports,
             package_changes,
             line_times,
+            repeats,
         } = other;
         self.smi_headers.extend(smi_headers);
         self.gpus.extend(gpus);
@@ -78,5 +82,6 @@ impl Facts {
         self.env_reports.extend(env_reports);
         self.package_changes.extend(package_changes);
         self.line_times.extend(line_times);
+        self.repeats.extend(repeats);
     }
 }

@@ -9,3 +9,18 @@ pub struct Message {
     pub span: Span,
     pub text: String,
 }
+
+/// Lines of one template (numbers, ids and times masked) seen more often
+/// than a report can cite: the first `read` were read like any line, the
+/// last `kept_last` kept and read at the end, the rest only counted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Repeat {
+    /// The template's first line.
+    pub first: Span,
+    /// Its last line.
+    pub last: Span,
+    /// Lines of the template, all told.
+    pub count: u64,
+    pub read: u32,
+    pub kept_last: u32,
+}

@@ -33,7 +33,7 @@ pub use gpu::{GpuProcessRecord, GpuRecord, ProcessListing, ProcessListingKind, S
 pub use gpu_health::{EccCounter, EccKind, EccScope, GpuHealth, Reading, SickValue};
 pub use journal::JournalEntry;
 pub use kernel::{KernelEvent, KernelEventKind, KernelTime, OomKill, OomTask, Xid};
-pub use message::Message;
+pub use message::{Message, Repeat};
 pub use names::{
     GpuUuid, Hostname, InvalidValue, Pid, Port, ProcessName, ServerFlag, StartTime, UnitName,
 };

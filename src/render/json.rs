@@ -23,6 +23,18 @@ struct JsonReport<'a> {
     capture: Option<JsonCapture<'a>>,
     gaps: Vec<JsonGap<'a>>,
     timeline: Vec<JsonEvent<'a>>,
+    /// Templates of lines seen more often than read: absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    repeated_lines: Vec<JsonRepeat>,
+}
+
+#[derive(Serialize)]
+struct JsonRepeat {
+    count: u64,
+    first: JsonEvidenceLine,
+    last: JsonEvidenceLine,
+    read_first: u32,
+    kept_last: u32,
 }
 
 /// What the inputs show, failed or not: the four entity arrays in the form
@@ -335,6 +347,27 @@ pub fn render(report: &Report<'_>) -> String {
         capture: json_capture::capture(report),
         gaps: json_capture::gaps(report),
         timeline: json_capture::timeline(report),
+        repeated_lines: report
+            .repeats
+            .iter()
+            .map(|r| {
+                let line = |span| {
+                    let l = report.resolve(span);
+                    JsonEvidenceLine {
+                        input: l.input,
+                        line: l.line,
+                        text: l.text,
+                    }
+                };
+                JsonRepeat {
+                    count: r.count,
+                    first: line(r.first),
+                    last: line(r.last),
+                    read_first: r.read,
+                    kept_last: r.kept_last,
+                }
+            })
+            .collect(),
     };
     let mut text = serde_json::to_string_pretty(&wire).expect("report serialises");
     text.push('\n');

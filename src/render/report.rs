@@ -51,6 +51,8 @@ pub struct Report<'a> {
     pub gpus: Vec<GpuBar>,
     /// GPUs, GPU processes, units and Xids, whatever was found.
     pub inventory: Inventory,
+    /// Lines seen more often than read (`ingest::Repeats`), most frequent first.
+    pub repeats: Vec<crate::model::Repeat>,
 }
 
 impl<'a> Report<'a> {
@@ -67,6 +69,7 @@ impl<'a> Report<'a> {
             timeline: None,
             gpus: Vec::new(),
             inventory: Inventory::default(),
+            repeats: Vec::new(),
         }
     }
 
@@ -74,6 +77,9 @@ impl<'a> Report<'a> {
     pub fn with_incident(mut self, incident: &Incident) -> Self {
         self.gpus = gpus::view(incident, self.root_cause());
         self.inventory = Inventory::of(incident);
+        self.repeats = incident.facts.repeats.clone();
+        self.repeats
+            .sort_by(|a, b| b.count.cmp(&a.count).then(a.first.cmp(&b.first)));
         self
     }
 

@@ -75,6 +75,7 @@ pub fn render(report: &Report<'_>, options: RenderOptions) -> String {
     } else {
         inputs_summary(&mut out, report, &st);
     }
+    repeats(&mut out, report, &st);
     out
 }
 
@@ -603,6 +604,39 @@ fn inputs_summary(out: &mut String, report: &Report<'_>, st: &Style) {
             if files == 1 { "" } else { "s" },
         ))
     );
+}
+
+/// Lines seen more often than read: how often, the first and the last.
+fn repeats(out: &mut String, report: &Report<'_>, st: &Style) {
+    const SHOWN: usize = 5;
+    for r in report.repeats.iter().take(SHOWN) {
+        let (first, last) = (report.resolve(r.first), report.resolve(r.last));
+        let _ = writeln!(
+            out,
+            "{}",
+            st.dim(&format!(
+                "Seen {} times between {}:{} and {}:{} (the first {} and the last {} read, the rest counted): {}",
+                r.count,
+                clean(&first.input),
+                first.line,
+                clean(&last.input),
+                last.line,
+                r.read,
+                r.kept_last,
+                clean(&first.text)
+            ))
+        );
+    }
+    if report.repeats.len() > SHOWN {
+        let _ = writeln!(
+            out,
+            "{}",
+            st.dim(&format!(
+                "… and {} more repeated lines (--output json lists them).",
+                report.repeats.len() - SHOWN
+            ))
+        );
+    }
 }
 
 fn inputs(out: &mut String, report: &Report<'_>, st: &Style) {

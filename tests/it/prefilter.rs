@@ -110,6 +110,14 @@ fn check(label: &str, path: &Path) {
         }
     }
     assert_eq!(facts(&full), facts(&skimmed), "{label}: facts differ");
+    // The prefiltered reading aggregates repeats (`Repeats::STANDARD`):
+    // no fixture may reach its limit, or the reports above would not show
+    // that aggregation below it changes nothing.
+    assert!(
+        skimmed.incident.facts.repeats.is_empty(),
+        "{label}: a template repeats past the limit: {:?}",
+        skimmed.incident.facts.repeats
+    );
     // The prefilter keeps journal entries, never invents one.
     let all = &full.incident.facts.journal;
     let mut rest = all.iter();
@@ -328,6 +336,7 @@ fn threads_and_pipes_read_the_same() {
             prefilter,
             progress: None,
             threads,
+            repeats: rootcause::ingest::Repeats::STANDARD,
         };
         let ingested = ingest_with(sources, &settings);
         format!("{:?}\n{:?}", ingested.facts, ingested.inputs)
@@ -497,4 +506,167 @@ mod random {
             }
         }
     }
+}
+
+/// A unit crash-looping, read with tiny limits: the first lines of each
+/// template are read, the last kept, the rest only counted, and what the
+/// rules see are real lines, first and last, with the true count and the
+/// last restart counter.
+#[test]
+fn repeats_are_counted_and_their_first_and_last_lines_kept() {
+    use rootcause::ingest::{Repeats, Settings, Threads, ingest_with};
+    const CYCLES: u32 = 40;
+    let mut text = String::new();
+    let mut line = 0u32;
+    let mut exited = Vec::new();
+    let mut restarts = Vec::new();
+    let mut push = |text: &mut String, s: String| {
+        text.push_str(&s);
+        text.push('\n');
+        line += 1;
+        line
+    };
+    for c in 1..=CYCLES {
+        let (m, s) = (c / 60, c % 60);
+        let t = format!("2026-11-27T10:{m:02}:{s:02}+0000 ct200");
+        push(
+            &mut text,
+            format!("{t} systemd[1]: Started sglang.service - SGLang."),
+        );
+        push(
+            &mut text,
+            format!(
+                "{t} python3[{}]: [2026-11-27 10:{m:02}:{s:02}] server_args=ServerArgs(model_path='/m', tp_size=1, port=30000)",
+                5000 + c
+            ),
+        );
+        push(
+            &mut text,
+            format!(
+                "{t} python3[{}]: OSError: [Errno 98] Address already in use",
+                5000 + c
+            ),
+        );
+        exited.push(push(
+            &mut text,
+            format!(
+                "{t} systemd[1]: sglang.service: Main process exited, code=exited, status=1/FAILURE"
+            ),
+        ));
+        restarts.push(push(
+            &mut text,
+            format!(
+                "{t} systemd[1]: sglang.service: Scheduled restart job, restart counter is at {c}."
+            ),
+        ));
+    }
+    let mut sources = SourceMap::new();
+    sources.add(Source::new("journal.txt", text.as_bytes()));
+    let anchors = rootcause::rules::anchors(rootcause::rules::RULES);
+    let read = |repeats| {
+        ingest_with(
+            &sources,
+            &Settings {
+                hint: None,
+                anchors: &anchors,
+                prefilter: true,
+                progress: None,
+                threads: Threads::One,
+                repeats,
+            },
+        )
+    };
+    let bounded = read(Repeats { first: 3, last: 2 }).facts;
+    let all = read(Repeats::UNBOUNDED).facts;
+    assert!(all.repeats.is_empty());
+    // Each of the five templates, counted in full, first and last line right.
+    assert_eq!(bounded.repeats.len(), 5, "{:?}", bounded.repeats);
+    let r = bounded
+        .repeats
+        .iter()
+        .find(|r| r.first.line == exited[0])
+        .expect("the exit line's template");
+    assert_eq!(r.last.line, *exited.last().expect("cycles"));
+    assert_eq!((r.count, r.read, r.kept_last), (u64::from(CYCLES), 3, 2));
+    assert!(bounded.repeats.iter().all(|r| r.count == u64::from(CYCLES)));
+    // The rules see the first three and the last two exits, real lines.
+    let want: Vec<u32> = exited[..3]
+        .iter()
+        .chain(&exited[exited.len() - 2..])
+        .copied()
+        .collect();
+    let got: Vec<u32> = bounded
+        .messages
+        .iter()
+        .filter(|m| m.text.contains("Main process exited"))
+        .map(|m| m.span.line)
+        .collect();
+    assert_eq!(got, want);
+    for m in &bounded.messages {
+        let full = all
+            .messages
+            .iter()
+            .find(|f| f.span == m.span)
+            .expect("a real line");
+        assert_eq!(full.text, m.text);
+    }
+    // The last cycles are read: the restart counter reaches its true value,
+    // and PID 1's entries are those of the full reading, fewer of them.
+    let last = *restarts.last().expect("cycles");
+    assert!(
+        bounded
+            .journal
+            .iter()
+            .any(|e| e.span.line == last && e.message.ends_with(&format!("is at {CYCLES}."))),
+        "the last restart is read"
+    );
+    assert!(bounded.journal.len() < all.journal.len() / 4);
+    for e in &bounded.journal {
+        assert!(all.journal.contains(e), "{e:?} is the full reading's");
+    }
+    assert!(bounded.journal.windows(2).all(|w| w[0].span < w[1].span));
+}
+
+/// A journal of the lines servers print by the million (vLLM throughput
+/// records, uvicorn access lines and health checks, SGLang batches) with an
+/// incident in it reads the same through the fast path (`ingest::chatter`,
+/// taken when skimming) as read in full, and its facts are the same.
+#[test]
+fn the_fast_path_for_server_chatter_changes_nothing() {
+    let scratch = Scratch::new("chatter");
+    let mut journal = String::new();
+    for i in 0..300u32 {
+        let (m, s) = (i / 60, i % 60);
+        let t = format!("2026-11-27T09:{m:02}:{s:02}+0000 ct200");
+        let line = match i % 5 {
+            0 => format!(
+                "{t} vllm[4100]: INFO 11-27 09:{m:02}:{s:02} [loggers.py:123] Engine 000: Avg prompt throughput: 12.5 tokens/s, Avg generation throughput: 40.1 tokens/s, Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.2%, Prefix cache hit rate: 0.0%"
+            ),
+            1 => format!(
+                "{t} vllm[4100]: INFO:     10.0.0.{}:{} - \"POST /v1/chat/completions HTTP/1.1\" 200 OK",
+                i % 250,
+                40000 + i
+            ),
+            2 => format!(
+                "{t} vllm[4100]: INFO:     127.0.0.1:{} - \"GET /health HTTP/1.1\" 200 OK",
+                30000 + i
+            ),
+            3 => format!(
+                "{t} python3[5200]: [2026-11-27 09:{m:02}:{s:02} TP0] Decode batch. #running-req: 4, #token: 3000, token usage: 0.05, cuda graph: True, gen throughput (token/s): 410.2, #queue-req: 0"
+            ),
+            _ => format!(
+                "{t} vllm[4101]: INFO 11-27 09:{m:02}:{s:02}.123 [logger.py:43] Received request chatcmpl-{i}: prompt: '', params: SamplingParams(n=1)"
+            ),
+        };
+        journal.push_str(&line);
+        journal.push('\n');
+        if i == 150 {
+            journal.push_str("2026-11-27T09:02:30+0000 ct200 vllm[4100]: ERROR 11-27 09:02:30 [launcher.py:75] [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use\n");
+            journal.push_str("2026-11-27T09:02:30+0000 ct200 systemd[1]: vllm.service: Main process exited, code=exited, status=1/FAILURE\n");
+        }
+    }
+    let dir = scratch.path.join("chatter");
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(dir.join("journal.txt"), &journal).expect("write");
+    check("server chatter", &dir);
 }

@@ -207,7 +207,27 @@ fn daemons(rng: &mut Rng) -> Vec<Daemon> {
             ],
             weight: 60,
         },
+        Daemon {
+            ident: "vllm",
+            unit: "vllm-qwen.service",
+            exe: "/opt/vllm/venv/bin/python3",
+            pids: vec![41230, 41388],
+            weight: 0,
+        },
     ]
+}
+
+/// A journal of a host whose servers are busy: nine lines in ten are the
+/// SGLang ranks' and the vLLM server's batch, throughput, access and health
+/// check lines, the rest the usual daemons.
+fn chatty(daemons: &mut [Daemon]) {
+    for d in daemons {
+        d.weight = match d.ident {
+            "python3" => 600,
+            "vllm" => 300,
+            _ => d.weight / 2,
+        };
+    }
 }
 
 fn ip(rng: &mut Rng) -> String {
@@ -347,7 +367,50 @@ fn say(d: &Daemon, rng: &mut Rng, clock: Clock, seq: &mut u64) -> String {
             ),
             _ => "EXT4-fs (nvme0n1p2): re-mounted. Quota mode: none.".to_owned(),
         },
+        "vllm" => vllm_message(rng),
         _ => sglang_message(rng, None),
+    }
+}
+
+/// One line a vLLM server writes while it serves: the engine's periodic
+/// throughput line and uvicorn's access log, health checks included.
+fn vllm_message(rng: &mut Rng) -> String {
+    let (m, d) = (11, 1 + rng.below(28));
+    let (h, mi, s) = (rng.below(24), rng.below(60), rng.below(60));
+    match rng.below(10) {
+        0..=3 => format!(
+            "INFO {m:02}-{d:02} {h:02}:{mi:02}:{s:02} [loggers.py:123] Engine 000: Avg prompt throughput: {}.{} tokens/s, Avg generation throughput: {}.{} tokens/s, Running: {} reqs, Waiting: 0 reqs, GPU KV cache usage: {}.{}%, Prefix cache hit rate: {}.{}%",
+            rng.below(9000),
+            rng.below(10),
+            rng.below(3000),
+            rng.below(10),
+            rng.below(64),
+            rng.below(100),
+            rng.below(10),
+            rng.below(100),
+            rng.below(10)
+        ),
+        4..=6 => format!(
+            "INFO:     10.0.{}.{}:{} - \"POST /v1/chat/completions HTTP/1.1\" 200 OK",
+            rng.below(4),
+            rng.below(255),
+            1024 + rng.below(60000)
+        ),
+        7 => format!(
+            "INFO:     127.0.0.1:{} - \"GET /health HTTP/1.1\" 200 OK",
+            1024 + rng.below(60000)
+        ),
+        8 => format!(
+            "INFO:     10.0.{}.{}:{} - \"GET /v1/models HTTP/1.1\" 200 OK",
+            rng.below(4),
+            rng.below(255),
+            1024 + rng.below(60000)
+        ),
+        _ => format!(
+            "INFO {m:02}-{d:02} {h:02}:{mi:02}:{s:02} [logger.py:43] Received request chatcmpl-{}: prompt: '', params: SamplingParams(n=1, temperature=0.7, top_p=0.8, max_tokens={}), prompt_token_ids: None, lora_request: None.",
+            rng.hex(32),
+            64 + rng.below(4000)
+        ),
     }
 }
 
@@ -683,9 +746,12 @@ fn stuck_stop(start: Clock) -> Vec<(Clock, Entry, Option<&'static str>)> {
     out
 }
 
-fn journal(mode: Mode, mib: u64, path: &str, seed: u64) -> Vec<(&'static str, u64)> {
+fn journal(mode: Mode, busy: bool, mib: u64, path: &str, seed: u64) -> Vec<(&'static str, u64)> {
     let mut rng = Rng(seed | 1);
-    let daemons = daemons(&mut rng);
+    let mut daemons = daemons(&mut rng);
+    if busy {
+        chatty(&mut daemons);
+    }
     let total: u64 = daemons.iter().map(|d| d.weight).sum();
     let target = mib << 20;
     let mut w = JournalWriter {
@@ -912,11 +978,195 @@ fn kernel(mib: u64, path: &str, seed: u64) -> Vec<(&'static str, u64)> {
     incidents
 }
 
+/// A unit crash-looping for days: the seed incident (sglang-k26.service
+/// dies at start-up because a forgotten ddtree-qwen.service holds GPU 0;
+/// fixtures/incidents/2026-11-27-ct200-ghost-ddtree) restarted by systemd
+/// every minute, each cycle with fresh PIDs, a little host noise between
+/// cycles. Buried at random places, once each: a unit whose processes
+/// survive SIGKILL, and an Xid 79 (the GPU fell off the bus).
+fn crash_loop(mib: u64, path: &str, seed: u64) -> Vec<(&'static str, u64)> {
+    let mut rng = Rng(seed | 1);
+    let daemons = daemons(&mut rng);
+    let noise: Vec<&Daemon> = daemons
+        .iter()
+        .filter(|d| !matches!(d.ident, "python3" | "vllm" | "kernel"))
+        .collect();
+    let target = mib << 20;
+    let mut w = JournalWriter {
+        out: BufWriter::with_capacity(1 << 20, File::create(path).expect("create output")),
+        mode: Mode::ShortIso,
+        bytes: 0,
+        lines: 0,
+        seqnum: 0,
+        rng: Rng(seed.rotate_left(17) | 1),
+    };
+    let mut clock = Clock {
+        micros: EPOCH * 1_000_000,
+    };
+    let server = |pid: u32, message: String| {
+        Entry {
+        ident: "python3",
+        pid: Some(pid),
+        unit: "sglang-k26.service",
+        comm: "python3",
+        exe: "/opt/sglang/venv/bin/python3",
+        cmdline: "/opt/sglang/venv/bin/python3 -m sglang.launch_server --model-path /models/Kimi-K2.6 --tp-size 8 --port 30001".to_owned(),
+        transport: "stdout",
+        message,
+    }
+    };
+    let unit = "sglang-k26.service";
+    let mut incidents = Vec::new();
+    // The holder, started once, long before.
+    w.write(
+        clock,
+        &pid1(
+            "ddtree-qwen.service",
+            "Started ddtree-qwen.service - DDTree speculative decoding (Qwen3.6-27B).".to_owned(),
+        ),
+    );
+    clock.micros += 8_000_000;
+    let holder = Entry {
+        unit: "ddtree-qwen.service",
+        ..server(
+            20629,
+            format!(
+                "[{}] server_args=ServerArgs(model_path='/models/Qwen3.6-27B', tp_size=1, port=30000, speculative_algorithm='DDTREE', speculative_num_draft_tokens=15)",
+                clock.sglang()
+            ),
+        )
+    };
+    w.write(clock, &holder);
+    clock.micros += 148_000_000;
+    let ready = Entry {
+        message: format!(
+            "[{}] The server is fired up and ready to roll!",
+            clock.sglang()
+        ),
+        ..holder
+    };
+    w.write(clock, &ready);
+    let mut marks = [rng.below(800) + 100, rng.below(800) + 100];
+    marks.sort_unstable();
+    let mut placed = 0;
+    let mut cycle: u64 = 0;
+    let kernel = daemons
+        .iter()
+        .find(|d| d.ident == "kernel")
+        .expect("kernel");
+    while w.bytes < target {
+        if placed < marks.len() && w.bytes * 1000 / target >= marks[placed] {
+            if placed == 0 {
+                for (t, e, rule) in stuck_stop(clock) {
+                    clock.micros = clock.micros.max(t.micros);
+                    w.write(clock, &e);
+                    if let Some(rule) = rule {
+                        incidents.push((rule, w.lines));
+                    }
+                }
+            } else {
+                let e = from(kernel, 0, "NVRM: Xid (PCI:0000:3b:00): 79, pid=1102, name=nvidia-persistenced, GPU has fallen off the bus.".to_owned());
+                w.write(clock, &e);
+                incidents.push(("xid-gpu-fell-off-bus", w.lines));
+            }
+            placed += 1;
+        }
+        cycle += 1;
+        let main = 40_000 + (cycle * 197 % 3_000_000) as u32;
+        let first = cycle == 1;
+        w.write(
+            clock,
+            &pid1(
+                unit,
+                "Started sglang-k26.service - SGLang Kimi K2.6 (TP8).".to_owned(),
+            ),
+        );
+        clock.micros += 7_000_000;
+        w.write(clock, &server(main, format!("[{}] server_args=ServerArgs(model_path='/models/Kimi-K2.6', tp_size=8, port=30001, mem_fraction_static=0.85, trust_remote_code=True)", clock.sglang())));
+        clock.micros += 22_000_000;
+        for tp in [0u32, 3] {
+            w.write(
+                clock,
+                &server(
+                    main + 166 + tp,
+                    format!("[{} TP{tp}] Init torch distributed begin.", clock.sglang()),
+                ),
+            );
+        }
+        clock.micros += 2_000_000;
+        let rank = main + 166;
+        for line in [
+            format!("[{} TP0] Scheduler hit an exception: Traceback (most recent call last):", clock.sglang()),
+            "  File \"/opt/sglang/python/sglang/srt/managers/scheduler.py\", line 2891, in run_scheduler_process".to_owned(),
+            "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)".to_owned(),
+            "  File \"/opt/sglang/python/sglang/srt/managers/tp_worker.py\", line 81, in __init__".to_owned(),
+            "    self.model_runner = ModelRunner(".to_owned(),
+            "  File \"/opt/sglang/python/sglang/srt/model_executor/model_runner.py\", line 539, in init_torch_distributed".to_owned(),
+            "    raise RuntimeError(".to_owned(),
+            "RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes. pre_model_load_memory=39.74761962890625, local_gpu_memory=93.7274169921875, local_gpu_memory * 0.9=84.35467529296875".to_owned(),
+        ] {
+            w.write(clock, &server(rank, line));
+        }
+        if first {
+            incidents.push(("sglang-unbalanced-memory", w.lines));
+        }
+        clock.micros += 1_000_000;
+        w.write(clock, &server(main, format!("[{}] Received sigquit from a child process. It usually means the child failed.", clock.sglang())));
+        clock.micros += 1_000_000;
+        w.write(
+            clock,
+            &pid1(
+                unit,
+                "sglang-k26.service: Main process exited, code=killed, status=9/KILL".to_owned(),
+            ),
+        );
+        w.write(
+            clock,
+            &pid1(
+                unit,
+                "sglang-k26.service: Failed with result 'signal'.".to_owned(),
+            ),
+        );
+        clock.micros += 5_000_000;
+        w.write(
+            clock,
+            &pid1(
+                unit,
+                format!(
+                    "sglang-k26.service: Scheduled restart job, restart counter is at {cycle}."
+                ),
+            ),
+        );
+        if cycle == 3 {
+            incidents.push(("systemd-crash-loop", w.lines));
+        }
+        w.write(
+            clock,
+            &pid1(
+                unit,
+                "Stopped sglang-k26.service - SGLang Kimi K2.6 (TP8).".to_owned(),
+            ),
+        );
+        // The host goes on between cycles.
+        for _ in 0..rng.below(8) {
+            clock.tick(&mut rng, 2000);
+            let d = *rng.pick(&noise);
+            let pid = *rng.pick(&d.pids);
+            let mut seq = cycle;
+            let message = say(d, &mut rng, clock, &mut seq);
+            w.write(clock, &from(d, pid, message));
+        }
+        clock.micros += 12_000_000;
+    }
+    w.out.flush().expect("flush");
+    incidents
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (Some(kind), Some(mib), Some(out)) = (args.first(), args.get(1), args.get(2)) else {
         eprintln!(
-            "usage: rootcause-bench-gen journal-iso|journal-json|sglang|kernel MIB OUT [SEED]"
+            "usage: rootcause-bench-gen journal-iso|journal-json|journal-chatty|crash-loop|sglang|kernel MIB OUT [SEED]"
         );
         return ExitCode::from(2);
     };
@@ -926,8 +1176,10 @@ fn main() -> ExitCode {
     };
     let seed = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(20261127);
     let incidents = match kind.as_str() {
-        "journal-iso" => journal(Mode::ShortIso, mib, out, seed),
-        "journal-json" => journal(Mode::Json, mib, out, seed),
+        "journal-iso" => journal(Mode::ShortIso, false, mib, out, seed),
+        "journal-json" => journal(Mode::Json, false, mib, out, seed),
+        "journal-chatty" => journal(Mode::ShortIso, true, mib, out, seed),
+        "crash-loop" => crash_loop(mib, out, seed),
         "sglang" => sglang(mib, out, seed),
         "kernel" => kernel(mib, out, seed),
         other => {

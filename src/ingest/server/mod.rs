@@ -31,6 +31,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::{Datelike, NaiveDate, NaiveTime, Timelike};
 
 use super::Line;
+use super::chatter;
 use super::reader::{Out, Read};
 use crate::model::{
     CudaOom, Facts, Framework, NcclDetail, OomSource, RankTag, ServerEvent, ServerEventKind,
@@ -204,6 +205,21 @@ impl ServerLogParser {
         // Under the journal, the journal's time counts: no need for the line's.
         if outer.time.is_some() && sglang::is_prefixed(&text) {
             self.saw(outer, Framework::Sglang);
+            return Skim::Read {
+                recognized: true,
+                time: None,
+            };
+        }
+        // The lines servers print by the million, told by their bytes
+        // (`ingest::chatter`): what the regexes below would conclude.
+        if outer.time.is_some() && chatter::vllm_record(&text) {
+            self.saw(outer, Framework::Vllm);
+            return Skim::Read {
+                recognized: true,
+                time: None,
+            };
+        }
+        if chatter::access_line(&text) {
             return Skim::Read {
                 recognized: true,
                 time: None,

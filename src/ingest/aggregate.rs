@@ -1,0 +1,376 @@
+//! Repeated lines aggregated as they stream: a unit crash-looping for a
+//! week prints the same few dozen lines a hundred thousand times, and a
+//! report cites a handful of them. Each line gets a template (its numbers,
+//! ids and times masked, [`key`]); the first [`Repeats::first`] lines of a
+//! template are read like any other, the later ones only counted, and the
+//! last [`Repeats::last`] of them kept aside and read at the end of the
+//! input ([`Aggregator::drain`]), so that rules still see the last cycles
+//! (the restart counter, the last PIDs) and reports cite real lines. Memory
+//! then grows with the number of templates, not with how often each
+//! occurred.
+//!
+//! The limits are far above anything the repository's fixtures repeat, so
+//! aggregation changes none of their reports (`tests/it/prefilter.rs`).
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::BuildHasherDefault;
+
+use super::Format;
+use crate::model::Repeat;
+use crate::source::{SourceId, Span};
+
+/// How many lines of one template are read before the rest is only counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Repeats {
+    /// Lines of a template read in full, from its first on.
+    pub first: u32,
+    /// Lines of a template kept after those, the latest ones, read at the end.
+    pub last: usize,
+}
+
+impl Repeats {
+    /// What `analyze` and `replay` use: 256 cycles of a crash loop, then the
+    /// last 16.
+    pub const STANDARD: Repeats = Repeats {
+        first: 256,
+        last: 16,
+    };
+
+    /// Every line read (the `timeline` command, the library's default).
+    pub const UNBOUNDED: Repeats = Repeats {
+        first: u32::MAX,
+        last: 0,
+    };
+
+    fn bounded(&self) -> bool {
+        self.first != u32::MAX
+    }
+}
+
+impl Default for Repeats {
+    fn default() -> Self {
+        Repeats::STANDARD
+    }
+}
+
+/// Templates followed at most: past this, a new template is read like any
+/// line (an input of endless distinct lines has nothing to aggregate).
+const MAX_TEMPLATES: usize = 1 << 16;
+
+/// Continuation lines kept with one repeated line at most.
+const MAX_CONTINUATION: usize = 64;
+
+/// The template of a line, hashed (FNV-1a), or `None` for a blank line or
+/// a continuation line (indented: it follows the line it continues).
+///
+/// Masked: every run of digits, except a short number standing alone (`Xid
+/// … 79,`, `GPU 3 `, `exit code 1`: a different code is a different
+/// failure); every hex id (eight or more hex digits with a digit among them).
+/// Times, PIDs, ports, sizes, counters and addresses go; words stay.
+pub(crate) fn key(text: &str) -> Option<u64> {
+    let bytes = text.as_bytes();
+    match bytes.first() {
+        None | Some(b' ' | b'\t') => return None,
+        _ => {}
+    }
+    let mut hash = Hasher::default();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if !b.is_ascii_alphanumeric() {
+            hash.put(b);
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let (mut digits, mut hex) = (0usize, true);
+        while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
+            digits += usize::from(bytes[i].is_ascii_digit());
+            hex &= bytes[i].is_ascii_hexdigit();
+            i += 1;
+        }
+        let word = &bytes[start..i];
+        if digits == 0 {
+            word.iter().for_each(|&b| hash.put(b));
+        } else if digits == word.len() {
+            let before = start.checked_sub(1).map(|j| bytes[j]);
+            let after = bytes.get(i).copied();
+            let alone = matches!(before, None | Some(b' ' | b'(' | b'=' | b'#'))
+                && matches!(after, None | Some(b' ' | b',' | b')' | b';'));
+            if word.len() <= 3 && alone {
+                word.iter().for_each(|&b| hash.put(b));
+            } else {
+                hash.put(b'0');
+            }
+        } else if hex && word.len() >= 8 {
+            hash.put(b'x');
+        } else {
+            // Digits inside a word (`TP3`, `python3`): masked, letters kept.
+            word.iter()
+                .for_each(|&b| hash.put(if b.is_ascii_digit() { b'0' } else { b }));
+        }
+    }
+    Some(hash.finish())
+}
+
+/// Whether a line may be PID 1's journal entry (`systemd[1]: `, a JSON
+/// record's `"_PID":"1"`): the journal reads those in full even without an
+/// anchor, so they are aggregated too. A cheap test; a false positive only
+/// costs a template.
+pub(crate) fn may_be_pid1(text: &str) -> bool {
+    static SHORT: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"[1]: "));
+    static JSON: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"_PID\":\"1\""));
+    SHORT.find(text.as_bytes()).is_some() || JSON.find(text.as_bytes()).is_some()
+}
+
+/// A fast hash of a byte sequence, eight bytes mixed at a time. Not for
+/// tables an attacker fills: a collision only merges two templates' counts.
+#[derive(Default)]
+struct Hasher {
+    hash: u64,
+    word: u64,
+    bytes: u32,
+}
+
+impl Hasher {
+    #[inline]
+    fn put(&mut self, b: u8) {
+        self.word = (self.word << 8) | u64::from(b);
+        self.bytes += 1;
+        if self.bytes % 8 == 0 {
+            self.mix();
+        }
+    }
+
+    #[inline]
+    fn mix(&mut self) {
+        const K: u64 = 0x9e37_79b9_7f4a_7c15;
+        self.hash = (self.hash ^ self.word).wrapping_mul(K).rotate_left(31);
+        self.word = 0;
+    }
+
+    fn finish(mut self) -> u64 {
+        self.word ^= u64::from(self.bytes) << 56;
+        self.mix();
+        self.hash ^ (self.hash >> 29)
+    }
+}
+
+/// The keys are hashes already.
+#[derive(Default)]
+struct Identity(u64);
+
+impl std::hash::Hasher for Identity {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// One repeated line kept for the end: its lines (the line, then the
+/// continuation lines that followed it) and whether it is a message.
+pub(super) struct Kept {
+    pub format: Format,
+    pub message: bool,
+    pub lines: Vec<(u32, String)>,
+}
+
+#[derive(Default)]
+struct Tally {
+    count: u64,
+    first: u32,
+    last: u32,
+    ring: VecDeque<Kept>,
+}
+
+/// The templates of one input.
+pub(super) struct Aggregator {
+    limits: Repeats,
+    templates: HashMap<u64, Tally, BuildHasherDefault<Identity>>,
+    /// The template of the last line counted only, while its continuation
+    /// lines follow it.
+    current: Option<u64>,
+}
+
+impl Aggregator {
+    pub(super) fn new(limits: Repeats) -> Option<Aggregator> {
+        limits.bounded().then(|| Aggregator {
+            limits,
+            templates: HashMap::default(),
+            current: None,
+        })
+    }
+
+    /// Counts line `n`; true when it is only counted (a template seen more
+    /// than `first` times, or a continuation of such a line): the caller
+    /// reads it no further.
+    /// `key` is [`key`] of `text`.
+    pub(super) fn repeated(
+        &mut self,
+        n: u32,
+        text: &str,
+        key: Option<u64>,
+        format: Format,
+        message: bool,
+    ) -> bool {
+        let Some(key) = key else {
+            let Some(current) = self.current else {
+                return false;
+            };
+            if let Some(kept) = self
+                .templates
+                .get_mut(&current)
+                .and_then(|t| t.ring.back_mut())
+            {
+                if kept.lines.len() < MAX_CONTINUATION {
+                    kept.lines.push((n, text.to_owned()));
+                }
+                kept.message |= message;
+            }
+            return true;
+        };
+        self.current = None;
+        let full = self.templates.len() >= MAX_TEMPLATES;
+        let tally = match self.templates.get_mut(&key) {
+            Some(tally) => tally,
+            None if full => return false,
+            None => self.templates.entry(key).or_default(),
+        };
+        tally.count += 1;
+        tally.last = n;
+        if tally.count == 1 {
+            tally.first = n;
+        }
+        if tally.count <= u64::from(self.limits.first) {
+            return false;
+        }
+        self.current = Some(key);
+        if self.limits.last == 0 {
+            return true;
+        }
+        let mut kept = if tally.ring.len() >= self.limits.last {
+            tally.ring.pop_front().unwrap_or_else(|| Kept {
+                format,
+                message,
+                lines: Vec::new(),
+            })
+        } else {
+            Kept {
+                format,
+                message,
+                lines: Vec::new(),
+            }
+        };
+        kept.format = format;
+        kept.message = message;
+        kept.lines.clear();
+        kept.lines.push((n, text.to_owned()));
+        tally.ring.push_back(kept);
+        true
+    }
+
+    /// The lines kept for the end, in input order, and what was counted of
+    /// each template seen more often than read, ordered by first line.
+    pub(super) fn drain(self, source: SourceId) -> (Vec<Kept>, Vec<Repeat>) {
+        let span = |line| Span { source, line };
+        let mut kept = Vec::new();
+        let mut repeats = Vec::new();
+        for tally in self.templates.into_values() {
+            if tally.count <= u64::from(self.limits.first) {
+                continue;
+            }
+            repeats.push(Repeat {
+                first: span(tally.first),
+                last: span(tally.last),
+                count: tally.count,
+                read: self.limits.first,
+                kept_last: tally.ring.len() as u32,
+            });
+            kept.extend(tally.ring);
+        }
+        kept.sort_by_key(|k| k.lines.first().map_or(0, |l| l.0));
+        repeats.sort_by_key(|r| r.first);
+        (kept, repeats)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_mask_times_ids_and_counters_not_codes() {
+        let same = [
+            (
+                "2026-11-01T00:03:14+0000 node systemd[1]: a.service: Scheduled restart job, restart counter is at 1.",
+                "2026-11-02T13:55:01+0000 node systemd[1]: a.service: Scheduled restart job, restart counter is at 4711.",
+            ),
+            (
+                "May 12 09:41:33 ct200 python3[48377]: [2026-05-12 09:41:33 TP0] Init torch distributed begin.",
+                "May 12 09:42:35 ct200 python3[51002]: [2026-05-12 09:42:35 TP3] Init torch distributed begin.",
+            ),
+            (
+                "time=\"x\" container=0f1e2d3c4b5a6978 port 51234",
+                "time=\"x\" container=aa1e2d3c4b5a69ff port 2222",
+            ),
+        ];
+        for (a, b) in same {
+            assert_eq!(key(a), key(b), "{a}");
+        }
+        let differ = [
+            (
+                "kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1102, GPU has fallen off the bus.",
+                "kernel: NVRM: Xid (PCI:0000:3b:00): 48, pid=1102, GPU has fallen off the bus.",
+            ),
+            ("GPU 3 is lost", "GPU 4 is lost"),
+            (
+                "a.service: Main process exited, code=exited, status=1/FAILURE",
+                "a.service: Main process exited, code=killed, status=9/KILL",
+            ),
+        ];
+        for (a, b) in differ {
+            assert_ne!(key(a), key(b), "{a}");
+        }
+        assert_eq!(key(""), None);
+        assert_eq!(key("  File \"x.py\", line 3"), None);
+    }
+
+    #[test]
+    fn the_first_are_read_the_last_kept_the_rest_counted() {
+        let limits = Repeats { first: 2, last: 2 };
+        let mut agg = Aggregator::new(limits).expect("bounded");
+        let mut counted = Vec::new();
+        for n in 1..=10u32 {
+            let line = format!("12:00:{n:02} error {n}000 happened");
+            if agg.repeated(2 * n - 1, &line, key(&line), Format::Unknown, true) {
+                counted.push(2 * n - 1);
+            }
+            // A continuation line follows its line's fate.
+            if agg.repeated(2 * n, "  detail", None, Format::Unknown, false) {
+                counted.push(2 * n);
+            }
+        }
+        assert_eq!(counted, (5..=20).collect::<Vec<_>>());
+        let (kept, repeats) = agg.drain(SourceId(0));
+        let lines: Vec<Vec<u32>> = kept
+            .iter()
+            .map(|k| k.lines.iter().map(|l| l.0).collect())
+            .collect();
+        assert_eq!(lines, vec![vec![17, 18], vec![19, 20]]);
+        assert!(kept.iter().all(|k| k.message));
+        assert_eq!(repeats.len(), 1);
+        let r = &repeats[0];
+        assert_eq!((r.first.line, r.last.line, r.count), (1, 19, 10));
+        assert_eq!((r.read, r.kept_last), (2, 2));
+        assert!(Aggregator::new(Repeats::UNBOUNDED).is_none());
+    }
+}

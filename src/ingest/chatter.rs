@@ -1,0 +1,157 @@
+//! The fast path for the lines servers print by the million: vLLM's
+//! records (`INFO 11-14 03:12:09 [loggers.py:123] Engine 000: Avg prompt
+//! throughput: …`, `Received request …`) and uvicorn's access log (`INFO:
+//! 10.0.0.1:5000 - "POST /generate HTTP/1.1" 200 OK`, health checks
+//! included). Told by their bytes, before any regex: the skimming server
+//! reader (`server::ServerLogParser::skim`) asks these first for a line
+//! under a journal entry (the journal's time and PID time it and name its
+//! writer, so nothing else of it is needed). Each test accepts exactly what
+//! the regex it stands for would, or less.
+
+/// Whether `text` is a vLLM record (`LEVEL MM-DD HH:MM:SS[.frac]
+/// [file.py:line] message`): what `server::vllm`'s `RECORD` matches.
+pub(crate) fn vllm_record(text: &str) -> bool {
+    let b = text.as_bytes();
+    let Some(rest) = ["INFO ", "DEBUG ", "WARNING ", "ERROR ", "CRITICAL "]
+        .iter()
+        .find_map(|level| b.strip_prefix(level.as_bytes()))
+    else {
+        return false;
+    };
+    // `MM-DD HH:MM:SS`
+    const SHAPE: &[u8; 14] = b"00-00 00:00:00";
+    if rest.len() < SHAPE.len() {
+        return false;
+    }
+    let shaped = SHAPE.iter().zip(rest).all(|(&s, &c)| match s {
+        b'0' => c.is_ascii_digit(),
+        s => s == c,
+    });
+    if !shaped {
+        return false;
+    }
+    let mut i = SHAPE.len();
+    if rest.get(i) == Some(&b'.') {
+        let frac = rest[i + 1..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
+        if !(1..=6).contains(&frac) {
+            return false;
+        }
+        i += 1 + frac;
+    }
+    if rest.get(i) != Some(&b' ') {
+        return false;
+    }
+    i += 1;
+    if rest.get(i) == Some(&b'[') {
+        i += 1;
+    }
+    // `file.py:123]`: no `]` or space before the colon and digits.
+    let source = &rest[i..];
+    let Some(end) = source.iter().position(|&c| c == b']') else {
+        return false;
+    };
+    let name = &source[..end];
+    if name.iter().any(|c| c.is_ascii_whitespace()) {
+        return false;
+    }
+    let Some(colon) = name.iter().rposition(|&c| c == b':') else {
+        return false;
+    };
+    let line = &name[colon + 1..];
+    if colon == 0 || line.is_empty() || !line.iter().all(u8::is_ascii_digit) {
+        return false;
+    }
+    // Then the end, or a space and the message (no line break: one line).
+    match source.get(end + 1) {
+        None => true,
+        Some(b' ') => !source[end + 1..].contains(&b'\n'),
+        Some(_) => false,
+    }
+}
+
+/// Whether `text` is a uvicorn access line: `INFO:` and spaces, a client
+/// `host:port`, ` - "`, a method, a path, `HTTP/…"`, a status code.
+pub(crate) fn access_line(text: &str) -> bool {
+    let Some(rest) = text.strip_prefix("INFO:") else {
+        return false;
+    };
+    let rest = rest.trim_start_matches(' ');
+    let Some((client, request)) = rest.split_once(" - \"") else {
+        return false;
+    };
+    let client_ok = client.rsplit_once(':').is_some_and(|(host, port)| {
+        !host.is_empty()
+            && !host.contains(' ')
+            && !port.is_empty()
+            && port.bytes().all(|c| c.is_ascii_digit())
+    });
+    if !client_ok {
+        return false;
+    }
+    let Some((method, rest)) = request.split_once(' ') else {
+        return false;
+    };
+    const METHODS: [&str; 7] = ["GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH"];
+    if !METHODS.contains(&method) {
+        return false;
+    }
+    let Some((_, status)) = rest
+        .split_once(" HTTP/")
+        .and_then(|(_, v)| v.split_once("\" "))
+    else {
+        return false;
+    };
+    let code = status.as_bytes();
+    code.len() >= 3 && code[..3].iter().all(u8::is_ascii_digit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vllm_records_are_told_by_their_bytes() {
+        for yes in [
+            "INFO 11-14 03:12:09 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 12.3 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.1%, Prefix cache hit rate: 0.0%",
+            "INFO 05-12 09:41:09.123456 [logger.py:43] Received request chatcmpl-1: prompt: ''",
+            "WARNING 01-02 03:04:05 engine.py:75] x",
+            "DEBUG 01-02 03:04:05 [core.py:9]",
+        ] {
+            assert!(vllm_record(yes), "{yes}");
+        }
+        for no in [
+            "INFO:     10.0.0.1:5000 - \"POST /generate HTTP/1.1\" 200 OK",
+            "INFO 11-14 03:12 [loggers.py:123] x",
+            "INFO 11-14 03:12:09 [loggers.py] x",
+            "INFO 11-14 03:12:09.1234567 [a.py:1] x",
+            "INFO 11-14 03:12:09 [a b.py:1] x",
+            "INFO 11-14 03:12:09 [a.py:1]x",
+            "[2026-05-12 09:41:33 TP0] Decode batch. #running-req: 1",
+        ] {
+            assert!(!vllm_record(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn access_lines_and_health_checks_are_told_by_their_bytes() {
+        for yes in [
+            "INFO:     10.0.0.1:5000 - \"POST /generate HTTP/1.1\" 200 OK",
+            "INFO:     127.0.0.1:41322 - \"GET /health HTTP/1.1\" 200 OK",
+            "INFO:     [::1]:41322 - \"GET /v1/models HTTP/1.0\" 404 Not Found",
+        ] {
+            assert!(access_line(yes), "{yes}");
+        }
+        for no in [
+            "INFO:     Started server process [123]",
+            "INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)",
+            "INFO:     10.0.0.1 - \"POST /generate HTTP/1.1\" 200 OK",
+            "INFO:     10.0.0.1:5000 - \"BREW /pot HTTP/1.1\" 418",
+            "ERROR:    Exception in ASGI application",
+        ] {
+            assert!(!access_line(no), "{no}");
+        }
+    }
+}
