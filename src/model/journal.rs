@@ -20,9 +20,11 @@ pub struct JournalEntry {
 }
 
 impl JournalEntry {
-    /// True for the service manager's own lines (`systemd[1]:`).
+    /// True for the service manager's own lines (`systemd[1]:`, and the
+    /// `systemd:` of a syslog file such as /var/log/messages, which drops
+    /// PID 1's pid).
     pub fn is_pid1(&self) -> bool {
-        self.pid == Some(1) && self.identifier == "systemd"
+        self.identifier == "systemd" && matches!(self.pid, Some(1) | None)
     }
 
     /// True for the kernel's own messages (`kernel:` without a PID).
