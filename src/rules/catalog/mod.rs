@@ -10,6 +10,7 @@ mod ecc_uncorrectable_or_remap_pending;
 mod fabric_manager_mismatch;
 mod fabric_manager_no_nvswitch;
 mod gpu_fell_off_bus_no_xid;
+mod gpu_init_failed;
 mod hf_model_download_failure;
 mod hf_model_load_failure;
 mod kernel_oom_killer;
@@ -54,6 +55,7 @@ pub static RULES: &[&dyn Rule] = &[
     &fabric_manager_mismatch::RULE,
     &fabric_manager_no_nvswitch::RULE,
     &gpu_fell_off_bus_no_xid::RULE,
+    &gpu_init_failed::RULE,
     &hf_model_download_failure::RULE,
     &hf_model_load_failure::RULE,
     &kernel_oom_killer::RULE,
