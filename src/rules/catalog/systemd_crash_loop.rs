@@ -162,7 +162,7 @@ impl Rule for SystemdCrashLoop {
                     None => statuses.push((code, st, 1)),
                 }
             }
-            statuses.sort_by(|a, b| b.2.cmp(&a.2));
+            statuses.sort_by_key(|s| std::cmp::Reverse(s.2));
             let mut ending = statuses
                 .first()
                 .map(|(c, s, n)| ((*c).to_owned(), (*s).to_owned(), *n));
@@ -346,7 +346,7 @@ fn parse_exit(text: &str) -> Option<(String, String)> {
         .trim()
         .to_owned();
     let status = text
-        .split(|c| c == ',' || c == ' ')
+        .split([',', ' '])
         .find_map(|p| {
             p.strip_prefix("status=")
                 .or_else(|| p.strip_prefix("signal="))

@@ -78,7 +78,7 @@ impl Rule for UnitExitedZeroNoRestart {
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         let before = out.len();
-        self.from_journal(incident, out);
+        self.journal_findings(incident, out);
         let found: Vec<String> = out[before..]
             .iter()
             .flat_map(|f| f.entities.units.iter().cloned())
@@ -95,7 +95,7 @@ impl Rule for UnitExitedZeroNoRestart {
 }
 
 impl UnitExitedZeroNoRestart {
-    fn from_journal(&self, incident: &Incident, out: &mut Vec<Finding>) {
+    fn journal_findings(&self, incident: &Incident, out: &mut Vec<Finding>) {
         for (unit, facts) in &incident.units {
             // A clean stop asked for by someone is not this failure.
             let stop_requested = facts
@@ -265,9 +265,10 @@ fn from_properties(incident: &Incident, p: &UnitProperties) -> Option<Finding> {
     );
     f.chain
         .push(format!("{label} is down and systemd did not restart it"));
-    f.chain.push(format!(
+    f.chain.push(
         "its main process exited with status 0, which Restart=on-failure treats as an intended stop"
-    ));
+            .to_owned(),
+    );
     let mut missing = Vec::new();
     if name.is_none() {
         missing.push("the unit's name (no Id= in the properties)");
