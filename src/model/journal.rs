@@ -20,11 +20,10 @@ pub struct JournalEntry {
 }
 
 impl JournalEntry {
-    /// True for the service manager's own lines (`systemd[1]:`, and the
-    /// `systemd:` of a syslog file such as /var/log/messages, which drops
-    /// PID 1's pid).
+    /// True for the service manager's own lines (`systemd[1]:`; the
+    /// `systemd:` of a syslog file is read as PID 1 by the short parser).
     pub fn is_pid1(&self) -> bool {
-        self.identifier == "systemd" && matches!(self.pid, Some(1) | None)
+        self.pid == Some(1) && self.identifier == "systemd"
     }
 
     /// True for the kernel's own messages (`kernel:` without a PID).
