@@ -16,7 +16,9 @@ pub use clock::{Clock, TimeFrame, YearBasis};
 pub(crate) use gpus::bus_key;
 pub use gpus::{Gpu, GpuProcess};
 pub use owners::{OwnerBasis, Ownership};
-pub use units::{UnitEvent, UnitEventKind, UnitFacts};
+pub use units::{
+    LAST_WORDS, LastWords, UnitEvent, UnitEventKind, UnitFacts, exit_meaning, last_words,
+};
 
 use crate::model::{Facts, ProcessListingKind, ServerEvent, Timestamp};
 use crate::model::{GpuHealth, KernelEvent, KernelEventKind, Xid};

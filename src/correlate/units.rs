@@ -23,6 +23,16 @@ pub enum UnitEventKind {
     /// `Deactivated successfully.` / `Succeeded.`
     Deactivated,
     ScheduledRestart(u32),
+    /// The restart delay ran out and systemd restarts the unit: `X holdoff
+    /// time over, scheduling restart.` (≤ v219), `Service hold-off time
+    /// over, scheduling restart.` (v220–v238), `Service RestartSec=100ms
+    /// expired, scheduling restart.` (v239+). From v235 on, a `Scheduled
+    /// restart job, restart counter is at N.` follows it; before, this is the
+    /// only trace of a restart.
+    RestartDue,
+    /// `Unit X entered failed state.` / `X failed.` (≤ v219), `Unit entered
+    /// failed state.` (v220–v239, beside `Failed with result`).
+    EnteredFailedState,
     StartLimitHit,
     /// `Unit process N (comm) remains running after unit stopped.`
     RemainsRunning {
@@ -70,10 +80,74 @@ impl UnitFacts {
                 e.kind,
                 UnitEventKind::FailedToStart
                     | UnitEventKind::FailedWithResult(_)
+                    | UnitEventKind::EnteredFailedState
                     | UnitEventKind::MainProcessExited { .. }
             )
         })
     }
+
+    /// How many times systemd restarted the unit: the highest restart
+    /// counter (v235+), or, for systemd that prints none, the restarts it
+    /// announced (`holdoff time over, scheduling restart`).
+    pub fn restarts(&self) -> u32 {
+        let counter = self
+            .events
+            .iter()
+            .filter_map(|e| match e.kind {
+                UnitEventKind::ScheduledRestart(n) => Some(n),
+                _ => None,
+            })
+            .max();
+        counter.unwrap_or_else(|| {
+            self.events
+                .iter()
+                .filter(|e| matches!(e.kind, UnitEventKind::RestartDue))
+                .count() as u32
+        })
+    }
+}
+
+/// What a main process's exit status says, for people: `status=127/n/a`
+/// (a shell's "command not found"), `203/EXEC` (systemd could not execute
+/// the command), `11/SEGV` (killed by a signal).
+pub fn exit_meaning(code: &str, status: &str) -> Option<&'static str> {
+    let (number, name) = status.split_once('/').unwrap_or((status, ""));
+    let number: u32 = number.parse().ok()?;
+    let signal = matches!(code, "killed" | "dumped");
+    Some(match (signal, number, name) {
+        (true, 11, _) => "a segmentation fault (SIGSEGV): the program crashed in native code",
+        (true, 6, _) => "an abort (SIGABRT): a failed assertion or an uncaught C++ exception",
+        (true, 9, _) => {
+            "SIGKILL: killed from outside (the OOM killer, a stop timeout, an operator)"
+        }
+        (true, 7, _) => "a bus error (SIGBUS)",
+        (true, 4, _) => "an illegal instruction (SIGILL): a binary built for another CPU",
+        (true, 15, _) => "SIGTERM: asked to stop",
+        (true, _, _) => return None,
+        (false, 127, _) => {
+            "command not found: the executable, its interpreter or a shared library it needs could not be found (the shell's and the loader's 127)"
+        }
+        (false, 126, _) => {
+            "found but not executable (permissions, noexec mount, wrong architecture)"
+        }
+        (false, 203, _) | (false, _, "EXEC") => {
+            "systemd could not execute ExecStart= (203/EXEC): a wrong path, no execute permission or a missing interpreter"
+        }
+        (false, 200, _) | (false, _, "CHDIR") => {
+            "systemd could not change to WorkingDirectory= (200/CHDIR)"
+        }
+        (false, 217, _) | (false, _, "USER") => {
+            "systemd could not switch to User= (217/USER): the user does not exist"
+        }
+        (false, 226, _) | (false, _, "NAMESPACE") => {
+            "systemd could not set up the unit's mount namespace (226/NAMESPACE): a ReadWritePaths= or similar path is missing"
+        }
+        (false, 134, _) => "a shell reporting a child killed by SIGABRT (128 + 6)",
+        (false, 137, _) => "a shell reporting a child killed by SIGKILL (128 + 9)",
+        (false, 139, _) => "a shell reporting a child killed by SIGSEGV (128 + 11)",
+        (false, 143, _) => "a shell reporting a child killed by SIGTERM (128 + 15)",
+        _ => return None,
+    })
 }
 
 macro_rules! re {
@@ -96,7 +170,7 @@ re!(
 );
 re!(
     MAIN_EXITED,
-    r"^Main process exited, code=(?P<code>\w+), status=(?P<status>\S+?)$"
+    r"^[Mm]ain process exited, code=(?P<code>\w+), status=(?P<status>\S+?)\.?$"
 );
 re!(
     FAILED_RESULT,
@@ -105,6 +179,19 @@ re!(
 re!(
     RESTART,
     r"^Scheduled restart job.*, restart counter is at (?P<n>\d+)\.$"
+);
+re!(
+    RESTART_DUE,
+    r"^(?:Service )?(?:hold-?off time over|RestartSec=\S+ expired|has no hold-?off time(?: \(RestartSec=0\))?), scheduling restart\.$"
+);
+// systemd ≤ v219 put the unit's name first, without a colon.
+re!(
+    BARE_UNIT,
+    r"^(?:Unit )?(?P<unit>\S+\.(?:service|scope|socket|mount|timer|target|slice|path|swap)) (?P<rest>.*)$"
+);
+re!(
+    OLD_REPEATED,
+    r"^[Ss]tart request repeated too quickly for (?P<unit>\S+\.(?:service|scope|socket|mount|timer|target|slice|path|swap))\.?$"
 );
 re!(
     REMAINS,
@@ -120,7 +207,7 @@ re!(
 );
 re!(
     STOP_TIMEOUT,
-    r"^State '(?P<state>[\w-]+)' timed out\. Killing\.$"
+    r"^(?:State '(?P<state>[\w-]+)'|(?P<old>stop-sigterm|stop-final-sigterm|stop-sigabrt|stop-watchdog)|(?P<stopping>[Ss]topping)) timed out\. (?:Killing|Terminating)\.$"
 );
 
 pub fn collect(facts: &Facts) -> BTreeMap<String, UnitFacts> {
@@ -172,6 +259,12 @@ pub fn collect(facts: &Facts) -> BTreeMap<String, UnitFacts> {
                     .events
                     .push(UnitEvent { kind, span: e.span });
             }
+        } else if let Some((unit, kind)) = old_unit_event(msg) {
+            units
+                .entry(unit)
+                .or_default()
+                .events
+                .push(UnitEvent { kind, span: e.span });
         } else if let Some(c) = JOB.captures(msg) {
             let what = &c["what"];
             let (unit, desc) = match COMBINED.captures(what) {
@@ -205,6 +298,30 @@ pub fn collect(facts: &Facts) -> BTreeMap<String, UnitFacts> {
     units
 }
 
+/// systemd ≤ v219's wording, the unit named first without a colon: `X
+/// holdoff time over, scheduling restart.`, `Unit X entered failed state.`,
+/// `X failed.`, `X stop-sigterm timed out. Killing.`, `start request repeated
+/// too quickly for X`.
+fn old_unit_event(msg: &str) -> Option<(String, UnitEventKind)> {
+    if let Some(c) = OLD_REPEATED.captures(msg) {
+        return Some((c["unit"].to_owned(), UnitEventKind::StartRepeatedTooQuickly));
+    }
+    let c = BARE_UNIT.captures(msg)?;
+    let rest = &c["rest"];
+    let kind = match rest {
+        "entered failed state." | "failed." => UnitEventKind::EnteredFailedState,
+        "start request repeated too quickly, refusing to start." => {
+            UnitEventKind::StartRepeatedTooQuickly
+        }
+        _ => unit_prefixed_event(rest)?,
+    };
+    // `Unit X …` is only the failed-state message.
+    if msg.starts_with("Unit ") && kind != UnitEventKind::EnteredFailedState {
+        return None;
+    }
+    Some((c["unit"].to_owned(), kind))
+}
+
 fn unit_prefixed_event(rest: &str) -> Option<UnitEventKind> {
     let pid = |c: &regex::Captures<'_>| c["pid"].parse().ok();
     Some(if let Some(c) = MAIN_EXITED.captures(rest) {
@@ -228,16 +345,324 @@ fn unit_prefixed_event(rest: &str) -> Option<UnitEventKind> {
     } else if let Some(c) = KILLING.captures(rest) {
         UnitEventKind::KillingProcess { pid: pid(&c)? }
     } else if let Some(c) = STOP_TIMEOUT.captures(rest) {
+        let state = c
+            .name("state")
+            .or_else(|| c.name("old"))
+            .map_or("stop", |m| m.as_str());
         UnitEventKind::StopTimedOut {
-            state: c["state"].to_owned(),
+            state: state.to_owned(),
         }
+    } else if RESTART_DUE.is_match(rest) {
+        UnitEventKind::RestartDue
+    } else if rest == "Unit entered failed state." {
+        UnitEventKind::EnteredFailedState
     } else if rest.starts_with("Processes still around after") {
         UnitEventKind::StillAroundAfterSigkill
-    } else if rest == "Start request repeated too quickly." {
+    } else if rest == "Start request repeated too quickly."
+        || rest == "start request repeated too quickly, refusing to start."
+    {
         UnitEventKind::StartRepeatedTooQuickly
     } else if rest == "A process of this unit has been killed by the OOM killer." {
         UnitEventKind::OomKilled
     } else {
         return None;
     })
+}
+
+/// What a unit's own processes wrote during the run that ended at `exit`:
+/// their last error-looking lines (the stated reason for the exit) and the
+/// PIDs that wrote for the unit.
+#[derive(Debug, Default)]
+pub struct LastWords<'a> {
+    /// The last error-looking lines before the exit, oldest first (at most
+    /// [`LAST_WORDS`]).
+    pub lines: Vec<&'a crate::model::JournalEntry>,
+    /// Every PID that wrote as the unit during the run.
+    pub pids: std::collections::BTreeSet<u32>,
+}
+
+/// How many of a run's last error lines a report cites.
+pub const LAST_WORDS: usize = 3;
+
+impl LastWords<'_> {
+    /// The line that states the reason: the last one that says error,
+    /// fatal, panic, denied or exception, else the last error-looking one.
+    pub fn reason(&self) -> Option<&crate::model::JournalEntry> {
+        self.lines
+            .iter()
+            .rev()
+            .find(|e| STRONG.is_match(&e.message))
+            .or(self.lines.last())
+            .copied()
+    }
+}
+
+re!(
+    ERRORISH,
+    r"(?i)\b(?:error|errno|fatal|panic|exception|traceback|denied|not found|no such file|cannot|can't|could not|couldn't|unable to|failed|failure|segmentation fault|core dumped|aborted|invalid|not permitted|refused)\b"
+);
+re!(
+    STRONG,
+    r"(?i)\b(?:error|fatal|panic|exception|denied|not permitted|no such file)\b"
+);
+
+/// The unit a unit's stem names: `ollama` for `ollama.service`,
+/// `vllm` for `vllm@0.service`: the default `SyslogIdentifier=` of a unit
+/// whose executable has the unit's name.
+fn stem(unit: &str) -> &str {
+    unit.split(['.', '@']).next().unwrap_or(unit)
+}
+
+/// The last words of `unit`'s processes before the exit PID 1 logged at
+/// `exit`: lines of the same input, after the run's start (the unit's last
+/// `Started`/restart before the exit), written by the unit (its journal
+/// field, an owner link, or, when nothing else ties the PID anywhere, an
+/// identifier equal to the unit's name).
+pub fn last_words<'a>(incident: &'a super::Incident, unit: &str, exit: Span) -> LastWords<'a> {
+    let start = incident
+        .units
+        .get(unit)
+        .into_iter()
+        .flat_map(|u| &u.events)
+        .filter(|e| {
+            e.span.source == exit.source
+                && e.span.line < exit.line
+                && matches!(
+                    e.kind,
+                    UnitEventKind::Started
+                        | UnitEventKind::Starting
+                        | UnitEventKind::MainProcessExited { .. }
+                        | UnitEventKind::FailedWithResult(_)
+                        | UnitEventKind::EnteredFailedState
+                )
+        })
+        .map(|e| match e.kind {
+            // A previous run's end: this run starts after it.
+            UnitEventKind::Started | UnitEventKind::Starting => e.span.line,
+            _ => e.span.line + 1,
+        })
+        .max()
+        .unwrap_or(0);
+    let mut out = LastWords::default();
+    for e in &incident.facts.journal {
+        if e.span.source != exit.source
+            || e.span.line >= exit.line
+            || e.span.line < start
+            || e.is_pid1()
+            || e.is_kernel()
+        {
+            continue;
+        }
+        let mine = match (&e.unit, e.pid.and_then(|p| incident.owner(p))) {
+            (Some(u), _) => u == unit,
+            (None, Some(o)) => o.unit == unit,
+            (None, None) => e.identifier == stem(unit),
+        };
+        if !mine {
+            continue;
+        }
+        if let Some(pid) = e.pid {
+            out.pids.insert(pid);
+        }
+        // A traceback's frames and source lines are not what it said: its
+        // last line (`Exception: …`) is.
+        let frame = e.message.starts_with([' ', '\t'])
+            || e.message.contains("Traceback (most recent call last)");
+        if !frame && ERRORISH.is_match(&e.message) {
+            out.lines.push(e);
+        }
+    }
+    let cut = out.lines.len().saturating_sub(LAST_WORDS);
+    out.lines.drain(..cut);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::JournalEntry;
+    use crate::source::SourceId;
+
+    /// PID 1's entries for `systemd[1]: MESSAGE` lines (the journal parsers
+    /// have their own tests; these are about the messages).
+    fn pid1(lines: &[&str]) -> Facts {
+        let mut facts = Facts::default();
+        for (i, line) in lines.iter().enumerate() {
+            let message = line
+                .split_once("systemd[1]: ")
+                .map_or(*line, |(_, m)| m.trim());
+            let message = message
+                .split_once("systemd: ")
+                .map_or(message, |(_, m)| m.trim());
+            facts.journal.push(JournalEntry {
+                time: None,
+                host: None,
+                identifier: "systemd".to_owned(),
+                pid: Some(1),
+                unit: None,
+                cmdline: None,
+                message: message.to_owned(),
+                span: Span {
+                    source: SourceId(0),
+                    line: i as u32 + 1,
+                },
+            });
+        }
+        facts
+    }
+
+    /// systemd's unit messages in every wording from v219 to v257 (the table
+    /// of docs/formats/systemd.md), each a real line, become the same events.
+    #[test]
+    fn unit_messages_in_every_systemd_wording() {
+        use UnitEventKind as K;
+        let cases: &[(&str, &str, K)] = &[
+            // v219 (ollama/ollama#6248, xrootd/xrootd#1410, kubernetes paste).
+            (
+                "Aug 08 09:02:33 master systemd[1]: ollama.service holdoff time over, scheduling restart.",
+                "ollama.service",
+                K::RestartDue,
+            ),
+            (
+                "Feb 24 04:49:24 h systemd[1]: xrootd@grid.service has no holdoff time, scheduling restart.",
+                "xrootd@grid.service",
+                K::RestartDue,
+            ),
+            (
+                "Aug 08 09:02:33 master systemd[1]: ollama.service: main process exited, code=exited, status=127/n/a",
+                "ollama.service",
+                K::MainProcessExited {
+                    code: "exited".into(),
+                    status: "127/n/a".into(),
+                },
+            ),
+            (
+                "Aug 08 09:02:33 master systemd[1]: Unit ollama.service entered failed state.",
+                "ollama.service",
+                K::EnteredFailedState,
+            ),
+            (
+                "Aug 08 09:02:33 master systemd[1]: ollama.service failed.",
+                "ollama.service",
+                K::EnteredFailedState,
+            ),
+            (
+                "Jan 07 01:03:24 cc019bed9d66 systemd[1]: start request repeated too quickly for docker.service",
+                "docker.service",
+                K::StartRepeatedTooQuickly,
+            ),
+            (
+                "Mar 25 16:26:21 h systemd[1]: vllm.service stop-sigterm timed out. Killing.",
+                "vllm.service",
+                K::StopTimedOut {
+                    state: "stop-sigterm".into(),
+                },
+            ),
+            // syslog files drop PID 1's pid (/var/log/messages).
+            (
+                "Dec 24 18:08:35 node01 systemd: kube-apiserver.service holdoff time over, scheduling restart.",
+                "kube-apiserver.service",
+                K::RestartDue,
+            ),
+            // v220–v238 (NixOS/nixops#844, systemd/systemd#1970).
+            (
+                "Jan 21 20:14:29 node-1 systemd[1]: gluster.service: Service hold-off time over, scheduling restart.",
+                "gluster.service",
+                K::RestartDue,
+            ),
+            (
+                "Nov 20 12:15:50 cfdev02 systemd[1]: conntrackd.service: Unit entered failed state.",
+                "conntrackd.service",
+                K::EnteredFailedState,
+            ),
+            // v239+ (XTLS/Xray-core#2055).
+            (
+                "May 10 18:12:20 debian10 systemd[1]: xray.service: Service RestartSec=100ms expired, scheduling restart.",
+                "xray.service",
+                K::RestartDue,
+            ),
+            (
+                "May 10 18:12:20 debian10 systemd[1]: xray.service: Scheduled restart job, restart counter is at 5.",
+                "xray.service",
+                K::ScheduledRestart(5),
+            ),
+            (
+                "May 10 18:12:20 debian10 systemd[1]: xray.service: Start request repeated too quickly.",
+                "xray.service",
+                K::StartRepeatedTooQuickly,
+            ),
+            // v235+ / v257 (ollama/ollama#1148).
+            (
+                "Nov 15 21:48:43 ai-desktop systemd[1]: ollama.service: Main process exited, code=dumped, status=11/SEGV",
+                "ollama.service",
+                K::MainProcessExited {
+                    code: "dumped".into(),
+                    status: "11/SEGV".into(),
+                },
+            ),
+            (
+                "Nov 15 21:48:43 ai-desktop systemd[1]: ollama.service: Failed with result 'core-dump'.",
+                "ollama.service",
+                K::FailedWithResult("core-dump".into()),
+            ),
+            (
+                "Jun 01 12:00:00 h systemd[1]: vllm.service: Scheduled restart job immediately on client request, restart counter is at 2.",
+                "vllm.service",
+                K::ScheduledRestart(2),
+            ),
+            // v236+ / v246+ (Supervisor/supervisor#1563).
+            (
+                "Dec 28 13:40:57 robot systemd[1]: supervisor.service: Found left-over process 16849 (sleep) in control group while starting unit. Ignoring.",
+                "supervisor.service",
+                K::LeftOverProcess { pid: 16849 },
+            ),
+            (
+                "Dec 28 13:40:57 robot systemd[1]: vllm.service: Unit process 4242 (python3) remains running after unit stopped.",
+                "vllm.service",
+                K::RemainsRunning { pid: 4242 },
+            ),
+            (
+                "Mar 25 16:26:21 omen systemd[1]: user@1000.service: State 'stop-sigterm' timed out. Killing.",
+                "user@1000.service",
+                K::StopTimedOut {
+                    state: "stop-sigterm".into(),
+                },
+            ),
+            (
+                "Mar 25 16:25:51 omen systemd[1]: app.scope: Stopping timed out. Killing.",
+                "app.scope",
+                K::StopTimedOut {
+                    state: "stop".into(),
+                },
+            ),
+        ];
+        for (line, unit, kind) in cases {
+            let incident = crate::correlate::correlate(pid1(&[line]));
+            let events = incident
+                .units
+                .get(*unit)
+                .map(|u| u.events.clone())
+                .unwrap_or_default();
+            assert_eq!(events.len(), 1, "{line}: {events:?}");
+            assert_eq!(&events[0].kind, kind, "{line}");
+        }
+    }
+
+    /// Old loops count their restarts from `holdoff time over`, new ones from
+    /// the counter, never both.
+    #[test]
+    fn restarts_are_counted_once_in_every_version() {
+        let old = "Aug 08 09:02:29 m systemd[1]: ollama.service failed.\n\
+                   Aug 08 09:02:33 m systemd[1]: ollama.service holdoff time over, scheduling restart.\n\
+                   Aug 08 09:02:36 m systemd[1]: ollama.service holdoff time over, scheduling restart.\n";
+        let new = "May 10 18:12:20 d systemd[1]: x.service: Service RestartSec=100ms expired, scheduling restart.\n\
+                   May 10 18:12:20 d systemd[1]: x.service: Scheduled restart job, restart counter is at 4.\n\
+                   May 10 18:12:21 d systemd[1]: x.service: Service RestartSec=100ms expired, scheduling restart.\n\
+                   May 10 18:12:21 d systemd[1]: x.service: Scheduled restart job, restart counter is at 5.\n";
+        for (text, unit, n) in [(old, "ollama.service", 2), (new, "x.service", 5)] {
+            let lines: Vec<&str> = text.lines().collect();
+            let incident = crate::correlate::correlate(pid1(&lines));
+            assert_eq!(incident.units[unit].restarts(), n, "{text}");
+        }
+    }
 }

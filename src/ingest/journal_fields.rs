@@ -45,7 +45,27 @@ pub(super) fn unit_of_pid1_message(message: &str) -> Option<String> {
         .captures(message)
         .or_else(|| JOB.captures(message))
         .map(|c| c["unit"].to_owned())
+        .or_else(|| {
+            let c = OLD_FORM.captures(message)?;
+            let unit = c
+                .name("a")
+                .or_else(|| c.name("b"))
+                .or_else(|| c.name("c"))?;
+            Some(unit.as_str().to_owned())
+        })
 }
+
+/// systemd ≤ v219 named the unit first without a colon (`ollama.service
+/// holdoff time over, scheduling restart.`, `Unit X entered failed state.`,
+/// `X failed.`), or last (`start request repeated too quickly for X`).
+static OLD_FORM: LazyLock<Regex> = LazyLock::new(|| {
+    let unit = |g: &str| format!(r"(?P<{g}>[A-Za-z0-9:_.@\\-]+\.(?:{UNIT_TYPES}))");
+    let (a, b, c) = (unit("a"), unit("b"), unit("c"));
+    let pattern = format!(
+        r"^(?:Unit\x20{a}\x20entered\x20failed\x20state\.|{b}\x20(?:failed\.|holdoff\x20time\x20over,.*|has\x20no\x20holdoff\x20time,.*|main\x20process\x20exited,.*|stop-\S+\x20timed\x20out\..*|start\x20request\x20repeated.*)|[Ss]tart\x20request\x20repeated\x20too\x20quickly\x20for\x20{c}\.?)$"
+    );
+    Regex::new(&pattern).expect("old unit message regex")
+});
 
 /// An entry from its named fields. `field` returns a field's text; the
 /// caller has decoded `message` and the time (`__REALTIME_TIMESTAMP`, or the

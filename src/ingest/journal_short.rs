@@ -327,8 +327,9 @@ struct Parts<'a> {
 }
 
 impl Parts<'_> {
+    /// `systemd[1]:`, or syslog's `systemd:` (PID 1 without its pid).
     fn is_pid1(&self) -> bool {
-        self.pid == Some(1) && self.identifier == "systemd"
+        self.identifier == "systemd" && matches!(self.pid, Some(1) | None)
     }
 }
 
@@ -365,7 +366,8 @@ fn parse_entry(text: &str, span: Span, ident: Ident) -> Option<JournalEntry> {
         time: parts.time,
         host: parts.host.map(str::to_owned),
         identifier: parts.identifier.to_owned(),
-        pid: parts.pid,
+        // Syslog files (/var/log/messages) print PID 1 as `systemd:`.
+        pid: parts.pid.or(parts.is_pid1().then_some(1)),
         unit: parts.unit.map(str::to_owned),
         cmdline: None,
         message: parts.message.to_owned(),
@@ -954,6 +956,20 @@ Jun 01 12:00:05 gpu-node-7 systemd[1]: sglang.service: Main process exited, code
                     "sglang.service: Main process exited, code=killed, status=9/KILL"
                 ),
             ]
+        );
+    }
+
+    /// Syslog files print PID 1 as `systemd:`, without its pid.
+    #[test]
+    fn syslog_systemd_without_pid_is_pid1() {
+        let (facts, unrecognized) = run(
+            "Dec 24 18:08:35 node01 systemd: kube-apiserver.service holdoff time over, scheduling restart.",
+        );
+        assert_eq!(unrecognized, 0);
+        assert!(facts.journal[0].is_pid1());
+        assert_eq!(
+            facts.journal[0].unit.as_deref(),
+            Some("kube-apiserver.service")
         );
     }
 }

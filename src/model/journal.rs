@@ -20,7 +20,8 @@ pub struct JournalEntry {
 }
 
 impl JournalEntry {
-    /// True for the service manager's own lines (`systemd[1]:`).
+    /// True for the service manager's own lines (`systemd[1]:`; the
+    /// `systemd:` of a syslog file is read as PID 1 by the short parser).
     pub fn is_pid1(&self) -> bool {
         self.pid == Some(1) && self.identifier == "systemd"
     }

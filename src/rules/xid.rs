@@ -97,12 +97,87 @@ const CATALOG: &[XidInfo] = &[
         meaning: "GSP error",
         bucket: "RESET_GPU",
     },
+    // NVLink errors of Hopper and Blackwell GPUs (NVIDIA's Xid catalog,
+    // r550+): the line names the NVLink unit and `Fatal`/`Nonfatal`, e.g.
+    // `Xid (PCI:0018:01:00): 145, RLW_RXPIPE Nonfatal XC0 i0 Link 13 (…)`.
+    XidInfo {
+        code: 144,
+        meaning: "NVLink SAW error",
+        bucket: "RESET_GPU when fatal, CONTACT_SUPPORT if it persists",
+    },
+    XidInfo {
+        code: 145,
+        meaning: "NVLink RLW error",
+        bucket: "RESET_GPU when fatal, CONTACT_SUPPORT if it persists",
+    },
+    XidInfo {
+        code: 146,
+        meaning: "NVLink TLW error",
+        bucket: "RESET_GPU when fatal, CONTACT_SUPPORT if it persists",
+    },
+    XidInfo {
+        code: 147,
+        meaning: "NVLink TREX error",
+        bucket: "RESET_GPU when fatal, CONTACT_SUPPORT if it persists",
+    },
+    XidInfo {
+        code: 148,
+        meaning: "NVLink NVLPW error",
+        bucket: "RESET_GPU when fatal, CONTACT_SUPPORT if it persists",
+    },
+    XidInfo {
+        code: 149,
+        meaning: "NVLink NETIR error",
+        bucket: "RESET_GPU when fatal, CONTACT_SUPPORT if it persists",
+    },
+    XidInfo {
+        code: 150,
+        meaning: "NVLink MSE error",
+        bucket: "RESET_GPU when fatal, CONTACT_SUPPORT if it persists",
+    },
     XidInfo {
         code: 154,
         meaning: "GPU recovery action changed",
         bucket: "what the line says",
     },
 ];
+
+/// The Xids that report an NVLink error: 74 (all GPUs with NVLink) and
+/// 144–150 (the NVLink units of Hopper and later).
+pub fn is_nvlink(code: u32) -> bool {
+    code == 74 || (144..=150).contains(&code)
+}
+
+static CAUSED_BY: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"caused by previous Xid (?P<code>\d+)").expect("regex"));
+
+/// The earlier Xid a line says it follows: `…, Ch 00000001 caused by
+/// previous Xid 149` (Xid 45 of r570+ drivers).
+pub fn declared_cause(x: &Xid) -> Option<u32> {
+    CAUSED_BY.captures(&x.message)?["code"].parse().ok()
+}
+
+/// `0000:dc:00`: a bus id as the kernel prints it (no function), for GPUs
+/// the inputs know only by their bus.
+pub fn kernel_bus(bus: &str) -> Option<String> {
+    let (domain, b, d, _) = bus_key(bus)?;
+    Some(format!("{domain:04x}:{b:02x}:{d:02x}"))
+}
+
+/// Names the GPU in the finding's entities: by index when the captures
+/// resolve one, else by the bus id as an Xid line prints it (`0000:dc:00`).
+pub fn name_gpu(f: &mut Finding, gpu: &GpuAt<'_>, bus: Option<&str>) {
+    match gpu.index {
+        Some(i) => {
+            f.entities.gpus.insert(i);
+        }
+        None => {
+            if let Some(b) = bus.or(gpu.bus.as_deref()).and_then(kernel_bus) {
+                f.entities.gpu_bus_ids.insert(b);
+            }
+        }
+    }
+}
 
 pub fn info(code: u32) -> Option<&'static XidInfo> {
     CATALOG.iter().find(|i| i.code == code)

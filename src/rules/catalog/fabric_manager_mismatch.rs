@@ -18,7 +18,8 @@ static ERROR_802: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)Error 802: system not yet initialized|CUDA error: system not yet initialized|cudaErrorSystemNotReady").expect("regex")
 });
 static FM_VERSION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"fabric manager NVIDIA GPU driver interface version (?P<fm>\d+(?:\.\d+)*) don't match with driver version (?P<drv>\d+(?:\.\d+)*)")
+    // A paste cut after the first version still says which one it runs.
+    Regex::new(r"fabric manager NVIDIA GPU driver interface version (?P<fm>\d+(?:\.\d+)*)(?: don't match with driver version (?P<drv>\d+(?:\.\d+)*))?")
         .expect("regex")
 });
 static FM_DOWN: LazyLock<Regex> = LazyLock::new(|| {
@@ -35,6 +36,7 @@ static META: RuleMeta = RuleMeta {
         "system not yet initialized",
         "cudaErrorSystemNotReady",
         "don't match with driver version",
+        "driver interface version",
         "nvidia-fabricmanager",
     ],
     doc: r#"
@@ -77,11 +79,35 @@ impl Rule for FabricManagerMismatch {
         for (m, n) in distinct(errors.iter().copied()).into_iter().take(3) {
             f.evidence(m.span, format!("CUDA is not initialised: error 802 ({n}x)"));
         }
+        let driver = |c: &regex::Captures<'_>| {
+            c.name("drv")
+                .map_or("a driver of another version", |d| d.as_str())
+                .to_owned()
+        };
         for (m, c) in versions.iter().take(1) {
             f.evidence(
                 m.span,
-                format!("Fabric Manager {} against driver {}", &c["fm"], &c["drv"]),
+                format!("Fabric Manager {} against driver {}", &c["fm"], driver(c)),
             );
+        }
+        // The Fabric Manager's own process and unit.
+        for m in versions
+            .iter()
+            .map(|(m, _)| *m)
+            .chain(matches(incident, &FM_DOWN).map(|(m, _)| m))
+        {
+            if let Some(e) = incident.facts.journal.iter().find(|e| e.span == m.span) {
+                if let Some(pid) = e.pid.filter(|_| !e.is_pid1()) {
+                    f.entities.pids.insert(pid);
+                }
+                if let Some(u) = e
+                    .unit
+                    .as_ref()
+                    .or(e.pid.and_then(|p| incident.owner(p)).map(|o| &o.unit))
+                {
+                    f.entities.units.insert(u.clone());
+                }
+            }
         }
         let down: Vec<_> = matches(incident, &FM_DOWN).map(|(m, _)| m).collect();
         for m in down.iter().take(2) {
@@ -101,7 +127,7 @@ impl Rule for FabricManagerMismatch {
         }
         let pair = versions
             .first()
-            .map(|(_, c)| format!(" (Fabric Manager {}, driver {})", &c["fm"], &c["drv"]));
+            .map(|(_, c)| format!(" (Fabric Manager {}, driver {})", &c["fm"], driver(c)));
         f.title = match &pair {
             Some(p) => format!("the Fabric Manager does not match the driver{p}"),
             None => "CUDA waits for the Fabric Manager (error 802)".to_owned(),

@@ -17,7 +17,14 @@ static META: RuleMeta = RuleMeta {
     category: Category::XidGpuFellOffBus,
     severity: Severity::Critical,
     summary: "the driver lost a GPU (fallen off the bus, NV_ERR_GPU_IS_LOST) and the Xid 79 line is not in the captures",
-    anchors: &xid::LOST_GPU_ANCHORS,
+    anchors: &[
+        "Unable to determine the device handle",
+        "GPU requires reset",
+        "GPU is lost",
+        "blocked for more than",
+        // The first line of the driver's wrapped report, which names the bus.
+        "The NVIDIA GPU ",
+    ],
     doc: r#"
 ## What it means
 The NVIDIA driver logged `NVRM: GPU 0000:ba:00.0: GPU has fallen off the
@@ -69,6 +76,11 @@ impl Rule for GpuFellOffBusNoXid {
             let KernelEventKind::FellOffBus { bus_id } = &e.kind else {
                 continue;
             };
+            // `NVRM: The NVIDIA GPU 0000:b3:00.0` / `NVRM: (PCI ID: …) installed
+            // in this system has` / `NVRM: fallen off the bus …`: the bus id is
+            // on the first line of the wrapped report.
+            let wrapped = bus_id.is_none().then(|| wrapped_bus(incident, e)).flatten();
+            let bus_id = &bus_id.clone().or(wrapped);
             if explained(bus_id.as_deref()) {
                 continue;
             }
@@ -105,8 +117,15 @@ impl Rule for GpuFellOffBusNoXid {
             let short = gpu.short();
             let mut f = Finding::new(META.id, META.category, META.severity);
             f.entities.xid.insert(79);
-            if let Some(i) = gpu.index {
-                f.entities.gpus.insert(i);
+            match gpu.index {
+                Some(i) => {
+                    f.entities.gpus.insert(i);
+                }
+                // The driver's own line prints the function: `0000:b3:00.0`.
+                None => f
+                    .entities
+                    .gpu_bus_ids
+                    .extend(bus.as_deref().and_then(xid::normal_bus)),
             }
             let first = fell.first().copied().or_else(|| lost.first().copied());
             let when = first
@@ -212,4 +231,27 @@ impl Rule for GpuFellOffBusNoXid {
             out.push(f);
         }
     }
+}
+
+/// `NVRM: The NVIDIA GPU 0000:b3:00.0`, up to three lines above the line
+/// that says the GPU fell off the bus.
+static WRAPPED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r"The NVIDIA GPU (?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])",
+    )
+    .expect("regex")
+});
+
+fn wrapped_bus(incident: &Incident, e: &KernelEvent) -> Option<String> {
+    incident
+        .facts
+        .messages
+        .iter()
+        .filter(|m| {
+            m.span.source == e.span.source
+                && m.span.line <= e.span.line
+                && m.span.line + 3 >= e.span.line
+        })
+        .find_map(|m| WRAPPED.captures(&m.text))
+        .and_then(|c| xid::normal_bus(&c["bus"]))
 }

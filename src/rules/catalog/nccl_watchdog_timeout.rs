@@ -186,7 +186,16 @@ impl Rule for NcclWatchdogTimeout {
         let mut f = Finding::new(META.id, META.category, META.severity);
         f.occurrences = reports.len() as u32;
         for r in &reports {
-            if let Some(p) = r.event.pid {
+            let from_text = || {
+                incident
+                    .facts
+                    .messages
+                    .iter()
+                    .find(|m| m.span == r.event.span)
+                    .and_then(|m| LINE_PID.captures(&m.text))
+                    .and_then(|c| c["pid"].parse().ok())
+            };
+            if let Some(p) = r.event.pid.or_else(from_text) {
                 f.entities.pids.insert(p);
             }
         }
@@ -200,14 +209,25 @@ impl Rule for NcclWatchdogTimeout {
         .into_iter()
         .take(3)
         {
-            f.evidence(m.span, format!("a rank's collective timed out ({n}x)"));
+            let note = reports
+                .iter()
+                .find(|r| r.event.span == m.span)
+                .map(|r| {
+                    let rank = r.rank.map(|k| format!("rank {k}'s ")).unwrap_or_default();
+                    format!(
+                        "{rank}{} SeqNum={} timed out (Timeout(ms)={}) ({n}x)",
+                        r.op, r.seq, r.timeout_ms
+                    )
+                })
+                .unwrap_or_else(|| format!("a rank's collective timed out ({n}x)"));
+            f.evidence(m.span, note);
         }
         if let Some((u, _, _)) = &tgt {
             f.entities.units.insert(u.clone());
         }
-        let ranks_text = rank_list(&reporting);
+        let ranks_text = ranks_phrase(&reporting);
         f.chain.push(format!(
-            "{who}'s ranks {ranks_text} aborted: {} SeqNum={} did not complete within {timeout_s} s",
+            "{who}'s {ranks_text} aborted: {} SeqNum={} did not complete within {timeout_s} s",
             first.op, first.seq
         ));
         f.condition(
@@ -249,7 +269,7 @@ impl Rule for NcclWatchdogTimeout {
                 f.entities.gpus.extend(stall.gpu);
                 f.chain.push(stall.what.clone());
                 f.condition("the stalled rank's own failure precedes the timeouts", true);
-                f.title = format!("NCCL timeouts on ranks {ranks_text}: rank {rank} failed first");
+                f.title = format!("NCCL timeouts on {ranks_text}: rank {rank} failed first");
                 f.headline = format!(
                     "Rank {rank} of {who} failed first ({}); ranks {others_text} then waited in {} SeqNum={} until the NCCL watchdog aborted them after {timeout_s} s.",
                     stall.short, first.op, first.seq
@@ -288,13 +308,10 @@ impl Rule for NcclWatchdogTimeout {
                 );
                 f.title = match culprit {
                     Some((rank, _)) => format!(
-                        "NCCL watchdog timeout in {} on ranks {ranks_text}; rank {rank} stalled",
+                        "NCCL watchdog timeout in {} on {ranks_text}; rank {rank} stalled",
                         first.op
                     ),
-                    None => format!(
-                        "NCCL watchdog timeout in {} on ranks {ranks_text}",
-                        first.op
-                    ),
+                    None => format!("NCCL watchdog timeout in {} on {ranks_text}", first.op),
                 };
                 f.headline = if desync {
                     format!(
@@ -303,16 +320,23 @@ impl Rule for NcclWatchdogTimeout {
                 } else {
                     match culprit {
                         Some((rank, why)) => format!(
-                            "{who}'s ranks {ranks_text} timed out after {timeout_s} s in {} (SeqNum={}); rank {rank} {why}: find why it stalled (its log, an Xid on its GPU, an OOM kill).",
+                            "{who}'s {ranks_text} timed out after {timeout_s} s in {} (SeqNum={}); rank {rank} {why}: find why it stalled (its log, an Xid on its GPU, an OOM kill).",
                             first.op, first.seq
                         ),
                         None => format!(
-                            "{who}'s ranks {ranks_text} timed out after {timeout_s} s in {} (SeqNum={}); the inputs do not show which rank stalled.",
+                            "{who}'s {ranks_text} timed out after {timeout_s} s in {} (SeqNum={}); the inputs do not show which rank stalled.",
                             first.op, first.seq
                         ),
                     }
                 };
                 f.explanation = "A collective completes only when every rank joins it; one rank that died, hung or ran a different collective leaves the others waiting until the watchdog aborts them.".to_owned();
+                if first.seq <= 1 {
+                    f.explanation.push_str(" Here the very first collective (SeqNum=1) never completed: the communicator never worked, which points at the transport between the GPUs (peer-to-peer over PCIe, IOMMU/ACS, a firewall between nodes) rather than at a rank that stalled mid-run.");
+                    f.actions.push(Action::advice(
+                        "test the transport: rerun with NCCL_DEBUG=INFO and NCCL_P2P_DISABLE=1 (P2P over PCIe is broken on many consumer boards and with IOMMU/ACS on); check the GPU topology",
+                        Some("nvidia-smi topo -m"),
+                    ));
+                }
                 f.actions.push(Action::advice(
                     "find the stalled rank's first error: its own log lines, an Xid for its GPU, an OOM kill of its PID",
                     Some("journalctl -k --since '-2h' | grep -E 'NVRM: Xid|Killed process'"),
@@ -624,6 +648,19 @@ fn exception_finding(
     f.confidence = confidence(&f, 0.6, 0.95);
     f
 }
+
+/// `rank 3`, `ranks 0-7`.
+fn ranks_phrase(ranks: &BTreeSet<u32>) -> String {
+    if ranks.len() == 1 {
+        format!("rank {}", rank_list(ranks))
+    } else {
+        format!("ranks {}", rank_list(ranks))
+    }
+}
+
+/// `(RayWorkerVllm pid=5085)` in front of a line whose prefix was not peeled.
+static LINE_PID: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| regex::Regex::new(r"\(\w+ pid=(?P<pid>\d+)\)").expect("regex"));
 
 fn rank_list(ranks: &BTreeSet<u32>) -> String {
     let v: Vec<u32> = ranks.iter().copied().collect();

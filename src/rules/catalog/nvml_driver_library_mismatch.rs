@@ -24,6 +24,26 @@ static API_MISMATCH: LazyLock<Regex> = LazyLock::new(|| {
 static KERNEL_VERSION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"this kernel module has the version (?P<kernel>[\d.]+)").expect("regex")
 });
+/// `NVRM version: NVIDIA UNIX x86_64 Kernel Module  520.56.06  …` of
+/// /proc/driver/nvidia/version: the loaded module.
+static PROC_VERSION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"NVRM version: NVIDIA UNIX .*?Kernel Module\s+(?P<kernel>\d+\.\d+(?:\.\d+)?)")
+        .expect("regex")
+});
+/// A `dpkg -l` row of a driver package: `ii  nvidia-smi  525.85.12-1  amd64 …`.
+static DPKG_ROW: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^ii\s+(?P<pkg>(?:lib)?nvidia-[\w.+-]*?)(?::\w+)?\s+(?P<v>\d+\.\d+(?:\.\d+)?)\S*\s")
+        .expect("regex")
+});
+/// apt's history: `Upgrade: libnvidia-common-460:amd64 (460.56-0ubuntu0.20.04.1, 460.73.01-0ubuntu0.20.04.1)`.
+static APT_UPGRADE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^Upgrade: .*?(?P<pkg>(?:lib)?nvidia-[\w.+-]+?)(?::\w+)? \((?P<old>\d+\.\d+(?:\.\d+)?)[^,)]*, (?P<new>\d+\.\d+(?:\.\d+)?)")
+        .expect("regex")
+});
+/// apt's history: the command that ran the upgrade.
+static APT_COMMAND: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^Commandline: (?P<cmd>\S+)").expect("regex"));
+
 static NVML_VERSION: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^NVML library version: (?P<v>[\d.]+)").expect("regex"));
 
@@ -32,7 +52,16 @@ static META: RuleMeta = RuleMeta {
     category: Category::DriverLibraryMismatch,
     severity: Severity::Critical,
     summary: "the NVIDIA user-space libraries and the loaded kernel module are of different versions",
-    anchors: &["version mismatch", "API mismatch", "NVML library version"],
+    anchors: &[
+        "version mismatch",
+        "API mismatch",
+        "NVML library version",
+        "NVRM version:",
+        "ii  nvidia-",
+        "ii  libnvidia-",
+        "Upgrade: ",
+        "Commandline: ",
+    ],
     doc: r#"
 ## What it means
 `Failed to initialize NVML: Driver/library version mismatch`: the NVIDIA
@@ -85,19 +114,56 @@ impl Rule for NvmlDriverLibraryMismatch {
                 ),
             );
         }
-        let kernel = matches(incident, &KERNEL_VERSION).next().map(|(m, c)| {
+        let kernel = matches(incident, &KERNEL_VERSION)
+            .chain(matches(incident, &PROC_VERSION))
+            .next()
+            .map(|(m, c)| {
+                f.evidence(
+                    m.span,
+                    format!("the loaded kernel module is version {}", &c["kernel"]),
+                );
+                c["kernel"].to_owned()
+            });
+        // What the package manager installed since: the libraries on disk.
+        let upgrade = matches(incident, &APT_UPGRADE).next().map(|(m, c)| {
+            let by = matches(incident, &APT_COMMAND)
+                .filter(|(a, _)| a.span.source == m.span.source && a.span.line < m.span.line)
+                .last()
+                .map(|(a, c)| {
+                    let cmd = c["cmd"].rsplit('/').next().unwrap_or("").to_owned();
+                    f.evidence(a.span, format!("the package manager ran as {cmd}"));
+                    cmd
+                });
             f.evidence(
                 m.span,
-                format!("the loaded kernel module is version {}", &c["kernel"]),
+                format!(
+                    "{} was upgraded from {} to {}{}",
+                    &c["pkg"],
+                    &c["old"],
+                    &c["new"],
+                    by.as_deref()
+                        .map(|b| format!(" by {b}"))
+                        .unwrap_or_default()
+                ),
             );
-            c["kernel"].to_owned()
+            (c["new"].to_owned(), by)
         });
-        let library = client.or_else(|| {
-            matches(incident, &NVML_VERSION).next().map(|(m, c)| {
-                f.evidence(m.span, format!("the libraries are version {}", &c["v"]));
-                c["v"].to_owned()
+        let installed = matches(incident, &DPKG_ROW).next().map(|(m, c)| {
+            f.evidence(
+                m.span,
+                format!("the installed {} package is version {}", &c["pkg"], &c["v"]),
+            );
+            c["v"].to_owned()
+        });
+        let library = client
+            .or_else(|| {
+                matches(incident, &NVML_VERSION).next().map(|(m, c)| {
+                    f.evidence(m.span, format!("the libraries are version {}", &c["v"]));
+                    c["v"].to_owned()
+                })
             })
-        });
+            .or(installed)
+            .or_else(|| upgrade.as_ref().map(|(v, _)| v.clone()));
         f.condition("NVML or the kernel reported the mismatch", true);
         f.condition(
             "both versions are known",
@@ -105,6 +171,8 @@ impl Rule for NvmlDriverLibraryMismatch {
         );
         let versions = match (&library, &kernel) {
             (Some(l), Some(k)) => format!(" (libraries {l}, kernel module {k})"),
+            (Some(l), None) => format!(" (libraries now {l})"),
+            (None, Some(k)) => format!(" (kernel module {k})"),
             _ => String::new(),
         };
         f.title = format!("driver libraries and kernel module differ{versions}");
@@ -114,7 +182,10 @@ impl Rule for NvmlDriverLibraryMismatch {
         f.chain
             .push("nvidia-smi and new CUDA processes fail to initialise NVML".to_owned());
         f.chain.push(format!("the driver libraries on disk and the loaded kernel module are of different versions{versions}"));
-        f.explanation = "Processes started before the upgrade keep working; everything started since fails until the module is reloaded.".to_owned();
+        f.explanation = match upgrade.as_ref().and_then(|(_, by)| by.as_deref()) {
+            Some(by) => format!("{by} upgraded the driver packages without a reboot. Processes started before the upgrade keep working; everything started since fails until the module is reloaded."),
+            None => "Processes started before the upgrade keep working; everything started since fails until the module is reloaded.".to_owned(),
+        };
         f.actions.push(Action::advice(
             "compare the loaded module with the installed libraries",
             Some("cat /proc/driver/nvidia/version; nvidia-smi --version"),

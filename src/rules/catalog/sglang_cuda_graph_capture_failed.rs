@@ -179,6 +179,24 @@ impl Rule for SglangCudaGraphCaptureFailed {
                     None,
                 ));
             }
+            Cause::Other(text) if text.trim().is_empty() => {
+                // SGLang printed only its hint list: no error underneath.
+                f.chain
+                    .push("the capture raised an exception with no message".to_owned());
+                f.title = "CUDA graph capture failed (no error underneath)".to_owned();
+                f.headline = format!(
+                    "{who} could not capture its CUDA graphs, and the exception carries no message: try it without torch compile, then with smaller capture sizes."
+                );
+                f.explanation = "With no error underneath, SGLang's own hint list is what is left: torch compile (--enable-torch-compile) is the usual trigger with a new model; otherwise the capture runs out of memory (--mem-fraction-static, --cuda-graph-max-bs).".to_owned();
+                f.actions.push(Action::advice(
+                    "if the server runs with --enable-torch-compile, start it once without (disable torch compile) before changing memory settings",
+                    None,
+                ));
+                f.actions.push(Action::advice(
+                    "then lower --cuda-graph-max-bs (e.g. 16) or --mem-fraction-static; --disable-cuda-graph confirms the capture is the trigger",
+                    None,
+                ));
+            }
             Cause::Other(text) => {
                 f.chain.push(format!("the capture raised: {text}"));
                 f.title = "CUDA graph capture failed".to_owned();

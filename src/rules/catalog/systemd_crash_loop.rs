@@ -1,7 +1,7 @@
 //! `systemd-crash-loop`: a unit keeps failing and systemd keeps restarting it.
 
-use crate::correlate::{Incident, UnitEventKind};
-use crate::rules::support::{confidence, unit_event};
+use crate::correlate::{Incident, UnitEventKind, exit_meaning, last_words};
+use crate::rules::support::confidence;
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
 pub static RULE: SystemdCrashLoop = SystemdCrashLoop;
@@ -11,16 +11,36 @@ pub struct SystemdCrashLoop;
 /// A restart or two after a transient failure is what `Restart=` is for.
 const MIN_RESTARTS: u32 = 3;
 
+/// A process that dumps core on every start is not transient: two restarts
+/// that crash the same way are a loop.
+const MIN_RESTARTS_CORE_DUMPS: u32 = 2;
+
 static META: RuleMeta = RuleMeta {
     id: "systemd-crash-loop",
     category: Category::UnitCrashLoop,
     severity: Severity::Error,
     summary: "a unit fails again and again and systemd keeps restarting it",
-    anchors: &["Scheduled restart job"],
+    anchors: &[
+        "Scheduled restart job",
+        "scheduling restart",
+        "auto-restart",
+        "entered failed state",
+    ],
     doc: r#"
 ## What it means
 systemd restarted the unit at least three times (`Scheduled restart job,
-restart counter is at N`): every run fails the same way.
+restart counter is at N` from systemd 235 on; before, each restart shows only
+as `X holdoff time over, scheduling restart.` (≤ 219), `Service hold-off time
+over, scheduling restart.` (220–238) or `Service RestartSec=… expired,
+scheduling restart.`), or twice when every run dumps core
+(`code=dumped, status=11/SEGV`, result `core-dump`): every run fails the same
+way. `systemctl status` showing `activating (auto-restart)` is the loop
+caught between two runs.
+
+The exit status says how each run ended: `127` is a shell's or the loader's
+"command not found" (the executable, its interpreter or a shared library is
+missing), `203/EXEC` is systemd failing to execute `ExecStart=`,
+`11/SEGV` a crash in native code.
 
 ## Why it happens
 The crash loop is a symptom, never the root cause. Fast loops (seconds
@@ -52,39 +72,142 @@ impl Rule for SystemdCrashLoop {
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         for (unit, facts) in &incident.units {
-            let restarts: Vec<_> = facts
+            // The restarts: counted by systemd (v235+), else announced.
+            let counted: Vec<_> = facts
                 .events
                 .iter()
                 .filter_map(|e| match e.kind {
-                    UnitEventKind::ScheduledRestart(n) => Some((n, e.span)),
+                    UnitEventKind::ScheduledRestart(n) => Some((Some(n), e.span)),
                     _ => None,
                 })
                 .collect();
-            let counter = restarts.iter().map(|r| r.0).max().unwrap_or(0);
-            if counter < MIN_RESTARTS && (restarts.len() as u32) < MIN_RESTARTS {
+            let restarts: Vec<(Option<u32>, _)> = if counted.is_empty() {
+                facts
+                    .events
+                    .iter()
+                    .filter(|e| matches!(e.kind, UnitEventKind::RestartDue))
+                    .map(|e| (None, e.span))
+                    .collect()
+            } else {
+                counted
+            };
+            let counter = facts.restarts();
+            let exits: Vec<_> = facts
+                .events
+                .iter()
+                .filter_map(|e| match &e.kind {
+                    UnitEventKind::MainProcessExited { code, status } => {
+                        Some((code.as_str(), status.as_str(), e.span))
+                    }
+                    _ => None,
+                })
+                .collect();
+            // Every run after the first restart dumped core.
+            let first_restart = restarts.first().map(|r| r.1);
+            let later: Vec<_> = exits
+                .iter()
+                .filter(|(_, _, s)| first_restart.is_some_and(|r| *s > r))
+                .collect();
+            let core_dumps =
+                !later.is_empty() && later.iter().all(|(code, _, _)| *code == "dumped");
+            let needed = if core_dumps {
+                MIN_RESTARTS_CORE_DUMPS
+            } else {
+                MIN_RESTARTS
+            };
+            if counter < needed && (restarts.len() as u32) < needed {
                 continue;
             }
+            let status = facts.status.map(|i| &incident.facts.unit_statuses[i]);
             let mut f = Finding::new(META.id, META.category, META.severity);
             f.entities.units.insert(unit.clone());
             f.occurrences = restarts.len() as u32;
-            if let Some(first_exit) = unit_event(incident, unit, |k| {
-                matches!(k, UnitEventKind::MainProcessExited { .. })
-            }) {
+            // The first failure of the loop and what the unit said before it.
+            let first_failure = facts.events.iter().find(|e| {
+                matches!(
+                    e.kind,
+                    UnitEventKind::MainProcessExited { .. }
+                        | UnitEventKind::FailedWithResult(_)
+                        | UnitEventKind::EnteredFailedState
+                )
+            });
+            let mut reason = None;
+            if let Some(first) = first_failure {
+                let words = last_words(incident, unit, first.span);
+                f.entities.pids.extend(words.pids.iter().copied());
+                reason = words.reason().map(|e| (e.span, e.message.clone()));
+                for e in &words.lines {
+                    f.evidence(
+                        e.span,
+                        format!("{unit}'s last words before its first failure"),
+                    );
+                }
                 f.evidence(
-                    first_exit,
+                    first.span,
                     format!("the first failure of the loop: look at {unit}'s lines before it"),
                 );
             }
-            if let Some(result) = unit_event(incident, unit, |k| {
-                matches!(k, UnitEventKind::FailedWithResult(_))
-            }) {
-                f.evidence(result, "and how systemd classified it");
+            if let Some(result) = facts
+                .events
+                .iter()
+                .find(|e| matches!(e.kind, UnitEventKind::FailedWithResult(_)))
+            {
+                f.evidence(result.span, "and how systemd classified it");
+            }
+            // How the runs ended: the most frequent exit status.
+            let mut statuses: Vec<(&str, &str, usize)> = Vec::new();
+            for (code, st, _) in &exits {
+                match statuses.iter_mut().find(|(c, s, _)| c == code && s == st) {
+                    Some(entry) => entry.2 += 1,
+                    None => statuses.push((code, st, 1)),
+                }
+            }
+            statuses.sort_by_key(|s| std::cmp::Reverse(s.2));
+            let mut ending = statuses
+                .first()
+                .map(|(c, s, n)| ((*c).to_owned(), (*s).to_owned(), *n));
+            if let Some(st) = status {
+                if let (Some(pid), Some(span)) = (st.main_pid, st.main_pid_span) {
+                    f.entities.pids.insert(pid);
+                    let exit = st.main_exit.clone().unwrap_or_default();
+                    f.evidence(
+                        span,
+                        format!("the last run's main process, PID {pid} ({exit})"),
+                    );
+                    if ending.is_none() {
+                        ending = parse_exit(&exit).map(|(c, s)| (c, s, 1));
+                    }
+                }
+                if st.sub_state.as_deref() == Some("auto-restart") {
+                    if let Some(span) = st.active_span {
+                        f.evidence(
+                            span,
+                            "systemctl status caught the unit waiting for its next restart",
+                        );
+                    }
+                }
+            }
+            // How a run after a restart ended, and systemd's verdict on it.
+            if let Some((code, st, span)) = later.last() {
+                f.evidence(
+                    *span,
+                    format!(
+                        "a run after a restart ended the same way: {}",
+                        ended(code, st)
+                    ),
+                );
+                if let Some(r) = facts.events.iter().find(|e| {
+                    e.span > *span
+                        && matches!(&e.kind, UnitEventKind::FailedWithResult(r) if r == "core-dump" || r == "signal")
+                }) {
+                    f.evidence(r.span, "systemd's verdict on that run");
+                }
             }
             for (n, span) in restarts.iter().take(3) {
-                f.evidence(*span, format!("restart number {n}"));
+                f.evidence(*span, restart_note(*n));
             }
             if let Some((n, span)) = restarts.last() {
-                f.evidence(*span, format!("restart number {n}"));
+                f.evidence(*span, restart_note(*n));
             }
             let times: Vec<i64> = restarts
                 .iter()
@@ -94,19 +217,61 @@ impl Rule for SystemdCrashLoop {
             let spacing = (times.len() >= 2)
                 .then(|| (times[times.len() - 1] - times[0]) / (times.len() as i64 - 1));
             f.condition(
-                format!("systemd restarted {unit} at least {MIN_RESTARTS} times"),
+                if core_dumps {
+                    format!("systemd restarted {unit} at least {needed} times, and every run dumped core")
+                } else {
+                    format!("systemd restarted {unit} at least {needed} times")
+                },
                 true,
             );
             let fast = spacing.is_some_and(|s| s < 60);
             f.condition("restarts are timed (journal timestamps)", spacing.is_some());
-            f.title = format!("{unit} is in a crash loop ({counter} restarts)");
-            f.headline = format!("{unit} keeps failing: systemd restarted it {counter} times.");
-            f.chain
-                .push(format!("systemd restarted {unit} {counter} times"));
-            f.chain.push(
-                "each run failed: the loop is a symptom of the failure of the first run".to_owned(),
+            f.condition(
+                "the unit's own lines say why a run failed",
+                reason.is_some()
+                    || ending
+                        .as_ref()
+                        .is_some_and(|(c, s, _)| exit_meaning(c, s).is_some()),
             );
-            f.explanation = match spacing {
+            let how = ending.as_ref().map(|(code, st, n)| {
+                let each = if *n > 1 { "each run" } else { "a run" };
+                match exit_meaning(code, st) {
+                    Some(m) => format!("{each} {}: {m}", ended(code, st)),
+                    None => format!("{each} {}", ended(code, st)),
+                }
+            });
+            let counted_by = if restarts.iter().any(|r| r.0.is_some()) {
+                "restart counter"
+            } else {
+                "restarts announced by systemd"
+            };
+            f.title = format!("{unit} is in a crash loop ({counter} restarts)");
+            f.headline = match (&reason, &how) {
+                (Some((_, words)), _) => format!(
+                    "{unit} keeps failing: systemd restarted it {counter} times; before failing it said: {}",
+                    shorten(words)
+                ),
+                (None, Some(how)) => {
+                    format!("{unit} keeps failing: systemd restarted it {counter} times; {how}.")
+                }
+                (None, None) => {
+                    format!("{unit} keeps failing: systemd restarted it {counter} times.")
+                }
+            };
+            f.chain.push(format!(
+                "systemd restarted {unit} {counter} times ({counted_by})"
+            ));
+            match (&reason, &how) {
+                (Some((_, words)), _) => {
+                    f.chain.push(format!("each run failed: {}", shorten(words)))
+                }
+                (None, Some(how)) => f.chain.push(how.clone()),
+                (None, None) => f.chain.push(
+                    "each run failed: the loop is a symptom of the failure of the first run"
+                        .to_owned(),
+                ),
+            }
+            let pace = match spacing {
                 Some(s) if fast => format!(
                     "About {s} s between restarts: a fast loop, typical of a configuration or environment problem (flags, paths, ports, driver)."
                 ),
@@ -118,6 +283,27 @@ impl Rule for SystemdCrashLoop {
                         .to_owned()
                 }
             };
+            f.explanation = match &how {
+                Some(how) => format!("{pace} How the runs ended: {how}."),
+                None => pace,
+            };
+            if let Some((code, st, _)) = &ending {
+                if code == "exited"
+                    && (st.starts_with("127") || st.starts_with("203") || st.starts_with("126"))
+                {
+                    f.actions.push(Action::advice(
+                        format!("check that {unit}'s ExecStart= binary exists, is executable by the unit's user, and finds its libraries"),
+                        Some(&format!("systemctl show -p ExecStart {unit}")),
+                    ));
+                } else if code == "dumped"
+                    || ["11/", "6/", "7/", "4/"].iter().any(|p| st.starts_with(p))
+                {
+                    f.actions.push(Action::advice(
+                        format!("read the core dump of {unit}'s last crash (the backtrace names the failing library)"),
+                        Some(&format!("coredumpctl info {unit}")),
+                    ));
+                }
+            }
             f.actions.push(Action::advice(
                 format!("fix the cause of the first failure, then clear the failure state of {unit} and start it"),
                 Some(&format!("systemctl reset-failed {unit}")),
@@ -129,5 +315,52 @@ impl Rule for SystemdCrashLoop {
             f.confidence = confidence(&f, 0.7, 0.95);
             out.push(f);
         }
+    }
+}
+
+/// `exited with status 127/n/a`, `dumped core (signal 11/SEGV)`.
+fn ended(code: &str, status: &str) -> String {
+    match code {
+        "exited" => format!("exited with status {status}"),
+        "dumped" => format!("dumped core (signal {status})"),
+        _ => format!("was killed by signal {status}"),
+    }
+}
+
+fn restart_note(n: Option<u32>) -> String {
+    match n {
+        Some(n) => format!("restart number {n}"),
+        None => {
+            "systemd schedules another restart (this systemd prints no restart counter)".to_owned()
+        }
+    }
+}
+
+/// `code=exited, status=127` of `systemctl status` → (`exited`, `127`).
+fn parse_exit(text: &str) -> Option<(String, String)> {
+    let code = text
+        .split("code=")
+        .nth(1)?
+        .split(',')
+        .next()?
+        .trim()
+        .to_owned();
+    let status = text
+        .split([',', ' '])
+        .find_map(|p| {
+            p.strip_prefix("status=")
+                .or_else(|| p.strip_prefix("signal="))
+        })?
+        .trim_end_matches(')')
+        .to_owned();
+    Some((code, status))
+}
+
+/// The first line of a message, cut to fit a headline.
+fn shorten(text: &str) -> String {
+    let text = text.lines().next().unwrap_or("");
+    match text.char_indices().nth(160) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_owned(),
     }
 }

@@ -1,7 +1,7 @@
 //! `unit-exit-nonzero`: a unit's main process exited with a failure status.
 //! The generic fallback: the reason is in the service's own lines.
 
-use crate::correlate::{Incident, UnitEventKind};
+use crate::correlate::{Incident, UnitEventKind, exit_meaning, last_words};
 use crate::model::ServerEventKind;
 use crate::rules::support::{confidence, fabric_manager_irrelevant};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
@@ -15,12 +15,35 @@ static META: RuleMeta = RuleMeta {
     category: Category::Unknown,
     severity: Severity::Error,
     summary: "a unit's main process exited by itself with a failure status",
-    anchors: &["Main process exited, code=exited"],
+    // Besides systemd's line, the words a failing server ends with, so that
+    // its last lines reach the rule even when they say no "error".
+    anchors: &[
+        "Main process exited, code=exited",
+        "main process exited, code=exited",
+        "denied",
+        "not permitted",
+        "no such file",
+        "not found",
+        "could not",
+        "couldn't",
+        "cannot",
+        "unable to",
+        "panic",
+    ],
     doc: r#"
 ## What it means
-`Main process exited, code=exited, status=1/FAILURE`: the server ended by
-itself with a non-zero status (`137/n/a` or `139/n/a` when a wrapper shell
-reports a child killed by signal 9 or 11).
+`Main process exited, code=exited, status=1/FAILURE` (`main process exited`
+before systemd 220): the server ended by itself with a non-zero status
+(`137/n/a` or `139/n/a` when a wrapper shell reports a child killed by
+signal 9 or 11; `127` when the command, its interpreter or a library was
+not found; `203/EXEC` when systemd could not execute it).
+
+When the unit's own processes wrote error lines just before the exit (same
+PID or unit: `Error: could not create directory mkdir /var/lib/ollama:
+permission denied`), those last words are the stated reason and the finding
+is a unit failure (category `unit-crash-loop`, the supervisor layer: any
+more specific finding still comes first). Without them the finding stays a
+generic fallback.
 
 ## Why it happens
 Any unhandled error. This rule is the fallback: a more specific finding of
@@ -67,16 +90,8 @@ impl Rule for UnitExitNonzero {
             {
                 continue;
             }
-            let mut f = Finding::new(META.id, META.category, META.severity);
-            f.entities.units.insert(unit.clone());
-            f.occurrences = exits.len() as u32;
-            f.evidence(span, format!("{unit} exited with status {status}"));
-            if let Some(result) = crate::rules::support::unit_event(incident, unit, |k| {
-                matches!(k, UnitEventKind::FailedWithResult(_))
-            }) {
-                f.evidence(result, "systemd marked the unit failed");
-            }
-            // The last exception written before the exit, if the log has one.
+            let words = last_words(incident, unit, span);
+            // The last exception before the exit, if the log has one.
             let last_exception = incident
                 .facts
                 .server_events
@@ -87,6 +102,39 @@ impl Rule for UnitExitNonzero {
                     ServerEventKind::Exception(x) => Some((e.span, &x.name, &x.message)),
                     _ => None,
                 });
+            // Without an exception (which the server's own rules classify),
+            // the unit's last error lines are its stated reason.
+            let stated = words
+                .reason()
+                .filter(|_| last_exception.is_none())
+                .map(|e| (e.span, e.message.clone()));
+            let category = if stated.is_some() {
+                Category::UnitCrashLoop
+            } else {
+                META.category
+            };
+            let mut f = Finding::new(META.id, category, META.severity);
+            f.entities.units.insert(unit.clone());
+            f.entities.pids.extend(words.pids.iter().copied());
+            f.occurrences = exits.len() as u32;
+            if stated.is_some() {
+                for e in &words.lines {
+                    f.evidence(e.span, format!("{unit}'s last words before the exit"));
+                }
+            }
+            let meaning = exit_meaning("exited", status);
+            f.evidence(
+                span,
+                match meaning {
+                    Some(m) => format!("{unit} exited with status {status}: {m}"),
+                    None => format!("{unit} exited with status {status}"),
+                },
+            );
+            if let Some(result) = crate::rules::support::unit_event(incident, unit, |k| {
+                matches!(k, UnitEventKind::FailedWithResult(_))
+            }) {
+                f.evidence(result, "systemd marked the unit failed");
+            }
             if let Some((espan, name, _)) = last_exception {
                 f.evidence(espan, format!("the last exception before the exit: {name}"));
             }
@@ -95,20 +143,33 @@ impl Rule for UnitExitNonzero {
                 true,
             );
             f.condition(
-                "the log shows the exception that ended it",
-                last_exception.is_some(),
+                "the log shows the exception or error that ended it",
+                last_exception.is_some() || stated.is_some(),
             );
             f.title = format!("{unit} exited with status {status}");
-            f.headline = match last_exception {
-                Some((_, name, message)) => format!(
+            f.headline = match (last_exception, &stated) {
+                (Some((_, name, message)), _) => format!(
                     "{unit} exited with status {status} after {name}: {}",
                     shorten(message)
                 ),
-                None => format!("{unit} exited with status {status}; its log does not say why."),
+                (None, Some((_, words))) => format!(
+                    "{unit} exited with status {status}; its last words: {}",
+                    shorten(words)
+                ),
+                (None, None) => match meaning {
+                    Some(m) => format!(
+                        "{unit} exited with status {status} ({m}); its log does not say more."
+                    ),
+                    None => {
+                        format!("{unit} exited with status {status}; its log does not say why.")
+                    }
+                },
             };
             f.chain.push(format!("{unit} exited with status {status}"));
             if let Some((_, name, message)) = last_exception {
                 f.chain.push(format!("{name}: {}", shorten(message)));
+            } else if let Some((_, words)) = &stated {
+                f.chain.push(format!("it said: {}", shorten(words)));
             }
             f.explanation = "The generic finding for a server that ended by itself; a more specific finding, when present, names the cause.".to_owned();
             f.actions.push(Action::advice(

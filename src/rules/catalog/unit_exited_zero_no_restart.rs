@@ -6,6 +6,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::correlate::{Incident, UnitEventKind};
+use crate::model::UnitProperties;
 use crate::rules::support::confidence;
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
@@ -26,7 +27,12 @@ static META: RuleMeta = RuleMeta {
     category: Category::UnitExitedZeroNoRestart,
     severity: Severity::Error,
     summary: "the server's engine died but its unit exited with status 0, so systemd did not restart it",
-    anchors: &["Deactivated successfully", "Succeeded.", "status=0/SUCCESS"],
+    anchors: &[
+        "Deactivated successfully",
+        "Succeeded.",
+        "status=0/SUCCESS",
+        "ExecMainStatus=",
+    ],
     doc: r#"
 ## What it means
 The serving engine failed (an engine-core or worker death, a scheduler
@@ -34,6 +40,16 @@ exception), yet the unit's main process exited with status 0 and systemd
 logged `Deactivated successfully`. With `Restart=on-failure` (the usual
 setting) systemd restarts only failures, so the service stays down and
 nothing pages anyone.
+
+From `systemctl show` alone (`ActiveState=inactive`, `SubState=dead`,
+`ExecMainCode=1` (exited), `ExecMainStatus=0`, `NRestarts=0`) the same
+story is told by numbers: the main process exited by itself with status 0
+and systemd never restarted it. Without the journal the report cannot tell
+a crash hidden by a clean exit from a deliberate stop, so the finding says
+what is missing (the unit's journal, its `Restart=` setting, the unit name
+when the paste lacks `Id=`) and the commands that settle it. A unit with
+`Restart=always`, a `Type=oneshot` unit, or one that is still active is not
+this failure.
 
 ## Why it happens
 A wrapper script that does not propagate the exit status (no `exec`, no
@@ -61,6 +77,25 @@ impl Rule for UnitExitedZeroNoRestart {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
+        let before = out.len();
+        self.journal_findings(incident, out);
+        let found: Vec<String> = out[before..]
+            .iter()
+            .flat_map(|f| f.entities.units.iter().cloned())
+            .collect();
+        for p in &incident.facts.unit_properties {
+            if p.unit.as_ref().is_some_and(|u| found.contains(u)) {
+                continue;
+            }
+            if let Some(f) = from_properties(incident, p) {
+                out.push(f);
+            }
+        }
+    }
+}
+
+impl UnitExitedZeroNoRestart {
+    fn journal_findings(&self, incident: &Incident, out: &mut Vec<Finding>) {
         for (unit, facts) in &incident.units {
             // A clean stop asked for by someone is not this failure.
             let stop_requested = facts
@@ -142,4 +177,126 @@ impl Rule for UnitExitedZeroNoRestart {
             out.push(f);
         }
     }
+}
+
+/// The same failure told by `systemctl show` alone: the main process exited
+/// (`ExecMainCode=1`) with status 0, the unit is dead and was never
+/// restarted. Partial evidence: the finding names what is missing.
+fn from_properties(incident: &Incident, p: &UnitProperties) -> Option<Finding> {
+    let prop = |k: &str| p.properties.get(k).map(|(v, _)| v.trim());
+    if p.exec_main_code != Some(1) || p.exec_main_status != Some(0) {
+        return None;
+    }
+    if !matches!(p.active_state.as_deref(), Some("inactive" | "failed")) {
+        return None;
+    }
+    if p.sub_state
+        .as_deref()
+        .is_some_and(|s| s != "dead" && s != "failed")
+    {
+        return None;
+    }
+    // Not if: restarting is on for clean exits too, the unit is a one-shot
+    // job (exiting is its purpose), or systemd did restart it.
+    if matches!(p.restart.as_deref(), Some("always" | "on-success")) {
+        return None;
+    }
+    if matches!(prop("Type"), Some("oneshot")) || p.n_restarts.is_some_and(|n| n > 0) {
+        return None;
+    }
+    let name = p.unit.clone();
+    let label = name.clone().unwrap_or_else(|| "the unit".to_owned());
+    let arg = name.clone().unwrap_or_else(|| "UNIT".to_owned());
+    // A stop someone asked for also ends with status 0 when the server
+    // handles SIGTERM: the journal tells them apart.
+    let stopped = name.as_ref().is_some_and(|u| {
+        incident.facts.journal.iter().any(|e| {
+            e.is_pid1()
+                && e.unit.as_deref() == Some(u.as_str())
+                && e.message.starts_with("Stopping ")
+        })
+    });
+    if stopped {
+        return None;
+    }
+    let mut f = Finding::new(META.id, META.category, META.severity);
+    if let Some(u) = &name {
+        f.entities.units.insert(u.clone());
+    }
+    let cite = |f: &mut Finding, key: &str, note: &str| {
+        if let Some(span) = p.span_of(key) {
+            f.evidence(span, note.to_owned());
+        }
+    };
+    cite(
+        &mut f,
+        "ExecMainStatus",
+        "the main process exited with status 0",
+    );
+    cite(
+        &mut f,
+        "ExecMainCode",
+        "ExecMainCode=1: it exited by itself (not killed by a signal)",
+    );
+    cite(&mut f, "ActiveState", "the unit is not running");
+    cite(
+        &mut f,
+        "SubState",
+        "dead: nothing is scheduled to start it again",
+    );
+    cite(&mut f, "NRestarts", "systemd never restarted it");
+    cite(&mut f, "MainPID", "no main process");
+    cite(&mut f, "Restart", "the restart policy");
+    f.condition("the main process exited by itself with status 0", true);
+    f.condition(
+        "the unit is dead and systemd did not restart it",
+        p.n_restarts == Some(0),
+    );
+    f.condition(
+        "the restart policy is known (Restart=)",
+        p.restart.is_some(),
+    );
+    f.condition("the unit is named (Id=)", name.is_some());
+    f.condition("the journal shows why the server ended", false);
+    f.title = format!("{label} exited with status 0 and was not restarted");
+    f.headline = format!(
+        "{} exited with status 0 (ExecMainStatus=0) and systemd never restarted it (NRestarts=0): with Restart=on-failure a clean exit hides a crash, so the service stays down.",
+        crate::rules::support::capitalise(&label)
+    );
+    f.chain
+        .push(format!("{label} is down and systemd did not restart it"));
+    f.chain.push(
+        "its main process exited with status 0, which Restart=on-failure treats as an intended stop"
+            .to_owned(),
+    );
+    let mut missing = Vec::new();
+    if name.is_none() {
+        missing.push("the unit's name (no Id= in the properties)");
+    }
+    missing.push("the unit's journal (what the server logged before it exited)");
+    if p.restart.is_none() {
+        missing.push("its Restart= setting");
+    }
+    f.explanation = format!(
+        "systemd restarts only failures; an exit status of 0 tells it the service ended on purpose. A server whose engine died but which shut down cleanly (vLLM after EngineDeadError, a wrapper script without `exec`) looks exactly like this. Only the properties are in the inputs: missing are {}.",
+        missing.join(", ")
+    );
+    f.actions.push(Action::advice(
+        format!(
+            "read what {label} logged before it exited (an engine or worker death, a traceback)"
+        ),
+        Some(&format!("journalctl -u {arg} -n 200 --no-pager")),
+    ));
+    f.actions.push(Action::advice(
+        format!("check {label}'s restart policy"),
+        Some(&format!(
+            "systemctl show {arg} -p Restart -p Id -p ExecStart"
+        )),
+    ));
+    f.actions.push(Action::advice(
+        "make the failure reach systemd: exec the server from the wrapper and exit non-zero when the engine dies, or use Restart=always with RestartSec=10s and a health check",
+        None,
+    ));
+    f.confidence = confidence(&f, 0.4, 0.75);
+    Some(f)
 }

@@ -125,6 +125,15 @@ impl Rule for XidAppFault {
         let rest: Vec<_> = incident
             .xids()
             .filter(|(_, x)| x.code == 45)
+            // A 45 the NVLink errors explain is xid-nvlink's victim.
+            .filter(|(e, x)| {
+                !xid::declared_cause(x).is_some_and(xid::is_nvlink)
+                    && !incident.xids().any(|(l, y)| {
+                        xid::is_nvlink(y.code)
+                            && l.span < e.span
+                            && same_bus(y.bus_id.as_deref(), x.bus_id.as_deref())
+                    })
+            })
             .filter(|(_, x)| {
                 !groups
                     .iter()
@@ -159,9 +168,7 @@ fn fault(
         .unwrap_or_default();
     let mut f = Finding::new(META.id, META.category, META.severity);
     f.occurrences = group.len() as u32;
-    if let Some(i) = gpu.index {
-        f.entities.gpus.insert(i);
-    }
+    xid::name_gpu(&mut f, &gpu, x.bus_id.as_deref());
     if let Some(pid) = x.pid {
         f.entities.pids.insert(pid);
         if let Some(o) = incident.owner(pid) {
@@ -393,8 +400,8 @@ fn cleanups(incident: &Incident, xids: &[(&KernelEvent, &Xid)], out: &mut Vec<Fi
         let mut indices: Vec<u32> = Vec::new();
         for (e, x) in &members {
             let gpu = xid::gpu_at(incident, x.bus_id.as_deref());
+            xid::name_gpu(&mut f, &gpu, x.bus_id.as_deref());
             if let Some(i) = gpu.index {
-                f.entities.gpus.insert(i);
                 indices.push(i);
             }
             if let Some(pid) = x.pid {

@@ -106,9 +106,7 @@ impl Rule for XidEcc {
             let short = gpu.short();
             let mut f = Finding::new(META.id, META.category, severity);
             f.occurrences = xids.len() as u32;
-            if let Some(i) = gpu.index {
-                f.entities.gpus.insert(i);
-            }
+            xid::name_gpu(&mut f, &gpu, bus.as_deref());
             let mut codes: Vec<u32> = Vec::new();
             for (e, x) in &xids {
                 f.entities.xid.insert(x.code);

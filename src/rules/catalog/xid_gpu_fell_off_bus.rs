@@ -75,9 +75,7 @@ impl Rule for XidGpuFellOffBus {
             let mut f = Finding::new(META.id, META.category, META.severity);
             f.occurrences = xids.len() as u32;
             f.entities.xid.insert(79);
-            if let Some(i) = gpu.index {
-                f.entities.gpus.insert(i);
-            }
+            xid::name_gpu(&mut f, &gpu, bus.as_deref());
             let when = kernel_time(incident, first).map(crate::rules::support::when);
             for (e, x) in xids.iter().take(1).chain(xids.iter().skip(1).last()) {
                 f.evidence(

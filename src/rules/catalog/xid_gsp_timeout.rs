@@ -84,9 +84,7 @@ impl Rule for XidGspTimeout {
             let short = gpu.short();
             let mut f = Finding::new(META.id, META.category, META.severity);
             f.occurrences = xids.len() as u32;
-            if let Some(i) = gpu.index {
-                f.entities.gpus.insert(i);
-            }
+            xid::name_gpu(&mut f, &gpu, bus.as_deref());
             let mut witnesses: Vec<String> = Vec::new();
             for (e, y) in xids.iter().take(1).chain(xids.iter().skip(1).last()) {
                 let monitor = y.name.as_deref().is_some_and(is_monitor);

@@ -1,5 +1,6 @@
-//! `xid-nvlink`: NVLink errors (Xid 74); multi-GPU collectives over the
-//! link fail. A failed peer GPU makes its neighbours log 74 too, so the
+//! `xid-nvlink`: NVLink errors (Xid 74, and 144–150 on Hopper and later);
+//! multi-GPU collectives over the link fail, and the driver removes the GPU
+//! work of the processes using it (Xid 45 `caused by previous Xid N`). A failed peer GPU makes its neighbours log 74 too, so the
 //! peers' Xids at the same time decide which GPU is at fault.
 
 use std::sync::LazyLock;
@@ -22,14 +23,17 @@ const PEER_FAULTS: [u32; 9] = [48, 62, 64, 79, 95, 109, 119, 120, 154];
 /// How close in time a peer's fault must be to explain the link errors.
 const PEER_WINDOW_SECS: i64 = 60;
 
+/// `145, RLW_RXPIPE Nonfatal XC0 i0 Link 13 (…)`.
+static NONFATAL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\S+ Nonfatal\b").expect("regex"));
+
 static LINK: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\blink (?P<link>\d+)\b").expect("regex"));
+    LazyLock::new(|| Regex::new(r"\b[Ll]ink (?P<link>-?\d+)\b").expect("regex"));
 
 static META: RuleMeta = RuleMeta {
     id: "xid-nvlink",
     category: Category::XidOther,
     severity: Severity::Critical,
-    summary: "NVLink errors (Xid 74): collectives between the GPUs fail",
+    summary: "NVLink errors (Xid 74, 144-150): collectives between the GPUs fail",
     anchors: &[],
     doc: r#"
 ## What it means
@@ -38,6 +42,27 @@ link 6(0x10000, …)`: an NVLink connection of the GPU, to another GPU or an
 NVSwitch, failed. Collectives over it (tensor-parallel all-reduce) fail or
 hang: NCCL errors and watchdog timeouts follow on every rank. The link
 stays down until the GPU is reset.
+
+Hopper and later GPUs report NVLink errors of each NVLink unit under
+their own codes, with `Fatal` or `Nonfatal`:
+
+| Xid | Unit | Example |
+|---|---|---|
+| 144 | SAW | `Xid (PCI:0000:01:00): 144, SAW_MVB Nonfatal XC0 i0 Link 0 (0x00000001 …)` |
+| 145 | RLW | `Xid (PCI:0018:01:00): 145, RLW_RXPIPE Nonfatal XC0 i0 Link 13 (0x0409a0c2 …)` |
+| 146 | TLW | |
+| 147 | TREX | |
+| 148 | NVLPW | |
+| 149 | NETIR | `Xid (PCI:0000:00:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 00 (0x025001c6 …)` |
+| 150 | MSE | |
+
+When a link fails, the driver tears down the channels of the processes
+using the GPU and logs Xid 45 for each, naming the cause (r570+):
+`Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 caused
+by previous Xid 149`. Those processes are victims of the link error, not
+its cause; an Xid 45 after an NVLink Xid on the same GPU is read the same
+way. When only the Xid 45s are in the inputs, the finding rests on the
+driver's word and asks for the kernel log before them.
 
 ## Why it happens
 A fault on the link (cable, connector, NVSwitch), or the far end: a peer
@@ -66,12 +91,22 @@ impl Rule for XidNvlink {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
-        let links: Vec<(&KernelEvent, &Xid)> =
-            incident.xids().filter(|(_, x)| x.code == 74).collect();
+        let links: Vec<(&KernelEvent, &Xid)> = incident
+            .xids()
+            .filter(|(_, x)| xid::is_nvlink(x.code))
+            .collect();
+        // The processes whose GPU work the driver removed because of the
+        // link errors (Xid 45): victims, not causes.
+        let victims = victims(incident, &links);
         let Some(&(first, _)) = links.first() else {
+            if !victims.is_empty() {
+                out.push(declared_only(incident, &victims));
+            }
             return;
         };
-        let buses = xid::buses(incident, &[74]);
+        let codes = codes_of(links.iter().map(|(_, x)| x.code));
+        let code_list = xid_list(&codes);
+        let buses = xid::buses(incident, &NVLINK_CODES);
         let gpus: Vec<_> = buses
             .iter()
             .map(|b| xid::gpu_at(incident, b.as_deref()))
@@ -89,35 +124,45 @@ impl Rule for XidNvlink {
                     _ => true,
                 }
         });
-        let severity = if peer.is_some() {
+        // Hopper's NVLink units say whether the error was fatal; links that
+        // only reported non-fatal errors, with no process harmed, are noted.
+        let nonfatal = links
+            .iter()
+            .all(|(_, x)| x.code != 74 && NONFATAL.is_match(&x.message));
+        let severity = if nonfatal && victims.is_empty() && peer.is_none() {
+            Severity::Info
+        } else if peer.is_some() {
             Severity::Warning
         } else {
             META.severity
         };
         let mut f = Finding::new(META.id, META.category, severity);
         f.occurrences = links.len() as u32;
-        f.entities.xid.insert(74);
+        f.entities.xid.extend(codes.iter().copied());
         let mut names: Vec<String> = Vec::new();
         for (gpu, bus) in gpus.iter().zip(&buses) {
             if let Some(i) = gpu.index {
                 f.entities.gpus.insert(i);
+            } else if let Some(b) = bus.as_deref().and_then(xid::kernel_bus) {
+                f.entities.gpu_bus_ids.insert(b);
             }
             names.push(gpu.short());
-            let on: Vec<_> = xid::on_bus(incident, bus.as_deref(), &[74]).collect();
+            let on: Vec<_> = xid::on_bus(incident, bus.as_deref(), &NVLINK_CODES).collect();
             let mut seen: Vec<String> = Vec::new();
             for (e, x) in on {
                 let link = LINK
                     .captures(&x.message)
                     .map(|c| c["link"].to_owned())
                     .unwrap_or_else(|| "?".to_owned());
-                if seen.contains(&link) {
+                let key = format!("{}/{link}", x.code);
+                if seen.contains(&key) {
                     continue;
                 }
                 f.evidence(
                     e.span,
-                    format!("Xid 74 on {}: NVLink {link} failed", gpu.short()),
+                    format!("Xid {} on {}: NVLink {link} failed", x.code, gpu.short()),
                 );
-                seen.push(link);
+                seen.push(key);
                 if let Some(pid) = x.pid {
                     f.entities.pids.insert(pid);
                 }
@@ -144,13 +189,14 @@ impl Rule for XidNvlink {
             );
             (g.short(), xid::describe(x.code))
         });
+        cite_victims(&mut f, incident, &victims);
         let pids: Vec<u32> = f.entities.pids.iter().copied().collect();
         for pid in pids {
             if let Some(o) = incident.owner(pid) {
                 f.entities.units.insert(o.unit.clone());
             }
         }
-        f.condition("the kernel logged Xid 74", true);
+        f.condition(format!("the kernel logged {code_list}"), true);
         f.condition(
             "no peer GPU failed at the same time (the link itself is at fault)",
             peer.is_none(),
@@ -160,21 +206,47 @@ impl Rule for XidNvlink {
             gpus.iter().all(|g| g.index.is_some()),
         );
         let list = names.join(", ");
+        if severity == Severity::Info {
+            // Only non-fatal reports: the links corrected the errors.
+            f.title = format!("non-fatal NVLink errors on {list} ({code_list})");
+            f.headline = format!(
+                "{list} reported non-fatal NVLink errors ({code_list}); no process was harmed. Watch the error counters: errors that grow or turn fatal need a reset or a hardware case."
+            );
+            f.chain
+                .push(format!("non-fatal NVLink errors on {list} ({code_list})"));
+            f.explanation = "Hopper and later GPUs mark each NVLink error Fatal or Nonfatal; a non-fatal one was corrected by the link.".to_owned();
+            f.actions.push(Action::advice(
+                "watch the link error counters of each GPU",
+                Some("nvidia-smi nvlink -e"),
+            ));
+            f.confidence = confidence(&f, 0.7, 0.95);
+            out.push(f);
+            return;
+        }
         f.title = match &peer_label {
-            Some((g, what)) => format!("NVLink errors on {list} (Xid 74), following {what} on {g}"),
-            None => format!("NVLink errors on {list} (Xid 74)"),
+            Some((g, what)) => {
+                format!("NVLink errors on {list} ({code_list}), following {what} on {g}")
+            }
+            None => format!("NVLink errors on {list} ({code_list})"),
         };
         f.headline = match &peer_label {
             Some((g, what)) => format!(
-                "NVLink errors on {list} (Xid 74) follow {what} on {g}: the failed peer, not the links, is the likely cause."
+                "NVLink errors on {list} ({code_list}) follow {what} on {g}: the failed peer, not the links, is the likely cause."
             ),
             None => format!(
-                "NVLink failed on {list} (Xid 74): collectives between the GPUs fail until they are reset."
+                "NVLink failed on {list} ({code_list}): collectives between the GPUs fail until they are reset."
             ),
         };
         f.chain
             .push("multi-GPU collectives (all-reduce) fail or time out".to_owned());
-        f.chain.push(format!("NVLink failed on {list} (Xid 74)"));
+        if !victims.is_empty() {
+            f.chain.push(format!(
+                "the driver removed the GPU work of {} (Xid 45): victims of the link errors",
+                victim_names(&victims)
+            ));
+        }
+        f.chain
+            .push(format!("NVLink failed on {list} ({code_list})"));
         if let Some((g, what)) = &peer_label {
             f.chain.push(format!("{g} failed first ({what})"));
         }
@@ -204,4 +276,200 @@ impl Rule for XidNvlink {
         f.confidence = confidence(&f, 0.7, 0.95);
         out.push(f);
     }
+}
+
+/// Every NVLink Xid code.
+const NVLINK_CODES: [u32; 8] = [74, 144, 145, 146, 147, 148, 149, 150];
+
+/// An Xid 45 the link errors explain, with the NVLink Xid it follows.
+struct Victim<'a> {
+    event: &'a KernelEvent,
+    xid: &'a Xid,
+    cause: u32,
+    /// The driver said so (`caused by previous Xid 149`), rather than an
+    /// NVLink Xid seen earlier on the same GPU.
+    declared: bool,
+}
+
+/// Xid 45s that say `caused by previous Xid N` with N an NVLink Xid, or
+/// that follow an NVLink Xid on the same GPU.
+fn victims<'a>(incident: &'a Incident, links: &[(&'a KernelEvent, &'a Xid)]) -> Vec<Victim<'a>> {
+    incident
+        .xids()
+        .filter(|(_, x)| x.code == 45)
+        .filter_map(|(e, x)| {
+            if let Some(code) = xid::declared_cause(x).filter(|c| xid::is_nvlink(*c)) {
+                return Some(Victim {
+                    event: e,
+                    xid: x,
+                    cause: code,
+                    declared: true,
+                });
+            }
+            links
+                .iter()
+                .find(|(l, y)| {
+                    l.span < e.span && same_bus(y.bus_id.as_deref(), x.bus_id.as_deref())
+                })
+                .map(|(_, y)| Victim {
+                    event: e,
+                    xid: x,
+                    cause: y.code,
+                    declared: false,
+                })
+        })
+        .collect()
+}
+
+/// Codes in order of first appearance, without repeats.
+fn codes_of(codes: impl Iterator<Item = u32>) -> Vec<u32> {
+    let mut out = Vec::new();
+    for c in codes {
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `Xid 149, Xid 145`.
+fn xid_list(codes: &[u32]) -> String {
+    codes
+        .iter()
+        .map(|c| format!("Xid {c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `python3 (PID 1818990, 1818992)`.
+fn victim_names(victims: &[Victim<'_>]) -> String {
+    let mut pids: Vec<u32> = victims.iter().filter_map(|v| v.xid.pid).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    let mut names: Vec<&str> = victims
+        .iter()
+        .filter_map(|v| v.xid.name.as_deref())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let who = if names.is_empty() {
+        "processes".to_owned()
+    } else {
+        names.join(", ")
+    };
+    if pids.is_empty() {
+        who
+    } else {
+        format!(
+            "{who} (PID {})",
+            pids.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }
+}
+
+/// Each victim's line, its PID and its GPU.
+fn cite_victims(f: &mut Finding, incident: &Incident, victims: &[Victim<'_>]) {
+    f.entities.xid.extend(victims.iter().map(|_| 45));
+    for v in victims {
+        let gpu = xid::gpu_at(incident, v.xid.bus_id.as_deref());
+        if let Some(i) = gpu.index {
+            f.entities.gpus.insert(i);
+        } else if let Some(b) = v.xid.bus_id.as_deref().and_then(xid::kernel_bus) {
+            f.entities.gpu_bus_ids.insert(b);
+        }
+        if let Some(pid) = v.xid.pid {
+            f.entities.pids.insert(pid);
+        }
+        let how = if v.declared {
+            "as the driver says"
+        } else {
+            "which came first on this GPU"
+        };
+        f.evidence_once(
+            v.event.span,
+            format!(
+                "Xid 45 on {}: the driver removed the GPU work of {}, caused by {} ({how}): the process is a victim",
+                gpu.short(),
+                xid::owner_of(v.xid),
+                xid::describe(v.cause)
+            ),
+        );
+    }
+}
+
+/// The NVLink Xids themselves are not in the inputs, only the Xid 45s that
+/// name them: the finding rests on the driver's word and says what is missing.
+fn declared_only(incident: &Incident, victims: &[Victim<'_>]) -> Finding {
+    let codes = codes_of(victims.iter().map(|v| v.cause));
+    let code_list = xid_list(&codes);
+    let meanings = codes
+        .iter()
+        .map(|c| xid::describe(*c))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut f = Finding::new(META.id, META.category, META.severity);
+    f.occurrences = victims.len() as u32;
+    f.entities.xid.extend(codes.iter().copied());
+    cite_victims(&mut f, incident, victims);
+    let mut gpus: Vec<String> = Vec::new();
+    for v in victims {
+        let g = xid::gpu_at(incident, v.xid.bus_id.as_deref()).short();
+        if !gpus.contains(&g) {
+            gpus.push(g);
+        }
+    }
+    let pids: Vec<u32> = f.entities.pids.iter().copied().collect();
+    for pid in pids {
+        if let Some(o) = incident.owner(pid) {
+            f.entities.units.insert(o.unit.clone());
+        }
+    }
+    let list = gpus.join(", ");
+    let who = victim_names(victims);
+    f.condition(
+        "the driver names NVLink Xids as the cause of the Xid 45s",
+        true,
+    );
+    f.condition("the NVLink Xid lines themselves are in the inputs", false);
+    f.condition(
+        "the GPUs are identified by their index",
+        victims.iter().all(|v| {
+            xid::gpu_at(incident, v.xid.bus_id.as_deref())
+                .index
+                .is_some()
+        }),
+    );
+    f.title = format!("NVLink errors ({code_list}) on {list} ended the GPU work of {who}");
+    f.headline = format!(
+        "NVLink errors ({meanings}) on {list} made the driver remove the GPU work of {who} (Xid 45): the NVLink fabric is at fault, the processes are victims."
+    );
+    f.chain
+        .push(format!("the driver removed the GPU work of {who} (Xid 45)"));
+    f.chain
+        .push(format!("NVLink failed on {list} ({code_list})"));
+    f.explanation = format!(
+        "Xid 45 alone is the driver's cleanup after a process ended; here every one says `caused by previous Xid N`, and {code_list} are NVLink errors ({}). The NVLink Xid lines themselves are not in the inputs: the kernel log from before the first Xid 45 shows which link failed and whether it was fatal.",
+        codes
+            .iter()
+            .filter_map(|c| xid::info(*c).map(|i| format!("Xid {c}: {}", i.bucket)))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    f.actions.push(Action::advice(
+        "read the NVLink Xid lines the Xid 45s name (which link, fatal or not)",
+        Some("journalctl -k -b --no-pager | grep -E 'NVRM: Xid'"),
+    ));
+    f.actions.push(Action::advice(
+        "look at the link state and error counters of each GPU",
+        Some("nvidia-smi nvlink -s; nvidia-smi nvlink -e"),
+    ));
+    f.actions.push(Action::advice(
+        "drain the GPUs, reset them (on NVSwitch systems the whole baseboard, and check the Fabric Manager's log) or reboot; if the NVLink errors return, open a hardware case",
+        None,
+    ));
+    f.confidence = confidence(&f, 0.6, 0.9);
+    f
 }
