@@ -235,12 +235,38 @@ fn wordings_doc_is_fresh() {
     }
 }
 
+/// The wordings rootcause does not read yet, each with why
+/// (`fixtures/wordings/GAPS.tsv`: message id, wording number, reason). A
+/// gap is a known miss, listed so that it stays visible: a line that misses
+/// and is not listed fails the test, and so does a listed gap that has
+/// been closed (take it off the list).
+fn gaps() -> BTreeMap<(String, usize), String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/wordings/GAPS.tsv");
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let mut cols = l.splitn(3, '\t');
+            let id = cols.next().unwrap_or_default().to_owned();
+            let n = cols
+                .next()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("GAPS.tsv: bad line {l:?}"));
+            let why = cols.next().unwrap_or_default().trim().to_owned();
+            assert!(!why.is_empty(), "GAPS.tsv: {id} {n} says no reason");
+            ((id, n), why)
+        })
+        .collect()
+}
+
 /// Each real line, pasted alone, gives what its file says: the named rule has
 /// a finding, or the line is not counted as unrecognised. Every miss is
 /// listed with what the analysis made of the line instead.
 #[test]
 fn each_real_line_alone_gives_its_expected_result() {
+    let gaps = gaps();
     let mut misses = Vec::new();
+    let mut closed = Vec::new();
     let mut checked = 0;
     for (id, m) in &messages() {
         for (n, w) in m.wording.iter().enumerate() {
@@ -269,7 +295,11 @@ fn each_real_line_alone_gives_its_expected_result() {
                 ),
                 None => (unrecognized == 0, "the line recognised".to_string()),
             };
-            if !ok {
+            let gap = gaps.contains_key(&(id.clone(), n + 1));
+            if ok && gap {
+                closed.push(format!("{id}\t{}", n + 1));
+            }
+            if !ok && !gap {
                 misses.push(format!(
                     "{id}.toml wording {} ({}): wanted {wanted}; got findings {found:?}, {unrecognized} unrecognised line(s), read as {formats:?}\n    {}",
                     n + 1,
@@ -281,8 +311,13 @@ fn each_real_line_alone_gives_its_expected_result() {
     }
     assert!(
         misses.is_empty(),
-        "{} of {checked} real lines do not give what they should:\n{}",
+        "{} of {checked} real lines do not give what they should (and are not listed in fixtures/wordings/GAPS.tsv):\n{}",
         misses.len(),
         misses.join("\n")
+    );
+    assert!(
+        closed.is_empty(),
+        "gaps that are closed now: take them off fixtures/wordings/GAPS.tsv:\n{}",
+        closed.join("\n")
     );
 }
