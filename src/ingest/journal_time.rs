@@ -14,11 +14,13 @@ use regex::Regex;
 use crate::model::Timestamp;
 
 /// `short` / `short-precise`: `Nov 27 09:38:40` / `Nov 27 09:38:40.123456`.
-/// journalctl pads the day with `0`; syslog files pad it with a space.
+/// journalctl pads the day with `0`; syslog files pad it with a space. The
+/// month is `%b` in the reader's locale (`дек 30`, `4月 26`, `mar 07`,
+/// `déc. 30`): [`month_number`] decides which names are months.
 static SHORT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)^
-        (?P<mon>[A-Z][a-z]{2})\x20(?P<day>[\x200-3]\d)\x20(?P<hms>\d\d:\d\d:\d\d)
+        (?P<mon>[A-Z][a-z]{2}|\p{L}{3,5}\.?|[\x201]?\d(?:月|월))\x20(?P<day>[\x200-3]\d)\x20(?P<hms>\d\d:\d\d:\d\d)
         (?:\.(?P<frac>\d{1,9}))?
         \x20(?P<rest>.*)$",
     )
@@ -166,13 +168,18 @@ pub(super) fn split_stamp(text: &str) -> Option<(Option<Timestamp>, &str)> {
             let (time, rest) = iso_slow(text)?;
             return Some((Some(time), rest));
         }
-        let c = UNIX.captures(text)?;
-        let micros = c["secs"]
-            .parse::<i64>()
-            .ok()?
-            .checked_mul(1_000_000)?
-            .checked_add(c["micros"].parse().ok()?)?;
-        return Some((Some(utc_from_micros(micros)?), c.name("rest")?.as_str()));
+        if let Some(c) = UNIX.captures(text) {
+            let micros = c["secs"]
+                .parse::<i64>()
+                .ok()?
+                .checked_mul(1_000_000)?
+                .checked_add(c["micros"].parse().ok()?)?;
+            return Some((Some(utc_from_micros(micros)?), c.name("rest")?.as_str()));
+        }
+        // `4月 26 19:39:33`: a CJK locale's month starts with its number.
+        if !text.chars().take(4).any(|c| c == '月' || c == '월') {
+            return None;
+        }
     }
     if let Some((time, rest)) = split_full(text) {
         return Some((Some(time), rest));
@@ -271,11 +278,37 @@ fn time_of_day(hms: &str, frac: Option<regex::Match<'_>>) -> Option<NaiveTime> {
     time.with_nanosecond(nanos)
 }
 
-fn month_number(abbr: &str) -> Option<u32> {
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+/// A month's `%b` abbreviation in the C locale or one of the common ones
+/// (glibc's `abmon`, and `ab_alt_mon` where it differs: de, fr, es, it, pt,
+/// nl, pl, ru, uk), case aside, with or without its dot; or `N月` / `N월`
+/// (zh, ja, ko).
+pub(super) fn month_number(abbr: &str) -> Option<u32> {
+    const MONTHS: [&[&str]; 12] = [
+        &["jan", "janv", "ene", "gen", "sty", "янв", "січ"],
+        &["feb", "févr", "fev", "lut", "фев", "лют"],
+        &["mar", "mär", "mars", "mrt", "мар", "бер"],
+        &["apr", "avr", "abr", "kwi", "апр", "кві"],
+        &["may", "mai", "mag", "mei", "maj", "мая", "май", "тра"],
+        &["jun", "juin", "giu", "cze", "июн", "чер"],
+        &["jul", "juil", "lug", "lip", "июл", "лип"],
+        &["aug", "août", "ago", "sie", "авг", "сер"],
+        &["sep", "sept", "set", "wrz", "сен", "вер"],
+        &["oct", "okt", "ott", "out", "paź", "окт", "жов"],
+        &["nov", "lis", "ноя", "лис"],
+        &["dec", "dez", "déc", "dic", "gru", "дек", "гру"],
     ];
-    MONTHS.iter().position(|m| *m == abbr).map(|i| i as u32 + 1)
+    let cjk = abbr
+        .trim_start()
+        .strip_suffix('月')
+        .or_else(|| abbr.trim_start().strip_suffix('월'));
+    if let Some(n) = cjk {
+        return n.parse().ok().filter(|m| (1..=12).contains(m));
+    }
+    let name = abbr.strip_suffix('.').unwrap_or(abbr).to_lowercase();
+    MONTHS
+        .iter()
+        .position(|names| names.contains(&name.as_str()))
+        .map(|i| i as u32 + 1)
 }
 
 #[cfg(test)]
@@ -385,6 +418,33 @@ mod tests {
         for (line, want) in cases {
             let (time, rest) = split_stamp(line).unwrap_or_else(|| panic!("{line}"));
             assert_eq!((time, rest), (want, "h x: m"), "{line}");
+        }
+    }
+
+    #[test]
+    /// journalctl's `%b` in other locales: ru_RU (case 109), zh_CN/ja_JP
+    /// (`4月 26 19:39:33`), es/it (`mar 07`), fr (`déc.`); a word that is no
+    /// month is refused.
+    fn locale_month_names() {
+        use chrono::Datelike;
+        for (line, month, day) in [
+            ("дек 30 02:17:31 mj ollama[1322]: x", 12, 30),
+            ("4月 26 19:39:33 host systemd[1]: x", 4, 26),
+            ("12月 01 19:39:33 host systemd[1]: x", 12, 1),
+            ("mar 07 10:00:00 host kernel: x", 3, 7),
+            ("déc. 30 02:17:31 host kernel: x", 12, 30),
+            ("Okt 03 02:17:31 host kernel: x", 10, 3),
+        ] {
+            let (time, rest) = split_stamp(line).unwrap_or_else(|| panic!("{line}"));
+            let t = time.unwrap().local;
+            assert_eq!((t.month(), t.day()), (month, day), "{line}");
+            assert!(rest.ends_with(": x"), "{line}");
+        }
+        for line in [
+            "foo 30 02:17:31 host kernel: x",
+            "13月 01 19:39:33 h s[1]: x",
+        ] {
+            assert!(split_stamp(line).is_none(), "{line}");
         }
     }
 

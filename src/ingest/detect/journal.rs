@@ -18,10 +18,19 @@ re!(
     JOURNAL_SHORT_ISO,
     r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?[+-]\d\d:?\d\d \S+ [^:]*?\S: "
 );
+// The month is `%b` in the reader's locale (`дек`, `4月`, `mar`): one not
+// in the C locale counts only when journal_time knows it for a month.
 re!(
     JOURNAL_SHORT,
-    r"^[A-Z][a-z]{2} [ 0-3]\d \d\d:\d\d:\d\d(?:\.\d{6})? \S+ [^:]*?\S: "
+    r"^(?:[A-Z][a-z]{2}|\p{L}{3,5}\.?|[ 1]?\d(?:月|월)) [ 0-3]\d \d\d:\d\d:\d\d(?:\.\d{6})? \S+ [^:]*?\S: "
 );
+
+/// [`JOURNAL_SHORT`], with a month name outside the C locale checked.
+fn short_matches(line: &str) -> bool {
+    JOURNAL_SHORT.is_match(line)
+        && (line.as_bytes().get(3) == Some(&b' ') && line.as_bytes()[0].is_ascii_uppercase()
+            || crate::ingest::journal_time::split_stamp(line).is_some())
+}
 re!(
     JOURNAL_FULL,
     r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{6})? (?:[A-Z][A-Za-z]{1,5}|[+-]\d\d(?::?\d\d)?) \S+ [^:]*?\S: "
@@ -116,7 +125,7 @@ fn short_iso_ascii(line: &str) -> Option<bool> {
 
 /// A `-o short` line (see `continues_as` in the parent module).
 pub(super) fn is_short(line: &str) -> bool {
-    JOURNAL_SHORT.is_match(line)
+    short_matches(line)
 }
 
 /// Whether this sniffer claims a line that starts with `[` (see
@@ -214,7 +223,7 @@ pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
             "epoch seconds, host, ident[pid]: (journalctl -o short-unix)",
         ));
     }
-    if JOURNAL_SHORT.is_match(line) {
+    if short_matches(line) {
         return Some(Strong(
             Format::JournalShort,
             "syslog timestamp, host, ident[pid]: (journalctl -o short)",

@@ -33,6 +33,10 @@ re!(
 );
 re!(TORCH_RANK, r"^\[rank\d+\]:");
 re!(
+    MPI_TAG,
+    r"^\[(?:[\w.-]+@)?\d+,\d+\]<(?:stdout|stderr|stddiag)>: ?(?P<rest>.*)$"
+);
+re!(
     PYTHON,
     r"^(?:Traceback \(most recent call last\):|terminate called after throwing an instance of ')"
 );
@@ -125,6 +129,11 @@ fn carries_content(format: Format) -> bool {
 }
 
 fn kind(line: &str) -> Option<Kind> {
+    // Open MPI's `[1,3]<stdout>:` (PRRTE: `[nspace@1,3]<stdout>: `) tags
+    // whatever a rank prints: the line under it says what it is.
+    if let Some(c) = MPI_TAG.captures(line) {
+        return kind(c.name("rest").map_or("", |m| m.as_str()));
+    }
     if let Some(c) = PROCESS.captures(line) {
         if c.name("name")
             .is_some_and(|n| is_vllm_process_name(n.as_str()))
@@ -194,6 +203,14 @@ mod tests {
             .into_iter()
             .map(|s| (s.format, s.first_line, s.last_line))
             .collect()
+    }
+
+    /// Open MPI's output tags hide nothing from detection (case 058).
+    #[test]
+    fn mpi_tagged_lines_are_what_is_under_the_tag() {
+        let text = "[1,2]<stdout>:\n[1,2]<stdout>:smc-gpu-03:29880:30398 [0] init.cc:497 NCCL WARN Duplicate GPU detected : rank 2 and rank 0 both on CUDA device 1000\n[1,2]<stdout>:smc-gpu-03:29880:30398 [0] NCCL INFO init.cc:867 -> 5\n";
+        let got = formats(text);
+        assert!(got.iter().any(|(f, _, _)| *f == NcclLog), "{got:?}");
     }
 
     #[test]

@@ -1,9 +1,12 @@
 //! The layers other programs put in front of a server's own line, peeled
 //! outermost first: a log viewer's timestamp (`docker logs -t`, `kubectl logs
 //! --timestamps`), docker compose's `service-1  | `, vLLM's and Ray's
-//! `(Name pid=N[, ip=…]) ` and PyTorch's `[rank0]:`. Each layer's metadata is
-//! kept on the [`Writer`]; the text under the last layer is what the format
-//! parsers read.
+//! `(Name pid=N[, ip=…]) `, Open MPI's `[1,N]<stdout>:`, PyTorch's
+//! `[rank0]:`, then a logger's record prefix (glog's `E0306 16:40:07.708802
+//! 117 file.cc:691] `, TensorRT's `[TensorRT-LLM][INFO] ` / `[TRT] [E] `, Go's
+//! `2020/08/10 19:09:42 `), and Ray's ` [repeated Nx across cluster]` suffix.
+//! Each layer's metadata is kept on the [`Writer`]; the text under the last
+//! layer is what the format parsers read.
 
 use std::sync::LazyLock;
 
@@ -49,6 +52,67 @@ static TORCH_RANK: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^\[rank(?P<rank>\d+)\]:\x20?(?P<rest>.*)$").expect("torch rank prefix regex")
 });
 
+/// A web log viewer's time alone on its line, with a space and no zone
+/// (RunPod's `2024-02-02 21:44:03.976`): it stamps the message below it.
+static VIEWER_STAMP: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?P<date>\d{4}-\d\d-\d\d)\x20(?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,9}))?\s*$")
+        .expect("viewer stamp regex")
+});
+
+/// The bracketed lines a log viewer puts between its time and the message
+/// (RunPod's `[b2k2ml81pl56tl]` pod id, then `[info]`).
+static VIEWER_BRACKET: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\[[A-Za-z0-9][\w.-]{0,63}\]\s*$").expect("viewer bracket regex")
+});
+
+/// Open MPI's `--tag-output`: `[1,3]<stdout>:` (≤ 4.x, no space); PRRTE's
+/// `--output tag` (5.x) names the nspace and adds a space:
+/// `[prterun-f5n18-100629@1,0]<stdout>: ` (openpmix/prrte#1405).
+static MPI_TAG: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\[(?:[\w.-]+@)?\d+,(?P<rank>\d+)\]<(?:stdout|stderr|stddiag)>:\x20?(?P<rest>.*)$")
+        .expect("mpi tag regex")
+});
+
+/// glog's prefix (Triton, TensorRT-LLM's backend, klog):
+/// `E0306 16:40:07.708802 117 backend_model.cc:691] ` — severity, MMDD,
+/// time, thread id, file:line. Triton ≥ 24.x quotes the message.
+static GLOG: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^[IWEF](?P<mm>\d\d)(?P<dd>\d\d)\x20(?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,9}))?
+        \x20+\d+\x20[\w.+-]+:\d+\]\x20?(?P<rest>.*)$",
+    )
+    .expect("glog prefix regex")
+});
+
+/// TensorRT's and TensorRT-LLM's loggers: `[TensorRT-LLM][INFO] `,
+/// `[TensorRT-LLM][RANK 0][ERROR] `, `[TRT] [E] `, `[TRT-LLM] [W] `, with
+/// the Python logger's `[01/20/2025-10:00:00] ` in front.
+static TRT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^(?:\[\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d\]\x20)?\[(?:TensorRT-LLM|TRT-LLM|TRT)\]
+        (?:\[RANK\x20\d+\])?\x20?
+        \[(?:[VIWEF]|VERBOSE|DEBUG|TRACE|INFO|WARNING|ERROR|INTERNAL_ERROR)\]\x20?(?P<rest>.*)$",
+    )
+    .expect("tensorrt prefix regex")
+});
+
+/// Go's `log` package (`log.LstdFlags`, with `Lmicroseconds` and
+/// `Lshortfile` optional): `2020/08/10 19:09:42 file.go:23: ` — the
+/// NVIDIA device plugin's and container toolkit's lines.
+static GO_LOG: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^(?P<date>\d{4}/\d\d/\d\d)\x20(?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,6}))?
+        \x20(?:[\w.-]+\.go:\d+:\x20)?(?P<rest>.*)$",
+    )
+    .expect("go log prefix regex")
+});
+
+/// Ray's log deduplication suffix: ` [repeated 6x across cluster]`.
+static RAY_REPEATED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\x20?\[repeated\x20(?P<n>\d+)x\x20across\x20cluster\]\s*$")
+        .expect("ray repeated regex")
+});
+
 /// An SGR colour code whose ESC a paste lost (` [36m(RayWorkerVllm
 /// pid=5085) [0m [E …`): the space or nothing left where the ESC was, then
 /// `[`, the parameters and `m`.
@@ -87,8 +151,26 @@ impl Writer {
 /// Peels every layer off `text`, recording what each says in `writer`;
 /// returns the text under them. Each layer is peeled at most once.
 pub(super) fn peel<'t>(mut text: &'t str, writer: &mut Writer) -> &'t str {
+    if let Some(c) = ray_may(text).then(|| RAY_REPEATED.captures(text)).flatten() {
+        let whole = c.get(0).map_or(0, |m| m.start());
+        writer.repeats = c["n"].parse().ok();
+        writer.layered = true;
+        text = &text[..whole];
+    }
     let (mut viewer, mut compose, mut process, mut torch) = (false, false, false, false);
+    let mut mpi = false;
     loop {
+        if !viewer && !writer.layered {
+            if let Some(time) = (viewer_may(text) && text.len() <= 40)
+                .then(|| VIEWER_STAMP.captures(text))
+                .flatten()
+                .and_then(|c| stamp_time(&c))
+            {
+                writer.stamp = Some(time);
+                writer.layered = true;
+                return "";
+            }
+        }
         if !viewer {
             if let Some(c) = viewer_may(text)
                 .then(|| VIEWER_TIME.captures(text))
@@ -98,6 +180,8 @@ pub(super) fn peel<'t>(mut text: &'t str, writer: &mut Writer) -> &'t str {
                     writer.time = Some(time);
                     viewer = true;
                     text = c.name("rest").map_or("", |m| m.as_str());
+                    writer.layered = true;
+                    writer.layered = true;
                     continue;
                 }
             }
@@ -108,6 +192,7 @@ pub(super) fn peel<'t>(mut text: &'t str, writer: &mut Writer) -> &'t str {
                 writer.key.container = writer.container.clone();
                 compose = true;
                 text = c.name("rest").map_or("", |m| m.as_str());
+                writer.layered = true;
                 continue;
             }
         }
@@ -116,6 +201,21 @@ pub(super) fn peel<'t>(mut text: &'t str, writer: &mut Writer) -> &'t str {
                 if let Ok(pid) = c["pid"].parse::<u32>() {
                     process = true;
                     take_process(&c, pid, writer);
+                    text = c.name("rest").map_or("", |m| m.as_str());
+                    writer.layered = true;
+                    writer.layered = true;
+                    continue;
+                }
+            }
+        }
+        if !mpi && !process && !torch {
+            if let Some(c) = mpi_may(text).then(|| MPI_TAG.captures(text)).flatten() {
+                if let Ok(rank) = c["rank"].parse::<u32>() {
+                    mpi = true;
+                    writer.layered = true;
+                    let tag = writer.rank.get_or_insert_with(RankTag::default);
+                    tag.global.get_or_insert(rank);
+                    writer.key.mpi_rank = Some(rank);
                     text = c.name("rest").map_or("", |m| m.as_str());
                     continue;
                 }
@@ -129,12 +229,72 @@ pub(super) fn peel<'t>(mut text: &'t str, writer: &mut Writer) -> &'t str {
                     tag.global = Some(rank);
                     writer.key.torch_rank = Some(rank);
                     text = c.name("rest").map_or("", |m| m.as_str());
+                    writer.layered = true;
+                    writer.layered = true;
                     continue;
                 }
             }
         }
-        return text;
+        return peel_record(text, writer);
     }
+}
+
+/// A logger's record prefix, innermost of the layers: its time is kept when
+/// no outer layer timed the line; what follows is the message.
+fn peel_record<'t>(text: &'t str, writer: &mut Writer) -> &'t str {
+    let Some(&first) = text.as_bytes().first() else {
+        return text;
+    };
+    let (rest, time) = if matches!(first, b'I' | b'W' | b'E' | b'F') {
+        match GLOG.captures(text) {
+            Some(c) => {
+                let time =
+                    time_of_day(&c["hms"], c.name("frac").map(|m| m.as_str())).and_then(|t| {
+                        let (mm, dd) = (c["mm"].parse().ok()?, c["dd"].parse().ok()?);
+                        super::yearless(mm, dd, t, writer.time)
+                    });
+                (c.name("rest").map_or("", |m| m.as_str()), time)
+            }
+            None => return text,
+        }
+    } else if first == b'[' {
+        match TRT.captures(text) {
+            Some(c) => (c.name("rest").map_or("", |m| m.as_str()), None),
+            None => return text,
+        }
+    } else if first.is_ascii_digit() {
+        match GO_LOG.captures(text) {
+            Some(c) => {
+                let time = NaiveDate::parse_from_str(&c["date"], "%Y/%m/%d")
+                    .ok()
+                    .zip(time_of_day(&c["hms"], c.name("frac").map(|m| m.as_str())))
+                    .map(|(d, t)| Timestamp {
+                        local: d.and_time(t),
+                        offset_secs: None,
+                        year_known: true,
+                    });
+                (c.name("rest").map_or("", |m| m.as_str()), time)
+            }
+            None => return text,
+        }
+    } else {
+        return text;
+    };
+    writer.record = true;
+    writer.layered = true;
+    if writer.time.is_none() {
+        writer.record_time = time;
+    }
+    // Triton ≥ 24.x quotes the message: `] "ERROR: Failed to …"`.
+    rest.strip_prefix('"')
+        .and_then(|r| r.strip_suffix('"'))
+        .unwrap_or(rest)
+}
+
+/// Whether a line under its layers is a bracketed framing line of a log
+/// viewer (`[b2k2ml81pl56tl]`, `[info]`).
+pub(super) fn is_viewer_bracket(text: &str) -> bool {
+    text.starts_with('[') && VIEWER_BRACKET.is_match(text)
 }
 
 // What each layer's pattern requires at least, tested before the pattern:
@@ -161,12 +321,33 @@ fn torch_may(text: &str) -> bool {
     text.starts_with("[rank")
 }
 
+fn mpi_may(text: &str) -> bool {
+    text.starts_with('[') && memchr::memmem::find(text.as_bytes(), b"]<std").is_some()
+}
+
+fn ray_may(text: &str) -> bool {
+    text.trim_end().ends_with("cluster]")
+}
+
+fn record_may(text: &str) -> bool {
+    match text.as_bytes().first() {
+        Some(b'I' | b'W' | b'E' | b'F') => GLOG.is_match(text),
+        Some(b'[') => TRT.is_match(text),
+        Some(b) if b.is_ascii_digit() => GO_LOG.is_match(text),
+        _ => false,
+    }
+}
+
 /// Whether [`peel`] may find a layer on `text` (never false when it does).
 pub(super) fn may_peel(text: &str) -> bool {
     (viewer_may(text) && VIEWER_TIME.is_match(text))
         || (compose_may(text) && COMPOSE.is_match(text))
         || (process_may(text) && PROCESS.is_match(text))
         || (torch_may(text) && TORCH_RANK.is_match(text))
+        || (mpi_may(text) && MPI_TAG.is_match(text))
+        || (ray_may(text) && RAY_REPEATED.is_match(text))
+        || (viewer_may(text) && text.len() <= 40 && VIEWER_STAMP.is_match(text))
+        || record_may(text)
 }
 
 fn take_process(c: &regex::Captures<'_>, pid: u32, writer: &mut Writer) {
@@ -194,6 +375,16 @@ fn take_process(c: &regex::Captures<'_>, pid: u32, writer: &mut Writer) {
             }
         }
     }
+}
+
+fn stamp_time(c: &regex::Captures<'_>) -> Option<Timestamp> {
+    let date = NaiveDate::parse_from_str(&c["date"], "%Y-%m-%d").ok()?;
+    let time = time_of_day(&c["hms"], c.name("frac").map(|m| m.as_str()))?;
+    Some(Timestamp {
+        local: date.and_time(time),
+        offset_secs: None,
+        year_known: true,
+    })
 }
 
 fn viewer_time(c: &regex::Captures<'_>) -> Option<Timestamp> {
@@ -287,6 +478,120 @@ mod tests {
         ] {
             assert_eq!(strip_orphan_sgr(text), text);
         }
+    }
+
+    /// Open MPI ≤ 4.x `--tag-output` (case 058) and PRRTE's `--output tag`
+    /// (https://github.com/openpmix/prrte/issues/1405): the rank is kept, an
+    /// empty tagged line is empty under the tag.
+    #[test]
+    fn mpi_output_tags() {
+        let (rest, w) = peeled(
+            "[1,3]<stdout>:smc-gpu-03:29881:30401 [0] init.cc:497 NCCL WARN Duplicate GPU detected",
+        );
+        assert_eq!(
+            rest,
+            "smc-gpu-03:29881:30401 [0] init.cc:497 NCCL WARN Duplicate GPU detected"
+        );
+        assert_eq!(w.rank.and_then(|r| r.global), Some(3));
+        assert_eq!(w.key.mpi_rank, Some(3));
+        let (rest, w) =
+            peeled("[prterun-f5n18-100629@1,2]<stderr>: Traceback (most recent call last):");
+        assert_eq!(rest, "Traceback (most recent call last):");
+        assert_eq!(w.key.mpi_rank, Some(2));
+        let (rest, w) = peeled("[1,0]<stdout>:");
+        assert_eq!((rest.as_str(), w.layered), ("", true));
+        // Not a tag: no stream name.
+        assert!(!peeled("[1,0] hello").1.layered);
+    }
+
+    /// Ray's dedup suffix (ray/_private/ray_logging.py formats
+    /// `line + " [repeated {count}x across cluster]"`): stripped, N kept.
+    #[test]
+    fn ray_repeated_suffix() {
+        let (rest, w) = peeled(
+            "(RayWorkerWrapper pid=5310, ip=10.0.0.2) INFO 02-01 10:00:00 model_runner.py:1 Loading model weights took 1 GB [repeated 7x across cluster]",
+        );
+        assert_eq!(
+            rest,
+            "INFO 02-01 10:00:00 model_runner.py:1 Loading model weights took 1 GB"
+        );
+        assert_eq!((w.repeats, w.pid), (Some(7), Some(5310)));
+        assert!(may_peel("x [repeated 2x across cluster]"));
+    }
+
+    /// glog (Triton: https://github.com/triton-inference-server/tensorrtllm_backend/issues/328,
+    /// quoted in https://github.com/NVIDIA/TensorRT-LLM/issues/2440),
+    /// TensorRT-LLM's `[TensorRT-LLM][INFO]` (NVIDIA/TensorRT-LLM#10450),
+    /// TensorRT's `[TRT] [E]` and Go's `log` prefix.
+    #[test]
+    fn logger_record_prefixes() {
+        let (rest, w) = peeled(
+            "E0306 16:40:07.708802 117 backend_model.cc:691] ERROR: Failed to create instance: x",
+        );
+        assert_eq!(rest, "ERROR: Failed to create instance: x");
+        assert!(w.record);
+        let t = w.record_time.unwrap();
+        assert_eq!(t.local.to_string(), "2000-03-06 16:40:07.708802");
+        assert!(!t.year_known);
+        let (rest, _) = peeled(
+            r#"E1113 01:00:58.469718 3545 backend_model.cc:692] "ERROR: Failed to create instance""#,
+        );
+        assert_eq!(rest, "ERROR: Failed to create instance");
+        for (line, msg) in [
+            (
+                "[TensorRT-LLM][INFO] Allocate 956301312 bytes for k/v cache.",
+                "Allocate 956301312 bytes for k/v cache.",
+            ),
+            (
+                "[TensorRT-LLM][RANK 0][ERROR] CUDA runtime error",
+                "CUDA runtime error",
+            ),
+            (
+                "[TRT] [E] 2: [virtualMemoryBuffer.cpp::resizePhysical::140] Error Code 2: OutOfMemory",
+                "2: [virtualMemoryBuffer.cpp::resizePhysical::140] Error Code 2: OutOfMemory",
+            ),
+            ("[01/20/2025-10:00:00] [TRT-LLM] [W] x", "x"),
+        ] {
+            let (rest, w) = peeled(line);
+            assert_eq!((rest.as_str(), w.record), (msg, true), "{line}");
+        }
+        let (rest, w) =
+            peeled("2020/08/10 19:09:42 XidCriticalError: Xid=69 on Device=GPU-7540a9b3");
+        assert_eq!(rest, "XidCriticalError: Xid=69 on Device=GPU-7540a9b3");
+        assert_eq!(
+            w.record_time.unwrap().local.to_string(),
+            "2020-08-10 19:09:42"
+        );
+        let (rest, _) = peeled("2024/01/02 03:04:05.123456 main.go:77: Starting FS watcher.");
+        assert_eq!(rest, "Starting FS watcher.");
+        // Under an outer time the record's own time is not kept.
+        let (rest, w) = peeled("2026-11-27T09:38:52.1Z I1128 01:02:03.000004 1 server.cc:1] hi");
+        assert_eq!((rest.as_str(), w.record_time), ("hi", None));
+        for text in [
+            "E: not glog",
+            "[TRT]x",
+            "Error 0306 hello",
+            "2020/08/10 no time",
+        ] {
+            assert!(!peeled(text).1.record, "{text}");
+        }
+    }
+
+    /// RunPod's log viewer prints each record as a time line, `[pod id]`,
+    /// `[level]`, then the message (case 067).
+    #[test]
+    fn viewer_stamp_and_brackets() {
+        let (rest, w) = peeled("2024-02-02 21:44:03.976");
+        assert_eq!(rest, "");
+        assert_eq!(
+            w.stamp.unwrap().local.to_string(),
+            "2024-02-02 21:44:03.976"
+        );
+        assert!(peeled("2024-02-02 21:44:03.976 hello").1.stamp.is_none());
+        assert!(is_viewer_bracket("[b2k2ml81pl56tl]"));
+        assert!(is_viewer_bracket("[info]"));
+        assert!(!is_viewer_bracket("[info] message"));
+        assert!(!is_viewer_bracket("[]"));
     }
 
     #[test]

@@ -107,6 +107,18 @@ pub(super) struct Writer {
     pub rank: Option<RankTag>,
     pub framework: Option<Framework>,
     pub key: StreamKey,
+    /// A layer was peeled off the line.
+    pub layered: bool,
+    /// A logger's record prefix (glog, TensorRT, Go's `log`) was peeled: the
+    /// line is a record of a known logger whatever its message says.
+    pub record: bool,
+    /// The time a logger's record prefix gave, when no outer layer timed the
+    /// line (it goes on the timeline).
+    pub record_time: Option<Timestamp>,
+    /// A log viewer's time on a line of its own: it stamps the next message.
+    pub stamp: Option<Timestamp>,
+    /// Ray's `[repeated Nx across cluster]`: the line stands for N.
+    pub repeats: Option<u32>,
 }
 
 /// Lines with the same key come from one writer, in order.
@@ -117,6 +129,8 @@ pub(super) struct StreamKey {
     pub container: Option<String>,
     pub process_pid: Option<u32>,
     pub torch_rank: Option<u32>,
+    /// Open MPI's `[job,rank]<stdout>:` tag.
+    pub mpi_rank: Option<u32>,
 }
 
 #[derive(Debug, Default)]
@@ -124,6 +138,10 @@ pub(super) struct Stream {
     /// The framework this writer's own lines showed.
     framework: Option<Framework>,
     tracebacks: traceback::Tracebacks,
+    /// A log viewer's framing (RunPod's: a time line, `[pod id]`,
+    /// `[level]`, then the message): the time it stamps the message with,
+    /// and how many bracket lines followed it.
+    framing: Option<(Timestamp, u8)>,
 }
 
 /// Parses a segment of server output; returns the number of lines it did not
@@ -285,6 +303,21 @@ impl ServerLogParser {
         if stream.framework.is_none() {
             stream.framework = writer.framework;
         }
+        if let Some(time) = writer.stamp {
+            stream.framing = Some((time, 0));
+            return true;
+        }
+        if let Some((time, brackets)) = stream.framing.take() {
+            if brackets < 2 && layers::is_viewer_bracket(payload) {
+                stream.framing = Some((time, brackets + 1));
+                return true;
+            }
+            writer.time.get_or_insert(time);
+        }
+        if let (Some(t), None) = (writer.record_time, writer.time) {
+            facts.line_times.push((span, t));
+            writer.time = Some(t);
+        }
         let mut cx = Cx {
             writer: &writer,
             stream,
@@ -292,7 +325,8 @@ impl ServerLogParser {
             span,
             hint: self.hint,
         };
-        let recognized = cx.dispatch(payload);
+        let recognized =
+            cx.dispatch(payload) || writer.record || (writer.layered && payload.trim().is_empty());
         if cx.stream.tracebacks.busy() {
             self.busy.insert(writer.key);
         } else if !self.busy.is_empty() {
