@@ -48,10 +48,10 @@ enum Part {
 
 /// Parses one listing (or several, one after the other); returns the number
 /// of lines it did not recognise.
-pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
+pub fn read(lines: &[Line<'_>], facts: &mut Facts) -> Vec<usize> {
     let mut report: Option<EnvReport> = None;
     let mut part = Part::Entries;
-    let mut unrecognized = 0;
+    let mut missed = Vec::new();
     // What the listing's segment holds around it (the error that made
     // someone run check_env, a warning torch printed first) is server
     // output: it goes to the server parser, and so does any line of the
@@ -59,7 +59,7 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
     let mut server = ServerLogParser::new(Some(Framework::Sglang));
     let outer = Outer::default();
     let mut started = false;
-    for line in lines {
+    for (i, line) in lines.iter().enumerate() {
         let text = line.text;
         if text.trim().is_empty() {
             continue;
@@ -67,7 +67,7 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
         started = started || START.is_match(text);
         if !started || super::server::is_exception_line(text) {
             if !server.feed(text, line.span, &outer, facts) {
-                unrecognized += 1;
+                missed.push(i);
             }
             continue;
         }
@@ -98,11 +98,17 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
         }
         part = Part::Entries;
         if !entry(text, r) && !server.feed(text, line.span, &outer, facts) {
-            unrecognized += 1;
+            missed.push(i);
         }
     }
     facts.env_reports.extend(report);
-    unrecognized
+    missed
+}
+
+/// The number of lines [`read`] did not recognise.
+#[cfg(test)]
+pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
+    read(lines, facts).len() as u32
 }
 
 fn new_report(span: Span) -> EnvReport {

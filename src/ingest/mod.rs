@@ -253,8 +253,8 @@ pub struct InputSummary {
     /// Shell prompt lines (`root@host:~# nvidia-smi`).
     pub prompts: u32,
     /// The first lines that were prose, prompts or unrecognised, where the
-    /// reader knows which (not the lines of a table or journal that its
-    /// parser only counted).
+    /// reader knows which (not the lines of a journal or other format
+    /// whose parser only counts them).
     pub listed: Vec<Listed>,
 }
 
@@ -287,46 +287,61 @@ pub fn ingest_as(sources: &SourceMap, hint: Option<Format>, anchors: &Anchors) -
     )
 }
 
-/// Runs the parser of `format`; returns the number of lines it did not recognise.
-fn parse_segment(format: Format, lines: &[Line<'_>], facts: &mut Facts) -> u32 {
+/// Runs the parser of `format`; returns what it did not recognise.
+fn parse_segment(format: Format, lines: &[Line<'_>], facts: &mut Facts) -> Missed {
+    use Missed::{Count, Lines};
     match format {
-        Format::SglangLog => server::parse(lines, facts, Some(Framework::Sglang)),
-        Format::NvidiaSmiTable => nvidia_smi_table::parse(lines, facts),
-        Format::NvidiaSmiQueryGpu => nvidia_smi_csv::parse_query_gpu(lines, facts),
-        Format::NvidiaSmiComputeApps => nvidia_smi_csv::parse_compute_apps(lines, facts),
+        Format::SglangLog => Count(server::parse(lines, facts, Some(Framework::Sglang))),
+        Format::NvidiaSmiTable => Lines(nvidia_smi_table::read(lines, facts)),
+        Format::NvidiaSmiQueryGpu => Count(nvidia_smi_csv::parse_query_gpu(lines, facts)),
+        Format::NvidiaSmiComputeApps => Count(nvidia_smi_csv::parse_compute_apps(lines, facts)),
         Format::JournalShort
         | Format::JournalShortIso
         | Format::JournalShortFull
         | Format::JournalShortUnix
         | Format::JournalShortMonotonic
-        | Format::JournalShortDelta => {
-            journal_short::parse(lines, facts, journal_short::Ident::Identifier)
-        }
-        Format::JournalWithUnit => journal_short::parse(lines, facts, journal_short::Ident::Unit),
-        Format::JournalVerbose => journal_verbose::parse(lines, facts),
-        Format::JournalCat => journal_cat::parse(lines, facts),
-        Format::JournalJson => journal_json::parse(lines, facts),
-        Format::SystemctlStatus => systemctl_status::parse(lines, facts),
-        Format::Ps => ps::parse(lines, facts),
-        Format::NvidiaSmiQ => nvidia_smi_q::parse_text(lines, facts),
-        Format::NvidiaSmiQXml => nvidia_smi_q::parse_xml(lines, facts),
-        Format::NvidiaSmiPmon => nvidia_smi_pmon::parse(lines, facts),
-        Format::Dmesg => kernel::parse(lines, facts),
-        Format::SystemctlShow => systemctl_show::parse(lines, facts),
-        Format::ProcCgroup => proc_cgroup::parse(lines, facts),
-        Format::VllmLog => server::parse(lines, facts, Some(Framework::Vllm)),
+        | Format::JournalShortDelta => Count(journal_short::parse(
+            lines,
+            facts,
+            journal_short::Ident::Identifier,
+        )),
+        Format::JournalWithUnit => Count(journal_short::parse(
+            lines,
+            facts,
+            journal_short::Ident::Unit,
+        )),
+        Format::JournalVerbose => Count(journal_verbose::parse(lines, facts)),
+        Format::JournalCat => Count(journal_cat::parse(lines, facts)),
+        Format::JournalJson => Count(journal_json::parse(lines, facts)),
+        Format::SystemctlStatus => Lines(systemctl_status::read(lines, facts)),
+        Format::Ps => Lines(ps::read(lines, facts)),
+        Format::NvidiaSmiQ => Count(nvidia_smi_q::parse_text(lines, facts)),
+        Format::NvidiaSmiQXml => Count(nvidia_smi_q::parse_xml(lines, facts)),
+        Format::NvidiaSmiPmon => Count(nvidia_smi_pmon::parse(lines, facts)),
+        Format::Dmesg => Count(kernel::parse(lines, facts)),
+        Format::SystemctlShow => Lines(systemctl_show::read(lines, facts)),
+        Format::ProcCgroup => Lines(proc_cgroup::read(lines, facts)),
+        Format::VllmLog => Count(server::parse(lines, facts, Some(Framework::Vllm))),
         Format::NcclLog
         | Format::TorchLog
         | Format::PythonTraceback
         | Format::RayLog
         | Format::DockerComposeLog
-        | Format::ContainerLog => server::parse(lines, facts, None),
-        Format::SglangCheckEnv => check_env::parse(lines, facts),
-        Format::PackageLog => package_log::parse(lines, facts),
-        Format::TorchCollectEnv => collect_env::parse(lines, facts),
+        | Format::ContainerLog => Count(server::parse(lines, facts, None)),
+        Format::SglangCheckEnv => Lines(check_env::read(lines, facts)),
+        Format::PackageLog => Lines(package_log::read(lines, facts)),
+        Format::TorchCollectEnv => Count(collect_env::parse(lines, facts)),
         // Read line by line, never buffered (`reader::SegmentReader`).
         Format::ShellPrompt | Format::Unknown => {
-            lines.iter().filter(|l| !l.text.trim().is_empty()).count() as u32
+            Count(lines.iter().filter(|l| !l.text.trim().is_empty()).count() as u32)
         }
     }
+}
+
+/// What a segment's parser did not recognise: the lines themselves (their
+/// indices), which then meet the line-level recognisers, or, from a parser
+/// that only counts them, how many.
+pub(super) enum Missed {
+    Lines(Vec<usize>),
+    Count(u32),
 }

@@ -153,8 +153,9 @@ struct TableParser<'f> {
     date: Option<Timestamp>,
 }
 
-/// Parses one segment; returns the number of lines it did not recognise.
-pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
+/// Parses one segment; returns the lines it did not recognise (their
+/// indices), which go on to the line-level recognisers.
+pub fn read(lines: &[Line<'_>], facts: &mut Facts) -> Vec<usize> {
     let mut parser = TableParser {
         facts,
         section: Section::Outside,
@@ -163,12 +164,20 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
         last_border_width: None,
         date: None,
     };
-    let unrecognized = lines
+    let missed = lines
         .iter()
-        .filter(|l| !parser.feed(l.text, l.span))
-        .count() as u32;
+        .enumerate()
+        .filter(|(_, l)| !parser.feed(l.text, l.span))
+        .map(|(i, _)| i)
+        .collect();
     parser.close_block();
-    unrecognized
+    missed
+}
+
+/// The number of lines [`read`] did not recognise.
+#[cfg(test)]
+pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
+    read(lines, facts).len() as u32
 }
 
 impl TableParser<'_> {

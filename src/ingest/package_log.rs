@@ -43,11 +43,11 @@ static DPKG: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Parses apt history and dpkg log lines; returns the number of lines it did
 /// not recognise.
-pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
+pub fn read(lines: &[Line<'_>], facts: &mut Facts) -> Vec<usize> {
     let mut by: Option<String> = None;
     let mut time: Option<Timestamp> = None;
-    let mut unrecognized = 0;
-    for line in lines {
+    let mut missed = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
         let text = line.text.trim_end();
         if text.trim().is_empty() {
             continue;
@@ -124,9 +124,15 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
             }
             continue;
         }
-        unrecognized += 1;
+        missed.push(i);
     }
-    unrecognized
+    missed
+}
+
+/// The number of lines [`read`] did not recognise.
+#[cfg(test)]
+pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
+    read(lines, facts).len() as u32
 }
 
 /// `libnvidia-common-460` from `libnvidia-common-460:amd64`.

@@ -62,14 +62,15 @@ struct Group {
     best: Option<(u8, String, Span)>,
 }
 
-/// Parses one segment; returns the number of lines it did not recognise.
-pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
+/// Parses one segment; returns the lines it did not recognise (their
+/// indices), which go on to the line-level recognisers.
+pub fn read(lines: &[Line<'_>], facts: &mut Facts) -> Vec<usize> {
     let mut group = Group {
         pid: None,
         best: None,
     };
-    let mut unrecognized = 0;
-    for line in lines {
+    let mut missed = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
         let text = line.text.trim();
         if text.is_empty() {
             continue;
@@ -80,7 +81,7 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
             continue;
         }
         let Some(c) = CGROUP_LINE.captures(text) else {
-            unrecognized += 1;
+            missed.push(i);
             continue;
         };
         let prefixed = c.name("file_pid").or(c.name("loop_pid"));
@@ -97,7 +98,13 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
         }
     }
     flush(&mut group, facts);
-    unrecognized
+    missed
+}
+
+/// The number of lines [`read`] did not recognise.
+#[cfg(test)]
+pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
+    read(lines, facts).len() as u32
 }
 
 /// v1's `name=systemd` hierarchy and v2's `0::` line are where systemd puts

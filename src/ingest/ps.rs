@@ -119,11 +119,12 @@ fn header(text: &str) -> Option<Vec<Column>> {
     )
 }
 
-/// Parses one segment; returns the number of lines it did not recognise.
-pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
+/// Parses one segment; returns the lines it did not recognise (their
+/// indices), which go on to the line-level recognisers.
+pub fn read(lines: &[Line<'_>], facts: &mut Facts) -> Vec<usize> {
     let mut columns: Option<Vec<Column>> = None;
-    let mut unrecognized = 0;
-    for line in lines {
+    let mut missed = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
         if line.text.trim().is_empty() {
             continue;
         }
@@ -139,10 +140,16 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
             .or_else(|| implied_columns(line.text).and_then(|c| row(line.text, c, line.span)));
         match read {
             Some(r) => facts.ps.push(r),
-            None => unrecognized += 1,
+            None => missed.push(i),
         }
     }
-    unrecognized
+    missed
+}
+
+/// The number of lines [`read`] did not recognise.
+#[cfg(test)]
+pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
+    read(lines, facts).len() as u32
 }
 
 /// Whitespace-separated tokens with their byte offsets.

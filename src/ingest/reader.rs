@@ -9,12 +9,12 @@
 //! end of the segment by the parser of the format.
 //!
 //! No line goes unseen: lines of unknown segments and under shell prompts,
-//! and lines a server or kernel segment's parser could not read, go to the
-//! line-level recognisers ([`super::recognize`]).
+//! and lines a server, kernel or buffered segment's parser could not read,
+//! go to the line-level recognisers ([`super::recognize`]).
 
 use super::journal_short::{Ident, JournalReader};
 use super::recognize::{Except, LineReader, Tally};
-use super::{Format, Line, parse_segment};
+use super::{Format, Line, Missed, parse_segment};
 use crate::model::{Facts, Framework, Timestamp};
 use crate::source::{KeptLines, Span};
 
@@ -169,7 +169,26 @@ impl SegmentReader {
                     .iter()
                     .map(|(span, text)| Line { span: *span, text })
                     .collect();
-                Tally::unrecognized(parse_segment(format, &lines, facts))
+                match parse_segment(format, &lines, facts) {
+                    Missed::Count(n) => Tally::unrecognized(n),
+                    // The lines the parser missed meet every recogniser,
+                    // in order, as lines of an unknown segment do. Each was
+                    // read in full (`Read::Parsed` above): its text is kept.
+                    Missed::Lines(missed) => {
+                        let mut reader = LineReader::new(Except::Nothing);
+                        let mut kept = KeptLines::default();
+                        let mut out = Out {
+                            facts,
+                            kept: &mut kept,
+                        };
+                        for i in missed {
+                            if let Some(line) = lines.get(i) {
+                                reader.read(line, true, &mut out);
+                            }
+                        }
+                        reader.finish(facts)
+                    }
+                }
             }
         }
     }

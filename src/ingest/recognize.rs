@@ -3,7 +3,9 @@
 //! Detection decides the structure of a segment (a table, a journal, a
 //! traceback), never whether a message is seen. A line of an `unknown`
 //! segment, output under a shell prompt no format claimed, or a line the
-//! segment's own parser could not read goes to [`LineReader`]: the server
+//! segment's own parser could not read (a server log's, a kernel log's, a
+//! buffered format's: table, ps, `systemctl status`/`show`, check_env,
+//! package log, /proc cgroup) goes to [`LineReader`]: the server
 //! parser (SGLang, vLLM, Python exceptions, CUDA OOM, NCCL, c10d), the
 //! kernel parser (NVRM, OOM killer), and systemd's unit-lifecycle grammar
 //! (`ollama.service: Main process exited, …`), each under the same

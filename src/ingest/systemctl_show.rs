@@ -31,13 +31,14 @@ static ARGV: LazyLock<Regex> =
 static EXEC_PATH: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\{\s*path=(?P<path>\S+)").expect("exec path regex"));
 
-/// Parses one segment; returns the number of lines it did not recognise.
-pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
+/// Parses one segment; returns the lines it did not recognise (their
+/// indices), which go on to the line-level recognisers.
+pub fn read(lines: &[Line<'_>], facts: &mut Facts) -> Vec<usize> {
     let mut block: Vec<(&str, &str, Span)> = Vec::new();
     // Units named on the last prompt, for blocks without `Id=`.
     let mut named: Vec<String> = Vec::new();
-    let mut unrecognized = 0;
-    for line in lines {
+    let mut missed = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
         let text = line.text.trim_end();
         if text.trim().is_empty() {
             close(&mut block, &mut named, facts);
@@ -49,7 +50,7 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
             continue;
         }
         let Some(c) = PROPERTY.captures(text) else {
-            unrecognized += 1;
+            missed.push(i);
             continue;
         };
         let (key, value) = (
@@ -63,7 +64,13 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
         block.push((key, value, line.span));
     }
     close(&mut block, &mut named, facts);
-    unrecognized
+    missed
+}
+
+/// The number of lines [`read`] did not recognise.
+#[cfg(test)]
+pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
+    read(lines, facts).len() as u32
 }
 
 /// Turns the properties read so far into one record.

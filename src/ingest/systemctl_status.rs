@@ -166,13 +166,14 @@ impl Block {
     }
 }
 
-/// Parses one segment; returns the number of lines it did not recognise.
-pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
+/// Parses one segment; returns the lines it did not recognise (their
+/// indices), which go on to the line-level recognisers.
+pub fn read(lines: &[Line<'_>], facts: &mut Facts) -> Vec<usize> {
     let mut block: Option<Block> = None;
     // The field whose indented continuation lines may follow.
     let mut open_label: Option<&str> = None;
-    let mut unrecognized = 0;
-    for line in lines {
+    let mut missed = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
         let text = line.text;
         if text.trim().is_empty() {
             open_label = None;
@@ -221,18 +222,24 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
                         }
                     }
                     Some(TreeLine::Branch) => {}
-                    None => unrecognized += 1,
+                    None => missed.push(i),
                 }
             }
             continue;
         }
         open_label = None;
-        unrecognized += 1;
+        missed.push(i);
     }
     if let Some(b) = block {
         b.finish(facts);
     }
-    unrecognized
+    missed
+}
+
+/// The number of lines [`read`] did not recognise.
+#[cfg(test)]
+pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
+    read(lines, facts).len() as u32
 }
 
 enum TreeLine<'a> {

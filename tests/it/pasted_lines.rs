@@ -226,3 +226,51 @@ zz 0x7f3a frobnicated and then some more text that is long enough to be cut at t
         "{text}"
     );
 }
+
+/// A line the parser of a buffered format (a table, `systemctl show`
+/// properties, a ps listing) does not read still meets every line-level
+/// recogniser, as a line of an unknown segment does; what none knows is
+/// counted and listed. `--format-hint` keeps each paste one segment.
+#[test]
+fn lines_a_buffered_parser_misses_meet_the_recognisers() {
+    let cases: &[(&str, &str, &str, u64)] = &[
+        (
+            "systemctl-show",
+            "Id=ollama.service\nActiveState=active\n\
+             NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python3, GPU has fallen off the bus.\n\
+             zz 0x7f3a frobnicated\n",
+            "xid-gpu-fell-off-bus",
+            1,
+        ),
+        (
+            "ps",
+            "  PID TTY          TIME CMD\n 4242 ?        00:01:02 python3\n\
+             ollama.service: Main process exited, code=exited, status=1/FAILURE\n",
+            "unit-exit-nonzero",
+            0,
+        ),
+    ];
+    for (format, paste, rule, unrecognized) in cases {
+        let o = run(&["analyze", "-o", "json", "--format-hint", format], paste);
+        let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert!(
+            rules(&report).iter().any(|r| r == rule),
+            "{format}: {report}"
+        );
+        assert_eq!(report["inputs"][0]["format"], *format);
+        assert_eq!(
+            report["inputs"][0]["unrecognized_lines"], *unrecognized,
+            "{format}: {report}"
+        );
+    }
+    let o = run(
+        &["inputs", "--format-hint", "systemctl-show"],
+        "Id=ollama.service\nzz 0x7f3a frobnicated\n",
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.contains("2  unrecognised") && l.ends_with("zz 0x7f3a frobnicated")),
+        "{text}"
+    );
+}
