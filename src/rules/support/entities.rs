@@ -1,10 +1,12 @@
-//! A finding's entities from its evidence: every PID and GPU that a cited
-//! line states as a fact (a GPU process row, a `ps` row), so that no rule
-//! has to list them by hand and none forgets one.
+//! A finding's entities from its evidence: every PID, GPU, unit and Xid that
+//! a cited line states as a fact (a GPU process row, a `ps` row, a kernel Xid
+//! line, a journal line's writer, a systemd message about a unit, a status
+//! block), so that no rule has to list them by hand and none forgets one.
 
 use std::collections::BTreeSet;
 
 use crate::correlate::Incident;
+use crate::model::{KernelEventKind, ServerEventKind, Uvicorn};
 use crate::rules::Finding;
 use crate::source::Span;
 
@@ -28,6 +30,72 @@ pub fn from_evidence(incident: &Incident, f: &mut Finding) {
     for r in &incident.facts.ps {
         if cited.contains(&r.span) {
             f.entities.pids.insert(r.pid);
+        }
+    }
+    for e in &incident.facts.kernel_events {
+        if !cited.contains(&e.span) {
+            continue;
+        }
+        match &e.kind {
+            KernelEventKind::Xid(x) => {
+                f.entities.xid.insert(x.code);
+                f.entities.pids.extend(x.pid);
+                name_bus(incident, f, x.bus_id.as_deref());
+            }
+            KernelEventKind::FellOffBus { bus_id } => name_bus(incident, f, bus_id.as_deref()),
+            _ => {}
+        }
+    }
+    // The writer of a cited journal or server line. PID 1 is systemd
+    // speaking about a unit, never the unit's process.
+    for j in &incident.facts.journal {
+        if cited.contains(&j.span) {
+            f.entities.pids.extend(j.pid.filter(|p| *p > 1));
+            f.entities.units.extend(j.unit.clone());
+        }
+    }
+    for e in &incident.facts.server_events {
+        if cited.contains(&e.span) {
+            f.entities.pids.extend(e.pid.filter(|p| *p > 1));
+            f.entities.pids.extend(uvicorn_pid(&e.kind));
+            f.entities.units.extend(e.unit.clone());
+        }
+    }
+    for (name, u) in &incident.units {
+        if u.events.iter().any(|e| cited.contains(&e.span)) {
+            f.entities.units.insert(name.clone());
+        }
+    }
+    for s in &incident.facts.unit_statuses {
+        if cited.contains(&s.span) {
+            f.entities.units.insert(s.unit.clone());
+            f.entities.pids.extend(s.main_pid.filter(|p| *p > 1));
+        }
+    }
+}
+
+/// The API server's PID in uvicorn's `Started`/`Finished server process [N]`.
+fn uvicorn_pid(kind: &ServerEventKind) -> Option<u32> {
+    match kind {
+        ServerEventKind::Uvicorn(
+            Uvicorn::StartedProcess { pid } | Uvicorn::FinishedProcess { pid },
+        ) => Some(*pid).filter(|p| *p > 1),
+        _ => None,
+    }
+}
+
+/// A GPU a kernel line names by bus id: its index when the captures know
+/// it, else the bus id as the kernel prints it.
+fn name_bus(incident: &Incident, f: &mut Finding, bus: Option<&str>) {
+    let Some(bus) = bus else { return };
+    match incident.gpu_by_bus_id(bus) {
+        Some(g) => {
+            f.entities.gpus.insert(g.index);
+        }
+        None => {
+            if let Some(b) = crate::rules::xid::kernel_bus(bus) {
+                f.entities.gpu_bus_ids.insert(b);
+            }
         }
     }
 }
@@ -63,5 +131,26 @@ mod tests {
             vec![48213]
         );
         assert_eq!(f.entities.gpus.iter().copied().collect::<Vec<_>>(), vec![3]);
+    }
+
+    #[test]
+    fn a_cited_xid_line_names_its_code_pid_and_bus() {
+        let mut sources = SourceMap::default();
+        sources.add(Source::new(
+            "dmesg",
+            b"[Wed Feb 19 10:02:11 2025] NVRM: Xid (PCI:0000:cb:00): 13, pid=1797828, name=python3, Graphics Exception\n",
+        ));
+        let a = crate::analyze(sources);
+        let (e, _) = a.incident.xids().next().expect("an Xid");
+        let mut f = Finding::new("test", Category::Unknown, Severity::Info);
+        f.evidence(e.span, "the Xid");
+        from_evidence(&a.incident, &mut f);
+        assert_eq!(f.entities.xid.iter().copied().collect::<Vec<_>>(), vec![13]);
+        assert!(f.entities.pids.contains(&1797828));
+        assert!(
+            f.entities.gpu_bus_ids.contains("0000:cb:00"),
+            "{:?}",
+            f.entities
+        );
     }
 }
