@@ -71,6 +71,8 @@ pub const FACT_ANCHORS: &[&str] = &[
     "NCCL",
     // The kernel (kernel/nvrm.rs, kernel/oom.rs).
     "NVRM",
+    // The compiler line of /proc/driver/nvidia/version (kernel/mod.rs).
+    "GCC version:",
     "oom-killer",
     "Killed process",
     "oom-kill:",

@@ -89,7 +89,7 @@ impl KernelParser {
         wall: Option<Timestamp>,
         facts: &mut Facts,
     ) -> bool {
-        let (mut uptime_us, mut message) = split_uptime(message);
+        let (mut uptime_us, mut message) = split_uptime(unquote(message));
         // `journalctl -o short-monotonic` looks like dmesg plus `host kernel: `;
         // a syslog line cut before its host leaves `kernel: [ uptime] …`.
         if let Some(m) = KERNEL_PREFIX.find(message) {
@@ -101,6 +101,17 @@ impl KernelParser {
         let message = message.trim_end();
         if let Some(rest) = message.strip_prefix("NVRM: ") {
             self.nvrm.feed(rest, span, time, facts);
+            return true;
+        }
+        // `cat /proc/driver/nvidia/version`: the loaded module, then the
+        // compiler that built it (`GCC version:  gcc version 12.2.0 …`).
+        if let Some(rest) = message.strip_prefix("NVRM version: ") {
+            return nvrm::proc_version(rest, span, time, facts);
+        }
+        if message
+            .strip_prefix("GCC version:")
+            .is_some_and(|rest| rest.trim_start().starts_with("gcc version "))
+        {
             return true;
         }
         self.oom.feed(message, span, time, facts)
@@ -156,7 +167,7 @@ impl DmesgReader {
             return Read::Parsed;
         }
         // What `full` does, minus the parser, which would find nothing.
-        let text = line.text;
+        let text = unquote(line.text);
         if text.trim().is_empty() {
             return Read::Skimmed(None);
         }
@@ -171,7 +182,7 @@ impl DmesgReader {
     }
 
     fn full(&mut self, line: &Line<'_>, facts: &mut Facts) {
-        let text = line.text;
+        let text = unquote(line.text);
         if text.trim().is_empty() {
             return;
         }
@@ -206,6 +217,17 @@ impl DmesgReader {
 /// Strips the dmesg wrapper of a line: the wall time it printed (if any) and
 /// the message, which may still start with a `[ uptime]`. `None` when the
 /// line has no wrapper.
+/// A kernel line quoted in a mail or Markdown reply (`> [Fri Aug 30
+/// 11:43:09 2024] NVRM: Xid …`, `> NVRM: Xid …`): the text after the
+/// quote marks. No kernel message starts with `>`.
+fn unquote(text: &str) -> &str {
+    let mut rest = text;
+    while let Some(r) = rest.strip_prefix('>') {
+        rest = r.strip_prefix(' ').unwrap_or(r);
+    }
+    rest
+}
+
 fn split_wrapper(text: &str) -> Option<(Option<Timestamp>, &str)> {
     // What each pattern needs first, tested before it: most lines of a big
     // log are `[ uptime] …`, and these tests cost next to nothing.

@@ -118,12 +118,30 @@ const MISMATCH_TAIL: [&str; 2] = [
     "components have the same version.",
 ];
 
-static LOADING: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"^loading NVIDIA UNIX (?P<open>Open Kernel Module for )?\S+(?: Kernel Module)?\s+(?P<version>\d+\.\d+(?:\.\d+)?)\b",
-    )
-    .expect("loading regex")
-});
+static LOADING: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(&format!("^loading {MODULE}")).expect("loading regex"));
+
+/// The module's banner after `NVRM: loading ` (at load, in dmesg) and
+/// after `NVRM version: ` (/proc/driver/nvidia/version, nv-procfs.c).
+const MODULE: &str = r"NVIDIA UNIX (?P<open>Open Kernel Module for )?\S+(?: Kernel Module)?\s+(?P<version>\d+\.\d+(?:\.\d+)?)\b";
+
+static PROC_VERSION: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(&format!("^{MODULE}")).expect("proc version regex"));
+
+/// `NVRM version: NVIDIA UNIX x86_64 Kernel Module  520.56.06  …`, the
+/// first line of /proc/driver/nvidia/version, after `NVRM version: `: the
+/// module loaded now. Returns whether it was one.
+pub(super) fn proc_version(text: &str, span: Span, time: KernelTime, facts: &mut Facts) -> bool {
+    let Some(c) = PROC_VERSION.captures(text) else {
+        return false;
+    };
+    let kind = KernelEventKind::DriverLoaded {
+        version: c["version"].to_owned(),
+        open: c.name("open").is_some(),
+    };
+    push(facts, kind, time, span);
+    true
+}
 
 static GSP_TIMEOUT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)gsp.*time(?:d\x20)?\x20?out|time(?:d\x20)?\x20?out.*gsp").expect("gsp regex")

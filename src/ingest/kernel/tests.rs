@@ -955,3 +955,56 @@ fn a_mismatch_report_in_one_message() {
         ]
     );
 }
+
+/// `cat /proc/driver/nvidia/version` (nv-procfs.c prints `NVRM version:
+/// %s`; fixtures/real/011, illinois-scicomp/machine-shop-maintenance#70):
+/// the loaded module's version, proprietary or open, and the compiler line.
+#[test]
+fn proc_driver_version_is_the_loaded_module() {
+    let (facts, unrecognized) = dmesg("\
+NVRM version: NVIDIA UNIX x86_64 Kernel Module  520.56.06  Thu Oct  6 21:38:55 UTC 2022
+GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)
+NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.158.01  Release Build  (dvs-builder@U22-I3-B10-02-5)  Mon Jun  2 13:13:04 UTC 2025
+NVRM version: something else
+GCC version: unknown");
+    assert_eq!(unrecognized, 2);
+    let got: Vec<(u32, &KernelEventKind)> = facts
+        .kernel_events
+        .iter()
+        .map(|e| (e.span.line, &e.kind))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (
+                1,
+                &KernelEventKind::DriverLoaded {
+                    version: "520.56.06".to_owned(),
+                    open: false
+                }
+            ),
+            (
+                3,
+                &KernelEventKind::DriverLoaded {
+                    version: "570.158.01".to_owned(),
+                    open: true
+                }
+            ),
+        ]
+    );
+}
+
+/// Kernel lines quoted in a reply keep their `> ` (fixtures/real/095,
+/// leptonai/gpud#46 with `dmesg --ctime` stamps; 115,
+/// bare `NVRM:` lines): the quote marks go, the line reads as unquoted.
+#[test]
+fn quoted_kernel_lines_read_as_unquoted() {
+    let (facts, unrecognized) = dmesg("\
+> [Fri Aug 30 11:43:09 2024] NVRM: Xid (PCI:0000:cb:00): 13, pid='<unknown>', name=<unknown>, Graphics Exception: ESR 0x51df30=0x20d000e 0x51df34=0x20 0x51df28=0xc81eb60 0x51df2c=0x1174
+>> NVRM: Xid (PCI:0000:01:00): 144, SAW_MVB Nonfatal XC0 i0 Link 0 (0x00000001 0x00000008 0x00000000 0x00000000 0x00000000 0x00000000)
+> [Fri Aug 30 11:43:10 2024] some other kernel chatter");
+    assert_eq!(unrecognized, 0);
+    let got: Vec<u32> = xids(&facts).iter().map(|(_, x)| x.code).collect();
+    assert_eq!(got, vec![13, 144]);
+    assert!(facts.kernel_events[0].time.wall.is_some());
+}
