@@ -1,12 +1,11 @@
-//! A finding's entities from its evidence: every PID, GPU, unit and Xid that
-//! a cited line states as a fact (a GPU process row, a `ps` row, a kernel Xid
-//! line, a journal line's writer, a systemd message about a unit, a status
-//! block), so that no rule has to list them by hand and none forgets one.
+//! A finding's entities from its evidence: every PID, GPU and Xid that a
+//! cited line states as a fact (a GPU process row, a `ps` row, a kernel Xid
+//! line), so that no rule has to list them by hand and none forgets one.
 
 use std::collections::BTreeSet;
 
 use crate::correlate::Incident;
-use crate::model::{KernelEventKind, ServerEventKind, Uvicorn};
+use crate::model::KernelEventKind;
 use crate::rules::Finding;
 use crate::source::Span;
 
@@ -45,42 +44,6 @@ pub fn from_evidence(incident: &Incident, f: &mut Finding) {
             KernelEventKind::FellOffBus { bus_id } => name_bus(incident, f, bus_id.as_deref()),
             _ => {}
         }
-    }
-    // The writer of a cited journal or server line. PID 1 is systemd
-    // speaking about a unit, never the unit's process.
-    for j in &incident.facts.journal {
-        if cited.contains(&j.span) {
-            f.entities.pids.extend(j.pid.filter(|p| *p > 1));
-            f.entities.units.extend(j.unit.clone());
-        }
-    }
-    for e in &incident.facts.server_events {
-        if cited.contains(&e.span) {
-            f.entities.pids.extend(e.pid.filter(|p| *p > 1));
-            f.entities.pids.extend(uvicorn_pid(&e.kind));
-            f.entities.units.extend(e.unit.clone());
-        }
-    }
-    for (name, u) in &incident.units {
-        if u.events.iter().any(|e| cited.contains(&e.span)) {
-            f.entities.units.insert(name.clone());
-        }
-    }
-    for s in &incident.facts.unit_statuses {
-        if cited.contains(&s.span) {
-            f.entities.units.insert(s.unit.clone());
-            f.entities.pids.extend(s.main_pid.filter(|p| *p > 1));
-        }
-    }
-}
-
-/// The API server's PID in uvicorn's `Started`/`Finished server process [N]`.
-fn uvicorn_pid(kind: &ServerEventKind) -> Option<u32> {
-    match kind {
-        ServerEventKind::Uvicorn(
-            Uvicorn::StartedProcess { pid } | Uvicorn::FinishedProcess { pid },
-        ) => Some(*pid).filter(|p| *p > 1),
-        _ => None,
     }
 }
 
