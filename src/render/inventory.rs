@@ -6,7 +6,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::correlate::Incident;
-use crate::model::{ServerEventKind, Uvicorn};
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Inventory {
@@ -122,27 +121,6 @@ impl Inventory {
                 xids: codes,
             });
         }
-        // A GPU a process table names by index, with no GPU row of its own
-        // (a pasted `Processes:` block alone), is still a GPU of the host.
-        let listed: BTreeSet<u32> = incident.gpus.iter().map(|g| g.index).collect();
-        let unlisted: BTreeSet<u32> = incident
-            .gpu_processes
-            .iter()
-            .filter_map(|p| p.gpu)
-            .filter(|g| !listed.contains(g))
-            .collect();
-        for index in unlisted {
-            inv.gpus.push(InventoryGpu {
-                index,
-                name: None,
-                used_mib: None,
-                total_mib: None,
-                uuid: None,
-                bus_id: None,
-                xids: Vec::new(),
-            });
-        }
-        inv.gpus.sort_by_key(|g| g.index);
         for p in &incident.gpu_processes {
             inv.pids.insert(p.pid);
             inv.processes.push(InventoryProcess {
@@ -156,25 +134,6 @@ impl Inventory {
         let mut units: BTreeMap<String, (BTreeSet<u32>, Option<String>)> = BTreeMap::new();
         for name in incident.units.keys() {
             units.entry(name.clone()).or_default();
-        }
-        // systemd prefixes every message about a unit with its name
-        // (`foo.service: Control process exited, …`), whether or not the
-        // message is one the unit parser reads.
-        for j in &incident.facts.journal {
-            if j.pid == Some(1) || j.identifier == "systemd" {
-                if let Some(name) = unit_prefix(&j.message) {
-                    units.entry(name.to_owned()).or_default();
-                }
-            }
-        }
-        for p in &incident.facts.unit_properties {
-            if let Some(name) = &p.unit {
-                let entry = units.entry(name.clone()).or_default();
-                entry.0.extend(p.main_pid);
-                if entry.1.is_none() {
-                    entry.1.clone_from(&p.active_state);
-                }
-            }
         }
         for (pid, o) in &incident.owners {
             units.entry(o.unit.clone()).or_default().0.insert(*pid);
@@ -202,29 +161,6 @@ impl Inventory {
                 .filter_map(|e| e.pid)
                 .filter(|p| *p > 1),
         );
-        // Every other process the inputs name: a journal line's writer (PID 1
-        // is systemd itself), a `ps` row, a unit's main process in
-        // `systemctl show`.
-        inv.pids.extend(
-            incident
-                .facts
-                .journal
-                .iter()
-                .filter_map(|j| j.pid)
-                .filter(|p| *p > 1),
-        );
-        inv.pids.extend(incident.facts.ps.iter().map(|r| r.pid));
-        // uvicorn's `Started server process [N]`: the API server's PID.
-        inv.pids.extend(
-            incident
-                .facts
-                .server_events
-                .iter()
-                .filter_map(|e| uvicorn_pid(&e.kind)),
-        );
-        for p in &incident.facts.unit_properties {
-            inv.pids.extend(p.main_pid.iter().chain(&p.exec_main_pid));
-        }
         inv
     }
 
@@ -242,42 +178,6 @@ impl Inventory {
         let codes: BTreeSet<u32> = self.xids.iter().map(|x| x.code).collect();
         codes.into_iter().collect()
     }
-}
-
-/// The PID of uvicorn's `Started`/`Finished server process [N]`.
-fn uvicorn_pid(kind: &ServerEventKind) -> Option<u32> {
-    match kind {
-        ServerEventKind::Uvicorn(
-            Uvicorn::StartedProcess { pid } | Uvicorn::FinishedProcess { pid },
-        ) => Some(*pid).filter(|p| *p > 1),
-        _ => None,
-    }
-}
-
-/// The unit a systemd message is about: `name.type: …`, with a unit type
-/// systemd has and a name of the characters unit names may use.
-fn unit_prefix(message: &str) -> Option<&str> {
-    const TYPES: &[&str] = &[
-        "service",
-        "socket",
-        "target",
-        "device",
-        "mount",
-        "automount",
-        "swap",
-        "timer",
-        "path",
-        "slice",
-        "scope",
-    ];
-    let (name, _) = message.split_once(": ")?;
-    let (stem, ty) = name.rsplit_once('.')?;
-    let valid = !stem.is_empty()
-        && name.len() <= 256
-        && stem
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || ":-_.\\@".contains(c));
-    (valid && TYPES.contains(&ty)).then_some(name)
 }
 
 #[cfg(test)]
@@ -336,31 +236,5 @@ mod tests {
         assert_eq!(unit.pids, vec![20629]);
         let empty = analysis("");
         assert!(empty.report().inventory.is_empty());
-    }
-
-    #[test]
-    fn journal_writers_ps_rows_and_systemd_unit_prefixes_are_inventoried() {
-        let a = analysis(
-            "Sep 18 03:19:01 h nvidia-fabricmanager-start.sh[4753]: Detected Pre-NVL5 system\n\
-             Sep 18 03:19:01 h systemd[1]: nvidia-fabricmanager.service: Control process exited, code=exited, status=1/FAILURE\n\
-             Sep 18 03:19:01 h systemd[1]: Reached target: nothing.\n",
-        );
-        let inv = a.report().inventory;
-        assert!(inv.pids.contains(&4753), "{:?}", inv.pids);
-        assert!(!inv.pids.contains(&1));
-        let names: Vec<&str> = inv.units.iter().map(|u| u.name.as_str()).collect();
-        assert_eq!(names, vec!["nvidia-fabricmanager.service"]);
-        assert_eq!(super::unit_prefix("Reached target: x"), None);
-        assert_eq!(super::unit_prefix("a b.service: x"), None);
-        assert_eq!(
-            super::unit_prefix("getty@tty1.service: x"),
-            Some("getty@tty1.service")
-        );
-        let b = analysis(
-            "|    4     13347      C   python                                     10505MiB |\n\
-             [2024-12-13 01:45:02] INFO:     Started server process [3831493]\n",
-        );
-        let inv = b.report().inventory;
-        assert!(inv.pids.contains(&3831493), "{:?}", inv.pids);
     }
 }

@@ -48,18 +48,23 @@ pub fn from_evidence(incident: &Incident, f: &mut Finding) {
 }
 
 /// A GPU a kernel line names by bus id: its index when the captures know
-/// it, else the bus id as the kernel prints it.
+/// it, else the bus id as the kernel prints it — but only for a finding
+/// that names no GPU by index yet: a rule that did has placed the bus
+/// itself (a GPU that fell off the bus is missing from a later nvidia-smi,
+/// and the rule knows it by its UUID or rank), and the same GPU must not
+/// be listed twice.
 fn name_bus(incident: &Incident, f: &mut Finding, bus: Option<&str>) {
     let Some(bus) = bus else { return };
     match incident.gpu_by_bus_id(bus) {
         Some(g) => {
             f.entities.gpus.insert(g.index);
         }
-        None => {
+        None if f.entities.gpus.is_empty() => {
             if let Some(b) = crate::rules::xid::kernel_bus(bus) {
                 f.entities.gpu_bus_ids.insert(b);
             }
         }
+        None => {}
     }
 }
 
