@@ -93,11 +93,23 @@ impl Ghost {
 
     /// `/proc/PID/cmdline` with NULs as spaces, as the scripts compare it.
     pub fn cmdline(&self) -> String {
-        fs::read(format!("/proc/{}/cmdline", self.pid))
-            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
-            .unwrap_or_default()
-            .trim_end()
-            .to_owned()
+        // Right after the spawn the child may not have exec'd yet and its
+        // command line reads empty: wait for it (a loaded CI machine).
+        let read = || {
+            fs::read(format!("/proc/{}/cmdline", self.pid))
+                .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+                .unwrap_or_default()
+                .trim_end()
+                .to_owned()
+        };
+        for _ in 0..200 {
+            let line = read();
+            if !line.is_empty() {
+                return line;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        read()
     }
 
     /// `ps -o lstart`, as a capture would have recorded it.
