@@ -74,7 +74,7 @@ pub fn read(lines: &[Line<'_>], facts: &mut Facts) -> Vec<usize> {
         if text.starts_with("Python: ") && report.as_ref().is_some_and(|r| r.python.is_some()) {
             facts.env_reports.extend(report.take());
         }
-        let r = report.get_or_insert_with(|| new_report(line.span));
+        let r = report.get_or_insert_with(|| EnvReport::new(line.span));
         if text.starts_with("NVIDIA Topology:") {
             part = Part::Topology;
             r.topology = Some(Topology::default());
@@ -109,20 +109,6 @@ pub fn read(lines: &[Line<'_>], facts: &mut Facts) -> Vec<usize> {
 #[cfg(test)]
 pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
     read(lines, facts).len() as u32
-}
-
-fn new_report(span: Span) -> EnvReport {
-    EnvReport {
-        python: None,
-        cuda_available: None,
-        gpus: Vec::new(),
-        cuda_home: None,
-        nvcc: None,
-        driver_version: None,
-        versions: Default::default(),
-        topology: None,
-        span,
-    }
 }
 
 /// The header (device names, then `CPU Affinity …`) or a row of the matrix.

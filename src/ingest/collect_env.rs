@@ -59,17 +59,7 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
         {
             facts.env_reports.extend(report.take());
         }
-        let r = report.get_or_insert_with(|| EnvReport {
-            python: None,
-            cuda_available: None,
-            gpus: Vec::new(),
-            cuda_home: None,
-            nvcc: None,
-            driver_version: None,
-            versions: Default::default(),
-            topology: None,
-            span: line.span,
-        });
+        let r = report.get_or_insert_with(|| EnvReport::new(line.span));
         if let Some(c) = GPU.captures(trimmed) {
             push_gpu(r, &c["index"], &c["name"]);
             continue;

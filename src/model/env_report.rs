@@ -28,6 +28,21 @@ pub struct EnvReport {
 }
 
 impl EnvReport {
+    /// A report with nothing read yet, starting at `span`.
+    pub fn new(span: Span) -> EnvReport {
+        EnvReport {
+            python: None,
+            cuda_available: None,
+            gpus: Vec::new(),
+            cuda_home: None,
+            nvcc: None,
+            driver_version: None,
+            versions: Default::default(),
+            topology: None,
+            span,
+        }
+    }
+
     pub fn version(&self, name: &str) -> Option<&str> {
         self.versions.get(name).map(String::as_str)
     }
