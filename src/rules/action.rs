@@ -229,6 +229,19 @@ pub struct Action {
 impl Action {
     /// A step; `safety` is raised to the kind's minimum
     /// ([`ActionKind::min_safety`]), never lowered.
+    /// SIGTERM, then SIGKILL after 30 s, to a process whose identity the
+    /// script re-checks first; always asks before it runs.
+    pub fn terminate(process: ProcessIdentity, why: impl Into<String>) -> Action {
+        Action::new(
+            ActionKind::TerminateProcess {
+                process,
+                grace_secs: 30,
+            },
+            Safety::NeedsConfirmation,
+            why,
+        )
+    }
+
     pub fn new(kind: ActionKind, safety: Safety, why: impl Into<String>) -> Action {
         let safety = safety.max(kind.min_safety());
         Action {

@@ -487,17 +487,13 @@ fn finding(
         let start = m.started.and_then(|s| StartTime::new(s).ok());
         if cmdline.is_some() || unit.is_some() {
             f.actions.push(
-                Action::new(
-                    ActionKind::TerminateProcess {
-                        process: ProcessIdentity {
-                            pid,
-                            unit,
-                            cmdline,
-                            start,
-                        },
-                        grace_secs: 30,
+                Action::terminate(
+                    ProcessIdentity {
+                        pid,
+                        unit,
+                        cmdline,
+                        start,
                     },
-                    Safety::NeedsConfirmation,
                     format!("PID {} is a leftover worker", m.pid),
                 )
                 .with_evidence([m.span]),

@@ -282,17 +282,13 @@ impl<'a> Holders<'a> {
                 }
             }
             terminations.push(
-                Action::new(
-                    ActionKind::TerminateProcess {
-                        process: ProcessIdentity {
-                            pid,
-                            unit,
-                            cmdline,
-                            start,
-                        },
-                        grace_secs: 30,
+                Action::terminate(
+                    ProcessIdentity {
+                        pid,
+                        unit,
+                        cmdline,
+                        start,
                     },
-                    Safety::NeedsConfirmation,
                     why,
                 )
                 .with_evidence(evidence),
