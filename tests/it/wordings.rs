@@ -39,6 +39,14 @@ struct Wording {
     source: String,
     /// One real line as printed, from `source`.
     line: String,
+    /// Real lines printed just before `line` in the same paste, for a
+    /// message that is read with its neighbours (a section of a report, a
+    /// rule that needs two processes' lines): pasted with it, in order.
+    #[serde(default)]
+    before: Vec<String>,
+    /// Real lines printed just after `line` in the same paste.
+    #[serde(default)]
+    after: Vec<String>,
     /// The line was cut at its end (the note says where).
     #[serde(default)]
     shortened: bool,
@@ -127,6 +135,16 @@ fn wording_files_are_well_formed() {
             if w.line.contains(['\n', '\r']) {
                 problem(format!("wording {at}: `line` holds more than one line"));
             }
+            for (field, lines) in [("before", &w.before), ("after", &w.after)] {
+                if lines
+                    .iter()
+                    .any(|l| l.trim().is_empty() || l.contains(['\n', '\r']))
+                {
+                    problem(format!(
+                        "wording {at}: each `{field}` entry must be one non-empty line"
+                    ));
+                }
+            }
             if w.shortened && w.note.is_none() {
                 problem(format!(
                     "wording {at}: a shortened line needs a note saying where it was cut"
@@ -170,7 +188,8 @@ fn wordings_doc(messages: &BTreeMap<String, Message>) -> String {
          # Message wordings across versions\n\n\
          {count} wordings of {} messages that rootcause's rules and parsers read, each with where \
          upstream prints it and one real line, copied from a public thread, that shows it printed. \
-         `tests/it/wordings.rs` pastes every line alone and checks that it gives the rule named \
+         `tests/it/wordings.rs` pastes every line alone (with the few real lines printed around it \
+         where a message is read with its neighbours) and checks that it gives the rule named \
          (or is at least recognised). Lines marked *(cut)* were shortened at the end only. \
          Version ranges come from the upstream history where the repository could be read \
          (NCCL, open-gpu-kernel-modules: `git log -S`) and otherwise from the releases the threads \
@@ -193,6 +212,13 @@ fn wordings_doc(messages: &BTreeMap<String, Message>) -> String {
             let mut line = cell(&w.line, true);
             if w.shortened {
                 line.push_str(" *(cut)*");
+            }
+            if !w.before.is_empty() || !w.after.is_empty() {
+                line.push_str(&format!(
+                    " *(read with {} line(s) before, {} after)*",
+                    w.before.len(),
+                    w.after.len()
+                ));
             }
             if let Some(note) = &w.note {
                 line.push_str(&format!(" ({})", cell(note, false)));
@@ -259,9 +285,10 @@ fn gaps() -> BTreeMap<(String, usize), String> {
         .collect()
 }
 
-/// Each real line, pasted alone, gives what its file says: the named rule has
-/// a finding, or the line is not counted as unrecognised. Every miss is
-/// listed with what the analysis made of the line instead.
+/// Each real line, pasted alone (or with the real lines its file gives
+/// around it), gives what its file says: the named rule has a finding, or
+/// no pasted line is counted as unrecognised. Every miss is listed with what
+/// the analysis made of the paste instead.
 #[test]
 fn each_real_line_alone_gives_its_expected_result() {
     let gaps = gaps();
@@ -272,7 +299,12 @@ fn each_real_line_alone_gives_its_expected_result() {
         for (n, w) in m.wording.iter().enumerate() {
             checked += 1;
             let mut sources = SourceMap::new();
-            sources.add(Source::new("paste.log", format!("{}\n", w.line).as_bytes()));
+            let mut paste = String::new();
+            for l in w.before.iter().chain([&w.line]).chain(&w.after) {
+                paste.push_str(l);
+                paste.push('\n');
+            }
+            sources.add(Source::new("paste.log", paste.as_bytes()));
             let out = support::analyze(sources);
             let found: BTreeSet<&str> = out
                 .analysis
@@ -320,4 +352,49 @@ fn each_real_line_alone_gives_its_expected_result() {
         "gaps that are closed now: take them off fixtures/wordings/GAPS.tsv:\n{}",
         closed.join("\n")
     );
+}
+
+/// Rules that read no message of their own, so no wording file can name
+/// them, each with why. Kept small: a rule that reads a message belongs in a
+/// wording file, not here.
+const NO_MESSAGE_RULES: &[(&str, &str)] = &[];
+
+/// Every rule of the catalog is named by at least one wording file (as the
+/// file's `rule` or as a wording's expected rule), so that every message a
+/// rule reads has its real wordings documented; the only exceptions are the
+/// rules listed, with a reason, in `NO_MESSAGE_RULES`. A listed rule that
+/// has a wording file now, or is no longer in the catalog, fails too.
+#[test]
+fn every_rule_has_a_wording_file() {
+    let rules = rule_ids();
+    let mut named: BTreeSet<String> = BTreeSet::new();
+    for m in messages().values() {
+        named.insert(m.rule.clone());
+        named.extend(m.wording.iter().filter_map(|w| w.expect.rule.clone()));
+    }
+    let exempt: BTreeMap<&str, &str> = NO_MESSAGE_RULES.iter().copied().collect();
+    let mut problems = Vec::new();
+    for (id, why) in &exempt {
+        assert!(
+            !why.trim().is_empty(),
+            "NO_MESSAGE_RULES: {id} says no reason"
+        );
+        if !rules.contains(id) {
+            problems.push(format!(
+                "NO_MESSAGE_RULES lists `{id}`, which is not in the catalog"
+            ));
+        } else if named.contains(*id) {
+            problems.push(format!(
+                "NO_MESSAGE_RULES lists `{id}`, but a wording file names it now: take it off the list"
+            ));
+        }
+    }
+    for id in &rules {
+        if !named.contains(*id) && !exempt.contains_key(id) {
+            problems.push(format!(
+                "rule `{id}` reads messages but no fixtures/wordings/*.toml names it: document its wordings (real lines with their source)"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
