@@ -8,6 +8,7 @@
 mod clock;
 mod gpus;
 mod owners;
+mod serving;
 mod units;
 
 use std::collections::BTreeMap;
@@ -16,6 +17,7 @@ pub use clock::{Clock, TimeFrame, YearBasis};
 pub(crate) use gpus::bus_key;
 pub use gpus::{Gpu, GpuProcess};
 pub use owners::{OwnerBasis, Ownership};
+pub use serving::{is_gpu_software, is_serving};
 pub use units::{
     LAST_WORDS, LastWords, UnitEvent, UnitEventKind, UnitFacts, exit_meaning, last_words,
 };
@@ -42,6 +44,8 @@ pub struct Incident {
     pub owners: BTreeMap<u32, Ownership>,
     pub cmdlines: BTreeMap<u32, Cmdline>,
     pub units: BTreeMap<String, UnitFacts>,
+    /// The unit each `X.service: …` line of PID 1 names, known event or not.
+    pub unit_lines: BTreeMap<Span, String>,
     /// The time of every line whose format carries one, in the frame of
     /// [`Incident::frame`].
     pub times: BTreeMap<Span, Timestamp>,
@@ -59,6 +63,7 @@ pub fn correlate_with(mut facts: Facts, clock: &Clock) -> Incident {
     let frame = clock::normalise(&mut facts, clock);
     let (gpus, gpu_processes) = gpus::merge(&facts);
     let units = units::collect(&facts);
+    let unit_lines = units::unit_lines(&facts);
     let owners = owners::attribute(&facts, &units);
     let cmdlines = collect_cmdlines(&facts);
     let times = collect_times(&facts);
@@ -69,6 +74,7 @@ pub fn correlate_with(mut facts: Facts, clock: &Clock) -> Incident {
         owners,
         cmdlines,
         units,
+        unit_lines,
         times,
         frame,
     }
@@ -126,13 +132,25 @@ impl Incident {
     }
 
     /// The GPU at a PCI bus id as the kernel prints it (`0000:3b:00`, with or
-    /// without the function): nvidia-smi's bus ids first, then the kernel's
-    /// own `NVRM: GPU at PCI:… : GPU-<uuid>` lines, joined through the UUID.
+    /// without the function): nvidia-smi's bus ids first (the table's
+    /// Bus-Id, CSV `pci.bus_id`), then `nvidia-smi -q`'s, joined through its
+    /// UUID or index, then the kernel's own `NVRM: GPU at PCI:… :
+    /// GPU-<uuid>` lines, joined through the UUID.
     pub fn gpu_by_bus_id(&self, bus_id: &str) -> Option<&Gpu> {
         let key = gpus::bus_key(bus_id)?;
         let same = |b: &Option<String>| b.as_deref().and_then(gpus::bus_key) == Some(key);
         if let Some(g) = self.gpus.iter().find(|g| same(&g.bus_id)) {
             return Some(g);
+        }
+        let by_health = self.facts.gpu_health.iter().filter(|h| same(&h.bus_id));
+        for h in by_health {
+            let g = self.gpus.iter().find(|g| {
+                (h.uuid.is_some() && g.uuid == h.uuid)
+                    || (h.uuid.is_none() && h.index == Some(g.index))
+            });
+            if g.is_some() {
+                return g;
+            }
         }
         self.facts.kernel_events.iter().find_map(|e| match &e.kind {
             KernelEventKind::GpuAtBus { bus_id, uuid } if gpus::bus_key(bus_id) == Some(key) => {

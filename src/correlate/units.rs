@@ -210,6 +210,23 @@ re!(
     r"^(?:State '(?P<state>[\w-]+)'|(?P<old>stop-sigterm|stop-final-sigterm|stop-sigabrt|stop-watchdog)|(?P<stopping>[Ss]topping)) timed out\. (?:Killing|Terminating)\.$"
 );
 
+/// Every line of PID 1 that begins with a unit's name (`X.service: …`),
+/// whether or not its message is one [`collect`] reads as an event: the
+/// line names the unit all the same.
+pub fn unit_lines(facts: &Facts) -> BTreeMap<crate::source::Span, String> {
+    facts
+        .journal
+        .iter()
+        .filter(|e| e.is_pid1())
+        .filter_map(|e| {
+            Some((
+                e.span,
+                UNIT_PREFIXED.captures(&e.message)?["unit"].to_owned(),
+            ))
+        })
+        .collect()
+}
+
 pub fn collect(facts: &Facts) -> BTreeMap<String, UnitFacts> {
     let mut units: BTreeMap<String, UnitFacts> = BTreeMap::new();
     for (i, s) in facts.unit_statuses.iter().enumerate() {

@@ -1,11 +1,13 @@
 //! The inventory every report carries, whether anything failed or not: the
 //! GPUs (index, model, memory, UUID, bus id), the processes on them, the
-//! units with their PIDs, and the Xids per GPU. A read-only view built once
+//! units with their PIDs, the server processes the logs name, and the Xids
+//! per GPU. A read-only view built once
 //! from the incident, so renderers never reach into `correlate`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::correlate::Incident;
+use crate::model::{ServerEventKind, Uvicorn};
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Inventory {
@@ -19,9 +21,23 @@ pub struct Inventory {
     pub units: Vec<InventoryUnit>,
     /// One entry per (code, GPU, bus id), sorted.
     pub xids: Vec<InventoryXid>,
+    /// Model-server processes the inputs name off the GPU tables: a `ps`
+    /// row running a server, a unit's `MainPID=`, uvicorn's `Started server
+    /// process [N]`, a shell's `N Killed …` report; sorted by PID.
+    pub servers: Vec<InventoryServer>,
     /// Every PID the inventory names: on a GPU, in a unit, in an Xid line,
-    /// writing a server's log.
+    /// writing a server's log, in `servers`.
     pub pids: BTreeSet<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct InventoryServer {
+    pub pid: u32,
+    /// The command line when one is known, else what the line calls it.
+    pub name: String,
+    /// How the inputs name it: `ps`, `MainPID`, `uvicorn`, `shell`.
+    pub seen: &'static str,
+    pub unit: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -132,7 +148,7 @@ impl Inventory {
             });
         }
         let mut units: BTreeMap<String, (BTreeSet<u32>, Option<String>)> = BTreeMap::new();
-        for name in incident.units.keys() {
+        for name in incident.units.keys().chain(incident.unit_lines.values()) {
             units.entry(name.clone()).or_default();
         }
         for (pid, o) in &incident.owners {
@@ -161,6 +177,19 @@ impl Inventory {
                 .filter_map(|e| e.pid)
                 .filter(|p| *p > 1),
         );
+        // The PIDs of GPU software that wrote to the journal (a unit's
+        // start script, a server), not of every daemon of the host.
+        inv.pids.extend(
+            incident
+                .facts
+                .journal
+                .iter()
+                .filter(|j| crate::correlate::is_gpu_software(&j.identifier))
+                .filter_map(|j| j.pid)
+                .filter(|p| *p > 1),
+        );
+        inv.servers = servers(incident);
+        inv.pids.extend(inv.servers.iter().map(|s| s.pid));
         inv
     }
 
@@ -170,6 +199,7 @@ impl Inventory {
             && self.processes.is_empty()
             && self.units.is_empty()
             && self.xids.is_empty()
+            && self.servers.is_empty()
             && self.pids.is_empty()
     }
 
@@ -178,6 +208,52 @@ impl Inventory {
         let codes: BTreeSet<u32> = self.xids.iter().map(|x| x.code).collect();
         codes.into_iter().collect()
     }
+}
+
+/// The server processes of [`Inventory::servers`], the first way each PID
+/// is named winning, in this order: a `ps` row, a unit's `MainPID=`, a
+/// shell's job report, uvicorn's start line.
+fn servers(incident: &Incident) -> Vec<InventoryServer> {
+    let mut out: BTreeMap<u32, InventoryServer> = BTreeMap::new();
+    let unit = |pid: u32| incident.owner(pid).map(|o| o.unit.clone());
+    let mut add = |pid: u32, name: String, seen: &'static str, u: Option<String>| {
+        if pid > 1 {
+            out.entry(pid).or_insert(InventoryServer {
+                pid,
+                name,
+                seen,
+                unit: u.or_else(|| unit(pid)),
+            });
+        }
+    };
+    for r in &incident.facts.ps {
+        if crate::correlate::is_serving(&r.cmd, r.ppid) {
+            add(r.pid, r.cmd.clone(), "ps", None);
+        }
+    }
+    for p in &incident.facts.unit_properties {
+        if let Some(pid) = p.main_pid {
+            let name = p
+                .exec_start
+                .clone()
+                .unwrap_or_else(|| "main process".to_owned());
+            add(pid, name, "MainPID", p.unit.clone());
+        }
+    }
+    let cmd = |pid: u32| incident.cmdlines.get(&pid).map(|c| c.text.clone());
+    for e in &incident.facts.server_events {
+        match &e.kind {
+            ServerEventKind::ShellJobSignaled { pid, command, .. } => {
+                add(*pid, command.clone(), "shell", e.unit.clone());
+            }
+            ServerEventKind::Uvicorn(Uvicorn::StartedProcess { pid }) => {
+                let name = cmd(*pid).unwrap_or_else(|| "API server process".to_owned());
+                add(*pid, name, "uvicorn", e.unit.clone());
+            }
+            _ => {}
+        }
+    }
+    out.into_values().collect()
 }
 
 #[cfg(test)]
@@ -218,6 +294,37 @@ mod tests {
         );
         assert_eq!(v["inventory"]["pids"], serde_json::json!([93051]));
         assert_eq!(v["inventory"]["gpus"], serde_json::json!([4]));
+    }
+
+    /// A server named only by its logs: uvicorn's start line
+    /// (sgl-project/sglang#2522), a shell's job report
+    /// (sgl-project/sglang#6888), a `ps` row; the host's own daemons stay out.
+    #[test]
+    fn servers_the_logs_name_are_listed_and_the_hosts_daemons_are_not() {
+        let a = analysis(
+            "[2024-12-13 01:45:02] INFO:     Started server process [3831493]\n\
+             ./run.sh: line 22: 103525 Killed                  python -m sglang.launch_server --host 0.0.0.0 --port 8188 --tp-size 2\n",
+        );
+        let inv = &a.report().inventory;
+        let pids: Vec<u32> = inv.servers.iter().map(|s| s.pid).collect();
+        assert_eq!(pids, vec![103525, 3831493]);
+        assert_eq!(inv.servers[0].seen, "shell");
+        assert!(inv.pids.contains(&3831493) && inv.pids.contains(&103525));
+        let text = super::super::text::render(&a.report(), Default::default());
+        assert!(
+            text.contains("PID 103525 python -m sglang.launch_server"),
+            "{text}"
+        );
+
+        let a = analysis(
+            "USER         PID %CPU %MEM    VSZ   RSS TTY      STAT START   TIME COMMAND\n\
+             root         811  0.0  0.0  15436  9216 ?        Ss   09:00   0:00 sshd: /usr/sbin/sshd -D [listener] 0 of 10-100 startups\n\
+             root         812  0.0  0.0   7284  2816 ?        Ss   09:00   0:00 /usr/sbin/cron -f -P\n\
+             ollama      9516  0.1  0.2 2370868 21388 ?       Ssl  12:11   0:00 /usr/local/bin/ollama serve\n",
+        );
+        let inv = &a.report().inventory;
+        assert_eq!(inv.pids.iter().copied().collect::<Vec<_>>(), vec![9516]);
+        assert_eq!(inv.servers[0].seen, "ps");
     }
 
     #[test]

@@ -49,6 +49,15 @@ struct JsonInventory<'a> {
     processes: Vec<JsonInventoryProcess<'a>>,
     unit_details: Vec<JsonInventoryUnit<'a>>,
     xid_events: Vec<JsonInventoryXid<'a>>,
+    servers: Vec<JsonInventoryServer<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonInventoryServer<'a> {
+    pid: u32,
+    name: &'a str,
+    seen: &'a str,
+    unit: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -141,6 +150,16 @@ fn inventory<'a>(inv: &'a crate::render::Inventory) -> JsonInventory<'a> {
                 bus_id: x.bus_id.as_deref(),
                 count: x.count,
                 pids: &x.pids,
+            })
+            .collect(),
+        servers: inv
+            .servers
+            .iter()
+            .map(|s| JsonInventoryServer {
+                pid: s.pid,
+                name: &s.name,
+                seen: s.seen,
+                unit: s.unit.as_deref(),
             })
             .collect(),
     }

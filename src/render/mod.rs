@@ -23,7 +23,9 @@ mod timeline;
 use std::io::{self, Write};
 
 pub use gpus::{GpuBar, GpuHolder};
-pub use inventory::{Inventory, InventoryGpu, InventoryProcess, InventoryUnit, InventoryXid};
+pub use inventory::{
+    Inventory, InventoryGpu, InventoryProcess, InventoryServer, InventoryUnit, InventoryXid,
+};
 pub use report::{EvidenceLine, MarkedLine, Report};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

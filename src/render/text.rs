@@ -484,6 +484,7 @@ fn inventory(out: &mut String, report: &Report<'_>, st: &Style) {
         && inv.processes.is_empty()
         && inv.units.is_empty()
         && inv.xids.is_empty()
+        && inv.servers.is_empty()
     {
         return;
     }
@@ -556,15 +557,52 @@ fn inventory(out: &mut String, report: &Report<'_>, st: &Style) {
         let _ = writeln!(out, "{row}");
     }
     more(out, inv.units.len());
+    // Server processes the rows above did not already show.
+    let shown = |pid: u32| {
+        inv.processes.iter().any(|p| p.pid == pid)
+            || inv.units.iter().any(|u| u.pids.contains(&pid))
+    };
+    let servers: Vec<_> = inv.servers.iter().filter(|s| !shown(s.pid)).collect();
+    for s in servers.iter().take(INVENTORY_ROWS) {
+        let unit = s
+            .unit
+            .as_deref()
+            .map(|u| format!(" ({})", clean(u)))
+            .unwrap_or_default();
+        let name = clean(&s.name);
+        let name = match name.char_indices().nth(60) {
+            Some((i, _)) => format!("{}…", &name[..i]),
+            None => name.into_owned(),
+        };
+        let seen = match s.seen {
+            "ps" => "in ps",
+            "MainPID" => "a unit's MainPID",
+            "shell" => "ended by a signal, as its shell reported",
+            _ => "uvicorn's server process",
+        };
+        let _ = writeln!(out, "  PID {} {name}{unit}: {seen}", s.pid);
+    }
+    more(out, servers.len());
     for x in inv.xids.iter().take(INVENTORY_ROWS) {
         let on = match (x.gpu, &x.bus_id) {
             (Some(g), _) => format!("GPU {g}"),
             (None, Some(b)) => format!("GPU at {}", clean(b)),
             (None, None) => "an unknown GPU".to_owned(),
         };
+        let pids = if x.pids.is_empty() {
+            String::new()
+        } else {
+            let shown: Vec<String> = x.pids.iter().take(8).map(u32::to_string).collect();
+            format!(
+                ", PID{} {}{}",
+                if x.pids.len() == 1 { "" } else { "s" },
+                shown.join(", "),
+                if x.pids.len() > 8 { ", …" } else { "" }
+            )
+        };
         let _ = writeln!(
             out,
-            "  Xid {} on {on}{}",
+            "  Xid {} on {on}{}{pids}",
             x.code,
             if x.count > 1 {
                 format!(" ({} times)", x.count)

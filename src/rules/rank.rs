@@ -83,6 +83,7 @@ pub fn merge_duplicates(findings: Vec<Finding>) -> Vec<Finding> {
                 }
                 existing.entities.pids.extend(f.entities.pids);
                 existing.entities.gpus.extend(f.entities.gpus);
+                existing.entities.gpu_bus_ids.extend(f.entities.gpu_bus_ids);
                 existing.entities.units.extend(f.entities.units);
                 existing.entities.xid.extend(f.entities.xid);
             }

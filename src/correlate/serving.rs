@@ -1,0 +1,92 @@
+//! Which command lines run a model server or one of its workers: the
+//! processes an inventory lists from a `ps` listing, where a host's sshd and
+//! cron are not part of the incident.
+
+/// Substrings of the command lines (and process titles) of model servers
+/// and their workers, as `ps` prints them.
+const SERVING: &[&str] = &[
+    "sglang.launch_server",
+    "sglang serve",
+    "sglang::",
+    "vllm serve",
+    "vllm.entrypoints",
+    "VLLM::",
+    "text-generation-launcher",
+    "text-generation-server",
+    "ollama serve",
+    "ollama runner",
+    "llama-server",
+    "tritonserver",
+    "trtllm-serve",
+    "lmdeploy serve",
+];
+
+/// Whether `cmd` runs a model server or one of its workers. `ppid` is the
+/// parent `ps` printed: a multiprocessing child re-parented to PID 1 is a
+/// worker its server left behind.
+pub fn is_serving(cmd: &str, ppid: Option<u32>) -> bool {
+    SERVING.iter().any(|m| cmd.contains(m))
+        || (ppid == Some(1) && cmd.contains("from multiprocessing.spawn import"))
+}
+
+/// Whether a journal writer's identifier (`ident` of `ident[pid]:`) is GPU
+/// or model-serving software: NVIDIA's daemons and scripts
+/// (`nvidia-persistenced`, `nv-fabricmanager`,
+/// `nvidia-fabricmanager-start.sh`) or a server's own name.
+pub fn is_gpu_software(ident: &str) -> bool {
+    const IDENTS: &[&str] = &[
+        "nvidia",
+        "nv-",
+        "sglang",
+        "vllm",
+        "ollama",
+        "tritonserver",
+        "dcgm",
+    ];
+    let ident = ident.to_ascii_lowercase();
+    IDENTS.iter().any(|p| ident.starts_with(p)) || is_serving(&ident, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{is_gpu_software, is_serving};
+
+    #[test]
+    fn gpu_software_by_its_journal_identifier() {
+        for ident in [
+            "nvidia-fabricmanager-start.sh",
+            "nv-fabricmanager",
+            "nvidia-persistenced",
+            "ollama",
+        ] {
+            assert!(is_gpu_software(ident), "{ident}");
+        }
+        for ident in ["sshd", "CRON", "systemd-logind", "kernel", "python3"] {
+            assert!(!is_gpu_software(ident), "{ident}");
+        }
+    }
+
+    #[test]
+    fn servers_and_their_orphans_but_not_the_host() {
+        for cmd in [
+            "/usr/local/bin/ollama serve",
+            "python3 -m sglang.launch_server --model-path /m --port 30000",
+            "sglang::scheduler_TP0",
+            "/usr/bin/python3 /usr/local/bin/vllm serve Qwen/Qwen2.5-7B",
+            "VLLM::EngineCore",
+        ] {
+            assert!(is_serving(cmd, None), "{cmd}");
+        }
+        let orphan = "/usr/bin/python3 -c from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=5, pipe_handle=7) --multiprocessing-fork";
+        assert!(is_serving(orphan, Some(1)));
+        assert!(!is_serving(orphan, Some(4242)));
+        for cmd in [
+            "sshd: /usr/sbin/sshd -D [listener] 0 of 10-100 startups",
+            "/usr/sbin/cron -f -P",
+            "/usr/bin/python3 /usr/bin/networkd-dispatcher --run-startup-triggers",
+            "grep --color=auto ollama",
+        ] {
+            assert!(!is_serving(cmd, Some(1)), "{cmd}");
+        }
+    }
+}
