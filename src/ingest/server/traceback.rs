@@ -392,7 +392,9 @@ impl Cx<'_> {
             findings(text, Some(name))
         };
         let tb = &mut self.stream.tracebacks;
-        if !tb.active() && !imbalance && found.is_empty() && !(bare && strict_exception(name)) {
+        let trusted =
+            tb.active() || imbalance || !found.is_empty() || (bare && strict_exception(name));
+        if !trusted {
             return false;
         }
         let open = tb.open.pop_front().unwrap_or_else(|| {
