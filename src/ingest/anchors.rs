@@ -77,6 +77,19 @@ pub const FACT_ANCHORS: &[&str] = &[
     "Killed process",
     "oom-kill:",
     "oom_reaper",
+    // Bare and cut framework lines, cut tracebacks, the programs around a
+    // server (server/vllm.rs, traceback.rs, runtime.rs, pylog.rs).
+    "Loading model weights took",
+    "GPU blocks:",
+    "Memory profiling",
+    "Writing input of failed execution",
+    "loading failed with error",
+    "Cannot start service",
+    "Encountered errors while bringing up",
+    "runc create failed",
+    "nvidia-container-cli",
+    "nvml error",
+    "Illegal instruction",
 ];
 
 /// A set of literals, matched ASCII case-insensitively anywhere in a line.

@@ -29,6 +29,35 @@ static VIEWER_TIME: LazyLock<Regex> = LazyLock::new(|| {
     .expect("viewer timestamp regex")
 });
 
+/// The same time in brackets, as a CI viewer (Buildkite) prints it:
+/// `[2024-09-05T00:38:34Z] INFO:     Started server process [60858]`.
+static VIEWER_TIME_BRACKETED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^\[(?P<date>\d{4}-\d\d-\d\d)T(?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,9}))?
+        (?P<tz>Z|(?P<sign>[+-])(?P<oh>\d\d):(?P<om>\d\d))\](?:\x20(?P<rest>.*))?$",
+    )
+    .expect("bracketed viewer timestamp regex")
+});
+
+/// A CI viewer's gutter copied with the log (`  | [2024-09-05T00:38:34Z]
+/// …`): one to four spaces, a bar, a space. A table row (`| 0 H100 |`)
+/// starts at the bar and ends with one: not a gutter.
+static GUTTER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\x20{1,4}\|(?:\x20(?P<rest>.*[^|\s]))?\s*$").expect("gutter regex")
+});
+
+/// Go's `log/slog` text handler (Ollama, the NVIDIA container toolkit):
+/// `time=2024-05-01T10:00:00.000Z level=WARN source=sched.go:646
+/// msg="gpu VRAM usage didn't recover within timeout" seconds=5.2`; a paste
+/// may start at `level=`. The message is the `msg` value, quoted or bare.
+static SLOG: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"(?x)^(?:time=(?P<time>\S+)\x20)?level=(?:DEBUG|INFO|WARN|ERROR)(?:[+-]\d+)?
+        (?:\x20source=\S+)?\x20msg=(?:"(?P<quoted>(?:[^"\\]|\\.)*)"|(?P<bare>[^\s"]\S*))(?:\x20.*)?$"#,
+    )
+    .expect("slog regex")
+});
+
 /// `sglang-1  | text` (compose v2) or `sglang_1  | text` (v1); names are
 /// padded to the longest, so at least one space before the bar.
 static COMPOSE: LazyLock<Regex> = LazyLock::new(|| {
@@ -158,8 +187,30 @@ pub(super) fn peel<'t>(mut text: &'t str, writer: &mut Writer) -> &'t str {
         text = &text[..whole];
     }
     let (mut viewer, mut compose, mut process, mut torch) = (false, false, false, false);
-    let mut mpi = false;
+    let (mut mpi, mut gutter) = (false, false);
     loop {
+        if !gutter && !viewer && !compose {
+            if let Some(c) = gutter_may(text).then(|| GUTTER.captures(text)).flatten() {
+                gutter = true;
+                text = c.name("rest").map_or("", |m| m.as_str());
+                writer.layered = true;
+                continue;
+            }
+        }
+        if !viewer {
+            if let Some(c) = bracketed_may(text)
+                .then(|| VIEWER_TIME_BRACKETED.captures(text))
+                .flatten()
+            {
+                if let Some(time) = viewer_time(&c) {
+                    writer.time = Some(time);
+                    viewer = true;
+                    text = c.name("rest").map_or("", |m| m.as_str());
+                    writer.layered = true;
+                    continue;
+                }
+            }
+        }
         if !viewer && !writer.layered {
             if let Some(time) = (viewer_may(text) && text.len() <= 40)
                 .then(|| VIEWER_STAMP.captures(text))
@@ -222,7 +273,13 @@ pub(super) fn peel<'t>(mut text: &'t str, writer: &mut Writer) -> &'t str {
             }
         }
         if !torch {
-            if let Some(c) = torch_may(text).then(|| TORCH_RANK.captures(text)).flatten() {
+            // A paste may indent the whole line; `[rankN]:` after spaces is
+            // still the layer.
+            let text_ = text.trim_start_matches(' ');
+            if let Some(c) = torch_may(text_)
+                .then(|| TORCH_RANK.captures(text_))
+                .flatten()
+            {
                 if let Ok(rank) = c["rank"].parse::<u32>() {
                     torch = true;
                     let tag = writer.rank.get_or_insert_with(RankTag::default);
@@ -260,6 +317,22 @@ fn peel_record<'t>(text: &'t str, writer: &mut Writer) -> &'t str {
     } else if first == b'[' {
         match TRT.captures(text) {
             Some(c) => (c.name("rest").map_or("", |m| m.as_str()), None),
+            None => return text,
+        }
+    } else if matches!(first, b'l' | b't') {
+        match slog_may(text).then(|| SLOG.captures(text)).flatten() {
+            Some(c) => {
+                let time = c
+                    .name("time")
+                    .and_then(|t| chrono::DateTime::parse_from_rfc3339(t.as_str()).ok())
+                    .map(|t| Timestamp {
+                        local: t.naive_local(),
+                        offset_secs: Some(t.offset().local_minus_utc()),
+                        year_known: true,
+                    });
+                let msg = c.name("quoted").or_else(|| c.name("bare"));
+                (msg.map_or("", |m| m.as_str()), time)
+            }
             None => return text,
         }
     } else if first.is_ascii_digit() {
@@ -313,6 +386,18 @@ fn compose_may(text: &str) -> bool {
         && memchr::memchr(b'|', text.as_bytes()).is_some()
 }
 
+fn gutter_may(text: &str) -> bool {
+    text.starts_with(' ') && text.trim_start().starts_with('|')
+}
+
+fn bracketed_may(text: &str) -> bool {
+    text.starts_with('[') && text.as_bytes().get(1).is_some_and(u8::is_ascii_digit)
+}
+
+fn slog_may(text: &str) -> bool {
+    (text.starts_with("level=") || text.starts_with("time=")) && text.contains(" msg=")
+}
+
 fn process_may(text: &str) -> bool {
     text.starts_with('(')
 }
@@ -334,6 +419,7 @@ fn record_may(text: &str) -> bool {
         Some(b'I' | b'W' | b'E' | b'F') => GLOG.is_match(text),
         Some(b'[') => TRT.is_match(text),
         Some(b) if b.is_ascii_digit() => GO_LOG.is_match(text),
+        Some(b'l' | b't') => slog_may(text) && SLOG.is_match(text),
         _ => false,
     }
 }
@@ -343,7 +429,10 @@ pub(super) fn may_peel(text: &str) -> bool {
     (viewer_may(text) && VIEWER_TIME.is_match(text))
         || (compose_may(text) && COMPOSE.is_match(text))
         || (process_may(text) && PROCESS.is_match(text))
-        || (torch_may(text) && TORCH_RANK.is_match(text))
+        || (torch_may(text.trim_start_matches(' '))
+            && TORCH_RANK.is_match(text.trim_start_matches(' ')))
+        || (gutter_may(text) && GUTTER.is_match(text))
+        || (bracketed_may(text) && VIEWER_TIME_BRACKETED.is_match(text))
         || (mpi_may(text) && MPI_TAG.is_match(text))
         || (ray_may(text) && RAY_REPEATED.is_match(text))
         || (viewer_may(text) && text.len() <= 40 && VIEWER_STAMP.is_match(text))
@@ -601,6 +690,7 @@ mod tests {
             "INFO 06-01 12:00:00 [x.py:1] hi",
             "Traceback (most recent call last):",
             "| 0 NVIDIA H100 |",
+            "  | 0 NVIDIA H100 |",
             "(not a prefix) hello",
         ] {
             let (rest, w) = peeled(text);

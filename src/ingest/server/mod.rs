@@ -15,6 +15,7 @@ mod layers;
 mod nccl;
 mod oom;
 mod pylog;
+mod runtime;
 mod sglang;
 mod sizes;
 mod title;
@@ -275,10 +276,23 @@ impl ServerLogParser {
                 time: own(line.time),
             };
         }
-        // A frame opens a traceback even without its first line; a warning
-        // makes the next line its source.
-        if traceback::may_open(&text) || pylog::warning(&text).is_some() {
+        // A frame opens a traceback even without its first line, and an
+        // exception line ends one whose top was cut; a warning makes the
+        // next line its source; a framework's bare message is read as its.
+        if traceback::may_open(&text)
+            || pylog::warning(&text).is_some()
+            || traceback::may_be_bare_exception(&text)
+            || vllm::may_be_bare(&text)
+            || sglang::is_own_message(&text)
+            || runtime::parse(&text).is_some()
+        {
             return Skim::Full;
+        }
+        if pylog::shell_foreground(&text) {
+            return Skim::Read {
+                recognized: true,
+                time: None,
+            };
         }
         Skim::Read {
             recognized: traceback::idle_recognizes(&text),
@@ -400,6 +414,33 @@ impl Cx<'_> {
         }
         if pylog::is_progress_bar(payload) {
             self.stream.tracebacks.end_continuation();
+            return true;
+        }
+        if pylog::shell_foreground(payload) {
+            self.stream.tracebacks.end_continuation();
+            return true;
+        }
+        if let Some(message) = runtime::parse(payload) {
+            self.stream.tracebacks.end_continuation();
+            let time = self.writer.time;
+            self.detect(message, None, None, time);
+            return true;
+        }
+        // A framework's own message pasted without its prefix: the message
+        // tells whose it is.
+        if let Some(message) = vllm::bare(payload) {
+            self.stream.framework = Some(Framework::Vllm);
+            self.vllm_bare(message);
+            return true;
+        }
+        if sglang::is_own_message(payload) {
+            self.stream.framework = Some(Framework::Sglang);
+            self.stream.tracebacks.end_continuation();
+            self.sglang(sglang::SglangLine {
+                time: None,
+                rank: None,
+                message: payload,
+            });
             return true;
         }
         if let Some(job) = pylog::shell_job(payload) {

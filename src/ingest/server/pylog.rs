@@ -47,11 +47,27 @@ static TQDM: LazyLock<Regex> = LazyLock::new(|| {
 static SHELL_JOB: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)^(?:\S+:\x20line\x20\d+:\x20)?(?P<pid>\d+)\x20
-        (?P<signal>Killed|Terminated|Aborted(?:\x20\(core\x20dumped\))?|Segmentation\x20fault(?:\x20\(core\x20dumped\))?|Bus\x20error(?:\x20\(core\x20dumped\))?)
+        (?P<signal>Killed|Terminated|Aborted(?:\x20\(core\x20dumped\))?|Segmentation\x20fault(?:\x20\(core\x20dumped\))?|Bus\x20error(?:\x20\(core\x20dumped\))?|Illegal\x20instruction(?:\x20\(core\x20dumped\))?)
         \x20+(?P<cmd>\S.*)$",
     )
     .expect("shell job regex")
 });
+
+/// bash's report of a foreground job a signal ended: the signal's words
+/// alone on the line (`Illegal instruction (core dumped)`, `Segmentation
+/// fault (core dumped)`), or after the script and line (`./run.sh: line 3:`).
+static SHELL_FOREGROUND: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^(?:\S+:\x20line\x20\d+:\x20)?
+        (?:Killed|Aborted|Segmentation\x20fault|Bus\x20error|Illegal\x20instruction)(?:\x20\(core\x20dumped\))?\s*$",
+    )
+    .expect("shell foreground job regex")
+});
+
+/// Whether `text` is bash's report of a foreground job a signal ended.
+pub(super) fn shell_foreground(text: &str) -> bool {
+    SHELL_FOREGROUND.is_match(text)
+}
 
 /// The `warnings` module's `path.py:129: UserWarning: message`; the source
 /// line it quotes follows, indented two spaces.
@@ -206,7 +222,32 @@ mod tests {
             (j.pid, j.signal),
             (4242, "Segmentation fault (core dumped)")
         );
+        let j =
+            shell_job("./start.sh: line 3: 2211 Illegal instruction (core dumped) ollama serve")
+                .expect("sigill");
+        assert_eq!(j.signal, "Illegal instruction (core dumped)");
         assert!(shell_job("12 apples").is_none());
         assert!(shell_job("line 22: Killed x").is_none());
+    }
+
+    /// A foreground job's report (https://github.com/ollama/ollama/issues/2000):
+    /// only the signal's words, nothing after them.
+    #[test]
+    fn shell_foreground_reports() {
+        for line in [
+            "Illegal instruction (core dumped)",
+            "Segmentation fault (core dumped)",
+            "Killed",
+            "./run.sh: line 7: Illegal instruction",
+        ] {
+            assert!(shell_foreground(line), "{line}");
+        }
+        for not in [
+            "Illegal instruction in kernel x",
+            "Killed process 12 (python)",
+            "Segfault",
+        ] {
+            assert!(!shell_foreground(not), "{not}");
+        }
     }
 }

@@ -44,7 +44,7 @@ static IMBALANCE_NUMBERS: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 static CHILD_EXCEPTION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?P<who>\w+) hit an exception: ").expect("child exception regex")
+    Regex::new(r"^(?P<who>\w+) hit an exception:(?:\x20|$)").expect("child exception regex")
 });
 
 static SCHEDULER_DEAD: LazyLock<Regex> = LazyLock::new(|| {
@@ -196,6 +196,17 @@ impl Cx<'_> {
             self.detect(msg, None, rank, time);
         }
     }
+}
+
+/// Whether `msg`, pasted without SGLang's prefix, is one of SGLang's own
+/// messages: a start-up landmark, a child's exception, the sigquit, the
+/// ready line, a dead scheduler.
+pub(super) fn is_own_message(msg: &str) -> bool {
+    msg.starts_with("Received sigquit from a child process")
+        || msg.starts_with("The server is fired up and ready to roll!")
+        || CHILD_EXCEPTION.is_match(msg)
+        || SCHEDULER_DEAD.is_match(msg)
+        || landmark(msg).is_some()
 }
 
 /// The start-up milestones of formats.md §8.2, by their fixed lead-ins.

@@ -160,11 +160,14 @@ fn sglang_server_args_in_both_reprs() {
 
 #[test]
 fn sglang_unprefixed_noise_outside_a_traceback_is_unrecognised() {
-    let (_, unrecognized) = run_with(
-        "[2026-11-27 09:38:41] ok\nLoading safetensors checkpoint shards:  50% Completed\nValueError: stray",
+    // An exception class's line is the end of a traceback whose top was
+    // cut; a name that is not one (`Timeout: x`) stays unread.
+    let (events, unrecognized) = run_with(
+        "[2026-11-27 09:38:41] ok\nLoading safetensors checkpoint shards:  50% Completed\nValueError: stray\n\nTimeout: stray\n\nError: not Python",
         Some(Framework::Sglang),
     );
-    assert_eq!(unrecognized, 2);
+    assert_eq!(unrecognized, 3);
+    assert_eq!(exceptions(&events).len(), 1);
 }
 
 #[test]
@@ -1344,12 +1347,13 @@ RuntimeError: CUDA out of memory. Tried to allocate 99999999999999999999999 GiB
     assert_eq!(
         unrecognized_lines(garbage),
         // An orphan `File "…"` frame opens a traceback (a paste may start
-        // below its first line).
-        [1, 3, 4, 5, 7, 8, 10, 11, 12, 13, 18]
+        // below its first line); a bare `ValueError` ends one whose top
+        // was cut.
+        [1, 3, 4, 5, 7, 8, 10, 11, 13, 18]
     );
     let (events, _) = run(garbage);
     assert!(events.iter().all(|e| e.time.is_none()), "{events:#?}");
-    let oom = exceptions(&events)[0].1;
+    let oom = exceptions(&events)[1].1;
     assert_eq!(oom.message.lines().last(), Some("::::"));
 }
 
@@ -1611,4 +1615,162 @@ RuntimeError: boom"#;
         })
         .collect();
     assert_eq!(got, vec![(6, Some(4), vec![781])]);
+}
+
+// ---------------------------------------------------------------- bare and cut lines
+
+/// vLLM's start-up messages pasted without the logger's prefix, `# ` lost
+/// to Markdown on one (https://github.com/vllm-project/vllm/issues/10517),
+/// SGLang's `Load weight end` bare
+/// (https://github.com/SemiAnalysisAI/InferenceX/issues/2128), and a
+/// prefix cut mid-way (https://github.com/vllm-project/vllm/issues/8177):
+/// read as the framework's by their messages, with the same landmarks.
+#[test]
+fn framework_messages_without_their_prefix() {
+    let log = "\
+Loading model weights took 14.9888 GB
+Memory profiling results: total_gpu_memory=23.58GiB initial_memory_usage=15.34GiB peak_torch_memory=17.06GiB memory_usage_post_profile=15.35GiB non_torch_memory=0.35GiB kv_cache_size=3.81GiB gpu_memory_utilization=0.90
+GPU blocks: 1952, # CPU blocks: 2048
+Maximum concurrency for 20000 tokens per request: 1.56x
+# GPU blocks: 1478, # CPU blocks: 2048
+The model's max seq len (29000) is larger than the maximum number of tokens that can be stored in KV cache (23648). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.
+model_runner_base.py:120] Writing input of failed execution to /tmp/err_execute_model_input_20250219-121443.pkl...
+Load weight end. quant=fp8, fmt=e4m3, avail mem=12.25 GB, mem usage=125.65 GB.
+Maximum concurrency for everyone
+key: value";
+    assert_eq!(unrecognized_lines(log), [9, 10]);
+    let (events, _) = run(log);
+    let got: Vec<(u32, &Landmark)> = landmarks(&events)
+        .into_iter()
+        .map(|(line, _, l)| (line, l))
+        .collect();
+    assert!(
+        matches!(got[0], (1, Landmark::ModelLoaded { .. })),
+        "{got:?}"
+    );
+    assert!(matches!(
+        got[1],
+        (
+            3,
+            Landmark::KvCacheBlocks {
+                gpu: 1952,
+                cpu: 2048
+            }
+        )
+    ));
+    assert!(matches!(
+        got[2],
+        (
+            4,
+            Landmark::MaxConcurrency {
+                tokens_per_request: 20000,
+                ..
+            }
+        )
+    ));
+    assert!(matches!(
+        got[3],
+        (5, Landmark::KvCacheBlocks { gpu: 1478, .. })
+    ));
+    assert!(matches!(got[4], (8, Landmark::LoadWeightEnd { .. })));
+    assert_eq!(got.len(), 5);
+    let frameworks: Vec<Framework> = events.iter().map(|e| e.framework).collect();
+    assert_eq!(&frameworks[..4], [Framework::Vllm; 4]);
+    assert_eq!(frameworks[4], Framework::Sglang);
+}
+
+/// The lines that continue an exception or a CUDA error: the message's
+/// further lines (https://github.com/sgl-project/sglang/issues/6888,
+/// https://github.com/sgl-project/sglang/issues/6033), a bare `raise` line
+/// of a cut traceback (https://github.com/QwenLM/Qwen3/issues/295), the
+/// CUDA error trailer (https://github.com/vllm-project/vllm/issues/8177).
+#[test]
+fn continuations_of_cut_tracebacks_and_cuda_errors() {
+    let log = "\
+ValueError: token_to_kv_pool_allocator memory leak detected! available_size=3189424, protected_size=0, self.max_total_num_tokens=3185200
+self.token_to_kv_pool_allocator.available_size()=2864304
+self.tree_cache.evictable_size()=325120
+
+Exception: Capture cuda graph failed: RuntimeError: Cannot call CUDAGeneratorImpl::current_seed during CUDA graph capture.
+If you need this call to be captured, please file an issue.
+Current cudaStreamCaptureStatus: cudaStreamCaptureStatusActive
+
+ raise ValueError(
+ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in KV cache (7344).
+
+For debugging consider passing CUDA_LAUNCH_BLOCKING=1
+Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
+torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address.
+
+Timeout: not a class";
+    assert_eq!(unrecognized_lines(log), [16]);
+    let (events, _) = run(log);
+    let got: Vec<(u32, &str, usize)> = exceptions(&events)
+        .into_iter()
+        .map(|(e, x)| (e.span.line, x.name.as_str(), x.message.lines().count()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (1, "ValueError", 3),
+            (5, "Exception", 3),
+            (10, "ValueError", 1),
+            (14, "torch.distributed.DistNetworkError", 1),
+        ]
+    );
+}
+
+/// A frame's code line and the frames after it flattened onto one line by
+/// a paste, inside a traceback
+/// (https://github.com/vllm-project/vllm/issues/34643).
+#[test]
+fn flattened_frames_inside_a_traceback() {
+    let log = r#"Traceback (most recent call last):
+  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py", line 3689, in sample_tokens
+c prompt_logprobs_dict = self._get_prompt_logprobs_dict( ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py", line 4308, in _get_prompt_logprobs_dict logprobs = self.sampler.compute
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.71 GiB.
+
+c prompt_logprobs_dict = self._get_prompt_logprobs_dict( File "/x.py", line 1, in f"#;
+    // Outside a traceback the same line is not a frame.
+    assert_eq!(unrecognized_lines(log), [6]);
+}
+
+/// Layers of a CI viewer (https://github.com/vllm-project/vllm/issues/8204):
+/// a bracketed time, a `  | ` gutter, grep's `--`; Go's slog
+/// (https://github.com/ollama/ollama/issues/9160); an indented `[rankN]:`
+/// (https://github.com/NVIDIA/nccl/issues/1409).
+#[test]
+fn ci_viewer_layers_and_go_slog() {
+    let log = "\
+[2024-09-05T00:38:34Z] INFO:     Started server process [60858]
+--
+  | [2024-09-05T00:38:34Z] INFO:     Waiting for application startup.
+  | [2024-09-05T00:38:34Z] ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 44319): [errno 98] address already in use
+  | [2024-09-05T00:38:34Z] DEBUG 09-04 17:38:34 launcher.py:64] port 44319 is used by process psutil.Process(pid=60914, name='pt_main_thread', status='sleeping', started='17:37:05') launched with command:
+level=WARN source=sched.go:646 msg=\"gpu VRAM usage didn't recover within timeout\"
+    [rank7]:[E816 01:45:40.184373931 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 7] Exception (either an error or timeout) detected by watchdog at work: 80078, last enqueued NCCL work: 80078, last completed NCCL work: 80077.
+Illegal instruction (core dumped)
+ | not a layer";
+    assert_eq!(unrecognized_lines(log), [9]);
+    let (events, _) = run(log);
+    let uvicorn: Vec<(u32, &Uvicorn, bool)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            ServerEventKind::Uvicorn(u) => Some((e.span.line, u, e.time.is_some())),
+            _ => None,
+        })
+        .collect();
+    assert!(matches!(
+        uvicorn[0],
+        (1, Uvicorn::StartedProcess { pid: 60858 }, true)
+    ));
+    assert!(matches!(
+        uvicorn[1],
+        (4, Uvicorn::BindFailed { port: 44319, .. }, true)
+    ));
+    let rank = events
+        .iter()
+        .find(|e| e.span.line == 7)
+        .and_then(|e| e.rank);
+    assert_eq!(rank.and_then(|r| r.global), Some(7));
 }

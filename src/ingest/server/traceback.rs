@@ -54,6 +54,50 @@ static RAISED_FROM: LazyLock<Regex> = LazyLock::new(|| {
 static PROCESS_BANNER: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^Process [\w.-]+:$").expect("process banner regex"));
 
+/// A frame's source line that raises, pasted without its `File "…"` line
+/// or its indentation (`raise ValueError(`): a traceback cut above it.
+static RAISE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*raise\x20+[A-Za-z_][\w.]*(?:\(.*)?$").expect("raise line regex")
+});
+
+/// Frames flattened onto one line by a paste (`… ^^^^ File "/x.py", line
+/// 4308, in f logprobs = …`): inside a traceback, still its frames.
+static INLINE_FRAME: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#"\bFile "[^"]+", line \d+, in \w"#).expect("inline frame regex"));
+
+/// An exception class as Python prints it on the last line of a traceback:
+/// a dotted path whose last part is a CamelCase name ending in `Error` or
+/// `Exception` (`torch.distributed.DistNetworkError`, `ValueError`), or
+/// `Exception` itself. A bare `Error: …` is what CLIs print (Ollama's
+/// `Error: could not create directory …`), not Python.
+static STRICT_EXCEPTION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:[a-z_][a-z0-9_]*\.)*(?:[A-Z][A-Za-z0-9]*(?:Error|Exception)|Exception)$")
+        .expect("strict exception name regex")
+});
+
+/// The fixed lines PyTorch appends to every `CUDA error: …` message
+/// (c10/cuda/CUDAException.cpp, CUDAMiscFunctions.cpp; signatures.md C2),
+/// in their wordings across versions.
+const CUDA_TRAILER: &[&str] = &[
+    "CUDA kernel errors might be asynchronously reported at some other API call",
+    "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+    "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+    "Device-side assertions were explicitly omitted for this error check",
+    "Search for `cuda",
+    "For more detailed error information, run with CUDA_LOG_FILE=stderr",
+];
+
+/// Whether `text` is one of PyTorch's CUDA error trailer lines.
+pub(super) fn is_cuda_trailer(text: &str) -> bool {
+    CUDA_TRAILER.iter().any(|t| text.starts_with(t))
+}
+
+/// grep's separator between groups of context lines (`grep -A/-B/-C`),
+/// copied with the log.
+pub(super) fn is_grep_separator(text: &str) -> bool {
+    text.trim_end() == "--"
+}
+
 static CPP_FRAME: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^frame #\d+: ").expect("C++ frame regex"));
 
@@ -138,6 +182,8 @@ impl Tracebacks {
 /// without recording anything.
 pub(super) fn idle_recognizes(text: &str) -> bool {
     text.trim().is_empty()
+        || is_grep_separator(text)
+        || is_cuda_trailer(text)
         || (text.starts_with("Process ") && PROCESS_BANNER.is_match(text))
         || (text.starts_with("frame #") && CPP_FRAME.is_match(text))
 }
@@ -145,7 +191,24 @@ pub(super) fn idle_recognizes(text: &str) -> bool {
 /// Whether `text` is a traceback frame, which opens a traceback when none
 /// is open (a paste cut below `Traceback (most recent call last):`).
 pub(super) fn may_open(text: &str) -> bool {
-    text.trim_start().starts_with("File \"") && FRAME.is_match(text)
+    let t = text.trim_start();
+    (t.starts_with("File \"") && FRAME.is_match(text))
+        || (t.starts_with("raise ") && RAISE.is_match(text))
+}
+
+/// Whether `text` may be an exception line that closes a traceback whose
+/// top a paste cut off (see [`strict_exception`]).
+pub(super) fn may_be_bare_exception(text: &str) -> bool {
+    text.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
+        && (text.contains("Error") || text.contains("Exception"))
+        && exception_line(text).is_some_and(|(name, _)| strict_exception(name))
+}
+
+/// Whether an exception line's name is unmistakably a Python exception
+/// class (see [`STRICT_EXCEPTION`]): such a line outside a traceback is the
+/// end of one whose top was cut off.
+fn strict_exception(name: &str) -> bool {
+    STRICT_EXCEPTION.is_match(name)
 }
 
 /// `Name: message` at the start of a line, for exception-like names.
@@ -236,7 +299,7 @@ impl Cx<'_> {
         time: Option<Timestamp>,
     ) -> bool {
         let continuation = self.stream.tracebacks.continuation.take();
-        if text.trim().is_empty() {
+        if text.trim().is_empty() || is_grep_separator(text) {
             return true;
         }
         if text.starts_with("Traceback (most recent call last):") {
@@ -271,15 +334,27 @@ impl Cx<'_> {
             }
             return true;
         }
+        if RAISE.is_match(text) {
+            if !self.stream.tracebacks.active() {
+                self.open_traceback_as(self.writer.rank, time, true);
+            }
+            return true;
+        }
         let tb = &mut self.stream.tracebacks;
         if text.starts_with("    ") || is_caret_line(text) {
             return tb.active();
+        }
+        if tb.active() && text.contains("File \"") && INLINE_FRAME.is_match(text) {
+            return true;
         }
         if self.cpp_line(text, record, time) {
             return true;
         }
         if let Some((name, message)) = exception_line(text) {
-            if self.close(name, message, text, record, time) {
+            // A message that continues takes a further `Name: …` line as
+            // its own, unless a detector or an open traceback claims it.
+            let bare = continuation.is_none();
+            if self.close(name, message, text, record, time, bare) {
                 return true;
             }
         }
@@ -293,12 +368,14 @@ impl Cx<'_> {
                 return true;
             }
         }
-        false
+        is_cuda_trailer(text)
     }
 
     /// An exception line: closes the oldest open traceback. Outside a
-    /// traceback only an unmistakable line is trusted (a log may start
-    /// mid-traceback; `ValueError: x` alone may be anything).
+    /// traceback only an unmistakable line is trusted: one a detector
+    /// reads, or one whose name is a Python exception class (a paste that
+    /// kept only a traceback's last line); `Timeout: x` alone may be
+    /// anything.
     fn close(
         &mut self,
         name: &str,
@@ -306,6 +383,7 @@ impl Cx<'_> {
         text: &str,
         record: Option<&str>,
         time: Option<Timestamp>,
+        bare: bool,
     ) -> bool {
         let imbalance = message.contains(IMBALANCE_TEXT);
         let found = if imbalance {
@@ -314,7 +392,9 @@ impl Cx<'_> {
             findings(text, Some(name))
         };
         let tb = &mut self.stream.tracebacks;
-        if !tb.active() && !imbalance && found.is_empty() {
+        let trusted =
+            tb.active() || imbalance || !found.is_empty() || (bare && strict_exception(name));
+        if !trusted {
             return false;
         }
         let open = tb.open.pop_front().unwrap_or_else(|| {

@@ -39,7 +39,7 @@ re!(
 );
 re!(
     MODEL_LOADED,
-    r"Model loading took (?P<n>[0-9.]+) ?(?P<u>GiB|GB)(?: and (?P<s>[0-9.]+) ?s)?"
+    r"(?:Model loading|Loading model weights) took (?P<n>[0-9.]+) ?(?P<u>GiB|GB)(?: and (?P<s>[0-9.]+) ?s)?"
 );
 re!(KV_TOKENS, r"GPU KV cache size: (?P<n>[0-9,]+) tokens");
 re!(
@@ -52,7 +52,7 @@ re!(
 );
 re!(
     BLOCKS,
-    r"# GPU blocks: (?P<g>\d+), # CPU blocks: (?P<c>\d+)"
+    r"(?:# )?GPU blocks: (?P<g>\d+), # CPU blocks: (?P<c>\d+)"
 );
 
 re!(
@@ -151,6 +151,76 @@ fn classify(msg: &str) -> Vec<ServerEventKind> {
         kinds.push(ServerEventKind::VllmFailure(failure));
     }
     kinds
+}
+
+/// How vLLM's own messages begin, for a line pasted without the logger's
+/// prefix (or with the prefix cut): such a line is vLLM's by its message.
+/// `# ` may be lost to Markdown, which makes it a heading. `true`: the
+/// message states figures, and is vLLM's only when they read.
+const OWN_MESSAGES: &[(&str, bool)] = &[
+    ("vLLM API server version ", true),
+    ("Initializing an LLM engine (v", true),
+    ("Initializing a V1 LLM engine (v", true),
+    ("Loading model weights took ", true),
+    ("Model loading took ", true),
+    ("Available KV cache memory: ", true),
+    ("GPU KV cache size: ", true),
+    ("# GPU blocks: ", true),
+    ("GPU blocks: ", true),
+    ("Maximum concurrency for ", true),
+    ("Memory profiling takes ", false),
+    ("Memory profiling results: total_gpu_memory=", false),
+    ("The model's max seq len (", false),
+    (
+        "Bfloat16 is only supported on GPUs with compute capability of at least ",
+        false,
+    ),
+    ("Writing input of failed execution to ", false),
+];
+
+/// The tail of a cut logger prefix, `model_runner_base.py:120] `: the
+/// message after it.
+static CUT_PREFIX: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[\w.-]+\.py:\d+\]\x20(?P<msg>\S.*)$").expect("cut vllm prefix regex")
+});
+
+/// A message of vLLM's own, pasted bare (one of [`OWN_MESSAGES`]) or under
+/// a cut prefix (any message): the message, or `None` when the line is not
+/// vLLM's.
+pub(super) fn bare(text: &str) -> Option<&str> {
+    if text.as_bytes().first().is_some_and(u8::is_ascii_lowercase) {
+        if let Some(m) = text
+            .contains(".py:")
+            .then(|| CUT_PREFIX.captures(text))
+            .flatten()
+            .and_then(|c| c.name("msg"))
+        {
+            return Some(m.as_str());
+        }
+    }
+    let (_, figures) = OWN_MESSAGES.iter().find(|(m, _)| text.starts_with(m))?;
+    (!figures || !classify(text).is_empty()).then_some(text)
+}
+
+impl Cx<'_> {
+    /// A bare vLLM message ([`bare`]): its landmarks, else what the
+    /// text-only detectors find in it.
+    pub(super) fn vllm_bare(&mut self, msg: &str) {
+        self.stream.tracebacks.end_continuation();
+        let time = self.writer.time;
+        let kinds = classify(msg);
+        if kinds.is_empty() {
+            self.detect(msg, None, None, time);
+        }
+        for kind in kinds {
+            self.push(kind, Some(Framework::Vllm), None, time);
+        }
+    }
+}
+
+/// Whether [`bare`] reads `text`.
+pub(super) fn may_be_bare(text: &str) -> bool {
+    bare(text).is_some()
 }
 
 fn version(v: &str) -> ServerEventKind {
