@@ -526,14 +526,19 @@ fn inputs_text(
             nonblank,
             s.why
         ));
-        for listed in &input.listed {
-            let kind = match input.cited_by(listed.line) {
+        let kinds: Vec<String> = input
+            .listed
+            .iter()
+            .map(|listed| match input.cited_by(listed.line) {
                 Some(c) if listed.kind == crate::ingest::LineKind::Unrecognized => {
                     format!("cited ({} {})", c.finding, c.rule)
                 }
                 _ => listed.kind.name().to_owned(),
-            };
-            let head = format!("  {:>6}  {:<12}  ", listed.line, kind);
+            })
+            .collect();
+        let column = kinds.iter().map(|k| k.chars().count()).fold(12, usize::max);
+        for (listed, kind) in input.listed.iter().zip(&kinds) {
+            let head = format!("  {:>6}  {kind:<column$}  ", listed.line);
             let room = width.saturating_sub(head.chars().count()).max(10);
             let line = render::clean(&listed.text);
             let mut cut: String = line.chars().take(room).collect();

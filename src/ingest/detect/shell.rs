@@ -26,7 +26,7 @@ re!(
         \S+@\S+:\S*\s?[\#$%]
       | \[\S+@\S+(?:\x20[^\]]*)?\][\#$%]
       | \S+@\S+\x20\S+(?:\x20\([^)]*\))?>
-      | \S+@\S+\x20(?:~|/)\S*\x20[\#%$]
+      | \S+@\S+\x20(?:[~/]\S*|[\w.-]+)\x20[\#%]
     )(?:\x20+(?P<cmd>\S.*)|\s*$)"
 );
 // After a bare `$ ` or `# `, a command: a lowercase word or a path, maybe
@@ -281,6 +281,8 @@ mod tests {
         // and its bare `% ` (fixtures/real/106).
         assert!(is_prompt("ceverson@Clarks-MacBook-Pro ~ %"));
         assert_eq!(command("me@mac ~/src % nvidia-smi"), Some("nvidia-smi"));
+        // zsh's default `%n@%m %1~ %# ` shows the last directory's name.
+        assert_eq!(command("me@mac src % nvidia-smi"), Some("nvidia-smi"));
         assert_eq!(
             command("% python -m gpustat -cpu                       "),
             Some("python -m gpustat -cpu")
