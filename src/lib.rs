@@ -138,15 +138,37 @@ pub fn analyze_observed(
     let incident = correlate::correlate_with(ingested.facts, &Clock::from_context(&context));
     observe(Stage::Diagnose);
     let diagnosis = rules::diagnose(&incident, catalog);
+    let mut inputs = ingested.inputs;
+    credit_cited(&mut inputs, &diagnosis);
     observe(Stage::Timeline);
     let timeline = timeline::build(&incident, &diagnosis, &sources);
     Analysis {
         sources,
-        inputs: ingested.inputs,
+        inputs,
         incident,
         diagnosis,
         context,
         timeline,
+    }
+}
+
+/// A line no parser read but a finding cites was understood, by that
+/// finding's rule: it moves from its segment's unrecognised lines to its
+/// cited ones. An uncited line stays unrecognised.
+fn credit_cited(inputs: &mut [ingest::InputSummary], diagnosis: &rules::Diagnosis) {
+    if inputs.iter().all(|i| i.anchored.is_empty()) {
+        return;
+    }
+    for finding in &diagnosis.findings {
+        for evidence in &finding.evidence {
+            let span = evidence.span;
+            if let Some(input) = inputs.iter_mut().find(|i| {
+                i.segment.source == span.source
+                    && (i.segment.first_line..=i.segment.last_line).contains(&span.line)
+            }) {
+                input.cite(span, &finding.id, finding.rule);
+            }
+        }
     }
 }
 

@@ -458,13 +458,27 @@ fn report(
 
 /// `rootcause inputs`: each segment with its format, line range, how sure
 /// detection is (the share of its lines the format's parser read) and why;
-/// under it, the lines that were prose, shell prompts or not understood, cut
-/// to the terminal's width.
+/// under it, the lines that were prose, shell prompts, not understood, or
+/// understood only by the rule of a finding that cites them, cut to the
+/// terminal's width. The inputs are read and diagnosed as `analyze` reads
+/// them, so both count the same lines the same way.
 fn inputs(paths: &[std::path::PathBuf], hint: Option<Format>) -> Result<ExitCode, Error> {
     // Stdin read whole, not streamed: the line counts below read it again.
-    let (sources, _) = bundle::load(&input_list(paths)?, &mut io::stdin())?;
-    let ingested = crate::ingest::ingest_as(&sources, hint, &crate::ingest::Anchors::none());
-    let text = inputs_text(&sources, &ingested.inputs, width());
+    let (sources, manifest) = bundle::load(&input_list(paths)?, &mut io::stdin())?;
+    let context = manifest
+        .as_ref()
+        .map(Context::from_manifest)
+        .unwrap_or_default();
+    let rules = catalog(&[]);
+    let options = crate::Options {
+        format_hint: hint,
+        rules: &rules,
+        context,
+        prefilter: true,
+        progress: None,
+    };
+    let analysis = crate::analyze_with(sources, &options);
+    let text = inputs_text(&analysis.sources, &analysis.inputs, width());
     write_stdout(io::stdout().lock().write_all(text.as_bytes()))?;
     Ok(ExitCode::SUCCESS)
 }
@@ -486,7 +500,11 @@ fn inputs_text(
         } else {
             f64::from(nonblank.saturating_sub(input.unrecognized)) / f64::from(nonblank)
         };
+        let cited = input.cited.len() as u32;
         let mut others = String::new();
+        if cited > 0 {
+            others.push_str(&format!(", {cited} cited by a finding"));
+        }
         if input.prose > 0 {
             others.push_str(&format!(", {} prose", input.prose));
         }
@@ -508,8 +526,19 @@ fn inputs_text(
             nonblank,
             s.why
         ));
-        for listed in &input.listed {
-            let head = format!("  {:>6}  {:<12}  ", listed.line, listed.kind.name());
+        let kinds: Vec<String> = input
+            .listed
+            .iter()
+            .map(|listed| match input.cited_by(listed.line) {
+                Some(c) if listed.kind == crate::ingest::LineKind::Unrecognized => {
+                    format!("cited ({} {})", c.finding, c.rule)
+                }
+                _ => listed.kind.name().to_owned(),
+            })
+            .collect();
+        let column = kinds.iter().map(|k| k.chars().count()).fold(12, usize::max);
+        for (listed, kind) in input.listed.iter().zip(&kinds) {
+            let head = format!("  {:>6}  {kind:<column$}  ", listed.line);
             let room = width.saturating_sub(head.chars().count()).max(10);
             let line = render::clean(&listed.text);
             let mut cut: String = line.chars().take(room).collect();
@@ -522,7 +551,7 @@ fn inputs_text(
             text.push('\n');
         }
         let shown = input.listed.len() as u32;
-        let all = input.unrecognized + input.prose + input.prompts;
+        let all = input.unrecognized + cited + input.prose + input.prompts;
         if all > shown && shown > 0 {
             text.push_str(&format!("  … and {} more\n", all - shown));
         }

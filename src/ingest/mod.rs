@@ -256,6 +256,56 @@ pub struct InputSummary {
     /// reader knows which (not the lines of a journal or other format
     /// whose parser only counts them).
     pub listed: Vec<Listed>,
+    /// The unrecognised lines that were kept as messages for the rules
+    /// (bounded as messages are): a finding may cite them.
+    pub anchored: Vec<u32>,
+    /// The lines no parser read that a finding cites, in line order: the
+    /// rule's signature understood them, so they are not counted in
+    /// `unrecognized` ([`InputSummary::cite`]).
+    pub cited: Vec<Cited>,
+}
+
+/// A line no parser read that a finding cites as evidence.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cited {
+    pub line: u32,
+    /// The citing finding's id (`F1`) and rule; the first finding to cite
+    /// the line when several do.
+    pub finding: String,
+    pub rule: &'static str,
+}
+
+impl InputSummary {
+    /// Counts `span` as understood by `rule` when it is an unrecognised
+    /// line of this segment (one kept as a message); returns whether it was.
+    /// A line is moved once, to the first finding that cites it.
+    pub fn cite(&mut self, span: Span, finding: &str, rule: &'static str) -> bool {
+        if span.source != self.segment.source
+            || self.anchored.binary_search(&span.line).is_err()
+            || self.cited.iter().any(|c| c.line == span.line)
+        {
+            return false;
+        }
+        self.unrecognized = self.unrecognized.saturating_sub(1);
+        let at = self.cited.partition_point(|c| c.line < span.line);
+        self.cited.insert(
+            at,
+            Cited {
+                line: span.line,
+                finding: finding.to_owned(),
+                rule,
+            },
+        );
+        true
+    }
+
+    /// The finding that cites `line`, if it is one of [`Self::cited`].
+    pub fn cited_by(&self, line: u32) -> Option<&Cited> {
+        self.cited
+            .binary_search_by_key(&line, |c| c.line)
+            .ok()
+            .map(|i| &self.cited[i])
+    }
 }
 
 #[derive(Debug, Default)]

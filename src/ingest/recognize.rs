@@ -62,6 +62,9 @@ pub struct Tally {
     pub prompts: u32,
     /// The first such lines, in order.
     pub listed: Vec<Listed>,
+    /// The unrecognised lines that are also messages for the rules, in
+    /// order: a finding may cite them. Bounded as the messages are.
+    pub anchored: Vec<u32>,
 }
 
 impl Tally {
@@ -124,12 +127,23 @@ impl LineReader {
         if let Some(read) = self.recognize(line, hot, out.facts) {
             return read;
         }
-        let kind = if is_prose(line.text) {
+        let kind = if is_prose(line.text) || is_annotation(line.text) {
             LineKind::Prose
         } else {
             LineKind::Unrecognized
         };
         self.tally.note(kind, line);
+        // A rule's signature may know what no parser did: the report counts
+        // the line as understood if a finding cites it.
+        if kind == LineKind::Unrecognized
+            && out
+                .facts
+                .messages
+                .binary_search_by_key(&line.span, |m| m.span)
+                .is_ok()
+        {
+            self.tally.anchored.push(line.span.line);
+        }
         Read::Skimmed(None)
     }
 
@@ -305,6 +319,29 @@ pub fn is_prose(text: &str) -> bool {
     words >= 2 && function
 }
 
+/// Whether `text` is a note a person added to a paste as a shell comment
+/// (`# meanwhile, output in /var/log/syslog`): what follows `# ` reads as
+/// prose ([`is_prose`]) once the paths in it are taken for words. A
+/// program's own `# GPU blocks: 1478` and a commented command are not.
+pub fn is_annotation(text: &str) -> bool {
+    let Some(note) = text.trim_start().strip_prefix("# ") else {
+        return false;
+    };
+    let words: Vec<&str> = note
+        .split_whitespace()
+        .map(|token| {
+            let bare = token.trim_end_matches(['.', ',', ':', ';', '!', '?']);
+            let path = (bare.starts_with('/') || bare.starts_with("~/"))
+                && bare.len() > 1
+                && bare
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || matches!(c, '/' | '.' | '-' | '_' | '~'));
+            if path { "path" } else { token }
+        })
+        .collect();
+    is_prose(&words.join(" "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -364,6 +401,70 @@ mod tests {
         ] {
             assert!(!is_prose(no), "{no}");
         }
+    }
+
+    #[test]
+    fn annotations_are_prose_and_machine_comments_are_not() {
+        // fixtures/real/101: a note between a log and the syslog below it.
+        for yes in [
+            "# meanwhile, output in /var/log/syslog",
+            "# this is what the journal shows after the restart",
+            "  # and here is the output of nvidia-smi:",
+        ] {
+            assert!(is_annotation(yes), "{yes}");
+        }
+        for no in [
+            // vLLM's own lines (fixtures/real/014, 067).
+            "# GPU blocks: 1478, # CPU blocks: 512",
+            "# GPU blocks: 1478",
+            "# nvidia-smi",
+            "# cat /var/log/syslog",
+            "#!/bin/bash",
+            "meanwhile, output in /var/log/syslog",
+            "# /usr/bin/python3 /opt/serve.py --port 8000",
+            "# at 09:38:52 the server is down",
+        ] {
+            assert!(!is_annotation(no), "{no}");
+        }
+        let (_, tally) = read_all(
+            "# meanwhile, output in /var/log/syslog\n# GPU blocks: 1478\n",
+            Except::Nothing,
+            false,
+        );
+        assert_eq!((tally.prose, tally.unrecognized), (1, 1));
+    }
+
+    #[test]
+    fn unrecognised_messages_are_noted_for_the_findings() {
+        let mut facts = Facts::default();
+        let mut kept = KeptLines::default();
+        let mut reader = LineReader::new(Except::Nothing);
+        let lines = [
+            "zz frobnicator 0x1f refused the widget",
+            "something nobody knows 0x1f",
+            "zz frobnicator 0x2e refused the widget",
+        ];
+        for (i, text) in lines.iter().enumerate() {
+            let span = Span {
+                source: SourceId(0),
+                line: i as u32 + 1,
+            };
+            // The stream keeps anchored lines as messages before reading them.
+            if text.contains("frobnicator") {
+                facts.messages.push(crate::model::Message {
+                    span,
+                    text: (*text).to_owned(),
+                });
+            }
+            let mut out = Out {
+                facts: &mut facts,
+                kept: &mut kept,
+            };
+            reader.read(&Line { span, text }, true, &mut out);
+        }
+        let tally = reader.finish(&mut facts);
+        assert_eq!(tally.unrecognized, 3);
+        assert_eq!(tally.anchored, [1, 3]);
     }
 
     #[test]

@@ -473,6 +473,8 @@ impl InputReader {
             prose: tally.prose,
             prompts: tally.prompts,
             listed: tally.listed,
+            anchored: tally.anchored,
+            cited: Vec::new(),
             segment,
         });
     }

@@ -179,9 +179,16 @@ struct JsonInput {
     last_line: u32,
     lines: u32,
     unrecognized_lines: u32,
+    /// Lines no parser read that a finding cites; absent when none.
+    #[serde(skip_serializing_if = "is_zero")]
+    cited_lines: u32,
     prose_lines: u32,
     prompt_lines: u32,
     detected_because: &'static str,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 #[derive(Serialize)]
@@ -357,6 +364,7 @@ pub fn render(report: &Report<'_>) -> String {
                 last_line: i.segment.last_line,
                 lines: i.lines,
                 unrecognized_lines: i.unrecognized,
+                cited_lines: i.cited.len() as u32,
                 prose_lines: i.prose,
                 prompt_lines: i.prompts,
                 detected_because: i.segment.why,

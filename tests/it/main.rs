@@ -11,6 +11,7 @@ mod hardware_incidents;
 mod host_facts;
 mod hostile;
 mod incidents;
+mod inputs;
 mod journal_files;
 mod pasted_lines;
 mod prefilter;

@@ -26,6 +26,7 @@ re!(
         \S+@\S+:\S*\s?[\#$%]
       | \[\S+@\S+(?:\x20[^\]]*)?\][\#$%]
       | \S+@\S+\x20\S+(?:\x20\([^)]*\))?>
+      | \S+@\S+\x20(?:[~/]\S*|[\w.-]+)\x20[\#%]
     )(?:\x20+(?P<cmd>\S.*)|\s*$)"
 );
 // After a bare `$ ` or `# `, a command: a lowercase word or a path, maybe
@@ -35,13 +36,24 @@ re!(
     r"^(?:[$#] (?P<cmd>(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*[a-z./~][\w./+-]*(?:\s.*)?)|(?:PS [A-Z]:\\[^>]*>|>>>|In \[\d+\]:) (?P<code>\S.*))$"
 );
 
-// A command pasted without its prompt: a launcher people type (maybe after
-// `sudo` and `VAR=value` assignments) and an argument. Programs print
+// A command pasted without its prompt, maybe indented: a launcher people
+// type (maybe after `sudo` and `VAR=value` assignments) and an argument, or
+// a pager on a path (`sudo cat /proc/77637/stack`). Programs print
 // `python3: can't open file …` with a colon, so an argument must follow.
 re!(
     BARE_COMMAND,
-    r"^(?:sudo\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:python(?:3(?:\.\d+)?)?|torchrun|vllm|docker|podman|mpirun|srun|deepspeed|accelerate|trtllm-serve|trtllm-build|ollama|nvidia-smi|journalctl|systemctl|dmesg|kubectl)(?:\s+(?:-{1,2}[\w-]|[\w./~${\x22'-]).*|\s*)$"
+    r"^\s*(?:sudo\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:(?:python(?:3(?:\.\d+)?)?|torchrun|vllm|docker|podman|mpirun|srun|deepspeed|accelerate|trtllm-serve|trtllm-build|ollama|nvidia-smi|journalctl|systemctl|dmesg|kubectl|ssh)(?:\s+(?:-{1,2}[\w-]|[\w./~${\x22'-]).*|\s*)|(?:cat|head|tail|less)\s+(?:-\S+\s+)*[/~$]\S*(?:\s.*)?)$"
 );
+
+// A prompt drawn as `> ` (a quoted reply, a PowerShell-style prompt) or
+// zsh's bare `% `, in front of a command [`BARE_COMMAND`] knows: a quoted
+// kernel or log line after `> `, a sentence after `% `, is not one.
+fn quoted_command(line: &str) -> Option<&str> {
+    let rest = line
+        .strip_prefix("> ")
+        .or_else(|| line.strip_prefix("% "))?;
+    BARE_COMMAND.is_match(rest).then(|| rest.trim())
+}
 
 pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
     use Class::*;
@@ -63,7 +75,10 @@ pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
 
 /// Whether `line` is a shell prompt, with or without a command.
 pub(in crate::ingest) fn is_prompt(line: &str) -> bool {
-    SHELL_PROMPT.is_match(line) || BARE_PROMPT.is_match(line) || BARE_COMMAND.is_match(line)
+    SHELL_PROMPT.is_match(line)
+        || BARE_PROMPT.is_match(line)
+        || BARE_COMMAND.is_match(line)
+        || quoted_command(line).is_some()
 }
 
 /// Whether a command line goes on on the next line (`… \`).
@@ -77,7 +92,10 @@ fn command(line: &str) -> Option<&str> {
         .captures(line)
         .or_else(|| BARE_PROMPT.captures(line))
     else {
-        return BARE_COMMAND.is_match(line).then(|| line.trim());
+        return BARE_COMMAND
+            .is_match(line)
+            .then(|| line.trim())
+            .or_else(|| quoted_command(line));
     };
     c.name("cmd")
         .or_else(|| c.name("code"))
@@ -92,7 +110,7 @@ pub(super) fn command_hint(line: &str) -> Option<(Format, &'static str)> {
     let command = command(line)?;
     let mut hint = None;
     for stage in command.split('|') {
-        let words: Vec<&str> = stage
+        let words: Vec<&str> = remote(stage)
             .split_whitespace()
             .skip_while(|w| matches!(*w, "sudo" | "env" | "watch" | "time" | "command" | "-n"))
             .collect();
@@ -192,6 +210,37 @@ pub(super) fn command_hint(line: &str) -> Option<(Format, &'static str)> {
     hint
 }
 
+/// The command `ssh [options] host command …` runs on the host, which
+/// names the output as if typed there; any other stage as it is.
+fn remote(stage: &str) -> &str {
+    let trimmed = stage.trim_start();
+    let Some(mut rest) = trimmed
+        .strip_prefix("sudo ")
+        .map(str::trim_start)
+        .unwrap_or(trimmed)
+        .strip_prefix("ssh ")
+    else {
+        return stage;
+    };
+    // Options, those that take a value with it, then the host.
+    let mut value = false;
+    loop {
+        rest = rest.trim_start();
+        let word = rest.split_whitespace().next().unwrap_or_default();
+        if word.is_empty() {
+            return rest;
+        }
+        let is_option = word.starts_with('-');
+        let takes = is_option && word.len() == 2 && "bcDEeFIiJLlmOopQRSWw".contains(&word[1..]);
+        rest = &rest[word.len()..];
+        if value || is_option {
+            value = takes;
+            continue;
+        }
+        return rest;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,6 +277,26 @@ mod tests {
             assert_eq!(command(line), Some(cmd), "{line}");
         }
         assert!(is_prompt("root@node4:~# "));
+        // zsh's default prompt, with and without a command (fixtures/real/043),
+        // and its bare `% ` (fixtures/real/106).
+        assert!(is_prompt("ceverson@Clarks-MacBook-Pro ~ %"));
+        assert_eq!(command("me@mac ~/src % nvidia-smi"), Some("nvidia-smi"));
+        // zsh's default `%n@%m %1~ %# ` shows the last directory's name.
+        assert_eq!(command("me@mac src % nvidia-smi"), Some("nvidia-smi"));
+        assert_eq!(
+            command("% python -m gpustat -cpu                       "),
+            Some("python -m gpustat -cpu")
+        );
+        // A command after a quoting `> ` (fixtures/real/029) and an
+        // indented one pasted without its prompt (fixtures/real/032).
+        assert_eq!(
+            command("> ssh proud-dragonfly-1-host sudo journalctl -u nvidia-fabricmanager"),
+            Some("ssh proud-dragonfly-1-host sudo journalctl -u nvidia-fabricmanager")
+        );
+        assert_eq!(
+            command("      sudo cat /proc/77637/stack"),
+            Some("sudo cat /proc/77637/stack")
+        );
         for no in [
             "user@example.com wrote:",
             "Process 101553 has 1.19 GiB memory in use.",
@@ -236,6 +305,16 @@ mod tests {
             "#!/bin/bash",
             // vLLM's own line (fixtures/real/014).
             "# GPU blocks: 1952, # CPU blocks: 2048",
+            // Quoted log and kernel lines stay what they are.
+            "> [  123.456] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.",
+            "> Jul 01 22:55:07 gpu kernel: NVRM: GPU 0000:01:00.0: rm_init_adapter failed",
+            "> python3: can't open file 'x.py'",
+            // A percentage, a mail address, a pager's word in prose.
+            "% of GPU memory in use",
+            "joe@example.com is 50 %",
+            "cat food is on the list",
+            "      [<0>] uvm_spin_loop+0xb4/0x100 [nvidia_uvm]",
+            "    vllm_config = VllmConfig(model_config)",
         ] {
             assert!(!is_prompt(no), "{no}");
         }
@@ -276,6 +355,17 @@ mod tests {
             ("$ nvidia-smi | wc -l", None),
             (">>> import torch", None),
             ("$ squeue", None),
+            (
+                "> ssh proud-dragonfly-1-host sudo journalctl -u nvidia-fabricmanager",
+                Some(Format::JournalShort),
+            ),
+            (
+                "$ ssh -p 2222 -i key gpu01 nvidia-smi",
+                Some(Format::NvidiaSmiTable),
+            ),
+            ("$ ssh gpu01", None),
+            ("% nvidia-smi", Some(Format::NvidiaSmiTable)),
+            ("% python -m gpustat -cpu", None),
         ] {
             assert_eq!(command_hint(line).map(|h| h.0), format, "{line}");
         }

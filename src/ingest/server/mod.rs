@@ -219,6 +219,15 @@ impl ServerLogParser {
         if !self.busy.is_empty() && self.busy.contains(&outer.key()) {
             return Skim::Full;
         }
+        // Under a log viewer's time line come its bracketed lines, which
+        // only the full reading knows (`feed`'s framing).
+        if self
+            .streams
+            .get(&outer.key())
+            .is_some_and(|s| s.framing.is_some())
+        {
+            return Skim::Full;
+        }
         // A time of the line's own counts when no outer layer timed it.
         let own = |time: Option<Timestamp>| if outer.time.is_none() { time } else { None };
         // Under the journal, the journal's time counts: no need for the line's.
