@@ -87,7 +87,7 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
                 Some(c.name("value").map_or("", |v| v.as_str())),
             ),
             // A section: children follow, indented deeper.
-            None if indent > 0 => (content, None),
+            None if indent > 0 || fragment_section => (content, None),
             None => {
                 unrecognized += 1;
                 continue;
