@@ -15,6 +15,7 @@ mod chatter;
 mod check_env;
 mod collect_env;
 mod detect;
+mod gpustat;
 mod journal_cat;
 mod journal_fields;
 mod journal_json;
@@ -33,6 +34,7 @@ mod ps;
 mod reader;
 mod recognize;
 mod server;
+mod ss;
 mod stream;
 mod systemctl_show;
 mod systemctl_status;
@@ -78,6 +80,10 @@ pub enum Format {
     /// `nvidia-smi -q -x` XML.
     NvidiaSmiQXml,
     NvidiaSmiPmon,
+    /// `ss -ltnp`: listening sockets and the processes that hold them.
+    Ss,
+    /// `gpustat`: one `[0] NAME | 48'C, 7 % | 213 / 1995 MB |` line per GPU.
+    Gpustat,
     /// `dmesg` in any of its time formats.
     Dmesg,
     SystemctlShow,
@@ -110,7 +116,7 @@ pub enum Format {
 }
 
 impl Format {
-    pub const ALL: [Format; 34] = [
+    pub const ALL: [Format; 36] = [
         Format::SglangLog,
         Format::NvidiaSmiTable,
         Format::NvidiaSmiQueryGpu,
@@ -130,6 +136,8 @@ impl Format {
         Format::NvidiaSmiQ,
         Format::NvidiaSmiQXml,
         Format::NvidiaSmiPmon,
+        Format::Gpustat,
+        Format::Ss,
         Format::Dmesg,
         Format::SystemctlShow,
         Format::ProcCgroup,
@@ -169,6 +177,8 @@ impl Format {
             Format::NvidiaSmiQ => "nvidia-smi-q",
             Format::NvidiaSmiQXml => "nvidia-smi-q-xml",
             Format::NvidiaSmiPmon => "nvidia-smi-pmon",
+            Format::Gpustat => "gpustat",
+            Format::Ss => "ss",
             Format::Dmesg => "dmesg",
             Format::SystemctlShow => "systemctl-show",
             Format::ProcCgroup => "proc-cgroup",
@@ -368,6 +378,8 @@ fn parse_segment(format: Format, lines: &[Line<'_>], facts: &mut Facts) -> Misse
         Format::NvidiaSmiQ => Count(nvidia_smi_q::parse_text(lines, facts)),
         Format::NvidiaSmiQXml => Count(nvidia_smi_q::parse_xml(lines, facts)),
         Format::NvidiaSmiPmon => Count(nvidia_smi_pmon::parse(lines, facts)),
+        Format::Gpustat => Count(gpustat::parse(lines, facts)),
+        Format::Ss => Count(ss::parse(lines, facts)),
         Format::Dmesg => Count(kernel::parse(lines, facts)),
         Format::SystemctlShow => Lines(systemctl_show::read(lines, facts)),
         Format::ProcCgroup => Lines(proc_cgroup::read(lines, facts)),

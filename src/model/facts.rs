@@ -1,6 +1,7 @@
 //! The bag of facts one analysis extracts from all of its inputs.
 
 use super::EnvReport;
+use super::Listener;
 use super::PackageChange;
 use super::Timestamp;
 use super::{GpuHealth, KernelEvent, ProcCgroup, UnitProperties};
@@ -41,6 +42,8 @@ pub struct Facts {
     /// Templates of lines seen more often than read (`ingest::Repeats`),
     /// by input and first line.
     pub repeats: Vec<Repeat>,
+    /// Listening sockets and their processes (`ss -ltnp`).
+    pub listeners: Vec<Listener>,
 }
 
 impl Facts {
@@ -65,6 +68,7 @@ impl Facts {
             package_changes,
             line_times,
             repeats,
+            listeners,
         } = other;
         self.smi_headers.extend(smi_headers);
         self.gpus.extend(gpus);
@@ -83,5 +87,6 @@ impl Facts {
         self.package_changes.extend(package_changes);
         self.line_times.extend(line_times);
         self.repeats.extend(repeats);
+        self.listeners.extend(listeners);
     }
 }

@@ -23,6 +23,7 @@ pub(super) enum Class {
 }
 
 mod env;
+mod gpustat;
 mod journal;
 mod kernel;
 mod nvidia;
@@ -30,6 +31,7 @@ mod packages;
 mod procfs;
 mod server;
 mod shell;
+mod ss;
 mod systemd;
 #[cfg(test)]
 mod tests_host;
@@ -45,6 +47,8 @@ const SNIFFERS: &[Sniffer] = &[
     kernel::sniff,
     server::sniff,
     nvidia::sniff,
+    gpustat::sniff,
+    ss::sniff,
     systemd::sniff,
     procfs::sniff,
     packages::sniff,
@@ -329,6 +333,17 @@ RuntimeError: boom
                 (Format::SystemctlStatus, 9, 12),
                 (Format::SglangLog, 13, 14),
             ]
+        );
+    }
+
+    /// A `-q` section pasted alone (https://github.com/leptonai/gpud/pull/80).
+    #[test]
+    fn a_smi_q_section_without_its_report_is_smi_q() {
+        let section = "    Remapped Rows\n        Correctable Error                 : 0\n        Uncorrectable Error               : 4\n        Pending                           : Yes\n";
+        assert_eq!(formats(section), vec![(Format::NvidiaSmiQ, 1, 4)]);
+        assert_eq!(
+            formats("        Pending Page Blacklist            : No\n"),
+            vec![(Format::NvidiaSmiQ, 1, 1)]
         );
     }
 

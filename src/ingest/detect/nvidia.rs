@@ -51,6 +51,16 @@ re!(
     Q_KEY,
     r"^(?:(?:Timestamp|Driver Version|CUDA Version|Attached GPUs)\s+: |GPU [0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]\s*$|    (?:Product Name|GPU UUID)\s+: )"
 );
+// A `-q` section pasted without its report (`    Remapped Rows`), and the
+// leaves only `-q` prints (`        Pending Page Blacklist    : No`).
+re!(
+    Q_SECTION,
+    r"^\s*(?:Remapped Rows|ECC Errors|Ecc Mode|ECC Mode|Retired Pages|GPU Reset Status|FB Memory Usage|BAR1 Memory Usage|Clocks Throttle Reasons|Clocks Event Reasons)\s*$"
+);
+re!(
+    Q_LEAF,
+    r"^\s+(?:Remapping Failure Occurred|Pending Page Blacklist|Pending Page Retirement|Drain and Reset Recommended|Reset Required|GPU Recovery Action|Bank Remap Availability Histogram|DRAM (?:Unc|C)orrectable|SRAM (?:Unc|C)orrectable|(?:Single|Double) Bit ECC)\s+: "
+);
 re!(
     XML_START,
     r"^\s*(?:<\?xml\s|<!DOCTYPE nvidia_smi_log\b|<nvidia_smi_log>)"
@@ -61,6 +71,12 @@ re!(PMON_UNITS, r"^#\s*(?:YYYYMMDD\s+HH:MM:SS\s+)?Idx\s");
 pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
     use Class::*;
     if Q_BANNER.is_match(line) || Q_KEY.is_match(line) {
+        return Some(Strong(
+            Format::NvidiaSmiQ,
+            "NVSMI LOG banner and keys (nvidia-smi -q)",
+        ));
+    }
+    if current != Some(Format::NvidiaSmiQ) && (Q_SECTION.is_match(line) || Q_LEAF.is_match(line)) {
         return Some(Strong(
             Format::NvidiaSmiQ,
             "NVSMI LOG banner and keys (nvidia-smi -q)",

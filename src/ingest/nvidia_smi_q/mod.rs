@@ -57,8 +57,19 @@ impl Report {
         &mut self.gpus[last]
     }
 
+    /// A GPU block whose `GPU <bus id>` line was not pasted.
+    fn anonymous_gpu(&mut self, span: Span) {
+        let mut block = GpuBlock::new("", span);
+        block.anonymous = true;
+        self.gpus.push(block);
+    }
+
     fn current(&mut self) -> Option<&mut GpuBlock> {
         self.gpus.last_mut()
+    }
+
+    fn current_ref(&self) -> Option<&GpuBlock> {
+        self.gpus.last()
     }
 
     /// A `Processes` key or element: the listing exists.
@@ -96,6 +107,8 @@ struct GpuBlock {
     record: GpuRecord,
     health: GpuHealth,
     processes: Vec<GpuProcessRecord>,
+    /// Read from a fragment without its `GPU <bus id>` line.
+    anonymous: bool,
 }
 
 impl GpuBlock {
@@ -109,6 +122,7 @@ impl GpuBlock {
             },
             health: blank_health(bus_id, span),
             processes: Vec::new(),
+            anonymous: false,
         }
     }
 
@@ -247,7 +261,14 @@ impl GpuBlock {
             p.gpu_uuid = self.record.uuid.clone();
             facts.gpu_processes.push(p);
         }
-        facts.gpus.push(self.record);
+        // A fragment that names no GPU (no index, UUID or bus id) is no GPU
+        // of the inventory; its health still counts.
+        let named = self.record.index.is_some()
+            || self.record.uuid.is_some()
+            || self.record.bus_id.is_some();
+        if named || !self.anonymous {
+            facts.gpus.push(self.record);
+        }
         facts.gpu_health.push(self.health);
     }
 }

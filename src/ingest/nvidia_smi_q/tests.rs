@@ -496,3 +496,43 @@ fn cut_or_foreign_xml_is_counted_and_never_panics() {
         let _ = text(garbage);
     }
 }
+
+/// The `Remapped Rows` section alone, as quoted in
+/// https://github.com/leptonai/gpud/pull/80: its health is read, and no GPU
+/// is invented for the inventory.
+#[test]
+fn a_section_without_its_gpu_header_is_read_as_one_unnamed_gpu() {
+    let (facts, unrecognized) = text(
+        "    Remapped Rows\n\
+         \x20       Correctable Error                 : 0\n\
+         \x20       Uncorrectable Error               : 4\n\
+         \x20       Pending                           : Yes\n",
+    );
+    assert_eq!(unrecognized, 0);
+    assert!(facts.gpus.is_empty(), "{:?}", facts.gpus);
+    assert_eq!(facts.gpu_health.len(), 1);
+    let h = &facts.gpu_health[0];
+    assert_eq!((h.index, h.bus_id.as_deref()), (None, None));
+    assert_eq!(h.remapped_rows_correctable, read(0, 2));
+    assert_eq!(h.remapped_rows_uncorrectable, read(4, 3));
+    assert_eq!(h.remapped_rows_pending, read(true, 4));
+}
+
+/// Two sections pasted at column 0 stay one GPU; a leaf outside any known
+/// section is not read as a GPU.
+#[test]
+fn unindented_sections_of_a_fragment_share_one_gpu() {
+    let (facts, _) = text(
+        "Remapped Rows\n\
+         \x20   Uncorrectable Error               : 1\n\
+         \x20   Pending                           : Yes\n\
+         GPU Reset Status\n\
+         \x20   Reset Required                    : Yes\n",
+    );
+    assert_eq!(facts.gpu_health.len(), 1);
+    let h = &facts.gpu_health[0];
+    assert_eq!(h.remapped_rows_pending, read(true, 3));
+    assert_eq!(h.reset_required, read(true, 5));
+    let (facts, _) = text("Timestamp : Mon Jan  1 00:00:00 2024\nDriver Version : 535.104.05\n");
+    assert!(facts.gpu_health.is_empty());
+}

@@ -51,7 +51,21 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
             continue;
         }
         let indent = indentation(line.text);
-        if indent == 0 {
+        // A fragment pasted without its `GPU <bus id>` line (`Remapped Rows`
+        // and its leaves): one GPU block whose GPU the fragment does not name.
+        let anonymous = report.current_ref().is_some_and(|g| g.anonymous);
+        if !in_gpu
+            && (report.gpus.is_empty() || anonymous)
+            && (indent > 0 || is_gpu_section(content))
+        {
+            if !anonymous {
+                report.anonymous_gpu(line.span);
+            }
+            in_gpu = true;
+        }
+        let fragment_section =
+            in_gpu && is_gpu_section(content) && report.current_ref().is_some_and(|g| g.anonymous);
+        if indent == 0 && !fragment_section {
             stack.clear();
             if let Some(c) = GPU_HEADER.captures(content) {
                 report.gpu(&c["bus"], line.span);
@@ -73,7 +87,7 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
                 Some(c.name("value").map_or("", |v| v.as_str())),
             ),
             // A section: children follow, indented deeper.
-            None if indent > 0 => (content, None),
+            None if indent > 0 || fragment_section => (content, None),
             None => {
                 unrecognized += 1;
                 continue;
@@ -110,6 +124,25 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
     }
     report.close(facts);
     unrecognized
+}
+
+/// Sections of a GPU block, pasted alone often enough to be read without
+/// their `GPU <bus id>` line.
+pub(crate) const GPU_SECTIONS: &[&str] = &[
+    "Remapped Rows",
+    "ECC Errors",
+    "Ecc Mode",
+    "ECC Mode",
+    "Retired Pages",
+    "GPU Reset Status",
+    "FB Memory Usage",
+    "BAR1 Memory Usage",
+    "Clocks Throttle Reasons",
+    "Clocks Event Reasons",
+];
+
+fn is_gpu_section(content: &str) -> bool {
+    GPU_SECTIONS.contains(&content)
 }
 
 /// Leading whitespace in columns; a tab counts as one indentation level.

@@ -140,7 +140,27 @@ fn check_gpu(incident: &Incident, gpu: &GpuAt<'_>, healths: &[&GpuHealth], out: 
                 c.kind == EccKind::Uncorrectable && c.scope == EccScope::Volatile && c.count > 0
             })
         });
-    let needs_reset = sick.reset_required || sick.recovery_action;
+    // Rows remapped for uncorrectable errors, their remap still pending: the
+    // failed row stays in use until the reset, so the GPU needs one now.
+    let uncorrectable_rows = if sick.remap_pending {
+        healths.iter().find_map(|h| {
+            h.remapped_rows_uncorrectable
+                .as_ref()
+                .filter(|r| r.value > 0)
+        })
+    } else {
+        None
+    };
+    if let Some(r) = uncorrectable_rows {
+        f.evidence(
+            r.span,
+            format!(
+                "{short}: {} row(s) remapped after uncorrectable errors; the faulty rows stay in use until the remap applies",
+                r.value
+            ),
+        );
+    }
+    let needs_reset = sick.reset_required || sick.recovery_action || uncorrectable_rows.is_some();
     let pending = sick.remap_pending || sick.retirement_pending;
     if !(sick.rma() || volatile || needs_reset || pending || sick.uncorrectable) {
         return;
@@ -167,6 +187,7 @@ fn check_gpu(incident: &Incident, gpu: &GpuAt<'_>, healths: &[&GpuHealth], out: 
         volatile || sick.rma(),
     );
     f.condition("the GPU is identified by its index", gpu.index.is_some());
+
     let rma_what: Vec<&str> = [
         (sick.remap_failed, "row remapping failed"),
         (sick.no_spare_rows, "banks without spare rows"),
@@ -180,6 +201,8 @@ fn check_gpu(incident: &Incident, gpu: &GpuAt<'_>, healths: &[&GpuHealth], out: 
         format!("{short}'s memory is failing: {}", rma_what.join(", "))
     } else if volatile {
         format!("{short} has uncorrectable ECC errors since its last reset")
+    } else if uncorrectable_rows.is_some() {
+        format!("{short} has a row remap pending after uncorrectable errors: it needs a reset")
     } else if needs_reset {
         format!("{short} needs a reset (nvidia-smi)")
     } else if sick.remap_pending {
@@ -198,6 +221,11 @@ fn check_gpu(incident: &Incident, gpu: &GpuAt<'_>, healths: &[&GpuHealth], out: 
     } else if volatile {
         format!(
             "{} had uncorrectable memory errors since its last reset: workloads on it fail with ECC errors until it is reset.",
+            crate::rules::support::capitalise(&short)
+        )
+    } else if uncorrectable_rows.is_some() {
+        format!(
+            "{} remapped rows after uncorrectable memory errors and the remap is Pending: it applies only at a GPU reset, and until then the faulty rows can still be hit.",
             crate::rules::support::capitalise(&short)
         )
     } else if needs_reset {
@@ -226,6 +254,13 @@ fn check_gpu(incident: &Incident, gpu: &GpuAt<'_>, healths: &[&GpuHealth], out: 
     }
     f.explanation = "Volatile ECC counts are since the last reset, aggregate counts over the board's life; a pending remap or retirement is applied only at the next GPU reset. A failed remap, banks without spare rows or the SRAM threshold mean the board's spare memory is exhausted.".to_owned();
     let gpu_arg = gpu.index.map_or_else(|| "N".to_owned(), |i| i.to_string());
+    if gpu.index.is_none() && gpu.bus.is_none() {
+        // A fragment without its `GPU <bus id>` line: never guess the GPU.
+        f.actions.push(Action::advice(
+            "find which GPU this is: the capture does not name it",
+            Some("nvidia-smi -q -d ROW_REMAPPER,ECC"),
+        ));
+    }
     if f.severity == Severity::Warning {
         f.actions.push(Action::advice(
             format!("plan a reset of {short} at the next maintenance so that the repair applies"),

@@ -44,6 +44,13 @@ failing board.
 no longer lists the GPU or prints `Unable to determine the device handle`;
 processes using it sit in `D` state.
 
+With no kernel message at all, an absence can still hint at it: nvidia-smi
+lists an odd number (three or more) of boards of one model whose bus ids pair
+up (`03`/`04`) except one (`84` without `83`), as GPUs behind PCIe switches
+do. That is reported at a low confidence, naming what would settle it:
+`lspci | grep -i nvidia` (the missing board absent, or `rev ff`) and
+`dmesg | grep -i xid` (Xid 79).
+
 ## How to fix
 As for Xid 79: drain the node, stop its GPU services, reboot; open a
 hardware case if it repeats on the same board or slot.
@@ -109,6 +116,11 @@ impl Rule for GpuFellOffBusNoXid {
                 _ => None,
             };
             groups.push((bus, Vec::new()));
+        }
+        if groups.is_empty() && lost.is_empty() && xid79.is_empty() {
+            if let Some(f) = missing_sibling(incident) {
+                out.push(f);
+            }
         }
         let single = groups.len() == 1;
         for (bus, fell) in groups {
@@ -231,6 +243,110 @@ impl Rule for GpuFellOffBusNoXid {
             out.push(f);
         }
     }
+}
+
+/// nvidia-smi lists an odd number (≥ 3) of boards of one model whose bus
+/// numbers pair up (`03`/`04`, `83`/`84`) except one: its sibling is likely
+/// a GPU that fell off the bus. An absence only, so a low-confidence finding
+/// that names what would settle it.
+fn missing_sibling(incident: &Incident) -> Option<Finding> {
+    let mut models: std::collections::BTreeMap<&str, Vec<(u32, &crate::correlate::Gpu)>> =
+        std::collections::BTreeMap::new();
+    for g in &incident.gpus {
+        let (Some(name), Some(bus)) = (g.name.as_deref(), g.bus_id.as_deref()) else {
+            continue;
+        };
+        // `0000:84:00.0`: one GPU per bus, device 0 function 0.
+        let mut parts = bus.split([':', '.']);
+        let (_, Some(b), Some("00"), Some("0")) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        let Ok(b) = u32::from_str_radix(b, 16) else {
+            continue;
+        };
+        models.entry(name).or_default().push((b, g));
+    }
+    for (name, mut gpus) in models {
+        if gpus.len() < 3 || gpus.len() % 2 == 0 || gpus.len() != incident.gpus.len() {
+            continue;
+        }
+        gpus.sort_by_key(|(b, _)| *b);
+        let buses: Vec<u32> = gpus.iter().map(|(b, _)| *b).collect();
+        let paired = |b: u32| buses.contains(&(b + 1)) || (b > 0 && buses.contains(&(b - 1)));
+        let lone: Vec<&(u32, &crate::correlate::Gpu)> =
+            gpus.iter().filter(|(b, _)| !paired(*b)).collect();
+        let [(lone_bus, lone_gpu)] = lone.as_slice() else {
+            continue;
+        };
+        // The pairs start on one parity (`03`/`04`: odd); the lone GPU's
+        // sibling is on the other side of it.
+        let first_of_pair = buses.iter().find(|b| buses.contains(&(*b + 1)))?;
+        let sibling = if lone_bus % 2 == first_of_pair % 2 {
+            lone_bus + 1
+        } else {
+            lone_bus.checked_sub(1)?
+        };
+        let mut f = Finding::new(META.id, META.category, Severity::Error);
+        for (_, g) in &gpus {
+            f.entities.gpus.insert(g.index);
+        }
+        if let Some(h) = incident.facts.smi_headers.first() {
+            f.evidence(h.span, format!("nvidia-smi, driver {}", h.driver_version));
+        }
+        for (_, g) in &gpus {
+            if let Some(span) = g.spans.first() {
+                f.evidence(
+                    *span,
+                    format!(
+                        "GPU {} {name} at {}",
+                        g.index,
+                        g.bus_id.as_deref().unwrap_or("?")
+                    ),
+                );
+            }
+        }
+        f.condition(
+            "nvidia-smi lists its boards in pairs but one, so a GPU may be missing",
+            true,
+        );
+        f.condition("the driver says a GPU fell off the bus (Xid 79)", false);
+        f.condition("lspci shows the missing board absent or as `rev ff`", false);
+        f.title = format!(
+            "a GPU may be missing: nvidia-smi lists {} {name} boards, and GPU {} at bus {lone_bus:02x} has no sibling at {sibling:02x}",
+            gpus.len(),
+            lone_gpu.index
+        );
+        f.headline = format!(
+            "nvidia-smi lists {} {name} boards whose bus ids pair up except GPU {}'s ({lone_bus:02x}): the board at bus {sibling:02x} may have fallen off the bus. Only an absence says so; no kernel log is in the captures to confirm it.",
+            gpus.len(),
+            lone_gpu.index
+        );
+        f.chain.push(format!(
+            "nvidia-smi lists {} GPUs, not an even number",
+            gpus.len()
+        ));
+        f.chain.push(format!(
+            "the GPU at bus {sibling:02x} is no longer visible to the driver (fell off the bus?)"
+        ));
+        f.explanation = "GPUs behind PCIe switches come in pairs of adjacent bus numbers; one board without its pair, and an odd count of one model, suggest a GPU the driver no longer sees. Missing: the kernel log (Xid 79, `fallen off the bus`) and the PCI device list, which settle it.".to_owned();
+        f.actions.push(Action::advice(
+            "check whether the node still sees every board on the PCI bus (a missing one is absent or shows `rev ff`)",
+            Some("lspci | grep -i nvidia"),
+        ));
+        f.actions.push(Action::advice(
+            "look for Xid 79 (GPU has fallen off the bus) in the kernel log",
+            Some("dmesg | grep -i xid"),
+        ));
+        f.actions.push(Action::advice(
+            "if a board is gone: drain the node, reboot it, and reseat or replace the GPU if it happens again",
+            None,
+        ));
+        f.confidence = confidence(&f, 0.3, 0.9).min(0.45);
+        return Some(f);
+    }
+    None
 }
 
 /// `NVRM: The NVIDIA GPU 0000:b3:00.0`, up to three lines above the line

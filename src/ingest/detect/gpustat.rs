@@ -1,0 +1,19 @@
+//! Detection of `gpustat` output: its one-line-per-GPU records are strong;
+//! the `host  ctime` line above them joins the segment they start.
+
+use super::Class;
+use crate::ingest::Format;
+
+pub(super) fn sniff(line: &str, _current: Option<Format>) -> Option<Class> {
+    // Cheap byte tests before the regex: every GPU line starts `[` and has
+    // a `'C,` temperature.
+    if !line.starts_with('[') || !line.contains("'C,") {
+        return None;
+    }
+    crate::ingest::gpustat::GPU_LINE
+        .is_match(line.trim())
+        .then_some(Class::Strong(
+            Format::Gpustat,
+            "[N] NAME | TEMP'C, UTIL % | USED / TOTAL MB | lines (gpustat)",
+        ))
+}

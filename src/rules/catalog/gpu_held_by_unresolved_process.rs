@@ -1,0 +1,169 @@
+//! `gpu-held-by-unresolved-process`: nvidia-smi lists processes that hold
+//! GPU memory but whose name it cannot resolve (`Unknown Error`): processes
+//! that died without being reaped (zombies) and still hold their memory.
+
+use crate::correlate::Incident;
+use crate::rules::support::{confidence, mib};
+use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+
+pub static RULE: GpuHeldByUnresolvedProcess = GpuHeldByUnresolvedProcess;
+
+pub struct GpuHeldByUnresolvedProcess;
+
+/// The name nvidia-smi prints for a process whose name the driver cannot
+/// read any more.
+const UNRESOLVED: &str = "Unknown Error";
+
+static META: RuleMeta = RuleMeta {
+    id: "gpu-held-by-unresolved-process",
+    category: Category::GpuMemoryHeldByOtherProcess,
+    severity: Severity::Error,
+    summary: "nvidia-smi lists processes named `Unknown Error` that still hold GPU memory: dead but unreaped processes",
+    anchors: &[UNRESOLVED],
+    doc: r#"
+## What it means
+nvidia-smi's process table lists a PID with memory in use whose process
+name reads `Unknown Error`: the driver still accounts the memory to the
+process, but can no longer resolve the process itself. It is a process that
+exited (often killed) without being reaped, a zombie or one stuck on its way
+out, and its GPU memory is not free for anyone else.
+
+## Why it happens
+The process died while a child (a data-loader worker, an I/O process) or its
+parent still holds the process's CUDA context: the memory is released only
+when every process sharing the context is gone and the dead one is reaped.
+A process stuck in the driver (`D` state) after a GPU fault looks the same.
+
+## How to confirm
+`ps -o pid,ppid,stat,lstart,cmd -p PID`: state `Z` (zombie) or `D`, or no
+process at all; `fuser -v /dev/nvidia*` lists the live processes that still
+have the GPU open (the dead one's children or parent).
+
+## How to fix
+A zombie cannot be killed: end the process that keeps it (its parent, or
+the child still holding the device, found with `fuser`) after checking it is
+the one you mean, so the zombie is reaped and the memory released. A process
+in `D` state, or memory that stays held with no process left, needs a GPU
+reset (`nvidia-smi -r -i N`) or a reboot. The other processes of the table
+are live jobs and are not part of this.
+
+## Safety
+Advice only: a PID the driver cannot resolve cannot be verified, so no step
+signals it.
+"#,
+};
+
+impl Rule for GpuHeldByUnresolvedProcess {
+    fn meta(&self) -> &RuleMeta {
+        &META
+    }
+
+    fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
+        let held: Vec<_> = incident
+            .gpu_processes
+            .iter()
+            .filter(|p| p.name.trim() == UNRESOLVED && p.used_mib.is_some_and(|m| m > 0))
+            .collect();
+        if held.is_empty() {
+            return;
+        }
+        let mut f = Finding::new(META.id, META.category, META.severity);
+        let mut parts = Vec::new();
+        for p in &held {
+            f.entities.pids.insert(p.pid);
+            let on = match p.gpu {
+                Some(g) => {
+                    f.entities.gpus.insert(g);
+                    format!(" on GPU {g}")
+                }
+                None => String::new(),
+            };
+            parts.push(format!("PID {} ({}{on})", p.pid, mib(p.used_mib)));
+            if let Some(span) = p.spans.first() {
+                f.evidence(
+                    *span,
+                    format!(
+                        "PID {} holds {}{on}, but nvidia-smi cannot resolve its name",
+                        p.pid,
+                        mib(p.used_mib)
+                    ),
+                );
+            }
+        }
+        let in_ps = held
+            .iter()
+            .filter_map(|p| incident.facts.ps.iter().find(|r| r.pid == p.pid))
+            .collect::<Vec<_>>();
+        for r in &in_ps {
+            f.evidence(r.span, format!("ps: PID {} `{}`", r.pid, r.cmd));
+        }
+        f.condition(
+            "nvidia-smi accounts memory to processes it cannot name",
+            true,
+        );
+        f.condition(
+            "ps shows their state (Z: zombie, D: stuck in the driver)",
+            !in_ps.is_empty(),
+        );
+        let live = incident
+            .gpu_processes
+            .iter()
+            .filter(|p| p.name.trim() != UNRESOLVED)
+            .count();
+        f.title = format!(
+            "GPU memory held by {} process(es) nvidia-smi cannot resolve (`{UNRESOLVED}`)",
+            held.len()
+        );
+        let (verb, them, what) = if held.len() == 1 {
+            (
+                "holds",
+                "it",
+                "a dead process not yet reaped, whose memory is not free until it is",
+            )
+        } else {
+            (
+                "hold",
+                "them",
+                "dead processes not yet reaped, whose memory is not free until they are",
+            )
+        };
+        f.headline = format!(
+            "{} still {verb} GPU memory although nvidia-smi shows no process name for {them} (`{UNRESOLVED}`): {what}.",
+            parts.join(", ")
+        );
+        f.chain
+            .push("the GPU memory they hold is not available to new jobs".to_owned());
+        f.chain.push(
+            "the processes died without being reaped (zombies), or are stuck in the driver"
+                .to_owned(),
+        );
+        f.explanation = format!(
+            "`{UNRESOLVED}` in the process-name column means the driver still accounts memory to a PID whose process it cannot read: it exited but is not reaped, because its parent or a child sharing its CUDA context is still alive. {}",
+            if live > 0 {
+                format!(
+                    "The {live} other process(es) of the table are live jobs and are not part of this."
+                )
+            } else {
+                String::new()
+            }
+        );
+        let pids: Vec<String> = held.iter().map(|p| p.pid.to_string()).collect();
+        f.actions.push(Action::advice(
+            "check each PID: state Z (zombie) or D (stuck in the driver), and its parent",
+            Some(&format!(
+                "ps -o pid,ppid,stat,lstart,cmd -p {}",
+                pids.join(",")
+            )),
+        ));
+        f.actions.push(Action::advice(
+            "find the live processes that still have the GPU open (the dead one's parent or children); a plain kill of a zombie does nothing: end the process that keeps it, after checking it is the one you mean",
+            Some("fuser -v /dev/nvidia*"),
+        ));
+        f.actions.push(Action::advice(
+            "if the memory stays held with nothing left to end, reset the GPU or reboot the node",
+            None,
+        ));
+        f.confidence = confidence(&f, 0.6, 0.85);
+        out.push(f);
+    }
+}
