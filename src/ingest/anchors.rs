@@ -174,7 +174,7 @@ pub(crate) struct Hot {
 #[derive(Debug)]
 enum Search {
     Lazy {
-        dfa: regex_automata::hybrid::dfa::DFA,
+        dfa: Box<regex_automata::hybrid::dfa::DFA>,
         caches: Mutex<Vec<regex_automata::hybrid::dfa::Cache>>,
     },
     /// Where the lazy DFA cannot be built (a literal that is not ASCII).
@@ -238,7 +238,7 @@ impl Search {
             .build_many(&patterns)
             .ok()?;
         Some(Search::Lazy {
-            dfa,
+            dfa: Box::new(dfa),
             caches: Mutex::new(Vec::new()),
         })
     }
