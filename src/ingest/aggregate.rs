@@ -67,50 +67,60 @@ const MAX_CONTINUATION: usize = 64;
 /// … 79,`, `GPU 3 `, `exit code 1`: a different code is a different
 /// failure); every hex id (eight or more hex digits with a digit among them).
 /// Times, PIDs, ports, sizes, counters and addresses go; words stay.
+#[cfg(test)]
 pub(crate) fn key(text: &str) -> Option<u64> {
+    key_with(text, &mut Vec::new())
+}
+
+/// [`key`], with a buffer to reuse: the line's template is written there,
+/// then hashed. Only the words that hold a digit are looked at byte by
+/// byte; the bytes between them are copied as they are.
+pub(crate) fn key_with(text: &str, template: &mut Vec<u8>) -> Option<u64> {
     let bytes = text.as_bytes();
     match bytes.first() {
         None | Some(b' ' | b'\t') => return None,
         _ => {}
     }
-    let mut hash = Hasher::default();
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        if !b.is_ascii_alphanumeric() {
-            hash.put(b);
-            i += 1;
-            continue;
+    template.clear();
+    // Bytes before `done` are in the template.
+    let mut done = 0;
+    while let Some(digit) = next_digit(bytes, done) {
+        // The word (a run of ASCII letters and digits) the digit is in.
+        let mut start = digit;
+        while start > done && bytes[start - 1].is_ascii_alphanumeric() {
+            start -= 1;
         }
-        let start = i;
-        let (mut digits, mut hex) = (0usize, true);
-        while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
-            digits += usize::from(bytes[i].is_ascii_digit());
-            hex &= bytes[i].is_ascii_hexdigit();
-            i += 1;
+        let (mut end, mut digits, mut hex) = (start, 0, true);
+        while let Some(&b) = bytes.get(end).filter(|b| b.is_ascii_alphanumeric()) {
+            digits += usize::from(b.is_ascii_digit());
+            hex &= b.is_ascii_hexdigit();
+            end += 1;
         }
-        let word = &bytes[start..i];
-        if digits == 0 {
-            word.iter().for_each(|&b| hash.put(b));
-        } else if digits == word.len() {
+        template.extend_from_slice(&bytes[done..start]);
+        let word = &bytes[start..end];
+        if digits == word.len() {
             let before = start.checked_sub(1).map(|j| bytes[j]);
-            let after = bytes.get(i).copied();
+            let after = bytes.get(end).copied();
             let alone = matches!(before, None | Some(b' ' | b'(' | b'=' | b'#'))
                 && matches!(after, None | Some(b' ' | b',' | b')' | b';'));
             if word.len() <= 3 && alone {
-                word.iter().for_each(|&b| hash.put(b));
+                template.extend_from_slice(word);
             } else {
-                hash.put(b'0');
+                template.push(b'0');
             }
         } else if hex && word.len() >= 8 {
-            hash.put(b'x');
+            template.push(b'x');
         } else {
             // Digits inside a word (`TP3`, `python3`): masked, letters kept.
-            word.iter()
-                .for_each(|&b| hash.put(if b.is_ascii_digit() { b'0' } else { b }));
+            template.extend(
+                word.iter()
+                    .map(|&b| if b.is_ascii_digit() { b'0' } else { b }),
+            );
         }
+        done = end;
     }
-    Some(hash.finish())
+    template.extend_from_slice(&bytes[done..]);
+    Some(hash(template))
 }
 
 /// Whether a line may be PID 1's journal entry (`systemd[1]: `, a JSON
@@ -125,37 +135,44 @@ pub(crate) fn may_be_pid1(text: &str) -> bool {
     SHORT.find(text.as_bytes()).is_some() || JSON.find(text.as_bytes()).is_some()
 }
 
-/// A fast hash of a byte sequence, eight bytes mixed at a time. Not for
-/// tables an attacker fills: a collision only merges two templates' counts.
-#[derive(Default)]
-struct Hasher {
-    hash: u64,
-    word: u64,
-    bytes: u32,
+/// The first ASCII digit at or after `from`: eight bytes tested at a time
+/// (a byte of `w ^ 0x30…` below 10 is a digit; the test of a word for a
+/// byte below 10 is exact, only not where).
+fn next_digit(bytes: &[u8], mut from: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    while let Some(chunk) = bytes.get(from..from + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let t = u64::from_le_bytes(word) ^ (0x30 * ONES);
+        if t.wrapping_sub(10 * ONES) & !t & (0x80 * ONES) != 0 {
+            break;
+        }
+        from += 8;
+    }
+    bytes[from..]
+        .iter()
+        .position(u8::is_ascii_digit)
+        .map(|d| from + d)
 }
 
-impl Hasher {
-    #[inline]
-    fn put(&mut self, b: u8) {
-        self.word = (self.word << 8) | u64::from(b);
-        self.bytes += 1;
-        if self.bytes % 8 == 0 {
-            self.mix();
-        }
+/// A fast hash of a byte sequence, eight bytes mixed at a time. Not for
+/// tables an attacker fills: a collision only merges two templates' counts.
+fn hash(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mix = |hash: u64, word: u64| (hash ^ word).wrapping_mul(K).rotate_left(31);
+    let mut chunks = bytes.chunks_exact(8);
+    let mut hash = 0;
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        hash = mix(hash, u64::from_le_bytes(word));
     }
-
-    #[inline]
-    fn mix(&mut self) {
-        const K: u64 = 0x9e37_79b9_7f4a_7c15;
-        self.hash = (self.hash ^ self.word).wrapping_mul(K).rotate_left(31);
-        self.word = 0;
-    }
-
-    fn finish(mut self) -> u64 {
-        self.word ^= u64::from(self.bytes) << 56;
-        self.mix();
-        self.hash ^ (self.hash >> 29)
-    }
+    let tail = chunks
+        .remainder()
+        .iter()
+        .fold(0u64, |word, &b| (word << 8) | u64::from(b));
+    hash = mix(hash, tail ^ ((bytes.len() as u64) << 56));
+    hash ^ (hash >> 29)
 }
 
 /// The keys are hashes already.
@@ -340,8 +357,33 @@ mod tests {
         for (a, b) in differ {
             assert_ne!(key(a), key(b), "{a}");
         }
+        // A reused buffer gives each line its own template.
+        let mut buffer = Vec::new();
+        for (a, b) in same.iter().chain(&differ) {
+            assert_eq!(key_with(a, &mut buffer), key(a), "{a}");
+            assert_eq!(key_with(b, &mut buffer), key(b), "{b}");
+        }
         assert_eq!(key(""), None);
         assert_eq!(key("  File \"x.py\", line 3"), None);
+    }
+
+    #[test]
+    fn the_next_digit_is_found_in_any_byte_of_a_word() {
+        let text: Vec<u8> = (0u8..=255).filter(|b| !b.is_ascii_digit()).collect();
+        assert_eq!(next_digit(&text, 0), None);
+        for at in 0..24 {
+            for digit in b'0'..=b'9' {
+                let mut line = vec![b'/'; 24];
+                line[at] = digit;
+                line[23 - at / 2] = b'9';
+                let first = at.min(23 - at / 2);
+                assert_eq!(next_digit(&line, 0), Some(first), "{at} {digit}");
+                assert_eq!(
+                    next_digit(&line, at + 1),
+                    (at < 23 - at / 2).then_some(23 - at / 2)
+                );
+            }
+        }
     }
 
     #[test]

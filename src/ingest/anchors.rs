@@ -155,19 +155,11 @@ impl Anchors {
             .map(String::as_str)
             .chain(FACT_ANCHORS.iter().copied())
             .collect();
-        let matcher = AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .kind(Some(AhoCorasickKind::DFA))
-            .build(&all)
-            .or_else(|_| {
-                AhoCorasick::builder()
-                    .ascii_case_insensitive(true)
-                    .build(&all)
-            })
-            .expect("anchors are plain literals");
         let hot = Arc::new(Hot {
-            matcher,
+            search: Search::new(&all),
             rules: self.literals.len(),
+            rules_only: (!self.literals.is_empty())
+                .then(|| Search::new(&all[..self.literals.len()])),
         });
         *last = Some((self.literals.clone(), Arc::clone(&hot)));
         hot
@@ -177,32 +169,188 @@ impl Anchors {
 /// The rules' anchors and the parsers': whether a line must be read in full.
 #[derive(Debug)]
 pub(crate) struct Hot {
-    matcher: AhoCorasick,
+    search: Search,
     /// The rules' literals come first: a match of pattern below this makes
     /// the line a message.
     rules: usize,
+    /// The rules' literals alone, for a line where a parser's came first.
+    rules_only: Option<Search>,
+}
+
+/// How the anchors are searched. Case-insensitive Aho-Corasick has no
+/// prefilter to skip with, and its DFA takes one byte a step through a
+/// generic loop; regex-automata's lazy DFA over the same literals (ASCII
+/// case folding only, as Aho-Corasick's) unrolls its loop and stops at the
+/// first match state, which is all a line needs. Its states are built as
+/// the search meets them, in a cache per thread (a pool: the anchor search
+/// runs on whichever thread has time).
+#[derive(Debug)]
+enum Search {
+    Lazy {
+        dfa: Box<regex_automata::hybrid::dfa::DFA>,
+        caches: Mutex<Vec<regex_automata::hybrid::dfa::Cache>>,
+    },
+    /// Where the lazy DFA cannot be built (a literal that is not ASCII).
+    Automaton(AhoCorasick),
+}
+
+/// The lazy DFA's cache: the anchors' states take a few hundred KiB.
+const LAZY_CACHE_BYTES: usize = 4 << 20;
+
+impl Search {
+    fn new(literals: &[&str]) -> Search {
+        Search::lazy(literals).unwrap_or_else(|| {
+            Search::Automaton(
+                AhoCorasick::builder()
+                    .ascii_case_insensitive(true)
+                    .kind(Some(AhoCorasickKind::DFA))
+                    .build(literals)
+                    .or_else(|_| {
+                        AhoCorasick::builder()
+                            .ascii_case_insensitive(true)
+                            .build(literals)
+                    })
+                    .expect("anchors are plain literals"),
+            )
+        })
+    }
+
+    /// Each literal as a pattern of its bytes, letters folded ASCII-only
+    /// like Aho-Corasick's `ascii_case_insensitive`, every other byte
+    /// escaped; `None` for a literal that is not ASCII.
+    fn lazy(literals: &[&str]) -> Option<Search> {
+        use regex_automata::hybrid::dfa::DFA;
+        use regex_automata::nfa::thompson;
+        use regex_automata::util::syntax;
+        if literals.is_empty() || !literals.iter().all(|l| l.is_ascii()) {
+            return None;
+        }
+        let patterns: Vec<String> = literals
+            .iter()
+            .map(|l| {
+                l.bytes()
+                    .map(|b| {
+                        if b.is_ascii_alphanumeric() {
+                            char::from(b).to_string()
+                        } else {
+                            format!("\\x{b:02x}")
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let dfa = DFA::builder()
+            .configure(DFA::config().cache_capacity(LAZY_CACHE_BYTES))
+            .syntax(
+                syntax::Config::new()
+                    .case_insensitive(true)
+                    .unicode(false)
+                    .utf8(false),
+            )
+            .thompson(thompson::Config::new().utf8(false))
+            .build_many(&patterns)
+            .ok()?;
+        Some(Search::Lazy {
+            dfa: Box::new(dfa),
+            caches: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+impl Search {
+    /// Whether any literal is in `text`.
+    fn is_match(&self, text: &[u8]) -> bool {
+        match self {
+            Search::Lazy { dfa, caches } => {
+                let taken = caches.lock().ok().and_then(|mut c| c.pop());
+                let mut cache = taken.unwrap_or_else(|| dfa.create_cache());
+                let input = regex_automata::Input::new(text).earliest(true);
+                // A search that fails says nothing: then the line is a
+                // message (the rules look for their own patterns in it).
+                let found = !matches!(dfa.try_search_fwd(&mut cache, &input), Ok(None));
+                if let Ok(mut c) = caches.lock() {
+                    c.push(cache);
+                }
+                found
+            }
+            Search::Automaton(matcher) => matcher.is_match(text),
+        }
+    }
 }
 
 impl Hot {
-    #[cfg(test)]
-    fn matches(&self, line: &str) -> bool {
-        self.matcher.is_match(line)
+    /// Whether a rule's literal is in `line` ([`Anchors::matches`] of the
+    /// rules' anchors, searched the same way as [`Self::scan`]).
+    pub(crate) fn is_rule(&self, line: &str) -> bool {
+        self.rules_only
+            .as_ref()
+            .is_some_and(|s| s.is_match(line.as_bytes()))
     }
 
-    /// The first match of each line of `block` that has one, many lines
-    /// searched at once: where it starts, and whether it is a rule's (then
-    /// the line is a message; otherwise it may still be one, see
-    /// [`Anchors::matches`]). No anchor holds a newline, so the search goes
-    /// on from the next line.
+    #[cfg(test)]
+    fn matches(&self, line: &str) -> bool {
+        let mut found = Vec::new();
+        self.scan(line.as_bytes(), &mut found);
+        !found.is_empty()
+    }
+
+    /// A match in each line of `block` that has one, many lines searched at
+    /// once: where it is (an offset inside its line), and whether it is a
+    /// rule's (then the line is a message; otherwise it may still be one,
+    /// see [`Anchors::matches`]). No anchor holds a newline, so the search
+    /// goes on from the next line.
     pub(crate) fn scan(&self, block: &[u8], found: &mut Vec<(usize, bool)>) {
-        let mut at = 0;
-        while at < block.len() {
-            let Some(m) = self.matcher.find(Input::new(block).range(at..)) else {
-                break;
-            };
-            found.push((m.start(), m.pattern().as_usize() < self.rules));
-            at = memchr::memchr(b'\n', &block[m.end()..]).map_or(block.len(), |i| m.end() + i + 1);
+        let next_line =
+            |end: usize| memchr::memchr(b'\n', &block[end..]).map_or(block.len(), |i| end + i + 1);
+        match &self.search {
+            Search::Lazy { dfa, caches } => {
+                let taken = caches.lock().ok().and_then(|mut c| c.pop());
+                let mut cache = taken.unwrap_or_else(|| dfa.create_cache());
+                let mut at = 0;
+                while at < block.len() {
+                    let input = regex_automata::Input::new(block).range(at..).earliest(true);
+                    // Without a quit byte or a cache limit the search never
+                    // fails; were it to, every remaining line is read in full.
+                    let m = match dfa.try_search_fwd(&mut cache, &input) {
+                        Ok(Some(m)) => m,
+                        Ok(None) => break,
+                        Err(_) => {
+                            mark_every_line(block, at, found);
+                            break;
+                        }
+                    };
+                    // A match is at least one byte: its last byte is in its line.
+                    let end = m.offset();
+                    found.push((end - 1, m.pattern().as_usize() < self.rules));
+                    at = next_line(end);
+                }
+                if let Ok(mut c) = caches.lock() {
+                    c.push(cache);
+                }
+            }
+            Search::Automaton(matcher) => {
+                let mut at = 0;
+                while at < block.len() {
+                    let Some(m) = matcher.find(Input::new(block).range(at..)) else {
+                        break;
+                    };
+                    found.push((m.start(), m.pattern().as_usize() < self.rules));
+                    at = next_line(m.end());
+                }
+            }
         }
+    }
+}
+
+/// Every line of `block` from `at` on, as if a parser's anchor matched it:
+/// read in full (a rule's anchor is still looked for in each).
+fn mark_every_line(block: &[u8], mut at: usize, found: &mut Vec<(usize, bool)>) {
+    while at < block.len() {
+        // An empty line holds no anchor.
+        if block[at] != b'\n' {
+            found.push((at, false));
+        }
+        at = memchr::memchr(b'\n', &block[at..]).map_or(block.len(), |i| at + i + 1);
     }
 }
 
@@ -228,5 +376,89 @@ mod tests {
         assert!(hot.matches("OSError: [Errno 98] address already in use"));
         assert!(hot.matches("kernel: NVRM: Xid (PCI:0000:3b:00): 79"));
         assert!(!hot.matches("sshd[900]: Accepted publickey for deploy"));
+    }
+
+    /// The lines of `block` (by index) a search found, and whether each
+    /// match it reported is a rule's.
+    fn lines_found(search: Search, rules: usize, block: &str) -> Vec<(usize, bool)> {
+        let hot = Hot {
+            search,
+            rules,
+            rules_only: None,
+        };
+        let mut found = Vec::new();
+        hot.scan(block.as_bytes(), &mut found);
+        found
+            .iter()
+            .map(|&(at, rule)| (block[..at].matches('\n').count(), rule))
+            .collect()
+    }
+
+    #[test]
+    fn the_lazy_dfa_finds_the_lines_aho_corasick_finds() {
+        let literals = [
+            "Address already in use",
+            "what():",
+            "NVRM",
+            "[nvidia]",
+            "GPU blocks:",
+            "oom-kill:",
+            "Killed",
+        ];
+        let lines = [
+            "OSError: [Errno 98] ADDRESS already in use",
+            "terminate called after throwing  what():  boom",
+            "what() without its colon",
+            "kernel: nvrm: Xid 79",
+            "",
+            "[ 1.0] [nvidia] loaded",
+            "[nvidiaX] is another module",
+            "INFO # GPU blocks: 4096, # CPU blocks: 512",
+            "oom-kill:constraint=CONSTRAINT_NONE",
+            // U+212A KELVIN SIGN folds to `k` in Unicode, not in ASCII.
+            "\u{212A}illed by a sign",
+            "Killed process 4242 (python3); also NVRM",
+            "nothing here, not even a newline at the end",
+        ];
+        let block = lines.join("\n");
+        let lazy = Search::new(&literals);
+        assert!(matches!(lazy, Search::Lazy { .. }));
+        let automaton = Search::Automaton(
+            AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .build(literals)
+                .expect("literals"),
+        );
+        let by_lazy = lines_found(lazy, 2, &block);
+        let by_automaton = lines_found(automaton, 2, &block);
+        let which = |f: &[(usize, bool)]| f.iter().map(|l| l.0).collect::<Vec<_>>();
+        assert_eq!(which(&by_lazy), vec![0, 1, 3, 5, 7, 8, 10]);
+        assert_eq!(which(&by_lazy), which(&by_automaton));
+        // A match called a rule's is one: lines 0 and 1 hold the rules' literals.
+        for (line, rule) in by_lazy {
+            assert_eq!(rule, line <= 1, "line {line}");
+        }
+    }
+
+    #[test]
+    fn a_rule_literal_is_told_from_a_parser_literal() {
+        let hot = Anchors::new(["Address already in use"]).with_facts();
+        assert!(hot.is_rule("Traceback: OSError: [Errno 98] ADDRESS ALREADY IN USE"));
+        assert!(!hot.is_rule("Traceback (most recent call last):"));
+        assert!(
+            !Anchors::new(Vec::<String>::new())
+                .with_facts()
+                .is_rule("Address already in use")
+        );
+    }
+
+    #[test]
+    fn a_literal_that_is_not_ascii_is_searched_by_aho_corasick() {
+        let search = Search::new(&["naïve", "NVRM"]);
+        assert!(matches!(search, Search::Automaton(_)));
+        assert_eq!(
+            lines_found(search, 1, "x\nNAïVE y\nnvrm"),
+            vec![(1, true), (2, false)]
+        );
     }
 }

@@ -234,6 +234,8 @@ struct Batch {
     /// What was seen of each line, once looked at.
     looked: Vec<Looked>,
     found: Vec<(usize, bool)>,
+    /// Where a line's template is written ([`aggregate::key_with`]).
+    template: Vec<u8>,
 }
 
 impl Batch {
@@ -263,11 +265,15 @@ impl Batch {
             return;
         }
         self.looked.clear();
+        let mut template = std::mem::take(&mut self.template);
         match look.hot {
             None => {
                 for i in 0..self.lines.len() {
                     let message = look.rules.matches(self.line(i));
-                    let key = look.repeats.then(|| aggregate::key(self.line(i))).flatten();
+                    let key = look
+                        .repeats
+                        .then(|| aggregate::key_with(self.line(i), &mut template))
+                        .flatten();
                     self.looked.push(Looked {
                         hot: true,
                         message,
@@ -288,13 +294,13 @@ impl Batch {
                         next += 1;
                     }
                     // A parser's anchor came first: a rule's may follow.
-                    let message = rule || found && look.rules.matches(self.line(i));
+                    let message = rule || found && hot.is_rule(self.line(i));
                     // A skimmed line costs nothing to keep: only lines read
                     // in full are aggregated, those with an anchor and
                     // PID 1's (read in full whatever their text).
                     let line = self.line(i);
                     let key = (look.repeats && (found || aggregate::may_be_pid1(line)))
-                        .then(|| aggregate::key(line))
+                        .then(|| aggregate::key_with(line, &mut template))
                         .flatten();
                     self.looked.push(Looked {
                         hot: found,
@@ -304,6 +310,7 @@ impl Batch {
                 }
             }
         }
+        self.template = template;
     }
 
     fn clear(&mut self) {
