@@ -87,6 +87,8 @@ impl Rule for CudaOomAtContextCreation {
         let mut lines: Vec<_> = typed
             .iter()
             .filter(|e| !in_graph_capture(incident, e.span, text(e.span)))
+            // vLLM's graph-capture rule reports an OOM while capturing.
+            .filter(|e| crate::rules::support::vllm::graph_capture(incident, e).is_none())
             .filter_map(|e| incident.facts.messages.iter().find(|m| m.span == e.span))
             .collect();
         for (m, _) in matches(incident, &ALLOCATION) {
@@ -114,6 +116,20 @@ impl Rule for CudaOomAtContextCreation {
         }
         if let Some(p) = event.and_then(|e| e.pid) {
             f.entities.pids.insert(p);
+        }
+        // NCCL's `[N]` is the CUDA device the failing call ran on.
+        for m in &lines {
+            for e in incident
+                .facts
+                .server_events
+                .iter()
+                .filter(|e| e.span == m.span)
+            {
+                if let ServerEventKind::Nccl(n) = &e.kind {
+                    f.entities.gpus.extend(n.cuda_dev);
+                    f.entities.pids.insert(n.pid);
+                }
+            }
         }
         let who = holders
             .target
@@ -208,6 +224,12 @@ impl Rule for CudaOomAtContextCreation {
                     Some("nvidia-smi; nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv"),
                 ));
                 if nccl {
+                    // The usual filler is the server itself: a static
+                    // reservation that leaves NCCL no room.
+                    f.actions.push(Action::advice(
+                        "if the server reserves the GPU up front, lower its static fraction so NCCL's buffers fit: TensorRT-LLM kv_cache_free_gpu_mem_fraction, vLLM --gpu-memory-utilization, SGLang --mem-fraction-static",
+                        None,
+                    ));
                     f.actions.push(Action::advice(
                         "as a last resort, lower NCCL_BUFFSIZE for the server",
                         None,

@@ -18,6 +18,7 @@ mod hf_model_download_failure;
 mod hf_model_load_failure;
 mod k8s_device_plugin_xid;
 mod kernel_oom_killer;
+mod nccl_duplicate_gpu;
 mod nccl_error;
 mod nccl_watchdog_timeout;
 mod nvidia_driver_not_loaded;
@@ -43,6 +44,7 @@ mod trtllm_kv_cache_too_small;
 mod unit_exit_nonzero;
 mod unit_exited_zero_no_restart;
 mod unsupported_hardware;
+mod vllm_cuda_graph_capture_oom;
 mod vllm_engine_core_failed;
 mod vllm_insufficient_free_memory;
 mod vllm_kv_cache_init_failed;
@@ -76,6 +78,7 @@ pub static RULES: &[&dyn Rule] = &[
     &hf_model_load_failure::RULE,
     &k8s_device_plugin_xid::RULE,
     &kernel_oom_killer::RULE,
+    &nccl_duplicate_gpu::RULE,
     &nccl_error::RULE,
     &nccl_watchdog_timeout::RULE,
     &nvidia_driver_not_loaded::RULE,
@@ -101,6 +104,7 @@ pub static RULES: &[&dyn Rule] = &[
     &unit_exit_nonzero::RULE,
     &unit_exited_zero_no_restart::RULE,
     &unsupported_hardware::RULE,
+    &vllm_cuda_graph_capture_oom::RULE,
     &vllm_engine_core_failed::RULE,
     &vllm_insufficient_free_memory::RULE,
     &vllm_kv_cache_init_failed::RULE,

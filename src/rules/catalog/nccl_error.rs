@@ -134,6 +134,15 @@ impl Rule for NcclError {
         if errors.is_empty() && error_lines.is_empty() {
             return;
         }
+        // Two ranks on one GPU: `nccl-duplicate-gpu` reports it.
+        if incident
+            .facts
+            .messages
+            .iter()
+            .any(|m| m.text.contains("Duplicate GPU detected"))
+        {
+            return;
+        }
         // What NCCL warned, and the `Last error:` text of the exceptions.
         let warns: Vec<(Span, &str)> = events
             .iter()

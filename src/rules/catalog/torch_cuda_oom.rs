@@ -141,6 +141,12 @@ impl Rule for TorchCudaOom {
             if in_graph_capture(incident, event.span, text) && analysis.foreign_large().is_none() {
                 continue;
             }
+            // So does vLLM's graph-capture rule.
+            if analysis.foreign_large().is_none()
+                && crate::rules::support::vllm::graph_capture(incident, event).is_some()
+            {
+                continue;
+            }
             let mut f = analysis.finding();
             f.occurrences = count as u32;
             out.push(f);
@@ -175,6 +181,29 @@ fn size(bytes: u64) -> String {
     } else {
         format!("{:.2} GiB", gib(bytes))
     }
+}
+
+/// The listed entry that must be the writer by the accounting: the list
+/// covers all the memory in use (`total - free`), so the writer is in it,
+/// and only one entry is large enough to hold what PyTorch allocated. A
+/// container's host PID, with no `this process` line, reconciled this way.
+pub(super) fn listed_writer(o: &CudaOom) -> Option<(u32, u64)> {
+    if o.this_process_bytes.is_some() || o.processes.is_empty() {
+        return None;
+    }
+    let allocated = o.allocated_bytes.or(o.reserved_bytes)?;
+    if allocated < GIB_BYTES {
+        return None;
+    }
+    let used = o.total_bytes?.checked_sub(o.free_bytes?)?;
+    let listed: u64 = o.processes.iter().map(|p| p.bytes).sum();
+    let slack = (used / 100).max(256 << 20);
+    if listed.abs_diff(used) > slack {
+        return None;
+    }
+    let mut big = o.processes.iter().filter(|p| p.bytes >= allocated);
+    let only = big.next()?;
+    big.next().is_none().then_some((only.pid, only.bytes))
 }
 
 /// What PyTorch itself holds: `reserved in total` (old message), or
@@ -212,6 +241,12 @@ impl<'a> Analysis<'a> {
                     })
                     .min_by_key(|p| (p.bytes.abs_diff(reserved), p.pid))
                     .map(|p| (p.pid, p.bytes));
+                if let Some((pid, _)) = writer {
+                    own.insert(pid);
+                }
+            }
+            if writer.is_none() {
+                writer = listed_writer(oom);
                 if let Some((pid, _)) = writer {
                     own.insert(pid);
                 }
@@ -466,6 +501,29 @@ impl<'a> Analysis<'a> {
                 ),
                 true,
             );
+        }
+        // The figures that rule out another process, quoted as printed.
+        if let (Some(total), Some(free)) = (o.total_bytes, o.free_bytes) {
+            if let Some(this) = o.this_process_bytes {
+                f.chain.push(format!(
+                    "this process holds {} of the GPU's {} ({} free): the memory in use is its own",
+                    size(this),
+                    size(total),
+                    size(free)
+                ));
+            } else if let (Some(reserved), true) = (
+                o.reserved_bytes,
+                o.processes.is_empty() && self.writer.is_none(),
+            ) {
+                let gap = total.saturating_sub(reserved).saturating_sub(free);
+                f.chain.push(format!(
+                    "{} total - {} reserved by PyTorch - {} free leaves {} outside PyTorch's allocator: this process's CUDA context (and a display), not another process",
+                    size(total),
+                    size(reserved),
+                    size(free),
+                    size(gap)
+                ));
+            }
         }
         let logprobs = crate::rules::support::server::exception_at(self.incident, self.event.span)
             .is_some_and(|(_, x)| {
@@ -757,6 +815,40 @@ mod tests {
     const OLD_FORM: &str = "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.63 GiB (GPU 0; 44.56 GiB total capacity; 27.91 GiB already allocated; 565.31 MiB free; 27.93 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.";
     const CUT: &str = "Tried to allocate 216.00 MiB (GPU 0; 7.92 GiB total capacity; 69.17 MiB already allocated; 24.56 MiB free; 86.00 MiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.";
     const PREFIX: &str = "[2026-11-27 09:38:52 TP0] ";
+
+    #[test]
+    fn the_one_entry_that_can_hold_pytorch_s_allocation_is_the_writer() {
+        use crate::model::{CudaOom, OomSource, ProcessMemory};
+        const G: u64 = 1 << 30;
+        let mut o = CudaOom::new(OomSource::Allocator);
+        o.total_bytes = Some(44 * G);
+        o.free_bytes = Some(G / 20);
+        o.allocated_bytes = Some(37 * G);
+        o.processes = vec![ProcessMemory {
+            pid: 3663367,
+            bytes: 44 * G - G / 20,
+        }];
+        assert_eq!(super::listed_writer(&o), Some((3663367, 44 * G - G / 20)));
+        // Two entries large enough: either could be the writer.
+        o.processes = vec![
+            ProcessMemory {
+                pid: 1,
+                bytes: 38 * G,
+            },
+            ProcessMemory {
+                pid: 2,
+                bytes: 38 * G,
+            },
+        ];
+        o.total_bytes = Some(76 * G + G / 20);
+        assert_eq!(super::listed_writer(&o), None);
+        // A list that does not cover the memory in use may lack the writer.
+        o.processes = vec![ProcessMemory {
+            pid: 1,
+            bytes: 38 * G,
+        }];
+        assert_eq!(super::listed_writer(&o), None);
+    }
 
     #[test]
     fn sibling_ranks_are_the_job_itself_never_killed() {

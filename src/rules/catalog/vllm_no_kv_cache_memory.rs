@@ -175,7 +175,9 @@ fn explain_sizes(
     match needed {
         Some(n) if n <= MAX_UTIL => {
             let suggest = n.max(ceil2(util + 0.02));
-            let low = explicit.is_some() && util < 0.9;
+            // A fraction below vLLM's default that the command line or the
+            // log states was set by someone: it is the knob at fault.
+            let low = (explicit.is_some() || mem.util.is_some()) && util < 0.9;
             f.category = if low {
                 Category::MemFractionMisconfigured
             } else {
@@ -254,17 +256,55 @@ fn explain_sizes(
             }
         }
         None => {
-            f.title = "vLLM had no memory for its KV cache".to_owned();
-            f.headline = format!(
-                "{who} had no memory for its KV cache after loading the model; the log lacks the numbers to say whether the utilization or the model size is at fault."
+            // No sizes: vLLM's own advice (raise the fraction) is the best
+            // supported answer unless the fraction is known to be high
+            // already; the failed condition lowers the confidence.
+            let set = explicit
+                .as_ref()
+                .and_then(|(v, _)| v.parse::<f64>().ok())
+                .or(mem.util.map(|u| u.0));
+            let knob = set.is_none_or(|u| u < 0.9);
+            f.condition(
+                "the log shows the sizes that would confirm the fraction is the limit",
+                false,
             );
-            f.explanation =
-                "Without `Model loading took` and the GPU's total the budget cannot be recomputed."
-                    .to_owned();
-            f.actions.push(Action::advice(
-                "raise --gpu-memory-utilization (at most 0.95, on a dedicated GPU) or add GPUs (--tensor-parallel-size)",
-                None,
-            ));
+            if knob {
+                f.category = Category::MemFractionMisconfigured;
+                f.title = match set {
+                    Some(u) => format!(
+                        "--gpu-memory-utilization {} leaves no memory for the cache blocks",
+                        fraction(u)
+                    ),
+                    None => {
+                        "gpu_memory_utilization leaves no memory for the cache blocks".to_owned()
+                    }
+                };
+                f.headline = format!(
+                    "{who} had no memory for its KV cache: the budget gpu_memory_utilization x total was used up by the weights and the profiling peak before any cache block fit{}; raise gpu_memory_utilization (the log lacks the sizes to compute the value).",
+                    set.map_or(String::new(), |u| format!(" at {}", fraction(u)))
+                );
+                f.explanation = "vLLM's message says to increase gpu_memory_utilization: the fraction caps weights + activation peak + KV cache. Lowering it makes this worse. Without `Model loading took` and the GPU's total the value cannot be recomputed, and another process on the GPU would also shrink what vLLM can take: nvidia-smi settles that.".to_owned();
+                f.actions.push(Action::advice(
+                    "raise --gpu-memory-utilization (e.g. 0.5-0.9, at most 0.95 on a dedicated GPU); never lower it for this message",
+                    None,
+                ));
+                f.actions.push(Action::advice(
+                    "check that nothing else holds the GPU, and read vLLM's `Model loading took` / `model weights take` lines for the sizes",
+                    Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"),
+                ));
+            } else {
+                f.title = "vLLM had no memory for its KV cache".to_owned();
+                f.headline = format!(
+                    "{who} had no memory for its KV cache after loading the model; the log lacks the numbers to say whether the utilization or the model size is at fault."
+                );
+                f.explanation =
+                    "Without `Model loading took` and the GPU's total the budget cannot be recomputed."
+                        .to_owned();
+                f.actions.push(Action::advice(
+                    "raise --gpu-memory-utilization (at most 0.95, on a dedicated GPU) or add GPUs (--tensor-parallel-size)",
+                    None,
+                ));
+            }
         }
     }
     if mem.activation.is_some_and(|a| a > 8.0) {
