@@ -6,6 +6,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::correlate::{Incident, UnitEventKind};
+use crate::model::PackageChange;
 use crate::rules::support::{capitalise, confidence, distinct, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
@@ -170,6 +171,36 @@ impl Rule for NvidiaDriverNotLoaded {
                     );
                 }
             }
+        }
+        // The package manager's last change to the driver: an upgrade the
+        // module for the running kernel did not follow (unattended-upgrade
+        // at night, a new kernel without a DKMS build).
+        let upgrade = incident
+            .facts
+            .package_changes
+            .iter()
+            .filter(|c| c.is_nvidia_driver() && c.to.is_some())
+            .max_by_key(|c| (c.time, c.span));
+        if let Some(c) = upgrade {
+            let to = c.to.as_deref().unwrap_or_default();
+            let to = PackageChange::driver_version(to).unwrap_or(to);
+            let from = c
+                .from
+                .as_deref()
+                .map(|v| format!(" from {}", PackageChange::driver_version(v).unwrap_or(v)))
+                .unwrap_or_default();
+            let by =
+                c.by.as_deref()
+                    .and_then(|b| b.split_whitespace().next())
+                    .map(|b| format!(" by {}", b.rsplit('/').next().unwrap_or(b)))
+                    .unwrap_or_default();
+            f.evidence(
+                c.span,
+                format!(
+                    "{} was changed{from} to {to}{by}: the driver's packages changed before it",
+                    c.package
+                ),
+            );
         }
         let no_module =
             !loads.is_empty() || hits.iter().any(|m| m.text.contains("couldn't communicate"));
