@@ -197,6 +197,9 @@ impl JournalReader {
             }
         }
         self.continues = Continues::Nothing;
+        if bare_pid1(text, line.span).is_some() {
+            return None;
+        }
         self.unrecognized += 1;
         Some(Read::Skimmed(None))
     }
@@ -275,9 +278,16 @@ impl JournalReader {
                     let indent = text.len() - text.trim_start_matches(' ').len();
                     // Spaces are one byte each, so this cut is on a char boundary.
                     let rest = &text[indent.min(*column)..];
+                    let mut kernel = None;
                     if let Some(entry) = facts.journal.get_mut(*index) {
                         entry.message.push('\n');
                         entry.message.push_str(rest);
+                        kernel = entry.is_kernel().then_some(entry.time);
+                    }
+                    // The kernel's own multi-line reports (`NVRM: this kernel
+                    // module has the version …` under `NVRM: API mismatch`).
+                    if let Some(time) = kernel {
+                        self.kernel.feed(rest.trim_start(), line.span, time, facts);
                     }
                     if let Some(outer) = outer {
                         self.server.feed(rest, line.span, outer, facts);
@@ -291,6 +301,10 @@ impl JournalReader {
             }
         }
         self.continues = Continues::Nothing;
+        if let Some(entry) = bare_pid1(text, line.span) {
+            facts.journal.push(entry);
+            return;
+        }
         self.unrecognized += 1;
     }
 
@@ -303,6 +317,29 @@ impl JournalReader {
 
 /// Whether `text` continues the entry above it: indented, and neither an
 /// entry nor one of journalctl's own lines.
+/// A message of systemd's unit grammar pasted without its journal prefix,
+/// or quoted in a reply (`>nvidia-docker.service: Main process exited,
+/// code=exited, status=1/FAILURE`): PID 1's, as recognize.rs reads it in
+/// an unknown segment.
+fn bare_pid1(text: &str, span: Span) -> Option<JournalEntry> {
+    let mut rest = text;
+    while let Some(r) = rest.strip_prefix('>') {
+        rest = r.strip_prefix(' ').unwrap_or(r);
+    }
+    let message = rest.trim_end();
+    let unit = unit_of_pid1_message(message)?;
+    Some(JournalEntry {
+        time: None,
+        host: None,
+        identifier: "systemd".to_owned(),
+        pid: Some(1),
+        unit: Some(unit),
+        cmdline: None,
+        message: message.to_owned(),
+        span,
+    })
+}
+
 fn is_continuation(text: &str, ident: Ident) -> bool {
     !text.trim().is_empty()
         && text.starts_with([' ', '\t'])
@@ -970,6 +1007,38 @@ Jun 01 12:00:05 gpu-node-7 systemd[1]: sglang.service: Main process exited, code
         assert_eq!(
             facts.journal[0].unit.as_deref(),
             Some("kube-apiserver.service")
+        );
+    }
+
+    #[test]
+    fn a_kernel_reports_indented_lines_reach_the_kernel_parser() {
+        // fixtures/real/081 (journalctl prints a message's later lines
+        // under its first, indented to the message's column).
+        let (facts, unrecognized) = run(
+            "Aug 26 14:08:07 nyasara-linux kernel: NVRM: API mismatch: the client has the version 367.44, but\n                                      NVRM: this kernel module has the version 367.35.  Please\n                                      NVRM: make sure that this kernel module and all NVIDIA driver\n                                      NVRM: components have the same version.\n",
+        );
+        assert_eq!(unrecognized, 0);
+        let kinds: Vec<_> = facts.kernel_events.iter().map(|e| &e.kind).collect();
+        assert_eq!(
+            kinds,
+            [&crate::model::KernelEventKind::ApiMismatch {
+                client_version: "367.44".to_owned(),
+                kernel_version: Some("367.35".to_owned()),
+            }]
+        );
+    }
+
+    #[test]
+    fn a_quoted_pid1_message_without_its_prefix_is_pid1s() {
+        // fixtures/real/081: the unit's failure quoted above the journal.
+        let (facts, unrecognized) = run(
+            ">nvidia-docker.service: Main process exited, code=exited, status=1/FAILURE\nAug 26 14:08:07 nyasara-linux kernel: NVRM: API mismatch: the client has the version 367.44, but\n",
+        );
+        assert_eq!(unrecognized, 0);
+        assert_eq!(facts.journal[0].pid, Some(1));
+        assert_eq!(
+            facts.journal[0].unit.as_deref(),
+            Some("nvidia-docker.service")
         );
     }
 }

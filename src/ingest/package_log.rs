@@ -1,6 +1,9 @@
 //! The package manager's own logs: apt's `/var/log/apt/history.log` and
 //! `/var/log/dpkg.log`. Each package change becomes a [`PackageChange`],
-//! with the command that made it (apt's `Commandline:`).
+//! with the command that made it (apt's `Commandline:`). `dpkg -l`
+//! listings and `modinfo` output are recognised here too; their driver
+//! versions reach the rules through the lines themselves
+//! (`nvml-driver-library-mismatch` reads `ii  nvidia-…` rows).
 //!
 //! ```text
 //! Start-Date: 2021-04-24  06:50:54
@@ -40,6 +43,35 @@ static DPKG: LazyLock<Regex> = LazyLock::new(|| {
     )
     .expect("dpkg regex")
 });
+
+/// A `dpkg -l` row: `ii  nvidia-smi  525.85.12-1  amd64  NVIDIA System …`.
+static DPKG_L_ROW: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[uihrp][ncUCFHWti][ R]?\s+\S+\s+\S+\s+\S+(?:\s+.*)?$").expect("dpkg -l regex")
+});
+
+/// `modinfo`'s fields (kmod tools/modinfo.c prints every `.modinfo` tag
+/// and these it adds: `filename`, `name`, `sig_*`, `signer`, `signature`).
+static MODINFO: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^(?:filename|name|version|license|description|author|alias|srcversion|depends|retpoline|intree|vermagic|sig_id|signer|sig_key|sig_hashalgo|signature|parm|firmware|import_ns|supported|softdep|scmversion|built-in):\s",
+    )
+    .expect("modinfo regex")
+});
+
+/// A line of `modinfo`'s output: a field, or the hex of a signature or key
+/// continued on the next lines (`\t\t4A:1F:…`).
+pub(crate) fn is_modinfo(line: &str) -> bool {
+    MODINFO.is_match(line)
+        || (line.starts_with([' ', '\t'])
+            && line.trim().len() >= 5
+            && line
+                .trim()
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() || b == b':'))
+}
+
+/// `dpkg -l`'s header lines.
+const DPKG_L_HEADER: [&str; 5] = ["Desired=", "| Status=", "|/ Err?=", "||/ Name", "+++-"];
 
 /// Parses apt history and dpkg log lines; returns the number of lines it did
 /// not recognise.
@@ -99,6 +131,12 @@ pub fn read(lines: &[Line<'_>], facts: &mut Facts) -> Vec<usize> {
                     span: line.span,
                 });
             }
+            continue;
+        }
+        if DPKG_L_HEADER.iter().any(|h| text.starts_with(h))
+            || is_modinfo(text)
+            || DPKG_L_ROW.is_match(text)
+        {
             continue;
         }
         if let Some(c) = DPKG.captures(text) {

@@ -158,11 +158,14 @@ impl LineReader {
     fn recognize(&mut self, line: &Line<'_>, hot: bool, facts: &mut Facts) -> Option<Read> {
         let text = line.text;
         // Only the service manager words its messages like this (the
-        // grammar journal_cat.rs reads as PID 1's too).
-        if let Some(unit) = may_be_pid1(text)
-            .then(|| unit_of_pid1_message(text.trim_end()))
+        // grammar journal_cat.rs reads as PID 1's too); quoted in a mail or
+        // Markdown reply, `>nvidia-docker.service: Main process exited, …`.
+        let pid1 = unquote(text);
+        if let Some(unit) = may_be_pid1(pid1)
+            .then(|| unit_of_pid1_message(pid1.trim_end()))
             .flatten()
         {
+            let text = pid1;
             facts.journal.push(JournalEntry {
                 time: None,
                 host: None,
@@ -210,6 +213,16 @@ impl LineReader {
         }
         self.tally
     }
+}
+
+/// The text after a reply's quote marks (`> `, `>`); no systemd message
+/// starts with `>`.
+fn unquote(text: &str) -> &str {
+    let mut rest = text;
+    while let Some(r) = rest.strip_prefix('>') {
+        rest = r.strip_prefix(' ').unwrap_or(r);
+    }
+    rest
 }
 
 /// A cheap test before the unit grammar's regex: its messages start with a

@@ -1,5 +1,7 @@
-//! Detection of the package manager's logs: apt's `history.log` blocks and
-//! `dpkg.log` lines.
+//! Detection of the package manager's logs and listings: apt's
+//! `history.log` blocks, `dpkg.log` lines, `dpkg -l` (its header and
+//! rows) and `modinfo` of a kernel module: what is installed, next to what
+//! changed.
 
 use super::{Class, re};
 use crate::ingest::Format;
@@ -13,7 +15,34 @@ re!(
     r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} (?:(?:install|upgrade|remove|purge) \S+:\S+ \S+ \S+|status (?:installed|not-installed|config-files|half-configured|half-installed|unpacked|triggers-pending|triggers-awaited) \S+ \S+|configure \S+ \S+ \S+|trigproc \S+ \S+ \S+|startup (?:archives|packages) \S+|conffile \S+ \S+)\s*$"
 );
 
+re!(
+    DPKG_L_ROW,
+    r"^[uihrp][ncUCFHWti][ R]?\s+\S+\s+\d\S*\s+(?:amd64|arm64|i386|armhf|all|ppc64el|s390x|riscv64)\b"
+);
+re!(
+    MODINFO_FILENAME,
+    r"^filename:\s+/\S+\.ko(?:\.(?:xz|zst|gz))?\s*$"
+);
+
+/// `dpkg -l`'s header, before its rows.
+const DPKG_L_HEADER: [&str; 5] = ["Desired=", "| Status=", "|/ Err?=", "||/ Name", "+++-"];
+
 pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
+    if line.starts_with("Desired=Unknown/Install") {
+        return Some(Class::Strong(Format::PackageLog, "dpkg -l header"));
+    }
+    if MODINFO_FILENAME.is_match(line) {
+        return Some(Class::Strong(Format::PackageLog, "modinfo output"));
+    }
+    if current == Some(Format::PackageLog)
+        && (DPKG_L_HEADER.iter().any(|h| line.starts_with(h))
+            || crate::ingest::package_log::is_modinfo(line))
+    {
+        return Some(Class::Continue);
+    }
+    if DPKG_L_ROW.is_match(line) {
+        return Some(Class::Strong(Format::PackageLog, "dpkg -l row"));
+    }
     if current == Some(Format::PackageLog)
         && (line.starts_with("Commandline: ")
             || line.starts_with("Requested-By: ")
@@ -44,5 +73,27 @@ mod tests {
             .map(|s| (s.format, s.first_line, s.last_line))
             .collect();
         assert_eq!(got.last(), Some(&(Format::PackageLog, 4, 8)));
+    }
+
+    fn formats(text: &str) -> Vec<(Format, u32, u32)> {
+        let source = Source::new("t", text.as_bytes());
+        segment(SourceId(0), &source)
+            .into_iter()
+            .map(|s| (s.format, s.first_line, s.last_line))
+            .collect()
+    }
+
+    #[test]
+    fn a_dpkg_listing_with_its_header_is_one_segment() {
+        // fixtures/real/011 (https://github.com/NVIDIA/nvidia-docker/issues/1730).
+        let text = "Desired=Unknown/Install/Remove/Purge/Hold\n| Status=Not/Inst/Conf-files/Unpacked/halF-conf/Half-inst/trig-aWait/Trig-pend\n|/ Err?=(none)/Reinst-required (Status,Err: uppercase=bad)\n||/ Name           Version      Architecture Description\n+++-==============-============-============-=================================================\nii  nvidia-smi     525.85.12-1  amd64        NVIDIA System Management Interface\n";
+        assert_eq!(formats(text), vec![(Format::PackageLog, 1, 6)]);
+    }
+
+    #[test]
+    fn modinfo_after_a_prompt_is_its_own_segment() {
+        // fixtures/real/085 (https://github.com/Frogging-Family/nvidia-all/issues/394).
+        let text = "$ modinfo nvidia\nfilename:       /lib/modules/7.0.12-zen1-1-zen/updates/dkms/nvidia.ko.zst\nimport_ns:      DMA_BUF\nalias:          char-major-195-*\ndescription:    NVIDIA core GPU kernel module\nversion:        595.80\nsupported:      external\nlicense:        Dual MIT/GPL\nfirmware:       nvidia/595.80/gsp_tu10x.bin\n";
+        assert_eq!(formats(text).last(), Some(&(Format::PackageLog, 2, 9)));
     }
 }

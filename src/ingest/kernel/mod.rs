@@ -66,6 +66,10 @@ static RELTIME: LazyLock<Regex> = LazyLock::new(|| {
         .expect("reltime regex")
 });
 
+/// The tail of an uptime whose `[` and first digits a paste cut off.
+static CUT_UPTIME: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\d{1,10}\.\d{6}\]\x20+").expect("cut uptime regex"));
+
 /// `host kernel: ` of `journalctl -o short-monotonic`, and the bare
 /// `kernel: ` left when a paste or `grep` cut the syslog time and host off.
 static KERNEL_PREFIX: LazyLock<Regex> =
@@ -97,9 +101,18 @@ impl KernelParser {
             uptime_us = uptime_us.or(inner_uptime);
             message = rest;
         }
+        // A paste cut inside the uptime (`38.773115] NVRM: …`): the rest is
+        // the message; the uptime is lost.
+        if uptime_us.is_none() {
+            if let Some(m) = CUT_UPTIME.find(message) {
+                message = &message[m.end()..];
+            }
+        }
         let time = KernelTime { uptime_us, wall };
         let message = message.trim_end();
-        if let Some(rest) = message.strip_prefix("NVRM: ") {
+        // A later line of a report pasted without the line before it keeps
+        // its indentation (`               NVRM: fallen off the bus …`).
+        if let Some(rest) = message.trim_start().strip_prefix("NVRM: ") {
             self.nvrm.feed(rest, span, time, facts);
             return true;
         }

@@ -1008,3 +1008,70 @@ fn quoted_kernel_lines_read_as_unquoted() {
     assert_eq!(got, vec![13, 144]);
     assert!(facts.kernel_events[0].time.wall.is_some());
 }
+
+#[test]
+fn a_line_cut_inside_its_uptime_is_still_read() {
+    // fixtures/real/100: `38.773115] NVRM: RmInitAdapter failed! (…)`.
+    let mut parser = KernelParser::default();
+    let mut facts = Facts::default();
+    let known = parser.feed(
+        "38.773115] NVRM: RmInitAdapter failed! (0x26:0xffff:1127)",
+        at(1),
+        None,
+        &mut facts,
+    );
+    assert!(known);
+    assert!(matches!(
+        facts.kernel_events.as_slice(),
+        [KernelEvent {
+            kind: KernelEventKind::InitFailed { .. },
+            time: KernelTime {
+                uptime_us: None,
+                ..
+            },
+            ..
+        }]
+    ));
+}
+
+#[test]
+fn an_indented_later_line_pasted_alone_is_read() {
+    // fixtures/wordings/nvrm-fallen-off-bus.toml, wording 2.
+    let mut parser = KernelParser::default();
+    let mut facts = Facts::default();
+    let known = parser.feed(
+        "               NVRM: fallen off the bus and is not responding to commands.",
+        at(1),
+        None,
+        &mut facts,
+    );
+    assert!(known);
+    assert!(matches!(
+        facts.kernel_events.as_slice(),
+        [KernelEvent {
+            kind: KernelEventKind::FellOffBus { bus_id: None },
+            ..
+        }]
+    ));
+}
+
+#[test]
+fn the_575_mismatch_in_dmesg_has_both_versions() {
+    // fixtures/real/085 (https://github.com/Frogging-Family/nvidia-all/issues/394).
+    let (facts, unrecognized) = dmesg(
+        "[    9.424670] NVRM: API mismatch: the client 'kwin_wayland' (pid 1005)\n               NVRM: has the version 595.84, but this kernel module has\n               NVRM: the version 595.80.  Please make sure that this\n               NVRM: kernel module and all NVIDIA driver components\n               NVRM: have the same version.\n",
+    );
+    assert_eq!(unrecognized, 0);
+    let [event] = facts.kernel_events.as_slice() else {
+        panic!("one event: {:?}", facts.kernel_events);
+    };
+    assert_eq!(
+        event.kind,
+        KernelEventKind::ApiMismatch {
+            client_version: "595.84".to_owned(),
+            kernel_version: Some("595.80".to_owned()),
+        }
+    );
+    assert_eq!(event.span, at(1));
+    assert_eq!(event.related.len(), 4);
+}

@@ -25,6 +25,7 @@ mod nvidia_driver_not_loaded;
 mod nvidia_probe_failed;
 mod nvidia_smi_gpu_unreachable;
 mod nvml_driver_library_mismatch;
+mod process_segfault;
 mod sglang_child_failed;
 mod sglang_cuda_graph_capture_failed;
 mod sglang_kv_not_enough_memory;
@@ -85,6 +86,7 @@ pub static RULES: &[&dyn Rule] = &[
     &nvidia_probe_failed::RULE,
     &nvidia_smi_gpu_unreachable::RULE,
     &nvml_driver_library_mismatch::RULE,
+    &process_segfault::RULE,
     &sglang_child_failed::RULE,
     &sglang_cuda_graph_capture_failed::RULE,
     &sglang_kv_not_enough_memory::RULE,

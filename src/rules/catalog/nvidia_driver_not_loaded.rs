@@ -5,7 +5,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::correlate::Incident;
+use crate::correlate::{Incident, UnitEventKind};
+use crate::model::PackageChange;
 use crate::rules::support::{capitalise, confidence, distinct, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
@@ -17,6 +18,24 @@ static NOT_LOADED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver|^No devices were found\s*$")
         .expect("regex")
 });
+/// The module failing to load: udev's `nvidia: Process '/sbin/modprobe
+/// nvidia-uvm' failed with exit code 1.` (systemd-udevd's spawn report),
+/// and modprobe's own `modprobe: ERROR: could not insert 'nvidia': …` /
+/// `modprobe: FATAL: Module nvidia not found in directory /lib/modules/…`.
+static LOAD_FAILED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)
+        Process\x20'(?:/usr)?/s?bin/modprobe\x20(?:-\S+\x20)*(?P<udev>nvidia[\w-]*)[^']*'\x20failed\x20with\x20exit\x20code\x20(?P<code>\d+)
+        |modprobe:\x20ERROR:\x20could\x20not\x20insert\x20'(?P<insert>nvidia[\w-]*)':\x20(?P<why>.+)
+        |modprobe:\x20FATAL:\x20Module\x20(?P<missing>nvidia[\w-]*)\x20not\x20found",
+    )
+    .expect("regex")
+});
+/// The core module came up and went again: `nvidia-nvlink: Unregistered
+/// Nvlink Core, major device number 509`, right after `… is being
+/// initialized`, when nvidia.ko's init fails.
+static NVLINK_UNREGISTERED: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"nvidia-nvlink: Unregistered Nvlink Core").expect("regex"));
 static FELL_OFF: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"fallen off the bus|NVRM: Xid \([^)]*\): 79,").expect("regex"));
 
@@ -28,6 +47,8 @@ static META: RuleMeta = RuleMeta {
     anchors: &[
         "couldn't communicate with the NVIDIA driver",
         "No devices were found",
+        "modprobe",
+        "Unregistered Nvlink Core",
     ],
     doc: r#"
 ## What it means
@@ -38,6 +59,14 @@ loaded but sees no GPU.
 ## Why it happens
 A kernel update without a matching DKMS build, a blacklisted module, Secure
 Boot refusing an unsigned module; or every GPU fell off the bus.
+
+udev's `Process '/sbin/modprobe nvidia-uvm' failed with exit code 1`,
+`modprobe: ERROR: could not insert 'nvidia': …` and `modprobe: FATAL:
+Module nvidia not found in directory /lib/modules/…` say the module did
+not load; `nvidia-nvlink: Unregistered Nvlink Core` right after it was
+initialised says nvidia.ko's own start failed. Services that need the
+module (nvidia-persistenced, fabric manager) then fail in a loop: a
+consequence.
 
 ## How to confirm
 `lsmod | grep nvidia`, `dkms status`, the kernel log for module load errors
@@ -59,7 +88,8 @@ impl Rule for NvidiaDriverNotLoaded {
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         let hits: Vec<_> = matches(incident, &NOT_LOADED).map(|(m, _)| m).collect();
-        if hits.is_empty() {
+        let loads: Vec<_> = matches(incident, &LOAD_FAILED).collect();
+        if hits.is_empty() && loads.is_empty() {
             return;
         }
         // All GPUs lost after a bus fault look the same from nvidia-smi;
@@ -71,16 +101,124 @@ impl Rule for NvidiaDriverNotLoaded {
         for (m, n) in distinct(hits.iter().copied()) {
             f.evidence(m.span, format!("nvidia-smi cannot use the driver ({n}x)"));
         }
-        let no_module = hits.iter().any(|m| m.text.contains("couldn't communicate"));
+        for (m, c) in loads.iter().take(4) {
+            let note = if let Some(module) = c.name("udev") {
+                format!(
+                    "udev: modprobe {} failed with exit code {}",
+                    module.as_str(),
+                    &c["code"]
+                )
+            } else if let Some(module) = c.name("insert") {
+                format!(
+                    "modprobe could not load {}: {}",
+                    module.as_str(),
+                    c["why"].trim()
+                )
+            } else {
+                format!(
+                    "modprobe finds no {} module for the running kernel",
+                    &c["missing"]
+                )
+            };
+            f.evidence(m.span, note);
+        }
+        if !loads.is_empty() {
+            for (m, n) in distinct(matches(incident, &NVLINK_UNREGISTERED).map(|(m, _)| m))
+                .into_iter()
+                .take(1)
+            {
+                f.evidence(
+                    m.span,
+                    format!("the driver's core came up and was unloaded again ({n}x): nvidia.ko failed to start"),
+                );
+            }
+        }
+        // The driver's own daemons (nvidia-persistenced, the fabric
+        // manager) cannot start without the module: their failures are
+        // consequences, cited as such.
+        if !loads.is_empty() {
+            for (name, unit) in incident
+                .units
+                .iter()
+                .filter(|(n, _)| n.starts_with("nvidia-"))
+            {
+                let given_up = unit.events.iter().find(|e| {
+                    matches!(
+                        e.kind,
+                        UnitEventKind::StartRepeatedTooQuickly | UnitEventKind::StartLimitHit
+                    )
+                });
+                let failed = unit.events.iter().find(|e| {
+                    matches!(
+                        e.kind,
+                        UnitEventKind::FailedToStart | UnitEventKind::FailedWithResult(_)
+                    )
+                });
+                if let Some(e) = given_up.or(failed) {
+                    f.entities.units.insert(name.clone());
+                    let said = match e.kind {
+                        UnitEventKind::StartRepeatedTooQuickly => {
+                            "Start request repeated too quickly"
+                        }
+                        UnitEventKind::StartLimitHit => "start-limit-hit",
+                        _ => "failed",
+                    };
+                    f.evidence(
+                        e.span,
+                        format!(
+                            "systemd: {name}: {said}; it cannot start without the module (a consequence)"
+                        ),
+                    );
+                }
+            }
+        }
+        // The package manager's last change to the driver: an upgrade the
+        // module for the running kernel did not follow (unattended-upgrade
+        // at night, a new kernel without a DKMS build).
+        let upgrade = incident
+            .facts
+            .package_changes
+            .iter()
+            .filter(|c| c.is_nvidia_driver() && c.to.is_some())
+            .max_by_key(|c| (c.time, c.span));
+        if let Some(c) = upgrade {
+            let to = c.to.as_deref().unwrap_or_default();
+            let to = PackageChange::driver_version(to).unwrap_or(to);
+            let from = c
+                .from
+                .as_deref()
+                .map(|v| format!(" from {}", PackageChange::driver_version(v).unwrap_or(v)))
+                .unwrap_or_default();
+            let by =
+                c.by.as_deref()
+                    .and_then(|b| b.split_whitespace().next())
+                    .map(|b| format!(" by {}", b.rsplit('/').next().unwrap_or(b)))
+                    .unwrap_or_default();
+            f.evidence(
+                c.span,
+                format!(
+                    "{} was changed{from} to {to}{by}: the driver's packages changed before it",
+                    c.package
+                ),
+            );
+        }
+        let no_module =
+            !loads.is_empty() || hits.iter().any(|m| m.text.contains("couldn't communicate"));
         f.condition(
-            "nvidia-smi failed to reach the driver or found no GPU",
+            if hits.is_empty() {
+                "the module failed to load"
+            } else {
+                "nvidia-smi failed to reach the driver or found no GPU"
+            },
             true,
         );
         f.condition(
             "no GPU fell off the bus (that would explain it instead)",
             true,
         );
-        f.title = if no_module {
+        f.title = if !loads.is_empty() {
+            "the NVIDIA kernel module fails to load".to_owned()
+        } else if no_module {
             "the NVIDIA kernel module is not loaded".to_owned()
         } else {
             "the NVIDIA driver sees no GPU".to_owned()
@@ -97,6 +235,12 @@ impl Rule for NvidiaDriverNotLoaded {
             "check whether the module is loaded and built for the running kernel",
             Some("lsmod | grep nvidia; dkms status; uname -r"),
         ));
+        if !loads.is_empty() {
+            f.actions.push(Action::advice(
+                "load the module by hand to see the kernel's reason, and check Secure Boot (an unsigned module is refused)",
+                Some("modprobe nvidia; dmesg | grep -i nvidia | tail -n 20; mokutil --sb-state"),
+            ));
+        }
         f.actions.push(Action::advice(
             "look for module load errors in the kernel log",
             Some("journalctl -k -b | grep -iE 'nvidia|NVRM'"),

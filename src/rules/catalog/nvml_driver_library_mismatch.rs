@@ -5,9 +5,11 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::correlate::Incident;
+use crate::correlate::{Incident, UnitEventKind};
+use crate::model::{KernelEvent, KernelEventKind};
 use crate::rules::support::{confidence, distinct, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+use crate::source::Span;
 
 pub static RULE: NvmlDriverLibraryMismatch = NvmlDriverLibraryMismatch;
 
@@ -17,12 +19,10 @@ static MISMATCH: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)Failed to initialize NVML: Driver/library version mismatch|nvml error: driver/library version mismatch")
         .expect("regex")
 });
-static API_MISMATCH: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"NVRM: API mismatch: the client has the version (?P<client>[\d.]+), but")
-        .expect("regex")
-});
-static KERNEL_VERSION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"this kernel module has the version (?P<kernel>[\d.]+)").expect("regex")
+/// The first line of the 575+ report names the client:
+/// `NVRM: API mismatch: the client 'kwin_wayland' (pid 1005)`.
+static CLIENT_NAMED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"API mismatch: the client '(?P<name>[^']*)' \(pid (?P<pid>\d+)\)").expect("regex")
 });
 /// `NVRM version: NVIDIA UNIX x86_64 Kernel Module  520.56.06  …` of
 /// /proc/driver/nvidia/version: the loaded module.
@@ -96,34 +96,91 @@ impl Rule for NvmlDriverLibraryMismatch {
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         let failures: Vec<_> = matches(incident, &MISMATCH).map(|(m, _)| m).collect();
-        let api: Vec<_> = matches(incident, &API_MISMATCH).collect();
-        if failures.is_empty() && api.is_empty() {
+        // The kernel's report, whichever wording and however many lines it
+        // took (kernel/nvrm.rs puts its versions together).
+        let api: Vec<(&KernelEvent, &str, Option<&str>)> = incident
+            .facts
+            .kernel_events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                KernelEventKind::ApiMismatch {
+                    client_version,
+                    kernel_version,
+                } => Some((e, client_version.as_str(), kernel_version.as_deref())),
+                _ => None,
+            })
+            .collect();
+        // The first line of a 575+ report alone (the rest cut off): the
+        // mismatch, without its versions.
+        let named: Vec<_> = matches(incident, &CLIENT_NAMED)
+            .filter(|(m, _)| !api.iter().any(|(e, _, _)| e.span == m.span))
+            .collect();
+        if failures.is_empty() && api.is_empty() && named.is_empty() {
             return;
         }
         let mut f = Finding::new(META.id, META.category, META.severity);
         for (m, n) in distinct(failures.iter().copied()) {
             f.evidence(m.span, format!("NVML refuses to initialise ({n}x)"));
         }
-        let client = api.first().map(|(_, c)| c["client"].to_owned());
-        for (m, c) in &api {
+        for (m, c) in named.iter().take(2) {
             f.evidence(
                 m.span,
                 format!(
-                    "the kernel: a client of version {} talked to it",
-                    &c["client"]
+                    "the kernel: the client {} (pid {}) is of another version than the module",
+                    &c["name"], &c["pid"]
                 ),
             );
         }
-        let kernel = matches(incident, &KERNEL_VERSION)
-            .chain(matches(incident, &PROC_VERSION))
-            .next()
-            .map(|(m, c)| {
-                f.evidence(
-                    m.span,
-                    format!("the loaded kernel module is version {}", &c["kernel"]),
-                );
-                c["kernel"].to_owned()
+        let client = api.first().map(|(_, c, _)| (*c).to_owned());
+        for (e, c, k) in api.iter().take(2) {
+            // 575+ name the client process: `the client 'nvidia-smi' (pid 849)`.
+            let who = matches(incident, &CLIENT_NAMED)
+                .find(|(m, _)| m.span == e.span)
+                .map(|(_, n)| format!(" ({}, pid {})", &n["name"], &n["pid"]))
+                .unwrap_or_default();
+            f.evidence(
+                e.span,
+                format!("the kernel: a client{who} of version {c} talked to it"),
+            );
+            if let (Some(k), Some(next)) = (k, e.related.first()) {
+                f.evidence(*next, format!("the loaded kernel module is version {k}"));
+            }
+        }
+        let kernel = api
+            .iter()
+            .find_map(|(_, _, k)| k.map(str::to_owned))
+            .or_else(|| {
+                matches(incident, &PROC_VERSION).next().map(|(m, c)| {
+                    f.evidence(
+                        m.span,
+                        format!("the loaded kernel module is version {}", &c["kernel"]),
+                    );
+                    c["kernel"].to_owned()
+                })
             });
+        // The unit that failed next to it (`nvidia-docker.service: Main
+        // process exited, code=exited, status=1/FAILURE` a few lines from the
+        // kernel's report): the service the mismatch took down.
+        let near = |span: Span| {
+            api.iter().any(|(e, _, _)| {
+                e.span.source == span.source && e.span.line.abs_diff(span.line) <= 20
+            })
+        };
+        for (name, unit) in &incident.units {
+            let failed = unit.events.iter().any(|e| {
+                near(e.span)
+                    && match &e.kind {
+                        UnitEventKind::MainProcessExited { status, .. } => {
+                            !status.starts_with("0/")
+                        }
+                        UnitEventKind::FailedToStart | UnitEventKind::FailedWithResult(_) => true,
+                        _ => false,
+                    }
+            });
+            if failed {
+                f.entities.units.insert(name.clone());
+            }
+        }
         // What the package manager installed since: the libraries on disk.
         let upgrade = matches(incident, &APT_UPGRADE).next().map(|(m, c)| {
             let by = matches(incident, &APT_COMMAND)

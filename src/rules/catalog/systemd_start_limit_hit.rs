@@ -48,9 +48,15 @@ impl Rule for SystemdStartLimitHit {
             .units
             .iter()
             .filter(|(_, u)| {
-                u.events
-                    .iter()
-                    .any(|e| matches!(e.kind, UnitEventKind::StartLimitHit))
+                // `Start request repeated too quickly.` says it alone: the
+                // result that follows may be cut off, or be the last run's
+                // (`Failed with result 'exit-code'`).
+                u.events.iter().any(|e| {
+                    matches!(
+                        e.kind,
+                        UnitEventKind::StartLimitHit | UnitEventKind::StartRepeatedTooQuickly
+                    )
+                })
             })
             .map(|(n, _)| n.as_str())
             .collect();

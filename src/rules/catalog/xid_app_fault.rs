@@ -56,6 +56,7 @@ static META: RuleMeta = RuleMeta {
         "unspecified launch failure",
         "misaligned address",
         "illegal instruction",
+        "blocked for more than",
     ],
     doc: r#"
 ## What it means
@@ -82,6 +83,12 @@ a quantised GEMM, a model-specific op), triggered by a request or a
 configuration. Rarely the driver or the hardware: suspect them when faults
 repeat on one GPU across unrelated programs. Xid 45 follows a kill (Ctrl-C,
 SIGKILL, the OOM killer) or another Xid, and only says the driver cleaned up.
+
+An Xid 45 followed by the kernel's hung-task report (`INFO: task
+cache_mgr_event:620917 blocked for more than 120 seconds.`) is no longer
+routine cleanup: a task is stuck in uninterruptible sleep (D state), most
+often inside the driver, which is wedged. `kill -9` cannot end such a
+task and nvidia-smi may hang too; only a GPU reset or a reboot clears it.
 
 ## How to confirm
 The Xid's `pid=` is the server's process (a scheduler or worker); the
@@ -372,6 +379,16 @@ fn cause_of(incident: &Incident, e: &KernelEvent, x: &Xid) -> Option<Cause> {
     })
 }
 
+/// The kernel's hung-task report (kernel/hung_task.c, `INFO: task
+/// %s:%d blocked for more than %ld seconds.`): a task in D state. The
+/// task's name may hold colons (`nvc:[driver]:5403`).
+static HUNG_TASK: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"INFO: task (?P<comm>.+):(?P<pid>\d+) blocked for more than (?P<secs>\d+) seconds\.",
+    )
+    .expect("regex")
+});
+
 /// The Xid 45s no fault of their own process explains, one finding per
 /// cause: low severity, never a root cause.
 fn cleanups(incident: &Incident, xids: &[(&KernelEvent, &Xid)], out: &mut Vec<Finding>) {
@@ -388,7 +405,15 @@ fn cleanups(incident: &Incident, xids: &[(&KernelEvent, &Xid)], out: &mut Vec<Fi
         }
     }
     for (cause, members) in groups {
-        let severity = if cause.is_some() {
+        // A task stuck in D state after the cleanup: the driver is wedged.
+        let hung = matches(incident, &HUNG_TASK).find(|(m, _)| {
+            members
+                .iter()
+                .any(|(e, _)| e.span.source == m.span.source && e.span < m.span)
+        });
+        let severity = if hung.is_some() {
+            Severity::Error
+        } else if cause.is_some() {
             Severity::Info
         } else {
             Severity::Warning
@@ -455,6 +480,24 @@ fn cleanups(incident: &Incident, xids: &[(&KernelEvent, &Xid)], out: &mut Vec<Fi
         f.headline = format!(
             "The driver cleaned up the GPU work of {subject} (Xid 45); this follows the end of the process and is not a cause by itself."
         );
+        if let Some((m, c)) = &hung {
+            f.evidence(
+                m.span,
+                format!(
+                    "then the kernel: task {}[{}] blocked for more than {} seconds (D state)",
+                    &c["comm"], &c["pid"], &c["secs"]
+                ),
+            );
+            f.condition("a task hung in D state after the cleanup", true);
+            f.title = format!(
+                "{}; then a task hung in D state: the driver is wedged",
+                f.title
+            );
+            f.headline = format!(
+                "The driver cleaned up the GPU work of {subject} (Xid 45) and a task then blocked for more than {} seconds in D state: the driver is wedged. kill -9 cannot end a D-state task and nvidia-smi may hang; the GPU needs a reset or the host a reboot.",
+                &c["secs"]
+            );
+        }
         f.chain.push(format!(
             "the driver removed the GPU work of {subject} (Xid 45)"
         ));
@@ -462,6 +505,16 @@ fn cleanups(incident: &Incident, xids: &[(&KernelEvent, &Xid)], out: &mut Vec<Fi
             f.chain.push(c.what.clone());
         }
         f.explanation = "Xid 45 (preemptive cleanup) is logged when a process with GPU work ends abnormally: Ctrl-C, SIGKILL, the OOM killer, a reset, or another Xid. Look at what ended the process.".to_owned();
+        if hung.is_some() {
+            f.chain.insert(
+                0,
+                "a task blocks in the driver (D state): the driver is wedged".to_owned(),
+            );
+            f.actions.push(Action::advice(
+                "do not kill the blocked task (a D-state task ignores SIGKILL); drain the GPU's workloads and reboot the host in a maintenance window",
+                None,
+            ));
+        }
         if cause.is_none() {
             f.actions.push(Action::advice(
                 "find what ended the process (a kill, the OOM killer, a crash) around the time of the Xid",
