@@ -118,6 +118,11 @@ pub(super) fn command_hint(line: &str) -> Option<(Format, &'static str)> {
             continue;
         };
         let tool = tool.rsplit('/').next().unwrap_or(tool);
+        // `python -m gpustat` runs the module as the tool.
+        let (tool, words) = match words.as_slice() {
+            [python, "-m", module, ..] if python.starts_with("python") => (*module, &words[2..]),
+            _ => (tool, &words[..]),
+        };
         let has = |flag: &str| words.iter().any(|w| w.starts_with(flag));
         let stage_hint = match tool {
             "nvidia-smi" | "nvidia-smi.exe" => Some(if has("--query-compute-apps") {
@@ -152,6 +157,7 @@ pub(super) fn command_hint(line: &str) -> Option<(Format, &'static str)> {
                 )
             }),
             "ps" => Some((Format::Ps, "output of `ps` at the prompt above")),
+            "gpustat" => Some((Format::Gpustat, "output of `gpustat` at the prompt above")),
             "dmesg" => Some((Format::Dmesg, "output of `dmesg` at the prompt above")),
             "journalctl" if has("-k") || has("--dmesg") => Some((
                 Format::Dmesg,
@@ -365,7 +371,9 @@ mod tests {
             ),
             ("$ ssh gpu01", None),
             ("% nvidia-smi", Some(Format::NvidiaSmiTable)),
-            ("% python -m gpustat -cpu", None),
+            ("% python -m gpustat -cpu", Some(Format::Gpustat)),
+            ("$ gpustat --no-color", Some(Format::Gpustat)),
+            ("$ python3 -m http.server", None),
         ] {
             assert_eq!(command_hint(line).map(|h| h.0), format, "{line}");
         }
