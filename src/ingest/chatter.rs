@@ -108,6 +108,46 @@ pub(crate) fn access_line(text: &str) -> bool {
     code.len() >= 3 && code[..3].iter().all(u8::is_ascii_digit)
 }
 
+/// What a line says of vLLM's engine loop: that it waits for its workers
+/// (the shared-memory broadcast queue), or that it moved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EngineMark {
+    /// `No available shared memory broadcast block found in 60 seconds`
+    /// (0.6+), `No available block found in 60 second.` (0.5).
+    Wait,
+    /// A throughput record (`Avg prompt throughput: …`), `Application
+    /// startup complete`, an OpenAI route answered 200.
+    Progress,
+}
+
+/// The mark of a line, told by substring searches (SIMD) before any regex:
+/// asked of every line, so a chatty input costs a few scans a line and keeps
+/// nothing.
+pub(crate) fn engine_mark(text: &str) -> Option<EngineMark> {
+    use memchr::memmem::Finder;
+    use std::sync::LazyLock;
+    static WAIT: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"block found in "));
+    static THROUGHPUT: LazyLock<Finder<'static>> =
+        LazyLock::new(|| Finder::new(b"Avg prompt throughput"));
+    static STARTED: LazyLock<Finder<'static>> =
+        LazyLock::new(|| Finder::new(b"Application startup complete"));
+    static POST: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"POST /v1/"));
+    static WAITED: LazyLock<regex::Regex> = LazyLock::new(|| {
+        regex::Regex::new(r"No available (?:shared memory broadcast )?block found in \d+ seconds?")
+            .expect("regex")
+    });
+    static ANSWERED: LazyLock<regex::Regex> =
+        LazyLock::new(|| regex::Regex::new(r#"POST /v1/\S+ HTTP/1\.\d" 200"#).expect("regex"));
+    let b = text.as_bytes();
+    if WAIT.find(b).is_some() && WAITED.is_match(text) {
+        return Some(EngineMark::Wait);
+    }
+    let moved = THROUGHPUT.find(b).is_some()
+        || STARTED.find(b).is_some()
+        || POST.find(b).is_some() && ANSWERED.is_match(text);
+    moved.then_some(EngineMark::Progress)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,6 +192,43 @@ mod tests {
             "ERROR:    Exception in ASGI application",
         ] {
             assert!(!access_line(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn engine_marks_are_waits_and_progress() {
+        use EngineMark::*;
+        // The waits are fixtures/wordings/vllm-shm-broadcast-no-block.toml's.
+        let cases = [
+            (
+                "(EngineCore_DP1 pid=1455) INFO 05-28 14:44:28 [shm_broadcast.py:681] No available shared memory broadcast block found in 60 seconds. This typically happens when some processes are hanging or doing some time-consuming work (e.g. compilation, weight/kv cache quantization).",
+                Some(Wait),
+            ),
+            (
+                "(VllmWorkerProcess pid=3253) WARNING 08-13 11:31:37 shm_broadcast.py:386] No available block found in 60 second",
+                Some(Wait),
+            ),
+            (
+                "(VllmWorkerProcess pid=1634044) WARNING 11-26 13:07:36 shm_broadcast.py:391] No available block found in 60 second. ",
+                Some(Wait),
+            ),
+            (
+                "INFO 11-14 03:12:09 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 12.3 tokens/s, Running: 1 reqs",
+                Some(Progress),
+            ),
+            ("INFO:     Application startup complete.", Some(Progress)),
+            (
+                "INFO:     10.0.0.1:5000 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK",
+                Some(Progress),
+            ),
+            (
+                "INFO:     10.0.0.1:5000 - \"POST /v1/chat/completions HTTP/1.1\" 400 Bad Request",
+                None,
+            ),
+            ("no free block found in the pool", None),
+        ];
+        for (line, mark) in cases {
+            assert_eq!(engine_mark(line), mark, "{line}");
         }
     }
 }
