@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use super::aggregate::{self, Aggregator, Repeats};
 use super::anchors::Hot;
-use super::chatter::{self, EngineMark};
+use super::chatter;
 use super::detect::{Segmenter, Step};
 use super::reader::{Out, Read, SegmentReader};
 use super::{Anchors, Format, Ingested, InputSummary, Line, Segment};
@@ -389,22 +389,21 @@ impl InputReader {
             source: self.id,
             line: n,
         };
-        match chatter::engine_mark(text) {
-            Some(EngineMark::Wait) => {
-                self.engine.wait = Some(span);
-                self.engine.resumed = None;
-            }
-            Some(EngineMark::Progress)
-                if self.engine.wait.is_some() && self.engine.resumed.is_none() =>
-            {
-                let text = if self.keep_text {
-                    text.to_owned()
-                } else {
-                    String::new()
-                };
-                self.engine.resumed = Some((n, text));
-            }
-            _ => {}
+        // Progress matters only after a wait, until the first is seen: the
+        // chatty progress lines are searched for only then.
+        if chatter::engine_waits(text) {
+            self.engine.wait = Some(span);
+            self.engine.resumed = None;
+        } else if self.engine.wait.is_some()
+            && self.engine.resumed.is_none()
+            && chatter::engine_moves(text)
+        {
+            let text = if self.keep_text {
+                text.to_owned()
+            } else {
+                String::new()
+            };
+            self.engine.resumed = Some((n, text));
         }
         let step = self.segmenter.line(n, text);
         let format = match &step {
