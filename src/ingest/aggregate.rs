@@ -63,10 +63,14 @@ const MAX_CONTINUATION: usize = 64;
 /// The template of a line, hashed (FNV-1a), or `None` for a blank line or
 /// a continuation line (indented: it follows the line it continues).
 ///
-/// Masked: every run of digits, except a short number standing alone (`Xid
-/// … 79,`, `GPU 3 `, `exit code 1`: a different code is a different
-/// failure); every hex id (eight or more hex digits with a digit among them).
-/// Times, PIDs, ports, sizes, counters and addresses go; words stay.
+/// Masked: every run of digits, each one placeholder, except a line's only
+/// short number standing alone (`Xid … 79,`, `GPU 3 `, `exit code 1`: a
+/// different code is a different failure); every hex id (eight or more hex
+/// digits with a digit among them). Times, PIDs, ports, sizes, counters and
+/// addresses go; words stay. A line with two short numbers standing alone
+/// or more is a line of figures (`Running: 59 reqs, Waiting: 0 reqs`,
+/// `#running-req: 1, #queue-req: 0`): all of them are masked, so that a
+/// chatty family of lines is one template.
 #[cfg(test)]
 pub(crate) fn key(text: &str) -> Option<u64> {
     key_with(text, &mut Vec::new())
@@ -81,7 +85,19 @@ pub(crate) fn key_with(text: &str, template: &mut Vec<u8>) -> Option<u64> {
         None | Some(b' ' | b'\t') => return None,
         _ => {}
     }
+    if !masked(bytes, template, true) {
+        // A second code: a line of figures, every number masked.
+        masked(bytes, template, false);
+    }
+    Some(hash(template))
+}
+
+/// Writes the template of `bytes` into `template`; with `one_code`, keeps
+/// the first short number standing alone and gives up (`false`) at the
+/// second.
+fn masked(bytes: &[u8], template: &mut Vec<u8>, one_code: bool) -> bool {
     template.clear();
+    let mut codes = 0;
     // Bytes before `done` are in the template.
     let mut done = 0;
     while let Some(digit) = next_digit(bytes, done) {
@@ -103,7 +119,11 @@ pub(crate) fn key_with(text: &str, template: &mut Vec<u8>) -> Option<u64> {
             let after = bytes.get(end).copied();
             let alone = matches!(before, None | Some(b' ' | b'(' | b'=' | b'#'))
                 && matches!(after, None | Some(b' ' | b',' | b')' | b';'));
-            if word.len() <= 3 && alone {
+            if one_code && word.len() <= 3 && alone {
+                codes += 1;
+                if codes > 1 {
+                    return false;
+                }
                 template.extend_from_slice(word);
             } else {
                 template.push(b'0');
@@ -120,7 +140,7 @@ pub(crate) fn key_with(text: &str, template: &mut Vec<u8>) -> Option<u64> {
         done = end;
     }
     template.extend_from_slice(&bytes[done..]);
-    Some(hash(template))
+    true
 }
 
 /// Whether a line may be PID 1's journal entry (`systemd[1]: `, a JSON
@@ -339,6 +359,15 @@ mod tests {
                 "time=\"x\" container=0f1e2d3c4b5a6978 port 51234",
                 "time=\"x\" container=aa1e2d3c4b5a69ff port 2222",
             ),
+            // Lines of figures: every short number masked.
+            (
+                "INFO 11-14 03:12:09 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 12.3 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.1%, Prefix cache hit rate: 0.0%",
+                "INFO 11-14 03:14:19 [loggers.py:123] Engine 000: Avg prompt throughput: 812.4 tokens/s, Avg generation throughput: 97.0 tokens/s, Running: 59 reqs, Waiting: 12 reqs, GPU KV cache usage: 87.5%, Prefix cache hit rate: 41.3%",
+            ),
+            (
+                "[2025-06-01 12:00:10 TP0] Decode batch. #running-req: 1, #token: 1234, token usage: 0.01, gen throughput (token/s): 12.34, #queue-req: 0",
+                "[2025-06-01 12:00:50 TP0] Decode batch. #running-req: 37, #token: 98304, token usage: 0.61, gen throughput (token/s): 1402.7, #queue-req: 5",
+            ),
         ];
         for (a, b) in same {
             assert_eq!(key(a), key(b), "{a}");
@@ -349,6 +378,11 @@ mod tests {
                 "kernel: NVRM: Xid (PCI:0000:3b:00): 48, pid=1102, GPU has fallen off the bus.",
             ),
             ("GPU 3 is lost", "GPU 4 is lost"),
+            // One code among long numbers still tells lines apart.
+            (
+                "12:00:01 worker 51234 exited with code 1 after 3600 s",
+                "12:00:01 worker 51234 exited with code 2 after 3600 s",
+            ),
             (
                 "a.service: Main process exited, code=exited, status=1/FAILURE",
                 "a.service: Main process exited, code=killed, status=9/KILL",
@@ -414,5 +448,36 @@ mod tests {
         assert_eq!((r.first.line, r.last.line, r.count), (1, 19, 10));
         assert_eq!((r.read, r.kept_last), (2, 2));
         assert!(Aggregator::new(Repeats::UNBOUNDED).is_none());
+    }
+
+    #[test]
+    fn a_family_of_figures_is_one_template_cited_by_its_first_and_last() {
+        let limits = Repeats { first: 3, last: 2 };
+        let mut agg = Aggregator::new(limits).expect("bounded");
+        let mut read = Vec::new();
+        for n in 1..=40u32 {
+            let line = format!(
+                "INFO 11-14 03:{:02}:09 [loggers.py:123] Engine 000: Avg prompt throughput: {}.0 tokens/s, Running: {} reqs, Waiting: {} reqs",
+                n % 60,
+                n * 7,
+                n % 9,
+                n % 4
+            );
+            if !agg.repeated(n, &line, key(&line), Format::Unknown, false) {
+                read.push(n);
+            }
+        }
+        assert_eq!(read, vec![1, 2, 3]);
+        let (kept, repeats) = agg.drain(SourceId(0));
+        let lines: Vec<u32> = kept
+            .iter()
+            .flat_map(|k| k.lines.iter().map(|l| l.0))
+            .collect();
+        assert_eq!(lines, vec![39, 40]);
+        assert!(kept.iter().all(|k| !k.message));
+        assert_eq!(repeats.len(), 1);
+        let r = &repeats[0];
+        assert_eq!((r.first.line, r.last.line, r.count), (1, 40, 40));
+        assert_eq!((r.read, r.kept_last), (3, 2));
     }
 }

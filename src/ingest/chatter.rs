@@ -8,6 +8,11 @@
 //! writer, so nothing else of it is needed). Each test accepts exactly what
 //! the regex it stands for would, or less.
 
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
+use regex::Regex;
+
 /// Whether `text` is a vLLM record (`LEVEL MM-DD HH:MM:SS[.frac]
 /// [file.py:line] message`): what `server::vllm`'s `RECORD` matches.
 pub(crate) fn vllm_record(text: &str) -> bool {
@@ -108,6 +113,36 @@ pub(crate) fn access_line(text: &str) -> bool {
     code.len() >= 3 && code[..3].iter().all(u8::is_ascii_digit)
 }
 
+/// Whether a line is vLLM's engine waiting for its workers (the
+/// shared-memory broadcast queue): `No available shared memory broadcast
+/// block found in 60 seconds` (0.6+), `No available block found in 60
+/// second.` (0.5). A substring search (SIMD) first, asked of every line.
+pub(crate) fn engine_waits(text: &str) -> bool {
+    static WAIT: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"block found in "));
+    static WAITED: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"No available (?:shared memory broadcast )?block found in \d+ seconds?")
+            .expect("regex")
+    });
+    WAIT.find(text.as_bytes()).is_some() && WAITED.is_match(text)
+}
+
+/// Whether a line shows vLLM's engine moving: a throughput record (`Avg
+/// prompt throughput: …`), `Application startup complete`, an OpenAI route
+/// answered 200. Asked only between a wait and the first progress after it.
+pub(crate) fn engine_moves(text: &str) -> bool {
+    static THROUGHPUT: LazyLock<Finder<'static>> =
+        LazyLock::new(|| Finder::new(b"Avg prompt throughput"));
+    static STARTED: LazyLock<Finder<'static>> =
+        LazyLock::new(|| Finder::new(b"Application startup complete"));
+    static POST: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"POST /v1/"));
+    static ANSWERED: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r#"POST /v1/\S+ HTTP/1\.\d" 200"#).expect("regex"));
+    let b = text.as_bytes();
+    THROUGHPUT.find(b).is_some()
+        || STARTED.find(b).is_some()
+        || POST.find(b).is_some() && ANSWERED.is_match(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,6 +187,48 @@ mod tests {
             "ERROR:    Exception in ASGI application",
         ] {
             assert!(!access_line(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn engine_marks_are_waits_and_progress() {
+        // The waits are fixtures/wordings/vllm-shm-broadcast-no-block.toml's.
+        let cases = [
+            (
+                "(EngineCore_DP1 pid=1455) INFO 05-28 14:44:28 [shm_broadcast.py:681] No available shared memory broadcast block found in 60 seconds. This typically happens when some processes are hanging or doing some time-consuming work (e.g. compilation, weight/kv cache quantization).",
+                Some(true),
+            ),
+            (
+                "(VllmWorkerProcess pid=3253) WARNING 08-13 11:31:37 shm_broadcast.py:386] No available block found in 60 second",
+                Some(true),
+            ),
+            (
+                "(VllmWorkerProcess pid=1634044) WARNING 11-26 13:07:36 shm_broadcast.py:391] No available block found in 60 second. ",
+                Some(true),
+            ),
+            (
+                "INFO 11-14 03:12:09 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 12.3 tokens/s, Running: 1 reqs",
+                Some(false),
+            ),
+            ("INFO:     Application startup complete.", Some(false)),
+            (
+                "INFO:     10.0.0.1:5000 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK",
+                Some(false),
+            ),
+            (
+                "INFO:     10.0.0.1:5000 - \"POST /v1/chat/completions HTTP/1.1\" 400 Bad Request",
+                None,
+            ),
+            ("no free block found in the pool", None),
+        ];
+        // Some(true): a wait; Some(false): progress; None: neither.
+        for (line, mark) in cases {
+            let got = if engine_waits(line) {
+                Some(true)
+            } else {
+                engine_moves(line).then_some(false)
+            };
+            assert_eq!(got, mark, "{line}");
         }
     }
 }

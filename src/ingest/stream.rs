@@ -21,10 +21,11 @@ use std::sync::{Arc, Mutex};
 
 use super::aggregate::{self, Aggregator, Repeats};
 use super::anchors::Hot;
+use super::chatter;
 use super::detect::{Segmenter, Step};
 use super::reader::{Out, Read, SegmentReader};
 use super::{Anchors, Format, Ingested, InputSummary, Line, Segment};
-use crate::model::{Facts, Message, Timestamp};
+use crate::model::{Facts, Message, Resumed, Timestamp};
 use crate::source::{KeptLines, Source, SourceId, SourceMap, Span, clean_line};
 
 /// Inputs smaller than this together are read on one thread: starting
@@ -150,6 +151,7 @@ fn read_source(
         inputs: Vec::new(),
         kept: KeptLines::default(),
         timing: Timing::default(),
+        engine: Engine::default(),
     };
     let look = Look {
         rules: settings.anchors,
@@ -358,6 +360,18 @@ struct InputReader {
     inputs: Vec<InputSummary>,
     kept: KeptLines,
     timing: Timing,
+    engine: Engine,
+}
+
+/// vLLM's engine loop as the lines go by: the last wait for its workers and
+/// the first progress line below it ([`Resumed`]). Constant memory: one
+/// line's text at most.
+#[derive(Default)]
+struct Engine {
+    wait: Option<Span>,
+    /// The first progress line after `wait`: its number and, for a streamed
+    /// input, its text (to cite).
+    resumed: Option<(u32, String)>,
 }
 
 impl InputReader {
@@ -375,6 +389,22 @@ impl InputReader {
             source: self.id,
             line: n,
         };
+        // Progress matters only after a wait, until the first is seen: the
+        // chatty progress lines are searched for only then.
+        if chatter::engine_waits(text) {
+            self.engine.wait = Some(span);
+            self.engine.resumed = None;
+        } else if self.engine.wait.is_some()
+            && self.engine.resumed.is_none()
+            && chatter::engine_moves(text)
+        {
+            let text = if self.keep_text {
+                text.to_owned()
+            } else {
+                String::new()
+            };
+            self.engine.resumed = Some((n, text));
+        }
         let step = self.segmenter.line(n, text);
         let format = match &step {
             Step::Start { .. } => self.segmenter.open().map_or(Format::Unknown, |s| s.format),
@@ -504,6 +534,13 @@ impl InputReader {
         }
         if let Some(repeats) = self.repeats.take() {
             self.read_last(repeats);
+        }
+        if let (Some(wait), Some((n, text))) = (self.engine.wait, self.engine.resumed.take()) {
+            self.facts.resumed.push(Resumed {
+                wait,
+                progress: self.span(n),
+            });
+            self.keep(n, &text);
         }
         let frame: Vec<Stamped> = self.timing.frame().collect();
         for Stamped { n, time, text } in frame {

@@ -6,7 +6,7 @@ use super::PackageChange;
 use super::Timestamp;
 use super::{GpuHealth, KernelEvent, ProcCgroup, UnitProperties};
 use super::{
-    GpuProcessRecord, GpuRecord, JournalEntry, Message, ProcessListing, PsRecord, Repeat,
+    GpuProcessRecord, GpuRecord, JournalEntry, Message, ProcessListing, PsRecord, Repeat, Resumed,
     ServerEvent, SmiHeader, UnitStatus,
 };
 use crate::source::Span;
@@ -44,6 +44,8 @@ pub struct Facts {
     pub repeats: Vec<Repeat>,
     /// Listening sockets and their processes (`ss -ltnp`).
     pub listeners: Vec<Listener>,
+    /// Per input, vLLM's engine moving after its last wait for its workers.
+    pub resumed: Vec<Resumed>,
 }
 
 impl Facts {
@@ -69,6 +71,7 @@ impl Facts {
             line_times,
             repeats,
             listeners,
+            resumed,
         } = other;
         self.smi_headers.extend(smi_headers);
         self.gpus.extend(gpus);
@@ -88,5 +91,6 @@ impl Facts {
         self.line_times.extend(line_times);
         self.repeats.extend(repeats);
         self.listeners.extend(listeners);
+        self.resumed.extend(resumed);
     }
 }

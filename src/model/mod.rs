@@ -18,6 +18,7 @@ mod message;
 mod names;
 mod package;
 mod process;
+mod progress;
 mod server;
 mod startup;
 mod time;
@@ -41,6 +42,7 @@ pub use names::{
 };
 pub use package::{PackageAction, PackageChange};
 pub use process::PsRecord;
+pub use progress::Resumed;
 pub use server::{
     Framework, MemoryImbalance, RankTag, ServerArgs, ServerEvent, ServerEventKind, ServerProcess,
 };

@@ -29,14 +29,6 @@ static WAIT: LazyLock<Regex> = LazyLock::new(|| {
 static PROCESS: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\((?P<name>[A-Za-z][\w.-]*) pid=(?P<pid>\d+)\)").expect("regex"));
 
-/// Lines that show the engine moving: a later one means the wait ended.
-static PROGRESS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"Avg prompt throughput|Application startup complete|POST /v1/\S+ HTTP/1\.\d\x22 200",
-    )
-    .expect("regex")
-});
-
 /// Lines that show why a wait at start-up is expected: compilation or a JIT
 /// build takes minutes, during which the queue is idle.
 static COMPILING: LazyLock<Regex> = LazyLock::new(|| {
@@ -54,8 +46,6 @@ static META: RuleMeta = RuleMeta {
     anchors: &[
         "No available shared memory broadcast block found",
         "No available block found in",
-        "Avg prompt throughput",
-        "Application startup complete",
         "Compiling a graph for",
         "torch.compile takes",
         "begins to compile kernel",
@@ -113,9 +103,14 @@ impl Rule for VllmShmBroadcastHang {
         };
         let last = waits.last().map(|(m, _)| m.span).unwrap_or(first.span);
         // Progress after the last wait in the same input: the wait ended.
-        let resumed = matches(incident, &PROGRESS)
-            .find(|(m, _)| m.span.source == last.source && m.span > last)
-            .map(|(m, _)| m);
+        // Ingest follows it (`model::Resumed`): progress lines are too many
+        // to keep as messages.
+        let resumed = incident
+            .facts
+            .resumed
+            .iter()
+            .find(|r| r.wait == last)
+            .map(|r| r.progress);
         let compiling = matches(incident, &COMPILING)
             .map(|(m, _)| m)
             .filter(|m| m.span.source == last.source && m.span < last)
@@ -152,8 +147,8 @@ impl Rule for VllmShmBroadcastHang {
         if let Some(m) = compiling {
             f.evidence(m.span, "compilation was under way before the waits");
         }
-        if let Some(m) = resumed {
-            f.evidence(m.span, "the engine made progress after the waits");
+        if let Some(span) = resumed {
+            f.evidence(span, "the engine made progress after the waits");
         }
         for pid in processes.keys() {
             f.entities.pids.insert(*pid);
