@@ -35,7 +35,9 @@ pub enum Command {
         after_help = "Examples:\n  rootcause demo\n  rootcause demo -v --color always | less -R\n  rootcause demo -o markdown > postmortem.md\n  rootcause demo -o html > demo.html"
     )]
     Demo(RenderArgs),
-    /// Show how each input, or each segment of a paste, was classified.
+    /// Show how each input, or each segment of a paste, was classified, and
+    /// which of its lines were prose, prompts, cited by a finding or not
+    /// understood (the same counts as the report's).
     #[command(
         after_help = "Examples:\n  rootcause inputs bundle-dir/\n  xclip -o | rootcause inputs\n  rootcause inputs cat.log --format-hint journal-cat"
     )]
