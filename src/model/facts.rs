@@ -1,6 +1,7 @@
 //! The bag of facts one analysis extracts from all of its inputs.
 
 use super::EnvReport;
+use super::KernelModule;
 use super::Listener;
 use super::PackageChange;
 use super::Timestamp;
@@ -44,6 +45,8 @@ pub struct Facts {
     pub repeats: Vec<Repeat>,
     /// Listening sockets and their processes (`ss -ltnp`).
     pub listeners: Vec<Listener>,
+    /// Loaded kernel modules (`lsmod`).
+    pub kernel_modules: Vec<KernelModule>,
 }
 
 impl Facts {
@@ -69,6 +72,7 @@ impl Facts {
             line_times,
             repeats,
             listeners,
+            kernel_modules,
         } = other;
         self.smi_headers.extend(smi_headers);
         self.gpus.extend(gpus);
@@ -88,5 +92,6 @@ impl Facts {
         self.line_times.extend(line_times);
         self.repeats.extend(repeats);
         self.listeners.extend(listeners);
+        self.kernel_modules.extend(kernel_modules);
     }
 }

@@ -158,6 +158,7 @@ pub(super) fn command_hint(line: &str) -> Option<(Format, &'static str)> {
                 )
             }),
             "ps" => Some((Format::Ps, "output of `ps` at the prompt above")),
+            "lsmod" => Some((Format::Lsmod, "output of `lsmod` at the prompt above")),
             "gpustat" => Some((Format::Gpustat, "output of `gpustat` at the prompt above")),
             "dmesg" => Some((Format::Dmesg, "output of `dmesg` at the prompt above")),
             "journalctl" if has("-k") || has("--dmesg") => Some((
