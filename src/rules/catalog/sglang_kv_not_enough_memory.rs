@@ -498,9 +498,18 @@ fn explain_low_unsized(
 ) {
     let cur = fraction(current);
     let default = sglang_default(tp);
+    // The TP size is an assumption when no `server_args=` line states it.
+    let at_tp = if launch_args(incident, Framework::Sglang)
+        .and_then(|a| a.0.tp_size)
+        .is_some()
+    {
+        format!("at tp_size={tp}")
+    } else {
+        format!("at tp_size={tp} (assumed; the log does not state it)")
+    };
     f.category = Category::MemFractionMisconfigured;
     f.chain.push(format!(
-        "mem_fraction_static={cur} was set far below SGLang's default (about {} at tp_size={tp}): the static pool it allows is too small for the weights and a KV cache",
+        "mem_fraction_static={cur} was set far below SGLang's default (about {} {at_tp}): the static pool it allows is too small for the weights and a KV cache",
         fraction(default)
     ));
     f.condition(
@@ -509,7 +518,7 @@ fn explain_low_unsized(
     );
     f.title = format!("--mem-fraction-static {cur} is far below SGLang's defaults");
     f.headline = format!(
-        "{who} had no memory for its KV cache: mem_fraction_static={cur} is far below SGLang's default of about {} at tp_size={tp}, so the weights took the whole static pool; the log lacks the `Load weight` sizes to compute the exact value.",
+        "{who} had no memory for its KV cache: mem_fraction_static={cur} is far below SGLang's default of about {} {at_tp}, so the weights took the whole static pool; the log lacks the `Load weight` sizes to compute the exact value.",
         fraction(default)
     );
     f.explanation = format!(
