@@ -24,6 +24,7 @@ mod journal_short;
 mod journal_time;
 mod journal_verbose;
 mod kernel;
+mod lsmod;
 mod nvidia_smi_csv;
 mod nvidia_smi_pmon;
 mod nvidia_smi_q;
@@ -82,6 +83,8 @@ pub enum Format {
     NvidiaSmiPmon,
     /// `ss -ltnp`: listening sockets and the processes that hold them.
     Ss,
+    /// `lsmod`: loaded kernel modules and their use counts.
+    Lsmod,
     /// `gpustat`: one `[0] NAME | 48'C, 7 % | 213 / 1995 MB |` line per GPU.
     Gpustat,
     /// `dmesg` in any of its time formats.
@@ -116,7 +119,7 @@ pub enum Format {
 }
 
 impl Format {
-    pub const ALL: [Format; 36] = [
+    pub const ALL: [Format; 37] = [
         Format::SglangLog,
         Format::NvidiaSmiTable,
         Format::NvidiaSmiQueryGpu,
@@ -138,6 +141,7 @@ impl Format {
         Format::NvidiaSmiPmon,
         Format::Gpustat,
         Format::Ss,
+        Format::Lsmod,
         Format::Dmesg,
         Format::SystemctlShow,
         Format::ProcCgroup,
@@ -179,6 +183,7 @@ impl Format {
             Format::NvidiaSmiPmon => "nvidia-smi-pmon",
             Format::Gpustat => "gpustat",
             Format::Ss => "ss",
+            Format::Lsmod => "lsmod",
             Format::Dmesg => "dmesg",
             Format::SystemctlShow => "systemctl-show",
             Format::ProcCgroup => "proc-cgroup",
@@ -380,6 +385,7 @@ fn parse_segment(format: Format, lines: &[Line<'_>], facts: &mut Facts) -> Misse
         Format::NvidiaSmiPmon => Count(nvidia_smi_pmon::parse(lines, facts)),
         Format::Gpustat => Count(gpustat::parse(lines, facts)),
         Format::Ss => Count(ss::parse(lines, facts)),
+        Format::Lsmod => Count(lsmod::parse(lines, facts)),
         Format::Dmesg => Count(kernel::parse(lines, facts)),
         Format::SystemctlShow => Lines(systemctl_show::read(lines, facts)),
         Format::ProcCgroup => Lines(proc_cgroup::read(lines, facts)),

@@ -1,6 +1,7 @@
 //! The bag of facts one analysis extracts from all of its inputs.
 
 use super::EnvReport;
+use super::KernelModule;
 use super::Listener;
 use super::PackageChange;
 use super::Timestamp;
@@ -46,6 +47,8 @@ pub struct Facts {
     pub listeners: Vec<Listener>,
     /// Per input, vLLM's engine moving after its last wait for its workers.
     pub resumed: Vec<Resumed>,
+    /// Loaded kernel modules (`lsmod`).
+    pub kernel_modules: Vec<KernelModule>,
 }
 
 impl Facts {
@@ -72,6 +75,7 @@ impl Facts {
             repeats,
             listeners,
             resumed,
+            kernel_modules,
         } = other;
         self.smi_headers.extend(smi_headers);
         self.gpus.extend(gpus);
@@ -92,5 +96,6 @@ impl Facts {
         self.repeats.extend(repeats);
         self.listeners.extend(listeners);
         self.resumed.extend(resumed);
+        self.kernel_modules.extend(kernel_modules);
     }
 }

@@ -13,6 +13,7 @@ mod gpu;
 mod gpu_health;
 mod journal;
 mod kernel;
+mod kernel_module;
 mod listener;
 mod message;
 mod names;
@@ -35,6 +36,7 @@ pub use gpu::{GpuProcessRecord, GpuRecord, ProcessListing, ProcessListingKind, S
 pub use gpu_health::{EccCounter, EccKind, EccScope, GpuHealth, Reading, SickValue};
 pub use journal::JournalEntry;
 pub use kernel::{KernelEvent, KernelEventKind, KernelTime, OomKill, OomTask, Xid};
+pub use kernel_module::KernelModule;
 pub use listener::Listener;
 pub use message::{Message, Repeat};
 pub use names::{

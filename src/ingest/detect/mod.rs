@@ -26,6 +26,7 @@ mod env;
 mod gpustat;
 mod journal;
 mod kernel;
+mod lsmod;
 mod nvidia;
 mod packages;
 mod procfs;
@@ -49,6 +50,7 @@ const SNIFFERS: &[Sniffer] = &[
     nvidia::sniff,
     gpustat::sniff,
     ss::sniff,
+    lsmod::sniff,
     systemd::sniff,
     procfs::sniff,
     packages::sniff,

@@ -29,11 +29,12 @@ re!(
       | \S+@\S+\x20(?:[~/]\S*|[\w.-]+)\x20[\#%]
     )(?:\x20+(?P<cmd>\S.*)|\s*$)"
 );
-// After a bare `$ ` or `# `, a command: a lowercase word or a path, maybe
+// After a bare `$ ` or `# ` (maybe after the directory alone, as a prompt
+// of `PS1='\w\$ '` shows it: `~$ nvtop`, `/opt/app# ls`), a command: a lowercase word or a path, maybe
 // after `VAR=value` assignments (vLLM prints `# GPU blocks: 1952, …`).
 re!(
     BARE_PROMPT,
-    r"^(?:[$#] (?P<cmd>(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*[a-z./~][\w./+-]*(?:\s.*)?)|(?:PS [A-Z]:\\[^>]*>|>>>|In \[\d+\]:) (?P<code>\S.*))$"
+    r"^(?:(?:~[\w./-]*|/[\w./-]*)?[$#] (?P<cmd>(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*[a-z./~][\w./+-]*(?:\s.*)?)|(?:PS [A-Z]:\\[^>]*>|>>>|In \[\d+\]:) (?P<code>\S.*))$"
 );
 
 // A command pasted without its prompt, maybe indented: a launcher people
@@ -157,6 +158,7 @@ pub(super) fn command_hint(line: &str) -> Option<(Format, &'static str)> {
                 )
             }),
             "ps" => Some((Format::Ps, "output of `ps` at the prompt above")),
+            "lsmod" => Some((Format::Lsmod, "output of `lsmod` at the prompt above")),
             "gpustat" => Some((Format::Gpustat, "output of `gpustat` at the prompt above")),
             "dmesg" => Some((Format::Dmesg, "output of `dmesg` at the prompt above")),
             "journalctl" if has("-k") || has("--dmesg") => Some((
@@ -283,6 +285,10 @@ mod tests {
             assert_eq!(command(line), Some(cmd), "{line}");
         }
         assert!(is_prompt("root@node4:~# "));
+        // A prompt of the directory alone, `PS1='\w\$ '`
+        // (https://github.com/Syllo/nvtop/issues/125).
+        assert_eq!(command("~$ nvtop"), Some("nvtop"));
+        assert_eq!(command("~/work$ nvidia-smi"), Some("nvidia-smi"));
         // zsh's default prompt, with and without a command (fixtures/real/043),
         // and its bare `% ` (fixtures/real/106).
         assert!(is_prompt("ceverson@Clarks-MacBook-Pro ~ %"));
@@ -309,6 +315,8 @@ mod tests {
             "$5 per hour",
             "[2026-11-27 09:38:52 TP1] x",
             "#!/bin/bash",
+            "~$",
+            "/tmp/x$ 5 per hour",
             // vLLM's own line (fixtures/real/014).
             "# GPU blocks: 1952, # CPU blocks: 2048",
             // Quoted log and kernel lines stay what they are.

@@ -16,7 +16,7 @@ pub static RULE: NvmlDriverLibraryMismatch = NvmlDriverLibraryMismatch;
 pub struct NvmlDriverLibraryMismatch;
 
 static MISMATCH: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)Failed to initialize NVML: Driver/library version mismatch|nvml error: driver/library version mismatch")
+    Regex::new(r"(?i)Failed to initialize NVML: Driver/library version mismatch|nvml error: driver/library version mismatch|Impossible to initialize nvidia nvml ?: Driver/library version mismatch")
         .expect("regex")
 });
 /// The first line of the 575+ report names the client:

@@ -12,7 +12,7 @@ use crate::model::{Framework, Landmark, ServerArgs, ServerEvent, ServerEventKind
 use crate::rules::support::holders::{Holder, Holders, held_mib};
 use crate::rules::support::server::{
     before, ceil2, events_at, explicit_flag, flag_action, fraction, gib, gpu_of_rank, launch_args,
-    target,
+    target, unsized_fraction_at_fault,
 };
 use crate::rules::support::{confidence, distinct, matches, mib};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
@@ -354,6 +354,11 @@ fn explain_sizes(
     };
     let weights = n.after.and_then(|a| a.1);
     let Some(needed) = needed else {
+        let stated = current.or_else(|| explicit.as_ref().and_then(|(v, _)| v.parse().ok()));
+        if unsized_fraction_at_fault(f, stated, LOW_FRACTION, false) {
+            explain_low_unsized(incident, f, stated.unwrap_or_default(), n, tp, unit, who);
+            return;
+        }
         f.title = "SGLang found no memory for its KV cache".to_owned();
         f.headline = format!(
             "{who} found no memory for its KV cache after loading the weights; the log lacks the numbers to say whether the fraction or the model size is at fault."
@@ -465,6 +470,79 @@ fn explain_sizes(
     }
 }
 
+/// SGLang's own default for `--mem-fraction-static` at a TP size, as
+/// `server_args.py` set it through 0.4.x (0.88 at TP 1 down to 0.79 at 16;
+/// some releases used 0.83 at TP 8). Later releases derive it from the GPU's
+/// memory instead, which lands in the same range on serving GPUs: an
+/// assumption the finding states.
+fn sglang_default(tp: u32) -> f64 {
+    match tp {
+        16.. => 0.79,
+        8.. => 0.81,
+        4.. => 0.85,
+        2.. => 0.87,
+        _ => 0.88,
+    }
+}
+
+/// A stated fraction far below SGLang's defaults, without the `Load weight`
+/// sizes: the fraction is the best-supported cause, at a lower confidence.
+fn explain_low_unsized(
+    incident: &Incident,
+    f: &mut Finding,
+    current: f64,
+    n: &Numbers,
+    tp: u32,
+    unit: Option<&str>,
+    who: &str,
+) {
+    let cur = fraction(current);
+    let default = sglang_default(tp);
+    // The TP size is an assumption when no `server_args=` line states it.
+    let at_tp = if launch_args(incident, Framework::Sglang)
+        .and_then(|a| a.0.tp_size)
+        .is_some()
+    {
+        format!("at tp_size={tp}")
+    } else {
+        format!("at tp_size={tp} (assumed; the log does not state it)")
+    };
+    f.category = Category::MemFractionMisconfigured;
+    f.chain.push(format!(
+        "mem_fraction_static={cur} was set far below SGLang's default (about {} {at_tp}): the static pool it allows is too small for the weights and a KV cache",
+        fraction(default)
+    ));
+    f.condition(
+        format!("the fraction ({cur}) is far below SGLang's defaults (0.79-0.88 by TP size)"),
+        true,
+    );
+    f.title = format!("--mem-fraction-static {cur} is far below SGLang's defaults");
+    f.headline = format!(
+        "{who} had no memory for its KV cache: mem_fraction_static={cur} is far below SGLang's default of about {} {at_tp}, so the weights took the whole static pool; the log lacks the `Load weight` sizes to compute the exact value.",
+        fraction(default)
+    );
+    f.explanation = format!(
+        "SGLang's static pool (weights + KV cache) is mem_fraction_static x the free memory before loading. Its own default is 0.88 at TP 1 down to 0.79 at TP 16 \
+         (newer releases derive it from the GPU's memory, in the same range on serving GPUs; this is an assumption, the log does not state the default). \
+         At {cur} the pool is a fraction of that. The `Load weight begin/end` lines (avail mem, mem usage) would settle the value; if the GPU is shared, check nvidia-smi before raising it."
+    );
+    let evidence: Vec<Span> = n.fraction.map(|x| x.1).into_iter().collect();
+    let action = flag_action(
+        incident,
+        f,
+        unit,
+        "--mem-fraction-static",
+        &fraction(default),
+        format!("SGLang's default at tp_size={tp}; {cur} leaves the KV cache no room"),
+        evidence,
+    );
+    f.actions.push(action);
+    f.actions.push(Action::advice(
+        "check that nothing else holds the GPU before raising the fraction, and read the `Load weight begin/end` lines for the sizes",
+        Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"),
+    ));
+}
+
 fn gpu_evidence(f: &mut Finding, g: &Gpu) {
     if let Some(span) = g.spans.first() {
         f.evidence(
@@ -476,5 +554,35 @@ fn gpu_evidence(f: &mut Finding, g: &Gpu) {
                 mib(g.memory_total_mib)
             ),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::Category;
+    use crate::source::{Source, SourceMap};
+
+    fn root(text: &str) -> (Category, f64) {
+        let mut sources = SourceMap::default();
+        sources.add(Source::new("paste", text.as_bytes()));
+        let analysis = crate::analyze(sources);
+        let report = analysis.report();
+        let f = report.root_cause().expect("a root cause");
+        (f.category, f.confidence)
+    }
+
+    /// https://github.com/gpustack/gpustack/issues/3831 (SGLang 0.5.6).
+    const LOW: &str = "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: self.server_args.mem_fraction_static=0.2\n";
+    /// SGLang 0.5.x at its own default (fixtures/rules/…/pos-0.5.10-foreign-holder).
+    const DEFAULT: &str = "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.88\n";
+
+    #[test]
+    fn a_stated_fraction_far_below_the_defaults_is_the_knob_at_fault() {
+        let (category, confidence) = root(LOW);
+        assert_eq!(category, Category::MemFractionMisconfigured);
+        // Only the headline line: partial evidence, a lower confidence.
+        assert!(confidence < 0.85, "{confidence}");
+        // Near miss: the default fraction alone says nothing about the knob.
+        assert_eq!(root(DEFAULT).0, Category::KvCacheTooSmall);
     }
 }

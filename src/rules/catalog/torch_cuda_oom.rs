@@ -206,6 +206,31 @@ pub(super) fn listed_writer(o: &CudaOom) -> Option<(u32, u64)> {
     big.next().is_none().then_some((only.pid, only.bytes))
 }
 
+/// Where the memory this process holds comes from.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Own {
+    /// `this process has X memory in use`, believed.
+    Figure,
+    /// What PyTorch reserved, when no per-process figure is printed.
+    Reserved,
+    /// What PyTorch reserved, because the printed figure is smaller than it.
+    FigureTooSmall(u64),
+}
+
+/// What this process holds on the GPU. `this process has X memory in use`
+/// is the driver's per-process figure and includes PyTorch's own memory; when
+/// it is smaller than what PyTorch allocated and reserved in this very
+/// process, the driver could not see the process (NVML in a container's PID
+/// namespace prints 0 bytes) and PyTorch's own numbers are believed instead.
+fn own_bytes(o: &CudaOom) -> Option<(u64, Own)> {
+    let pytorch = pytorch_reserved(o);
+    match (o.this_process_bytes, pytorch) {
+        (Some(this), Some(p)) if this < p => Some((p, Own::FigureTooSmall(this))),
+        (Some(this), _) => Some((this, Own::Figure)),
+        (None, p) => Some((p?, Own::Reserved)),
+    }
+}
+
 /// What PyTorch itself holds: `reserved in total` (old message), or
 /// allocated plus reserved-but-unallocated (2.1+).
 fn pytorch_reserved(o: &CudaOom) -> Option<u64> {
@@ -336,7 +361,7 @@ impl<'a> Analysis<'a> {
         }
         let total = o.total_bytes?;
         let free = o.free_bytes?;
-        let mine = o.this_process_bytes.or(o.reserved_bytes)?;
+        let mine = own_bytes(o)?.0;
         let others = total.saturating_sub(free).saturating_sub(mine);
         let beyond_context = others.saturating_sub(OWN_CONTEXT);
         let fits_without = o.tried_bytes.is_some_and(|t| free + beyond_context >= t);
@@ -504,7 +529,31 @@ impl<'a> Analysis<'a> {
         }
         // The figures that rule out another process, quoted as printed.
         if let (Some(total), Some(free)) = (o.total_bytes, o.free_bytes) {
-            if let Some(this) = o.this_process_bytes {
+            if let Some((pytorch, Own::FigureTooSmall(this))) = own_bytes(o) {
+                // As PyTorch prints it.
+                let this_text = if this == 0 {
+                    "0 bytes".to_owned()
+                } else {
+                    size(this)
+                };
+                f.chain.push(format!(
+                    "the error says this process has {} in use, less than the {} PyTorch itself allocated and reserved in it: that figure is wrong (the driver cannot see a process in a container's PID namespace), so the {} in use of the GPU's {} ({} free) is this process's own",
+                    this_text,
+                    size(pytorch),
+                    size(total.saturating_sub(free)),
+                    size(total),
+                    size(free)
+                ));
+                f.condition(
+                    format!(
+                        "PyTorch's own {} reconciles with the {} in use; the per-process figure of {} does not and was not believed",
+                        size(pytorch),
+                        size(total.saturating_sub(free)),
+                        this_text
+                    ),
+                    true,
+                );
+            } else if let Some(this) = o.this_process_bytes {
                 f.chain.push(format!(
                     "this process holds {} of the GPU's {} ({} free): the memory in use is its own",
                     size(this),
@@ -642,10 +691,10 @@ impl<'a> Analysis<'a> {
         let gpu_text = o.gpu.map_or("the GPU".to_owned(), |g| format!("GPU {g}"));
         let total = o.total_bytes.unwrap_or(0);
         let free = o.free_bytes.unwrap_or(0);
-        let (mine, mine_label) = match (o.this_process_bytes, o.reserved_bytes) {
-            (Some(b), _) => (b, "held by this process"),
-            (None, Some(b)) => (b, "reserved by PyTorch"),
-            (None, None) => (0, "held by this process"),
+        let (mine, mine_label) = match own_bytes(o) {
+            Some((b, Own::Figure)) => (b, "held by this process"),
+            Some((b, _)) => (b, "reserved by PyTorch"),
+            None => (0, "held by this process"),
         };
         f.category = Category::GpuMemoryHeldByOtherProcess;
         let arithmetic = format!(
@@ -866,6 +915,39 @@ mod tests {
             assert_eq!(category, Category::GpuMemoryHeldByOtherProcess, "{line}");
             assert_eq!(gpus, vec![0]);
         }
+    }
+
+    /// https://github.com/rhymes-ai/Aria/issues/24: vLLM in a container;
+    /// the driver's per-process figure is 0 bytes while PyTorch allocated
+    /// 19.02 GiB in the same process.
+    const ZERO_FIGURE: &str = "(VllmWorkerProcess pid=2421) ERROR 10-14 12:32:47 multiproc_worker_utils.py:233] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.88 GiB. GPU 3 has a total capacity of 21.96 GiB of which 1.29 GiB is free. Including non-PyTorch memory, this process has 0 bytes memory in use. Of the allocated memory 19.02 GiB is allocated by PyTorch, and 1.32 GiB is reserved by PyTorch but unallocated.";
+    /// fixtures/rules/torch-cuda-oom/pos-2.5-foreign-pid.log: the figure is
+    /// honest (47.95 GiB >= 45.10 + 1.14) and PID 9911 holds the rest.
+    const HONEST_FIGURE: &str = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.32 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.21 GiB is free. Process 9911 has 30.02 GiB memory in use. Including non-PyTorch memory, this process has 47.95 GiB memory in use. Of the allocated memory 45.10 GiB is allocated by PyTorch, and 1.14 GiB is reserved by PyTorch but unallocated.";
+
+    #[test]
+    fn a_per_process_figure_below_pytorch_s_own_is_not_believed() {
+        let (category, pids, gpus, kills) = root(&format!("{ZERO_FIGURE}\n"));
+        assert_eq!(category, Category::CudaOom);
+        assert_eq!(pids, vec![2421]);
+        assert_eq!(gpus, vec![3]);
+        assert_eq!(kills, 0);
+        let mut sources = SourceMap::default();
+        sources.add(Source::new("paste", format!("{ZERO_FIGURE}\n").as_bytes()));
+        let analysis = crate::analyze(sources);
+        let report = analysis.report();
+        let f = report.root_cause().expect("a root cause");
+        assert!(
+            f.chain
+                .iter()
+                .any(|c| c.contains("0 bytes") && c.contains("wrong")),
+            "{:?}",
+            f.chain
+        );
+        // Near miss: an honest figure and a listed holder stay another process's.
+        let (category, pids, ..) = root(&format!("{HONEST_FIGURE}\n"));
+        assert_eq!(category, Category::GpuMemoryHeldByOtherProcess);
+        assert_eq!(pids, vec![9911]);
     }
 
     #[test]

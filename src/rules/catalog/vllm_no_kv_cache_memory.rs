@@ -10,7 +10,9 @@ use regex::Regex;
 use crate::correlate::Incident;
 use crate::model::Framework;
 use crate::rules::support::holders::Holders;
-use crate::rules::support::server::{ceil2, events_at, explicit_flag, flag_action, fraction};
+use crate::rules::support::server::{
+    ceil2, events_at, explicit_flag, flag_action, fraction, unsized_fraction_at_fault,
+};
 use crate::rules::support::vllm::{self, VllmMemory};
 use crate::rules::support::{confidence, distinct, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
@@ -263,11 +265,7 @@ fn explain_sizes(
                 .as_ref()
                 .and_then(|(v, _)| v.parse::<f64>().ok())
                 .or(mem.util.map(|u| u.0));
-            let knob = set.is_none_or(|u| u < 0.9);
-            f.condition(
-                "the log shows the sizes that would confirm the fraction is the limit",
-                false,
-            );
+            let knob = unsized_fraction_at_fault(f, set, 0.9, true);
             if knob {
                 f.category = Category::MemFractionMisconfigured;
                 f.title = match set {

@@ -328,6 +328,26 @@ pub fn run_pids(incident: &Incident, failure: &ServerEvent) -> BTreeSet<u32> {
         .collect()
 }
 
+/// Whether a memory fraction (`gpu_memory_utilization`,
+/// `mem_fraction_static`) is the knob at fault when the log lacks the sizes
+/// that would recompute it: a stated value below `low_below` (well under
+/// the server's own defaults) is; an unstated one is only when
+/// `unknown_is_knob` (the server's message names the knob as the cure).
+/// Records the missing sizes as an unmet condition, so the finding's
+/// confidence drops: the headline line alone is partial evidence.
+pub fn unsized_fraction_at_fault(
+    f: &mut Finding,
+    stated: Option<f64>,
+    low_below: f64,
+    unknown_is_knob: bool,
+) -> bool {
+    f.condition(
+        "the log shows the sizes that would confirm the fraction is the limit",
+        false,
+    );
+    stated.map_or(unknown_is_knob, |v| v < low_below)
+}
+
 /// `0.87` → `"0.87"`: fractions as the servers print them.
 pub fn fraction(x: f64) -> String {
     format!("{x:.2}")
