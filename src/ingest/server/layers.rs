@@ -232,7 +232,6 @@ pub(super) fn peel<'t>(mut text: &'t str, writer: &mut Writer) -> &'t str {
                     viewer = true;
                     text = c.name("rest").map_or("", |m| m.as_str());
                     writer.layered = true;
-                    writer.layered = true;
                     continue;
                 }
             }
@@ -253,7 +252,6 @@ pub(super) fn peel<'t>(mut text: &'t str, writer: &mut Writer) -> &'t str {
                     process = true;
                     take_process(&c, pid, writer);
                     text = c.name("rest").map_or("", |m| m.as_str());
-                    writer.layered = true;
                     writer.layered = true;
                     continue;
                 }
@@ -286,7 +284,6 @@ pub(super) fn peel<'t>(mut text: &'t str, writer: &mut Writer) -> &'t str {
                     tag.global = Some(rank);
                     writer.key.torch_rank = Some(rank);
                     text = c.name("rest").map_or("", |m| m.as_str());
-                    writer.layered = true;
                     writer.layered = true;
                     continue;
                 }

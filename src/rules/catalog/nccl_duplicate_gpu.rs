@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::correlate::Incident;
-use crate::model::ServerEventKind;
+use crate::model::{Message, ServerEventKind};
 use crate::rules::support::server::events_at;
 use crate::rules::support::{confidence, distinct, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
@@ -126,14 +126,7 @@ impl Rule for NcclDuplicateGpu {
             if let Some(b) = bus_id(&c["bus"]) {
                 buses.insert(b);
             }
-            let line = events_at(incident, m.span).find_map(|e| match &e.kind {
-                ServerEventKind::Nccl(n) => Some((Some(n.pid), n.cuda_dev)),
-                _ => None,
-            });
-            let (pid, dev) = line.unwrap_or_else(|| match NCCL_PREFIX.captures(&m.text) {
-                Some(p) => (p["pid"].parse().ok(), p["dev"].parse().ok()),
-                None => (None, None),
-            });
+            let (pid, dev) = writer(incident, m);
             pids.extend(pid);
             devs.extend(dev);
         }
@@ -143,14 +136,7 @@ impl Rule for NcclDuplicateGpu {
             if !hits.iter().any(|(h, _)| h.span.source == m.span.source) {
                 continue;
             }
-            let line = events_at(incident, m.span).find_map(|e| match &e.kind {
-                ServerEventKind::Nccl(n) => Some((Some(n.pid), n.cuda_dev)),
-                _ => None,
-            });
-            let (pid, dev) = line.unwrap_or_else(|| match NCCL_PREFIX.captures(&m.text) {
-                Some(p) => (p["pid"].parse().ok(), p["dev"].parse().ok()),
-                None => (None, None),
-            });
+            let (pid, dev) = writer(incident, m);
             pids.extend(pid);
             devs.extend(dev);
         }
@@ -223,6 +209,20 @@ impl Rule for NcclDuplicateGpu {
         f.confidence = confidence(&f, 0.8, 0.95);
         out.push(f);
     }
+}
+
+/// The PID and CUDA device of the rank that printed `m`: from its parsed
+/// NCCL event, else from the `host:pid:tid [dev]` prefix of the line.
+fn writer(incident: &Incident, m: &Message) -> (Option<u32>, Option<u32>) {
+    events_at(incident, m.span)
+        .find_map(|e| match &e.kind {
+            ServerEventKind::Nccl(n) => Some((Some(n.pid), n.cuda_dev)),
+            _ => None,
+        })
+        .unwrap_or_else(|| match NCCL_PREFIX.captures(&m.text) {
+            Some(p) => (p["pid"].parse().ok(), p["dev"].parse().ok()),
+            None => (None, None),
+        })
 }
 
 #[cfg(test)]
