@@ -170,15 +170,15 @@ re!(
 );
 re!(
     MAIN_EXITED,
-    r"^[Mm]ain process exited, code=(?P<code>\w+), status=(?P<status>\S+?)\.?$"
+    r"^[Mm]ain process exited, code=(?P<code>[0-9A-Za-z_]+), status=(?P<status>\S+?)\.?$"
 );
 re!(
     FAILED_RESULT,
-    r"^Failed with result '(?P<result>[\w-]+)'\.$"
+    r"^Failed with result '(?P<result>[0-9A-Za-z_-]+)'\.$"
 );
 re!(
     RESTART,
-    r"^Scheduled restart job.*, restart counter is at (?P<n>\d+)\.$"
+    r"^Scheduled restart job.*, restart counter is at (?P<n>[0-9]+)\.$"
 );
 re!(
     RESTART_DUE,
@@ -195,19 +195,19 @@ re!(
 );
 re!(
     REMAINS,
-    r"^Unit process (?P<pid>\d+) \(.{1,15}\) remains running after unit stopped\.$"
+    r"^Unit process (?P<pid>[0-9]+) \(.{1,15}\) remains running after unit stopped\.$"
 );
 re!(
     LEFT_OVER,
-    r"^Found left-over process (?P<pid>\d+) \(.{1,15}\) in control group while starting unit\."
+    r"^Found left-over process (?P<pid>[0-9]+) \(.{1,15}\) in control group while starting unit\."
 );
 re!(
     KILLING,
-    r"^Killing process (?P<pid>\d+) \(.{1,15}\) with signal SIG[A-Z]+\.$"
+    r"^Killing process (?P<pid>[0-9]+) \(.{1,15}\) with signal SIG[A-Z]+\.$"
 );
 re!(
     STOP_TIMEOUT,
-    r"^(?:State '(?P<state>[\w-]+)'|(?P<old>stop-sigterm|stop-final-sigterm|stop-sigabrt|stop-watchdog)|(?P<stopping>[Ss]topping)) timed out\. (?:Killing|Terminating)\.$"
+    r"^(?:State '(?P<state>[0-9A-Za-z_-]+)'|(?P<old>stop-sigterm|stop-final-sigterm|stop-sigabrt|stop-watchdog)|(?P<stopping>[Ss]topping)) timed out\. (?:Killing|Terminating)\.$"
 );
 
 /// Every line of PID 1 that begins with a unit's name (`X.service: …`),

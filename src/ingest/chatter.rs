@@ -120,7 +120,7 @@ pub(crate) fn access_line(text: &str) -> bool {
 pub(crate) fn engine_waits(text: &str) -> bool {
     static WAIT: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"block found in "));
     static WAITED: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"No available (?:shared memory broadcast )?block found in \d+ seconds?")
+        Regex::new(r"No available (?:shared memory broadcast )?block found in [0-9]+ seconds?")
             .expect("regex")
     });
     WAIT.find(text.as_bytes()).is_some() && WAITED.is_match(text)
@@ -136,7 +136,7 @@ pub(crate) fn engine_moves(text: &str) -> bool {
         LazyLock::new(|| Finder::new(b"Application startup complete"));
     static POST: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"POST /v1/"));
     static ANSWERED: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r#"POST /v1/\S+ HTTP/1\.\d" 200"#).expect("regex"));
+        LazyLock::new(|| Regex::new(r#"POST /v1/\S+ HTTP/1\.[0-9]" 200"#).expect("regex"));
     let b = text.as_bytes();
     THROUGHPUT.find(b).is_some()
         || STARTED.find(b).is_some()

@@ -24,16 +24,17 @@ use crate::source::Span;
 
 /// The first line of a listing.
 static START: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:Python: \d+\.\d+|CUDA available: (?:True|False)\s*$|NVIDIA Topology:)")
+    Regex::new(r"^(?:Python: [0-9]+\.[0-9]+|CUDA available: (?:True|False)\s*$|NVIDIA Topology:)")
         .expect("check_env start regex")
 });
 
 static ENTRY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?P<key>[A-Za-z][\w .,+/()-]*?):(?:\s+(?P<value>.*?))?\s*$").expect("entry regex")
+    Regex::new(r"^(?P<key>[A-Za-z][0-9A-Za-z_ .,+/()-]*?):(?:\s+(?P<value>.*?))?\s*$")
+        .expect("entry regex")
 });
 
 static GPU_KEY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^GPU (?P<ids>\d+(?:,\s*\d+)*)(?P<cc> Compute Capability)?$")
+    Regex::new(r"^GPU (?P<ids>[0-9]+(?:,\s*[0-9]+)*)(?P<cc> Compute Capability)?$")
         .expect("GPU key regex")
 });
 

@@ -28,13 +28,13 @@ use super::Line;
 use crate::model::{EnvGpu, EnvReport, Facts};
 
 static ENTRY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?P<key>[A-Za-z][\w .,+/()'-]*?):(?:\s+(?P<value>.*?))?\s*$")
+    Regex::new(r"^(?P<key>[A-Za-z][0-9A-Za-z_ .,+/()'-]*?):(?:\s+(?P<value>.*?))?\s*$")
         .expect("entry regex")
 });
 static GPU: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^GPU (?P<index>\d+): (?P<name>.+?)\s*$").expect("gpu regex"));
+    LazyLock::new(|| Regex::new(r"^GPU (?P<index>[0-9]+): (?P<name>.+?)\s*$").expect("gpu regex"));
 static LIBRARY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\[(?:pip3?|conda)\] (?P<name>[\w.-]+)(?:==| +)(?P<version>\S+)")
+    Regex::new(r"^\[(?:pip3?|conda)\] (?P<name>[0-9A-Za-z_.-]+)(?:==| +)(?P<version>\S+)")
         .expect("library regex")
 });
 

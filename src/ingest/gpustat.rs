@@ -15,7 +15,7 @@ use crate::model::{Facts, GpuProcessRecord, GpuRecord};
 /// (`-P`: `, 20 / 250 W`) and fan field (`-F`: `, 30 %`) before the memory.
 pub(crate) static GPU_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^\[(?P<index>\d{1,3})\]\s+(?P<name>[^|]*?)\s*\|\s*(?:\d+|\?+)\s*'C,\s*(?:(?:\d+|\?+)\s*%\s*,\s*)?(?:\d+|\?+)\s*%(?:\s*,\s*(?:\d+|\?+)\s*/\s*(?:\d+|\?+)\s*W)?\s*\|\s*(?P<used>\d+)\s*/\s*(?P<total>\d+)\s*MB\s*\|(?P<procs>.*)$",
+        r"^\[(?P<index>[0-9]{1,3})\]\s+(?P<name>[^|]*?)\s*\|\s*(?:[0-9]+|\?+)\s*'C,\s*(?:(?:[0-9]+|\?+)\s*%\s*,\s*)?(?:[0-9]+|\?+)\s*%(?:\s*,\s*(?:[0-9]+|\?+)\s*/\s*(?:[0-9]+|\?+)\s*W)?\s*\|\s*(?P<used>[0-9]+)\s*/\s*(?P<total>[0-9]+)\s*MB\s*\|(?P<procs>.*)$",
     )
     .expect("gpustat gpu line regex")
 });
@@ -23,15 +23,17 @@ pub(crate) static GPU_LINE: LazyLock<Regex> = LazyLock::new(|| {
 /// One process entry: `user(213M)`, `user:python/12345(1234M)`,
 /// `python/12345(1234M)`; `(null)` where gpustat found no process.
 static PROCESS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:(?P<user>[^\s:/()]+):)?(?P<cmd>[^\s/()]+)?(?:/(?P<pid>\d+))?\((?P<mem>\d+)M\)")
-        .expect("gpustat process regex")
+    Regex::new(
+        r"(?:(?P<user>[^\s:/()]+):)?(?P<cmd>[^\s/()]+)?(?:/(?P<pid>[0-9]+))?\((?P<mem>[0-9]+)M\)",
+    )
+    .expect("gpustat process regex")
 });
 
 /// The line gpustat prints above its GPUs: `feline  Sun Aug 13 15:45:59 2017`,
 /// newer versions with the driver version after the time.
 static HEADER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^\S+\s+[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-3]?\d \d\d:\d\d:\d\d \d{4}(?:\s+\d+\.\d+(?:\.\d+)?)?\s*$",
+        r"^\S+\s+[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-3]?[0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9] [0-9]{4}(?:\s+[0-9]+\.[0-9]+(?:\.[0-9]+)?)?\s*$",
     )
     .expect("gpustat header regex")
 });
@@ -40,7 +42,7 @@ static HEADER: LazyLock<Regex> = LazyLock::new(|| {
 /// (`% python -m gpustat -cpu`).
 static VERSION_OR_COMMAND: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^(?:gpustat \d+\.\d+\S*|.*[$#%>]\s*(?:python3? -m )?gpustat(?:\s+-{1,2}[\w-]+)*)\s*$",
+        r"^(?:gpustat [0-9]+\.[0-9]+\S*|.*[$#%>]\s*(?:python3? -m )?gpustat(?:\s+-{1,2}[0-9A-Za-z_-]+)*)\s*$",
     )
     .expect("gpustat version regex")
 });

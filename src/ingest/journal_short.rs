@@ -59,9 +59,42 @@ enum Continues {
     },
     /// The indented tail of journalctl's `Hint:` notice.
     Notice,
-    /// An entry the prefilter skimmed, and its continuation lines so far:
-    /// read in full after all if a later line of it matters.
-    Skimmed(Vec<(Span, String)>),
+    /// An entry the prefilter skimmed, whose lines so far are in
+    /// [`JournalReader::skimmed`]: read in full after all if a later line
+    /// of it matters.
+    Skimmed,
+}
+
+/// The lines of the entry being skimmed. Its buffers are reused from entry
+/// to entry: skimming a line costs a copy, never an allocation, and what it
+/// holds is bounded by [`MAX_SKIMMED_LINES`].
+#[derive(Default)]
+struct SkimmedLines {
+    lines: Vec<(Span, String)>,
+    len: usize,
+}
+
+impl SkimmedLines {
+    /// Starts a new entry with its first line.
+    fn start(&mut self, span: Span, text: &str) {
+        self.len = 0;
+        self.push(span, text);
+    }
+
+    fn push(&mut self, span: Span, text: &str) {
+        if let Some((s, t)) = self.lines.get_mut(self.len) {
+            *s = span;
+            t.clear();
+            t.push_str(text);
+        } else {
+            self.lines.push((span, text.to_owned()));
+        }
+        self.len += 1;
+    }
+
+    fn get(&self) -> &[(Span, String)] {
+        &self.lines[..self.len]
+    }
 }
 
 /// Parses one segment; returns the number of lines it did not recognise.
@@ -87,6 +120,7 @@ pub(super) struct JournalReader {
     /// PIDs whose first entry with (1) and without (2) a unit was read in
     /// full: owners are decided by each PID's first entries.
     first: HashMap<u32, u8>,
+    skimmed: SkimmedLines,
 }
 
 impl JournalReader {
@@ -98,28 +132,26 @@ impl JournalReader {
             continues: Continues::Nothing,
             unrecognized: 0,
             first: HashMap::new(),
+            skimmed: SkimmedLines::default(),
         }
     }
 
     /// Reads one line; a line without an anchor may only be skimmed.
     pub(super) fn read(&mut self, line: &Line<'_>, hot: bool, out: &mut Out<'_>) -> Read {
-        if let Continues::Skimmed(_) = &self.continues {
+        if let Continues::Skimmed = &self.continues {
             if is_continuation(line.text, self.ident) {
                 if !hot && self.skim_continuation(line.text) {
-                    if let Continues::Skimmed(lines) = &mut self.continues {
-                        lines.push((line.span, line.text.to_owned()));
-                    }
+                    self.skimmed.push(line.span, line.text);
                     return Read::Skimmed(None);
                 }
                 // A line of the entry matters after all: read it whole.
-                if let Continues::Skimmed(lines) =
-                    std::mem::replace(&mut self.continues, Continues::Nothing)
-                {
-                    for (span, text) in &lines {
-                        out.kept.push(span.line, text);
-                        self.full(&Line { span: *span, text }, out.facts);
-                    }
+                self.continues = Continues::Nothing;
+                let skimmed = std::mem::take(&mut self.skimmed);
+                for (span, text) in skimmed.get() {
+                    out.kept.push(span.line, text);
+                    self.full(&Line { span: *span, text }, out.facts);
                 }
+                self.skimmed = skimmed;
                 self.full(line, out.facts);
                 return Read::Parsed;
             }
@@ -175,7 +207,8 @@ impl JournalReader {
             if let Skim::Full = self.server.skim(parts.message, outer) {
                 return None;
             }
-            self.continues = Continues::Skimmed(vec![(line.span, text.to_owned())]);
+            self.skimmed.start(line.span, text);
+            self.continues = Continues::Skimmed;
             return Some(Read::Skimmed(Some(time)));
         }
         match aside(text) {
@@ -191,7 +224,7 @@ impl JournalReader {
         }
         if text.starts_with([' ', '\t']) {
             match &self.continues {
-                Continues::Entry { .. } | Continues::Skimmed(_) => return None,
+                Continues::Entry { .. } | Continues::Skimmed => return None,
                 Continues::Notice => return Some(Read::Skimmed(None)),
                 Continues::Nothing => {}
             }
@@ -207,9 +240,10 @@ impl JournalReader {
     /// Whether a continuation line of a skimmed entry can stay skimmed: its
     /// writer is not in the middle of something, and the entry is not long.
     fn skim_continuation(&mut self, text: &str) -> bool {
-        let Continues::Skimmed(lines) = &self.continues else {
+        let Continues::Skimmed = &self.continues else {
             return false;
         };
+        let lines = self.skimmed.get();
         let Some(head) = lines.first().and_then(|(_, t)| parse_parts(t, self.ident)) else {
             return false;
         };
@@ -297,7 +331,7 @@ impl JournalReader {
                 Continues::Notice => return,
                 // Only a skimmed entry's own lines get here, and they are
                 // read in full with it (see `read`).
-                Continues::Nothing | Continues::Skimmed(_) => {}
+                Continues::Nothing | Continues::Skimmed => {}
             }
         }
         self.continues = Continues::Nothing;

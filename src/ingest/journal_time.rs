@@ -20,8 +20,8 @@ use crate::model::Timestamp;
 static SHORT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)^
-        (?P<mon>[A-Z][a-z]{2}|\p{L}{3,5}\.?|[\x201]?\d(?:月|월))\x20(?P<day>[\x200-3]\d)\x20(?P<hms>\d\d:\d\d:\d\d)
-        (?:\.(?P<frac>\d{1,9}))?
+        (?P<mon>[A-Z][a-z]{2}|\p{L}{3,5}\.?|[\x201]?[0-9](?:月|월))\x20(?P<day>[\x200-3][0-9])\x20(?P<hms>[0-9][0-9]:[0-9][0-9]:[0-9][0-9])
+        (?:\.(?P<frac>[0-9]{1,9}))?
         \x20(?P<rest>.*)$",
     )
     .expect("short timestamp regex")
@@ -31,9 +31,9 @@ static SHORT: LazyLock<Regex> = LazyLock::new(|| {
 static ISO: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)^
-        (?P<date>\d{4}-\d\d-\d\d)T(?P<hms>\d\d:\d\d:\d\d)
-        (?:\.(?P<frac>\d{1,9}))?
-        (?P<sign>[+-])(?P<oh>\d\d):?(?P<om>\d\d)
+        (?P<date>[0-9]{4}-[0-9][0-9]-[0-9][0-9])T(?P<hms>[0-9][0-9]:[0-9][0-9]:[0-9][0-9])
+        (?:\.(?P<frac>[0-9]{1,9}))?
+        (?P<sign>[+-])(?P<oh>[0-9][0-9]):?(?P<om>[0-9][0-9])
         \x20(?P<rest>.*)$",
     )
     .expect("iso timestamp regex")
@@ -124,9 +124,9 @@ static FULL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)^
         (?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\x20
-        (?P<date>\d{4}-\d\d-\d\d)\x20(?P<hms>\d\d:\d\d:\d\d)
-        (?:\.(?P<frac>\d{1,9}))?
-        \x20(?P<zone>[A-Z][A-Za-z]{1,5}|[+-]\d\d(?::?\d\d)?)
+        (?P<date>[0-9]{4}-[0-9][0-9]-[0-9][0-9])\x20(?P<hms>[0-9][0-9]:[0-9][0-9]:[0-9][0-9])
+        (?:\.(?P<frac>[0-9]{1,9}))?
+        \x20(?P<zone>[A-Z][A-Za-z]{1,5}|[+-][0-9][0-9](?::?[0-9][0-9])?)
         \x20(?P<rest>.*)$",
     )
     .expect("full timestamp regex")
@@ -134,7 +134,7 @@ static FULL: LazyLock<Regex> = LazyLock::new(|| {
 
 /// `short-unix`: `1717243204.000100`, seconds since the epoch.
 static UNIX: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?P<secs>\d{1,12})\.(?P<micros>\d{6}) (?P<rest>.*)$").expect("unix regex")
+    Regex::new(r"^(?P<secs>[0-9]{1,12})\.(?P<micros>[0-9]{6}) (?P<rest>.*)$").expect("unix regex")
 });
 
 /// `short-monotonic` `[    9.000100]` and `short-delta`
@@ -143,8 +143,8 @@ static UNIX: LazyLock<Regex> = LazyLock::new(|| {
 /// marks a delta across a boot.
 static MONOTONIC: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?x)^\[\x20*\d+\.\d{6}
-        (?:\x20<\x20*\d+\.\d{6}[\x20*]>|\x20+)?
+        r"(?x)^\[\x20*[0-9]+\.[0-9]{6}
+        (?:\x20<\x20*[0-9]+\.[0-9]{6}[\x20*]>|\x20+)?
         \]\x20(?P<rest>.*)$",
     )
     .expect("monotonic regex")

@@ -16,7 +16,7 @@ use crate::model::{Facts, KernelModule};
 /// followed by `[permanent]`.
 pub(crate) static ROW: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^(?P<name>[a-z][a-z0-9_]*)\s+(?P<size>\d{3,12})\s+(?P<used>\d{1,6})(?:\s+(?P<users>[a-z0-9_]+(?:,[a-z0-9_]+)*,?|-))?(?:\s+\[permanent\])?$",
+        r"^(?P<name>[a-z][a-z0-9_]*)\s+(?P<size>[0-9]{3,12})\s+(?P<used>[0-9]{1,6})(?:\s+(?P<users>[a-z0-9_]+(?:,[a-z0-9_]+)*,?|-))?(?:\s+\[permanent\])?$",
     )
     .expect("lsmod row regex")
 });

@@ -28,13 +28,13 @@ static HEADER_FIELD: LazyLock<Regex> = LazyLock::new(|| {
 /// Values that are numbers with a unit other than MiB, or floats:
 /// `98 %`, `276.42 W`, `1980 MHz`, `45.5`.
 static OTHER_NUMBER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^[+-]?\d+(?:\.\d+)?\s*(?:%|W|MHz|C|KiB|GiB|B)?$").expect("csv number regex")
+    Regex::new(r"^[+-]?[0-9]+(?:\.[0-9]+)?\s*(?:%|W|MHz|C|KiB|GiB|B)?$").expect("csv number regex")
 });
 
 /// Enumerated values of other query fields, which are text but never a name.
 static ENUM_VALUE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^(?:P\d+|Enabled|Disabled|Default|Exclusive_Process|Exclusive_Thread|Prohibited|On|Off|Yes|No|Active|Not Active|Pass|Fail)$",
+        r"^(?:P[0-9]+|Enabled|Disabled|Default|Exclusive_Process|Exclusive_Thread|Prohibited|On|Off|Yes|No|Active|Not Active|Pass|Fail)$",
     )
     .expect("csv enum regex")
 });

@@ -41,7 +41,10 @@ static CUDA_VERSION: LazyLock<Regex> = LazyLock::new(|| {
 
 /// The optional `ctime(3)` line above the table.
 static DATE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-3]?\d \d\d:\d\d:\d\d \d{4}$").expect("date regex")
+    Regex::new(
+        r"^[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-3]?[0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9] [0-9]{4}$",
+    )
+    .expect("date regex")
 });
 
 /// `Fri Nov 27 09:41:12 2026`: the host's local time, no zone.
@@ -59,7 +62,7 @@ static TOKEN: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\S+").expect("toke
 /// First token of a GPU block's second line: the fan speed (`|100%` has no
 /// space after the bar, which splitting on `|` absorbs).
 static FAN: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^(?:N/A|ERR!|\d+%)$").expect("fan regex"));
+    LazyLock::new(|| Regex::new(r"^(?:N/A|ERR!|[0-9]+%)$").expect("fan regex"));
 
 /// `C`, `G`, `C+G`, and the MPS types `M`, `M+C` of newer drivers.
 static PROCESS_TYPE: LazyLock<Regex> =
@@ -67,7 +70,7 @@ static PROCESS_TYPE: LazyLock<Regex> =
 
 /// 570+ tables cut memory values of 100000 MiB and more to five digits.
 static CUT_MEMORY: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^\d+\.\.\.$").expect("cut memory regex"));
+    LazyLock::new(|| Regex::new(r"^[0-9]+\.\.\.$").expect("cut memory regex"));
 
 /// Words of the GPU block's column-header lines, all generations.
 const GPU_HEADER_WORDS: [&str; 18] = [

@@ -25,7 +25,7 @@ use crate::model::{Facts, PackageAction, PackageChange, Timestamp};
 
 static APT_DATE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^(?:Start|End)-Date:\s+(?P<date>\d{4}-\d{2}-\d{2})\s+(?P<time>\d{2}:\d{2}:\d{2})\s*$",
+        r"^(?:Start|End)-Date:\s+(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})\s+(?P<time>[0-9]{2}:[0-9]{2}:[0-9]{2})\s*$",
     )
     .expect("apt date regex")
 });
@@ -39,7 +39,7 @@ static APT_ENTRY: LazyLock<Regex> = LazyLock::new(|| {
 });
 static DPKG: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^(?P<date>\d{4}-\d{2}-\d{2}) (?P<time>\d{2}:\d{2}:\d{2}) (?P<verb>install|upgrade|remove|purge|status|configure|trigproc|startup|conffile) (?P<rest>.*)$",
+        r"^(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2}) (?P<time>[0-9]{2}:[0-9]{2}:[0-9]{2}) (?P<verb>install|upgrade|remove|purge|status|configure|trigproc|startup|conffile) (?P<rest>.*)$",
     )
     .expect("dpkg regex")
 });

@@ -18,21 +18,21 @@ use crate::source::Span;
 
 static CGROUP_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?x)^(?:/proc/(?P<file_pid>\d+|self)/cgroup:|(?P<loop_pid>\d+):)?
-        (?P<hierarchy>\d+):(?P<controllers>[^:/]*):(?P<path>/.*)$",
+        r"(?x)^(?:/proc/(?P<file_pid>[0-9]+|self)/cgroup:|(?P<loop_pid>[0-9]+):)?
+        (?P<hierarchy>[0-9]+):(?P<controllers>[^:/]*):(?P<path>/.*)$",
     )
     .expect("cgroup line regex")
 });
 
 static PROMPT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^(?:\S+@\S+:\S*\s?[#$]|\$|#)\s*(?:sudo\s+)?cat\s+/proc/(?P<pid>\d+|self)/cgroup\s*$",
+        r"^(?:\S+@\S+:\S*\s?[#$]|\$|#)\s*(?:sudo\s+)?cat\s+/proc/(?P<pid>[0-9]+|self)/cgroup\s*$",
     )
     .expect("cgroup prompt regex")
 });
 
 static HEAD_HEADER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^==> /proc/(?P<pid>\d+|self)/cgroup <==$").expect("head header regex")
+    Regex::new(r"^==> /proc/(?P<pid>[0-9]+|self)/cgroup <==$").expect("head header regex")
 });
 
 static KUBE_POD: LazyLock<Regex> = LazyLock::new(|| {
@@ -52,7 +52,8 @@ static CONTAINER: LazyLock<Regex> = LazyLock::new(|| {
     .expect("container regex")
 });
 static USER_SLICE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^/user\.slice/user-(?P<uid>\d+)\.slice/(?P<rest>.*)$").expect("user slice regex")
+    Regex::new(r"^/user\.slice/user-(?P<uid>[0-9]+)\.slice/(?P<rest>.*)$")
+        .expect("user slice regex")
 });
 
 /// One process's lines, while they are being read.

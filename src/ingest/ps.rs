@@ -17,7 +17,7 @@ use crate::source::Span;
 /// `00:54:48` or `1-02:03:04`.
 static EF_ROW: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^\s*\S+\s+\d+\s+\d+\s+\d+\s+(?:\d\d:\d\d|[A-Z][a-z]{2}\d\d|\d{4})\s+(?:\?|pts/\d+|tty\w*|console)\s+(?:\d+-)?\d\d:\d\d:\d\d\s+\S",
+        r"^\s*\S+\s+[0-9]+\s+[0-9]+\s+[0-9]+\s+(?:[0-9][0-9]:[0-9][0-9]|[A-Z][a-z]{2}[0-9][0-9]|[0-9]{4})\s+(?:\?|pts/[0-9]+|tty[0-9A-Za-z_]*|console)\s+(?:[0-9]+-)?[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\s+\S",
     )
     .expect("ps -ef row regex")
 });
@@ -25,7 +25,7 @@ static EF_ROW: LazyLock<Regex> = LazyLock::new(|| {
 /// A `ps aux` row: `USER PID %CPU %MEM VSZ RSS TTY STAT START TIME COMMAND`.
 static AUX_ROW: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^\s*\S+\s+\d+\s+\d+(?:\.\d+)?\s+\d+(?:\.\d+)?\s+\d+\s+\d+\s+(?:\?|pts/\d+|tty\w*|console)\s+[DIRSTtWXZ][<NLsl+]*\s+(?:\d\d:\d\d|[A-Z][a-z]{2}\d\d|\d{4})\s+\d+:\d\d\s+\S",
+        r"^\s*\S+\s+[0-9]+\s+[0-9]+(?:\.[0-9]+)?\s+[0-9]+(?:\.[0-9]+)?\s+[0-9]+\s+[0-9]+\s+(?:\?|pts/[0-9]+|tty[0-9A-Za-z_]*|console)\s+[DIRSTtWXZ][<NLsl+]*\s+(?:[0-9][0-9]:[0-9][0-9]|[A-Z][a-z]{2}[0-9][0-9]|[0-9]{4})\s+[0-9]+:[0-9][0-9]\s+\S",
     )
     .expect("ps aux row regex")
 });

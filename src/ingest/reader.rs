@@ -61,6 +61,34 @@ pub(super) enum SegmentReader {
 }
 
 impl SegmentReader {
+    /// Whether the reader of `format` takes a line at a time (all but the
+    /// small formats, parsed whole at the end of their segment). Asked for
+    /// every line: no reader is built to answer it.
+    pub(super) fn streams(format: Format) -> bool {
+        matches!(
+            format,
+            Format::JournalShort
+                | Format::JournalShortIso
+                | Format::JournalShortFull
+                | Format::JournalShortUnix
+                | Format::JournalShortMonotonic
+                | Format::JournalShortDelta
+                | Format::JournalWithUnit
+                | Format::JournalJson
+                | Format::SglangLog
+                | Format::VllmLog
+                | Format::NcclLog
+                | Format::TorchLog
+                | Format::PythonTraceback
+                | Format::RayLog
+                | Format::DockerComposeLog
+                | Format::ContainerLog
+                | Format::Dmesg
+                | Format::Unknown
+                | Format::ShellPrompt
+        )
+    }
+
     pub(super) fn new(format: Format) -> SegmentReader {
         use super::journal_json::JsonReader;
         use super::kernel::DmesgReader;
@@ -206,5 +234,18 @@ fn either(first: Read, second: Read) -> Read {
     match (first, second) {
         (Read::Parsed, _) | (_, Read::Parsed) => Read::Parsed,
         (Read::Skimmed(a), Read::Skimmed(b)) => Read::Skimmed(a.or(b)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streams_says_which_formats_get_a_line_at_a_time_reader() {
+        for format in Format::ALL {
+            let buffered = matches!(SegmentReader::new(format), SegmentReader::Buffered { .. });
+            assert_eq!(SegmentReader::streams(format), !buffered, "{format:?}");
+        }
     }
 }

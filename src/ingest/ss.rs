@@ -15,7 +15,7 @@ use crate::model::{Facts, Listener};
 /// UDP), the queues, the local `address:port`, the peer, the process field.
 pub(crate) static ROW: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^(?:(?:tcp|udp|tcp6|udp6)\s+)?(?:LISTEN|UNCONN)\s+\d+\s+\d+\s+(?P<addr>\S+?):(?P<port>\d{1,5}|\*)\s+\S+(?:\s+(?P<procs>users:\(.*\)))?.*$",
+        r"^(?:(?:tcp|udp|tcp6|udp6)\s+)?(?:LISTEN|UNCONN)\s+[0-9]+\s+[0-9]+\s+(?P<addr>\S+?):(?P<port>[0-9]{1,5}|\*)\s+\S+(?:\s+(?P<procs>users:\(.*\)))?.*$",
     )
     .expect("ss row regex")
 });
@@ -23,7 +23,8 @@ pub(crate) static ROW: LazyLock<Regex> = LazyLock::new(|| {
 /// `("ollama",pid=2013311,fd=3)`; iproute2 before 4.x printed
 /// `("sshd",1234,3)`.
 static USER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"\("(?P<name>[^"]*)",(?:pid=)?(?P<pid>\d+),(?:fd=)?\d+\)"#).expect("ss user regex")
+    Regex::new(r#"\("(?P<name>[^"]*)",(?:pid=)?(?P<pid>[0-9]+),(?:fd=)?[0-9]+\)"#)
+        .expect("ss user regex")
 });
 
 /// `State  Recv-Q Send-Q Local Address:Port Peer Address:Port Process`, with

@@ -558,7 +558,7 @@ impl InputReader {
 /// The formats whose readers take a line at a time: their repeated lines
 /// are aggregated.
 fn aggregates(format: Format) -> bool {
-    !matches!(SegmentReader::new(format), SegmentReader::Buffered { .. })
+    SegmentReader::streams(format)
 }
 
 impl InputReader {

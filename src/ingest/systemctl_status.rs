@@ -47,7 +47,7 @@ static ACTIVE: LazyLock<Regex> = LazyLock::new(|| {
 
 /// `4242 (python3)` or `5120 (code=killed, signal=KILL)`.
 static MAIN_PID: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?P<pid>\d+)(?:\x20\((?P<paren>[^)]*)\)?)?").expect("main pid regex")
+    Regex::new(r"^(?P<pid>[0-9]+)(?:\x20\((?P<paren>[^)]*)\)?)?").expect("main pid regex")
 });
 
 static NOT_FOUND: LazyLock<Regex> =

@@ -30,7 +30,7 @@ static ERRORISH: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)
         \b(?:ERROR|CRITICAL|FATAL)\b
-        | (?:^|[\s:\]])[A-Za-z_][\w.]*(?:Error|Exception):\x20
+        | (?:^|[\s:\]])[A-Za-z_][0-9A-Za-z_.]*(?:Error|Exception):\x20
         | \b[Ff]ailed\x20(?:to|with)\b
         | \berror:\x20
         | Segmentation\x20fault | core\x20dumped
@@ -48,9 +48,9 @@ static MASKS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
             "<uuid>",
         ),
         (r"\b0x[0-9a-fA-F]+\b", "<hex>"),
-        (r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b", "<ip>"),
+        (r"\b[0-9]{1,3}(?:\.[0-9]{1,3}){3}(?::[0-9]+)?\b", "<ip>"),
         (r#"(?:[A-Za-z]:)?(?:/[^\s/:'",()\[\]]+)+/?"#, "<path>"),
-        (r"\b\d+(?:\.\d+)?\b", "<n>"),
+        (r"\b[0-9]+(?:\.[0-9]+)?\b", "<n>"),
     ]
     .into_iter()
     .map(|(p, r)| (Regex::new(p).expect("mask regex"), r))
@@ -61,11 +61,11 @@ static MASKS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
 /// dmesg), so that one message in two captures has one template.
 static PREFIXES: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     [
-        r"^\d{4}-\d\d-\d\dT\S+ \S+ [^:\s]+(?:\[\d+\])?: ",
-        r"^[A-Z][a-z]{2} [ 0-3]\d \d\d:\d\d:\d\d(?:\.\d+)? \S+ [^:\s]+(?:\[\d+\])?: ",
-        r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\] ",
-        r"^(?:\([^)]*pid=\d+\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d \[?[^\]\s]+\] ",
-        r"^\[\s*\d+\.\d+\] ",
+        r"^[0-9]{4}-[0-9][0-9]-[0-9][0-9]T\S+ \S+ [^:\s]+(?:\[[0-9]+\])?: ",
+        r"^[A-Z][a-z]{2} [ 0-3][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\.[0-9]+)? \S+ [^:\s]+(?:\[[0-9]+\])?: ",
+        r"^\[[0-9]{4}-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9][^\]]*\] ",
+        r"^(?:\([^)]*pid=[0-9]+\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9] \[?[^\]\s]+\] ",
+        r"^\[\s*[0-9]+\.[0-9]+\] ",
     ]
     .into_iter()
     .map(|p| Regex::new(p).expect("prefix regex"))

@@ -149,7 +149,7 @@ pub fn is_nvlink(code: u32) -> bool {
 }
 
 static CAUSED_BY: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"caused by previous Xid (?P<code>\d+)").expect("regex"));
+    LazyLock::new(|| Regex::new(r"caused by previous Xid (?P<code>[0-9]+)").expect("regex"));
 
 /// The earlier Xid a line says it follows: `…, Ch 00000001 caused by
 /// previous Xid 149` (Xid 45 of r570+ drivers).
@@ -476,8 +476,10 @@ pub const LOST_GPU_ANCHORS: [&str; 4] = [
 /// The kernel's hung-task watchdog: `INFO: task python3:2291034 blocked for
 /// more than 120 seconds.`
 static HUNG_TASK: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"INFO: task (?P<comm>.+?):(?P<pid>\d+) blocked for more than (?P<secs>\d+) seconds")
-        .expect("regex")
+    Regex::new(
+        r"INFO: task (?P<comm>.+?):(?P<pid>[0-9]+) blocked for more than (?P<secs>[0-9]+) seconds",
+    )
+    .expect("regex")
 });
 
 /// Cites the kernel's hung-task reports (a process blocked in the driver);
@@ -621,7 +623,7 @@ pub fn buses(incident: &Incident, codes: &[u32]) -> Vec<Option<String>> {
 /// `|   0  NVIDIA H100 80GB HBM3   On  |   00000000:18:00.0 Off |    2 |`.
 static TABLE_ROW: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^\|\s*(?P<index>\d+)\s+.+\|\s*(?P<bus>[0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s+\S+\s*\|\s*(?P<ecc>\d+)\s*\|",
+        r"^\|\s*(?P<index>[0-9]+)\s+.+\|\s*(?P<bus>[0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s+\S+\s*\|\s*(?P<ecc>[0-9]+)\s*\|",
     )
     .expect("regex")
 });
@@ -671,7 +673,7 @@ pub fn cite_table_ecc(f: &mut Finding, incident: &Incident, gpu: &GpuAt<'_>) -> 
 /// `[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=…`:
 /// a rank's NCCL watchdog gave up waiting for its peers.
 static NCCL_WATCHDOG: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\[Rank (?P<rank>\d+)\] Watchdog caught collective operation timeout")
+    Regex::new(r"\[Rank (?P<rank>[0-9]+)\] Watchdog caught collective operation timeout")
         .expect("regex")
 });
 

@@ -123,3 +123,36 @@ fn no_merge_conflict_markers() {
     }
     assert!(found.is_empty(), "conflict markers: {found:?}");
 }
+
+/// Regex patterns spell their classes in ASCII (`[0-9]`, `[0-9A-Za-z_]`),
+/// never `\d` or `\w`: a Unicode class costs 50 to 250 µs to compile each
+/// time it is written (hundreds of patterns: most of a small run's time),
+/// and every figure the parsers read is parsed as ASCII anyway.
+#[test]
+fn regex_classes_are_ascii() {
+    let mut found = Vec::new();
+    for file in rust_files("src") {
+        let text = fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            let b = line.as_bytes();
+            for i in 1..b.len() {
+                if !matches!(b[i], b'd' | b'w') {
+                    continue;
+                }
+                // `\d` in a raw string, `\\d` in a plain one.
+                let run = b[..i].iter().rev().take_while(|&&c| c == b'\\').count();
+                if run == 1 || run == 2 {
+                    found.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "Unicode classes in patterns:\n{}",
+        found.join("\n")
+    );
+}

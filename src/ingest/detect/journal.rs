@@ -16,13 +16,13 @@ use crate::ingest::journal_verbose::header_time;
 
 re!(
     JOURNAL_SHORT_ISO,
-    r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?[+-]\d\d:?\d\d \S+ [^:]*?\S: "
+    r"^[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\.[0-9]+)?[+-][0-9][0-9]:?[0-9][0-9] \S+ [^:]*?\S: "
 );
 // The month is `%b` in the reader's locale (`дек`, `4月`, `mar`): one not
 // in the C locale counts only when journal_time knows it for a month.
 re!(
     JOURNAL_SHORT,
-    r"^(?:[A-Z][a-z]{2}|\p{L}{3,5}\.?|[ 1]?\d(?:月|월)) [ 0-3]\d \d\d:\d\d:\d\d(?:\.\d{6})? \S+ [^:]*?\S: "
+    r"^(?:[A-Z][a-z]{2}|\p{L}{3,5}\.?|[ 1]?[0-9](?:月|월)) [ 0-3][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\.[0-9]{6})? \S+ [^:]*?\S: "
 );
 
 /// [`JOURNAL_SHORT`], with a month name outside the C locale checked.
@@ -33,25 +33,25 @@ fn short_matches(line: &str) -> bool {
 }
 re!(
     JOURNAL_FULL,
-    r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{6})? (?:[A-Z][A-Za-z]{1,5}|[+-]\d\d(?::?\d\d)?) \S+ [^:]*?\S: "
+    r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [0-9]{4}-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\.[0-9]{6})? (?:[A-Z][A-Za-z]{1,5}|[+-][0-9][0-9](?::?[0-9][0-9])?) \S+ [^:]*?\S: "
 );
 // `with-unit` prints the unit, or `system unit/user unit`, where the
 // identifier would be.
 re!(
     WITH_UNIT,
-    r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{6})? \S+ \S+ [A-Za-z0-9:_.@\\-]+\.(?:service|scope|slice|socket|mount|timer|target|path|device|swap|automount)(?:/[A-Za-z0-9:_.@\\-]+)?(?:\[\d+\])?: "
+    r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [0-9]{4}-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\.[0-9]{6})? \S+ \S+ [A-Za-z0-9:_.@\\-]+\.(?:service|scope|slice|socket|mount|timer|target|path|device|swap|automount)(?:/[A-Za-z0-9:_.@\\-]+)?(?:\[[0-9]+\])?: "
 );
-re!(JOURNAL_UNIX, r"^\d{9,11}\.\d{6} \S+ [^:]*?\S: ");
+re!(JOURNAL_UNIX, r"^[0-9]{9,11}\.[0-9]{6} \S+ [^:]*?\S: ");
 // The monotonic modes look like `dmesg` (`[ 8712.345678] NVRM: …`,
 // `[    2.1] usb 1-1: …`), so they count only with a host and then either
 // `kernel:` or an `ident[pid]:`, which the kernel never prints there.
 re!(
     JOURNAL_MONOTONIC,
-    r"^\[ *\d+\.\d{6}\] \S+ (?:kernel|[^\s\[\]:][^\[\]:]*\[\d+\]): "
+    r"^\[ *[0-9]+\.[0-9]{6}\] \S+ (?:kernel|[^\s\[\]:][^\[\]:]*\[[0-9]+\]): "
 );
 re!(
     JOURNAL_DELTA,
-    r"^\[ *\d+\.\d{6}(?: < *\d+\.\d{6}[ *]>| +)\] \S+ (?:kernel|[^\s\[\]:][^\[\]:]*\[\d+\]): "
+    r"^\[ *[0-9]+\.[0-9]{6}(?: < *[0-9]+\.[0-9]{6}[ *]>| +)\] \S+ (?:kernel|[^\s\[\]:][^\[\]:]*\[[0-9]+\]): "
 );
 re!(VERBOSE_FIELD, r"^ {4}[A-Z0-9_]+=");
 
@@ -60,9 +60,9 @@ pub(super) fn is_short_iso(line: &str) -> bool {
     short_iso_ascii(line).unwrap_or_else(|| JOURNAL_SHORT_ISO.is_match(line))
 }
 
-/// [`JOURNAL_SHORT_ISO`] by hand for a line whose prefix is ASCII (the
-/// regex's `\d` and `\S` are Unicode: anything else is left to it), on the
-/// path every line of a big journal takes. `None`: the regex decides.
+/// [`JOURNAL_SHORT_ISO`] by hand, on the path every line of a big journal
+/// takes: its time is ASCII digits by position; `None` where its Unicode
+/// `\S` must decide (a host or identifier that is not ASCII).
 fn short_iso_ascii(line: &str) -> Option<bool> {
     let b = line.as_bytes();
     let digits = |range: std::ops::Range<usize>| {
@@ -81,7 +81,7 @@ fn short_iso_ascii(line: &str) -> Option<bool> {
         && b.get(16) == Some(&b':')
         && digits(17..19);
     if !shape {
-        return None;
+        return Some(false);
     }
     let mut i = 19;
     if b.get(i) == Some(&b'.') {
@@ -91,18 +91,18 @@ fn short_iso_ascii(line: &str) -> Option<bool> {
             i += 1;
         }
         if i == start {
-            return None;
+            return Some(false);
         }
     }
     if !matches!(b.get(i), Some(b'+' | b'-')) || !digits(i + 1..i + 3) {
-        return None;
+        return Some(false);
     }
     i += 3;
     if b.get(i) == Some(&b':') {
         i += 1;
     }
     if !digits(i..i + 2) || b.get(i + 2) != Some(&b' ') {
-        return None;
+        return Some(false);
     }
     // `\S+ `: the host runs to the first space, with no other whitespace.
     let host = i + 3;

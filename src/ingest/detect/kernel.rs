@@ -8,21 +8,21 @@ use crate::ingest::Format;
 // `[ 8712.345678] ` (or reltime's `[  +0.000012] `, `[Jun  1 12:00] `), with `dmesg -r`'s `<4>` or `-x`'s `kern  :warn  : ` before it.
 re!(
     UPTIME,
-    r"^(?:<\d{1,3}>|[a-z0-9]+\s*:[a-z]+\s*: )?\[(?:\s*\+?\d+\.\d{6}(?:\s*<[\s\d.]*>)?|[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d)\] "
+    r"^(?:<[0-9]{1,3}>|[a-z0-9]+\s*:[a-z]+\s*: )?\[(?:\s*\+?[0-9]+\.[0-9]{6}(?:\s*<[\s0-9.]*>)?|[A-Z][a-z]{2} +[0-9]{1,2} [0-9][0-9]:[0-9][0-9])\] "
 );
 re!(
     CTIME,
-    r"^(?:<\d{1,3}>|[a-z0-9]+\s*:[a-z]+\s*: )?\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] "
+    r"^(?:<[0-9]{1,3}>|[a-z0-9]+\s*:[a-z]+\s*: )?\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9] [0-9]{4}\] "
 );
 re!(
     ISO,
-    r"^(?:<\d{1,3}>)?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:\d\d "
+    r"^(?:<[0-9]{1,3}>)?[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9],[0-9]{6}[+-][0-9][0-9]:[0-9][0-9] "
 );
 // Also under a bare `kernel: ` (a syslog line whose time and host were cut
 // off), with or without the uptime rsyslog keeps after it.
 re!(
     BARE,
-    r"^(?:kernel: +(?:\[\s*\d+\.\d+\] )?)?(?:NVRM: |.{1,15} invoked oom-killer: gfp_mask=|(?:Out of memory|Memory cgroup out of memory): Kill|oom-kill:constraint=|oom_reaper: reaped process )"
+    r"^(?:kernel: +(?:\[\s*[0-9]+\.[0-9]+\] )?)?(?:NVRM: |.{1,15} invoked oom-killer: gfp_mask=|(?:Out of memory|Memory cgroup out of memory): Kill|oom-kill:constraint=|oom_reaper: reaped process )"
 );
 
 /// A `dmesg` line with its time in brackets (see `continues_as` in the

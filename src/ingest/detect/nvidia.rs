@@ -6,7 +6,7 @@ use crate::ingest::Format;
 
 re!(
     CTIME,
-    r"^[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-3]\d \d\d:\d\d:\d\d \d{4}\s*$"
+    r"^[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-3][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9] [0-9]{4}\s*$"
 );
 re!(TABLE_BORDER, r"^\+[-=+]{20,}\+\s*$");
 re!(TABLE_ROW, r"^\|.*\|\s*$");
@@ -26,7 +26,7 @@ re!(
 // GPU Memory`, as condensed listings print it).
 re!(
     BARE_HEADER,
-    r"^\s*NVIDIA-SMI \d+\.\d+.*\b(?:Driver|KMD) Version:"
+    r"^\s*NVIDIA-SMI [0-9]+\.[0-9]+.*\b(?:Driver|KMD) Version:"
 );
 re!(
     BARE_PROCESS_HEADER,
@@ -34,16 +34,16 @@ re!(
 );
 re!(
     QUERY_GPU_HEADER,
-    r"^(?:index|uuid|name|pci\.bus_id|memory\.(?:used|total|free|reserved)|timestamp|driver_version|utilization\.(?:gpu|memory)|temperature\.gpu|power\.(?:draw|limit)|clocks\.\w+|persistence_mode|ecc\.\w+|compute_mode|serial|gpu_name|gpu_bus_id|count)(?: \[[^\]]+\])?(?:, |$)"
+    r"^(?:index|uuid|name|pci\.bus_id|memory\.(?:used|total|free|reserved)|timestamp|driver_version|utilization\.(?:gpu|memory)|temperature\.gpu|power\.(?:draw|limit)|clocks\.[0-9A-Za-z_]+|persistence_mode|ecc\.[0-9A-Za-z_]+|compute_mode|serial|gpu_name|gpu_bus_id|count)(?: \[[^\]]+\])?(?:, |$)"
 );
-re!(QUERY_GPU_ROW, r"^\d+, GPU-[0-9a-f]{8}-");
+re!(QUERY_GPU_ROW, r"^[0-9]+, GPU-[0-9a-f]{8}-");
 re!(
     APPS_HEADER,
     r"^(?:gpu_uuid, |gpu_bus_id, |gpu_name, )?pid, process_name"
 );
 re!(
     APPS_ROW,
-    r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}, \d+, "
+    r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}, [0-9]+, "
 );
 
 re!(Q_BANNER, r"^=+NVSMI LOG=+\s*$");

@@ -8,16 +8,16 @@ use crate::ingest::Format;
 
 re!(
     APT_LINE,
-    r"^(?:Start-Date: \d{4}-\d{2}-\d{2}\s+\d{2}:\d{2}:\d{2}\s*$|(?:Install|Upgrade|Downgrade|Remove|Purge|Reinstall): \S+:\S+ \()"
+    r"^(?:Start-Date: [0-9]{4}-[0-9]{2}-[0-9]{2}\s+[0-9]{2}:[0-9]{2}:[0-9]{2}\s*$|(?:Install|Upgrade|Downgrade|Remove|Purge|Reinstall): \S+:\S+ \()"
 );
 re!(
     DPKG_LINE,
-    r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} (?:(?:install|upgrade|remove|purge) \S+:\S+ \S+ \S+|status (?:installed|not-installed|config-files|half-configured|half-installed|unpacked|triggers-pending|triggers-awaited) \S+ \S+|configure \S+ \S+ \S+|trigproc \S+ \S+ \S+|startup (?:archives|packages) \S+|conffile \S+ \S+)\s*$"
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} (?:(?:install|upgrade|remove|purge) \S+:\S+ \S+ \S+|status (?:installed|not-installed|config-files|half-configured|half-installed|unpacked|triggers-pending|triggers-awaited) \S+ \S+|configure \S+ \S+ \S+|trigproc \S+ \S+ \S+|startup (?:archives|packages) \S+|conffile \S+ \S+)\s*$"
 );
 
 re!(
     DPKG_L_ROW,
-    r"^[uihrp][ncUCFHWti][ R]?\s+\S+\s+\d\S*\s+(?:amd64|arm64|i386|armhf|all|ppc64el|s390x|riscv64)\b"
+    r"^[uihrp][ncUCFHWti][ R]?\s+\S+\s+[0-9]\S*\s+(?:amd64|arm64|i386|armhf|all|ppc64el|s390x|riscv64)\b"
 );
 re!(
     MODINFO_FILENAME,

@@ -7,13 +7,13 @@ use crate::ingest::Format;
 
 re!(
     CGROUP_LINE,
-    r"^(?:/proc/(?:\d+|self)/cgroup:|\d+:)?\d+:[a-z0-9_,=]*:/.*$"
+    r"^(?:/proc/(?:[0-9]+|self)/cgroup:|[0-9]+:)?[0-9]+:[a-z0-9_,=]*:/.*$"
 );
 re!(
     CGROUP_PROMPT,
-    r"^(?:\S+@\S+:\S*\s?[#$]|\$|#)\s*(?:sudo\s+)?cat\s+/proc/(?:\d+|self)/cgroup\s*$"
+    r"^(?:\S+@\S+:\S*\s?[#$]|\$|#)\s*(?:sudo\s+)?cat\s+/proc/(?:[0-9]+|self)/cgroup\s*$"
 );
-re!(HEAD_HEADER, r"^==> /proc/(?:\d+|self)/cgroup <==$");
+re!(HEAD_HEADER, r"^==> /proc/(?:[0-9]+|self)/cgroup <==$");
 
 pub(super) fn sniff(line: &str, _current: Option<Format>) -> Option<Class> {
     // Checked first: a `ps` row starts with a user name or a digit.

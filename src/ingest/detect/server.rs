@@ -13,28 +13,28 @@ use crate::ingest::server::is_vllm_process_name;
 
 re!(
     SGLANG,
-    r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*\] "
+    r"^\[[0-9]{4}-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\.[0-9]{3})?(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)[0-9]+)*\] "
 );
 re!(
     VLLM,
-    r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[^\]\s]+:\d+\](?: |$)"
+    r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\.[0-9]+)? \[?[^\]\s]+:[0-9]+\](?: |$)"
 );
 re!(
     PROCESS,
-    r"^\((?:(?P<name>[A-Za-z_][\w.:-]*) )?(?:rank=\d+ )?pid=\d+(?:, ip=[0-9A-Fa-f.:]+)?\)(?: (?P<rest>.*))?$"
+    r"^\((?:(?P<name>[A-Za-z_][0-9A-Za-z_.:-]*) )?(?:rank=[0-9]+ )?pid=[0-9]+(?:, ip=[0-9A-Fa-f.:]+)?\)(?: (?P<rest>.*))?$"
 );
 re!(
     NCCL,
-    r"^(?:\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] )?[A-Za-z0-9][\w.-]*:\d+:\d+ \[-?\d+\] (?:[\w./-]+:\d+(?: \(\w+\))? )?NCCL (?:INFO|WARN|ERROR|ABORT|TRACE)\b"
+    r"^(?:\[[0-9]{4}-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]\] )?[A-Za-z0-9][0-9A-Za-z_.-]*:[0-9]+:[0-9]+ \[-?[0-9]+\] (?:[0-9A-Za-z_./-]+:[0-9]+(?: \([0-9A-Za-z_]+\))? )?NCCL (?:INFO|WARN|ERROR|ABORT|TRACE)\b"
 );
 re!(
     C10,
-    r"^\[[IWEF](?:\d{3,4} \d\d:\d\d:\d\d(?:\.\d+)?)? (?:\d+ )?[\w.]+:\d+\]"
+    r"^\[[IWEF](?:[0-9]{3,4} [0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\.[0-9]+)?)? (?:[0-9]+ )?[0-9A-Za-z_.]+:[0-9]+\]"
 );
-re!(TORCH_RANK, r"^\[rank\d+\]:");
+re!(TORCH_RANK, r"^\[rank[0-9]+\]:");
 re!(
     MPI_TAG,
-    r"^\[(?:[\w.-]+@)?\d+,\d+\]<(?:stdout|stderr|stddiag)>: ?(?P<rest>.*)$"
+    r"^\[(?:[0-9A-Za-z_.-]+@)?[0-9]+,[0-9]+\]<(?:stdout|stderr|stddiag)>: ?(?P<rest>.*)$"
 );
 re!(
     PYTHON,
@@ -46,20 +46,20 @@ re!(
 // `Exception`, then `: ` and a message.
 re!(
     EXCEPTION,
-    r"^(?:[A-Za-z_][\w]*\.)*(?:[A-Za-z_]\w*Error|(?:[A-Za-z_]\w*)?Exception): \S"
+    r"^(?:[A-Za-z_][0-9A-Za-z_]*\.)*(?:[A-Za-z_][0-9A-Za-z_]*Error|(?:[A-Za-z_][0-9A-Za-z_]*)?Exception): \S"
 );
 re!(
     COMPOSE,
     r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]*) +\|(?: (?P<rest>.*))?$"
 );
-re!(COMPOSE_REPLICA, r"[-_]\d+$");
+re!(COMPOSE_REPLICA, r"[-_][0-9]+$");
 re!(
     VIEWER,
-    r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?P<frac>\.\d{1,9})?(?:Z|[+-]\d\d:\d\d) (?P<rest>.*)$"
+    r"^[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?P<frac>\.[0-9]{1,9})?(?:Z|[+-][0-9][0-9]:[0-9][0-9]) (?P<rest>.*)$"
 );
 re!(
     CHECK_ENV,
-    r"^(?:Python: \d+\.\d+|CUDA available: (?:True|False)\s*$|NVIDIA Topology:)"
+    r"^(?:Python: [0-9]+\.[0-9]+|CUDA available: (?:True|False)\s*$|NVIDIA Topology:)"
 );
 
 /// An SGLang line (see `continues_as` in the parent module).

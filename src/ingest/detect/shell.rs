@@ -16,17 +16,17 @@ re!(
     PS_HEADER,
     r"^\s*(?:PID|USER|UID)\s.*\b(?:CMD|COMMAND|ARGS)\s*$"
 );
-re!(PS_ROW, r"^\s*(?:\S+\s+)?\d+\s+\S");
+re!(PS_ROW, r"^\s*(?:\S+\s+)?[0-9]+\s+\S");
 // The prompt, captured up to where the command starts; `cmd` is empty for
 // a prompt with nothing typed (only the `user@host` forms).
 re!(
     SHELL_PROMPT,
-    r"(?x)^(?:\([\w.-]+\)\x20+)?
+    r"(?x)^(?:\([0-9A-Za-z_.-]+\)\x20+)?
     (?:
         \S+@\S+:\S*\s?[\#$%]
       | \[\S+@\S+(?:\x20[^\]]*)?\][\#$%]
       | \S+@\S+\x20\S+(?:\x20\([^)]*\))?>
-      | \S+@\S+\x20(?:[~/]\S*|[\w.-]+)\x20[\#%]
+      | \S+@\S+\x20(?:[~/]\S*|[0-9A-Za-z_.-]+)\x20[\#%]
     )(?:\x20+(?P<cmd>\S.*)|\s*$)"
 );
 // After a bare `$ ` or `# ` (maybe after the directory alone, as a prompt
@@ -34,7 +34,7 @@ re!(
 // after `VAR=value` assignments (vLLM prints `# GPU blocks: 1952, …`).
 re!(
     BARE_PROMPT,
-    r"^(?:(?:~[\w./-]*|/[\w./-]*)?[$#] (?P<cmd>(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*[a-z./~][\w./+-]*(?:\s.*)?)|(?:PS [A-Z]:\\[^>]*>|>>>|In \[\d+\]:) (?P<code>\S.*))$"
+    r"^(?:(?:~[0-9A-Za-z_./-]*|/[0-9A-Za-z_./-]*)?[$#] (?P<cmd>(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*[a-z./~][0-9A-Za-z_./+-]*(?:\s.*)?)|(?:PS [A-Z]:\\[^>]*>|>>>|In \[[0-9]+\]:) (?P<code>\S.*))$"
 );
 
 // A command pasted without its prompt, maybe indented: a launcher people
@@ -43,7 +43,7 @@ re!(
 // `python3: can't open file …` with a colon, so an argument must follow.
 re!(
     BARE_COMMAND,
-    r"^\s*(?:sudo\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:(?:python(?:3(?:\.\d+)?)?|torchrun|vllm|docker|podman|mpirun|srun|deepspeed|accelerate|trtllm-serve|trtllm-build|ollama|nvidia-smi|journalctl|systemctl|dmesg|kubectl|ssh)(?:\s+(?:-{1,2}[\w-]|[\w./~${\x22'-]).*|\s*)|(?:cat|head|tail|less)\s+(?:-\S+\s+)*[/~$]\S*(?:\s.*)?)$"
+    r"^\s*(?:sudo\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:(?:python(?:3(?:\.[0-9]+)?)?|torchrun|vllm|docker|podman|mpirun|srun|deepspeed|accelerate|trtllm-serve|trtllm-build|ollama|nvidia-smi|journalctl|systemctl|dmesg|kubectl|ssh)(?:\s+(?:-{1,2}[0-9A-Za-z_-]|[0-9A-Za-z_./~${\x22'-]).*|\s*)|(?:cat|head|tail|less)\s+(?:-\S+\s+)*[/~$]\S*(?:\s.*)?)$"
 );
 
 // A prompt drawn as `> ` (a quoted reply, a PowerShell-style prompt) or

@@ -23,7 +23,7 @@ use crate::source::Span;
 
 /// `<4>` of `dmesg -r`.
 static RAW_PRIORITY: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^<\d{1,3}>").expect("priority regex"));
+    LazyLock::new(|| Regex::new(r"^<[0-9]{1,3}>").expect("priority regex"));
 
 /// `kern  :warn  : ` of `dmesg -x`.
 static FACILITY_LEVEL: LazyLock<Regex> = LazyLock::new(|| {
@@ -37,15 +37,15 @@ static FACILITY_LEVEL: LazyLock<Regex> = LazyLock::new(|| {
 
 /// `[ 8712.345678] `, and the `[ 8712.345678 <    0.000123>] ` of `-d`.
 static UPTIME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\[\x20*(?P<s>\d+)\.(?P<frac>\d{1,9})(?:\x20*<[\x20\d.]*>)?\]\x20?")
+    Regex::new(r"^\[\x20*(?P<s>[0-9]+)\.(?P<frac>[0-9]{1,9})(?:\x20*<[\x200-9.]*>)?\]\x20?")
         .expect("uptime regex")
 });
 
 /// `[Sat Jun  1 12:00:03 2024] ` of `dmesg -T`.
 static CTIME: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?x)^\[(?:[A-Z][a-z]{2}\x20)?(?P<mon>[A-Z][a-z]{2})\x20+(?P<day>\d{1,2})
-        \x20(?P<hms>\d\d:\d\d:\d\d)\x20(?P<year>\d{4})\]\x20?",
+        r"(?x)^\[(?:[A-Z][a-z]{2}\x20)?(?P<mon>[A-Z][a-z]{2})\x20+(?P<day>[0-9]{1,2})
+        \x20(?P<hms>[0-9][0-9]:[0-9][0-9]:[0-9][0-9])\x20(?P<year>[0-9]{4})\]\x20?",
     )
     .expect("ctime regex")
 });
@@ -53,8 +53,8 @@ static CTIME: LazyLock<Regex> = LazyLock::new(|| {
 /// `2024-06-01T12:00:03,345678+00:00 ` of `dmesg --time-format iso`.
 static ISO: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?x)^(?P<date>\d{4}-\d\d-\d\d)T(?P<hms>\d\d:\d\d:\d\d)(?:[,.](?P<frac>\d{1,9}))?
-        (?:(?P<sign>[+-])(?P<oh>\d\d):?(?P<om>\d\d)|Z)\x20",
+        r"(?x)^(?P<date>[0-9]{4}-[0-9][0-9]-[0-9][0-9])T(?P<hms>[0-9][0-9]:[0-9][0-9]:[0-9][0-9])(?:[,.](?P<frac>[0-9]{1,9}))?
+        (?:(?P<sign>[+-])(?P<oh>[0-9][0-9]):?(?P<om>[0-9][0-9])|Z)\x20",
     )
     .expect("iso regex")
 });
@@ -62,13 +62,13 @@ static ISO: LazyLock<Regex> = LazyLock::new(|| {
 /// `[  +0.000123] ` and `[Jun 1 12:00] ` of `--time-format reltime`: a
 /// wrapper, but no usable time.
 static RELTIME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\[(?:\x20*[+-]\d+\.\d+|[A-Z][a-z]{2}\x20+\d{1,2}\x20\d\d:\d\d)\]\x20?")
+    Regex::new(r"^\[(?:\x20*[+-][0-9]+\.[0-9]+|[A-Z][a-z]{2}\x20+[0-9]{1,2}\x20[0-9][0-9]:[0-9][0-9])\]\x20?")
         .expect("reltime regex")
 });
 
 /// The tail of an uptime whose `[` and first digits a paste cut off.
 static CUT_UPTIME: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^\d{1,10}\.\d{6}\]\x20+").expect("cut uptime regex"));
+    LazyLock::new(|| Regex::new(r"^[0-9]{1,10}\.[0-9]{6}\]\x20+").expect("cut uptime regex"));
 
 /// `host kernel: ` of `journalctl -o short-monotonic`, and the bare
 /// `kernel: ` left when a paste or `grep` cut the syslog time and host off.
@@ -276,8 +276,7 @@ fn split_wrapper(text: &str) -> Option<(Option<Timestamp>, &str)> {
             return wall.map(|w| (Some(w), &rest[end..]));
         }
     }
-    // `\d` is any Unicode digit: only an ASCII non-digit rules it out.
-    if first(rest).is_some_and(|b| b.is_ascii_digit() || !b.is_ascii()) {
+    if first(rest).is_some_and(|b| b.is_ascii_digit()) {
         if let Some(c) = ISO.captures(rest) {
             let wall = iso(&c);
             let end = c.get(0).map_or(0, |m| m.end());

@@ -18,10 +18,10 @@ static XID: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)^Xid\x20\(
         (?:PCI:)?(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)
-        (?:\x20GPU-I:(?P<gi>\d+))?
-        (?:\x20GPU-CI:(?P<ci>\d+))?
-        \):\x20(?P<code>\d+)
-        (?:,\x20pid=(?P<pid>'?<unknown>'?|\d+))?
+        (?:\x20GPU-I:(?P<gi>[0-9]+))?
+        (?:\x20GPU-CI:(?P<ci>[0-9]+))?
+        \):\x20(?P<code>[0-9]+)
+        (?:,\x20pid=(?P<pid>'?<unknown>'?|[0-9]+))?
         (?:,\x20name=(?P<name>[^,]*))?
         (?:,?\x20?(?P<msg>.*))?$",
     )
@@ -48,8 +48,8 @@ static ANY_BUS: LazyLock<Regex> = LazyLock::new(|| {
 
 static MISMATCH: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?x)^API\x20mismatch:\x20the\x20client\x20has\x20the\x20version\x20(?P<client>\d+(?:\.\d+)*),\x20but
-        (?:(?:\s+|\#012)(?:NVRM:\x20)?this\x20kernel\x20module\x20has\x20the\x20version\x20(?P<kernel>\d+(?:\.\d+)*)\.)?",
+        r"(?x)^API\x20mismatch:\x20the\x20client\x20has\x20the\x20version\x20(?P<client>[0-9]+(?:\.[0-9]+)*),\x20but
+        (?:(?:\s+|\#012)(?:NVRM:\x20)?this\x20kernel\x20module\x20has\x20the\x20version\x20(?P<kernel>[0-9]+(?:\.[0-9]+)*)\.)?",
     )
     .expect("mismatch regex")
 });
@@ -61,22 +61,23 @@ static MISMATCH: LazyLock<Regex> = LazyLock::new(|| {
 /// RmCheckVersion). A journal message may hold all of it.
 static MISMATCH_575: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?x)^API\x20mismatch:\x20the\x20client\x20'[^']*'\x20\(pid\x20\d+\)
-        (?:(?:\s+|\#012)(?:NVRM:\x20)?has\x20the\x20version\x20(?P<client>\d+(?:\.\d+)*),\x20but\x20this\x20kernel\x20module\x20has
-        (?:(?:\s+|\#012)(?:NVRM:\x20)?the\x20version\x20(?P<kernel>\d+(?:\.\d+)*)\.)?)?",
+        r"(?x)^API\x20mismatch:\x20the\x20client\x20'[^']*'\x20\(pid\x20[0-9]+\)
+        (?:(?:\s+|\#012)(?:NVRM:\x20)?has\x20the\x20version\x20(?P<client>[0-9]+(?:\.[0-9]+)*),\x20but\x20this\x20kernel\x20module\x20has
+        (?:(?:\s+|\#012)(?:NVRM:\x20)?the\x20version\x20(?P<kernel>[0-9]+(?:\.[0-9]+)*)\.)?)?",
     )
     .expect("575 mismatch regex")
 });
 
 /// The second line of the 575+ report.
 static MISMATCH_575_CLIENT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^has the version (?P<client>\d+(?:\.\d+)*), but this kernel module has")
+    Regex::new(r"^has the version (?P<client>[0-9]+(?:\.[0-9]+)*), but this kernel module has")
         .expect("575 mismatch client regex")
 });
 
 /// The third line of the 575+ report.
 static MISMATCH_575_KERNEL: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^the version (?P<kernel>\d+(?:\.\d+)*)\.").expect("575 mismatch kernel regex")
+    Regex::new(r"^the version (?P<kernel>[0-9]+(?:\.[0-9]+)*)\.")
+        .expect("575 mismatch kernel regex")
 });
 
 /// The last lines of the 575+ report.
@@ -106,7 +107,7 @@ static NVIDIA_GPU_AT: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 static MISMATCH_KERNEL: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^this kernel module has the version (?P<kernel>\d+(?:\.\d+)*)\.")
+    Regex::new(r"^this kernel module has the version (?P<kernel>[0-9]+(?:\.[0-9]+)*)\.")
         .expect("mismatch continuation regex")
 });
 
@@ -123,7 +124,7 @@ static LOADING: LazyLock<Regex> =
 
 /// The module's banner after `NVRM: loading ` (at load, in dmesg) and
 /// after `NVRM version: ` (/proc/driver/nvidia/version, nv-procfs.c).
-const MODULE: &str = r"NVIDIA UNIX (?P<open>Open Kernel Module for )?\S+(?: Kernel Module)?\s+(?P<version>\d+\.\d+(?:\.\d+)?)\b";
+const MODULE: &str = r"NVIDIA UNIX (?P<open>Open Kernel Module for )?\S+(?: Kernel Module)?\s+(?P<version>[0-9]+\.[0-9]+(?:\.[0-9]+)?)\b";
 
 static PROC_VERSION: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(&format!("^{MODULE}")).expect("proc version regex"));
@@ -149,7 +150,7 @@ static GSP_TIMEOUT: LazyLock<Regex> = LazyLock::new(|| {
 
 static ECC: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b(?:ECC|DBE|SBE|double[\x20-]bit|single[\x20-]bit|row\x20remap\w*|row\x20remapper|page\x20retirement|retired\x20pages?)\b",
+        r"(?i)\b(?:ECC|DBE|SBE|double[\x20-]bit|single[\x20-]bit|row\x20remap[0-9A-Za-z_]*|row\x20remapper|page\x20retirement|retired\x20pages?)\b",
     )
     .expect("ecc regex")
 });

@@ -24,10 +24,10 @@ static KILLED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)^(?:(?P<reason>Out\x20of\x20memory|Memory\x20cgroup\x20out\x20of\x20memory)
           (?:\x20\(oom_kill_allocating_task\))?:\x20)?
-        Killed\x20process\x20(?P<pid>\d+)\x20\((?P<comm>.*?)\)
-        (?:,?\x20total-vm:(?P<vm>\d+)kB,\x20anon-rss:(?P<anon>\d+)kB,\x20file-rss:(?P<file>\d+)kB
-          (?:,\x20shmem-rss:(?P<shmem>\d+)kB)?
-          (?:,\x20UID:(?P<uid>\d+)\x20pgtables:\d+kB\x20oom_score_adj:(?P<adj>-?\d+))?
+        Killed\x20process\x20(?P<pid>[0-9]+)\x20\((?P<comm>.*?)\)
+        (?:,?\x20total-vm:(?P<vm>[0-9]+)kB,\x20anon-rss:(?P<anon>[0-9]+)kB,\x20file-rss:(?P<file>[0-9]+)kB
+          (?:,\x20shmem-rss:(?P<shmem>[0-9]+)kB)?
+          (?:,\x20UID:(?P<uid>[0-9]+)\x20pgtables:[0-9]+kB\x20oom_score_adj:(?P<adj>-?[0-9]+))?
         )?",
     )
     .expect("killed regex")
@@ -36,38 +36,39 @@ static KILLED: LazyLock<Regex> = LazyLock::new(|| {
 /// The pre-5.0 announcement before the kill line.
 static KILL_CHOSEN: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^(?P<reason>Out of memory|Memory cgroup out of memory): Kill process (?P<pid>\d+) \((?P<comm>.*?)\) score \d+ or sacrifice child",
+        r"^(?P<reason>Out of memory|Memory cgroup out of memory): Kill process (?P<pid>[0-9]+) \((?P<comm>.*?)\) score [0-9]+ or sacrifice child",
     )
     .expect("kill-chosen regex")
 });
 
 static SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?x)^oom-kill:constraint=(?P<constraint>CONSTRAINT_\w+)
+        r"(?x)^oom-kill:constraint=(?P<constraint>CONSTRAINT_[0-9A-Za-z_]+)
         (?:,nodemask=[^,]*)?(?:,cpuset=[^,]*)?(?:,mems_allowed=[^,]*)?
         (?:,oom_memcg=(?P<oom_memcg>[^,]*))?
         (?P<global>,global_oom)?
         (?:,task_memcg=(?P<task_memcg>[^,]*))?
         (?:,task=(?P<task>[^,]*))?
-        (?:,pid=(?P<pid>\d+))?
-        (?:,uid=(?P<uid>\d+))?",
+        (?:,pid=(?P<pid>[0-9]+))?
+        (?:,uid=(?P<uid>[0-9]+))?",
     )
     .expect("oom summary regex")
 });
 
 static REAPED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^oom_reaper: reaped process (?P<pid>\d+) \(").expect("reaper regex")
+    Regex::new(r"^oom_reaper: reaped process (?P<pid>[0-9]+) \(").expect("reaper regex")
 });
 
 static MEMCG_USAGE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^memory: usage (?P<usage>\d+)kB, limit (?P<limit>\d+)kB").expect("memcg regex")
+    Regex::new(r"^memory: usage (?P<usage>[0-9]+)kB, limit (?P<limit>[0-9]+)kB")
+        .expect("memcg regex")
 });
 
 /// `[   4242]     0  4242 103086419 46913580 377262080        0             0 python3`
 static TASK_ROW: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?x)^\[\x20*(?P<pid>\d+)\]\x20+(?P<uid>\d+)\x20+(?P<tgid>\d+)\x20+(?P<vm>\d+)\x20+(?P<rss>\d+)
-        (?:\x20+\d+)*\x20+(?P<adj>-?\d+)\x20+(?P<name>\S.*)$",
+        r"(?x)^\[\x20*(?P<pid>[0-9]+)\]\x20+(?P<uid>[0-9]+)\x20+(?P<tgid>[0-9]+)\x20+(?P<vm>[0-9]+)\x20+(?P<rss>[0-9]+)
+        (?:\x20+[0-9]+)*\x20+(?P<adj>-?[0-9]+)\x20+(?P<name>\S.*)$",
     )
     .expect("task row regex")
 });

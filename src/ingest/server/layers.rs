@@ -23,8 +23,8 @@ use crate::model::{Framework, RankTag, Timestamp};
 /// (`2026-02-14T02:05:12.788Z`): nothing follows it then.
 static VIEWER_TIME: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?x)^(?P<date>\d{4}-\d\d-\d\d)T(?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,9}))?
-        (?P<tz>Z|(?P<sign>[+-])(?P<oh>\d\d):(?P<om>\d\d))(?:\x20(?P<rest>.*))?$",
+        r"(?x)^(?P<date>[0-9]{4}-[0-9][0-9]-[0-9][0-9])T(?P<hms>[0-9][0-9]:[0-9][0-9]:[0-9][0-9])(?:\.(?P<frac>[0-9]{1,9}))?
+        (?P<tz>Z|(?P<sign>[+-])(?P<oh>[0-9][0-9]):(?P<om>[0-9][0-9]))(?:\x20(?P<rest>.*))?$",
     )
     .expect("viewer timestamp regex")
 });
@@ -33,8 +33,8 @@ static VIEWER_TIME: LazyLock<Regex> = LazyLock::new(|| {
 /// `[2024-09-05T00:38:34Z] INFO:     Started server process [60858]`.
 static VIEWER_TIME_BRACKETED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?x)^\[(?P<date>\d{4}-\d\d-\d\d)T(?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,9}))?
-        (?P<tz>Z|(?P<sign>[+-])(?P<oh>\d\d):(?P<om>\d\d))\](?:\x20(?P<rest>.*))?$",
+        r"(?x)^\[(?P<date>[0-9]{4}-[0-9][0-9]-[0-9][0-9])T(?P<hms>[0-9][0-9]:[0-9][0-9]:[0-9][0-9])(?:\.(?P<frac>[0-9]{1,9}))?
+        (?P<tz>Z|(?P<sign>[+-])(?P<oh>[0-9][0-9]):(?P<om>[0-9][0-9]))\](?:\x20(?P<rest>.*))?$",
     )
     .expect("bracketed viewer timestamp regex")
 });
@@ -52,7 +52,7 @@ static GUTTER: LazyLock<Regex> = LazyLock::new(|| {
 /// may start at `level=`. The message is the `msg` value, quoted or bare.
 static SLOG: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?x)^(?:time=(?P<time>\S+)\x20)?level=(?:DEBUG|INFO|WARN|ERROR)(?:[+-]\d+)?
+        r#"(?x)^(?:time=(?P<time>\S+)\x20)?level=(?:DEBUG|INFO|WARN|ERROR)(?:[+-][0-9]+)?
         (?:\x20source=\S+)?\x20msg=(?:"(?P<quoted>(?:[^"\\]|\\.)*)"|(?P<bare>[^\s"]\S*))(?:\x20.*)?$"#,
     )
     .expect("slog regex")
@@ -69,7 +69,7 @@ static COMPOSE: LazyLock<Regex> = LazyLock::new(|| {
 /// Ray's `(WorkerDict pid=3490362, ip=10.0.0.3) ` / `(pid=123) `.
 static PROCESS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?x)^\((?:(?P<name>[A-Za-z_][\w.:-]*)\x20)?(?:rank=(?P<rank>\d+)\x20)?pid=(?P<pid>\d+)
+        r"(?x)^\((?:(?P<name>[A-Za-z_][0-9A-Za-z_.:-]*)\x20)?(?:rank=(?P<rank>[0-9]+)\x20)?pid=(?P<pid>[0-9]+)
         (?:,\x20ip=(?P<ip>[0-9A-Fa-f.:]+))?\)(?:\x20(?P<rest>.*))?$",
     )
     .expect("process prefix regex")
@@ -78,27 +78,27 @@ static PROCESS: LazyLock<Regex> = LazyLock::new(|| {
 /// PyTorch's per-rank prefix: `[rank0]: ` before Python lines,
 /// `[rank0]:[E601 …]` before c10 lines.
 static TORCH_RANK: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\[rank(?P<rank>\d+)\]:\x20?(?P<rest>.*)$").expect("torch rank prefix regex")
+    Regex::new(r"^\[rank(?P<rank>[0-9]+)\]:\x20?(?P<rest>.*)$").expect("torch rank prefix regex")
 });
 
 /// A web log viewer's time alone on its line, with a space and no zone
 /// (RunPod's `2024-02-02 21:44:03.976`): it stamps the message below it.
 static VIEWER_STAMP: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?P<date>\d{4}-\d\d-\d\d)\x20(?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,9}))?\s*$")
+    Regex::new(r"^(?P<date>[0-9]{4}-[0-9][0-9]-[0-9][0-9])\x20(?P<hms>[0-9][0-9]:[0-9][0-9]:[0-9][0-9])(?:\.(?P<frac>[0-9]{1,9}))?\s*$")
         .expect("viewer stamp regex")
 });
 
 /// The bracketed lines a log viewer puts between its time and the message
 /// (RunPod's `[b2k2ml81pl56tl]` pod id, then `[info]`).
 static VIEWER_BRACKET: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\[[A-Za-z0-9][\w.-]{0,63}\]\s*$").expect("viewer bracket regex")
+    Regex::new(r"^\[[A-Za-z0-9][0-9A-Za-z_.-]{0,63}\]\s*$").expect("viewer bracket regex")
 });
 
 /// Open MPI's `--tag-output`: `[1,3]<stdout>:` (≤ 4.x, no space); PRRTE's
 /// `--output tag` (5.x) names the nspace and adds a space:
 /// `[prterun-f5n18-100629@1,0]<stdout>: ` (openpmix/prrte#1405).
 static MPI_TAG: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\[(?:[\w.-]+@)?\d+,(?P<rank>\d+)\]<(?:stdout|stderr|stddiag)>:\x20?(?P<rest>.*)$")
+    Regex::new(r"^\[(?:[0-9A-Za-z_.-]+@)?[0-9]+,(?P<rank>[0-9]+)\]<(?:stdout|stderr|stddiag)>:\x20?(?P<rest>.*)$")
         .expect("mpi tag regex")
 });
 
@@ -107,8 +107,8 @@ static MPI_TAG: LazyLock<Regex> = LazyLock::new(|| {
 /// time, thread id, file:line. Triton ≥ 24.x quotes the message.
 static GLOG: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?x)^[IWEF](?P<mm>\d\d)(?P<dd>\d\d)\x20(?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,9}))?
-        \x20+\d+\x20[\w.+-]+:\d+\]\x20?(?P<rest>.*)$",
+        r"(?x)^[IWEF](?P<mm>[0-9][0-9])(?P<dd>[0-9][0-9])\x20(?P<hms>[0-9][0-9]:[0-9][0-9]:[0-9][0-9])(?:\.(?P<frac>[0-9]{1,9}))?
+        \x20+[0-9]+\x20[0-9A-Za-z_.+-]+:[0-9]+\]\x20?(?P<rest>.*)$",
     )
     .expect("glog prefix regex")
 });
@@ -118,8 +118,8 @@ static GLOG: LazyLock<Regex> = LazyLock::new(|| {
 /// the Python logger's `[01/20/2025-10:00:00] ` in front.
 static TRT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?x)^(?:\[\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d\]\x20)?\[(?:TensorRT-LLM|TRT-LLM|TRT)\]
-        (?:\[RANK\x20\d+\])?\x20?
+        r"(?x)^(?:\[[0-9][0-9]/[0-9][0-9]/[0-9]{4}-[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\]\x20)?\[(?:TensorRT-LLM|TRT-LLM|TRT)\]
+        (?:\[RANK\x20[0-9]+\])?\x20?
         \[(?:[VIWEF]|VERBOSE|DEBUG|TRACE|INFO|WARNING|ERROR|INTERNAL_ERROR)\]\x20?(?P<rest>.*)$",
     )
     .expect("tensorrt prefix regex")
@@ -130,29 +130,32 @@ static TRT: LazyLock<Regex> = LazyLock::new(|| {
 /// NVIDIA device plugin's and container toolkit's lines.
 static GO_LOG: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?x)^(?P<date>\d{4}/\d\d/\d\d)\x20(?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,6}))?
-        \x20(?:[\w.-]+\.go:\d+:\x20)?(?P<rest>.*)$",
+        r"(?x)^(?P<date>[0-9]{4}/[0-9][0-9]/[0-9][0-9])\x20(?P<hms>[0-9][0-9]:[0-9][0-9]:[0-9][0-9])(?:\.(?P<frac>[0-9]{1,6}))?
+        \x20(?:[0-9A-Za-z_.-]+\.go:[0-9]+:\x20)?(?P<rest>.*)$",
     )
     .expect("go log prefix regex")
 });
 
 /// Ray's log deduplication suffix: ` [repeated 6x across cluster]`.
 static RAY_REPEATED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\x20?\[repeated\x20(?P<n>\d+)x\x20across\x20cluster\]\s*$")
+    Regex::new(r"\x20?\[repeated\x20(?P<n>[0-9]+)x\x20across\x20cluster\]\s*$")
         .expect("ray repeated regex")
 });
 
 /// An SGR colour code whose ESC a paste lost (` [36m(RayWorkerVllm
 /// pid=5085) [0m [E …`): the space or nothing left where the ESC was, then
 /// `[`, the parameters and `m`.
-static ORPHAN_SGR: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?:^|\x20)\[\d{1,3}(?:;\d{1,3})*m").expect("orphan SGR regex"));
+static ORPHAN_SGR: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:^|\x20)\[[0-9]{1,3}(?:;[0-9]{1,3})*m").expect("orphan SGR regex")
+});
 
 /// `text` without the colour codes a paste stripped of their ESC byte. Only
 /// a line with a reset code (`[0m`) is touched: a log's own `[1m` alone is
 /// left as it is.
 pub(super) fn strip_orphan_sgr(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.contains("[0m") {
+    static RESET: LazyLock<memchr::memmem::Finder<'static>> =
+        LazyLock::new(|| memchr::memmem::Finder::new("[0m"));
+    if RESET.find(text.as_bytes()).is_none() {
         return std::borrow::Cow::Borrowed(text);
     }
     match ORPHAN_SGR.replace_all(text, "") {
@@ -299,6 +302,10 @@ fn peel_record<'t>(text: &'t str, writer: &mut Writer) -> &'t str {
     let Some(&first) = text.as_bytes().first() else {
         return text;
     };
+    // Most lines have no record prefix: the byte tests say so at once.
+    if !record_may(text) {
+        return text;
+    }
     let (rest, time) = if matches!(first, b'I' | b'W' | b'E' | b'F') {
         match GLOG.captures(text) {
             Some(c) => {
@@ -370,10 +377,7 @@ pub(super) fn is_viewer_bracket(text: &str) -> bool {
 // What each layer's pattern requires at least, tested before the pattern:
 // most lines have no layer, and these tests cost next to nothing.
 fn viewer_may(text: &str) -> bool {
-    // `\d` is any Unicode digit: only an ASCII non-digit rules it out.
-    text.as_bytes()
-        .first()
-        .is_some_and(|b| b.is_ascii_digit() || !b.is_ascii())
+    text.as_bytes().first().is_some_and(u8::is_ascii_digit)
 }
 
 fn compose_may(text: &str) -> bool {
@@ -388,7 +392,17 @@ fn gutter_may(text: &str) -> bool {
 }
 
 fn bracketed_may(text: &str) -> bool {
-    text.starts_with('[') && text.as_bytes().get(1).is_some_and(u8::is_ascii_digit)
+    // `[YYYY-MM-DDT`: SGLang's `[YYYY-MM-DD HH:MM:SS` fails at the `T`.
+    text.starts_with('[')
+        && text.as_bytes().get(1).is_some_and(u8::is_ascii_digit)
+        && head(text, 12, |b| b[5] == b'-' && b[8] == b'-' && b[11] == b'T')
+}
+
+/// Whether `text` is at least `n` bytes long and its first `n` pass
+/// `test`: a pattern's fixed bytes checked by position (the patterns'
+/// classes are ASCII, so a byte is a character there).
+fn head(text: &str, n: usize, test: impl Fn(&[u8]) -> bool) -> bool {
+    text.as_bytes().get(..n).is_some_and(test)
 }
 
 fn slog_may(text: &str) -> bool {
@@ -404,7 +418,10 @@ fn torch_may(text: &str) -> bool {
 }
 
 fn mpi_may(text: &str) -> bool {
-    text.starts_with('[') && memchr::memmem::find(text.as_bytes(), b"]<std").is_some()
+    // The tag's first `]` closes it (`[job,rank]`, `[host@job,rank]`).
+    text.starts_with('[')
+        && memchr::memchr(b']', text.as_bytes())
+            .is_some_and(|i| text.as_bytes()[i..].starts_with(b"]<std"))
 }
 
 fn ray_may(text: &str) -> bool {
@@ -412,10 +429,18 @@ fn ray_may(text: &str) -> bool {
 }
 
 fn record_may(text: &str) -> bool {
+    let digits = |b: &[u8]| b.iter().all(u8::is_ascii_digit);
     match text.as_bytes().first() {
-        Some(b'I' | b'W' | b'E' | b'F') => GLOG.is_match(text),
-        Some(b'[') => TRT.is_match(text),
-        Some(b) if b.is_ascii_digit() => GO_LOG.is_match(text),
+        // `E0306 `
+        Some(b'I' | b'W' | b'E' | b'F') => {
+            head(text, 6, |b| digits(&b[1..5]) && b[5] == b' ') && GLOG.is_match(text)
+        }
+        // `[TRT]`, `[TensorRT-LLM]`, `[TRT-LLM]`, or a `[MM/DD/YYYY-` stamp first.
+        Some(b'[') => {
+            (text.starts_with("[T") || head(text, 4, |b| b[3] == b'/')) && TRT.is_match(text)
+        }
+        // `YYYY/`
+        Some(b) if b.is_ascii_digit() => head(text, 5, |b| b[4] == b'/') && GO_LOG.is_match(text),
         Some(b'l' | b't') => slog_may(text) && SLOG.is_match(text),
         _ => false,
     }

@@ -216,23 +216,32 @@ impl ServerLogParser {
         if layers::may_peel(&text) {
             return Skim::Full;
         }
-        if !self.busy.is_empty() && self.busy.contains(&outer.key()) {
+        let key = outer.key();
+        if !self.busy.is_empty() && self.busy.contains(&key) {
             return Skim::Full;
         }
         // Under a log viewer's time line come its bracketed lines, which
         // only the full reading knows (`feed`'s framing).
-        if self
+        let known = self
             .streams
-            .get(&outer.key())
-            .is_some_and(|s| s.framing.is_some())
-        {
+            .get(&key)
+            .map(|s| (s.framing.is_some(), s.framework));
+        if known.is_some_and(|(framing, _)| framing) {
             return Skim::Full;
         }
+        // A line of SGLang's or vLLM's own: its writer's framework from now
+        // on (looked up again only when that is news).
+        let streams = &mut self.streams;
+        let saw = |framework: Framework| {
+            if known.is_none_or(|(_, f)| f != Some(framework)) {
+                streams.entry(key).or_default().framework = Some(framework);
+            }
+        };
         // A time of the line's own counts when no outer layer timed it.
         let own = |time: Option<Timestamp>| if outer.time.is_none() { time } else { None };
         // Under the journal, the journal's time counts: no need for the line's.
         if outer.time.is_some() && sglang::is_prefixed(&text) {
-            self.saw(outer, Framework::Sglang);
+            saw(Framework::Sglang);
             return Skim::Read {
                 recognized: true,
                 time: None,
@@ -241,7 +250,7 @@ impl ServerLogParser {
         // The lines servers print by the million, told by their bytes
         // (`ingest::chatter`): what the regexes below would conclude.
         if outer.time.is_some() && chatter::vllm_record(&text) {
-            self.saw(outer, Framework::Vllm);
+            saw(Framework::Vllm);
             return Skim::Read {
                 recognized: true,
                 time: None,
@@ -254,7 +263,7 @@ impl ServerLogParser {
             };
         }
         if let Some(time) = sglang::prefix_time(&text) {
-            self.saw(outer, Framework::Sglang);
+            saw(Framework::Sglang);
             return Skim::Read {
                 recognized: true,
                 time: own(time),
@@ -264,7 +273,7 @@ impl ServerLogParser {
             .then(|| vllm::parse_record(&text, outer.time))
             .flatten()
         {
-            self.saw(outer, Framework::Vllm);
+            saw(Framework::Vllm);
             return Skim::Read {
                 recognized: true,
                 time: own(record.time),
@@ -307,11 +316,6 @@ impl ServerLogParser {
             recognized: traceback::idle_recognizes(&text),
             time: None,
         }
-    }
-
-    /// A line of SGLang's or vLLM's own: its writer's framework from now on.
-    fn saw(&mut self, outer: OuterRef<'_>, framework: Framework) {
-        self.streams.entry(outer.key()).or_default().framework = Some(framework);
     }
 
     /// Reads one line (or one line of a journal message, with the entry's

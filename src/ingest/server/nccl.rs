@@ -12,9 +12,9 @@ use crate::model::{NcclDetail, NcclLevel, NcclLine, Timestamp};
 
 static LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?x)^(?:\[(?P<ts>\d{4}-\d\d-\d\d\x20\d\d:\d\d:\d\d)\]\x20)?
-        (?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<tid>\d+)\x20\[(?P<dev>-?\d+)\]\x20
-        (?:(?P<source>[\w./-]+:\d+)(?:\x20\((?P<func>\w+)\))?\x20)?
+        r"(?x)^(?:\[(?P<ts>[0-9]{4}-[0-9][0-9]-[0-9][0-9]\x20[0-9][0-9]:[0-9][0-9]:[0-9][0-9])\]\x20)?
+        (?P<host>[A-Za-z0-9][0-9A-Za-z_.-]*):(?P<pid>[0-9]+):(?P<tid>[0-9]+)\x20\[(?P<dev>-?[0-9]+)\]\x20
+        (?:(?P<source>[0-9A-Za-z_./-]+:[0-9]+)(?:\x20\((?P<func>[0-9A-Za-z_]+)\))?\x20)?
         NCCL\x20(?P<level>INFO|WARN|ERROR|ABORT|TRACE)(?:\x20(?P<msg>.*))?$",
     )
     .expect("nccl line regex")
@@ -25,13 +25,14 @@ static VERSION: LazyLock<Regex> =
 
 static COMM_INIT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"comm 0x[0-9a-f]+ rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<dev>\d+)(?: nvmlDev \d+)? busId (?P<bus>[0-9a-f]+).* Init COMPLETE",
+        r"comm 0x[0-9a-f]+ rank (?P<rank>[0-9]+) nranks (?P<nranks>[0-9]+) cudaDev (?P<dev>[0-9]+)(?: nvmlDev [0-9]+)? busId (?P<bus>[0-9a-f]+).* Init COMPLETE",
     )
     .expect("nccl comm init regex")
 });
 
 static CUDA_FAILURE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"Cuda failure (?:(?P<code>\d+) )?'(?P<error>[^']+)'").expect("cuda failure regex")
+    Regex::new(r"Cuda failure (?:(?P<code>[0-9]+) )?'(?P<error>[^']+)'")
+        .expect("cuda failure regex")
 });
 
 pub(super) struct NcclParsed {

@@ -28,15 +28,15 @@ re!(
 );
 re!(
     OLD_DETAILS,
-    r"\(GPU (?P<gpu>\d+); (?P<total>SIZE) total capacity; (?P<alloc>SIZE) already allocated; (?P<free>SIZE) free; (?:(?P<allowed>SIZE) allowed; )?(?P<reserved>SIZE) reserved in total by PyTorch\)"
+    r"\(GPU (?P<gpu>[0-9]+); (?P<total>SIZE) total capacity; (?P<alloc>SIZE) already allocated; (?P<free>SIZE) free; (?:(?P<allowed>SIZE) allowed; )?(?P<reserved>SIZE) reserved in total by PyTorch\)"
 );
 re!(
     CAPACITY,
-    r"GPU (?P<gpu>\d+) has a total capaci?ty of (?P<total>SIZE) of which (?P<free>SIZE) is free"
+    r"GPU (?P<gpu>[0-9]+) has a total capaci?ty of (?P<total>SIZE) of which (?P<free>SIZE) is free"
 );
 re!(
     PROCESS,
-    r"Process (?P<pid>\d+) has (?P<n>SIZE) memory in use"
+    r"Process (?P<pid>[0-9]+) has (?P<n>SIZE) memory in use"
 );
 re!(
     THIS_PROCESS,

@@ -19,9 +19,9 @@ use crate::model::Timestamp;
 /// `asctime` puts a comma before the milliseconds.
 static ASCTIME: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?x)^(?P<date>\d{4}-\d\d-\d\d)\x20(?P<hms>\d\d:\d\d:\d\d)(?:,(?P<ms>\d{3}))?
-        \x20-\x20(?:(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\x20-\x20(?P<name>[\w.]+):\x20?
-        |(?P<name2>[\w.]+)\x20-\x20(?P<level2>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\x20-\x20?)
+        r"(?x)^(?P<date>[0-9]{4}-[0-9][0-9]-[0-9][0-9])\x20(?P<hms>[0-9][0-9]:[0-9][0-9]:[0-9][0-9])(?:,(?P<ms>[0-9]{3}))?
+        \x20-\x20(?:(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\x20-\x20(?P<name>[0-9A-Za-z_.]+):\x20?
+        |(?P<name2>[0-9A-Za-z_.]+)\x20-\x20(?P<level2>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\x20-\x20?)
         (?P<msg>.*)$",
     )
     .expect("asctime regex")
@@ -29,15 +29,17 @@ static ASCTIME: LazyLock<Regex> = LazyLock::new(|| {
 
 /// `basicConfig`'s default `LEVEL:logger:message`.
 static BASIC: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):(?P<name>[A-Za-z_][\w.]*):(?P<msg>.*)$")
-        .expect("basicConfig regex")
+    Regex::new(
+        r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):(?P<name>[A-Za-z_][0-9A-Za-z_.]*):(?P<msg>.*)$",
+    )
+    .expect("basicConfig regex")
 });
 
 /// tqdm: `desc:  42%|████▎     | 10/23 [00:05<00:07,  1.9it/s]`, the bar
 /// cut anywhere by a terminal; vLLM's weight loading prints `50% Completed
 /// | 1/2 [...]` instead of a bar.
 static TQDM: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:[^|]*:\s*)?\s*\d{1,3}%(?:\x20Completed\x20)?\|[^|]*(?:\|\s*\d+/\d+(?:\s*\[[^\]]*\]?)?.*)?$")
+    Regex::new(r"^(?:[^|]*:\s*)?\s*[0-9]{1,3}%(?:\x20Completed\x20)?\|[^|]*(?:\|\s*[0-9]+/[0-9]+(?:\s*\[[^\]]*\]?)?.*)?$")
         .expect("tqdm regex")
 });
 
@@ -46,7 +48,7 @@ static TQDM: LazyLock<Regex> = LazyLock::new(|| {
 /// Each signal word is a fact anchor (ingest/anchors.rs).
 static SHELL_JOB: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?x)^(?:\S+:\x20line\x20\d+:\x20)?(?P<pid>\d+)\x20
+        r"(?x)^(?:\S+:\x20line\x20[0-9]+:\x20)?(?P<pid>[0-9]+)\x20
         (?P<signal>Killed|Terminated|Aborted(?:\x20\(core\x20dumped\))?|Segmentation\x20fault(?:\x20\(core\x20dumped\))?|Bus\x20error(?:\x20\(core\x20dumped\))?|Illegal\x20instruction(?:\x20\(core\x20dumped\))?)
         \x20+(?P<cmd>\S.*)$",
     )
@@ -58,7 +60,7 @@ static SHELL_JOB: LazyLock<Regex> = LazyLock::new(|| {
 /// fault (core dumped)`), or after the script and line (`./run.sh: line 3:`).
 static SHELL_FOREGROUND: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?x)^(?:\S+:\x20line\x20\d+:\x20)?
+        r"(?x)^(?:\S+:\x20line\x20[0-9]+:\x20)?
         (?:Killed|Aborted|Segmentation\x20fault|Bus\x20error|Illegal\x20instruction)(?:\x20\(core\x20dumped\))?\s*$",
     )
     .expect("shell foreground job regex")
@@ -72,7 +74,7 @@ pub(super) fn shell_foreground(text: &str) -> bool {
 /// The `warnings` module's `path.py:129: UserWarning: message`; the source
 /// line it quotes follows, indented two spaces.
 static WARNING: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\S+\.py:\d+: (?P<category>[A-Z]\w*Warning): (?P<msg>.*)$")
+    Regex::new(r"^\S+\.py:[0-9]+: (?P<category>[A-Z][0-9A-Za-z_]*Warning): (?P<msg>.*)$")
         .expect("warnings regex")
 });
 

@@ -22,7 +22,7 @@ use regex::Regex;
 /// <message>` — two spaces after the name — and the summary line.
 static COMPOSE_V1: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^ERROR: (?:for [\w.-]+\x20\x20(?P<msg>\S.*)|Encountered errors while bringing up the project\.\s*$)",
+        r"^ERROR: (?:for [0-9A-Za-z_.-]+\x20\x20(?P<msg>\S.*)|Encountered errors while bringing up the project\.\s*$)",
     )
     .expect("compose v1 error regex")
 });

@@ -16,8 +16,8 @@ use crate::model::{Framework, Landmark, MemoryImbalance, RankTag, ServerEventKin
 static PREFIX: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)^\[
-        (?P<ts>\d{4}-\d\d-\d\d\x20\d\d:\d\d:\d\d)(?:\.(?P<ms>\d{3}))?
-        (?P<ranks>(?:\x20(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)
+        (?P<ts>[0-9]{4}-[0-9][0-9]-[0-9][0-9]\x20[0-9][0-9]:[0-9][0-9]:[0-9][0-9])(?:\.(?P<ms>[0-9]{3}))?
+        (?P<ranks>(?:\x20(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)[0-9]+)*)
         \]\x20(?P<msg>.*)$",
     )
     .expect("sglang prefix regex")
@@ -29,8 +29,8 @@ static PREFIX: LazyLock<Regex> = LazyLock::new(|| {
 static PREFIX_HEAD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)^\[
-        \d{4}-\d\d-\d\d\x20\d\d:\d\d:\d\d(?:\.\d{3})?
-        (?:\x20(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*
+        [0-9]{4}-[0-9][0-9]-[0-9][0-9]\x20[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\.[0-9]{3})?
+        (?:\x20(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)[0-9]+)*
         \]\x20",
     )
     .expect("sglang prefix head regex")
@@ -44,11 +44,12 @@ static IMBALANCE_NUMBERS: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 static CHILD_EXCEPTION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?P<who>\w+) hit an exception:(?:\x20|$)").expect("child exception regex")
+    Regex::new(r"^(?P<who>[0-9A-Za-z_]+) hit an exception:(?:\x20|$)")
+        .expect("child exception regex")
 });
 
 static SCHEDULER_DEAD: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^Rank (?P<rank>\d+) scheduler is dead\.").expect("scheduler dead regex")
+    Regex::new(r"^Rank (?P<rank>[0-9]+) scheduler is dead\.").expect("scheduler dead regex")
 });
 
 static WATCHDOG: LazyLock<Regex> = LazyLock::new(|| {
@@ -73,8 +74,9 @@ static NUM_FIELD: LazyLock<Regex> = LazyLock::new(|| {
     )
     .expect("number field regex")
 });
-static TYPE_FIELD: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\b(?P<key>type|dtype)=(?P<v>[\w.]+)").expect("type field regex"));
+static TYPE_FIELD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b(?P<key>type|dtype)=(?P<v>[0-9A-Za-z_.]+)").expect("type field regex")
+});
 
 pub(super) const IMBALANCE_TEXT: &str =
     "The memory capacity is unbalanced. Some GPUs may be occupied by other processes.";

@@ -13,13 +13,13 @@ use crate::model::{Framework, RankTag, ServerProcess};
 /// an optional bare instance number.
 static ROLE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^(?P<role>[A-Za-z][A-Za-z_]*?)(?P<tags>(?:_(?:ATTN_CP|MOE_DP|DP|PP|TP|EP)\d+)*)(?:[_-](?P<index>\d+))?$",
+        r"^(?P<role>[A-Za-z][A-Za-z_]*?)(?P<tags>(?:_(?:ATTN_CP|MOE_DP|DP|PP|TP|EP)[0-9]+)*)(?:[_-](?P<index>[0-9]+))?$",
     )
     .expect("process role regex")
 });
 
 static TAG: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(ATTN_CP|MOE_DP|DP|PP|TP|EP)(\d+)").expect("rank tag regex"));
+    LazyLock::new(|| Regex::new(r"(ATTN_CP|MOE_DP|DP|PP|TP|EP)([0-9]+)").expect("rank tag regex"));
 
 /// The kernel keeps 15 bytes of a process name (`comm`).
 const COMM_LEN: usize = 15;

@@ -16,41 +16,41 @@ use crate::model::{Timestamp, TorchDist, TorchDistKind};
 static C10: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)^\[(?P<level>[IWEF])
-        (?:(?P<mon>\d{1,2})(?P<day>\d\d)\x20(?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,9}))?)?
-        \x20(?:\d+\x20)?(?P<source>[\w.]+:\d+)\]\x20?(?P<msg>.*)$",
+        (?:(?P<mon>[0-9]{1,2})(?P<day>[0-9][0-9])\x20(?P<hms>[0-9][0-9]:[0-9][0-9]:[0-9][0-9])(?:\.(?P<frac>[0-9]{1,9}))?)?
+        \x20(?:[0-9]+\x20)?(?P<source>[0-9A-Za-z_.]+:[0-9]+)\]\x20?(?P<msg>.*)$",
     )
     .expect("c10 line regex")
 });
 
 static RANK: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\bRank (?P<rank>\d+)\]").expect("c10d rank regex"));
+    LazyLock::new(|| Regex::new(r"\bRank (?P<rank>[0-9]+)\]").expect("c10d rank regex"));
 
 static WATCHDOG: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?x)(?:Rank\x20(?P<rank>\d+)\]\s+)?Watchdog\x20caught\x20collective\x20operation\x20timeout:\x20
-        WorkNCCL\(SeqNum=(?P<seq>\d+),\x20OpType=(?P<op>[A-Z_]+)
-        (?:,\x20NumelIn=(?P<in>-?\d+),\x20NumelOut=(?P<out>-?\d+))?
-        ,\x20Timeout\(ms\)=(?P<timeout>\d+)\)\x20ran\x20for\x20(?P<ran>\d+)\x20milliseconds",
+        r"(?x)(?:Rank\x20(?P<rank>[0-9]+)\]\s+)?Watchdog\x20caught\x20collective\x20operation\x20timeout:\x20
+        WorkNCCL\(SeqNum=(?P<seq>[0-9]+),\x20OpType=(?P<op>[A-Z_]+)
+        (?:,\x20NumelIn=(?P<in>-?[0-9]+),\x20NumelOut=(?P<out>-?[0-9]+))?
+        ,\x20Timeout\(ms\)=(?P<timeout>[0-9]+)\)\x20ran\x20for\x20(?P<ran>[0-9]+)\x20milliseconds",
     )
     .expect("watchdog timeout regex")
 });
 
 static FAILURE_DETECTED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?:Rank (?P<rank>\d+)\]\s+)?failure detected by watchdog at work sequence id: (?P<seq>\d+) PG status: last enqueued work: (?P<enq>-?\d+), last completed work: (?P<done>-?\d+)",
+        r"(?:Rank (?P<rank>[0-9]+)\]\s+)?failure detected by watchdog at work sequence id: (?P<seq>[0-9]+) PG status: last enqueued work: (?P<enq>-?[0-9]+), last completed work: (?P<done>-?[0-9]+)",
     )
     .expect("failure detected regex")
 });
 
 static STUCK: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"watchdog got stuck for (?P<secs>\d+) seconds").expect("watchdog stuck regex")
+    Regex::new(r"watchdog got stuck for (?P<secs>[0-9]+) seconds").expect("watchdog stuck regex")
 });
 
 /// c10d's `NCCL error in: file:line, reason, NCCL version X` and the pynccl
 /// wrappers' `NCCL error: reason (run with NCCL_DEBUG=INFO for details)`.
 static NCCL_ERROR: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"NCCL error(?: in: (?P<loc>[^\s,]+:\d+),|:) (?P<reason>.+?)(?: \(run with NCCL_DEBUG=\w+ for details\)| - please report this issue to the NCCL developers)?(?:, NCCL version (?P<ver>[0-9][\w.+-]*))?$",
+        r"NCCL error(?: in: (?P<loc>[^\s,]+:[0-9]+),|:) (?P<reason>.+?)(?: \(run with NCCL_DEBUG=[0-9A-Za-z_]+ for details\)| - please report this issue to the NCCL developers)?(?:, NCCL version (?P<ver>[0-9][0-9A-Za-z_.+-]*))?$",
     )
     .expect("nccl error regex")
 });

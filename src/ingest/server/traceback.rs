@@ -24,13 +24,13 @@ use crate::source::Span;
 
 static EXCEPTION_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^(?P<name>(?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt|Warning|Failed|Timeout|StopIteration|StopAsyncIteration))(?::\x20?(?P<msg>.*))?$",
+        r"^(?P<name>(?:[A-Za-z_][0-9A-Za-z_.]*)?(?:Error|Exception|Exit|Interrupt|Warning|Failed|Timeout|StopIteration|StopAsyncIteration))(?::\x20?(?P<msg>.*))?$",
     )
     .expect("exception line regex")
 });
 
 static FRAME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"^\s*File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<func>.+))?$"#)
+    Regex::new(r#"^\s*File "(?P<file>[^"]*)", line (?P<line>[0-9]+)(?:, in (?P<func>.+))?$"#)
         .expect("frame regex")
 });
 
@@ -52,18 +52,19 @@ static RAISED_FROM: LazyLock<Regex> = LazyLock::new(|| {
 /// Python multiprocessing's banner before a child's traceback:
 /// `Process EngineCore_DP0:`.
 static PROCESS_BANNER: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^Process [\w.-]+:$").expect("process banner regex"));
+    LazyLock::new(|| Regex::new(r"^Process [0-9A-Za-z_.-]+:$").expect("process banner regex"));
 
 /// A frame's source line that raises, pasted without its `File "…"` line
 /// or its indentation (`raise ValueError(`): a traceback cut above it.
 static RAISE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\s*raise\x20+[A-Za-z_][\w.]*(?:\(.*)?$").expect("raise line regex")
+    Regex::new(r"^\s*raise\x20+[A-Za-z_][0-9A-Za-z_.]*(?:\(.*)?$").expect("raise line regex")
 });
 
 /// Frames flattened onto one line by a paste (`… ^^^^ File "/x.py", line
 /// 4308, in f logprobs = …`): inside a traceback, still its frames.
-static INLINE_FRAME: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r#"\bFile "[^"]+", line \d+, in \w"#).expect("inline frame regex"));
+static INLINE_FRAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"\bFile "[^"]+", line [0-9]+, in [0-9A-Za-z_]"#).expect("inline frame regex")
+});
 
 /// An exception class as Python prints it on the last line of a traceback:
 /// a dotted path whose last part is a CamelCase name ending in `Error` or
@@ -99,7 +100,7 @@ pub(super) fn is_grep_separator(text: &str) -> bool {
 }
 
 static CPP_FRAME: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^frame #\d+: ").expect("C++ frame regex"));
+    LazyLock::new(|| Regex::new(r"^frame #[0-9]+: ").expect("C++ frame regex"));
 
 /// Lines appended to one message at most: a stray writer must not swallow
 /// a whole log.

@@ -19,18 +19,18 @@ const PREFIXES: [&str; 6] = [
 ];
 
 static PROCESS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?P<what>Started|Finished) server process \[(?P<pid>\d+)\]")
+    Regex::new(r"^(?P<what>Started|Finished) server process \[(?P<pid>[0-9]+)\]")
         .expect("uvicorn process regex")
 });
 
 static RUNNING: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^Uvicorn running on (?P<url>\S+?(?::(?P<port>\d+))?)(?:\s|$)")
+    Regex::new(r"^Uvicorn running on (?P<url>\S+?(?::(?P<port>[0-9]+))?)(?:\s|$)")
         .expect("uvicorn running regex")
 });
 
 static BIND: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"\[Errno (?P<errno>\d+)\] error while attempting to bind on address \('(?P<host>[^']*)', (?P<port>\d+)\): (?P<reason>.*)$",
+        r"\[Errno (?P<errno>[0-9]+)\] error while attempting to bind on address \('(?P<host>[^']*)', (?P<port>[0-9]+)\): (?P<reason>.*)$",
     )
     .expect("uvicorn bind regex")
 });

@@ -20,8 +20,8 @@ use crate::model::{Framework, Landmark, ServerEventKind, Timestamp, VllmFailure}
 static RECORD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)^(?P<prefix>(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\x20
-        (?P<mon>\d\d)-(?P<day>\d\d)\x20(?P<hms>\d\d:\d\d(?::\d\d)?)(?:\.(?P<frac>\d{1,6}))?\x20
-        \[?(?P<source>[^\]\s]+:\d+)\])(?:\x20(?P<msg>.*))?$",
+        (?P<mon>[0-9][0-9])-(?P<day>[0-9][0-9])\x20(?P<hms>[0-9][0-9]:[0-9][0-9](?::[0-9][0-9])?)(?:\.(?P<frac>[0-9]{1,6}))?\x20
+        \[?(?P<source>[^\]\s]+:[0-9]+)\])(?:\x20(?P<msg>.*))?$",
     )
     .expect("vllm record regex")
 });
@@ -52,29 +52,29 @@ re!(
 );
 re!(
     BLOCKS,
-    r"(?:# )?GPU blocks: (?P<g>\d+), # CPU blocks: (?P<c>\d+)"
+    r"(?:# )?GPU blocks: (?P<g>[0-9]+), # CPU blocks: (?P<c>[0-9]+)"
 );
 
 re!(
     INIT_FAILED,
     r"Engine core initialization failed\. See root cause above\.(?: Failed core proc\(s\): \{(?P<procs>[^}]*)\})?"
 );
-re!(FAILED_PROC, r"'(?P<name>[^']+)':\s*(?P<code>-?\d+)");
+re!(FAILED_PROC, r"'(?P<name>[^']+)':\s*(?P<code>-?[0-9]+)");
 re!(
     CORE_DIED,
     r"Engine core proc (?P<name>\S+) died unexpectedly, shutting down client\."
 );
 re!(
     WORKER_DIED,
-    r"Worker proc (?P<name>\S+) died unexpectedly(?: \(exit code: (?P<code>-?\d+)\))?, shutting down executor\."
+    r"Worker proc (?P<name>\S+) died unexpectedly(?: \(exit code: (?P<code>-?[0-9]+)\))?, shutting down executor\."
 );
 re!(
     V0_WORKER_DIED,
-    r"Worker (?P<name>\S+) pid (?P<pid>\d+) died, exit code: (?P<code>-?\d+)"
+    r"Worker (?P<name>\S+) pid (?P<pid>[0-9]+) died, exit code: (?P<code>-?[0-9]+)"
 );
 re!(
     V0_WORKER_EXCEPTION,
-    r"Exception in worker (?P<name>\S+) while processing method (?P<method>\w+)"
+    r"Exception in worker (?P<name>\S+) while processing method (?P<method>[0-9A-Za-z_]+)"
 );
 
 pub(super) struct Record<'t> {
@@ -181,7 +181,7 @@ const OWN_MESSAGES: &[(&str, bool)] = &[
 /// The tail of a cut logger prefix, `model_runner_base.py:120] `: the
 /// message after it.
 static CUT_PREFIX: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^[\w.-]+\.py:\d+\]\x20(?P<msg>\S.*)$").expect("cut vllm prefix regex")
+    Regex::new(r"^[0-9A-Za-z_.-]+\.py:[0-9]+\]\x20(?P<msg>\S.*)$").expect("cut vllm prefix regex")
 });
 
 /// A message of vLLM's own, pasted bare (one of [`OWN_MESSAGES`]) or under

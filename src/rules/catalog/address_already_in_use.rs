@@ -18,11 +18,11 @@ pub struct AddressAlreadyInUse;
 static BIND: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)
-        \[Errno\x2098\]\x20error\x20while\x20attempting\x20to\x20bind\x20on\x20address\x20\('(?P<host>[^']*)',\x20(?P<port>\d+)\)
+        \[Errno\x2098\]\x20error\x20while\x20attempting\x20to\x20bind\x20on\x20address\x20\('(?P<host>[^']*)',\x20(?P<port>[0-9]+)\)
         | (?P<plain>\[Errno\x2098\]\x20Address\x20already\x20in\x20use)
         | ZMQError:\x20Address\x20already\x20in\x20use(?:\x20\(addr='(?P<zmq>[^']+)'\))?
         | NCCL\x20WARN\x20.*bind\x20failed:\x20Address\x20already\x20in\x20use
-        | (?P<name>\S+)\x20at\x20(?P<waitport>\d+)\x20is\x20not\x20available\x20in\x20\d+\x20seconds",
+        | (?P<name>\S+)\x20at\x20(?P<waitport>[0-9]+)\x20is\x20not\x20available\x20in\x20[0-9]+\x20seconds",
     )
     .expect("bind regex")
 });
@@ -30,7 +30,7 @@ static BIND: LazyLock<Regex> = LazyLock::new(|| {
 /// torch.distributed's TCPStore (the rendezvous port, MASTER_PORT / --nccl-port).
 static STORE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?:port: (?P<port>\d+), useIpv6: \S+, )?code: -98, name: EADDRINUSE|failed to bind to \[::\]:(?P<old>\d+) \(errno: 98",
+        r"(?:port: (?P<port>[0-9]+), useIpv6: \S+, )?code: -98, name: EADDRINUSE|failed to bind to \[::\]:(?P<old>[0-9]+) \(errno: 98",
     )
     .expect("store regex")
 });

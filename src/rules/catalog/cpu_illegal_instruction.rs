@@ -24,7 +24,7 @@ pub struct CpuIllegalInstruction;
 /// words inside a sentence are not a report either.
 static SIGILL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?:(?:^\s*|:\s+)(?:\d+\s+)?Illegal instruction(?:\s+\(core dumped\))?(?:\s+(?P<cmd>\S.*))?$|zsh: illegal hardware instruction(?:\s+\(core dumped\))?(?:\s+(?P<zcmd>\S.*))?$|signal: illegal instruction)",
+        r"(?:(?:^\s*|:\s+)(?:[0-9]+\s+)?Illegal instruction(?:\s+\(core dumped\))?(?:\s+(?P<cmd>\S.*))?$|zsh: illegal hardware instruction(?:\s+\(core dumped\))?(?:\s+(?P<zcmd>\S.*))?$|signal: illegal instruction)",
     )
     .expect("regex")
 });
@@ -33,7 +33,7 @@ static SIGILL: LazyLock<Regex> = LazyLock::new(|| {
 /// ip:7f4a… sp:7ffc… error:0 in libllama.so[7f4a…+9f000]`.
 static TRAP: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"traps: (?P<comm>[^\[\s]+)\[(?P<pid>\d+)\] trap invalid opcode\b(?:.*? in (?P<lib>[^\[\s]+))?",
+        r"traps: (?P<comm>[^\[\s]+)\[(?P<pid>[0-9]+)\] trap invalid opcode\b(?:.*? in (?P<lib>[^\[\s]+))?",
     )
     .expect("regex")
 });

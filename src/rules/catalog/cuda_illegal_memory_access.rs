@@ -24,7 +24,7 @@ static FAULT: LazyLock<Regex> = LazyLock::new(|| {
         CUDA\x20error:\x20(?P<e>an\x20illegal\x20memory\x20access\x20was\x20encountered
             |unspecified\x20launch\x20failure|misaligned\x20address
             |an\x20illegal\x20instruction\x20was\x20encountered|device-side\x20assert\x20triggered)
-        | Cuda\x20failure\x20(?:\d+\x20)?'(?P<n>an\x20illegal\x20memory\x20access\x20was\x20encountered
+        | Cuda\x20failure\x20(?:[0-9]+\x20)?'(?P<n>an\x20illegal\x20memory\x20access\x20was\x20encountered
             |unspecified\x20launch\x20failure|misaligned\x20address)'
         | (?P<code>cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS|cudaErrorLaunchFailure)",
     )

@@ -26,7 +26,7 @@ struct Cause {
 static CAUSES: LazyLock<Vec<Cause>> = LazyLock::new(|| {
     [
         (
-            r"The NVIDIA driver on your system is too old \(found version (?P<v>\d+)\)|CUDA driver version is insufficient for CUDA runtime version",
+            r"The NVIDIA driver on your system is too old \(found version (?P<v>[0-9]+)\)|CUDA driver version is insufficient for CUDA runtime version",
             Category::DriverLibraryMismatch,
             "the NVIDIA driver is too old for the CUDA version PyTorch was built with",
             "install a PyTorch/vLLM/SGLang build for the driver's CUDA version (nvidia-smi's header shows it), or upgrade the driver",

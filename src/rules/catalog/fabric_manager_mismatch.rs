@@ -19,7 +19,7 @@ static ERROR_802: LazyLock<Regex> = LazyLock::new(|| {
 });
 static FM_VERSION: LazyLock<Regex> = LazyLock::new(|| {
     // A paste cut after the first version still says which one it runs.
-    Regex::new(r"fabric manager NVIDIA GPU driver interface version (?P<fm>\d+(?:\.\d+)*)(?: don't match with driver version (?P<drv>\d+(?:\.\d+)*))?")
+    Regex::new(r"fabric manager NVIDIA GPU driver interface version (?P<fm>[0-9]+(?:\.[0-9]+)*)(?: don't match with driver version (?P<drv>[0-9]+(?:\.[0-9]+)*))?")
         .expect("regex")
 });
 static FM_DOWN: LazyLock<Regex> = LazyLock::new(|| {

@@ -23,7 +23,7 @@ const BUS: &str = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]";
 /// about R390), `NVRM: RmInitAdapter failed! (0x26:0xffff:1127)` (older).
 static INIT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!(
-        r"(?:GPU (?P<bus>{BUS}): )?RmInitAdapter failed! \((?P<code>0x[0-9A-Fa-f]+:0x[0-9A-Fa-f]+:\d+)\)"
+        r"(?:GPU (?P<bus>{BUS}): )?RmInitAdapter failed! \((?P<code>0x[0-9A-Fa-f]+:0x[0-9A-Fa-f]+:[0-9]+)\)"
     ))
     .expect("regex")
 });
@@ -33,7 +33,7 @@ static INIT: LazyLock<Regex> = LazyLock::new(|| {
 /// number 0`.
 static MINOR: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!(
-        r"(?:GPU (?P<bus>{BUS}): )?rm_init_adapter failed(?:, device minor number| for device bearing minor number) (?P<minor>\d+)"
+        r"(?:GPU (?P<bus>{BUS}): )?rm_init_adapter failed(?:, device minor number| for device bearing minor number) (?P<minor>[0-9]+)"
     ))
     .expect("regex")
 });

@@ -19,7 +19,7 @@ pub struct GspHeartbeatTimeout;
 /// … diff 6070 timeout 5200`, and the RPC poll's `NVRM: _kgspRpcRecvPoll:
 /// GSP RM heartbeat timed out` / `LibOS heartbeat timed out` (R570+).
 static HEARTBEAT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:GPU(?P<gpu>\d+) .*?)?(?P<who>GSP RM |LibOS )?[Hh]eartbeat timed out(?:.*\bdiff (?P<diff>\d+) timeout (?P<timeout>\d+))?")
+    Regex::new(r"(?:GPU(?P<gpu>[0-9]+) .*?)?(?P<who>GSP RM |LibOS )?[Hh]eartbeat timed out(?:.*\bdiff (?P<diff>[0-9]+) timeout (?P<timeout>[0-9]+))?")
         .expect("regex")
 });
 
@@ -27,7 +27,7 @@ static HEARTBEAT: LazyLock<Regex> = LazyLock::new(|| {
 /// that never got its answer, the PMU halting, a memory subsystem error.
 static SYMPTOM: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?:GPU(?P<gpu>\d+) .*?)?(?P<what>\*+ GSP Timeout \*+|Timeout after \d+s of waiting for RPC response from GPU\d+ GSP|PMU has halted|Memory Subsystem Error detected)",
+        r"(?:GPU(?P<gpu>[0-9]+) .*?)?(?P<what>\*+ GSP Timeout \*+|Timeout after [0-9]+s of waiting for RPC response from GPU[0-9]+ GSP|PMU has halted|Memory Subsystem Error detected)",
     )
     .expect("regex")
 });

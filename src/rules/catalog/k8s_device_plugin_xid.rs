@@ -20,12 +20,12 @@ pub struct K8sDevicePluginXid;
 /// (plugin v0.x), `XidCriticalError: Xid=79 on Device=GPU-…; marking device
 /// as unhealthy.` (later releases, after a klog prefix).
 static XID: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"XidCriticalError: Xid=(?P<xid>\d+) on Device=(?P<dev>[^\s,;]+)").expect("regex")
+    Regex::new(r"XidCriticalError: Xid=(?P<xid>[0-9]+) on Device=(?P<dev>[^\s,;]+)").expect("regex")
 });
 
 /// `'nvidia.com/gpu' device marked unhealthy: GPU-…`.
 static UNHEALTHY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"'(?P<res>[\w./-]+)' device marked unhealthy: (?P<dev>\S+)").expect("regex")
+    Regex::new(r"'(?P<res>[0-9A-Za-z_./-]+)' device marked unhealthy: (?P<dev>\S+)").expect("regex")
 });
 
 /// A GPU UUID inside a device id (time-slicing appends `::N`).

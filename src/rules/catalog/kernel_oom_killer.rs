@@ -31,19 +31,19 @@ const NOTICE_WINDOW: std::ops::RangeInclusive<i64> = -5..=60;
 /// exitcode=9. pid=91234`.
 static SGLANG_CHILD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"Child process unexpectedly failed with exitcode=(?P<code>-?\d+)\. pid=(?P<pid>\d+)",
+        r"Child process unexpectedly failed with exitcode=(?P<code>-?[0-9]+)\. pid=(?P<pid>[0-9]+)",
     )
     .expect("regex")
 });
 
 /// vLLM v0: `Worker VllmWorkerProcess pid 4243 died, exit code: -9`.
 static VLLM_WORKER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"pid (?P<pid>\d+) died, exit code: (?P<code>-?\d+)").expect("regex")
+    Regex::new(r"pid (?P<pid>[0-9]+) died, exit code: (?P<code>-?[0-9]+)").expect("regex")
 });
 
 /// A cgroup path that may be shown inside a suggested command.
 static SAFE_PATH: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^/[\w./@:-]{1,200}$").expect("regex"));
+    LazyLock::new(|| Regex::new(r"^/[0-9A-Za-z_./@:-]{1,200}$").expect("regex"));
 
 /// A peer process gone from a collective: what the surviving ranks say.
 static PEER_GONE: LazyLock<Regex> = LazyLock::new(|| {

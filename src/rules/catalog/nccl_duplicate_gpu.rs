@@ -21,7 +21,7 @@ pub struct NcclDuplicateGpu;
 /// (NCCL 2.5.6 – 2.29, init.cc: `%x`, later `%lx` of the bus id).
 static DUPLICATE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"Duplicate GPU detected\s*:\s*rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<bus>[0-9a-fA-F]+)\b",
+        r"Duplicate GPU detected\s*:\s*rank (?P<a>[0-9]+) and rank (?P<b>[0-9]+) both on CUDA device (?P<bus>[0-9a-fA-F]+)\b",
     )
     .expect("duplicate gpu regex")
 });
@@ -32,11 +32,12 @@ static INVALID_USAGE: LazyLock<Regex> =
 /// NCCL's trace of a failed call back up the stack, `NCCL INFO
 /// init.cc:916 -> 5` (5 = ncclInvalidUsage).
 static INVALID_RETURN: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"NCCL INFO \S+:\d+ -> 5\s*$").expect("return regex"));
+    LazyLock::new(|| Regex::new(r"NCCL INFO \S+:[0-9]+ -> 5\s*$").expect("return regex"));
 /// NCCL's own prefix, `host:pid:tid [cudaDev]`, when the line parser did not
 /// read it (a launcher's tag in front).
 static NCCL_PREFIX: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:^|[\s:>])[A-Za-z0-9][\w.-]*:(?P<pid>\d+):\d+ \[(?P<dev>\d+)\]").expect("prefix")
+    Regex::new(r"(?:^|[\s:>])[A-Za-z0-9][0-9A-Za-z_.-]*:(?P<pid>[0-9]+):[0-9]+ \[(?P<dev>[0-9]+)\]")
+        .expect("prefix")
 });
 
 static META: RuleMeta = RuleMeta {

@@ -659,8 +659,9 @@ fn ranks_phrase(ranks: &BTreeSet<u32>) -> String {
 }
 
 /// `(RayWorkerVllm pid=5085)` in front of a line whose prefix was not peeled.
-static LINE_PID: std::sync::LazyLock<regex::Regex> =
-    std::sync::LazyLock::new(|| regex::Regex::new(r"\(\w+ pid=(?P<pid>\d+)\)").expect("regex"));
+static LINE_PID: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"\([0-9A-Za-z_]+ pid=(?P<pid>[0-9]+)\)").expect("regex")
+});
 
 fn rank_list(ranks: &BTreeSet<u32>) -> String {
     let v: Vec<u32> = ranks.iter().copied().collect();

@@ -25,9 +25,9 @@ static NOT_LOADED: LazyLock<Regex> = LazyLock::new(|| {
 static LOAD_FAILED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)
-        Process\x20'(?:/usr)?/s?bin/modprobe\x20(?:-\S+\x20)*(?P<udev>nvidia[\w-]*)[^']*'\x20failed\x20with\x20exit\x20code\x20(?P<code>\d+)
-        |modprobe:\x20ERROR:\x20could\x20not\x20insert\x20'(?P<insert>nvidia[\w-]*)':\x20(?P<why>.+)
-        |modprobe:\x20FATAL:\x20Module\x20(?P<missing>nvidia[\w-]*)\x20not\x20found",
+        Process\x20'(?:/usr)?/s?bin/modprobe\x20(?:-\S+\x20)*(?P<udev>nvidia[0-9A-Za-z_-]*)[^']*'\x20failed\x20with\x20exit\x20code\x20(?P<code>[0-9]+)
+        |modprobe:\x20ERROR:\x20could\x20not\x20insert\x20'(?P<insert>nvidia[0-9A-Za-z_-]*)':\x20(?P<why>.+)
+        |modprobe:\x20FATAL:\x20Module\x20(?P<missing>nvidia[0-9A-Za-z_-]*)\x20not\x20found",
     )
     .expect("regex")
 });

@@ -18,14 +18,14 @@ pub struct NvidiaProbeFailed;
 /// `NVRM: The NVIDIA probe routine was not called for 3 device(s).`: the
 /// devices exist, another driver claimed them first.
 static NOT_CALLED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"The NVIDIA probe routine was not called for (?P<n>\d+) device\(s\)")
+    Regex::new(r"The NVIDIA probe routine was not called for (?P<n>[0-9]+) device\(s\)")
         .expect("regex")
 });
 
 /// `NVRM: The NVIDIA probe routine failed for 1 device(s).`: the module
 /// tried and gave up (invalid BARs, unsupported GPU).
 static PROBE_FAILED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"The NVIDIA probe routine failed for (?P<n>\d+) device\(s\)").expect("regex")
+    Regex::new(r"The NVIDIA probe routine failed for (?P<n>[0-9]+) device\(s\)").expect("regex")
 });
 
 /// The summary lines: `No NVIDIA graphics adapter probed!` (older),

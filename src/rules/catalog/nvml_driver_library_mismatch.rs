@@ -22,22 +22,25 @@ static MISMATCH: LazyLock<Regex> = LazyLock::new(|| {
 /// The first line of the 575+ report names the client:
 /// `NVRM: API mismatch: the client 'kwin_wayland' (pid 1005)`.
 static CLIENT_NAMED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"API mismatch: the client '(?P<name>[^']*)' \(pid (?P<pid>\d+)\)").expect("regex")
+    Regex::new(r"API mismatch: the client '(?P<name>[^']*)' \(pid (?P<pid>[0-9]+)\)")
+        .expect("regex")
 });
 /// `NVRM version: NVIDIA UNIX x86_64 Kernel Module  520.56.06  …` of
 /// /proc/driver/nvidia/version: the loaded module.
 static PROC_VERSION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"NVRM version: NVIDIA UNIX .*?Kernel Module\s+(?P<kernel>\d+\.\d+(?:\.\d+)?)")
-        .expect("regex")
+    Regex::new(
+        r"NVRM version: NVIDIA UNIX .*?Kernel Module\s+(?P<kernel>[0-9]+\.[0-9]+(?:\.[0-9]+)?)",
+    )
+    .expect("regex")
 });
 /// A `dpkg -l` row of a driver package: `ii  nvidia-smi  525.85.12-1  amd64 …`.
 static DPKG_ROW: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^ii\s+(?P<pkg>(?:lib)?nvidia-[\w.+-]*?)(?::\w+)?\s+(?P<v>\d+\.\d+(?:\.\d+)?)\S*\s")
+    Regex::new(r"^ii\s+(?P<pkg>(?:lib)?nvidia-[0-9A-Za-z_.+-]*?)(?::[0-9A-Za-z_]+)?\s+(?P<v>[0-9]+\.[0-9]+(?:\.[0-9]+)?)\S*\s")
         .expect("regex")
 });
 /// apt's history: `Upgrade: libnvidia-common-460:amd64 (460.56-0ubuntu0.20.04.1, 460.73.01-0ubuntu0.20.04.1)`.
 static APT_UPGRADE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^Upgrade: .*?(?P<pkg>(?:lib)?nvidia-[\w.+-]+?)(?::\w+)? \((?P<old>\d+\.\d+(?:\.\d+)?)[^,)]*, (?P<new>\d+\.\d+(?:\.\d+)?)")
+    Regex::new(r"^Upgrade: .*?(?P<pkg>(?:lib)?nvidia-[0-9A-Za-z_.+-]+?)(?::[0-9A-Za-z_]+)? \((?P<old>[0-9]+\.[0-9]+(?:\.[0-9]+)?)[^,)]*, (?P<new>[0-9]+\.[0-9]+(?:\.[0-9]+)?)")
         .expect("regex")
 });
 /// apt's history: the command that ran the upgrade.
@@ -45,7 +48,7 @@ static APT_COMMAND: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^Commandline: (?P<cmd>\S+)").expect("regex"));
 
 static NVML_VERSION: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^NVML library version: (?P<v>[\d.]+)").expect("regex"));
+    LazyLock::new(|| Regex::new(r"^NVML library version: (?P<v>[0-9.]+)").expect("regex"));
 
 static META: RuleMeta = RuleMeta {
     id: "nvml-driver-library-mismatch",

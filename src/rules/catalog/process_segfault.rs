@@ -20,7 +20,7 @@ pub struct ProcessSegfault;
 /// S)`. The name may hold spaces or colons; the PID in brackets ends it.
 static SEGFAULT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?P<comm>[^\s\[\]]+)\[(?P<pid>\d+)\]: segfault at (?P<addr>[0-9a-fA-F]+)\b(?:.*? in (?P<obj>[^\[\s]+)\[)?",
+        r"(?P<comm>[^\s\[\]]+)\[(?P<pid>[0-9]+)\]: segfault at (?P<addr>[0-9a-fA-F]+)\b(?:.*? in (?P<obj>[^\[\s]+)\[)?",
     )
     .expect("regex")
 });
@@ -28,7 +28,8 @@ static SEGFAULT: LazyLock<Regex> = LazyLock::new(|| {
 /// systemd-coredump taking the core: `Process 2984649 (ollama-runner) of
 /// user 0 dumped core.`
 static DUMPED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"Process (?P<pid>\d+) \((?P<comm>[^)]*)\) of user \d+ dumped core").expect("regex")
+    Regex::new(r"Process (?P<pid>[0-9]+) \((?P<comm>[^)]*)\) of user [0-9]+ dumped core")
+        .expect("regex")
 });
 
 static META: RuleMeta = RuleMeta {

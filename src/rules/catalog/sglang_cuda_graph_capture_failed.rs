@@ -29,7 +29,7 @@ static CUDA_ERROR: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"CUDA error: (?P<e>[^.\n]+)").expect("cuda error regex"));
 /// `cuda_graph_max_bs=160` in `server_args=`.
 static MAX_BS: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\bcuda_graph_max_bs=(?P<bs>\d+)").expect("max bs regex"));
+    LazyLock::new(|| Regex::new(r"\bcuda_graph_max_bs=(?P<bs>[0-9]+)").expect("max bs regex"));
 
 /// Memory to free beyond the failed request: the graph pools of the other
 /// batch sizes still to capture.

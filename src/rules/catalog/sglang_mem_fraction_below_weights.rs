@@ -21,26 +21,27 @@ pub struct SglangMemFractionBelowWeights;
 /// 0.9113).`; pasted, the sentence is often wrapped after `under`.
 static CHECK: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"Loaded weights leave no GPU memory for the KV cache(?: under)?(?:\s*--mem-fraction-static=(?P<frac>[\d.]*\d))?",
+        r"Loaded weights leave no GPU memory for the KV cache(?: under)?(?:\s*--mem-fraction-static=(?P<frac>[0-9.]*[0-9]))?",
     )
     .expect("regex")
 });
 
 /// The continuation of a wrapped message, and SGLang's own suggestion.
-static FRACTION: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^\s*--mem-fraction-static=(?P<frac>[\d.]*\d)").expect("regex"));
+static FRACTION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*--mem-fraction-static=(?P<frac>[0-9.]*[0-9])").expect("regex")
+});
 static SUGGESTED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"Raise --mem-fraction-static above (?P<above>[\d.]*\d)").expect("regex")
+    Regex::new(r"Raise --mem-fraction-static above (?P<above>[0-9.]*[0-9])").expect("regex")
 });
 
 /// `Load weight begin. avail mem=137.90 GB` and `Load weight end. …, avail
 /// mem=12.25 GB, mem usage=125.65 GB.`
 static LOAD_BEGIN: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"Load weight begin\. avail mem=(?P<avail>[\d.]+) GB").expect("regex")
+    Regex::new(r"Load weight begin\. avail mem=(?P<avail>[0-9.]+) GB").expect("regex")
 });
 static LOAD_END: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"Load weight end\..*?avail mem=(?P<avail>[\d.]+) GB, mem usage=(?P<usage>[\d.]+) GB",
+        r"Load weight end\..*?avail mem=(?P<avail>[0-9.]+) GB, mem usage=(?P<usage>[0-9.]+) GB",
     )
     .expect("regex")
 });

@@ -17,7 +17,7 @@ pub static RULE: SglangRuntimeKvPressure = SglangRuntimeKvPressure;
 pub struct SglangRuntimeKvPressure;
 
 static RETRACT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"KV cache pool is full\. Retract requests\. #retracted_reqs: (?P<n>\d+)")
+    Regex::new(r"KV cache pool is full\. Retract requests\. #retracted_reqs: (?P<n>[0-9]+)")
         .expect("retract regex")
 });
 static OOM: LazyLock<Regex> = LazyLock::new(|| {

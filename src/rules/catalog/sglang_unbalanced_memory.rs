@@ -1028,7 +1028,7 @@ fn env_gpus(incident: &Incident) -> Vec<Gpu> {
 /// models sold with several sizes or unknown here.
 fn nominal_mib(name: &str) -> Option<u64> {
     static STATED: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"(?i)\b(\d{1,3})\s*GB\b").expect("stated size regex"));
+        LazyLock::new(|| Regex::new(r"(?i)\b([0-9]{1,3})\s*GB\b").expect("stated size regex"));
     if let Some(c) = STATED.captures(name) {
         return c[1].parse::<u64>().ok().map(|gb| gb * 1024);
     }

@@ -96,11 +96,11 @@ const SPAWN_MARKS: &[&str] = &[
 
 /// A kernel stack frame in the NVIDIA driver (`/proc/PID/stack`).
 static DRIVER_FRAME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\s*\[<[0-9a-fx]+>\]\s+(?P<fn>[\w.]+)\+0x[0-9a-f]+/0x[0-9a-f]+\s+\[(?P<module>nvidia(?:_uvm|_modeset|_drm)?)\]")
+    Regex::new(r"^\s*\[<[0-9a-fx]+>\]\s+(?P<fn>[0-9A-Za-z_.]+)\+0x[0-9a-f]+/0x[0-9a-f]+\s+\[(?P<module>nvidia(?:_uvm|_modeset|_drm)?)\]")
         .expect("stack frame regex")
 });
 static PROC_STACK: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"/proc/(?P<pid>\d+)/stack").expect("proc stack regex"));
+    LazyLock::new(|| Regex::new(r"/proc/(?P<pid>[0-9]+)/stack").expect("proc stack regex"));
 
 /// Lines of a kernel stack that follow their `cat /proc/PID/stack`.
 const STACK_REACH: u32 = 40;

@@ -33,8 +33,9 @@ static FAILURE: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// `(VllmWorkerProcess pid=1876891)`.
-static PROCESS: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\([A-Za-z][\w.-]* pid=(?P<pid>\d+)\)").expect("regex"));
+static PROCESS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\([A-Za-z][0-9A-Za-z_.-]* pid=(?P<pid>[0-9]+)\)").expect("regex")
+});
 
 static META: RuleMeta = RuleMeta {
     id: "startup-stalled-after-worker-init",

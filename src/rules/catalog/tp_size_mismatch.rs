@@ -16,10 +16,10 @@ pub struct TpSizeMismatch;
 static MISMATCH: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)
-        Total\x20number\x20of\x20(?P<what>attention\x20heads|KV\x20heads|num_key_value_heads)\x20\((?P<heads>\d+)\)\x20must\x20be\x20divisible\x20by\x20tensor\x20parallel\x20size\x20\((?P<tp>\d+)\)
+        Total\x20number\x20of\x20(?P<what>attention\x20heads|KV\x20heads|num_key_value_heads)\x20\((?P<heads>[0-9]+)\)\x20must\x20be\x20divisible\x20by\x20tensor\x20parallel\x20size\x20\((?P<tp>[0-9]+)\)
         | (?:is\x20not\x20divisible\x20by|must\x20be\x20divisible\x20by)\x20(?:the\x20)?(?:tensor\x20parallel\x20size|tp_size|tp\x20size)
         | The\x20number\x20of\x20required\x20GPUs\x20exceeds\x20the\x20total\x20number\x20of\x20available\x20GPUs
-        | (?:tensor_parallel_size|tp_size)\x20\(?(?P<want>\d+)\)?\x20(?:is\x20)?(?:larger|greater)\x20than\x20the\x20number\x20of\x20(?:available\x20)?GPUs\x20\(?(?P<have>\d+)",
+        | (?:tensor_parallel_size|tp_size)\x20\(?(?P<want>[0-9]+)\)?\x20(?:is\x20)?(?:larger|greater)\x20than\x20the\x20number\x20of\x20(?:available\x20)?GPUs\x20\(?(?P<have>[0-9]+)",
     )
     .expect("tp regex")
 });

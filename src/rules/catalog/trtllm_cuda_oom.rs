@@ -27,8 +27,8 @@ static OOM: LazyLock<Regex> = LazyLock::new(|| {
         r"(?x)
         CUDA\x20runtime\x20error\x20in\x20(?P<call>\S*?)(?:\(.*?\))?:\x20out\x20of\x20memory(?:\x20\((?P<at>[^)\s]+)\))?
         | Error\x20Code\x201:\x20Cuda\x20Runtime\x20\(out\x20of\x20memory\)
-        | Error\x20Code\x202:\x20OutOfMemory(?:\x20\(Requested\x20size\x20was\x20(?P<size>\d+)\x20bytes\.?\))?
-        | Requested\x20amount\x20of\x20GPU\x20memory\x20\((?P<req>\d+)\x20bytes\)\x20could\x20not\x20be\x20allocated",
+        | Error\x20Code\x202:\x20OutOfMemory(?:\x20\(Requested\x20size\x20was\x20(?P<size>[0-9]+)\x20bytes\.?\))?
+        | Requested\x20amount\x20of\x20GPU\x20memory\x20\((?P<req>[0-9]+)\x20bytes\)\x20could\x20not\x20be\x20allocated",
     )
     .expect("regex")
 });
@@ -38,7 +38,7 @@ static OOM: LazyLock<Regex> = LazyLock::new(|| {
 /// or in a Triton config (`max_batch_size: 32`).
 static LIMIT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?:^|[\s,({])-{0,2}(?P<key>max_batch_size|max_input_len|max_output_len|max_seq_len|max_num_tokens|max_beam_width)(?:=|:\s*|\s+)"?(?P<value>\d+)"?"#,
+        r#"(?:^|[\s,({])-{0,2}(?P<key>max_batch_size|max_input_len|max_output_len|max_seq_len|max_num_tokens|max_beam_width)(?:=|:\s*|\s+)"?(?P<value>[0-9]+)"?"#,
     )
     .expect("regex")
 });

@@ -21,8 +21,8 @@ pub struct TrtllmKvCacheTooSmall;
 static CHECK: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)
-        maxTokensInPagedKvCache(?:\x20\((?P<tokens>\d+)\))?\x20must\x20be\x20large\x20enough\x20to\x20process\x20at\x20least\x201\x20sequence
-        (?:.*?beam_width\x20\((?P<beam>\d+)\)\x20\*\x20tokensPerBlock\x20\((?P<tpb>\d+)\)\x20\*\x20maxBlocksPerSeq\x20\((?P<mbps>\d+)\))?",
+        maxTokensInPagedKvCache(?:\x20\((?P<tokens>[0-9]+)\))?\x20must\x20be\x20large\x20enough\x20to\x20process\x20at\x20least\x201\x20sequence
+        (?:.*?beam_width\x20\((?P<beam>[0-9]+)\)\x20\*\x20tokensPerBlock\x20\((?P<tpb>[0-9]+)\)\x20\*\x20maxBlocksPerSeq\x20\((?P<mbps>[0-9]+)\))?",
     )
     .expect("regex")
 });
@@ -35,9 +35,9 @@ static CHECK: LazyLock<Regex> = LazyLock::new(|| {
 static SIZE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)
-        Allocate\x20(?P<bytes>\d+)\x20bytes\x20for\x20k/v\x20cache
-        | Using\x20(?P<tokens>\d+)\x20(?:total\x20)?tokens\x20in\x20paged\x20KV\x20cache(?:,\x20and\x20(?P<blocks>\d+)\x20blocks\x20per\x20sequence)?
-        | Allocated\x20(?P<gib>[\d.]+)\x20GiB\x20for\x20max\x20tokens\x20in\x20paged\x20KV\x20cache\x20\((?P<max>\d+)\)",
+        Allocate\x20(?P<bytes>[0-9]+)\x20bytes\x20for\x20k/v\x20cache
+        | Using\x20(?P<tokens>[0-9]+)\x20(?:total\x20)?tokens\x20in\x20paged\x20KV\x20cache(?:,\x20and\x20(?P<blocks>[0-9]+)\x20blocks\x20per\x20sequence)?
+        | Allocated\x20(?P<gib>[0-9.]+)\x20GiB\x20for\x20max\x20tokens\x20in\x20paged\x20KV\x20cache\x20\((?P<max>[0-9]+)\)",
     )
     .expect("regex")
 });

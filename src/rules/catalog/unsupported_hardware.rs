@@ -17,10 +17,10 @@ static UNSUPPORTED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)
         no\x20kernel\x20image\x20is\x20available\x20for\x20execution\x20on\x20the\x20device
-        | (?:is\x20only\x20supported\x20on\x20GPUs\x20with\x20compute\x20capability\x20of\x20at\x20least\x20(?P<need>\d+\.\d+)).*?compute\x20capability\x20(?:of\x20)?(?P<have>\d+\.\d+)
+        | (?:is\x20only\x20supported\x20on\x20GPUs\x20with\x20compute\x20capability\x20of\x20at\x20least\x20(?P<need>[0-9]+\.[0-9]+)).*?compute\x20capability\x20(?:of\x20)?(?P<have>[0-9]+\.[0-9]+)
         | FlashAttention\x20only\x20supports\x20(?:Ampere|Hopper|Turing)\x20GPUs\x20or\x20newer
-        | with\x20CUDA\x20capability\x20sm_(?P<sm>\d+)\x20is\x20not\x20compatible\x20with\x20the\x20current\x20PyTorch\x20installation
-        | (?:GPU|device)\x20compute\x20capability\x20(?P<cc>\d+\.\d+)\x20(?:is\x20)?(?:not\x20supported|is\x20below)",
+        | with\x20CUDA\x20capability\x20sm_(?P<sm>[0-9]+)\x20is\x20not\x20compatible\x20with\x20the\x20current\x20PyTorch\x20installation
+        | (?:GPU|device)\x20compute\x20capability\x20(?P<cc>[0-9]+\.[0-9]+)\x20(?:is\x20)?(?:not\x20supported|is\x20below)",
     )
     .expect("unsupported regex")
 });

@@ -18,8 +18,10 @@ pub struct VllmKvCacheInitFailed;
 /// vLLM v0 (0.3–0.6): `# GPU blocks: 378, # CPU blocks: 1638` (0.6.x also
 /// `# cuda blocks:`, `# GPU blocks: 0`).
 static BLOCKS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"# (?:GPU|gpu|cuda|CUDA) blocks: (?P<gpu>\d+)(?:, # CPU blocks: (?P<cpu>\d+))?")
-        .expect("regex")
+    Regex::new(
+        r"# (?:GPU|gpu|cuda|CUDA) blocks: (?P<gpu>[0-9]+)(?:, # CPU blocks: (?P<cpu>[0-9]+))?",
+    )
+    .expect("regex")
 });
 
 /// The failure that follows: the executor's `Error executing method
@@ -39,13 +41,14 @@ static DECISIVE: LazyLock<Regex> = LazyLock::new(|| {
 
 /// The engine's config line: `max_seq_len=8192`, `block_size=16`.
 static MAX_LEN: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\bmax_(?:seq|model)_len=(?P<len>\d+)").expect("regex"));
+    LazyLock::new(|| Regex::new(r"\bmax_(?:seq|model)_len=(?P<len>[0-9]+)").expect("regex"));
 static BLOCK_SIZE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\bblock_size=(?P<bs>\d+)").expect("regex"));
+    LazyLock::new(|| Regex::new(r"\bblock_size=(?P<bs>[0-9]+)").expect("regex"));
 
 /// `(LLMRayActor pid=20770)`, `(VllmWorkerProcess pid=161)`.
-static PROCESS: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\((?P<name>[A-Za-z][\w.-]*) pid=(?P<pid>\d+)\)").expect("regex"));
+static PROCESS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\((?P<name>[A-Za-z][0-9A-Za-z_.-]*) pid=(?P<pid>[0-9]+)\)").expect("regex")
+});
 
 /// vLLM v0's default block size in tokens.
 const DEFAULT_BLOCK_SIZE: u64 = 16;

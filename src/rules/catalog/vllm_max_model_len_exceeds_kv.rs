@@ -21,13 +21,13 @@ pub struct VllmMaxModelLenExceedsKv;
 
 static V0: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"The model's max seq len \((?P<len>\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((?P<kv>\d+)\)",
+        r"The model's max seq len \((?P<len>[0-9]+)\) is larger than the maximum number of tokens that can be stored in KV cache \((?P<kv>[0-9]+)\)",
     )
     .expect("v0 regex")
 });
 static V1: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"To serve at least one request with the models?'s max seq len \((?P<len>\d+)\), \((?P<need>[0-9.]+) Gi?B KV cache is needed, which is larger than the available KV cache memory \((?P<avail>[0-9.]+) Gi?B\)\.(?: Based on the available memory,(?: the estimated maximum model length is (?P<est>\d+)\.)?)?",
+        r"To serve at least one request with the models?'s max seq len \((?P<len>[0-9]+)\), \((?P<need>[0-9.]+) Gi?B KV cache is needed, which is larger than the available KV cache memory \((?P<avail>[0-9.]+) Gi?B\)\.(?: Based on the available memory,(?: the estimated maximum model length is (?P<est>[0-9]+)\.)?)?",
     )
     .expect("v1 regex")
 });

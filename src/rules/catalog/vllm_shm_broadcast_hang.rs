@@ -20,14 +20,17 @@ pub struct VllmShmBroadcastHang;
 /// 0.8+ `… found in 60 seconds. This typically happens when …`. SGLang's copy
 /// of the queue prints the first wording too.
 static WAIT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"No available (?:shared memory broadcast )?block found in (?P<secs>\d+) seconds?")
-        .expect("regex")
+    Regex::new(
+        r"No available (?:shared memory broadcast )?block found in (?P<secs>[0-9]+) seconds?",
+    )
+    .expect("regex")
 });
 
 /// `(EngineCore_DP1 pid=1455)`, `(VllmWorkerProcess pid=161)`: the process
 /// that logged the line.
-static PROCESS: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\((?P<name>[A-Za-z][\w.-]*) pid=(?P<pid>\d+)\)").expect("regex"));
+static PROCESS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\((?P<name>[A-Za-z][0-9A-Za-z_.-]*) pid=(?P<pid>[0-9]+)\)").expect("regex")
+});
 
 /// Lines that show why a wait at start-up is expected: compilation or a JIT
 /// build takes minutes, during which the queue is idle.

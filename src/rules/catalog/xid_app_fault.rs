@@ -29,7 +29,7 @@ static CUDA_FAULT: LazyLock<Regex> = LazyLock::new(|| {
 
 /// `(Worker_TP1 pid=4243) ` of vLLM lines.
 static LINE_PID: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\bpid=(?P<pid>\d+)\)").expect("regex"));
+    LazyLock::new(|| Regex::new(r"\bpid=(?P<pid>[0-9]+)\)").expect("regex"));
 
 /// Process names of model servers, for a PID whose unit is unknown.
 const SERVER_NAMES: &[&str] = &["sglang::", "VLLM::", "python", "pt_main_thread", "ray::"];
@@ -384,7 +384,7 @@ fn cause_of(incident: &Incident, e: &KernelEvent, x: &Xid) -> Option<Cause> {
 /// task's name may hold colons (`nvc:[driver]:5403`).
 static HUNG_TASK: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"INFO: task (?P<comm>.+):(?P<pid>\d+) blocked for more than (?P<secs>\d+) seconds\.",
+        r"INFO: task (?P<comm>.+):(?P<pid>[0-9]+) blocked for more than (?P<secs>[0-9]+) seconds\.",
     )
     .expect("regex")
 });

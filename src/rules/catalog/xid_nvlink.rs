@@ -27,7 +27,7 @@ const PEER_WINDOW_SECS: i64 = 60;
 static NONFATAL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\S+ Nonfatal\b").expect("regex"));
 
 static LINK: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\b[Ll]ink (?P<link>-?\d+)\b").expect("regex"));
+    LazyLock::new(|| Regex::new(r"\b[Ll]ink (?P<link>-?[0-9]+)\b").expect("regex"));
 
 static META: RuleMeta = RuleMeta {
     id: "xid-nvlink",

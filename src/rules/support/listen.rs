@@ -25,9 +25,9 @@ use crate::rules::support::matches;
 static WORDINGS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?xi)
-        listen\x20(?:tcp|tcp4|tcp6|udp)\x20(?P<go_host>\[[^\]]*\]|[^\s\[\]]*?):(?P<go_port>\d{1,5}):\x20bind:\x20(?:address\x20already\x20in\x20use|only\x20one\x20usage\x20of\x20each\x20socket\x20address)
-        | listen\x20EADDRINUSE(?::\x20address\x20already\x20in\x20use)?\x20(?P<node_host>\S*?):(?P<node_port>\d{1,5})\b
-        | \[(?:Errno|WinError)\x20(?:48|10048)\]\x20(?:error\x20while\x20attempting\x20to\x20bind\x20on\x20address\x20\('(?P<py_host>[^']*)',\x20(?P<py_port>\d{1,5})\))?
+        listen\x20(?:tcp|tcp4|tcp6|udp)\x20(?P<go_host>\[[^\]]*\]|[^\s\[\]]*?):(?P<go_port>[0-9]{1,5}):\x20bind:\x20(?:address\x20already\x20in\x20use|only\x20one\x20usage\x20of\x20each\x20socket\x20address)
+        | listen\x20EADDRINUSE(?::\x20address\x20already\x20in\x20use)?\x20(?P<node_host>\S*?):(?P<node_port>[0-9]{1,5})\b
+        | \[(?:Errno|WinError)\x20(?:48|10048)\]\x20(?:error\x20while\x20attempting\x20to\x20bind\x20on\x20address\x20\('(?P<py_host>[^']*)',\x20(?P<py_port>[0-9]{1,5})\))?
         | address\x20already\x20in\x20use\x20\(os\x20error\x20(?:98|48)\)
         | only\x20one\x20usage\x20of\x20each\x20socket\x20address",
     )

@@ -131,8 +131,10 @@ static CAPTURE_DONE: LazyLock<Regex> =
 /// The writer's PID in vLLM's and Ray's line prefix, `(VllmWorkerProcess
 /// pid=13109)`, `(RayWorkerVllm pid=74362)`, when no server event has it.
 static WRITER_PID: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\s*\((?:[A-Za-z_][\w]*\s+)?(?:[\w]+=\S+\s+)*pid=(?P<pid>\d+)[,)]")
-        .expect("pid regex")
+    Regex::new(
+        r"^\s*\((?:[A-Za-z_][0-9A-Za-z_]*\s+)?(?:[0-9A-Za-z_]+=\S+\s+)*pid=(?P<pid>[0-9]+)[,)]",
+    )
+    .expect("pid regex")
 });
 
 /// The anchors the graph-capture lines need to reach the rules.
