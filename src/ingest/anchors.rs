@@ -4,7 +4,7 @@
 //! read in full. A line with none of them is only skimmed (see
 //! `ingest::reader`).
 
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, Input};
 
@@ -158,8 +158,8 @@ impl Anchors {
         let hot = Arc::new(Hot {
             search: Search::new(&all),
             rules: self.literals.len(),
-            rules_only: (!self.literals.is_empty())
-                .then(|| Search::new(&all[..self.literals.len()])),
+            literals: self.literals.clone(),
+            rules_only: OnceLock::new(),
         });
         *last = Some((self.literals.clone(), Arc::clone(&hot)));
         hot
@@ -173,8 +173,11 @@ pub(crate) struct Hot {
     /// The rules' literals come first: a match of pattern below this makes
     /// the line a message.
     rules: usize,
-    /// The rules' literals alone, for a line where a parser's came first.
-    rules_only: Option<Search>,
+    /// The rules' literals, and their search alone, for a line where a
+    /// parser's came first: built when the first such line comes (a journal
+    /// of quiet lines may have none).
+    literals: Vec<String>,
+    rules_only: OnceLock<Option<Search>>,
 }
 
 /// How the anchors are searched. Case-insensitive Aho-Corasick has no
@@ -283,6 +286,10 @@ impl Hot {
     /// rules' anchors, searched the same way as [`Self::scan`]).
     pub(crate) fn is_rule(&self, line: &str) -> bool {
         self.rules_only
+            .get_or_init(|| {
+                let literals: Vec<&str> = self.literals.iter().map(String::as_str).collect();
+                (!literals.is_empty()).then(|| Search::new(&literals))
+            })
             .as_ref()
             .is_some_and(|s| s.is_match(line.as_bytes()))
     }
@@ -384,7 +391,8 @@ mod tests {
         let hot = Hot {
             search,
             rules,
-            rules_only: None,
+            literals: Vec::new(),
+            rules_only: OnceLock::new(),
         };
         let mut found = Vec::new();
         hot.scan(block.as_bytes(), &mut found);

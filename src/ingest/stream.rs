@@ -196,8 +196,12 @@ fn read_source(
         let reading = scope.spawn(move || {
             let mut batch = Batch::default();
             let send = |batch: &mut Batch| {
-                if queued.load(Ordering::Relaxed) > 0 {
-                    batch.look(&look);
+                // With one batch waiting, half of this one is left to the
+                // parsing thread: neither thread waits long for the other.
+                match queued.load(Ordering::Relaxed) {
+                    0 => {}
+                    1 => batch.look_to(&look, batch.lines.len() / 2),
+                    _ => batch.look(&look),
                 }
                 let next = recycled.try_recv().unwrap_or_default();
                 queued.fetch_add(1, Ordering::Relaxed);
@@ -263,14 +267,22 @@ impl Batch {
     /// Searches the anchors, once: which lines are read in full, which are
     /// messages. No anchor holds a newline, so a match is within one line.
     fn look(&mut self, look: &Look<'_>) {
-        if self.looked.len() == self.lines.len() {
+        self.look_to(look, self.lines.len());
+    }
+
+    /// [`Self::look`] of the lines not looked at yet before line `end`: the
+    /// reading thread may look at part of a batch, the parsing one at the
+    /// rest.
+    fn look_to(&mut self, look: &Look<'_>, end: usize) {
+        let from = self.looked.len();
+        let end = end.min(self.lines.len());
+        if from >= end {
             return;
         }
-        self.looked.clear();
         let mut template = std::mem::take(&mut self.template);
         match look.hot {
             None => {
-                for i in 0..self.lines.len() {
+                for i in from..end {
                     let message = look.rules.matches(self.line(i));
                     let key = look
                         .repeats
@@ -284,11 +296,18 @@ impl Batch {
                 }
             }
             Some(hot) => {
+                // Each line is followed by its `\n`: the block is whole lines.
+                let first = if from == 0 {
+                    0
+                } else {
+                    self.lines[from - 1].1 + 1
+                };
+                let last = self.lines[end - 1].1 + 1;
                 self.found.clear();
-                hot.scan(self.text.as_bytes(), &mut self.found);
+                hot.scan(&self.text.as_bytes()[first..last], &mut self.found);
                 let mut next = 0;
-                for i in 0..self.lines.len() {
-                    let end = self.lines[i].1;
+                for i in from..end {
+                    let end = self.lines[i].1 - first;
                     let (mut found, mut rule) = (false, false);
                     while let Some(&(_, by_rule)) = self.found.get(next).filter(|f| f.0 < end) {
                         found = true;

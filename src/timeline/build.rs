@@ -2,7 +2,7 @@
 //! untimed lines worth placing, de-duplication of the same event seen in two
 //! captures, and the flags for evidence and key events.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::{Entry, Placement, Timeline};
 use crate::correlate::Incident;
@@ -31,15 +31,16 @@ pub fn build(incident: &Incident, diagnosis: &Diagnosis, sources: &SourceMap) ->
     let journal: BTreeMap<Span, &JournalEntry> =
         incident.facts.journal.iter().map(|e| (e.span, e)).collect();
     let line = |span: Span| sources.line_text(span).trim().to_owned();
+    let text = |span: Span| match journal.get(&span) {
+        Some(e) => journal_text(e),
+        None => line(span),
+    };
     // What makes two lines the same event is their words, not the wrapper:
     // the journal's `python3[31544]: [2026-…] msg` is the server log's
     // `[2026-…] msg`.
-    let text = |span: Span| match journal.get(&span) {
-        Some(e) => (
-            journal_text(e),
-            e.message.lines().next().unwrap_or("").trim().to_owned(),
-        ),
-        None => (line(span), line(span)),
+    let words = |span: Span, text: &str| match journal.get(&span) {
+        Some(e) => e.message.lines().next().unwrap_or("").trim().to_owned(),
+        None => text.to_owned(),
     };
 
     // Timed lines, earliest first; a copy of an event already listed (the
@@ -54,11 +55,27 @@ pub fn build(incident: &Incident, diagnosis: &Diagnosis, sources: &SourceMap) ->
     // from it (its own, or ones that already did), so that a line repeated
     // thousands of times in one second is not rescanned from the start:
     // linear, not quadratic, in the repeats.
-    let mut seen: BTreeMap<(i64, String), Copies> = BTreeMap::new();
+    // Only lookups: the order of this map never shows.
+    let mut seen: HashMap<(i64, String), Copies> = HashMap::new();
+    // With one input timed, no line is a copy from another: nothing to join.
+    let one_input = stamped.windows(2).all(|w| w[0].0.source == w[1].0.source);
     for (span, time) in stamped {
-        let (text, words) = text(span);
+        let text = text(span);
         let findings = cited.get(&span).cloned().unwrap_or_default();
         let is_key = key.contains(&span) || !findings.is_empty();
+        if one_input {
+            entries.push(Entry {
+                time: Some(time),
+                placement: Placement::Stamped,
+                span,
+                text,
+                findings,
+                also: Vec::new(),
+                key: is_key,
+            });
+            continue;
+        }
+        let words = words(span, &text);
         let (same, cursors) = seen.entry((time.utc_seconds(), words)).or_default();
         let cursor = cursors.entry(span.source).or_default();
         while *cursor < same.len() {
@@ -116,7 +133,7 @@ pub fn build(incident: &Incident, diagnosis: &Diagnosis, sources: &SourceMap) ->
             time,
             placement,
             span,
-            text: text(span).0,
+            text: text(span),
             key: !findings.is_empty(),
             findings,
             also: Vec::new(),

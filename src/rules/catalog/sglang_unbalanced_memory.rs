@@ -200,11 +200,8 @@ impl<'a> Analysis<'a> {
         // PIDs of the failing run only: an earlier SGLang server in the same
         // journal (another unit, or this unit's previous run) is a candidate
         // holder, not the failing server.
-        let own_pids = events
-            .iter()
-            .flat_map(|(e, _)| crate::rules::support::server::run_pids(incident, e))
-            .chain(events.iter().filter_map(|(e, _)| e.pid))
-            .collect();
+        let own_pids =
+            crate::rules::support::server::runs_pids(incident, events.iter().map(|(e, _)| *e));
         let target = server_unit(incident, events.iter().map(|(e, _)| *e), "sglang");
         Analysis {
             incident,

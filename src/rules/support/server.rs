@@ -2,7 +2,7 @@
 //! arguments, its command line and flags, the PIDs of its current run, the
 //! server events of a line, and suggested flag changes as actions.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -12,7 +12,7 @@ use crate::model::{
     Framework, PyException, ServerArgs, ServerEvent, ServerEventKind, ServerFlag, UnitName,
 };
 use crate::rules::{Action, ActionKind, ExpectedCmdline, Finding, Safety};
-use crate::source::Span;
+use crate::source::{SourceId, Span};
 
 pub const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
@@ -326,6 +326,32 @@ pub fn run_pids(incident: &Incident, failure: &ServerEvent) -> BTreeSet<u32> {
         .filter(|p| !left_over.contains(p))
         .chain(failure.pid)
         .collect()
+}
+
+/// [`run_pids`] of every failure in `failures`, together. A crash loop
+/// fails the same way hundreds of times: each failure's run goes from its
+/// start to the end of the input, and the start of a later failure's run is
+/// never before an earlier one's (the times of one input run forward), so
+/// the union is the earliest failure's run for each input and server (with
+/// every failure's own PID), found once instead of once a failure.
+pub fn runs_pids<'a>(
+    incident: &Incident,
+    failures: impl IntoIterator<Item = &'a ServerEvent>,
+) -> BTreeSet<u32> {
+    let mut earliest: BTreeMap<(SourceId, Framework, Option<&str>), &ServerEvent> = BTreeMap::new();
+    let mut pids = BTreeSet::new();
+    for f in failures {
+        pids.extend(f.pid);
+        let key = (f.span.source, f.framework, f.unit.as_deref());
+        let first = earliest.entry(key).or_insert(f);
+        if f.span < first.span {
+            *first = f;
+        }
+    }
+    for f in earliest.values() {
+        pids.extend(run_pids(incident, f));
+    }
+    pids
 }
 
 /// Whether a memory fraction (`gpu_memory_utilization`,
