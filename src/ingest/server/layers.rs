@@ -448,6 +448,21 @@ fn record_may(text: &str) -> bool {
 
 /// Whether [`peel`] may find a layer on `text` (never false when it does).
 pub(super) fn may_peel(text: &str) -> bool {
+    may_peel_outer(text) || record_may(text)
+}
+
+/// The message under a logger's record prefix when that prefix is the
+/// line's only layer (what [`peel`] would leave of it); `None` otherwise.
+pub(super) fn record_only(text: &str) -> Option<&str> {
+    if may_peel_outer(text) || !record_may(text) {
+        return None;
+    }
+    let mut writer = Writer::default();
+    Some(peel_record(text, &mut writer))
+}
+
+/// [`may_peel`] for every layer but a record prefix, the innermost.
+fn may_peel_outer(text: &str) -> bool {
     (viewer_may(text) && VIEWER_TIME.is_match(text))
         || (compose_may(text) && COMPOSE.is_match(text))
         || (process_may(text) && PROCESS.is_match(text))
@@ -458,7 +473,6 @@ pub(super) fn may_peel(text: &str) -> bool {
         || (mpi_may(text) && MPI_TAG.is_match(text))
         || (ray_may(text) && RAY_REPEATED.is_match(text))
         || (viewer_may(text) && text.len() <= 40 && VIEWER_STAMP.is_match(text))
-        || record_may(text)
 }
 
 fn take_process(c: &regex::Captures<'_>, pid: u32, writer: &mut Writer) {
@@ -520,6 +534,31 @@ fn viewer_time(c: &regex::Captures<'_>) -> Option<Timestamp> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_record_prefix_alone_leaves_its_message_to_skim() {
+        let glog =
+            r#"I1103 01:55:50.020810    1502 scope.go:117] "RemoveContainer" containerID="06c8""#;
+        // What `peel` leaves: a quoted message loses its quotes (Triton's).
+        assert_eq!(
+            record_only(glog),
+            Some(r#"RemoveContainer" containerID="06c8"#)
+        );
+        assert_eq!(
+            record_only("[TRT] [E] 2: out of memory"),
+            Some("2: out of memory")
+        );
+        // Another layer around it, or no record at all: read in full.
+        assert_eq!(
+            record_only("web-1  | I1103 01:55:50.020810 1 a.go:1] x"),
+            None
+        );
+        assert_eq!(
+            record_only("INFO 11-14 03:12:09 [loggers.py:123] Engine 000"),
+            None
+        );
+        assert_eq!(record_only("plain words"), None);
+    }
 
     fn peeled(text: &str) -> (String, Writer) {
         let mut writer = Writer::from_outer(&Outer::default());

@@ -211,11 +211,20 @@ impl ServerLogParser {
     /// writer in the middle of a traceback reads every line; a line under a
     /// layer (compose, Ray, `[rankN]:`) or a c10 line is read in full.
     pub fn skim(&mut self, text: &str, outer: OuterRef<'_>) -> Skim {
-        let text = clean_line(text);
-        let text = layers::strip_orphan_sgr(&text);
-        if layers::may_peel(&text) {
-            return Skim::Full;
-        }
+        let cleaned = clean_line(text);
+        let cleaned = layers::strip_orphan_sgr(&cleaned);
+        // Under the journal, a logger's record prefix and nothing around it
+        // (kubelet's glog lines, every few seconds on a Kubernetes node): a
+        // record of a known logger whatever its message says, whose message
+        // is skimmed like any other. Any other layer may open a writer of
+        // its own: read in full.
+        let record = outer.time.and_then(|_| layers::record_only(&cleaned));
+        let text = match record {
+            Some(payload) => payload,
+            None if layers::may_peel(&cleaned) => return Skim::Full,
+            None => &cleaned,
+        };
+        let record = record.is_some();
         let key = outer.key();
         if !self.busy.is_empty() && self.busy.contains(&key) {
             return Skim::Full;
@@ -240,7 +249,7 @@ impl ServerLogParser {
         // A time of the line's own counts when no outer layer timed it.
         let own = |time: Option<Timestamp>| if outer.time.is_none() { time } else { None };
         // Under the journal, the journal's time counts: no need for the line's.
-        if outer.time.is_some() && sglang::is_prefixed(&text) {
+        if outer.time.is_some() && sglang::is_prefixed(text) {
             saw(Framework::Sglang);
             return Skim::Read {
                 recognized: true,
@@ -249,27 +258,27 @@ impl ServerLogParser {
         }
         // The lines servers print by the million, told by their bytes
         // (`ingest::chatter`): what the regexes below would conclude.
-        if outer.time.is_some() && chatter::vllm_record(&text) {
+        if outer.time.is_some() && chatter::vllm_record(text) {
             saw(Framework::Vllm);
             return Skim::Read {
                 recognized: true,
                 time: None,
             };
         }
-        if chatter::access_line(&text) {
+        if chatter::access_line(text) {
             return Skim::Read {
                 recognized: true,
                 time: None,
             };
         }
-        if let Some(time) = sglang::prefix_time(&text) {
+        if let Some(time) = sglang::prefix_time(text) {
             saw(Framework::Sglang);
             return Skim::Read {
                 recognized: true,
                 time: own(time),
             };
         }
-        if let Some(record) = vllm::may_be_record(&text)
+        if let Some(record) = vllm::may_be_record(text)
             .then(|| vllm::parse_record(&text, outer.time))
             .flatten()
         {
@@ -279,16 +288,16 @@ impl ServerLogParser {
                 time: own(record.time),
             };
         }
-        if torch::may_be_c10(&text) {
+        if torch::may_be_c10(text) {
             return Skim::Full;
         }
-        if uvicorn::parse(&text).is_some() || pylog::is_progress_bar(&text) {
+        if uvicorn::parse(text).is_some() || pylog::is_progress_bar(text) {
             return Skim::Read {
                 recognized: true,
                 time: None,
             };
         }
-        if let Some(line) = pylog::parse_logging(&text) {
+        if let Some(line) = pylog::parse_logging(text) {
             return Skim::Read {
                 recognized: true,
                 time: own(line.time),
@@ -297,23 +306,23 @@ impl ServerLogParser {
         // A frame opens a traceback even without its first line, and an
         // exception line ends one whose top was cut; a warning makes the
         // next line its source; a framework's bare message is read as its.
-        if traceback::may_open(&text)
-            || pylog::warning(&text).is_some()
-            || traceback::may_be_bare_exception(&text)
-            || vllm::may_be_bare(&text)
-            || sglang::is_own_message(&text)
-            || runtime::parse(&text).is_some()
+        if traceback::may_open(text)
+            || pylog::warning(text).is_some()
+            || traceback::may_be_bare_exception(text)
+            || vllm::may_be_bare(text)
+            || sglang::is_own_message(text)
+            || runtime::parse(text).is_some()
         {
             return Skim::Full;
         }
-        if pylog::shell_foreground(&text) {
+        if pylog::shell_foreground(text) {
             return Skim::Read {
                 recognized: true,
                 time: None,
             };
         }
         Skim::Read {
-            recognized: traceback::idle_recognizes(&text),
+            recognized: record || traceback::idle_recognizes(text),
             time: None,
         }
     }
