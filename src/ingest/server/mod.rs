@@ -279,7 +279,7 @@ impl ServerLogParser {
             };
         }
         if let Some(record) = vllm::may_be_record(text)
-            .then(|| vllm::parse_record(&text, outer.time))
+            .then(|| vllm::parse_record(text, outer.time))
             .flatten()
         {
             saw(Framework::Vllm);
