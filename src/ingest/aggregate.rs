@@ -65,8 +65,10 @@ const MAX_CONTINUATION: usize = 64;
 ///
 /// Masked: every run of digits, each one placeholder, except a line's only
 /// short number standing alone (`Xid … 79,`, `GPU 3 `, `exit code 1`: a
-/// different code is a different failure); every hex id (eight or more hex
-/// digits with a digit among them). Times, PIDs, ports, sizes, counters and
+/// different code is a different failure); every hex word with a digit in
+/// it, whatever its length (ids, addresses, bus ids' `3b`, the `i=b4`
+/// sequence number of a JSON record's `__CURSOR`, which would otherwise make
+/// every record a template of its own). Times, PIDs, ports, sizes, counters and
 /// addresses go; words stay. A line with two short numbers standing alone
 /// or more is a line of figures (`Running: 59 reqs, Waiting: 0 reqs`,
 /// `#running-req: 1, #queue-req: 0`): all of them are masked, so that a
@@ -137,7 +139,7 @@ fn masked(bytes: &[u8], template: &mut Vec<u8>, one_code: bool) -> bool {
             } else {
                 template.push(b'0');
             }
-        } else if hex && word.len() >= 8 {
+        } else if hex {
             template.push(b'x');
         } else {
             // Digits inside a word (`TP3`, `python3`): masked, letters kept.
@@ -395,7 +397,7 @@ mod tests {
                 } else {
                     template.push(b'0');
                 }
-            } else if hex && word.len() >= 8 {
+            } else if hex {
                 template.push(b'x');
             } else {
                 // Digits inside a word (`TP3`, `python3`): masked, letters kept.
@@ -428,6 +430,22 @@ mod tests {
             .iter()
             .position(u8::is_ascii_digit)
             .map(|d| from + d)
+    }
+
+    #[test]
+    fn a_short_hex_word_is_an_id() {
+        let record = |i: &str| {
+            format!(
+                r#"{{"__CURSOR":"s=6f1a2b;i={i};b=0f1e;m=2a6237317","MESSAGE":"apparmor denied_mask=\"r\""}}"#
+            )
+        };
+        assert_eq!(key(&record("b4")), key(&record("1c3")));
+        assert_eq!(
+            key("PCI:0000:3b:00.0 fell off"),
+            key("PCI:0000:1d:00.0 fell off")
+        );
+        // A word with a letter past `f` keeps its letters.
+        assert_ne!(key("TP3 up"), key("DP3 up"));
     }
 
     #[test]
