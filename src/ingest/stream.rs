@@ -189,8 +189,11 @@ fn read_source(
     // The anchor search goes to whichever thread has time: the reading
     // thread searches a batch only while the parsing one has work waiting.
     let queued = AtomicUsize::new(0);
-    let (full, batches) = std::sync::mpsc::sync_channel::<Batch>(2);
-    let (empty, recycled) = std::sync::mpsc::sync_channel::<Batch>(2);
+    // Four batches may wait (2 MiB at most): while the parsing thread warms
+    // up (its first regexes compile, its DFA states get built) the reading
+    // one searches ahead instead of waiting.
+    let (full, batches) = std::sync::mpsc::sync_channel::<Batch>(4);
+    let (empty, recycled) = std::sync::mpsc::sync_channel::<Batch>(4);
     let summary = std::thread::scope(|scope| {
         let queued = &queued;
         let reading = scope.spawn(move || {
