@@ -63,31 +63,19 @@ pub fn build(incident: &Incident, diagnosis: &Diagnosis, sources: &SourceMap) ->
         let text = text(span);
         let findings = cited.get(&span).cloned().unwrap_or_default();
         let is_key = key.contains(&span) || !findings.is_empty();
-        if one_input {
-            entries.push(Entry {
-                time: Some(time),
-                placement: Placement::Stamped,
-                span,
-                text,
-                findings,
-                also: Vec::new(),
-                key: is_key,
-            });
-            continue;
-        }
-        let words = words(span, &text);
-        let (same, cursors) = seen.entry((time.utc_seconds(), words)).or_default();
-        let cursor = cursors.entry(span.source).or_default();
-        while *cursor < same.len() {
-            let (i, sources) = &same[*cursor];
-            if entries[*i].span.source != span.source && !sources.contains(&span.source) {
-                break;
+        if !one_input {
+            let (same, cursors) = seen
+                .entry((time.utc_seconds(), words(span, &text)))
+                .or_default();
+            let cursor = cursors.entry(span.source).or_default();
+            while *cursor < same.len() {
+                let (i, sources) = &same[*cursor];
+                if entries[*i].span.source != span.source && !sources.contains(&span.source) {
+                    break;
+                }
+                *cursor += 1;
             }
-            *cursor += 1;
-        }
-        let copy_of = same.get_mut(*cursor);
-        match copy_of {
-            Some((i, sources)) => {
+            if let Some((i, sources)) = same.get_mut(*cursor) {
                 sources.push(span.source);
                 let kept = &mut entries[*i];
                 kept.also.push(span);
@@ -97,20 +85,19 @@ pub fn build(incident: &Incident, diagnosis: &Diagnosis, sources: &SourceMap) ->
                     }
                 }
                 kept.key |= is_key;
+                continue;
             }
-            None => {
-                same.push((entries.len(), Vec::new()));
-                entries.push(Entry {
-                    time: Some(time),
-                    placement: Placement::Stamped,
-                    span,
-                    text,
-                    findings,
-                    also: Vec::new(),
-                    key: is_key,
-                });
-            }
+            same.push((entries.len(), Vec::new()));
         }
+        entries.push(Entry {
+            time: Some(time),
+            placement: Placement::Stamped,
+            span,
+            text,
+            findings,
+            also: Vec::new(),
+            key: is_key,
+        });
     }
 
     // Untimed lines that matter: evidence, GPU process rows, unit states.
