@@ -187,7 +187,8 @@ fn read_source(
         return input.finish(summary.lines);
     }
     // The anchor search goes to whichever thread has time: the reading
-    // thread searches a batch only while the parsing one has work waiting.
+    // thread searches as much of a batch as the parsing one has work
+    // waiting (see `send`).
     let queued = AtomicUsize::new(0);
     // Four batches may wait (2 MiB at most): while the parsing thread warms
     // up (its first regexes compile, its DFA states get built) the reading
@@ -438,8 +439,8 @@ impl InputReader {
         // rules only see the last of its kind ([`Self::finish`]). Small
         // formats are parsed whole and never repeat much; the lines of an
         // unknown segment are still counted by its reader.
-        let aggregated =
-            aggregates(format) && (self.reader.is_some() || matches!(step, Step::Start { .. }));
+        let aggregated = SegmentReader::streams(format)
+            && (self.reader.is_some() || matches!(step, Step::Start { .. }));
         let repeated = aggregated
             && self
                 .repeats
@@ -575,12 +576,6 @@ impl InputReader {
             kept: self.kept,
         }
     }
-}
-
-/// The formats whose readers take a line at a time: their repeated lines
-/// are aggregated.
-fn aggregates(format: Format) -> bool {
-    SegmentReader::streams(format)
 }
 
 impl InputReader {

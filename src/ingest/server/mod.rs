@@ -209,7 +209,8 @@ impl ServerLogParser {
     /// reading it: whether it is recognised, its own time, and the writer's
     /// framework. Every event needs an anchor (see `ingest::anchors`), and a
     /// writer in the middle of a traceback reads every line; a line under a
-    /// layer (compose, Ray, `[rankN]:`) or a c10 line is read in full.
+    /// layer (compose, Ray, `[rankN]:`) or a c10 line is read in full, one
+    /// under a logger's record prefix alone is skimmed on its message.
     pub fn skim(&mut self, text: &str, outer: OuterRef<'_>) -> Skim {
         let cleaned = clean_line(text);
         let cleaned = layers::strip_orphan_sgr(&cleaned);
