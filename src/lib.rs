@@ -11,6 +11,7 @@
 
 pub mod bundle;
 pub mod capture;
+pub mod catalogs;
 pub mod cli;
 pub mod context;
 pub mod correlate;

@@ -7,6 +7,7 @@
 
 mod clock;
 mod gpus;
+mod known;
 mod owners;
 mod serving;
 mod units;
@@ -16,6 +17,7 @@ use std::collections::BTreeMap;
 pub use clock::{Clock, TimeFrame, YearBasis};
 pub(crate) use gpus::bus_key;
 pub use gpus::{Gpu, GpuProcess};
+pub use known::Known;
 pub use owners::{OwnerBasis, Ownership};
 pub use serving::{is_gpu_software, is_serving};
 pub use units::{
@@ -51,6 +53,8 @@ pub struct Incident {
     pub times: BTreeMap<Span, Timestamp>,
     /// How zone-less and year-less times were read.
     pub frame: TimeFrame,
+    /// The kept lines that are messages of the upstream catalogs.
+    pub known: Vec<Known>,
 }
 
 /// Correlates without a manifest: zone-less times read as UTC.
@@ -67,6 +71,7 @@ pub fn correlate_with(mut facts: Facts, clock: &Clock) -> Incident {
     let owners = owners::attribute(&facts, &units);
     let cmdlines = collect_cmdlines(&facts);
     let times = collect_times(&facts);
+    let known = known::match_messages(&facts.messages);
     Incident {
         facts,
         gpus,
@@ -77,6 +82,7 @@ pub fn correlate_with(mut facts: Facts, clock: &Clock) -> Incident {
         unit_lines,
         times,
         frame,
+        known,
     }
 }
 
@@ -127,6 +133,19 @@ fn collect_cmdlines(facts: &Facts) -> BTreeMap<u32, Cmdline> {
 }
 
 impl Incident {
+    /// The kept lines that are the catalog row `id`, with their hits, in
+    /// input order: how a rule asks for a message.
+    pub fn known<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> impl Iterator<Item = (&'a crate::model::Message, &'a crate::catalogs::Hit<'static>)> + 'a
+    {
+        self.known
+            .iter()
+            .filter(move |k| k.hit.row.is_some_and(|r| r.id == id))
+            .map(|k| (&self.facts.messages[k.message], &k.hit))
+    }
+
     pub fn gpu(&self, index: u32) -> Option<&Gpu> {
         self.gpus.iter().find(|g| g.index == index)
     }

@@ -9,7 +9,8 @@
 //! parser (SGLang, vLLM, Python exceptions, CUDA OOM, NCCL, c10d), the
 //! kernel parser (NVRM, OOM killer), and systemd's unit-lifecycle grammar
 //! (`ollama.service: Main process exited, …`), each under the same
-//! prefilter rules as in its own segment. A line none of them knows is
+//! prefilter rules as in its own segment, then the upstream catalogs
+//! (`crate::catalogs`: a known message is read). A line none of them knows is
 //! prose when it reads as a person's sentence ([`is_prose`]), else
 //! unrecognised. What was not understood is listed (bounded) for
 //! `rootcause inputs`.
@@ -126,6 +127,12 @@ impl LineReader {
         }
         if let Some(read) = self.recognize(line, hot, out.facts) {
             return read;
+        }
+        // A message of an upstream catalog is understood even where no
+        // parser makes a fact of it: the rules read it by its row. Only a
+        // line with an anchor can be one.
+        if hot && crate::catalogs::catalogs().knows(line.text) {
+            return Read::Skimmed(None);
         }
         let kind = if is_prose(line.text) || is_annotation(line.text) {
             LineKind::Prose

@@ -25,6 +25,7 @@ mod startup;
 mod time;
 mod unit;
 mod unit_properties;
+mod verdict;
 
 pub use cgroup::{CgroupOwner, ProcCgroup};
 pub use cuda::{CudaOom, OomSource, ProcessMemory};
@@ -52,3 +53,4 @@ pub use startup::{Landmark, Uvicorn};
 pub use time::Timestamp;
 pub use unit::{CgroupMember, UnitStatus};
 pub use unit_properties::UnitProperties;
+pub use verdict::{Category, Severity};

@@ -97,12 +97,28 @@ pub struct Diagnosis {
     pub unknown_errors: Vec<UnknownError>,
 }
 
-/// The anchors of every rule in `rules`, plus those of error-looking lines.
+/// A catalog message's own finding is the fallback for the lines no rule
+/// reasoned about: where other findings cite every line it cites, they
+/// said more, and it goes.
+fn drop_restated(findings: &mut Vec<Finding>) {
+    let known = catalog::KNOWN_MESSAGE;
+    let cited: std::collections::BTreeSet<crate::source::Span> = findings
+        .iter()
+        .filter(|f| f.rule != known)
+        .flat_map(|f| f.evidence.iter().map(|e| e.span))
+        .collect();
+    findings.retain(|f| f.rule != known || !f.evidence.iter().all(|e| cited.contains(&e.span)));
+}
+
+/// The anchors of every rule in `rules`, of the upstream catalogs' rows
+/// (`known-message` and the rules that ask for rows read them), and of
+/// error-looking lines.
 pub fn anchors(rules: &[&dyn Rule]) -> Anchors {
     Anchors::new(
         rules
             .iter()
             .flat_map(|r| r.meta().anchors.iter().copied())
+            .chain(crate::catalogs::catalogs().anchors())
             .chain(unknown::ANCHORS.iter().copied()),
     )
 }
@@ -111,6 +127,7 @@ pub fn anchors(rules: &[&dyn Rule]) -> Anchors {
 /// gives the same findings, in the same order, with the same ids.
 pub fn diagnose(incident: &Incident, rules: &[&dyn Rule]) -> Diagnosis {
     let mut findings: Vec<Finding> = check_all(incident, rules).into_iter().flatten().collect();
+    drop_restated(&mut findings);
     for f in &mut findings {
         support::entities::from_evidence(incident, f);
         // One refusal per value, however many steps it would have fed.

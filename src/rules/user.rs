@@ -117,15 +117,7 @@ pub struct UserRule {
 impl FromStr for Severity {
     type Err = String;
     fn from_str(s: &str) -> Result<Severity, String> {
-        [
-            Severity::Critical,
-            Severity::Error,
-            Severity::Warning,
-            Severity::Info,
-        ]
-        .into_iter()
-        .find(|v| v.name() == s)
-        .ok_or_else(|| {
+        Severity::from_name(s).ok_or_else(|| {
             format!("unknown severity `{s}` (expected critical, error, warning or info)")
         })
     }
@@ -134,13 +126,10 @@ impl FromStr for Severity {
 impl FromStr for Category {
     type Err = String;
     fn from_str(s: &str) -> Result<Category, String> {
-        Category::ALL
-            .into_iter()
-            .find(|c| c.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Category::ALL.iter().map(|c| c.name()).collect();
-                format!("unknown category `{s}`{}", did_you_mean(s, &names))
-            })
+        Category::from_name(s).ok_or_else(|| {
+            let names: Vec<&str> = Category::ALL.iter().map(|c| c.name()).collect();
+            format!("unknown category `{s}`{}", did_you_mean(s, &names))
+        })
     }
 }
 

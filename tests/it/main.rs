@@ -4,6 +4,7 @@ mod actions;
 mod browser;
 mod capture;
 mod catalog;
+mod catalogs;
 mod cli;
 mod detection;
 mod format_fixtures;

@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::correlate::Incident;
+use crate::model::Message;
 use crate::rules::support::{confidence, distinct, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
@@ -15,10 +16,17 @@ pub static RULE: CudaUnavailable = CudaUnavailable;
 pub struct CudaUnavailable;
 
 struct Cause {
-    re: Regex,
+    lines: Lines,
     category: Category,
     what: &'static str,
     fix: &'static str,
+}
+
+/// How a cause's lines are found: a catalog row (its wordings, in every
+/// wrapper the catalog knows), or a pattern of this rule's own.
+enum Lines {
+    Row(&'static str),
+    Pattern(Regex),
 }
 
 /// Most specific first. Error 802 (Fabric Manager), a driver that is not
@@ -38,7 +46,7 @@ static CAUSES: LazyLock<Vec<Cause>> = LazyLock::new(|| {
             "install the CUDA build of PyTorch in the server's environment",
         ),
         (
-            r"CUDA-capable device\(s\) is/are busy or unavailable",
+            "row:cuda.devices-unavailable",
             Category::GpuMemoryHeldByOtherProcess,
             "the GPUs are in exclusive-process mode and another process holds them",
             "find the process on the GPU (nvidia-smi) or set the compute mode to Default (nvidia-smi -c 0)",
@@ -52,7 +60,10 @@ static CAUSES: LazyLock<Vec<Cause>> = LazyLock::new(|| {
     ]
     .into_iter()
     .map(|(p, category, what, fix)| Cause {
-        re: Regex::new(p).expect("cuda regex"),
+        lines: match p.strip_prefix("row:") {
+            Some(row) => Lines::Row(row),
+            None => Lines::Pattern(Regex::new(p).expect("cuda regex")),
+        },
         category,
         what,
         fix,
@@ -75,7 +86,6 @@ static META: RuleMeta = RuleMeta {
         "driver on your system is too old",
         "driver version is insufficient",
         "Torch not compiled with CUDA enabled",
-        "busy or unavailable",
         "No CUDA GPUs are available",
         "no CUDA-capable device",
         "CUDA driver initialization failed",
@@ -119,7 +129,13 @@ impl Rule for CudaUnavailable {
             return;
         }
         let Some((cause, hits)) = CAUSES.iter().find_map(|c| {
-            let hits: Vec<_> = matches(incident, &c.re).collect();
+            // Each line with the driver's CUDA version when it says one.
+            let hits: Vec<(&Message, Option<u32>)> = match &c.lines {
+                Lines::Row(id) => incident.known(id).map(|(m, _)| (m, None)).collect(),
+                Lines::Pattern(re) => matches(incident, re)
+                    .map(|(m, caps)| (m, caps.name("v").and_then(|v| v.as_str().parse().ok())))
+                    .collect(),
+            };
             (!hits.is_empty()).then_some((c, hits))
         }) else {
             return;
@@ -129,9 +145,7 @@ impl Rule for CudaUnavailable {
             f.evidence(m.span, format!("CUDA is unavailable ({n}x)"));
         }
         // "too old (found version 12080)": the driver's CUDA version x 1000.
-        let found = hits
-            .iter()
-            .find_map(|(_, c)| c.name("v")?.as_str().parse::<u32>().ok());
+        let found = hits.iter().find_map(|(_, v)| *v);
         let driver_cuda = found.map(|v| format!("{}.{}", v / 1000, (v % 1000) / 10));
         f.condition("PyTorch reported that CUDA is unavailable", true);
         f.condition(

@@ -18,6 +18,7 @@ mod hf_model_download_failure;
 mod hf_model_load_failure;
 mod k8s_device_plugin_xid;
 mod kernel_oom_killer;
+mod known_message;
 mod nccl_duplicate_gpu;
 mod nccl_error;
 mod nccl_watchdog_timeout;
@@ -61,6 +62,9 @@ mod xid_recovery_action;
 
 use super::Rule;
 
+/// The id of the rule that turns a catalog row into a finding by itself.
+pub const KNOWN_MESSAGE: &str = "known-message";
+
 /// Every built-in rule, in id order.
 pub static RULES: &[&dyn Rule] = &[
     &address_already_in_use::RULE,
@@ -79,6 +83,7 @@ pub static RULES: &[&dyn Rule] = &[
     &hf_model_load_failure::RULE,
     &k8s_device_plugin_xid::RULE,
     &kernel_oom_killer::RULE,
+    &known_message::RULE,
     &nccl_duplicate_gpu::RULE,
     &nccl_error::RULE,
     &nccl_watchdog_timeout::RULE,

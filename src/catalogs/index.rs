@@ -1,0 +1,272 @@
+//! Which rows a line is: one Aho-Corasick pass over every anchor, then the
+//! regex of each wording or wrapper whose anchor is in the line (compiled
+//! the first time one is), and for a wrapper, the row its captured code,
+//! enum name or message string names.
+
+use std::collections::BTreeMap;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+
+use super::{Catalog, Numbering, Row, Wording, Wrapper};
+
+/// How a line was matched to its row.
+#[derive(Debug, Clone, Copy)]
+pub enum Via<'c> {
+    /// One of the row's own wordings (its index in `Row::wordings`).
+    Wording(usize),
+    /// A code table's wrapper, whose capture named the row.
+    Wrapper(&'c Wrapper),
+    /// The row's code string, standing alone in the line.
+    Bare,
+}
+
+/// A line's match with one row, or with a wrapper whose code is in no row.
+#[derive(Debug, Clone)]
+pub struct Hit<'c> {
+    pub catalog: &'c Catalog,
+    /// `None`: a wrapper matched but its code is in no row (an unknown or
+    /// newer code); the line is still a known message.
+    pub row: Option<&'c Row>,
+    pub via: Via<'c>,
+    /// The wording's named captures and what they matched.
+    pub captures: Vec<(&'c str, String)>,
+    /// The part of the line the wording (or the bare string) matched.
+    pub matched: String,
+}
+
+impl Hit<'_> {
+    /// The value a named capture matched.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.captures
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// What an anchor leads to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Target {
+    /// Most specific first: the order hits are reported in.
+    Wording {
+        catalog: usize,
+        row: usize,
+        wording: usize,
+    },
+    Wrapper {
+        catalog: usize,
+        wrapper: usize,
+    },
+    Bare {
+        catalog: usize,
+        row: usize,
+    },
+}
+
+pub(super) struct Index {
+    matcher: Option<AhoCorasick>,
+    /// Per distinct anchor (lower case), what it leads to.
+    anchors: Vec<(String, Vec<Target>)>,
+}
+
+impl Index {
+    pub(super) fn new(list: &[Catalog]) -> Index {
+        let mut by_anchor: BTreeMap<String, Vec<Target>> = BTreeMap::new();
+        let mut add = |anchor: &str, target: Target| {
+            by_anchor
+                .entry(anchor.to_ascii_lowercase())
+                .or_default()
+                .push(target);
+        };
+        for (c, catalog) in list.iter().enumerate() {
+            for (r, row) in catalog.rows.iter().enumerate() {
+                for (w, wording) in row.wordings.iter().enumerate() {
+                    add(
+                        &wording.anchor,
+                        Target::Wording {
+                            catalog: c,
+                            row: r,
+                            wording: w,
+                        },
+                    );
+                }
+                if row.bare {
+                    for s in &row.strings {
+                        add(&s.text, Target::Bare { catalog: c, row: r });
+                    }
+                }
+            }
+            for (w, wrapper) in catalog.wrappers.iter().enumerate() {
+                add(
+                    &wrapper.wording.anchor,
+                    Target::Wrapper {
+                        catalog: c,
+                        wrapper: w,
+                    },
+                );
+            }
+        }
+        let anchors: Vec<(String, Vec<Target>)> = by_anchor.into_iter().collect();
+        let matcher = (!anchors.is_empty()).then(|| {
+            AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .match_kind(MatchKind::Standard)
+                .build(anchors.iter().map(|(a, _)| a))
+                .expect("anchors are plain literals")
+        });
+        Index { matcher, anchors }
+    }
+
+    pub(super) fn anchors(&self) -> impl Iterator<Item = &str> {
+        self.anchors.iter().map(|(a, _)| a.as_str())
+    }
+
+    pub(super) fn hits<'c>(&self, list: &'c [Catalog], text: &str) -> Vec<Hit<'c>> {
+        let Some(matcher) = &self.matcher else {
+            return Vec::new();
+        };
+        let mut targets: Vec<Target> = matcher
+            .find_overlapping_iter(text)
+            .flat_map(|m| self.anchors[m.pattern().as_usize()].1.iter().copied())
+            .collect();
+        if targets.is_empty() {
+            return Vec::new();
+        }
+        targets.sort();
+        targets.dedup();
+        let mut hits: Vec<Hit<'c>> = Vec::new();
+        for target in targets {
+            let hit = match target {
+                Target::Wording {
+                    catalog,
+                    row,
+                    wording,
+                } => {
+                    let catalog = &list[catalog];
+                    let row = &catalog.rows[row];
+                    captures(&row.wordings[wording], text).map(|(captures, matched)| Hit {
+                        catalog,
+                        row: Some(row),
+                        via: Via::Wording(wording),
+                        captures,
+                        matched,
+                    })
+                }
+                Target::Wrapper { catalog, wrapper } => {
+                    let catalog = &list[catalog];
+                    let wrapper = &catalog.wrappers[wrapper];
+                    captures(&wrapper.wording, text).map(|(captures, matched)| {
+                        let mut hit = Hit {
+                            catalog,
+                            row: None,
+                            via: Via::Wrapper(wrapper),
+                            captures,
+                            matched,
+                        };
+                        hit.row = resolve(catalog, wrapper.numbering, &hit);
+                        hit
+                    })
+                }
+                Target::Bare { catalog, row } => {
+                    let catalog = &list[catalog];
+                    let row = &catalog.rows[row];
+                    bare(row, text).map(|matched| Hit {
+                        catalog,
+                        row: Some(row),
+                        via: Via::Bare,
+                        captures: Vec::new(),
+                        matched,
+                    })
+                }
+            };
+            let Some(hit) = hit else { continue };
+            // One hit per row: the most specific way it was read.
+            let same = |h: &Hit<'_>| match (h.row, hit.row) {
+                (Some(a), Some(b)) => std::ptr::eq(a, b),
+                (None, None) => matches!(
+                    (h.via, hit.via),
+                    (Via::Wrapper(a), Via::Wrapper(b)) if std::ptr::eq(a, b)
+                ),
+                _ => false,
+            };
+            if !hits.iter().any(same) {
+                hits.push(hit);
+            }
+        }
+        // A wrapper whose code no row knows says less than any row's hit.
+        if hits.iter().any(|h| h.row.is_some()) {
+            hits.retain(|h| h.row.is_some());
+        }
+        hits
+    }
+}
+
+type Captures<'c> = Vec<(&'c str, String)>;
+
+/// The named captures of a wording's match, and the text it matched.
+fn captures<'c>(wording: &'c Wording, text: &str) -> Option<(Captures<'c>, String)> {
+    let re = wording.regex()?;
+    let caps = re.captures(text)?;
+    let named = re
+        .capture_names()
+        .flatten()
+        .filter_map(|name| caps.name(name).map(|m| (name, m.as_str().to_owned())))
+        .collect();
+    Some((named, caps[0].to_owned()))
+}
+
+/// The row's code string as the line prints it (the anchor search found it
+/// in some letter case).
+fn bare(row: &Row, text: &str) -> Option<String> {
+    let lower = text.to_ascii_lowercase();
+    row.strings.iter().find_map(|s| {
+        let at = lower.find(&s.text.to_ascii_lowercase())?;
+        text.get(at..at + s.text.len()).map(str::to_owned)
+    })
+}
+
+/// The row a wrapper's captures name: its code in the wrapper's numbering,
+/// else its enum name, else its message string (the longest string the
+/// message starts with, so a trailer after it does not matter).
+fn resolve<'c>(catalog: &'c Catalog, numbering: Numbering, hit: &Hit<'_>) -> Option<&'c Row> {
+    let by_code = hit
+        .get("code")
+        .and_then(|c| c.trim().parse::<i64>().ok())
+        .and_then(|n| {
+            catalog.rows.iter().find(|r| match numbering {
+                Numbering::Code => r.code == Some(n),
+                Numbering::Driver => r.driver_code == Some(n),
+            })
+        });
+    let by_name = || {
+        let name = hit.get("name")?;
+        catalog.rows.iter().find(|r| {
+            [&r.name, &r.driver_name]
+                .into_iter()
+                .flatten()
+                .any(|n| n.eq_ignore_ascii_case(name))
+        })
+    };
+    let by_message = || {
+        let msg = normal(hit.get("msg")?);
+        catalog
+            .rows
+            .iter()
+            .flat_map(|r| r.strings.iter().map(move |s| (r, normal(&s.text))))
+            .filter(|(_, s)| !s.is_empty() && msg.starts_with(s.as_str()))
+            .max_by_key(|(_, s)| s.len())
+            .map(|(r, _)| r)
+    };
+    by_code.or_else(by_name).or_else(by_message)
+}
+
+/// A message string compared loosely: lower case, white space collapsed,
+/// quotes and a final full stop dropped.
+fn normal(s: &str) -> String {
+    let words: Vec<&str> = s.split_whitespace().collect();
+    words
+        .join(" ")
+        .trim_matches(|c| c == '\'' || c == '"' || c == '`')
+        .trim_end_matches('.')
+        .to_ascii_lowercase()
+}

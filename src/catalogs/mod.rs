@@ -1,0 +1,531 @@
+//! What upstream can print: the failure catalogs as data.
+//!
+//! A GPU host's failures are worded by a few closed catalogs, each listed
+//! upstream: CUDA's runtime and driver errors, NCCL's results and warnings,
+//! systemd's unit results and PID 1's messages, the kernel's (NVRM Xid and
+//! SXid, the OOM killer, hung tasks, AER), and each serving stack's own
+//! fatal errors. Each is one file under `catalogs/` at the top of the
+//! repository, compiled in: one row per message (or per code of a code
+//! table) with its wordings across versions, where upstream prints it, what
+//! it means, its category, severity and fix, and real sample lines.
+//!
+//! This module sits beside the model, below ingest and the rules: it knows
+//! messages, not incidents. [`Catalogs::hits`] says which rows a line is; a
+//! parser asks it whether a line is a known message, a rule asks for the
+//! lines of a row by id (`correlate` matches every kept line once), and the
+//! `known-message` rule turns a row that needs no reasoning into a finding.
+//! One place per message: a wording's pattern lives only in its row.
+
+mod index;
+mod schema;
+pub mod template;
+
+use std::collections::BTreeSet;
+use std::sync::{LazyLock, OnceLock};
+
+use regex::Regex;
+
+pub use index::{Hit, Via};
+
+use crate::model::{Category, Severity};
+
+/// The catalog files, compiled in, in the order the docs list them.
+const FILES: &[(&str, &str)] = &[
+    ("cuda", include_str!("../../catalogs/cuda.toml")),
+    ("nccl", include_str!("../../catalogs/nccl.toml")),
+    ("systemd", include_str!("../../catalogs/systemd.toml")),
+    ("kernel", include_str!("../../catalogs/kernel.toml")),
+    ("stacks", include_str!("../../catalogs/stacks.toml")),
+];
+
+/// Every catalog, loaded once.
+pub fn catalogs() -> &'static Catalogs {
+    static ALL: LazyLock<Catalogs> = LazyLock::new(|| Catalogs::load(FILES));
+    &ALL
+}
+
+/// The loaded catalogs, their matcher, and what was wrong with the files
+/// (a test keeps that empty; a bad row is left out, never a panic).
+pub struct Catalogs {
+    pub list: Vec<Catalog>,
+    pub problems: Vec<String>,
+    index: index::Index,
+}
+
+/// One upstream catalog.
+#[derive(Debug)]
+pub struct Catalog {
+    pub id: String,
+    pub title: String,
+    pub upstream: String,
+    pub versions: String,
+    pub about: String,
+    pub rows: Vec<Row>,
+    pub wrappers: Vec<Wrapper>,
+}
+
+/// One message, or one code of a code table.
+#[derive(Debug)]
+pub struct Row {
+    pub id: String,
+    pub title: String,
+    pub headline: Option<String>,
+    pub meaning: String,
+    /// `None`: read, but the line proves no failure by itself.
+    pub category: Option<Category>,
+    pub severity: Severity,
+    pub confidence: f64,
+    pub fix: Option<String>,
+    pub confirm: Option<String>,
+    /// The built-in rule that reasons further about this message.
+    pub rule: Option<String>,
+    pub code: Option<i64>,
+    pub name: Option<String>,
+    pub driver_code: Option<i64>,
+    pub driver_name: Option<String>,
+    pub strings: Vec<CodeString>,
+    pub bare: bool,
+    pub wordings: Vec<Wording>,
+    pub samples: Vec<Sample>,
+    pub gap: Option<String>,
+}
+
+impl Row {
+    /// The headline for a line read as this row: the row's `headline` with
+    /// the line's captures filled in, or its title when a capture it names
+    /// is missing.
+    pub fn headline_for(&self, hit: &Hit<'_>) -> String {
+        let Some(template) = &self.headline else {
+            return self.title.clone();
+        };
+        let mut out = String::new();
+        let mut rest = template.as_str();
+        while let Some(open) = rest.find('{') {
+            out.push_str(&rest[..open]);
+            let Some(close) = rest[open..].find('}') else {
+                return self.title.clone();
+            };
+            match hit.get(&rest[open + 1..open + close]) {
+                Some(value) => out.push_str(value),
+                None => return self.title.clone(),
+            }
+            rest = &rest[open + close + 1..];
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
+/// A code's message string in some versions.
+#[derive(Debug)]
+pub struct CodeString {
+    pub text: String,
+    pub versions: String,
+    pub upstream: Option<String>,
+}
+
+/// One printed form of a message, compiled on first use.
+#[derive(Debug)]
+pub struct Wording {
+    /// The template as the row writes it; `None` for a raw pattern.
+    pub template: Option<String>,
+    pub pattern: String,
+    /// The literal the prefilter looks for.
+    pub anchor: String,
+    pub versions: String,
+    pub upstream: String,
+    regex: OnceLock<Option<Regex>>,
+}
+
+impl Wording {
+    /// The compiled pattern; `None` only if it does not compile, which the
+    /// catalog tests rule out.
+    pub fn regex(&self) -> Option<&Regex> {
+        self.regex
+            .get_or_init(|| Regex::new(&self.pattern).ok())
+            .as_ref()
+    }
+}
+
+/// How a program prints a code of its catalog's table.
+#[derive(Debug)]
+pub struct Wrapper {
+    pub id: String,
+    pub title: String,
+    pub numbering: Numbering,
+    pub wording: Wording,
+    pub samples: Vec<Sample>,
+}
+
+/// Which of a row's numbers a wrapper's `code` capture is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Numbering {
+    /// The row's `code` (`cudaError_t`, `ncclResult_t`).
+    Code,
+    /// The row's `driver_code` (`CUresult`).
+    Driver,
+}
+
+/// A real line that shows the message printed.
+#[derive(Debug)]
+pub struct Sample {
+    pub line: String,
+    pub origin: Origin,
+    pub before: Vec<String>,
+    pub after: Vec<String>,
+    pub note: Option<String>,
+}
+
+/// Where a sample comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// A public page that shows it printed.
+    Page(String),
+    /// No public page shows it: the upstream line that prints it.
+    Upstream(String),
+}
+
+impl Catalogs {
+    fn load(files: &[(&str, &str)]) -> Catalogs {
+        let mut problems = Vec::new();
+        let mut ids = BTreeSet::new();
+        let mut list = Vec::new();
+        for (name, text) in files {
+            match toml::from_str::<schema::File>(text) {
+                Ok(file) => list.push(convert(name, file, &mut ids, &mut problems)),
+                Err(e) => problems.push(format!("catalogs/{name}.toml: {e}")),
+            }
+        }
+        let index = index::Index::new(&list);
+        Catalogs {
+            list,
+            problems,
+            index,
+        }
+    }
+
+    /// The rows (and wrappers) `text` is an instance of, most specific
+    /// first: a wording or wrapper match before a bare code string.
+    pub fn hits(&self, text: &str) -> Vec<Hit<'_>> {
+        self.index.hits(&self.list, text)
+    }
+
+    /// Whether any row or wrapper reads `text`: cheaper than [`hits`] when
+    /// only that is asked (a line no parser knew).
+    ///
+    /// [`hits`]: Catalogs::hits
+    pub fn knows(&self, text: &str) -> bool {
+        !self.index.hits(&self.list, text).is_empty()
+    }
+
+    /// The row with this id.
+    pub fn row(&self, id: &str) -> Option<&Row> {
+        self.rows().find(|r| r.id == id)
+    }
+
+    /// Every row of every catalog.
+    pub fn rows(&self) -> impl Iterator<Item = &Row> {
+        self.list.iter().flat_map(|c| c.rows.iter())
+    }
+
+    /// The literals the prefilter must keep lines for: every wording's and
+    /// wrapper's anchor and every bare code string.
+    pub fn anchors(&self) -> impl Iterator<Item = &str> {
+        self.index.anchors()
+    }
+}
+
+/// A file's rows, checked; what fails a check is reported and left out.
+fn convert(
+    name: &str,
+    file: schema::File,
+    ids: &mut BTreeSet<String>,
+    problems: &mut Vec<String>,
+) -> Catalog {
+    let at = |what: &str| format!("catalogs/{name}.toml: {what}");
+    if file.catalog.id != name {
+        problems.push(at(&format!(
+            "the catalog's id `{}` is not its file name",
+            file.catalog.id
+        )));
+    }
+    let prefix = format!("{name}.");
+    let mut rows = Vec::new();
+    for def in file.row {
+        let here = at(&format!("row `{}`", def.id));
+        let mut bad = Vec::new();
+        if !def.id.starts_with(&prefix) || !is_id(&def.id[prefix.len().min(def.id.len())..]) {
+            bad.push(format!("its id does not read `{prefix}<kebab-case>`"));
+        }
+        if !ids.insert(def.id.clone()) {
+            bad.push("its id is used twice".to_owned());
+        }
+        let category = match def.category.as_str() {
+            "none" => None,
+            c => Category::from_name(c).or_else(|| {
+                bad.push(format!("unknown category `{c}`"));
+                None
+            }),
+        };
+        let severity = Severity::from_name(&def.severity).unwrap_or_else(|| {
+            bad.push(format!("unknown severity `{}`", def.severity));
+            Severity::Info
+        });
+        if !(0.0..=1.0).contains(&def.confidence) {
+            bad.push("its confidence is not within 0–1".to_owned());
+        }
+        let wordings: Vec<Wording> = def
+            .wording
+            .into_iter()
+            .filter_map(|w| {
+                wording(w.text, w.pattern, w.anchor, w.versions, w.upstream)
+                    .map_err(|e| bad.push(e))
+                    .ok()
+            })
+            .collect();
+        if wordings.is_empty() && def.string.is_empty() {
+            bad.push("it has neither a wording nor a code string".to_owned());
+        }
+        let samples = samples(def.sample, &mut bad);
+        if samples.is_empty() && def.gap.is_none() {
+            bad.push("it has no sample and says no `gap`".to_owned());
+        }
+        if !bad.is_empty() {
+            problems.extend(bad.into_iter().map(|b| format!("{here}: {b}")));
+            continue;
+        }
+        rows.push(Row {
+            id: def.id,
+            title: def.title,
+            headline: def.headline,
+            meaning: def.meaning,
+            category,
+            severity,
+            confidence: def.confidence,
+            fix: def.fix,
+            confirm: def.confirm,
+            rule: def.rule,
+            code: def.code,
+            name: def.name,
+            driver_code: def.driver_code,
+            driver_name: def.driver_name,
+            strings: def
+                .string
+                .into_iter()
+                .map(|s| CodeString {
+                    text: s.text,
+                    versions: s.versions,
+                    upstream: s.upstream,
+                })
+                .collect(),
+            bare: def.bare,
+            wordings,
+            samples,
+            gap: def.gap,
+        });
+    }
+    let mut wrappers = Vec::new();
+    for def in file.wrapper {
+        let here = at(&format!("wrapper `{}`", def.id));
+        let mut bad = Vec::new();
+        if !def.id.starts_with(&prefix) || !ids.insert(def.id.clone()) {
+            bad.push(format!("its id does not read `{prefix}…` or is used twice"));
+        }
+        let numbering = match def.numbering.as_str() {
+            "code" => Numbering::Code,
+            "driver" => Numbering::Driver,
+            n => {
+                bad.push(format!("unknown numbering `{n}` (code or driver)"));
+                Numbering::Code
+            }
+        };
+        let wording = wording(
+            def.text,
+            def.pattern,
+            def.anchor,
+            def.versions,
+            def.upstream,
+        )
+        .map_err(|e| bad.push(e))
+        .ok();
+        let samples = samples(def.sample, &mut bad);
+        if samples.is_empty() {
+            bad.push("a wrapper needs a sample".to_owned());
+        }
+        match wording {
+            Some(wording) if bad.is_empty() => wrappers.push(Wrapper {
+                id: def.id,
+                title: def.title,
+                numbering,
+                wording,
+                samples,
+            }),
+            _ => problems.extend(bad.into_iter().map(|b| format!("{here}: {b}"))),
+        }
+    }
+    Catalog {
+        id: file.catalog.id,
+        title: file.catalog.title,
+        upstream: file.catalog.upstream,
+        versions: file.catalog.versions,
+        about: file.catalog.about,
+        rows,
+        wrappers,
+    }
+}
+
+fn is_id(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+}
+
+/// A wording from its template or pattern: exactly one of the two, and a
+/// raw pattern names its anchor.
+fn wording(
+    text: Option<String>,
+    pattern: Option<String>,
+    anchor: Option<String>,
+    versions: String,
+    upstream: String,
+) -> Result<Wording, String> {
+    let (pattern, anchor) = match (&text, pattern, anchor) {
+        (Some(t), None, anchor) => {
+            let c = template::compile(t).map_err(|e| format!("template `{t}`: {e}"))?;
+            (c.regex, anchor.unwrap_or(c.anchor))
+        }
+        (None, Some(p), Some(a)) => (p, a),
+        (None, Some(p), None) => return Err(format!("pattern `{p}` needs an `anchor`")),
+        (Some(_), Some(_), _) => {
+            return Err("a wording has a `text` or a `pattern`, not both".into());
+        }
+        (None, None, _) => return Err("a wording needs a `text` or a `pattern`".into()),
+    };
+    if anchor.chars().count() < template::MIN_ANCHOR {
+        return Err(format!("anchor `{anchor}` is too short for the prefilter"));
+    }
+    Ok(Wording {
+        template: text,
+        pattern,
+        anchor,
+        versions,
+        upstream,
+        regex: OnceLock::new(),
+    })
+}
+
+fn samples(defs: Vec<schema::SampleDef>, bad: &mut Vec<String>) -> Vec<Sample> {
+    defs.into_iter()
+        .filter_map(|s| {
+            let origin = match (s.source, s.upstream) {
+                (Some(url), None) if url.starts_with("https://") => Origin::Page(url),
+                (None, Some(up)) => Origin::Upstream(up),
+                _ => {
+                    bad.push(format!(
+                        "sample `{}` needs one origin: `source` (an https page) or `upstream`",
+                        s.line
+                    ));
+                    return None;
+                }
+            };
+            Some(Sample {
+                line: s.line,
+                origin,
+                before: s.before,
+                after: s.after,
+                note: s.note,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_compiled_in_catalogs_load_without_a_problem() {
+        let all = catalogs();
+        assert!(all.problems.is_empty(), "{}", all.problems.join("\n"));
+        assert_eq!(all.list.len(), FILES.len());
+    }
+
+    #[test]
+    fn every_wording_compiles() {
+        for row in catalogs().rows() {
+            for w in &row.wordings {
+                assert!(
+                    w.regex().is_some(),
+                    "{}: `{}` does not compile",
+                    row.id,
+                    w.pattern
+                );
+            }
+        }
+        for c in &catalogs().list {
+            for w in &c.wrappers {
+                assert!(w.wording.regex().is_some(), "{}: does not compile", w.id);
+            }
+        }
+    }
+
+    /// A sample is the row's own evidence: alone, the line is that row.
+    #[test]
+    fn every_sample_is_its_rows_message() {
+        let all = catalogs();
+        for row in all.rows() {
+            for s in &row.samples {
+                let hits = all.hits(&s.line);
+                assert!(
+                    hits.iter().any(|h| h.row.is_some_and(|r| r.id == row.id)),
+                    "{}: its sample reads as {:?}: {}",
+                    row.id,
+                    hits.iter()
+                        .map(|h| h.row.map(|r| &r.id))
+                        .collect::<Vec<_>>(),
+                    s.line
+                );
+            }
+        }
+        for c in &all.list {
+            for w in &c.wrappers {
+                for s in &w.samples {
+                    let hits = all.hits(&s.line);
+                    assert!(
+                        hits.iter()
+                            .any(|h| matches!(h.via, Via::Wrapper(x) if x.id == w.id)),
+                        "{}: its sample is not read through it: {}",
+                        w.id,
+                        s.line
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_wrapper_names_its_row_by_code_name_or_string() {
+        let all = catalogs();
+        let row = |line: &str| {
+            all.hits(line)
+                .into_iter()
+                .filter_map(|h| h.row.map(|r| r.id.as_str()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            row("THCudaCheck FAIL file=x.cu line=25 error=46 : whatever it says"),
+            ["cuda.devices-unavailable"]
+        );
+        assert_eq!(
+            row(
+                "Search for `cudaErrorStreamCaptureUnsupported' in https://docs.nvidia.com/cuda/x.html"
+            ),
+            ["cuda.stream-capture-unsupported"]
+        );
+        // An unknown code is a known wrapper, and no row.
+        let hits = all.hits("THCudaCheck FAIL file=x.cu line=25 error=12345 : new");
+        assert_eq!(hits.len(), 1);
+        assert!(hits[0].row.is_none());
+        assert!(all.hits("an ordinary line").is_empty());
+    }
+}

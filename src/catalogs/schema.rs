@@ -1,0 +1,171 @@
+//! The catalogs' files as they are written (`catalogs/*.toml`), and their
+//! checks: what a row must say before it is compiled in. CONTRIBUTING.md
+//! shows a row; docs/catalogs/ lists every row, generated from these files.
+
+use serde::Deserialize;
+
+/// One catalog file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct File {
+    pub catalog: Header,
+    #[serde(default)]
+    pub row: Vec<RowDef>,
+    #[serde(default)]
+    pub wrapper: Vec<WrapperDef>,
+}
+
+/// What the catalog is and where upstream keeps it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Header {
+    /// The prefix of its rows' ids (`cuda`, `systemd`).
+    pub id: String,
+    pub title: String,
+    /// Where upstream lists the messages (repository and files).
+    pub upstream: String,
+    /// The versions the rows cover.
+    pub versions: String,
+    /// A paragraph for the generated page: what the catalog is, how its
+    /// messages reach a log.
+    #[serde(default)]
+    pub about: String,
+}
+
+/// One message (or one code of a code table) of the catalog.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RowDef {
+    /// `<catalog>.<name>`, kebab-case, stable, never reused.
+    pub id: String,
+    /// One line: the message's gist as a finding's title.
+    pub title: String,
+    /// The finding's one-sentence headline, `{capture}` filled from the
+    /// line (`{unit} was killed by the OOM killer`); the title when absent
+    /// or when the line lacks a capture it names.
+    #[serde(default)]
+    pub headline: Option<String>,
+    /// What it means, for a person.
+    pub meaning: String,
+    /// A report category, or `none` for a line that is read but proves no
+    /// failure by itself.
+    pub category: String,
+    /// `critical`, `error`, `warning` or `info`.
+    pub severity: String,
+    /// How much this line alone proves its category, 0–1.
+    pub confidence: f64,
+    /// What to do about it.
+    #[serde(default)]
+    pub fix: Option<String>,
+    /// The command that would settle what the line alone leaves open.
+    #[serde(default)]
+    pub confirm: Option<String>,
+    /// The built-in rule that reasons further about this message (numbers,
+    /// holders, order); its finding stands in for the row's own.
+    #[serde(default)]
+    pub rule: Option<String>,
+    /// Code tables: the code's number and enum name in the primary API
+    /// (`cudaError_t`, `ncclResult_t`) …
+    #[serde(default)]
+    pub code: Option<i64>,
+    #[serde(default)]
+    pub name: Option<String>,
+    /// … and in the second one, where there is one (`CUresult`).
+    #[serde(default)]
+    pub driver_code: Option<i64>,
+    #[serde(default)]
+    pub driver_name: Option<String>,
+    /// Code tables: the code's message string, per version.
+    #[serde(default)]
+    pub string: Vec<StringDef>,
+    /// The strings are distinctive enough to be read with no wrapper around
+    /// them (`CUDA-capable device(s) is/are busy or unavailable`, not
+    /// `invalid argument`).
+    #[serde(default)]
+    pub bare: bool,
+    #[serde(default)]
+    pub wording: Vec<WordingDef>,
+    #[serde(default)]
+    pub sample: Vec<SampleDef>,
+    /// Why no sample is given (a listed gap in the generated docs).
+    #[serde(default)]
+    pub gap: Option<String>,
+}
+
+/// A code's message string in some versions.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StringDef {
+    pub text: String,
+    pub versions: String,
+    /// Where the string comes from, when not the catalog's header source.
+    #[serde(default)]
+    pub upstream: Option<String>,
+}
+
+/// One way the message is printed: a template (`template.rs`), or a raw
+/// regex with its anchor when a template cannot say it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WordingDef {
+    #[serde(default)]
+    pub text: Option<String>,
+    #[serde(default)]
+    pub pattern: Option<String>,
+    #[serde(default)]
+    pub anchor: Option<String>,
+    pub versions: String,
+    /// Repository, file and function (or format string) that prints it.
+    pub upstream: String,
+}
+
+/// A line printed for real: from a public page, or (marked) the upstream
+/// source line that prints it when no public page shows it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SampleDef {
+    pub line: String,
+    /// The public page (issue, forum thread) where it was printed.
+    #[serde(default)]
+    pub source: Option<String>,
+    /// No public page shows it: the upstream line that prints it
+    /// (`repo@commit path:line`), and the sample is that format rendered.
+    #[serde(default)]
+    pub upstream: Option<String>,
+    /// Real lines printed around it in the same paste, for the tests that
+    /// read the sample among its neighbours.
+    #[serde(default)]
+    pub before: Vec<String>,
+    #[serde(default)]
+    pub after: Vec<String>,
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+/// A wrapper of a code table: how a program prints a code of the table
+/// (`RuntimeError: CUDA error: <msg>`, `CUDA error <code> at <path>: <msg>`).
+/// Its template captures `code`, `name` or `msg`, which say the row.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WrapperDef {
+    pub id: String,
+    pub title: String,
+    /// Which numbering a captured `code` is in: `code` (the row's `code`)
+    /// or `driver` (its `driver_code`).
+    #[serde(default = "default_numbering")]
+    pub numbering: String,
+    #[serde(default)]
+    pub text: Option<String>,
+    #[serde(default)]
+    pub pattern: Option<String>,
+    #[serde(default)]
+    pub anchor: Option<String>,
+    pub versions: String,
+    pub upstream: String,
+    #[serde(default)]
+    pub sample: Vec<SampleDef>,
+}
+
+fn default_numbering() -> String {
+    "code".to_owned()
+}
