@@ -36,6 +36,7 @@ const FILES: &[(&str, &str)] = &[
     ("systemd", include_str!("../../catalogs/systemd.toml")),
     ("kernel", include_str!("../../catalogs/kernel.toml")),
     ("stacks", include_str!("../../catalogs/stacks.toml")),
+    ("startup", include_str!("../../catalogs/startup.toml")),
 ];
 
 /// Every catalog, loaded once.
@@ -77,6 +78,8 @@ pub struct Row {
     pub confidence: f64,
     pub fix: Option<String>,
     pub confirm: Option<String>,
+    /// The start-up stage a server has reached when it prints this line.
+    pub stage: Option<Stage>,
     /// The built-in rule that reasons further about this message.
     pub rule: Option<String>,
     pub code: Option<i64>,
@@ -113,6 +116,90 @@ impl Row {
         }
         out.push_str(rest);
         out
+    }
+}
+
+/// How far a model server's start-up got, in the order every stack goes
+/// through it (a stack may skip stages: a single-GPU server never starts a
+/// distributed group, an eager one captures no graphs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Stage {
+    /// The process started and printed its arguments or version.
+    Launched,
+    /// The distributed group (torch.distributed, NCCL) began to form.
+    DistributedInit,
+    /// The group formed (NCCL `Init COMPLETE`).
+    DistributedReady,
+    /// Loading the weights began.
+    WeightsLoading,
+    /// The weights are on the GPUs.
+    WeightsLoaded,
+    /// Memory was profiled and the KV cache sized or allocated.
+    KvCache,
+    /// CUDA graph capture began.
+    GraphCapture,
+    /// CUDA graph capture ended.
+    GraphCaptured,
+    /// The server answers requests.
+    Ready,
+}
+
+impl Stage {
+    pub const ALL: [Stage; 9] = [
+        Stage::Launched,
+        Stage::DistributedInit,
+        Stage::DistributedReady,
+        Stage::WeightsLoading,
+        Stage::WeightsLoaded,
+        Stage::KvCache,
+        Stage::GraphCapture,
+        Stage::GraphCaptured,
+        Stage::Ready,
+    ];
+
+    /// The name a catalog row writes (`weights-loaded`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Launched => "launched",
+            Stage::DistributedInit => "distributed-init",
+            Stage::DistributedReady => "distributed-ready",
+            Stage::WeightsLoading => "weights-loading",
+            Stage::WeightsLoaded => "weights-loaded",
+            Stage::KvCache => "kv-cache",
+            Stage::GraphCapture => "graph-capture",
+            Stage::GraphCaptured => "graph-captured",
+            Stage::Ready => "ready",
+        }
+    }
+
+    /// What the stage is, for a person: "loading the weights".
+    pub fn doing(self) -> &'static str {
+        match self {
+            Stage::Launched => "starting up",
+            Stage::DistributedInit => "forming its distributed group (NCCL)",
+            Stage::DistributedReady => "its distributed group formed (NCCL initialised)",
+            Stage::WeightsLoading => "loading the weights",
+            Stage::WeightsLoaded => "the weights loaded",
+            Stage::KvCache => "memory profiled and the KV cache sized",
+            Stage::GraphCapture => "capturing CUDA graphs",
+            Stage::GraphCaptured => "CUDA graphs captured",
+            Stage::Ready => "ready to serve",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Stage> {
+        Stage::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// The stage a progress line reports once its counter is full
+    /// (`Capturing batches …: 100%`, `23/23`): the work of this stage done.
+    pub fn completed(self) -> Stage {
+        match self {
+            Stage::DistributedInit => Stage::DistributedReady,
+            Stage::WeightsLoading => Stage::WeightsLoaded,
+            Stage::GraphCapture => Stage::GraphCaptured,
+            other => other,
+        }
     }
 }
 
@@ -271,6 +358,12 @@ fn convert(
             bad.push(format!("unknown severity `{}`", def.severity));
             Severity::Info
         });
+        let stage = def.stage.as_deref().and_then(|name| {
+            Stage::from_name(name).or_else(|| {
+                bad.push(format!("unknown stage `{name}`"));
+                None
+            })
+        });
         if !(0.0..=1.0).contains(&def.confidence) {
             bad.push("its confidence is not within 0–1".to_owned());
         }
@@ -304,6 +397,7 @@ fn convert(
             confidence: def.confidence,
             fix: def.fix,
             confirm: def.confirm,
+            stage,
             rule: def.rule,
             code: def.code,
             name: def.name,

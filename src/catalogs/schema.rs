@@ -60,6 +60,11 @@ pub struct RowDef {
     /// The command that would settle what the line alone leaves open.
     #[serde(default)]
     pub confirm: Option<String>,
+    /// A start-up milestone: the stage a server has reached when it prints
+    /// this line (`Stage` in `catalogs/mod.rs`; rules read how far a start-up
+    /// got and whether it went silent after).
+    #[serde(default)]
+    pub stage: Option<String>,
     /// The built-in rule that reasons further about this message (numbers,
     /// holders, order); its finding stands in for the row's own.
     #[serde(default)]

@@ -35,6 +35,7 @@ mod sglang_runtime_kv_pressure;
 mod sglang_unbalanced_memory;
 mod sglang_watchdog_timeout;
 mod stale_serving_process;
+mod startup_stage_stalled;
 mod startup_stalled_after_worker_init;
 mod systemd_crash_loop;
 mod systemd_start_limit_hit;
@@ -100,6 +101,7 @@ pub static RULES: &[&dyn Rule] = &[
     &sglang_unbalanced_memory::RULE,
     &sglang_watchdog_timeout::RULE,
     &stale_serving_process::RULE,
+    &startup_stage_stalled::RULE,
     &startup_stalled_after_worker_init::RULE,
     &systemd_crash_loop::RULE,
     &systemd_start_limit_hit::RULE,

@@ -1,0 +1,405 @@
+//! `startup-stage-stalled`: a model server's start-up reached a stage
+//! (NCCL initialised, weights loaded, KV cache sized, CUDA graphs being
+//! captured) and then went silent: no later stage, no error, until a stop,
+//! an interrupt, a timeout or the end of the log. The stages are the
+//! `startup` catalog's rows (`catalogs/startup.toml`), for every stack, so
+//! the rule needs no particular server, number of ranks or lines.
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::catalogs::Stage;
+use crate::correlate::Incident;
+use crate::model::{Message, ServerEventKind};
+use crate::rules::support::{matches, round2};
+use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+use crate::source::Span;
+
+pub static RULE: StartupStageStalled = StartupStageStalled;
+
+pub struct StartupStageStalled;
+
+/// A person or a supervisor gave up waiting: an interrupt, a stop, a kill
+/// or a timeout after the last stage.
+static GAVE_UP: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)
+        KeyboardInterrupt | \^C | Received\ (?:second\ )?interrupt | SIGINT
+        | Stopping\ .*\.service | State\ 'stop-sigterm'\ timed\ out
+        | start\ operation\ timed\ out | timed\ out\ waiting",
+    )
+    .expect("regex")
+});
+
+/// A wait this long between the last stage and whatever came next is a
+/// hang whoever reads it, whatever the paste says.
+const LONG_SILENCE_SECS: i64 = 300;
+
+static META: RuleMeta = RuleMeta {
+    id: "startup-stage-stalled",
+    category: Category::ServerHang,
+    severity: Severity::Error,
+    summary: "a model server's start-up reached a stage (NCCL, weights, KV cache, CUDA graphs) and went silent there, with no error",
+    anchors: &[
+        "KeyboardInterrupt",
+        "^C",
+        "Received second interrupt",
+        "SIGINT",
+        "stop-sigterm' timed out",
+        "start operation timed out",
+        "timed out waiting",
+    ],
+    doc: r#"
+## What it means
+The server's log shows how far its start-up got, through the milestones
+every stack prints (`catalogs/startup.toml`: SGLang's `Load weight end`,
+vLLM's `vLLM is using nccl==` and `# GPU blocks`, NCCL's `Init COMPLETE`,
+`Capturing CUDA graphs … 0/3`, ollama's `starting llama server`, TGI's
+`Starting shard` …), and then nothing: no later milestone, no error, no
+exit, until someone interrupted it (`^C`, `KeyboardInterrupt`), systemd
+stopped it, a client timed out, or the log ends. The start-up is stuck at
+that stage.
+
+## Why it happens
+By stage:
+- **Forming the distributed group, or right after it** (NCCL initialised,
+  then silence at the first collective, often during memory profiling):
+  peer-to-peer traffic between the GPUs is blocked or broken (PCIe ACS, an
+  IOMMU, a virtualised host, a broken P2P path between consumer cards), or
+  a rank is missing.
+- **Loading the weights**: slow or stuck storage or download, or one rank
+  waiting for another.
+- **Capturing CUDA graphs**: a capture that never finishes (a kernel or
+  collective that deadlocks under capture).
+- **Processing the first request** (a counter at 0): the first forward
+  pass's collective.
+
+## How to confirm
+`py-spy dump --pid PID` on a stuck rank shows where it waits; `NCCL_DEBUG=INFO`
+shows the transport; `nvidia-smi topo -m` the GPU topology; nccl-tests'
+`all_reduce_perf` the P2P path on its own.
+
+## How to fix
+Multi-GPU hangs at NCCL: try `NCCL_P2P_DISABLE=1` to confirm, then disable
+PCIe ACS in the BIOS or boot with `iommu=pt` (or keep P2P off). CUDA graphs:
+run with `--enforce-eager` (vLLM) or `--disable-cuda-graph` (SGLang) and
+report the regression. Weights: check the disk or the download.
+
+## Safety
+Advice only.
+"#,
+};
+
+/// One input's start-up: its stage lines in order.
+struct Startup<'a> {
+    lines: Vec<(&'a Message, Stage, Option<u64>)>,
+}
+
+impl Rule for StartupStageStalled {
+    fn meta(&self) -> &RuleMeta {
+        &META
+    }
+
+    fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
+        let mut by_input: BTreeMap<usize, Startup<'_>> = BTreeMap::new();
+        for k in &incident.known {
+            let Some(stage) = k.hit.row.and_then(|r| r.stage) else {
+                continue;
+            };
+            let message = &incident.facts.messages[k.message];
+            // A progress counter (`0/3`, `0/16`, `100%`) says how far the
+            // stage got; a full one, that it is done.
+            let number = |name: &str| k.hit.get(name).and_then(|d| d.parse::<u64>().ok());
+            let done = number("done").or_else(|| number("pct").filter(|p| *p == 0));
+            let full = number("pct") == Some(100)
+                || number("done").is_some_and(|d| Some(d) == number("total"));
+            let stage = if full { stage.completed() } else { stage };
+            by_input
+                .entry(message.span.source.0)
+                .or_insert_with(|| Startup { lines: Vec::new() })
+                .lines
+                .push((message, stage, done));
+        }
+        for startup in by_input.values() {
+            if let Some(f) = stalled(incident, startup) {
+                out.push(f);
+            }
+        }
+    }
+}
+
+fn stalled(incident: &Incident, startup: &Startup<'_>) -> Option<Finding> {
+    // Ready, and not a counter stuck at zero: the start-up finished.
+    if startup
+        .lines
+        .iter()
+        .any(|(_, s, done)| *s == Stage::Ready && *done != Some(0))
+    {
+        return None;
+    }
+    let &(last, _, last_done) = startup.lines.iter().max_by_key(|(m, _, _)| m.span)?;
+    let reached = startup.lines.iter().map(|(_, s, _)| *s).max()?;
+    let furthest = startup
+        .lines
+        .iter()
+        .rev()
+        .find(|(_, s, _)| *s == reached)
+        .map(|(m, _, _)| *m)?;
+    // A failure in the same input (of any rank: ranks interleave, and a
+    // paste may come in any order) is the story, and its own rule tells it.
+    if failed_in(incident, last.span.source) {
+        return None;
+    }
+    let gave_up = matches(incident, &GAVE_UP)
+        .map(|(m, _)| m)
+        .chain(interrupts(incident))
+        .filter(|m| m.span.source == last.span.source && m.span > last.span)
+        .min_by_key(|m| m.span);
+    let silence = gave_up.and_then(|m| {
+        let (from, to) = (incident.time_of(last.span)?, incident.time_of(m.span)?);
+        Some(to.utc_seconds() - from.utc_seconds())
+    });
+    let stuck_counter = last_done == Some(0);
+    // A log that ends right after a stage completed (weights loaded, graphs
+    // captured), or after the launch line alone, may just have been cut
+    // there; one that ends inside an operation (NCCL forming, weights
+    // loading, capture under way), or that someone gave up on, stopped there.
+    let in_progress = matches!(
+        reached,
+        Stage::DistributedInit | Stage::WeightsLoading | Stage::GraphCapture
+    ) || last_done.is_some();
+    if gave_up.is_none() && !stuck_counter && !in_progress {
+        return None;
+    }
+    // Someone stopped it: whatever it printed before, it never got further.
+    if gave_up.is_none() && kept_printing(incident, last.span) {
+        return None;
+    }
+    let stage_name = if reached == Stage::Ready {
+        "processing its first request"
+    } else {
+        reached.doing()
+    };
+
+    let mut f = Finding::new(META.id, META.category, META.severity);
+    const AT_ZERO: &str = "its progress counter stands at 0: the first step never finished";
+    if last.span == furthest.span && stuck_counter {
+        f.evidence(
+            furthest.span,
+            format!("the furthest the start-up got: {stage_name}; {AT_ZERO}"),
+        );
+    } else {
+        f.evidence(
+            furthest.span,
+            format!("the furthest the start-up got: {stage_name}"),
+        );
+    }
+    if last.span != furthest.span {
+        let note = if stuck_counter {
+            format!("the last start-up milestone in the log; {AT_ZERO}")
+        } else {
+            "the last start-up milestone in the log".to_owned()
+        };
+        f.evidence(last.span, note);
+    }
+    if let Some(m) = gave_up {
+        let note = match silence {
+            Some(s) if s >= 60 => format!(
+                "{} later, still nothing: then it was stopped or interrupted",
+                duration(s)
+            ),
+            _ => "the next thing the log shows is a stop, an interrupt or a timeout".to_owned(),
+        };
+        f.evidence(m.span, note);
+    }
+    f.condition("the start-up reached a stage and no later one", true);
+    f.condition(
+        "the log ends inside an operation (a stage begun, not finished)",
+        in_progress,
+    );
+    f.condition("no error, exception or exit follows it in the log", true);
+    let corroborated = f.condition(
+        "someone or something gave up waiting (an interrupt, a stop, a timeout), or a progress counter stands at 0",
+        gave_up.is_some() || stuck_counter,
+    );
+    let long = f.condition(
+        format!(
+            "the silence is measured: {} or more",
+            duration(LONG_SILENCE_SECS)
+        ),
+        silence.is_some_and(|s| s >= LONG_SILENCE_SECS),
+    );
+    let ranks = startup
+        .lines
+        .iter()
+        .filter(|(_, s, _)| *s == reached)
+        .count();
+    f.occurrences = u32::try_from(ranks).unwrap_or(u32::MAX);
+    // A log that merely ends says less than one someone interrupted: the
+    // paste may have been cut.
+    f.confidence = round2(match (corroborated, long) {
+        (true, true) => 0.85,
+        (true, false) => 0.7,
+        (false, _) => 0.45,
+    });
+    let multi_gpu = multi_gpu(incident);
+    let hint = advice(reached, multi_gpu);
+    f.title = format!("the start-up stopped making progress at: {stage_name}");
+    f.headline = format!(
+        "The server's start-up hung at this stage: {stage_name}. Nothing followed it{}.",
+        match (gave_up.is_some(), silence) {
+            (true, Some(s)) if s >= 60 => format!(" for {} until it was stopped", duration(s)),
+            (true, _) => " until it was stopped".to_owned(),
+            (false, _) => " to the end of the log".to_owned(),
+        }
+    );
+    f.chain.push("the server never became ready".to_owned());
+    f.chain
+        .push(format!("its start-up went silent at: {stage_name}"));
+    f.chain.push(hint.0.to_owned());
+    f.explanation = hint.0.to_owned();
+    f.actions.push(Action::advice(hint.1, Some(hint.2)));
+    if !corroborated {
+        f.actions.push(Action::advice(
+            "Check that the log was not simply cut: is the process still running, and busy?",
+            Some("ps -o pid,etimes,stat,cmd -p PID; py-spy dump --pid PID"),
+        ));
+    }
+    Some(f)
+}
+
+/// What usually stops a start-up at `stage`, what to do, and the command
+/// that shows it.
+fn advice(stage: Stage, multi_gpu: bool) -> (&'static str, &'static str, &'static str) {
+    const P2P: (&str, &str, &str) = (
+        "a multi-GPU start-up that goes silent while its NCCL group forms or at its first collective is most often peer-to-peer (P2P) traffic between the GPUs blocked or broken: PCIe ACS, an IOMMU, a virtualised host",
+        "Test with NCCL_P2P_DISABLE=1; if that starts, disable PCIe ACS in the BIOS or boot with iommu=pt (or keep P2P off); check the topology with nvidia-smi topo -m and the P2P path with nccl-tests",
+        "NCCL_DEBUG=INFO NCCL_P2P_DISABLE=1 <the server's command>; nvidia-smi topo -m; py-spy dump --pid PID",
+    );
+    match stage {
+        Stage::DistributedInit | Stage::DistributedReady => P2P,
+        Stage::WeightsLoaded | Stage::KvCache | Stage::Ready if multi_gpu => P2P,
+        Stage::GraphCapture => (
+            "CUDA graph capture that never finishes is a kernel or collective that deadlocks under capture",
+            "Run without CUDA graphs to confirm (vLLM --enforce-eager, SGLang --disable-cuda-graph), then upgrade or report the regression",
+            "py-spy dump --pid PID",
+        ),
+        Stage::Launched | Stage::WeightsLoading => (
+            "a start-up stuck before or while loading the weights waits on storage, a download, or another rank",
+            "Check the model's storage and download (disk I/O, network, the Hugging Face cache) and that every rank started",
+            "py-spy dump --pid PID; iostat -x 5",
+        ),
+        _ => (
+            "a start-up that goes silent after loading is waiting in its first forward pass or warm-up",
+            "Look at where the process waits, and at the GPU's state",
+            "py-spy dump --pid PID; nvidia-smi",
+        ),
+    }
+}
+
+/// An error, an exception, a death or a known failure in the input.
+fn failed_in(incident: &Incident, source: crate::source::SourceId) -> bool {
+    let here = |s: Span| s.source == source;
+    let server = incident.facts.server_events.iter().any(|e| {
+        here(e.span)
+            && match &e.kind {
+                ServerEventKind::Exception(x) => !is_interrupt(&x.name),
+                ServerEventKind::CudaOom(_)
+                | ServerEventKind::VllmFailure(_)
+                | ServerEventKind::CppAbort(_)
+                | ServerEventKind::ChildException { .. }
+                | ServerEventKind::SchedulerDead { .. }
+                | ServerEventKind::MemoryImbalance(_)
+                | ServerEventKind::ShellJobSignaled { .. }
+                | ServerEventKind::SigquitFromChild
+                | ServerEventKind::WatchdogTimeout { .. }
+                | ServerEventKind::TorchDist(_) => true,
+                _ => false,
+            }
+    });
+    let known = incident.known.iter().any(|k| {
+        here(incident.facts.messages[k.message].span)
+            && k.hit
+                .row
+                .and_then(|r| r.category)
+                .is_some_and(|c| c != Category::ServerHang)
+    });
+    server || known
+}
+
+/// Whether the input printed anything later in time than `last`: then
+/// the server was not silent, only quiet about its start-up (serving, or a
+/// log that mixes runs). Only what reads the same with and without the
+/// prefilter counts: the latest dated time of the input (a skimmed line's
+/// time is kept only when it is the latest), not which line or writer it
+/// was, and nothing for a log whose times have no year.
+fn kept_printing(incident: &Incident, last: Span) -> bool {
+    let Some(since) = incident.time_of(last).filter(|t| t.year_known) else {
+        return false;
+    };
+    let start = Span {
+        source: last.source,
+        line: 0,
+    };
+    incident
+        .times
+        .range(start..)
+        .take_while(|(s, _)| s.source == last.source)
+        .any(|(_, t)| t.year_known && t.utc_seconds() > since.utc_seconds())
+}
+
+fn is_interrupt(name: &str) -> bool {
+    name.ends_with("KeyboardInterrupt") || name.ends_with("CancelledError")
+}
+
+/// The interrupt exceptions' lines: a person pressed Ctrl-C.
+fn interrupts(incident: &Incident) -> impl Iterator<Item = &Message> + '_ {
+    incident
+        .facts
+        .server_events
+        .iter()
+        .filter(|e| matches!(&e.kind, ServerEventKind::Exception(x) if is_interrupt(&x.name)))
+        .filter_map(|e| {
+            incident
+                .facts
+                .messages
+                .binary_search_by_key(&e.span, |m| m.span)
+                .ok()
+                .map(|i| &incident.facts.messages[i])
+        })
+}
+
+/// More than one GPU or rank: the inputs show several GPUs, or a world
+/// larger than one.
+fn multi_gpu(incident: &Incident) -> bool {
+    incident.gpus.len() > 1
+        || incident.known.iter().any(|k| {
+            k.hit
+                .get("nranks")
+                .and_then(|n| n.parse::<u32>().ok())
+                .is_some_and(|n| n > 1)
+        })
+        || incident
+            .facts
+            .server_events
+            .iter()
+            .filter_map(|e| e.rank.as_ref())
+            .map(|r| format!("{r:?}"))
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+            > 1
+        || incident.facts.server_events.iter().any(
+            |e| matches!(&e.kind, ServerEventKind::Args(a) if a.tp_size.is_some_and(|t| t > 1)),
+        )
+}
+
+/// `25 min`, `2 h 5 min`, `40 s`.
+fn duration(secs: i64) -> String {
+    match secs {
+        s if s < 60 => format!("{s} s"),
+        s if s < 3600 => format!("{} min", s / 60),
+        s => format!("{} h {} min", s / 3600, (s % 3600) / 60),
+    }
+}
