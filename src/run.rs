@@ -342,12 +342,15 @@ fn input_list(paths: &[std::path::PathBuf]) -> Result<Vec<Input>, Error> {
     Ok(inputs)
 }
 
+/// `--color auto` decides as clap does for its own help (anstream): never
+/// with `NO_COLOR` set or `CLICOLOR=0`, always with `CLICOLOR_FORCE`, else
+/// only on a terminal that is not `TERM=dumb`.
 fn use_color(arg: ColorArg) -> bool {
     match arg {
         ColorArg::Always => true,
         ColorArg::Never => false,
         ColorArg::Auto => {
-            io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            anstream::AutoStream::choice(&io::stdout()) != anstream::ColorChoice::Never
         }
     }
 }
@@ -360,31 +363,12 @@ fn width() -> usize {
             .ok()
             .and_then(|c| c.trim().parse::<usize>().ok())
     };
-    terminal_columns()
+    terminal_size::terminal_size_of(io::stdout())
+        .map(|(terminal_size::Width(columns), _)| usize::from(columns))
+        .filter(|&columns| columns > 0)
         .or_else(from_env)
         .unwrap_or(render::DEFAULT_WIDTH)
         .clamp(40, 400)
-}
-
-#[cfg(unix)]
-fn terminal_columns() -> Option<usize> {
-    if !io::stdout().is_terminal() {
-        return None;
-    }
-    let mut size = libc::winsize {
-        ws_row: 0,
-        ws_col: 0,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: TIOCGWINSZ writes one `winsize` into the struct we own.
-    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
-    (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
-}
-
-#[cfg(not(unix))]
-fn terminal_columns() -> Option<usize> {
-    None
 }
 
 fn report(

@@ -17,6 +17,7 @@ mod ndjson;
 mod report;
 mod script;
 mod script_prelude;
+mod style;
 mod text;
 mod timeline;
 
