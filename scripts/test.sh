@@ -16,6 +16,9 @@ needed=(
   script:bsdutils
   chromium:chromium
   /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf:fonts-dejavu-core
+  prometheus:prometheus
+  promtool:prometheus
+  prometheus-node-exporter:prometheus-node-exporter
 )
 missing=()
 for pair in "${needed[@]}"; do

@@ -407,6 +407,7 @@ fn report(
         OutputArg::Html => OutputFormat::Html,
         OutputArg::Json => OutputFormat::Json,
         OutputArg::Ndjson => OutputFormat::Ndjson,
+        OutputArg::Prometheus => OutputFormat::Prometheus,
     };
     let options = RenderOptions {
         color: use_color(args.color),
@@ -433,11 +434,42 @@ fn report(
             source,
         })?;
     }
+    if let Some(dir) = &args.textfile {
+        write_textfile(dir, &render::prometheus(&report))?;
+    }
     Ok(if report.findings().is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Writes `DIR/rootcause.prom` as the textfile collector needs it: whole or
+/// not at all. The text goes to a hidden temporary file in the same folder
+/// (same file system, and not `*.prom`, so the collector never reads it
+/// half written), flushed to disk, then renamed over the old file.
+fn write_textfile(dir: &std::path::Path, text: &str) -> Result<(), Error> {
+    let path = dir.join(render::TEXTFILE_NAME);
+    let temp = dir.join(format!(
+        ".{}.{}.tmp",
+        render::TEXTFILE_NAME,
+        std::process::id()
+    ));
+    let error = |source| Error::Output {
+        path: path.display().to_string(),
+        source,
+    };
+    let written = (|| {
+        let mut file = std::fs::File::create(&temp)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&temp, &path)
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&temp);
+        return Err(error(e));
+    }
+    Ok(())
 }
 
 /// `rootcause inputs`: each segment with its format, line range, how sure
