@@ -109,7 +109,12 @@ pub struct CaptureArgs {
     #[arg(short, long = "unit", value_name = "UNIT")]
     pub units: Vec<String>,
     /// Journal since TIME, in journalctl's syntax (`-2h`, `2026-11-27 09:00`).
-    #[arg(long, value_name = "TIME", default_value = "-24h")]
+    #[arg(
+        long,
+        value_name = "TIME",
+        default_value = "-24h",
+        allow_hyphen_values = true
+    )]
     pub since: String,
     /// Write the bundle into DIR (created; must be empty).
     #[arg(short = 'o', long = "out", value_name = "DIR", conflicts_with = "tar")]
@@ -300,6 +305,34 @@ pub fn main() -> ExitCode {
         Err(e) => {
             eprintln!("rootcause: error: {e}");
             ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::FromArgMatches;
+
+    #[test]
+    fn a_relative_since_is_a_value_not_a_flag() {
+        // `--since -2h`, as the help and the capture unit write it.
+        let matches = super::command()
+            .try_get_matches_from([
+                "rootcause",
+                "capture",
+                "--since",
+                "-2h",
+                "--unit",
+                "a.service",
+            ])
+            .expect("parses");
+        let cli = super::Cli::from_arg_matches(&matches).unwrap();
+        match cli.command {
+            Some(super::Command::Capture(args)) => {
+                assert_eq!(args.since, "-2h");
+                assert_eq!(args.units, ["a.service"]);
+            }
+            other => panic!("{other:?}"),
         }
     }
 }
