@@ -7,32 +7,17 @@
 #          export its findings to the textfile directory; dpkg --purge after.
 #   wheel  pip install into a fresh venv: rootcause on its PATH, demo;
 #          uvx --from the wheel, offline.
-# Run by scripts/test.sh after the test suite. Installs what it needs when
-# missing: cargo-deb (cargo install) and, in target/package-tools/, maturin
-# and uv (pip). Needs root (or sudo) for dpkg.
+# Run by scripts/test.sh after the test suite; package.sh installs the
+# packagers when missing. Needs root (or sudo) for dpkg.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-CARGO_DEB_VERSION=3.8.0
-MATURIN_VERSION=1.16.0
-UV_VERSION=0.13.9
-
 if [ "$(id -u)" -eq 0 ]; then sudo=(); else sudo=(sudo); fi
 step() { printf '\n== package-test: %s\n' "$*"; }
 fail() { printf 'package-test: FAILED: %s\n' "$*" >&2; exit 1; }
-
-step "tools"
-if ! cargo deb --version 2>/dev/null | grep -q "$CARGO_DEB_VERSION"; then
-  cargo install --locked "cargo-deb@$CARGO_DEB_VERSION"
-fi
-tools=target/package-tools
-if ! "$tools/bin/maturin" --version 2>/dev/null | grep -q "$MATURIN_VERSION" ||
-   ! "$tools/bin/uv" --version 2>/dev/null | grep -q "$UV_VERSION"; then
-  python3 -m venv "$tools"
-  "$tools/bin/pip" install -q "maturin==$MATURIN_VERSION" "uv==$UV_VERSION"
-fi
-export PATH="$root/$tools/bin:$PATH"
+# package.sh puts maturin and uv there.
+export PATH="$root/target/package-tools/bin:$PATH"
 
 step "build"
 bash scripts/package.sh
