@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every check rootcause has: installs the system tools the tests need
-# when they are missing, then formatting, lints and the test suite.
+# when they are missing, then formatting, lints, the test suite and the
+# packages (scripts/package-test.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +17,11 @@ needed=(
   script:bsdutils
   chromium:chromium
   /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf:fonts-dejavu-core
+  prometheus:prometheus
+  promtool:prometheus
+  prometheus-node-exporter:prometheus-node-exporter
+  man:man-db
+  systemd-analyze:systemd
 )
 missing=()
 for pair in "${needed[@]}"; do
@@ -31,3 +37,6 @@ fi
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
 cargo test --locked
+# The .deb and the wheel, built and installed as users install them (slow:
+# an optimised build; cargo-deb, maturin and uv are installed when missing).
+bash scripts/package-test.sh

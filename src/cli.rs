@@ -14,7 +14,7 @@ use crate::ingest::Format;
     version,
     about = "Find the root cause of a failed GPU model-serving deployment from its logs",
     args_conflicts_with_subcommands = true,
-    after_help = "Examples:\n  rootcause demo                                   the built-in example incident\n  rootcause bundle-dir/                            a folder of logs from one host\n  pbpaste | rootcause                              a paste from a chat or a ticket\n  rootcause sglang.log nvidia-smi.txt journal.txt --script fix.sh\n  rootcause bundle-dir/ -o markdown > postmortem.md\n  rootcause bundle-dir/ -o html > report.html\n  rootcause bundle-dir/ -q                         only the root cause, in one line\n  sudo rootcause capture --unit sglang.service -o bundle-dir/\n  rootcause timeline bundle-dir/ --around F1\n  rootcause replay incidents/*\n\nExit codes: 0 nothing found, 1 findings reported, 2 usage or I/O error.\nColour: only on a terminal, never with NO_COLOR set; --color overrides."
+    after_help = "Examples:\n  rootcause demo                                   the built-in example incident\n  rootcause bundle-dir/                            a folder of logs from one host\n  pbpaste | rootcause                              a paste from a chat or a ticket\n  rootcause sglang.log nvidia-smi.txt journal.txt --script fix.sh\n  rootcause bundle-dir/ -o markdown > postmortem.md\n  rootcause bundle-dir/ -o html > report.html\n  rootcause bundle-dir/ -q                         only the root cause, in one line\n  rootcause bundle.tar -q --textfile /var/lib/prometheus/node-exporter\n  sudo rootcause capture --unit sglang.service -o bundle-dir/\n  rootcause timeline bundle-dir/ --around F1\n  rootcause replay incidents/*\n\nExit codes: 0 nothing found, 1 findings reported, 2 usage or I/O error.\nColour: only on a terminal, never with NO_COLOR set; --color overrides."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -109,7 +109,12 @@ pub struct CaptureArgs {
     #[arg(short, long = "unit", value_name = "UNIT")]
     pub units: Vec<String>,
     /// Journal since TIME, in journalctl's syntax (`-2h`, `2026-11-27 09:00`).
-    #[arg(long, value_name = "TIME", default_value = "-24h")]
+    #[arg(
+        long,
+        value_name = "TIME",
+        default_value = "-24h",
+        allow_hyphen_values = true
+    )]
     pub since: String,
     /// Write the bundle into DIR (created; must be empty).
     #[arg(short = 'o', long = "out", value_name = "DIR", conflicts_with = "tar")]
@@ -243,6 +248,10 @@ pub struct RenderArgs {
     /// Also write the remediation script for the root cause to FILE (dry run unless run with --apply).
     #[arg(long, value_name = "FILE")]
     pub script: Option<PathBuf>,
+    /// Also write the findings as Prometheus metrics to DIR/rootcause.prom,
+    /// atomically, for node_exporter's textfile collector (docs/fleet.md).
+    #[arg(long, value_name = "DIR")]
+    pub textfile: Option<PathBuf>,
     /// When to colour the text report.
     #[arg(long, value_enum, default_value_t = ColorArg::Auto)]
     pub color: ColorArg,
@@ -260,6 +269,8 @@ pub enum OutputArg {
     Json,
     /// One JSON object per finding per line (for log pipelines).
     Ndjson,
+    /// Prometheus metrics: one series per finding (docs/fleet.md).
+    Prometheus,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -294,6 +305,34 @@ pub fn main() -> ExitCode {
         Err(e) => {
             eprintln!("rootcause: error: {e}");
             ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::FromArgMatches;
+
+    #[test]
+    fn a_relative_since_is_a_value_not_a_flag() {
+        // `--since -2h`, as the help and the capture unit write it.
+        let matches = super::command()
+            .try_get_matches_from([
+                "rootcause",
+                "capture",
+                "--since",
+                "-2h",
+                "--unit",
+                "a.service",
+            ])
+            .expect("parses");
+        let cli = super::Cli::from_arg_matches(&matches).unwrap();
+        match cli.command {
+            Some(super::Command::Capture(args)) => {
+                assert_eq!(args.since, "-2h");
+                assert_eq!(args.units, ["a.service"]);
+            }
+            other => panic!("{other:?}"),
         }
     }
 }

@@ -4,11 +4,11 @@
 //! the work has taken longer than [`DELAY`], so short runs and pipes never
 //! see it.
 
-use std::io::{IsTerminal, Write};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::thread::JoinHandle;
+use std::io::IsTerminal;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+use indicatif::{DecimalBytes, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// Inputs smaller than this are analysed too fast to need a bar.
 pub const LONG_INPUT_BYTES: u64 = 16 * 1024 * 1024;
@@ -23,17 +23,18 @@ const STEPS: [&str; 6] = [
     "writing the report",
 ];
 
+/// The bar, hidden until [`DELAY`] has passed; indicatif draws it (on its
+/// own ticking thread) and clears it.
 pub struct Progress {
-    state: Option<(Arc<Shared>, JoinHandle<()>)>,
+    state: Option<State>,
 }
 
-struct Shared {
-    step: AtomicUsize,
-    done: AtomicBool,
+struct State {
+    bar: ProgressBar,
+    started: Instant,
+    /// Set once the bar is on stderr.
+    shown: OnceLock<()>,
     what: String,
-    /// Bytes read so far and to read, as ingest reports them.
-    read: AtomicU64,
-    total: AtomicU64,
 }
 
 impl Progress {
@@ -43,18 +44,21 @@ impl Progress {
         if bytes < LONG_INPUT_BYTES || !std::io::stderr().is_terminal() {
             return Progress { state: None };
         }
-        let shared = Arc::new(Shared {
-            step: AtomicUsize::new(0),
-            done: AtomicBool::new(false),
-            what: human_bytes(bytes),
-            read: AtomicU64::new(0),
-            total: AtomicU64::new(0),
-        });
-        let drawer = Arc::clone(&shared);
-        let handle = std::thread::spawn(move || draw(&drawer));
-        Progress {
-            state: Some((shared, handle)),
-        }
+        let style =
+            ProgressStyle::with_template("{spinner} [{bar:20}] {pos}/{len} {msg} · {elapsed}")
+                .expect("a valid template")
+                .progress_chars("#-");
+        let bar =
+            ProgressBar::with_draw_target(Some(STEPS.len() as u64), ProgressDrawTarget::hidden())
+                .with_style(style);
+        let state = State {
+            bar,
+            started: Instant::now(),
+            shown: OnceLock::new(),
+            what: DecimalBytes(bytes).to_string(),
+        };
+        state.step(0);
+        Progress { state: Some(state) }
     }
 
     /// Moves to the step an analysis reports.
@@ -70,9 +74,14 @@ impl Progress {
     /// How far reading is: ingest streams each input once, so reading and
     /// parsing are one pass and this is its share done.
     pub fn bytes(&self, read: u64, total: u64) {
-        if let Some((shared, _)) = &self.state {
-            shared.read.store(read, Ordering::Relaxed);
-            shared.total.store(total, Ordering::Relaxed);
+        if let Some(state) = &self.state {
+            state.show_when_due();
+            if total > 0 && state.bar.position() <= 2 {
+                let share = read.min(total) as f64 * 100.0 / total as f64;
+                state
+                    .bar
+                    .set_message(format!("{} {share:.0}% of {}", STEPS[1], state.what));
+            }
         }
     }
 
@@ -82,87 +91,45 @@ impl Progress {
     }
 
     fn set(&self, step: usize) {
-        if let Some((shared, _)) = &self.state {
-            shared.step.store(step, Ordering::Relaxed);
+        if let Some(state) = &self.state {
+            state.step(step);
         }
     }
 
     /// Clears the bar; the report is printed after this.
-    pub fn finish(mut self) {
-        self.stop();
+    pub fn finish(self) {
+        if let Some(state) = &self.state {
+            state.bar.finish_and_clear();
+        }
+    }
+}
+
+impl State {
+    fn step(&self, step: usize) {
+        let step = step.min(STEPS.len() - 1);
+        self.bar.set_position(step as u64 + 1);
+        self.bar
+            .set_message(format!("{} {}", STEPS[step], self.what));
+        self.show_when_due();
     }
 
-    fn stop(&mut self) {
-        if let Some((shared, handle)) = self.state.take() {
-            shared.done.store(true, Ordering::Relaxed);
-            let _ = handle.join();
+    /// Short runs never see a bar: it goes to stderr only once the work
+    /// has taken longer than [`DELAY`].
+    fn show_when_due(&self) {
+        if self.shown.get().is_none() && self.started.elapsed() >= DELAY {
+            self.shown.get_or_init(|| {
+                self.bar.set_draw_target(ProgressDrawTarget::stderr());
+                self.bar.enable_steady_tick(TICK);
+            });
         }
     }
 }
 
 impl Drop for Progress {
     fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-fn draw(shared: &Shared) {
-    let start = Instant::now();
-    let spinner = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
-    let mut drawn = false;
-    let mut tick = 0usize;
-    while !shared.done.load(Ordering::Relaxed) {
-        std::thread::sleep(TICK);
-        if start.elapsed() < DELAY {
-            continue;
+        if let Some(state) = &self.state {
+            state.bar.finish_and_clear();
         }
-        let step = shared.step.load(Ordering::Relaxed).min(STEPS.len() - 1);
-        let cells = 20;
-        let filled = step * cells / STEPS.len();
-        let what = match shared.total.load(Ordering::Relaxed) {
-            total if total > 0 && step <= 1 => format!(
-                "{:.0}% of {}",
-                shared.read.load(Ordering::Relaxed).min(total) as f64 * 100.0 / total as f64,
-                shared.what
-            ),
-            _ => shared.what.clone(),
-        };
-        let line = format!(
-            "\r\x1b[2K{} [{}{}] {}/{} {} {what} · {:.1}s",
-            spinner[tick % spinner.len()],
-            "#".repeat(filled),
-            "-".repeat(cells - filled),
-            step + 1,
-            STEPS.len(),
-            STEPS[step],
-            start.elapsed().as_secs_f64()
-        );
-        let mut err = std::io::stderr().lock();
-        let _ = err.write_all(line.as_bytes());
-        let _ = err.flush();
-        drawn = true;
-        tick += 1;
-    }
-    if drawn {
-        let mut err = std::io::stderr().lock();
-        let _ = err.write_all(b"\r\x1b[2K");
-        let _ = err.flush();
-    }
-}
-
-/// `79.5 MB`.
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["B", "kB", "MB", "GB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1000.0 && unit < UNITS.len() - 1 {
-        value /= 1000.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
     }
 }
 
@@ -193,12 +160,13 @@ pub fn input_bytes(paths: &[std::path::PathBuf]) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::human_bytes;
+    use super::Progress;
 
     #[test]
-    fn sizes_read_like_people_write_them() {
-        assert_eq!(human_bytes(512), "512 B");
-        assert_eq!(human_bytes(79_467_000), "79.5 MB");
-        assert_eq!(human_bytes(2_500_000_000), "2.5 GB");
+    fn a_short_input_has_no_bar() {
+        let progress = Progress::start(1024);
+        assert!(progress.state.is_none());
+        progress.stage(crate::Stage::Parse);
+        progress.finish();
     }
 }

@@ -342,12 +342,15 @@ fn input_list(paths: &[std::path::PathBuf]) -> Result<Vec<Input>, Error> {
     Ok(inputs)
 }
 
+/// `--color auto` decides as clap does for its own help (anstream): never
+/// with `NO_COLOR` set or `CLICOLOR=0`, always with `CLICOLOR_FORCE`, else
+/// only on a terminal that is not `TERM=dumb`.
 fn use_color(arg: ColorArg) -> bool {
     match arg {
         ColorArg::Always => true,
         ColorArg::Never => false,
         ColorArg::Auto => {
-            io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            anstream::AutoStream::choice(&io::stdout()) != anstream::ColorChoice::Never
         }
     }
 }
@@ -360,31 +363,12 @@ fn width() -> usize {
             .ok()
             .and_then(|c| c.trim().parse::<usize>().ok())
     };
-    terminal_columns()
+    terminal_size::terminal_size_of(io::stdout())
+        .map(|(terminal_size::Width(columns), _)| usize::from(columns))
+        .filter(|&columns| columns > 0)
         .or_else(from_env)
         .unwrap_or(render::DEFAULT_WIDTH)
         .clamp(40, 400)
-}
-
-#[cfg(unix)]
-fn terminal_columns() -> Option<usize> {
-    if !io::stdout().is_terminal() {
-        return None;
-    }
-    let mut size = libc::winsize {
-        ws_row: 0,
-        ws_col: 0,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: TIOCGWINSZ writes one `winsize` into the struct we own.
-    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
-    (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
-}
-
-#[cfg(not(unix))]
-fn terminal_columns() -> Option<usize> {
-    None
 }
 
 fn report(
@@ -423,6 +407,7 @@ fn report(
         OutputArg::Html => OutputFormat::Html,
         OutputArg::Json => OutputFormat::Json,
         OutputArg::Ndjson => OutputFormat::Ndjson,
+        OutputArg::Prometheus => OutputFormat::Prometheus,
     };
     let options = RenderOptions {
         color: use_color(args.color),
@@ -449,11 +434,42 @@ fn report(
             source,
         })?;
     }
+    if let Some(dir) = &args.textfile {
+        write_textfile(dir, &render::prometheus(&report))?;
+    }
     Ok(if report.findings().is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Writes `DIR/rootcause.prom` as the textfile collector needs it: whole or
+/// not at all. The text goes to a hidden temporary file in the same folder
+/// (same file system, and not `*.prom`, so the collector never reads it
+/// half written), flushed to disk, then renamed over the old file.
+fn write_textfile(dir: &std::path::Path, text: &str) -> Result<(), Error> {
+    let path = dir.join(render::TEXTFILE_NAME);
+    let temp = dir.join(format!(
+        ".{}.{}.tmp",
+        render::TEXTFILE_NAME,
+        std::process::id()
+    ));
+    let error = |source| Error::Output {
+        path: path.display().to_string(),
+        source,
+    };
+    let written = (|| {
+        let mut file = std::fs::File::create(&temp)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&temp, &path)
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&temp);
+        return Err(error(e));
+    }
+    Ok(())
 }
 
 /// `rootcause inputs`: each segment with its format, line range, how sure

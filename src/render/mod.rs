@@ -1,5 +1,5 @@
-//! Render: one [`Report`] to text, Markdown, HTML, JSON or a remediation
-//! script.
+//! Render: one [`Report`] to text, Markdown, HTML, JSON, NDJSON,
+//! Prometheus metrics or a remediation script.
 //!
 //! Renderers only format; every decision (what the root cause is, which
 //! steps to take) was made by the rules. Colour and width come from
@@ -14,9 +14,11 @@ mod json_capture;
 mod markdown;
 mod mermaid;
 mod ndjson;
+mod prometheus;
 mod report;
 mod script;
 mod script_prelude;
+mod style;
 mod text;
 mod timeline;
 
@@ -26,6 +28,7 @@ pub use gpus::{GpuBar, GpuHolder};
 pub use inventory::{
     Inventory, InventoryGpu, InventoryProcess, InventoryServer, InventoryUnit, InventoryXid,
 };
+pub use prometheus::{MAX_FINDING_SERIES, MAX_LABEL_CHARS, TEXTFILE_NAME, report_time};
 pub use report::{EvidenceLine, MarkedLine, Report};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +40,9 @@ pub enum OutputFormat {
     Json,
     /// One JSON object per finding per line, for log pipelines.
     Ndjson,
+    /// Prometheus metrics (text exposition format), for node_exporter's
+    /// textfile collector.
+    Prometheus,
 }
 
 /// How much the terminal report says.
@@ -86,6 +92,7 @@ pub fn render(
         OutputFormat::Html => out.write_all(html::render(report).as_bytes()),
         OutputFormat::Json => out.write_all(json::render(report).as_bytes()),
         OutputFormat::Ndjson => out.write_all(ndjson::render(report).as_bytes()),
+        OutputFormat::Prometheus => out.write_all(prometheus::render(report).as_bytes()),
     }
 }
 
@@ -121,6 +128,11 @@ pub fn timeline_text(
     options: RenderOptions,
 ) -> String {
     timeline::text(timeline, entries, sources, host, options.color)
+}
+
+/// The report as Prometheus metrics: what `--textfile DIR` writes.
+pub fn prometheus(report: &Report<'_>) -> String {
+    prometheus::render(report)
 }
 
 /// The remediation script for the report's root cause.

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use super::gpus::{GpuBar, mib, thousands};
-use super::{RenderOptions, Report, Verbosity, clean, excerpt};
+use super::{RenderOptions, Report, Verbosity, clean, excerpt, style};
 use crate::rules::{Evidence, Finding, Safety, Severity};
 
 struct Style {
@@ -15,32 +15,28 @@ struct Style {
 }
 
 impl Style {
-    fn paint(&self, code: &str, text: &str) -> String {
-        if self.color && !text.is_empty() {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_owned()
-        }
+    fn paint(&self, style: anstyle::Style, text: &str) -> String {
+        style::paint(self.color, style, text)
     }
     fn bold(&self, text: &str) -> String {
-        self.paint("1", text)
+        self.paint(style::BOLD, text)
     }
     fn dim(&self, text: &str) -> String {
-        self.paint("2", text)
+        self.paint(style::DIM, text)
     }
     /// Line numbers and the excerpt frame, as rustc draws them.
     fn gutter(&self, text: &str) -> String {
-        self.paint("1;34", text)
+        self.paint(style::GUTTER, text)
     }
-    fn severity_code(s: Severity) -> &'static str {
+    fn severity_style(s: Severity) -> anstyle::Style {
         match s {
-            Severity::Critical | Severity::Error => "1;31",
-            Severity::Warning => "1;33",
-            Severity::Info => "1;36",
+            Severity::Critical | Severity::Error => style::BOLD_RED,
+            Severity::Warning => style::BOLD_YELLOW,
+            Severity::Info => style::BOLD_CYAN,
         }
     }
     fn severity(&self, s: Severity, text: &str) -> String {
-        self.paint(Self::severity_code(s), text)
+        self.paint(Self::severity_style(s), text)
     }
 }
 
@@ -129,9 +125,9 @@ fn gpu_picture(out: &mut String, report: &Report<'_>, st: &Style) {
         let standout = b.cited || b.odd;
         let (filled, empty) = cells(b);
         let bar = if standout {
-            st.paint("31", &"█".repeat(filled))
+            st.paint(style::RED, &"█".repeat(filled))
         } else {
-            st.paint("32", &"█".repeat(filled))
+            st.paint(style::GREEN, &"█".repeat(filled))
         } + &st.dim(&"░".repeat(empty));
         let used = b.used_mib.map_or("?".to_owned(), thousands);
         let total = b.total_mib.map_or("?".to_owned(), thousands);
@@ -156,9 +152,9 @@ fn gpu_picture(out: &mut String, report: &Report<'_>, st: &Style) {
             }
         }
         if b.cited {
-            let _ = write!(line, "  {}", st.paint("1;31", "◀ root cause"));
+            let _ = write!(line, "  {}", st.paint(style::BOLD_RED, "◀ root cause"));
         } else if b.odd {
-            let _ = write!(line, "  {}", st.paint("1;33", "◀ differs"));
+            let _ = write!(line, "  {}", st.paint(style::BOLD_YELLOW, "◀ differs"));
         }
         let _ = writeln!(out, "{line}");
     }
@@ -252,7 +248,7 @@ fn finding(out: &mut String, report: &Report<'_>, f: &Finding, st: &Style, optio
         );
         for c in &f.conditions {
             let mark = if c.met {
-                st.paint("32", "[x]")
+                st.paint(style::GREEN, "[x]")
             } else {
                 st.dim("[ ]")
             };
@@ -265,7 +261,9 @@ fn finding(out: &mut String, report: &Report<'_>, f: &Finding, st: &Style, optio
         for (i, a) in f.actions.iter().enumerate() {
             let tag = match a.safety {
                 Safety::Safe => String::new(),
-                Safety::NeedsConfirmation => format!("{} ", st.paint("33", "[needs-confirmation]")),
+                Safety::NeedsConfirmation => {
+                    format!("{} ", st.paint(style::YELLOW, "[needs-confirmation]"))
+                }
                 s => format!("{} ", st.dim(&format!("[{}]", s.name()))),
             };
             let why = if a.why.is_empty() {
@@ -278,7 +276,7 @@ fn finding(out: &mut String, report: &Report<'_>, f: &Finding, st: &Style, optio
                 let _ = writeln!(
                     out,
                     "       {}",
-                    st.paint("36", &format!("$ {}", clean(&cmd)))
+                    st.paint(style::CYAN, &format!("$ {}", clean(&cmd)))
                 );
             }
             for line in a.details() {

@@ -49,13 +49,7 @@ pub fn text(
     host: Option<&str>,
     color: bool,
 ) -> String {
-    let paint = |code: &str, s: &str| {
-        if color {
-            format!("\x1b[{code}m{s}\x1b[0m")
-        } else {
-            s.to_owned()
-        }
-    };
+    let paint = |style, s: &str| super::style::paint(color, style, s);
     let mut out = String::new();
     match host {
         Some(h) => {
@@ -90,18 +84,18 @@ pub fn text(
             if e.findings.is_empty() {
                 ids
             } else {
-                paint("1;33", &ids)
+                paint(super::style::BOLD_YELLOW, &ids)
             },
             cite(e),
             if e.findings.is_empty() {
                 shorten(&e.text)
             } else {
-                paint("1", &shorten(&e.text))
+                paint(super::style::BOLD, &shorten(&e.text))
             }
         );
         out.push_str(line.trim_end());
         if let Some(note) = e.placement.note() {
-            let _ = write!(out, "  {}", paint("2", &format!("[{note}]")));
+            let _ = write!(out, "  {}", paint(super::style::DIM, &format!("[{note}]")));
         }
         out.push('\n');
     }

@@ -10,6 +10,7 @@ fn rootcause(args: &[&str], stdin: Option<&[u8]>) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_rootcause"))
         .args(args)
         .env_remove("NO_COLOR")
+        .env_remove("CLICOLOR_FORCE")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -430,7 +431,10 @@ fn on_a_terminal(args: &str, env: &[(&str, &str)]) -> String {
     let mut c = Command::new("script");
     c.args(["-qec", &command, "/dev/null"])
         .env_remove("NO_COLOR")
+        .env_remove("CLICOLOR")
+        .env_remove("CLICOLOR_FORCE")
         .env_remove("COLUMNS")
+        .env("TERM", "xterm-256color")
         .stdin(Stdio::null());
     for (k, v) in env {
         c.env(k, v);
@@ -460,4 +464,9 @@ fn colour_only_on_a_terminal_and_never_with_no_color() {
     assert!(forced.contains('\x1b'), "--color always wins over NO_COLOR");
     let piped = stdout(&rootcause(&["demo"], None));
     assert!(!piped.contains('\x1b'), "no colour into a pipe");
+    // The conventions clap's own help follows (anstream).
+    let dumb = on_a_terminal("demo", &[("TERM", "dumb")]);
+    assert!(!dumb.contains('\x1b'), "no colour on a dumb terminal");
+    let off = on_a_terminal("demo", &[("CLICOLOR", "0")]);
+    assert!(!off.contains('\x1b'), "no colour with CLICOLOR=0");
 }

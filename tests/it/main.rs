@@ -16,6 +16,7 @@ mod inputs;
 mod journal_files;
 mod pasted_lines;
 mod prefilter;
+mod prometheus;
 mod readme;
 mod real;
 mod replay;

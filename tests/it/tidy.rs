@@ -167,3 +167,26 @@ fn regex_classes_are_ascii() {
         found.join("\n")
     );
 }
+
+/// `unsafe` only where a system call has no safe wrapper: process groups in
+/// `capture/`. The terminal's width, colours and progress bar go through
+/// crates (terminal_size, anstream, indicatif).
+#[test]
+fn no_unsafe_outside_capture() {
+    let word = regex::Regex::new(r"\bunsafe\b").unwrap();
+    for file in rust_files("src") {
+        if file.starts_with(root().join("src/capture")) {
+            continue;
+        }
+        let text = fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            assert!(
+                !word.is_match(code),
+                "{}:{}: unsafe outside src/capture/: {line}",
+                file.display(),
+                n + 1
+            );
+        }
+    }
+}
