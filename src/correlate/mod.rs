@@ -21,7 +21,8 @@ pub use known::Known;
 pub use owners::{OwnerBasis, Ownership};
 pub use serving::{is_gpu_software, is_serving};
 pub use units::{
-    LAST_WORDS, LastWords, UnitEvent, UnitEventKind, UnitFacts, exit_meaning, last_words,
+    LAST_WORDS, LAST_WORDS_ANCHORS, LastWords, UnitEvent, UnitEventKind, UnitFacts, exit_meaning,
+    last_words,
 };
 
 use crate::model::{Facts, ProcessListingKind, ServerEvent, Timestamp};

@@ -414,10 +414,41 @@ impl LastWords<'_> {
     }
 }
 
-re!(
-    ERRORISH,
-    r"(?i)\b(?:error|errno|fatal|panic|exception|traceback|denied|not found|no such file|cannot|can't|could not|couldn't|unable to|failed|failure|segmentation fault|core dumped|aborted|invalid|not permitted|refused)\b"
-);
+/// The words that make a unit's line one of its last words ([`last_words`]);
+/// the prefilter keeps every line with one (`rules::anchors`), so the last
+/// words read the same with and without it.
+pub const LAST_WORDS_ANCHORS: &[&str] = &[
+    "error",
+    "errno",
+    "fatal",
+    "panic",
+    "exception",
+    "traceback",
+    "denied",
+    "not found",
+    "no such file",
+    "cannot",
+    "can't",
+    "could not",
+    "couldn't",
+    "unable to",
+    "failed",
+    "failure",
+    "segmentation fault",
+    "core dumped",
+    "aborted",
+    "invalid",
+    "not permitted",
+    "refused",
+];
+
+static ERRORISH: LazyLock<Regex> = LazyLock::new(|| {
+    let words: Vec<String> = LAST_WORDS_ANCHORS
+        .iter()
+        .map(|w| regex::escape(w))
+        .collect();
+    Regex::new(&format!(r"(?i)\b(?:{})\b", words.join("|"))).expect("last words regex")
+});
 re!(
     STRONG,
     r"(?i)\b(?:error|fatal|panic|exception|denied|not permitted|no such file)\b"

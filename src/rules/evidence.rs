@@ -249,10 +249,5 @@ pub const MATRIX: &[Cell] = &[
         Gap("not read yet"),
         None,
     ),
-    cell(
-        XidOther,
-        "an NVSwitch SXid",
-        Row("kernel.sxid"),
-        None,
-    ),
+    cell(XidOther, "an NVSwitch SXid", Row("kernel.sxid"), None),
 ];

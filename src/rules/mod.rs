@@ -98,28 +98,30 @@ pub struct Diagnosis {
     pub unknown_errors: Vec<UnknownError>,
 }
 
-/// A catalog message's own finding is the fallback for the lines no rule
-/// reasoned about: where other findings cite every line it cites, they
-/// said more, and it goes.
+/// A fallback's finding (a catalog message's own, a death's) is for the
+/// lines no rule reasoned about: where the other findings cite its first
+/// line (the message, the death), they said more, and it goes.
 fn drop_restated(findings: &mut Vec<Finding>) {
-    let known = catalog::KNOWN_MESSAGE;
+    let fallback = |f: &Finding| catalog::FALLBACKS.contains(&f.rule);
     let cited: std::collections::BTreeSet<crate::source::Span> = findings
         .iter()
-        .filter(|f| f.rule != known)
+        .filter(|f| !fallback(f))
         .flat_map(|f| f.evidence.iter().map(|e| e.span))
         .collect();
-    findings.retain(|f| f.rule != known || !f.evidence.iter().all(|e| cited.contains(&e.span)));
+    findings
+        .retain(|f| !fallback(f) || f.evidence.first().is_none_or(|e| !cited.contains(&e.span)));
 }
 
 /// The anchors of every rule in `rules`, of the upstream catalogs' rows
-/// (`known-message` and the rules that ask for rows read them), and of
-/// error-looking lines.
+/// (`known-message` and the rules that ask for rows read them), of a
+/// unit's last words (`correlate::last_words`), and of error-looking lines.
 pub fn anchors(rules: &[&dyn Rule]) -> Anchors {
     Anchors::new(
         rules
             .iter()
             .flat_map(|r| r.meta().anchors.iter().copied())
             .chain(crate::catalogs::catalogs().anchors())
+            .chain(crate::correlate::LAST_WORDS_ANCHORS.iter().copied())
             .chain(unknown::ANCHORS.iter().copied()),
     )
 }

@@ -37,7 +37,10 @@ fn read_by_rule(cell: &Cell, rule: &str, sample: &str) -> Result<(), String> {
         .iter()
         .map(|f| format!("{} ({})", f.rule, f.category.name()))
         .collect();
-    Err(format!("{sample}: wanted {rule} naming {}, got {got:?}", cell.category.name()))
+    Err(format!(
+        "{sample}: wanted {rule} naming {}, got {got:?}",
+        cell.category.name()
+    ))
 }
 
 fn read_by_row(cell: &Cell, id: &str) -> Result<(), String> {
@@ -142,7 +145,12 @@ fn page(matrix: &[Cell]) -> String {
                 }
                 (Reader::Gap(why), _) => ("**gap**".to_owned(), why.to_owned()),
             };
-            writeln!(doc, "| {} | {reader} | {sample} |", c.evidence.replace('|', "\\|")).unwrap();
+            writeln!(
+                doc,
+                "| {} | {reader} | {sample} |",
+                c.evidence.replace('|', "\\|")
+            )
+            .unwrap();
         }
     }
     doc

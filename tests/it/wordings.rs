@@ -363,6 +363,10 @@ const NO_MESSAGE_RULES: &[(&str, &str)] = &[
         "it reads the upstream catalogs' rows (catalogs/*.toml), whose real samples tests/it/catalogs.rs checks",
     ),
     (
+        "process-died",
+        "it reads systemd's unit events (correlate/units.rs, the systemd catalog's messages) and the shell's job reports",
+    ),
+    (
         "startup-stage-stalled",
         "it reads the start-up milestones of catalogs/startup.toml, whose real samples tests/it/catalogs.rs checks",
     ),

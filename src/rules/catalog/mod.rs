@@ -26,6 +26,7 @@ mod nvidia_driver_not_loaded;
 mod nvidia_probe_failed;
 mod nvidia_smi_gpu_unreachable;
 mod nvml_driver_library_mismatch;
+mod process_died;
 mod process_segfault;
 mod sglang_child_failed;
 mod sglang_cuda_graph_capture_failed;
@@ -66,6 +67,13 @@ use super::Rule;
 /// The id of the rule that turns a catalog row into a finding by itself.
 pub const KNOWN_MESSAGE: &str = "known-message";
 
+/// The id of the rule that explains a death no other rule explains.
+pub const PROCESS_DIED: &str = "process-died";
+
+/// Rules whose findings are fallbacks: each goes where another rule's
+/// finding cites every line it cites (that rule said more).
+pub const FALLBACKS: &[&str] = &[KNOWN_MESSAGE, PROCESS_DIED];
+
 /// Every built-in rule, in id order.
 pub static RULES: &[&dyn Rule] = &[
     &address_already_in_use::RULE,
@@ -92,6 +100,7 @@ pub static RULES: &[&dyn Rule] = &[
     &nvidia_probe_failed::RULE,
     &nvidia_smi_gpu_unreachable::RULE,
     &nvml_driver_library_mismatch::RULE,
+    &process_died::RULE,
     &process_segfault::RULE,
     &sglang_child_failed::RULE,
     &sglang_cuda_graph_capture_failed::RULE,

@@ -148,7 +148,9 @@ fn stalled(incident: &Incident, startup: &Startup<'_>) -> Option<Finding> {
         .find(|(_, s, _)| *s == reached)
         .map(|(m, _, _)| *m)?;
     // A failure in the same input (of any rank: ranks interleave, and a
-    // paste may come in any order) is the story, and its own rule tells it.
+    // paste may come in any order) is the story, and its own rule tells it;
+    // so is an error line no rule knows yet (before any interrupt, whose
+    // own errors follow from it).
     if failed_in(incident, last.span.source) {
         return None;
     }
@@ -157,6 +159,14 @@ fn stalled(incident: &Incident, startup: &Startup<'_>) -> Option<Finding> {
         .chain(interrupts(incident))
         .filter(|m| m.span.source == last.span.source && m.span > last.span)
         .min_by_key(|m| m.span);
+    let errored = incident.facts.messages.iter().any(|m| {
+        m.span.source == last.span.source
+            && gave_up.is_none_or(|g| m.span < g.span)
+            && crate::rules::unknown::ERRORISH.is_match(&m.text)
+    });
+    if errored {
+        return None;
+    }
     let silence = gave_up.and_then(|m| {
         let (from, to) = (incident.time_of(last.span)?, incident.time_of(m.span)?);
         Some(to.utc_seconds() - from.utc_seconds())

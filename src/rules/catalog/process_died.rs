@@ -1,0 +1,303 @@
+//! `process-died`: every death in the inputs is explained. A unit's main
+//! process killed by a signal or dumping core, once (a loop is
+//! `systemd-crash-loop`'s), or a job the shell reports killed, with how it
+//! died, when, and its last words: the last error lines it printed before.
+//! The fallback for the deaths no other rule explains: `rules::diagnose`
+//! drops it where another finding cites the same death.
+
+use crate::correlate::{Incident, UnitEventKind, exit_meaning, last_words};
+use crate::model::ServerEventKind;
+use crate::rules::support::{confidence, when};
+use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+use crate::source::Span;
+
+pub static RULE: ProcessDied = ProcessDied;
+
+pub struct ProcessDied;
+
+pub static META: RuleMeta = RuleMeta {
+    id: super::PROCESS_DIED,
+    category: Category::ServerException,
+    severity: Severity::Error,
+    summary: "a server process died of a signal or dumped core, once: how, when, and the last error lines it printed",
+    anchors: &[
+        "code=killed",
+        "code=dumped",
+        "Result: core-dump",
+        "Result: signal",
+        "with result 'core-dump'",
+        "with result 'signal'",
+    ],
+    doc: r#"
+## What it means
+A process died, and no more specific finding explains it: a unit's main
+process killed by a signal (`Main process exited, code=killed,
+status=6/ABRT`), dumping core (`code=dumped, status=11/SEGV`, `Active:
+failed (Result: core-dump)`), or a job the shell reports killed (`line 22:
+103525 Killed python -m …`). The finding says how it died, when, and its
+last words: the last error lines the same unit or PID printed before.
+
+## Why it happens
+A crash in native code (SIGSEGV, SIGBUS), a failed assertion or an uncaught
+C++ exception (SIGABRT), a kill from outside (SIGKILL: an operator, a
+supervisor, the OOM killer when its own lines are not in the inputs).
+
+## How to confirm
+`coredumpctl info PID` for a core dump (and `coredumpctl gdb PID` for its
+backtrace); `journalctl -u UNIT -n 200` for the lines before the death;
+`journalctl -k` around the time for a kernel kill.
+
+## How to fix
+What the last words and the backtrace say; a known bug of the server's
+version is fixed by upgrading it.
+
+## Safety
+Advice only.
+"#,
+};
+
+/// One death: where it is recorded, how, and whose.
+struct Death {
+    span: Span,
+    how: String,
+    unit: Option<String>,
+    pid: Option<u32>,
+    /// A signal or a core dump (not an exit code, which another rule reads).
+    signalled: bool,
+    /// The process crashed by itself (SIGSEGV, SIGABRT, SIGBUS, SIGILL,
+    /// SIGFPE, a core dump), rather than being killed from outside
+    /// (SIGKILL, SIGTERM: the killer, not the process, is the story, and
+    /// its lines may be elsewhere).
+    crashed: bool,
+}
+
+/// The signals a stop sends (systemd's, a shell's Ctrl-C, a hang-up): a
+/// process that dies of one was asked to stop, which is no death to explain.
+fn is_stop(signal: &str) -> bool {
+    const STOPS: &[&str] = &["TERM", "INT", "HUP", "Terminated", "Interrupt", "Hangup"];
+    STOPS.iter().any(|s| signal.contains(s))
+}
+
+/// Whether a signal, as systemd (`11/SEGV`, `SEGV`) or a shell
+/// (`Segmentation fault (core dumped)`, `Killed`) words it, is a crash of
+/// the process itself.
+fn is_crash(signal: &str) -> bool {
+    const CRASHES: &[&str] = &[
+        "SEGV",
+        "ABRT",
+        "BUS",
+        "ILL",
+        "FPE",
+        "TRAP",
+        "SYS",
+        "Segmentation fault",
+        "Aborted",
+        "Bus error",
+        "Illegal instruction",
+        "Floating point exception",
+        "Trace/breakpoint trap",
+        "core dumped",
+    ];
+    CRASHES.iter().any(|c| signal.contains(c))
+}
+
+impl Rule for ProcessDied {
+    fn meta(&self) -> &RuleMeta {
+        &META
+    }
+
+    fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
+        for death in unit_deaths(incident)
+            .into_iter()
+            .chain(shell_deaths(incident))
+        {
+            if death.signalled {
+                out.push(finding(incident, &death));
+            }
+        }
+    }
+}
+
+/// A unit's death, once: PID 1's `Main process exited` by a signal, else
+/// its `Failed with result 'core-dump'/'signal'`, else a status block's.
+fn unit_deaths(incident: &Incident) -> Vec<Death> {
+    let mut out = Vec::new();
+    for (unit, facts) in &incident.units {
+        // Deaths repeated by restarts are a loop, another rule's.
+        if facts.restarts() >= 2 {
+            continue;
+        }
+        let exit = facts.events.iter().find_map(|e| match &e.kind {
+            UnitEventKind::MainProcessExited { code, status }
+                if code == "killed" || code == "dumped" =>
+            {
+                Some((e.span, code.clone(), status.clone()))
+            }
+            _ => None,
+        });
+        let result = facts.events.iter().find_map(|e| match &e.kind {
+            UnitEventKind::FailedWithResult(r) if r == "core-dump" || r == "signal" => {
+                Some((e.span, r.clone()))
+            }
+            _ => None,
+        });
+        let status = facts
+            .status
+            .and_then(|i| incident.facts.unit_statuses.get(i))
+            .filter(|s| {
+                s.result
+                    .as_deref()
+                    .is_some_and(|r| r == "core-dump" || r == "signal")
+            });
+        let pid = status.and_then(|s| s.main_pid);
+        let death = if let Some((span, code, status_text)) = exit {
+            if code != "dumped" && is_stop(&status_text) {
+                continue;
+            }
+            let how = exit_meaning(&code, &status_text)
+                .map(str::to_owned)
+                .unwrap_or_else(|| format!("code={code}, status={status_text}"));
+            let dumped = if code == "dumped" {
+                ", and dumped core"
+            } else {
+                ""
+            };
+            let crashed = code == "dumped" || is_crash(&status_text);
+            Some((
+                span,
+                format!("{how}{dumped} (status={status_text})"),
+                crashed,
+            ))
+        } else if let Some((span, r)) = result {
+            Some((
+                span,
+                format!("systemd's verdict: result '{r}'"),
+                r == "core-dump",
+            ))
+        } else {
+            status.map(|s| {
+                let exit = s.main_exit.as_deref().unwrap_or("");
+                let result = s.result.as_deref().unwrap_or_default();
+                (
+                    s.main_pid_span.or(s.active_span).unwrap_or(s.span),
+                    format!("result '{result}' {exit}").trim().to_owned(),
+                    result == "core-dump" || is_crash(exit),
+                )
+            })
+        };
+        if let Some((span, how, crashed)) = death {
+            out.push(Death {
+                span,
+                how,
+                unit: Some(unit.clone()),
+                pid,
+                signalled: true,
+                crashed,
+            });
+        }
+    }
+    out
+}
+
+/// Jobs the shell reports killed by a signal.
+fn shell_deaths(incident: &Incident) -> Vec<Death> {
+    incident
+        .facts
+        .server_events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            ServerEventKind::ShellJobSignaled {
+                pid,
+                signal,
+                command,
+            } if !is_stop(signal) => Some(Death {
+                span: e.span,
+                how: format!("the shell reports `{signal}` for `{command}`"),
+                unit: incident.unit_of_event(e).map(|(u, _, _)| u),
+                pid: Some(*pid),
+                signalled: true,
+                crashed: is_crash(signal),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+fn finding(incident: &Incident, death: &Death) -> Finding {
+    // A kill from outside names no cause by itself: a warning, never a root
+    // cause over what the killer's own lines (elsewhere) would say.
+    let severity = if death.crashed {
+        META.severity
+    } else {
+        Severity::Warning
+    };
+    let mut f = Finding::new(META.id, META.category, severity);
+    let who = match (&death.unit, death.pid) {
+        (Some(u), Some(p)) => format!("{u}'s main process (PID {p})"),
+        (Some(u), None) => format!("{u}'s main process"),
+        (None, Some(p)) => format!("process {p}"),
+        (None, None) => "a process".to_owned(),
+    };
+    if let Some(u) = &death.unit {
+        f.entities.units.insert(u.clone());
+    }
+    if let Some(p) = death.pid {
+        f.entities.pids.insert(p);
+    }
+    let at = incident
+        .time_of(death.span)
+        .map(|t| format!(" at {}", when(t)))
+        .unwrap_or_default();
+    f.evidence(death.span, format!("{who} died{at}: {}", death.how));
+    let words = death
+        .unit
+        .as_deref()
+        .map(|u| last_words(incident, u, death.span));
+    let reason = words.as_ref().and_then(|w| w.reason());
+    if let Some(w) = &words {
+        f.entities.pids.extend(w.pids.iter().copied());
+        for line in &w.lines {
+            f.evidence(line.span, "its last words before it died");
+        }
+    }
+    f.condition("the inputs record the death and how it happened", true);
+    f.condition(
+        "the process's last error lines before it are in the inputs",
+        reason.is_some(),
+    );
+    f.condition("it died once (not a restart loop)", true);
+    f.condition(
+        "it crashed by itself (not killed from outside)",
+        death.crashed,
+    );
+    f.confidence = confidence(&f, 0.5, 0.7);
+    f.title = format!("{who} died: {}", death.how);
+    f.headline = match reason {
+        Some(r) => format!(
+            "{who} died{at}: {}. Its last words: {}",
+            death.how,
+            r.message.trim()
+        ),
+        None => format!("{who} died{at}: {}.", death.how),
+    };
+    f.chain.push(format!("{who} is gone"));
+    f.chain.push(format!("it died: {}", death.how));
+    if let Some(r) = reason {
+        f.chain
+            .push(format!("after it printed: {}", r.message.trim()));
+    }
+    if !death.crashed {
+        f.actions.push(Action::advice(
+            "Find what killed it: the kernel's OOM killer, a supervisor's timeout, an operator",
+            Some("journalctl -k | grep -iE 'killed process|oom'; journalctl -u UNIT"),
+        ));
+    }
+    f.actions.push(Action::advice(
+        "Read the process's last lines and, for a core dump, its backtrace; a crash in a known version is fixed by upgrading the server",
+        Some(match &death.unit {
+            Some(_) => "coredumpctl info PID; journalctl -u UNIT -n 200",
+            None => "coredumpctl info PID; journalctl -k --since TIME",
+        }),
+    ));
+    f
+}
