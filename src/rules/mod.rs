@@ -8,6 +8,7 @@
 
 mod action;
 mod catalog;
+pub mod evidence;
 mod finding;
 mod rank;
 mod support;

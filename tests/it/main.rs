@@ -7,6 +7,7 @@ mod catalog;
 mod catalogs;
 mod cli;
 mod detection;
+mod evidence;
 mod format_fixtures;
 mod hardware_incidents;
 mod host_facts;

@@ -1,0 +1,258 @@
+//! The evidence matrix: for every category a user expects named, every kind
+//! of evidence that can establish it, and what reads it (a rule, or a
+//! catalog row by itself) with a real sample that shows it works, or a
+//! gap. `docs/evidence.md` is generated from this table and
+//! `tests/it/evidence.rs` analyses every sample and checks its reader
+//! names the category: a cell is only as true as its test.
+
+use super::Category;
+
+/// What reads a kind of evidence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reader {
+    /// A built-in rule, by id.
+    Rule(&'static str),
+    /// A catalog row, by id, whose line is a finding by itself
+    /// (`known-message`) unless a rule says more.
+    Row(&'static str),
+    /// Nothing yet: why, and what it would take.
+    Gap(&'static str),
+}
+
+/// One kind of evidence for one category.
+#[derive(Debug, Clone, Copy)]
+pub struct Cell {
+    pub category: Category,
+    /// The evidence, for a person: what the input shows.
+    pub evidence: &'static str,
+    pub reader: Reader,
+    /// A real input that shows it (a `fixtures/real/` case folder, or a
+    /// file of real lines), relative to the repository. None for a gap, and
+    /// for a catalog row: its own samples (`catalogs/*.toml`) are the cell's.
+    pub sample: Option<&'static str>,
+}
+
+const fn cell(
+    category: Category,
+    evidence: &'static str,
+    reader: Reader,
+    sample: Option<&'static str>,
+) -> Cell {
+    Cell {
+        category,
+        evidence,
+        reader,
+        sample,
+    }
+}
+
+use Category::*;
+use Reader::{Gap, Row, Rule};
+
+/// The matrix, by category in the order of the report schema.
+pub const MATRIX: &[Cell] = &[
+    // A GPU held by another process.
+    cell(
+        GpuMemoryHeldByOtherProcess,
+        "an nvidia-smi process row of a PID that is not the failing server's, with the memory that explains SGLang's imbalance",
+        Rule("sglang-unbalanced-memory"),
+        Some("fixtures/real/000-seed-ct200-ghost-one-rank-tp0"),
+    ),
+    cell(
+        GpuMemoryHeldByOtherProcess,
+        "a foreign process's share named by PyTorch's out-of-memory message and the process table",
+        Rule("torch-cuda-oom"),
+        Some("fixtures/real/039-vllm-oom-gpu-shared-with-15g-foreign-process"),
+    ),
+    cell(
+        GpuMemoryHeldByOtherProcess,
+        "free memory at start-up below what the server asks for (vLLM's free-memory check)",
+        Rule("vllm-insufficient-free-memory"),
+        Some("fixtures/real/049-vllm-v1-free-memory-3.22-of-4gib-below-0.9"),
+    ),
+    cell(
+        GpuMemoryHeldByOtherProcess,
+        "CUDA error 46, all devices busy or unavailable, in exclusive-process mode",
+        Row("cuda.devices-unavailable"),
+        None,
+    ),
+    cell(
+        GpuMemoryHeldByOtherProcess,
+        "processes nvidia-smi cannot name (`Unknown Error`) that still hold memory",
+        Rule("gpu-held-by-unresolved-process"),
+        Some("fixtures/real/092-nvidia-smi-zombie-processes-unknown-error-names"),
+    ),
+    cell(
+        GpuMemoryHeldByOtherProcess,
+        "a second instance of the same server on the same GPUs",
+        Gap("no rule compares two instances' command lines and GPUs yet"),
+        None,
+    ),
+    cell(
+        GpuMemoryHeldByOtherProcess,
+        "memory used with no process listed (another container or PID namespace)",
+        Gap("the inventory shows it; no rule turns it into advice yet"),
+        None,
+    ),
+    cell(
+        GpuMemoryHeldByOtherProcess,
+        "a server's own free-memory figures at start-up (ollama, llama.cpp, SGLang avail mem) below the GPU's total with nothing loaded",
+        Gap("the figures are read for SGLang only; no rule compares them with the total yet"),
+        None,
+    ),
+    // A stale serving instance.
+    cell(
+        StaleServingInstance,
+        "worker processes of a model server that outlived it (orphans, PPID 1)",
+        Rule("stale-serving-process"),
+        Some("fixtures/real/004-sglang-orphan-dp-schedulers-slurm"),
+    ),
+    cell(
+        StaleServingInstance,
+        "a unit that did not stop in time, its processes surviving SIGKILL",
+        Rule("systemd-stop-timeout"),
+        None,
+    ),
+    cell(
+        StaleServingInstance,
+        "a server process older than the incident (`ps` start time, `etimes`)",
+        Gap("ps start times are read; no rule compares them with the incident's time yet"),
+        None,
+    ),
+    cell(
+        StaleServingInstance,
+        "a duplicate of the running server's command line or port",
+        Gap("not compared yet"),
+        None,
+    ),
+    cell(
+        StaleServingInstance,
+        "a test harness's list of processes still alive after a run",
+        Gap("not read yet"),
+        None,
+    ),
+    // Host out of memory.
+    cell(
+        HostOomKiller,
+        "the kernel's OOM killer lines",
+        Rule("kernel-oom-killer"),
+        Some("fixtures/real/088-dmesg-iso-oom-killer-kills-process"),
+    ),
+    cell(
+        HostOomKiller,
+        "systemd's `Failed with result 'oom-kill'`",
+        Row("systemd.result-oom-kill"),
+        None,
+    ),
+    cell(
+        HostOomKiller,
+        "Ray's memory monitor killing workers",
+        Row("stacks.ray-memory-monitor-kill"),
+        None,
+    ),
+    cell(
+        HostOomKiller,
+        "Kubernetes `OOMKilled`",
+        Gap("not read yet"),
+        None,
+    ),
+    cell(
+        HostOomKiller,
+        "a bare `Killed` of a server with its memory figures",
+        Gap("the shell's report is read; no rule joins it with memory figures yet"),
+        None,
+    ),
+    // Unit failures.
+    cell(
+        UnitCrashLoop,
+        "a unit restarted again and again by systemd",
+        Rule("systemd-crash-loop"),
+        Some("fixtures/real/016-ollama-unit-restart-loop-status-127"),
+    ),
+    cell(
+        UnitCrashLoop,
+        "systemd's start limit hit",
+        Rule("systemd-start-limit-hit"),
+        Some("fixtures/real/107-syslog-iso-nvidia-modprobe-fails-persistenced-start-limit"),
+    ),
+    cell(
+        UnitExitedZeroNoRestart,
+        "a server's engine died but its unit exited 0, defeating Restart=on-failure",
+        Rule("unit-exited-zero-no-restart"),
+        Some("fixtures/real/038-vllm-unit-exit-0-defeats-restart-on-failure"),
+    ),
+    cell(
+        UnitExitedZeroNoRestart,
+        "a daemon found `inactive (dead)` with status 0 seconds after start (a forking daemon under Type=simple)",
+        Gap("not read yet"),
+        None,
+    ),
+    cell(
+        ServerException,
+        "death by a signal or a core dump, once (not a loop)",
+        Gap("a single death is not explained yet"),
+        None,
+    ),
+    cell(
+        ServerHang,
+        "a unit stuck `deactivating` (stop-sigterm)",
+        Gap("not read yet"),
+        None,
+    ),
+    // Hangs.
+    cell(
+        ServerHang,
+        "the start-up stage a server reached, then silence until a stop, an interrupt or the end of the log",
+        Rule("startup-stage-stalled"),
+        Some("fixtures/rules/startup-stage-stalled/pos-vllm-pynccl-init-interrupted.log"),
+    ),
+    cell(
+        ServerHang,
+        "SGLang's watchdog killing a forward batch that never finished",
+        Rule("sglang-watchdog-timeout"),
+        None,
+    ),
+    cell(
+        ServerHang,
+        "vLLM's engine waiting minute after minute for its workers",
+        Rule("vllm-shm-broadcast-hang"),
+        Some("fixtures/real/056-vllm-dp-spec-decode-hang-shm-broadcast"),
+    ),
+    // GPU health without an Xid line.
+    cell(
+        XidOther,
+        "the driver asking for a reset (`NV_ERR_RESET_REQUIRED`)",
+        Row("kernel.nvrm-reset-required"),
+        None,
+    ),
+    cell(
+        EccUncorrectable,
+        "pending row remaps or uncorrectable ECC counts in `nvidia-smi -q`",
+        Rule("ecc-uncorrectable-or-remap-pending"),
+        Some("fixtures/real/110-nvidia-smi-q-remapped-rows-pending-yes"),
+    ),
+    cell(
+        XidGpuFellOffBus,
+        "nvidia-smi unable to reach a GPU (`GPU is lost`, `ERR!`) with no kernel line",
+        Rule("nvidia-smi-gpu-unreachable"),
+        Some("fixtures/real/111-nvidia-smi-gpu-is-lost-reboot-one-line"),
+    ),
+    cell(
+        XidOther,
+        "`gpu_recovery_action` or DCGM health and diagnostic results",
+        Gap("not read yet"),
+        None,
+    ),
+    cell(
+        EccUncorrectable,
+        "retired pages pending",
+        Gap("not read yet"),
+        None,
+    ),
+    cell(
+        XidOther,
+        "an NVSwitch SXid",
+        Row("kernel.sxid"),
+        None,
+    ),
+];
