@@ -127,6 +127,17 @@ impl LineReader {
         if let Some(read) = self.recognize(line, hot, out.facts) {
             return read;
         }
+        // A known logger's record whose message no recogniser knows is
+        // still that logger's record (`ingest::frame`): its time is kept.
+        if line.frame.record {
+            return match line.frame.time {
+                Some(time) if hot => {
+                    out.facts.line_times.push((line.span, time));
+                    Read::Parsed
+                }
+                time => Read::Skimmed(time),
+            };
+        }
         let kind = if is_prose(line.text) || is_annotation(line.text) {
             LineKind::Prose
         } else {
@@ -159,16 +170,15 @@ impl LineReader {
         let text = line.text;
         // Only the service manager words its messages like this (the
         // grammar journal_cat.rs reads as PID 1's too); quoted in a mail or
-        // Markdown reply, `>nvidia-docker.service: Main process exited, …`.
-        let pid1 = unquote(text);
-        if let Some(unit) = may_be_pid1(pid1)
-            .then(|| unit_of_pid1_message(pid1.trim_end()))
+        // Markdown reply, `>nvidia-docker.service: Main process exited, …`
+        // (the quote is a frame, peeled before).
+        if let Some(unit) = may_be_pid1(text)
+            .then(|| unit_of_pid1_message(text.trim_end()))
             .flatten()
         {
-            let text = pid1;
             facts.journal.push(JournalEntry {
-                time: None,
-                host: None,
+                time: line.frame.time,
+                host: line.frame.host.clone(),
                 identifier: "systemd".to_owned(),
                 pid: Some(1),
                 unit: Some(unit),
@@ -180,8 +190,13 @@ impl LineReader {
         }
         if let Some(server) = &mut self.server {
             let mut full = hot;
+            let time = line.frame.time;
             if !hot {
-                match server.skim(text, OuterRef::default()) {
+                let outer = OuterRef {
+                    time,
+                    ..OuterRef::default()
+                };
+                match server.skim(text, outer) {
                     Skim::Read {
                         recognized: true,
                         time,
@@ -190,7 +205,11 @@ impl LineReader {
                     Skim::Full => full = true,
                 }
             }
-            if full && server.feed(text, line.span, &Outer::default(), facts) {
+            let outer = Outer {
+                time,
+                ..Outer::default()
+            };
+            if full && server.feed(text, line.span, &outer, facts) {
                 return Some(Read::Parsed);
             }
         }
@@ -199,7 +218,8 @@ impl LineReader {
                 // `grep NVRM /var/log/kern.log | cut …` and `journalctl -k
                 // -o cat`-like pastes keep a bare `kernel: ` in front.
                 let message = text.strip_prefix("kernel: ").unwrap_or(text);
-                if kernel.feed(message, line.span, None, facts) {
+                let frame = line.frame;
+                if kernel.feed_at(message, line.span, frame.time, frame.uptime_us, facts) {
                     return Some(Read::Parsed);
                 }
             }
@@ -213,16 +233,6 @@ impl LineReader {
         }
         self.tally
     }
-}
-
-/// The text after a reply's quote marks (`> `, `>`); no systemd message
-/// starts with `>`.
-fn unquote(text: &str) -> &str {
-    let mut rest = text;
-    while let Some(r) = rest.strip_prefix('>') {
-        rest = r.strip_prefix(' ').unwrap_or(r);
-    }
-    rest
 }
 
 /// A cheap test before the unit grammar's regex: its messages start with a
@@ -370,6 +380,7 @@ mod tests {
         let mut reader = LineReader::new(except);
         for (i, t) in text.lines().enumerate() {
             let line = Line {
+                frame: &crate::ingest::frame::NO_FRAME,
                 span: Span {
                     source: SourceId(0),
                     line: i as u32 + 1,
@@ -473,7 +484,7 @@ mod tests {
                 facts: &mut facts,
                 kept: &mut kept,
             };
-            reader.read(&Line { span, text }, true, &mut out);
+            reader.read(&Line::bare(span, text), true, &mut out);
         }
         let tally = reader.finish(&mut facts);
         assert_eq!(tally.unrecognized, 3);

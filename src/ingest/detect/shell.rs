@@ -12,11 +12,14 @@
 use super::{Class, re};
 use crate::ingest::Format;
 
+// Any column layout (`ps -eo …`, `ps alx`'s `F UID PID …`): upper-case
+// titles with a PID among them, the command last.
 re!(
     PS_HEADER,
-    r"^\s*(?:PID|USER|UID)\s.*\b(?:CMD|COMMAND|ARGS)\s*$"
+    r"^\s*(?:(?:[A-Z%][A-Z0-9%_]*)\s+)*PID\s.*\b(?:CMD|COMMAND|ARGS)\s*$"
 );
-re!(PS_ROW, r"^\s*(?:\S+\s+)?[0-9]+\s+\S");
+// A process row; `ps m` prints its threads with `-` for the PID.
+re!(PS_ROW, r"^\s*(?:\S+\s+)?(?:[0-9]+|-)\s+\S");
 // The prompt, captured up to where the command starts; `cmd` is empty for
 // a prompt with nothing typed (only the `user@host` forms).
 re!(
@@ -150,6 +153,11 @@ pub(super) fn command_hint(line: &str) -> Option<(Format, &'static str)> {
                 (
                     Format::NvidiaSmiQ,
                     "output of `nvidia-smi -q` at the prompt above",
+                )
+            } else if has("-L") || has("--list-gpus") || has("nvlink") {
+                (
+                    Format::NvidiaSmiList,
+                    "output of `nvidia-smi -L` / `nvidia-smi nvlink` at the prompt above",
                 )
             } else {
                 (

@@ -171,15 +171,22 @@ impl ServerReader {
     }
 
     pub(crate) fn read(&mut self, line: &Line<'_>, hot: bool, out: &mut Out<'_>) -> Read {
+        // A frame's time (a forwarder's) times the line as a journal's would.
+        let time = line.frame.time;
         if !hot {
-            if let Skim::Read { recognized, time } =
-                self.parser.skim(line.text, OuterRef::default())
-            {
+            let outer = OuterRef {
+                time,
+                ..OuterRef::default()
+            };
+            if let Skim::Read { recognized, time } = self.parser.skim(line.text, outer) {
                 self.unrecognized += u32::from(!recognized);
                 return Read::Skimmed(time);
             }
         }
-        let outer = Outer::default();
+        let outer = Outer {
+            time,
+            ..Outer::default()
+        };
         if !self.parser.feed(line.text, line.span, &outer, out.facts) {
             self.unrecognized += 1;
         }

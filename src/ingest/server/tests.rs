@@ -14,12 +14,14 @@ fn run_with(text: &str, hint: Option<Framework>) -> (Vec<ServerEvent>, u32) {
     let cleaned: Vec<(u32, std::borrow::Cow<'_, str>)> = source.lines().collect();
     let lines: Vec<Line<'_>> = cleaned
         .iter()
-        .map(|(n, text)| Line {
-            span: Span {
-                source: SourceId(0),
-                line: *n,
-            },
-            text,
+        .map(|(n, text)| {
+            Line::bare(
+                Span {
+                    source: SourceId(0),
+                    line: *n,
+                },
+                text,
+            )
         })
         .collect();
     let mut facts = Facts::default();
@@ -1247,12 +1249,14 @@ Jun 01 12:01:28 gpu-node-7 compose[900]: sglang-1  | [2026-06-01 12:01:28 TP0] L
         let lines: Vec<(u32, String)> = source.lines().map(|(n, l)| (n, l.into_owned())).collect();
         let lines: Vec<Line<'_>> = lines
             .iter()
-            .map(|(n, t)| Line {
-                span: Span {
-                    source: SourceId(0),
-                    line: *n,
-                },
-                text: t,
+            .map(|(n, t)| {
+                Line::bare(
+                    Span {
+                        source: SourceId(0),
+                        line: *n,
+                    },
+                    t,
+                )
             })
             .collect();
         let mut facts = Facts::default();

@@ -1,0 +1,465 @@
+//! The frames, one row each: its name, what its first bytes must be (tested
+//! before its grammar runs), its grammar, and the real lines it was written
+//! from. The tests peel every sample and check what is left.
+//!
+//! Order matters only where one frame stands inside another: the loop in
+//! [`super::peel_prefixes`] tries every row again after each peel, so an
+//! indented, quoted kmsg record comes apart in three steps.
+
+use chrono::DateTime;
+use nom::Parser;
+use nom::branch::alt;
+use nom::bytes::complete::{tag, take_till1, take_while, take_while_m_n, take_while1};
+use nom::character::complete::{char, digit1, one_of, space0, space1};
+use nom::combinator::{opt, recognize};
+
+use super::Frame;
+use crate::model::Timestamp;
+
+/// One frame.
+pub(crate) struct Row {
+    pub name: &'static str,
+    /// What the frame is, in a few words (`rootcause inputs` says it).
+    pub what: &'static str,
+    /// The cheap test: false when the frame cannot start these bytes.
+    pub may: fn(&[u8]) -> bool,
+    /// The frame's length at the start of the text, recording what it says.
+    pub peel: fn(&str, &mut Frame) -> Option<usize>,
+    /// Real lines with this frame, what is left under it, and where each
+    /// was printed (a public thread, or the upstream source that prints it).
+    pub samples: &'static [Sample],
+}
+
+pub(crate) struct Sample {
+    pub line: &'static str,
+    pub body: &'static str,
+    pub source: &'static str,
+}
+
+/// Indices of the rows [`super::Peeler`] handles itself (they span lines or
+/// rewrite the whole line), in [`ROWS`].
+pub(super) const GUTTER: usize = 0;
+pub(super) const ESCAPES: usize = 1;
+const INDENTATION: usize = 3;
+
+/// Every frame. The first two are peeled by [`super::Peeler`] before the
+/// others (a gutter spans lines; spelled escapes are anywhere in a line).
+pub(crate) static ROWS: &[Row] = &[
+    Row {
+        name: "line-numbers",
+        what: "an editor's or viewer's line numbers",
+        may: never,
+        peel: never_peel,
+        samples: &[Sample {
+            line: "     1\tNov 27 09:38:40 ct200 systemd[1]: Started sglang.service.",
+            body: "Nov 27 09:38:40 ct200 systemd[1]: Started sglang.service.",
+            source: "GNU coreutils src/cat.c (`cat -n`: the number right-aligned in six columns, then a tab)",
+        }],
+    },
+    Row {
+        name: "spelled-escapes",
+        what: "terminal colour codes spelled out in a paste (`#033[0m`, `^[[0m`, `[0m`)",
+        may: never,
+        peel: never_peel,
+        samples: &[
+            Sample {
+                line: "#033[2m#033[36m(pid=3470)#033[0m INFO 02-23 02:04:37 model_runner.py:1 Loading model weights took 0.4550 GB",
+                body: "(pid=3470) INFO 02-23 02:04:37 model_runner.py:1 Loading model weights took 0.4550 GB",
+                source: "rsyslog writes ESC as `#033` (its control-character escape); https://github.com/ray-project/ray/issues/43383",
+            },
+            Sample {
+                line: " [36m(RayWorkerVllm pid=5085) [0m [E ProcessGroupNCCL.cpp:475] x",
+                body: "(RayWorkerVllm pid=5085) [E ProcessGroupNCCL.cpp:475] x",
+                source: "https://github.com/vllm-project/vllm/issues/2734",
+            },
+        ],
+    },
+    Row {
+        name: "quote",
+        what: "a reply's quote marks (`> `)",
+        may: |b| b.first() == Some(&b'>') && !b.starts_with(b">>>"),
+        peel: quote,
+        samples: &[Sample {
+            line: "> [Fri Aug 30 11:43:09 2024] NVRM: Xid (PCI:0000:cb:00): 13, pid='<unknown>', name=<unknown>, Graphics SM Warp Exception on (GPC 7, TPC 7, SM 0): Illegal Instruction Parameter",
+            body: "[Fri Aug 30 11:43:09 2024] NVRM: Xid (PCI:0000:cb:00): 13, pid='<unknown>', name=<unknown>, Graphics SM Warp Exception on (GPC 7, TPC 7, SM 0): Illegal Instruction Parameter",
+            source: "https://github.com/leptonai/gpud/pull/46",
+        }],
+    },
+    Row {
+        name: "indentation",
+        what: "indentation in front of another frame",
+        may: |b| matches!(b.first(), Some(b' ' | b'\t')),
+        peel: indentation,
+        samples: &[Sample {
+            line: "    mc-pt1-pkp-srv-1a: kern: warning: [2025-09-13T20:46:45.810482849Z]: Call trace:",
+            body: "Call trace:",
+            source: "https://github.com/talos-rpi5/talos-builder/issues/11 (indented as pasted in a list)",
+        }],
+    },
+    Row {
+        name: "kmsg",
+        what: "a `/dev/kmsg` record head (`level,seq,usec,flags;`)",
+        may: |b| b.first().is_some_and(u8::is_ascii_digit) && memchr::memchr(b';', b).is_some(),
+        peel: kmsg,
+        samples: &[Sample {
+            line: "7,160,424069,-;pci_root PNP0A03:00: host bridge window [io  0x0000-0x0cf7] (ignored)",
+            body: "pci_root PNP0A03:00: host bridge window [io  0x0000-0x0cf7] (ignored)",
+            source: "torvalds/linux Documentation/ABI/testing/dev-kmsg (the record format and this example)",
+        }],
+    },
+    Row {
+        name: "forwarder",
+        what: "a log forwarder's `host: facility: level: [time]: ` (talosctl dmesg)",
+        may: |b| {
+            b.first().is_some_and(u8::is_ascii_alphanumeric)
+                && memchr::memmem::find(b, b": [").is_some()
+        },
+        peel: forwarder,
+        samples: &[Sample {
+            line: "mc-pt1-pkp-srv-1a: kern: warning: [2025-09-13T20:46:45.810476849Z]: CPU: 2 UID: 0 PID: 2528 Comm: init Not tainted 6.12.25-talos #1",
+            body: "CPU: 2 UID: 0 PID: 2528 Comm: init Not tainted 6.12.25-talos #1",
+            source: "https://github.com/talos-rpi5/talos-builder/issues/11",
+        }],
+    },
+    Row {
+        name: "dmesg-decode",
+        what: "`dmesg --decode`'s facility and level (`kern  :warn  : `)",
+        may: |b| {
+            b.first().is_some_and(u8::is_ascii_lowercase)
+                && b.get(..12).is_some_and(|h| h.contains(&b':'))
+        },
+        peel: decode,
+        samples: &[
+            Sample {
+                line: "kern  :warn  : [   40.196661] ti-udma 485c0100.dma-controller: chan2 teardown timeout!",
+                body: "[   40.196661] ti-udma 485c0100.dma-controller: chan2 teardown timeout!",
+                source: "https://lore.kernel.org/all/ZNEQXVYDstabJCVc@francesco-nb.int.toradex.com/",
+            },
+            Sample {
+                line: "kern  :err   : 2024-10-07T10:17:15,145363-04:00 NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+                body: "2024-10-07T10:17:15,145363-04:00 NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+                source: "util-linux sys-utils/dmesg.c (`dmesg --decode --time-format iso`: `%-6s:%-6s: ` then the ISO time with a comma); the message from open-gpu-kernel-modules src/nvidia/src/kernel/gpu/gpu.c",
+            },
+        ],
+    },
+    Row {
+        name: "syslog-priority",
+        what: "a syslog priority (`<6>`), as rsyslog and `dmesg -r` keep it",
+        may: |b| b.first() == Some(&b'<') && b.get(1).is_some_and(u8::is_ascii_digit),
+        peel: priority,
+        samples: &[Sample {
+            line: "<4>[ 8712.345678] NVRM: Xid (PCI:0000:1a:00): 79, pid=4242, name=python3, GPU has fallen off the bus.",
+            body: "[ 8712.345678] NVRM: Xid (PCI:0000:1a:00): 79, pid=4242, name=python3, GPU has fallen off the bus.",
+            source: "util-linux sys-utils/dmesg.c (`dmesg -r` prints the raw `<prio>` before each record)",
+        }],
+    },
+    Row {
+        name: "fabric-manager",
+        what: "NVIDIA's daemon log record (fabric manager, IMEX): `[Mon DD YYYY HH:MM:SS] [LEVEL] [tid N] `",
+        may: |b| {
+            b.first() == Some(&b'[')
+                && b.get(1).is_some_and(u8::is_ascii_uppercase)
+                && b.get(4) == Some(&b' ')
+        },
+        peel: fabric_manager,
+        samples: &[Sample {
+            line: "[Sep 18 2026 06:40:33] [INFO] [tid 77] Logging level = 4",
+            body: "Logging level = 4",
+            source: "https://github.com/kubernetes-sigs/dra-driver-nvidia-gpu/pull/1465 (nvidia-imex, which logs as nv-fabricmanager does)",
+        }],
+    },
+];
+
+fn never(_: &[u8]) -> bool {
+    false
+}
+
+fn never_peel(_: &str, _: &mut Frame) -> Option<usize> {
+    None
+}
+
+/// The length `parser` consumed of `text`, if it matched.
+fn consumed<'a, O>(
+    text: &'a str,
+    mut parser: impl Parser<&'a str, Output = O, Error = nom::error::Error<&'a str>>,
+) -> Option<(usize, O)> {
+    let (rest, out) = parser.parse(text).ok()?;
+    Some((text.len() - rest.len(), out))
+}
+
+/// `> `, `>`, `> > `: a reply's quote marks. `>>>` is Python's prompt.
+fn quote(text: &str, _frame: &mut Frame) -> Option<usize> {
+    let mut rest = text;
+    while let Some(r) = rest.strip_prefix('>') {
+        if rest.starts_with(">>>") {
+            break;
+        }
+        rest = r.strip_prefix(' ').unwrap_or(r);
+    }
+    (rest.len() < text.len()).then(|| text.len() - rest.len())
+}
+
+/// Leading spaces and tabs, when another frame follows them: indentation
+/// alone is part of many formats (tracebacks, continuation lines).
+fn indentation(text: &str, _frame: &mut Frame) -> Option<usize> {
+    let rest = text.trim_start_matches([' ', '\t']);
+    let bytes = rest.as_bytes();
+    let mut scratch = Frame::default();
+    let framed = ROWS.iter().enumerate().any(|(i, row)| {
+        i > 1 && i != INDENTATION && (row.may)(bytes) && (row.peel)(rest, &mut scratch).is_some()
+    });
+    framed.then(|| text.len() - rest.len())
+}
+
+/// `/dev/kmsg`: `level,sequence,microseconds,flags[,more];message`; the
+/// level's low three bits are the priority, the rest the facility.
+fn kmsg(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, (prio, _, _, _, usec, _, _flags, _, _)) = consumed(
+        text,
+        (
+            digit1,
+            char(','),
+            digit1,
+            char(','),
+            digit1,
+            char(','),
+            one_of("-cx+"),
+            take_while(|c| c != ';' && c != ' '),
+            char(';'),
+        ),
+    )?;
+    let prio: u32 = prio.parse().ok()?;
+    frame.uptime_us = usec.parse().ok();
+    frame.level = level_of(prio & 7);
+    frame.facility = facility_of(prio >> 3);
+    frame.kernel = true;
+    Some(len)
+}
+
+/// talosctl dmesg: `host: facility: level: [RFC 3339 time]: message`.
+fn forwarder(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, (host, _, _, facility, _, _, level, _, time, _)) = consumed(
+        text,
+        (
+            take_till1(|c: char| c == ':' || c.is_whitespace()),
+            char(':'),
+            space1,
+            take_while1(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit()),
+            char(':'),
+            space1,
+            take_while1(|c: char| c.is_ascii_lowercase()),
+            tag(": ["),
+            take_till1(|c| c == ']'),
+            alt((tag("]: "), tag("]:"))),
+        ),
+    )?;
+    let facility = FACILITIES.iter().find(|f| **f == facility)?;
+    let level = LEVELS.iter().find(|(name, _)| *name == level)?.1;
+    let time = DateTime::parse_from_rfc3339(time).ok()?;
+    frame.host = Some(host.to_owned());
+    frame.facility = Some(facility);
+    frame.level = Some(level);
+    frame.time = Some(Timestamp {
+        local: time.naive_local(),
+        offset_secs: Some(time.offset().local_minus_utc()),
+        year_known: true,
+    });
+    frame.kernel = true;
+    Some(len)
+}
+
+/// `dmesg --decode` (`-x`): `kern  :warn  : `, each name padded to six.
+fn decode(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, (facility, _, _, level, _, _)) = consumed(
+        text,
+        (
+            take_while1(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit()),
+            space0,
+            char(':'),
+            take_while1(|c: char| c.is_ascii_lowercase()),
+            space0,
+            alt((tag(": "), tag(":"))),
+        ),
+    )?;
+    frame.facility = Some(FACILITIES.iter().find(|f| **f == facility)?);
+    frame.level = Some(LEVELS.iter().find(|(name, _)| *name == level)?.1);
+    frame.kernel = true;
+    Some(len)
+}
+
+/// `<N>`: a syslog priority, facility × 8 + level.
+fn priority(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, (_, prio, _)) = consumed(
+        text,
+        (
+            char('<'),
+            take_while_m_n(1, 3, |c: char| c.is_ascii_digit()),
+            char('>'),
+        ),
+    )?;
+    let prio: u32 = prio.parse().ok()?;
+    if prio > 191 {
+        return None;
+    }
+    frame.level = level_of(prio & 7);
+    frame.facility = facility_of(prio >> 3);
+    Some(len)
+}
+
+/// nv-fabricmanager's and nvidia-imex's logger: `[Feb 25 2025 13:59:45]
+/// [INFO] [tid 1803] ` (a local time with no zone).
+fn fabric_manager(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, (_, month, _, day, _, year, _, hms, _, level, _, _)) = consumed(
+        text,
+        (
+            char('['),
+            take_while_m_n(3, 3, |c: char| c.is_ascii_alphabetic()),
+            space1,
+            take_while_m_n(1, 2, |c: char| c.is_ascii_digit()),
+            char(' '),
+            take_while_m_n(4, 4, |c: char| c.is_ascii_digit()),
+            char(' '),
+            take_while_m_n(8, 8, |c: char| c.is_ascii_digit() || c == ':'),
+            tag("] ["),
+            take_while1(|c: char| c.is_ascii_uppercase()),
+            tag("] [tid "),
+            recognize((digit1, tag("] "))),
+        ),
+    )?;
+    let month = MONTHS.iter().position(|m| *m == month)? as u32 + 1;
+    let date = chrono::NaiveDate::from_ymd_opt(year.parse().ok()?, month, day.parse().ok()?)?;
+    let time = chrono::NaiveTime::parse_from_str(hms, "%H:%M:%S").ok()?;
+    frame.time = Some(Timestamp {
+        local: date.and_time(time),
+        offset_secs: None,
+        year_known: true,
+    });
+    frame.level = LEVELS
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(level))
+        .map(|(_, l)| *l);
+    frame.record = true;
+    Some(len)
+}
+
+const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
+
+const FACILITIES: [&str; 20] = [
+    "kern", "user", "mail", "daemon", "auth", "syslog", "lpr", "news", "uucp", "cron", "authpriv",
+    "ftp", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7",
+];
+
+/// Level names as dmesg, syslog and Talos spell them, and the name kept.
+const LEVELS: [(&str, &str); 11] = [
+    ("emerg", "emerg"),
+    ("alert", "alert"),
+    ("crit", "crit"),
+    ("err", "err"),
+    ("error", "err"),
+    ("warn", "warning"),
+    ("warning", "warning"),
+    ("notice", "notice"),
+    ("info", "info"),
+    ("debug", "debug"),
+    ("panic", "emerg"),
+];
+
+fn level_of(n: u32) -> Option<&'static str> {
+    [
+        "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug",
+    ]
+    .get(n as usize)
+    .copied()
+}
+
+fn facility_of(n: u32) -> Option<&'static str> {
+    // Codes 12-15 (ntp, security, console, solaris-cron) have no name here.
+    match n {
+        0..=11 => FACILITIES.get(n as usize).copied(),
+        16..=23 => FACILITIES.get(n as usize - 4).copied(),
+        _ => None,
+    }
+}
+
+/// An editor's or viewer's line number at the start of `text`: the number,
+/// the text after it, where that text starts, and whether the number was
+/// followed by a lone space (vim's `N `, the loosest). `cat -n`
+/// (`%6d\t`), a viewer's `N | ` / `N │ `, vim's right-aligned `N `; a
+/// numbered blank line is the number alone.
+pub(super) fn line_number(text: &str) -> Option<(u32, &str, usize, bool)> {
+    let (len, (_, number, sep)) = consumed(
+        text,
+        (
+            take_while(|c| c == ' '),
+            take_while_m_n(1, 7, |c: char| c.is_ascii_digit()),
+            alt((
+                recognize((space0, alt((tag("|"), tag("│"))), opt(char(' ')))),
+                tag("\t"),
+                tag(" "),
+                nom::combinator::eof,
+            )),
+        ),
+    )?;
+    let number: u32 = number.parse().ok()?;
+    Some((number, &text[len..], len - sep.len(), sep == " "))
+}
+
+/// Escape codes a paste spelled out: rsyslog's `#033[…m`, `\033[…m`,
+/// `\e[…m`, `\x1b[…m`, `^[[…m`, and SGR codes whose ESC was lost (` [36m`
+/// … `[0m`, only on a line with a reset, as a log's own `[1m` is text).
+/// `None` when there are none.
+pub(super) fn spelled_escapes(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    // Byte test: an SGR code ends in `m` after `[` and digits.
+    memchr::memchr(b'[', bytes)?;
+    let reset = memchr::memmem::find(bytes, b"[0m").is_some();
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    let mut changed = false;
+    for open in memchr::memchr_iter(b'[', bytes) {
+        if open < last {
+            continue;
+        }
+        let Some(len) = sgr_params(&bytes[open + 1..]) else {
+            continue;
+        };
+        let before = &bytes[last..open];
+        let spelled = SPELLED_ESC.iter().find(|p| before.ends_with(p));
+        let start = match spelled {
+            Some(p) => open - p.len(),
+            // An orphan code goes with the space before it.
+            None if reset && open == 0 => open,
+            None if reset && bytes[open - 1] == b' ' => open - 1,
+            None => continue,
+        };
+        out.push_str(&text[last..start.max(last)]);
+        last = open + 1 + len;
+        changed = true;
+    }
+    if !changed {
+        return None;
+    }
+    out.push_str(&text[last..]);
+    // The space after a code the line started with goes too.
+    Some(if reset {
+        out.trim_start().to_owned()
+    } else {
+        out
+    })
+}
+
+/// How pastes spell the ESC byte: rsyslog's `#033`, C's and Python's
+/// escapes, a terminal's caret notation.
+const SPELLED_ESC: [&[u8]; 6] = [b"#033", b"\\033", b"\\e", b"\\x1b", b"\\u001b", b"^["];
+
+/// The length of `1;31m` (SGR parameters and the final `m`) at the start
+/// of `bytes`.
+fn sgr_params(bytes: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while i < bytes.len() && i < 16 && (bytes[i].is_ascii_digit() || bytes[i] == b';') {
+        i += 1;
+    }
+    (i > 0 && i <= 12 && bytes.get(i) == Some(&b'm')).then_some(i + 1)
+}
