@@ -52,6 +52,9 @@ pub struct Listed {
     pub line: u32,
     pub kind: LineKind,
     pub text: String,
+    /// For an unrecognised line, the kind of machine output it looks like,
+    /// when a cheap test can tell ([`family`]): a gap made visible.
+    pub family: Option<&'static str>,
 }
 
 /// What a segment's reading did not turn into facts.
@@ -88,6 +91,9 @@ impl Tally {
                 line: line.span.line,
                 kind,
                 text,
+                family: (kind == LineKind::Unrecognized)
+                    .then(|| family(line.text))
+                    .flatten(),
             });
         }
     }
@@ -194,6 +200,7 @@ impl LineReader {
             if !hot {
                 let outer = OuterRef {
                     time,
+                    pid: line.frame.pid,
                     ..OuterRef::default()
                 };
                 match server.skim(text, outer) {
@@ -207,6 +214,7 @@ impl LineReader {
             }
             let outer = Outer {
                 time,
+                pid: line.frame.pid,
                 ..Outer::default()
             };
             if full && server.feed(text, line.span, &outer, facts) {
@@ -253,6 +261,69 @@ fn may_be_pid1(text: &str) -> bool {
                 | "Dependency"
                 | "Assertion"
         )
+}
+
+/// What kind of machine output an unrecognised line looks like, by cheap
+/// tests on its shape: a table row, a stack frame, a log record (a time
+/// or a level in front), `key=value` or `key: value` settings, a hex dump,
+/// a progress bar, JSON. `None` when no test knows (it is still machine
+/// output: prose was told apart before).
+pub fn family(text: &str) -> Option<&'static str> {
+    let t = text.trim();
+    let b = t.as_bytes();
+    let first = *b.first()?;
+    if t.contains("%|") || t.contains("it/s]") || t.contains("B/s]") {
+        return Some("progress bar");
+    }
+    if t.contains('│') || t.matches('|').count() >= 2 || t.starts_with("+-") {
+        return Some("table row");
+    }
+    if t.starts_with("at ") && t.contains('(')
+        || t.starts_with("[bt]")
+        || t.starts_with("[<")
+        || (first == b'#' && b.get(1).is_some_and(u8::is_ascii_digit) && t.contains(" 0x"))
+        || t.starts_with("File \"")
+        || t.split_whitespace().any(|w| {
+            let w = w.trim_start_matches('?');
+            w.contains("+0x") && w.contains('/')
+        })
+    {
+        return Some("stack frame");
+    }
+    if first == b'{' || t.starts_with("[{") {
+        return Some("json");
+    }
+    let timed = |s: &[u8]| {
+        s.len() >= 8
+            && s[..8]
+                .iter()
+                .all(|c| c.is_ascii_digit() || matches!(c, b'-' | b'/' | b':' | b' ' | b'.' | b'T'))
+            && s[..8].iter().filter(|c| c.is_ascii_digit()).count() >= 4
+    };
+    let words: Vec<&str> = t.split_whitespace().take(4).collect();
+    let level = words.iter().any(|w| {
+        matches!(
+            w.trim_matches(|c: char| !c.is_ascii_alphabetic()),
+            "INFO" | "WARN" | "WARNING" | "ERROR" | "DEBUG" | "TRACE" | "FATAL" | "CRITICAL"
+        )
+    });
+    if timed(b) || (first == b'[' && timed(&b[1..])) || level {
+        return Some("log record");
+    }
+    let hex = t
+        .split_whitespace()
+        .filter(|w| w.len() >= 4 && w.bytes().all(|c| c.is_ascii_hexdigit()))
+        .count();
+    if hex >= 3 && hex * 2 >= t.split_whitespace().count() {
+        return Some("hex dump");
+    }
+    if t.contains('=') && !t.contains(' ') || words.first().is_some_and(|w| w.contains('=')) {
+        return Some("key=value");
+    }
+    if words.first().is_some_and(|w| w.ends_with(':')) && words.len() >= 2 {
+        return Some("key: value");
+    }
+    None
 }
 
 /// Words a sentence of English almost always has one of.
@@ -424,6 +495,49 @@ mod tests {
             "Start-Date: 2021-04-24  06:50:54",
         ] {
             assert!(!is_prose(no), "{no}");
+        }
+    }
+
+    /// Unrecognised lines say what they look like (lines of the real
+    /// pastes in fixtures/real and public threads), or nothing.
+    #[test]
+    fn unread_lines_name_their_family_when_a_cheap_test_can() {
+        for (line, want) in [
+            (
+                "| Model              | Version | Status |",
+                Some("table row"),
+            ),
+            (
+                "    at jcuda.driver.JCudaDriver.checkResult(JCudaDriver.java:337)",
+                Some("stack frame"),
+            ),
+            (
+                "  [bt] (0) /usr/lib/libmxnet.so(+0x2fa22f0) [0x7f59111642f0]",
+                Some("stack frame"),
+            ),
+            (
+                " ? srso_alias_return_thunk+0x5/0xfbef5",
+                Some("stack frame"),
+            ),
+            (
+                "2025-04-17T15:09:06+08:00 - gpustack.worker.backends.base - INFO - Preparing model files...",
+                Some("log record"),
+            ),
+            (
+                "ffff8803c7014b00 ffff8803c7012a28 ffffffff81637d5c 0000000000000000",
+                Some("hex dump"),
+            ),
+            ("max_batch_size = 8", None),
+            ("cache_max_entry_count=8", Some("key=value")),
+            ("bsz:  158", Some("key: value")),
+            // tqdm's README.
+            (
+                "76%|████████████████████████        | 7568/10000 [00:33<00:10, 229.00it/s]",
+                Some("progress bar"),
+            ),
+            ("something nobody knows 0x1f", None),
+        ] {
+            assert_eq!(family(line), want, "{line}");
         }
     }
 

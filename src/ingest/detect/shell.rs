@@ -22,6 +22,10 @@ re!(
 re!(PS_ROW, r"^\s*(?:\S+\s+)?(?:[0-9]+|-)\s+\S");
 // The prompt, captured up to where the command starts; `cmd` is empty for
 // a prompt with nothing typed (only the `user@host` forms).
+// Also: `user@host$` with no directory, zsh's `%n@%m[%~]%#` (TrueNAS:
+// `root@truenas[/]#`), bash's own `\s-\v\$` when no profile set one
+// (`bash-5.1#`), and oh-my-zsh's default theme, `➜  dir` (robbyrussell:
+// an arrow, the directory's name, maybe `git:(branch)` and `✗`).
 re!(
     SHELL_PROMPT,
     r"(?x)^(?:\([0-9A-Za-z_.-]+\)\x20+)?
@@ -30,6 +34,9 @@ re!(
       | \[\S+@\S+(?:\x20[^\]]*)?\][\#$%]
       | \S+@\S+\x20\S+(?:\x20\([^)]*\))?>
       | \S+@\S+\x20(?:[~/]\S*|[0-9A-Za-z_.-]+)\x20[\#%]
+      | [0-9A-Za-z_.-]+@[0-9A-Za-z_.-]+(?:\[[^\]\s]*\])?[\#$%]
+      | (?:bash|sh|zsh)-[0-9]+(?:\.[0-9]+)*[\#$]
+      | ➜\x20+\S+(?:\x20git:\([^)]*\))?(?:\x20✗)?
     )(?:\x20+(?P<cmd>\S.*)|\s*$)"
 );
 // After a bare `$ ` or `# ` (maybe after the directory alone, as a prompt
@@ -37,7 +44,7 @@ re!(
 // after `VAR=value` assignments (vLLM prints `# GPU blocks: 1952, …`).
 re!(
     BARE_PROMPT,
-    r"^(?:(?:~[0-9A-Za-z_./-]*|/[0-9A-Za-z_./-]*)?[$#] (?P<cmd>(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*[a-z./~][0-9A-Za-z_./+-]*(?:\s.*)?)|(?:PS [A-Z]:\\[^>]*>|>>>|In \[[0-9]+\]:) (?P<code>\S.*))$"
+    r"^(?:(?:~[0-9A-Za-z_./-]*|/[0-9A-Za-z_./-]*)?[$#] +(?P<cmd>(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*[a-z./~][0-9A-Za-z_./+-]*(?:\s.*)?)|(?:PS [A-Z]:\\[^>]*>|>>>|In \[[0-9]+\]:) (?P<code>\S.*))$"
 );
 
 // A command pasted without its prompt, maybe indented: a launcher people
@@ -288,6 +295,22 @@ mod tests {
                 "In [3]: torch.cuda.mem_get_info()",
                 "torch.cuda.mem_get_info()",
             ),
+            // Prompts each shell's own default draws (the prompt strings of
+            // bash's `\s-\v\$`, zsh's `%n@%m[%~]%#` as TrueNAS sets it,
+            // oh-my-zsh's robbyrussell theme); the commands are ones people
+            // type.
+            (
+                "bash-5.1# systemctl status nvidia-fabricmanager",
+                "systemctl status nvidia-fabricmanager",
+            ),
+            ("root@truenas[/]# nvidia-smi", "nvidia-smi"),
+            (
+                "(gpustack-test) ➜  ~ ps aux | grep gpustack",
+                "ps aux | grep gpustack",
+            ),
+            ("➜  vllm git:(main) ✗ nvidia-smi", "nvidia-smi"),
+            ("jj@gpu-compute7$ python", "python"),
+            ("$  systemctl status ollama", "systemctl status ollama"),
         ] {
             assert!(is_prompt(line), "{line}");
             assert_eq!(command(line), Some(cmd), "{line}");

@@ -44,6 +44,9 @@ pub struct Frame {
     pub level: Option<&'static str>,
     /// An editor's or viewer's line number.
     pub line_number: Option<u32>,
+    /// The writer a frame named (`snap logs`' `app`) and its PID.
+    pub ident: Option<String>,
+    pub pid: Option<u32>,
     /// The frame is one only the kernel's log writes (a kmsg record,
     /// `dmesg --decode`, a forwarder's `kern` tag): the line under it is a
     /// kernel message, whatever its text.
@@ -64,6 +67,8 @@ pub(crate) static NO_FRAME: Frame = Frame {
     facility: None,
     level: None,
     line_number: None,
+    ident: None,
+    pid: None,
     kernel: false,
     record: false,
     peeled: 0,
@@ -219,6 +224,16 @@ fn peel_prefixes<'a>(mut text: &'a str, frame: &mut Frame) -> &'a str {
             }
         }
         return text;
+    }
+}
+
+/// `text` without escape codes spelled out or orphaned in a paste (the
+/// [`ROWS`]' `spelled-escapes` rewrite), for text that reaches a parser
+/// from inside another record (a journal entry's message).
+pub(crate) fn strip_escapes(text: &str) -> Cow<'_, str> {
+    match rows::spelled_escapes(text) {
+        Some(clean) => Cow::Owned(clean),
+        None => Cow::Borrowed(text),
     }
 }
 

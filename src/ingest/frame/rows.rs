@@ -168,6 +168,109 @@ pub(crate) static ROWS: &[Row] = &[
             source: "https://github.com/kubernetes-sigs/dra-driver-nvidia-gpu/pull/1465 (nvidia-imex, which logs as nv-fabricmanager does)",
         }],
     },
+    Row {
+        name: "snap-logs",
+        what: "`snap logs`: an RFC 3339 UTC time and `app[pid]: ` (no host)",
+        may: |b| b.first().is_some_and(u8::is_ascii_digit) && b.get(19) == Some(&b'Z'),
+        peel: snap_logs,
+        samples: &[Sample {
+            line: "2024-01-16T10:03:52Z ollama.listener[2541]: Error: listen tcp 127.0.0.1:11434: bind: address already in use",
+            body: "Error: listen tcp 127.0.0.1:11434: bind: address already in use",
+            source: "canonical/snapd client/logs.go (Log.String(): RFC 3339 time, `SID[PID]: message`); the message is ollama's own (ollama/ollama cmd/cmd.go)",
+        }],
+    },
+    Row {
+        name: "rust-tracing",
+        what: "Rust's tracing formatter (TGI's launcher and router): `time  LEVEL span: target: `",
+        may: |b| {
+            b.first().is_some_and(u8::is_ascii_digit)
+                && b.get(10) == Some(&b'T')
+                && memchr::memmem::find(b, b"Z ").is_some()
+        },
+        peel: rust_tracing,
+        samples: &[
+            Sample {
+                line: "2024-03-06T17:53:31.052444Z ERROR shard-manager: text_generation_launcher: Shard process was signaled to shutdown with signal 4 rank=0",
+                body: "Shard process was signaled to shutdown with signal 4 rank=0",
+                source: "https://github.com/huggingface/text-generation-inference/issues/1627",
+            },
+            Sample {
+                line: "2024-03-06T17:53:31.149443Z ERROR text_generation_launcher: Shard 0 failed to start",
+                body: "Shard 0 failed to start",
+                source: "https://github.com/huggingface/text-generation-inference/issues/1627",
+            },
+        ],
+    },
+    Row {
+        name: "python-logging",
+        what: "Python's logging with `%(asctime)s - %(name)s - %(levelname)s - ` (lmdeploy, GPUStack)",
+        may: |b| {
+            b.first().is_some_and(u8::is_ascii_digit) && memchr::memmem::find(b, b" - ").is_some()
+        },
+        peel: python_logging,
+        samples: &[
+            Sample {
+                line: "2025-05-01T02:51:44+00:00 - gpustack.worker.backends.base - INFO - Preparing model files...",
+                body: "Preparing model files...",
+                source: "https://github.com/gpustack/gpustack/issues/1953",
+            },
+            Sample {
+                line: "2025-12-04 21:57:21.581795+08:00 - gpustack.worker.backends.base - INFO - Preparing model files...",
+                body: "Preparing model files...",
+                source: "https://github.com/gpustack/gpustack/issues/3707",
+            },
+            Sample {
+                line: "2024-08-05 05:40:52,191 - lmdeploy - WARNING - model_source: hf_model",
+                body: "model_source: hf_model",
+                source: "https://github.com/InternLM/lmdeploy/issues/2229",
+            },
+            Sample {
+                line: "2025-08-22 12:04:49,226 - lmdeploy - WARNING - turbomind.py:280 - get 687 model params",
+                body: "get 687 model params",
+                source: "https://github.com/InternLM/lmdeploy/issues/3825",
+            },
+        ],
+    },
+    Row {
+        name: "logger-tag",
+        what: "a library's bracketed tag and level: TurboMind's `[TM][INFO] `, Gloo's `[Gloo] `",
+        may: |b| b.first() == Some(&b'[') && (b.starts_with(b"[TM][") || b.starts_with(b"[Gloo] ")),
+        peel: logger_tag,
+        samples: &[
+            Sample {
+                line: "[TM][WARNING] [LlamaTritonModel] max_context_token_num = 16384.",
+                body: "[LlamaTritonModel] max_context_token_num = 16384.",
+                source: "https://github.com/InternLM/lmdeploy/issues/2229",
+            },
+            Sample {
+                line: "[Gloo] Rank 0 is connected to 7 peer ranks. Expected number of connected peer ranks is : 7",
+                body: "Rank 0 is connected to 7 peer ranks. Expected number of connected peer ranks is : 7",
+                source: "pytorch/pytorch torch/csrc/distributed/c10d/ProcessGroupGloo.cpp (LOG(INFO) << \"[Gloo] Rank \" << … << \" is connected to \" … \" peer ranks. Expected number of connected peer ranks is : \")",
+            },
+        ],
+    },
+    Row {
+        name: "thcudacheck",
+        what: "old PyTorch's `THCudaCheck FAIL file=… line=N error=N : ` (≤ 1.0)",
+        may: |b| b.starts_with(b"THCudaCheck FAIL "),
+        peel: thcudacheck,
+        samples: &[Sample {
+            line: "THCudaCheck FAIL file=/pytorch/torch/lib/THC/THCGeneral.c line=844 error=2 : out of memory",
+            body: "out of memory",
+            source: "pytorch/pytorch torch/lib/THC/THCGeneral.c (__THCudaCheck: \"THCudaCheck FAIL file=%s line=%i error=%i : %s\")",
+        }],
+    },
+    Row {
+        name: "dmlc",
+        what: "dmlc-core's (MXNet's) `[HH:MM:SS] file:line: `",
+        may: |b| b.first() == Some(&b'[') && b.get(3) == Some(&b':') && b.get(9) == Some(&b']'),
+        peel: dmlc,
+        samples: &[Sample {
+            line: "[12:44:34] src/storage/./pooled_storage_manager.h:84: cudaMalloc failed: out of memory",
+            body: "cudaMalloc failed: out of memory",
+            source: "dmlc/dmlc-core include/dmlc/logging.h (LogMessage: `[%H:%M:%S] file:line: `); apache/mxnet src/storage/pooled_storage_manager.h (\"cudaMalloc failed: \")",
+        }],
+    },
 ];
 
 fn never(_: &[u8]) -> bool {
@@ -346,6 +449,211 @@ const MONTHS: [&str; 12] = [
     "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
 ];
 
+/// A time as loggers print it: `2024-03-06T17:53:31.052444Z`,
+/// `2025-12-04 21:57:21.581795+08:00`, `2024-08-05 05:40:52,191`; a zone
+/// when it says one.
+fn any_time(text: &str) -> nom::IResult<&str, Timestamp> {
+    let (rest, (date, _, hms, frac, zone)) = (
+        recognize((
+            take_while_m_n(4, 4, |c: char| c.is_ascii_digit()),
+            char('-'),
+            take_while_m_n(2, 2, |c: char| c.is_ascii_digit()),
+            char('-'),
+            take_while_m_n(2, 2, |c: char| c.is_ascii_digit()),
+        )),
+        one_of("T "),
+        take_while_m_n(8, 8, |c: char| c.is_ascii_digit() || c == ':'),
+        opt((
+            one_of(".,"),
+            take_while_m_n(1, 9, |c: char| c.is_ascii_digit()),
+        )),
+        opt(alt((
+            recognize(char('Z')),
+            recognize((
+                one_of("+-"),
+                take_while_m_n(2, 2, |c: char| c.is_ascii_digit()),
+                opt(char(':')),
+                take_while_m_n(2, 2, |c: char| c.is_ascii_digit()),
+            )),
+        ))),
+    )
+        .parse(text)?;
+    let fail = || nom::Err::Error(nom::error::Error::new(text, nom::error::ErrorKind::Verify));
+    let date = chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d").map_err(|_| fail())?;
+    let mut time = chrono::NaiveTime::parse_from_str(hms, "%H:%M:%S").map_err(|_| fail())?;
+    if let Some((_, digits)) = frac {
+        let nanos: u32 = format!("{digits:0<9}")[..9].parse().map_err(|_| fail())?;
+        time = chrono::Timelike::with_nanosecond(&time, nanos).ok_or_else(fail)?;
+    }
+    let offset_secs = match zone {
+        None => None,
+        Some("Z") => Some(0),
+        Some(z) => {
+            let sign = if z.starts_with('-') { -1 } else { 1 };
+            let digits: String = z.chars().filter(char::is_ascii_digit).collect();
+            let hours: i32 = digits[..2].parse().map_err(|_| fail())?;
+            let minutes: i32 = digits[2..].parse().map_err(|_| fail())?;
+            Some(sign * (hours * 3600 + minutes * 60))
+        }
+    };
+    Ok((
+        rest,
+        Timestamp {
+            local: date.and_time(time),
+            offset_secs,
+            year_known: true,
+        },
+    ))
+}
+
+/// The level word loggers print, any case: its normalised name.
+fn level_named(word: &str) -> Option<&'static str> {
+    LEVELS
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(word))
+        .map(|(_, l)| *l)
+        .or(match word {
+            "WARN" | "Warning" => Some("warning"),
+            "CRITICAL" | "FATAL" => Some("crit"),
+            "TRACE" | "VERBOSE" => Some("debug"),
+            _ => None,
+        })
+}
+
+/// snapd's `snap logs`: `2024-01-16T10:03:52Z app[pid]: `.
+fn snap_logs(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, (time, _, ident, _, pid, _)) = consumed(
+        text,
+        (
+            any_time,
+            char(' '),
+            take_while1(|c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '@')),
+            char('['),
+            digit1,
+            tag("]: "),
+        ),
+    )?;
+    if time.offset_secs != Some(0) {
+        return None;
+    }
+    frame.time = Some(time);
+    frame.ident = Some(ident.to_owned());
+    frame.pid = pid.parse().ok();
+    frame.record = true;
+    Some(len)
+}
+
+/// tracing-subscriber's default format: `2024-…Z  INFO shard-manager:
+/// text_generation_launcher: ` (the level right-aligned in five columns,
+/// then the spans and the target, each `name: `).
+fn rust_tracing(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, (time, _, level, _, _)) = consumed(
+        text,
+        (
+            any_time,
+            space1,
+            take_while1(|c: char| c.is_ascii_uppercase()),
+            char(' '),
+            nom::multi::many1(recognize((
+                take_while1(span_char),
+                nom::multi::many0((tag("::"), take_while1(span_char))),
+                tag(": "),
+            ))),
+        ),
+    )?;
+    frame.level = Some(level_named(level)?);
+    frame.time = Some(time);
+    frame.record = true;
+    Some(len)
+}
+
+/// A span's or target's name (`shard-manager`, `text_generation_router::server`).
+fn span_char(c: char) -> bool {
+    c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '-')
+}
+
+/// Python's logging as `%(asctime)s - %(name)s - %(levelname)s - ` (with
+/// lmdeploy ≥ 0.9 a `file.py:N - ` after the level).
+fn python_logging(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, (time, _, _name, _, level, _, _)) = consumed(
+        text,
+        (
+            any_time,
+            tag(" - "),
+            take_while1(|c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')),
+            tag(" - "),
+            take_while1(|c: char| c.is_ascii_uppercase()),
+            tag(" - "),
+            opt(recognize((
+                take_while1(|c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_')),
+                char(':'),
+                digit1,
+                tag(" - "),
+            ))),
+        ),
+    )?;
+    frame.level = Some(level_named(level)?);
+    frame.time = Some(time);
+    frame.record = true;
+    Some(len)
+}
+
+/// `[TM][INFO] ` (TurboMind's logger), `[Gloo] ` (PyTorch's Gloo group).
+fn logger_tag(text: &str, frame: &mut Frame) -> Option<usize> {
+    if let Some(rest) = text.strip_prefix("[Gloo] ") {
+        frame.record = true;
+        return Some(text.len() - rest.len());
+    }
+    let (len, (_, level, _)) = consumed(
+        text,
+        (
+            tag("[TM]["),
+            take_while1(|c: char| c.is_ascii_uppercase()),
+            alt((tag("] "), tag("]"))),
+        ),
+    )?;
+    frame.level = Some(level_named(level)?);
+    frame.record = true;
+    Some(len)
+}
+
+/// `THCudaCheck FAIL file=… line=N error=N : ` (PyTorch ≤ 1.0's THC).
+fn thcudacheck(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, _) = consumed(
+        text,
+        (
+            tag("THCudaCheck FAIL file="),
+            take_till1(|c| c == ' '),
+            tag(" line="),
+            digit1,
+            tag(" error="),
+            digit1,
+            tag(" : "),
+        ),
+    )?;
+    frame.level = Some("err");
+    frame.record = true;
+    Some(len)
+}
+
+/// dmlc-core's `[12:44:34] src/x.h:84: ` (MXNet, XGBoost).
+fn dmlc(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, _) = consumed(
+        text,
+        (
+            char('['),
+            take_while_m_n(8, 8, |c: char| c.is_ascii_digit() || c == ':'),
+            tag("] "),
+            take_till1(|c: char| c == ':' || c == ' '),
+            char(':'),
+            digit1,
+            tag(": "),
+        ),
+    )?;
+    frame.record = true;
+    Some(len)
+}
+
 const FACILITIES: [&str; 20] = [
     "kern", "user", "mail", "daemon", "auth", "syslog", "lpr", "news", "uucp", "cron", "authpriv",
     "ftp", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7",
@@ -411,6 +719,12 @@ pub(super) fn line_number(text: &str) -> Option<(u32, &str, usize, bool)> {
 /// … `[0m`, only on a line with a reset, as a log's own `[1m` is text).
 /// `None` when there are none.
 pub(super) fn spelled_escapes(text: &str) -> Option<String> {
+    // NUL bytes a terminal copy spelled in caret notation (`^@^@[15:58:39
+    // TP0] …`, a `kubectl logs` of a container writing to a closed pty).
+    if let Some(rest) = text.strip_prefix("^@") {
+        let rest = rest.trim_start_matches("^@");
+        return Some(spelled_escapes(rest).unwrap_or_else(|| rest.to_owned()));
+    }
     let bytes = text.as_bytes();
     // Byte test: an SGR code ends in `m` after `[` and digits.
     memchr::memchr(b'[', bytes)?;

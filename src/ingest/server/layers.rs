@@ -142,26 +142,11 @@ static RAY_REPEATED: LazyLock<Regex> = LazyLock::new(|| {
         .expect("ray repeated regex")
 });
 
-/// An SGR colour code whose ESC a paste lost (` [36m(RayWorkerVllm
-/// pid=5085) [0m [E …`): the space or nothing left where the ESC was, then
-/// `[`, the parameters and `m`.
-static ORPHAN_SGR: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:^|\x20)\[[0-9]{1,3}(?:;[0-9]{1,3})*m").expect("orphan SGR regex")
-});
-
-/// `text` without the colour codes a paste stripped of their ESC byte. Only
-/// a line with a reset code (`[0m`) is touched: a log's own `[1m` alone is
-/// left as it is.
+/// `text` without the colour codes a paste spelled out or stripped of
+/// their ESC byte: the frame peeler's rewrite (`ingest::frame`), for the
+/// messages that reach the server parser from inside a journal entry.
 pub(super) fn strip_orphan_sgr(text: &str) -> std::borrow::Cow<'_, str> {
-    static RESET: LazyLock<memchr::memmem::Finder<'static>> =
-        LazyLock::new(|| memchr::memmem::Finder::new("[0m"));
-    if RESET.find(text.as_bytes()).is_none() {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    match ORPHAN_SGR.replace_all(text, "") {
-        std::borrow::Cow::Owned(s) => std::borrow::Cow::Owned(s.trim_start().to_owned()),
-        borrowed => borrowed,
-    }
+    crate::ingest::frame::strip_escapes(text)
 }
 
 impl Writer {

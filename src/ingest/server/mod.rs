@@ -176,6 +176,7 @@ impl ServerReader {
         if !hot {
             let outer = OuterRef {
                 time,
+                pid: line.frame.pid,
                 ..OuterRef::default()
             };
             if let Skim::Read { recognized, time } = self.parser.skim(line.text, outer) {
@@ -185,6 +186,7 @@ impl ServerReader {
         }
         let outer = Outer {
             time,
+            pid: line.frame.pid,
             ..Outer::default()
         };
         if !self.parser.feed(line.text, line.span, &outer, out.facts) {
