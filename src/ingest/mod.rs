@@ -17,6 +17,7 @@ mod collect_env;
 mod detect;
 pub mod frame;
 mod gpustat;
+mod harness;
 mod journal_cat;
 mod journal_fields;
 mod journal_json;
@@ -41,6 +42,8 @@ mod ss;
 mod stream;
 mod systemctl_show;
 mod systemctl_status;
+mod systemd_unit_file;
+mod tables;
 mod values;
 
 use std::fmt;
@@ -95,6 +98,8 @@ pub enum Format {
     /// `dmesg` in any of its time formats.
     Dmesg,
     SystemctlShow,
+    /// A unit file (`systemctl cat`, `cat /etc/systemd/system/x.service`).
+    SystemdUnitFile,
     /// `/proc/PID/cgroup` contents.
     ProcCgroup,
     /// Lines such as `root@host:~# nvidia-smi` between the pieces of a paste.
@@ -124,7 +129,7 @@ pub enum Format {
 }
 
 impl Format {
-    pub const ALL: [Format; 38] = [
+    pub const ALL: [Format; 39] = [
         Format::SglangLog,
         Format::NvidiaSmiTable,
         Format::NvidiaSmiQueryGpu,
@@ -150,6 +155,7 @@ impl Format {
         Format::Lsmod,
         Format::Dmesg,
         Format::SystemctlShow,
+        Format::SystemdUnitFile,
         Format::ProcCgroup,
         Format::ShellPrompt,
         Format::VllmLog,
@@ -193,6 +199,7 @@ impl Format {
             Format::Lsmod => "lsmod",
             Format::Dmesg => "dmesg",
             Format::SystemctlShow => "systemctl-show",
+            Format::SystemdUnitFile => "systemd-unit-file",
             Format::ProcCgroup => "proc-cgroup",
             Format::ShellPrompt => "shell-prompt",
             Format::VllmLog => "vllm-log",
@@ -413,13 +420,14 @@ fn parse_segment(format: Format, lines: &[Line<'_>], facts: &mut Facts) -> Misse
         Format::Ps => Lines(ps::read(lines, facts)),
         Format::NvidiaSmiQ => Count(nvidia_smi_q::parse_text(lines, facts)),
         Format::NvidiaSmiQXml => Count(nvidia_smi_q::parse_xml(lines, facts)),
-        Format::NvidiaSmiPmon => Count(nvidia_smi_pmon::parse(lines, facts)),
+        Format::NvidiaSmiPmon => Lines(nvidia_smi_pmon::read(lines, facts)),
         Format::NvidiaSmiList => Lines(nvidia_smi_list::read(lines, facts)),
         Format::Gpustat => Count(gpustat::parse(lines, facts)),
         Format::Ss => Count(ss::parse(lines, facts)),
         Format::Lsmod => Count(lsmod::parse(lines, facts)),
         Format::Dmesg => Count(kernel::parse(lines, facts)),
         Format::SystemctlShow => Lines(systemctl_show::read(lines, facts)),
+        Format::SystemdUnitFile => Lines(systemd_unit_file::read(lines, facts)),
         Format::ProcCgroup => Lines(proc_cgroup::read(lines, facts)),
         Format::VllmLog => Count(server::parse(lines, facts, Some(Framework::Vllm))),
         Format::NcclLog

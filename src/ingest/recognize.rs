@@ -92,7 +92,7 @@ impl Tally {
                 kind,
                 text,
                 family: (kind == LineKind::Unrecognized)
-                    .then(|| family(line.text))
+                    .then(|| family(line.text).or_else(|| line.frame.what()))
                     .flatten(),
             });
         }
@@ -112,6 +112,8 @@ pub(super) enum Except {
 pub(super) struct LineReader {
     server: Option<ServerLogParser>,
     kernel: Option<KernelParser>,
+    /// A text table in progress (`ingest::tables`).
+    tables: super::tables::Tables,
     tally: Tally,
 }
 
@@ -120,6 +122,7 @@ impl LineReader {
         LineReader {
             server: (except != Except::Server).then(|| ServerLogParser::new(None)),
             kernel: (except != Except::Kernel).then(KernelParser::default),
+            tables: super::tables::Tables::default(),
             tally: Tally::default(),
         }
     }
@@ -128,6 +131,11 @@ impl LineReader {
     /// listed as prose or unrecognised. Blank lines count as nothing.
     pub(super) fn read(&mut self, line: &Line<'_>, hot: bool, out: &mut Out<'_>) -> Read {
         if line.text.trim().is_empty() {
+            return Read::Skimmed(None);
+        }
+        // A line of a text table (dcgmi's boxes, a Markdown table): read
+        // by the table's header, whatever its cells say.
+        if self.tables.read(line.text) {
             return Read::Skimmed(None);
         }
         if let Some(read) = self.recognize(line, hot, out.facts) {
@@ -220,6 +228,10 @@ impl LineReader {
             if full && server.feed(text, line.span, &outer, facts) {
                 return Some(Read::Parsed);
             }
+        }
+        // A test harness's own lines (pytest's report, CI GPU summaries).
+        if super::harness::recognizes(text) {
+            return Some(Read::Skimmed(None));
         }
         if let Some(kernel) = &mut self.kernel {
             if hot || kernel.busy() {

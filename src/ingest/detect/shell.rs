@@ -190,6 +190,20 @@ pub(super) fn command_hint(line: &str) -> Option<(Format, &'static str)> {
                 Format::JournalShort,
                 "output of `journalctl` at the prompt above",
             )),
+            "systemctl" if words.contains(&"cat") => Some((
+                Format::SystemdUnitFile,
+                "output of `systemctl cat` at the prompt above",
+            )),
+            "cat" | "less" | "more" | "vi" | "vim" | "nano"
+                if words.iter().any(|w| {
+                    w.ends_with(".service") || w.ends_with(".socket") || w.ends_with(".timer")
+                }) =>
+            {
+                Some((
+                    Format::SystemdUnitFile,
+                    "a unit file shown at the prompt above",
+                ))
+            }
             "systemctl" if words.contains(&"show") => Some((
                 Format::SystemctlShow,
                 "output of `systemctl show` at the prompt above",

@@ -80,6 +80,14 @@ impl Frame {
         self.peeled == 0
     }
 
+    /// What the first frame peeled is, in a few words, if any was.
+    pub fn what(&self) -> Option<&'static str> {
+        ROWS.iter()
+            .enumerate()
+            .find(|(i, _)| self.peeled & (1 << i) != 0)
+            .map(|(_, r)| r.what)
+    }
+
     /// The names of the rows peeled, in table order.
     pub fn rows(&self) -> impl Iterator<Item = &'static str> + '_ {
         ROWS.iter()

@@ -210,7 +210,7 @@ fn foreign_stack(text: &str) -> bool {
 
 static FOREIGN_FRAME: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^(?:at [\w$.<>]+\((?:[\w$.-]+\.(?:java|kt|scala|groovy):[0-9]+|Native Method|Unknown Source)\)|\.\.\. [0-9]+ more|\[bt\] \([0-9]+\) \S.*|Stack trace(?: returned [0-9]+ entries)?:|Segmentation fault: [0-9]+)\s*$",
+        r"^(?:at [0-9A-Za-z_$.<>]+\((?:[0-9A-Za-z_$.-]+\.(?:java|kt|scala|groovy):[0-9]+|Native Method|Unknown Source)\)|\.\.\. [0-9]+ more|\[bt\] \([0-9]+\) \S.*|Stack trace(?: returned [0-9]+ entries)?:|Segmentation fault: [0-9]+)\s*$",
     )
     .expect("foreign stack frame regex")
 });
