@@ -63,9 +63,9 @@ pub(crate) static ROWS: &[Row] = &[
         peel: never_peel,
         samples: &[
             Sample {
-                line: "#033[2m#033[36m(pid=3470)#033[0m INFO 02-23 02:04:37 model_runner.py:1 Loading model weights took 0.4550 GB",
-                body: "(pid=3470) INFO 02-23 02:04:37 model_runner.py:1 Loading model weights took 0.4550 GB",
-                source: "rsyslog writes ESC as `#033` (its control-character escape); https://github.com/ray-project/ray/issues/43383",
+                line: "#033[36m(RayWorkerVllm pid=5085)#033[0m [E ProcessGroupNCCL.cpp:475] x",
+                body: "(RayWorkerVllm pid=5085) [E ProcessGroupNCCL.cpp:475] x",
+                source: "the line of https://github.com/vllm-project/vllm/issues/2734 below with its ESC bytes as rsyslog writes them (`$EscapeControlCharactersOnReceive`: `#033`), not a line copied as such",
             },
             Sample {
                 line: " [36m(RayWorkerVllm pid=5085) [0m [E ProcessGroupNCCL.cpp:475] x",
@@ -93,7 +93,7 @@ pub(crate) static ROWS: &[Row] = &[
         samples: &[Sample {
             line: "    mc-pt1-pkp-srv-1a: kern: warning: [2025-09-13T20:46:45.810482849Z]: Call trace:",
             body: "Call trace:",
-            source: "https://github.com/talos-rpi5/talos-builder/issues/11 (indented as pasted in a list)",
+            source: "https://github.com/talos-rpi5/talos-builder/issues/11, the line indented (as a paste in a list indents it): not copied as such",
         }],
     },
     Row {
@@ -138,7 +138,7 @@ pub(crate) static ROWS: &[Row] = &[
             Sample {
                 line: "kern  :err   : 2024-10-07T10:17:15,145363-04:00 NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
                 body: "2024-10-07T10:17:15,145363-04:00 NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
-                source: "util-linux sys-utils/dmesg.c (`dmesg --decode --time-format iso`: `%-6s:%-6s: ` then the ISO time with a comma); the message from open-gpu-kernel-modules src/nvidia/src/kernel/gpu/gpu.c",
+                source: "assembled, not copied: util-linux sys-utils/dmesg.c prints `--decode --time-format iso` as `%-6s:%-6s: ` and the ISO time with a comma; the NVRM message is the driver's Xid 79 wording",
             },
         ],
     },
@@ -150,7 +150,7 @@ pub(crate) static ROWS: &[Row] = &[
         samples: &[Sample {
             line: "<4>[ 8712.345678] NVRM: Xid (PCI:0000:1a:00): 79, pid=4242, name=python3, GPU has fallen off the bus.",
             body: "[ 8712.345678] NVRM: Xid (PCI:0000:1a:00): 79, pid=4242, name=python3, GPU has fallen off the bus.",
-            source: "util-linux sys-utils/dmesg.c (`dmesg -r` prints the raw `<prio>` before each record)",
+            source: "assembled, not copied: util-linux sys-utils/dmesg.c (`dmesg -r` prints the raw `<prio>` before each record) around the driver's Xid 79 wording",
         }],
     },
     Row {
@@ -176,7 +176,7 @@ pub(crate) static ROWS: &[Row] = &[
         samples: &[Sample {
             line: "2024-01-16T10:03:52Z ollama.listener[2541]: Error: listen tcp 127.0.0.1:11434: bind: address already in use",
             body: "Error: listen tcp 127.0.0.1:11434: bind: address already in use",
-            source: "canonical/snapd client/logs.go (Log.String(): RFC 3339 time, `SID[PID]: message`); the message is ollama's own (ollama/ollama cmd/cmd.go)",
+            source: "assembled, not copied: canonical/snapd client/logs.go (Log.String(): RFC 3339 time, `SID[PID]: message`) around a message ollama prints",
         }],
     },
     Row {
@@ -243,21 +243,9 @@ pub(crate) static ROWS: &[Row] = &[
                 source: "https://github.com/InternLM/lmdeploy/issues/2229",
             },
             Sample {
-                line: "[Gloo] Rank 0 is connected to 7 peer ranks. Expected number of connected peer ranks is : 7",
-                body: "Rank 0 is connected to 7 peer ranks. Expected number of connected peer ranks is : 7",
-                source: "pytorch/pytorch torch/csrc/distributed/c10d/ProcessGroupGloo.cpp (LOG(INFO) << \"[Gloo] Rank \" << … << \" is connected to \" … \" peer ranks. Expected number of connected peer ranks is : \")",
-            },
-        ],
-    },
-    Row {
-        name: "thcudacheck",
-        what: "old PyTorch's `THCudaCheck FAIL file=… line=N error=N : ` (≤ 1.0)",
-        may: |b| b.starts_with(b"THCudaCheck FAIL "),
-        peel: thcudacheck,
-        samples: &[Sample {
-            line: "THCudaCheck FAIL file=/pytorch/torch/lib/THC/THCGeneral.c line=844 error=2 : out of memory",
-            body: "out of memory",
-            source: "pytorch/pytorch torch/lib/THC/THCGeneral.c (__THCudaCheck: \"THCudaCheck FAIL file=%s line=%i error=%i : %s\")",
+                line: "[Gloo] Rank 0 is connected to 0 peer ranks. Expected number of connected peer ranks is : 0",
+            body: "Rank 0 is connected to 0 peer ranks. Expected number of connected peer ranks is : 0",
+            source: "https://github.com/sgl-project/sglang/pull/15426",
         }],
     },
     Row {
@@ -268,7 +256,7 @@ pub(crate) static ROWS: &[Row] = &[
         samples: &[Sample {
             line: "[12:44:34] src/storage/./pooled_storage_manager.h:84: cudaMalloc failed: out of memory",
             body: "cudaMalloc failed: out of memory",
-            source: "dmlc/dmlc-core include/dmlc/logging.h (LogMessage: `[%H:%M:%S] file:line: `); apache/mxnet src/storage/pooled_storage_manager.h (\"cudaMalloc failed: \")",
+            source: "assembled, not copied: dmlc/dmlc-core include/dmlc/logging.h (LogMessage: `[%H:%M:%S] file:line: `) around apache/mxnet src/storage/pooled_storage_manager.h's \"cudaMalloc failed: \"",
         }],
     },
 ];
