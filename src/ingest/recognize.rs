@@ -517,20 +517,38 @@ mod tests {
     fn unread_lines_name_their_family_when_a_cheap_test_can() {
         for (line, want) in [
             // DCGM's user guide (`dcgmi discovery -l`).
-            ("| GPU ID | Device Information                                                   |", Some("table row")),
-            ("    at com.example.Main.run(Main.java:12)", Some("stack frame")),
-            ("  [bt] (0) /usr/lib/libfoo.so(+0x1234) [0x7f0000001234]", Some("stack frame")),
+            (
+                "| GPU ID | Device Information                                                   |",
+                Some("table row"),
+            ),
+            (
+                "    at com.example.Main.run(Main.java:12)",
+                Some("stack frame"),
+            ),
+            (
+                "  [bt] (0) /usr/lib/libfoo.so(+0x1234) [0x7f0000001234]",
+                Some("stack frame"),
+            ),
             // https://github.com/talos-rpi5/talos-builder/issues/11
             (" dump_backtrace.part.0+0xe4/0x100", Some("stack frame")),
             // https://github.com/gpustack/gpustack/issues/1953
-            ("2025-05-01T02:51:44+00:00 - gpustack.worker.backends.base - INFO - Preparing model files...", Some("log record")),
-            ("0000000000000000 ffffffffffffffff 0000000000000001 ffff000000000000", Some("hex dump")),
+            (
+                "2025-05-01T02:51:44+00:00 - gpustack.worker.backends.base - INFO - Preparing model files...",
+                Some("log record"),
+            ),
+            (
+                "0000000000000000 ffffffffffffffff 0000000000000001 ffff000000000000",
+                Some("hex dump"),
+            ),
             // https://github.com/InternLM/lmdeploy/issues/2229
             ("max_batch_size = 128", None),
             ("model_source: hf_model", Some("key: value")),
             ("cache_max_entry_count=8", Some("key=value")),
             // tqdm's README.
-            ("76%|████████████████████████        | 7568/10000 [00:33<00:10, 229.00it/s]", Some("progress bar")),
+            (
+                "76%|████████████████████████        | 7568/10000 [00:33<00:10, 229.00it/s]",
+                Some("progress bar"),
+            ),
             ("something nobody knows 0x1f", None),
         ] {
             assert_eq!(family(line), want, "{line}");

@@ -183,6 +183,10 @@ impl Peeler {
     /// too); elsewhere a number is no gutter (`    1 ?  00:00:03 systemd`
     /// is a `ps -e` row, `    0    3182341     C` a pmon one).
     fn gutter<'a>(&mut self, text: &'a str, top: bool, frame: &mut Frame) -> Option<&'a str> {
+        // A gutter starts only at the top of a paste or a block.
+        if self.gutter.is_none() && !top {
+            return None;
+        }
         let bytes = text.as_bytes();
         // Byte test first: a gutter is spaces and digits.
         if !bytes
@@ -221,8 +225,16 @@ impl Peeler {
 fn peel_prefixes<'a>(mut text: &'a str, frame: &mut Frame) -> &'a str {
     'outer: loop {
         let bytes = text.as_bytes();
-        for (i, row) in ROWS.iter().enumerate() {
-            if frame.peeled & (1 << i) != 0 || !(row.may)(bytes) {
+        let Some(&first) = bytes.first() else {
+            return text;
+        };
+        // Only the rows that can start with this byte, not yet peeled.
+        let mut rows = BY_FIRST_BYTE[usize::from(first)] & !frame.peeled;
+        while rows != 0 {
+            let i = rows.trailing_zeros() as usize;
+            rows &= rows - 1;
+            let row = &ROWS[i];
+            if !(row.may)(bytes) {
                 continue;
             }
             if let Some(len) = (row.peel)(text, frame) {
@@ -235,15 +247,19 @@ fn peel_prefixes<'a>(mut text: &'a str, frame: &mut Frame) -> &'a str {
     }
 }
 
-/// `text` without escape codes spelled out or orphaned in a paste (the
-/// [`ROWS`]' `spelled-escapes` rewrite), for text that reaches a parser
-/// from inside another record (a journal entry's message).
-pub(crate) fn strip_escapes(text: &str) -> Cow<'_, str> {
-    match rows::spelled_escapes(text) {
-        Some(clean) => Cow::Owned(clean),
-        None => Cow::Borrowed(text),
+/// For each byte, the rows (a bit set of [`ROWS`]' indices) whose frame can
+/// start with it.
+static BY_FIRST_BYTE: std::sync::LazyLock<[u32; 256]> = std::sync::LazyLock::new(|| {
+    let mut table = [0u32; 256];
+    for (byte, rows) in table.iter_mut().enumerate() {
+        for (i, row) in ROWS.iter().enumerate() {
+            if (row.first)(byte as u8) {
+                *rows |= 1 << i;
+            }
+        }
     }
-}
+    table
+});
 
 /// Peels one line with a fresh [`Peeler`] (tests, lines read alone).
 pub fn peel_line(text: &str) -> Peeled<'_> {

@@ -21,6 +21,9 @@ pub(crate) struct Row {
     pub name: &'static str,
     /// What the frame is, in a few words (`rootcause inputs` says it).
     pub what: &'static str,
+    /// The bytes the frame can start with (the peeler looks only at the
+    /// rows whose first byte the line has).
+    pub first: fn(u8) -> bool,
     /// The cheap test: false when the frame cannot start these bytes.
     pub may: fn(&[u8]) -> bool,
     /// The frame's length at the start of the text, recording what it says.
@@ -48,6 +51,7 @@ pub(crate) static ROWS: &[Row] = &[
     Row {
         name: "line-numbers",
         what: "an editor's or viewer's line numbers",
+        first: |_| false,
         may: never,
         peel: never_peel,
         samples: &[Sample {
@@ -59,6 +63,7 @@ pub(crate) static ROWS: &[Row] = &[
     Row {
         name: "spelled-escapes",
         what: "terminal colour codes spelled out in a paste (`#033[0m`, `^[[0m`, `[0m`)",
+        first: |_| false,
         may: never,
         peel: never_peel,
         samples: &[
@@ -77,6 +82,7 @@ pub(crate) static ROWS: &[Row] = &[
     Row {
         name: "quote",
         what: "a reply's quote marks (`> `)",
+        first: |c| c == b'>',
         may: |b| b.first() == Some(&b'>') && !b.starts_with(b">>>"),
         peel: quote,
         samples: &[Sample {
@@ -88,6 +94,7 @@ pub(crate) static ROWS: &[Row] = &[
     Row {
         name: "indentation",
         what: "indentation in front of another frame",
+        first: |c| c == b' ' || c == b'\t',
         may: |b| matches!(b.first(), Some(b' ' | b'\t')),
         peel: indentation,
         samples: &[Sample {
@@ -99,7 +106,13 @@ pub(crate) static ROWS: &[Row] = &[
     Row {
         name: "kmsg",
         what: "a `/dev/kmsg` record head (`level,seq,usec,flags;`)",
-        may: |b| b.first().is_some_and(u8::is_ascii_digit) && memchr::memchr(b';', b).is_some(),
+        // `prio,` in the first four bytes, a `;` in the first fifty.
+        first: |c| c.is_ascii_digit(),
+        may: |b| {
+            b.first().is_some_and(u8::is_ascii_digit)
+                && b.get(1..4).is_some_and(|h| h.contains(&b','))
+                && memchr::memchr(b';', &b[..b.len().min(50)]).is_some()
+        },
         peel: kmsg,
         samples: &[Sample {
             line: "7,160,424069,-;pci_root PNP0A03:00: host bridge window [io  0x0000-0x0cf7] (ignored)",
@@ -110,9 +123,14 @@ pub(crate) static ROWS: &[Row] = &[
     Row {
         name: "forwarder",
         what: "a log forwarder's `host: facility: level: [time]: ` (talosctl dmesg)",
+        // `host: f…` at the first colon, then `: [` within the line's head.
+        first: |c| c.is_ascii_alphanumeric(),
         may: |b| {
             b.first().is_some_and(u8::is_ascii_alphanumeric)
-                && memchr::memmem::find(b, b": [").is_some()
+                && memchr::memchr(b':', &b[..b.len().min(64)]).is_some_and(|i| {
+                    b.get(i + 1) == Some(&b' ') && b.get(i + 2).is_some_and(u8::is_ascii_lowercase)
+                })
+                && has(&b[..b.len().min(120)], b": [")
         },
         peel: forwarder,
         samples: &[Sample {
@@ -124,6 +142,7 @@ pub(crate) static ROWS: &[Row] = &[
     Row {
         name: "dmesg-decode",
         what: "`dmesg --decode`'s facility and level (`kern  :warn  : `)",
+        first: |c| c.is_ascii_lowercase(),
         may: |b| {
             b.first().is_some_and(u8::is_ascii_lowercase)
                 && b.get(..12).is_some_and(|h| h.contains(&b':'))
@@ -145,6 +164,7 @@ pub(crate) static ROWS: &[Row] = &[
     Row {
         name: "syslog-priority",
         what: "a syslog priority (`<6>`), as rsyslog and `dmesg -r` keep it",
+        first: |c| c == b'<',
         may: |b| b.first() == Some(&b'<') && b.get(1).is_some_and(u8::is_ascii_digit),
         peel: priority,
         samples: &[Sample {
@@ -156,6 +176,7 @@ pub(crate) static ROWS: &[Row] = &[
     Row {
         name: "fabric-manager",
         what: "NVIDIA's daemon log record (fabric manager, IMEX): `[Mon DD YYYY HH:MM:SS] [LEVEL] [tid N] `",
+        first: |c| c == b'[',
         may: |b| {
             b.first() == Some(&b'[')
                 && b.get(1).is_some_and(u8::is_ascii_uppercase)
@@ -171,6 +192,7 @@ pub(crate) static ROWS: &[Row] = &[
     Row {
         name: "snap-logs",
         what: "`snap logs`: an RFC 3339 UTC time and `app[pid]: ` (no host)",
+        first: |c| c.is_ascii_digit(),
         may: |b| b.first().is_some_and(u8::is_ascii_digit) && b.get(19) == Some(&b'Z'),
         peel: snap_logs,
         samples: &[Sample {
@@ -182,10 +204,11 @@ pub(crate) static ROWS: &[Row] = &[
     Row {
         name: "rust-tracing",
         what: "Rust's tracing formatter (TGI's launcher and router): `time  LEVEL span: target: `",
+        first: |c| c.is_ascii_digit(),
+        // `YYYY-MM-DDTHH:MM:SS[.frac]Z `, read by position.
         may: |b| {
-            b.first().is_some_and(u8::is_ascii_digit)
-                && b.get(10) == Some(&b'T')
-                && memchr::memmem::find(b, b"Z ").is_some()
+            b.get(10) == Some(&b'T')
+                && after_time(b).is_some_and(|i| b.get(i..i + 2) == Some(b"Z "))
         },
         peel: rust_tracing,
         samples: &[
@@ -204,8 +227,21 @@ pub(crate) static ROWS: &[Row] = &[
     Row {
         name: "python-logging",
         what: "Python's logging with `%(asctime)s - %(name)s - %(levelname)s - ` (lmdeploy, GPUStack)",
+        first: |c| c.is_ascii_digit(),
+        // A date and time, maybe a zone, then ` - `, read by position.
         may: |b| {
-            b.first().is_some_and(u8::is_ascii_digit) && memchr::memmem::find(b, b" - ").is_some()
+            after_time(b).is_some_and(|mut i| {
+                match b.get(i) {
+                    Some(b'Z') => i += 1,
+                    Some(b'+' | b'-') if b.get(i + 1).is_some_and(u8::is_ascii_digit) => {
+                        i += 3;
+                        i += usize::from(b.get(i) == Some(&b':'));
+                        i += 2;
+                    }
+                    _ => {}
+                }
+                b.get(i..i + 3) == Some(b" - ")
+            })
         },
         peel: python_logging,
         samples: &[
@@ -234,6 +270,7 @@ pub(crate) static ROWS: &[Row] = &[
     Row {
         name: "logger-tag",
         what: "a library's bracketed tag and level: TurboMind's `[TM][INFO] `, Gloo's `[Gloo] `",
+        first: |c| c == b'[',
         may: |b| b.first() == Some(&b'[') && (b.starts_with(b"[TM][") || b.starts_with(b"[Gloo] ")),
         peel: logger_tag,
         samples: &[
@@ -244,13 +281,27 @@ pub(crate) static ROWS: &[Row] = &[
             },
             Sample {
                 line: "[Gloo] Rank 0 is connected to 0 peer ranks. Expected number of connected peer ranks is : 0",
-            body: "Rank 0 is connected to 0 peer ranks. Expected number of connected peer ranks is : 0",
-            source: "https://github.com/sgl-project/sglang/pull/15426",
+                body: "Rank 0 is connected to 0 peer ranks. Expected number of connected peer ranks is : 0",
+                source: "https://github.com/sgl-project/sglang/pull/15426",
+            },
+        ],
+    },
+    Row {
+        name: "thcudacheck",
+        what: "old PyTorch's `THCudaCheck FAIL file=… line=N error=N : ` (≤ 1.0)",
+        first: |c| c == b'T',
+        may: |b| b.starts_with(b"THCudaCheck FAIL "),
+        peel: thcudacheck,
+        samples: &[Sample {
+            line: "THCudaCheck FAIL file=/pytorch/torch/lib/THC/THCGeneral.c line=844 error=2 : out of memory",
+            body: "out of memory",
+            source: "assembled from the format string, not copied: pytorch/pytorch torch/lib/THC/THCGeneral.c (__THCudaCheck: \"THCudaCheck FAIL file=%s line=%i error=%i : %s\")",
         }],
     },
     Row {
         name: "dmlc",
         what: "dmlc-core's (MXNet's) `[HH:MM:SS] file:line: `",
+        first: |c| c == b'[',
         may: |b| b.first() == Some(&b'[') && b.get(3) == Some(&b':') && b.get(9) == Some(&b']'),
         peel: dmlc,
         samples: &[Sample {
@@ -260,6 +311,40 @@ pub(crate) static ROWS: &[Row] = &[
         }],
     },
 ];
+
+/// Whether `needle` is in `head`, a line's first few dozen bytes (a
+/// searcher would cost more to build than this loop).
+fn has(head: &[u8], needle: &[u8]) -> bool {
+    let Some((&first, rest)) = needle.split_first() else {
+        return true;
+    };
+    memchr::memchr_iter(first, head).any(|i| head[i + 1..].starts_with(rest))
+}
+
+/// Where the text after `YYYY-MM-DD[T ]HH:MM:SS[.frac]` starts, read by
+/// position: the byte test of the frames that start with a time.
+fn after_time(b: &[u8]) -> Option<usize> {
+    let digit = |i: usize| b.get(i).is_some_and(u8::is_ascii_digit);
+    let shape = digit(0)
+        && digit(3)
+        && b.get(4) == Some(&b'-')
+        && b.get(7) == Some(&b'-')
+        && matches!(b.get(10), Some(b'T' | b' '))
+        && b.get(13) == Some(&b':')
+        && b.get(16) == Some(&b':')
+        && digit(18);
+    if !shape {
+        return None;
+    }
+    let mut i = 19;
+    if matches!(b.get(i), Some(b'.' | b',')) {
+        i += 1;
+        while digit(i) {
+            i += 1;
+        }
+    }
+    Some(i)
+}
 
 fn never(_: &[u8]) -> bool {
     false
@@ -714,9 +799,10 @@ pub(super) fn spelled_escapes(text: &str) -> Option<String> {
         return Some(spelled_escapes(rest).unwrap_or_else(|| rest.to_owned()));
     }
     let bytes = text.as_bytes();
-    // Byte test: an SGR code ends in `m` after `[` and digits.
-    memchr::memchr(b'[', bytes)?;
-    let reset = memchr::memmem::find(bytes, b"[0m").is_some();
+    // Byte test: an SGR code is `[`, digits and `m`; most lines have none
+    // (a journal's `ident[pid]` fails at the `]`).
+    let open = memchr::memchr_iter(b'[', bytes).find(|&i| sgr_params(&bytes[i + 1..]).is_some())?;
+    let reset = bytes[open..].windows(3).any(|w| w == b"[0m");
     let mut out = String::with_capacity(text.len());
     let mut last = 0;
     let mut changed = false;

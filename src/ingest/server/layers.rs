@@ -142,13 +142,6 @@ static RAY_REPEATED: LazyLock<Regex> = LazyLock::new(|| {
         .expect("ray repeated regex")
 });
 
-/// `text` without the colour codes a paste spelled out or stripped of
-/// their ESC byte: the frame peeler's rewrite (`ingest::frame`), for the
-/// messages that reach the server parser from inside a journal entry.
-pub(super) fn strip_orphan_sgr(text: &str) -> std::borrow::Cow<'_, str> {
-    crate::ingest::frame::strip_escapes(text)
-}
-
 impl Writer {
     pub(super) fn from_outer(outer: &Outer) -> Writer {
         Writer {
@@ -591,28 +584,6 @@ mod tests {
         assert_eq!(w.time.unwrap().offset_secs, Some(8 * 3600));
         // An empty compose line.
         assert_eq!(peeled("sglang-1  |").0, "");
-    }
-
-    /// Ray's colours with their ESC lost in a paste
-    /// (https://github.com/vllm-project/vllm/issues/2734); brackets that
-    /// only look like codes stay.
-    #[test]
-    fn orphan_colour_codes() {
-        assert_eq!(
-            strip_orphan_sgr(" [36m(RayWorkerVllm pid=5085) [0m [E ProcessGroupNCCL.cpp:475] x"),
-            "(RayWorkerVllm pid=5085) [E ProcessGroupNCCL.cpp:475] x"
-        );
-        assert_eq!(
-            strip_orphan_sgr("a (function operator()) [32m [repeated 6x across cluster] [0m"),
-            "a (function operator()) [repeated 6x across cluster]"
-        );
-        for text in [
-            "ERROR 02-13 18:05 [multiproc_executor.py:852] WorkerProc hit an exception.",
-            "[2m] not a reset anywhere",
-            "arr[0m] has no space before its bracket",
-        ] {
-            assert_eq!(strip_orphan_sgr(text), text);
-        }
     }
 
     /// Open MPI ≤ 4.x `--tag-output` (case 058) and PRRTE's `--output tag`

@@ -353,11 +353,14 @@ mod early_prefix_tests {
     /// messages, as dmlc stamps lines the same way.
     #[test]
     fn the_time_of_day_prefix_is_sglangs_with_a_rank_or_its_own_message() {
-        let line = parse_prefix("[15:58:51 TP0] Decode batch. #running-req: 1, #token: 43").unwrap();
+        let line =
+            parse_prefix("[15:58:51 TP0] Decode batch. #running-req: 1, #token: 43").unwrap();
         assert_eq!(line.rank.and_then(|r| r.tp), Some(0));
         assert!(line.time.is_none());
         assert!(parse_prefix("[15:57:49] The server is fired up and ready to roll!").is_some());
         assert!(parse_prefix("[12:44:34] src/storage/x.h:84: cudaMalloc failed").is_none());
-        assert!(is_prefixed("[17:43:27 TP1] Load weight end. type=X, dtype=torch.bfloat16, avail mem=20.62 GB"));
+        assert!(is_prefixed(
+            "[17:43:27 TP1] Load weight end. type=X, dtype=torch.bfloat16, avail mem=20.62 GB"
+        ));
     }
 }

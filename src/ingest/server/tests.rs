@@ -15,13 +15,20 @@ fn run_with(text: &str, hint: Option<Framework>) -> (Vec<ServerEvent>, u32) {
     let lines: Vec<Line<'_>> = cleaned
         .iter()
         .map(|(n, text)| {
-            Line::bare(
-                Span {
+            // As the stream hands lines over: under their frames.
+            let peeled = crate::ingest::frame::peel_line(text);
+            let text: &str = match peeled.body {
+                std::borrow::Cow::Borrowed(b) => b,
+                std::borrow::Cow::Owned(o) => Box::leak(o.into_boxed_str()),
+            };
+            Line {
+                span: Span {
                     source: SourceId(0),
                     line: *n,
                 },
                 text,
-            )
+                frame: Box::leak(Box::new(peeled.frame)),
+            }
         })
         .collect();
     let mut facts = Facts::default();
@@ -45,7 +52,9 @@ fn unrecognized_lines(text: &str) -> Vec<u32> {
                 source: SourceId(0),
                 line: *n,
             };
-            !parser.feed(l, span, &Outer::default(), &mut facts)
+            // As the stream hands lines over: under their frames.
+            let peeled = crate::ingest::frame::peel_line(l);
+            !parser.feed(&peeled.body, span, &Outer::default(), &mut facts)
         })
         .map(|(n, _)| n)
         .collect()
