@@ -27,7 +27,7 @@ use std::borrow::Cow;
 
 use crate::model::Timestamp;
 
-pub(crate) use rows::ROWS;
+pub use rows::{ROWS, Row, Sample};
 
 /// What the frames around one line said.
 #[derive(Debug, Clone, Default, PartialEq)]

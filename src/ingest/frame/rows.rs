@@ -17,7 +17,7 @@ use super::Frame;
 use crate::model::Timestamp;
 
 /// One frame.
-pub(crate) struct Row {
+pub struct Row {
     pub name: &'static str,
     /// What the frame is, in a few words (`rootcause inputs` says it).
     pub what: &'static str,
@@ -33,7 +33,7 @@ pub(crate) struct Row {
     pub samples: &'static [Sample],
 }
 
-pub(crate) struct Sample {
+pub struct Sample {
     pub line: &'static str,
     pub body: &'static str,
     pub source: &'static str,
@@ -47,7 +47,7 @@ const INDENTATION: usize = 3;
 
 /// Every frame. The first two are peeled by [`super::Peeler`] before the
 /// others (a gutter spans lines; spelled escapes are anywhere in a line).
-pub(crate) static ROWS: &[Row] = &[
+pub static ROWS: &[Row] = &[
     Row {
         name: "line-numbers",
         what: "an editor's or viewer's line numbers",
