@@ -434,12 +434,20 @@ impl InputReader {
             };
             self.engine.resumed = Some((n, text));
         }
-        // Under a hint the line is read as it is: the user named its format.
-        let peeled = match self.segmenter.hinted() {
-            false => self.peeler.peel(text),
-            true => Peeled::bare(text),
+        // Under a hint the line is read as it is: the user named its format;
+        // a line of a big journal or server log on its fast path has no
+        // frame (it starts with its own time).
+        let fast = self.segmenter.continues_fast(text);
+        let peeled = if fast || self.segmenter.hinted() {
+            self.peeler.skip(text);
+            Peeled::bare(text)
+        } else {
+            self.peeler.peel(text)
         };
-        let step = self.segmenter.line(n, &peeled.body, &peeled.frame);
+        let step = match fast {
+            true => self.segmenter.line_continues(n),
+            false => self.segmenter.line(n, &peeled.body, &peeled.frame),
+        };
         let format = match &step {
             Step::Start { .. } => self.segmenter.open().map_or(Format::Unknown, |s| s.format),
             Step::Continue if self.reader.is_some() => self.format,

@@ -40,6 +40,30 @@ mod tests_host;
 
 pub(super) use shell::{continues, is_prompt};
 
+impl Segmenter {
+    /// Whether `line` is, for certain, a strong line of the open segment's
+    /// format ([`continues_as`]): a journal, SGLang or dmesg line on its
+    /// fast path, which no frame stands in front of (they start with their
+    /// own time); [`Segmenter::line`] takes it as it would.
+    pub(super) fn continues_fast(&self, line: &str) -> bool {
+        self.hint.is_none()
+            && self
+                .open
+                .as_ref()
+                .is_some_and(|s| continues_as(line, s.format))
+    }
+
+    /// Line `n`, which [`Self::continues_fast`] said continues the open
+    /// segment: what [`Segmenter::line`] would do with it, without testing
+    /// it again.
+    pub(super) fn line_continues(&mut self, n: u32) -> Step {
+        if let Some(s) = &mut self.open {
+            s.last_line = n;
+        }
+        Step::Continue
+    }
+}
+
 /// Sniffers in priority order: the first that claims a line wins. Journal
 /// first, because a journal line may carry any other format inside it.
 type Sniffer = fn(&str, Option<Format>) -> Option<Class>;
@@ -79,7 +103,7 @@ fn sniff(line: &str, current: Option<Format>) -> Class {
 /// sniffer before that format's lets pass: the cheap test that keeps a big
 /// journal or server log from going through every sniffer on every line.
 /// Never true where [`SNIFFERS`] would say otherwise (tested below).
-fn continues_as(line: &str, format: Format) -> bool {
+pub(super) fn continues_as(line: &str, format: Format) -> bool {
     let bytes = line.as_bytes();
     match format {
         // A digit first: no JSON, json-pretty, verbose header or field.

@@ -139,6 +139,15 @@ impl Peeler {
         Peeler::default()
     }
 
+    /// Notes a line read without peeling (the fast path of a big format):
+    /// no gutter numbers it, and it is the text of a block.
+    pub fn skip(&mut self, text: &str) {
+        self.gutter = None;
+        let blank = text.trim().is_empty();
+        self.seen_text |= !blank;
+        self.last_blank = blank;
+    }
+
     /// `text` under its frames, and what they said. Never fails: a line
     /// with no frame comes back as it is, borrowed.
     pub fn peel<'a>(&mut self, text: &'a str) -> Peeled<'a> {
@@ -260,6 +269,16 @@ static BY_FIRST_BYTE: std::sync::LazyLock<[u32; 256]> = std::sync::LazyLock::new
     }
     table
 });
+
+/// `text` without colour codes spelled out or orphaned in a paste (the
+/// `spelled-escapes` rewrite), for text a reader took out of a line whose
+/// frames were not peeled (a journal entry's message on the fast path).
+pub(crate) fn strip_escapes(text: &str) -> Cow<'_, str> {
+    match rows::spelled_escapes(text) {
+        Some(clean) => Cow::Owned(clean),
+        None => Cow::Borrowed(text),
+    }
+}
 
 /// Peels one line with a fresh [`Peeler`] (tests, lines read alone).
 pub fn peel_line(text: &str) -> Peeled<'_> {

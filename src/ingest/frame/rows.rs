@@ -799,10 +799,12 @@ pub(super) fn spelled_escapes(text: &str) -> Option<String> {
         return Some(spelled_escapes(rest).unwrap_or_else(|| rest.to_owned()));
     }
     let bytes = text.as_bytes();
-    // Byte test: an SGR code is `[`, digits and `m`; most lines have none
-    // (a journal's `ident[pid]` fails at the `]`).
-    let open = memchr::memchr_iter(b'[', bytes).find(|&i| sgr_params(&bytes[i + 1..]).is_some())?;
-    let reset = bytes[open..].windows(3).any(|w| w == b"[0m");
+    // Byte test: a line with colour codes resets them (`[0m`, spelled
+    // `#033[0m`, `^[[0m`, …); most lines have none.
+    static RESET: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new("[0m"));
+    RESET.find(bytes)?;
+    let reset = true;
     let mut out = String::with_capacity(text.len());
     let mut last = 0;
     let mut changed = false;

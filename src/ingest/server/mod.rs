@@ -221,9 +221,10 @@ impl ServerLogParser {
     /// layer (compose, Ray, `[rankN]:`) or a c10 line is read in full, one
     /// under a logger's record prefix alone is skimmed on its message.
     pub fn skim(&mut self, text: &str, outer: OuterRef<'_>) -> Skim {
-        // Colour codes a paste spelled out were peeled with the line's
-        // frames (`ingest::frame`), journal messages included.
+        // Colour codes a paste spelled out: lines that took the fast path
+        // (journals, SGLang logs) skipped the frame peeler.
         let cleaned = clean_line(text);
+        let cleaned = crate::ingest::frame::strip_escapes(&cleaned);
         // Under the journal, a logger's record prefix and nothing around it
         // (kubelet's glog lines, every few seconds on a Kubernetes node): a
         // record of a known logger whatever its message says, whose message
@@ -343,6 +344,7 @@ impl ServerLogParser {
     pub fn feed(&mut self, text: &str, span: Span, outer: &Outer, facts: &mut Facts) -> bool {
         // Journal messages arrive uncleaned; vLLM's records end in `\r`.
         let text = clean_line(text);
+        let text = crate::ingest::frame::strip_escapes(&text);
         let mut writer = Writer::from_outer(outer);
         let payload = layers::peel(&text, &mut writer);
         let stream = self.streams.entry(writer.key.clone()).or_default();
