@@ -549,7 +549,10 @@ fn inputs_text(
                 Some(c) if listed.kind == crate::ingest::LineKind::Unrecognized => {
                     format!("cited ({} {})", c.finding, c.rule)
                 }
-                _ => listed.kind.name().to_owned(),
+                _ => match listed.family {
+                    Some(family) => format!("{} ({family})", listed.kind.name()),
+                    None => listed.kind.name().to_owned(),
+                },
             })
             .collect();
         let column = kinds.iter().map(|k| k.chars().count()).fold(12, usize::max);

@@ -12,10 +12,13 @@ use super::Line;
 use crate::model::{Facts, GpuProcessRecord, GpuRecord};
 
 /// `[0] NAME | 48'C,   7 % | 213 / 1995 MB |` and an optional power field
-/// (`-P`: `, 20 / 250 W`) and fan field (`-F`: `, 30 %`) before the memory.
+/// (`-P`: `, 20 / 250 W`) and fan field (`-F`: `, 30 %`) before the memory;
+/// gpustat 1.x prints `°C` (wookayin/gpustat gpustat/core.py, 1.0), the
+/// encoder and decoder use after the utilisation with `-e` (`(E:  88 %
+/// D:  67 %)`), and no closing `|` when no process column follows.
 pub(crate) static GPU_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^\[(?P<index>[0-9]{1,3})\]\s+(?P<name>[^|]*?)\s*\|\s*(?:[0-9]+|\?+)\s*'C,\s*(?:(?:[0-9]+|\?+)\s*%\s*,\s*)?(?:[0-9]+|\?+)\s*%(?:\s*,\s*(?:[0-9]+|\?+)\s*/\s*(?:[0-9]+|\?+)\s*W)?\s*\|\s*(?P<used>[0-9]+)\s*/\s*(?P<total>[0-9]+)\s*MB\s*\|(?P<procs>.*)$",
+        r"^\[(?P<index>[0-9]{1,3})\]\s+(?P<name>[^|]*?)\s*\|\s*(?:[0-9]+|\?+)\s*(?:'|°)C,\s*(?:(?:[0-9]+|\?+)\s*%\s*,\s*)?(?:[0-9]+|\?+)\s*%(?:\s*\(E:\s*(?:[0-9]+|\?+)\s*%\s+D:\s*(?:[0-9]+|\?+)\s*%\))?(?:\s*,\s*(?:[0-9]+|\?+)\s*/\s*(?:[0-9]+|\?+)\s*W)?\s*\|\s*(?P<used>[0-9]+)\s*/\s*(?P<total>[0-9]+)\s*MB\s*(?:\|(?P<procs>.*))?$",
     )
     .expect("gpustat gpu line regex")
 });
@@ -27,6 +30,14 @@ static PROCESS: LazyLock<Regex> = LazyLock::new(|| {
         r"(?:(?P<user>[^\s:/()]+):)?(?P<cmd>[^\s/()]+)?(?:/(?P<pid>[0-9]+))?\((?P<mem>[0-9]+)M\)",
     )
     .expect("gpustat process regex")
+});
+
+/// A process under its GPU with `--show-full-cmd` (gpustat 1.x):
+/// ` ├─  48448 (  85%,  257MB): python` — CPU use and host memory, then
+/// the command.
+static PROCESS_TREE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*[├└]─\s*[0-9]+ \(\s*[0-9.]+%,\s*[0-9.]+[KMGT]?i?B\): \S")
+        .expect("gpustat process tree regex")
 });
 
 /// The line gpustat prints above its GPUs: `feline  Sun Aug 13 15:45:59 2017`,
@@ -66,7 +77,8 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
                 span: Some(line.span),
                 ..GpuRecord::default()
             });
-            for p in PROCESS.captures_iter(&c["procs"]) {
+            let procs = c.name("procs").map_or("", |m| m.as_str());
+            for p in PROCESS.captures_iter(procs) {
                 let Some(pid) = p.name("pid").and_then(|m| m.as_str().parse().ok()) else {
                     continue;
                 };
@@ -83,7 +95,8 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
             }
             continue;
         }
-        if HEADER.is_match(text) || VERSION_OR_COMMAND.is_match(text) {
+        if HEADER.is_match(text) || VERSION_OR_COMMAND.is_match(text) || PROCESS_TREE.is_match(text)
+        {
             continue;
         }
         unrecognized += 1;

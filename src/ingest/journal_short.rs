@@ -149,7 +149,7 @@ impl JournalReader {
                 let skimmed = std::mem::take(&mut self.skimmed);
                 for (span, text) in skimmed.get() {
                     out.kept.push(span.line, text);
-                    self.full(&Line { span: *span, text }, out.facts);
+                    self.full(&Line::bare(*span, text), out.facts);
                 }
                 self.skimmed = skimmed;
                 self.full(line, out.facts);
@@ -356,11 +356,7 @@ impl JournalReader {
 /// code=exited, status=1/FAILURE`): PID 1's, as recognize.rs reads it in
 /// an unknown segment.
 fn bare_pid1(text: &str, span: Span) -> Option<JournalEntry> {
-    let mut rest = text;
-    while let Some(r) = rest.strip_prefix('>') {
-        rest = r.strip_prefix(' ').unwrap_or(r);
-    }
-    let message = rest.trim_end();
+    let message = text.trim_end();
     let unit = unit_of_pid1_message(message)?;
     Some(JournalEntry {
         time: None,

@@ -15,7 +15,9 @@ mod chatter;
 mod check_env;
 mod collect_env;
 mod detect;
+pub mod frame;
 mod gpustat;
+mod harness;
 mod journal_cat;
 mod journal_fields;
 mod journal_json;
@@ -26,6 +28,7 @@ mod journal_verbose;
 mod kernel;
 mod lsmod;
 mod nvidia_smi_csv;
+mod nvidia_smi_list;
 mod nvidia_smi_pmon;
 mod nvidia_smi_q;
 mod nvidia_smi_table;
@@ -39,6 +42,8 @@ mod ss;
 mod stream;
 mod systemctl_show;
 mod systemctl_status;
+mod systemd_unit_file;
+mod tables;
 mod values;
 
 use std::fmt;
@@ -46,6 +51,7 @@ use std::str::FromStr;
 
 use crate::model::{Facts, Framework};
 use crate::source::{SourceId, SourceMap, Span};
+pub use frame::{Frame, Peeled, Peeler, peel_line};
 
 pub use aggregate::Repeats;
 pub use anchors::{Anchors, FACT_ANCHORS};
@@ -81,6 +87,8 @@ pub enum Format {
     /// `nvidia-smi -q -x` XML.
     NvidiaSmiQXml,
     NvidiaSmiPmon,
+    /// `nvidia-smi -L` and `nvidia-smi nvlink --status`: `GPU N: NAME (UUID: …)` lines.
+    NvidiaSmiList,
     /// `ss -ltnp`: listening sockets and the processes that hold them.
     Ss,
     /// `lsmod`: loaded kernel modules and their use counts.
@@ -90,6 +98,8 @@ pub enum Format {
     /// `dmesg` in any of its time formats.
     Dmesg,
     SystemctlShow,
+    /// A unit file (`systemctl cat`, `cat /etc/systemd/system/x.service`).
+    SystemdUnitFile,
     /// `/proc/PID/cgroup` contents.
     ProcCgroup,
     /// Lines such as `root@host:~# nvidia-smi` between the pieces of a paste.
@@ -119,7 +129,7 @@ pub enum Format {
 }
 
 impl Format {
-    pub const ALL: [Format; 37] = [
+    pub const ALL: [Format; 39] = [
         Format::SglangLog,
         Format::NvidiaSmiTable,
         Format::NvidiaSmiQueryGpu,
@@ -139,11 +149,13 @@ impl Format {
         Format::NvidiaSmiQ,
         Format::NvidiaSmiQXml,
         Format::NvidiaSmiPmon,
+        Format::NvidiaSmiList,
         Format::Gpustat,
         Format::Ss,
         Format::Lsmod,
         Format::Dmesg,
         Format::SystemctlShow,
+        Format::SystemdUnitFile,
         Format::ProcCgroup,
         Format::ShellPrompt,
         Format::VllmLog,
@@ -181,11 +193,13 @@ impl Format {
             Format::NvidiaSmiQ => "nvidia-smi-q",
             Format::NvidiaSmiQXml => "nvidia-smi-q-xml",
             Format::NvidiaSmiPmon => "nvidia-smi-pmon",
+            Format::NvidiaSmiList => "nvidia-smi-list",
             Format::Gpustat => "gpustat",
             Format::Ss => "ss",
             Format::Lsmod => "lsmod",
             Format::Dmesg => "dmesg",
             Format::SystemctlShow => "systemctl-show",
+            Format::SystemdUnitFile => "systemd-unit-file",
             Format::ProcCgroup => "proc-cgroup",
             Format::ShellPrompt => "shell-prompt",
             Format::VllmLog => "vllm-log",
@@ -220,26 +234,50 @@ impl FromStr for Format {
     }
 }
 
-/// One line handed to a parser: cleaned text plus where it came from.
+/// One line handed to a parser: its text under its frames, where it came
+/// from, and what the frames said ([`frame`]).
 #[derive(Debug, Clone)]
 pub struct Line<'a> {
     pub span: Span,
     pub text: &'a str,
+    pub frame: &'a Frame,
+}
+
+impl<'a> Line<'a> {
+    /// A line with no frame around it (or whose frame does not matter to
+    /// the reader it goes to).
+    pub fn bare(span: Span, text: &'a str) -> Line<'a> {
+        Line {
+            span,
+            text,
+            frame: &frame::NO_FRAME,
+        }
+    }
 }
 
 #[cfg(test)]
 impl<'a> Line<'a> {
-    /// Each line of `text` as input 0's, numbered from 1: how parser tests
-    /// feed a parser without the detector.
+    /// Each line of `text` as input 0's, numbered from 1, under its frames
+    /// as the stream peels them: how parser tests feed a parser without
+    /// the detector. (A test's frames are leaked: they live as long as it.)
     pub fn numbered(text: &'a str) -> Vec<Line<'a>> {
+        let mut peeler = frame::Peeler::new();
         text.lines()
             .enumerate()
-            .map(|(i, t)| Line {
-                span: Span {
-                    source: crate::source::SourceId(0),
-                    line: i as u32 + 1,
-                },
-                text: t,
+            .map(|(i, t)| {
+                let peeled = peeler.peel(t);
+                let text: &'a str = match peeled.body {
+                    std::borrow::Cow::Borrowed(b) => b,
+                    std::borrow::Cow::Owned(o) => Box::leak(o.into_boxed_str()),
+                };
+                Line {
+                    span: Span {
+                        source: crate::source::SourceId(0),
+                        line: i as u32 + 1,
+                    },
+                    text,
+                    frame: Box::leak(Box::new(peeled.frame)),
+                }
             })
             .collect()
     }
@@ -382,12 +420,14 @@ fn parse_segment(format: Format, lines: &[Line<'_>], facts: &mut Facts) -> Misse
         Format::Ps => Lines(ps::read(lines, facts)),
         Format::NvidiaSmiQ => Count(nvidia_smi_q::parse_text(lines, facts)),
         Format::NvidiaSmiQXml => Count(nvidia_smi_q::parse_xml(lines, facts)),
-        Format::NvidiaSmiPmon => Count(nvidia_smi_pmon::parse(lines, facts)),
+        Format::NvidiaSmiPmon => Lines(nvidia_smi_pmon::read(lines, facts)),
+        Format::NvidiaSmiList => Lines(nvidia_smi_list::read(lines, facts)),
         Format::Gpustat => Count(gpustat::parse(lines, facts)),
         Format::Ss => Count(ss::parse(lines, facts)),
         Format::Lsmod => Count(lsmod::parse(lines, facts)),
         Format::Dmesg => Count(kernel::parse(lines, facts)),
         Format::SystemctlShow => Lines(systemctl_show::read(lines, facts)),
+        Format::SystemdUnitFile => Lines(systemd_unit_file::read(lines, facts)),
         Format::ProcCgroup => Lines(proc_cgroup::read(lines, facts)),
         Format::VllmLog => Count(server::parse(lines, facts, Some(Framework::Vllm))),
         Format::NcclLog

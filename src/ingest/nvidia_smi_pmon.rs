@@ -15,13 +15,15 @@ use crate::source::Span;
 const DEFAULT_COLUMNS: [&str; 8] = ["gpu", "pid", "type", "sm", "mem", "enc", "dec", "command"];
 
 /// Parses one segment; returns the number of lines it did not recognise.
-pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
+/// Parses one segment; returns the lines it did not recognise, which go
+/// on to the line-level recognisers (what a CI job prints under it).
+pub fn read(lines: &[Line<'_>], facts: &mut Facts) -> Vec<usize> {
     let mut columns: Vec<String> = DEFAULT_COLUMNS.iter().map(|c| (*c).to_owned()).collect();
     let mut listing: Option<Span> = None;
     let mut rows = 0;
     let mut seen: Vec<(u32, u32)> = Vec::new();
-    let mut unrecognized = 0;
-    for line in lines {
+    let mut missed = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
         let text = line.text.trim();
         if text.is_empty() {
             continue;
@@ -39,7 +41,7 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
             continue;
         }
         let Some(row) = read_row(text, &columns, line.span) else {
-            unrecognized += 1;
+            missed.push(i);
             continue;
         };
         listing.get_or_insert(line.span);
@@ -61,7 +63,13 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
             .process_listings
             .push(ProcessListing { kind, rows, span });
     }
-    unrecognized
+    missed
+}
+
+/// The number of lines [`read`] did not recognise.
+#[cfg(test)]
+pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
+    read(lines, facts).len() as u32
 }
 
 /// One data row: `None` when it is not one, `Some(None)` for a GPU's

@@ -140,6 +140,10 @@ pub fn read(lines: &[Line<'_>], facts: &mut Facts) -> Vec<usize> {
             .or_else(|| implied_columns(line.text).and_then(|c| row(line.text, c, line.span)));
         match read {
             Some(r) => facts.ps.push(r),
+            // `ps m` prints each thread under its process, `-` for its PID.
+            None if columns
+                .as_deref()
+                .is_some_and(|c| is_thread_row(line.text, c)) => {}
             None => missed.push(i),
         }
     }
@@ -150,6 +154,17 @@ pub fn read(lines: &[Line<'_>], facts: &mut Facts) -> Vec<usize> {
 #[cfg(test)]
 pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
     read(lines, facts).len() as u32
+}
+
+/// A thread row of `ps m` (`ps auxm`, `ps -eLm`): `-` where the PID is
+/// (and where most per-process columns are), under its process's row.
+fn is_thread_row(text: &str, columns: &[Column]) -> bool {
+    let toks = tokens(text);
+    columns
+        .iter()
+        .position(|c| *c == Column::Pid)
+        .and_then(|i| toks.get(i))
+        .is_some_and(|(_, t)| *t == "-")
 }
 
 /// Whitespace-separated tokens with their byte offsets.

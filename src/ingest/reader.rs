@@ -195,7 +195,7 @@ impl SegmentReader {
             SegmentReader::Buffered { format, lines } => {
                 let lines: Vec<Line<'_>> = lines
                     .iter()
-                    .map(|(span, text)| Line { span: *span, text })
+                    .map(|(span, text)| Line::bare(*span, text))
                     .collect();
                 match parse_segment(format, &lines, facts) {
                     Missed::Count(n) => Tally::unrecognized(n),

@@ -53,6 +53,9 @@ pub struct Listed {
     pub line: u32,
     pub kind: LineKind,
     pub text: String,
+    /// For an unrecognised line, the kind of machine output it looks like,
+    /// when a cheap test can tell ([`family`]): a gap made visible.
+    pub family: Option<&'static str>,
 }
 
 /// What a segment's reading did not turn into facts.
@@ -89,6 +92,9 @@ impl Tally {
                 line: line.span.line,
                 kind,
                 text,
+                family: (kind == LineKind::Unrecognized)
+                    .then(|| family(line.text).or_else(|| line.frame.what()))
+                    .flatten(),
             });
         }
     }
@@ -107,6 +113,8 @@ pub(super) enum Except {
 pub(super) struct LineReader {
     server: Option<ServerLogParser>,
     kernel: Option<KernelParser>,
+    /// A text table in progress (`ingest::tables`).
+    tables: super::tables::Tables,
     tally: Tally,
 }
 
@@ -115,6 +123,7 @@ impl LineReader {
         LineReader {
             server: (except != Except::Server).then(|| ServerLogParser::new(None)),
             kernel: (except != Except::Kernel).then(KernelParser::default),
+            tables: super::tables::Tables::default(),
             tally: Tally::default(),
         }
     }
@@ -125,6 +134,11 @@ impl LineReader {
         if line.text.trim().is_empty() {
             return Read::Skimmed(None);
         }
+        // A line of a text table (dcgmi's boxes, a Markdown table): read
+        // by the table's header, whatever its cells say.
+        if self.tables.read(line.text) {
+            return Read::Skimmed(None);
+        }
         if let Some(read) = self.recognize(line, hot, out.facts) {
             return read;
         }
@@ -133,6 +147,17 @@ impl LineReader {
         // line with an anchor can be one.
         if hot && crate::catalogs::catalogs().knows(line.text) {
             return Read::Skimmed(None);
+        }
+        // A known logger's record whose message no recogniser knows is
+        // still that logger's record (`ingest::frame`): its time is kept.
+        if line.frame.record {
+            return match line.frame.time {
+                Some(time) if hot => {
+                    out.facts.line_times.push((line.span, time));
+                    Read::Parsed
+                }
+                time => Read::Skimmed(time),
+            };
         }
         let kind = if is_prose(line.text) || is_annotation(line.text) {
             LineKind::Prose
@@ -166,16 +191,15 @@ impl LineReader {
         let text = line.text;
         // Only the service manager words its messages like this (the
         // grammar journal_cat.rs reads as PID 1's too); quoted in a mail or
-        // Markdown reply, `>nvidia-docker.service: Main process exited, …`.
-        let pid1 = unquote(text);
-        if let Some(unit) = may_be_pid1(pid1)
-            .then(|| unit_of_pid1_message(pid1.trim_end()))
+        // Markdown reply, `>nvidia-docker.service: Main process exited, …`
+        // (the quote is a frame, peeled before).
+        if let Some(unit) = may_be_pid1(text)
+            .then(|| unit_of_pid1_message(text.trim_end()))
             .flatten()
         {
-            let text = pid1;
             facts.journal.push(JournalEntry {
-                time: None,
-                host: None,
+                time: line.frame.time,
+                host: line.frame.host.clone(),
                 identifier: "systemd".to_owned(),
                 pid: Some(1),
                 unit: Some(unit),
@@ -187,8 +211,14 @@ impl LineReader {
         }
         if let Some(server) = &mut self.server {
             let mut full = hot;
+            let time = line.frame.time;
             if !hot {
-                match server.skim(text, OuterRef::default()) {
+                let outer = OuterRef {
+                    time,
+                    pid: line.frame.pid,
+                    ..OuterRef::default()
+                };
+                match server.skim(text, outer) {
                     Skim::Read {
                         recognized: true,
                         time,
@@ -197,16 +227,26 @@ impl LineReader {
                     Skim::Full => full = true,
                 }
             }
-            if full && server.feed(text, line.span, &Outer::default(), facts) {
+            let outer = Outer {
+                time,
+                pid: line.frame.pid,
+                ..Outer::default()
+            };
+            if full && server.feed(text, line.span, &outer, facts) {
                 return Some(Read::Parsed);
             }
+        }
+        // A test harness's own lines (pytest's report, CI GPU summaries).
+        if super::harness::recognizes(text) {
+            return Some(Read::Skimmed(None));
         }
         if let Some(kernel) = &mut self.kernel {
             if hot || kernel.busy() {
                 // `grep NVRM /var/log/kern.log | cut …` and `journalctl -k
                 // -o cat`-like pastes keep a bare `kernel: ` in front.
                 let message = text.strip_prefix("kernel: ").unwrap_or(text);
-                if kernel.feed(message, line.span, None, facts) {
+                let frame = line.frame;
+                if kernel.feed_at(message, line.span, frame.time, frame.uptime_us, facts) {
                     return Some(Read::Parsed);
                 }
             }
@@ -220,16 +260,6 @@ impl LineReader {
         }
         self.tally
     }
-}
-
-/// The text after a reply's quote marks (`> `, `>`); no systemd message
-/// starts with `>`.
-fn unquote(text: &str) -> &str {
-    let mut rest = text;
-    while let Some(r) = rest.strip_prefix('>') {
-        rest = r.strip_prefix(' ').unwrap_or(r);
-    }
-    rest
 }
 
 /// A cheap test before the unit grammar's regex: its messages start with a
@@ -250,6 +280,70 @@ fn may_be_pid1(text: &str) -> bool {
                 | "Dependency"
                 | "Assertion"
         )
+}
+
+/// What kind of machine output an unrecognised line looks like, by cheap
+/// tests on its shape: a table row, a stack frame, a log record (a time
+/// or a level in front), `key=value` or `key: value` settings, a hex dump,
+/// a progress bar, JSON. `None` when no test knows (it is still machine
+/// output: prose was told apart before).
+pub fn family(text: &str) -> Option<&'static str> {
+    let t = text.trim();
+    let b = t.as_bytes();
+    let first = *b.first()?;
+    if t.contains("%|") || t.contains("it/s]") || t.contains("B/s]") {
+        return Some("progress bar");
+    }
+    if t.contains('│') || t.matches('|').count() >= 2 || t.starts_with("+-") {
+        return Some("table row");
+    }
+    if t.starts_with("at ") && t.contains('(')
+        || t.starts_with("[bt]")
+        || t.starts_with("[<")
+        || (first == b'#' && b.get(1).is_some_and(u8::is_ascii_digit) && t.contains(" 0x"))
+        || t.starts_with("File \"")
+        || t.split_whitespace().any(|w| {
+            let w = w.trim_start_matches('?');
+            w.contains("+0x") && w.contains('/')
+        })
+    {
+        return Some("stack frame");
+    }
+    if first == b'{' || t.starts_with("[{") {
+        return Some("json");
+    }
+    let timed = |s: &[u8]| {
+        s.len() >= 8
+            && s[..8]
+                .iter()
+                .all(|c| c.is_ascii_digit() || matches!(c, b'-' | b'/' | b':' | b' ' | b'.' | b'T'))
+            && s[..8].iter().filter(|c| c.is_ascii_digit()).count() >= 4
+            && s[..8].iter().any(|c| matches!(c, b'-' | b'/' | b':'))
+    };
+    let words: Vec<&str> = t.split_whitespace().take(4).collect();
+    let level = words.iter().any(|w| {
+        matches!(
+            w.trim_matches(|c: char| !c.is_ascii_alphabetic()),
+            "INFO" | "WARN" | "WARNING" | "ERROR" | "DEBUG" | "TRACE" | "FATAL" | "CRITICAL"
+        )
+    });
+    if timed(b) || (first == b'[' && timed(&b[1..])) || level {
+        return Some("log record");
+    }
+    let hex = t
+        .split_whitespace()
+        .filter(|w| w.len() >= 4 && w.bytes().all(|c| c.is_ascii_hexdigit()))
+        .count();
+    if hex >= 3 && hex * 2 >= t.split_whitespace().count() {
+        return Some("hex dump");
+    }
+    if t.contains('=') && !t.contains(' ') || words.first().is_some_and(|w| w.contains('=')) {
+        return Some("key=value");
+    }
+    if words.first().is_some_and(|w| w.ends_with(':')) && words.len() >= 2 {
+        return Some("key: value");
+    }
+    None
 }
 
 /// Words a sentence of English almost always has one of.
@@ -377,6 +471,7 @@ mod tests {
         let mut reader = LineReader::new(except);
         for (i, t) in text.lines().enumerate() {
             let line = Line {
+                frame: &crate::ingest::frame::NO_FRAME,
                 span: Span {
                     source: SourceId(0),
                     line: i as u32 + 1,
@@ -420,6 +515,50 @@ mod tests {
             "Start-Date: 2021-04-24  06:50:54",
         ] {
             assert!(!is_prose(no), "{no}");
+        }
+    }
+
+    /// Unrecognised lines say what they look like (lines of public
+    /// threads where cited, else written to the shape).
+    #[test]
+    fn unread_lines_name_their_family_when_a_cheap_test_can() {
+        for (line, want) in [
+            // DCGM's user guide (`dcgmi discovery -l`).
+            (
+                "| GPU ID | Device Information                                                   |",
+                Some("table row"),
+            ),
+            (
+                "    at com.example.Main.run(Main.java:12)",
+                Some("stack frame"),
+            ),
+            (
+                "  [bt] (0) /usr/lib/libfoo.so(+0x1234) [0x7f0000001234]",
+                Some("stack frame"),
+            ),
+            // https://github.com/talos-rpi5/talos-builder/issues/11
+            (" dump_backtrace.part.0+0xe4/0x100", Some("stack frame")),
+            // https://github.com/gpustack/gpustack/issues/1953
+            (
+                "2025-05-01T02:51:44+00:00 - gpustack.worker.backends.base - INFO - Preparing model files...",
+                Some("log record"),
+            ),
+            (
+                "0000000000000000 ffffffffffffffff 0000000000000001 ffff000000000000",
+                Some("hex dump"),
+            ),
+            // https://github.com/InternLM/lmdeploy/issues/2229
+            ("max_batch_size = 128", None),
+            ("model_source: hf_model", Some("key: value")),
+            ("cache_max_entry_count=8", Some("key=value")),
+            // tqdm's README.
+            (
+                "76%|████████████████████████        | 7568/10000 [00:33<00:10, 229.00it/s]",
+                Some("progress bar"),
+            ),
+            ("something nobody knows 0x1f", None),
+        ] {
+            assert_eq!(family(line), want, "{line}");
         }
     }
 
@@ -480,7 +619,7 @@ mod tests {
                 facts: &mut facts,
                 kept: &mut kept,
             };
-            reader.read(&Line { span, text }, true, &mut out);
+            reader.read(&Line::bare(span, text), true, &mut out);
         }
         let tally = reader.finish(&mut facts);
         assert_eq!(tally.unrecognized, 3);

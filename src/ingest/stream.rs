@@ -23,6 +23,7 @@ use super::aggregate::{self, Aggregator, Repeats};
 use super::anchors::Hot;
 use super::chatter;
 use super::detect::{Segmenter, Step};
+use super::frame::{Peeled, Peeler};
 use super::reader::{Out, Read, SegmentReader};
 use super::{Anchors, Format, Ingested, InputSummary, Line, Segment};
 use crate::model::{Facts, Message, Resumed, Timestamp};
@@ -143,6 +144,7 @@ fn read_source(
         // Text in memory is cited from there; a streamed file's is kept.
         keep_text: source.is_streamed(),
         segmenter: Segmenter::new(id, settings.hint),
+        peeler: Peeler::new(),
         reader: None,
         format: Format::Unknown,
         repeats: Aggregator::new(settings.repeats),
@@ -372,12 +374,16 @@ struct InputReader {
     id: SourceId,
     keep_text: bool,
     segmenter: Segmenter,
+    /// Strips the frames of each line before the segmenter sees it.
+    peeler: Peeler,
     reader: Option<SegmentReader>,
     /// The format of `reader`'s segment.
     format: Format,
     /// Repeated lines counted instead of read; `None` reads every line.
     repeats: Option<Aggregator>,
-    /// Lines before the first strong line, for the first segment's reader.
+    /// Lines before the first strong line, for the first segment's reader:
+    /// the input's first lines, so a fresh [`Peeler`] peels them again as
+    /// they were peeled.
     pending: Vec<(u32, String, bool)>,
     facts: Facts,
     inputs: Vec<InputSummary>,
@@ -428,7 +434,20 @@ impl InputReader {
             };
             self.engine.resumed = Some((n, text));
         }
-        let step = self.segmenter.line(n, text);
+        // Under a hint the line is read as it is: the user named its format;
+        // a line of a big journal or server log on its fast path has no
+        // frame (it starts with its own time).
+        let fast = self.segmenter.continues_fast(text);
+        let peeled = if fast || self.segmenter.hinted() {
+            self.peeler.skip(text);
+            Peeled::bare(text)
+        } else {
+            self.peeler.peel(text)
+        };
+        let step = match fast {
+            true => self.segmenter.line_continues(n),
+            false => self.segmenter.line(n, &peeled.body, &peeled.frame),
+        };
         let format = match &step {
             Step::Start { .. } => self.segmenter.open().map_or(Format::Unknown, |s| s.format),
             Step::Continue if self.reader.is_some() => self.format,
@@ -463,18 +482,16 @@ impl InputReader {
                 }
                 let mut reader = SegmentReader::new(format);
                 self.format = format;
-                for (n, text, hot) in std::mem::take(&mut self.pending) {
-                    self.feed(&mut reader, n, &text, hot);
-                }
+                self.feed_pending(&mut reader);
                 if read {
-                    self.feed(&mut reader, n, text, hot);
+                    self.feed(&mut reader, n, text, &peeled, hot);
                 }
                 self.reader = Some(reader);
             }
             Step::Continue => match self.reader.take() {
                 Some(mut reader) => {
                     if read {
-                        self.feed(&mut reader, n, text, hot);
+                        self.feed(&mut reader, n, text, &peeled, hot);
                     }
                     self.reader = Some(reader);
                 }
@@ -483,7 +500,30 @@ impl InputReader {
         }
     }
 
-    fn feed(&mut self, reader: &mut SegmentReader, n: u32, text: &str, hot: bool) {
+    /// The lines that waited for the first segment, peeled again from the
+    /// input's start.
+    fn feed_pending(&mut self, reader: &mut SegmentReader) {
+        let mut peeler = Peeler::new();
+        let hinted = self.segmenter.hinted();
+        for (n, text, hot) in std::mem::take(&mut self.pending) {
+            let peeled = match hinted {
+                false => peeler.peel(&text),
+                true => Peeled::bare(&text),
+            };
+            self.feed(reader, n, &text, &peeled, hot);
+        }
+    }
+
+    /// Hands line `n` to `reader`: `text` is the line as it is (kept, and
+    /// cited), `peeled` what is under its frames (read).
+    fn feed(
+        &mut self,
+        reader: &mut SegmentReader,
+        n: u32,
+        text: &str,
+        peeled: &Peeled<'_>,
+        hot: bool,
+    ) {
         let span = Span {
             source: self.id,
             line: n,
@@ -492,7 +532,12 @@ impl InputReader {
             facts: &mut self.facts,
             kept: &mut self.kept,
         };
-        match reader.read(&Line { span, text }, hot, &mut out) {
+        let line = Line {
+            span,
+            text: &peeled.body,
+            frame: &peeled.frame,
+        };
+        match reader.read(&line, hot, &mut out) {
             Read::Parsed => {
                 self.keep(n, text);
                 self.flush();
@@ -547,9 +592,7 @@ impl InputReader {
                 // No line was strong: every line is unknown.
                 None => {
                     let mut reader = SegmentReader::new(segment.format);
-                    for (n, text, hot) in std::mem::take(&mut self.pending) {
-                        self.feed(&mut reader, n, &text, hot);
-                    }
+                    self.feed_pending(&mut reader);
                     reader
                 }
             };
@@ -615,7 +658,13 @@ impl InputReader {
                         facts: &mut self.facts,
                         kept: &mut self.kept,
                     };
-                    r.read(&Line { span, text }, true, &mut out);
+                    let peeled = Peeler::new().peel(text);
+                    let line = Line {
+                        span,
+                        text: &peeled.body,
+                        frame: &peeled.frame,
+                    };
+                    r.read(&line, true, &mut out);
                 }
             }
         }

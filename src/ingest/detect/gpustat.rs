@@ -15,8 +15,8 @@ pub(super) fn sniff(line: &str, _current: Option<Format>) -> Option<Class> {
         }
     }
     // Cheap byte tests before the regex: every GPU line starts `[` and has
-    // a `'C,` temperature.
-    if !line.starts_with('[') || !line.contains("'C,") {
+    // a `'C,` temperature (`°C,` from gpustat 1.0 on).
+    if !line.starts_with('[') || !(line.contains("'C,") || line.contains("°C,")) {
         return None;
     }
     crate::ingest::gpustat::GPU_LINE

@@ -5,18 +5,21 @@
 use super::{Class, re};
 use crate::ingest::Format;
 
-// `[ 8712.345678] ` (or reltime's `[  +0.000012] `, `[Jun  1 12:00] `), with `dmesg -r`'s `<4>` or `-x`'s `kern  :warn  : ` before it.
+// `[ 8712.345678] ` (or reltime's `[  +0.000012] `, `[Jun  1 12:00] `);
+// printk prints six digits of fraction, some kernels and tools three. The
+// `<4>` of `dmesg -r` and the `kern  :warn  : ` of `-x` are frames, peeled
+// before detection (`ingest::frame`).
 re!(
     UPTIME,
-    r"^(?:<[0-9]{1,3}>|[a-z0-9]+\s*:[a-z]+\s*: )?\[(?:\s*\+?[0-9]+\.[0-9]{6}(?:\s*<[\s0-9.]*>)?|[A-Z][a-z]{2} +[0-9]{1,2} [0-9][0-9]:[0-9][0-9])\] "
+    r"^\[(?:\s*\+?[0-9]+\.(?:[0-9]{6}|[0-9]{3})(?:\s*<[\s0-9.]*>)?|[A-Z][a-z]{2} +[0-9]{1,2} [0-9][0-9]:[0-9][0-9])\] "
 );
 re!(
     CTIME,
-    r"^(?:<[0-9]{1,3}>|[a-z0-9]+\s*:[a-z]+\s*: )?\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9] [0-9]{4}\] "
+    r"^\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9] [0-9]{4}\] "
 );
 re!(
     ISO,
-    r"^(?:<[0-9]{1,3}>)?[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9],[0-9]{6}[+-][0-9][0-9]:[0-9][0-9] "
+    r"^[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9],[0-9]{6}[+-][0-9][0-9]:[0-9][0-9] "
 );
 // Also under a bare `kernel: ` (a syslog line whose time and host were cut
 // off), with or without the uptime rsyslog keeps after it.

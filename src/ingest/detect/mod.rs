@@ -12,6 +12,7 @@
 //! in a segment whose parser cannot read it, or in no known format, still
 //! meets every line-level recogniser (`ingest::recognize`).
 
+use super::frame::Frame;
 use super::{Format, Segment};
 use crate::source::{Source, SourceId, clean_line};
 
@@ -38,6 +39,30 @@ mod systemd;
 mod tests_host;
 
 pub(super) use shell::{continues, is_prompt};
+
+impl Segmenter {
+    /// Whether `line` is, for certain, a strong line of the open segment's
+    /// format ([`continues_as`]): a journal, SGLang or dmesg line on its
+    /// fast path, which no frame stands in front of (they start with their
+    /// own time); [`Segmenter::line`] takes it as it would.
+    pub(super) fn continues_fast(&self, line: &str) -> bool {
+        self.hint.is_none()
+            && self
+                .open
+                .as_ref()
+                .is_some_and(|s| continues_as(line, s.format))
+    }
+
+    /// Line `n`, which [`Self::continues_fast`] said continues the open
+    /// segment: what [`Segmenter::line`] would do with it, without testing
+    /// it again.
+    pub(super) fn line_continues(&mut self, n: u32) -> Step {
+        if let Some(s) = &mut self.open {
+            s.last_line = n;
+        }
+        Step::Continue
+    }
+}
 
 /// Sniffers in priority order: the first that claims a line wins. Journal
 /// first, because a journal line may carry any other format inside it.
@@ -78,7 +103,7 @@ fn sniff(line: &str, current: Option<Format>) -> Class {
 /// sniffer before that format's lets pass: the cheap test that keeps a big
 /// journal or server log from going through every sniffer on every line.
 /// Never true where [`SNIFFERS`] would say otherwise (tested below).
-fn continues_as(line: &str, format: Format) -> bool {
+pub(super) fn continues_as(line: &str, format: Format) -> bool {
     let bytes = line.as_bytes();
     match format {
         // A digit first: no JSON, json-pretty, verbose header or field.
@@ -116,11 +141,17 @@ fn continues_as(line: &str, format: Format) -> bool {
 /// the whole input is one segment of it.
 pub fn segment_as(id: SourceId, source: &Source, hint: Option<Format>) -> Vec<Segment> {
     let mut segmenter = Segmenter::new(id, hint);
+    let mut peeler = super::frame::Peeler::new();
     let mut segments = Vec::new();
     let summary = source.for_each_line(&mut |_| {}, &mut |n, raw| {
+        let cleaned = clean_line(raw);
+        let peeled = match hint {
+            None => peeler.peel(&cleaned),
+            Some(_) => super::frame::Peeled::bare(&cleaned),
+        };
         if let Step::Start {
             closed: Some(closed),
-        } = segmenter.line(n, &clean_line(raw))
+        } = segmenter.line(n, &peeled.body, &peeled.frame)
         {
             segments.push(closed);
         }
@@ -170,12 +201,20 @@ impl Segmenter {
         }
     }
 
+    /// Whether the user named the format (`--format-hint`): lines are then
+    /// read as they are, frames and all.
+    pub(super) fn hinted(&self) -> bool {
+        self.hint.is_some()
+    }
+
     /// The segment the last line went to, if one is open.
     pub(super) fn open(&self) -> Option<&Segment> {
         self.open.as_ref()
     }
 
-    pub(super) fn line(&mut self, n: u32, line: &str) -> Step {
+    /// Classifies line `n`: `line` is its text under its frames, `frame`
+    /// what they said ([`crate::ingest::frame`]).
+    pub(super) fn line(&mut self, n: u32, line: &str, frame: &Frame) -> Step {
         if let Some(format) = self.hint {
             return match &mut self.open {
                 Some(s) => {
@@ -204,6 +243,15 @@ impl Segmenter {
             return Step::Continue;
         }
         let mut class = if current.is_some_and(|f| continues_as(line, f)) {
+            Class::Continue
+        } else if frame.kernel && current != Some(Format::Dmesg) {
+            // Only the kernel's log frames a line so (a kmsg record,
+            // `dmesg --decode`, talosctl dmesg): whatever its text says.
+            Class::Strong(
+                Format::Dmesg,
+                "a kernel log record's frame (/dev/kmsg, dmesg --decode, talosctl dmesg)",
+            )
+        } else if frame.kernel {
             Class::Continue
         } else {
             sniff(line, current)

@@ -82,6 +82,15 @@ pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
             "NVSMI LOG banner and keys (nvidia-smi -q)",
         ));
     }
+    if crate::ingest::nvidia_smi_list::is_gpu_line(line) {
+        return Some(match current {
+            Some(Format::NvidiaSmiList) => Continue,
+            _ => Strong(
+                Format::NvidiaSmiList,
+                "GPU N: NAME (UUID: GPU-…) lines (nvidia-smi -L, nvidia-smi nvlink -s)",
+            ),
+        });
+    }
     if XML_START.is_match(line) {
         return Some(Strong(
             Format::NvidiaSmiQXml,

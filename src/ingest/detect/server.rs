@@ -11,9 +11,10 @@ use super::{Class, re};
 use crate::ingest::Format;
 use crate::ingest::server::is_vllm_process_name;
 
+// SGLang's prefix; before 0.4 the time of day alone, with the rank.
 re!(
     SGLANG,
-    r"^\[[0-9]{4}-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\.[0-9]{3})?(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)[0-9]+)*\] "
+    r"^\[(?:[0-9]{4}-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\.[0-9]{3})?(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)[0-9]+)*|[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?: (?:DP|PP|TP|EP)[0-9]+)+)\] "
 );
 re!(
     VLLM,

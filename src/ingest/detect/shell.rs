@@ -12,13 +12,20 @@
 use super::{Class, re};
 use crate::ingest::Format;
 
+// Any column layout (`ps -eo …`, `ps alx`'s `F UID PID …`): upper-case
+// titles with a PID among them, the command last.
 re!(
     PS_HEADER,
-    r"^\s*(?:PID|USER|UID)\s.*\b(?:CMD|COMMAND|ARGS)\s*$"
+    r"^\s*(?:(?:[A-Z%][A-Z0-9%_]*)\s+)*PID\s.*\b(?:CMD|COMMAND|ARGS)\s*$"
 );
-re!(PS_ROW, r"^\s*(?:\S+\s+)?[0-9]+\s+\S");
+// A process row; `ps m` prints its threads with `-` for the PID.
+re!(PS_ROW, r"^\s*(?:\S+\s+)?(?:[0-9]+|-)\s+\S");
 // The prompt, captured up to where the command starts; `cmd` is empty for
 // a prompt with nothing typed (only the `user@host` forms).
+// Also: `user@host$` with no directory, zsh's `%n@%m[%~]%#` (TrueNAS:
+// `root@truenas[/]#`), bash's own `\s-\v\$` when no profile set one
+// (`bash-5.1#`), and oh-my-zsh's default theme, `➜  dir` (robbyrussell:
+// an arrow, the directory's name, maybe `git:(branch)` and `✗`).
 re!(
     SHELL_PROMPT,
     r"(?x)^(?:\([0-9A-Za-z_.-]+\)\x20+)?
@@ -27,6 +34,9 @@ re!(
       | \[\S+@\S+(?:\x20[^\]]*)?\][\#$%]
       | \S+@\S+\x20\S+(?:\x20\([^)]*\))?>
       | \S+@\S+\x20(?:[~/]\S*|[0-9A-Za-z_.-]+)\x20[\#%]
+      | [0-9A-Za-z_.-]+@[0-9A-Za-z_.-]+(?:\[[^\]\s]*\])?[\#$%]
+      | (?:bash|sh|zsh)-[0-9]+(?:\.[0-9]+)*[\#$]
+      | ➜\x20+\S+(?:\x20git:\([^)]*\))?(?:\x20✗)?
     )(?:\x20+(?P<cmd>\S.*)|\s*$)"
 );
 // After a bare `$ ` or `# ` (maybe after the directory alone, as a prompt
@@ -34,7 +44,7 @@ re!(
 // after `VAR=value` assignments (vLLM prints `# GPU blocks: 1952, …`).
 re!(
     BARE_PROMPT,
-    r"^(?:(?:~[0-9A-Za-z_./-]*|/[0-9A-Za-z_./-]*)?[$#] (?P<cmd>(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*[a-z./~][0-9A-Za-z_./+-]*(?:\s.*)?)|(?:PS [A-Z]:\\[^>]*>|>>>|In \[[0-9]+\]:) (?P<code>\S.*))$"
+    r"^(?:(?:~[0-9A-Za-z_./-]*|/[0-9A-Za-z_./-]*)?[$#] +(?P<cmd>(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*[a-z./~][0-9A-Za-z_./+-]*(?:\s.*)?)|(?:PS [A-Z]:\\[^>]*>|>>>|In \[[0-9]+\]:) (?P<code>\S.*))$"
 );
 
 // A command pasted without its prompt, maybe indented: a launcher people
@@ -151,6 +161,11 @@ pub(super) fn command_hint(line: &str) -> Option<(Format, &'static str)> {
                     Format::NvidiaSmiQ,
                     "output of `nvidia-smi -q` at the prompt above",
                 )
+            } else if has("-L") || has("--list-gpus") || has("nvlink") {
+                (
+                    Format::NvidiaSmiList,
+                    "output of `nvidia-smi -L` / `nvidia-smi nvlink` at the prompt above",
+                )
             } else {
                 (
                     Format::NvidiaSmiTable,
@@ -175,6 +190,20 @@ pub(super) fn command_hint(line: &str) -> Option<(Format, &'static str)> {
                 Format::JournalShort,
                 "output of `journalctl` at the prompt above",
             )),
+            "systemctl" if words.contains(&"cat") => Some((
+                Format::SystemdUnitFile,
+                "output of `systemctl cat` at the prompt above",
+            )),
+            "cat" | "less" | "more" | "vi" | "vim" | "nano"
+                if words.iter().any(|w| {
+                    w.ends_with(".service") || w.ends_with(".socket") || w.ends_with(".timer")
+                }) =>
+            {
+                Some((
+                    Format::SystemdUnitFile,
+                    "a unit file shown at the prompt above",
+                ))
+            }
             "systemctl" if words.contains(&"show") => Some((
                 Format::SystemctlShow,
                 "output of `systemctl show` at the prompt above",
@@ -280,6 +309,15 @@ mod tests {
                 "In [3]: torch.cuda.mem_get_info()",
                 "torch.cuda.mem_get_info()",
             ),
+            // Prompts each shell's own default draws (the prompt strings of
+            // bash's `\s-\v\$`, zsh's `%n@%m[%~]%#` as TrueNAS sets it,
+            // oh-my-zsh's robbyrussell theme), written to their shape.
+            ("bash-4.4# nvidia-smi -L", "nvidia-smi -L"),
+            ("root@truenas[~]# dmesg | grep NVRM", "dmesg | grep NVRM"),
+            ("(venv) ➜  ~ nvidia-smi", "nvidia-smi"),
+            ("➜  vllm git:(main) ✗ nvidia-smi", "nvidia-smi"),
+            ("user@gpu-box$ nvidia-smi", "nvidia-smi"),
+            ("$  nvidia-smi", "nvidia-smi"),
         ] {
             assert!(is_prompt(line), "{line}");
             assert_eq!(command(line), Some(cmd), "{line}");

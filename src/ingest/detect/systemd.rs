@@ -27,6 +27,23 @@ re!(ANY_PROPERTY, r"^[A-Z][A-Za-z0-9]*=");
 
 pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
     use Class::*;
+    // A unit file's `[Section]` or `systemctl cat`'s `# /etc/systemd/…`
+    // header; its `Key=Value` lines are its own, not `systemctl show`'s.
+    if crate::ingest::systemd_unit_file::is_unit_file_line(line) {
+        return Some(match current {
+            Some(Format::SystemdUnitFile) => Continue,
+            _ => Strong(
+                Format::SystemdUnitFile,
+                "[Section] or `# /etc/systemd/system/…` header (a unit file, systemctl cat)",
+            ),
+        });
+    }
+    if current == Some(Format::SystemdUnitFile)
+        && line.as_bytes().first().is_some_and(u8::is_ascii_uppercase)
+        && line.contains('=')
+    {
+        return Some(Continue);
+    }
     if SHOW_PROPERTY.is_match(line) || SHOW_PROMPT.is_match(line) {
         return Some(Strong(
             Format::SystemctlShow,

@@ -21,20 +21,6 @@ use super::reader::{Out, Read};
 use crate::model::{Facts, KernelEvent, KernelEventKind, KernelTime, Timestamp};
 use crate::source::Span;
 
-/// `<4>` of `dmesg -r`.
-static RAW_PRIORITY: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^<[0-9]{1,3}>").expect("priority regex"));
-
-/// `kern  :warn  : ` of `dmesg -x`.
-static FACILITY_LEVEL: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?x)^
-        (?:kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7])\x20*:
-        (?:emerg|alert|crit|err|warn|notice|info|debug)\x20*:\x20?",
-    )
-    .expect("facility regex")
-});
-
 /// `[ 8712.345678] `, and the `[ 8712.345678 <    0.000123>] ` of `-d`.
 static UPTIME: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^\[\x20*(?P<s>[0-9]+)\.(?P<frac>[0-9]{1,9})(?:\x20*<[\x200-9.]*>)?\]\x20?")
@@ -93,7 +79,20 @@ impl KernelParser {
         wall: Option<Timestamp>,
         facts: &mut Facts,
     ) -> bool {
-        let (mut uptime_us, mut message) = split_uptime(unquote(message));
+        self.feed_at(message, span, wall, None, facts)
+    }
+
+    /// [`Self::feed`], with the uptime a frame gave (a `/dev/kmsg` record's).
+    pub fn feed_at(
+        &mut self,
+        message: &str,
+        span: Span,
+        wall: Option<Timestamp>,
+        uptime: Option<u64>,
+        facts: &mut Facts,
+    ) -> bool {
+        let (mut uptime_us, mut message) = split_uptime(message);
+        uptime_us = uptime_us.or(uptime);
         // `journalctl -o short-monotonic` looks like dmesg plus `host kernel: `;
         // a syslog line cut before its host leaves `kernel: [ uptime] …`.
         if let Some(m) = KERNEL_PREFIX.find(message) {
@@ -180,12 +179,14 @@ impl DmesgReader {
             return Read::Parsed;
         }
         // What `full` does, minus the parser, which would find nothing.
-        let text = unquote(line.text);
+        let text = line.text;
         if text.trim().is_empty() {
             return Read::Skimmed(None);
         }
         if let Some((wall, _)) = split_wrapper(text) {
-            self.last = Some(wall);
+            self.last = Some(wall.or(line.frame.time));
+        } else if line.frame.kernel {
+            self.last = Some(line.frame.time);
         } else if !(self.last.is_some() && text.starts_with([' ', '\t'])) {
             self.last = None;
             self.unrecognized += 1;
@@ -195,13 +196,24 @@ impl DmesgReader {
     }
 
     fn full(&mut self, line: &Line<'_>, facts: &mut Facts) {
-        let text = unquote(line.text);
+        let text = line.text;
         if text.trim().is_empty() {
             return;
         }
+        let frame = line.frame;
         if let Some((wall, message)) = split_wrapper(text) {
-            self.parser.feed(message, line.span, wall, facts);
+            let wall = wall.or(frame.time);
+            self.parser
+                .feed_at(message, line.span, wall, frame.uptime_us, facts);
             self.last = Some(wall);
+            return;
+        }
+        // A kernel record's frame is its wrapper (a kmsg record, talosctl
+        // dmesg): the text under it is the message.
+        if frame.kernel {
+            self.parser
+                .feed_at(text, line.span, frame.time, frame.uptime_us, facts);
+            self.last = Some(frame.time);
             return;
         }
         // A record with several lines prints the later ones indented.
@@ -229,36 +241,15 @@ impl DmesgReader {
 
 /// Strips the dmesg wrapper of a line: the wall time it printed (if any) and
 /// the message, which may still start with a `[ uptime]`. `None` when the
-/// line has no wrapper.
-/// A kernel line quoted in a mail or Markdown reply (`> [Fri Aug 30
-/// 11:43:09 2024] NVRM: Xid …`, `> NVRM: Xid …`): the text after the
-/// quote marks. No kernel message starts with `>`.
-fn unquote(text: &str) -> &str {
-    let mut rest = text;
-    while let Some(r) = rest.strip_prefix('>') {
-        rest = r.strip_prefix(' ').unwrap_or(r);
-    }
-    rest
-}
-
+/// line has no wrapper. The frames around a wrapper (`dmesg -r`'s `<4>`,
+/// `-x`'s `kern  :warn  : `, a quote's `> `) were peeled before
+/// (`ingest::frame`).
 fn split_wrapper(text: &str) -> Option<(Option<Timestamp>, &str)> {
     // What each pattern needs first, tested before it: most lines of a big
     // log are `[ uptime] …`, and these tests cost next to nothing.
     let first = |s: &str| s.as_bytes().first().copied();
     let mut rest = text;
     let mut wrapped = false;
-    if first(rest) == Some(b'<') {
-        if let Some(m) = RAW_PRIORITY.find(rest) {
-            rest = &rest[m.end()..];
-            wrapped = true;
-        }
-    }
-    if first(rest).is_some_and(|b| b.is_ascii_lowercase()) {
-        if let Some(m) = FACILITY_LEVEL.find(rest) {
-            rest = &rest[m.end()..];
-            wrapped = true;
-        }
-    }
     // A syslog line cut before its host: `kernel: [ 8712.345678] …`.
     if first(rest) == Some(b'k') {
         if let Some(after) = rest.strip_prefix("kernel:") {

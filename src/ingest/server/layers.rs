@@ -142,28 +142,6 @@ static RAY_REPEATED: LazyLock<Regex> = LazyLock::new(|| {
         .expect("ray repeated regex")
 });
 
-/// An SGR colour code whose ESC a paste lost (` [36m(RayWorkerVllm
-/// pid=5085) [0m [E …`): the space or nothing left where the ESC was, then
-/// `[`, the parameters and `m`.
-static ORPHAN_SGR: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:^|\x20)\[[0-9]{1,3}(?:;[0-9]{1,3})*m").expect("orphan SGR regex")
-});
-
-/// `text` without the colour codes a paste stripped of their ESC byte. Only
-/// a line with a reset code (`[0m`) is touched: a log's own `[1m` alone is
-/// left as it is.
-pub(super) fn strip_orphan_sgr(text: &str) -> std::borrow::Cow<'_, str> {
-    static RESET: LazyLock<memchr::memmem::Finder<'static>> =
-        LazyLock::new(|| memchr::memmem::Finder::new("[0m"));
-    if RESET.find(text.as_bytes()).is_none() {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    match ORPHAN_SGR.replace_all(text, "") {
-        std::borrow::Cow::Owned(s) => std::borrow::Cow::Owned(s.trim_start().to_owned()),
-        borrowed => borrowed,
-    }
-}
-
 impl Writer {
     pub(super) fn from_outer(outer: &Outer) -> Writer {
         Writer {
@@ -606,28 +584,6 @@ mod tests {
         assert_eq!(w.time.unwrap().offset_secs, Some(8 * 3600));
         // An empty compose line.
         assert_eq!(peeled("sglang-1  |").0, "");
-    }
-
-    /// Ray's colours with their ESC lost in a paste
-    /// (https://github.com/vllm-project/vllm/issues/2734); brackets that
-    /// only look like codes stay.
-    #[test]
-    fn orphan_colour_codes() {
-        assert_eq!(
-            strip_orphan_sgr(" [36m(RayWorkerVllm pid=5085) [0m [E ProcessGroupNCCL.cpp:475] x"),
-            "(RayWorkerVllm pid=5085) [E ProcessGroupNCCL.cpp:475] x"
-        );
-        assert_eq!(
-            strip_orphan_sgr("a (function operator()) [32m [repeated 6x across cluster] [0m"),
-            "a (function operator()) [repeated 6x across cluster]"
-        );
-        for text in [
-            "ERROR 02-13 18:05 [multiproc_executor.py:852] WorkerProc hit an exception.",
-            "[2m] not a reset anywhere",
-            "arr[0m] has no space before its bracket",
-        ] {
-            assert_eq!(strip_orphan_sgr(text), text);
-        }
     }
 
     /// Open MPI ≤ 4.x `--tag-output` (case 058) and PRRTE's `--output tag`

@@ -171,15 +171,24 @@ impl ServerReader {
     }
 
     pub(crate) fn read(&mut self, line: &Line<'_>, hot: bool, out: &mut Out<'_>) -> Read {
+        // A frame's time (a forwarder's) times the line as a journal's would.
+        let time = line.frame.time;
         if !hot {
-            if let Skim::Read { recognized, time } =
-                self.parser.skim(line.text, OuterRef::default())
-            {
+            let outer = OuterRef {
+                time,
+                pid: line.frame.pid,
+                ..OuterRef::default()
+            };
+            if let Skim::Read { recognized, time } = self.parser.skim(line.text, outer) {
                 self.unrecognized += u32::from(!recognized);
                 return Read::Skimmed(time);
             }
         }
-        let outer = Outer::default();
+        let outer = Outer {
+            time,
+            pid: line.frame.pid,
+            ..Outer::default()
+        };
         if !self.parser.feed(line.text, line.span, &outer, out.facts) {
             self.unrecognized += 1;
         }
@@ -212,8 +221,10 @@ impl ServerLogParser {
     /// layer (compose, Ray, `[rankN]:`) or a c10 line is read in full, one
     /// under a logger's record prefix alone is skimmed on its message.
     pub fn skim(&mut self, text: &str, outer: OuterRef<'_>) -> Skim {
+        // Colour codes a paste spelled out: lines that took the fast path
+        // (journals, SGLang logs) skipped the frame peeler.
         let cleaned = clean_line(text);
-        let cleaned = layers::strip_orphan_sgr(&cleaned);
+        let cleaned = crate::ingest::frame::strip_escapes(&cleaned);
         // Under the journal, a logger's record prefix and nothing around it
         // (kubelet's glog lines, every few seconds on a Kubernetes node): a
         // record of a known logger whatever its message says, whose message
@@ -333,7 +344,7 @@ impl ServerLogParser {
     pub fn feed(&mut self, text: &str, span: Span, outer: &Outer, facts: &mut Facts) -> bool {
         // Journal messages arrive uncleaned; vLLM's records end in `\r`.
         let text = clean_line(text);
-        let text = layers::strip_orphan_sgr(&text);
+        let text = crate::ingest::frame::strip_escapes(&text);
         let mut writer = Writer::from_outer(outer);
         let payload = layers::peel(&text, &mut writer);
         let stream = self.streams.entry(writer.key.clone()).or_default();

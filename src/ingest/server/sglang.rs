@@ -16,7 +16,7 @@ use crate::model::{Framework, Landmark, MemoryImbalance, RankTag, ServerEventKin
 static PREFIX: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)^\[
-        (?P<ts>[0-9]{4}-[0-9][0-9]-[0-9][0-9]\x20[0-9][0-9]:[0-9][0-9]:[0-9][0-9])(?:\.(?P<ms>[0-9]{3}))?
+        (?:(?P<ts>[0-9]{4}-[0-9][0-9]-[0-9][0-9]\x20[0-9][0-9]:[0-9][0-9]:[0-9][0-9])|[0-9][0-9]:[0-9][0-9]:[0-9][0-9])(?:\.(?P<ms>[0-9]{3}))?
         (?P<ranks>(?:\x20(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)[0-9]+)*)
         \]\x20(?P<msg>.*)$",
     )
@@ -29,8 +29,9 @@ static PREFIX: LazyLock<Regex> = LazyLock::new(|| {
 static PREFIX_HEAD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)^\[
-        [0-9]{4}-[0-9][0-9]-[0-9][0-9]\x20[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\.[0-9]{3})?
+        (?:[0-9]{4}-[0-9][0-9]-[0-9][0-9]\x20[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\.[0-9]{3})?
         (?:\x20(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)[0-9]+)*
+        |[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\x20(?:DP|PP|TP|EP)[0-9]+)+)
         \]\x20",
     )
     .expect("sglang prefix head regex")
@@ -87,12 +88,23 @@ pub(super) struct SglangLine<'t> {
     pub message: &'t str,
 }
 
+/// SGLang's prefix: `[2026-11-27 09:38:52 TP1] `, and before 0.4 (about
+/// 2024-10) the time of day alone, `[15:58:39 TP0] ` (the main process
+/// printing `[15:57:49] `, which only its own messages are taken in: dmlc
+/// stamps its lines the same way). A time of day alone times nothing.
 pub(super) fn parse_prefix(text: &str) -> Option<SglangLine<'_>> {
     let c = PREFIX.captures(text)?;
+    let message = c.name("msg").map_or("", |m| m.as_str());
+    let ranks = &c["ranks"];
+    let time = match c.name("ts") {
+        Some(ts) => parse_time(ts.as_str(), c.name("ms").map(|m| m.as_str())),
+        None if ranks.is_empty() && !is_own_message(message) => return None,
+        None => None,
+    };
     Some(SglangLine {
-        time: parse_time(&c["ts"], c.name("ms").map(|m| m.as_str())),
-        rank: parse_ranks(&c["ranks"]),
-        message: c.name("msg").map_or("", |m| m.as_str()),
+        time,
+        rank: parse_ranks(ranks),
+        message,
     })
 }
 
@@ -328,5 +340,27 @@ pub(super) fn parse_imbalance(message: &str, exception: Option<String>) -> Memor
         min_gib: num("min"),
         local_gib: num("local"),
         threshold_gib: num("thr"),
+    }
+}
+
+#[cfg(test)]
+mod early_prefix_tests {
+    use super::*;
+
+    /// SGLang's prefix before its date was added: the time of day and the
+    /// rank (written to the older logger's `[%H:%M:%S TPn] ` shape, not
+    /// copied); the main process's `[HH:MM:SS] ` only before its own
+    /// messages, as dmlc stamps lines the same way.
+    #[test]
+    fn the_time_of_day_prefix_is_sglangs_with_a_rank_or_its_own_message() {
+        let line =
+            parse_prefix("[15:58:51 TP0] Decode batch. #running-req: 1, #token: 43").unwrap();
+        assert_eq!(line.rank.and_then(|r| r.tp), Some(0));
+        assert!(line.time.is_none());
+        assert!(parse_prefix("[15:57:49] The server is fired up and ready to roll!").is_some());
+        assert!(parse_prefix("[12:44:34] src/storage/x.h:84: cudaMalloc failed").is_none());
+        assert!(is_prefixed(
+            "[17:43:27 TP1] Load weight end. type=X, dtype=torch.bfloat16, avail mem=20.62 GB"
+        ));
     }
 }

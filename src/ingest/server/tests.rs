@@ -14,12 +14,21 @@ fn run_with(text: &str, hint: Option<Framework>) -> (Vec<ServerEvent>, u32) {
     let cleaned: Vec<(u32, std::borrow::Cow<'_, str>)> = source.lines().collect();
     let lines: Vec<Line<'_>> = cleaned
         .iter()
-        .map(|(n, text)| Line {
-            span: Span {
-                source: SourceId(0),
-                line: *n,
-            },
-            text,
+        .map(|(n, text)| {
+            // As the stream hands lines over: under their frames.
+            let peeled = crate::ingest::frame::peel_line(text);
+            let text: &str = match peeled.body {
+                std::borrow::Cow::Borrowed(b) => b,
+                std::borrow::Cow::Owned(o) => Box::leak(o.into_boxed_str()),
+            };
+            Line {
+                span: Span {
+                    source: SourceId(0),
+                    line: *n,
+                },
+                text,
+                frame: Box::leak(Box::new(peeled.frame)),
+            }
         })
         .collect();
     let mut facts = Facts::default();
@@ -43,7 +52,9 @@ fn unrecognized_lines(text: &str) -> Vec<u32> {
                 source: SourceId(0),
                 line: *n,
             };
-            !parser.feed(l, span, &Outer::default(), &mut facts)
+            // As the stream hands lines over: under their frames.
+            let peeled = crate::ingest::frame::peel_line(l);
+            !parser.feed(&peeled.body, span, &Outer::default(), &mut facts)
         })
         .map(|(n, _)| n)
         .collect()
@@ -1247,12 +1258,14 @@ Jun 01 12:01:28 gpu-node-7 compose[900]: sglang-1  | [2026-06-01 12:01:28 TP0] L
         let lines: Vec<(u32, String)> = source.lines().map(|(n, l)| (n, l.into_owned())).collect();
         let lines: Vec<Line<'_>> = lines
             .iter()
-            .map(|(n, t)| Line {
-                span: Span {
-                    source: SourceId(0),
-                    line: *n,
-                },
-                text: t,
+            .map(|(n, t)| {
+                Line::bare(
+                    Span {
+                        source: SourceId(0),
+                        line: *n,
+                    },
+                    t,
+                )
             })
             .collect();
         let mut facts = Facts::default();

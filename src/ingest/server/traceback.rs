@@ -187,7 +187,43 @@ pub(super) fn idle_recognizes(text: &str) -> bool {
         || is_cuda_trailer(text)
         || (text.starts_with("Process ") && PROCESS_BANNER.is_match(text))
         || (text.starts_with("frame #") && CPP_FRAME.is_match(text))
+        || foreign_stack(text)
+        || (text.starts_with("Python ") || text.starts_with('[') || text.starts_with("Type "))
+            && REPL_BANNER.is_match(text)
 }
+
+/// The frames other runtimes print under a Python line that called into
+/// them: Java's (`\tat pkg.Class.method(File.java:12)`, `... 3 more`, as
+/// java/lang/Throwable.java prints them, JPype passing them on), and
+/// dmlc-core's (MXNet's) `Stack trace:` / `  [bt] (0) lib.so(+0x2fa22f0)
+/// [0x7f…]` (include/dmlc/logging.h), with MXNet's `Segmentation fault: 11`
+/// above them (src/initialize.cc, its signal handler).
+fn foreign_stack(text: &str) -> bool {
+    let t = text.trim_start();
+    (t.starts_with("at ")
+        || t.starts_with("... ")
+        || t.starts_with("[bt]")
+        || t.starts_with("Stack trace")
+        || t.starts_with("Segmentation fault: "))
+        && FOREIGN_FRAME.is_match(t)
+}
+
+static FOREIGN_FRAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^(?:at [0-9A-Za-z_$.<>]+\((?:[0-9A-Za-z_$.-]+\.(?:java|kt|scala|groovy):[0-9]+|Native Method|Unknown Source)\)|\.\.\. [0-9]+ more|\[bt\] \([0-9]+\) \S.*|Stack trace(?: returned [0-9]+ entries)?:|Segmentation fault: [0-9]+)\s*$",
+    )
+    .expect("foreign stack frame regex")
+});
+
+/// The interactive interpreter's banner (CPython Modules/main.c,
+/// pymain_header(): `Python 2.7.12 (default, …)`, `[GCC 5.4.0] on linux2`,
+/// `Type "help", "copyright", "credits" or "license" for more information.`).
+static REPL_BANNER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"^(?:Python [23]\.[0-9]+\.[0-9]+\S* \(.*\)|\[(?:GCC|Clang|MSC) [^\]]*\] on [a-z0-9]+|Type "help", "copyright", "credits" or "license"(?: for more information)?\.)\s*$"#,
+    )
+    .expect("python banner regex")
+});
 
 /// Whether `text` is a traceback frame, which opens a traceback when none
 /// is open (a paste cut below `Traceback (most recent call last):`).

@@ -1,0 +1,855 @@
+//! The frames, one row each: its name, what its first bytes must be (tested
+//! before its grammar runs), its grammar, and the real lines it was written
+//! from. The tests peel every sample and check what is left.
+//!
+//! Order matters only where one frame stands inside another: the loop in
+//! [`super::peel_prefixes`] tries every row again after each peel, so an
+//! indented, quoted kmsg record comes apart in three steps.
+
+use chrono::DateTime;
+use nom::Parser;
+use nom::branch::alt;
+use nom::bytes::complete::{tag, take_till1, take_while, take_while_m_n, take_while1};
+use nom::character::complete::{char, digit1, one_of, space0, space1};
+use nom::combinator::{opt, recognize};
+
+use super::Frame;
+use crate::model::Timestamp;
+
+/// One frame.
+pub struct Row {
+    pub name: &'static str,
+    /// What the frame is, in a few words (`rootcause inputs` says it).
+    pub what: &'static str,
+    /// The bytes the frame can start with (the peeler looks only at the
+    /// rows whose first byte the line has).
+    pub first: fn(u8) -> bool,
+    /// The cheap test: false when the frame cannot start these bytes.
+    pub may: fn(&[u8]) -> bool,
+    /// The frame's length at the start of the text, recording what it says.
+    pub peel: fn(&str, &mut Frame) -> Option<usize>,
+    /// Real lines with this frame, what is left under it, and where each
+    /// was printed (a public thread, or the upstream source that prints it).
+    pub samples: &'static [Sample],
+}
+
+pub struct Sample {
+    pub line: &'static str,
+    pub body: &'static str,
+    pub source: &'static str,
+}
+
+/// Indices of the rows [`super::Peeler`] handles itself (they span lines or
+/// rewrite the whole line), in [`ROWS`].
+pub(super) const GUTTER: usize = 0;
+pub(super) const ESCAPES: usize = 1;
+const INDENTATION: usize = 3;
+
+/// Every frame. The first two are peeled by [`super::Peeler`] before the
+/// others (a gutter spans lines; spelled escapes are anywhere in a line).
+pub static ROWS: &[Row] = &[
+    Row {
+        name: "line-numbers",
+        what: "an editor's or viewer's line numbers",
+        first: |_| false,
+        may: never,
+        peel: never_peel,
+        samples: &[Sample {
+            line: "     1\tNov 27 09:38:40 ct200 systemd[1]: Started sglang.service.",
+            body: "Nov 27 09:38:40 ct200 systemd[1]: Started sglang.service.",
+            source: "GNU coreutils src/cat.c (`cat -n`: the number right-aligned in six columns, then a tab)",
+        }],
+    },
+    Row {
+        name: "spelled-escapes",
+        what: "terminal colour codes spelled out in a paste (`#033[0m`, `^[[0m`, `[0m`)",
+        first: |_| false,
+        may: never,
+        peel: never_peel,
+        samples: &[
+            Sample {
+                line: "#033[36m(RayWorkerVllm pid=5085)#033[0m [E ProcessGroupNCCL.cpp:475] x",
+                body: "(RayWorkerVllm pid=5085) [E ProcessGroupNCCL.cpp:475] x",
+                source: "the line of https://github.com/vllm-project/vllm/issues/2734 below with its ESC bytes as rsyslog writes them (`$EscapeControlCharactersOnReceive`: `#033`), not a line copied as such",
+            },
+            Sample {
+                line: " [36m(RayWorkerVllm pid=5085) [0m [E ProcessGroupNCCL.cpp:475] x",
+                body: "(RayWorkerVllm pid=5085) [E ProcessGroupNCCL.cpp:475] x",
+                source: "https://github.com/vllm-project/vllm/issues/2734",
+            },
+        ],
+    },
+    Row {
+        name: "quote",
+        what: "a reply's quote marks (`> `)",
+        first: |c| c == b'>',
+        may: |b| b.first() == Some(&b'>') && !b.starts_with(b">>>"),
+        peel: quote,
+        samples: &[Sample {
+            line: "> [Fri Aug 30 11:43:09 2024] NVRM: Xid (PCI:0000:cb:00): 13, pid='<unknown>', name=<unknown>, Graphics SM Warp Exception on (GPC 7, TPC 7, SM 0): Illegal Instruction Parameter",
+            body: "[Fri Aug 30 11:43:09 2024] NVRM: Xid (PCI:0000:cb:00): 13, pid='<unknown>', name=<unknown>, Graphics SM Warp Exception on (GPC 7, TPC 7, SM 0): Illegal Instruction Parameter",
+            source: "https://github.com/leptonai/gpud/pull/46",
+        }],
+    },
+    Row {
+        name: "indentation",
+        what: "indentation in front of another frame",
+        first: |c| c == b' ' || c == b'\t',
+        may: |b| matches!(b.first(), Some(b' ' | b'\t')),
+        peel: indentation,
+        samples: &[Sample {
+            line: "    mc-pt1-pkp-srv-1a: kern: warning: [2025-09-13T20:46:45.810482849Z]: Call trace:",
+            body: "Call trace:",
+            source: "https://github.com/talos-rpi5/talos-builder/issues/11, the line indented (as a paste in a list indents it): not copied as such",
+        }],
+    },
+    Row {
+        name: "kmsg",
+        what: "a `/dev/kmsg` record head (`level,seq,usec,flags;`)",
+        // `prio,` in the first four bytes, a `;` in the first fifty.
+        first: |c| c.is_ascii_digit(),
+        may: |b| {
+            b.first().is_some_and(u8::is_ascii_digit)
+                && b.get(1..4).is_some_and(|h| h.contains(&b','))
+                && memchr::memchr(b';', &b[..b.len().min(50)]).is_some()
+        },
+        peel: kmsg,
+        samples: &[Sample {
+            line: "7,160,424069,-;pci_root PNP0A03:00: host bridge window [io  0x0000-0x0cf7] (ignored)",
+            body: "pci_root PNP0A03:00: host bridge window [io  0x0000-0x0cf7] (ignored)",
+            source: "torvalds/linux Documentation/ABI/testing/dev-kmsg (the record format and this example)",
+        }],
+    },
+    Row {
+        name: "forwarder",
+        what: "a log forwarder's `host: facility: level: [time]: ` (talosctl dmesg)",
+        // `host: f…` at the first colon, then `: [` within the line's head.
+        first: |c| c.is_ascii_alphanumeric(),
+        may: |b| {
+            b.first().is_some_and(u8::is_ascii_alphanumeric)
+                && memchr::memchr(b':', &b[..b.len().min(64)]).is_some_and(|i| {
+                    b.get(i + 1) == Some(&b' ') && b.get(i + 2).is_some_and(u8::is_ascii_lowercase)
+                })
+                && has(&b[..b.len().min(120)], b": [")
+        },
+        peel: forwarder,
+        samples: &[Sample {
+            line: "mc-pt1-pkp-srv-1a: kern: warning: [2025-09-13T20:46:45.810476849Z]: CPU: 2 UID: 0 PID: 2528 Comm: init Not tainted 6.12.25-talos #1",
+            body: "CPU: 2 UID: 0 PID: 2528 Comm: init Not tainted 6.12.25-talos #1",
+            source: "https://github.com/talos-rpi5/talos-builder/issues/11",
+        }],
+    },
+    Row {
+        name: "dmesg-decode",
+        what: "`dmesg --decode`'s facility and level (`kern  :warn  : `)",
+        first: |c| c.is_ascii_lowercase(),
+        may: |b| {
+            b.first().is_some_and(u8::is_ascii_lowercase)
+                && b.get(..12).is_some_and(|h| h.contains(&b':'))
+        },
+        peel: decode,
+        samples: &[
+            Sample {
+                line: "kern  :warn  : [   40.196661] ti-udma 485c0100.dma-controller: chan2 teardown timeout!",
+                body: "[   40.196661] ti-udma 485c0100.dma-controller: chan2 teardown timeout!",
+                source: "https://lore.kernel.org/all/ZNEQXVYDstabJCVc@francesco-nb.int.toradex.com/",
+            },
+            Sample {
+                line: "kern  :err   : 2024-10-07T10:17:15,145363-04:00 NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+                body: "2024-10-07T10:17:15,145363-04:00 NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+                source: "assembled, not copied: util-linux sys-utils/dmesg.c prints `--decode --time-format iso` as `%-6s:%-6s: ` and the ISO time with a comma; the NVRM message is the driver's Xid 79 wording",
+            },
+        ],
+    },
+    Row {
+        name: "syslog-priority",
+        what: "a syslog priority (`<6>`), as rsyslog and `dmesg -r` keep it",
+        first: |c| c == b'<',
+        may: |b| b.first() == Some(&b'<') && b.get(1).is_some_and(u8::is_ascii_digit),
+        peel: priority,
+        samples: &[Sample {
+            line: "<4>[ 8712.345678] NVRM: Xid (PCI:0000:1a:00): 79, pid=4242, name=python3, GPU has fallen off the bus.",
+            body: "[ 8712.345678] NVRM: Xid (PCI:0000:1a:00): 79, pid=4242, name=python3, GPU has fallen off the bus.",
+            source: "assembled, not copied: util-linux sys-utils/dmesg.c (`dmesg -r` prints the raw `<prio>` before each record) around the driver's Xid 79 wording",
+        }],
+    },
+    Row {
+        name: "fabric-manager",
+        what: "NVIDIA's daemon log record (fabric manager, IMEX): `[Mon DD YYYY HH:MM:SS] [LEVEL] [tid N] `",
+        first: |c| c == b'[',
+        may: |b| {
+            b.first() == Some(&b'[')
+                && b.get(1).is_some_and(u8::is_ascii_uppercase)
+                && b.get(4) == Some(&b' ')
+        },
+        peel: fabric_manager,
+        samples: &[Sample {
+            line: "[Sep 18 2026 06:40:33] [INFO] [tid 77] Logging level = 4",
+            body: "Logging level = 4",
+            source: "https://github.com/kubernetes-sigs/dra-driver-nvidia-gpu/pull/1465 (nvidia-imex, which logs as nv-fabricmanager does)",
+        }],
+    },
+    Row {
+        name: "snap-logs",
+        what: "`snap logs`: an RFC 3339 UTC time and `app[pid]: ` (no host)",
+        first: |c| c.is_ascii_digit(),
+        may: |b| b.first().is_some_and(u8::is_ascii_digit) && b.get(19) == Some(&b'Z'),
+        peel: snap_logs,
+        samples: &[Sample {
+            line: "2024-01-16T10:03:52Z ollama.listener[2541]: Error: listen tcp 127.0.0.1:11434: bind: address already in use",
+            body: "Error: listen tcp 127.0.0.1:11434: bind: address already in use",
+            source: "assembled, not copied: canonical/snapd client/logs.go (Log.String(): RFC 3339 time, `SID[PID]: message`) around a message ollama prints",
+        }],
+    },
+    Row {
+        name: "rust-tracing",
+        what: "Rust's tracing formatter (TGI's launcher and router): `time  LEVEL span: target: `",
+        first: |c| c.is_ascii_digit(),
+        // `YYYY-MM-DDTHH:MM:SS[.frac]Z `, read by position.
+        may: |b| {
+            b.get(10) == Some(&b'T')
+                && after_time(b).is_some_and(|i| b.get(i..i + 2) == Some(b"Z "))
+        },
+        peel: rust_tracing,
+        samples: &[
+            Sample {
+                line: "2024-03-06T17:53:31.052444Z ERROR shard-manager: text_generation_launcher: Shard process was signaled to shutdown with signal 4 rank=0",
+                body: "Shard process was signaled to shutdown with signal 4 rank=0",
+                source: "https://github.com/huggingface/text-generation-inference/issues/1627",
+            },
+            Sample {
+                line: "2024-03-06T17:53:31.149443Z ERROR text_generation_launcher: Shard 0 failed to start",
+                body: "Shard 0 failed to start",
+                source: "https://github.com/huggingface/text-generation-inference/issues/1627",
+            },
+        ],
+    },
+    Row {
+        name: "python-logging",
+        what: "Python's logging with `%(asctime)s - %(name)s - %(levelname)s - ` (lmdeploy, GPUStack)",
+        first: |c| c.is_ascii_digit(),
+        // A date and time, maybe a zone, then ` - `, read by position.
+        may: |b| {
+            after_time(b).is_some_and(|mut i| {
+                match b.get(i) {
+                    Some(b'Z') => i += 1,
+                    Some(b'+' | b'-') if b.get(i + 1).is_some_and(u8::is_ascii_digit) => {
+                        i += 3;
+                        i += usize::from(b.get(i) == Some(&b':'));
+                        i += 2;
+                    }
+                    _ => {}
+                }
+                b.get(i..i + 3) == Some(b" - ")
+            })
+        },
+        peel: python_logging,
+        samples: &[
+            Sample {
+                line: "2025-05-01T02:51:44+00:00 - gpustack.worker.backends.base - INFO - Preparing model files...",
+                body: "Preparing model files...",
+                source: "https://github.com/gpustack/gpustack/issues/1953",
+            },
+            Sample {
+                line: "2025-12-04 21:57:21.581795+08:00 - gpustack.worker.backends.base - INFO - Preparing model files...",
+                body: "Preparing model files...",
+                source: "https://github.com/gpustack/gpustack/issues/3707",
+            },
+            Sample {
+                line: "2024-08-05 05:40:52,191 - lmdeploy - WARNING - model_source: hf_model",
+                body: "model_source: hf_model",
+                source: "https://github.com/InternLM/lmdeploy/issues/2229",
+            },
+            Sample {
+                line: "2025-08-22 12:04:49,226 - lmdeploy - WARNING - turbomind.py:280 - get 687 model params",
+                body: "get 687 model params",
+                source: "https://github.com/InternLM/lmdeploy/issues/3825",
+            },
+        ],
+    },
+    Row {
+        name: "logger-tag",
+        what: "a library's bracketed tag and level: TurboMind's `[TM][INFO] `, Gloo's `[Gloo] `",
+        first: |c| c == b'[',
+        may: |b| b.first() == Some(&b'[') && (b.starts_with(b"[TM][") || b.starts_with(b"[Gloo] ")),
+        peel: logger_tag,
+        samples: &[
+            Sample {
+                line: "[TM][WARNING] [LlamaTritonModel] max_context_token_num = 16384.",
+                body: "[LlamaTritonModel] max_context_token_num = 16384.",
+                source: "https://github.com/InternLM/lmdeploy/issues/2229",
+            },
+            Sample {
+                line: "[Gloo] Rank 0 is connected to 0 peer ranks. Expected number of connected peer ranks is : 0",
+                body: "Rank 0 is connected to 0 peer ranks. Expected number of connected peer ranks is : 0",
+                source: "https://github.com/sgl-project/sglang/pull/15426",
+            },
+        ],
+    },
+    Row {
+        name: "thcudacheck",
+        what: "old PyTorch's `THCudaCheck FAIL file=… line=N error=N : ` (≤ 1.0)",
+        first: |c| c == b'T',
+        may: |b| b.starts_with(b"THCudaCheck FAIL "),
+        peel: thcudacheck,
+        samples: &[Sample {
+            line: "THCudaCheck FAIL file=/pytorch/torch/lib/THC/THCGeneral.c line=844 error=2 : out of memory",
+            body: "out of memory",
+            source: "assembled from the format string, not copied: pytorch/pytorch torch/lib/THC/THCGeneral.c (__THCudaCheck: \"THCudaCheck FAIL file=%s line=%i error=%i : %s\")",
+        }],
+    },
+    Row {
+        name: "dmlc",
+        what: "dmlc-core's (MXNet's) `[HH:MM:SS] file:line: `",
+        first: |c| c == b'[',
+        may: |b| b.first() == Some(&b'[') && b.get(3) == Some(&b':') && b.get(9) == Some(&b']'),
+        peel: dmlc,
+        samples: &[Sample {
+            line: "[12:44:34] src/storage/./pooled_storage_manager.h:84: cudaMalloc failed: out of memory",
+            body: "cudaMalloc failed: out of memory",
+            source: "assembled, not copied: dmlc/dmlc-core include/dmlc/logging.h (LogMessage: `[%H:%M:%S] file:line: `) around apache/mxnet src/storage/pooled_storage_manager.h's \"cudaMalloc failed: \"",
+        }],
+    },
+];
+
+/// Whether `needle` is in `head`, a line's first few dozen bytes (a
+/// searcher would cost more to build than this loop).
+fn has(head: &[u8], needle: &[u8]) -> bool {
+    let Some((&first, rest)) = needle.split_first() else {
+        return true;
+    };
+    memchr::memchr_iter(first, head).any(|i| head[i + 1..].starts_with(rest))
+}
+
+/// Where the text after `YYYY-MM-DD[T ]HH:MM:SS[.frac]` starts, read by
+/// position: the byte test of the frames that start with a time.
+fn after_time(b: &[u8]) -> Option<usize> {
+    let digit = |i: usize| b.get(i).is_some_and(u8::is_ascii_digit);
+    let shape = digit(0)
+        && digit(3)
+        && b.get(4) == Some(&b'-')
+        && b.get(7) == Some(&b'-')
+        && matches!(b.get(10), Some(b'T' | b' '))
+        && b.get(13) == Some(&b':')
+        && b.get(16) == Some(&b':')
+        && digit(18);
+    if !shape {
+        return None;
+    }
+    let mut i = 19;
+    if matches!(b.get(i), Some(b'.' | b',')) {
+        i += 1;
+        while digit(i) {
+            i += 1;
+        }
+    }
+    Some(i)
+}
+
+fn never(_: &[u8]) -> bool {
+    false
+}
+
+fn never_peel(_: &str, _: &mut Frame) -> Option<usize> {
+    None
+}
+
+/// The length `parser` consumed of `text`, if it matched.
+fn consumed<'a, O>(
+    text: &'a str,
+    mut parser: impl Parser<&'a str, Output = O, Error = nom::error::Error<&'a str>>,
+) -> Option<(usize, O)> {
+    let (rest, out) = parser.parse(text).ok()?;
+    Some((text.len() - rest.len(), out))
+}
+
+/// `> `, `>`, `> > `: a reply's quote marks. `>>>` is Python's prompt.
+fn quote(text: &str, _frame: &mut Frame) -> Option<usize> {
+    let mut rest = text;
+    while let Some(r) = rest.strip_prefix('>') {
+        if rest.starts_with(">>>") {
+            break;
+        }
+        rest = r.strip_prefix(' ').unwrap_or(r);
+    }
+    (rest.len() < text.len()).then(|| text.len() - rest.len())
+}
+
+/// Leading spaces and tabs, when another frame follows them: indentation
+/// alone is part of many formats (tracebacks, continuation lines).
+fn indentation(text: &str, _frame: &mut Frame) -> Option<usize> {
+    let rest = text.trim_start_matches([' ', '\t']);
+    let bytes = rest.as_bytes();
+    let mut scratch = Frame::default();
+    let framed = ROWS.iter().enumerate().any(|(i, row)| {
+        i > 1 && i != INDENTATION && (row.may)(bytes) && (row.peel)(rest, &mut scratch).is_some()
+    });
+    framed.then(|| text.len() - rest.len())
+}
+
+/// `/dev/kmsg`: `level,sequence,microseconds,flags[,more];message`; the
+/// level's low three bits are the priority, the rest the facility.
+fn kmsg(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, (prio, _, _, _, usec, _, _flags, _, _)) = consumed(
+        text,
+        (
+            digit1,
+            char(','),
+            digit1,
+            char(','),
+            digit1,
+            char(','),
+            one_of("-cx+"),
+            take_while(|c| c != ';' && c != ' '),
+            char(';'),
+        ),
+    )?;
+    let prio: u32 = prio.parse().ok()?;
+    frame.uptime_us = usec.parse().ok();
+    frame.level = level_of(prio & 7);
+    frame.facility = facility_of(prio >> 3);
+    frame.kernel = true;
+    Some(len)
+}
+
+/// talosctl dmesg: `host: facility: level: [RFC 3339 time]: message`.
+fn forwarder(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, (host, _, _, facility, _, _, level, _, time, _)) = consumed(
+        text,
+        (
+            take_till1(|c: char| c == ':' || c.is_whitespace()),
+            char(':'),
+            space1,
+            take_while1(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit()),
+            char(':'),
+            space1,
+            take_while1(|c: char| c.is_ascii_lowercase()),
+            tag(": ["),
+            take_till1(|c| c == ']'),
+            alt((tag("]: "), tag("]:"))),
+        ),
+    )?;
+    let facility = FACILITIES.iter().find(|f| **f == facility)?;
+    let level = LEVELS.iter().find(|(name, _)| *name == level)?.1;
+    let time = DateTime::parse_from_rfc3339(time).ok()?;
+    frame.host = Some(host.to_owned());
+    frame.facility = Some(facility);
+    frame.level = Some(level);
+    frame.time = Some(Timestamp {
+        local: time.naive_local(),
+        offset_secs: Some(time.offset().local_minus_utc()),
+        year_known: true,
+    });
+    frame.kernel = true;
+    Some(len)
+}
+
+/// `dmesg --decode` (`-x`): `kern  :warn  : `, each name padded to six.
+fn decode(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, (facility, _, _, level, _, _)) = consumed(
+        text,
+        (
+            take_while1(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit()),
+            space0,
+            char(':'),
+            take_while1(|c: char| c.is_ascii_lowercase()),
+            space0,
+            alt((tag(": "), tag(":"))),
+        ),
+    )?;
+    frame.facility = Some(FACILITIES.iter().find(|f| **f == facility)?);
+    frame.level = Some(LEVELS.iter().find(|(name, _)| *name == level)?.1);
+    frame.kernel = true;
+    Some(len)
+}
+
+/// `<N>`: a syslog priority, facility × 8 + level.
+fn priority(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, (_, prio, _)) = consumed(
+        text,
+        (
+            char('<'),
+            take_while_m_n(1, 3, |c: char| c.is_ascii_digit()),
+            char('>'),
+        ),
+    )?;
+    let prio: u32 = prio.parse().ok()?;
+    if prio > 191 {
+        return None;
+    }
+    frame.level = level_of(prio & 7);
+    frame.facility = facility_of(prio >> 3);
+    Some(len)
+}
+
+/// nv-fabricmanager's and nvidia-imex's logger: `[Feb 25 2025 13:59:45]
+/// [INFO] [tid 1803] ` (a local time with no zone).
+fn fabric_manager(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, (_, month, _, day, _, year, _, hms, _, level, _, _)) = consumed(
+        text,
+        (
+            char('['),
+            take_while_m_n(3, 3, |c: char| c.is_ascii_alphabetic()),
+            space1,
+            take_while_m_n(1, 2, |c: char| c.is_ascii_digit()),
+            char(' '),
+            take_while_m_n(4, 4, |c: char| c.is_ascii_digit()),
+            char(' '),
+            take_while_m_n(8, 8, |c: char| c.is_ascii_digit() || c == ':'),
+            tag("] ["),
+            take_while1(|c: char| c.is_ascii_uppercase()),
+            tag("] [tid "),
+            recognize((digit1, tag("] "))),
+        ),
+    )?;
+    let month = MONTHS.iter().position(|m| *m == month)? as u32 + 1;
+    let date = chrono::NaiveDate::from_ymd_opt(year.parse().ok()?, month, day.parse().ok()?)?;
+    let time = chrono::NaiveTime::parse_from_str(hms, "%H:%M:%S").ok()?;
+    frame.time = Some(Timestamp {
+        local: date.and_time(time),
+        offset_secs: None,
+        year_known: true,
+    });
+    frame.level = LEVELS
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(level))
+        .map(|(_, l)| *l);
+    frame.record = true;
+    Some(len)
+}
+
+const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
+
+/// A time as loggers print it: `2024-03-06T17:53:31.052444Z`,
+/// `2025-12-04 21:57:21.581795+08:00`, `2024-08-05 05:40:52,191`; a zone
+/// when it says one.
+fn any_time(text: &str) -> nom::IResult<&str, Timestamp> {
+    let (rest, (date, _, hms, frac, zone)) = (
+        recognize((
+            take_while_m_n(4, 4, |c: char| c.is_ascii_digit()),
+            char('-'),
+            take_while_m_n(2, 2, |c: char| c.is_ascii_digit()),
+            char('-'),
+            take_while_m_n(2, 2, |c: char| c.is_ascii_digit()),
+        )),
+        one_of("T "),
+        take_while_m_n(8, 8, |c: char| c.is_ascii_digit() || c == ':'),
+        opt((
+            one_of(".,"),
+            take_while_m_n(1, 9, |c: char| c.is_ascii_digit()),
+        )),
+        opt(alt((
+            recognize(char('Z')),
+            recognize((
+                one_of("+-"),
+                take_while_m_n(2, 2, |c: char| c.is_ascii_digit()),
+                opt(char(':')),
+                take_while_m_n(2, 2, |c: char| c.is_ascii_digit()),
+            )),
+        ))),
+    )
+        .parse(text)?;
+    let fail = || nom::Err::Error(nom::error::Error::new(text, nom::error::ErrorKind::Verify));
+    let date = chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d").map_err(|_| fail())?;
+    let mut time = chrono::NaiveTime::parse_from_str(hms, "%H:%M:%S").map_err(|_| fail())?;
+    if let Some((_, digits)) = frac {
+        let nanos: u32 = format!("{digits:0<9}")[..9].parse().map_err(|_| fail())?;
+        time = chrono::Timelike::with_nanosecond(&time, nanos).ok_or_else(fail)?;
+    }
+    let offset_secs = match zone {
+        None => None,
+        Some("Z") => Some(0),
+        Some(z) => {
+            let sign = if z.starts_with('-') { -1 } else { 1 };
+            let digits: String = z.chars().filter(char::is_ascii_digit).collect();
+            let hours: i32 = digits[..2].parse().map_err(|_| fail())?;
+            let minutes: i32 = digits[2..].parse().map_err(|_| fail())?;
+            Some(sign * (hours * 3600 + minutes * 60))
+        }
+    };
+    Ok((
+        rest,
+        Timestamp {
+            local: date.and_time(time),
+            offset_secs,
+            year_known: true,
+        },
+    ))
+}
+
+/// The level word loggers print, any case: its normalised name.
+fn level_named(word: &str) -> Option<&'static str> {
+    LEVELS
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(word))
+        .map(|(_, l)| *l)
+        .or(match word {
+            "WARN" | "Warning" => Some("warning"),
+            "CRITICAL" | "FATAL" => Some("crit"),
+            "TRACE" | "VERBOSE" => Some("debug"),
+            _ => None,
+        })
+}
+
+/// snapd's `snap logs`: `2024-01-16T10:03:52Z app[pid]: `.
+fn snap_logs(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, (time, _, ident, _, pid, _)) = consumed(
+        text,
+        (
+            any_time,
+            char(' '),
+            take_while1(|c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '@')),
+            char('['),
+            digit1,
+            tag("]: "),
+        ),
+    )?;
+    if time.offset_secs != Some(0) {
+        return None;
+    }
+    frame.time = Some(time);
+    frame.ident = Some(ident.to_owned());
+    frame.pid = pid.parse().ok();
+    frame.record = true;
+    Some(len)
+}
+
+/// tracing-subscriber's default format: `2024-…Z  INFO shard-manager:
+/// text_generation_launcher: ` (the level right-aligned in five columns,
+/// then the spans and the target, each `name: `).
+fn rust_tracing(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, (time, _, level, _, _)) = consumed(
+        text,
+        (
+            any_time,
+            space1,
+            take_while1(|c: char| c.is_ascii_uppercase()),
+            char(' '),
+            nom::multi::many1(recognize((
+                take_while1(span_char),
+                nom::multi::many0((tag("::"), take_while1(span_char))),
+                tag(": "),
+            ))),
+        ),
+    )?;
+    frame.level = Some(level_named(level)?);
+    frame.time = Some(time);
+    frame.record = true;
+    Some(len)
+}
+
+/// A span's or target's name (`shard-manager`, `text_generation_router::server`).
+fn span_char(c: char) -> bool {
+    c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '-')
+}
+
+/// Python's logging as `%(asctime)s - %(name)s - %(levelname)s - ` (with
+/// lmdeploy ≥ 0.9 a `file.py:N - ` after the level).
+fn python_logging(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, (time, _, _name, _, level, _, _)) = consumed(
+        text,
+        (
+            any_time,
+            tag(" - "),
+            take_while1(|c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')),
+            tag(" - "),
+            take_while1(|c: char| c.is_ascii_uppercase()),
+            tag(" - "),
+            opt(recognize((
+                take_while1(|c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_')),
+                char(':'),
+                digit1,
+                tag(" - "),
+            ))),
+        ),
+    )?;
+    frame.level = Some(level_named(level)?);
+    frame.time = Some(time);
+    frame.record = true;
+    Some(len)
+}
+
+/// `[TM][INFO] ` (TurboMind's logger), `[Gloo] ` (PyTorch's Gloo group).
+fn logger_tag(text: &str, frame: &mut Frame) -> Option<usize> {
+    if let Some(rest) = text.strip_prefix("[Gloo] ") {
+        frame.record = true;
+        return Some(text.len() - rest.len());
+    }
+    let (len, (_, level, _)) = consumed(
+        text,
+        (
+            tag("[TM]["),
+            take_while1(|c: char| c.is_ascii_uppercase()),
+            alt((tag("] "), tag("]"))),
+        ),
+    )?;
+    frame.level = Some(level_named(level)?);
+    frame.record = true;
+    Some(len)
+}
+
+/// `THCudaCheck FAIL file=… line=N error=N : ` (PyTorch ≤ 1.0's THC).
+fn thcudacheck(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, _) = consumed(
+        text,
+        (
+            tag("THCudaCheck FAIL file="),
+            take_till1(|c| c == ' '),
+            tag(" line="),
+            digit1,
+            tag(" error="),
+            digit1,
+            tag(" : "),
+        ),
+    )?;
+    frame.level = Some("err");
+    frame.record = true;
+    Some(len)
+}
+
+/// dmlc-core's `[12:44:34] src/x.h:84: ` (MXNet, XGBoost).
+fn dmlc(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, _) = consumed(
+        text,
+        (
+            char('['),
+            take_while_m_n(8, 8, |c: char| c.is_ascii_digit() || c == ':'),
+            tag("] "),
+            take_till1(|c: char| c == ':' || c == ' '),
+            char(':'),
+            digit1,
+            tag(": "),
+        ),
+    )?;
+    frame.record = true;
+    Some(len)
+}
+
+const FACILITIES: [&str; 20] = [
+    "kern", "user", "mail", "daemon", "auth", "syslog", "lpr", "news", "uucp", "cron", "authpriv",
+    "ftp", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7",
+];
+
+/// Level names as dmesg, syslog and Talos spell them, and the name kept.
+const LEVELS: [(&str, &str); 11] = [
+    ("emerg", "emerg"),
+    ("alert", "alert"),
+    ("crit", "crit"),
+    ("err", "err"),
+    ("error", "err"),
+    ("warn", "warning"),
+    ("warning", "warning"),
+    ("notice", "notice"),
+    ("info", "info"),
+    ("debug", "debug"),
+    ("panic", "emerg"),
+];
+
+fn level_of(n: u32) -> Option<&'static str> {
+    [
+        "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug",
+    ]
+    .get(n as usize)
+    .copied()
+}
+
+fn facility_of(n: u32) -> Option<&'static str> {
+    // Codes 12-15 (ntp, security, console, solaris-cron) have no name here.
+    match n {
+        0..=11 => FACILITIES.get(n as usize).copied(),
+        16..=23 => FACILITIES.get(n as usize - 4).copied(),
+        _ => None,
+    }
+}
+
+/// An editor's or viewer's line number at the start of `text`: the number,
+/// the text after it, where that text starts, and whether the number was
+/// followed by a lone space (vim's `N `, the loosest). `cat -n`
+/// (`%6d\t`), a viewer's `N | ` / `N │ `, vim's right-aligned `N `; a
+/// numbered blank line is the number alone.
+pub(super) fn line_number(text: &str) -> Option<(u32, &str, usize, bool)> {
+    let (len, (_, number, sep)) = consumed(
+        text,
+        (
+            take_while(|c| c == ' '),
+            take_while_m_n(1, 7, |c: char| c.is_ascii_digit()),
+            alt((
+                recognize((space0, alt((tag("|"), tag("│"))), opt(char(' ')))),
+                tag("\t"),
+                tag(" "),
+                nom::combinator::eof,
+            )),
+        ),
+    )?;
+    let number: u32 = number.parse().ok()?;
+    Some((number, &text[len..], len - sep.len(), sep == " "))
+}
+
+/// Escape codes a paste spelled out: rsyslog's `#033[…m`, `\033[…m`,
+/// `\e[…m`, `\x1b[…m`, `^[[…m`, and SGR codes whose ESC was lost (` [36m`
+/// … `[0m`, only on a line with a reset, as a log's own `[1m` is text).
+/// `None` when there are none.
+pub(super) fn spelled_escapes(text: &str) -> Option<String> {
+    // NUL bytes a terminal copy spelled in caret notation (`^@^@[15:58:39
+    // TP0] …`, a `kubectl logs` of a container writing to a closed pty).
+    if let Some(rest) = text.strip_prefix("^@") {
+        let rest = rest.trim_start_matches("^@");
+        return Some(spelled_escapes(rest).unwrap_or_else(|| rest.to_owned()));
+    }
+    let bytes = text.as_bytes();
+    // Byte test: a line with colour codes resets them (`[0m`, spelled
+    // `#033[0m`, `^[[0m`, …); most lines have none.
+    static RESET: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new("[0m"));
+    RESET.find(bytes)?;
+    let reset = true;
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    let mut changed = false;
+    for open in memchr::memchr_iter(b'[', bytes) {
+        if open < last {
+            continue;
+        }
+        let Some(len) = sgr_params(&bytes[open + 1..]) else {
+            continue;
+        };
+        let before = &bytes[last..open];
+        let spelled = SPELLED_ESC.iter().find(|p| before.ends_with(p));
+        let start = match spelled {
+            Some(p) => open - p.len(),
+            // An orphan code goes with the space before it.
+            None if reset && open == 0 => open,
+            None if reset && bytes[open - 1] == b' ' => open - 1,
+            None => continue,
+        };
+        out.push_str(&text[last..start.max(last)]);
+        last = open + 1 + len;
+        changed = true;
+    }
+    if !changed {
+        return None;
+    }
+    out.push_str(&text[last..]);
+    // The space after a code the line started with goes too.
+    Some(if reset {
+        out.trim_start().to_owned()
+    } else {
+        out
+    })
+}
+
+/// How pastes spell the ESC byte: rsyslog's `#033`, C's and Python's
+/// escapes, a terminal's caret notation.
+const SPELLED_ESC: [&[u8]; 6] = [b"#033", b"\\033", b"\\e", b"\\x1b", b"\\u001b", b"^["];
+
+/// The length of `1;31m` (SGR parameters and the final `m`) at the start
+/// of `bytes`.
+fn sgr_params(bytes: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while i < bytes.len() && i < 16 && (bytes[i].is_ascii_digit() || bytes[i] == b';') {
+        i += 1;
+    }
+    (i > 0 && i <= 12 && bytes.get(i) == Some(&b'm')).then_some(i + 1)
+}

@@ -1,0 +1,195 @@
+//! The frame peeler against every row's real samples and the lines it must
+//! leave alone.
+
+use super::*;
+
+/// Every row's real samples peel to what the row says is under them.
+#[test]
+fn every_sample_peels_to_its_body() {
+    let mut checked = 0;
+    for row in ROWS {
+        for sample in row.samples {
+            assert!(
+                !sample.source.is_empty(),
+                "{}: a sample without a source",
+                row.name
+            );
+            let peeled = peel_line(sample.line);
+            assert_eq!(peeled.body, sample.body, "{}: {}", row.name, sample.line);
+            assert!(
+                peeled.frame.rows().any(|r| r == row.name),
+                "{}: peeled {:?}",
+                row.name,
+                peeled.frame.rows().collect::<Vec<_>>()
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= ROWS.len());
+}
+
+#[test]
+fn a_line_without_a_frame_is_borrowed_as_it_is() {
+    for text in [
+        "",
+        "[2026-11-27 09:38:52 TP1] Load weight begin.",
+        "Nov 27 09:38:40 ct200 systemd[1]: Started sglang.service.",
+        "  File \"x.py\", line 1, in <module>",
+        ">>> import torch",
+        "    0    3182341     C      8      2      -    python3.12",
+        "1,2,3;not a record",
+        "kernel: NVRM: Xid (PCI:0000:1a:00): 79",
+        "| 0 NVIDIA H100 |",
+        "arr[0m] has no space before its bracket",
+        "[1m] a log's own bold",
+    ] {
+        let peeled = peel_line(text);
+        assert!(matches!(peeled.body, Cow::Borrowed(_)), "{text}");
+        assert_eq!(peeled.body, text);
+        assert!(peeled.frame.is_empty(), "{text}: {:?}", peeled.frame);
+    }
+}
+
+/// The kmsg lines are the examples of torvalds/linux
+/// Documentation/ABI/testing/dev-kmsg, the talosctl one is
+/// https://github.com/talos-rpi5/talos-builder/issues/11's; the others are
+/// written to their grammars (marked so).
+#[test]
+fn what_a_frame_says_is_kept() {
+    let p = peel_line("6,339,5140900,-;NET: Registered protocol family 10");
+    assert_eq!(p.body, "NET: Registered protocol family 10");
+    assert_eq!(p.frame.uptime_us, Some(5_140_900));
+    assert_eq!(
+        (p.frame.facility, p.frame.level),
+        (Some("kern"), Some("info"))
+    );
+    assert!(p.frame.kernel);
+    let p = peel_line("30,340,5690716,-;udevd[80]: starting version 181");
+    assert_eq!(p.frame.facility, Some("daemon"));
+    // Written to the grammar: the doc says more comma-separated fields may
+    // come before the `;`.
+    let p = peel_line("4,12,345,c,more;text");
+    assert_eq!((p.body.as_ref(), p.frame.level), ("text", Some("warning")));
+
+    let p = peel_line(
+        "mc-pt1-pkp-srv-1a: kern: warning: [2025-09-13T20:46:45.810482849Z]: Call trace:",
+    );
+    assert_eq!(p.body, "Call trace:");
+    assert_eq!(p.frame.host.as_deref(), Some("mc-pt1-pkp-srv-1a"));
+    assert_eq!(p.frame.level, Some("warning"));
+    let t = p.frame.time.unwrap();
+    assert_eq!(t.local.to_string(), "2025-09-13 20:46:45.810482849");
+    assert_eq!(t.offset_secs, Some(0));
+
+    // Written to the grammar: `dmesg --decode --time-format iso`.
+    let p =
+        peel_line("kern  :err   : 2024-06-01T12:00:03,345678+00:00 NVRM: Xid (PCI:0000:1a:00): 79");
+    assert_eq!(
+        p.body,
+        "2024-06-01T12:00:03,345678+00:00 NVRM: Xid (PCI:0000:1a:00): 79"
+    );
+    assert!(p.frame.kernel);
+
+    // A quoted, indented record comes apart in steps.
+    let p = peel_line("   > 6,339,5140900,-;NET: Registered protocol family 10");
+    assert_eq!(p.body, "NET: Registered protocol family 10");
+    assert_eq!(
+        p.frame.rows().collect::<Vec<_>>(),
+        ["quote", "indentation", "kmsg"]
+    );
+    // A priority that no syslog writes is not one.
+    assert!(peel_line("<999> x").frame.is_empty());
+}
+
+/// Written to each spelling's grammar.
+#[test]
+fn spelled_and_orphan_escape_codes_go() {
+    assert_eq!(peel_line("#033[31mError#033[0m: boom").body, "Error: boom");
+    assert_eq!(peel_line("^[[31mError^[[0m: boom").body, "Error: boom");
+    assert_eq!(peel_line("\\x1b[1;31mfailed\\x1b[0m").body, "failed");
+    assert_eq!(
+        peel_line("^@^@^@[15:58:39 TP0] Prefill batch.").body,
+        "[15:58:39 TP0] Prefill batch."
+    );
+    // Ray's colours with their ESC lost in a paste
+    // (https://github.com/vllm-project/vllm/issues/2734); brackets that only
+    // look like codes stay.
+    assert_eq!(
+        peel_line("a (function operator()) [32m [repeated 6x across cluster] [0m").body,
+        "a (function operator()) [repeated 6x across cluster]"
+    );
+    for text in [
+        "ERROR 02-13 18:05 [multiproc_executor.py:852] WorkerProc hit an exception.",
+        "[2m] not a reset anywhere",
+        "arr[0m] has no space before its bracket",
+    ] {
+        assert_eq!(peel_line(text).body, text);
+    }
+}
+
+/// vim's `:set number` gutter over a paste (three-column numbers, then a
+/// space; a blank line keeps its number alone), and `cat -n`.
+#[test]
+fn a_line_number_gutter_is_peeled_while_it_counts() {
+    let mut peeler = Peeler::new();
+    let lines = [
+        ("  1 jj@host$ python", "jj@host$ python"),
+        (
+            "  2 Traceback (most recent call last):",
+            "Traceback (most recent call last):",
+        ),
+        (
+            "  3     File \"<stdin>\", line 1, in <module>",
+            "    File \"<stdin>\", line 1, in <module>",
+        ),
+        ("  4", ""),
+        ("  5 RuntimeError: boom", "RuntimeError: boom"),
+        // The count breaks: no gutter any more.
+        ("  9 not numbered", "  9 not numbered"),
+    ];
+    for (line, body) in lines {
+        assert_eq!(peeler.peel(line).body, body, "{line}");
+    }
+    let mut peeler = Peeler::new();
+    assert_eq!(peeler.peel("     1\tone").body, "one");
+    assert_eq!(peeler.peel("     2\ttwo").body, "two");
+    assert_eq!(peeler.peel("    10\tten").body, "    10\tten");
+    // `ps -e`: PID 1 under a header is no gutter.
+    let mut peeler = Peeler::new();
+    assert_eq!(
+        peeler.peel("    PID TTY          TIME CMD").body,
+        "    PID TTY          TIME CMD"
+    );
+    assert_eq!(
+        peeler.peel("      1 ?        00:00:03 systemd").body,
+        "      1 ?        00:00:03 systemd"
+    );
+    assert_eq!(
+        peeler.peel("      2 ?        00:00:00 kthreadd").body,
+        "      2 ?        00:00:00 kthreadd"
+    );
+}
+
+/// docs/formats/frames.md lists every row.
+#[test]
+fn every_row_is_documented() {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/formats/frames.md"),
+    )
+    .expect("docs/formats/frames.md");
+    for row in ROWS {
+        assert!(
+            doc.contains(&format!("| `{}` |", row.name)),
+            "docs/formats/frames.md does not list the {} frame",
+            row.name
+        );
+    }
+    // And lists no frame the table lost.
+    for line in doc.lines().filter(|l| l.starts_with("| `")) {
+        let name = line.split('`').nth(1).unwrap_or_default();
+        assert!(
+            ROWS.iter().any(|r| r.name == name),
+            "docs/formats/frames.md lists {name}, which is no row"
+        );
+    }
+}

@@ -1,0 +1,108 @@
+//! What a test harness prints around the output it captures: pytest's
+//! terminal report (src/_pytest/terminal.py: the `=== test session starts
+//! ===` rules, `platform …`, `rootdir:`, `collected N items`, progress
+//! lines, `FAILED path::test - …`, `tests/utils.py:403: ValueError`) and
+//! the GPU summaries CI fixtures print between tests (vLLM's
+//! `gpu memory used (GB): 0=30.31; 1=29.41;`, vllm-omni's GPU memory
+//! monitor). A line read here is the harness's own; the output it
+//! captured is read by the other recognisers.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// pytest's lines, by their fixed shapes.
+static PYTEST: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^(?:
+          ={3,}\x20.*\x20={3,}                      # === test session starts ===
+        | ={10,}                                    # a report's rule
+        | -{3,}\x20.*\x20-{3,}                      # --- Captured stdout call ---
+        | _{3,}\x20.*\x20_{3,}                      # ___ test_name ___
+        | platform\x20\S+\x20--\x20Python\x20\S+,\x20pytest-\S+.*
+        | (?:rootdir|configfile|cachedir|plugins|testpaths|inifile):\x20.*
+        | collect(?:ed|ing)\x20.*item.*
+        | \S+\.py(?:::\S+)?\x20(?:[.FEsxX]+|PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)\s+\[\s*[0-9]+%\]
+        | (?:FAILED|ERROR|PASSED|SKIPPED|XFAIL|XPASS)\x20\S+\.py(?:::\S+)?(?:\x20-\x20.*)?
+        | \S+\.py:[0-9]+:\x20[A-Za-z_][0-9A-Za-z_.]*(?:Error|Exception|Warning|Failed|Interrupt)
+        )\s*$",
+    )
+    .expect("pytest line regex")
+});
+
+/// GPU summaries of CI fixtures: vLLM's tests/utils.py
+/// (wait_for_gpu_memory_to_clear) and vllm-omni's GPU memory monitor.
+static GPU_SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^\s*(?:
+          gpu\x20memory\x20used\x20\(GB\):(?:\x20[0-9]+=[0-9.]+;)+
+        | GPU\x20[0-9]+:\x20[0-9.]+GiB/[0-9.]+GiB\x20\([0-9.]+%\)
+        | \[GPU\x20Memory\x20(?:Monitor|Status|Freed)\]\x20.*
+        | (?:Pre|Post)-test\x20GPU\x20status:
+        | Condition:\x20Memory\x20usage\x20ratio\x20.*
+        | Wait\x20time:\x20[0-9.]+\x20seconds.*
+        | Final\x20status:
+        )\s*$",
+    )
+    .expect("gpu summary regex")
+});
+
+/// Whether `text` is a line a test harness printed.
+pub(crate) fn recognizes(text: &str) -> bool {
+    let Some(&first) = text.trim_start().as_bytes().first() else {
+        return false;
+    };
+    // Byte tests first: every shape starts with a rule, a letter or `[`.
+    match first {
+        b'=' | b'-' | b'_' => PYTEST.is_match(text),
+        b'[' => GPU_SUMMARY.is_match(text),
+        b if b.is_ascii_alphabetic() => PYTEST.is_match(text) || GPU_SUMMARY.is_match(text),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// pytest's report from https://github.com/vllm-project/vllm/pull/31853
+    /// and the pytest docs' own example session; vllm-omni's GPU memory
+    /// monitor from https://github.com/vllm-project/vllm-omni/pull/1743 and
+    /// https://github.com/vllm-project/vllm-omni/pull/4900.
+    #[test]
+    fn harness_lines_are_read_and_captured_output_is_not() {
+        for line in [
+            "tests/utils/test_gpu_memory_monitor.py .............................. [100%]",
+            "14 passed in 0.45s",
+            "=========================== test session starts ============================",
+            "platform linux -- Python 3.x.y, pytest-8.x.y, pluggy-1.x.y",
+            "rootdir: /home/sweet/project",
+            "collected 1 item",
+            "test_sample.py F                                                     [100%]",
+            "================================= FAILURES =================================",
+            "_______________________________ test_answer ________________________________",
+            "test_sample.py:6: AssertionError",
+            "FAILED test_sample.py::test_answer - assert 4 == 5",
+            "============================ 1 failed in 0.12s =============================",
+            "[GPU Memory Monitor] Waiting for GPU 3, 7 to free memory, Condition: Memory usage ratio ≤ 5.0%",
+            "[GPU Memory Status] Current usage:",
+            "  GPU 3: 3.0GiB/80.0GiB (3.8%)",
+            "[GPU Memory Freed] Devices 3, 7 meet memory condition",
+            "   Condition: Memory usage ratio ≤ 5.0%",
+            "   Wait time: 0.0 seconds (0.0 minutes)",
+            "   Final status:",
+            "Post-test GPU status:",
+        ] {
+            // `14 passed in 0.45s` is pytest's without its rules (the PR
+            // cut them): not read alone.
+            assert_eq!(recognizes(line), !line.starts_with("14 "), "{line}");
+        }
+        for line in [
+            "ValueError: boom",
+            "INFO 01-14 12:36:52 worker.py:240] Memory profiling takes 1.46 seconds",
+            "GPU 0: NVIDIA B200 (UUID: GPU-19a556ea-38df-750d-fcf7-3da28757ba5b)",
+        ] {
+            assert!(!recognizes(line), "{line}");
+        }
+    }
+}
