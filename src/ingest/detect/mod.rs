@@ -30,6 +30,7 @@ mod lsmod;
 mod nvidia;
 mod packages;
 mod procfs;
+mod provenance;
 mod server;
 mod shell;
 mod ss;
@@ -37,6 +38,7 @@ mod systemd;
 #[cfg(test)]
 mod tests_host;
 
+pub(super) use provenance::Provenance;
 pub(super) use shell::{continues, is_prompt};
 
 /// Sniffers in priority order: the first that claims a line wins. Journal
