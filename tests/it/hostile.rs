@@ -24,11 +24,17 @@ const CASES: &[(&str, &[&str])] = &[
     ("baseline", &[]),
     (
         "cmdline-control-characters",
-        &[r#"refused command line "python3 serve.py\u{1b}]0;owned\u{7}\ntouch"#],
+        &[
+            r#"refused command line "python3 serve.py\u{1b}]0;owned\u{7}\ntouch"#,
+            "the inputs lack its start time (ps -o lstart) and full command line",
+        ],
     ),
     (
         "cmdline-overlong",
-        &["refused command line \"python3 serve.py --x --x"],
+        &[
+            "refused command line \"python3 serve.py --x --x",
+            "the inputs lack its start time (ps -o lstart) and full command line",
+        ],
     ),
     ("cmdline-shell-syntax", &[]),
     (
@@ -36,10 +42,16 @@ const CASES: &[(&str, &[&str])] = &[
         &["refused GPU UUID \"GPU-5a5b4eef-ee9c-40f5-977e-2242f48837be$(touch"],
     ),
     ("hostname-injection", &[]),
-    ("process-name-injection", &[]),
+    (
+        "process-name-injection",
+        &["the inputs lack its start time (ps -o lstart) and full command line"],
+    ),
     (
         "start-time-injection",
-        &["refused start time \"Tue Nov 24 14:02:17 $(touch\""],
+        &[
+            "refused start time \"Tue Nov 24 14:02:17 $(touch\"",
+            "the inputs lack its start time (ps -o lstart), so no script signals it",
+        ],
     ),
     ("unit-backticks-semicolon", &["refused unit name \"`touch"]),
     (
@@ -225,7 +237,7 @@ fn check_case(case: &str, expected_refusals: &[&str]) {
     // refused name.
     for call in sb.calls().lines() {
         assert!(
-            call.starts_with("nvidia-smi --query-gpu=")
+            call.starts_with("nvidia-smi --query-")
                 || call.ends_with(" -- ddtree-qwen.service")
                 || call.ends_with(" -- sglang-k26.service"),
             "{case}: unexpected call {call}"
