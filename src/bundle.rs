@@ -70,6 +70,10 @@ pub struct CommandRecord {
     /// What went wrong (the tool's stderr, the timeout), when something did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// The output was longer than a member may be, and was cut (`detail`
+    /// says where): a gap even when the command succeeded.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
 }
 
 /// How a capture command ended. Anything but `ok` is a gap in the bundle.

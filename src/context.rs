@@ -36,12 +36,19 @@ pub struct Gap {
     pub status: CommandStatus,
     pub exit_code: Option<i32>,
     pub detail: Option<String>,
+    /// The output was cut at the capture's size limit.
+    pub truncated: bool,
 }
 
 impl Gap {
     /// `nvidia-smi -q -x: missing (nvidia-smi: command not found)`.
     pub fn describe(&self) -> String {
-        let mut s = format!("{}: {}", self.command, self.status.name());
+        let status = if self.truncated && self.status == CommandStatus::Ok {
+            "truncated"
+        } else {
+            self.status.name()
+        };
+        let mut s = format!("{}: {status}", self.command);
         if let (CommandStatus::Failed, Some(code)) = (self.status, self.exit_code) {
             s.push_str(&format!(" with exit status {code}"));
         }
@@ -86,13 +93,14 @@ impl Context {
         let gaps = m
             .commands
             .iter()
-            .filter(|c| c.status != CommandStatus::Ok)
+            .filter(|c| c.status != CommandStatus::Ok || c.truncated)
             .map(|c| Gap {
                 file: c.file.clone(),
                 command: c.command.clone(),
                 status: c.status,
                 exit_code: c.exit_code,
                 detail: c.detail.clone(),
+                truncated: c.truncated,
             })
             .collect();
         Context {
@@ -163,6 +171,7 @@ mod tests {
             status: CommandStatus::Failed,
             exit_code: Some(4),
             detail: Some("\nUnit x.service could not be found.\nmore".into()),
+            truncated: false,
         };
         assert_eq!(
             gap.describe(),
