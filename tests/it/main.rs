@@ -15,6 +15,7 @@ mod inputs;
 mod journal_files;
 mod pasted_lines;
 mod prefilter;
+mod probe;
 mod readme;
 mod real;
 mod replay;
