@@ -323,33 +323,94 @@ impl Source {
     }
 }
 
-/// Removes ANSI CSI escapes and a trailing carriage return, so parsers see
-/// what a person sees. A line without escapes is borrowed, not copied.
+/// Removes terminal escape sequences (CSI, whole OSC/DCS/APC strings, in
+/// their 7-bit and C1 forms: [`escape_len`]) and handles `\r`, so parsers
+/// see what a person sees. A line without escapes is borrowed, not copied.
 pub fn clean_line(raw: &str) -> Cow<'_, str> {
     let raw = raw.strip_suffix('\r').unwrap_or(raw);
-    if memchr::memchr2(b'\x1b', b'\r', raw.as_bytes()).is_none() {
+    // ESC, `\r`, and the lead byte of U+0080..U+00BF (C1 controls among them).
+    if memchr::memchr3(b'\x1b', b'\r', 0xc2, raw.as_bytes()).is_none() {
         return Cow::Borrowed(raw);
     }
     let mut out = String::with_capacity(raw.len());
-    let mut chars = raw.chars().peekable();
-    while let Some(c) = chars.next() {
+    let mut rest = raw;
+    while let Some(c) = rest.chars().next() {
+        if let Some(n) = escape_len(rest) {
+            rest = &rest[n..];
+            continue;
+        }
         match c {
-            '\x1b' if chars.peek() == Some(&'[') => {
-                chars.next();
-                // Parameter and intermediate bytes, then one final byte in @..~.
-                for c in chars.by_ref() {
-                    if ('@'..='~').contains(&c) {
-                        break;
-                    }
-                }
-            }
-            '\x1b' => {}
             // A progress bar redraws with \r; what a person last saw follows it.
             '\r' => out.clear(),
             c => out.push(c),
         }
+        rest = &rest[c.len_utf8()..];
     }
     Cow::Owned(out)
+}
+
+/// The length in bytes of the terminal escape sequence `text` starts with,
+/// if it starts with one: a CSI (`ESC [` or U+009B, up to its final byte in
+/// `@`..`~`), a string (OSC `ESC ]` or U+009D; DCS, SOS, PM, APC: `ESC P`,
+/// `ESC X`, `ESC ^`, `ESC _` or U+0090, U+0098, U+009E, U+009F) through its
+/// terminator (`ESC \`, U+009C, or BEL for OSC), or another `ESC` sequence
+/// (`ESC ( B`: intermediates and a final byte). A string with no terminator
+/// is only its introducer: the rest of the line is kept, not swallowed. The
+/// one definition of an escape sequence: input lines drop them
+/// ([`clean_line`]), reports show each as one `?` (`render::clean`).
+pub fn escape_len(text: &str) -> Option<usize> {
+    let mut chars = text.char_indices();
+    let (_, first) = chars.next()?;
+    let (osc, intro) = match first {
+        '\x1b' => match chars.next() {
+            Some((_, '[')) => return Some(csi_len(text, 2)),
+            Some((_, ']')) => (true, 2),
+            Some((_, 'P' | 'X' | '^' | '_')) => (false, 2),
+            // Intermediates (`(`, `#`, …), then one final byte.
+            Some((i, c)) if ('\x20'..='\x2f').contains(&c) => {
+                let mut end = i + 1;
+                for (j, c) in text[end..].char_indices() {
+                    if !('\x20'..='\x2f').contains(&c) {
+                        if ('\x30'..='\x7e').contains(&c) {
+                            end += j + 1;
+                        } else {
+                            end += j;
+                        }
+                        return Some(end);
+                    }
+                }
+                return Some(text.len());
+            }
+            Some((i, c)) if ('\x30'..='\x7e').contains(&c) => return Some(i + 1),
+            _ => return Some(1),
+        },
+        '\u{9b}' => return Some(csi_len(text, 2)),
+        '\u{9d}' => (true, 2),
+        '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => (false, 2),
+        _ => return None,
+    };
+    let body = &text[intro..];
+    let mut iter = body.char_indices().peekable();
+    while let Some((i, c)) = iter.next() {
+        match c {
+            '\x07' if osc => return Some(intro + i + 1),
+            '\u{9c}' => return Some(intro + i + 2),
+            '\x1b' if iter.peek().is_some_and(|(_, n)| *n == '\\') => {
+                return Some(intro + i + 2);
+            }
+            _ => {}
+        }
+    }
+    Some(intro)
+}
+
+/// A CSI's length: its introducer (`intro` bytes), then everything up to and
+/// including a final byte in `@`..`~`.
+fn csi_len(text: &str, intro: usize) -> usize {
+    text[intro..]
+        .char_indices()
+        .find(|(_, c)| ('@'..='~').contains(c))
+        .map_or(text.len(), |(i, c)| intro + i + c.len_utf8())
 }
 
 /// All inputs of one analysis, in the order they were given.
@@ -426,6 +487,31 @@ mod tests {
         let s = Source::new("b", b"ok \xff\xfe end\n");
         assert_eq!(s.invalid_utf8(), 2);
         assert!(s.raw_line(1).starts_with("ok "));
+    }
+
+    /// OSC titles and hyperlinks, DCS strings and C1 forms go whole, not
+    /// leaving `]0;title` behind (probe D17); an unterminated string keeps
+    /// the rest of the line.
+    #[test]
+    fn whole_escape_strings_and_c1_forms_are_removed() {
+        for (raw, want) in [
+            (
+                "\x1b]0;rootcause\x07Nov 27 09:38:53 ct200 systemd[1]: x",
+                "Nov 27 09:38:53 ct200 systemd[1]: x",
+            ),
+            (
+                "Loaded: loaded (\x1b]8;;file://h/etc/x.service\x1b\\/etc/x.service\x1b]8;;\x1b\\; enabled)",
+                "Loaded: loaded (/etc/x.service; enabled)",
+            ),
+            ("a\x1bPq#0;2;0;0;0\x1b\\b", "ab"),
+            ("a\u{9b}31mred\u{9b}0m", "ared"),
+            ("a\u{9d}0;t\u{9c}b", "ab"),
+            ("\x1b(B\x1b[mplain", "plain"),
+            ("\x1b]0;no terminator here", "0;no terminator here"),
+            ("caf\u{e9} 30\u{b0}C", "caf\u{e9} 30\u{b0}C"),
+        ] {
+            assert_eq!(clean_line(raw), want, "{raw:?}");
+        }
     }
 
     #[test]

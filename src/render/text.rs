@@ -66,7 +66,7 @@ pub fn render(report: &Report<'_>, options: RenderOptions) -> String {
     if !verbose {
         symptoms(&mut out, report, &st);
     }
-    unknown_errors(&mut out, report, &st);
+    unknown_errors(&mut out, report, &st, options.width);
     super::timeline::text_gaps(&mut out, report, &st.bold("Gaps in the capture"));
     inventory(&mut out, report, &st);
     out.push('\n');
@@ -440,7 +440,18 @@ fn symptoms(out: &mut String, report: &Report<'_>, st: &Style) {
     }
 }
 
-fn unknown_errors(out: &mut String, report: &Report<'_>, st: &Style) {
+/// Text cut to `max` characters, `…` marking the cut: an unrecognised line
+/// may be megabytes long.
+fn fit(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(max.saturating_sub(1).max(1)) {
+        Some((cut, _)) if text[cut..].chars().nth(1).is_some() => {
+            format!("{}…", &text[..cut]).into()
+        }
+        _ => text.into(),
+    }
+}
+
+fn unknown_errors(out: &mut String, report: &Report<'_>, st: &Style, width: usize) {
     let groups = &report.diagnosis.unknown_errors;
     if groups.is_empty() {
         return;
@@ -452,21 +463,24 @@ fn unknown_errors(out: &mut String, report: &Report<'_>, st: &Style) {
     );
     for g in groups {
         let first = report.resolve(g.first);
+        let head = format!("  {}x [{}] ", g.count, g.fingerprint);
+        let template = clean(&g.template);
         let _ = writeln!(
             out,
-            "  {}x [{}] {}",
-            g.count,
-            g.fingerprint,
-            clean(&g.template)
+            "{head}{}",
+            fit(
+                &template,
+                width.saturating_sub(head.chars().count()).max(40)
+            )
         );
+        let at = format!("first at {}:{}: ", clean(&first.input), first.line);
+        let text = clean(&first.text);
         let _ = writeln!(
             out,
             "      {}",
             st.dim(&format!(
-                "first at {}:{}: {}",
-                clean(&first.input),
-                first.line,
-                clean(&first.text)
+                "{at}{}",
+                fit(&text, width.saturating_sub(6 + at.chars().count()).max(40))
             ))
         );
     }

@@ -169,6 +169,149 @@ fn d6_the_replay_diff_is_cleaned() {
     .unwrap();
     let o = bin().arg("replay").arg(&case).output().unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", out(&o));
-    assert!(out(&o).contains("TITLE"), "{}", out(&o));
+    assert!(out(&o).contains("-# x?\n"), "{}", out(&o));
     assert_terminal_safe("the replay diff", &out(&o));
+}
+
+// D6: every string from the inputs is cleaned on every output path.
+
+/// The seed with hostile manifest fields, a hostile file name and a log
+/// line full of controls (the probe's rows 36, 62-64).
+fn hostile_seed(scratch: &Scratch) -> PathBuf {
+    let case = seed_copy(scratch, "inj", false);
+    let manifest = case.join("manifest.json");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&manifest).unwrap()).unwrap();
+    m["host"] = "ct200\x1b]0;TITLE\x07\nRoot cause: forged host line\n# Forged".into();
+    m["commands"] = serde_json::json!([{
+        "file": null,
+        "command": "journalctl\x1b]0;GAP\x07\n## Forged gap",
+        "status": "failed",
+        "exit_code": 1,
+        "duration_ms": 1,
+        "bytes": 0,
+        "detail": "x\x1b[2J\u{9b}2J\nRoot cause: forged detail"
+    }]);
+    m["timezone"] = "UTC\x1b[2J".into();
+    fs::write(&manifest, serde_json::to_string(&m).unwrap()).unwrap();
+    let mut journal = fs::read_to_string(case.join("journal.txt")).unwrap();
+    journal.push_str("2026-11-27T09:38:53+0000 ct200 python3[31544]: ERROR: CUDA error: an illegal memory access was encountered \x07\x08\u{9b}2J\u{85}\x0b\x0c\u{202e}\u{2028}\n");
+    fs::write(case.join("journal.txt"), journal).unwrap();
+    fs::rename(
+        case.join("nvidia-smi.txt"),
+        case.join("nvidia-smi\x1b]0;NAME\x07\n# Forged <img src=x onerror=alert(1)>.txt"),
+    )
+    .unwrap();
+    case
+}
+
+#[test]
+fn d6_every_output_path_is_cleaned() {
+    let scratch = Scratch::new("probe-d6");
+    let case = hostile_seed(&scratch);
+    let run = |args: &[&str]| {
+        let o = bin().args(args).arg(&case).output().unwrap();
+        assert!(
+            o.status.code().is_some_and(|c| c <= 1),
+            "{args:?}: {}",
+            out(&o)
+        );
+        String::from_utf8(o.stdout).unwrap()
+    };
+    for args in [
+        &["--color", "never"][..],
+        &["--color", "never", "-v"],
+        &["-o", "markdown"],
+        &["timeline"],
+        &["inputs"],
+    ] {
+        let text = run(args);
+        assert_terminal_safe(&format!("{args:?}"), &text);
+        for forged in ["\nRoot cause: forged", "\n# Forged", "\n## Forged"] {
+            assert!(!text.contains(forged), "{args:?} forged a line:\n{text}");
+        }
+        if args.get(1) == Some(&"markdown") {
+            // Markup from a name is shown only inside a code span, where
+            // Markdown renders it as text.
+            for line in text.lines() {
+                if let Some(at) = line.find("<img") {
+                    let ticks = line[..at].matches('`').count();
+                    assert!(ticks % 2 == 1, "raw markup in Markdown: {line}");
+                }
+            }
+        }
+    }
+    // The script is printable ASCII.
+    let o = bin()
+        .arg(&case)
+        .args(["-q", "--script", "-"])
+        .output()
+        .unwrap();
+    let script = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        script
+            .chars()
+            .all(|c| c == '\n' || c == ' ' || c.is_ascii_graphic()),
+        "{script}"
+    );
+}
+
+// D14: the text report never prints an unrecognised line whole.
+
+#[test]
+fn d14_a_huge_unrecognised_error_line_is_cut_to_the_width() {
+    let scratch = Scratch::new("probe-d14");
+    let path = scratch.path.join("one.log");
+    let mut line = String::from("RuntimeError: CUDA out of memory. ");
+    line.push_str(&"x".repeat(4 << 20));
+    line.push('\n');
+    fs::write(&path, line).unwrap();
+    let o = bin()
+        .arg(&path)
+        .args(["--color", "never"])
+        .output()
+        .unwrap();
+    assert!(o.status.code().is_some_and(|c| c <= 1), "{}", out(&o));
+    assert!(
+        o.stdout.len() < 64 << 10,
+        "{} bytes of report",
+        o.stdout.len()
+    );
+    for l in String::from_utf8_lossy(&o.stdout).lines() {
+        assert!(
+            l.chars().count() <= 200,
+            "{} characters: {}…",
+            l.len(),
+            &l[..80]
+        );
+    }
+}
+
+// D17: an OSC title at column 0 is removed whole; the bundle still reads.
+
+#[test]
+fn d17_osc_sequences_at_column_zero_do_not_hide_the_logs() {
+    let scratch = Scratch::new("probe-d17");
+    let case = seed_copy(&scratch, "osc", false);
+    for entry in fs::read_dir(&case).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().unwrap() == "manifest.json" {
+            continue;
+        }
+        let text = fs::read_to_string(&path).unwrap();
+        let titled: String = text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| match i % 3 {
+                0 => format!("\x1b]0;title {i}\x07{l}\n"),
+                1 => format!("\x1b]8;;file:///x\x1b\\{l}\x1b]8;;\x1b\\\n"),
+                _ => format!("\u{9d}2;t\u{9c}{l}\n"),
+            })
+            .collect();
+        fs::write(&path, titled).unwrap();
+    }
+    let plain = bin().arg(incident(SEED)).arg("-q").output().unwrap();
+    let titled = bin().arg(&case).arg("-q").output().unwrap();
+    assert_eq!(titled.status.code(), Some(1), "{}", out(&titled));
+    assert_eq!(out(&titled), out(&plain));
 }
