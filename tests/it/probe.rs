@@ -315,3 +315,377 @@ fn d17_osc_sequences_at_column_zero_do_not_hide_the_logs() {
     assert_eq!(titled.status.code(), Some(1), "{}", out(&titled));
     assert_eq!(out(&titled), out(&plain));
 }
+
+// D7: bounded on any input. (The memory numbers are benchmarks,
+// docs/performance.md; these check what bounds them.)
+
+/// The gaps of a JSON report, as `command: detail` lines.
+fn gaps(report: &serde_json::Value) -> Vec<String> {
+    report["gaps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            format!(
+                "{}: {}",
+                g["command"].as_str().unwrap(),
+                g["detail"].as_str().unwrap_or("")
+            )
+        })
+        .collect()
+}
+
+fn json_of(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", out(o)))
+}
+
+/// `cmd` run by sh in the folder `dir` (scratch paths hold parentheses).
+fn shell(dir: &std::path::Path, cmd: &str) {
+    let o = std::process::Command::new("sh")
+        .args(["-c", cmd])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{cmd}: {}", out(&o));
+}
+
+#[test]
+fn d7_a_compressed_bomb_is_read_as_a_stream_and_its_endless_line_cut() {
+    crate::support::require_tool("gzip", "gzip");
+    crate::support::require_tool("zstd", "zstd");
+    let scratch = Scratch::new("probe-d7-bomb");
+    shell(&scratch.path, "head -c 64M /dev/zero | gzip -c > z.gz");
+    shell(&scratch.path, "head -c 64M /dev/zero | zstd -q -3 -o z.zst");
+    for file in ["z.gz", "z.zst"] {
+        let o = bin()
+            .arg(scratch.path.join(file))
+            .args(["-o", "json"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{file}: {}", out(&o));
+        let gaps = gaps(&json_of(&o));
+        let want = format!(
+            "1 line longer than 1 MiB cut to it; {} bytes not read",
+            (64 << 20) - (1 << 20)
+        );
+        assert!(gaps.iter().any(|g| g.ends_with(&want)), "{file}: {gaps:?}");
+    }
+}
+
+#[test]
+fn d7_an_endless_line_on_stdin_is_cut() {
+    let o = std::process::Command::new("sh")
+        .args([
+            "-c",
+            &format!(
+                "head -c 40M /dev/zero | {} -o json",
+                env!("CARGO_BIN_EXE_rootcause")
+            ),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let gaps = gaps(&json_of(&o));
+    assert!(
+        gaps.iter()
+            .any(|g| g.starts_with("read stdin: 1 line longer than 1 MiB cut")),
+        "{gaps:?}"
+    );
+}
+
+#[test]
+fn d7_lines_in_no_known_format_are_not_held_for_the_first_strong_line() {
+    let scratch = Scratch::new("probe-d7-pending");
+    let path = scratch.path.join("x.log");
+    let mut text = "some line of an unknown tool\n".repeat(20_000);
+    text.push_str("[2026-11-27 09:38:52 TP1] Load weight begin.\n");
+    fs::write(&path, text).unwrap();
+    let o = bin().arg("inputs").arg(&path).output().unwrap();
+    let listing = out(&o);
+    // The unknown lines are a segment of their own, decided long before the
+    // SGLang line: they were not held for it.
+    assert!(listing.contains(":1-20000: unknown"), "{listing}");
+    assert!(listing.contains(":20001-20001: sglang-log"), "{listing}");
+}
+
+// D8: distinct error lines are grouped in linear time: 50,000 of them took
+// minutes when each was compared with every other.
+
+#[test]
+fn d8_fifty_thousand_distinct_error_lines_are_grouped() {
+    let scratch = Scratch::new("probe-d8");
+    let path = scratch.path.join("q.txt");
+    let mut text = String::new();
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    for _ in 0..50_000 {
+        let word: String = (0..12)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                char::from(b'a' + (x % 26) as u8)
+            })
+            .collect();
+        text.push_str(&format!(
+            "RuntimeError: CUDA error: an illegal memory access was encountered in kernel {word}\n"
+        ));
+    }
+    fs::write(&path, text).unwrap();
+    let o = bin().arg(&path).args(["-o", "json"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    let report = json_of(&o);
+    assert_eq!(
+        report["findings"][0]["occurrences"], 50_000,
+        "{}",
+        report["findings"][0]
+    );
+}
+
+// D10: a FIFO, /dev/stdin and <(cmd) are read once and whole; a device is refused.
+
+#[test]
+fn d10_pipes_are_read_once_whole_and_devices_refused() {
+    let seed_smi = incident(SEED).join("nvidia-smi.txt");
+    let lines = fs::read_to_string(&seed_smi).unwrap().lines().count();
+    // <(cat …) and a piped /dev/stdin: every line, not the first 32 bytes lost.
+    for cmd in [
+        format!(
+            "{} inputs <(cat '{}')",
+            env!("CARGO_BIN_EXE_rootcause"),
+            seed_smi.display()
+        ),
+        format!(
+            "cat '{}' | {} inputs /dev/stdin",
+            seed_smi.display(),
+            env!("CARGO_BIN_EXE_rootcause")
+        ),
+    ] {
+        let o = std::process::Command::new("bash")
+            .args(["-c", &cmd])
+            .output()
+            .unwrap();
+        assert!(
+            out(&o).contains(&format!(":1-{lines}: nvidia-smi-table")),
+            "{cmd}: {}",
+            out(&o)
+        );
+    }
+    // A FIFO whose writer has finished by the time it is read: no hang.
+    let scratch = Scratch::new("probe-d10");
+    let fifo = scratch.path.join("f");
+    shell(&scratch.path, "mkfifo f");
+    let writer = {
+        let (fifo, smi) = (fifo.clone(), seed_smi.clone());
+        std::thread::spawn(move || fs::write(&fifo, fs::read(&smi).unwrap()).unwrap())
+    };
+    let o = std::process::Command::new("timeout")
+        .arg("20")
+        .arg(env!("CARGO_BIN_EXE_rootcause"))
+        .arg("inputs")
+        .arg(&fifo)
+        .output()
+        .unwrap();
+    writer.join().unwrap();
+    assert!(
+        out(&o).contains(&format!(":1-{lines}: nvidia-smi-table")),
+        "{}",
+        out(&o)
+    );
+    // /dev/zero has no end: refused at once, with its name.
+    let o = std::process::Command::new("timeout")
+        .args(["20", env!("CARGO_BIN_EXE_rootcause"), "/dev/zero"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(
+        out(&o).contains("cannot read /dev/zero: a device"),
+        "{}",
+        out(&o)
+    );
+}
+
+// D11: bundles in any packing read as the folder.
+
+#[test]
+fn d11_tar_gz_and_tar_zst_bundles_read_like_the_folder() {
+    crate::support::require_tool("zstd", "zstd");
+    let scratch = Scratch::new("probe-d11");
+    let case = "2025-06-14-h100node3-stale-sglang";
+    copy_dir(&incident(case), &scratch.path.join("b2"));
+    shell(
+        &scratch.path,
+        "tar czf b2.tar.gz b2 && tar cf - b2 | zstd -q -o b2.tar.zst",
+    );
+    let folder = json_of(
+        &bin()
+            .arg(scratch.path.join("b2"))
+            .args(["-o", "json"])
+            .output()
+            .unwrap(),
+    );
+    assert!(!folder["capture"].is_null());
+    for packed in ["b2.tar.gz", "b2.tar.zst"] {
+        let o = bin()
+            .arg(scratch.path.join(packed))
+            .args(["-o", "json"])
+            .output()
+            .unwrap();
+        assert_eq!(json_of(&o), folder, "{packed}");
+    }
+    // A compressed member of a tar is decoded.
+    shell(&scratch.path, "gzip b2/journal.txt && tar cf b3.tar b2");
+    let o = bin()
+        .arg(scratch.path.join("b3.tar"))
+        .args(["-o", "json"])
+        .output()
+        .unwrap();
+    let report = json_of(&o);
+    assert_eq!(report["root_cause"], folder["root_cause"]);
+    assert!(
+        report["inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["name"] == "journal.txt.gz"
+                && i["format"].as_str().unwrap().starts_with("journal")),
+        "{}",
+        report["inputs"]
+    );
+}
+
+// D12: one bad member is a gap; the rest is analysed; no link leads out.
+
+#[test]
+fn d12_bad_members_are_gaps_and_links_out_of_the_bundle_are_not_followed() {
+    use std::os::unix::fs::symlink;
+    crate::support::require_tool("gzip", "gzip");
+    let scratch = Scratch::new("probe-d12");
+    let case = seed_copy(&scratch, "b", false);
+    symlink("/etc", case.join("etc")).unwrap();
+    symlink("/etc/passwd", case.join("passwd.log")).unwrap();
+    symlink("missing.log", case.join("dangling.log")).unwrap();
+    symlink(".", case.join("self")).unwrap();
+    shell(&case, "mkfifo fifo.log");
+    // A truncated .gz: what came before the cut is still read.
+    shell(
+        &case,
+        "seq 1 100000 | sed 's/^/line /' | gzip -c > full.gz && head -c 20000 full.gz > cut.log.gz && rm full.gz",
+    );
+    let o = bin().arg(&case).args(["-o", "json"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    let report = json_of(&o);
+    let plain = json_of(
+        &bin()
+            .arg(incident(SEED))
+            .args(["-o", "json"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(
+        report["findings"][0]["headline"],
+        plain["findings"][0]["headline"]
+    );
+    let gaps = gaps(&report);
+    for (member, why) in [
+        ("etc", "a link out of the bundle"),
+        ("passwd.log", "a link out of the bundle"),
+        ("dangling.log", "a link that leads nowhere readable"),
+        ("self", "a link to a folder already read"),
+        ("fifo.log", "not a regular file"),
+        ("cut.log.gz", "stopped after line"),
+    ] {
+        assert!(
+            gaps.iter()
+                .any(|g| g.starts_with(&format!("read {member}: {why}"))),
+            "{member}: {gaps:?}"
+        );
+    }
+    let listing = out(&bin().arg("inputs").arg(&case).output().unwrap());
+    assert!(!listing.contains("root:x:0:0"), "{listing}");
+    assert!(listing.contains("cut.log.gz:1-"), "{listing}");
+}
+
+// D5 and D18: the target is the unit that failed, never the holder's.
+
+#[test]
+fn d5_the_baseline_restarts_the_failed_unit_not_the_holder() {
+    let o = bin()
+        .arg(crate::support::fixtures().join("hostile/baseline"))
+        .args(["-o", "json"])
+        .output()
+        .unwrap();
+    let report = json_of(&o);
+    let f = &report["findings"][0];
+    assert!(
+        f["headline"]
+            .as_str()
+            .unwrap()
+            .contains("so sglang-k26.service failed"),
+        "{}",
+        f["headline"]
+    );
+    let restarts: Vec<&str> = f["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["type"] == "restart-unit")
+        .map(|a| a["unit"].as_str().unwrap())
+        .collect();
+    assert_eq!(restarts, ["sglang-k26.service"]);
+}
+
+#[test]
+fn d18_garbage_prefixes_do_not_make_the_holder_the_target() {
+    let scratch = Scratch::new("probe-d18");
+    let case = seed_copy(&scratch, "garbled", false);
+    for entry in fs::read_dir(&case).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().unwrap() == "manifest.json" {
+            continue;
+        }
+        let bytes = fs::read(&path).unwrap();
+        let mut garbled = Vec::new();
+        for (i, line) in bytes.split_inclusive(|b| *b == b'\n').enumerate() {
+            if i % 2 == 1 {
+                garbled.extend_from_slice(b"\xff\xfe\xc3(");
+            }
+            garbled.extend_from_slice(line);
+        }
+        fs::write(&path, garbled).unwrap();
+    }
+    let o = bin().arg(&case).args(["-o", "json"]).output().unwrap();
+    let report = json_of(&o);
+    for f in report["findings"].as_array().unwrap() {
+        for a in f["actions"].as_array().unwrap() {
+            if matches!(
+                a["type"].as_str(),
+                Some("restart-unit" | "verify-unit-active")
+            ) {
+                assert_ne!(a["unit"], "ddtree-qwen.service", "{}", f["headline"]);
+            }
+        }
+    }
+}
+
+/// D18's other half: a server line logged by the failed unit's PID after
+/// the unit exited is not the holder's.
+#[test]
+fn d18_a_line_after_the_units_exit_is_not_blamed_on_the_holder() {
+    let scratch = Scratch::new("probe-d18-late");
+    let case = seed_copy(&scratch, "late", false);
+    let mut journal = fs::read_to_string(case.join("journal.txt")).unwrap();
+    journal.push_str("2026-11-27T09:39:30+0000 ct200 python3[31544]: ERROR: CUDA error: an illegal memory access was encountered\n");
+    fs::write(case.join("journal.txt"), journal).unwrap();
+    let report = json_of(&bin().arg(&case).args(["-o", "json"]).output().unwrap());
+    let fault = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "cuda-illegal-memory-access")
+        .expect("the fault is reported");
+    let headline = fault["headline"].as_str().unwrap();
+    assert!(!headline.contains("ddtree-qwen.service"), "{headline}");
+    for a in fault["actions"].as_array().unwrap() {
+        assert_ne!(a["unit"], "ddtree-qwen.service", "{a}");
+    }
+}
