@@ -67,6 +67,28 @@ const CASES: &[(&str, &[&str])] = &[
         &["refused unit name \"ddtree-qwen.service\\ntouch"],
     ),
     ("unit-overlong", &["longer than 255 bytes"]),
+    (
+        "forged-sshd-in-server-log",
+        &["named only by nvidia-smi-table lines that stand inside a sglang-log input"],
+    ),
+    (
+        "protected-units",
+        &[
+            "sysinit.target: only a service or a container's scope",
+            "multi-user.target: only a service or a container's scope",
+            "init.scope: a protected unit",
+            "session-3.scope: a protected unit",
+            "user@0.service: a protected unit",
+            "systemd-journald.service: a protected unit",
+            "dbus.socket: a protected unit",
+            "ssh.service: a protected unit",
+        ],
+    ),
+    ("forged-shell", &[]),
+    (
+        "reused-python3",
+        &["the inputs lack its start time (ps -o lstart) and full command line"],
+    ),
 ];
 
 fn hostile(name: &str) -> PathBuf {
@@ -82,7 +104,8 @@ fn every_hostile_bundle_has_a_case() {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     dirs.sort();
-    let cases: Vec<&str> = CASES.iter().map(|c| c.0).collect();
+    let mut cases: Vec<&str> = CASES.iter().map(|c| c.0).collect();
+    cases.sort_unstable();
     assert_eq!(dirs, cases);
 }
 
@@ -203,7 +226,19 @@ fn check_case(case: &str, expected_refusals: &[&str]) {
     sb.unit("ddtree-qwen.service", "active");
     sb.unit("sglang-k26.service", "failed");
     sb.owns("ddtree-qwen.service", &ghost);
-    let path = sb.save("fix.sh", script);
+    // Waits are cut short: a step that would wait for memory the sandbox
+    // never frees fails in seconds, not minutes.
+    let quick: String = script
+        .lines()
+        .map(|l| {
+            if l.starts_with("wait_gpu_memory_free ") || l.starts_with("verify_unit_active ") {
+                format!("{}\n", l.replacen(" 120", " 2", 1))
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    let path = sb.save("fix.sh", &quick);
     let steps = out
         .analysis
         .report()

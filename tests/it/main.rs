@@ -6,6 +6,7 @@ mod capture;
 mod catalog;
 mod cli;
 mod detection;
+mod forged;
 mod format_fixtures;
 mod hardware_incidents;
 mod host_facts;

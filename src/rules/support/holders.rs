@@ -533,8 +533,9 @@ impl<'a> Holders<'a> {
 }
 
 /// The unit that runs the failing server: the unit of the failure's own
-/// lines, else of any server line, else a failed unit whose command lines or
-/// name mention `marker` (`sglang`, `vllm`). Never a unit that owns a
+/// lines, else a unit that failed (PID 1's messages, a failed status) whose
+/// command lines or name mention `marker` (`sglang`, `vllm`), else the unit
+/// of any server line. Never a unit that owns a
 /// process on a GPU (other than the failing lines' own) unless PID 1 or its
 /// status says that unit failed: a holder that once logged `Uvicorn running
 /// on` is not the server to restart.
@@ -562,15 +563,6 @@ pub fn server_unit<'e>(
     };
     let eligible = |found: &(String, OwnerBasis, Span)| failed(&found.0) || !holds_gpu(&found.0);
     if let Some(found) = events
-        .iter()
-        .filter_map(|e| incident.unit_of_event(e))
-        .find(|f| eligible(f))
-    {
-        return Some(found);
-    }
-    if let Some(found) = incident
-        .facts
-        .server_events
         .iter()
         .filter_map(|e| incident.unit_of_event(e))
         .find(|f| eligible(f))
@@ -616,6 +608,16 @@ pub fn server_unit<'e>(
                 .iter()
                 .find(|s| s.active_state.as_deref() == Some("failed") && runs_server(&s.unit))
                 .map(|s| (s.unit.clone(), OwnerBasis::MainPid, s.span))
+        })
+        // Last, the unit of any server line: one that did not fail is the
+        // server only when it holds no GPU the server needed.
+        .or_else(|| {
+            incident
+                .facts
+                .server_events
+                .iter()
+                .filter_map(|e| incident.unit_of_event(e))
+                .find(|f| eligible(f))
         })
 }
 
