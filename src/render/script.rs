@@ -130,8 +130,9 @@ fn header(out: &mut String, report: &Report<'_>, f: &Finding) {
          #   bash SCRIPT --apply --yes  runs the steps without asking\n\
          # Advisory steps are only printed, never executed. Before each destructive\n\
          # step the script checks again that the PID, unit and GPU still are the ones\n\
-         # the report names (start time, command line, cgroup, GPU UUID), and stops\n\
-         # at the first mismatch. Running it twice is safe.\n\
+         # the report names (start time, command line, cgroup, GPU UUID) and that\n\
+         # nvidia-smi shows the PID holding that GPU now; it acts on nothing else,\n\
+         # and stops at the first mismatch. Running it twice is safe.\n\
          #\n# Exit codes:\n\
          #   0   every step succeeded (dry run: every step was printed)\n\
          #   1   an unexpected error outside any step\n\

@@ -689,3 +689,77 @@ fn d18_a_line_after_the_units_exit_is_not_blamed_on_the_holder() {
         assert_ne!(a["unit"], "ddtree-qwen.service", "{a}");
     }
 }
+
+// D1's other side: a genuine paste of nvidia-smi, ps and systemctl status in
+// one stdin stands in its own input and keeps the seed's full remediation;
+// the same blocks below a server log are only advice.
+
+fn paste_of(files: &[&str]) -> String {
+    files
+        .iter()
+        .map(|f| fs::read_to_string(incident(SEED).join(f)).unwrap())
+        .collect()
+}
+
+fn analyse_stdin(text: &str) -> serde_json::Value {
+    use std::io::Write;
+    let mut child = bin()
+        .args(["-", "-o", "json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    json_of(&child.wait_with_output().unwrap())
+}
+
+fn action_types(report: &serde_json::Value) -> Vec<String> {
+    report["findings"][0]["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["type"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn d1_a_genuine_paste_of_host_outputs_keeps_the_full_remediation() {
+    let paste = paste_of(&[
+        "nvidia-smi.txt",
+        "ps.txt",
+        "systemctl-status-ddtree-qwen.txt",
+        "systemctl-status-sglang-k26.txt",
+    ]);
+    let report = analyse_stdin(&paste);
+    assert_eq!(
+        action_types(&report)[..5],
+        [
+            "stop-unit",
+            "terminate-process",
+            "wait-gpu-memory-free",
+            "restart-unit",
+            "verify-unit-active"
+        ]
+    );
+    let actions = &report["findings"][0]["actions"];
+    assert_eq!(actions[0]["unit"], "ddtree-qwen.service");
+    assert_eq!(actions[1]["expected_start"], "Tue Nov 24 14:02:17 2026");
+    assert_eq!(actions[3]["unit"], "sglang-k26.service");
+
+    // The same blocks pasted below the server's log, with no prompt: they
+    // stand inside that log, and nothing is scripted on their word.
+    let mut below_log = fs::read_to_string(incident(SEED).join("sglang.log")).unwrap();
+    below_log.push_str(&paste);
+    let report = analyse_stdin(&below_log);
+    let types = action_types(&report);
+    assert!(
+        types.iter().all(|t| t == "advice"),
+        "{types:?}: {}",
+        report["findings"][0]["refused_values"]
+    );
+}
