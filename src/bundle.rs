@@ -161,7 +161,15 @@ fn load_with(
 ) -> Result<(SourceMap, Option<Manifest>), Error> {
     let mut sources = SourceMap::new();
     let mut manifest = None;
-    for input in inputs {
+    // The order the paths are given in changes nothing in a report (which
+    // copy of a duplicated line is cited, the order of equal times): they
+    // are read in path order, stdin last.
+    let mut ordered: Vec<&Input> = inputs.iter().collect();
+    ordered.sort_by_key(|i| match i {
+        Input::Path(p) => (0, Some(p.as_path())),
+        Input::Stdin => (1, None),
+    });
+    for input in ordered {
         match input {
             Input::Stdin => match &mut stdin {
                 Stdin::Read(reader) => {

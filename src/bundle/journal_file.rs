@@ -88,11 +88,15 @@ impl TempFile {
         let dir = std::env::temp_dir();
         for n in 0..1000u32 {
             let path = dir.join(format!("rootcause-{}-{n}.journal", std::process::id()));
-            match fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
+            let mut options = fs::OpenOptions::new();
+            options.write(true).create_new(true);
+            #[cfg(unix)]
             {
+                // Owner-only: a journal is not every local user's to read.
+                use std::os::unix::fs::OpenOptionsExt;
+                options.mode(0o600);
+            }
+            match options.open(&path) {
                 Ok(mut file) => {
                     let temp = TempFile(path);
                     io::copy(input, &mut file)?;

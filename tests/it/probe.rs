@@ -241,13 +241,37 @@ fn d6_every_output_path_is_cleaned() {
             }
         }
     }
+    // The same bundle as a tar file: its member names are cleaned too.
+    shell(&scratch.path, "tar cf inj.tar inj");
+    for args in [&["--color", "never"][..], &["timeline"], &["inputs"]] {
+        let o = bin()
+            .args(args)
+            .arg(scratch.path.join("inj.tar"))
+            .output()
+            .unwrap();
+        assert!(
+            o.status.code().is_some_and(|c| c <= 1),
+            "{args:?}: {}",
+            out(&o)
+        );
+        let text = String::from_utf8(o.stdout).unwrap();
+        assert!(
+            text.contains("# Forged <img"),
+            "{args:?}: the member is read:\n{text}"
+        );
+        assert_terminal_safe(&format!("tar {args:?}"), &text);
+    }
     // The script is printable ASCII.
+    let path = scratch.path.join("fix.sh");
     let o = bin()
         .arg(&case)
-        .args(["-q", "--script", "-"])
+        .args(["-q", "--script"])
+        .arg(&path)
         .output()
         .unwrap();
-    let script = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    let script = fs::read_to_string(&path).unwrap();
+    assert!(script.contains("\nlog \"all steps done\""), "{script}");
     assert!(
         script
             .chars()
@@ -762,4 +786,34 @@ fn d1_a_genuine_paste_of_host_outputs_keeps_the_full_remediation() {
         "{types:?}: {}",
         report["findings"][0]["refused_values"]
     );
+}
+
+// D17's other half: the order the files are given in changes nothing.
+
+#[test]
+fn d17_the_order_of_the_inputs_changes_no_report() {
+    let mut files: Vec<PathBuf> = fs::read_dir(incident(SEED))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.is_file()
+                && p.extension()
+                    .is_some_and(|x| x == "txt" || x == "log" || x == "csv")
+        })
+        .collect();
+    files.sort();
+    let scratch = Scratch::new("probe-d17-order");
+    let script = scratch.path.join("fix.sh");
+    let run = |files: &[PathBuf]| {
+        let o = bin()
+            .args(files)
+            .args(["-o", "json", "--script"])
+            .arg(&script)
+            .output()
+            .unwrap();
+        format!("{}{}", out(&o), fs::read_to_string(&script).unwrap())
+    };
+    let forward = run(&files);
+    files.reverse();
+    assert_eq!(run(&files), forward);
 }
