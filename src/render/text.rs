@@ -66,7 +66,7 @@ pub fn render(report: &Report<'_>, options: RenderOptions) -> String {
     if !verbose {
         symptoms(&mut out, report, &st);
     }
-    unknown_errors(&mut out, report, &st, options.width);
+    unknown_errors(&mut out, report, &st);
     super::timeline::text_gaps(&mut out, report, &st.bold("Gaps in the capture"));
     inventory(&mut out, report, &st);
     out.push('\n');
@@ -440,6 +440,11 @@ fn symptoms(out: &mut String, report: &Report<'_>, st: &Style) {
     }
 }
 
+/// How much of an unrecognised error a report shows: the whole message of
+/// any real line (they run to a few hundred characters, and the message is
+/// at their end), never a megabyte.
+const MAX_UNRECOGNISED_CHARS: usize = 480;
+
 /// Text cut to `max` characters, `…` marking the cut: an unrecognised line
 /// may be megabytes long.
 fn fit(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
@@ -451,7 +456,7 @@ fn fit(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
     }
 }
 
-fn unknown_errors(out: &mut String, report: &Report<'_>, st: &Style, width: usize) {
+fn unknown_errors(out: &mut String, report: &Report<'_>, st: &Style) {
     let groups = &report.diagnosis.unknown_errors;
     if groups.is_empty() {
         return;
@@ -465,23 +470,13 @@ fn unknown_errors(out: &mut String, report: &Report<'_>, st: &Style, width: usiz
         let first = report.resolve(g.first);
         let head = format!("  {}x [{}] ", g.count, g.fingerprint);
         let template = clean(&g.template);
-        let _ = writeln!(
-            out,
-            "{head}{}",
-            fit(
-                &template,
-                width.saturating_sub(head.chars().count()).max(40)
-            )
-        );
+        let _ = writeln!(out, "{head}{}", fit(&template, MAX_UNRECOGNISED_CHARS));
         let at = format!("first at {}:{}: ", clean(&first.input), first.line);
         let text = clean(&first.text);
         let _ = writeln!(
             out,
             "      {}",
-            st.dim(&format!(
-                "{at}{}",
-                fit(&text, width.saturating_sub(6 + at.chars().count()).max(40))
-            ))
+            st.dim(&format!("{at}{}", fit(&text, MAX_UNRECOGNISED_CHARS)))
         );
     }
 }
