@@ -2,24 +2,35 @@
 //! The only module that reads input files; plain text files are only opened
 //! here and streamed by ingest ([`Source::file`]).
 //!
-//! Inputs that are not text become text here, before detection: gzip and
-//! zstd are unpacked ([`compressed`]), binary journal files are read through
-//! `journalctl -o json` ([`journal_file`]) and `journalctl -o export` dumps
-//! are converted to the same JSON lines ([`export`]). Each keeps the name of
-//! the file it came from.
+//! Inputs that are not text become text here, before detection, by their
+//! bytes: gzip and zstd are decoded as a stream ([`compressed`]), a tar
+//! archive is read member by member ([`archive`], reopened through
+//! [`packed`]), binary journal files are read through `journalctl -o json`
+//! ([`journal_file`]) and `journalctl -o export` dumps are converted to the
+//! same JSON lines ([`export`]). Each keeps the name of the file it came
+//! from. A folder is walked by [`walk`]: no link leads out of it, and what
+//! cannot be read is a gap, not an error.
 
+mod archive;
 mod compressed;
 mod export;
 mod journal_file;
+mod packed;
+mod walk;
 
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
 use crate::source::{Source, SourceMap};
+
+use archive::{add_tar, add_tar_once, is_tar};
+use packed::Packed;
+use walk::Walk;
 
 /// Where one input comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +81,10 @@ pub struct CommandRecord {
     /// What went wrong (the tool's stderr, the timeout), when something did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// The output was longer than a member may be, and was cut (`detail`
+    /// says where): a gap even when the command succeeded.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
 }
 
 /// How a capture command ended. Anything but `ok` is a gap in the bundle.
@@ -127,8 +142,8 @@ pub fn load(
     load_with(inputs, Stdin::Read(stdin))
 }
 
-/// [`load`], with stdin streamed too when it is plain text: ingest reads
-/// it once, as it comes (`journalctl -o json | rootcause`).
+/// [`load`], with stdin streamed too: ingest reads it once, as it comes
+/// (`journalctl -o json | rootcause`), decompressed as it comes.
 pub fn open(
     inputs: &[Input],
     stdin: Box<dyn Read + Send>,
@@ -139,8 +154,15 @@ pub fn open(
 enum Stdin<'a> {
     /// Read whole here.
     Read(&'a mut dyn Read),
-    /// Handed to the source when it is plain text; read at most once.
+    /// Handed to the source; read at most once.
     Stream(Option<Box<dyn Read + Send>>),
+}
+
+fn io_error(shown: &str) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |source| Error::Io {
+        path: shown.to_owned(),
+        source,
+    }
 }
 
 fn load_with(
@@ -149,246 +171,284 @@ fn load_with(
 ) -> Result<(SourceMap, Option<Manifest>), Error> {
     let mut sources = SourceMap::new();
     let mut manifest = None;
-    for input in inputs {
+    // The order the paths are given in changes nothing in a report (which
+    // copy of a duplicated line is cited, the order of equal times): they
+    // are read in path order, stdin last.
+    let mut ordered: Vec<&Input> = inputs.iter().collect();
+    ordered.sort_by_key(|i| match i {
+        Input::Path(p) => (0, Some(p.as_path())),
+        Input::Stdin => (1, None),
+    });
+    for input in ordered {
         match input {
-            Input::Stdin => {
-                let io = |source| Error::Io {
-                    path: "stdin".to_owned(),
-                    source,
-                };
-                let mut bytes = Vec::new();
-                match &mut stdin {
-                    Stdin::Read(reader) => {
-                        reader.read_to_end(&mut bytes).map_err(io)?;
-                    }
-                    Stdin::Stream(reader) => {
-                        let Some(mut reader) = reader.take() else {
-                            sources.add(Source::new("stdin", b""));
-                            continue;
-                        };
-                        // Enough for a magic number or an export's first field.
-                        (&mut reader).take(32).read_to_end(&mut bytes).map_err(io)?;
-                        let plain = !journal_file::is_journal(&bytes)
-                            && !compressed::is_compressed(&bytes)
-                            && !export::is_export(&bytes);
-                        if plain {
-                            sources.add(Source::stream("stdin", bytes, reader));
-                            continue;
-                        }
-                        reader.read_to_end(&mut bytes).map_err(io)?;
-                    }
+            Input::Stdin => match &mut stdin {
+                Stdin::Read(reader) => {
+                    let mut bytes = Vec::new();
+                    reader.read_to_end(&mut bytes).map_err(io_error("stdin"))?;
+                    let packed = Packed::Held(Arc::new(bytes));
+                    add_packed(&mut sources, "stdin".to_owned(), &packed, "stdin")?;
                 }
-                sources.add(Source::new("stdin", &decode(bytes, "stdin")?));
-            }
+                Stdin::Stream(reader) => {
+                    let Some(reader) = reader.take() else {
+                        sources.add(Source::new("stdin", b""));
+                        continue;
+                    };
+                    add_stream(&mut sources, "stdin".to_owned(), reader, "stdin")?;
+                }
+            },
             Input::Path(path) if path.is_dir() => {
+                let root = fs::canonicalize(path).map_err(io_error(&path.display().to_string()))?;
                 let before = sources.len();
-                add_dir(&mut sources, path, Path::new(""))?;
+                let mut walk = Walk {
+                    root: root.clone(),
+                    seen: vec![root.clone()],
+                };
+                walk.dir(&mut sources, &root, Path::new(""))?;
                 if sources.len() == before {
                     return Err(Error::EmptyDirectory {
                         path: path.display().to_string(),
                     });
                 }
                 if manifest.is_none() {
-                    manifest = read_manifest(&path.join("manifest.json"))?;
-                }
-            }
-            Input::Path(path) if path.extension().is_some_and(|x| x == "tar") => {
-                let found = add_tar(&mut sources, path)?;
-                if manifest.is_none() {
-                    manifest = found;
+                    manifest = read_manifest(&root.join("manifest.json"))?;
                 }
             }
             Input::Path(path) => {
-                sources.add(file_source(path.display().to_string(), path)?);
+                let shown = path.display().to_string();
+                // Read whole (`inputs` reads lines again), a pipe is held.
+                let hold = matches!(stdin, Stdin::Read(_));
+                let found = add_file(&mut sources, shown.clone(), path, &shown, hold)?;
+                if manifest.is_none() {
+                    manifest = found;
+                }
             }
         }
     }
     Ok((sources, manifest))
 }
 
-fn add_dir(sources: &mut SourceMap, dir: &Path, prefix: &Path) -> Result<(), Error> {
-    let io = |source| Error::Io {
-        path: dir.display().to_string(),
-        source,
-    };
-    let mut entries: Vec<PathBuf> = fs::read_dir(dir)
-        .map_err(io)?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<Result<_, _>>()
-        .map_err(io)?;
-    entries.sort();
-    entries.retain(|p| !is_bundle_metadata(p));
-    // The journal files of one directory (active, archived, per user) are
-    // one journal: read together, in journalctl's merged order.
-    let mut journals = Vec::new();
-    for path in &entries {
-        if path.is_file() && journal_file::is_journal(&head(path)?) {
-            journals.push(path.clone());
+/// The first bytes of a regular file, enough to tell what it is.
+fn head(path: &Path) -> Result<Vec<u8>, Error> {
+    let mut bytes = Vec::with_capacity(compressed::HEAD);
+    open_nofollow(path)
+        .and_then(|f| f.take(compressed::HEAD as u64).read_to_end(&mut bytes))
+        .map_err(io_error(&path.display().to_string()))?;
+    Ok(bytes)
+}
+
+/// Opens a file without following a link in its last component: the paths
+/// kept for later reads are resolved already, so a link there now was
+/// planted since.
+fn open_nofollow(path: &Path) -> std::io::Result<fs::File> {
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW);
+    }
+    options.open(path)
+}
+
+/// The input at `path`, as `name`; a tar archive's members instead, and
+/// its manifest. A regular file is opened to look at, then read when ingest
+/// reaches it: plain text as it is, compressed text through its decoders,
+/// never held whole. Anything else (a FIFO, `/dev/stdin`, `<(cmd)`) is
+/// opened once and read once, as a stream: reopening it would lose what
+/// the first look read; with `hold`, it is read whole here instead. A
+/// device is refused: `/dev/zero` has no end.
+fn add_file(
+    sources: &mut SourceMap,
+    name: String,
+    path: &Path,
+    shown: &str,
+    hold: bool,
+) -> Result<Option<Manifest>, Error> {
+    let err = io_error(shown);
+    let file = fs::File::open(path).map_err(&err)?;
+    let meta = file.metadata().map_err(&err)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let t = meta.file_type();
+        if t.is_char_device() || t.is_block_device() {
+            return Err(err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "a device, not a log: rootcause reads files, folders, tar files and pipes",
+            )));
         }
     }
-    let mut journals_added = false;
-    for path in entries {
-        // Forward slashes on every platform: reports must be identical.
-        let name = prefix.join(path.file_name().unwrap_or_default());
-        let name = name.to_string_lossy().replace('\\', "/");
-        if path.is_dir() {
-            add_dir(sources, &path, Path::new(&name))?;
-        } else if journals.contains(&path) {
-            if !journals_added {
-                journals_added = true;
-                let (name, shown) = match journals.as_slice() {
-                    [one] => (name, one.display().to_string()),
-                    _ => (journal_dir_name(dir, prefix), dir.display().to_string()),
-                };
-                sources.add(Source::new(name, &journal_file::read(&journals, &shown)?));
-            }
+    if meta.is_dir() {
+        return Err(err(std::io::Error::other(
+            "a folder where a file was expected",
+        )));
+    }
+    if !meta.is_file() && hold {
+        let mut bytes = Vec::new();
+        (&file).read_to_end(&mut bytes).map_err(&err)?;
+        return add_packed(sources, name, &Packed::Held(Arc::new(bytes)), shown);
+    }
+    if !meta.is_file() {
+        add_stream(sources, name, Box::new(file), shown)?;
+        return Ok(None);
+    }
+    // Later reads reopen the resolved path, never through a link.
+    let real = fs::canonicalize(path).map_err(&err)?;
+    let head = {
+        let mut h = Vec::with_capacity(compressed::HEAD);
+        (&file)
+            .take(compressed::HEAD as u64)
+            .read_to_end(&mut h)
+            .map_err(&err)?;
+        h
+    };
+    if journal_file::is_journal(&head) {
+        sources.add(Source::new(name, &journal_file::read(&[real], shown)?));
+        return Ok(None);
+    }
+    let named_tar = path.extension().is_some_and(|x| x == "tar");
+    if is_tar(&head) || (named_tar && !compressed::is_compressed(&head)) {
+        return add_tar(sources, &Packed::File(real), shown);
+    }
+    if !compressed::is_compressed(&head) && !export::is_export(&head) {
+        sources.add(Source::file(name, real));
+        return Ok(None);
+    }
+    let size = meta.len();
+    add_packed_sized(sources, name, &Packed::File(real), shown, Some(size), true)
+}
+
+/// The input whose bytes `packed` opens, which may be compressed, an export
+/// dump, a binary journal or a tar archive: read by what its decoded bytes
+/// are.
+fn add_packed(
+    sources: &mut SourceMap,
+    name: String,
+    packed: &Packed,
+    shown: &str,
+) -> Result<Option<Manifest>, Error> {
+    add_packed_sized(sources, name, packed, shown, None, true)
+}
+
+/// [`add_packed`] with the size known (for progress); `archive`: an archive
+/// is read as a bundle (an archive inside one is not: it would mix names).
+fn add_packed_sized(
+    sources: &mut SourceMap,
+    name: String,
+    packed: &Packed,
+    shown: &str,
+    size: Option<u64>,
+    archive: bool,
+) -> Result<Option<Manifest>, Error> {
+    let err = io_error(shown);
+    let decoded = compressed::decoded(packed.open().map_err(&err)?).map_err(&err)?;
+    if journal_file::is_journal(&decoded.head) {
+        let mut reader = decoded.into_reader();
+        sources.add(Source::new(
+            name,
+            &journal_file::read_stream(&mut reader, shown)?,
+        ));
+        return Ok(None);
+    }
+    if export::is_export(&decoded.head) {
+        sources.add(Source::new(
+            name,
+            &export_lines(decoded.into_reader(), shown)?,
+        ));
+        return Ok(None);
+    }
+    if is_tar(&decoded.head) && !archive {
+        return Err(err(std::io::Error::other(
+            "an archive inside the archive: not read (unpack it first)",
+        )));
+    }
+    if is_tar(&decoded.head) {
+        let layers = decoded.layers;
+        let archive = if layers == 0 {
+            packed.clone()
         } else {
-            sources.add(file_source(name, &path)?);
+            Packed::Member {
+                archive: Arc::new(packed.clone()),
+                offset: 0,
+                size: u64::MAX,
+                decoded: true,
+            }
+        };
+        drop(decoded);
+        return add_tar(sources, &archive, shown);
+    }
+    if decoded.layers == 0 {
+        if let Packed::File(path) = packed {
+            sources.add(Source::file(name, path.clone()));
+            return Ok(None);
         }
+    }
+    let again = packed.clone();
+    sources.add(Source::opened(
+        name,
+        size,
+        Box::new(move || Ok(compressed::decoded(again.open()?)?.into_reader())),
+    ));
+    Ok(None)
+}
+
+/// A stream that can be read only once (stdin, a FIFO, `<(cmd)`): decoded
+/// as it comes and handed to ingest, or, when it is a journal, an export or
+/// an archive, read here.
+fn add_stream(
+    sources: &mut SourceMap,
+    name: String,
+    stream: Box<dyn Read + Send>,
+    shown: &str,
+) -> Result<(), Error> {
+    let err = io_error(shown);
+    let decoded = compressed::decoded(stream).map_err(&err)?;
+    if journal_file::is_journal(&decoded.head) {
+        let mut reader = decoded.into_reader();
+        sources.add(Source::new(
+            name,
+            &journal_file::read_stream(&mut reader, shown)?,
+        ));
+    } else if export::is_export(&decoded.head) {
+        sources.add(Source::new(
+            name,
+            &export_lines(decoded.into_reader(), shown)?,
+        ));
+    } else if is_tar(&decoded.head) {
+        add_tar_once(sources, decoded.into_reader(), shown)?;
+    } else {
+        sources.add(Source::stream(name, decoded.head, decoded.rest));
     }
     Ok(())
 }
 
-/// The name of the merged journal of `dir`: its path inside the bundle, or
-/// its own name when it is the directory the user gave (`journal/` when
-/// that has none, as `.` has not).
-fn journal_dir_name(dir: &Path, prefix: &Path) -> String {
-    let name = if prefix.as_os_str().is_empty() {
-        dir.file_name()
-            .map(Path::new)
-            .unwrap_or(Path::new("journal"))
-    } else {
-        prefix
-    };
-    format!("{}/", name.to_string_lossy().replace('\\', "/"))
+/// The most of an export dump converted: it is converted in memory.
+const MAX_EXPORT: u64 = 256 << 20;
+
+fn export_lines(mut reader: Box<dyn Read + Send>, shown: &str) -> Result<Vec<u8>, Error> {
+    let mut bytes = Vec::new();
+    (&mut reader)
+        .take(MAX_EXPORT)
+        .read_to_end(&mut bytes)
+        .map_err(io_error(shown))?;
+    Ok(export::to_json_lines(&bytes))
 }
 
-/// The file at `path` as the input `name`. A plain text file is streamed:
-/// ingest reads it once, line by line, and it is never held whole. What
-/// must be converted first is read here: a journal file (recognised by its
-/// first bytes and handed to journalctl unread), a compressed file, an
-/// export dump, and anything that is not a regular file (a pipe can be read
-/// only once).
-fn file_source(name: String, path: &Path) -> Result<Source, Error> {
-    let shown = path.display().to_string();
-    let head = head(path)?;
-    if journal_file::is_journal(&head) {
-        return Ok(Source::new(
-            name,
-            &journal_file::read(&[path.to_owned()], &shown)?,
-        ));
-    }
-    let regular = fs::metadata(path).is_ok_and(|m| m.is_file());
-    if !regular || compressed::is_compressed(&head) || export::is_export(&head) {
-        return Ok(Source::new(name, &decode(read(path)?, &shown)?));
-    }
-    Ok(Source::file(name, path))
-}
-
-/// The text parsers read from the bytes of one input: decompressed, and
-/// with a binary journal or an export dump turned into JSON lines. A journal
-/// file on disk never gets here ([`read_input`]); one that was compressed or
-/// piped in does.
-fn decode(bytes: Vec<u8>, shown: &str) -> Result<Vec<u8>, Error> {
-    let bytes = compressed::decompress(bytes).map_err(|source| Error::Io {
-        path: shown.to_owned(),
-        source,
-    })?;
-    if journal_file::is_journal(&bytes) {
-        return journal_file::read_bytes(&bytes, shown);
-    }
-    if export::is_export(&bytes) {
-        return Ok(export::to_json_lines(&bytes));
-    }
-    Ok(bytes)
-}
-
-/// The first bytes of a file, enough for its magic number or an export's
-/// first field name.
-fn head(path: &Path) -> Result<Vec<u8>, Error> {
-    let mut bytes = Vec::with_capacity(32);
-    fs::File::open(path)
-        .and_then(|f| f.take(32).read_to_end(&mut bytes))
-        .map_err(|source| Error::Io {
-            path: path.display().to_string(),
-            source,
-        })?;
-    Ok(bytes)
-}
-
-/// A bundle written by `capture --tar`: its members under one top folder,
-/// read like the folder itself, in name order.
-fn add_tar(sources: &mut SourceMap, path: &Path) -> Result<Option<Manifest>, Error> {
-    let io = |source| Error::Io {
-        path: path.display().to_string(),
-        source,
-    };
-    let file = fs::File::open(path).map_err(io)?;
-    let mut archive = tar::Archive::new(file);
-    let mut members: Vec<(PathBuf, Vec<u8>)> = Vec::new();
-    for entry in archive.entries().map_err(io)? {
-        let mut entry = entry.map_err(io)?;
-        if !entry.header().entry_type().is_file() {
-            continue;
-        }
-        let name = entry.path().map_err(io)?.into_owned();
-        let mut bytes = Vec::new();
-        entry.read_to_end(&mut bytes).map_err(io)?;
-        members.push((name, bytes));
-    }
-    // The top folder `tar xf` would create is not part of the names.
-    let top = members
-        .first()
-        .and_then(|(p, _)| p.components().next())
-        .map(|c| PathBuf::from(c.as_os_str()));
-    let strip = top.filter(|t| {
-        members
-            .iter()
-            .all(|(p, _)| p.starts_with(t) && p.components().count() > 1)
-    });
-    let mut manifest = None;
-    let mut inputs: Vec<(String, Vec<u8>)> = Vec::new();
-    for (name, bytes) in members {
-        let rel = strip
-            .as_ref()
-            .and_then(|t| name.strip_prefix(t).ok())
-            .unwrap_or(&name)
-            .to_owned();
-        if rel == Path::new("manifest.json") {
-            manifest = Some(parse_manifest(&bytes));
-            continue;
-        }
-        let skipped = rel
-            .components()
-            .any(|c| is_bundle_metadata(Path::new(c.as_os_str())));
-        if !skipped {
-            inputs.push((rel.to_string_lossy().replace('\\', "/"), bytes));
-        }
-    }
-    if inputs.is_empty() {
-        return Err(Error::EmptyDirectory {
-            path: path.display().to_string(),
-        });
-    }
-    inputs.sort();
-    for (name, bytes) in inputs {
-        sources.add(Source::new(name, &bytes));
-    }
-    Ok(manifest)
-}
-
-fn read(path: &Path) -> Result<Vec<u8>, Error> {
-    fs::read(path).map_err(|source| Error::Io {
-        path: path.display().to_string(),
-        source,
-    })
-}
-
+/// The bundle's manifest: a regular file inside the bundle, at most 1 MiB.
 fn read_manifest(path: &Path) -> Result<Option<Manifest>, Error> {
-    if !path.exists() {
+    let Ok(meta) = fs::symlink_metadata(path) else {
         return Ok(None);
+    };
+    if !meta.is_file() {
+        return Ok(Some(Manifest {
+            problem: Some("manifest.json is a link or not a regular file: not read".to_owned()),
+            ..Manifest::default()
+        }));
     }
-    let bytes = read(path)?;
+    let mut bytes = Vec::new();
+    open_nofollow(path)
+        .and_then(|f| f.take(1 << 20).read_to_end(&mut bytes))
+        .map_err(io_error(&path.display().to_string()))?;
     Ok(Some(parse_manifest(&bytes)))
 }
 

@@ -9,6 +9,7 @@ use chrono::{DateTime, FixedOffset};
 use chrono_tz::Tz;
 
 use crate::bundle::{CommandStatus, Manifest};
+use crate::source::{MAX_LINE, SourceMap};
 
 /// Everything known about the capture of one analysis. Empty for a paste or
 /// loose files: their times are then read as UTC.
@@ -36,12 +37,19 @@ pub struct Gap {
     pub status: CommandStatus,
     pub exit_code: Option<i32>,
     pub detail: Option<String>,
+    /// The output was cut at the capture's size limit.
+    pub truncated: bool,
 }
 
 impl Gap {
     /// `nvidia-smi -q -x: missing (nvidia-smi: command not found)`.
     pub fn describe(&self) -> String {
-        let mut s = format!("{}: {}", self.command, self.status.name());
+        let status = if self.truncated && self.status == CommandStatus::Ok {
+            "truncated"
+        } else {
+            self.status.name()
+        };
+        let mut s = format!("{}: {status}", self.command);
         if let (CommandStatus::Failed, Some(code)) = (self.status, self.exit_code) {
             s.push_str(&format!(" with exit status {code}"));
         }
@@ -86,13 +94,14 @@ impl Context {
         let gaps = m
             .commands
             .iter()
-            .filter(|c| c.status != CommandStatus::Ok)
+            .filter(|c| c.status != CommandStatus::Ok || c.truncated)
             .map(|c| Gap {
                 file: c.file.clone(),
                 command: c.command.clone(),
                 status: c.status,
                 exit_code: c.exit_code,
                 detail: c.detail.clone(),
+                truncated: c.truncated,
             })
             .collect();
         Context {
@@ -104,6 +113,54 @@ impl Context {
             bundle: None,
         }
     }
+}
+
+/// What could not be read of the inputs themselves, as gaps after the
+/// capture's: a file not read (a link out of the bundle, a dangling link, an
+/// unreadable file, a device), a read that stopped early (a truncated
+/// `.gz`: what came before it is analysed), lines cut at [`MAX_LINE`].
+pub fn input_gaps(sources: &SourceMap) -> Vec<Gap> {
+    let gap = |name: &str, status, detail: String, truncated| Gap {
+        file: Some(name.to_owned()),
+        command: format!("read {name}"),
+        status,
+        exit_code: None,
+        detail: Some(detail),
+        truncated,
+    };
+    let mut gaps: Vec<Gap> = sources
+        .skipped()
+        .iter()
+        .map(|(name, why)| gap(name, CommandStatus::Error, why.clone(), false))
+        .collect();
+    for (_, s) in sources.iter() {
+        let Some(read) = s.read_summary() else {
+            continue;
+        };
+        if let Some(e) = &read.error {
+            gaps.push(gap(
+                &s.name,
+                CommandStatus::Error,
+                format!("stopped after line {}: {e}", read.lines),
+                false,
+            ));
+        }
+        if read.cut_lines > 0 {
+            gaps.push(gap(
+                &s.name,
+                CommandStatus::Ok,
+                format!(
+                    "{} line{} longer than {} MiB cut to it; {} bytes not read",
+                    read.cut_lines,
+                    if read.cut_lines == 1 { "" } else { "s" },
+                    MAX_LINE >> 20,
+                    read.cut_bytes
+                ),
+                true,
+            ));
+        }
+    }
+    gaps
 }
 
 /// Tool output may span lines; a gap is shown on one.
@@ -163,6 +220,7 @@ mod tests {
             status: CommandStatus::Failed,
             exit_code: Some(4),
             detail: Some("\nUnit x.service could not be found.\nmore".into()),
+            truncated: false,
         };
         assert_eq!(
             gap.describe(),

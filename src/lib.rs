@@ -135,6 +135,9 @@ pub fn analyze_observed(
         },
     };
     let ingested = ingest::ingest_with(&sources, &settings);
+    // What of the inputs could not be read is a gap like the capture's.
+    let mut context = context;
+    context.gaps.extend(crate::context::input_gaps(&sources));
     observe(Stage::Correlate);
     let incident = correlate::correlate_with(ingested.facts, &Clock::from_context(&context));
     observe(Stage::Diagnose);

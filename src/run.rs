@@ -148,7 +148,9 @@ fn timeline(args: TimelineArgs) -> Result<ExitCode, Error> {
     let user = load_rules(&args.rules)?;
     let (sources, context) = read_inputs(&args.paths)?;
     let analysis = crate::analyze_in(sources, context, &catalog(&user));
-    if let Some((input, error)) = analysis.sources.read_error() {
+    // A read that stopped early is a gap in the report; only nothing read
+    // at all is an error.
+    if let Some((input, error)) = analysis.sources.unreadable() {
         return Err(Error::Io {
             path: input.to_owned(),
             source: io::Error::other(error),
@@ -394,7 +396,9 @@ fn report(
     if hint.is_none() {
         recognisable(dirs, &analysis.inputs)?;
     }
-    if let Some((input, error)) = analysis.sources.read_error() {
+    // A read that stopped early is a gap in the report; only nothing read
+    // at all is an error.
+    if let Some((input, error)) = analysis.sources.unreadable() {
         return Err(Error::Io {
             path: input.to_owned(),
             source: io::Error::other(error),

@@ -17,7 +17,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 pub use kept::KeptLines;
-pub use lines::ReadSummary;
+pub use lines::{MAX_LINE, ReadSummary};
+
+/// Opens an input's bytes afresh, each time from the start: a compressed
+/// file through its decoders, a member of a tar archive.
+pub type Opener = Box<dyn Fn() -> std::io::Result<Box<dyn std::io::Read + Send>> + Send + Sync>;
 
 /// Index of an input in its [`SourceMap`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -46,11 +50,13 @@ pub struct Source {
     reread: AtomicUsize,
 }
 
-#[derive(Debug)]
 enum Body {
     Text(Text),
     /// A plain text file, read when ingest streams it.
     File(PathBuf),
+    /// Text read through an opener, as often as needed, never held: a
+    /// compressed file, a tar member. The size is a hint (for progress).
+    Open(Opener, Option<u64>),
     /// A pipe (stdin): its first bytes, already read, and the rest; it can
     /// be read once only.
     Stream(Mutex<Option<Pipe>>),
@@ -60,6 +66,17 @@ enum Body {
 struct Pipe {
     head: Vec<u8>,
     rest: Box<dyn std::io::Read + Send>,
+}
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Body::Text(t) => f.debug_tuple("Text").field(t).finish(),
+            Body::File(p) => f.debug_tuple("File").field(p).finish(),
+            Body::Open(_, size) => f.debug_tuple("Open").field(size).finish(),
+            Body::Stream(p) => f.debug_tuple("Stream").field(p).finish(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Pipe {
@@ -138,6 +155,13 @@ impl Source {
         Source::with_body(name.into(), Body::File(path.as_ref().to_owned()))
     }
 
+    /// Text that `open` gives afresh each time it is called, read line by
+    /// line when ingest reaches it and never held: a compressed file through
+    /// its decoders, a member of a tar archive.
+    pub fn opened(name: impl Into<String>, size: Option<u64>, open: Opener) -> Source {
+        Source::with_body(name.into(), Body::Open(open, size))
+    }
+
     /// A pipe, read line by line when ingest reaches it, once: `head` holds
     /// its first bytes, which the bundle reader looked at.
     pub fn stream(
@@ -171,6 +195,7 @@ impl Source {
         match &self.body {
             Body::Text(t) => Some(t.text.len() as u64),
             Body::File(path) => Some(std::fs::metadata(path).map_or(0, |m| m.len())),
+            Body::Open(_, size) => *size,
             Body::Stream(_) => None,
         }
     }
@@ -188,6 +213,13 @@ impl Source {
             Body::File(path) => self
                 .whole
                 .get_or_init(|| Text::new(&std::fs::read(path).unwrap_or_default())),
+            Body::Open(open, _) => self.whole.get_or_init(|| {
+                let mut bytes = Vec::new();
+                if let Ok(mut input) = open() {
+                    let _ = std::io::Read::read_to_end(&mut input, &mut bytes);
+                }
+                Text::new(&bytes)
+            }),
             Body::Stream(pipe) => self.whole.get_or_init(|| {
                 let mut bytes = Vec::new();
                 if let Some(pipe) = pipe.lock().ok().and_then(|mut p| p.take()) {
@@ -245,30 +277,39 @@ impl Source {
     ) -> ReadSummary {
         let summary = match &self.body {
             Body::Text(t) => {
-                for n in 1..=t.line_count() {
-                    line(n, t.raw_line(n));
-                }
-                progress(t.text.len() as u64);
-                ReadSummary {
+                let mut summary = ReadSummary {
                     lines: t.line_count(),
                     invalid_utf8: t.invalid_utf8,
-                    error: None,
+                    ..ReadSummary::default()
+                };
+                for n in 1..=t.line_count() {
+                    line(n, cut_text(t.raw_line(n), &mut summary));
                 }
+                progress(t.text.len() as u64);
+                summary
             }
             Body::File(path) => lines::read_file(path, progress, line),
+            Body::Open(open, _) => match open() {
+                Ok(mut input) => lines::read_stream(&mut input, progress, line),
+                Err(e) => ReadSummary {
+                    error: Some(e.to_string()),
+                    ..ReadSummary::default()
+                },
+            },
             Body::Stream(pipe) => match pipe.lock().ok().and_then(|mut p| p.take()) {
                 Some(pipe) => lines::read_stream(&mut pipe.reader(), progress, line),
                 // Read already: what that pass learned stands.
                 None => match self.whole.get() {
                     Some(t) => {
-                        for n in 1..=t.line_count() {
-                            line(n, t.raw_line(n));
-                        }
-                        ReadSummary {
+                        let mut summary = ReadSummary {
                             lines: t.line_count(),
                             invalid_utf8: t.invalid_utf8,
-                            error: None,
+                            ..ReadSummary::default()
+                        };
+                        for n in 1..=t.line_count() {
+                            line(n, cut_text(t.raw_line(n), &mut summary));
                         }
+                        summary
                     }
                     None => self.last_read().unwrap_or_default(),
                 },
@@ -294,6 +335,25 @@ impl Source {
         self.last_read().and_then(|r| r.error)
     }
 
+    /// What the last pass learned: lines, invalid UTF-8, an error, lines cut
+    /// at [`MAX_LINE`] (for text held in memory, what a pass would).
+    pub fn read_summary(&self) -> Option<ReadSummary> {
+        match &self.body {
+            Body::Text(t) => {
+                let mut summary = ReadSummary {
+                    lines: t.line_count(),
+                    invalid_utf8: t.invalid_utf8,
+                    ..ReadSummary::default()
+                };
+                for n in 1..=t.line_count() {
+                    cut_text(t.raw_line(n), &mut summary);
+                }
+                Some(summary)
+            }
+            _ => self.last_read(),
+        }
+    }
+
     /// How many cited lines had to be read from disk again because no pass
     /// kept them (a line the prefilter should have kept: zero in tests).
     pub fn rereads(&self) -> usize {
@@ -315,7 +375,14 @@ impl Source {
         }
         self.reread.fetch_add(1, Ordering::Relaxed);
         let raw = match &self.body {
-            Body::File(path) => lines::fetch_line(path, line).unwrap_or_default(),
+            Body::File(path) => std::fs::File::open(path)
+                .ok()
+                .and_then(|mut f| lines::fetch_line(&mut f, line))
+                .unwrap_or_default(),
+            Body::Open(open, _) => open()
+                .ok()
+                .and_then(|mut input| lines::fetch_line(&mut input, line))
+                .unwrap_or_default(),
             // A pipe cannot be read again: only what a pass kept is there.
             _ => self.whole().raw_line(line).to_owned(),
         };
@@ -323,39 +390,119 @@ impl Source {
     }
 }
 
-/// Removes ANSI CSI escapes and a trailing carriage return, so parsers see
-/// what a person sees. A line without escapes is borrowed, not copied.
+/// Removes terminal escape sequences (CSI, whole OSC/DCS/APC strings, in
+/// their 7-bit and C1 forms: [`escape_len`]) and handles `\r`, so parsers
+/// see what a person sees. A line without escapes is borrowed, not copied.
 pub fn clean_line(raw: &str) -> Cow<'_, str> {
     let raw = raw.strip_suffix('\r').unwrap_or(raw);
-    if memchr::memchr2(b'\x1b', b'\r', raw.as_bytes()).is_none() {
+    // ESC, `\r`, and the lead byte of U+0080..U+00BF (C1 controls among them).
+    if memchr::memchr3(b'\x1b', b'\r', 0xc2, raw.as_bytes()).is_none() {
         return Cow::Borrowed(raw);
     }
     let mut out = String::with_capacity(raw.len());
-    let mut chars = raw.chars().peekable();
-    while let Some(c) = chars.next() {
+    let mut rest = raw;
+    while let Some(c) = rest.chars().next() {
+        if let Some(n) = escape_len(rest) {
+            rest = &rest[n..];
+            continue;
+        }
         match c {
-            '\x1b' if chars.peek() == Some(&'[') => {
-                chars.next();
-                // Parameter and intermediate bytes, then one final byte in @..~.
-                for c in chars.by_ref() {
-                    if ('@'..='~').contains(&c) {
-                        break;
-                    }
-                }
-            }
-            '\x1b' => {}
             // A progress bar redraws with \r; what a person last saw follows it.
             '\r' => out.clear(),
             c => out.push(c),
         }
+        rest = &rest[c.len_utf8()..];
     }
     Cow::Owned(out)
 }
 
-/// All inputs of one analysis, in the order they were given.
+/// The length in bytes of the terminal escape sequence `text` starts with,
+/// if it starts with one: a CSI (`ESC [` or U+009B, up to its final byte in
+/// `@`..`~`), a string (OSC `ESC ]` or U+009D; DCS, SOS, PM, APC: `ESC P`,
+/// `ESC X`, `ESC ^`, `ESC _` or U+0090, U+0098, U+009E, U+009F) through its
+/// terminator (`ESC \`, U+009C, or BEL for OSC), or another `ESC` sequence
+/// (`ESC ( B`: intermediates and a final byte). A string with no terminator
+/// is only its introducer: the rest of the line is kept, not swallowed. The
+/// one definition of an escape sequence: input lines drop them
+/// ([`clean_line`]), reports show each as one `?` (`render::clean`).
+pub fn escape_len(text: &str) -> Option<usize> {
+    let mut chars = text.char_indices();
+    let (_, first) = chars.next()?;
+    let (osc, intro) = match first {
+        '\x1b' => match chars.next() {
+            Some((_, '[')) => return Some(csi_len(text, 2)),
+            Some((_, ']')) => (true, 2),
+            Some((_, 'P' | 'X' | '^' | '_')) => (false, 2),
+            // Intermediates (`(`, `#`, …), then one final byte.
+            Some((i, c)) if ('\x20'..='\x2f').contains(&c) => {
+                let mut end = i + 1;
+                for (j, c) in text[end..].char_indices() {
+                    if !('\x20'..='\x2f').contains(&c) {
+                        if ('\x30'..='\x7e').contains(&c) {
+                            end += j + 1;
+                        } else {
+                            end += j;
+                        }
+                        return Some(end);
+                    }
+                }
+                return Some(text.len());
+            }
+            Some((i, c)) if ('\x30'..='\x7e').contains(&c) => return Some(i + 1),
+            _ => return Some(1),
+        },
+        '\u{9b}' => return Some(csi_len(text, 2)),
+        '\u{9d}' => (true, 2),
+        '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => (false, 2),
+        _ => return None,
+    };
+    let body = &text[intro..];
+    let mut iter = body.char_indices().peekable();
+    while let Some((i, c)) = iter.next() {
+        match c {
+            '\x07' if osc => return Some(intro + i + 1),
+            '\u{9c}' => return Some(intro + i + 2),
+            '\x1b' if iter.peek().is_some_and(|(_, n)| *n == '\\') => {
+                return Some(intro + i + 2);
+            }
+            _ => {}
+        }
+    }
+    Some(intro)
+}
+
+/// A CSI's length: its introducer (`intro` bytes), then everything up to and
+/// including a final byte in `@`..`~`.
+fn csi_len(text: &str, intro: usize) -> usize {
+    text[intro..]
+        .char_indices()
+        .find(|(_, c)| ('@'..='~').contains(c))
+        .map_or(text.len(), |(i, c)| intro + i + c.len_utf8())
+}
+
+/// A line of text held in memory, cut at [`MAX_LINE`] as a streamed one is,
+/// the cut counted in `summary`.
+fn cut_text<'a>(line: &'a str, summary: &mut ReadSummary) -> &'a str {
+    let (kept, cut_off) = lines::cut(line.as_bytes());
+    if cut_off == 0 {
+        return line;
+    }
+    summary.cut_lines += 1;
+    summary.cut_bytes += cut_off as u64;
+    let mut end = kept.len();
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    &line[..end]
+}
+
+/// All inputs of one analysis, in the order they were given, and the files
+/// that could not be made inputs (a dangling link, a link out of the bundle,
+/// an unreadable file, a device), each with why: the rest is still read.
 #[derive(Debug, Default)]
 pub struct SourceMap {
     sources: Vec<Source>,
+    skipped: Vec<(String, String)>,
 }
 
 impl SourceMap {
@@ -370,6 +517,16 @@ impl SourceMap {
 
     pub fn get(&self, id: SourceId) -> &Source {
         &self.sources[id.0]
+    }
+
+    /// Records a file that is not read, and why.
+    pub fn skip(&mut self, name: impl Into<String>, why: impl Into<String>) {
+        self.skipped.push((name.into(), why.into()));
+    }
+
+    /// The files that were not read, with why, in the order met.
+    pub fn skipped(&self) -> &[(String, String)] {
+        &self.skipped
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (SourceId, &Source)> {
@@ -394,6 +551,17 @@ impl SourceMap {
     /// The cleaned text of the line a span points at, for evidence excerpts.
     pub fn line_text(&self, span: Span) -> Cow<'_, str> {
         self.get(span.source).line_text(span.line)
+    }
+
+    /// The first input's error when every input stopped on one before its
+    /// first line: nothing was read at all.
+    pub fn unreadable(&self) -> Option<(&str, String)> {
+        let all = !self.sources.is_empty()
+            && self.sources.iter().all(|s| {
+                s.last_read()
+                    .is_some_and(|r| r.error.is_some() && r.lines == 0)
+            });
+        if all { self.read_error() } else { None }
     }
 
     /// The first input whose reading stopped on an error, and why.
@@ -426,6 +594,31 @@ mod tests {
         let s = Source::new("b", b"ok \xff\xfe end\n");
         assert_eq!(s.invalid_utf8(), 2);
         assert!(s.raw_line(1).starts_with("ok "));
+    }
+
+    /// OSC titles and hyperlinks, DCS strings and C1 forms go whole, not
+    /// leaving `]0;title` behind (probe D17); an unterminated string keeps
+    /// the rest of the line.
+    #[test]
+    fn whole_escape_strings_and_c1_forms_are_removed() {
+        for (raw, want) in [
+            (
+                "\x1b]0;rootcause\x07Nov 27 09:38:53 ct200 systemd[1]: x",
+                "Nov 27 09:38:53 ct200 systemd[1]: x",
+            ),
+            (
+                "Loaded: loaded (\x1b]8;;file://h/etc/x.service\x1b\\/etc/x.service\x1b]8;;\x1b\\; enabled)",
+                "Loaded: loaded (/etc/x.service; enabled)",
+            ),
+            ("a\x1bPq#0;2;0;0;0\x1b\\b", "ab"),
+            ("a\u{9b}31mred\u{9b}0m", "ared"),
+            ("a\u{9d}0;t\u{9c}b", "ab"),
+            ("\x1b(B\x1b[mplain", "plain"),
+            ("\x1b]0;no terminator here", "0;no terminator here"),
+            ("caf\u{e9} 30\u{b0}C", "caf\u{e9} 30\u{b0}C"),
+        ] {
+            assert_eq!(clean_line(raw), want, "{raw:?}");
+        }
     }
 
     #[test]

@@ -30,15 +30,15 @@ pub(super) fn read(files: &[PathBuf], name: &str) -> Result<Vec<u8>, Error> {
     read_with("journalctl", files, name)
 }
 
-/// [`read`] for a journal file that exists only in memory (decompressed, or
-/// piped on stdin): journalctl maps files, so it goes through a temporary
-/// one first.
-pub(super) fn read_bytes(bytes: &[u8], name: &str) -> Result<Vec<u8>, Error> {
+/// [`read`] for a journal file that is only a stream (decompressed, a tar
+/// member, piped on stdin): journalctl maps files, so the stream is copied
+/// to a temporary one first, never held in memory.
+pub(super) fn read_stream(input: &mut dyn io::Read, name: &str) -> Result<Vec<u8>, Error> {
     let io_error = |source| Error::Io {
         path: name.to_owned(),
         source,
     };
-    let temp = TempFile::create(bytes).map_err(io_error)?;
+    let temp = TempFile::create(input).map_err(io_error)?;
     read(std::slice::from_ref(&temp.0), name)
 }
 
@@ -84,18 +84,22 @@ fn read_with(program: &str, files: &[PathBuf], name: &str) -> Result<Vec<u8>, Er
 struct TempFile(PathBuf);
 
 impl TempFile {
-    fn create(bytes: &[u8]) -> io::Result<TempFile> {
+    fn create(input: &mut dyn io::Read) -> io::Result<TempFile> {
         let dir = std::env::temp_dir();
         for n in 0..1000u32 {
             let path = dir.join(format!("rootcause-{}-{n}.journal", std::process::id()));
-            match fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
+            let mut options = fs::OpenOptions::new();
+            options.write(true).create_new(true);
+            #[cfg(unix)]
             {
+                // Owner-only: a journal is not every local user's to read.
+                use std::os::unix::fs::OpenOptionsExt;
+                options.mode(0o600);
+            }
+            match options.open(&path) {
                 Ok(mut file) => {
                     let temp = TempFile(path);
-                    io::Write::write_all(&mut file, bytes)?;
+                    io::copy(input, &mut file)?;
                     return Ok(temp);
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,

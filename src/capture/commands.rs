@@ -20,6 +20,9 @@ pub struct Spec {
     /// Exit statuses that mean success (`systemctl status` exits 3 for a
     /// unit that is not running, which is exactly what we came for).
     pub ok: &'static [i32],
+    /// Its end matters most (a journal prints oldest first): an output over
+    /// the cap keeps its end rather than its start.
+    pub tail: bool,
 }
 
 impl Spec {
@@ -29,6 +32,7 @@ impl Spec {
             program: program.to_owned(),
             args: args.iter().map(|a| (*a).to_owned()).collect(),
             ok: &[0],
+            tail: false,
         }
     }
 
@@ -130,6 +134,7 @@ fn journal(file: &str, since: &str, dir: Option<&Path>, filter: &[String]) -> Sp
         program: "journalctl".to_owned(),
         args,
         ok: &[0],
+        tail: true,
     }
 }
 
@@ -159,9 +164,28 @@ pub struct Ran {
     pub stdout: Vec<u8>,
 }
 
-/// Runs `spec` for at most `timeout`. Never fails: every outcome is a record.
+/// The most of one command's output a bundle keeps: a 2 GB `nvidia-smi -q
+/// -x` or a year of journal must not take the host's memory.
+pub const MEMBER_CAP: usize = 128 << 20;
+
+/// How long the output of a command that has exited may stay open: a
+/// process it left behind (`cmd &`, `setsid cmd`) may hold the pipe for
+/// ever.
+const AFTER_EXIT: Duration = Duration::from_secs(2);
+
+/// Runs `spec` for at most `timeout`, reading at most [`MEMBER_CAP`] of its
+/// output. Never fails: every outcome is a record.
 pub fn run(spec: &Spec, timeout: Duration) -> Ran {
+    run_capped(spec, timeout, MEMBER_CAP)
+}
+
+/// [`run`] with the output cap `cap`. The pipes are read on threads the
+/// caller never waits for past the deadline: a descendant that keeps them
+/// open (even one that left the process group with `setsid`) cannot hang
+/// the capture.
+pub fn run_capped(spec: &Spec, timeout: Duration, cap: usize) -> Ran {
     let started = Instant::now();
+    let deadline = started + timeout;
     let mut command = Command::new(&spec.program);
     command
         .args(&spec.args)
@@ -187,6 +211,7 @@ pub fn run(spec: &Spec, timeout: Duration) -> Ran {
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         bytes: bytes as u64,
         detail,
+        truncated: false,
     };
     let mut child = match command.spawn() {
         Ok(child) => child,
@@ -208,20 +233,35 @@ pub fn run(spec: &Spec, timeout: Duration) -> Ran {
             };
         }
     };
-    let stdout = reader(child.stdout.take());
-    let stderr = reader(child.stderr.take());
-    let waited = wait(&mut child, timeout);
-    let out = stdout.join().unwrap_or_default();
-    let err = String::from_utf8_lossy(&stderr.join().unwrap_or_default())
-        .trim()
-        .to_owned();
+    let keep = if spec.tail { Keep::Tail } else { Keep::Head };
+    let stdout = Capped::read(child.stdout.take(), cap, keep);
+    let stderr = Capped::read(child.stderr.take(), 64 << 10, Keep::Head);
+    let waited = wait(&mut child, deadline, &stdout);
+    // Whatever still holds the pipes after the command exited gets a moment,
+    // never more than the deadline.
+    let grace = match waited {
+        Some(_) => (Instant::now() + AFTER_EXIT).min(deadline.max(Instant::now())),
+        None => Instant::now() + Duration::from_millis(200),
+    };
+    let exited = waited.is_some();
+    let out_open = !stdout.wait_done(grace);
+    let err_open = !stderr.wait_done(grace);
+    let open_after_exit = out_open || err_open;
+    if open_after_exit {
+        kill_group(&mut child);
+    }
+    let (out, seen, capped) = stdout.take();
+    let (err, _, _) = stderr.take();
+    let err = String::from_utf8_lossy(&err).trim().to_owned();
     let err = (!err.is_empty()).then(|| truncate(&err, 2000));
-    let (status, code, detail) = match waited {
+    let (status, code, mut detail) = match waited {
         None => (
             CommandStatus::Timeout,
             None,
             Some(format!("killed after {} s", timeout.as_secs())),
         ),
+        // Stopped at the cap: however it ended, that was us.
+        Some(Ok(s)) if capped && keep == Keep::Head => (CommandStatus::Ok, s.code(), None),
         Some(Ok(s)) => match s.code() {
             Some(c) if spec.ok.contains(&c) => (CommandStatus::Ok, Some(c), err),
             Some(c) => (
@@ -237,32 +277,145 @@ pub fn run(spec: &Spec, timeout: Duration) -> Ran {
         },
         Some(Err(e)) => (CommandStatus::Error, None, Some(e.to_string())),
     };
+    let mut notes: Vec<String> = detail.take().into_iter().collect();
+    if capped {
+        notes.push(match keep {
+            Keep::Tail => format!(
+                "output cut to its last {} MiB of {} MiB read (the journal's end is kept)",
+                cap >> 20,
+                seen >> 20
+            ),
+            Keep::Head => format!(
+                "output cut to its first {} MiB; the command was stopped there",
+                cap >> 20
+            ),
+        });
+    }
+    if open_after_exit && exited {
+        notes.push(
+            "a process it left behind kept its output open; read until the deadline".to_owned(),
+        );
+    }
+    detail = (!notes.is_empty()).then(|| notes.join("; "));
     let file = (!out.is_empty() || status == CommandStatus::Ok).then(|| spec.file.clone());
     Ran {
         record: CommandRecord {
             file,
+            truncated: capped,
             ..record(status, code, detail, out.len())
         },
         stdout: out,
     }
 }
 
-fn reader(pipe: Option<impl Read + Send + 'static>) -> thread::JoinHandle<Vec<u8>> {
-    thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(mut pipe) = pipe {
-            let _ = pipe.read_to_end(&mut buf);
-        }
-        buf
-    })
+/// Which part of an output over the cap is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// The first bytes; reading stops there.
+    Head,
+    /// The last bytes, from a line start; everything is read.
+    Tail,
 }
 
-/// `None` on timeout, after killing the command's process group.
-fn wait(child: &mut Child, timeout: Duration) -> Option<std::io::Result<std::process::ExitStatus>> {
-    let deadline = Instant::now() + timeout;
+/// One pipe read on its own thread into a buffer of at most `cap` bytes.
+struct Capped {
+    state: std::sync::Arc<std::sync::Mutex<Piped>>,
+    done: std::sync::mpsc::Receiver<()>,
+}
+
+#[derive(Default)]
+struct Piped {
+    bytes: std::collections::VecDeque<u8>,
+    /// Bytes read in all.
+    seen: usize,
+    capped: bool,
+    /// Set by the reader once it stopped at the cap (head only).
+    full: bool,
+}
+
+impl Capped {
+    fn read(pipe: Option<impl Read + Send + 'static>, cap: usize, keep: Keep) -> Capped {
+        let state = std::sync::Arc::new(std::sync::Mutex::new(Piped::default()));
+        let (tx, done) = std::sync::mpsc::channel();
+        let shared = std::sync::Arc::clone(&state);
+        thread::spawn(move || {
+            if let Some(mut pipe) = pipe {
+                let mut block = vec![0u8; 64 << 10];
+                loop {
+                    let n = match pipe.read(&mut block) {
+                        Ok(0) => break,
+                        Ok(n) => n,
+                        Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                        Err(_) => break,
+                    };
+                    let Ok(mut s) = shared.lock() else { break };
+                    s.seen += n;
+                    s.bytes.extend(&block[..n]);
+                    if s.bytes.len() > cap {
+                        s.capped = true;
+                        match keep {
+                            Keep::Head => {
+                                s.bytes.truncate(cap);
+                                s.full = true;
+                                break;
+                            }
+                            Keep::Tail => {
+                                let extra = s.bytes.len() - cap;
+                                s.bytes.drain(..extra);
+                            }
+                        }
+                    }
+                }
+            }
+            let _ = tx.send(());
+        });
+        Capped { state, done }
+    }
+
+    /// Whether the reader stopped at the cap of a [`Keep::Head`] output.
+    fn full(&self) -> bool {
+        self.state.lock().is_ok_and(|s| s.full)
+    }
+
+    /// Waits until the pipe is closed (or the cap reached), at most until
+    /// `until`; `false` when it is still open.
+    fn wait_done(&self, until: Instant) -> bool {
+        let left = until.saturating_duration_since(Instant::now());
+        !matches!(
+            self.done.recv_timeout(left),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+        )
+    }
+
+    /// What was read so far, how much was read in all, and whether the cap
+    /// cut it. A tail starts at a line.
+    fn take(&self) -> (Vec<u8>, usize, bool) {
+        let Ok(mut s) = self.state.lock() else {
+            return (Vec::new(), 0, false);
+        };
+        let mut bytes: Vec<u8> = std::mem::take(&mut s.bytes).into();
+        if s.capped && !s.full {
+            let from = memchr::memchr(b'\n', &bytes).map_or(bytes.len(), |i| i + 1);
+            bytes.drain(..from);
+        }
+        (bytes, s.seen, s.capped)
+    }
+}
+
+/// `None` on timeout, after killing the command's process group. A command
+/// whose output reached the cap is stopped there too.
+fn wait(
+    child: &mut Child,
+    deadline: Instant,
+    stdout: &Capped,
+) -> Option<std::io::Result<std::process::ExitStatus>> {
     loop {
         match child.try_wait() {
             Ok(Some(status)) => return Some(Ok(status)),
+            Ok(None) if stdout.full() => {
+                kill_group(child);
+                return Some(child.wait());
+            }
             Ok(None) if Instant::now() >= deadline => {
                 kill_group(child);
                 let _ = child.wait();
@@ -369,5 +522,68 @@ mod tests {
         assert_eq!(hung.record.status, CommandStatus::Timeout);
         assert_eq!(hung.stdout, b"partial\n");
         assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    /// A command that exits but leaves a process holding its output, in its
+    /// group or in a session of its own, cannot hang the capture (probe D9).
+    #[test]
+    fn a_descendant_holding_the_output_cannot_hang_the_capture() {
+        for script in ["echo out; sleep 8 &", "echo out; setsid sleep 8 &"] {
+            let started = Instant::now();
+            let ran = run(
+                &Spec::new("x.txt", "sh", &["-c", script]),
+                Duration::from_secs(30),
+            );
+            assert!(
+                started.elapsed() < Duration::from_secs(6),
+                "{script}: {:?}",
+                started.elapsed()
+            );
+            assert_eq!(ran.record.status, CommandStatus::Ok, "{script}");
+            assert_eq!(ran.stdout, b"out\n", "{script}");
+            assert!(
+                ran.record
+                    .detail
+                    .as_deref()
+                    .is_some_and(|d| d.contains("kept its output open")),
+                "{script}: {:?}",
+                ran.record.detail
+            );
+        }
+    }
+
+    /// Output over the cap is cut, recorded as truncated: a head stops the
+    /// command, a journal's tail keeps its last lines from a line start.
+    #[test]
+    fn output_over_the_cap_is_cut_and_recorded() {
+        let cap = 1 << 20;
+        let head = run_capped(
+            &Spec::new("x.txt", "sh", &["-c", "yes abcdefg"]),
+            Duration::from_secs(20),
+            cap,
+        );
+        assert_eq!(head.stdout.len(), cap);
+        assert!(head.record.truncated);
+        assert_eq!(head.record.status, CommandStatus::Ok);
+        let mut spec = Spec::new(
+            "j.json",
+            "sh",
+            &["-c", "seq 1 400000; echo the-failure-is-last"],
+        );
+        spec.tail = true;
+        let tail = run_capped(&spec, Duration::from_secs(20), cap);
+        assert!(tail.record.truncated && tail.stdout.len() <= cap);
+        assert!(tail.stdout.ends_with(b"the-failure-is-last\n"));
+        assert!(tail.stdout.first().is_some_and(u8::is_ascii_digit));
+        let first = tail.stdout.split(|b| *b == b'\n').next().unwrap();
+        let n: u64 = std::str::from_utf8(first).unwrap().parse().unwrap();
+        assert!(n > 1, "the tail starts at a whole line, not the first");
+        assert!(
+            tail.record
+                .detail
+                .as_deref()
+                .unwrap_or("")
+                .contains("last 1 MiB")
+        );
     }
 }

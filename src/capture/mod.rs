@@ -85,9 +85,16 @@ fn collect(o: &Options) -> Collected {
         .iter()
         .map(|s| commands::run(s, o.timeout))
         .collect();
+    // The PIDs come from the compute-apps query and the table only: the
+    // XML report can be gigabytes, and says nothing they do not.
     let listings: Vec<(&str, &[u8])> = gpu
         .iter()
-        .filter(|r| r.record.file.is_some())
+        .filter(|r| {
+            matches!(
+                r.record.file.as_deref(),
+                Some("nvidia-smi-query-compute-apps.csv" | "nvidia-smi.txt")
+            )
+        })
         .map(|r| (r.record.command.as_str(), r.stdout.as_slice()))
         .collect();
     let pids = procs::gpu_pids(&listings);
@@ -141,6 +148,7 @@ fn collect(o: &Options) -> Collected {
             detail: Some(
                 "no unit named with --unit and none owns a GPU process: no unit journal".to_owned(),
             ),
+            truncated: false,
         });
     } else {
         c.keep(commands::run(&unit_journal, o.timeout));
@@ -170,7 +178,7 @@ pub fn capture(o: &Options) -> Result<String, Error> {
     let gaps: Vec<String> = manifest
         .commands
         .iter()
-        .filter(|r| r.status != CommandStatus::Ok)
+        .filter(|r| r.status != CommandStatus::Ok || r.truncated)
         .map(|r| {
             crate::context::Gap {
                 file: r.file.clone(),
@@ -178,6 +186,7 @@ pub fn capture(o: &Options) -> Result<String, Error> {
                 status: r.status,
                 exit_code: r.exit_code,
                 detail: r.detail.clone(),
+                truncated: r.truncated,
             }
             .describe()
         })

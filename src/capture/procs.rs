@@ -50,6 +50,7 @@ pub fn read_cgroup(proc_root: &Path, pid: u32, out: &mut Vec<u8>) -> CommandReco
                 duration_ms,
                 bytes: bytes.len() as u64,
                 detail: None,
+                truncated: false,
             }
         }
         Err(e) => CommandRecord {
@@ -61,13 +62,16 @@ pub fn read_cgroup(proc_root: &Path, pid: u32, out: &mut Vec<u8>) -> CommandReco
             bytes: 0,
             // The process may have exited since nvidia-smi listed it.
             detail: Some(format!("{}: {e}", path.display())),
+            truncated: false,
         },
     }
 }
 
 /// The systemd unit a cgroup file names: the unified (`0::`) line, else v1's
-/// `name=systemd` line; the first `.service` below a slice. `None` for a
-/// login session, a container, or the root (a private cgroup namespace).
+/// `name=systemd` line; a `.service` directly below slices. `None` for a
+/// login session, a container, the root (a private cgroup namespace), and a
+/// user's own unit (below `user@UID.service`), which may carry a system
+/// unit's name (`systemd-run --user --unit=ssh.service`).
 pub fn unit_of_cgroup(text: &str) -> Option<String> {
     let path = |prefix: &str| {
         text.lines()
@@ -77,13 +81,15 @@ pub fn unit_of_cgroup(text: &str) -> Option<String> {
             .map(|(_, path)| path.to_owned())
     };
     let path = path("").or_else(|| path("name=systemd"))?;
-    if path.starts_with("/user.slice/") && !path.contains("/user@") {
-        return None;
-    }
-    path.split('/')
-        .find(|c| c.ends_with(".service") && !c.starts_with("user@"))
-        .filter(|c| !c.starts_with("docker-") && !c.starts_with("cri-"))
-        .map(str::to_owned)
+    let unit = path
+        .split('/')
+        .filter(|c| !c.is_empty())
+        .find(|c| !c.ends_with(".slice"))?;
+    (unit.ends_with(".service")
+        && !unit.starts_with("user@")
+        && !unit.starts_with("docker-")
+        && !unit.starts_with("cri-"))
+    .then(|| unit.to_owned())
 }
 
 #[cfg(test)]
@@ -107,6 +113,11 @@ mod tests {
             ),
             ("0::/user.slice/user-1000.slice/session-3.scope\n", None),
             ("0::/system.slice/docker-0123abcd.scope\n", None),
+            // A user's own unit named like a system one (probe D13).
+            (
+                "0::/user.slice/user-1000.slice/user@1000.service/app.slice/ssh.service\n",
+                None,
+            ),
             ("0::/\n", None),
         ];
         for (text, unit) in cases {

@@ -93,8 +93,13 @@ static TOKENS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     [
         // api_key='…', token: …, password=…
         r#"(?i)\b(?:api[_-]?key|access[_-]?token|auth[_-]?token|token|secret|password|passwd)\b(?:\\?['"])?\s*[=:]\s*(?:\\?['"])?(?P<v>[^\s'"\\,;)}\]]{6,})"#,
-        // --api-key X, --hf-token=X
-        r#"(?i)--(?:api-key|token|hf-token|password|admin-api-key)[=\s]+(?:\\?['"])?(?P<v>[^\s'"\\]{6,})"#,
+        // --api-key X, --hf-token=X, --wandb-key X, --db_password=X: any
+        // flag whose last word is a key, token, secret or password
+        r#"(?i)--(?:[a-z0-9]+[-_])*(?:key|token|secret|password|passwd)[=\s]+(?:\\?['"])?(?P<v>[^\s'"\\]{6,})"#,
+        // curl -u bob:pw, --user bob:pw: the password after the user
+        r#"(?:^|\s)(?:-u|--user)[=\s]+(?:\\?['"])?[^\s:'"\\]+:(?P<v>[^\s'"\\]+)"#,
+        // https://user:pw@host/: credentials in a URL
+        r#"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@'"]+:(?P<v>[^\s@/'"]+)@"#,
         // Authorization: Bearer X
         r"(?i)\bbearer\s+(?P<v>[A-Za-z0-9._~+/=-]{10,})",
         // HF_TOKEN=…, OPENAI_API_KEY=…
@@ -258,6 +263,10 @@ impl Redactor {
             text = re
                 .replace_all(&text, |c: &regex::Captures<'_>| {
                     let (all, v) = (c.get(0).expect("match"), c.name("v").expect("value"));
+                    // An earlier pattern masked it already: keep its number.
+                    if v.as_str().starts_with("REDACTED-TOKEN") {
+                        return all.as_str().to_owned();
+                    }
                     let mask = self
                         .masks
                         .get(v.as_str())
@@ -378,6 +387,38 @@ mod tests {
         for original in ["ct200.lab.example", "10.40.3.21", "alice", "s3cretvalue"] {
             assert!(mapping.contains(original), "{original} not in {mapping}");
         }
+    }
+
+    /// Secrets outside the first list of patterns (probe D15): any
+    /// `--…-key` flag, curl's `-u user:pw`, a URL's password; a value two
+    /// patterns match keeps its numbered mask.
+    #[test]
+    fn flags_curl_users_and_url_credentials_are_masked() {
+        let (out, r) = redact(&[
+            "python3 train.py --wandb-key 0123456789abcdef0123456789abcdef01234567 --hf_token=hfsecretvalue",
+            "curl -u bob:supersecretpw https://x --user=carol:pw2 postgres://dbuser:pa55@db.internal:5432/x",
+            "python3 serve.py --password=pa55w0rd --max-tokens 4096 --key-file /etc/k.pem",
+        ]);
+        for secret in [
+            "0123456789abcdef0123456789abcdef01234567",
+            "hfsecretvalue",
+            "supersecretpw",
+            "pw2",
+            "pa55@",
+            "pa55w0rd",
+        ] {
+            assert!(
+                !out.iter().any(|o| o.contains(secret)),
+                "{secret} left in {out:?}"
+            );
+        }
+        assert!(out[2].contains("--password=REDACTED-TOKEN-"), "{}", out[2]);
+        assert!(
+            out[2].contains("--max-tokens 4096 --key-file /etc/k.pem"),
+            "{}",
+            out[2]
+        );
+        assert!(r.mapping().contains("supersecretpw"));
     }
 
     #[test]

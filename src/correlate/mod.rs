@@ -66,6 +66,9 @@ pub fn correlate(facts: Facts) -> Incident {
 /// Correlates with the bundle's clock: every time is first put in its frame.
 pub fn correlate_with(mut facts: Facts, clock: &Clock) -> Incident {
     let frame = clock::normalise(&mut facts, clock);
+    // In line order (ingest records them so; a stable sort keeps it and is
+    // linear then): rules find a line's events by binary search.
+    facts.server_events.sort_by_key(|e| e.span);
     let (gpus, gpu_processes) = gpus::merge(&facts);
     let units = units::collect(&facts);
     let unit_lines = units::unit_lines(&facts);

@@ -22,11 +22,11 @@ use std::sync::{Arc, Mutex};
 use super::aggregate::{self, Aggregator, Repeats};
 use super::anchors::Hot;
 use super::chatter;
-use super::detect::{Segmenter, Step};
+use super::detect::{Provenance, Segmenter, Step};
 use super::frame::{Peeled, Peeler};
 use super::reader::{Out, Read, SegmentReader};
 use super::{Anchors, Format, Ingested, InputSummary, Line, Segment};
-use crate::model::{Facts, Message, Resumed, Timestamp};
+use crate::model::{EmbeddedBlock, Facts, Message, Resumed, Timestamp};
 use crate::source::{KeptLines, Source, SourceId, SourceMap, Span, clean_line};
 
 /// Inputs smaller than this together are read on one thread: starting
@@ -145,6 +145,7 @@ fn read_source(
         keep_text: source.is_streamed(),
         segmenter: Segmenter::new(id, settings.hint),
         peeler: Peeler::new(),
+        provenance: Provenance::default(),
         reader: None,
         format: Format::Unknown,
         repeats: Aggregator::new(settings.repeats),
@@ -376,6 +377,8 @@ struct InputReader {
     segmenter: Segmenter,
     /// Strips the frames of each line before the segmenter sees it.
     peeler: Peeler,
+    /// Which segments stand inside another format's input.
+    provenance: Provenance,
     reader: Option<SegmentReader>,
     /// The format of `reader`'s segment.
     format: Format,
@@ -572,6 +575,14 @@ impl InputReader {
 
     fn close(&mut self, segment: Segment, reader: SegmentReader) {
         let tally = reader.finish(&mut self.facts);
+        if let Some(inside) = self.provenance.segment(segment.format) {
+            self.facts.embedded.push(EmbeddedBlock {
+                first: self.span(segment.first_line),
+                last_line: segment.last_line,
+                format: segment.format.name(),
+                inside: inside.name(),
+            });
+        }
         self.inputs.push(InputSummary {
             lines: segment.last_line - segment.first_line + 1,
             unrecognized: tally.unrecognized,

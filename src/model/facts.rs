@@ -49,6 +49,31 @@ pub struct Facts {
     pub resumed: Vec<Resumed>,
     /// Loaded kernel modules (`lsmod`).
     pub kernel_modules: Vec<KernelModule>,
+    /// Blocks of host output that stand inside another format's input.
+    pub embedded: Vec<EmbeddedBlock>,
+}
+
+/// A block of host output (an nvidia-smi table, `ps` rows, a `systemctl
+/// status`) that stands inside another format's input: printed into a
+/// server log, or below a log in a paste with no prompt between them. What
+/// it says is weaker evidence than the same block in its own input, never
+/// enough by itself for a destructive step (docs/remediation.md, "Where a
+/// fact comes from").
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmbeddedBlock {
+    /// Its first line.
+    pub first: Span,
+    pub last_line: u32,
+    /// Its format's name (`nvidia-smi-table`).
+    pub format: &'static str,
+    /// The name of the format of the log it stands inside (`sglang-log`).
+    pub inside: &'static str,
+}
+
+impl EmbeddedBlock {
+    pub fn contains(&self, span: Span) -> bool {
+        span.source == self.first.source && (self.first.line..=self.last_line).contains(&span.line)
+    }
 }
 
 impl Facts {
@@ -76,6 +101,7 @@ impl Facts {
             listeners,
             resumed,
             kernel_modules,
+            embedded,
         } = other;
         self.smi_headers.extend(smi_headers);
         self.gpus.extend(gpus);
@@ -97,5 +123,6 @@ impl Facts {
         self.listeners.extend(listeners);
         self.resumed.extend(resumed);
         self.kernel_modules.extend(kernel_modules);
+        self.embedded.extend(embedded);
     }
 }

@@ -31,7 +31,7 @@ pub use cgroup::{CgroupOwner, ProcCgroup};
 pub use cuda::{CudaOom, OomSource, ProcessMemory};
 pub use dist::{NcclDetail, NcclLevel, NcclLine, TorchDist, TorchDistKind};
 pub use env_report::{EnvGpu, EnvReport, Topology, TopologyRow};
-pub use facts::Facts;
+pub use facts::{EmbeddedBlock, Facts};
 pub use failure::{ChainLink, Chained, CppAbort, Frame, PyException, VllmFailure, root_cause};
 pub use gpu::{GpuProcessRecord, GpuRecord, ProcessListing, ProcessListingKind, SmiHeader};
 pub use gpu_health::{EccCounter, EccKind, EccScope, GpuHealth, Reading, SickValue};

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::Report;
 use super::json_capture::{self, JsonCapture, JsonEvent, JsonGap};
-use crate::rules::{Action, ActionKind, Finding, ProcessIdentity, with_flag};
+use crate::rules::{Action, ActionKind, Finding, GpuHold, ProcessIdentity, with_flag};
 
 /// Bump on any change that can break a consumer; document it in
 /// docs/report-schema.md.
@@ -320,6 +320,15 @@ impl<'a> JsonActionParams<'a> {
         self.expected_unit = p.unit.as_ref().map(|u| u.as_str());
         self.expected_cmdline = p.cmdline.as_ref().map(|c| c.as_str());
         self.expected_start = p.start.as_ref().map(|s| s.as_str());
+        self.held_gpu(&p.gpu);
+    }
+
+    /// The GPU the process must hold memory on when the script runs.
+    fn held_gpu(&mut self, hold: &'a GpuHold) {
+        if let GpuHold::On(g) = hold {
+            self.gpu = Some(g.index);
+            self.uuid = g.uuid.as_ref().map(|u| u.as_str());
+        }
     }
 }
 
@@ -457,9 +466,16 @@ fn finding<'a>(report: &Report<'_>, f: &'a Finding) -> JsonFinding<'a> {
 fn action<'a>(report: &Report<'_>, a: &'a Action) -> JsonAction<'a> {
     let mut p = JsonActionParams::default();
     match &a.kind {
-        ActionKind::StopUnit { unit }
-        | ActionKind::DisableUnit { unit }
-        | ActionKind::RestartUnit { unit } => p.unit = Some(unit.as_str()),
+        ActionKind::StopUnit { unit, holder } => {
+            p.unit = Some(unit.as_str());
+            if let Some((pid, hold)) = holder {
+                p.pid = Some(pid.get());
+                p.held_gpu(hold);
+            }
+        }
+        ActionKind::DisableUnit { unit } | ActionKind::RestartUnit { unit } => {
+            p.unit = Some(unit.as_str())
+        }
         ActionKind::TerminateProcess {
             process,
             grace_secs,

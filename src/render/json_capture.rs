@@ -24,6 +24,9 @@ pub(super) struct JsonGap<'a> {
     status: &'static str,
     exit_code: Option<i32>,
     detail: Option<&'a str>,
+    /// The output was cut at the capture's size limit.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    truncated: bool,
 }
 
 #[derive(Serialize)]
@@ -66,6 +69,7 @@ pub(super) fn gaps<'a>(report: &Report<'a>) -> Vec<JsonGap<'a>> {
             status: g.status.name(),
             exit_code: g.exit_code,
             detail: g.detail.as_deref(),
+            truncated: g.truncated,
         })
         .collect()
 }

@@ -385,16 +385,13 @@ fn capture_line(out: &mut String, report: &Report<'_>) {
         .zone
         .map(|z| format!(" ({})", z.name()))
         .unwrap_or_default();
-    match (&c.host, at) {
+    let host = c.host.as_deref().map(|h| clean(h).replace('`', "'"));
+    match (host, at) {
         (Some(h), Some(at)) => {
-            let _ = writeln!(
-                out,
-                "Host `{}`, captured {at}{zone}.\n",
-                h.replace('`', "'")
-            );
+            let _ = writeln!(out, "Host `{h}`, captured {at}{zone}.\n");
         }
         (Some(h), None) => {
-            let _ = writeln!(out, "Host `{}`.\n", h.replace('`', "'"));
+            let _ = writeln!(out, "Host `{h}`.\n");
         }
         (None, Some(at)) => {
             let _ = writeln!(out, "Captured {at}{zone}.\n");

@@ -96,18 +96,28 @@ pub fn render(
     }
 }
 
-/// Log-derived text made safe for a terminal or a Markdown page: a control
-/// character (a newline that would forge a report line, an escape sequence
-/// for the terminal) becomes `?`, and an invisible format character (a bidi
-/// override, a zero-width space) is spelled out as `\u{…}`. The JSON report
-/// keeps values exact; serde escapes them.
+/// Log-derived text made safe for a terminal or a Markdown page: a whole
+/// escape sequence (CSI, an OSC title or hyperlink, a DCS string, in 7-bit or
+/// C1 form: [`crate::source::escape_len`]) becomes one `?`, any other
+/// control character (a newline that would forge a report line, BEL, a C1
+/// control such as NEL) becomes `?`, and an invisible format character (a
+/// bidi override, a zero-width space, a line separator) is spelled out as
+/// `\u{…}`. Every path that prints text from the inputs (log lines, input
+/// and member names, manifest fields, approved reports) goes through here.
+/// The JSON report keeps values exact; serde escapes them.
 pub(crate) fn clean(text: &str) -> std::borrow::Cow<'_, str> {
-    let invisible = |c: char| matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}');
+    let invisible = |c: char| matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}' | '\u{2028}' | '\u{2029}' | '\u{061c}');
     if !text.chars().any(|c| c.is_control() || invisible(c)) {
         return std::borrow::Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if let Some(n) = crate::source::escape_len(rest) {
+            out.push('?');
+            rest = &rest[n..];
+            continue;
+        }
         if c.is_control() {
             out.push('?');
         } else if invisible(c) {
@@ -115,6 +125,7 @@ pub(crate) fn clean(text: &str) -> std::borrow::Cow<'_, str> {
         } else {
             out.push(c);
         }
+        rest = &rest[c.len_utf8()..];
     }
     std::borrow::Cow::Owned(out)
 }
@@ -147,7 +158,9 @@ mod tests {
     #[test]
     fn clean_text_cannot_forge_lines_or_drive_a_terminal() {
         assert_eq!(clean("a.service\nRoot cause: x"), "a.service?Root cause: x");
-        assert_eq!(clean("\x1b]0;title\x07"), "?]0;title?");
+        assert_eq!(clean("\x1b]0;title\x07"), "?");
+        assert_eq!(clean("a\u{9b}2Jb\u{85}c\x07\x08\x0b"), "a?b?c???");
+        assert_eq!(clean("x\u{2028}y"), "x\\u{2028}y");
         assert_eq!(clean("a\u{202e}b"), "a\\u{202e}b");
         assert_eq!(clean("ѕglang ✓"), "ѕglang ✓");
     }

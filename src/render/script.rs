@@ -12,7 +12,10 @@ use std::fmt::Write as _;
 
 use super::Report;
 use super::script_prelude::PRELUDE;
-use crate::rules::{Action, ActionKind, Finding, GpuRef, ProcessIdentity};
+use crate::rules::{
+    Action, ActionKind, CONTAINER_SCOPES, Finding, GpuHold, GpuRef, PROTECTED_UNITS,
+    ProcessIdentity,
+};
 
 /// Exit code of a failed step: this plus the step's number.
 const STEP_EXIT_BASE: usize = 10;
@@ -25,7 +28,7 @@ pub fn render(report: &Report<'_>) -> String {
         return out;
     };
     header(&mut out, report, f);
-    out.push_str(PRELUDE);
+    out.push_str(&prelude());
     let mode = "$([ \"$APPLY\" -eq 1 ] && echo apply || echo dry-run)";
     let _ = writeln!(
         out,
@@ -127,8 +130,9 @@ fn header(out: &mut String, report: &Report<'_>, f: &Finding) {
          #   bash SCRIPT --apply --yes  runs the steps without asking\n\
          # Advisory steps are only printed, never executed. Before each destructive\n\
          # step the script checks again that the PID, unit and GPU still are the ones\n\
-         # the report names (start time, command line, cgroup, GPU UUID), and stops\n\
-         # at the first mismatch. Running it twice is safe.\n\
+         # the report names (start time, command line, cgroup, GPU UUID) and that\n\
+         # nvidia-smi shows the PID holding that GPU now; it acts on nothing else,\n\
+         # and stops at the first mismatch. Running it twice is safe.\n\
          #\n# Exit codes:\n\
          #   0   every step succeeded (dry run: every step was printed)\n\
          #   1   an unexpected error outside any step\n\
@@ -161,6 +165,21 @@ fn guard_notes(a: &Action) -> Vec<String> {
         ActionKind::FreePort { listener, .. } => listener.as_ref(),
         _ => None,
     };
+    let held = match &a.kind {
+        ActionKind::StopUnit {
+            holder: Some((pid, hold)),
+            ..
+        } => Some((*pid, hold)),
+        _ => process.map(|p| (p.pid, &p.gpu)),
+    };
+    if let Some((pid, GpuHold::On(g))) = held {
+        if g.uuid.is_none() {
+            notes.push(format!(
+                "Guard weaker: the report has no UUID for GPU {}, so the script checks that PID {pid} holds memory on any GPU.",
+                g.index
+            ));
+        }
+    }
     if let Some(p) = process {
         if p.start.is_none() {
             notes.push(format!(
@@ -187,7 +206,14 @@ fn call(a: &Action) -> String {
         return advice_call(a);
     }
     match &a.kind {
-        ActionKind::StopUnit { unit } => format!("stop_unit {}", quote(unit.as_str())),
+        ActionKind::StopUnit { unit, holder } => match holder {
+            Some((pid, hold)) => format!(
+                "stop_unit {} {pid} {}",
+                quote(unit.as_str()),
+                gpu_hold(hold)
+            ),
+            None => format!("stop_unit {} '' ''", quote(unit.as_str())),
+        },
         ActionKind::DisableUnit { unit } => format!("disable_unit {}", quote(unit.as_str())),
         ActionKind::TerminateProcess {
             process,
@@ -230,7 +256,7 @@ fn call(a: &Action) -> String {
             "free_port {port} {} {grace_secs}",
             listener
                 .as_ref()
-                .map_or_else(|| "'' '' '' ''".to_owned(), identity)
+                .map_or_else(|| "'' '' '' '' ''".to_owned(), identity)
         ),
         ActionKind::ResetGpu { gpu, uuid } => {
             format!("reset_gpu {gpu} {}", quote(uuid.as_str()))
@@ -243,6 +269,14 @@ fn call(a: &Action) -> String {
     }
 }
 
+/// The fixed functions, with the units no script touches as `case`
+/// patterns: the same list the rules refuse ([`crate::rules::unit_refusal`]).
+fn prelude() -> String {
+    PRELUDE
+        .replace("@PROTECTED_UNITS@", &PROTECTED_UNITS.join("|"))
+        .replace("@CONTAINER_SCOPES@", &CONTAINER_SCOPES.join("|"))
+}
+
 /// `advice 'what' 'command' 'detail'…`: printed, never run.
 fn advice_call(a: &Action) -> String {
     let mut args = vec![
@@ -253,15 +287,27 @@ fn advice_call(a: &Action) -> String {
     format!("advice {}", args.join(" "))
 }
 
-/// `PID 'unit' 'cmdline' 'start'`, the guard arguments of a process.
+/// `PID 'unit' 'cmdline' 'start' 'gpu'`, the guard arguments of a process.
 fn identity(p: &ProcessIdentity) -> String {
     format!(
-        "{} {} {} {}",
+        "{} {} {} {} {}",
         p.pid,
         quote(p.unit.as_ref().map_or("", |u| u.as_str())),
         quote(p.cmdline.as_ref().map_or("", |c| c.as_str())),
-        quote(p.start.as_ref().map_or("", |s| s.as_str()))
+        quote(p.start.as_ref().map_or("", |s| s.as_str())),
+        gpu_hold(&p.gpu)
     )
+}
+
+/// Where a process must hold GPU memory at run time: `'0:GPU-…'` (an index
+/// and the UUID the bundle recorded for it, maybe none), `'*'` for any GPU,
+/// `''` for no check.
+fn gpu_hold(hold: &GpuHold) -> String {
+    match hold {
+        GpuHold::On(g) => gpu_spec(g),
+        GpuHold::AnyGpu => quote("*"),
+        GpuHold::NotChecked => quote(""),
+    }
 }
 
 /// `'0:GPU-…'`: the index and the UUID the script checks it against.
@@ -301,7 +347,7 @@ fn text(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{GpuUuid, Hostname, Pid, ServerFlag, UnitName};
+    use crate::model::{GpuUuid, Hostname, Pid, ServerFlag, StartTime, UnitName};
     use crate::rules::{ExpectedCmdline, Safety};
 
     #[test]
@@ -318,7 +364,10 @@ mod tests {
     fn advisory_steps_are_printed_whatever_their_kind() {
         let unit = UnitName::new("a.service").unwrap();
         let stop = Action::new(
-            ActionKind::StopUnit { unit: unit.clone() },
+            ActionKind::StopUnit {
+                unit: unit.clone(),
+                holder: Some((Pid::new(4242).unwrap(), GpuHold::AnyGpu)),
+            },
             Safety::AdvisoryOnly,
             "",
         );
@@ -356,19 +405,28 @@ mod tests {
     fn calls_pass_guards_as_literals() {
         let mut p = ProcessIdentity::new(Pid::new(20629).unwrap());
         p.cmdline = ExpectedCmdline::new("python3 it's").ok();
-        let t = Action::new(
-            ActionKind::TerminateProcess {
-                process: p,
-                grace_secs: 30,
-            },
-            Safety::NeedsConfirmation,
-            "",
-        );
+        let t = |p: &ProcessIdentity| {
+            Action::new(
+                ActionKind::TerminateProcess {
+                    process: p.clone(),
+                    grace_secs: 30,
+                },
+                Safety::NeedsConfirmation,
+                "",
+            )
+        };
+        // No start time: not an identity a signal may rest on.
+        assert!(call(&t(&p)).starts_with("advice "), "{}", call(&t(&p)));
+        p.start = StartTime::new("Tue Nov 24 14:02:17 2026").ok();
+        p.gpu = GpuHold::On(GpuRef {
+            index: 0,
+            uuid: None,
+        });
         assert_eq!(
-            call(&t),
-            r"terminate_process 20629 '' 'python3 it'\''s' '' 30"
+            call(&t(&p)),
+            r"terminate_process 20629 '' 'python3 it'\''s' 'Tue Nov 24 14:02:17 2026' '0:' 30"
         );
-        assert_eq!(guard_notes(&t).len(), 1);
+        assert_eq!(guard_notes(&t(&p)).len(), 1, "{:?}", guard_notes(&t(&p)));
         let w = Action::new(
             ActionKind::WaitGpuMemoryFree {
                 gpus: vec![
@@ -392,5 +450,68 @@ mod tests {
             "wait_gpu_memory_free 1024 120 '0:GPU-5a5b4eef-ee9c-40f5-977e-2242f48837be' '1:'"
         );
         assert_eq!(guard_notes(&w).len(), 1);
+    }
+
+    #[test]
+    fn protected_units_and_stops_without_a_holder_are_only_advice() {
+        let holder = Some((Pid::new(812).unwrap(), GpuHold::AnyGpu));
+        for name in [
+            "ssh.service",
+            "sshd.service",
+            "sysinit.target",
+            "multi-user.target",
+            "init.scope",
+            "session-3.scope",
+            "user@0.service",
+            "systemd-journald.service",
+            "dbus.socket",
+            "dbus.service",
+            "getty@tty1.service",
+        ] {
+            let stop = Action::new(
+                ActionKind::StopUnit {
+                    unit: UnitName::new(name).unwrap(),
+                    holder: holder.clone(),
+                },
+                Safety::NeedsConfirmation,
+                "",
+            );
+            assert!(
+                call(&stop).starts_with("advice "),
+                "{name}: {}",
+                call(&stop)
+            );
+        }
+        for name in ["ddtree-qwen.service", "docker-0123abcd.scope"] {
+            let unit = UnitName::new(name).unwrap();
+            let stop = |holder| {
+                Action::new(
+                    ActionKind::StopUnit {
+                        unit: unit.clone(),
+                        holder,
+                    },
+                    Safety::NeedsConfirmation,
+                    "",
+                )
+            };
+            assert!(
+                call(&stop(holder.clone())).starts_with("stop_unit "),
+                "{name}"
+            );
+            assert!(call(&stop(None)).starts_with("advice "), "{name}");
+        }
+    }
+
+    /// The script's `case` patterns are the rules' globs: both sides refuse
+    /// the same units.
+    #[test]
+    fn the_script_refuses_the_units_the_rules_refuse() {
+        let script = prelude();
+        assert!(!script.contains("@PROTECTED_UNITS@") && !script.contains("@CONTAINER_SCOPES@"));
+        assert!(script.contains(&format!("    {}) return 1 ;;", PROTECTED_UNITS.join("|"))));
+        assert!(script.contains(&format!(
+            "    *.service|{}) return 0 ;;",
+            CONTAINER_SCOPES.join("|")
+        )));
     }
 }

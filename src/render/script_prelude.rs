@@ -6,7 +6,11 @@
 //! Conventions the functions keep: dry run (`APPLY=0`) reads `/proc` at
 //! most and never calls systemctl, nvidia-smi, ss or kill; a failure exits
 //! with the current step's code (`STEP_CODE`, set by `begin_step`); a
-//! needs-confirmation step asks (`confirm`) only after its guards passed.
+//! needs-confirmation step asks (`confirm`) only after its guards passed;
+//! nothing is signalled or stopped unless the live host shows it holding
+//! the GPU now. `@PROTECTED_UNITS@` and `@CONTAINER_SCOPES@` are filled in
+//! from `rules::PROTECTED_UNITS` and `rules::CONTAINER_SCOPES` (script.rs),
+//! so the script refuses the same units the rules do.
 
 pub const PRELUDE: &str = r#"set -euo pipefail
 export LC_ALL=C
@@ -89,15 +93,71 @@ pid_cmdline() {
   printf '%s' "${cmd%"${cmd##*[! ]}"}"
 }
 
-# Succeeds when PID $1 is in the cgroup of unit $2.
+# Succeeds when PID $1 is in the cgroup of system unit $2: the unit below
+# slices only (/system.slice/UNIT), never a user's unit of the same name
+# (/user.slice/.../user@1000.service/app.slice/UNIT).
 in_unit_cgroup() {
-  local line path
+  local line path above
   [ -r "$PROC/$1/cgroup" ] || return 1
   while IFS= read -r line; do
     path=${line#*:}; path=${path#*:}
-    case "$path" in *"/$2"|*"/$2/"*) return 0 ;; esac
+    case "$path" in */"$2"|*/"$2"/*) ;; *) continue ;; esac
+    above=${path%%/"$2"*}
+    if [[ "$above" =~ ^(/[^/]+\.slice)*$ ]]; then return 0; fi
   done <"$PROC/$1/cgroup"
   return 1
+}
+
+# Succeeds when a script may stop, disable or restart unit $1: a service or
+# a container's scope, and none of the units no script touches.
+unit_may_be_touched() {
+  case "$1" in
+    @PROTECTED_UNITS@) return 1 ;;
+    *.service|@CONTAINER_SCOPES@) return 0 ;;
+    *) return 1 ;;
+  esac
+}
+
+# Succeeds when PID $1 is this script, one of its ancestors or the leader of
+# its session. Run through sudo or timeout, the shell that started the
+# script is a grandparent: it must never be signalled. Reads the real /proc.
+is_ancestor() {
+  local pid=$1 p=$$ n=0 line
+  local -a f
+  if { read -r line <"/proc/$$/stat"; } 2>/dev/null; then
+    read -r -a f <<<"${line##*) }"
+    if [ "${f[3]:-}" = "$pid" ]; then return 0; fi
+  fi
+  while [ "$p" -gt 1 ] && [ "$n" -lt 4096 ]; do
+    if [ "$p" -eq "$pid" ]; then return 0; fi
+    { read -r line <"/proc/$p/stat"; } 2>/dev/null || return 1
+    read -r -a f <<<"${line##*) }"
+    p=${f[1]:-1}
+    if ! [[ "$p" =~ ^[0-9]+$ ]]; then return 1; fi
+    n=$((n + 1))
+  done
+  return 1
+}
+
+# The GPU of a guard argument, for people: "GPU 0 (GPU-...)" or "any GPU".
+gpu_text() {
+  case "$1" in
+    '*') printf 'any GPU' ;;
+    *:) printf 'GPU %s (no UUID recorded: any GPU)' "${1%%:*}" ;;
+    *) printf 'GPU %s (%s)' "${1%%:*}" "${1#*:}" ;;
+  esac
+}
+
+# Succeeds when nvidia-smi lists PID $1 holding memory now, on the GPU of
+# guard argument $2 (INDEX:UUID; no UUID, or '*': any GPU). What the logs
+# said is not enough: only a process the live host shows on the GPU is
+# stopped or signalled.
+holds_gpu() {
+  local uuid=${2#*:} apps
+  if [ "$2" = '*' ]; then uuid=""; fi
+  apps=$(nvidia-smi --query-compute-apps=gpu_uuid,pid --format=csv,noheader) \
+    || fail "nvidia-smi --query-compute-apps failed: what holds the GPUs now cannot be checked"
+  awk -F', *' -v p="$1" -v u="$uuid" '$2 == p && (u == "" || $1 == u) { found = 1 } END { exit !found }' <<<"$apps"
 }
 
 # Succeeds when PID $1 still is the process the report names: started at $4
@@ -105,12 +165,12 @@ in_unit_cgroup() {
 # check only when the report recorded it. Prints why not otherwise, and
 # returns 2 rather than 1 when the process is exiting (gone, a zombie, its
 # command line already released). Never accepts init, this script, its
-# parent or a kernel thread.
+# ancestors, its session's leader or a kernel thread.
 pid_is_expected() {
   local pid=$1 unit=$2 cmd=$3 start=$4 st expected actual
   local -a f
-  if [ "$pid" -le 1 ] || [ "$pid" -eq "$$" ] || [ "$pid" -eq "$PPID" ]; then
-    echo "PID $pid is init, this script or its parent"; return 1
+  if [ "$pid" -le 1 ] || is_ancestor "$pid"; then
+    echo "PID $pid is init, this script, one of its ancestors or its session's leader"; return 1
   fi
   if ! st=$(proc_stat "$pid"); then echo "PID $pid is gone"; return 2; fi
   read -r -a f <<<"$st"
@@ -160,13 +220,28 @@ wait_gone() { # pid seconds
   ! pid_alive "$1"
 }
 
-stop_unit() { # unit
-  local unit=$1 state
-  if [ "$APPLY" -ne 1 ]; then log "dry run: would run: systemctl stop -- $unit"; return 0; fi
+# Stops unit $1 only while it still owns PID $2 and that PID still holds
+# memory on the GPU of guard argument $3 (no PID: the unit alone).
+stop_unit() { # unit pid gpu
+  local unit=$1 pid=$2 gpu=$3 state
+  unit_may_be_touched "$unit" || fail "refusing to stop $unit: only a service or a container's scope is ever stopped, and never a protected unit"
+  if [ -n "$pid" ]; then
+    if ! pid_alive "$pid"; then log "PID $pid is gone: $unit no longer holds what the report names; not stopping it"; return 0; fi
+    if ! in_unit_cgroup "$pid" "$unit"; then
+      fail "refusing to stop $unit: PID $pid is not in its cgroup now, so $unit does not own the process the report names"
+    fi
+  fi
+  if [ "$APPLY" -ne 1 ]; then
+    if [ -n "$pid" ] && [ -n "$gpu" ]; then log "dry run: would check that nvidia-smi lists PID $pid on $(gpu_text "$gpu")"; fi
+    log "dry run: would run: systemctl stop -- $unit"; return 0
+  fi
   state=$(systemctl is-active -- "$unit" 2>/dev/null) || true
   case "$state" in
     inactive|failed) log "$unit is already $state: nothing to stop"; return 0 ;;
   esac
+  if [ -n "$pid" ] && [ -n "$gpu" ] && ! holds_gpu "$pid" "$gpu"; then
+    log "PID $pid holds no memory on $(gpu_text "$gpu") now (nvidia-smi): not stopping $unit"; return 0
+  fi
   confirm "Stop $unit?"
   log "running: systemctl stop -- $unit"
   systemctl stop -- "$unit" || fail "systemctl stop $unit failed"
@@ -176,6 +251,7 @@ stop_unit() { # unit
 
 disable_unit() { # unit
   local unit=$1
+  unit_may_be_touched "$unit" || fail "refusing to disable $unit: a protected unit, or not a service"
   if [ "$APPLY" -ne 1 ]; then log "dry run: would run: systemctl disable -- $unit"; return 0; fi
   confirm "Disable $unit, so it does not start at boot?"
   log "running: systemctl disable -- $unit"
@@ -183,10 +259,16 @@ disable_unit() { # unit
   log "$unit is disabled"
 }
 
-terminate_process() { # pid unit cmdline start grace-seconds
-  local pid=$1 unit=$2 cmd=$3 start=$4 grace=$5 why rc=0
+# Signals PID $1 only on a strong identity (start time $4 and full command
+# line $3), in the cgroup of unit $2 when recorded, and while nvidia-smi
+# lists it on the GPU of guard argument $5 ('' for a port's listener).
+terminate_process() { # pid unit cmdline start gpu grace-seconds
+  local pid=$1 unit=$2 cmd=$3 start=$4 gpu=$5 grace=$6 why rc=0
   guard_notes "$pid" "$unit" "$cmd" "$start"
   if ! pid_alive "$pid"; then log "PID $pid is gone: nothing to terminate"; return 0; fi
+  if [ -z "$start" ] || [ -z "$cmd" ]; then
+    fail "refusing to signal PID $pid: the report has no start time and full command line for it, and nothing less identifies a process"
+  fi
   why=$(pid_is_expected "$pid" "$unit" "$cmd" "$start") || rc=$?
   # A process exiting after the stop of its unit has already released its
   # command line: give it a moment before calling it a stranger.
@@ -195,7 +277,11 @@ terminate_process() { # pid unit cmdline start grace-seconds
     fail "refusing to signal PID $pid: it is not the process the report names ($why)"
   fi
   if [ "$APPLY" -ne 1 ]; then
+    if [ -n "$gpu" ]; then log "dry run: would check that nvidia-smi lists PID $pid on $(gpu_text "$gpu")"; fi
     log "dry run: would send SIGTERM to PID $pid, then SIGKILL after ${grace}s if it survives"; return 0
+  fi
+  if [ -n "$gpu" ] && ! holds_gpu "$pid" "$gpu"; then
+    log "PID $pid holds no memory on $(gpu_text "$gpu") now (nvidia-smi): not signalling it"; return 0
   fi
   confirm "Send SIGTERM to PID $pid?"
   log "sending SIGTERM to PID $pid"
@@ -278,6 +364,7 @@ wait_gpu_memory_free() { # max-used-mib timeout-seconds index:uuid...
 
 restart_unit() { # unit
   local unit=$1
+  unit_may_be_touched "$unit" || fail "refusing to restart $unit: a protected unit, or not a service"
   if [ "$APPLY" -ne 1 ]; then log "dry run: would run: systemctl restart -- $unit"; return 0; fi
   log "running: systemctl restart -- $unit"
   systemctl restart -- "$unit" || fail "systemctl restart $unit failed"
@@ -298,15 +385,20 @@ verify_unit_active() { # unit timeout-seconds
   done
 }
 
+# Ends the processes left in the cgroup of stopped unit $1 whose command
+# line starts with $2 and that nvidia-smi lists on a GPU now.
 kill_orphans() { # unit name grace-seconds
-  local unit=$1 name=$2 grace=$3 state dir pid cmd start i alive
+  local unit=$1 name=$2 grace=$3 state dir pid cmd start i alive holding=""
   local -a pids=() starts=()
+  unit_may_be_touched "$unit" || fail "refusing to end processes of $unit: a protected unit, or not a service"
   if [ "$APPLY" -eq 1 ]; then
     state=$(systemctl is-active -- "$unit" 2>/dev/null) || true
     case "$state" in
       active|activating|deactivating|reloading|refreshing)
         fail "$unit is $(shown "$state"): its processes are not orphans; stop it first" ;;
     esac
+    holding=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader) \
+      || fail "nvidia-smi --query-compute-apps failed: what holds the GPUs now cannot be checked"
   fi
   for dir in "$PROC"/[0-9]*; do
     pid=${dir##*/}
@@ -315,13 +407,16 @@ kill_orphans() { # unit name grace-seconds
     cmd=$(pid_cmdline "$pid") || continue
     [[ "$cmd" == "$name"* ]] || continue
     pid_is_expected "$pid" "$unit" "" "" >/dev/null || continue
+    if [ "$APPLY" -eq 1 ] && ! grep -qx "[[:space:]]*${pid}[[:space:]]*" <<<"$holding"; then
+      log "PID $pid ($(shown "$cmd")) holds no GPU memory now: leaving it"; continue
+    fi
     start=$(pid_start_epoch "$pid") || continue
     pids+=("$pid")
     starts+=("$start")
   done
   if [ "${#pids[@]}" -eq 0 ]; then log "no $name* process is left in the cgroup of $unit"; return 0; fi
   if [ "$APPLY" -ne 1 ]; then
-    log "dry run: would end PID ${pids[*]} ($name*, in the cgroup of $unit) once $unit is stopped"; return 0
+    log "dry run: would end PID ${pids[*]} ($name*, in the cgroup of $unit) once $unit is stopped, those nvidia-smi then lists on a GPU"; return 0
   fi
   confirm "Send SIGTERM to PID ${pids[*]} ($name*, left in $unit)?"
   log "sending SIGTERM to PID ${pids[*]}"
@@ -353,8 +448,8 @@ port_listeners() {
   grep -o 'pid=[0-9]*' <<<"$out" | cut -d= -f2 | sort -u
 }
 
-free_port() { # port pid unit cmdline start grace-seconds
-  local port=$1 pid=$2 unit=$3 cmd=$4 start=$5 grace=$6 listeners rc l
+free_port() { # port pid unit cmdline start gpu grace-seconds
+  local port=$1 pid=$2 unit=$3 cmd=$4 start=$5 gpu=$6 grace=$7 listeners rc l
   if [ "$APPLY" -ne 1 ]; then
     log "dry run: would identify the listener on port $port (ss) and end it only if it is ${pid:+PID }${pid:-the process the report names}"
     return 0
@@ -371,7 +466,7 @@ free_port() { # port pid unit cmdline start grace-seconds
     fi
   done
   log "port $port is held by PID $pid"
-  terminate_process "$pid" "$unit" "$cmd" "$start" "$grace"
+  terminate_process "$pid" "$unit" "$cmd" "$start" "$gpu" "$grace"
   rc=0
   listeners=$(port_listeners "$port") || rc=$?
   if [ "$rc" -ne 0 ] || [ -n "$listeners" ]; then fail "port $port is still in use"; fi

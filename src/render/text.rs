@@ -438,6 +438,22 @@ fn symptoms(out: &mut String, report: &Report<'_>, st: &Style) {
     }
 }
 
+/// How much of an unrecognised error a report shows: the whole message of
+/// any real line (they run to a few hundred characters, and the message is
+/// at their end), never a megabyte.
+const MAX_UNRECOGNISED_CHARS: usize = 480;
+
+/// Text cut to `max` characters, `…` marking the cut: an unrecognised line
+/// may be megabytes long.
+fn fit(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(max.saturating_sub(1).max(1)) {
+        Some((cut, _)) if text[cut..].chars().nth(1).is_some() => {
+            format!("{}…", &text[..cut]).into()
+        }
+        _ => text.into(),
+    }
+}
+
 fn unknown_errors(out: &mut String, report: &Report<'_>, st: &Style) {
     let groups = &report.diagnosis.unknown_errors;
     if groups.is_empty() {
@@ -450,22 +466,15 @@ fn unknown_errors(out: &mut String, report: &Report<'_>, st: &Style) {
     );
     for g in groups {
         let first = report.resolve(g.first);
-        let _ = writeln!(
-            out,
-            "  {}x [{}] {}",
-            g.count,
-            g.fingerprint,
-            clean(&g.template)
-        );
+        let head = format!("  {}x [{}] ", g.count, g.fingerprint);
+        let template = clean(&g.template);
+        let _ = writeln!(out, "{head}{}", fit(&template, MAX_UNRECOGNISED_CHARS));
+        let at = format!("first at {}:{}: ", clean(&first.input), first.line);
+        let text = clean(&first.text);
         let _ = writeln!(
             out,
             "      {}",
-            st.dim(&format!(
-                "first at {}:{}: {}",
-                clean(&first.input),
-                first.line,
-                clean(&first.text)
-            ))
+            st.dim(&format!("{at}{}", fit(&text, MAX_UNRECOGNISED_CHARS)))
         );
     }
 }

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::Report;
+use super::{Report, clean};
 use crate::source::SourceMap;
 use crate::timeline::{Entry, Placement, Timeline, describe_frame, display_time};
 
@@ -12,10 +12,12 @@ use crate::timeline::{Entry, Placement, Timeline, describe_frame, display_time};
 /// runs to thousands).
 const MAX_TEXT_CHARS: usize = 160;
 
+/// Cleaned ([`clean`]) and cut to [`MAX_TEXT_CHARS`].
 fn shorten(text: &str) -> String {
+    let text = clean(text);
     match text.char_indices().nth(MAX_TEXT_CHARS) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
+        None => text.into_owned(),
     }
 }
 
@@ -53,13 +55,18 @@ pub fn text(
     let mut out = String::new();
     match host {
         Some(h) => {
-            let _ = writeln!(out, "Timeline of {h}. {}", frame_sentence(timeline));
+            let _ = writeln!(
+                out,
+                "Timeline of {}. {}",
+                clean(h),
+                frame_sentence(timeline)
+            );
         }
         None => {
             let _ = writeln!(out, "Timeline. {}", frame_sentence(timeline));
         }
     }
-    let cite = |e: &Entry| format!("{}:{}", sources.name(e.span), e.span.line);
+    let cite = |e: &Entry| format!("{}:{}", clean(sources.name(e.span)), e.span.line);
     let time_w = entries
         .iter()
         .map(|e| time(e, timeline).chars().count())
@@ -137,7 +144,9 @@ pub fn markdown(out: &mut String, report: &Report<'_>) {
             out,
             "| {} | `{}:{}` | {} | {} |",
             time(e, timeline),
-            report.sources.name(e.span).replace('|', "\\|"),
+            clean(report.sources.name(e.span))
+                .replace('|', "\\|")
+                .replace('`', "'"),
             e.span.line,
             event.replace('|', "\\|"),
             ids
@@ -160,10 +169,10 @@ pub fn markdown_gaps(out: &mut String, report: &Report<'_>) {
     }
     out.push_str("## Gaps in the capture\n\n");
     for g in gaps {
-        let _ = writeln!(out, "- {}", g.describe().replace('`', "'"));
+        let _ = writeln!(out, "- {}", clean(&g.describe()).replace('`', "'"));
     }
     for n in notes {
-        let _ = writeln!(out, "- {}", n.replace('`', "'"));
+        let _ = writeln!(out, "- {}", clean(n).replace('`', "'"));
     }
     out.push('\n');
 }
@@ -176,9 +185,9 @@ pub fn text_gaps(out: &mut String, report: &Report<'_>, title: &str) {
     }
     let _ = writeln!(out, "\n{title}");
     for g in gaps {
-        let _ = writeln!(out, "  - {}", g.describe());
+        let _ = writeln!(out, "  - {}", clean(&g.describe()));
     }
     for n in notes {
-        let _ = writeln!(out, "  - {n}");
+        let _ = writeln!(out, "  - {}", clean(n));
     }
 }

@@ -5,7 +5,14 @@
 //! bundle, so a case never flaps.
 //!
 //! This module reads and writes the `expected/` files itself: they are the
-//! case's verdict, not inputs of the analysis (`bundle.rs` skips them).
+//! case's verdict, not inputs of the analysis (`bundle.rs` skips them). A
+//! contributed case is untrusted input: `expected/` and its files are read
+//! and written only as regular files inside the bundle, never through a link
+//! (a link to /proc/self/environ would print CI secrets in the diff, one to
+//! a developer's file would be overwritten by `--bless`), and a report is
+//! blessed by writing a new file and renaming it over the old, so a
+//! concurrent compare never reads a half-written one. The diff is cleaned
+//! like every report: approved text cannot drive the terminal.
 
 mod diff;
 mod junit;
@@ -18,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use crate::bundle::{self, Input};
 use crate::context::Context;
-use crate::render::{self, OutputFormat, RenderOptions};
+use crate::render::{self, OutputFormat, RenderOptions, clean};
 use crate::rules::Rule;
 
 pub use junit::junit;
@@ -133,7 +140,12 @@ fn collection(dir: &Path) -> Option<Vec<PathBuf>> {
         if hidden {
             continue;
         }
-        if !path.is_dir() {
+        // A link in a collection may point anywhere: it is not a case.
+        let real_dir = fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
+        if !real_dir {
+            if path.is_dir() {
+                continue;
+            }
             return None;
         }
         subs.push(path);
@@ -193,10 +205,19 @@ fn replay_one(dir: &Path, catalog: &[&dyn Rule], bless: bool) -> Verdict {
         return Verdict::Skipped(why.to_owned());
     }
     let expected = dir.join("expected");
-    if !bless && !expected.is_dir() {
-        return Verdict::Skipped(
-            "no expected/ folder (`rootcause replay --bless` writes one)".to_owned(),
-        );
+    match fs::symlink_metadata(&expected) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Verdict::Error(
+                "expected/ is a link or not a folder: only a folder inside the bundle holds approved reports".to_owned(),
+            );
+        }
+        Err(_) if bless => {}
+        Err(_) => {
+            return Verdict::Skipped(
+                "no expected/ folder (`rootcause replay --bless` writes one)".to_owned(),
+            );
+        }
     }
     let (sources, manifest) =
         match bundle::load(&[Input::Path(dir.to_owned())], &mut std::io::empty()) {
@@ -231,8 +252,10 @@ fn replay_one(dir: &Path, catalog: &[&dyn Rule], bless: bool) -> Verdict {
     }
     let mut diffs = Vec::new();
     for (file, how) in REPORTS {
-        let Ok(approved) = fs::read_to_string(expected.join(file)) else {
-            continue;
+        let approved = match read_approved(&expected.join(file)) {
+            Ok(Some(text)) => text,
+            Ok(None) => continue,
+            Err(e) => return Verdict::Error(format!("expected/{file}: {e}")),
         };
         if let Some(d) = diff::compare(file, &approved, &render(how)) {
             diffs.push(FileDiff {
@@ -249,13 +272,18 @@ fn replay_one(dir: &Path, catalog: &[&dyn Rule], bless: bool) -> Verdict {
 }
 
 fn bless_case(expected: &Path, render: impl Fn(Rendering) -> String) -> Verdict {
-    if let Err(e) = fs::create_dir_all(expected) {
-        return Verdict::Error(format!("cannot create {}: {e}", expected.display()));
+    if let Err(e) = fs::create_dir(expected) {
+        if e.kind() != std::io::ErrorKind::AlreadyExists {
+            return Verdict::Error(format!("cannot create {}: {e}", expected.display()));
+        }
     }
     let mut written = Vec::new();
     for (i, (file, how)) in REPORTS.into_iter().enumerate() {
         let path = expected.join(file);
-        let approved = fs::read_to_string(&path).ok();
+        let approved = match read_approved(&path) {
+            Ok(text) => text,
+            Err(e) => return Verdict::Error(format!("expected/{file}: {e}; not blessed")),
+        };
         if approved.is_none() && i >= ALWAYS_BLESSED {
             continue;
         }
@@ -266,7 +294,7 @@ fn bless_case(expected: &Path, render: impl Fn(Rendering) -> String) -> Verdict 
         if same {
             continue;
         }
-        if let Err(e) = fs::write(&path, actual) {
+        if let Err(e) = write_atomically(expected, file, &actual) {
             return Verdict::Error(format!("cannot write {}: {e}", path.display()));
         }
         written.push(format!("expected/{file}"));
@@ -278,8 +306,73 @@ fn bless_case(expected: &Path, render: impl Fn(Rendering) -> String) -> Verdict 
     }
 }
 
+/// The most an approved report may weigh: more is not a report.
+const MAX_APPROVED: u64 = 64 << 20;
+
+/// An approved report: `None` when there is none; an error when the path
+/// is a link, a folder, a FIFO or a device, or too big. Opened without
+/// following a link and without blocking on a FIFO, then checked to be a
+/// regular file.
+fn read_approved(path: &Path) -> std::io::Result<Option<String>> {
+    use std::io::Read;
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    let file = match options.open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) => {
+            return Err(std::io::Error::new(
+                e.kind(),
+                "a link: only regular files inside the bundle are read",
+            ));
+        }
+        Err(e) => return Err(e),
+    };
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_APPROVED + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_APPROVED {
+        return Err(std::io::Error::other("larger than 64 MiB"));
+    }
+    Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
+}
+
+/// `expected/FILE` replaced at once: the text goes to a new temporary file
+/// beside it (never through a link), which is then renamed over the old.
+fn write_atomically(expected: &Path, file: &str, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let temp = expected.join(format!(".{file}.{}-{n}.tmp", std::process::id()));
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o644).custom_flags(libc::O_NOFOLLOW);
+    }
+    let result = options.open(&temp).and_then(|mut f| {
+        f.write_all(text.as_bytes())?;
+        f.sync_all()
+    });
+    let result = result.and_then(|()| fs::rename(&temp, expected.join(file)));
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    result
+}
+
 /// What `rootcause replay` prints: a line per case, the diff of each
-/// failure, and last `N passed, M failed`.
+/// failure, and last `N passed, M failed`. Case names, reasons and diffs
+/// are cleaned: an approved report is a contributor's text.
 pub fn summary(outcome: &Outcome, color: bool) -> String {
     let paint = |code: &str, s: &str| {
         if color {
@@ -290,7 +383,7 @@ pub fn summary(outcome: &Outcome, color: bool) -> String {
     };
     let mut out = String::new();
     for r in &outcome.results {
-        let name = &r.case.name;
+        let name = &clean(&r.case.name);
         match &r.verdict {
             Verdict::Passed => out.push_str(&format!("{} {name}\n", paint("32", "ok     "))),
             Verdict::Blessed(files) => out.push_str(&format!(
@@ -298,12 +391,16 @@ pub fn summary(outcome: &Outcome, color: bool) -> String {
                 paint("33", "blessed"),
                 files.join(", ")
             )),
-            Verdict::Skipped(why) => {
-                out.push_str(&format!("{} {name}: {why}\n", paint("2", "skipped")))
-            }
-            Verdict::Error(e) => {
-                out.push_str(&format!("{} {name}: {e}\n", paint("1;31", "ERROR  ")))
-            }
+            Verdict::Skipped(why) => out.push_str(&format!(
+                "{} {name}: {}\n",
+                paint("2", "skipped"),
+                clean(why)
+            )),
+            Verdict::Error(e) => out.push_str(&format!(
+                "{} {name}: {}\n",
+                paint("1;31", "ERROR  "),
+                clean(e)
+            )),
             Verdict::Failed(diffs) => {
                 let files: Vec<&str> = diffs.iter().map(|d| d.file.as_str()).collect();
                 out.push_str(&format!(
@@ -313,7 +410,9 @@ pub fn summary(outcome: &Outcome, color: bool) -> String {
                     if files.len() == 1 { "s" } else { "" }
                 ));
                 for d in diffs {
-                    out.push_str(&diff::paint(&d.diff, color));
+                    let cleaned: String =
+                        d.diff.lines().map(|l| format!("{}\n", clean(l))).collect();
+                    out.push_str(&diff::paint(&cleaned, color));
                 }
             }
         }

@@ -60,25 +60,121 @@ impl ExpectedCmdline {
 }
 
 /// What the bundle recorded about a process, checked again at run time
-/// before anything is done to it. Each part is optional; the script says
-/// which guards it could not apply.
+/// before anything is done to it. The script signals a process only on a
+/// strong identity ([`ProcessIdentity::is_strong`]); the unit and the GPU
+/// are checked when recorded, and the script says which guards it could not
+/// apply.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProcessIdentity {
     pub pid: Pid,
     /// The unit whose cgroup the process must still be in.
     pub unit: Option<UnitName>,
+    /// The full command line (`ps -ww`, a `CGroup:` tree, `_CMDLINE`); never
+    /// the executable nvidia-smi names, which any `python3 …` matches.
     pub cmdline: Option<ExpectedCmdline>,
     /// `ps -o lstart`: guards against PID reuse.
     pub start: Option<StartTime>,
+    /// Where the process must hold GPU memory when the script runs.
+    pub gpu: GpuHold,
 }
 
 impl ProcessIdentity {
+    /// A GPU holder known only by its PID: the script would never signal it.
     pub fn new(pid: Pid) -> ProcessIdentity {
         ProcessIdentity {
             pid,
             unit: None,
             cmdline: None,
             start: None,
+            gpu: GpuHold::AnyGpu,
+        }
+    }
+
+    /// Start time and full command line together: a PID reused by another
+    /// process, or a name any process may carry, never passes both.
+    pub fn is_strong(&self) -> bool {
+        self.start.is_some() && self.cmdline.is_some()
+    }
+}
+
+/// The GPU a process must hold memory on, in `nvidia-smi
+/// --query-compute-apps`, when the script runs: a process the live host does
+/// not show on the GPU is not the one to end, whatever the logs said.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GpuHold {
+    /// The GPU the bundle saw it on (by UUID when the bundle recorded one).
+    On(GpuRef),
+    /// Any GPU: the bundle shows it holds memory but not where.
+    AnyGpu,
+    /// Not a GPU holder (a port's listener): no GPU check.
+    NotChecked,
+}
+
+/// Units no script stops, disables or restarts, whatever the logs say:
+/// PID 1's own scope, login sessions and users' managers, systemd's and the
+/// bus's services, remote access and consoles, and the runtimes that hold
+/// every container. Globs: `*` stands for any characters.
+pub const PROTECTED_UNITS: &[&str] = &[
+    "init.scope",
+    "session-*.scope",
+    "user@*.service",
+    "user-runtime-dir@*.service",
+    "systemd-*",
+    "dbus*",
+    "ssh*",
+    "getty@*.service",
+    "serial-getty@*.service",
+    "autovt@*.service",
+    "console-getty.service",
+    "polkit.service",
+    "NetworkManager*.service",
+    "networking.service",
+    "containerd.service",
+    "docker.service",
+    "crio.service",
+    "kubelet.service",
+];
+
+/// The only scopes a script may stop: a container's (a scope holds
+/// processes started elsewhere; a login session is one too, and never).
+pub const CONTAINER_SCOPES: &[&str] = &[
+    "docker-*.scope",
+    "libpod-*.scope",
+    "cri-containerd-*.scope",
+    "crio-*.scope",
+];
+
+/// Why a script may not stop, disable or restart `unit`, if it may not: only
+/// a `.service` or a container's `.scope` holds a workload, and never one of
+/// [`PROTECTED_UNITS`]. A target, a socket or a slice is refused: stopping
+/// `sysinit.target` stops nearly every service.
+pub fn unit_refusal(unit: &UnitName) -> Option<String> {
+    let name = unit.as_str();
+    if let Some(glob) = PROTECTED_UNITS.iter().find(|g| glob_match(g, name)) {
+        return Some(format!(
+            "{name}: a protected unit ({glob}): no script stops, disables or restarts it"
+        ));
+    }
+    let workload =
+        name.ends_with(".service") || CONTAINER_SCOPES.iter().any(|g| glob_match(g, name));
+    (!workload).then(|| {
+        format!(
+            "{name}: only a service or a container's scope is ever stopped or restarted by a script"
+        )
+    })
+}
+
+/// `*` matches any run of characters; everything else matches itself.
+pub fn glob_match(glob: &str, text: &str) -> bool {
+    match glob.split_once('*') {
+        None => glob == text,
+        Some((head, rest)) => {
+            let Some(tail) = text.strip_prefix(head) else {
+                return false;
+            };
+            (0..=tail.len())
+                .filter(|&i| tail.is_char_boundary(i))
+                .any(|i| glob_match(rest, &tail[i..]))
         }
     }
 }
@@ -93,9 +189,13 @@ pub struct GpuRef {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum ActionKind {
-    /// `systemctl stop UNIT`; a unit already inactive is fine.
+    /// `systemctl stop UNIT`; a unit already inactive is fine. Only while
+    /// the unit still owns the holder's PID and that PID still holds GPU
+    /// memory where the bundle saw it: without a holder the step is only
+    /// advice.
     StopUnit {
         unit: UnitName,
+        holder: Option<(Pid, GpuHold)>,
     },
     /// `systemctl disable UNIT`, so a leftover does not come back at boot.
     /// Only for a unit the report established as a leftover.
@@ -195,8 +295,32 @@ impl ActionKind {
 
     /// The least care this kind of step ever gets, whatever a rule asks for:
     /// signals, resets and disabling always ask; drain, reboot and edits of
-    /// a unit's command line are never scripted.
+    /// a unit's command line are never scripted; neither is a signal to a
+    /// process without a strong identity, nor anything done to a unit that
+    /// is not a workload's ([`unit_refusal`]).
     pub fn min_safety(&self) -> Safety {
+        let unit = match self {
+            ActionKind::StopUnit { unit, .. }
+            | ActionKind::DisableUnit { unit }
+            | ActionKind::RestartUnit { unit }
+            | ActionKind::KillOrphans { unit, .. } => Some(unit),
+            _ => None,
+        };
+        if unit.is_some_and(|u| unit_refusal(u).is_some()) {
+            return Safety::AdvisoryOnly;
+        }
+        let weak = match self {
+            // A stop names the PID it must still own at run time.
+            ActionKind::StopUnit { holder, .. } => holder.is_none(),
+            ActionKind::TerminateProcess { process, .. } => !process.is_strong(),
+            ActionKind::FreePort {
+                listener: Some(l), ..
+            } => !l.is_strong(),
+            _ => false,
+        };
+        if weak {
+            return Safety::AdvisoryOnly;
+        }
         match self {
             ActionKind::StopUnit { .. }
             | ActionKind::WaitProcessExit { .. }
@@ -282,7 +406,7 @@ impl Action {
     /// One line for a person: what the step does.
     pub fn describe(&self) -> String {
         match &self.kind {
-            ActionKind::StopUnit { unit } => format!("stop {unit}"),
+            ActionKind::StopUnit { unit, .. } => format!("stop {unit}"),
             ActionKind::DisableUnit { unit } => {
                 format!("disable {unit} so it does not start again at boot")
             }
@@ -360,7 +484,7 @@ impl Action {
     /// The command a person would type for this step, where there is one.
     pub fn command(&self) -> Option<String> {
         Some(match &self.kind {
-            ActionKind::StopUnit { unit } => format!("systemctl stop {unit}"),
+            ActionKind::StopUnit { unit, .. } => format!("systemctl stop {unit}"),
             ActionKind::DisableUnit { unit } => format!("systemctl disable {unit}"),
             ActionKind::TerminateProcess { process, .. } => {
                 format!("kill -TERM {}", process.pid)
@@ -428,9 +552,12 @@ mod tests {
     #[test]
     fn a_rule_cannot_make_a_signal_safe_or_a_reboot_scripted() {
         let pid = Pid::new(4242).unwrap();
+        let mut process = ProcessIdentity::new(pid);
+        process.cmdline = ExpectedCmdline::new("python3 serve.py").ok();
+        process.start = StartTime::new("Tue Nov 24 14:02:17 2026").ok();
         let t = Action::new(
             ActionKind::TerminateProcess {
-                process: ProcessIdentity::new(pid),
+                process,
                 grace_secs: 30,
             },
             Safety::Safe,
@@ -443,11 +570,60 @@ mod tests {
         let s = Action::new(
             ActionKind::StopUnit {
                 unit: UnitName::new("a.service").unwrap(),
+                holder: Some((pid, GpuHold::AnyGpu)),
             },
             Safety::AdvisoryOnly,
             "",
         );
         assert_eq!(s.safety, Safety::AdvisoryOnly, "safety is only ever raised");
+    }
+
+    #[test]
+    fn only_workload_units_may_be_touched() {
+        let refused = |n: &str| unit_refusal(&UnitName::new(n).unwrap()).is_some();
+        for n in [
+            "init.scope",
+            "session-3.scope",
+            "user@1000.service",
+            "user-runtime-dir@0.service",
+            "systemd-journald.service",
+            "systemd-logind.service",
+            "dbus.service",
+            "dbus-broker.service",
+            "ssh.service",
+            "sshd.service",
+            "getty@tty1.service",
+            "serial-getty@ttyS0.service",
+            "sysinit.target",
+            "multi-user.target",
+            "dbus.socket",
+            "var-lib.mount",
+            "run-r1234.scope",
+        ] {
+            assert!(refused(n), "{n}");
+        }
+        for n in [
+            "ddtree-qwen.service",
+            "sglang@k2.service",
+            "docker-0123abcd.scope",
+            "cri-containerd-0a1b.scope",
+        ] {
+            assert!(!refused(n), "{n}");
+        }
+        assert!(glob_match("a*b*c", "axxbyyc") && !glob_match("a*b", "ab-c"));
+        assert!(glob_match("*", "") && glob_match("ssh*", "ssh") && !glob_match("ssh*", "xssh"));
+    }
+
+    #[test]
+    fn a_signal_needs_a_strong_identity() {
+        let mut p = ProcessIdentity::new(Pid::new(4242).unwrap());
+        p.cmdline = ExpectedCmdline::new("python3").ok();
+        let t = |p: &ProcessIdentity| Action::terminate(p.clone(), "").safety;
+        assert_eq!(t(&p), Safety::AdvisoryOnly, "an interpreter name alone");
+        p.start = StartTime::new("Tue Nov 24 14:02:17 2026").ok();
+        assert_eq!(t(&p), Safety::NeedsConfirmation);
+        p.cmdline = None;
+        assert_eq!(t(&p), Safety::AdvisoryOnly, "a start time alone");
     }
 
     #[test]

@@ -17,7 +17,10 @@ mod user;
 mod version;
 mod xid;
 
-pub use action::{Action, ActionKind, ExpectedCmdline, GpuRef, ProcessIdentity, Safety, with_flag};
+pub use action::{
+    Action, ActionKind, CONTAINER_SCOPES, ExpectedCmdline, GpuHold, GpuRef, PROTECTED_UNITS,
+    ProcessIdentity, Safety, glob_match, unit_refusal, with_flag,
+};
 pub use catalog::RULES;
 pub use finding::{Category, Condition, Entities, Evidence, Finding, Severity};
 pub use rank::CausalLayer;

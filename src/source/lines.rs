@@ -1,6 +1,9 @@
 //! Reading a file line by line in large blocks, decoding each line exactly
 //! as decoding the whole file would: lossily, with the same count of
-//! invalid UTF-8 sequences.
+//! invalid UTF-8 sequences. A line longer than [`MAX_LINE`] is cut there
+//! (at a character boundary) and the rest of it skipped, counted in the
+//! summary: one endless line (`/dev/zero`, a 10 GiB bomb of zeros) never
+//! costs more than that.
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -8,6 +11,9 @@ use std::path::Path;
 
 /// Bytes read from disk at a time.
 const BLOCK: usize = 1 << 20;
+
+/// The longest line kept whole; beyond it, a line is cut.
+pub const MAX_LINE: usize = 1 << 20;
 
 /// The UTF-8 encoding of U+FFFD, the replacement character.
 const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
@@ -20,6 +26,23 @@ pub struct ReadSummary {
     pub invalid_utf8: usize,
     /// Why reading stopped before the end, if it did.
     pub error: Option<String>,
+    /// Lines longer than [`MAX_LINE`], cut to it, and the bytes skipped.
+    pub cut_lines: u32,
+    pub cut_bytes: u64,
+}
+
+/// `line` cut to at most [`MAX_LINE`] bytes, at a character boundary of
+/// valid UTF-8 (invalid bytes are cut anywhere), and how many bytes went.
+pub(super) fn cut(line: &[u8]) -> (&[u8], usize) {
+    if line.len() <= MAX_LINE {
+        return (line, 0);
+    }
+    let mut end = MAX_LINE;
+    // Back off to the start of a character, at most 3 continuation bytes.
+    while end > MAX_LINE - 3 && (line[end] & 0xc0) == 0x80 {
+        end -= 1;
+    }
+    (&line[..end], line.len() - end)
 }
 
 /// Decodes one line. A line never splits a UTF-8 sequence that is valid
@@ -85,8 +108,10 @@ pub(super) fn read_stream(
     let mut n: u32 = 0;
     let result = (|| -> io::Result<()> {
         let mut block = vec![0u8; BLOCK];
-        // The start of a line the previous block cut.
+        // The start of a line the previous block cut, and how much of it
+        // was skipped for being over the line cap.
         let mut carry: Vec<u8> = Vec::new();
+        let mut skipped: usize = 0;
         let mut total: u64 = 0;
         loop {
             let read = match input.read(&mut block) {
@@ -100,22 +125,36 @@ pub(super) fn read_stream(
             let mut start = 0;
             for end in memchr::memchr_iter(b'\n', data) {
                 n += 1;
-                if carry.is_empty() {
-                    line(n, decoder.line(&data[start..end], &mut scratch));
+                if carry.is_empty() && skipped == 0 {
+                    let (kept, cut_off) = cut(&data[start..end]);
+                    if cut_off > 0 {
+                        summary.cut_lines += 1;
+                        summary.cut_bytes += cut_off as u64;
+                    }
+                    line(n, decoder.line(kept, &mut scratch));
                 } else {
-                    carry.extend_from_slice(&data[start..end]);
+                    append(&mut carry, &mut skipped, &data[start..end]);
+                    if skipped > 0 {
+                        summary.cut_lines += 1;
+                        summary.cut_bytes += skipped as u64;
+                    }
                     let whole = std::mem::take(&mut carry);
                     line(n, decoder.line(&whole, &mut scratch));
                     carry = whole;
                     carry.clear();
+                    skipped = 0;
                 }
                 start = end + 1;
             }
-            carry.extend_from_slice(&data[start..]);
+            append(&mut carry, &mut skipped, &data[start..]);
             progress(total);
         }
-        if !carry.is_empty() {
+        if !carry.is_empty() || skipped > 0 {
             n += 1;
+            if skipped > 0 {
+                summary.cut_lines += 1;
+                summary.cut_bytes += skipped as u64;
+            }
             line(n, decoder.line(&carry, &mut scratch));
         }
         Ok(())
@@ -126,11 +165,32 @@ pub(super) fn read_stream(
     summary
 }
 
-/// The raw text of one line of `path`, read again from the start: the slow
+/// Appends `more` to the start of a line held in `carry`, up to the line
+/// cap; what is over it is only counted in `skipped`.
+fn append(carry: &mut Vec<u8>, skipped: &mut usize, more: &[u8]) {
+    if *skipped > 0 {
+        *skipped += more.len();
+        return;
+    }
+    let room = MAX_LINE.saturating_sub(carry.len());
+    if more.len() <= room {
+        carry.extend_from_slice(more);
+        return;
+    }
+    // Cut at the start of a character (at most 3 continuation bytes back).
+    let mut take = room;
+    while take > 0 && take + 3 > room && (more[take] & 0xc0) == 0x80 {
+        take -= 1;
+    }
+    carry.extend_from_slice(&more[..take]);
+    *skipped = more.len() - take;
+}
+
+/// The raw text of one line of `input`, read again from the start: the slow
 /// path for a line no pass kept.
-pub(super) fn fetch_line(path: &Path, wanted: u32) -> Option<String> {
+pub(super) fn fetch_line(input: &mut dyn Read, wanted: u32) -> Option<String> {
     let mut found = None;
-    read_file(path, &mut |_| {}, &mut |n, text| {
+    read_stream(input, &mut |_| {}, &mut |n, text| {
         if n == wanted {
             found = Some(text.to_owned());
         }

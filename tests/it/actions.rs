@@ -11,8 +11,8 @@ use rootcause::model::{
 };
 use rootcause::render::{self, OutputFormat, RenderOptions, Report};
 use rootcause::rules::{
-    Action, ActionKind, Category, Diagnosis, ExpectedCmdline, Finding, GpuRef, ProcessIdentity,
-    Safety, Severity,
+    Action, ActionKind, Category, Diagnosis, ExpectedCmdline, Finding, GpuHold, GpuRef,
+    ProcessIdentity, Safety, Severity,
 };
 use rootcause::source::{Source, SourceMap, Span};
 
@@ -32,7 +32,17 @@ fn process(pid: u32, cmdline: Option<&str>, start: Option<&str>) -> ProcessIdent
         unit: None,
         cmdline: cmdline.map(|c| ExpectedCmdline::new(c).unwrap()),
         start: start.map(|s| StartTime::new(s).unwrap()),
+        gpu: GpuHold::NotChecked,
     }
+}
+
+/// A process that must hold memory on GPU 0 when the script runs.
+fn on_gpu0(mut p: ProcessIdentity) -> ProcessIdentity {
+    p.gpu = GpuHold::On(GpuRef {
+        index: 0,
+        uuid: Some(GpuUuid::new(U0).unwrap()),
+    });
+    p
 }
 
 fn live(ghost: &Ghost) -> ProcessIdentity {
@@ -53,9 +63,10 @@ fn every_action(t: Targets, span: Span) -> Vec<Action> {
         uuid: Some(GpuUuid::new(uuid).unwrap()),
     };
     let step = |kind, safety, why: &str| Action::new(kind, safety, why).with_evidence([span]);
+    let holder = Some((t.term.pid, t.term.gpu.clone()));
     vec![
         step(
-            ActionKind::StopUnit { unit: unit("old.service") },
+            ActionKind::StopUnit { unit: unit("old.service"), holder },
             Safety::NeedsConfirmation,
             "old.service holds the GPUs",
         ),
@@ -193,13 +204,17 @@ fn span() -> Span {
 #[test]
 fn every_action_type_renders_everywhere() {
     let targets = Targets {
-        term: process(
+        term: on_gpu0(process(
             4242,
             Some("python3 serve.py --port 8100"),
             Some("Tue Nov 24 14:02:17 2026"),
-        ),
+        )),
         exits: process(4343, None, Some("Tue Nov 24 14:02:18 2026")),
-        listener: process(4444, Some("python3 -m http.server 30000"), None),
+        listener: process(
+            4444,
+            Some("python3 -m http.server 30000"),
+            Some("Tue Nov 24 14:02:19 2026"),
+        ),
     };
     let out = render_actions(every_action(targets, span()));
     let json: serde_json::Value = serde_json::from_str(&out.json).unwrap();
@@ -253,14 +268,21 @@ fn every_action_type_runs_in_the_sandbox() {
     sb.unit("old.service", "active");
     sb.unit("new.service", "inactive");
     sb.gpus(&[(0, U0, 0), (1, U1, 0)]);
+    // The process to end holds GPU 0 in old.service's cgroup; stopping the
+    // unit ends it.
+    sb.holds(&term, 0, 100);
+    sb.owns("old.service", &term);
+    sb.in_cgroup(&term, "old.service");
+    sb.in_proc(&exits);
+    sb.in_proc(&listener);
     sb.write("listeners", &format!("30000 {} sleep\n", listener.pid));
     let targets = Targets {
-        term: live(&term),
+        term: on_gpu0(live(&term)),
         exits: live(&exits),
         listener: live(&listener),
     };
     let out = render_actions(every_action(targets, span()));
-    let script = sb.save("fix.sh", &out.script);
+    let script = sb.save("fix.sh", &sb.with_fake_proc(&out.script));
 
     let o = sb.run(&script, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", log(&o));

@@ -400,3 +400,144 @@ fn redaction_leaves_no_hostname_ip_user_or_token_in_the_bundle() {
     let headline = f["headline"].as_str().unwrap();
     assert!(headline.contains("user-1-qwen.service"), "{headline}");
 }
+
+/// Probe D3: capture never writes into a folder that is not the caller's,
+/// nor through a link; the bundle is private.
+#[test]
+fn d3_capture_writes_only_into_a_private_folder_of_its_own() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
+    let scratch = Scratch::new("capture-d3");
+    let out = scratch.path.join("bundle");
+    let o = capture(
+        &scratch,
+        &stand_ins_first(),
+        &[],
+        &[
+            "--unit",
+            "sglang-k26",
+            "--redact",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", log(&o));
+    let mode = |p: &Path| fs::symlink_metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&out), 0o700);
+    for entry in fs::read_dir(&out).unwrap() {
+        assert_eq!(mode(&entry.unwrap().path()), 0o600);
+    }
+    assert_eq!(mode(&scratch.path.join("bundle.redactions.json")), 0o600);
+
+    // A mapping path someone planted as a link: refused, the target kept.
+    let victim = scratch.path.join("victim");
+    fs::write(&victim, "ORIGINAL\n").unwrap();
+    let out2 = scratch.path.join("second");
+    symlink(&victim, scratch.path.join("second.redactions.json")).unwrap();
+    let o = capture(
+        &scratch,
+        &stand_ins_first(),
+        &[],
+        &["--redact", "-o", out2.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", log(&o));
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "ORIGINAL\n");
+
+    // An output folder that is a link: refused, nothing written where it points.
+    let elsewhere = scratch.path.join("elsewhere");
+    fs::create_dir(&elsewhere).unwrap();
+    symlink(&elsewhere, scratch.path.join("linked")).unwrap();
+    let o = capture(
+        &scratch,
+        &stand_ins_first(),
+        &[],
+        &["-o", scratch.path.join("linked").to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", log(&o));
+    assert!(fs::read_dir(&elsewhere).unwrap().next().is_none());
+
+    // An empty folder of another user (as root, the probe's attack): refused.
+    let theirs = scratch.path.join("theirs");
+    fs::create_dir(&theirs).unwrap();
+    if std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).is_ok() {
+        assert_eq!(fs::metadata(&theirs).unwrap().uid(), 65534);
+        let o = capture(
+            &scratch,
+            &stand_ins_first(),
+            &[],
+            &["-o", theirs.to_str().unwrap()],
+        );
+        assert_eq!(o.status.code(), Some(2), "{}", log(&o));
+        assert!(log(&o).contains("belongs to another user"), "{}", log(&o));
+        assert!(fs::read_dir(&theirs).unwrap().next().is_none());
+    } else {
+        eprintln!("not root: the other user's folder is checked by the writer's unit tests only");
+    }
+}
+
+/// Probe D9: a command that leaves a process holding its output, in its
+/// group or in a session of its own, cannot hang the capture.
+#[test]
+fn d9_a_child_left_holding_stdout_does_not_hang_the_capture() {
+    for setsid in ["0", "1"] {
+        let scratch = Scratch::new(&format!("capture-d9-{setsid}"));
+        let out = scratch.path.join("bundle");
+        let started = Instant::now();
+        let o = capture(
+            &scratch,
+            &stand_ins_first(),
+            &[
+                ("CAPTURE_HOLD", "nvidia-smi -q -x"),
+                ("CAPTURE_HOLD_SETSID", setsid),
+            ],
+            &["--timeout", "20", "-o", out.to_str().unwrap()],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", log(&o));
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "setsid={setsid}: {:?}",
+            started.elapsed()
+        );
+        let m = manifest(&out);
+        let q = m["commands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["command"] == "nvidia-smi -q -x")
+            .unwrap()
+            .clone();
+        assert_eq!(q["status"], "ok", "{q}");
+        assert!(
+            q["detail"]
+                .as_str()
+                .unwrap_or("")
+                .contains("kept its output open"),
+            "{q}"
+        );
+        assert!(out.join("nvidia-smi-q.xml").exists());
+    }
+}
+
+/// Probe D15: secrets outside the first list of patterns are masked too.
+#[test]
+fn d15_flag_keys_curl_users_and_url_passwords_are_redacted() {
+    let scratch = Scratch::new("capture-d15");
+    let out = scratch.path.join("bundle");
+    let o = capture(
+        &scratch,
+        &stand_ins_first(),
+        &[("CAPTURE_PS_SECRETS", "1")],
+        &["--redact", "-o", out.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", log(&o));
+    let ps = fs::read_to_string(out.join("ps.txt")).unwrap();
+    for secret in [
+        "0123456789abcdef0123456789abcdef01234567",
+        "supersecretpw",
+        ":pa55@",
+        "pa55w0rd",
+    ] {
+        assert!(!ps.contains(secret), "{secret} left in ps.txt:\n{ps}");
+    }
+    // Every masked password keeps a numbered mask.
+    assert!(ps.contains("--password=REDACTED-TOKEN-"), "{ps}");
+}

@@ -24,11 +24,17 @@ const CASES: &[(&str, &[&str])] = &[
     ("baseline", &[]),
     (
         "cmdline-control-characters",
-        &[r#"refused command line "python3 serve.py\u{1b}]0;owned\u{7}\ntouch"#],
+        &[
+            r#"refused command line "python3 serve.py\u{1b}]0;owned\u{7}\ntouch"#,
+            "the inputs lack its start time (ps -o lstart) and full command line",
+        ],
     ),
     (
         "cmdline-overlong",
-        &["refused command line \"python3 serve.py --x --x"],
+        &[
+            "refused command line \"python3 serve.py --x --x",
+            "the inputs lack its start time (ps -o lstart) and full command line",
+        ],
     ),
     ("cmdline-shell-syntax", &[]),
     (
@@ -36,10 +42,16 @@ const CASES: &[(&str, &[&str])] = &[
         &["refused GPU UUID \"GPU-5a5b4eef-ee9c-40f5-977e-2242f48837be$(touch"],
     ),
     ("hostname-injection", &[]),
-    ("process-name-injection", &[]),
+    (
+        "process-name-injection",
+        &["the inputs lack its start time (ps -o lstart) and full command line"],
+    ),
     (
         "start-time-injection",
-        &["refused start time \"Tue Nov 24 14:02:17 $(touch\""],
+        &[
+            "refused start time \"Tue Nov 24 14:02:17 $(touch\"",
+            "the inputs lack its start time (ps -o lstart), so no script signals it",
+        ],
     ),
     ("unit-backticks-semicolon", &["refused unit name \"`touch"]),
     (
@@ -55,6 +67,28 @@ const CASES: &[(&str, &[&str])] = &[
         &["refused unit name \"ddtree-qwen.service\\ntouch"],
     ),
     ("unit-overlong", &["longer than 255 bytes"]),
+    (
+        "forged-sshd-in-server-log",
+        &["named only by nvidia-smi-table lines that stand inside a sglang-log input"],
+    ),
+    (
+        "protected-units",
+        &[
+            "sysinit.target: only a service or a container's scope",
+            "multi-user.target: only a service or a container's scope",
+            "init.scope: a protected unit",
+            "session-3.scope: a protected unit",
+            "user@0.service: a protected unit",
+            "systemd-journald.service: a protected unit",
+            "dbus.socket: a protected unit",
+            "ssh.service: a protected unit",
+        ],
+    ),
+    ("forged-shell", &[]),
+    (
+        "reused-python3",
+        &["the inputs lack its start time (ps -o lstart) and full command line"],
+    ),
 ];
 
 fn hostile(name: &str) -> PathBuf {
@@ -70,7 +104,8 @@ fn every_hostile_bundle_has_a_case() {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     dirs.sort();
-    let cases: Vec<&str> = CASES.iter().map(|c| c.0).collect();
+    let mut cases: Vec<&str> = CASES.iter().map(|c| c.0).collect();
+    cases.sort_unstable();
     assert_eq!(dirs, cases);
 }
 
@@ -191,7 +226,19 @@ fn check_case(case: &str, expected_refusals: &[&str]) {
     sb.unit("ddtree-qwen.service", "active");
     sb.unit("sglang-k26.service", "failed");
     sb.owns("ddtree-qwen.service", &ghost);
-    let path = sb.save("fix.sh", script);
+    // Waits are cut short: a step that would wait for memory the sandbox
+    // never frees fails in seconds, not minutes.
+    let quick: String = script
+        .lines()
+        .map(|l| {
+            if l.starts_with("wait_gpu_memory_free ") || l.starts_with("verify_unit_active ") {
+                format!("{}\n", l.replacen(" 120", " 2", 1))
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    let path = sb.save("fix.sh", &quick);
     let steps = out
         .analysis
         .report()
@@ -225,7 +272,7 @@ fn check_case(case: &str, expected_refusals: &[&str]) {
     // refused name.
     for call in sb.calls().lines() {
         assert!(
-            call.starts_with("nvidia-smi --query-gpu=")
+            call.starts_with("nvidia-smi --query-")
                 || call.ends_with(" -- ddtree-qwen.service")
                 || call.ends_with(" -- sglang-k26.service"),
             "{case}: unexpected call {call}"

@@ -194,6 +194,16 @@ impl Sandbox {
         fs::write(dir.join("cgroup"), format!("0::/system.slice/{unit}\n")).unwrap();
     }
 
+    /// The ghost appears in the simulated process table as it is, in no
+    /// unit (its real cgroup file).
+    pub fn in_proc(&self, ghost: &Ghost) {
+        let dir = self.path(&format!("proc/{}", ghost.pid));
+        fs::create_dir_all(&dir).unwrap();
+        for file in ["stat", "cmdline", "cgroup"] {
+            symlink(format!("/proc/{}/{file}", ghost.pid), dir.join(file)).unwrap();
+        }
+    }
+
     /// The script with its process table pointed at the simulated one.
     pub fn with_fake_proc(&self, script: &str) -> String {
         let line = "\nPROC=/proc\n";

@@ -111,6 +111,15 @@ fn seed_host(sb: &Sandbox) {
     sb.unit("sglang-k26.service", "failed");
 }
 
+/// The ghost is ddtree-qwen.service's process on the live host: it holds
+/// GPU 0, sits in the unit's cgroup (the script's process table is the
+/// simulated one), and stopping the unit sends it SIGTERM.
+fn seed_holder(sb: &Sandbox, ghost: &Ghost, mib: u64) {
+    sb.holds(ghost, 0, mib);
+    sb.owns("ddtree-qwen.service", ghost);
+    sb.in_cgroup(ghost, "ddtree-qwen.service");
+}
+
 #[test]
 fn dry_run_changes_nothing() {
     let sb = Sandbox::new("dry");
@@ -119,12 +128,14 @@ fn dry_run_changes_nothing() {
     sb.holds(&ghost, 0, 55286);
     let script = sb.save("fix.sh", &seed_script(&ghost, Same::Process));
     // The ghost is alive but outside ddtree-qwen.service's cgroup: the dry
-    // run checks the guard and says it would stop there.
+    // run checks the guard and says it would stop there, before the unit.
     let o = sb.run(&script, &[]);
-    assert_eq!(o.status.code(), Some(12), "{}", log(&o));
-    assert!(log(&o).contains("dry run: would run: systemctl stop -- ddtree-qwen.service"));
+    assert_eq!(o.status.code(), Some(11), "{}", log(&o));
     assert!(
-        log(&o).contains("is not in the cgroup of ddtree-qwen.service"),
+        log(&o).contains(&format!(
+            "refusing to stop ddtree-qwen.service: PID {} is not in its cgroup now",
+            ghost.pid
+        )),
         "{}",
         log(&o)
     );
@@ -141,7 +152,7 @@ fn dry_run_changes_nothing() {
     let o = sb.run(&script, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", log(&o));
     for step in [
-        "PID",
+        "is gone: ddtree-qwen.service no longer holds what the report names; not stopping it",
         "is gone: nothing to terminate",
         "would check GPU 0 against the recorded UUIDs",
         "would run: systemctl restart -- sglang-k26.service",
@@ -159,17 +170,21 @@ fn apply_stops_the_holder_waits_for_memory_restarts_the_target_and_can_run_twice
     let sb = Sandbox::new("happy");
     let mut ghost = Ghost::sleeper();
     seed_host(&sb);
-    sb.holds(&ghost, 0, 55286);
-    sb.owns("ddtree-qwen.service", &ghost);
-    let script = sb.save("fix.sh", &seed_script(&ghost, Same::Process));
+    seed_holder(&sb, &ghost, 55286);
+    let script = sb.save(
+        "fix.sh",
+        &sb.with_fake_proc(&seed_script(&ghost, Same::Process)),
+    );
     let o = sb.run(&script, &["--apply", "--yes"]);
     assert_eq!(o.status.code(), Some(0), "{}", log(&o));
     let calls = sb.calls();
     let order: Vec<&str> = calls.lines().collect();
+    // The unit is stopped only once the live host shows the PID on GPU 0.
     assert_eq!(
-        order[..2],
+        order[..3],
         [
             "systemctl is-active -- ddtree-qwen.service",
+            "nvidia-smi --query-compute-apps=gpu_uuid,pid --format=csv,noheader",
             "systemctl stop -- ddtree-qwen.service"
         ]
     );
@@ -192,7 +207,13 @@ fn apply_stops_the_holder_waits_for_memory_restarts_the_target_and_can_run_twice
     sb.clear_calls();
     let o = sb.run(&script, &["--apply", "--yes"]);
     assert_eq!(o.status.code(), Some(0), "{}", log(&o));
-    assert!(log(&o).contains("ddtree-qwen.service is already inactive: nothing to stop"));
+    assert!(
+        log(&o).contains(
+            "is gone: ddtree-qwen.service no longer holds what the report names; not stopping it"
+        ),
+        "{}",
+        log(&o)
+    );
     assert!(log(&o).contains("is gone: nothing to terminate"));
     assert!(!sb.calls().contains("stop"), "{}", sb.calls());
     assert_eq!(sb.unit_state("sglang-k26.service"), "active");
@@ -205,8 +226,8 @@ fn memory_that_never_frees_fails_the_wait_and_does_not_restart() {
     seed_host(&sb);
     // The holder exits but the driver keeps its memory.
     sb.gpus(&[(0, SEED_GPU0, 55295)]);
-    sb.owns("ddtree-qwen.service", &ghost);
-    let script = seed_script(&ghost, Same::Process);
+    seed_holder(&sb, &ghost, 1);
+    let script = sb.with_fake_proc(&seed_script(&ghost, Same::Process));
     let fast = script.replace(
         &format!("wait_gpu_memory_free 1024 120 '0:{SEED_GPU0}'"),
         &format!("wait_gpu_memory_free 1024 3 '0:{SEED_GPU0}'"),
@@ -232,8 +253,14 @@ fn a_reused_pid_is_never_signalled() {
     let mut ghost = Ghost::sleeper();
     seed_host(&sb);
     // Stopping the unit does not end the ghost: the PID now belongs to an
-    // unrelated process that started after the capture.
-    let script = sb.save("fix.sh", &seed_script(&ghost, Same::PidOnly));
+    // unrelated process that started after the capture, in the same cgroup
+    // and on the same GPU.
+    sb.holds(&ghost, 0, 55286);
+    sb.in_cgroup(&ghost, "ddtree-qwen.service");
+    let script = sb.save(
+        "fix.sh",
+        &sb.with_fake_proc(&seed_script(&ghost, Same::PidOnly)),
+    );
     let o = sb.run(&script, &["--apply", "--yes"]);
     assert_eq!(o.status.code(), Some(12), "{}", log(&o));
     assert!(log(&o).contains("refusing to signal"), "{}", log(&o));
@@ -246,7 +273,10 @@ fn a_reused_pid_is_never_signalled() {
     assert!(!sb.calls().contains("restart"));
 
     // Same start time, another command line: refused as well.
-    let script = sb.save("fix2.sh", &seed_script(&ghost, Same::PidAndStart));
+    let script = sb.save(
+        "fix2.sh",
+        &sb.with_fake_proc(&seed_script(&ghost, Same::PidAndStart)),
+    );
     let o = sb.run(&script, &["--apply", "--yes"]);
     assert_eq!(o.status.code(), Some(12), "{}", log(&o));
     assert!(
@@ -317,7 +347,7 @@ fn a_process_outside_any_unit_that_ignores_sigterm_is_killed() {
     });
     assert!(
         out.script.contains(&format!(
-            "terminate_process {pid} '' 'sleep 300' '{start}' 30"
+            "terminate_process {pid} '' 'sleep 300' '{start}' '0:{SEED_GPU0}' 30"
         )),
         "{}",
         out.script
@@ -346,8 +376,14 @@ fn a_changed_gpu_index_stops_before_waiting() {
         (0, "GPU-9ad05367-4144-422e-e5a9-b50411e0d8dd", 0),
         (1, SEED_GPU0, 0),
     ]);
+    // The holder is on the GPU it was on (now index 1): found by UUID.
+    sb.holds(&ghost, 1, 55286);
     sb.owns("ddtree-qwen.service", &ghost);
-    let script = sb.save("fix.sh", &seed_script(&ghost, Same::Process));
+    sb.in_cgroup(&ghost, "ddtree-qwen.service");
+    let script = sb.save(
+        "fix.sh",
+        &sb.with_fake_proc(&seed_script(&ghost, Same::Process)),
+    );
     let o = sb.run(&script, &["--apply", "--yes"]);
     assert_eq!(o.status.code(), Some(13), "{}", log(&o));
     assert!(
@@ -366,9 +402,12 @@ fn a_target_that_fails_again_is_reported() {
     let sb = Sandbox::new("fails");
     let ghost = Ghost::sleeper();
     seed_host(&sb);
-    sb.owns("ddtree-qwen.service", &ghost);
+    seed_holder(&sb, &ghost, 55286);
     sb.write("units/sglang-k26.service.start-fails", "");
-    let script = sb.save("fix.sh", &seed_script(&ghost, Same::Process));
+    let script = sb.save(
+        "fix.sh",
+        &sb.with_fake_proc(&seed_script(&ghost, Same::Process)),
+    );
     let o = sb.run(&script, &["--apply", "--yes"]);
     assert_eq!(o.status.code(), Some(15), "{}", log(&o));
     assert!(
@@ -381,8 +420,11 @@ fn a_question_without_an_answer_changes_nothing() {
     let sb = Sandbox::new("declined");
     let mut ghost = Ghost::sleeper();
     seed_host(&sb);
-    sb.owns("ddtree-qwen.service", &ghost);
-    let script = sb.save("fix.sh", &seed_script(&ghost, Same::Process));
+    seed_holder(&sb, &ghost, 55286);
+    let script = sb.save(
+        "fix.sh",
+        &sb.with_fake_proc(&seed_script(&ghost, Same::Process)),
+    );
     let o = sb.run_detached(&script, &["--apply"]);
     assert_eq!(o.status.code(), Some(3), "{}", log(&o));
     assert!(
@@ -408,11 +450,18 @@ fn leftover_server_processes_are_swept_from_the_stopped_unit() {
     let mut sibling = Ghost::spawn(Some("sglang::scheduler_TP5"), true, 300);
     let mut namesake = Ghost::spawn(Some("sglang::scheduler_TP0"), false, 300);
     let mut bystander = Ghost::sleeper();
-    sb.gpus(&[(3, STALE_GPU3, 9)]);
+    // A server process of the unit that holds no GPU memory: not the
+    // sweep's business.
+    let mut idle = Ghost::spawn(Some("sglang::detokenizer"), false, 300);
+    sb.gpus(&[
+        (3, STALE_GPU3, 9),
+        (5, STALE_GPU3.replace("bb3", "bb5").as_str(), 9),
+    ]);
     sb.holds(&holder, 3, 61378);
+    sb.holds(&sibling, 5, 61378);
     sb.unit("sglang.service", "failed");
     sb.unit("other.service", "active");
-    for g in [&holder, &sibling, &bystander] {
+    for g in [&holder, &sibling, &bystander, &idle] {
         sb.in_cgroup(g, "sglang.service");
     }
     sb.in_cgroup(&namesake, "other.service");
@@ -440,7 +489,7 @@ fn leftover_server_processes_are_swept_from_the_stopped_unit() {
         .to_owned();
     assert!(
         planned.ends_with(
-            "(sglang::*, in the cgroup of sglang.service) once sglang.service is stopped"
+            "(sglang::*, in the cgroup of sglang.service) once sglang.service is stopped, those nvidia-smi then lists on a GPU"
         ),
         "{}",
         log(&o)
@@ -469,6 +518,15 @@ fn leftover_server_processes_are_swept_from_the_stopped_unit() {
     assert!(
         bystander.alive(),
         "a process of another name is never touched"
+    );
+    assert!(idle.alive(), "a process on no GPU is never touched");
+    assert!(
+        log(&o).contains(&format!(
+            "PID {} (sglang::detokenizer 300) holds no GPU memory now: leaving it",
+            idle.pid
+        )),
+        "{}",
+        log(&o)
     );
     assert_eq!(sb.unit_state("sglang.service"), "active");
 

@@ -31,6 +31,7 @@ mod lsmod;
 mod nvidia;
 mod packages;
 mod procfs;
+mod provenance;
 mod server;
 mod shell;
 mod ss;
@@ -38,6 +39,7 @@ mod systemd;
 #[cfg(test)]
 mod tests_host;
 
+pub(super) use provenance::Provenance;
 pub(super) use shell::{continues, is_prompt};
 
 impl Segmenter {
@@ -176,6 +178,14 @@ pub(super) enum Step {
     Start { closed: Option<Segment> },
 }
 
+/// Lines that may wait for the first strong line to say their format:
+/// beyond this many, or [`PENDING_BYTES`] of them, they are an unknown
+/// segment of their own. Waiting lines are held (ingest feeds them to the
+/// first segment's reader), so an input with no strong line at all must not
+/// be held whole.
+pub(super) const PENDING_LINES: u32 = 4096;
+pub(super) const PENDING_BYTES: usize = 4 << 20;
+
 /// Splits an input into segments as its lines arrive, one at a time.
 pub(super) struct Segmenter {
     id: SourceId,
@@ -183,6 +193,9 @@ pub(super) struct Segmenter {
     open: Option<Segment>,
     /// Lines seen before the first strong line join the first segment.
     pending_start: Option<u32>,
+    /// How many lines, and bytes, wait so.
+    pending_lines: u32,
+    pending_bytes: usize,
     /// What the command at the open prompt segment says follows it.
     after_prompt: Option<(Format, &'static str)>,
     /// The last line was (part of) a command that goes on (`… \`).
@@ -196,6 +209,8 @@ impl Segmenter {
             hint,
             open: None,
             pending_start: None,
+            pending_lines: 0,
+            pending_bytes: 0,
             after_prompt: None,
             continued: false,
         }
@@ -290,7 +305,22 @@ impl Segmenter {
                 match &mut self.open {
                     Some(s) => s.last_line = n,
                     None => {
-                        self.pending_start.get_or_insert(n);
+                        let first_line = *self.pending_start.get_or_insert(n);
+                        self.pending_lines += 1;
+                        self.pending_bytes += line.len();
+                        if self.pending_lines >= PENDING_LINES
+                            || self.pending_bytes >= PENDING_BYTES
+                        {
+                            self.pending_start = None;
+                            self.open = Some(Segment {
+                                source: self.id,
+                                format: Format::Unknown,
+                                first_line,
+                                last_line: n,
+                                why: "no line of a known format in its first lines",
+                            });
+                            return Step::Start { closed: None };
+                        }
                     }
                 }
                 Step::Continue
@@ -572,5 +602,24 @@ JOBID PARTITION
     fn unknown_text_is_one_unknown_segment() {
         assert_eq!(formats("hello\nworld\n"), vec![(Format::Unknown, 1, 2)]);
         assert_eq!(formats(""), vec![]);
+    }
+
+    /// Lines wait for the first strong line only so long: past the limit
+    /// they are an unknown segment, and the strong line starts its own
+    /// (probe D7: an input with no strong line was held whole).
+    #[test]
+    fn lines_wait_for_a_format_only_so_long() {
+        let n = PENDING_LINES;
+        let mut text = "unknown line\n".repeat(n as usize + 10);
+        text.push_str("[2026-11-27 09:38:52 TP1] Load weight begin.\n");
+        assert_eq!(
+            formats(&text),
+            vec![
+                (Format::Unknown, 1, n + 10),
+                (Format::SglangLog, n + 11, n + 11)
+            ]
+        );
+        let few = "unknown line\n".repeat(10) + "[2026-11-27 09:38:52 TP1] Load weight begin.\n";
+        assert_eq!(formats(&few), vec![(Format::SglangLog, 1, 11)]);
     }
 }

@@ -11,7 +11,7 @@ use crate::correlate::{Gpu, GpuProcess, Incident, UnitEventKind};
 use crate::model::{GpuUuid, Pid, StartTime, UnitName};
 use crate::rules::support::{confidence, mib};
 use crate::rules::{
-    Action, ActionKind, Category, ExpectedCmdline, Finding, GpuRef, ProcessIdentity, Rule,
+    Action, ActionKind, Category, ExpectedCmdline, Finding, GpuHold, GpuRef, ProcessIdentity, Rule,
     RuleMeta, Safety, Severity,
 };
 use crate::source::Span;
@@ -485,6 +485,17 @@ fn finding(
         let cmdline = ExpectedCmdline::new(m.cmd).ok();
         // ps -o lstart guards against PID reuse when the bundle has it.
         let start = m.started.and_then(|s| StartTime::new(s).ok());
+        // At run time it must still hold memory where nvidia-smi saw it.
+        let gpu = match on_gpu.iter().find(|g| g.pid == m.pid).and_then(|g| g.gpu) {
+            Some(index) => GpuHold::On(GpuRef {
+                index,
+                uuid: incident
+                    .gpu(index)
+                    .and_then(|g| g.uuid.as_deref())
+                    .and_then(|u| GpuUuid::new(u).ok()),
+            }),
+            None => GpuHold::AnyGpu,
+        };
         if cmdline.is_some() || unit.is_some() {
             f.actions.push(
                 Action::terminate(
@@ -493,6 +504,7 @@ fn finding(
                         unit,
                         cmdline,
                         start,
+                        gpu,
                     },
                     format!("PID {} is a leftover worker", m.pid),
                 )

@@ -7,9 +7,14 @@ use std::collections::BTreeSet;
 
 use crate::correlate::{GpuProcess, Incident, OwnerBasis, UnitEventKind};
 use crate::model::CgroupOwner;
-use crate::model::{Framework, GpuUuid, Pid, ProcessName, ServerEvent, StartTime, UnitName};
+use crate::model::{
+    EmbeddedBlock, Framework, GpuUuid, Pid, ProcessName, ServerEvent, StartTime, UnitName,
+};
 use crate::rules::support::mib;
-use crate::rules::{Action, ActionKind, ExpectedCmdline, Finding, GpuRef, ProcessIdentity, Safety};
+use crate::rules::{
+    Action, ActionKind, ExpectedCmdline, Finding, GpuHold, GpuRef, ProcessIdentity, Safety,
+    unit_refusal,
+};
 use crate::source::Span;
 
 /// A process on a GPU the failing server needed that is not the server.
@@ -144,24 +149,62 @@ impl<'a> Holders<'a> {
     /// it, sweep a leftover server's siblings, wait until the memory is
     /// released (at most `baseline` MiB, the other GPUs' idle use, plus
     /// slack), restart and verify the server's unit.
+    ///
+    /// Only what the inputs prove is acted on: a holder named only by a
+    /// block inside another format's input (a table printed into a server
+    /// log), a unit linked to it only there, a protected unit (`ssh.service`,
+    /// a target, a session), or a process without a strong identity (start
+    /// time and full command line) gets advice instead, and the refusal is
+    /// listed. The script re-checks everything else on the live host.
     pub fn actions(&self, f: &mut Finding, gpu: u32, holders: &[Holder<'_>], baseline: u64) {
         let incident = self.incident;
-        let target = match &self.target {
-            Some((u, _, span)) => match UnitName::new(u) {
-                Ok(u) => Some((u, *span)),
-                Err(e) => {
-                    f.refused.push(e.to_string());
-                    None
-                }
-            },
+        let (uuid, gpu_spans) = match incident.gpu(gpu) {
+            Some(g) => (g.uuid.as_deref(), g.spans.first().copied()),
+            None => (None, None),
+        };
+        let uuid = match uuid.map(GpuUuid::new) {
+            Some(Ok(u)) => Some(u),
+            Some(Err(e)) => {
+                f.refused.push(e.to_string());
+                None
+            }
             None => None,
         };
+        let hold = GpuHold::On(GpuRef {
+            index: gpu,
+            uuid: uuid.clone(),
+        });
+        let target = self.scripted_target(f);
         let mut stopped: BTreeSet<String> = BTreeSet::new();
         let mut terminations = Vec::new();
         let mut sweeps = Vec::new();
         let mut leftovers = Vec::new();
         for h in holders {
             let p = &h.process;
+            let pid = match Pid::new(p.pid) {
+                Ok(pid) => pid,
+                Err(e) => {
+                    f.refused.push(e.to_string());
+                    continue;
+                }
+            };
+            if let Some(block) = embedded_only(incident, &p.spans) {
+                f.refused.push(format!(
+                    "PID {}: named only by {} lines that stand inside a {} input, so no script stops or signals it",
+                    p.pid, block.format, block.inside
+                ));
+                f.actions.push(
+                    Action::advice(
+                        format!(
+                            "check that PID {} really holds GPU {gpu} before stopping anything: only {} lines inside a {} input name it, and a process can print such lines",
+                            p.pid, block.format, block.inside
+                        ),
+                        Some("nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv"),
+                    )
+                    .with_evidence([block.first]),
+                );
+                continue;
+            }
             let unit = match h.unit.map(|u| UnitName::new(u.0)) {
                 Some(Ok(u)) => Some(u),
                 Some(Err(e)) => {
@@ -170,7 +213,28 @@ impl<'a> Holders<'a> {
                 }
                 None => None,
             };
-            if let Some(u) = &unit {
+            if let Some(why) = unit.as_ref().and_then(unit_refusal) {
+                f.refused.push(why);
+                f.actions.push(Action::advice(
+                    format!(
+                        "PID {} runs under a unit no script touches: find out what it is before ending it",
+                        p.pid
+                    ),
+                    Some(&format!("ps -o pid,user,lstart,args -p {0}; cat /proc/{0}/cgroup", p.pid)),
+                ));
+                continue;
+            }
+            // The unit is stopped only when its link to the PID stands in
+            // an input of its own.
+            let unit_inside = h.unit.and_then(|u| embedded_at(incident, u.2));
+            if let (Some(u), Some(block)) = (&unit, unit_inside) {
+                f.refused.push(format!(
+                    "{u}: linked to PID {} only by {} lines inside a {} input, so no script stops it",
+                    p.pid, block.format, block.inside
+                ));
+            }
+            let stoppable = unit.as_ref().filter(|_| unit_inside.is_none());
+            if let Some(u) = stoppable {
                 if stopped.insert(u.to_string()) {
                     let why = format!(
                         "{u} owns PID {} which holds {} on GPU {gpu}",
@@ -179,7 +243,10 @@ impl<'a> Holders<'a> {
                     );
                     f.actions.push(
                         Action::new(
-                            ActionKind::StopUnit { unit: u.clone() },
+                            ActionKind::StopUnit {
+                                unit: u.clone(),
+                                holder: Some((pid, hold.clone())),
+                            },
                             Safety::NeedsConfirmation,
                             why,
                         )
@@ -201,28 +268,19 @@ impl<'a> Holders<'a> {
                     }
                 }
             }
-            let pid = match Pid::new(p.pid) {
-                Ok(pid) => pid,
-                Err(e) => {
-                    f.refused.push(e.to_string());
-                    continue;
-                }
-            };
             let ps = incident.facts.ps.iter().find(|r| r.pid == p.pid);
-            // The guards: the PID must still be this process when the script runs.
-            // A command line `systemctl status` elided (`…`) cannot be
-            // compared; the executable nvidia-smi names still can.
-            let logged_cmdline = h
-                .cmdline
-                .map(|c| c.0)
-                .filter(|c| !c.ends_with('…'))
-                .or((!p.name_truncated && !p.name.starts_with('[')).then_some(p.name.as_str()));
-            let cmdline = match logged_cmdline.map(ExpectedCmdline::new) {
-                Some(Ok(c)) => Some(c),
-                Some(Err(e)) => {
-                    f.refused.push(e.to_string());
-                    None
-                }
+            // The guards: the PID must still be this process when the script
+            // runs. Only a full command line identifies it: one `systemctl
+            // status` elided (`…`) cannot be compared, and the executable
+            // nvidia-smi names (`python3`) is any interpreter's.
+            let cmdline = match h.cmdline.map(|c| c.0).filter(|c| !c.ends_with('…')) {
+                Some(c) => match ExpectedCmdline::new(c) {
+                    Ok(c) => Some(c),
+                    Err(e) => {
+                        f.refused.push(e.to_string());
+                        None
+                    }
+                },
                 None => None,
             };
             // Only `ps -o lstart` (five fields) dates a process; `09:38` or
@@ -237,17 +295,39 @@ impl<'a> Holders<'a> {
                 },
                 _ => None,
             };
-            if unit.is_none() && cmdline.is_none() {
+            let identity = ProcessIdentity {
+                pid,
+                unit: unit.clone(),
+                cmdline,
+                start,
+                gpu: hold.clone(),
+            };
+            if !identity.is_strong() {
+                let lacking = match (&identity.start, &identity.cmdline) {
+                    (None, None) => "its start time (ps -o lstart) and full command line",
+                    (None, Some(_)) => "its start time (ps -o lstart)",
+                    _ => "its full command line",
+                };
                 f.refused.push(format!(
-                    "PID {}: neither its unit nor its full command line is known, so no script may signal it",
+                    "PID {}: the inputs lack {lacking}, so no script signals it",
                     p.pid
                 ));
-                f.actions.push(Action::advice(
-                    format!(
+                let text = match stoppable {
+                    Some(u) => format!(
+                        "if PID {} survives the stop of {u}, end it by hand once ps shows it still is the process on GPU {gpu}: the inputs lack {lacking}, so the script does not signal it",
+                        p.pid
+                    ),
+                    None => format!(
                         "find out who owns PID {} before touching it; if it is not yours, move the server to free GPUs (CUDA_VISIBLE_DEVICES, --base-gpu-id) instead",
                         p.pid
                     ),
-                    Some(&format!("ps -o pid,user,lstart,args -p {0}; cat /proc/{0}/cgroup", p.pid)),
+                };
+                f.actions.push(Action::advice(
+                    text,
+                    Some(&format!(
+                        "ps -o pid,user,lstart,args -p {0}; cat /proc/{0}/cgroup",
+                        p.pid
+                    )),
                 ));
                 continue;
             }
@@ -256,11 +336,11 @@ impl<'a> Holders<'a> {
                     "PID {} outlived an earlier stop once; stopping the unit may not end it",
                     p.pid
                 )
-            } else if unit.is_some() {
+            } else if stoppable.is_some() {
                 format!("in case PID {} survives the stop", p.pid)
             } else if h.unit.is_some() {
                 format!(
-                    "PID {} holds {} on GPU {gpu}; its unit's name was refused, so the script cannot stop the unit",
+                    "PID {} holds {} on GPU {gpu}; the script cannot stop its unit",
                     p.pid,
                     mib(p.used_mib)
                 )
@@ -273,26 +353,15 @@ impl<'a> Holders<'a> {
             };
             let mut evidence: Vec<Span> = p.spans.clone();
             evidence.extend(h.cmdline.map(|c| c.1));
-            evidence.extend(ps.filter(|_| start.is_some()).map(|r| r.span));
-            if let Some(u) = &unit {
+            evidence.extend(ps.map(|r| r.span));
+            if let Some(u) = stoppable {
                 if let Some(sweep) = self.orphan_sweep(u, h, ps.map(|r| r.ppid == Some(1))) {
                     if !sweeps.contains(&sweep) {
                         sweeps.push(sweep);
                     }
                 }
             }
-            terminations.push(
-                Action::terminate(
-                    ProcessIdentity {
-                        pid,
-                        unit,
-                        cmdline,
-                        start,
-                    },
-                    why,
-                )
-                .with_evidence(evidence),
-            );
+            terminations.push(Action::terminate(identity, why).with_evidence(evidence));
         }
         // Waiting and restarting only make sense once something was stopped.
         let freeing = !stopped.is_empty() || !terminations.is_empty() || !sweeps.is_empty();
@@ -301,18 +370,6 @@ impl<'a> Holders<'a> {
         if !freeing {
             return;
         }
-        let (uuid, gpu_spans) = match incident.gpu(gpu) {
-            Some(g) => (g.uuid.as_deref(), g.spans.first().copied()),
-            None => (None, None),
-        };
-        let uuid = match uuid.map(GpuUuid::new) {
-            Some(Ok(u)) => Some(u),
-            Some(Err(e)) => {
-                f.refused.push(e.to_string());
-                None
-            }
-            None => None,
-        };
         f.actions.push(
             Action::new(
                 ActionKind::WaitGpuMemoryFree {
@@ -380,12 +437,38 @@ impl<'a> Holders<'a> {
             .find(|h| h.stale_reason.is_none())
             .and_then(|h| h.unit)
             .and_then(|u| UnitName::new(u.0).ok())
+            .filter(|u| unit_refusal(u).is_none())
         {
             f.actions.push(Action::advice(
                 format!("if {u} is a leftover from an earlier experiment, disable it so it does not come back at boot"),
                 Some(&format!("systemctl disable {u}")),
             ));
         }
+    }
+
+    /// The failing server's unit, when a script may restart it: a valid
+    /// name, a workload's unit, and named by an input of its own.
+    fn scripted_target(&self, f: &mut Finding) -> Option<(UnitName, Span)> {
+        let (u, _, span) = self.target.as_ref()?;
+        let unit = match UnitName::new(u) {
+            Ok(u) => u,
+            Err(e) => {
+                f.refused.push(e.to_string());
+                return None;
+            }
+        };
+        if let Some(why) = unit_refusal(&unit) {
+            f.refused.push(why);
+            return None;
+        }
+        if let Some(block) = embedded_at(self.incident, *span) {
+            f.refused.push(format!(
+                "{unit}: named as the server's unit only by {} lines inside a {} input, so no script restarts it",
+                block.format, block.inside
+            ));
+            return None;
+        }
+        Some((unit, *span))
     }
 
     /// Ending the other processes of a leftover server: when the holder is
@@ -450,21 +533,39 @@ impl<'a> Holders<'a> {
 }
 
 /// The unit that runs the failing server: the unit of the failure's own
-/// lines, else of any server line, else a failed unit whose command lines or
-/// name mention `marker` (`sglang`, `vllm`).
+/// lines, else a unit that failed (PID 1's messages, a failed status) whose
+/// command lines or name mention `marker` (`sglang`, `vllm`), else the unit
+/// of any server line. Never a unit that owns a
+/// process on a GPU (other than the failing lines' own) unless PID 1 or its
+/// status says that unit failed: a holder that once logged `Uvicorn running
+/// on` is not the server to restart.
 pub fn server_unit<'e>(
     incident: &Incident,
     events: impl IntoIterator<Item = &'e ServerEvent>,
     marker: &str,
 ) -> Option<(String, OwnerBasis, Span)> {
-    if let Some(found) = events.into_iter().find_map(|e| incident.unit_of_event(e)) {
-        return Some(found);
-    }
-    if let Some(found) = incident
-        .facts
-        .server_events
+    let events: Vec<&ServerEvent> = events.into_iter().collect();
+    let failing: BTreeSet<u32> = events.iter().filter_map(|e| e.pid).collect();
+    let failed = |unit: &str| {
+        incident.units.get(unit).is_some_and(|u| u.failed())
+            || incident
+                .facts
+                .unit_statuses
+                .iter()
+                .any(|s| s.unit == unit && s.active_state.as_deref() == Some("failed"))
+    };
+    let holds_gpu = |unit: &str| {
+        incident
+            .gpu_processes
+            .iter()
+            .filter(|p| !failing.contains(&p.pid))
+            .any(|p| incident.owner(p.pid).is_some_and(|o| o.unit == unit))
+    };
+    let eligible = |found: &(String, OwnerBasis, Span)| failed(&found.0) || !holds_gpu(&found.0);
+    if let Some(found) = events
         .iter()
-        .find_map(|e| incident.unit_of_event(e))
+        .filter_map(|e| incident.unit_of_event(e))
+        .find(|f| eligible(f))
     {
         return Some(found);
     }
@@ -507,6 +608,16 @@ pub fn server_unit<'e>(
                 .iter()
                 .find(|s| s.active_state.as_deref() == Some("failed") && runs_server(&s.unit))
                 .map(|s| (s.unit.clone(), OwnerBasis::MainPid, s.span))
+        })
+        // Last, the unit of any server line: one that did not fail is the
+        // server only when it holds no GPU the server needed.
+        .or_else(|| {
+            incident
+                .facts
+                .server_events
+                .iter()
+                .filter_map(|e| incident.unit_of_event(e))
+                .find(|f| eligible(f))
         })
 }
 
@@ -641,6 +752,17 @@ impl<'a> Holders<'a> {
             held as f64 / 1024.0,
             stale.map(|s| format!("; {s}")).unwrap_or_default()
         ));
+        // A table printed into a log is weaker evidence than one of its own:
+        // only then is it a condition, so other reports keep their confidence.
+        if list
+            .iter()
+            .any(|h| embedded_only(self.incident, &h.process.spans).is_some())
+        {
+            f.condition(
+                "the holder's GPU row stands in an input of its own, not inside another format's (a log can print any table)",
+                false,
+            );
+        }
         f.condition(
             "the holder's unit is proven (CGroup tree, Main PID, journal field or systemd message), not inferred",
             list.iter()
@@ -655,4 +777,20 @@ impl<'a> Holders<'a> {
         self.actions(f, gpu, list, baseline);
         format!("{main}{more}")
     }
+}
+
+/// The block of host output inside another format's input that holds the
+/// line at `span`, if one does.
+pub fn embedded_at(incident: &Incident, span: Span) -> Option<&EmbeddedBlock> {
+    incident.facts.embedded.iter().find(|b| b.contains(span))
+}
+
+/// The block the first of `spans` stands in, when every one of them stands
+/// inside another format's input: a fact nothing else corroborates.
+pub fn embedded_only<'i>(incident: &'i Incident, spans: &[Span]) -> Option<&'i EmbeddedBlock> {
+    let first = embedded_at(incident, *spans.first()?)?;
+    spans
+        .iter()
+        .all(|s| embedded_at(incident, *s).is_some())
+        .then_some(first)
 }
