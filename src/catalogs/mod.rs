@@ -83,6 +83,8 @@ pub struct Row {
     pub name: Option<String>,
     pub driver_code: Option<i64>,
     pub driver_name: Option<String>,
+    /// Numbers the code had in older versions, with those versions.
+    pub former: Vec<(i64, String)>,
     pub strings: Vec<CodeString>,
     pub bare: bool,
     pub wordings: Vec<Wording>,
@@ -309,6 +311,11 @@ fn convert(
             name: def.name,
             driver_code: def.driver_code,
             driver_name: def.driver_name,
+            former: def
+                .former
+                .into_iter()
+                .map(|f| (f.code, f.versions))
+                .collect(),
             strings: def
                 .string
                 .into_iter()

@@ -8,7 +8,7 @@ use regex::Regex;
 use crate::correlate::Incident;
 use crate::model::{NcclLevel, ServerEvent, ServerEventKind, TorchDistKind};
 use crate::rules::support::server::target;
-use crate::rules::support::{confidence, distinct, matches};
+use crate::rules::support::{confidence, distinct};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
@@ -16,10 +16,17 @@ pub static RULE: NcclError = NcclError;
 
 pub struct NcclError;
 
-static ERROR_TEXT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"NCCL error(?: in: \S+)?:? (?P<reason>[a-z][a-z ]+[a-z])|(?P<code>nccl(?:System|UnhandledCuda|Internal|InvalidArgument|InvalidUsage|Remote)Error)")
-        .expect("nccl error regex")
-});
+/// The NCCL catalog's result codes that are failures, read in every
+/// wrapper it knows (`NCCL error in: …, unhandled system error`, `NCCL
+/// error: …`, nccl-tests' `NCCL failure …`, PyTorch's `ncclSystemError: …`).
+const RESULTS: &[&str] = &[
+    "nccl.unhandled-cuda-error",
+    "nccl.system-error",
+    "nccl.internal-error",
+    "nccl.invalid-argument",
+    "nccl.invalid-usage",
+    "nccl.remote-error",
+];
 
 struct Cause {
     re: Regex,
@@ -72,16 +79,9 @@ static META: RuleMeta = RuleMeta {
     category: Category::NcclInitFailure,
     severity: Severity::Critical,
     summary: "an NCCL call failed; the accompanying NCCL warning says why",
-    anchors: &[
-        "NCCL error",
-        "NCCL WARN",
-        "ncclSystemError",
-        "ncclUnhandledCudaError",
-        "ncclInternalError",
-        "ncclInvalidUsage",
-        "ncclRemoteError",
-        "Last error",
-    ],
+    // The NCCL catalog's rows come by themselves; the warnings and
+    // PyTorch's `Last error:` are read whatever they say.
+    anchors: &["NCCL WARN", "Last error"],
     doc: r#"
 ## What it means
 An NCCL call (communicator set-up or a collective) returned an error:
@@ -126,21 +126,38 @@ impl Rule for NcclError {
             .filter(|e| {
                 matches!(&e.kind, ServerEventKind::TorchDist(t) if matches!(t.kind, TorchDistKind::NcclError { .. }))
             })
+            // A result that is no set-up failure (ncclTimeout, ncclInProgress)
+            // is its catalog row's to report.
+            .filter(|e| {
+                !["nccl.timeout", "nccl.in-progress", "nccl.success"]
+                    .iter()
+                    .any(|id| incident.known(id).any(|(m, _)| m.span == e.span))
+            })
             .collect();
-        let error_lines: Vec<_> = matches(incident, &ERROR_TEXT)
-            .map(|(m, _)| m)
-            .filter(|m| !m.text.contains("NCCL WARN"))
+        // Each failed call's line and the result's short string; a wrapper
+        // of the NCCL catalog whose string no row knows says it itself.
+        let mut results: Vec<(&crate::model::Message, String)> = incident
+            .known
+            .iter()
+            .filter(|k| k.hit.catalog.id == "nccl")
+            .filter_map(|k| {
+                let reason = match k.hit.row {
+                    Some(r) if RESULTS.contains(&r.id.as_str()) => r.strings.first()?.text.clone(),
+                    None => k.hit.get("msg")?.trim().to_owned(),
+                    Some(_) => return None,
+                };
+                Some((&incident.facts.messages[k.message], reason))
+            })
+            .filter(|(m, _)| !m.text.contains("NCCL WARN"))
             .collect();
+        results.sort_by_key(|(m, _)| m.span);
+        results.dedup_by_key(|(m, _)| m.span);
+        let error_lines: Vec<_> = results.iter().map(|(m, _)| *m).collect();
         if errors.is_empty() && error_lines.is_empty() {
             return;
         }
         // Two ranks on one GPU: `nccl-duplicate-gpu` reports it.
-        if incident
-            .facts
-            .messages
-            .iter()
-            .any(|m| m.text.contains("Duplicate GPU detected"))
-        {
+        if incident.known("nccl.duplicate-gpu").next().is_some() {
             return;
         }
         // What NCCL warned, and the `Last error:` text of the exceptions.
@@ -170,14 +187,12 @@ impl Rule for NcclError {
             let (span, text) = warns.iter().find(|(_, w)| c.re.is_match(w))?;
             Some((c, *span, *text))
         });
-        let reason = error_lines
+        // The first line that names the result by its string, else by name.
+        let reason = results
             .iter()
-            .find_map(|m| {
-                ERROR_TEXT
-                    .captures(&m.text)?
-                    .name("reason")
-                    .map(|r| r.as_str().to_owned())
-            })
+            .find(|(m, _)| !m.text.trim_start().starts_with("nccl"))
+            .or(results.first())
+            .map(|(_, r)| r.clone())
             .or_else(|| {
                 errors.iter().find_map(|e| match &e.kind {
                     ServerEventKind::TorchDist(t) => match &t.kind {
