@@ -19,6 +19,12 @@ pub struct CudaOomAtContextCreation;
 /// number, or by its string in any wrapper (`CUDA error: out of memory`,
 /// NCCL's `Cuda failure 'out of memory'`, Caffe's `(2 vs. 0)  out of memory`).
 const ALLOCATION: &str = "cuda.memory-allocation";
+/// The CUDA catalog's wrappers for TensorRT and TensorRT-LLM.
+const TENSORRT_WRAPPERS: &[&str] = &[
+    "cuda.wrapper.trtllm",
+    "cuda.wrapper.tensorrt",
+    "cuda.wrapper.tensorrt-7",
+];
 
 /// A GPU this full has no room for another CUDA context.
 const FULL: f64 = 0.9;
@@ -86,13 +92,13 @@ impl Rule for CudaOomAtContextCreation {
             .filter(|e| crate::rules::support::vllm::graph_capture(incident, e).is_none())
             .filter_map(|e| incident.facts.messages.iter().find(|m| m.span == e.span))
             .collect();
-        // TensorRT-LLM's `CUDA runtime error in …: out of memory` is
-        // `trtllm-cuda-oom`'s to explain (the engine's own reservations).
-        for (m, _) in incident
-            .known(ALLOCATION)
-            .filter(|(_, h)| !matches!(h.via, Via::Wrapper(w) if w.id == "cuda.wrapper.trtllm"))
-        {
-            if !lines.iter().any(|l| l.span == m.span)
+        // TensorRT's and TensorRT-LLM's own out-of-memory lines are
+        // `trtllm-cuda-oom`'s to explain (the engine's own reservations); a
+        // typed OOM event was judged above.
+        for (m, _) in incident.known(ALLOCATION).filter(|(_, h)| {
+            !matches!(h.via, Via::Wrapper(w) if TENSORRT_WRAPPERS.contains(&w.id.as_str()))
+        }) {
+            if !typed.iter().any(|e| e.span == m.span)
                 && !in_graph_capture(incident, m.span, &m.text)
             {
                 lines.push(m);

@@ -29,6 +29,11 @@ const RESULTS: &[&str] = &[
 ];
 
 struct Cause {
+    /// The NCCL catalog's WARN rows that name this cause, wherever they
+    /// are printed (a WARN line, PyTorch's `Last error:`).
+    rows: &'static [&'static str],
+    /// What the rows do not cover: other programs' words in a warning or a
+    /// `Last error:` text.
     re: Regex,
     what: &'static str,
     fix: &'static str,
@@ -40,24 +45,38 @@ struct Cause {
 static CAUSES: LazyLock<Vec<Cause>> = LazyLock::new(|| {
     [
         (
-            r"failed to extend /dev/shm|unable to allocate shared memory|Error while creating shared memory segment|/dev/shm/nccl-\S+ .*(?:No space left|Bus error)",
+            &["nccl.shm-extend-failed", "nccl.shm-segment-failed"][..],
+            r"unable to allocate shared memory|/dev/shm/nccl-\S+ .*(?:No space left|Bus error)",
             "the container's /dev/shm is too small for NCCL's shared-memory transport (Docker's default is 64 MB)",
             "give the container a larger /dev/shm: docker run --shm-size=16g or --ipc=host (Kubernetes: an emptyDir with medium: Memory mounted at /dev/shm)",
             Some("df -h /dev/shm"),
         ),
         (
-            r"socketStartConnect: Connect to \S+ failed|ncclOsSocketPollConnect|Connection refused|No route to host|Software caused connection abort|Connection timed out|remote process exited",
+            &[
+                "nccl.socket-connect-failed",
+                "nccl.socket-creation-failed",
+                "nccl.bootstrap-no-interface",
+                "nccl.no-listening-interface",
+                "nccl.socket-bad-family",
+            ][..],
+            r"ncclOsSocketPollConnect|Connection refused|No route to host|Software caused connection abort|Connection timed out|remote process exited",
             "a peer could not be reached over the network: wrong interface, a firewall, or the peer died",
             "pin NCCL to the right interface (NCCL_SOCKET_IFNAME), open the ports between the nodes, and check that the peer is up",
             Some("ip -br addr; ss -tnp | grep -i nccl"),
         ),
         (
+            &[
+                "nccl.ib-completion-error",
+                "nccl.ib-open-device-failed",
+                "nccl.ibv-call-failed",
+            ][..],
             r"NET/IB|ibv_|IBV_|unable to allocate requests|mlx5",
             "InfiniBand/RDMA setup: GPUDirect, the memlock limit, or the HCA",
             "load nvidia-peermem, raise the memlock limit (LimitMEMLOCK=infinity in the unit), check the HCA (ibstat); NCCL_IB_DISABLE=1 confirms it",
             Some("ibstat; ulimit -l; lsmod | grep peermem"),
         ),
         (
+            &[][..],
             r"does not loop back|[Tt]opology|peer access is not supported|P2P|NVLS|nvlink",
             "GPU topology or peer-to-peer access (NVLink, the Fabric Manager, PCIe ACS in a VM)",
             "check the topology (nvidia-smi topo -m) and the Fabric Manager; NCCL_P2P_DISABLE=1 as a diagnostic",
@@ -65,7 +84,8 @@ static CAUSES: LazyLock<Vec<Cause>> = LazyLock::new(|| {
         ),
     ]
     .into_iter()
-    .map(|(p, what, fix, command)| Cause {
+    .map(|(rows, p, what, fix, command)| Cause {
+        rows,
         re: Regex::new(p).expect("cause regex"),
         what,
         fix,
@@ -176,16 +196,40 @@ impl Rule for NcclError {
             })
             .collect();
         // A CUDA error inside NCCL is the CUDA rules' to report.
-        if warns.iter().any(|(_, w)| w.contains("Cuda failure"))
-            && !warns
+        // Each cause's lines: its catalog rows' first, then its own words
+        // in a warning.
+        let cause_lines = |c: &Cause| -> Vec<(Span, &str)> {
+            let mut lines: Vec<(Span, &str)> = c
+                .rows
                 .iter()
-                .any(|(_, w)| CAUSES.iter().any(|c| c.re.is_match(w)))
+                .flat_map(|id| incident.known(id))
+                // The warning itself, without NCCL's `host:pid:tid … WARN` header.
+                .map(|(m, _)| {
+                    let text = m.text.as_str();
+                    (m.span, text.split_once(" WARN ").map_or(text, |(_, w)| w))
+                })
+                .collect();
+            lines.sort_by_key(|(s, _)| *s);
+            lines.dedup_by_key(|(s, _)| *s);
+            if lines.is_empty() {
+                lines.extend(
+                    warns
+                        .iter()
+                        .filter(|(_, w)| c.re.is_match(w))
+                        .take(1)
+                        .copied(),
+                );
+            }
+            lines
+        };
+        if warns.iter().any(|(_, w)| w.contains("Cuda failure"))
+            && !CAUSES.iter().any(|c| !cause_lines(c).is_empty())
         {
             return;
         }
         let cause = CAUSES.iter().find_map(|c| {
-            let (span, text) = warns.iter().find(|(_, w)| c.re.is_match(w))?;
-            Some((c, *span, *text))
+            let lines = cause_lines(c);
+            (!lines.is_empty()).then_some((c, lines))
         });
         // The first line that names the result by its string, else by name.
         let reason = results
@@ -239,8 +283,10 @@ impl Rule for NcclError {
         f.condition("an NCCL call returned an error", true);
         f.condition("NCCL's warning names the cause", cause.is_some());
         match cause {
-            Some((c, span, text)) => {
-                f.evidence(span, format!("NCCL's warning: {}", first_line(text)));
+            Some((c, lines)) => {
+                for (span, text) in lines.iter().take(3) {
+                    f.evidence(*span, format!("NCCL's warning: {}", first_line(text)));
+                }
                 f.chain.push(c.what.to_owned());
                 f.title = format!("NCCL failed: {}", c.what);
                 f.headline = format!("{who} failed in NCCL (`{reason}`): {}.", c.what);
