@@ -227,17 +227,20 @@ fn bare(row: &Row, text: &str) -> Option<String> {
 
 /// The row a wrapper's captures name: its code in the wrapper's numbering,
 /// else its enum name, else its message string (the longest string the
-/// message starts with, so a trailer after it does not matter).
+/// message starts with, so a trailer after it does not matter). Where the
+/// printed string names a different row than the printed number, the
+/// string decides: numbers changed across versions (CUDA renumbered its
+/// runtime codes in 10.1: `cuda runtime error (4) : unspecified launch
+/// failure` is today's 719), strings did not; among rows sharing the
+/// string, one that had the number before wins.
 fn resolve<'c>(catalog: &'c Catalog, numbering: Numbering, hit: &Hit<'_>) -> Option<&'c Row> {
-    let by_code = hit
-        .get("code")
-        .and_then(|c| c.trim().parse::<i64>().ok())
-        .and_then(|n| {
-            catalog.rows.iter().find(|r| match numbering {
-                Numbering::Code => r.code == Some(n),
-                Numbering::Driver => r.driver_code == Some(n),
-            })
-        });
+    let code = hit.get("code").and_then(|c| c.trim().parse::<i64>().ok());
+    let by_code = code.and_then(|n| {
+        catalog.rows.iter().find(|r| match numbering {
+            Numbering::Code => r.code == Some(n),
+            Numbering::Driver => r.driver_code == Some(n),
+        })
+    });
     let by_name = || {
         let name = hit.get("name")?;
         catalog.rows.iter().find(|r| {
@@ -247,17 +250,43 @@ fn resolve<'c>(catalog: &'c Catalog, numbering: Numbering, hit: &Hit<'_>) -> Opt
                 .any(|n| n.eq_ignore_ascii_case(name))
         })
     };
-    let by_message = || {
-        let msg = normal(hit.get("msg")?);
-        catalog
+    let by_message: Vec<&Row> = hit.get("msg").map_or_else(Vec::new, |msg| {
+        let msg = normal(msg);
+        let matching: Vec<(&Row, usize)> = catalog
             .rows
             .iter()
-            .flat_map(|r| r.strings.iter().map(move |s| (r, normal(&s.text))))
-            .filter(|(_, s)| !s.is_empty() && msg.starts_with(s.as_str()))
-            .max_by_key(|(_, s)| s.len())
+            .filter_map(|r| {
+                r.strings
+                    .iter()
+                    .map(|s| normal(&s.text))
+                    .filter(|s| !s.is_empty() && msg.starts_with(s.as_str()))
+                    .map(|s| s.len())
+                    .max()
+                    .map(|len| (r, len))
+            })
+            .collect();
+        let longest = matching.iter().map(|(_, len)| *len).max().unwrap_or(0);
+        matching
+            .into_iter()
+            .filter(|(_, len)| *len == longest)
             .map(|(r, _)| r)
-    };
-    by_code.or_else(by_name).or_else(by_message)
+            .collect()
+    });
+    if by_message.is_empty() {
+        return by_code.or_else(by_name);
+    }
+    if let Some(r) = by_code.filter(|r| by_message.iter().any(|m| std::ptr::eq(*m, *r))) {
+        return Some(r);
+    }
+    let former = code.and_then(|n| {
+        by_message
+            .iter()
+            .copied()
+            .find(|r| r.former.iter().any(|(c, _)| *c == n))
+    });
+    former
+        .or_else(|| by_name().filter(|r| by_message.iter().any(|m| std::ptr::eq(*m, *r))))
+        .or_else(|| by_message.first().copied())
 }
 
 /// A message string compared loosely: lower case, white space collapsed,

@@ -86,6 +86,8 @@ pub struct Row {
     pub name: Option<String>,
     pub driver_code: Option<i64>,
     pub driver_name: Option<String>,
+    /// Numbers the code had in older versions, with those versions.
+    pub former: Vec<(i64, String)>,
     pub strings: Vec<CodeString>,
     pub bare: bool,
     pub wordings: Vec<Wording>,
@@ -403,6 +405,11 @@ fn convert(
             name: def.name,
             driver_code: def.driver_code,
             driver_name: def.driver_name,
+            former: def
+                .former
+                .into_iter()
+                .map(|f| (f.code, f.versions))
+                .collect(),
             strings: def
                 .string
                 .into_iter()
@@ -615,6 +622,32 @@ mod tests {
                 "Search for `cudaErrorStreamCaptureUnsupported' in https://docs.nvidia.com/cuda/x.html"
             ),
             ["cuda.stream-capture-unsupported"]
+        );
+        // Numbers before CUDA 10.1 meant other codes: the string decides.
+        assert_eq!(
+            row("RuntimeError: cuda runtime error (4) : unspecified launch failure at x.cu:85"),
+            ["cuda.launch-failure"]
+        );
+        assert_eq!(
+            row(
+                "THCudaCheck FAIL file=m.cpp line=109 error=38 : no CUDA-capable device is detected"
+            ),
+            ["cuda.no-device"]
+        );
+        // A number alone is today's numbering; a string two codes share
+        // goes to the one the number names.
+        assert_eq!(
+            row("cuda runtime error (300) : device kernel image is invalid"),
+            ["cuda.invalid-source"]
+        );
+        // The driver API's numbers and names (NCCL ≥ 2.19, numba).
+        assert_eq!(
+            row("x.cc:1 NCCL WARN Cuda failure 700 'an illegal memory access was encountered'"),
+            ["cuda.illegal-address"]
+        );
+        assert_eq!(
+            row("CudaAPIError: [2] Call to cuMemAlloc results in CUDA_ERROR_OUT_OF_MEMORY"),
+            ["cuda.memory-allocation"]
         );
         // An unknown code is a known wrapper, and no row.
         let hits = all.hits("THCudaCheck FAIL file=x.cu line=25 error=12345 : new");

@@ -80,6 +80,11 @@ pub struct RowDef {
     pub driver_code: Option<i64>,
     #[serde(default)]
     pub driver_name: Option<String>,
+    /// Code tables: the numbers the code had in older versions (CUDA's
+    /// runtime renumbered its codes in 10.1), for the docs and for a
+    /// wrapper that printed an old number with the code's string.
+    #[serde(default)]
+    pub former: Vec<FormerDef>,
     /// Code tables: the code's message string, per version.
     #[serde(default)]
     pub string: Vec<StringDef>,
@@ -106,6 +111,14 @@ pub struct StringDef {
     /// Where the string comes from, when not the catalog's header source.
     #[serde(default)]
     pub upstream: Option<String>,
+}
+
+/// A number the code had in some older versions.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FormerDef {
+    pub code: i64,
+    pub versions: String,
 }
 
 /// One way the message is printed: a template (`template.rs`), or a raw

@@ -99,13 +99,35 @@ pub(super) fn parse(text: &str) -> Option<CudaOom> {
             .collect();
         return Some(oom);
     }
-    if text.contains("CUDA error: out of memory") || text.contains("CUDA_ERROR_OUT_OF_MEMORY") {
-        return Some(CudaOom::new(OomSource::CudaRuntime));
-    }
-    if text.contains("Cuda failure") && text.contains("'out of memory'") {
-        return Some(CudaOom::new(OomSource::Nccl));
-    }
-    None
+    raw_cuda(text)
+}
+
+/// CUDA's out-of-memory code (the CUDA catalog's `cuda.memory-allocation`)
+/// as PyTorch, ggml, the driver API or NCCL print it: a raw CUDA call, not
+/// the caching allocator.
+fn raw_cuda(text: &str) -> Option<CudaOom> {
+    let hit = crate::catalogs::catalogs()
+        .hits(text)
+        .into_iter()
+        .find(|h| h.row.is_some_and(|r| r.id == "cuda.memory-allocation"))?;
+    let source = match hit.via {
+        crate::catalogs::Via::Wrapper(w) if w.id.starts_with("cuda.wrapper.nccl-cuda-failure") => {
+            OomSource::Nccl
+        }
+        crate::catalogs::Via::Wrapper(w)
+            if matches!(
+                w.id.as_str(),
+                "cuda.wrapper.torch-runtime-error"
+                    | "cuda.wrapper.torch-accelerator-error"
+                    | "cuda.wrapper.cuda-error"
+                    | "cuda.wrapper.driver-name"
+            ) =>
+        {
+            OomSource::CudaRuntime
+        }
+        _ => return None,
+    };
+    Some(CudaOom::new(source))
 }
 
 #[cfg(test)]

@@ -1,35 +1,30 @@
 //! `cuda-illegal-memory-access`: a GPU kernel faulted (illegal memory
-//! access, unspecified launch failure, misaligned address, device-side
-//! assert); pairs it with the kernel's Xid 13/31 for the same process and
+//! access, unspecified launch failure, misaligned address, illegal
+//! instruction: the CUDA catalog's sticky-fault rows); pairs it with the kernel's Xid 13/31 for the same process and
 //! notes a hardware Xid that would make the GPU the cause.
-
-use std::collections::BTreeSet;
-use std::sync::LazyLock;
-
-use regex::Regex;
 
 use crate::correlate::Incident;
 use crate::model::{Framework, Timestamp};
 use crate::rules::support::server::{events_at, in_graph_capture, run_pids, target};
-use crate::rules::support::{confidence, distinct, matches};
+use crate::rules::support::{confidence, distinct};
 use crate::rules::{Action, ActionKind, Category, Finding, Rule, RuleMeta, Safety, Severity};
+use std::collections::BTreeSet;
 
 pub static RULE: CudaIllegalMemoryAccess = CudaIllegalMemoryAccess;
 
 pub struct CudaIllegalMemoryAccess;
 
-static FAULT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?x)
-        CUDA\x20error:\x20(?P<e>an\x20illegal\x20memory\x20access\x20was\x20encountered
-            |unspecified\x20launch\x20failure|misaligned\x20address
-            |an\x20illegal\x20instruction\x20was\x20encountered|device-side\x20assert\x20triggered)
-        | Cuda\x20failure\x20(?:[0-9]+\x20)?'(?P<n>an\x20illegal\x20memory\x20access\x20was\x20encountered
-            |unspecified\x20launch\x20failure|misaligned\x20address)'
-        | (?P<code>cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS|cudaErrorLaunchFailure)",
-    )
-    .expect("fault regex")
-});
+/// The sticky kernel faults, as catalog rows: each is read in every wrapper
+/// the CUDA catalog knows (`CUDA error: …`, NCCL's `Cuda failure '…'`,
+/// `cudaErrorIllegalAddress`, `CUDA_ERROR_LAUNCH_FAILED`, THC's old numbers).
+/// A device-side assert (710) is the input's or a kernel's bug, not a
+/// fault: its row says so by itself.
+const FAULTS: &[&str] = &[
+    "cuda.illegal-address",
+    "cuda.launch-failure",
+    "cuda.misaligned-address",
+    "cuda.illegal-instruction",
+];
 
 /// Xids the kernel logs for a faulting kernel of one process.
 const APP_XIDS: &[u32] = &[13, 31, 43];
@@ -43,31 +38,23 @@ static META: RuleMeta = RuleMeta {
     category: Category::CudaIllegalMemoryAccess,
     severity: Severity::Critical,
     summary: "a GPU kernel faulted (illegal memory access or another sticky CUDA error)",
-    anchors: &[
-        "CUDA error: an illegal memory access",
-        "CUDA error: unspecified launch failure",
-        "CUDA error: misaligned address",
-        "CUDA error: an illegal instruction",
-        "CUDA error: device-side assert triggered",
-        "Cuda failure",
-        "cudaErrorIllegalAddress",
-        "CUDA_ERROR_ILLEGAL_ADDRESS",
-        "cudaErrorLaunchFailure",
-    ],
+    // The catalog rows' anchors, which `rules::anchors` adds for every run.
+    anchors: &[],
     doc: r#"
 ## What it means
 A kernel on the GPU faulted and the CUDA context is unusable:
 `CUDA error: an illegal memory access was encountered` (also `unspecified
 launch failure`, `misaligned address`, `an illegal instruction was
-encountered`, `device-side assert triggered`, NCCL's `Cuda failure 'an
-illegal memory access was encountered'`). The process must exit; the
+encountered`, NCCL's `Cuda failure 'an illegal memory access was
+encountered'`, `cudaErrorIllegalAddress`, `CUDA_ERROR_LAUNCH_FAILED`: the
+CUDA catalog's rows 700, 715, 716 and 719 in any wrapper). The process must exit; the
 reported stack is often wrong because kernels run asynchronously.
 
 ## Why it happens
 1. A bug in a kernel (attention backend, custom all-reduce, a quantised GEMM,
    a model-specific op): the kernel log has Xid 13 or 31 for the same PID and
-   nothing hardware-like. A device-side assert is usually a bad index from the
-   input.
+   nothing hardware-like. (A device-side assert, error 710, is the CUDA
+   catalog's own finding: usually a bad index from the input.)
 2. The GPU or driver failed: Xid 48, 63/64, 79, 94/95, 119 at the same time,
    or the fault follows one GPU across unrelated workloads. The hardware
    finding is then the root cause.
@@ -95,19 +82,24 @@ impl Rule for CudaIllegalMemoryAccess {
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         // SGLang's graph-capture rule reports the faults that broke a capture.
-        let hits: Vec<_> = matches(incident, &FAULT)
+        let mut hits: Vec<_> = FAULTS
+            .iter()
+            .flat_map(|id| incident.known(id))
             .filter(|(m, _)| !in_graph_capture(incident, m.span, &m.text))
             .collect();
-        let Some((first, caps)) = hits.first() else {
+        hits.sort_by_key(|(m, _)| m.span);
+        hits.dedup_by_key(|(m, _)| m.span);
+        let Some((first, hit)) = hits.first() else {
             return;
         };
-        let error = caps.name("e").or(caps.name("n")).map_or_else(
-            || match caps.name("code").map(|c| c.as_str()) {
-                Some("cudaErrorLaunchFailure") => "unspecified launch failure".to_owned(),
-                _ => "an illegal memory access was encountered".to_owned(),
-            },
-            |m| m.as_str().to_owned(),
-        );
+        // The fault's message as CUDA words it today.
+        let error = hit
+            .row
+            .and_then(|r| r.strings.last())
+            .map_or("an illegal memory access was encountered", |s| {
+                s.text.as_str()
+            })
+            .to_owned();
         let event = events_at(incident, first.span).next();
         let framework = event.map_or(Framework::Unknown, |e| e.framework);
         let tgt = target(incident, event, framework);
@@ -208,15 +200,10 @@ impl Rule for CudaIllegalMemoryAccess {
                 format!("hardware Xid {}: the GPU itself failed", x.code),
             );
         }
-        let assert = error.contains("device-side assert");
         f.title = format!("a GPU kernel faulted: {error}");
         f.headline = if !hardware.is_empty() {
             format!(
                 "{who} died of `CUDA error: {error}`, and the GPU reported hardware Xid {hw_text}: the GPU fault is the likelier cause."
-            )
-        } else if assert {
-            format!(
-                "{who} died of a device-side assert in a GPU kernel: usually an out-of-range index from the input or a kernel bug."
             )
         } else {
             format!(

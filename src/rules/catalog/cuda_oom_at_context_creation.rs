@@ -2,24 +2,29 @@
 //! NCCL's buffers, cuBLAS) found no memory: the GPU was already full,
 //! usually of another process.
 
-use std::sync::LazyLock;
-
-use regex::Regex;
-
+use crate::catalogs::Via;
 use crate::correlate::Incident;
 use crate::model::{OomSource, ServerEvent, ServerEventKind};
 use crate::rules::support::holders::{Holders, held_mib};
 use crate::rules::support::server::in_graph_capture;
-use crate::rules::support::{confidence, distinct, matches, mib};
+use crate::rules::support::{confidence, distinct, mib};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
 pub static RULE: CudaOomAtContextCreation = CudaOomAtContextCreation;
 
 pub struct CudaOomAtContextCreation;
 
-static ALLOCATION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY").expect("allocation regex")
-});
+/// CUDA's out-of-memory code (cudaErrorMemoryAllocation /
+/// CUDA_ERROR_OUT_OF_MEMORY, 2) as the CUDA catalog reads it: by name, by
+/// number, or by its string in any wrapper (`CUDA error: out of memory`,
+/// NCCL's `Cuda failure 'out of memory'`, Caffe's `(2 vs. 0)  out of memory`).
+const ALLOCATION: &str = "cuda.memory-allocation";
+/// The CUDA catalog's wrappers for TensorRT and TensorRT-LLM.
+const TENSORRT_WRAPPERS: &[&str] = &[
+    "cuda.wrapper.trtllm",
+    "cuda.wrapper.tensorrt",
+    "cuda.wrapper.tensorrt-7",
+];
 
 /// A GPU this full has no room for another CUDA context.
 const FULL: f64 = 0.9;
@@ -29,12 +34,8 @@ static META: RuleMeta = RuleMeta {
     category: Category::CudaOom,
     severity: Severity::Critical,
     summary: "a raw CUDA call found no GPU memory (context creation, NCCL buffers): the GPU was already full",
-    anchors: &[
-        "CUDA error: out of memory",
-        "'out of memory'",
-        "cudaErrorMemoryAllocation",
-        "CUDA_ERROR_OUT_OF_MEMORY",
-    ],
+    // The catalog row's anchors, which `rules::anchors` adds for every run.
+    anchors: &[],
     doc: r#"
 ## What it means
 Not PyTorch's allocator but a raw CUDA call failed for lack of memory:
@@ -91,8 +92,13 @@ impl Rule for CudaOomAtContextCreation {
             .filter(|e| crate::rules::support::vllm::graph_capture(incident, e).is_none())
             .filter_map(|e| incident.facts.messages.iter().find(|m| m.span == e.span))
             .collect();
-        for (m, _) in matches(incident, &ALLOCATION) {
-            if !lines.iter().any(|l| l.span == m.span)
+        // TensorRT's and TensorRT-LLM's own out-of-memory lines are
+        // `trtllm-cuda-oom`'s to explain (the engine's own reservations); a
+        // typed OOM event was judged above.
+        for (m, _) in incident.known(ALLOCATION).filter(|(_, h)| {
+            !matches!(h.via, Via::Wrapper(w) if TENSORRT_WRAPPERS.contains(&w.id.as_str()))
+        }) {
+            if !typed.iter().any(|e| e.span == m.span)
                 && !in_graph_capture(incident, m.span, &m.text)
             {
                 lines.push(m);

@@ -6,6 +6,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use crate::catalogs::Via;
 use crate::correlate::Incident;
 use crate::model::Message;
 use crate::rules::support::{confidence, distinct, matches};
@@ -27,14 +28,36 @@ struct Cause {
 enum Lines {
     Row(&'static str),
     Pattern(Regex),
+    /// Any code PyTorch's `Unexpected error from cudaGetDeviceCount() …
+    /// Error N: …` names, but those with findings of their own.
+    DeviceCount,
 }
 
-/// Most specific first. Error 802 (Fabric Manager), a driver that is not
-/// loaded or mismatched, and "no kernel image" have rules of their own.
+/// The CUDA catalog's wrapper for PyTorch's device-count error.
+const DEVICE_COUNT: &str = "cuda.wrapper.torch-device-count";
+/// Codes of that message that other findings explain better: 802 (the
+/// Fabric Manager), 803 and 804 (the driver and its user-space library).
+const DEVICE_COUNT_OWN: &[&str] = &[
+    "cuda.system-not-ready",
+    "cuda.system-driver-mismatch",
+    "cuda.compat-not-supported-on-device",
+];
+
+/// Most specific first. CUDA's own codes (35, 46, 100) are catalog rows,
+/// read in every wrapper the catalog knows; the other patterns are
+/// PyTorch's own words. Error 802 (Fabric Manager), 803/804 (the catalog's
+/// driver-library rows), a driver that is not loaded or mismatched, and
+/// "no kernel image" have findings of their own.
 static CAUSES: LazyLock<Vec<Cause>> = LazyLock::new(|| {
     [
         (
-            r"The NVIDIA driver on your system is too old \(found version (?P<v>[0-9]+)\)|CUDA driver version is insufficient for CUDA runtime version",
+            r"The NVIDIA driver on your system is too old \(found version (?P<v>[0-9]+)\)",
+            Category::DriverLibraryMismatch,
+            "the NVIDIA driver is too old for the CUDA version PyTorch was built with",
+            "install a PyTorch/vLLM/SGLang build for the driver's CUDA version (nvidia-smi's header shows it), or upgrade the driver",
+        ),
+        (
+            "row:cuda.insufficient-driver",
             Category::DriverLibraryMismatch,
             "the NVIDIA driver is too old for the CUDA version PyTorch was built with",
             "install a PyTorch/vLLM/SGLang build for the driver's CUDA version (nvidia-smi's header shows it), or upgrade the driver",
@@ -52,7 +75,19 @@ static CAUSES: LazyLock<Vec<Cause>> = LazyLock::new(|| {
             "find the process on the GPU (nvidia-smi) or set the compute mode to Default (nvidia-smi -c 0)",
         ),
         (
-            r"No CUDA GPUs are available|no CUDA-capable device is detected|CUDA driver initialization failed|Found no NVIDIA driver on your system|CUDA unknown error - this may be due to an incorrectly set up environment|Unexpected error from cudaGetDeviceCount\(\)",
+            "row:cuda.no-device",
+            Category::Unknown,
+            "no GPU is visible to the process (CUDA_VISIBLE_DEVICES, container GPU access, or a GPU in error)",
+            "check CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES in the unit or container, and that nvidia-smi sees the GPUs on the host",
+        ),
+        (
+            r"No CUDA GPUs are available|CUDA driver initialization failed|Found no NVIDIA driver on your system|CUDA unknown error - this may be due to an incorrectly set up environment",
+            Category::Unknown,
+            "no GPU is visible to the process (CUDA_VISIBLE_DEVICES, container GPU access, or a GPU in error)",
+            "check CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES in the unit or container, and that nvidia-smi sees the GPUs on the host",
+        ),
+        (
+            "device-count",
             Category::Unknown,
             "no GPU is visible to the process (CUDA_VISIBLE_DEVICES, container GPU access, or a GPU in error)",
             "check CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES in the unit or container, and that nvidia-smi sees the GPUs on the host",
@@ -62,6 +97,7 @@ static CAUSES: LazyLock<Vec<Cause>> = LazyLock::new(|| {
     .map(|(p, category, what, fix)| Cause {
         lines: match p.strip_prefix("row:") {
             Some(row) => Lines::Row(row),
+            None if p == "device-count" => Lines::DeviceCount,
             None => Lines::Pattern(Regex::new(p).expect("cuda regex")),
         },
         category,
@@ -84,14 +120,11 @@ static META: RuleMeta = RuleMeta {
     summary: "the server found no usable CUDA device",
     anchors: &[
         "driver on your system is too old",
-        "driver version is insufficient",
         "Torch not compiled with CUDA enabled",
         "No CUDA GPUs are available",
-        "no CUDA-capable device",
         "CUDA driver initialization failed",
         "Found no NVIDIA driver",
         "CUDA unknown error",
-        "cudaGetDeviceCount",
     ],
     doc: r#"
 ## What it means
@@ -132,6 +165,17 @@ impl Rule for CudaUnavailable {
             // Each line with the driver's CUDA version when it says one.
             let hits: Vec<(&Message, Option<u32>)> = match &c.lines {
                 Lines::Row(id) => incident.known(id).map(|(m, _)| (m, None)).collect(),
+                Lines::DeviceCount => incident
+                    .known
+                    .iter()
+                    .filter(|k| matches!(k.hit.via, Via::Wrapper(w) if w.id == DEVICE_COUNT))
+                    .filter(|k| {
+                        !k.hit
+                            .row
+                            .is_some_and(|r| DEVICE_COUNT_OWN.contains(&r.id.as_str()))
+                    })
+                    .map(|k| (&incident.facts.messages[k.message], None))
+                    .collect(),
                 Lines::Pattern(re) => matches(incident, re)
                     .map(|(m, caps)| (m, caps.name("v").and_then(|v| v.as_str().parse().ok())))
                     .collect(),

@@ -102,6 +102,12 @@ fn finding(row: &Row, hits: &[Line<'_>]) -> Finding {
         );
     }
     f.occurrences = u32::try_from(total).unwrap_or(u32::MAX);
+    // The process a line names (NCCL's `host:pid:tid` header, a unit's
+    // `Main PID`): the row's `<pid>` capture.
+    f.entities.pids.extend(
+        hits.iter()
+            .filter_map(|(_, h)| h.get("pid")?.parse::<u32>().ok()),
+    );
     let first = hits[0].1;
     f.title = row.title.clone();
     f.headline = format!("{}.", row.headline_for(first).trim_end_matches('.'));

@@ -18,17 +18,12 @@ pub static RULE: NcclDuplicateGpu = NcclDuplicateGpu;
 pub struct NcclDuplicateGpu;
 
 /// `Duplicate GPU detected : rank 2 and rank 0 both on CUDA device 1000`
-/// (NCCL 2.5.6 – 2.29, init.cc: `%x`, later `%lx` of the bus id).
-static DUPLICATE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"Duplicate GPU detected\s*:\s*rank (?P<a>[0-9]+) and rank (?P<b>[0-9]+) both on CUDA device (?P<bus>[0-9a-fA-F]+)\b",
-    )
-    .expect("duplicate gpu regex")
-});
-/// PyTorch's wrapper around the same failure: `NCCL error in: …, invalid
-/// usage …` / `ncclInvalidUsage: …`.
-static INVALID_USAGE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"ncclInvalidUsage|NCCL error.*invalid usage").expect("usage"));
+/// (NCCL 2.5.6 – 2.29, init.cc: `%x`, later `%lx` of the bus id): the NCCL
+/// catalog's row, with the ranks and the bus id captured.
+const DUPLICATE: &str = "nccl.duplicate-gpu";
+/// The same failure as the result code says it (ncclInvalidUsage), in any
+/// wrapper: `NCCL error in: …, invalid usage …`, `ncclInvalidUsage: …`.
+const INVALID_USAGE: &str = "nccl.invalid-usage";
 /// NCCL's trace of a failed call back up the stack, `NCCL INFO
 /// init.cc:916 -> 5` (5 = ncclInvalidUsage).
 static INVALID_RETURN: LazyLock<Regex> =
@@ -45,12 +40,9 @@ static META: RuleMeta = RuleMeta {
     category: Category::NcclInitFailure,
     severity: Severity::Critical,
     summary: "NCCL found two ranks on the same GPU: the ranks are not pinned to their own devices",
-    anchors: &[
-        "Duplicate GPU detected",
-        "ncclInvalidUsage",
-        "invalid usage",
-        " -> 5",
-    ],
+    // The catalog rows' anchors come by themselves; NCCL's INFO trace of
+    // the failed call is this rule's own.
+    anchors: &[" -> 5"],
     doc: r#"
 ## What it means
 While building a communicator, NCCL compares the GPUs of the ranks on each
@@ -106,7 +98,7 @@ impl Rule for NcclDuplicateGpu {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
-        let hits: Vec<_> = matches(incident, &DUPLICATE).collect();
+        let hits: Vec<_> = incident.known(DUPLICATE).collect();
         if hits.is_empty() {
             return;
         }
@@ -119,12 +111,13 @@ impl Rule for NcclDuplicateGpu {
         let mut pids: BTreeSet<u32> = BTreeSet::new();
         for (m, c) in &hits {
             for k in ["a", "b"] {
-                if let Ok(r) = c[k].parse() {
+                if let Some(r) = c.get(k).and_then(|v| v.parse().ok()) {
                     ranks.insert(r);
                 }
             }
-            raw.insert(c["bus"].to_ascii_lowercase());
-            if let Some(b) = bus_id(&c["bus"]) {
+            let bus = c.get("bus").unwrap_or_default();
+            raw.insert(bus.to_ascii_lowercase());
+            if let Some(b) = bus_id(bus) {
                 buses.insert(b);
             }
             let (pid, dev) = writer(incident, m);
@@ -144,8 +137,8 @@ impl Rule for NcclDuplicateGpu {
         for (m, n) in distinct(hits.iter().map(|(m, _)| *m)).into_iter().take(3) {
             f.evidence(m.span, format!("NCCL found two ranks on one GPU ({n}x)"));
         }
-        let usage: Vec<_> = matches(incident, &INVALID_USAGE).map(|(m, _)| m).collect();
-        if let Some((m, n)) = distinct(usage.iter().copied()).into_iter().next() {
+        let usage: Vec<_> = incident.known(INVALID_USAGE).map(|(m, _)| m).collect();
+        for (m, n) in distinct(usage.iter().copied()).into_iter().take(3) {
             f.evidence(
                 m.span,
                 format!("the communicator failed with invalid usage ({n}x)"),

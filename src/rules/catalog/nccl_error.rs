@@ -8,7 +8,7 @@ use regex::Regex;
 use crate::correlate::Incident;
 use crate::model::{NcclLevel, ServerEvent, ServerEventKind, TorchDistKind};
 use crate::rules::support::server::target;
-use crate::rules::support::{confidence, distinct, matches};
+use crate::rules::support::{confidence, distinct};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
@@ -16,12 +16,24 @@ pub static RULE: NcclError = NcclError;
 
 pub struct NcclError;
 
-static ERROR_TEXT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"NCCL error(?: in: \S+)?:? (?P<reason>[a-z][a-z ]+[a-z])|(?P<code>nccl(?:System|UnhandledCuda|Internal|InvalidArgument|InvalidUsage|Remote)Error)")
-        .expect("nccl error regex")
-});
+/// The NCCL catalog's result codes that are failures, read in every
+/// wrapper it knows (`NCCL error in: …, unhandled system error`, `NCCL
+/// error: …`, nccl-tests' `NCCL failure …`, PyTorch's `ncclSystemError: …`).
+const RESULTS: &[&str] = &[
+    "nccl.unhandled-cuda-error",
+    "nccl.system-error",
+    "nccl.internal-error",
+    "nccl.invalid-argument",
+    "nccl.invalid-usage",
+    "nccl.remote-error",
+];
 
 struct Cause {
+    /// The NCCL catalog's WARN rows that name this cause, wherever they
+    /// are printed (a WARN line, PyTorch's `Last error:`).
+    rows: &'static [&'static str],
+    /// What the rows do not cover: other programs' words in a warning or a
+    /// `Last error:` text.
     re: Regex,
     what: &'static str,
     fix: &'static str,
@@ -33,24 +45,38 @@ struct Cause {
 static CAUSES: LazyLock<Vec<Cause>> = LazyLock::new(|| {
     [
         (
-            r"failed to extend /dev/shm|unable to allocate shared memory|Error while creating shared memory segment|/dev/shm/nccl-\S+ .*(?:No space left|Bus error)",
+            &["nccl.shm-extend-failed", "nccl.shm-segment-failed"][..],
+            r"unable to allocate shared memory|/dev/shm/nccl-\S+ .*(?:No space left|Bus error)",
             "the container's /dev/shm is too small for NCCL's shared-memory transport (Docker's default is 64 MB)",
             "give the container a larger /dev/shm: docker run --shm-size=16g or --ipc=host (Kubernetes: an emptyDir with medium: Memory mounted at /dev/shm)",
             Some("df -h /dev/shm"),
         ),
         (
-            r"socketStartConnect: Connect to \S+ failed|ncclOsSocketPollConnect|Connection refused|No route to host|Software caused connection abort|Connection timed out|remote process exited",
+            &[
+                "nccl.socket-connect-failed",
+                "nccl.socket-creation-failed",
+                "nccl.bootstrap-no-interface",
+                "nccl.no-listening-interface",
+                "nccl.socket-bad-family",
+            ][..],
+            r"ncclOsSocketPollConnect|Connection refused|No route to host|Software caused connection abort|Connection timed out|remote process exited",
             "a peer could not be reached over the network: wrong interface, a firewall, or the peer died",
             "pin NCCL to the right interface (NCCL_SOCKET_IFNAME), open the ports between the nodes, and check that the peer is up",
             Some("ip -br addr; ss -tnp | grep -i nccl"),
         ),
         (
+            &[
+                "nccl.ib-completion-error",
+                "nccl.ib-open-device-failed",
+                "nccl.ibv-call-failed",
+            ][..],
             r"NET/IB|ibv_|IBV_|unable to allocate requests|mlx5",
             "InfiniBand/RDMA setup: GPUDirect, the memlock limit, or the HCA",
             "load nvidia-peermem, raise the memlock limit (LimitMEMLOCK=infinity in the unit), check the HCA (ibstat); NCCL_IB_DISABLE=1 confirms it",
             Some("ibstat; ulimit -l; lsmod | grep peermem"),
         ),
         (
+            &[][..],
             r"does not loop back|[Tt]opology|peer access is not supported|P2P|NVLS|nvlink",
             "GPU topology or peer-to-peer access (NVLink, the Fabric Manager, PCIe ACS in a VM)",
             "check the topology (nvidia-smi topo -m) and the Fabric Manager; NCCL_P2P_DISABLE=1 as a diagnostic",
@@ -58,7 +84,8 @@ static CAUSES: LazyLock<Vec<Cause>> = LazyLock::new(|| {
         ),
     ]
     .into_iter()
-    .map(|(p, what, fix, command)| Cause {
+    .map(|(rows, p, what, fix, command)| Cause {
+        rows,
         re: Regex::new(p).expect("cause regex"),
         what,
         fix,
@@ -72,16 +99,9 @@ static META: RuleMeta = RuleMeta {
     category: Category::NcclInitFailure,
     severity: Severity::Critical,
     summary: "an NCCL call failed; the accompanying NCCL warning says why",
-    anchors: &[
-        "NCCL error",
-        "NCCL WARN",
-        "ncclSystemError",
-        "ncclUnhandledCudaError",
-        "ncclInternalError",
-        "ncclInvalidUsage",
-        "ncclRemoteError",
-        "Last error",
-    ],
+    // The NCCL catalog's rows come by themselves; the warnings and
+    // PyTorch's `Last error:` are read whatever they say.
+    anchors: &["NCCL WARN", "Last error"],
     doc: r#"
 ## What it means
 An NCCL call (communicator set-up or a collective) returned an error:
@@ -126,21 +146,38 @@ impl Rule for NcclError {
             .filter(|e| {
                 matches!(&e.kind, ServerEventKind::TorchDist(t) if matches!(t.kind, TorchDistKind::NcclError { .. }))
             })
+            // A result that is no set-up failure (ncclTimeout, ncclInProgress)
+            // is its catalog row's to report.
+            .filter(|e| {
+                !["nccl.timeout", "nccl.in-progress", "nccl.success"]
+                    .iter()
+                    .any(|id| incident.known(id).any(|(m, _)| m.span == e.span))
+            })
             .collect();
-        let error_lines: Vec<_> = matches(incident, &ERROR_TEXT)
-            .map(|(m, _)| m)
-            .filter(|m| !m.text.contains("NCCL WARN"))
+        // Each failed call's line and the result's short string; a wrapper
+        // of the NCCL catalog whose string no row knows says it itself.
+        let mut results: Vec<(&crate::model::Message, String)> = incident
+            .known
+            .iter()
+            .filter(|k| k.hit.catalog.id == "nccl")
+            .filter_map(|k| {
+                let reason = match k.hit.row {
+                    Some(r) if RESULTS.contains(&r.id.as_str()) => r.strings.first()?.text.clone(),
+                    None => k.hit.get("msg")?.trim().to_owned(),
+                    Some(_) => return None,
+                };
+                Some((&incident.facts.messages[k.message], reason))
+            })
+            .filter(|(m, _)| !m.text.contains("NCCL WARN"))
             .collect();
+        results.sort_by_key(|(m, _)| m.span);
+        results.dedup_by_key(|(m, _)| m.span);
+        let error_lines: Vec<_> = results.iter().map(|(m, _)| *m).collect();
         if errors.is_empty() && error_lines.is_empty() {
             return;
         }
         // Two ranks on one GPU: `nccl-duplicate-gpu` reports it.
-        if incident
-            .facts
-            .messages
-            .iter()
-            .any(|m| m.text.contains("Duplicate GPU detected"))
-        {
+        if incident.known("nccl.duplicate-gpu").next().is_some() {
             return;
         }
         // What NCCL warned, and the `Last error:` text of the exceptions.
@@ -159,25 +196,47 @@ impl Rule for NcclError {
             })
             .collect();
         // A CUDA error inside NCCL is the CUDA rules' to report.
-        if warns.iter().any(|(_, w)| w.contains("Cuda failure"))
-            && !warns
+        // Each cause's lines: its catalog rows' first, then its own words
+        // in a warning.
+        let cause_lines = |c: &Cause| -> Vec<(Span, &str)> {
+            let mut lines: Vec<(Span, &str)> = c
+                .rows
                 .iter()
-                .any(|(_, w)| CAUSES.iter().any(|c| c.re.is_match(w)))
+                .flat_map(|id| incident.known(id))
+                // The warning itself, without NCCL's `host:pid:tid … WARN` header.
+                .map(|(m, _)| {
+                    let text = m.text.as_str();
+                    (m.span, text.split_once(" WARN ").map_or(text, |(_, w)| w))
+                })
+                .collect();
+            lines.sort_by_key(|(s, _)| *s);
+            lines.dedup_by_key(|(s, _)| *s);
+            if lines.is_empty() {
+                lines.extend(
+                    warns
+                        .iter()
+                        .filter(|(_, w)| c.re.is_match(w))
+                        .take(1)
+                        .copied(),
+                );
+            }
+            lines
+        };
+        if warns.iter().any(|(_, w)| w.contains("Cuda failure"))
+            && !CAUSES.iter().any(|c| !cause_lines(c).is_empty())
         {
             return;
         }
         let cause = CAUSES.iter().find_map(|c| {
-            let (span, text) = warns.iter().find(|(_, w)| c.re.is_match(w))?;
-            Some((c, *span, *text))
+            let lines = cause_lines(c);
+            (!lines.is_empty()).then_some((c, lines))
         });
-        let reason = error_lines
+        // The first line that names the result by its string, else by name.
+        let reason = results
             .iter()
-            .find_map(|m| {
-                ERROR_TEXT
-                    .captures(&m.text)?
-                    .name("reason")
-                    .map(|r| r.as_str().to_owned())
-            })
+            .find(|(m, _)| !m.text.trim_start().starts_with("nccl"))
+            .or(results.first())
+            .map(|(_, r)| r.clone())
             .or_else(|| {
                 errors.iter().find_map(|e| match &e.kind {
                     ServerEventKind::TorchDist(t) => match &t.kind {
@@ -224,8 +283,10 @@ impl Rule for NcclError {
         f.condition("an NCCL call returned an error", true);
         f.condition("NCCL's warning names the cause", cause.is_some());
         match cause {
-            Some((c, span, text)) => {
-                f.evidence(span, format!("NCCL's warning: {}", first_line(text)));
+            Some((c, lines)) => {
+                for (span, text) in lines.iter().take(3) {
+                    f.evidence(*span, format!("NCCL's warning: {}", first_line(text)));
+                }
                 f.chain.push(c.what.to_owned());
                 f.title = format!("NCCL failed: {}", c.what);
                 f.headline = format!("{who} failed in NCCL (`{reason}`): {}.", c.what);

@@ -125,6 +125,17 @@ impl Rule for NvmlDriverLibraryMismatch {
         for (m, n) in distinct(failures.iter().copied()) {
             f.evidence(m.span, format!("NVML refuses to initialise ({n}x)"));
         }
+        // CUDA's own word for the same mismatch (error 803), in any wrapper.
+        let cuda: Vec<_> = incident
+            .known("cuda.system-driver-mismatch")
+            .map(|(m, _)| m)
+            .collect();
+        for (m, n) in distinct(cuda.into_iter()).into_iter().take(2) {
+            f.evidence(
+                m.span,
+                format!("CUDA refuses the driver too: error 803, unsupported display driver / cuda driver combination ({n}x)"),
+            );
+        }
         for (m, c) in named.iter().take(2) {
             f.evidence(
                 m.span,
