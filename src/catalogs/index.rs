@@ -163,7 +163,7 @@ impl Index {
                             captures,
                             matched,
                         };
-                        hit.row = resolve(catalog, wrapper.numbering, &hit);
+                        hit.row = resolve(catalog, wrapper, &hit);
                         hit
                     })
                 }
@@ -228,19 +228,27 @@ fn bare(row: &Row, text: &str) -> Option<String> {
 /// The row a wrapper's captures name: its code in the wrapper's numbering,
 /// else its enum name, else its message string (the longest string the
 /// message starts with, so a trailer after it does not matter).
-fn resolve<'c>(catalog: &'c Catalog, numbering: Numbering, hit: &Hit<'_>) -> Option<&'c Row> {
+fn resolve<'c>(catalog: &'c Catalog, wrapper: &Wrapper, hit: &Hit<'_>) -> Option<&'c Row> {
+    let table = || {
+        catalog.rows.iter().filter(|r| {
+            wrapper
+                .rows
+                .as_deref()
+                .is_none_or(|prefix| r.id.starts_with(prefix))
+        })
+    };
     let by_code = hit
         .get("code")
         .and_then(|c| c.trim().parse::<i64>().ok())
         .and_then(|n| {
-            catalog.rows.iter().find(|r| match numbering {
+            table().find(|r| match wrapper.numbering {
                 Numbering::Code => r.code == Some(n),
                 Numbering::Driver => r.driver_code == Some(n),
             })
         });
     let by_name = || {
         let name = hit.get("name")?;
-        catalog.rows.iter().find(|r| {
+        table().find(|r| {
             [&r.name, &r.driver_name]
                 .into_iter()
                 .flatten()
@@ -249,9 +257,7 @@ fn resolve<'c>(catalog: &'c Catalog, numbering: Numbering, hit: &Hit<'_>) -> Opt
     };
     let by_message = || {
         let msg = normal(hit.get("msg")?);
-        catalog
-            .rows
-            .iter()
+        table()
             .flat_map(|r| r.strings.iter().map(move |s| (r, normal(&s.text))))
             .filter(|(_, s)| !s.is_empty() && msg.starts_with(s.as_str()))
             .max_by_key(|(_, s)| s.len())

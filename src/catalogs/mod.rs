@@ -83,6 +83,8 @@ pub struct Row {
     pub name: Option<String>,
     pub driver_code: Option<i64>,
     pub driver_name: Option<String>,
+    /// What upstream's catalog says to do about the code.
+    pub resolution: Option<String>,
     pub strings: Vec<CodeString>,
     pub bare: bool,
     pub wordings: Vec<Wording>,
@@ -153,6 +155,8 @@ pub struct Wrapper {
     pub id: String,
     pub title: String,
     pub numbering: Numbering,
+    /// The id prefix of the rows it names; all the catalog's when `None`.
+    pub rows: Option<String>,
     pub wording: Wording,
     pub samples: Vec<Sample>,
 }
@@ -309,6 +313,7 @@ fn convert(
             name: def.name,
             driver_code: def.driver_code,
             driver_name: def.driver_name,
+            resolution: def.resolution,
             strings: def
                 .string
                 .into_iter()
@@ -357,6 +362,7 @@ fn convert(
                 id: def.id,
                 title: def.title,
                 numbering,
+                rows: def.rows,
                 wording,
                 samples,
             }),

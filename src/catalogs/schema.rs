@@ -75,6 +75,10 @@ pub struct RowDef {
     pub driver_code: Option<i64>,
     #[serde(default)]
     pub driver_name: Option<String>,
+    /// Code tables: what upstream's own catalog says to do about the code
+    /// (NVIDIA's Xid catalog: `RESTART_APP`, `RESET_GPU`, `RESTART_BM` …).
+    #[serde(default)]
+    pub resolution: Option<String>,
     /// Code tables: the code's message string, per version.
     #[serde(default)]
     pub string: Vec<StringDef>,
@@ -154,6 +158,11 @@ pub struct WrapperDef {
     /// or `driver` (its `driver_code`).
     #[serde(default = "default_numbering")]
     pub numbering: String,
+    /// The id prefix of the rows its captures name, where the catalog
+    /// holds more than one code table (`kernel.xid-`: an Xid's number is
+    /// not an `NV_STATUS` code's).
+    #[serde(default)]
+    pub rows: Option<String>,
     #[serde(default)]
     pub text: Option<String>,
     #[serde(default)]

@@ -15,7 +15,7 @@
 //! unrecognised. What was not understood is listed (bounded) for
 //! `rootcause inputs`.
 
-use super::journal_fields::unit_of_pid1_message;
+use super::journal_fields::{pid1_message_in, unit_of_pid1_message};
 use super::reader::{Out, Read};
 use super::server::{Outer, OuterRef, Skim};
 use super::{KernelParser, Line, ServerLogParser};
@@ -168,11 +168,14 @@ impl LineReader {
         // grammar journal_cat.rs reads as PID 1's too); quoted in a mail or
         // Markdown reply, `>nvidia-docker.service: Main process exited, …`.
         let pid1 = unquote(text);
-        if let Some(unit) = may_be_pid1(pid1)
+        let message = may_be_pid1(pid1)
             .then(|| unit_of_pid1_message(pid1.trim_end()))
             .flatten()
-        {
-            let text = pid1;
+            .map(|unit| (unit, pid1.trim_end().to_owned()))
+            // A message of the systemd catalog cut before its unit or behind
+            // a prefix (`: ollama.service: Failed with result 'exit-code'.`).
+            .or_else(|| hot.then(|| pid1_message_in(text)).flatten());
+        if let Some((unit, message)) = message {
             facts.journal.push(JournalEntry {
                 time: None,
                 host: None,
@@ -180,7 +183,7 @@ impl LineReader {
                 pid: Some(1),
                 unit: Some(unit),
                 cmdline: None,
-                message: text.trim_end().to_owned(),
+                message,
                 span: line.span,
             });
             return Some(Read::Parsed);

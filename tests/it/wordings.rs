@@ -363,10 +363,12 @@ const NO_MESSAGE_RULES: &[(&str, &str)] = &[(
 )];
 
 /// Every rule of the catalog is named by at least one wording file (as the
-/// file's `rule` or as a wording's expected rule), so that every message a
-/// rule reads has its real wordings documented; the only exceptions are the
-/// rules listed, with a reason, in `NO_MESSAGE_RULES`. A listed rule that
-/// has a wording file now, or is no longer in the catalog, fails too.
+/// file's `rule` or as a wording's expected rule) or by a row of the
+/// upstream catalogs (`catalogs/*.toml`, whose samples tests/it/catalogs.rs
+/// checks), so that every message a rule reads has its real wordings
+/// documented; the only exceptions are the rules listed, with a reason, in
+/// `NO_MESSAGE_RULES`. A listed rule that has a wording file now, or is no
+/// longer in the catalog, fails too.
 #[test]
 fn every_rule_has_a_wording_file() {
     let rules = rule_ids();
@@ -375,6 +377,12 @@ fn every_rule_has_a_wording_file() {
         named.insert(m.rule.clone());
         named.extend(m.wording.iter().filter_map(|w| w.expect.rule.clone()));
     }
+    named.extend(
+        rootcause::catalogs::catalogs()
+            .rows()
+            .filter(|r| !r.samples.is_empty())
+            .filter_map(|r| r.rule.clone()),
+    );
     let exempt: BTreeMap<&str, &str> = NO_MESSAGE_RULES.iter().copied().collect();
     let mut problems = Vec::new();
     for (id, why) in &exempt {
@@ -395,7 +403,7 @@ fn every_rule_has_a_wording_file() {
     for id in &rules {
         if !named.contains(*id) && !exempt.contains_key(id) {
             problems.push(format!(
-                "rule `{id}` reads messages but no fixtures/wordings/*.toml names it: document its wordings (real lines with their source)"
+                "rule `{id}` reads messages but no fixtures/wordings/*.toml nor catalog row names it: document its wordings (real lines with their source)"
             ));
         }
     }

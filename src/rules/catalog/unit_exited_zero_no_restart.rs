@@ -27,12 +27,8 @@ static META: RuleMeta = RuleMeta {
     category: Category::UnitExitedZeroNoRestart,
     severity: Severity::Error,
     summary: "the server's engine died but its unit exited with status 0, so systemd did not restart it",
-    anchors: &[
-        "Deactivated successfully",
-        "Succeeded.",
-        "status=0/SUCCESS",
-        "ExecMainStatus=",
-    ],
+    // `Deactivated successfully.` is the catalog row `systemd.deactivated`.
+    anchors: &["status=0/SUCCESS", "ExecMainStatus="],
     doc: r#"
 ## What it means
 The serving engine failed (an engine-core or worker death, a scheduler
