@@ -618,6 +618,29 @@ mod tests {
                     state: "stop".into(),
                 },
             ),
+            // v257: the restart's reason before the counter.
+            (
+                "2025-02-11T03:20:15+0100 h100a systemd[1]: sglang.service: Scheduled restart job (restarted by policy), restart counter is at 2.",
+                "sglang.service",
+                K::ScheduledRestart(2),
+            ),
+            // A line cut before the unit, its journal prefix gone (batch-a 624).
+            (
+                ": ollama.service: Failed with result 'exit-code'.",
+                "ollama.service",
+                K::FailedWithResult("exit-code".into()),
+            ),
+            // A result no row knows yet is still the unit's result.
+            (
+                "Jun 01 12:00:00 h systemd[1]: vllm.service: Failed with result 'frobnicated'.",
+                "vllm.service",
+                K::FailedWithResult("frobnicated".into()),
+            ),
+            (
+                "Mar 06 15:34:48 buildroot systemd[1]: Failed to start vllm.service - vLLM server.",
+                "vllm.service",
+                K::FailedToStart,
+            ),
         ];
         for (line, unit, kind) in cases {
             let incident = crate::correlate::correlate(pid1(&[line]));

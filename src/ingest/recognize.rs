@@ -522,10 +522,31 @@ something nobody knows 0x1f
         }
     }
 
+    /// systemd's line with its journal prefix cut (`: ollama.service: …`)
+    /// is still PID 1's message about the unit: the catalog finds it.
+    #[test]
+    fn a_pid1_line_cut_before_its_unit_is_read() {
+        let (facts, tally) = read_all(
+            ": ollama.service: Failed with result 'exit-code'.\n",
+            Except::Nothing,
+            false,
+        );
+        let pid1: Vec<_> = facts.journal.iter().filter(|e| e.is_pid1()).collect();
+        assert_eq!(pid1.len(), 1);
+        assert_eq!(pid1[0].unit.as_deref(), Some("ollama.service"));
+        assert_eq!(
+            pid1[0].message,
+            "ollama.service: Failed with result 'exit-code'."
+        );
+        assert_eq!(tally.unrecognized, 0);
+    }
+
     #[test]
     fn the_segment_parser_is_not_asked_twice() {
+        // A line only the kernel parser reads (an Xid line would be read by
+        // the catalogs too).
         let (facts, tally) = read_all(
-            "NVRM: Xid (PCI:0000:dc:00): 45, pid=1, name=python3, Ch 00000001",
+            "NVRM: GPU at PCI:0000:dc:00: GPU-5d1c1a36-6e5b-4b16-b5b0-83f2e9a9c2b1",
             Except::Kernel,
             false,
         );
