@@ -99,15 +99,29 @@ pub struct Diagnosis {
 
 /// A catalog message's own finding is the fallback for the lines no rule
 /// reasoned about: where other findings cite every line it cites, they
-/// said more, and it goes.
+/// said more, and it goes. So it does where a finding of the same category
+/// cites one of its lines: a rule that read the message (an Xid rule citing
+/// the first of three Xid 119 lines) concluded what the row says, and more.
 fn drop_restated(findings: &mut Vec<Finding>) {
+    use std::collections::BTreeSet;
     let known = catalog::KNOWN_MESSAGE;
-    let cited: std::collections::BTreeSet<crate::source::Span> = findings
+    let cited: BTreeSet<crate::source::Span> = findings
         .iter()
         .filter(|f| f.rule != known)
         .flat_map(|f| f.evidence.iter().map(|e| e.span))
         .collect();
-    findings.retain(|f| f.rule != known || !f.evidence.iter().all(|e| cited.contains(&e.span)));
+    let cited_as: BTreeSet<(Category, crate::source::Span)> = findings
+        .iter()
+        .filter(|f| f.rule != known)
+        .flat_map(|f| f.evidence.iter().map(|e| (f.category, e.span)))
+        .collect();
+    findings.retain(|f| {
+        f.rule != known
+            || !(f.evidence.iter().all(|e| cited.contains(&e.span))
+                || f.evidence
+                    .iter()
+                    .any(|e| cited_as.contains(&(f.category, e.span))))
+    });
 }
 
 /// The anchors of every rule in `rules`, of the upstream catalogs' rows

@@ -192,9 +192,11 @@ fn from_properties(incident: &Incident, p: &UnitProperties) -> Option<Finding> {
     {
         return None;
     }
-    // Not if: restarting is on for clean exits too, the unit is a one-shot
-    // job (exiting is its purpose), or systemd did restart it.
-    if matches!(p.restart.as_deref(), Some("always" | "on-success")) {
+    // Not if: restarting is on for clean exits too, or off altogether (a
+    // unit with Restart=no that ended with status 0 and Result=success
+    // ended as configured: no restart was ever to come), the unit is a
+    // one-shot job (exiting is its purpose), or systemd did restart it.
+    if matches!(p.restart.as_deref(), Some("always" | "on-success" | "no")) {
         return None;
     }
     if matches!(prop("Type"), Some("oneshot")) || p.n_restarts.is_some_and(|n| n > 0) {
