@@ -48,7 +48,22 @@ pub(super) fn unit_of_pid1_message(message: &str) -> Option<String> {
         .captures(message)
         .or_else(|| JOB.captures(message))
         .map(|c| c["unit"].to_owned())
-        .or_else(|| pid1_message_in(message).map(|(unit, _)| unit))
+        .or_else(|| {
+            names_a_unit(message)
+                .then(|| pid1_message_in(message).map(|(unit, _)| unit))
+                .flatten()
+        })
+}
+
+/// Whether a message holds a unit's name (`.service`, `.scope` …): the
+/// cheap test before the catalog is asked, PID 1 printing many lines that
+/// name none (`Reached target …`, `Startup finished in …`).
+fn names_a_unit(message: &str) -> bool {
+    UNIT_TYPES.split('|').any(|t| {
+        message
+            .match_indices('.')
+            .any(|(i, _)| message[i + 1..].starts_with(t))
+    })
 }
 
 /// A message of PID 1 that the systemd catalog knows, wherever it starts
