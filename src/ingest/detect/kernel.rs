@@ -14,9 +14,16 @@ re!(
     CTIME,
     r"^(?:<[0-9]{1,3}>|[a-z0-9]+\s*:[a-z]+\s*: )?\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9] [0-9]{4}\] "
 );
+// `dmesg --time-format iso`, also with `-x`'s `kern  :warn  : ` (what
+// `dmesg --decode --time-format=iso` prints).
 re!(
     ISO,
-    r"^(?:<[0-9]{1,3}>)?[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9],[0-9]{6}[+-][0-9][0-9]:[0-9][0-9] "
+    r"^(?:<[0-9]{1,3}>|[a-z0-9]+\s*:[a-z]+\s*: )?[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9],[0-9]{6}[+-][0-9][0-9]:[0-9][0-9] "
+);
+// A `/dev/kmsg` record: `priority,sequence,microseconds,flag[,…];message`.
+re!(
+    KMSG,
+    r"^[0-9]{1,4},[0-9]{1,20},[0-9]{1,20},[-c+](?:,[^;]*)?;"
 );
 // Also under a bare `kernel: ` (a syslog line whose time and host were cut
 // off), with or without the uptime rsyslog keeps after it.
@@ -36,6 +43,12 @@ pub(super) fn sniff(line: &str, _current: Option<Format>) -> Option<Class> {
         return Some(Class::Strong(
             Format::Dmesg,
             "[uptime] / [ctime] / ISO kernel timestamp (dmesg)",
+        ));
+    }
+    if KMSG.is_match(line) {
+        return Some(Class::Strong(
+            Format::Dmesg,
+            "priority,sequence,microseconds,flag; record (/dev/kmsg)",
         ));
     }
     BARE.is_match(line).then_some(Class::Strong(

@@ -1,5 +1,6 @@
 //! Kernel messages (formats.md §6): the line wrappers of `dmesg` (raw,
-//! `-T`, `--time-format iso`, `-x`, `-r`, `-t`), and the one parser every
+//! `-T`, `--time-format iso`, `-x`, `-r`, `-t`) and of `/dev/kmsg`'s
+//! records, and the one parser every
 //! wrapper hands its message to, [`KernelParser`], which turns NVIDIA driver
 //! lines ([`nvrm`]) and OOM-killer reports ([`oom`]) into [`KernelEvent`]s.
 //!
@@ -66,6 +67,14 @@ static RELTIME: LazyLock<Regex> = LazyLock::new(|| {
         .expect("reltime regex")
 });
 
+/// A record of `/dev/kmsg` (Documentation/ABI/testing/dev-kmsg):
+/// `priority,sequence,microseconds since boot,flag[,more…];message`, as
+/// `cat /dev/kmsg` and the tools that read it print it.
+static KMSG: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[0-9]{1,4},[0-9]{1,20},(?P<us>[0-9]{1,20}),[-c+](?:,[^;]*)?;")
+        .expect("kmsg regex")
+});
+
 /// The tail of an uptime whose `[` and first digits a paste cut off.
 static CUT_UPTIME: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^[0-9]{1,10}\.[0-9]{6}\]\x20+").expect("cut uptime regex"));
@@ -93,7 +102,21 @@ impl KernelParser {
         wall: Option<Timestamp>,
         facts: &mut Facts,
     ) -> bool {
+        self.feed_at(message, span, wall, None, facts)
+    }
+
+    /// [`Self::feed`] for a message whose wrapper gave its uptime (a
+    /// `/dev/kmsg` record's microseconds since boot).
+    fn feed_at(
+        &mut self,
+        message: &str,
+        span: Span,
+        wall: Option<Timestamp>,
+        uptime: Option<u64>,
+        facts: &mut Facts,
+    ) -> bool {
         let (mut uptime_us, mut message) = split_uptime(unquote(message));
+        uptime_us = uptime_us.or(uptime);
         // `journalctl -o short-monotonic` looks like dmesg plus `host kernel: `;
         // a syslog line cut before its host leaves `kernel: [ uptime] …`.
         if let Some(m) = KERNEL_PREFIX.find(message) {
@@ -184,7 +207,7 @@ impl DmesgReader {
         if text.trim().is_empty() {
             return Read::Skimmed(None);
         }
-        if let Some((wall, _)) = split_wrapper(text) {
+        if let Some((wall, _, _)) = split_wrapper(text) {
             self.last = Some(wall);
         } else if !(self.last.is_some() && text.starts_with([' ', '\t'])) {
             self.last = None;
@@ -199,8 +222,8 @@ impl DmesgReader {
         if text.trim().is_empty() {
             return;
         }
-        if let Some((wall, message)) = split_wrapper(text) {
-            self.parser.feed(message, line.span, wall, facts);
+        if let Some((wall, uptime, message)) = split_wrapper(text) {
+            self.parser.feed_at(message, line.span, wall, uptime, facts);
             self.last = Some(wall);
             return;
         }
@@ -227,9 +250,6 @@ impl DmesgReader {
     }
 }
 
-/// Strips the dmesg wrapper of a line: the wall time it printed (if any) and
-/// the message, which may still start with a `[ uptime]`. `None` when the
-/// line has no wrapper.
 /// A kernel line quoted in a mail or Markdown reply (`> [Fri Aug 30
 /// 11:43:09 2024] NVRM: Xid …`, `> NVRM: Xid …`): the text after the
 /// quote marks. No kernel message starts with `>`.
@@ -241,7 +261,11 @@ fn unquote(text: &str) -> &str {
     rest
 }
 
-fn split_wrapper(text: &str) -> Option<(Option<Timestamp>, &str)> {
+/// Strips the dmesg wrapper of a line: the wall time it printed (if any) and
+/// the message, which may still start with a `[ uptime]`. `None` when the
+/// line has no wrapper. A `/dev/kmsg` record gives its uptime instead
+/// (microseconds since boot).
+fn split_wrapper(text: &str) -> Option<(Option<Timestamp>, Option<u64>, &str)> {
     // What each pattern needs first, tested before it: most lines of a big
     // log are `[ uptime] …`, and these tests cost next to nothing.
     let first = |s: &str| s.as_bytes().first().copied();
@@ -273,25 +297,30 @@ fn split_wrapper(text: &str) -> Option<(Option<Timestamp>, &str)> {
         if let Some(c) = CTIME.captures(rest) {
             let wall = ctime(&c);
             let end = c.get(0).map_or(0, |m| m.end());
-            return wall.map(|w| (Some(w), &rest[end..]));
+            return wall.map(|w| (Some(w), None, &rest[end..]));
         }
     }
     if first(rest).is_some_and(|b| b.is_ascii_digit()) {
         if let Some(c) = ISO.captures(rest) {
             let wall = iso(&c);
             let end = c.get(0).map_or(0, |m| m.end());
-            return wall.map(|w| (Some(w), &rest[end..]));
+            return wall.map(|w| (Some(w), None, &rest[end..]));
+        }
+        if let Some(c) = KMSG.captures(rest) {
+            let uptime = c["us"].parse().ok();
+            let end = c.get(0).map_or(0, |m| m.end());
+            return Some((None, uptime, &rest[end..]));
         }
     }
     if bracket && UPTIME.is_match(rest) {
-        return Some((None, rest));
+        return Some((None, None, rest));
     }
     if bracket {
         if let Some(m) = RELTIME.find(rest) {
-            return Some((None, &rest[m.end()..]));
+            return Some((None, None, &rest[m.end()..]));
         }
     }
-    wrapped.then_some((None, rest))
+    wrapped.then_some((None, None, rest))
 }
 
 /// `[ 8712.345678] message` → (8712345678 µs, `message`).

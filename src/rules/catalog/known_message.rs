@@ -76,6 +76,7 @@ impl Rule for KnownMessage {
         for (row, hits) in by_row.into_values() {
             let mut f = finding(row, &hits);
             name_gpus(incident, &mut f, &hits);
+            name_units(&mut f, &hits);
             out.push(f);
         }
     }
@@ -99,6 +100,17 @@ fn name_gpus(incident: &Incident, f: &mut Finding, hits: &[Line<'_>]) {
         if let Some(bus) = hit.get("bus") {
             let at = crate::rules::xid::gpu_at(incident, Some(bus));
             crate::rules::xid::name_gpu(f, &at, Some(bus));
+        }
+    }
+}
+
+/// The units a row's lines name (`● ollama.service loaded failed failed`,
+/// `Job for ollama.service failed because …`): a line that is no journal
+/// entry has no other way to say whose it is.
+fn name_units(f: &mut Finding, hits: &[Line<'_>]) {
+    for (_, hit) in hits {
+        if let Some(unit) = hit.get("unit") {
+            f.entities.units.insert(unit.to_owned());
         }
     }
 }
