@@ -163,7 +163,7 @@ impl Index {
                             captures,
                             matched,
                         };
-                        hit.row = resolve(catalog, wrapper.numbering, &hit);
+                        hit.row = resolve(catalog, wrapper, &hit);
                         hit
                     })
                 }
@@ -225,25 +225,34 @@ fn bare(row: &Row, text: &str) -> Option<String> {
     })
 }
 
-/// The row a wrapper's captures name: its code in the wrapper's numbering,
-/// else its enum name, else its message string (the longest string the
-/// message starts with, so a trailer after it does not matter). Where the
-/// printed string names a different row than the printed number, the
-/// string decides: numbers changed across versions (CUDA renumbered its
-/// runtime codes in 10.1: `cuda runtime error (4) : unspecified launch
-/// failure` is today's 719), strings did not; among rows sharing the
-/// string, one that had the number before wins.
-fn resolve<'c>(catalog: &'c Catalog, numbering: Numbering, hit: &Hit<'_>) -> Option<&'c Row> {
+/// The row a wrapper's captures name, among the rows its table holds (all
+/// of the catalog's, or those whose id starts with the wrapper's `rows`):
+/// its code in the wrapper's numbering, else its enum name, else its
+/// message string (the longest string the message starts with, so a trailer
+/// after it does not matter). Where the printed string names a different
+/// row than the printed number, the string decides: numbers changed across
+/// versions (CUDA renumbered its runtime codes in 10.1: `cuda runtime error
+/// (4) : unspecified launch failure` is today's 719), strings did not;
+/// among rows sharing the string, one that had the number before wins.
+fn resolve<'c>(catalog: &'c Catalog, wrapper: &Wrapper, hit: &Hit<'_>) -> Option<&'c Row> {
+    let table = || {
+        catalog.rows.iter().filter(|r| {
+            wrapper
+                .rows
+                .as_deref()
+                .is_none_or(|prefix| r.id.starts_with(prefix))
+        })
+    };
     let code = hit.get("code").and_then(|c| c.trim().parse::<i64>().ok());
     let by_code = code.and_then(|n| {
-        catalog.rows.iter().find(|r| match numbering {
+        table().find(|r| match wrapper.numbering {
             Numbering::Code => r.code == Some(n),
             Numbering::Driver => r.driver_code == Some(n),
         })
     });
     let by_name = || {
         let name = hit.get("name")?;
-        catalog.rows.iter().find(|r| {
+        table().find(|r| {
             [&r.name, &r.driver_name]
                 .into_iter()
                 .flatten()
@@ -252,9 +261,7 @@ fn resolve<'c>(catalog: &'c Catalog, numbering: Numbering, hit: &Hit<'_>) -> Opt
     };
     let by_message: Vec<&Row> = hit.get("msg").map_or_else(Vec::new, |msg| {
         let msg = normal(msg);
-        let matching: Vec<(&Row, usize)> = catalog
-            .rows
-            .iter()
+        let matching: Vec<(&Row, usize)> = table()
             .filter_map(|r| {
                 r.strings
                     .iter()

@@ -88,6 +88,8 @@ pub struct Row {
     pub driver_name: Option<String>,
     /// Numbers the code had in older versions, with those versions.
     pub former: Vec<(i64, String)>,
+    /// What upstream's catalog says to do about the code.
+    pub resolution: Option<String>,
     pub strings: Vec<CodeString>,
     pub bare: bool,
     pub wordings: Vec<Wording>,
@@ -242,6 +244,8 @@ pub struct Wrapper {
     pub id: String,
     pub title: String,
     pub numbering: Numbering,
+    /// The id prefix of the rows it names; all the catalog's when `None`.
+    pub rows: Option<String>,
     pub wording: Wording,
     pub samples: Vec<Sample>,
 }
@@ -410,6 +414,7 @@ fn convert(
                 .into_iter()
                 .map(|f| (f.code, f.versions))
                 .collect(),
+            resolution: def.resolution,
             strings: def
                 .string
                 .into_iter()
@@ -458,6 +463,7 @@ fn convert(
                 id: def.id,
                 title: def.title,
                 numbering,
+                rows: def.rows,
                 wording,
                 samples,
             }),

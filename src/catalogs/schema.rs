@@ -85,6 +85,10 @@ pub struct RowDef {
     /// wrapper that printed an old number with the code's string.
     #[serde(default)]
     pub former: Vec<FormerDef>,
+    /// Code tables: what upstream's own catalog says to do about the code
+    /// (NVIDIA's Xid catalog: `RESTART_APP`, `RESET_GPU`, `RESTART_BM` …).
+    #[serde(default)]
+    pub resolution: Option<String>,
     /// Code tables: the code's message string, per version.
     #[serde(default)]
     pub string: Vec<StringDef>,
@@ -172,6 +176,11 @@ pub struct WrapperDef {
     /// or `driver` (its `driver_code`).
     #[serde(default = "default_numbering")]
     pub numbering: String,
+    /// The id prefix of the rows its captures name, where the catalog
+    /// holds more than one code table (`kernel.xid-`: an Xid's number is
+    /// not an `NV_STATUS` code's).
+    #[serde(default)]
+    pub rows: Option<String>,
     #[serde(default)]
     pub text: Option<String>,
     #[serde(default)]

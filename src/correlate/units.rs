@@ -160,54 +160,16 @@ re!(
     UNIT_PREFIXED,
     r"^(?P<unit>\S+\.(?:service|scope|socket|mount|timer|target|slice|path|swap)): (?P<rest>.*)$"
 );
+// The job messages that report no failure: they are not catalog rows (a
+// `Started X.` is no finding), so their grammar lives here; the failed
+// ones (`Failed to start X.`) are the catalog's `systemd.job-failed`.
 re!(
     JOB,
-    r"^(?P<verb>Starting|Started|Stopping|Stopped|Failed to start|Timed out starting|Dependency failed for) (?P<what>.+?)(?:\.\.\.|\.| with error\.)$"
+    r"^(?P<verb>Starting|Started|Stopping|Stopped) (?P<what>.+?)(?:\.\.\.|\.)$"
 );
 re!(
     COMBINED,
     r"^(?P<unit>\S+\.(?:service|scope|socket|mount|timer|target|slice|path|swap))(?: - (?P<desc>.*))?$"
-);
-re!(
-    MAIN_EXITED,
-    r"^[Mm]ain process exited, code=(?P<code>[0-9A-Za-z_]+), status=(?P<status>\S+?)\.?$"
-);
-re!(
-    FAILED_RESULT,
-    r"^Failed with result '(?P<result>[0-9A-Za-z_-]+)'\.$"
-);
-re!(
-    RESTART,
-    r"^Scheduled restart job.*, restart counter is at (?P<n>[0-9]+)\.$"
-);
-re!(
-    RESTART_DUE,
-    r"^(?:Service )?(?:hold-?off time over|RestartSec=\S+ expired|has no hold-?off time(?: \(RestartSec=0\))?), scheduling restart\.$"
-);
-// systemd ≤ v219 put the unit's name first, without a colon.
-re!(
-    BARE_UNIT,
-    r"^(?:Unit )?(?P<unit>\S+\.(?:service|scope|socket|mount|timer|target|slice|path|swap)) (?P<rest>.*)$"
-);
-re!(
-    OLD_REPEATED,
-    r"^[Ss]tart request repeated too quickly for (?P<unit>\S+\.(?:service|scope|socket|mount|timer|target|slice|path|swap))\.?$"
-);
-re!(
-    REMAINS,
-    r"^Unit process (?P<pid>[0-9]+) \(.{1,15}\) remains running after unit stopped\.$"
-);
-re!(
-    LEFT_OVER,
-    r"^Found left-over process (?P<pid>[0-9]+) \(.{1,15}\) in control group while starting unit\."
-);
-re!(
-    KILLING,
-    r"^Killing process (?P<pid>[0-9]+) \(.{1,15}\) with signal SIG[A-Z]+\.$"
-);
-re!(
-    STOP_TIMEOUT,
-    r"^(?:State '(?P<state>[0-9A-Za-z_-]+)'|(?P<old>stop-sigterm|stop-final-sigterm|stop-sigabrt|stop-watchdog)|(?P<stopping>[Ss]topping)) timed out\. (?:Killing|Terminating)\.$"
 );
 
 /// Every line of PID 1 that begins with a unit's name (`X.service: …`),
@@ -268,122 +230,126 @@ pub fn collect(facts: &Facts) -> BTreeMap<String, UnitFacts> {
 
     for e in facts.journal.iter().filter(|e| e.is_pid1()) {
         let msg = e.message.as_str();
-        if let Some(c) = UNIT_PREFIXED.captures(msg) {
-            if let Some(kind) = unit_prefixed_event(&c["rest"]) {
-                units
-                    .entry(c["unit"].to_owned())
-                    .or_default()
-                    .events
-                    .push(UnitEvent { kind, span: e.span });
+        let (unit, kind, desc) = match catalog_event(msg) {
+            Some(Event::Unit(unit, kind)) => (Some(unit), kind, None),
+            Some(Event::Job(kind, what)) => {
+                let (unit, desc) = job_unit(&what, e, &by_description, &only_unit);
+                (unit, kind, desc)
             }
-        } else if let Some((unit, kind)) = old_unit_event(msg) {
-            units
-                .entry(unit)
-                .or_default()
-                .events
-                .push(UnitEvent { kind, span: e.span });
-        } else if let Some(c) = JOB.captures(msg) {
-            let what = &c["what"];
-            let (unit, desc) = match COMBINED.captures(what) {
-                Some(j) => (
-                    Some(j["unit"].to_owned()),
-                    j.name("desc").map(|d| d.as_str().to_owned()),
-                ),
-                None => (
-                    e.unit
-                        .clone()
-                        .or_else(|| by_description.get(what).cloned())
-                        .or_else(|| only_unit(e.span.source)),
-                    None,
-                ),
-            };
-            let Some(unit) = unit else { continue };
-            let kind = match &c["verb"] {
-                "Starting" => UnitEventKind::Starting,
-                "Started" => UnitEventKind::Started,
-                "Stopped" => UnitEventKind::Stopped,
-                "Failed to start" | "Timed out starting" | "Dependency failed for" => {
-                    UnitEventKind::FailedToStart
-                }
-                _ => continue,
-            };
-            let u = units.entry(unit).or_default();
-            u.description = u.description.take().or(desc);
-            u.events.push(UnitEvent { kind, span: e.span });
-        }
+            None => {
+                let Some(c) = JOB.captures(msg) else { continue };
+                let kind = match &c["verb"] {
+                    "Starting" => UnitEventKind::Starting,
+                    "Started" => UnitEventKind::Started,
+                    "Stopped" => UnitEventKind::Stopped,
+                    _ => continue,
+                };
+                let (unit, desc) = job_unit(&c["what"], e, &by_description, &only_unit);
+                (unit, kind, desc)
+            }
+        };
+        let Some(unit) = unit else { continue };
+        let u = units.entry(unit).or_default();
+        u.description = u.description.take().or(desc);
+        u.events.push(UnitEvent { kind, span: e.span });
     }
     units
 }
 
-/// systemd ≤ v219's wording, the unit named first without a colon: `X
-/// holdoff time over, scheduling restart.`, `Unit X entered failed state.`,
-/// `X failed.`, `X stop-sigterm timed out. Killing.`, `start request repeated
-/// too quickly for X`.
-fn old_unit_event(msg: &str) -> Option<(String, UnitEventKind)> {
-    if let Some(c) = OLD_REPEATED.captures(msg) {
-        return Some((c["unit"].to_owned(), UnitEventKind::StartRepeatedTooQuickly));
+/// The unit a job message is about, and the description it gives: the
+/// 252+ combined form names both (`foo.service - Foo.`); the ≤ 247 form
+/// names only the description, which maps back to a unit through
+/// `systemctl status`/`show` or the only unit the input's PID 1 names.
+fn job_unit(
+    what: &str,
+    e: &crate::model::JournalEntry,
+    by_description: &BTreeMap<String, String>,
+    only_unit: &dyn Fn(crate::source::SourceId) -> Option<String>,
+) -> (Option<String>, Option<String>) {
+    match COMBINED.captures(what) {
+        Some(j) => (
+            Some(j["unit"].to_owned()),
+            j.name("desc").map(|d| d.as_str().to_owned()),
+        ),
+        None => (
+            e.unit
+                .clone()
+                .or_else(|| by_description.get(what).cloned())
+                .or_else(|| only_unit(e.span.source)),
+            None,
+        ),
     }
-    let c = BARE_UNIT.captures(msg)?;
-    let rest = &c["rest"];
-    let kind = match rest {
-        "entered failed state." | "failed." => UnitEventKind::EnteredFailedState,
-        "start request repeated too quickly, refusing to start." => {
-            UnitEventKind::StartRepeatedTooQuickly
-        }
-        _ => unit_prefixed_event(rest)?,
-    };
-    // `Unit X …` is only the failed-state message.
-    if msg.starts_with("Unit ") && kind != UnitEventKind::EnteredFailedState {
-        return None;
-    }
-    Some((c["unit"].to_owned(), kind))
 }
 
-fn unit_prefixed_event(rest: &str) -> Option<UnitEventKind> {
-    let pid = |c: &regex::Captures<'_>| c["pid"].parse().ok();
-    Some(if let Some(c) = MAIN_EXITED.captures(rest) {
-        UnitEventKind::MainProcessExited {
-            code: c["code"].to_owned(),
-            status: c["status"].to_owned(),
-        }
-    } else if let Some(c) = FAILED_RESULT.captures(rest) {
-        match &c["result"] {
-            "start-limit-hit" => UnitEventKind::StartLimitHit,
-            r => UnitEventKind::FailedWithResult(r.to_owned()),
-        }
-    } else if rest == "Deactivated successfully." || rest == "Succeeded." {
-        UnitEventKind::Deactivated
-    } else if let Some(c) = RESTART.captures(rest) {
-        UnitEventKind::ScheduledRestart(c["n"].parse().ok()?)
-    } else if let Some(c) = REMAINS.captures(rest) {
-        UnitEventKind::RemainsRunning { pid: pid(&c)? }
-    } else if let Some(c) = LEFT_OVER.captures(rest) {
-        UnitEventKind::LeftOverProcess { pid: pid(&c)? }
-    } else if let Some(c) = KILLING.captures(rest) {
-        UnitEventKind::KillingProcess { pid: pid(&c)? }
-    } else if let Some(c) = STOP_TIMEOUT.captures(rest) {
-        let state = c
-            .name("state")
-            .or_else(|| c.name("old"))
-            .map_or("stop", |m| m.as_str());
-        UnitEventKind::StopTimedOut {
-            state: state.to_owned(),
-        }
-    } else if RESTART_DUE.is_match(rest) {
-        UnitEventKind::RestartDue
-    } else if rest == "Unit entered failed state." {
-        UnitEventKind::EnteredFailedState
-    } else if rest.starts_with("Processes still around after") {
-        UnitEventKind::StillAroundAfterSigkill
-    } else if rest == "Start request repeated too quickly."
-        || rest == "start request repeated too quickly, refusing to start."
-    {
-        UnitEventKind::StartRepeatedTooQuickly
-    } else if rest == "A process of this unit has been killed by the OOM killer." {
-        UnitEventKind::OomKilled
-    } else {
-        return None;
-    })
+/// What a message of PID 1 is, by the systemd catalog row it is an
+/// instance of (`catalogs/systemd.toml`): an event of the unit it names,
+/// or a job's end, whose unit the caller resolves from its description.
+enum Event {
+    Unit(String, UnitEventKind),
+    Job(UnitEventKind, String),
+}
+
+/// The wrapper through which PID 1 reports a unit's result.
+const FAILED_WITH_RESULT: &str = "systemd.wrapper.failed-with-result";
+
+fn catalog_event(msg: &str) -> Option<Event> {
+    use crate::catalogs::Via;
+    let hits = crate::catalogs::catalogs().hits(msg);
+    hits.iter()
+        .filter(|h| h.catalog.id == "systemd")
+        .find_map(|h| {
+            let unit = || h.get("unit").map(str::to_owned);
+            let pid = || h.get("pid").and_then(|p| p.parse::<u32>().ok());
+            if let Via::Wrapper(w) = h.via {
+                if w.id != FAILED_WITH_RESULT {
+                    return None;
+                }
+                // A result no row knows yet is still the unit's result.
+                let result = h
+                    .row
+                    .and_then(|r| r.name.clone())
+                    .or_else(|| h.get("name").map(str::to_owned))?;
+                let kind = match result.as_str() {
+                    "start-limit-hit" => UnitEventKind::StartLimitHit,
+                    _ => UnitEventKind::FailedWithResult(result),
+                };
+                return Some(Event::Unit(unit()?, kind));
+            }
+            let kind = match h.row?.id.as_str() {
+                "systemd.job-failed" => {
+                    let what = h.get("what")?.trim_end();
+                    let what = what
+                        .strip_suffix(" with error.")
+                        .or_else(|| what.strip_suffix('.'))
+                        .unwrap_or(what);
+                    return Some(Event::Job(UnitEventKind::FailedToStart, what.to_owned()));
+                }
+                "systemd.main-process-exited" => UnitEventKind::MainProcessExited {
+                    code: h.get("how")?.to_owned(),
+                    status: h.get("status")?.trim_end_matches('.').to_owned(),
+                },
+                "systemd.deactivated" => UnitEventKind::Deactivated,
+                "systemd.scheduled-restart" => {
+                    UnitEventKind::ScheduledRestart(h.get("n")?.parse().ok()?)
+                }
+                "systemd.restart-due" => UnitEventKind::RestartDue,
+                "systemd.entered-failed-state" => UnitEventKind::EnteredFailedState,
+                "systemd.start-limit" => UnitEventKind::StartRepeatedTooQuickly,
+                "systemd.process-remains" => UnitEventKind::RemainsRunning { pid: pid()? },
+                "systemd.left-over-process" => UnitEventKind::LeftOverProcess { pid: pid()? },
+                "systemd.killing-process" => UnitEventKind::KillingProcess { pid: pid()? },
+                "systemd.stop-timed-out" => UnitEventKind::StopTimedOut {
+                    state: match h.get("state") {
+                        None | Some("stopping") => "stop".to_owned(),
+                        Some(state) => state.to_owned(),
+                    },
+                },
+                "systemd.still-around-after-sigkill" => UnitEventKind::StillAroundAfterSigkill,
+                "systemd.oom-killed-process" => UnitEventKind::OomKilled,
+                _ => return None,
+            };
+            Some(Event::Unit(unit()?, kind))
+        })
 }
 
 /// What a unit's own processes wrote during the run that ended at `exit`:
@@ -682,6 +648,29 @@ mod tests {
                 K::StopTimedOut {
                     state: "stop".into(),
                 },
+            ),
+            // v257: the restart's reason before the counter.
+            (
+                "2025-02-11T03:20:15+0100 h100a systemd[1]: sglang.service: Scheduled restart job (restarted by policy), restart counter is at 2.",
+                "sglang.service",
+                K::ScheduledRestart(2),
+            ),
+            // A line cut before the unit, its journal prefix gone (batch-a 624).
+            (
+                ": ollama.service: Failed with result 'exit-code'.",
+                "ollama.service",
+                K::FailedWithResult("exit-code".into()),
+            ),
+            // A result no row knows yet is still the unit's result.
+            (
+                "Jun 01 12:00:00 h systemd[1]: vllm.service: Failed with result 'frobnicated'.",
+                "vllm.service",
+                K::FailedWithResult("frobnicated".into()),
+            ),
+            (
+                "Mar 06 15:34:48 buildroot systemd[1]: Failed to start vllm.service - vLLM server.",
+                "vllm.service",
+                K::FailedToStart,
             ),
         ];
         for (line, unit, kind) in cases {

@@ -38,34 +38,52 @@ static JOB: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// The unit a message of systemd (PID 1) is about, when the text names it:
-/// unit-prefixed messages and 252+ job messages. 247 job messages name only
-/// the description and yield `None`.
+/// unit-prefixed messages, 252+ job messages, and the messages of the
+/// systemd catalog that name their unit elsewhere (≤ v219 put it first
+/// without a colon, `ollama.service holdoff time over, scheduling
+/// restart.`, or last, `start request repeated too quickly for X`). 247
+/// job messages name only the description and yield `None`.
 pub(super) fn unit_of_pid1_message(message: &str) -> Option<String> {
     UNIT_PREFIXED
         .captures(message)
         .or_else(|| JOB.captures(message))
         .map(|c| c["unit"].to_owned())
         .or_else(|| {
-            let c = OLD_FORM.captures(message)?;
-            let unit = c
-                .name("a")
-                .or_else(|| c.name("b"))
-                .or_else(|| c.name("c"))?;
-            Some(unit.as_str().to_owned())
+            names_a_unit(message)
+                .then(|| pid1_message_in(message).map(|(unit, _)| unit))
+                .flatten()
         })
 }
 
-/// systemd ≤ v219 named the unit first without a colon (`ollama.service
-/// holdoff time over, scheduling restart.`, `Unit X entered failed state.`,
-/// `X failed.`), or last (`start request repeated too quickly for X`).
-static OLD_FORM: LazyLock<Regex> = LazyLock::new(|| {
-    let unit = |g: &str| format!(r"(?P<{g}>[A-Za-z0-9:_.@\\-]+\.(?:{UNIT_TYPES}))");
-    let (a, b, c) = (unit("a"), unit("b"), unit("c"));
-    let pattern = format!(
-        r"^(?:Unit\x20{a}\x20entered\x20failed\x20state\.|{b}\x20(?:failed\.|holdoff\x20time\x20over,.*|has\x20no\x20holdoff\x20time,.*|main\x20process\x20exited,.*|stop-\S+\x20timed\x20out\..*|start\x20request\x20repeated.*)|[Ss]tart\x20request\x20repeated\x20too\x20quickly\x20for\x20{c}\.?)$"
-    );
-    Regex::new(&pattern).expect("old unit message regex")
-});
+/// Whether a message holds a unit's name (`.service`, `.scope` …): the
+/// cheap test before the catalog is asked, PID 1 printing many lines that
+/// name none (`Reached target …`, `Startup finished in …`).
+fn names_a_unit(message: &str) -> bool {
+    UNIT_TYPES.split('|').any(|t| {
+        message
+            .match_indices('.')
+            .any(|(i, _)| message[i + 1..].starts_with(t))
+    })
+}
+
+/// A message of PID 1 that the systemd catalog knows, wherever it starts
+/// in `text` (a line cut before the unit, a prefix no journal parser
+/// reads): its unit and the message as the catalog row matched it. Not
+/// systemctl's own lines (`Job for X failed.`), which name a unit too.
+pub(super) fn pid1_message_in(text: &str) -> Option<(String, String)> {
+    let hits = crate::catalogs::catalogs().hits(text);
+    let systemd = |h: &&crate::catalogs::Hit<'_>| h.catalog.id == "systemd";
+    if hits.iter().filter(systemd).any(|h| {
+        h.row
+            .is_some_and(|r| r.id.starts_with("systemd.systemctl-"))
+    }) {
+        return None;
+    }
+    hits.iter().filter(systemd).find_map(|h| {
+        let unit = h.get("unit")?;
+        Some((unit.to_owned(), h.matched.trim().to_owned()))
+    })
+}
 
 /// An entry from its named fields. `field` returns a field's text; the
 /// caller has decoded `message` and the time (`__REALTIME_TIMESTAMP`, or the

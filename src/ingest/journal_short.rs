@@ -20,7 +20,7 @@ use regex::Regex;
 use super::KernelParser;
 use super::Line;
 use super::ServerLogParser;
-use super::journal_fields::{UNIT_TYPES, outer_of, unit_of_pid1_message};
+use super::journal_fields::{UNIT_TYPES, outer_of, pid1_message_in, unit_of_pid1_message};
 use super::journal_marks::{Aside, aside};
 use super::journal_time::split_stamp;
 use super::reader::{Out, Read};
@@ -339,6 +339,11 @@ impl JournalReader {
             facts.journal.push(entry);
             return;
         }
+        // A journal line whose prefix did not parse (two spaces before the
+        // host, a cut head) is still read when it is a catalog message.
+        if crate::catalogs::catalogs().knows(text) {
+            return;
+        }
         self.unrecognized += 1;
     }
 
@@ -356,8 +361,14 @@ impl JournalReader {
 /// code=exited, status=1/FAILURE`): PID 1's, as recognize.rs reads it in
 /// an unknown segment.
 fn bare_pid1(text: &str, span: Span) -> Option<JournalEntry> {
+    // A quote in front was peeled as a frame (`ingest::frame`).
     let message = text.trim_end();
-    let unit = unit_of_pid1_message(message)?;
+    let (unit, message) = match unit_of_pid1_message(message) {
+        Some(unit) => (unit, message.to_owned()),
+        // Cut before the unit, or behind a prefix no parser reads: the
+        // catalog finds the message where it starts.
+        None => pid1_message_in(message)?,
+    };
     Some(JournalEntry {
         time: None,
         host: None,
@@ -365,7 +376,7 @@ fn bare_pid1(text: &str, span: Span) -> Option<JournalEntry> {
         pid: Some(1),
         unit: Some(unit),
         cmdline: None,
-        message: message.to_owned(),
+        message,
         span,
     })
 }

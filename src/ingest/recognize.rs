@@ -15,7 +15,7 @@
 //! unrecognised. What was not understood is listed (bounded) for
 //! `rootcause inputs`.
 
-use super::journal_fields::unit_of_pid1_message;
+use super::journal_fields::{pid1_message_in, unit_of_pid1_message};
 use super::reader::{Out, Read};
 use super::server::{Outer, OuterRef, Skim};
 use super::{KernelParser, Line, ServerLogParser};
@@ -193,10 +193,14 @@ impl LineReader {
         // grammar journal_cat.rs reads as PID 1's too); quoted in a mail or
         // Markdown reply, `>nvidia-docker.service: Main process exited, …`
         // (the quote is a frame, peeled before).
-        if let Some(unit) = may_be_pid1(text)
+        let message = may_be_pid1(text)
             .then(|| unit_of_pid1_message(text.trim_end()))
             .flatten()
-        {
+            .map(|unit| (unit, text.trim_end().to_owned()))
+            // A message of the systemd catalog cut before its unit or behind
+            // a prefix (`: ollama.service: Failed with result 'exit-code'.`).
+            .or_else(|| hot.then(|| pid1_message_in(text)).flatten());
+        if let Some((unit, message)) = message {
             facts.journal.push(JournalEntry {
                 time: line.frame.time,
                 host: line.frame.host.clone(),
@@ -204,7 +208,7 @@ impl LineReader {
                 pid: Some(1),
                 unit: Some(unit),
                 cmdline: None,
-                message: text.trim_end().to_owned(),
+                message,
                 span: line.span,
             });
             return Some(Read::Parsed);
@@ -658,10 +662,31 @@ something nobody knows 0x1f
         }
     }
 
+    /// systemd's line with its journal prefix cut (`: ollama.service: …`)
+    /// is still PID 1's message about the unit: the catalog finds it.
+    #[test]
+    fn a_pid1_line_cut_before_its_unit_is_read() {
+        let (facts, tally) = read_all(
+            ": ollama.service: Failed with result 'exit-code'.\n",
+            Except::Nothing,
+            false,
+        );
+        let pid1: Vec<_> = facts.journal.iter().filter(|e| e.is_pid1()).collect();
+        assert_eq!(pid1.len(), 1);
+        assert_eq!(pid1[0].unit.as_deref(), Some("ollama.service"));
+        assert_eq!(
+            pid1[0].message,
+            "ollama.service: Failed with result 'exit-code'."
+        );
+        assert_eq!(tally.unrecognized, 0);
+    }
+
     #[test]
     fn the_segment_parser_is_not_asked_twice() {
+        // A line only the kernel parser reads (an Xid line would be read by
+        // the catalogs too).
         let (facts, tally) = read_all(
-            "NVRM: Xid (PCI:0000:dc:00): 45, pid=1, name=python3, Ch 00000001",
+            "NVRM: GPU at PCI:0000:dc:00: GPU-5d1c1a36-6e5b-4b16-b5b0-83f2e9a9c2b1",
             Except::Kernel,
             false,
         );

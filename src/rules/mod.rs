@@ -103,16 +103,30 @@ pub struct Diagnosis {
 
 /// A fallback's finding (a catalog message's own, a death's) is for the
 /// lines no rule reasoned about: where the other findings cite its first
-/// line (the message, the death), they said more, and it goes.
+/// line (the message, the death), they said more, and it goes. So it does
+/// where a finding of the same category cites one of its lines: a rule that
+/// read the message (an Xid rule citing the first of three Xid 119 lines)
+/// concluded what the row says, and more.
 fn drop_restated(findings: &mut Vec<Finding>) {
+    use std::collections::BTreeSet;
     let fallback = |f: &Finding| catalog::FALLBACKS.contains(&f.rule);
-    let cited: std::collections::BTreeSet<crate::source::Span> = findings
+    let cited: BTreeSet<crate::source::Span> = findings
         .iter()
         .filter(|f| !fallback(f))
         .flat_map(|f| f.evidence.iter().map(|e| e.span))
         .collect();
-    findings
-        .retain(|f| !fallback(f) || f.evidence.first().is_none_or(|e| !cited.contains(&e.span)));
+    let cited_as: BTreeSet<(Category, crate::source::Span)> = findings
+        .iter()
+        .filter(|f| !fallback(f))
+        .flat_map(|f| f.evidence.iter().map(|e| (f.category, e.span)))
+        .collect();
+    findings.retain(|f| {
+        !fallback(f)
+            || !(f.evidence.first().is_some_and(|e| cited.contains(&e.span))
+                || f.evidence
+                    .iter()
+                    .any(|e| cited_as.contains(&(f.category, e.span))))
+    });
 }
 
 /// The anchors of every rule in `rules`, of the upstream catalogs' rows

@@ -13,134 +13,13 @@ use crate::correlate::{Gpu, Incident, bus_key};
 use crate::model::{EccScope, GpuHealth, KernelEvent, PsRecord, Reading, Xid};
 use crate::source::Span;
 
-/// One Xid code of the catalog: its meaning in a few words and the
-/// resolution bucket of NVIDIA's Xid catalog.
+/// One Xid code of NVIDIA's Xid catalog: its meaning in a few words and
+/// its resolution bucket, as the catalog row `kernel.xid-N` says
+/// (`catalogs/kernel.toml`; the knowledge lives there).
 pub struct XidInfo {
-    pub code: u32,
     pub meaning: &'static str,
     pub bucket: &'static str,
 }
-
-const CATALOG: &[XidInfo] = &[
-    XidInfo {
-        code: 13,
-        meaning: "graphics engine exception",
-        bucket: "RESTART_APP",
-    },
-    XidInfo {
-        code: 31,
-        meaning: "GPU memory page fault",
-        bucket: "RESTART_APP",
-    },
-    XidInfo {
-        code: 43,
-        meaning: "GPU stopped processing",
-        bucket: "RESTART_APP",
-    },
-    XidInfo {
-        code: 45,
-        meaning: "preemptive cleanup",
-        bucket: "IGNORE (secondary)",
-    },
-    XidInfo {
-        code: 48,
-        meaning: "double-bit ECC error",
-        bucket: "RESET_GPU",
-    },
-    XidInfo {
-        code: 63,
-        meaning: "row remapping recorded",
-        bucket: "IGNORE, reset the GPU when convenient",
-    },
-    XidInfo {
-        code: 64,
-        meaning: "row remapping failure",
-        bucket: "RESET_GPU, then CONTACT_SUPPORT",
-    },
-    XidInfo {
-        code: 68,
-        meaning: "video decoder exception",
-        bucket: "RESTART_APP",
-    },
-    XidInfo {
-        code: 69,
-        meaning: "graphics engine class error",
-        bucket: "RESTART_APP",
-    },
-    XidInfo {
-        code: 74,
-        meaning: "NVLink error",
-        bucket: "RESET_GPU, CONTACT_SUPPORT if it persists",
-    },
-    XidInfo {
-        code: 79,
-        meaning: "GPU has fallen off the bus",
-        bucket: "RESTART_BM, CONTACT_SUPPORT",
-    },
-    XidInfo {
-        code: 94,
-        meaning: "contained ECC error",
-        bucket: "RESTART_APP",
-    },
-    XidInfo {
-        code: 95,
-        meaning: "uncontained ECC error",
-        bucket: "RESET_GPU",
-    },
-    XidInfo {
-        code: 119,
-        meaning: "GSP RPC timeout",
-        bucket: "RESET_GPU",
-    },
-    XidInfo {
-        code: 120,
-        meaning: "GSP error",
-        bucket: "RESET_GPU",
-    },
-    // NVLink errors of Hopper and Blackwell GPUs (NVIDIA's Xid catalog,
-    // r550+): the line names the NVLink unit and `Fatal`/`Nonfatal`, e.g.
-    // `Xid (PCI:0018:01:00): 145, RLW_RXPIPE Nonfatal XC0 i0 Link 13 (…)`.
-    XidInfo {
-        code: 144,
-        meaning: "NVLink SAW error",
-        bucket: "RESET_GPU when fatal, CONTACT_SUPPORT if it persists",
-    },
-    XidInfo {
-        code: 145,
-        meaning: "NVLink RLW error",
-        bucket: "RESET_GPU when fatal, CONTACT_SUPPORT if it persists",
-    },
-    XidInfo {
-        code: 146,
-        meaning: "NVLink TLW error",
-        bucket: "RESET_GPU when fatal, CONTACT_SUPPORT if it persists",
-    },
-    XidInfo {
-        code: 147,
-        meaning: "NVLink TREX error",
-        bucket: "RESET_GPU when fatal, CONTACT_SUPPORT if it persists",
-    },
-    XidInfo {
-        code: 148,
-        meaning: "NVLink NVLPW error",
-        bucket: "RESET_GPU when fatal, CONTACT_SUPPORT if it persists",
-    },
-    XidInfo {
-        code: 149,
-        meaning: "NVLink NETIR error",
-        bucket: "RESET_GPU when fatal, CONTACT_SUPPORT if it persists",
-    },
-    XidInfo {
-        code: 150,
-        meaning: "NVLink MSE error",
-        bucket: "RESET_GPU when fatal, CONTACT_SUPPORT if it persists",
-    },
-    XidInfo {
-        code: 154,
-        meaning: "GPU recovery action changed",
-        bucket: "what the line says",
-    },
-];
 
 /// The Xids that report an NVLink error: 74 (all GPUs with NVLink) and
 /// 144–150 (the NVLink units of Hopper and later).
@@ -179,8 +58,16 @@ pub fn name_gpu(f: &mut Finding, gpu: &GpuAt<'_>, bus: Option<&str>) {
     }
 }
 
-pub fn info(code: u32) -> Option<&'static XidInfo> {
-    CATALOG.iter().find(|i| i.code == code)
+/// The catalog's word on an Xid code, `None` for a code it does not list.
+pub fn info(code: u32) -> Option<XidInfo> {
+    let row = crate::catalogs::catalogs().row(&format!("kernel.xid-{code}"))?;
+    Some(XidInfo {
+        meaning: row.strings.first()?.text.as_str(),
+        bucket: row
+            .resolution
+            .as_deref()
+            .unwrap_or("not in NVIDIA's catalog"),
+    })
 }
 
 /// `Xid 48 (double-bit ECC error)`.
@@ -190,6 +77,33 @@ pub fn describe(code: u32) -> String {
         None => format!("Xid {code}"),
     }
 }
+
+/// The PCIe AER lines about the GPU at `bus`: the catalog row
+/// `kernel.aer-uncorrected-fatal` naming it as the device the error came
+/// from (`AER: Uncorrected (Fatal) error received: 0000:1b:00.0`, `… error
+/// message received from 0000:1b:00.0`), and `kernel.aer-gpu`, the nvidia
+/// driver's own device (`nvidia 0000:1b:00.0: AER: can't recover …`).
+pub fn aer_fatal_on(incident: &Incident, bus: Option<&str>) -> Vec<Span> {
+    let from = incident
+        .known("kernel.aer-uncorrected-fatal")
+        .filter(|(_, hit)| {
+            hit.get("rest")
+                .and_then(|rest| ANY_BUS.find(rest))
+                .is_some_and(|b| same_bus(Some(b.as_str()), bus))
+        });
+    let own = incident
+        .known("kernel.aer-gpu")
+        .filter(|(_, hit)| same_bus(hit.get("bus"), bus));
+    let mut spans: Vec<Span> = from.chain(own).map(|(m, _)| m.span).collect();
+    spans.sort();
+    spans.dedup();
+    spans
+}
+
+/// A PCI bus id with its domain, in any text.
+static ANY_BUS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?\b").expect("regex")
+});
 
 /// Whether two bus ids name the same PCI device, whatever their spelling.
 pub fn same_bus(a: Option<&str>, b: Option<&str>) -> bool {
@@ -465,29 +379,24 @@ static NO_HANDLE: LazyLock<Regex> = LazyLock::new(|| {
     .expect("regex")
 });
 
-/// Literals of the lines [`cite_unreachable`] and [`cite_hung_tasks`] read.
-pub const LOST_GPU_ANCHORS: [&str; 4] = [
+/// Literals of the lines [`cite_unreachable`] reads (the hung tasks of
+/// [`cite_hung_tasks`] are a catalog row, whose anchor the prefilter has).
+pub const LOST_GPU_ANCHORS: [&str; 3] = [
     "Unable to determine the device handle",
     "GPU requires reset",
     "GPU is lost",
-    "blocked for more than",
 ];
 
-/// The kernel's hung-task watchdog: `INFO: task python3:2291034 blocked for
-/// more than 120 seconds.`
-static HUNG_TASK: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"INFO: task (?P<comm>.+?):(?P<pid>[0-9]+) blocked for more than (?P<secs>[0-9]+) seconds",
-    )
-    .expect("regex")
-});
+/// The kernel's hung-task watchdog, the catalog row `kernel.hung-task`:
+/// `INFO: task python3:2291034 blocked for more than 120 seconds.`
+const HUNG_TASK: &str = "kernel.hung-task";
 
 /// Cites the kernel's hung-task reports (a process blocked in the driver);
 /// returns their PIDs.
 pub fn cite_hung_tasks(f: &mut Finding, incident: &Incident) -> Vec<u32> {
     let mut pids = Vec::new();
-    for (m, c) in matches(incident, &HUNG_TASK) {
-        let Ok(pid) = c["pid"].parse::<u32>() else {
+    for (m, c) in incident.known(HUNG_TASK) {
+        let Some(pid) = c.get("pid").and_then(|p| p.parse::<u32>().ok()) else {
             continue;
         };
         if pids.contains(&pid) {
@@ -498,7 +407,8 @@ pub fn cite_hung_tasks(f: &mut Finding, incident: &Incident) -> Vec<u32> {
                 m.span,
                 format!(
                     "the kernel: PID {pid} ({}) has been blocked for more than {} s",
-                    &c["comm"], &c["secs"]
+                    c.get("comm").unwrap_or_default(),
+                    c.get("secs").unwrap_or_default()
                 ),
             );
         }
@@ -744,7 +654,10 @@ mod tests {
     #[test]
     fn codes_are_described_with_their_meaning() {
         assert_eq!(describe(79), "Xid 79 (GPU has fallen off the bus)");
-        assert_eq!(describe(8), "Xid 8");
+        assert_eq!(describe(48), "Xid 48 (double-bit ECC error)");
+        assert_eq!(describe(9999), "Xid 9999");
+        let gsp = info(119).expect("the catalog lists Xid 119");
+        assert_eq!((gsp.meaning, gsp.bucket), ("GSP RPC timeout", "RESET_GPU"));
         assert!(is_reboot("Node Reboot Required") && is_reboot("OS Reboot"));
         assert!(!is_reboot("GPU Reset Required"));
     }

@@ -190,6 +190,10 @@ fn catalog_page(c: &Catalog) -> String {
             (None, Some(k), _, _) => k.to_string(),
             _ => String::new(),
         };
+        let code = match &r.resolution {
+            Some(res) => format!("{code} ({res})"),
+            None => code,
+        };
         let mut wordings: Vec<String> = r
             .wordings
             .iter()

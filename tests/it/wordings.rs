@@ -373,10 +373,12 @@ const NO_MESSAGE_RULES: &[(&str, &str)] = &[
 ];
 
 /// Every rule of the catalog is named by at least one wording file (as the
-/// file's `rule` or as a wording's expected rule), so that every message a
-/// rule reads has its real wordings documented; the only exceptions are the
-/// rules listed, with a reason, in `NO_MESSAGE_RULES`. A listed rule that
-/// has a wording file now, or is no longer in the catalog, fails too.
+/// file's `rule` or as a wording's expected rule) or by a row of the
+/// upstream catalogs (`catalogs/*.toml`, whose samples tests/it/catalogs.rs
+/// checks), so that every message a rule reads has its real wordings
+/// documented; the only exceptions are the rules listed, with a reason, in
+/// `NO_MESSAGE_RULES`. A listed rule that has a wording file now, or is no
+/// longer in the catalog, fails too.
 #[test]
 fn every_rule_has_a_wording_file() {
     let rules = rule_ids();
@@ -413,7 +415,7 @@ fn every_rule_has_a_wording_file() {
     for id in &rules {
         if !named.contains(*id) && !exempt.contains_key(id) {
             problems.push(format!(
-                "rule `{id}` reads messages but no fixtures/wordings/*.toml names it: document its wordings (real lines with their source)"
+                "rule `{id}` reads messages but no fixtures/wordings/*.toml nor catalog row names it: document its wordings (real lines with their source)"
             ));
         }
     }

@@ -1,5 +1,6 @@
 //! Kernel messages (formats.md §6): the line wrappers of `dmesg` (raw,
-//! `-T`, `--time-format iso`, `-x`, `-r`, `-t`), and the one parser every
+//! `-T`, `--time-format iso`, `-x`, `-r`, `-t`) and of `/dev/kmsg`'s
+//! records, and the one parser every
 //! wrapper hands its message to, [`KernelParser`], which turns NVIDIA driver
 //! lines ([`nvrm`]) and OOM-killer reports ([`oom`]) into [`KernelEvent`]s.
 //!

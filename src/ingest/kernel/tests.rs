@@ -398,6 +398,28 @@ fn every_dmesg_wrapper_yields_the_same_event_and_its_time() {
                 wall: None,
             },
         ),
+        (
+            format!("kern  :warn  : 2024-06-01T12:00:03,345678+02:00 {message}"),
+            KernelTime {
+                uptime_us: None,
+                wall: ts(wall(2024, 6, 1, 12, 0, 3, 345_678), Some(7200)),
+            },
+        ),
+        // `/dev/kmsg`: priority, sequence, microseconds since boot, flag.
+        (
+            format!("4,1227,8712345678,c;{message}"),
+            KernelTime {
+                uptime_us: Some(8_712_345_678),
+                wall: None,
+            },
+        ),
+        (
+            format!("4,1227,8712345678,-,caller=T4318;{message}"),
+            KernelTime {
+                uptime_us: Some(8_712_345_678),
+                wall: None,
+            },
+        ),
         (format!("[  +0.000012] {message}"), KernelTime::default()),
         (format!("[Jun  1 12:00] {message}"), KernelTime::default()),
         (message.to_owned(), KernelTime::default()),

@@ -29,14 +29,10 @@ static SIGILL: LazyLock<Regex> = LazyLock::new(|| {
     .expect("regex")
 });
 
-/// The kernel's line: `traps: python3[213941] trap invalid opcode
-/// ip:7f4a… sp:7ffc… error:0 in libllama.so[7f4a…+9f000]`.
-static TRAP: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"traps: (?P<comm>[^\[\s]+)\[(?P<pid>[0-9]+)\] trap invalid opcode\b(?:.*? in (?P<lib>[^\[\s]+))?",
-    )
-    .expect("regex")
-});
+/// The kernel's line, the catalog row `kernel.trap-invalid-opcode`:
+/// `traps: python3[213941] trap invalid opcode ip:7f4a… sp:7ffc… error:0
+/// in libllama.so[7f4a…+9f000]`.
+const TRAP: &str = "kernel.trap-invalid-opcode";
 
 /// systemd: `Main process exited, code=dumped, status=4/ILL`.
 static UNIT_ILL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"status=4/ILL\b").expect("regex"));
@@ -103,7 +99,7 @@ impl Rule for CpuIllegalInstruction {
                 (m, cmd.map(|x| x.as_str().trim().to_owned()))
             })
             .collect();
-        let traps: Vec<_> = matches(incident, &TRAP).collect();
+        let traps: Vec<_> = incident.known(TRAP).collect();
         let units: Vec<&Message> = matches(incident, &UNIT_ILL).map(|(m, _)| m).collect();
         if shell.is_empty() && traps.is_empty() && units.is_empty() {
             return;
@@ -119,19 +115,19 @@ impl Rule for CpuIllegalInstruction {
         }
         let mut lib = None;
         for (m, c) in traps.iter().take(2) {
-            if let Ok(pid) = c["pid"].parse::<u32>() {
+            if let Some(pid) = c.get("pid").and_then(|p| p.parse::<u32>().ok()) {
                 f.entities.pids.insert(pid);
                 if let Some(o) = incident.owner(pid) {
                     f.entities.units.insert(o.unit.clone());
                 }
             }
-            let in_lib = c.name("lib").map(|l| l.as_str().to_owned());
+            let in_lib = c.get("lib").map(str::to_owned);
             f.evidence(
                 m.span,
                 format!(
                     "the kernel: {}[{}] executed an invalid opcode{}",
-                    &c["comm"],
-                    &c["pid"],
+                    c.get("comm").unwrap_or_default(),
+                    c.get("pid").unwrap_or_default(),
                     in_lib
                         .as_deref()
                         .map(|l| format!(" in {l}"))
@@ -226,12 +222,14 @@ mod tests {
         for (line, expected) in cases {
             assert_eq!(SIGILL.is_match(line), expected, "{line}");
         }
-        let c = TRAP
-            .captures("traps: python3[213941] trap invalid opcode ip:7f4aa44a4e94 sp:7ffceec92e60 error:0 in libllama.so[7f4aa448a000+9f000]")
+        let c = crate::catalogs::catalogs()
+            .hits("traps: python3[213941] trap invalid opcode ip:7f4aa44a4e94 sp:7ffceec92e60 error:0 in libllama.so[7f4aa448a000+9f000]")
+            .into_iter()
+            .find(|h| h.row.is_some_and(|r| r.id == TRAP))
             .expect("trap line");
         assert_eq!(
-            (&c["comm"], &c["pid"], &c["lib"]),
-            ("python3", "213941", "libllama.so")
+            (c.get("comm"), c.get("pid"), c.get("lib")),
+            (Some("python3"), Some("213941"), Some("libllama.so"))
         );
     }
 }

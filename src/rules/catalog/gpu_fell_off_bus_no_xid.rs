@@ -149,6 +149,15 @@ impl Rule for GpuFellOffBusNoXid {
                     format!("the driver: {short} has fallen off the bus"),
                 );
             }
+            // The rest of the driver's report (`… installed in this system
+            // has` / `fallen off the bus and is not responding to commands.`).
+            if let Some(e) = fell.first() {
+                for span in &e.related {
+                    if !f.evidence.iter().any(|x| x.span == *span) {
+                        f.evidence(*span, "the driver's report goes on");
+                    }
+                }
+            }
             if single {
                 if let Some(e) = lost.first() {
                     f.evidence(

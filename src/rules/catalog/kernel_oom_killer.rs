@@ -83,8 +83,8 @@ static META: RuleMeta = RuleMeta {
     anchors: &[
         "Child process unexpectedly failed",
         "died, exit code",
-        "invoked oom-killer",
-        "oom-kill:constraint=",
+        // `invoked oom-killer` and `oom-kill:constraint=` are the catalog
+        // rows `kernel.oom-invoked` and `kernel.oom-summary`.
         "memory: usage",
         "closed by peer",
         "reset by peer",
@@ -150,6 +150,12 @@ impl Rule for KernelOomKiller {
             let KernelEventKind::OomKill(k) = &e.kind else {
                 continue;
             };
+            // A report cut after `invoked oom-killer` names no victim and
+            // has no summary (printed only once a victim is chosen): the
+            // kernel was asked to kill, and nothing says it did.
+            if k.pid.is_none() && k.comm.is_none() && k.constraint.is_none() {
+                continue;
+            }
             match kills
                 .iter_mut()
                 .find(|x| x.oom.pid.is_some() && x.oom.pid == k.pid && x.oom.comm == k.comm)
@@ -301,6 +307,11 @@ fn report(incident: &Incident, kills: &[Kill<'_>], out: &mut Vec<Finding>) {
                 kill.invoked_by.as_deref().unwrap_or("a process")
             ),
         );
+    }
+    // Kernels before 5.0 name the victim first (`Out of memory: Kill
+    // process N (comm) score S or sacrifice child`).
+    if let Some(span) = related_line(incident, event, "or sacrifice child") {
+        f.evidence(span, format!("the kernel chose {victim} to kill"));
     }
     if let Some(span) = related_line(incident, event, "oom-kill:constraint=") {
         f.evidence(

@@ -74,7 +74,43 @@ impl Rule for KnownMessage {
                 .push((&incident.facts.messages[k.message], &k.hit));
         }
         for (row, hits) in by_row.into_values() {
-            out.push(finding(row, &hits));
+            let mut f = finding(row, &hits);
+            name_gpus(incident, &mut f, &hits);
+            name_units(&mut f, &hits);
+            out.push(f);
+        }
+    }
+}
+
+/// The GPUs a GPU row's lines name by their PCI bus id (`nvidia
+/// 0000:01:00.0: AER: …`, `NVRM: GPU 0000:3b:00.0: RmInitAdapter failed`):
+/// by index where the captures map the bus id, else by the bus id.
+fn name_gpus(incident: &Incident, f: &mut Finding, hits: &[Line<'_>]) {
+    let gpu = matches!(
+        f.category,
+        Category::XidGpuFellOffBus
+            | Category::XidEcc
+            | Category::XidOther
+            | Category::EccUncorrectable
+    );
+    if !gpu {
+        return;
+    }
+    for (_, hit) in hits {
+        if let Some(bus) = hit.get("bus") {
+            let at = crate::rules::xid::gpu_at(incident, Some(bus));
+            crate::rules::xid::name_gpu(f, &at, Some(bus));
+        }
+    }
+}
+
+/// The units a row's lines name (`● ollama.service loaded failed failed`,
+/// `Job for ollama.service failed because …`): a line that is no journal
+/// entry has no other way to say whose it is.
+fn name_units(f: &mut Finding, hits: &[Line<'_>]) {
+    for (_, hit) in hits {
+        if let Some(unit) = hit.get("unit") {
+            f.entities.units.insert(unit.to_owned());
         }
     }
 }

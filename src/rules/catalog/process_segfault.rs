@@ -14,16 +14,10 @@ pub static RULE: ProcessSegfault = ProcessSegfault;
 
 pub struct ProcessSegfault;
 
-/// The kernel's report (arch/x86/mm/fault.c, show_signal_msg): `%s%s[%d]:
-/// segfault at %lx ip %px sp %px error %lx`, then ` in %s[%lx+%lx]` (the
-/// mapping that faulted) and, since 6.1, ` likely on CPU N (core C, socket
-/// S)`. The name may hold spaces or colons; the PID in brackets ends it.
-static SEGFAULT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?P<comm>[^\s\[\]]+)\[(?P<pid>[0-9]+)\]: segfault at (?P<addr>[0-9a-fA-F]+)\b(?:.*? in (?P<obj>[^\[\s]+)\[)?",
-    )
-    .expect("regex")
-});
+/// The kernel's report (arch/x86/mm/fault.c, show_signal_msg): the catalog
+/// row `kernel.segfault` (`comm[pid]: segfault at ADDR … in OBJ[…]`), whose
+/// captures name the process, its PID, the address and the mapping.
+const SEGFAULT: &str = "kernel.segfault";
 
 /// systemd-coredump taking the core: `Process 2984649 (ollama-runner) of
 /// user 0 dumped core.`
@@ -37,7 +31,8 @@ static META: RuleMeta = RuleMeta {
     category: Category::ServerException,
     severity: Severity::Error,
     summary: "a process died of a segmentation fault (SIGSEGV) in native code; the kernel names the binary or library",
-    anchors: &["segfault at", "dumped core"],
+    // The kernel's line is the catalog row `kernel.segfault`.
+    anchors: &["dumped core"],
     doc: r#"
 ## What it means
 The kernel's `python3[213941]: segfault at 0 ip 00007f… sp 00007ffc… error 4
@@ -73,14 +68,15 @@ impl Rule for ProcessSegfault {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
-        let faults: Vec<_> = matches(incident, &SEGFAULT)
+        let faults: Vec<_> = incident
+            .known(SEGFAULT)
             .filter(|(m, _)| !m.text.contains("dumped core"))
             .collect();
         // One finding per faulting program: a runner respawned and crashing
         // again is one story.
         let mut programs: Vec<(String, Vec<usize>)> = Vec::new();
         for (i, (_, c)) in faults.iter().enumerate() {
-            let key = c["comm"].to_owned();
+            let key = c.get("comm").unwrap_or_default().to_owned();
             match programs.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, v)) => v.push(i),
                 None => programs.push((key, vec![i])),
@@ -93,23 +89,21 @@ impl Rule for ProcessSegfault {
             let mut null = false;
             for &i in members.iter() {
                 let (m, c) = &faults[i];
-                let Ok(pid) = c["pid"].parse::<u32>() else {
+                let Some(pid) = c.get("pid").and_then(|p| p.parse::<u32>().ok()) else {
                     continue;
                 };
+                let addr = c.get("addr").unwrap_or_default();
                 if pids.len() < 3 {
                     f.evidence(
                         m.span,
                         format!(
-                            "the kernel: {comm}[{pid}] was killed by SIGSEGV at address 0x{}{}",
-                            &c["addr"],
-                            c.name("obj")
-                                .map(|o| format!(" in {}", o.as_str()))
-                                .unwrap_or_default()
+                            "the kernel: {comm}[{pid}] was killed by SIGSEGV at address 0x{addr}{}",
+                            c.get("obj").map(|o| format!(" in {o}")).unwrap_or_default()
                         ),
                     );
                 }
-                null |= c["addr"].trim_start_matches('0').is_empty();
-                obj = obj.or_else(|| c.name("obj").map(|o| o.as_str().to_owned()));
+                null |= addr.trim_start_matches('0').is_empty();
+                obj = obj.or_else(|| c.get("obj").map(str::to_owned));
                 f.entities.pids.insert(pid);
                 if let Some(o) = incident.owner(pid) {
                     f.entities.units.insert(o.unit.clone());
@@ -164,20 +158,33 @@ impl Rule for ProcessSegfault {
 mod tests {
     use super::*;
 
+    /// The row's captures are what the rule reads.
     #[test]
     fn the_kernels_segfault_line_in_its_wordings() {
-        let c = SEGFAULT
-            .captures("ollama-runner[2984649]: segfault at 0 ip 0000000000539be6 sp 00007ffcedbba3e0 error 4 in ollama-runner[408000+175000] likely on CPU 8 (core 2, socket 0)")
+        let hit = |line: &str| {
+            crate::catalogs::catalogs()
+                .hits(line)
+                .into_iter()
+                .find(|h| h.row.is_some_and(|r| r.id == SEGFAULT))
+        };
+        let c = hit("ollama-runner[2984649]: segfault at 0 ip 0000000000539be6 sp 00007ffcedbba3e0 error 4 in ollama-runner[408000+175000] likely on CPU 8 (core 2, socket 0)")
             .expect("6.x line");
         assert_eq!(
-            (&c["comm"], &c["pid"], &c["addr"], &c["obj"]),
-            ("ollama-runner", "2984649", "0", "ollama-runner")
+            (c.get("comm"), c.get("pid"), c.get("addr"), c.get("obj")),
+            (
+                Some("ollama-runner"),
+                Some("2984649"),
+                Some("0"),
+                Some("ollama-runner")
+            )
         );
-        let c = SEGFAULT
-            .captures("python[489815]: segfault at ffffffffffffffff in libc.so.6[...+188000] error 5 likely on CPU 10 (core 20)")
+        let c = hit("python[489815]: segfault at ffffffffffffffff in libc.so.6[...+188000] error 5 likely on CPU 10 (core 20)")
             .expect("a line with the ip cut");
-        assert_eq!((&c["pid"], &c["obj"]), ("489815", "libc.so.6"));
+        assert_eq!(
+            (c.get("pid"), c.get("obj")),
+            (Some("489815"), Some("libc.so.6"))
+        );
         // Words about a segfault are not the kernel's report.
-        assert!(!SEGFAULT.is_match("the runner segfault at startup is fixed in 0.5"));
+        assert!(hit("the runner segfault at startup is fixed in 0.5").is_none());
     }
 }

@@ -36,13 +36,9 @@ static META: RuleMeta = RuleMeta {
     category: Category::StaleServingInstance,
     severity: Severity::Error,
     summary: "worker processes of a model server outlived their server and still hold resources",
-    anchors: &[
-        "remains running after unit stopped",
-        "Found left-over process",
-        "[nvidia_uvm]",
-        "[nvidia]",
-        "/stack",
-    ],
+    // PID 1's lines are the catalog rows `systemd.process-remains` and
+    // `systemd.left-over-process`.
+    anchors: &["[nvidia_uvm]", "[nvidia]", "/stack"],
     doc: r#"
 ## What it means
 A worker of a model server (`sglang::scheduler_TP3`, `VLLM::EngineCore`,

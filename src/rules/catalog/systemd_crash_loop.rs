@@ -20,12 +20,9 @@ static META: RuleMeta = RuleMeta {
     category: Category::UnitCrashLoop,
     severity: Severity::Error,
     summary: "a unit fails again and again and systemd keeps restarting it",
-    anchors: &[
-        "Scheduled restart job",
-        "scheduling restart",
-        "auto-restart",
-        "entered failed state",
-    ],
+    // PID 1's messages are the systemd catalog's rows, whose anchors reach
+    // the prefilter by themselves; `systemctl status` says this one.
+    anchors: &["auto-restart"],
     doc: r#"
 ## What it means
 systemd restarted the unit at least three times (`Scheduled restart job,
@@ -147,12 +144,26 @@ impl Rule for SystemdCrashLoop {
                     format!("the first failure of the loop: look at {unit}'s lines before it"),
                 );
             }
-            if let Some(result) = facts
-                .events
-                .iter()
-                .find(|e| matches!(e.kind, UnitEventKind::FailedWithResult(_)))
-            {
-                f.evidence(result.span, "and how systemd classified it");
+            // systemd's verdict on the runs: the first line of each result
+            // (`exit-code` for the first run, `core-dump` for the next …),
+            // so that every result line this loop explains is cited.
+            let mut results: Vec<&str> = Vec::new();
+            for e in &facts.events {
+                let UnitEventKind::FailedWithResult(r) = &e.kind else {
+                    continue;
+                };
+                if results.contains(&r.as_str()) {
+                    continue;
+                }
+                f.evidence(
+                    e.span,
+                    if results.is_empty() {
+                        "and how systemd classified it".to_owned()
+                    } else {
+                        format!("systemd classified a later run as '{r}'")
+                    },
+                );
+                results.push(r);
             }
             // How the runs ended: the most frequent exit status.
             let mut statuses: Vec<(&str, &str, usize)> = Vec::new();

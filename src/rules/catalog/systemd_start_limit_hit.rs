@@ -13,7 +13,8 @@ static META: RuleMeta = RuleMeta {
     category: Category::UnitCrashLoop,
     severity: Severity::Error,
     summary: "systemd stopped restarting a unit: too many starts in too short a time",
-    anchors: &["start-limit-hit", "Start request repeated too quickly"],
+    // The catalog rows `systemd.start-limit` and `systemd.result-start-limit-hit`.
+    anchors: &[],
     doc: r#"
 ## What it means
 The unit was started more than `StartLimitBurst` times within
@@ -65,6 +66,13 @@ impl Rule for SystemdStartLimitHit {
                 units.push(&s.unit);
             }
         }
+        for p in &incident.facts.unit_properties {
+            if let (Some(unit), Some("start-limit-hit")) = (&p.unit, p.result.as_deref()) {
+                if !units.contains(&unit.as_str()) {
+                    units.push(unit);
+                }
+            }
+        }
         for unit in units {
             let mut f = Finding::new(META.id, META.category, META.severity);
             f.entities.units.insert(unit.to_owned());
@@ -94,6 +102,22 @@ impl Rule for SystemdStartLimitHit {
                     f.evidence(
                         span,
                         "systemctl status shows the unit failed by start-limit-hit",
+                    );
+                }
+            }
+            for p in incident
+                .facts
+                .unit_properties
+                .iter()
+                .filter(|p| p.unit.as_deref() == Some(unit))
+            {
+                if let Some(span) = p
+                    .span_of("Result")
+                    .filter(|_| p.result.as_deref() == Some("start-limit-hit"))
+                {
+                    f.evidence(
+                        span,
+                        format!("systemctl show: {unit} ended with Result=start-limit-hit"),
                     );
                 }
             }

@@ -14,7 +14,8 @@ static META: RuleMeta = RuleMeta {
     category: Category::StaleServingInstance,
     severity: Severity::Critical,
     summary: "a unit did not stop in time; processes survived SIGKILL and still hold their GPUs",
-    anchors: &["timed out. Killing", "Processes still around after"],
+    // The catalog rows `systemd.stop-timed-out`, `systemd.still-around-after-sigkill`.
+    anchors: &[],
     doc: r#"
 ## What it means
 The unit did not stop within `TimeoutStopSec`: `State 'stop-sigterm' timed

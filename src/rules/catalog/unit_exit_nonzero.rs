@@ -15,11 +15,10 @@ static META: RuleMeta = RuleMeta {
     category: Category::Unknown,
     severity: Severity::Error,
     summary: "a unit's main process exited by itself with a failure status",
-    // Besides systemd's line, the words a failing server ends with, so that
-    // its last lines reach the rule even when they say no "error".
+    // The words a failing server ends with, so that its last lines reach
+    // the rule even when they say no "error" (systemd's own line is the
+    // catalog row `systemd.main-process-exited`).
     anchors: &[
-        "Main process exited, code=exited",
-        "main process exited, code=exited",
         "denied",
         "not permitted",
         "no such file",

@@ -27,12 +27,8 @@ static META: RuleMeta = RuleMeta {
     category: Category::UnitExitedZeroNoRestart,
     severity: Severity::Error,
     summary: "the server's engine died but its unit exited with status 0, so systemd did not restart it",
-    anchors: &[
-        "Deactivated successfully",
-        "Succeeded.",
-        "status=0/SUCCESS",
-        "ExecMainStatus=",
-    ],
+    // `Deactivated successfully.` is the catalog row `systemd.deactivated`.
+    anchors: &["status=0/SUCCESS", "ExecMainStatus="],
     doc: r#"
 ## What it means
 The serving engine failed (an engine-core or worker death, a scheduler
@@ -196,9 +192,11 @@ fn from_properties(incident: &Incident, p: &UnitProperties) -> Option<Finding> {
     {
         return None;
     }
-    // Not if: restarting is on for clean exits too, the unit is a one-shot
-    // job (exiting is its purpose), or systemd did restart it.
-    if matches!(p.restart.as_deref(), Some("always" | "on-success")) {
+    // Not if: restarting is on for clean exits too, or off altogether (a
+    // unit with Restart=no that ended with status 0 and Result=success
+    // ended as configured: no restart was ever to come), the unit is a
+    // one-shot job (exiting is its purpose), or systemd did restart it.
+    if matches!(p.restart.as_deref(), Some("always" | "on-success" | "no")) {
         return None;
     }
     if matches!(prop("Type"), Some("oneshot")) || p.n_restarts.is_some_and(|n| n > 0) {

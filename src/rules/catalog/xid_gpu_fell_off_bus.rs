@@ -20,7 +20,6 @@ static META: RuleMeta = RuleMeta {
         xid::LOST_GPU_ANCHORS[0],
         xid::LOST_GPU_ANCHORS[1],
         xid::LOST_GPU_ANCHORS[2],
-        xid::LOST_GPU_ANCHORS[3],
         xid::NCCL_WATCHDOG_ANCHOR,
     ],
     doc: r#"
@@ -106,6 +105,15 @@ impl Rule for XidGpuFellOffBus {
                     e.span,
                     format!("the driver: {short} has fallen off the bus"),
                 );
+            }
+            // A fatal PCIe error reported for the GPU's own link: how it fell.
+            for span in xid::aer_fatal_on(incident, bus.as_deref()) {
+                if !f.evidence.iter().any(|e| e.span == span) {
+                    f.evidence(
+                        span,
+                        format!("a fatal PCIe (AER) error on {short}'s link before it was lost"),
+                    );
+                }
             }
             let recovery = xid::recovery_actions(incident, bus.as_deref());
             let reboot = recovery.iter().any(|(_, a)| xid::is_reboot(a));
