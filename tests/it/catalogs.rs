@@ -27,10 +27,8 @@ fn the_catalog_files_have_no_problem() {
                 .as_deref()
                 .into_iter()
                 .chain(sampled)
-                .filter_map(|rule| {
-                    (!rules.contains(rule))
-                        .then(|| format!("{}: rule `{rule}` is not in the catalog", r.id))
-                })
+                .filter(|rule| !rules.contains(rule))
+                .map(|rule| format!("{}: rule `{rule}` is not in the catalog", r.id))
         })
         .collect();
     assert!(unknown.is_empty(), "{}", unknown.join("\n"));
