@@ -346,7 +346,7 @@ fn input_list(paths: &[std::path::PathBuf]) -> Result<Vec<Input>, Error> {
 
 /// `--color auto` decides as clap does for its own help (anstream): never
 /// with `NO_COLOR` set or `CLICOLOR=0`, always with `CLICOLOR_FORCE`, else
-/// only on a terminal that is not `TERM=dumb`.
+/// only on a terminal that is not `TERM=dumb` (or any terminal under `CI`).
 fn use_color(arg: ColorArg) -> bool {
     match arg {
         ColorArg::Always => true,

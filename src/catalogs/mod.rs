@@ -35,7 +35,46 @@ const FILES: &[(&str, &str)] = &[
     ("nccl", include_str!("../../catalogs/nccl.toml")),
     ("systemd", include_str!("../../catalogs/systemd.toml")),
     ("kernel", include_str!("../../catalogs/kernel.toml")),
-    ("stacks", include_str!("../../catalogs/stacks.toml")),
+    (
+        "stacks-torch",
+        include_str!("../../catalogs/stacks-torch.toml"),
+    ),
+    (
+        "stacks-vllm",
+        include_str!("../../catalogs/stacks-vllm.toml"),
+    ),
+    (
+        "stacks-sglang",
+        include_str!("../../catalogs/stacks-sglang.toml"),
+    ),
+    (
+        "stacks-bind",
+        include_str!("../../catalogs/stacks-bind.toml"),
+    ),
+    (
+        "stacks-llamacpp",
+        include_str!("../../catalogs/stacks-llamacpp.toml"),
+    ),
+    (
+        "stacks-ollama",
+        include_str!("../../catalogs/stacks-ollama.toml"),
+    ),
+    ("stacks-tgi", include_str!("../../catalogs/stacks-tgi.toml")),
+    (
+        "stacks-lmdeploy",
+        include_str!("../../catalogs/stacks-lmdeploy.toml"),
+    ),
+    (
+        "stacks-trtllm",
+        include_str!("../../catalogs/stacks-trtllm.toml"),
+    ),
+    ("stacks-ray", include_str!("../../catalogs/stacks-ray.toml")),
+    ("stacks-k8s", include_str!("../../catalogs/stacks-k8s.toml")),
+    (
+        "stacks-containers",
+        include_str!("../../catalogs/stacks-containers.toml"),
+    ),
+    ("stacks-hf", include_str!("../../catalogs/stacks-hf.toml")),
     ("startup", include_str!("../../catalogs/startup.toml")),
 ];
 
@@ -267,6 +306,9 @@ pub struct Sample {
     pub before: Vec<String>,
     pub after: Vec<String>,
     pub note: Option<String>,
+    /// The rule the line gives a finding of, for a row that proves nothing
+    /// by itself (see `schema::SampleDef::rule`).
+    pub rule: Option<String>,
 }
 
 /// Where a sample comes from.
@@ -541,6 +583,7 @@ fn samples(defs: Vec<schema::SampleDef>, bad: &mut Vec<String>) -> Vec<Sample> {
                 before: s.before,
                 after: s.after,
                 note: s.note,
+                rule: s.rule,
             })
         })
         .collect()

@@ -162,6 +162,12 @@ pub struct SampleDef {
     pub after: Vec<String>,
     #[serde(default)]
     pub note: Option<String>,
+    /// The rule this line gives a finding of (alone, or with its
+    /// neighbours) where the row proves nothing by itself (`category =
+    /// "none"`) and a rule reads its numbers or order: the tests hold the
+    /// rule to it.
+    #[serde(default)]
+    pub rule: Option<String>,
 }
 
 /// A wrapper of a code table: how a program prints a code of the table

@@ -132,11 +132,10 @@ impl JsonReader {
             .map_or(Some(None), |t| t.map(Some))?;
         if let Some(pid) = pid {
             let mut bits = if cmdline.is_some() { 4 } else { 0 };
-            bits |= match (&unit, identifier.as_ref()) {
-                (Some(_), _) => 1,
-                (None, "kernel") => 0,
-                (None, _) => 2,
-            };
+            // A record with a PID is the process's, whatever its identifier
+            // says (`JournalEntry::is_kernel` wants no PID): its first one
+            // is read in full so that a later owner can claim it.
+            bits |= if unit.is_some() { 1 } else { 2 };
             let seen = self.first.entry(pid).or_default();
             if bits & !*seen != 0 {
                 *seen |= bits;

@@ -147,13 +147,13 @@ pub const MATRIX: &[Cell] = &[
     cell(
         HostOomKiller,
         "Ray's memory monitor killing workers",
-        Row("stacks.ray-memory-monitor-kill"),
+        Row("stacks-ray.memory-monitor-kill"),
         None,
     ),
     cell(
         HostOomKiller,
         "Kubernetes `OOMKilled`",
-        Gap("not read yet"),
+        Row("stacks-k8s.oomkilled"),
         None,
     ),
     cell(

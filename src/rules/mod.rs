@@ -109,23 +109,39 @@ pub struct Diagnosis {
 /// concluded what the row says, and more.
 fn drop_restated(findings: &mut Vec<Finding>) {
     use std::collections::BTreeSet;
-    let fallback = |f: &Finding| catalog::FALLBACKS.contains(&f.rule);
-    let cited: BTreeSet<crate::source::Span> = findings
-        .iter()
-        .filter(|f| !fallback(f))
-        .flat_map(|f| f.evidence.iter().map(|e| e.span))
-        .collect();
-    let cited_as: BTreeSet<(Category, crate::source::Span)> = findings
-        .iter()
-        .filter(|f| !fallback(f))
-        .flat_map(|f| f.evidence.iter().map(|e| (f.category, e.span)))
-        .collect();
+    type Span = crate::source::Span;
+    // Strength: a fallback's index in FALLBACKS, every other rule above all.
+    let levels = catalog::FALLBACKS.len();
+    let strength = |f: &Finding| {
+        catalog::FALLBACKS
+            .iter()
+            .position(|r| *r == f.rule)
+            .unwrap_or(levels)
+    };
+    // For each fallback level, the lines cited by stronger findings, alone
+    // and with their finding's category.
+    let mut cited: Vec<BTreeSet<Span>> = vec![BTreeSet::new(); levels];
+    let mut cited_as: Vec<BTreeSet<(Category, Span)>> = vec![BTreeSet::new(); levels];
+    for f in findings.iter() {
+        for level in 0..strength(f).min(levels) {
+            cited[level].extend(f.evidence.iter().map(|e| e.span));
+            cited_as[level].extend(f.evidence.iter().map(|e| (f.category, e.span)));
+        }
+    }
     findings.retain(|f| {
-        !fallback(f)
-            || !(f.evidence.first().is_some_and(|e| cited.contains(&e.span))
-                || f.evidence
-                    .iter()
-                    .any(|e| cited_as.contains(&(f.category, e.span))))
+        let level = strength(f);
+        if level == levels {
+            return true;
+        }
+        let said_first = f
+            .evidence
+            .first()
+            .is_some_and(|e| cited[level].contains(&e.span));
+        let said_as = f
+            .evidence
+            .iter()
+            .any(|e| cited_as[level].contains(&(f.category, e.span)));
+        !(said_first || said_as)
     });
 }
 
@@ -160,5 +176,44 @@ pub fn diagnose(incident: &Incident, rules: &[&dyn Rule]) -> Diagnosis {
         findings,
         root_cause,
         unknown_errors,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::{SourceId, Span};
+
+    fn finding(rule: &'static str, category: Category, lines: &[u32]) -> Finding {
+        let mut f = Finding::new(rule, category, Severity::Error);
+        for &line in lines {
+            let span = Span {
+                source: SourceId(0),
+                line,
+            };
+            f.evidence(span, "cited");
+        }
+        f
+    }
+
+    fn rules_left(mut findings: Vec<Finding>) -> Vec<&'static str> {
+        drop_restated(&mut findings);
+        findings.iter().map(|f| f.rule).collect()
+    }
+
+    #[test]
+    fn a_message_cited_by_a_death_goes_and_a_death_cited_by_a_rule_goes() {
+        let known = || finding(catalog::KNOWN_MESSAGE, Category::ServerException, &[13]);
+        let died = || finding(catalog::PROCESS_DIED, Category::ServerException, &[12, 13]);
+        let xid = || finding("xid-gpu-fell-off-bus", Category::XidGpuFellOffBus, &[12]);
+        assert_eq!(rules_left(vec![known(), died()]), [catalog::PROCESS_DIED]);
+        assert_eq!(rules_left(vec![died(), xid()]), ["xid-gpu-fell-off-bus"]);
+        // A message the death does not cite stays; a weaker finding never
+        // removes a stronger one.
+        let other = finding(catalog::KNOWN_MESSAGE, Category::ServerException, &[40]);
+        assert_eq!(
+            rules_left(vec![other, died()]),
+            [catalog::KNOWN_MESSAGE, catalog::PROCESS_DIED]
+        );
     }
 }

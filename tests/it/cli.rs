@@ -434,6 +434,9 @@ fn on_a_terminal(args: &str, env: &[(&str, &str)]) -> String {
         .env_remove("CLICOLOR")
         .env_remove("CLICOLOR_FORCE")
         .env_remove("COLUMNS")
+        // anstream reads any `CI` as a log viewer that shows colour, even
+        // on a dumb terminal: each test sets it when it means it.
+        .env_remove("CI")
         .env("TERM", "xterm-256color")
         .stdin(Stdio::null());
     for (k, v) in env {
@@ -469,4 +472,8 @@ fn colour_only_on_a_terminal_and_never_with_no_color() {
     assert!(!dumb.contains('\x1b'), "no colour on a dumb terminal");
     let off = on_a_terminal("demo", &[("CLICOLOR", "0")]);
     assert!(!off.contains('\x1b'), "no colour with CLICOLOR=0");
+    let ci = on_a_terminal("demo", &[("TERM", "dumb"), ("CI", "true")]);
+    assert!(ci.contains('\x1b'), "a CI log shows colour, as clap's help");
+    let ci_off = on_a_terminal("demo", &[("CI", "true"), ("NO_COLOR", "1")]);
+    assert!(!ci_off.contains('\x1b'), "NO_COLOR wins in CI too");
 }

@@ -359,10 +359,6 @@ fn each_real_line_alone_gives_its_expected_result() {
 /// wording file, not here.
 const NO_MESSAGE_RULES: &[(&str, &str)] = &[
     (
-        "known-message",
-        "it reads the upstream catalogs' rows (catalogs/*.toml), whose real samples tests/it/catalogs.rs checks",
-    ),
-    (
         "process-died",
         "it reads systemd's unit events (correlate/units.rs, the systemd catalog's messages) and the shell's job reports",
     ),
@@ -373,12 +369,11 @@ const NO_MESSAGE_RULES: &[(&str, &str)] = &[
 ];
 
 /// Every rule of the catalog is named by at least one wording file (as the
-/// file's `rule` or as a wording's expected rule) or by a row of the
-/// upstream catalogs (`catalogs/*.toml`, whose samples tests/it/catalogs.rs
-/// checks), so that every message a rule reads has its real wordings
-/// documented; the only exceptions are the rules listed, with a reason, in
-/// `NO_MESSAGE_RULES`. A listed rule that has a wording file now, or is no
-/// longer in the catalog, fails too.
+/// file's `rule` or as a wording's expected rule) or upstream catalog row
+/// (as its `rule` or a sample's), so that every message a
+/// rule reads has its real wordings documented; the only exceptions are the
+/// rules listed, with a reason, in `NO_MESSAGE_RULES`. A listed rule that
+/// has a wording file now, or is no longer in the catalog, fails too.
 #[test]
 fn every_rule_has_a_wording_file() {
     let rules = rule_ids();
@@ -387,14 +382,12 @@ fn every_rule_has_a_wording_file() {
         named.insert(m.rule.clone());
         named.extend(m.wording.iter().filter_map(|w| w.expect.rule.clone()));
     }
-    // A rule whose messages are catalog rows (`rule = "…"` in
-    // catalogs/*.toml) has its wordings and real samples there.
-    named.extend(
-        rootcause::catalogs::catalogs()
-            .rows()
-            .filter(|r| !r.samples.is_empty())
-            .filter_map(|r| r.rule.clone()),
-    );
+    // A rule that reads a catalog row's message is documented by the row's
+    // wordings and samples (docs/catalogs/).
+    for row in rootcause::catalogs::catalogs().rows() {
+        named.extend(row.rule.clone());
+        named.extend(row.samples.iter().filter_map(|s| s.rule.clone()));
+    }
     let exempt: BTreeMap<&str, &str> = NO_MESSAGE_RULES.iter().copied().collect();
     let mut problems = Vec::new();
     for (id, why) in &exempt {

@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::correlate::{Incident, UnitEventKind};
+use crate::model::Message;
 use crate::rules::support::{confidence, distinct, listen, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
@@ -14,26 +15,73 @@ pub static RULE: AddressAlreadyInUse = AddressAlreadyInUse;
 
 pub struct AddressAlreadyInUse;
 
-/// The HTTP server (uvicorn/asyncio), ZMQ, NCCL and SGLang's own wait.
-static BIND: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?x)
-        \[Errno\x2098\]\x20error\x20while\x20attempting\x20to\x20bind\x20on\x20address\x20\('(?P<host>[^']*)',\x20(?P<port>[0-9]+)\)
-        | (?P<plain>\[Errno\x2098\]\x20Address\x20already\x20in\x20use)
-        | ZMQError:\x20Address\x20already\x20in\x20use(?:\x20\(addr='(?P<zmq>[^']+)'\))?
-        | NCCL\x20WARN\x20.*bind\x20failed:\x20Address\x20already\x20in\x20use
-        | (?P<name>\S+)\x20at\x20(?P<waitport>[0-9]+)\x20is\x20not\x20available\x20in\x20[0-9]+\x20seconds",
-    )
-    .expect("bind regex")
+/// Where a failed bind was: the server's own (HTTP) port, an internal ZMQ
+/// queue, or torch.distributed's rendezvous store.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Port {
+    Http,
+    Zmq,
+    Store,
+}
+
+/// The catalog rows that are a failed bind (catalogs/stacks-*.toml), and
+/// whose port each is.
+const ROWS: &[(&str, Port)] = &[
+    ("stacks-bind.python-errno-98", Port::Http),
+    ("stacks-bind.uvicorn-bind-errno-98", Port::Http),
+    ("stacks-bind.zmq-address-in-use", Port::Zmq),
+    ("stacks-sglang.port-not-available", Port::Http),
+    ("stacks-llamacpp.bind-failed", Port::Http),
+    ("stacks-torch.tcpstore-eaddrinuse", Port::Store),
+];
+
+/// NCCL's socket transport: its WARN lines are NCCL's catalog's.
+static NCCL_BIND: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"NCCL WARN .*bind failed: Address already in use").expect("nccl bind regex")
 });
 
-/// torch.distributed's TCPStore (the rendezvous port, MASTER_PORT / --nccl-port).
-static STORE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?:port: (?P<port>[0-9]+), useIpv6: \S+, )?code: -98, name: EADDRINUSE|failed to bind to \[::\]:(?P<old>[0-9]+) \(errno: 98",
-    )
-    .expect("store regex")
-});
+/// A failed bind: its line, where it was, and the port it names.
+struct Bind<'a> {
+    message: &'a Message,
+    port: Port,
+    number: Option<String>,
+}
+
+/// Every failed bind the catalogs' rows (and NCCL's WARN) read, in input
+/// order. A ZMQ error counts as ZMQ's only where it names its address.
+fn binds(incident: &Incident) -> Vec<Bind<'_>> {
+    let mut out: Vec<Bind<'_>> = ROWS
+        .iter()
+        .flat_map(|(id, port)| {
+            incident.known(id).map(move |(message, hit)| {
+                let port = match port {
+                    Port::Zmq if hit.get("addr").is_none() => Port::Http,
+                    p => *p,
+                };
+                // `port: 29500`, or the store's `[::]:29500`.
+                let number = hit.get("port").map(str::to_owned).or_else(|| {
+                    hit.get("addr")
+                        .filter(|_| port == Port::Store)
+                        .and_then(|a| a.rsplit(':').next())
+                        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                        .map(str::to_owned)
+                });
+                Bind {
+                    message,
+                    port,
+                    number,
+                }
+            })
+        })
+        .chain(matches(incident, &NCCL_BIND).map(|(message, _)| Bind {
+            message,
+            port: Port::Http,
+            number: None,
+        }))
+        .collect();
+    out.sort_by_key(|b| b.message.span);
+    out
+}
 
 static META: RuleMeta = RuleMeta {
     id: "address-already-in-use",
@@ -41,11 +89,11 @@ static META: RuleMeta = RuleMeta {
     severity: Severity::Critical,
     summary: "a server could not bind its port: another process (often its own previous run) holds it",
     anchors: &[
+        // The catalogs' rows (stacks-bind, -torch, -sglang, -llamacpp) bring
+        // their own anchors; these are NCCL's WARN and the wordings
+        // support/listen.rs reads (Go, Node, Rust, macOS, Windows).
         "Address already in use",
-        "address already in use",
         "EADDRINUSE",
-        "is not available in",
-        // The other wordings (Go, Node, Rust, macOS, Windows): support/listen.rs.
         "Only one usage of each socket address",
         "Errno 48",
         "Errno 10048",
@@ -82,40 +130,31 @@ impl Rule for AddressAlreadyInUse {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
-        let binds: Vec<_> = matches(incident, &BIND).collect();
-        let stores: Vec<_> = matches(incident, &STORE).collect();
+        let binds = binds(incident);
         let listens = listen::failures(incident);
-        if binds.is_empty() && stores.is_empty() && listens.is_empty() {
+        if binds.is_empty() && listens.is_empty() {
             return;
         }
-        let store = !stores.is_empty();
-        let port: Option<String> = stores
+        let store = binds.iter().any(|b| b.port == Port::Store);
+        // The store's port first (it names the rendezvous), then the
+        // server's own, then what the other runtimes' wordings say.
+        let port: Option<String> = binds
             .iter()
-            .find_map(|(_, c)| {
-                c.name("port")
-                    .or(c.name("old"))
-                    .map(|m| m.as_str().to_owned())
-            })
-            .or_else(|| {
-                binds.iter().find_map(|(_, c)| {
-                    c.name("port")
-                        .or(c.name("waitport"))
-                        .map(|m| m.as_str().to_owned())
-                })
-            })
+            .filter(|b| b.port == Port::Store)
+            .chain(binds.iter().filter(|b| b.port != Port::Store))
+            .find_map(|b| b.number.clone())
             .or_else(|| listens.iter().find_map(|l| l.port.clone()));
         let mut f = Finding::new(META.id, META.category, META.severity);
         let lines = binds
             .iter()
-            .map(|(m, _)| *m)
-            .chain(stores.iter().map(|(m, _)| *m))
+            .map(|b| b.message)
             .chain(listens.iter().map(|l| l.message));
         for (m, n) in distinct(lines) {
             f.evidence(m.span, format!("the bind failed ({n}x)"));
         }
         let what = if store {
             "the torch.distributed store port".to_owned()
-        } else if binds.iter().any(|(_, c)| c.name("zmq").is_some()) {
+        } else if binds.iter().any(|b| b.port == Port::Zmq) {
             "an internal ZMQ port".to_owned()
         } else {
             "its HTTP port".to_owned()

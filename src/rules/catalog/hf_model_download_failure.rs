@@ -6,6 +6,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::correlate::Incident;
+use crate::model::Message;
 use crate::rules::support::{confidence, distinct, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
@@ -13,42 +14,62 @@ pub static RULE: HfModelDownloadFailure = HfModelDownloadFailure;
 
 pub struct HfModelDownloadFailure;
 
+/// A cause: the catalog rows that are its messages (catalogs/stacks-hf.toml),
+/// the wordings no row has yet, what it means and its fix.
+struct Cause {
+    rows: &'static [&'static str],
+    re: Option<Regex>,
+    cause: &'static str,
+    fix: &'static str,
+}
+
 /// Each cause with the text that gives it away, most specific first.
-static CAUSES: LazyLock<Vec<(Regex, &'static str, &'static str)>> = LazyLock::new(|| {
+static CAUSES: LazyLock<Vec<Cause>> = LazyLock::new(|| {
     [
         (
-            r"You are trying to access a gated repo|Cannot access gated repo for url|401 Client Error|403 Client Error",
+            &["stacks-hf.gated-repo"][..],
+            r"You are trying to access a gated repo|401 Client Error|403 Client Error",
             "the repository is gated or private and the service has no token for it",
             "give the unit a token with access (Environment=HF_TOKEN=… or an EnvironmentFile), or pre-download the model",
         ),
         (
+            &[][..],
             r"outgoing traffic has been disabled",
             "offline mode (HF_HUB_OFFLINE / local_files_only) with an incomplete cache",
             "complete the cache on a machine with access, or point the server at a local model directory",
         ),
         (
-            r"is not a local folder and is not a valid model identifier|Repository Not Found for url|RepositoryNotFoundError|is not a valid git identifier",
+            &["stacks-hf.not-a-model-identifier", "stacks-hf.repo-not-found"][..],
+            r"is not a valid git identifier",
             "the model id or revision does not exist (or is private)",
             "check the --model-path / --model value and the revision",
         ),
         (
-            r"does not appear to have a file named",
+            &["stacks-hf.missing-file"][..],
+            "",
             "the repository lacks a file the loader asked for",
             "check the model id and revision; some repositories need --trust-remote-code or another file layout",
         ),
         (
+            &[][..],
             r"\[Errno 28\] No space left on device|\[Errno 13\] Permission denied: '.*huggingface|PermissionError at \S+ when downloading",
             "the Hugging Face cache cannot be written (disk full or wrong owner)",
             "free space in HF_HOME or fix its ownership for the service user",
         ),
         (
-            r"We couldn't connect to '[^']+' to load|There was a specific connection error when trying to load|ReadTimeoutError|ConnectionError: .*huggingface\.co|429 Client Error",
+            &["stacks-hf.cannot-reach-hub"][..],
+            r"There was a specific connection error when trying to load|ReadTimeoutError|ConnectionError: .*huggingface\.co|429 Client Error",
             "the host cannot reach the Hub (network, proxy, firewall, rate limit)",
             "pre-download the model to a local path, or allow the host to reach the Hub through its proxy",
         ),
     ]
     .into_iter()
-    .map(|(p, cause, fix)| (Regex::new(p).expect("hf regex"), cause, fix))
+    .map(|(rows, p, cause, fix)| Cause {
+        rows,
+        re: (!p.is_empty()).then(|| Regex::new(p).expect("hf regex")),
+        cause,
+        fix,
+    })
     .collect()
 });
 
@@ -64,16 +85,12 @@ static META: RuleMeta = RuleMeta {
     category: Category::ModelLoadFailure,
     severity: Severity::Critical,
     summary: "the model could not be downloaded from the Hugging Face Hub",
+    // The catalog rows (stacks-hf) bring their own anchors.
     anchors: &[
         "gated repo",
         "Client Error",
         "outgoing traffic has been disabled",
-        "not a valid model identifier",
-        "Repository Not Found",
-        "RepositoryNotFoundError",
         "not a valid git identifier",
-        "does not appear to have a file named",
-        "couldn't connect to",
         "specific connection error",
         "ReadTimeoutError",
         "No space left on device",
@@ -112,14 +129,27 @@ impl Rule for HfModelDownloadFailure {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
-        for (re, cause, fix) in CAUSES.iter() {
-            let hits: Vec<_> = matches(incident, re)
-                .map(|(m, _)| m)
-                .filter(|m| !m.text.contains("Errno 28") || HUB_CONTEXT.is_match(&m.text))
+        for Cause {
+            rows,
+            re,
+            cause,
+            fix,
+        } in CAUSES.iter()
+        {
+            let mut hits: Vec<&Message> = rows
+                .iter()
+                .flat_map(|id| incident.known(id).map(|(m, _)| m))
+                .chain(
+                    re.iter()
+                        .flat_map(|re| matches(incident, re).map(|(m, _)| m))
+                        .filter(|m| !m.text.contains("Errno 28") || HUB_CONTEXT.is_match(&m.text)),
+                )
                 .collect();
             if hits.is_empty() {
                 continue;
             }
+            hits.sort_by_key(|m| m.span);
+            hits.dedup_by_key(|m| m.span);
             let mut f = Finding::new(META.id, META.category, META.severity);
             for (m, n) in distinct(hits.iter().copied()).into_iter().take(4) {
                 f.evidence(m.span, format!("the download failed ({n}x)"));
@@ -130,7 +160,7 @@ impl Rule for HfModelDownloadFailure {
             f.headline = format!("The model could not be downloaded: {cause}.");
             f.chain
                 .push("the server could not load its model".to_owned());
-            f.chain.push(cause.to_string());
+            f.chain.push((*cause).to_string());
             f.explanation =
                 "The files never reached the node, so the server stopped before loading weights."
                     .to_owned();

@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::correlate::Incident;
+use crate::model::Message;
 use crate::rules::support::{confidence, distinct, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
@@ -14,31 +15,52 @@ pub static RULE: HfModelLoadFailure = HfModelLoadFailure;
 
 pub struct HfModelLoadFailure;
 
-static CAUSES: LazyLock<Vec<(Regex, &'static str, &'static str)>> = LazyLock::new(|| {
+/// A cause: the catalog rows that are its messages (catalogs/stacks-*.toml),
+/// the wordings no row has yet, what it means and its fix.
+struct Cause {
+    rows: &'static [&'static str],
+    re: Option<Regex>,
+    cause: &'static str,
+    fix: &'static str,
+}
+
+static CAUSES: LazyLock<Vec<Cause>> = LazyLock::new(|| {
     [
         (
-            r"SafetensorError: Error while deserializing header: (?:HeaderTooLarge|MetadataIncompleteBuffer|InvalidHeaderDeserialization)",
+            &["stacks-hf.safetensors-header"][..],
+            "",
             "a weight file is truncated or corrupt (or a Git LFS pointer instead of weights)",
             "re-download the model and compare file sizes with the repository; `git lfs pull` if it was cloned",
         ),
         (
-            r"has model type `[^`]+` but Transformers does not recognize this architecture|Model architectures \[.*\] are not supported|Unsupported architectures?: ",
+            &[
+                "stacks-hf.unrecognized-model-type",
+                "stacks-vllm.architectures-not-supported",
+            ][..],
+            r"Unsupported architectures?: ",
             "the serving framework is too old for this model's architecture",
             "upgrade SGLang/vLLM and transformers to a release that supports the architecture",
         ),
         (
-            r"requires you to execute the configuration file in that repo on your local machine|contains custom code which must be executed to correctly load the model",
+            &["stacks-hf.trust-remote-code-required"][..],
+            r"contains custom code which must be executed to correctly load the model",
             "the model needs its own code and the server was not allowed to run it",
             "add --trust-remote-code after reviewing the repository's code",
         ),
         (
-            r"which is required according to the checkpoint index|Error\(s\) in loading state_dict|size mismatch for ",
+            &["stacks-torch.state-dict-load-error"][..],
+            r"which is required according to the checkpoint index",
             "the checkpoint does not match the model (missing shards, wrong quantisation or config)",
             "re-download all shards and check the quantisation flags against the checkpoint",
         ),
     ]
     .into_iter()
-    .map(|(p, cause, fix)| (Regex::new(p).expect("hf load regex"), cause, fix))
+    .map(|(rows, p, cause, fix)| Cause {
+        rows,
+        re: (!p.is_empty()).then(|| Regex::new(p).expect("hf load regex")),
+        cause,
+        fix,
+    })
     .collect()
 });
 
@@ -47,16 +69,11 @@ static META: RuleMeta = RuleMeta {
     category: Category::ModelLoadFailure,
     severity: Severity::Critical,
     summary: "the model's files are present but cannot be loaded",
+    // The catalog rows (stacks-hf, -vllm, -torch) bring their own anchors.
     anchors: &[
-        "SafetensorError",
-        "does not recognize this architecture",
-        "are not supported",
         "Unsupported architecture",
-        "requires you to execute the configuration file",
         "contains custom code",
         "checkpoint index",
-        "loading state_dict",
-        "size mismatch for",
     ],
     doc: r#"
 ## What it means
@@ -87,9 +104,19 @@ impl Rule for HfModelLoadFailure {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
-        let Some((hits, cause, fix)) = CAUSES.iter().find_map(|(re, cause, fix)| {
-            let hits: Vec<_> = matches(incident, re).map(|(m, _)| m).collect();
-            (!hits.is_empty()).then_some((hits, cause, fix))
+        let Some((hits, cause, fix)) = CAUSES.iter().find_map(|c| {
+            let mut hits: Vec<&Message> = c
+                .rows
+                .iter()
+                .flat_map(|id| incident.known(id).map(|(m, _)| m))
+                .chain(
+                    c.re.iter()
+                        .flat_map(|re| matches(incident, re).map(|(m, _)| m)),
+                )
+                .collect();
+            hits.sort_by_key(|m| m.span);
+            hits.dedup_by_key(|m| m.span);
+            (!hits.is_empty()).then_some((hits, c.cause, c.fix))
         }) else {
             return;
         };
@@ -104,7 +131,7 @@ impl Rule for HfModelLoadFailure {
         f.chain
             .push("the server stopped while loading its model".to_owned());
         f.chain.push(cause.to_string());
-        f.actions.push(Action::advice(*fix, None));
+        f.actions.push(Action::advice(fix, None));
         f.confidence = confidence(&f, 0.85, 0.92);
         out.push(f);
     }

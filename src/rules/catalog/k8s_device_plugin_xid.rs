@@ -8,7 +8,7 @@ use regex::Regex;
 
 use crate::correlate::Incident;
 use crate::model::Message;
-use crate::rules::support::{confidence, matches};
+use crate::rules::support::confidence;
 use crate::rules::xid;
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
@@ -18,15 +18,11 @@ pub struct K8sDevicePluginXid;
 
 /// `XidCriticalError: Xid=69 on Device=GPU-…, the device will go unhealthy.`
 /// (plugin v0.x), `XidCriticalError: Xid=79 on Device=GPU-…; marking device
-/// as unhealthy.` (later releases, after a klog prefix).
-static XID: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"XidCriticalError: Xid=(?P<xid>[0-9]+) on Device=(?P<dev>[^\s,;]+)").expect("regex")
-});
-
-/// `'nvidia.com/gpu' device marked unhealthy: GPU-…`.
-static UNHEALTHY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"'(?P<res>[0-9A-Za-z_./-]+)' device marked unhealthy: (?P<dev>\S+)").expect("regex")
-});
+/// as unhealthy.` (later releases, after a klog prefix), and `'nvidia.com/gpu'
+/// device marked unhealthy: GPU-…`: the device plugin's catalog rows
+/// (catalogs/stacks-k8s.toml).
+const XID: &str = "stacks-k8s.device-plugin-xid-critical";
+const UNHEALTHY: &str = "stacks-k8s.device-plugin-device-unhealthy";
 
 /// A GPU UUID inside a device id (time-slicing appends `::N`).
 static UUID: LazyLock<Regex> = LazyLock::new(|| {
@@ -38,7 +34,8 @@ static META: RuleMeta = RuleMeta {
     category: Category::XidOther,
     severity: Severity::Error,
     summary: "the Kubernetes NVIDIA device plugin saw a critical Xid on a GPU and marked it unhealthy",
-    anchors: &["XidCriticalError: Xid=", "device marked unhealthy"],
+    // The device plugin's rows bring their own anchors.
+    anchors: &[],
     doc: r#"
 ## What it means
 `XidCriticalError: Xid=69 on Device=GPU-7540a9b3-…, the device will go
@@ -82,11 +79,13 @@ impl Rule for K8sDevicePluginXid {
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         // One finding per GPU (UUID, or device id without one).
         let mut per_device: Vec<Device> = Vec::new();
-        for (m, c) in matches(incident, &XID) {
-            let Ok(code) = c["xid"].parse::<u32>() else {
+        for (m, c) in incident.known(XID) {
+            let (Some(Ok(code)), Some(dev)) =
+                (c.get("xid").map(str::parse::<u32>), c.get("device"))
+            else {
                 continue;
             };
-            let key = device_key(&c["dev"]);
+            let key = device_key(dev);
             match per_device.iter_mut().find(|d| d.key == key) {
                 Some(d) => d.xids.push((m, code)),
                 None => per_device.push(Device {
@@ -97,11 +96,11 @@ impl Rule for K8sDevicePluginXid {
                 }),
             }
         }
-        for (m, c) in matches(incident, &UNHEALTHY) {
-            let key = device_key(&c["dev"]);
+        for (m, c) in incident.known(UNHEALTHY) {
+            let key = device_key(c.get("device").unwrap_or_default());
             if let Some(d) = per_device.iter_mut().find(|d| d.key == key) {
                 d.unhealthy.push(m);
-                d.resource = c["res"].to_owned();
+                d.resource = c.get("resource").unwrap_or_default().to_owned();
             }
         }
         for Device {
@@ -236,20 +235,27 @@ mod tests {
 
     #[test]
     fn both_plugin_wordings_and_replica_ids() {
+        let xid = |line: &str| {
+            crate::catalogs::catalogs()
+                .hits(line)
+                .into_iter()
+                .find(|h| h.row.is_some_and(|r| r.id == XID))
+        };
         for line in [
             "XidCriticalError: Xid=69 on Device=GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8, the device will go unhealthy.",
             "I1025 02:19:08.048144 1 health.go:169] XidCriticalError: Xid=69 on Device=GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8; marking device as unhealthy.",
             "XidCriticalError: Xid=69 on Device=GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8::3; marking device as unhealthy.",
         ] {
-            let c = XID.captures(line).expect(line);
-            assert_eq!(&c["xid"], "69");
+            let c = xid(line).expect(line);
+            assert_eq!(c.get("xid"), Some("69"));
             assert_eq!(
-                device_key(&c["dev"]),
+                device_key(c.get("device").unwrap()),
                 "GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8"
             );
         }
-        assert!(XID
-            .captures("Skipping non-nvmlEventTypeXidCriticalError event: {Device:{Handle:0x7f0dcf40bdf8} EventType:2}")
-            .is_none());
+        assert!(
+            xid("Skipping non-nvmlEventTypeXidCriticalError event: {Device:{Handle:0x7f0dcf40bdf8} EventType:2}")
+                .is_none()
+        );
     }
 }

@@ -70,8 +70,9 @@ pub const KNOWN_MESSAGE: &str = "known-message";
 /// The id of the rule that explains a death no other rule explains.
 pub const PROCESS_DIED: &str = "process-died";
 
-/// Rules whose findings are fallbacks: each goes where another rule's
-/// finding cites every line it cites (that rule said more).
+/// Rules whose findings are fallbacks, weakest first: each goes where a
+/// stronger rule's finding cites its lines (that rule said more). A death's
+/// finding outranks a message's: it read the unit's events around the line.
 pub const FALLBACKS: &[&str] = &[KNOWN_MESSAGE, PROCESS_DIED];
 
 /// Every built-in rule, in id order.

@@ -69,6 +69,10 @@ struct Death {
     /// (SIGKILL, SIGTERM: the killer, not the process, is the story, and
     /// its lines may be elsewhere).
     crashed: bool,
+    /// systemd's own verdict on the same death (`Failed with result
+    /// 'core-dump'`, a status block's `Active: failed (Result: …)`), cited
+    /// so that the catalog's row for that line is not said twice.
+    verdicts: Vec<Span>,
 }
 
 /// The signals a stop sends (systemd's, a shell's Ctrl-C, a hang-up): a
@@ -168,9 +172,9 @@ fn unit_deaths(incident: &Incident) -> Vec<Death> {
                 format!("{how}{dumped} (status={status_text})"),
                 crashed,
             ))
-        } else if let Some((span, r)) = result {
+        } else if let Some((span, r)) = &result {
             Some((
-                span,
+                *span,
                 format!("systemd's verdict: result '{r}'"),
                 r == "core-dump",
             ))
@@ -186,6 +190,13 @@ fn unit_deaths(incident: &Incident) -> Vec<Death> {
             })
         };
         if let Some((span, how, crashed)) = death {
+            let verdicts = result
+                .as_ref()
+                .map(|(s, _)| *s)
+                .into_iter()
+                .chain(status.and_then(|s| s.active_span))
+                .filter(|s| *s != span)
+                .collect();
             out.push(Death {
                 span,
                 how,
@@ -193,6 +204,7 @@ fn unit_deaths(incident: &Incident) -> Vec<Death> {
                 pid,
                 signalled: true,
                 crashed,
+                verdicts,
             });
         }
     }
@@ -217,6 +229,7 @@ fn shell_deaths(incident: &Incident) -> Vec<Death> {
                 pid: Some(*pid),
                 signalled: true,
                 crashed: is_crash(signal),
+                verdicts: Vec::new(),
             }),
             _ => None,
         })
@@ -249,6 +262,9 @@ fn finding(incident: &Incident, death: &Death) -> Finding {
         .map(|t| format!(" at {}", when(t)))
         .unwrap_or_default();
     f.evidence(death.span, format!("{who} died{at}: {}", death.how));
+    for span in &death.verdicts {
+        f.evidence(*span, "systemd's verdict on the same death");
+    }
     let words = death
         .unit
         .as_deref()

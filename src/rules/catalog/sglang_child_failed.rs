@@ -3,24 +3,20 @@
 //! points at the child's exception, which other findings classify.
 
 use std::collections::BTreeSet;
-use std::sync::LazyLock;
-
-use regex::Regex;
 
 use crate::correlate::{Incident, UnitEventKind};
 use crate::model::{Framework, KernelEventKind, ServerEvent, ServerEventKind, root_cause};
+use crate::rules::support::confidence;
 use crate::rules::support::server::{shorten, target};
-use crate::rules::support::{confidence, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
 pub static RULE: SglangChildFailed = SglangChildFailed;
 
 pub struct SglangChildFailed;
 
-static INIT_FAILED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"Initialization failed\. (?:Please see the error messages above\.|warmup error:)")
-        .expect("init failed regex")
-});
+/// The launcher's verdict, as its catalog row reads it
+/// (catalogs/stacks-sglang.toml).
+const INIT_FAILED: &str = "stacks-sglang.initialization-failed";
 
 /// How far after a `hit an exception` line its traceback's exception line
 /// may be (a long traceback, interleaved with other ranks').
@@ -36,7 +32,6 @@ static META: RuleMeta = RuleMeta {
         "Received sigquit from a child process",
         "SIGQUIT received",
         "scheduler is dead",
-        "Initialization failed.",
     ],
     doc: r#"
 ## What it means
@@ -87,7 +82,7 @@ impl Rule for SglangChildFailed {
                 )
             })
             .collect();
-        let init: Vec<_> = matches(incident, &INIT_FAILED).map(|(m, _)| m).collect();
+        let init: Vec<_> = incident.known(INIT_FAILED).map(|(m, _)| m).collect();
         if wrappers.is_empty() && init.is_empty() {
             return;
         }

@@ -3,10 +3,8 @@
 //! `--mem-fraction-static`, or a model too large for the TP size.
 
 use crate::rules::support::server::cite_target;
-use std::sync::LazyLock;
 
-use regex::Regex;
-
+use crate::catalogs::Hit;
 use crate::correlate::{Gpu, Incident};
 use crate::model::{Framework, Landmark, ServerArgs, ServerEvent, ServerEventKind};
 use crate::rules::support::holders::{Holder, Holders, held_mib};
@@ -14,7 +12,7 @@ use crate::rules::support::server::{
     before, ceil2, events_at, explicit_flag, flag_action, fraction, gib, gpu_of_rank, launch_args,
     target, unsized_fraction_at_fault,
 };
-use crate::rules::support::{confidence, distinct, matches, mib};
+use crate::rules::support::{confidence, distinct, mib};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
@@ -22,12 +20,10 @@ pub static RULE: SglangKvNotEnoughMemory = SglangKvNotEnoughMemory;
 
 pub struct SglangKvNotEnoughMemory;
 
-static NOT_ENOUGH: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"Not enough memory\. Please try to increase --mem-fraction-static\.(?: Current value: (?:self\.server_args\.)?mem_fraction_static=(?P<f>[0-9.]+))?",
-    )
-    .expect("not enough regex")
-});
+/// SGLang's refusal, as its catalog row reads it (catalogs/stacks-sglang.toml):
+/// `Not enough memory. Please try to increase --mem-fraction-static.`, and
+/// from 0.5 ` Current value: …mem_fraction_static=0.88` (`fraction`).
+const NOT_ENOUGH: &str = "stacks-sglang.not-enough-memory";
 
 /// Free memory at `Load weight begin` this much below the GPU's total means
 /// something else holds memory (CUDA context and NCCL take 1–2 GiB).
@@ -48,7 +44,8 @@ static META: RuleMeta = RuleMeta {
     category: Category::KvCacheTooSmall,
     severity: Severity::Critical,
     summary: "SGLang had no memory left for its KV cache after loading the weights",
-    anchors: &["Not enough memory. Please try to increase --mem-fraction-static"],
+    // The refusal's anchor comes with its catalog row.
+    anchors: &[],
     doc: r#"
 ## What it means
 After loading the weights, SGLang computed a KV-cache budget of zero or less
@@ -101,7 +98,7 @@ impl Rule for SglangKvNotEnoughMemory {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
-        let hits: Vec<_> = matches(incident, &NOT_ENOUGH).collect();
+        let hits: Vec<_> = incident.known(NOT_ENOUGH).collect();
         let Some((first, caps)) = hits.first() else {
             return;
         };
@@ -205,7 +202,7 @@ fn numbers(
     failure: Span,
     rank: u32,
     args: Option<&(ServerArgs, Span)>,
-    caps: &regex::Captures<'_>,
+    caps: &Hit<'_>,
     gpu: Option<&Gpu>,
 ) -> Numbers {
     let of_rank = |e: &&ServerEvent| e.rank.and_then(|r| r.tp).unwrap_or(0) == rank;
@@ -229,8 +226,8 @@ fn numbers(
     }
     // The error's own `Current value:` is the value that failed.
     let fraction = caps
-        .name("f")
-        .and_then(|m| m.as_str().parse().ok())
+        .get("fraction")
+        .and_then(|m| m.parse().ok())
         .map(|v| (v, failure))
         .or_else(|| args.and_then(|(a, span)| a.mem_fraction_static.map(|f| (f, *span))));
     let total = gpu

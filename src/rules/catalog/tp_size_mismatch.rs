@@ -6,6 +6,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::correlate::Incident;
+use crate::model::Message;
 use crate::rules::support::{capitalise, confidence, distinct, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
@@ -13,26 +14,57 @@ pub static RULE: TpSizeMismatch = TpSizeMismatch;
 
 pub struct TpSizeMismatch;
 
+/// The catalog rows that are this failure (catalogs/stacks-*.toml).
+const ROWS: &[&str] = &[
+    "stacks-vllm.heads-not-divisible-by-tp",
+    "stacks-vllm.ray-gpus-exceed-available",
+    "stacks-tgi.not-enough-cuda-devices",
+    "stacks-trtllm.mpi-size-mismatch",
+    "stacks-trtllm.engine-world-size-mismatch",
+];
+
+/// The wordings no catalog row has yet: KV heads, other servers' TP checks.
 static MISMATCH: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)
-        Total\x20number\x20of\x20(?P<what>attention\x20heads|KV\x20heads|num_key_value_heads)\x20\((?P<heads>[0-9]+)\)\x20must\x20be\x20divisible\x20by\x20tensor\x20parallel\x20size\x20\((?P<tp>[0-9]+)\)
+        Total\x20number\x20of\x20(?P<what>KV\x20heads|num_key_value_heads)\x20\((?P<heads>[0-9]+)\)\x20must\x20be\x20divisible\x20by\x20tensor\x20parallel\x20size\x20\((?P<tp>[0-9]+)\)
         | (?:is\x20not\x20divisible\x20by|must\x20be\x20divisible\x20by)\x20(?:the\x20)?(?:tensor\x20parallel\x20size|tp_size|tp\x20size)
-        | The\x20number\x20of\x20required\x20GPUs\x20exceeds\x20the\x20total\x20number\x20of\x20available\x20GPUs
         | (?:tensor_parallel_size|tp_size)\x20\(?(?P<want>[0-9]+)\)?\x20(?:is\x20)?(?:larger|greater)\x20than\x20the\x20number\x20of\x20(?:available\x20)?GPUs\x20\(?(?P<have>[0-9]+)",
     )
     .expect("tp regex")
 });
+
+/// What a line's numbers say, as the finding's title words it.
+fn detail(get: impl Fn(&str) -> Option<String>) -> Option<String> {
+    if let (Some(h), Some(t)) = (get("heads"), get("tp").filter(|_| get("mpi").is_none())) {
+        let what = get("what").unwrap_or_else(|| "attention heads".to_owned());
+        return Some(format!("{h} {what} cannot be split over {t} GPUs"));
+    }
+    if let (Some(w), Some(h)) = (get("want"), get("have")) {
+        return Some(format!("{w} GPUs asked for, {h} available"));
+    }
+    if let (Some(mpi), Some(tp), Some(pp)) = (get("mpi"), get("tp"), get("pp")) {
+        return Some(format!(
+            "the engine needs TP {tp} × PP {pp} ranks, {mpi} were started"
+        ));
+    }
+    if let (Some(e), Some(r)) = (get("engine"), get("runtime")) {
+        return Some(format!(
+            "the engine was built for world size {e}, {r} ranks were started"
+        ));
+    }
+    get("n").map(|n| format!("sharded over more GPUs than the {n} visible"))
+}
 
 static META: RuleMeta = RuleMeta {
     id: "tp-size-mismatch",
     category: Category::TpSizeMismatch,
     severity: Severity::Critical,
     summary: "the tensor-parallel size does not divide the model's heads or exceeds the GPUs available",
+    // The catalogs' rows bring their own anchors.
     anchors: &[
         "must be divisible by",
         "is not divisible by",
-        "exceeds the total number of available GPUs",
         "than the number of",
     ],
     doc: r#"
@@ -65,35 +97,29 @@ impl Rule for TpSizeMismatch {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
-        let hits: Vec<_> = matches(incident, &MISMATCH).collect();
+        let mut hits: Vec<(&Message, Option<String>)> = ROWS
+            .iter()
+            .flat_map(|id| incident.known(id))
+            .map(|(m, hit)| (m, detail(|name| hit.get(name).map(str::to_owned))))
+            .chain(matches(incident, &MISMATCH).map(|(m, c)| {
+                (
+                    m,
+                    detail(|name| c.name(name).map(|x| x.as_str().to_owned())),
+                )
+            }))
+            .collect();
         if hits.is_empty() {
             return;
         }
+        // A row's line may match the remaining regex too: one hit per line,
+        // the one with numbers first.
+        hits.sort_by_key(|(m, d)| (m.span, d.is_none()));
+        hits.dedup_by_key(|(m, _)| m.span);
         let mut f = Finding::new(META.id, META.category, META.severity);
         for (m, n) in distinct(hits.iter().map(|(m, _)| *m)).into_iter().take(3) {
             f.evidence(m.span, format!("the server rejected its TP size ({n}x)"));
         }
-        let detail = hits.iter().find_map(|(_, c)| {
-            match (
-                c.name("heads"),
-                c.name("tp"),
-                c.name("want"),
-                c.name("have"),
-            ) {
-                (Some(h), Some(t), _, _) => Some(format!(
-                    "{} {} cannot be split over {} GPUs",
-                    h.as_str(),
-                    c.name("what").map_or("attention", |w| w.as_str()),
-                    t.as_str()
-                )),
-                (_, _, Some(w), Some(h)) => Some(format!(
-                    "{} GPUs asked for, {} available",
-                    w.as_str(),
-                    h.as_str()
-                )),
-                _ => None,
-            }
-        });
+        let detail = hits.iter().find_map(|(_, d)| d.clone());
         f.condition("the server rejected the tensor-parallel size", true);
         f.condition("the numbers are in the message", detail.is_some());
         f.title = match &detail {

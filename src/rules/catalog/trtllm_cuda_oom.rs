@@ -16,22 +16,16 @@ pub static RULE: TrtllmCudaOom = TrtllmCudaOom;
 
 pub struct TrtllmCudaOom;
 
-/// TensorRT-LLM's `check<cudaError>` (`CUDA runtime error in
-/// ::cudaMallocAsync(ptr, n, mCudaStream->get()): out of memory (…tllmBuffers.h:112)`,
-/// `… in ::cudaMalloc(ptr, n): out of memory`, `… in error: out of memory
-/// (…ipcUtils.cpp:48)`) and TensorRT's own (`Error Code 1: Cuda Runtime (out
-/// of memory)`, `Error Code 2: OutOfMemory (Requested size was N bytes.)`,
-/// `Requested amount of GPU memory (N bytes) could not be allocated`).
-static OOM: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?x)
-        CUDA\x20runtime\x20error\x20in\x20(?P<call>\S*?)(?:\(.*?\))?:\x20out\x20of\x20memory(?:\x20\((?P<at>[^)\s]+)\))?
-        | Error\x20Code\x201:\x20Cuda\x20Runtime\x20\(out\x20of\x20memory\)
-        | Error\x20Code\x202:\x20OutOfMemory(?:\x20\(Requested\x20size\x20was\x20(?P<size>[0-9]+)\x20bytes\.?\))?
-        | Requested\x20amount\x20of\x20GPU\x20memory\x20\((?P<req>[0-9]+)\x20bytes\)\x20could\x20not\x20be\x20allocated",
-    )
-    .expect("regex")
-});
+/// The runtime's and TensorRT's own out-of-memory errors, as their catalog
+/// rows read them (catalogs/stacks-trtllm.toml): TensorRT-LLM's `CUDA runtime
+/// error in <call>: out of memory (file:line)`, TensorRT's `Error Code 1: Cuda
+/// Runtime (out of memory)`, `Error Code 2: OutOfMemory (Requested size was N
+/// bytes.)`, `Requested amount of GPU memory (N bytes) could not be
+/// allocated`.
+const OOM_ROWS: &[&str] = &[
+    "stacks-trtllm.cuda-runtime-oom",
+    "stacks-trtllm.tensorrt-oom",
+];
 
 /// The engine's build-time maxima, as `trtllm-build`/`build.py` flags
 /// (`--max_batch_size "32"`), as the runtime logs them (`max_batch_size=64`)
@@ -53,11 +47,8 @@ static META: RuleMeta = RuleMeta {
     category: Category::CudaOom,
     severity: Severity::Critical,
     summary: "a TensorRT-LLM runtime buffer could not be allocated: the GPU ran out of memory",
+    // The out-of-memory rows bring their own anchors.
     anchors: &[
-        "CUDA runtime error in",
-        "Cuda Runtime (out of memory)",
-        "Error Code 2: OutOfMemory",
-        "Requested amount of GPU memory",
         "max_batch_size",
         "max_input_len",
         "max_output_len",
@@ -115,8 +106,10 @@ impl Rule for TrtllmCudaOom {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
-        let hits: Vec<_> = matches(incident, &OOM).collect();
-        let Some((_, first_caps)) = hits.first() else {
+        let mut hits: Vec<_> = OOM_ROWS.iter().flat_map(|id| incident.known(id)).collect();
+        hits.sort_by_key(|(m, _)| m.span);
+        hits.dedup_by_key(|(m, _)| m.span);
+        let Some((_, first)) = hits.first() else {
             return;
         };
         let mut f = Finding::new(META.id, META.category, META.severity);
@@ -127,14 +120,16 @@ impl Rule for TrtllmCudaOom {
                 format!("a runtime allocation ran out of GPU memory ({n}x)"),
             );
         }
-        let call = first_caps
-            .name("call")
-            .map(|c| c.as_str().trim_start_matches(':').to_owned())
+        // `::cudaMallocAsync(ptr, n, …)`: the call's name.
+        let call = first
+            .get("call")
+            .and_then(|c| c.trim_start_matches(':').split('(').next())
+            .map(|c| c.trim().to_owned())
             .filter(|c| c.starts_with("cuda"));
-        let bytes = first_caps
-            .name("size")
-            .or(first_caps.name("req"))
-            .and_then(|b| b.as_str().parse::<u64>().ok());
+        let bytes = first
+            .get("size")
+            .or(first.get("req"))
+            .and_then(|b| b.parse::<u64>().ok());
         // The first value of each build-time maximum, with its line.
         let mut limits: BTreeMap<&'static str, (u64, &Message)> = BTreeMap::new();
         for (m, _) in matches(incident, &LIMIT) {

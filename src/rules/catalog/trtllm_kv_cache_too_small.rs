@@ -1,57 +1,33 @@
 //! `trtllm-kv-cache-too-small`: TensorRT-LLM's paged KV cache cannot hold
 //! one sequence of the engine's maximum length.
 
-use std::sync::LazyLock;
-
-use regex::Regex;
-
+use crate::catalogs::Hit;
 use crate::correlate::Incident;
-use crate::rules::support::{confidence, distinct, matches};
+use crate::rules::support::{confidence, distinct};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
 pub static RULE: TrtllmKvCacheTooSmall = TrtllmKvCacheTooSmall;
 
 pub struct TrtllmKvCacheTooSmall;
 
-/// `KVCacheManager`'s check. Since about v0.8 it prints the figures:
-/// `maxTokensInPagedKvCache (29184) must be large enough to process at least
-/// 1 sequence to completion (i.e. must be larger than beam_width (1) *
-/// tokensPerBlock (128) * maxBlocksPerSeq (272))`; v0.5–0.7 printed the same
-/// sentence without them.
-static CHECK: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?x)
-        maxTokensInPagedKvCache(?:\x20\((?P<tokens>[0-9]+)\))?\x20must\x20be\x20large\x20enough\x20to\x20process\x20at\x20least\x201\x20sequence
-        (?:.*?beam_width\x20\((?P<beam>[0-9]+)\)\x20\*\x20tokensPerBlock\x20\((?P<tpb>[0-9]+)\)\x20\*\x20maxBlocksPerSeq\x20\((?P<mbps>[0-9]+)\))?",
-    )
-    .expect("regex")
-});
-
-/// What the runtime found room for: `Allocate 956301312 bytes for k/v
-/// cache.`, `Using 29184 total tokens in paged KV cache, and 272 blocks per
-/// sequence` (v0.7–0.8), `Using 693 tokens in paged KV cache.` (v0.5),
-/// `[MemUsageChange] Allocated 0.56 GiB for max tokens in paged KV cache
-/// (8224).` (later versions).
-static SIZE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?x)
-        Allocate\x20(?P<bytes>[0-9]+)\x20bytes\x20for\x20k/v\x20cache
-        | Using\x20(?P<tokens>[0-9]+)\x20(?:total\x20)?tokens\x20in\x20paged\x20KV\x20cache(?:,\x20and\x20(?P<blocks>[0-9]+)\x20blocks\x20per\x20sequence)?
-        | Allocated\x20(?P<gib>[0-9.]+)\x20GiB\x20for\x20max\x20tokens\x20in\x20paged\x20KV\x20cache\x20\((?P<max>[0-9]+)\)",
-    )
-    .expect("regex")
-});
+/// The batch manager's refusal (`maxTokensInPagedKvCache (29184) must be
+/// large enough to process at least 1 sequence to completion (i.e. must be
+/// larger than beam_width (1) * tokensPerBlock (128) * maxBlocksPerSeq
+/// (272))`; v0.5–0.7 without the numbers) and what the runtime found room
+/// for (`Allocate 956301312 bytes for k/v cache.`, `Using 29184 total tokens
+/// in paged KV cache, and 272 blocks per sequence`, `Allocated 0.56 GiB for
+/// max tokens in paged KV cache (8224).`), as their catalog rows read them
+/// (catalogs/stacks-trtllm.toml).
+const CHECK: &str = "stacks-trtllm.paged-kv-cache-too-small";
+const SIZE: &str = "stacks-trtllm.kv-cache-size";
 
 static META: RuleMeta = RuleMeta {
     id: "trtllm-kv-cache-too-small",
     category: Category::KvCacheTooSmall,
     severity: Severity::Critical,
     summary: "TensorRT-LLM's paged KV cache cannot hold one sequence of the engine's maximum length",
-    anchors: &[
-        "maxTokensInPagedKvCache",
-        "bytes for k/v cache",
-        "tokens in paged KV cache",
-    ],
+    // The rows bring their own anchors.
+    anchors: &[],
     doc: r#"
 ## What it means
 `maxTokensInPagedKvCache (29184) must be large enough to process at least 1
@@ -97,13 +73,11 @@ impl Rule for TrtllmKvCacheTooSmall {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
-        let hits: Vec<_> = matches(incident, &CHECK).collect();
+        let hits: Vec<_> = incident.known(CHECK).collect();
         let Some((first, caps)) = hits.first() else {
             return;
         };
-        let num = |c: &regex::Captures<'_>, n: &str| {
-            c.name(n).and_then(|v| v.as_str().parse::<u64>().ok())
-        };
+        let num = |c: &Hit<'_>, n: &str| c.get(n).and_then(|v| v.parse::<u64>().ok());
         let mut f = Finding::new(META.id, META.category, META.severity);
         f.occurrences = hits.len() as u32;
         for (m, n) in distinct(hits.iter().map(|(m, _)| *m)).into_iter().take(2) {
@@ -117,21 +91,22 @@ impl Rule for TrtllmKvCacheTooSmall {
         let mut bytes = None;
         let mut gib = None;
         let mut blocks = num(caps, "mbps");
-        for (m, c) in matches(incident, &SIZE)
+        for (m, c) in incident
+            .known(SIZE)
             .filter(|(m, _)| m.span.source == first.span.source && m.span < first.span)
         {
-            if let Some(b) = num(&c, "bytes") {
+            if let Some(b) = num(c, "bytes") {
                 bytes = Some(b);
                 f.evidence(m.span, format!("{b} bytes were allocated for the KV cache"));
             }
-            if let Some(t) = num(&c, "tokens").or(num(&c, "max")) {
+            if let Some(t) = num(c, "tokens").or(num(c, "max")) {
                 tokens = tokens.or(Some(t));
                 f.evidence(m.span, format!("the KV cache holds {t} tokens"));
             }
-            if let Some(g) = c.name("gib").and_then(|g| g.as_str().parse::<f64>().ok()) {
+            if let Some(g) = c.get("gib").and_then(|g| g.parse::<f64>().ok()) {
                 gib = Some(g);
             }
-            blocks = blocks.or(num(&c, "blocks"));
+            blocks = blocks.or(num(c, "blocks"));
         }
         let beam = num(caps, "beam");
         let tpb = num(caps, "tpb");

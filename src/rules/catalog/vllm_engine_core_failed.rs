@@ -2,16 +2,12 @@
 //! worker process failed. A wrapper: it only points at the failed process's
 //! own exception, which other findings classify.
 
-use std::collections::BTreeSet;
-use std::sync::LazyLock;
-
-use regex::Regex;
-
 use crate::correlate::Incident;
 use crate::model::{Framework, ServerEvent, ServerEventKind, VllmFailure, root_cause};
+use crate::rules::support::confidence;
 use crate::rules::support::server::{shorten, target};
-use crate::rules::support::{confidence, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+use std::collections::BTreeSet;
 
 pub static RULE: VllmEngineCoreFailed = VllmEngineCoreFailed;
 
@@ -27,12 +23,27 @@ const WRAPPER_TEXTS: &[&str] = &[
     "Engine loop has died",
 ];
 
-/// Notices the typed reader does not make events of: V1's worker and
-/// output-handler reports, v0's background-loop one.
-static NOTICES: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"WorkerProc hit an exception\.|AsyncLLM output_handler failed\.|Engine background task failed|MQLLMEngine is already dead")
-        .expect("notices regex")
-});
+/// Notices the typed reader does not make events of (V1's worker and
+/// output-handler reports, v0's background-loop and front-end ones): catalog
+/// rows, each with how the finding words it.
+const NOTICES: &[(&str, &str)] = &[
+    (
+        "stacks-vllm.workerproc-hit-exception",
+        "a worker reported its exception to the engine",
+    ),
+    (
+        "stacks-vllm.output-handler-failed",
+        "the API server's output handler saw the engine die",
+    ),
+    (
+        "stacks-vllm.mqllmengine-dead",
+        "the API server found the v0 engine process dead",
+    ),
+    (
+        "stacks-vllm.engine-background-task-failed",
+        "the engine's background loop failed",
+    ),
+];
 
 /// How far around the wrappers the failed process's exception may be.
 const WINDOW_LINES: u32 = 400;
@@ -51,10 +62,7 @@ static META: RuleMeta = RuleMeta {
         "died unexpectedly",
         "Exception in worker",
         "died, exit code",
-        "WorkerProc hit an exception",
-        "output_handler failed",
-        "Engine background task failed",
-        "MQLLMEngine is already dead",
+        // The notices' anchors come with their catalog rows.
     ],
     doc: r#"
 ## What it means
@@ -156,18 +164,10 @@ impl Rule for VllmEngineCoreFailed {
             };
             f.evidence_once(e.span, note);
         }
-        for (m, c) in matches(incident, &NOTICES) {
-            let note = match c.get(0).map_or("", |x| x.as_str()) {
-                t if t.starts_with("WorkerProc") => "a worker reported its exception to the engine",
-                t if t.starts_with("AsyncLLM") => {
-                    "the API server's output handler saw the engine die"
-                }
-                t if t.starts_with("MQLLMEngine") => {
-                    "the API server found the v0 engine process dead"
-                }
-                _ => "the engine's background loop failed",
-            };
-            f.evidence_once(m.span, note);
+        for (id, note) in NOTICES {
+            for (m, _) in incident.known(id) {
+                f.evidence_once(m.span, *note);
+            }
         }
         let real_text = real.and_then(|e| match &e.kind {
             ServerEventKind::Exception(x) => Some(format!("{}: {}", x.name, shorten(&x.message))),

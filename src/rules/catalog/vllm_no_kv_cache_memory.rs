@@ -3,9 +3,6 @@
 //! `--gpu-memory-utilization`, or a model too large for the TP size.
 
 use crate::rules::support::server::cite_target;
-use std::sync::LazyLock;
-
-use regex::Regex;
 
 use crate::correlate::Incident;
 use crate::model::Framework;
@@ -14,7 +11,7 @@ use crate::rules::support::server::{
     ceil2, events_at, explicit_flag, flag_action, fraction, unsized_fraction_at_fault,
 };
 use crate::rules::support::vllm::{self, VllmMemory};
-use crate::rules::support::{confidence, distinct, matches};
+use crate::rules::support::{confidence, distinct};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
@@ -22,10 +19,14 @@ pub static RULE: VllmNoKvCacheMemory = VllmNoKvCacheMemory;
 
 pub struct VllmNoKvCacheMemory;
 
-static NO_MEMORY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"No available memory for the cache blocks\. Try increasing")
-        .expect("no memory regex")
-});
+/// vLLM's refusal, as its catalog row reads it (catalogs/stacks-vllm.toml).
+const NO_MEMORY: &str = "stacks-vllm.no-cache-blocks";
+/// The same verdict in numbers, printed just before it: V0's zero GPU
+/// blocks, V1's negative KV-cache memory.
+const SIZED_TO_NOTHING: &[&str] = &[
+    "stacks-vllm.gpu-blocks-zero",
+    "stacks-vllm.negative-kv-cache-memory",
+];
 
 /// The smallest KV cache worth a suggestion: a twentieth of the GPU.
 const KV_FLOOR: f64 = 0.05;
@@ -37,8 +38,8 @@ static META: RuleMeta = RuleMeta {
     category: Category::KvCacheTooSmall,
     severity: Severity::Critical,
     summary: "vLLM had no memory left for its KV cache after loading and profiling the model",
+    // The refusal's anchor comes with its catalog row.
     anchors: &[
-        "No available memory for the cache blocks",
         vllm::ANCHORS[0],
         vllm::ANCHORS[1],
         vllm::ANCHORS[2],
@@ -83,7 +84,7 @@ impl Rule for VllmNoKvCacheMemory {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
-        let hits: Vec<_> = matches(incident, &NO_MEMORY).collect();
+        let hits: Vec<_> = incident.known(NO_MEMORY).collect();
         let Some((first, _)) = hits.first() else {
             return;
         };
@@ -109,6 +110,12 @@ impl Rule for VllmNoKvCacheMemory {
         }
         if let Some((kv, span)) = mem.kv {
             f.evidence(span, format!("{kv:.2} GiB was left for the KV cache"));
+        }
+        // What the memory profile above did not already cite.
+        for id in SIZED_TO_NOTHING {
+            for (m, _) in incident.known(id) {
+                f.evidence_once(m.span, "vLLM's KV-cache sizing found no room");
+            }
         }
         let who = unit.clone().unwrap_or_else(|| "the vLLM server".to_owned());
         f.chain.push(format!(
