@@ -67,6 +67,9 @@ pub(super) struct Index {
     matcher: Option<AhoCorasick>,
     /// Per distinct anchor (lower case), what it leads to.
     anchors: Vec<(String, Vec<Target>)>,
+    /// Per catalog, per row, its message strings as [`normal`] makes them:
+    /// made once here, not for every line a wrapper matches.
+    normal: Vec<Vec<Vec<String>>>,
 }
 
 impl Index {
@@ -114,7 +117,26 @@ impl Index {
                 .build(anchors.iter().map(|(a, _)| a))
                 .expect("anchors are plain literals")
         });
-        Index { matcher, anchors }
+        let normal = list
+            .iter()
+            .map(|c| {
+                c.rows
+                    .iter()
+                    .map(|r| {
+                        r.strings
+                            .iter()
+                            .map(|s| normal(&s.text))
+                            .filter(|s| !s.is_empty())
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect();
+        Index {
+            matcher,
+            anchors,
+            normal,
+        }
     }
 
     pub(super) fn anchors(&self) -> impl Iterator<Item = &str> {
@@ -153,6 +175,7 @@ impl Index {
                     })
                 }
                 Target::Wrapper { catalog, wrapper } => {
+                    let strings = &self.normal[catalog];
                     let catalog = &list[catalog];
                     let wrapper = &catalog.wrappers[wrapper];
                     captures(&wrapper.wording, text).map(|(captures, matched)| {
@@ -163,7 +186,7 @@ impl Index {
                             captures,
                             matched,
                         };
-                        hit.row = resolve(catalog, wrapper, &hit);
+                        hit.row = resolve(catalog, strings, wrapper, &hit);
                         hit
                     })
                 }
@@ -234,15 +257,20 @@ fn bare(row: &Row, text: &str) -> Option<String> {
 /// versions (CUDA renumbered its runtime codes in 10.1: `cuda runtime error
 /// (4) : unspecified launch failure` is today's 719), strings did not;
 /// among rows sharing the string, one that had the number before wins.
-fn resolve<'c>(catalog: &'c Catalog, wrapper: &Wrapper, hit: &Hit<'_>) -> Option<&'c Row> {
-    let table = || {
-        catalog.rows.iter().filter(|r| {
-            wrapper
-                .rows
-                .as_deref()
-                .is_none_or(|prefix| r.id.starts_with(prefix))
-        })
+/// `strings` holds each row's message strings, [`normal`]ised.
+fn resolve<'c>(
+    catalog: &'c Catalog,
+    strings: &[Vec<String>],
+    wrapper: &Wrapper,
+    hit: &Hit<'_>,
+) -> Option<&'c Row> {
+    let in_table = |r: &Row| {
+        wrapper
+            .rows
+            .as_deref()
+            .is_none_or(|prefix| r.id.starts_with(prefix))
     };
+    let table = || catalog.rows.iter().filter(|r| in_table(r));
     let code = hit.get("code").and_then(|c| c.trim().parse::<i64>().ok());
     let by_code = code.and_then(|n| {
         table().find(|r| match wrapper.numbering {
@@ -261,13 +289,16 @@ fn resolve<'c>(catalog: &'c Catalog, wrapper: &Wrapper, hit: &Hit<'_>) -> Option
     };
     let by_message: Vec<&Row> = hit.get("msg").map_or_else(Vec::new, |msg| {
         let msg = normal(msg);
-        let matching: Vec<(&Row, usize)> = table()
-            .filter_map(|r| {
-                r.strings
+        let matching: Vec<(&Row, usize)> = catalog
+            .rows
+            .iter()
+            .zip(strings)
+            .filter(|(r, _)| in_table(r))
+            .filter_map(|(r, strings)| {
+                strings
                     .iter()
-                    .map(|s| normal(&s.text))
-                    .filter(|s| !s.is_empty() && msg.starts_with(s.as_str()))
-                    .map(|s| s.len())
+                    .filter(|s| msg.starts_with(s.as_str()))
+                    .map(String::len)
                     .max()
                     .map(|len| (r, len))
             })

@@ -53,9 +53,29 @@ impl Default for Repeats {
     }
 }
 
-/// Templates followed at most: past this, a new template is read like any
-/// line (an input of endless distinct lines has nothing to aggregate).
-const MAX_TEMPLATES: usize = 1 << 16;
+/// Templates followed at most. Past this, a new line's template is its
+/// first [`COARSE_PREFIX`] bytes ([`coarse`]): endless distinct lines (a
+/// kernel name, a request id in words) still aggregate by what they start
+/// with, and [`MAX_COARSE`] more of those are followed before a new line is
+/// read like any line.
+const MAX_TEMPLATES: usize = 1 << 14;
+
+/// Coarse templates followed at most, past [`MAX_TEMPLATES`].
+const MAX_COARSE: usize = 1 << 12;
+
+/// How much of a line a coarse template keeps: a message's words, before
+/// the names it goes on to print.
+const COARSE_PREFIX: usize = 48;
+
+/// The coarse template of a line: the template of its first
+/// [`COARSE_PREFIX`] bytes, in a key space of its own.
+fn coarse(text: &str) -> Option<u64> {
+    let mut cut = COARSE_PREFIX.min(text.len());
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    key_with(&text[..cut], &mut Vec::with_capacity(COARSE_PREFIX)).map(|k| !k.rotate_left(17))
+}
 
 /// Continuation lines kept with one repeated line at most.
 const MAX_CONTINUATION: usize = 64;
@@ -291,12 +311,16 @@ impl Aggregator {
             return true;
         };
         self.current = None;
-        let full = self.templates.len() >= MAX_TEMPLATES;
-        let tally = match self.templates.get_mut(&key) {
-            Some(tally) => tally,
-            None if full => return false,
-            None => self.templates.entry(key).or_default(),
+        let key = if self.templates.len() < MAX_TEMPLATES || self.templates.contains_key(&key) {
+            key
+        } else {
+            match coarse(text) {
+                Some(c) if self.templates.contains_key(&c) => c,
+                Some(c) if self.templates.len() < MAX_TEMPLATES + MAX_COARSE => c,
+                _ => return false,
+            }
         };
+        let tally = self.templates.entry(key).or_default();
         tally.count += 1;
         tally.last = n;
         if tally.count == 1 {
@@ -620,5 +644,47 @@ mod tests {
         let r = &repeats[0];
         assert_eq!((r.first.line, r.last.line, r.count), (1, 40, 40));
         assert_eq!((r.read, r.kept_last), (3, 2));
+    }
+
+    #[test]
+    fn past_the_template_limit_lines_aggregate_by_how_they_start() {
+        let limits = Repeats { first: 2, last: 1 };
+        let mut agg = Aggregator::new(limits).expect("bounded");
+        // Distinct words, no digits: every line is a template of its own.
+        let name = |n: usize| {
+            (0..6)
+                .map(|i| char::from(b'a' + ((n >> (4 * i)) & 15) as u8))
+                .collect::<String>()
+        };
+        let line = |n: usize| {
+            format!(
+                "RuntimeError: CUDA error: an illegal memory access was encountered in kernel {}",
+                name(n)
+            )
+        };
+        let mut read = 0;
+        let total = MAX_TEMPLATES + 100;
+        for n in 0..total {
+            let text = line(n);
+            if !agg.repeated(n as u32 + 1, &text, key(&text), Format::Unknown, true) {
+                read += 1;
+            }
+        }
+        // The first MAX_TEMPLATES lines each start a template; the rest share
+        // one coarse template: two read, the last kept, the others counted.
+        assert_eq!(read, MAX_TEMPLATES + 2);
+        let (kept, repeats) = agg.drain(SourceId(0));
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].lines[0].0, total as u32);
+        assert_eq!(repeats.len(), 1);
+        assert_eq!(repeats[0].count, 100);
+        // Another message past the limit starts a coarse template of its own.
+        let mut agg = Aggregator::new(limits).expect("bounded");
+        for n in 0..MAX_TEMPLATES {
+            let text = line(n);
+            agg.repeated(n as u32 + 1, &text, key(&text), Format::Unknown, true);
+        }
+        let other = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate in block xyz";
+        assert!(!agg.repeated(1 << 20, other, key(other), Format::Unknown, true));
     }
 }
