@@ -4,6 +4,7 @@
 //! enum name or message string names.
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use aho_corasick::{AhoCorasick, MatchKind};
 
@@ -64,7 +65,9 @@ enum Target {
 }
 
 pub(super) struct Index {
-    matcher: Option<AhoCorasick>,
+    /// Built on the first line asked about: a run whose prefilter keeps no
+    /// line never needs it (hundreds of anchors take milliseconds).
+    matcher: OnceLock<Option<AhoCorasick>>,
     /// Per distinct anchor (lower case), what it leads to.
     anchors: Vec<(String, Vec<Target>)>,
     /// Per catalog, per row, its message strings as [`normal`] makes them:
@@ -109,14 +112,6 @@ impl Index {
                 );
             }
         }
-        let anchors: Vec<(String, Vec<Target>)> = by_anchor.into_iter().collect();
-        let matcher = (!anchors.is_empty()).then(|| {
-            AhoCorasick::builder()
-                .ascii_case_insensitive(true)
-                .match_kind(MatchKind::Standard)
-                .build(anchors.iter().map(|(a, _)| a))
-                .expect("anchors are plain literals")
-        });
         let normal = list
             .iter()
             .map(|c| {
@@ -133,8 +128,8 @@ impl Index {
             })
             .collect();
         Index {
-            matcher,
-            anchors,
+            matcher: OnceLock::new(),
+            anchors: by_anchor.into_iter().collect(),
             normal,
         }
     }
@@ -144,7 +139,16 @@ impl Index {
     }
 
     pub(super) fn hits<'c>(&self, list: &'c [Catalog], text: &str) -> Vec<Hit<'c>> {
-        let Some(matcher) = &self.matcher else {
+        let matcher = self.matcher.get_or_init(|| {
+            (!self.anchors.is_empty()).then(|| {
+                AhoCorasick::builder()
+                    .ascii_case_insensitive(true)
+                    .match_kind(MatchKind::Standard)
+                    .build(self.anchors.iter().map(|(a, _)| a))
+                    .expect("anchors are plain literals")
+            })
+        });
+        let Some(matcher) = matcher else {
             return Vec::new();
         };
         let mut targets: Vec<Target> = matcher

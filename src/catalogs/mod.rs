@@ -29,53 +29,32 @@ pub use index::{Hit, Via};
 
 use crate::model::{Category, Severity};
 
-/// The catalog files, compiled in, in the order the docs list them.
-const FILES: &[(&str, &str)] = &[
-    ("cuda", include_str!("../../catalogs/cuda.toml")),
-    ("nccl", include_str!("../../catalogs/nccl.toml")),
-    ("systemd", include_str!("../../catalogs/systemd.toml")),
-    ("kernel", include_str!("../../catalogs/kernel.toml")),
-    (
-        "stacks-torch",
-        include_str!("../../catalogs/stacks-torch.toml"),
-    ),
-    (
-        "stacks-vllm",
-        include_str!("../../catalogs/stacks-vllm.toml"),
-    ),
-    (
-        "stacks-sglang",
-        include_str!("../../catalogs/stacks-sglang.toml"),
-    ),
-    (
-        "stacks-bind",
-        include_str!("../../catalogs/stacks-bind.toml"),
-    ),
-    (
-        "stacks-llamacpp",
-        include_str!("../../catalogs/stacks-llamacpp.toml"),
-    ),
-    (
-        "stacks-ollama",
-        include_str!("../../catalogs/stacks-ollama.toml"),
-    ),
-    ("stacks-tgi", include_str!("../../catalogs/stacks-tgi.toml")),
-    (
-        "stacks-lmdeploy",
-        include_str!("../../catalogs/stacks-lmdeploy.toml"),
-    ),
-    (
-        "stacks-trtllm",
-        include_str!("../../catalogs/stacks-trtllm.toml"),
-    ),
-    ("stacks-ray", include_str!("../../catalogs/stacks-ray.toml")),
-    ("stacks-k8s", include_str!("../../catalogs/stacks-k8s.toml")),
-    (
-        "stacks-containers",
-        include_str!("../../catalogs/stacks-containers.toml"),
-    ),
-    ("stacks-hf", include_str!("../../catalogs/stacks-hf.toml")),
-    ("startup", include_str!("../../catalogs/startup.toml")),
+/// The catalog files, compiled in, in the order the docs list them: each
+/// as `build.rs` read it from `catalogs/<name>.toml` (see `schema::Built`).
+macro_rules! built {
+    ($($name:literal),* $(,)?) => {
+        &[$(($name, include_str!(concat!(env!("OUT_DIR"), "/catalogs/", $name, ".json")))),*]
+    };
+}
+const FILES: &[(&str, &str)] = built![
+    "cuda",
+    "nccl",
+    "systemd",
+    "kernel",
+    "stacks-torch",
+    "stacks-vllm",
+    "stacks-sglang",
+    "stacks-bind",
+    "stacks-llamacpp",
+    "stacks-ollama",
+    "stacks-tgi",
+    "stacks-lmdeploy",
+    "stacks-trtllm",
+    "stacks-ray",
+    "stacks-k8s",
+    "stacks-containers",
+    "stacks-hf",
+    "startup",
 ];
 
 /// Every catalog, loaded once.
@@ -325,10 +304,13 @@ impl Catalogs {
         let mut problems = Vec::new();
         let mut ids = BTreeSet::new();
         let mut list = Vec::new();
-        for (name, text) in files {
-            match toml::from_str::<schema::File>(text) {
-                Ok(file) => list.push(convert(name, file, &mut ids, &mut problems)),
-                Err(e) => problems.push(format!("catalogs/{name}.toml: {e}")),
+        for (name, json) in files {
+            match serde_json::from_str::<schema::Built>(json) {
+                Ok(schema::Built::File(file)) => {
+                    list.push(convert(name, file, &mut ids, &mut problems))
+                }
+                Ok(schema::Built::Error(e)) => problems.push(e),
+                Err(e) => problems.push(format!("catalogs/{name}.toml, as built: {e}")),
             }
         }
         let index = index::Index::new(&list);
@@ -598,6 +580,30 @@ mod tests {
         let all = catalogs();
         assert!(all.problems.is_empty(), "{}", all.problems.join("\n"));
         assert_eq!(all.list.len(), FILES.len());
+    }
+
+    /// What `build.rs` compiled in is what the TOML says, field by field,
+    /// and every file of `catalogs/` is compiled in.
+    #[test]
+    fn the_compiled_in_catalogs_are_the_toml_files() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("catalogs");
+        let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+            .expect("catalogs/")
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter_map(|n| n.strip_suffix(".toml").map(str::to_owned))
+            .collect();
+        on_disk.sort();
+        let mut compiled: Vec<String> = FILES.iter().map(|(n, _)| (*n).to_owned()).collect();
+        compiled.sort();
+        assert_eq!(on_disk, compiled);
+        for (name, json) in FILES {
+            let text = std::fs::read_to_string(dir.join(format!("{name}.toml"))).expect("file");
+            let toml: schema::File = toml::from_str(&text).expect("parses");
+            match serde_json::from_str::<schema::Built>(json).expect("built") {
+                schema::Built::File(built) => assert!(built == toml, "{name}: rebuild"),
+                schema::Built::Error(e) => panic!("{e}"),
+            }
+        }
     }
 
     #[test]

@@ -1,11 +1,23 @@
 //! The catalogs' files as they are written (`catalogs/*.toml`), and their
 //! checks: what a row must say before it is compiled in. CONTRIBUTING.md
 //! shows a row; docs/catalogs/ lists every row, generated from these files.
+//!
+//! `build.rs` reads this file too: it parses each catalog's TOML into these
+//! types at build time and writes them as JSON ([`Built`]), which the
+//! binary reads back in a fraction of the time TOML takes.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+
+/// One catalog file as `build.rs` read it: its contents, or why its TOML
+/// did not parse (reported by the catalogs' test, like a bad row).
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Built {
+    File(File),
+    Error(String),
+}
 
 /// One catalog file.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct File {
     pub catalog: Header,
@@ -16,7 +28,7 @@ pub struct File {
 }
 
 /// What the catalog is and where upstream keeps it.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Header {
     /// The prefix of its rows' ids (`cuda`, `systemd`).
@@ -33,7 +45,7 @@ pub struct Header {
 }
 
 /// One message (or one code of a code table) of the catalog.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RowDef {
     /// `<catalog>.<name>`, kebab-case, stable, never reused.
@@ -107,7 +119,7 @@ pub struct RowDef {
 }
 
 /// A code's message string in some versions.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StringDef {
     pub text: String,
@@ -118,7 +130,7 @@ pub struct StringDef {
 }
 
 /// A number the code had in some older versions.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FormerDef {
     pub code: i64,
@@ -127,7 +139,7 @@ pub struct FormerDef {
 
 /// One way the message is printed: a template (`template.rs`), or a raw
 /// regex with its anchor when a template cannot say it.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WordingDef {
     #[serde(default)]
@@ -143,7 +155,7 @@ pub struct WordingDef {
 
 /// A line printed for real: from a public page, or (marked) the upstream
 /// source line that prints it when no public page shows it.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SampleDef {
     pub line: String,
@@ -173,7 +185,7 @@ pub struct SampleDef {
 /// A wrapper of a code table: how a program prints a code of the table
 /// (`RuntimeError: CUDA error: <msg>`, `CUDA error <code> at <path>: <msg>`).
 /// Its template captures `code`, `name` or `msg`, which say the row.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WrapperDef {
     pub id: String,
