@@ -145,6 +145,28 @@ fn drop_restated(findings: &mut Vec<Finding>) {
     });
 }
 
+/// A catalog line of severity `info` that still has a category (the header
+/// of a kernel stack dump) says only that a report is there: it is a
+/// finding where nothing else in its input is, and goes where another
+/// finding cites a line of the same input (the OOM or hung-task report the
+/// header belongs to said what it was).
+fn drop_context(findings: &mut Vec<Finding>) {
+    use std::collections::BTreeSet;
+    let context = |f: &Finding| f.rule == catalog::KNOWN_MESSAGE && f.severity == Severity::Info;
+    let explained: BTreeSet<crate::source::SourceId> = findings
+        .iter()
+        .filter(|f| !context(f))
+        .flat_map(|f| f.evidence.iter().map(|e| e.span.source))
+        .collect();
+    findings.retain(|f| {
+        !context(f)
+            || !f
+                .evidence
+                .iter()
+                .all(|e| explained.contains(&e.span.source))
+    });
+}
+
 /// The anchors of every rule in `rules`, of the upstream catalogs' rows
 /// (`known-message` and the rules that ask for rows read them), of a
 /// unit's last words (`correlate::last_words`), and of error-looking lines.
@@ -164,6 +186,7 @@ pub fn anchors(rules: &[&dyn Rule]) -> Anchors {
 pub fn diagnose(incident: &Incident, rules: &[&dyn Rule]) -> Diagnosis {
     let mut findings: Vec<Finding> = check_all(incident, rules).into_iter().flatten().collect();
     drop_restated(&mut findings);
+    drop_context(&mut findings);
     for f in &mut findings {
         support::entities::from_evidence(incident, f);
         // One refusal per value, however many steps it would have fed.
@@ -214,6 +237,31 @@ mod tests {
         assert_eq!(
             rules_left(vec![other, died()]),
             [catalog::KNOWN_MESSAGE, catalog::PROCESS_DIED]
+        );
+    }
+
+    #[test]
+    fn a_context_line_is_a_finding_only_where_nothing_else_in_its_input_is() {
+        let header = |source: usize| {
+            let mut f = Finding::new(catalog::KNOWN_MESSAGE, Category::Unknown, Severity::Info);
+            let span = Span {
+                source: SourceId(source),
+                line: 3,
+            };
+            f.evidence(span, "cited");
+            f
+        };
+        let oom = || finding("kernel-oom-killer", Category::HostOomKiller, &[1, 9]);
+        let left = |mut findings: Vec<Finding>| {
+            drop_context(&mut findings);
+            findings.iter().map(|f| f.rule).collect::<Vec<_>>()
+        };
+        assert_eq!(left(vec![header(0)]), [catalog::KNOWN_MESSAGE]);
+        assert_eq!(left(vec![header(0), oom()]), ["kernel-oom-killer"]);
+        // A report in another input explains nothing about this one.
+        assert_eq!(
+            left(vec![header(1), oom()]),
+            [catalog::KNOWN_MESSAGE, "kernel-oom-killer"]
         );
     }
 }

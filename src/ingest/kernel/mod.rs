@@ -339,12 +339,12 @@ fn iso(c: &regex::Captures<'_>) -> Option<Timestamp> {
     })
 }
 
-/// `0000:3b:00` or `0000:3b:00.0` → `0000:3b:00.0`.
+/// `0000:3b:00`, `0000:3b:00.0` or `3b:00.0` (domain 0) → `0000:3b:00.0`.
 fn bus_id(value: &str) -> Option<String> {
-    let with_function = if value.matches(':').count() == 2 && !value.contains('.') {
-        format!("{value}.0")
-    } else {
-        value.to_owned()
+    let with_function = match value.matches(':').count() {
+        2 if !value.contains('.') => format!("{value}.0"),
+        1 if value.contains('.') => format!("0000:{value}"),
+        _ => value.to_owned(),
     };
     super::values::normalize_bus_id(&with_function)
 }

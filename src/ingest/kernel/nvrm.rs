@@ -41,9 +41,14 @@ static GPU_AT: LazyLock<Regex> = LazyLock::new(|| {
     .expect("gpu-at regex")
 });
 
-/// A bus id anywhere in a line, with or without the function.
+/// A bus id anywhere in a line, with or without the function; without the
+/// domain only with the function (`18:00.0`, as lspci writes it), so that a
+/// clock time is never read as one.
 static ANY_BUS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\b[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?\b").expect("bus regex")
+    Regex::new(
+        r"\b(?:[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?|[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\b",
+    )
+    .expect("bus regex")
 });
 
 static MISMATCH: LazyLock<Regex> = LazyLock::new(|| {

@@ -1097,3 +1097,22 @@ fn the_575_mismatch_in_dmesg_has_both_versions() {
     assert_eq!(event.span, at(1));
     assert_eq!(event.related.len(), 4);
 }
+
+#[test]
+fn a_fall_off_the_bus_names_a_bus_id_written_without_its_domain() {
+    // lspci's short form (`18:00.0`) is domain 0; a clock time is no bus id.
+    let (facts, _) = dmesg(
+        "\
+[  100.000001] NVRM: GPU 18:00.0: GPU has fallen off the bus.
+[  100.000002] NVRM: at 12:34 the GPU has fallen off the bus.",
+    );
+    let buses: Vec<Option<&str>> = facts
+        .kernel_events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            KernelEventKind::FellOffBus { bus_id } => Some(bus_id.as_deref()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(buses, [Some("0000:18:00.0"), None]);
+}
