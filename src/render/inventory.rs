@@ -137,6 +137,27 @@ impl Inventory {
                 xids: codes,
             });
         }
+        // A GPU named only by a process row (`nvidia-smi pmon`, a process
+        // table whose GPU rows were not pasted) is still one of the host's.
+        let listed: BTreeSet<u32> = inv.gpus.iter().map(|g| g.index).collect();
+        let only_in_rows: BTreeSet<u32> = incident
+            .gpu_processes
+            .iter()
+            .filter_map(|p| p.gpu)
+            .filter(|g| !listed.contains(g))
+            .collect();
+        for index in only_in_rows {
+            inv.gpus.push(InventoryGpu {
+                index,
+                name: None,
+                used_mib: None,
+                total_mib: None,
+                uuid: None,
+                bus_id: None,
+                xids: Vec::new(),
+            });
+        }
+        inv.gpus.sort_by_key(|g| g.index);
         for p in &incident.gpu_processes {
             inv.pids.insert(p.pid);
             inv.processes.push(InventoryProcess {
@@ -264,6 +285,21 @@ mod tests {
         let mut sources = SourceMap::default();
         sources.add(Source::new("paste", text.as_bytes()));
         crate::analyze(sources)
+    }
+
+    #[test]
+    fn a_gpu_named_only_by_a_process_row_is_listed() {
+        // https://github.com/huggingface/text-generation-inference/issues/955:
+        // the process row of a 470-series table, without its GPU rows.
+        let a = analysis(
+            "NVIDIA-SMI 470.141.03   Driver Version: 470.141.03   CUDA Version: 11.4\n\
+             \n\
+             |    4   N/A  N/A     93051      C   /opt/conda/bin/python3.9        39399MiB |\n",
+        );
+        let inv = a.report().inventory.clone();
+        assert_eq!(inv.gpus.iter().map(|g| g.index).collect::<Vec<_>>(), [4]);
+        assert_eq!(inv.gpus[0].total_mib, None);
+        assert!(inv.pids.contains(&93051));
     }
 
     #[test]
