@@ -325,7 +325,7 @@ mod tests {
         let text = super::super::text::render(&report, Default::default());
         assert!(text.contains("\nInventory\n"), "{text}");
         assert!(
-            text.contains("PID 93051 text-generation-launcher 39,399 MiB on GPU 4"),
+            text.contains("PID 93051 text-generation-launcher 39399 MiB on GPU 4"),
             "{text}"
         );
         assert_eq!(v["inventory"]["pids"], serde_json::json!([93051]));
