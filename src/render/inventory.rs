@@ -137,6 +137,27 @@ impl Inventory {
                 xids: codes,
             });
         }
+        // A GPU named only by a process row (`nvidia-smi pmon`, a process
+        // table whose GPU rows were not pasted) is still one of the host's.
+        let listed: BTreeSet<u32> = inv.gpus.iter().map(|g| g.index).collect();
+        let only_in_rows: BTreeSet<u32> = incident
+            .gpu_processes
+            .iter()
+            .filter_map(|p| p.gpu)
+            .filter(|g| !listed.contains(g))
+            .collect();
+        for index in only_in_rows {
+            inv.gpus.push(InventoryGpu {
+                index,
+                name: None,
+                used_mib: None,
+                total_mib: None,
+                uuid: None,
+                bus_id: None,
+                xids: Vec::new(),
+            });
+        }
+        inv.gpus.sort_by_key(|g| g.index);
         for p in &incident.gpu_processes {
             inv.pids.insert(p.pid);
             inv.processes.push(InventoryProcess {
@@ -267,6 +288,21 @@ mod tests {
     }
 
     #[test]
+    fn a_gpu_named_only_by_a_process_row_is_listed() {
+        // https://github.com/huggingface/text-generation-inference/issues/955:
+        // the process row of a 470-series table, without its GPU rows.
+        let a = analysis(
+            "NVIDIA-SMI 470.141.03   Driver Version: 470.141.03   CUDA Version: 11.4\n\
+             \n\
+             |    4   N/A  N/A     93051      C   /opt/conda/bin/python3.9        39399MiB |\n",
+        );
+        let inv = a.report().inventory.clone();
+        assert_eq!(inv.gpus.iter().map(|g| g.index).collect::<Vec<_>>(), [4]);
+        assert_eq!(inv.gpus[0].total_mib, None);
+        assert!(inv.pids.contains(&93051));
+    }
+
+    #[test]
     fn a_healthy_snapshot_still_has_its_inventory() {
         let a = analysis(
             "index, uuid, name, memory.used [MiB], memory.total [MiB]\n\
@@ -289,7 +325,7 @@ mod tests {
         let text = super::super::text::render(&report, Default::default());
         assert!(text.contains("\nInventory\n"), "{text}");
         assert!(
-            text.contains("PID 93051 text-generation-launcher 39,399 MiB on GPU 4"),
+            text.contains("PID 93051 text-generation-launcher 39399 MiB on GPU 4"),
             "{text}"
         );
         assert_eq!(v["inventory"]["pids"], serde_json::json!([93051]));

@@ -496,7 +496,9 @@ fn inventory(out: &mut String, report: &Report<'_>, st: &Style) {
         return;
     }
     let _ = writeln!(out, "\n{}", st.bold("Inventory"));
-    let mib = |v: Option<u64>| v.map_or_else(|| "? MiB".to_owned(), mib);
+    // As nvidia-smi prints them (`12799 MiB`, not `12,799 MiB`): a reader
+    // searching the report for the number the input showed finds it.
+    let mib = |v: Option<u64>| v.map_or_else(|| "? MiB".to_owned(), |n| format!("{n} MiB"));
     let more = |out: &mut String, n: usize| {
         if n > INVENTORY_ROWS {
             let _ = writeln!(
@@ -519,6 +521,9 @@ fn inventory(out: &mut String, report: &Report<'_>, st: &Style) {
         }
         if let Some(uuid) = &g.uuid {
             let _ = write!(row, "  {}", clean(uuid));
+        }
+        if g.name.is_none() && g.used_mib.is_none() && g.bus_id.is_none() && g.uuid.is_none() {
+            row.push_str(" named only by its process rows");
         }
         if !g.xids.is_empty() {
             let codes: Vec<String> = g.xids.iter().map(u32::to_string).collect();

@@ -68,7 +68,7 @@ pub const MATRIX: &[Cell] = &[
         GpuMemoryHeldByOtherProcess,
         "free memory at start-up below what the server asks for (vLLM's free-memory check)",
         Rule("vllm-insufficient-free-memory"),
-        Some("fixtures/real/049-vllm-v1-free-memory-3.22-of-4gib-below-0.9"),
+        Some("fixtures/rules/vllm-insufficient-free-memory/pos-0.10-worker-tp1-foreign-unit"),
     ),
     cell(
         GpuMemoryHeldByOtherProcess,

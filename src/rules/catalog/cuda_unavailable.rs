@@ -204,6 +204,9 @@ impl Rule for CudaUnavailable {
             ),
             None => format!("CUDA is unavailable: {}.", cause.what),
         };
+        if cause.category == Category::GpuMemoryHeldByOtherProcess {
+            held_contexts(incident, &mut f);
+        }
         f.chain.push("the server could not use any GPU".to_owned());
         f.chain.push(cause.what.to_owned());
         f.actions.push(Action::advice(cause.fix, None));
@@ -215,3 +218,51 @@ impl Rule for CudaUnavailable {
         out.push(f);
     }
 }
+
+/// Error 46 is about every device the process could see: each GPU of the
+/// snapshot is the finding's, and one that holds memory well above the
+/// idle GPUs' (a context of another process, listed or not: in
+/// exclusive-process mode any context makes the device unusable) is cited
+/// with its figure as nvidia-smi printed it.
+fn held_contexts(incident: &Incident, f: &mut Finding) {
+    let used: Vec<u64> = incident
+        .gpus
+        .iter()
+        .filter_map(|g| g.memory_used_mib)
+        .collect();
+    let Some(&idle) = used.iter().min() else {
+        return;
+    };
+    for g in &incident.gpus {
+        f.entities.gpus.insert(g.index);
+        let Some(mib) = g.memory_used_mib else {
+            continue;
+        };
+        // A context takes a few hundred MiB; an idle GPU a few dozen.
+        if mib < CONTEXT_MIB || mib < idle.saturating_mul(4) || (used.len() < 2 && mib < 1024) {
+            continue;
+        }
+        let listed = incident.processes_on(g.index).count();
+        let who = if listed == 0 {
+            "no process is listed for it: another container's or PID namespace's".to_owned()
+        } else {
+            format!("{listed} process(es) listed on it")
+        };
+        if let Some(span) = g.spans.first() {
+            f.evidence(
+                *span,
+                format!("GPU {} already has {mib} MiB in use ({who})", g.index),
+            );
+        }
+        f.condition(
+            format!(
+                "GPU {} holds another process's context ({mib} MiB)",
+                g.index
+            ),
+            true,
+        );
+    }
+}
+
+/// The least memory a CUDA context of another process takes (MiB).
+const CONTEXT_MIB: u64 = 256;

@@ -254,6 +254,16 @@ impl Rule for GpuFellOffBusNoXid {
     }
 }
 
+/// A table that stops inside its last GPU's block (that GPU's memory row
+/// never came, while the others have theirs) is a paste cut short, not a
+/// host with a GPU missing: more boards may have followed.
+fn cut_short(gpus: &[crate::correlate::Gpu]) -> bool {
+    let Some(last) = gpus.iter().max_by_key(|g| g.index) else {
+        return false;
+    };
+    last.memory_total_mib.is_none() && gpus.iter().any(|g| g.memory_total_mib.is_some())
+}
+
 /// nvidia-smi lists an odd number (≥ 3) of boards of one model whose bus
 /// numbers pair up (`03`/`04`, `83`/`84`) except one: its sibling is likely
 /// a GPU that fell off the bus. An absence only, so a low-confidence finding
@@ -279,6 +289,9 @@ fn missing_sibling(incident: &Incident) -> Option<Finding> {
     }
     for (name, mut gpus) in models {
         if gpus.len() < 3 || gpus.len() % 2 == 0 || gpus.len() != incident.gpus.len() {
+            continue;
+        }
+        if cut_short(&incident.gpus) {
             continue;
         }
         gpus.sort_by_key(|(b, _)| *b);

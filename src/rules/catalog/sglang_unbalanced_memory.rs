@@ -103,6 +103,11 @@ static DRAFT_FRAME: LazyLock<Regex> = LazyLock::new(|| {
 static SPEC_ALGORITHM: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"speculative_algorithm='([A-Z0-9_]+)'").expect("algorithm regex"));
 
+/// Ray actors of RL trainers that host the rollout engine next to the
+/// trainer's own model on the same GPUs: veRL's fused worker class
+/// (verl/single_controller/ray/base.py, `create_colocated_worker_cls`).
+const TRAINER_ACTORS: &[&str] = &["WorkerDict"];
+
 /// A holder's memory matches the deficit when within this much (GiB): the
 /// difference is the failing server's own CUDA context.
 const RECONCILE_TOLERANCE_GIB: f64 = 1.5;
@@ -151,6 +156,10 @@ enum Cause<'a> {
         frame: Span,
         algorithm: Option<(String, Span)>,
     },
+    /// (f) the SGLang engine runs inside an RL trainer's Ray actor (veRL's
+    /// `WorkerDict`), which shares each GPU with the trainer's own state:
+    /// the ranks differ by what the trainer placed, not by a foreign process.
+    CoLocated { actor: Span, name: String },
     /// (d) memory used on a GPU with no process to show for it.
     Invisible { gpus: Vec<&'a Gpu> },
     /// No snapshot, or the holder is gone by the time of the snapshot.
@@ -262,6 +271,9 @@ impl<'a> Analysis<'a> {
         if let Some(draft) = self.draft_worker() {
             return draft;
         }
+        if let Some(colocated) = self.colocated_actor() {
+            return colocated;
+        }
         let group = self.group();
         if group.is_empty() {
             return Cause::Undetermined {
@@ -354,6 +366,25 @@ impl<'a> Analysis<'a> {
         Some(Cause::DraftWorker { frame, algorithm })
     }
 
+    /// The failing engine's lines carry an RL trainer's Ray actor prefix
+    /// (`(WorkerDict pid=2782, ip=…) [… TP1] Scheduler hit an exception`):
+    /// the rollout engine shares its GPUs with the trainer's own actors.
+    fn colocated_actor(&self) -> Option<Cause<'a>> {
+        let sources: BTreeSet<_> = self.events.iter().map(|(e, _)| e.span.source).collect();
+        self.incident
+            .facts
+            .server_events
+            .iter()
+            .filter(|e| sources.contains(&e.span.source))
+            .find_map(|e| {
+                let name = e.process.as_deref()?;
+                TRAINER_ACTORS.contains(&name).then(|| Cause::CoLocated {
+                    actor: e.span,
+                    name: name.to_owned(),
+                })
+            })
+    }
+
     fn heterogeneous(&self, group: &[&Gpu]) -> bool {
         let totals: Vec<u64> = group.iter().filter_map(|g| g.memory_total_mib).collect();
         match (totals.iter().min(), totals.iter().max()) {
@@ -372,7 +403,9 @@ impl<'a> Analysis<'a> {
                 Category::GpuMemoryHeldByOtherProcess
             }
             Cause::Heterogeneous { .. } => Category::HeterogeneousGpuMemory,
-            Cause::DraftWorker { .. } => Category::ImbalanceCheckFalsePositive,
+            Cause::DraftWorker { .. } | Cause::CoLocated { .. } => {
+                Category::ImbalanceCheckFalsePositive
+            }
         };
         let fatal = self.events.iter().any(|(_, m)| m.exception.is_some());
         let severity = if fatal {
@@ -404,13 +437,14 @@ impl<'a> Analysis<'a> {
             Cause::DraftWorker { frame, algorithm } => {
                 self.explain_draft_worker(&mut f, *frame, algorithm.as_ref())
             }
+            Cause::CoLocated { actor, name } => self.explain_colocated(&mut f, *actor, name),
             Cause::Undetermined { reason } => self.explain_undetermined(&mut f, reason),
         }
         let met = f.conditions.iter().filter(|c| c.met).count() as f64;
         let total = f.conditions.len().max(1) as f64;
         let base = match &cause {
             Cause::Held { .. } | Cause::Heterogeneous { .. } | Cause::DraftWorker { .. } => 0.55,
-            Cause::Invisible { .. } => 0.45,
+            Cause::Invisible { .. } | Cause::CoLocated { .. } => 0.45,
             Cause::Undetermined { .. } => 0.25,
         };
         let owner_trust = match &cause {
@@ -868,6 +902,36 @@ impl<'a> Analysis<'a> {
         ));
         f.actions.push(Action::advice(
             "until then, run without speculative decoding to confirm it is the trigger",
+            None,
+        ));
+    }
+
+    fn explain_colocated(&self, f: &mut Finding, actor: Span, name: &str) {
+        let target = self.target_name();
+        f.evidence(
+            actor,
+            format!("SGLang runs inside the trainer's Ray actor {name}, which shares its GPUs"),
+        );
+        f.chain.push(format!(
+            "the rollout engine shares each GPU with the trainer's own {name} actor, which placed unequal memory on the ranks"
+        ));
+        f.condition(
+            format!("the failing engine runs inside an RL trainer's Ray actor ({name})"),
+            true,
+        );
+        f.title = format!(
+            "the balance check fired inside the trainer's {name} actor: the trainer's own memory, not another process"
+        );
+        f.headline = format!(
+            "{target} failed SGLang's memory balance check inside an RL trainer's Ray actor ({name}): the GPUs are unbalanced by the trainer's own co-located state, not by a foreign process."
+        );
+        f.explanation = "In a co-located RL setup (veRL) the rollout engine starts on GPUs that already hold the training actors' weights and optimizer state, and those differ per rank; the check, meant to catch foreign processes, fires on them. Disable the check for co-located engines, or offload/balance the actor's memory before building the rollout.".to_owned();
+        f.actions.push(Action::advice(
+            "disable the imbalance check for the co-located rollout engine: set SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK=True in the trainer's environment",
+            None,
+        ));
+        f.actions.push(Action::advice(
+            "or offload the actor's parameters and optimizer state before the rollout engine starts, so every rank starts equal",
             None,
         ));
     }

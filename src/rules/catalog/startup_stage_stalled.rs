@@ -147,6 +147,10 @@ fn stalled(incident: &Incident, startup: &Startup<'_>) -> Option<Finding> {
         .rev()
         .find(|(_, s, _)| *s == reached)
         .map(|(m, _, _)| *m)?;
+    // One rank behind the others inside an operation they finished (rank 0
+    // loaded its weights, rank 1 only began): that rank is the one stuck,
+    // whatever the others reached.
+    let lagging = lagging_rank(incident, startup);
     // A failure in the same input (of any rank: ranks interleave, and a
     // paste may come in any order) is the story, and its own rule tells it;
     // so is an error line no rule knows yet (before any interrupt, whose
@@ -179,7 +183,12 @@ fn stalled(incident: &Incident, startup: &Startup<'_>) -> Option<Finding> {
     let in_progress = matches!(
         reached,
         Stage::DistributedInit | Stage::WeightsLoading | Stage::GraphCapture
-    ) || last_done.is_some();
+    ) || last_done.is_some()
+        || lagging.is_some();
+    let (reached, furthest) = match &lagging {
+        Some(l) => (l.stage, l.line),
+        None => (reached, furthest),
+    };
     if gave_up.is_none() && !stuck_counter && !in_progress {
         return None;
     }
@@ -191,6 +200,10 @@ fn stalled(incident: &Incident, startup: &Startup<'_>) -> Option<Finding> {
         "processing its first request"
     } else {
         reached.doing()
+    };
+    let stage_name = match &lagging {
+        Some(l) => format!("rank {}, {stage_name}", l.rank),
+        None => stage_name.to_owned(),
     };
 
     let mut f = Finding::new(META.id, META.category, META.severity);
@@ -213,6 +226,24 @@ fn stalled(incident: &Incident, startup: &Startup<'_>) -> Option<Finding> {
             "the last start-up milestone in the log".to_owned()
         };
         f.evidence(last.span, note);
+    }
+    if let Some(l) = &lagging {
+        f.evidence(
+            l.ahead.span,
+            format!(
+                "rank {} got further ({}): the log was not cut before rank {} could have",
+                l.ahead_rank,
+                l.ahead_stage.doing(),
+                l.rank
+            ),
+        );
+        f.condition(
+            format!(
+                "another rank finished the operation rank {} never finished",
+                l.rank
+            ),
+            true,
+        );
     }
     if let Some(m) = gave_up {
         let note = match silence {
@@ -270,6 +301,17 @@ fn stalled(incident: &Incident, startup: &Startup<'_>) -> Option<Finding> {
         .push(format!("its start-up went silent at: {stage_name}"));
     f.chain.push(hint.0.to_owned());
     f.explanation = hint.0.to_owned();
+    if let Some(l) = &lagging {
+        f.actions.push(Action::advice(
+            format!(
+                "check rank {}'s GPU against rank {}'s: a rank that alone never finishes {} often has the smaller or busier GPU (mixed capacities split the model evenly) and ran out of memory there",
+                l.rank,
+                l.ahead_rank,
+                l.stage.doing()
+            ),
+            Some("nvidia-smi --query-gpu=index,name,memory.used,memory.total --format=csv"),
+        ));
+    }
     f.actions.push(Action::advice(hint.1, Some(hint.2)));
     if !corroborated {
         f.actions.push(Action::advice(
@@ -278,6 +320,62 @@ fn stalled(incident: &Incident, startup: &Startup<'_>) -> Option<Finding> {
         ));
     }
     Some(f)
+}
+
+/// A rank stuck inside an operation another rank finished.
+struct Lagging<'a> {
+    rank: u32,
+    stage: Stage,
+    line: &'a Message,
+    ahead_rank: u32,
+    ahead_stage: Stage,
+    ahead: &'a Message,
+}
+
+/// The rank a start-up line names: SGLang's `Rank 1: load weight begin.`
+/// (early releases) and `[… TP1] Load weight begin.`, vLLM's `(Worker_TP1
+/// pid=…)`.
+static RANK: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\bRank ([0-9]+):|\bTP([0-9]+)\]|_TP([0-9]+) pid=").expect("rank regex")
+});
+
+/// The rank furthest behind, when it stopped inside an operation (NCCL
+/// forming, weights loading, graphs capturing) that another rank of the
+/// same start-up finished or passed.
+fn lagging_rank<'a>(incident: &Incident, startup: &Startup<'a>) -> Option<Lagging<'a>> {
+    let mut furthest: BTreeMap<u32, (Stage, &'a Message)> = BTreeMap::new();
+    for &(m, stage, _) in &startup.lines {
+        let tagged = crate::rules::support::server::events_at(incident, m.span)
+            .find_map(|e| e.rank.and_then(|r| r.tp));
+        let Some(rank) = tagged.or_else(|| {
+            RANK.captures(&m.text)
+                .and_then(|c| c.iter().skip(1).flatten().next())
+                .and_then(|r| r.as_str().parse::<u32>().ok())
+        }) else {
+            continue;
+        };
+        let entry = furthest.entry(rank).or_insert((stage, m));
+        if stage >= entry.0 {
+            *entry = (stage, m);
+        }
+    }
+    if furthest.len() < 2 {
+        return None;
+    }
+    let (&ahead_rank, &(ahead_stage, ahead)) = furthest.iter().max_by_key(|(_, (s, _))| *s)?;
+    let (&rank, &(stage, line)) = furthest.iter().min_by_key(|(_, (s, _))| *s)?;
+    let inside = matches!(
+        stage,
+        Stage::DistributedInit | Stage::WeightsLoading | Stage::GraphCapture
+    );
+    (inside && stage < ahead_stage).then_some(Lagging {
+        rank,
+        stage,
+        line,
+        ahead_rank,
+        ahead_stage,
+        ahead,
+    })
 }
 
 /// What usually stops a start-up at `stage`, what to do, and the command
@@ -411,5 +509,36 @@ fn duration(secs: i64) -> String {
         s if s < 60 => format!("{s} s"),
         s if s < 3600 => format!("{} min", s / 60),
         s => format!("{} h {} min", s / 3600, (s % 3600) / 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::source::{Source, SourceMap};
+
+    fn findings(text: &str) -> Vec<crate::rules::Finding> {
+        let mut sources = SourceMap::default();
+        sources.add(Source::new("paste", text.as_bytes()));
+        crate::analyze(sources).diagnosis.findings
+    }
+
+    #[test]
+    fn a_rank_that_never_finished_what_another_finished_is_stalled() {
+        // https://github.com/sgl-project/sglang/issues/227 (TP=2 on a 24 GB
+        // and an 8 GB GPU): rank 0 loaded its weights, rank 1 never did.
+        let text = "$ python -m sglang.launch_server --model-path ./my_model --port 8000 --tp 2\n\
+                    Rank 0: load weight begin.\n\
+                    Rank 1: load weight begin.\n\
+                    quant_config: GPTQConfig(weight_bits=4, group_size=-1, desc_act=True)\n\
+                    Rank 0: load weight end.\n";
+        let f = findings(text);
+        let stalled = f
+            .iter()
+            .find(|f| f.rule == super::META.id)
+            .unwrap_or_else(|| panic!("{f:?}"));
+        assert!(stalled.title.contains("rank 1"), "{}", stalled.title);
+        // Both ranks done: nothing is stuck, the log may just end there.
+        let done = format!("{text}Rank 1: load weight end.\n");
+        assert!(findings(&done).iter().all(|f| f.rule != super::META.id));
     }
 }

@@ -36,6 +36,9 @@ static PROFILING: LazyLock<Regex> = LazyLock::new(|| {
 /// The failing worker's own CUDA context is already counted as used when
 /// vLLM measures; a holder accounts for the rest within this much (GiB).
 const RECONCILE_GIB: f64 = 1.5;
+/// A shortfall this small (GiB) is the worker's own CUDA context, not a
+/// holder: nothing else is needed to explain it.
+const SHORTFALL_GIB: f64 = 0.5;
 /// A utilization this close to 1 leaves no room for the CUDA context.
 const UTIL_TOO_HIGH: f64 = 0.97;
 
@@ -117,6 +120,7 @@ fn free_memory(incident: &Incident) -> Option<Finding> {
     // As printed: `0.995` is not `0.99`.
     let util_text = c["util"].to_owned();
     let used = total - free;
+    let shortfall = (requested - free).max(0.0);
     let event = events_at(incident, first.span).next();
     let holders = holders_for(incident, event);
     let args = launch_args(incident, Framework::Vllm);
@@ -159,6 +163,14 @@ fn free_memory(incident: &Incident) -> Option<Finding> {
     }
     if let Some(pid) = event.and_then(|e| e.pid) {
         f.entities.pids.insert(pid);
+    }
+    // The GPU the message names (`cuda:1`).
+    if let Some(d) = c
+        .name("dev")
+        .and_then(|d| d.as_str().strip_prefix("cuda:"))
+        .and_then(|d| d.parse::<u32>().ok())
+    {
+        f.entities.gpus.insert(d);
     }
     let who = unit.clone().unwrap_or_else(|| "the vLLM server".to_owned());
     f.chain.push(format!(
@@ -224,17 +236,40 @@ fn free_memory(incident: &Incident) -> Option<Finding> {
                 f.actions.push(action);
             }
         }
-        None if util >= UTIL_TOO_HIGH && used <= 2.0 => {
+        None if (util >= UTIL_TOO_HIGH && used <= 2.0) || shortfall <= SHORTFALL_GIB => {
             f.category = Category::MemFractionMisconfigured;
-            f.condition(
-                format!("gpu_memory_utilization {util_text} leaves no room for the CUDA context"),
-                true,
-            );
-            f.title = format!("--gpu-memory-utilization {util_text} is too close to 1");
-            f.headline = format!(
-                "{who} asked for {util_text} of the GPU, more than is ever free next to its own CUDA context; no other process is involved."
-            );
-            f.explanation = "The CUDA context and the driver take a few hundred MiB before vLLM measures; a utilization near 1 can never be satisfied.".to_owned();
+            if util >= UTIL_TOO_HIGH {
+                f.condition(
+                    format!(
+                        "gpu_memory_utilization {util_text} leaves no room for the CUDA context"
+                    ),
+                    true,
+                );
+                f.title = format!("--gpu-memory-utilization {util_text} is too close to 1");
+                f.headline = format!(
+                    "{who} asked for {util_text} of the GPU, more than is ever free next to its own CUDA context; no other process is involved."
+                );
+                f.explanation = "The CUDA context and the driver take a few hundred MiB before vLLM measures; a utilization near 1 can never be satisfied.".to_owned();
+            } else {
+                // Numbers before blame: vLLM's message suggests other
+                // processes, but a shortfall this small is the worker's own
+                // CUDA context (its size grows with the PyTorch/CUDA build).
+                f.condition(
+                    format!(
+                        "the shortfall, {requested:.2} - {free:.2} = {shortfall:.2} GiB, is no more than a CUDA context ({SHORTFALL_GIB} GiB)"
+                    ),
+                    true,
+                );
+                f.title = format!(
+                    "--gpu-memory-utilization {util_text} is {shortfall:.2} GiB too high for this GPU"
+                );
+                f.headline = format!(
+                    "{who} asked for gpu_memory_utilization {util_text} = {requested:.2} GiB but {free:.2} GiB was free: {shortfall:.2} GiB short, about the size of its own CUDA context; no other process is needed to explain it."
+                );
+                f.explanation = format!(
+                    "vLLM's message blames other processes, but the numbers do not: {used:.2} GiB of {total:.2} GiB was in use when it measured, and the target missed by only {shortfall:.2} GiB, what the worker's own CUDA context and PyTorch's allocator take (more with newer PyTorch/CUDA builds). Lower the target fraction, or pin the PyTorch build that fit."
+                );
+            }
             let action = flag_action(
                 incident,
                 &mut f,
