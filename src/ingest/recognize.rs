@@ -132,11 +132,13 @@ impl LineReader {
     /// listed as prose or unrecognised. Blank lines count as nothing.
     pub(super) fn read(&mut self, line: &Line<'_>, hot: bool, out: &mut Out<'_>) -> Read {
         if line.text.trim().is_empty() {
+            self.tables.blank();
             return Read::Skimmed(None);
         }
-        // A line of a text table (dcgmi's boxes, a Markdown table): read
-        // by the table's header, whatever its cells say.
-        if self.tables.read(line.text) {
+        // A line of a text table (dcgmi's boxes, a Markdown table, a
+        // column listing, a tool's JSON): read by the table's header,
+        // whatever its cells say.
+        if self.tables.read(line.text, line.span, out.facts) {
             return Read::Skimmed(None);
         }
         if let Some(read) = self.recognize(line, hot, out.facts) {
