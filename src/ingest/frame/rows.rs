@@ -128,16 +128,26 @@ pub static ROWS: &[Row] = &[
         may: |b| {
             b.first().is_some_and(u8::is_ascii_alphanumeric)
                 && memchr::memchr(b':', &b[..b.len().min(64)]).is_some_and(|i| {
-                    b.get(i + 1) == Some(&b' ') && b.get(i + 2).is_some_and(u8::is_ascii_lowercase)
+                    let spaces = b[i + 1..].iter().take_while(|&&c| c == b' ').count();
+                    spaces > 0 && b.get(i + 1 + spaces).is_some_and(u8::is_ascii_lowercase)
                 })
                 && has(&b[..b.len().min(120)], b": [")
         },
         peel: forwarder,
-        samples: &[Sample {
-            line: "mc-pt1-pkp-srv-1a: kern: warning: [2025-09-13T20:46:45.810476849Z]: CPU: 2 UID: 0 PID: 2528 Comm: init Not tainted 6.12.25-talos #1",
-            body: "CPU: 2 UID: 0 PID: 2528 Comm: init Not tainted 6.12.25-talos #1",
-            source: "https://github.com/talos-rpi5/talos-builder/issues/11",
-        }],
+        samples: &[
+            Sample {
+                line: "mc-pt1-pkp-srv-1a: kern: warning: [2025-09-13T20:46:45.810476849Z]: CPU: 2 UID: 0 PID: 2528 Comm: init Not tainted 6.12.25-talos #1",
+                body: "CPU: 2 UID: 0 PID: 2528 Comm: init Not tainted 6.12.25-talos #1",
+                source: "https://github.com/talos-rpi5/talos-builder/issues/11",
+            },
+            Sample {
+                // The first line of a paste, its host cut off, the facility and
+                // level padded.
+                line: "kern:     err: [2024-05-20T02:46:53.856596762Z]: NVRM: The NVIDIA GeForce GT 710 GPU installed in this system is",
+                body: "NVRM: The NVIDIA GeForce GT 710 GPU installed in this system is",
+                source: "https://github.com/siderolabs/talos/issues/8764",
+            },
+        ],
     },
     Row {
         name: "dmesg-decode",
@@ -347,6 +357,18 @@ pub static ROWS: &[Row] = &[
         ],
     },
     Row {
+        name: "pytest-node",
+        what: "the test id `pytest -v -s` prints before the test's own output: `tests/x.py::test_y[param] `",
+        first: |c| c.is_ascii_alphanumeric(),
+        may: |b| has(&b[..b.len().min(160)], b".py::"),
+        peel: pytest_node,
+        samples: &[Sample {
+            line: "tests/e2e/online_serving/test_flux_2_dev_expansion.py::test_flux_2_dev[ulysses_2] (APIServer pid=30662) INFO:     Shutting down",
+            body: "(APIServer pid=30662) INFO:     Shutting down",
+            source: "https://github.com/vllm-project/vllm-omni/issues/4165",
+        }],
+    },
+    Row {
         name: "logger-tag",
         what: "a library's bracketed tag and level: TurboMind's `[TM][INFO] `, Gloo's `[Gloo] `",
         first: |c| c == b'[',
@@ -491,14 +513,44 @@ fn kmsg(text: &str, frame: &mut Frame) -> Option<usize> {
     Some(len)
 }
 
+/// Whether `text` starts with a forwarder's `facility: level: [`: what
+/// follows a host.
+fn forwarder_tail(text: &str) -> Option<()> {
+    let (_, (facility, _, _, level, _)) = (
+        take_while1(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit()),
+        char(':'),
+        space1::<&str, nom::error::Error<&str>>,
+        take_while1(|c: char| c.is_ascii_lowercase()),
+        tag(": ["),
+    )
+        .parse(text)
+        .ok()?;
+    (FACILITIES.contains(&facility) && LEVELS.iter().any(|(l, _)| *l == level)).then_some(())
+}
+
 /// talosctl dmesg: `host: facility: level: [RFC 3339 time]: message`.
 fn forwarder(text: &str, frame: &mut Frame) -> Option<usize> {
-    let (len, (host, _, _, facility, _, _, level, _, time, _)) = consumed(
-        text,
-        (
+    // The host may be cut off the first line of a paste (`kern:     err:
+    // [time]: …`): then the first word is the facility.
+    let host = |text| -> nom::IResult<&str, &str> {
+        let (rest, (host, _, _)) = (
             take_till1(|c: char| c == ':' || c.is_whitespace()),
             char(':'),
             space1,
+        )
+            .parse(text)?;
+        if FACILITIES.contains(&host) && forwarder_tail(rest).is_none() {
+            return Err(nom::Err::Error(nom::error::Error::new(
+                text,
+                nom::error::ErrorKind::Verify,
+            )));
+        }
+        Ok((rest, host))
+    };
+    let (len, (host, facility, _, _, level, _, time, _)) = consumed(
+        text,
+        (
+            opt(host),
             take_while1(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit()),
             char(':'),
             space1,
@@ -511,7 +563,7 @@ fn forwarder(text: &str, frame: &mut Frame) -> Option<usize> {
     let facility = FACILITIES.iter().find(|f| **f == facility)?;
     let level = LEVELS.iter().find(|(name, _)| *name == level)?.1;
     let time = DateTime::parse_from_rfc3339(time).ok()?;
-    frame.host = Some(host.to_owned());
+    frame.host = host.map(str::to_owned);
     frame.facility = Some(facility);
     frame.level = Some(level);
     frame.time = Some(Timestamp {
@@ -867,6 +919,18 @@ fn llama_server(text: &str, frame: &mut Frame) -> Option<usize> {
     }
     frame.record = true;
     Some(len)
+}
+
+/// A pytest node id (`path.py::name[params]`) and a space, output after it.
+fn pytest_node(text: &str, _frame: &mut Frame) -> Option<usize> {
+    let (len, (id, _)) = consumed(text, (take_till1(|c: char| c == ' '), char(' ')))?;
+    let (path, _) = id.split_once(".py::")?;
+    let ok = !path.is_empty()
+        && path
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'/' | b'_' | b'-' | b'.'))
+        && !text[len..].trim().is_empty();
+    ok.then_some(len)
 }
 
 /// `[TM][INFO] ` (TurboMind's logger), `[Gloo] ` (PyTorch's Gloo group).
