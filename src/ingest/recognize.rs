@@ -138,8 +138,14 @@ impl LineReader {
         // A line of a text table (dcgmi's boxes, a Markdown table, a
         // column listing, a tool's JSON): read by the table's header,
         // whatever its cells say.
+        let facts_before = out.facts.gpu_processes.len();
         if self.tables.read(line.text, line.span, out.facts) {
-            return Read::Skimmed(None);
+            // A row that made a fact (nvtop's GPU process) is cited: keep it.
+            return if out.facts.gpu_processes.len() > facts_before {
+                Read::Parsed
+            } else {
+                Read::Skimmed(None)
+            };
         }
         if let Some(read) = self.recognize(line, hot, out.facts) {
             return read;
