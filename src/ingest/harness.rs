@@ -22,6 +22,7 @@ static PYTEST: LazyLock<Regex> = LazyLock::new(|| {
         | platform\x20\S+\x20--\x20Python\x20\S+,\x20pytest-\S+.*
         | (?:rootdir|configfile|cachedir|plugins|testpaths|inifile):\x20.*
         | collect(?:ed|ing)\x20.*item.*
+        | [0-9A-Za-z_./-]+\.py::\S+                  # a test id `pytest -v -s` prints alone
         | \S+\.py(?:::\S+)?\x20(?:[.FEsxX]+|PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)\s+\[\s*[0-9]+%\]
         | (?:FAILED|ERROR|PASSED|SKIPPED|XFAIL|XPASS)\x20\S+\.py(?:::\S+)?(?:\x20-\x20.*)?
         | \S+\.py:[0-9]+:\x20[A-Za-z_][0-9A-Za-z_.]*(?:Error|Exception|Warning|Failed|Interrupt)
@@ -82,6 +83,8 @@ mod tests {
             "================================= FAILURES =================================",
             "_______________________________ test_answer ________________________________",
             "test_sample.py:6: AssertionError",
+            // `pytest -v -s`'s test id (https://github.com/vllm-project/vllm-omni/pull/2032).
+            "tests/e2e/online_serving/test_bagel_online.py::test_bagel_img2img_online[omni_server0] ",
             "FAILED test_sample.py::test_answer - assert 4 == 5",
             "============================ 1 failed in 0.12s =============================",
             "[GPU Memory Monitor] Waiting for GPU 3, 7 to free memory, Condition: Memory usage ratio ≤ 5.0%",

@@ -132,12 +132,20 @@ impl LineReader {
     /// listed as prose or unrecognised. Blank lines count as nothing.
     pub(super) fn read(&mut self, line: &Line<'_>, hot: bool, out: &mut Out<'_>) -> Read {
         if line.text.trim().is_empty() {
+            self.tables.blank();
             return Read::Skimmed(None);
         }
-        // A line of a text table (dcgmi's boxes, a Markdown table): read
-        // by the table's header, whatever its cells say.
-        if self.tables.read(line.text) {
-            return Read::Skimmed(None);
+        // A line of a text table (dcgmi's boxes, a Markdown table, a
+        // column listing, a tool's JSON): read by the table's header,
+        // whatever its cells say.
+        let facts_before = out.facts.gpu_processes.len();
+        if self.tables.read(line.text, line.span, out.facts) {
+            // A row that made a fact (nvtop's GPU process) is cited: keep it.
+            return if out.facts.gpu_processes.len() > facts_before {
+                Read::Parsed
+            } else {
+                Read::Skimmed(None)
+            };
         }
         if let Some(read) = self.recognize(line, hot, out.facts) {
             return read;
@@ -240,8 +248,9 @@ impl LineReader {
                 return Some(Read::Parsed);
             }
         }
-        // A test harness's own lines (pytest's report, CI GPU summaries).
-        if super::harness::recognizes(text) {
+        // A test harness's own lines (pytest's report, CI GPU summaries),
+        // an RPC server's connection log.
+        if super::harness::recognizes(text) || is_rpyc_server_line(text) {
             return Some(Read::Skimmed(None));
         }
         if let Some(kernel) = &mut self.kernel {
@@ -264,6 +273,24 @@ impl LineReader {
         }
         self.tally
     }
+}
+
+/// rpyc's `ThreadedServer` logging its connections (rpyc/utils/server.py:
+/// `server started on [%s]:%s`, `accepted %s with fd %s`, `welcome %s`,
+/// `goodbye %s`), as SGLang ≤ 0.1's tensor-parallel workers print them.
+fn is_rpyc_server_line(text: &str) -> bool {
+    let peer = |rest: &str| {
+        rest.starts_with("('")
+            && rest.find(')').is_some_and(|end| {
+                rest[end + 1..].is_empty() || rest[end + 1..].starts_with(" with fd ")
+            })
+    };
+    let t = text.trim_end();
+    t.strip_prefix("server started on [")
+        .is_some_and(|rest| rest.contains("]:") && rest.ends_with(|c: char| c.is_ascii_digit()))
+        || t.strip_prefix("accepted ").is_some_and(peer)
+        || t.strip_prefix("welcome ").is_some_and(peer)
+        || t.strip_prefix("goodbye ").is_some_and(peer)
 }
 
 /// A cheap test before the unit grammar's regex: its messages start with a
@@ -660,6 +687,21 @@ something nobody knows 0x1f
                 [(4, LineKind::Prose), (5, LineKind::Unrecognized)]
             );
         }
+    }
+
+    /// rpyc's server log under SGLang 0.1
+    /// (https://github.com/sgl-project/sglang/issues/227); a sentence that
+    /// starts the same way is not one.
+    #[test]
+    fn an_rpc_servers_connection_log_is_read() {
+        let paste = "\
+server started on [0.0.0.0]:10007
+accepted ('127.0.0.1', 37850) with fd 29
+welcome ('127.0.0.1', 37850)
+welcome to the cluster, you have 3 GPUs
+";
+        let (_, tally) = read_all(paste, Except::Nothing, false);
+        assert_eq!(tally.listed.iter().map(|l| l.line).collect::<Vec<_>>(), [4]);
     }
 
     /// systemd's line with its journal prefix cut (`: ollama.service: …`)

@@ -1,14 +1,20 @@
 //! Tables drawn in text, read by their header whatever their columns: the
 //! boxes `dcgmi` (discovery, health, diag), Triton's model and backend
 //! listings and GPUStack's CLI draw (`+----+----+` borders, `| a | b |`
-//! rows), Markdown tables (`|---|---|` under the header), and `dcgmi
-//! dmon`'s columns (`#Entity  XIDER`, `ID`, then `GPU 1  120`). A row is
-//! read when a border, a separator or a header of its table came first and
-//! it has as many cells as its header; a lone `| x |` line is not a table.
+//! rows), Markdown tables (`|---|---|` under the header), `dcgmi dmon`'s
+//! columns (`#Entity  XIDER`, `ID`, then `GPU 1  120`), column listings
+//! under an upper-case header (`squeue`, nvtop's process list, whose rows
+//! are GPU processes: PID, GPU, memory), and the JSON a tool prints of its
+//! own (`dcgmi health -c -j`). A row is read when a border, a separator or
+//! a header of its table came first and it has as many cells as its
+//! header; a lone `| x |` line is not a table.
 
 use std::sync::LazyLock;
 
 use regex::Regex;
+
+use crate::model::{Facts, GpuProcessRecord};
+use crate::source::Span;
 
 /// `+----+---+`, `+====+`, `|----|:---:|`.
 static BORDER: LazyLock<Regex> = LazyLock::new(|| {
@@ -23,8 +29,25 @@ static DMON_ROW: LazyLock<Regex> = LazyLock::new(|| {
         .expect("dmon row regex")
 });
 
+/// A column listing's header: upper-case titles (`JOBID PARTITION NAME
+/// USER ST TIME NODES NODELIST(REASON)`), the last maybe capitalised
+/// (nvtop's `Command`).
+static COLUMN_HEADER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:[A-Z][A-Z0-9_%()/.-]*\s+){3,}(?:[A-Z][A-Z0-9_%()/.-]*|[A-Z][a-z]+)$")
+        .expect("column header regex")
+});
+
+/// A line of a pretty-printed JSON document: a key, a value, a bracket.
+static JSON_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"^(?:"(?:[^"\\]|\\.)*"\s*:\s*)?(?:[\[{]|"(?:[^"\\]|\\.)*"|-?[0-9][0-9.eE+-]*|true|false|null)?\s*(?:[\]}]\s*)*,?$"#,
+    )
+    .expect("json line regex")
+});
+
 /// A table in progress: how many cells its rows have (0 before a header
-/// row), or `dcgmi dmon`'s columns.
+/// row), `dcgmi dmon`'s columns, a column listing's titles, or a JSON
+/// document's depth.
 #[derive(Debug, Default)]
 pub(crate) struct Tables {
     open: Option<Open>,
@@ -32,16 +55,97 @@ pub(crate) struct Tables {
 
 #[derive(Debug, Clone, Copy)]
 enum Open {
-    Box { cells: usize },
-    Dmon { columns: usize },
+    Box {
+        cells: usize,
+    },
+    Dmon {
+        columns: usize,
+    },
+    Columns {
+        titles: usize,
+        open_ended: bool,
+        numbered: bool,
+        nvtop: bool,
+    },
+    Json {
+        depth: usize,
+    },
 }
 
 impl Tables {
+    /// A blank line ends a column listing (a box has its borders).
+    pub(crate) fn blank(&mut self) {
+        if matches!(self.open, Some(Open::Columns { .. })) {
+            self.open = None;
+        }
+    }
+
     /// Whether `text` is a line of a table this reader is in (or opens
-    /// one); any other line closes it.
-    pub(crate) fn read(&mut self, text: &str) -> bool {
+    /// one); any other line closes it. A row of nvtop's process list
+    /// records its GPU process in `facts`.
+    pub(crate) fn read(&mut self, text: &str, span: Span, facts: &mut Facts) -> bool {
         let t = text.trim();
         let first = t.as_bytes().first().copied();
+        if let Some(Open::Json { depth }) = self.open {
+            if JSON_LINE.is_match(t) {
+                let depth = (depth + opened(t)).saturating_sub(closed(t));
+                self.open = (depth > 0).then_some(Open::Json { depth });
+                return true;
+            }
+            self.open = None;
+        }
+        if let Some(Open::Columns {
+            titles,
+            open_ended,
+            numbered,
+            nvtop,
+        }) = self.open
+        {
+            let n = t.split_whitespace().count();
+            // Titles of two words (`GPU MEM`) take one cell; a last
+            // column of commands or node lists takes any number.
+            let fits = n + 2 >= titles && (open_ended || n <= titles + 1);
+            let lead = if numbered {
+                first.is_some_and(|c| c.is_ascii_digit())
+            } else {
+                first.is_some_and(|c| c.is_ascii_alphanumeric())
+            };
+            if fits
+                && lead
+                && t.bytes().any(|b| b.is_ascii_digit())
+                && !super::recognize::is_prose(t)
+            {
+                if nvtop {
+                    nvtop_row(t, span, facts);
+                }
+                return true;
+            }
+            self.open = None;
+        }
+        if (t == "{" || t == "[") && self.open.is_none() {
+            self.open = Some(Open::Json { depth: 1 });
+            return true;
+        }
+        // Columns are aligned: a sentence in capitals has single spaces.
+        if first.is_some_and(|c| c.is_ascii_uppercase())
+            && t.contains("  ")
+            && COLUMN_HEADER.is_match(t)
+        {
+            let titles: Vec<&str> = t.split_whitespace().collect();
+            let last = titles
+                .last()
+                .copied()
+                .unwrap_or_default()
+                .to_ascii_uppercase();
+            self.open = Some(Open::Columns {
+                titles: titles.len(),
+                open_ended: ["COMMAND", "CMD", "ARGS", "NODELIST(REASON)", "NAME"]
+                    .contains(&last.as_str()),
+                numbered: titles[0].ends_with("ID"),
+                nvtop: titles.starts_with(&["PID", "USER", "DEV", "TYPE"]),
+            });
+            return true;
+        }
         match first {
             Some(b'+' | b'|') => {
                 if BORDER.is_match(t) {
@@ -91,6 +195,62 @@ impl Tables {
     }
 }
 
+/// Brackets a JSON line opens and closes, outside its strings.
+fn opened(line: &str) -> usize {
+    brackets(line).0
+}
+fn closed(line: &str) -> usize {
+    brackets(line).1
+}
+fn brackets(line: &str) -> (usize, usize) {
+    let (mut open, mut close, mut in_string, mut escaped) = (0, 0, false, false);
+    for b in line.bytes() {
+        match b {
+            _ if escaped => escaped = false,
+            b'\\' if in_string => escaped = true,
+            b'"' => in_string = !in_string,
+            b'{' | b'[' if !in_string => open += 1,
+            b'}' | b']' if !in_string => close += 1,
+            _ => {}
+        }
+    }
+    (open, close)
+}
+
+/// A row of nvtop's process list (`PID USER DEV TYPE GPU GPU MEM CPU HOST
+/// MEM Command`): `4143 user 0 Compute N/A 5508MiB 34% 0% 1479MiB cmd`, a
+/// GPU process (its PID, the GPU's index, the memory it holds).
+fn nvtop_row(row: &str, span: Span, facts: &mut Facts) {
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    let (Some(pid), Some(gpu)) = (
+        cells.first().and_then(|c| c.parse::<u32>().ok()),
+        cells.get(2).and_then(|c| c.parse::<u32>().ok()),
+    ) else {
+        return;
+    };
+    // GPU use is `N/A` or `12%`, then memory `5508MiB` and its share `34%`.
+    let memory = cells
+        .iter()
+        .skip(4)
+        .position(|c| c.ends_with("MiB"))
+        .map(|i| i + 4);
+    let used_mib = memory.and_then(|i| cells[i].trim_end_matches("MiB").parse().ok());
+    // Then CPU use, host memory, and the command.
+    let name = memory
+        .map(|i| cells.get(i + 4..).unwrap_or_default().join(" "))
+        .unwrap_or_default();
+    facts.gpu_processes.push(GpuProcessRecord {
+        gpu_index: Some(gpu),
+        gpu_uuid: None,
+        pid,
+        name_truncated: name.starts_with("..."),
+        name: name.trim_start_matches('.').to_owned(),
+        used_mib,
+        used_truncated: false,
+        span,
+    });
+}
+
 /// The cells of `| a | b |` (or `a | b`, a Markdown row without its outer bars).
 fn cells(row: &str) -> usize {
     let inner = row.trim_start_matches('|').trim_end_matches('|');
@@ -102,8 +262,104 @@ mod tests {
     use super::*;
 
     fn read_all(text: &str) -> Vec<bool> {
+        read_with_facts(text).0
+    }
+
+    fn read_with_facts(text: &str) -> (Vec<bool>, Facts) {
         let mut tables = Tables::default();
-        text.lines().map(|l| tables.read(l)).collect()
+        let mut facts = Facts::default();
+        let read = text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| {
+                let span = Span {
+                    source: crate::source::SourceId(0),
+                    line: i as u32 + 1,
+                };
+                if l.trim().is_empty() {
+                    tables.blank();
+                    return false;
+                }
+                tables.read(l, span, &mut facts)
+            })
+            .collect();
+        (read, facts)
+    }
+
+    /// `squeue` as pasted in https://github.com/lyulyul/shine-cluster/issues/30
+    /// (fixtures/formats/lines/squeue.txt), then a sentence.
+    #[test]
+    fn column_listings_are_read_by_their_header() {
+        let got = read_all(
+            "\
+             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)
+              2691    normal     task    mahan  R 2-16:46:05      1 eureka
+              2835    speedy     bash    wayne  R      38:52      1 tatooine
+We found 2 jobs on eureka running for 2 days.
+",
+        );
+        assert_eq!(got, [true, true, true, false]);
+        // A sentence in capitals is no header; a row must follow one.
+        assert_eq!(
+            read_all("THIS IS NOT A TABLE HEADER\n 2691 normal task mahan R 1 eureka\n"),
+            [false, false]
+        );
+    }
+
+    /// nvtop's process list as pasted in
+    /// https://github.com/phoronix-test-suite/openbenchmarking/issues/77
+    /// (fixtures/formats/lines/nvtop.txt): each row is a GPU process.
+    #[test]
+    fn nvtop_rows_are_gpu_processes() {
+        let (got, facts) = read_with_facts(
+            "\
+    PID          USER DEV     TYPE  GPU        GPU MEM    CPU  HOST MEM Command
+   4143 llm_benchmark   0  Compute N/A    5508MiB  34%     0%   1479MiB ..../bin/ollama runner --ollama-engine --model /h
+ 464506 llm_benchmark   0  Compute N/A     152MiB   1%   596%   6079MiB ...snip....
+
+[  123.4] NVRM: Xid (PCI:0000:01:00): 79
+",
+        );
+        assert_eq!(got, [true, true, true, false, false]);
+        let rows: Vec<_> = facts
+            .gpu_processes
+            .iter()
+            .map(|p| {
+                (
+                    p.pid,
+                    p.gpu_index,
+                    p.used_mib,
+                    p.name.as_str(),
+                    p.name_truncated,
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (
+                    4143,
+                    Some(0),
+                    Some(5508),
+                    "/bin/ollama runner --ollama-engine --model /h",
+                    true
+                ),
+                (464506, Some(0), Some(152), "snip....", true),
+            ]
+        );
+    }
+
+    /// `dcgmi health -c -j` as pasted in https://github.com/NVIDIA/DCGM/issues/263
+    /// (fixtures/formats/lines/dcgmi-health-json.txt); the document ends
+    /// where its brackets close.
+    #[test]
+    fn a_tools_json_is_read_to_its_last_bracket() {
+        let got = read_all(
+            "{\n        \"body\" : \n        {\n                \"Overall Health\" : \n                {\n                        \"value\" : \"Healthy\"\n                }\n        },\n        \"header\" : \n        [\n                \"Health Monitor Report\"\n        ]\n}\nHealth monitor systems set successfully.\n",
+        );
+        assert_eq!(got.len(), 14);
+        assert!(got[..13].iter().all(|r| *r), "{got:?}");
+        assert!(!got[13]);
     }
 
     /// `dcgmi discovery -l` as the DCGM user guide prints it ("Getting

@@ -1,6 +1,9 @@
 //! Every capture under fixtures/formats/<format>/ is detected as <format>
 //! (shell prompts aside) and read without an unrecognised line: the folder
-//! name is the format's stable name, so a new sample is a new file.
+//! name is the format's stable name, so a new sample is a new file. The
+//! captures under fixtures/formats/lines/ are layouts read line by line,
+//! by the recognisers (`ingest::recognize`), whatever segment holds them:
+//! each is read without an unrecognised line.
 
 use std::fs;
 
@@ -22,9 +25,10 @@ fn every_format_fixture_is_detected_and_read_whole() {
     dirs.sort_by_key(|d| d.file_name());
     for dir in dirs {
         let name = dir.file_name().to_string_lossy().into_owned();
-        let format: Format = name
-            .parse()
-            .unwrap_or_else(|e| panic!("fixtures/formats/{name}: {e}"));
+        let format: Option<Format> = (name != "lines").then(|| {
+            name.parse()
+                .unwrap_or_else(|e| panic!("fixtures/formats/{name}: {e}"))
+        });
         let mut files: Vec<_> = fs::read_dir(dir.path())
             .expect("format dir")
             .flatten()
@@ -36,6 +40,13 @@ fn every_format_fixture_is_detected_and_read_whole() {
             let mut sources = SourceMap::new();
             sources.add(Source::new(label.clone(), &bytes));
             let ingested = ingest(&sources, &Anchors::none());
+            for input in &ingested.inputs {
+                assert_eq!(input.unrecognized, 0, "{label}: {input:#?}");
+            }
+            checked += 1;
+            let Some(format) = format else {
+                continue;
+            };
             assert!(
                 ingested.inputs.iter().any(|i| i.segment.format == format),
                 "{label}: no {format} segment in {:#?}",
@@ -49,9 +60,7 @@ fn every_format_fixture_is_detected_and_read_whole() {
                     input.segment.last_line,
                     input.segment.format
                 );
-                assert_eq!(input.unrecognized, 0, "{label}: {input:#?}");
             }
-            checked += 1;
         }
     }
     assert!(checked > 0, "no fixtures under {}", root.display());

@@ -200,6 +200,9 @@ pub(super) struct Segmenter {
     after_prompt: Option<(Format, &'static str)>,
     /// The last line was (part of) a command that goes on (`… \`).
     continued: bool,
+    /// The command at the open prompt prints its own JSON (`dcgmi health
+    /// -j`, `kubectl get -o json`): a bare `{` under it is no journal.
+    own_json: bool,
 }
 
 impl Segmenter {
@@ -213,6 +216,7 @@ impl Segmenter {
             pending_bytes: 0,
             after_prompt: None,
             continued: false,
+            own_json: false,
         }
     }
 
@@ -271,6 +275,15 @@ impl Segmenter {
         } else {
             sniff(line, current)
         };
+        // A bare `{` opens `journalctl -o json-pretty` output only under a
+        // prompt that may have printed it.
+        if let (Class::Strong(Format::JournalJson, _), Some(Format::ShellPrompt), true) =
+            (&class, current, self.own_json)
+        {
+            if line.trim_end() == "{" {
+                class = Class::Continue;
+            }
+        }
         // Under a prompt, the first output no strong line claims is the
         // output of the command typed there.
         if let (Class::Continue, Some(Format::ShellPrompt), Some((format, why))) =
@@ -286,6 +299,7 @@ impl Segmenter {
                 _ => None,
             };
             self.continued = format == Format::ShellPrompt && shell::continues(line);
+            self.own_json = format == Format::ShellPrompt && shell::prints_own_json(line);
         }
         match class {
             Class::Strong(format, why)

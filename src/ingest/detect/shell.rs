@@ -53,7 +53,7 @@ re!(
 // `python3: can't open file …` with a colon, so an argument must follow.
 re!(
     BARE_COMMAND,
-    r"^\s*(?:sudo\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:(?:python(?:3(?:\.[0-9]+)?)?|torchrun|vllm|docker|podman|mpirun|srun|deepspeed|accelerate|trtllm-serve|trtllm-build|ollama|nvidia-smi|journalctl|systemctl|dmesg|kubectl|ssh)(?:\s+(?:-{1,2}[0-9A-Za-z_-]|[0-9A-Za-z_./~${\x22'-]).*|\s*)|(?:cat|head|tail|less)\s+(?:-\S+\s+)*[/~$]\S*(?:\s.*)?)$"
+    r"^\s*(?:sudo\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:(?:python(?:3(?:\.[0-9]+)?)?|torchrun|vllm|docker|podman|mpirun|srun|deepspeed|accelerate|trtllm-serve|trtllm-build|ollama|nvidia-smi|journalctl|systemctl|dmesg|kubectl|ssh|dcgmi|nvtop|nvitop|squeue|sinfo|scontrol|rocm-smi|fuser)(?:\s+(?:-{1,2}[0-9A-Za-z_-]|[0-9A-Za-z_./~${\x22'-]).*|\s*)|(?:cat|head|tail|less)\s+(?:-\S+\s+)*[/~$]\S*(?:\s.*)?)$"
 );
 
 // A prompt drawn as `> ` (a quoted reply, a PowerShell-style prompt) or
@@ -111,6 +111,26 @@ fn command(line: &str) -> Option<&str> {
     c.name("cmd")
         .or_else(|| c.name("code"))
         .map(|m| m.as_str().trim())
+}
+
+/// Whether the command at prompt `line` is a tool that prints JSON of its
+/// own (any named tool but `journalctl` and the pagers it may be read
+/// through): a bare `{` under it opens that JSON, not a journal record.
+pub(super) fn prints_own_json(line: &str) -> bool {
+    let Some(command) = command(line) else {
+        return false;
+    };
+    !command.contains("journalctl")
+        && remote(command)
+            .split_whitespace()
+            .find(|w| !matches!(*w, "sudo" | "env" | "watch" | "time" | "command"))
+            .is_some_and(|tool| {
+                let tool = tool.rsplit('/').next().unwrap_or(tool);
+                !matches!(
+                    tool,
+                    "cat" | "less" | "more" | "head" | "tail" | "jq" | "zcat"
+                )
+            })
 }
 
 /// The format the output of the command at prompt `line` has, and why:

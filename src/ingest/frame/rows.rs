@@ -128,16 +128,26 @@ pub static ROWS: &[Row] = &[
         may: |b| {
             b.first().is_some_and(u8::is_ascii_alphanumeric)
                 && memchr::memchr(b':', &b[..b.len().min(64)]).is_some_and(|i| {
-                    b.get(i + 1) == Some(&b' ') && b.get(i + 2).is_some_and(u8::is_ascii_lowercase)
+                    let spaces = b[i + 1..].iter().take_while(|&&c| c == b' ').count();
+                    spaces > 0 && b.get(i + 1 + spaces).is_some_and(u8::is_ascii_lowercase)
                 })
                 && has(&b[..b.len().min(120)], b": [")
         },
         peel: forwarder,
-        samples: &[Sample {
-            line: "mc-pt1-pkp-srv-1a: kern: warning: [2025-09-13T20:46:45.810476849Z]: CPU: 2 UID: 0 PID: 2528 Comm: init Not tainted 6.12.25-talos #1",
-            body: "CPU: 2 UID: 0 PID: 2528 Comm: init Not tainted 6.12.25-talos #1",
-            source: "https://github.com/talos-rpi5/talos-builder/issues/11",
-        }],
+        samples: &[
+            Sample {
+                line: "mc-pt1-pkp-srv-1a: kern: warning: [2025-09-13T20:46:45.810476849Z]: CPU: 2 UID: 0 PID: 2528 Comm: init Not tainted 6.12.25-talos #1",
+                body: "CPU: 2 UID: 0 PID: 2528 Comm: init Not tainted 6.12.25-talos #1",
+                source: "https://github.com/talos-rpi5/talos-builder/issues/11",
+            },
+            Sample {
+                // The first line of a paste, its host cut off, the facility and
+                // level padded.
+                line: "kern:     err: [2024-05-20T02:46:53.856596762Z]: NVRM: The NVIDIA GeForce GT 710 GPU installed in this system is",
+                body: "NVRM: The NVIDIA GeForce GT 710 GPU installed in this system is",
+                source: "https://github.com/siderolabs/talos/issues/8764",
+            },
+        ],
     },
     Row {
         name: "dmesg-decode",
@@ -266,6 +276,97 @@ pub static ROWS: &[Row] = &[
                 source: "https://github.com/InternLM/lmdeploy/issues/3825",
             },
         ],
+    },
+    Row {
+        name: "tensorflow",
+        what: "TensorFlow's C++ logging: `2024-04-23 14:00:25.007441: I tensorflow/…/file.cc:210] `",
+        first: |c| c.is_ascii_digit(),
+        may: |b| {
+            after_time(b)
+                .is_some_and(|i| b.get(i..i + 2) == Some(b": ") && b.get(i + 3) == Some(&b' '))
+        },
+        peel: tensorflow,
+        samples: &[
+            Sample {
+                line: "2024-04-23 14:00:25.007441: I tensorflow/core/platform/cpu_feature_guard.cc:210] This TensorFlow binary is optimized to use available CPU instructions in performance-critical operations.",
+                body: "This TensorFlow binary is optimized to use available CPU instructions in performance-critical operations.",
+                source: "https://github.com/hiyouga/LlamaFactory/issues/3398",
+            },
+            Sample {
+                line: "2024-04-23 14:00:26.193322: W tensorflow/compiler/tf2tensorrt/utils/py_utils.cc:38] TF-TRT Warning: Could not find TensorRT",
+                body: "TF-TRT Warning: Could not find TensorRT",
+                source: "https://github.com/hiyouga/LlamaFactory/issues/3398",
+            },
+        ],
+    },
+    Row {
+        name: "deepspeed",
+        what: "DeepSpeed's logger: `[2024-04-23 14:00:28,037] [INFO] [file.py:191:function] `",
+        first: |c| c == b'[',
+        may: |b| {
+            b.first() == Some(&b'[')
+                && b.get(1..)
+                    .and_then(after_time)
+                    .is_some_and(|i| b.get(i + 1..i + 4) == Some(b"] ["))
+        },
+        peel: deepspeed,
+        samples: &[Sample {
+            line: "[2024-04-23 14:00:28,037] [INFO] [real_accelerator.py:191:get_accelerator] Setting ds_accelerator to cuda (auto detect)",
+            body: "Setting ds_accelerator to cuda (auto detect)",
+            source: "https://github.com/hiyouga/LlamaFactory/issues/3398",
+        }],
+    },
+    Row {
+        name: "llamafactory",
+        what: "transformers' logging as LLaMA-Factory formats it: `[INFO|file.py:2044] 2024-04-23 14:00:30,893 >> `",
+        first: |c| c == b'[',
+        may: |b| {
+            b.first() == Some(&b'[')
+                && b.get(1).is_some_and(u8::is_ascii_uppercase)
+                && b.iter().take(12).any(|&c| c == b'|')
+        },
+        peel: llamafactory,
+        samples: &[Sample {
+            line: "[INFO|tokenization_utils_base.py:2044] 2024-04-23 14:00:30,893 >> loading file tokenizer.json",
+            body: "loading file tokenizer.json",
+            source: "https://github.com/hiyouga/LlamaFactory/issues/3398",
+        }],
+    },
+    Row {
+        name: "llama-server",
+        what: "llama.cpp server's `srv  name: `, `slot name: id N | task N | `, `que  name: ` (the function right-aligned in 12 columns)",
+        first: |c| matches!(c, b's' | b'q'),
+        may: |b| b.starts_with(b"srv  ") || b.starts_with(b"slot ") || b.starts_with(b"que  "),
+        peel: llama_server,
+        samples: &[
+            Sample {
+                line: "srv  params_from_: Chat format: peg-gemma4",
+                body: "Chat format: peg-gemma4",
+                source: "https://github.com/ggml-org/llama.cpp/issues/20509",
+            },
+            Sample {
+                line: "srv   prompt_save:  - saving prompt with length 28960, total state size = 3462.850 MiB",
+                body: " - saving prompt with length 28960, total state size = 3462.850 MiB",
+                source: "https://github.com/ggml-org/llama.cpp/issues/20509",
+            },
+            Sample {
+                line: "slot get_availabl: id  0 | task -1 | selected slot by LRU, t_last = 71783813801",
+                body: "selected slot by LRU, t_last = 71783813801",
+                source: "https://github.com/ggml-org/llama.cpp/issues/20509",
+            },
+        ],
+    },
+    Row {
+        name: "pytest-node",
+        what: "the test id `pytest -v -s` prints before the test's own output: `tests/x.py::test_y[param] `",
+        first: |c| c.is_ascii_alphanumeric(),
+        may: |b| has(&b[..b.len().min(160)], b".py::"),
+        peel: pytest_node,
+        samples: &[Sample {
+            line: "tests/e2e/online_serving/test_flux_2_dev_expansion.py::test_flux_2_dev[ulysses_2] (APIServer pid=30662) INFO:     Shutting down",
+            body: "(APIServer pid=30662) INFO:     Shutting down",
+            source: "https://github.com/vllm-project/vllm-omni/issues/4165",
+        }],
     },
     Row {
         name: "logger-tag",
@@ -412,14 +513,44 @@ fn kmsg(text: &str, frame: &mut Frame) -> Option<usize> {
     Some(len)
 }
 
+/// Whether `text` starts with a forwarder's `facility: level: [`: what
+/// follows a host.
+fn forwarder_tail(text: &str) -> Option<()> {
+    let (_, (facility, _, _, level, _)) = (
+        take_while1(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit()),
+        char(':'),
+        space1::<&str, nom::error::Error<&str>>,
+        take_while1(|c: char| c.is_ascii_lowercase()),
+        tag(": ["),
+    )
+        .parse(text)
+        .ok()?;
+    (FACILITIES.contains(&facility) && LEVELS.iter().any(|(l, _)| *l == level)).then_some(())
+}
+
 /// talosctl dmesg: `host: facility: level: [RFC 3339 time]: message`.
 fn forwarder(text: &str, frame: &mut Frame) -> Option<usize> {
-    let (len, (host, _, _, facility, _, _, level, _, time, _)) = consumed(
-        text,
-        (
+    // The host may be cut off the first line of a paste (`kern:     err:
+    // [time]: …`): then the first word is the facility.
+    let host = |text| -> nom::IResult<&str, &str> {
+        let (rest, (host, _, _)) = (
             take_till1(|c: char| c == ':' || c.is_whitespace()),
             char(':'),
             space1,
+        )
+            .parse(text)?;
+        if FACILITIES.contains(&host) && forwarder_tail(rest).is_none() {
+            return Err(nom::Err::Error(nom::error::Error::new(
+                text,
+                nom::error::ErrorKind::Verify,
+            )));
+        }
+        Ok((rest, host))
+    };
+    let (len, (host, facility, _, _, level, _, time, _)) = consumed(
+        text,
+        (
+            opt(host),
             take_while1(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit()),
             char(':'),
             space1,
@@ -432,7 +563,7 @@ fn forwarder(text: &str, frame: &mut Frame) -> Option<usize> {
     let facility = FACILITIES.iter().find(|f| **f == facility)?;
     let level = LEVELS.iter().find(|(name, _)| *name == level)?.1;
     let time = DateTime::parse_from_rfc3339(time).ok()?;
-    frame.host = Some(host.to_owned());
+    frame.host = host.map(str::to_owned);
     frame.facility = Some(facility);
     frame.level = Some(level);
     frame.time = Some(Timestamp {
@@ -669,6 +800,137 @@ fn python_logging(text: &str, frame: &mut Frame) -> Option<usize> {
     frame.time = Some(time);
     frame.record = true;
     Some(len)
+}
+
+/// TensorFlow's C++ `LOG()` under Python (tensorflow/tsl/platform/default/
+/// logging.cc: `%Y-%m-%d %H:%M:%S.%06d: L file:line] `).
+fn tensorflow(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, (time, _, level, _, _, _, _, _)) = consumed(
+        text,
+        (
+            any_time,
+            tag(": "),
+            one_of("IWEF"),
+            char(' '),
+            take_till1(|c: char| c == ':' || c == ' '),
+            char(':'),
+            digit1,
+            tag("] "),
+        ),
+    )?;
+    frame.level = Some(glog_level(level));
+    frame.time = Some(time);
+    frame.record = true;
+    Some(len)
+}
+
+/// glog's severity letters.
+fn glog_level(c: char) -> &'static str {
+    match c {
+        'I' => "info",
+        'W' => "warning",
+        'E' => "err",
+        _ => "crit",
+    }
+}
+
+/// DeepSpeed's `[%(asctime)s] [%(levelname)s] [%(filename)s:%(lineno)d:%(funcName)s] `
+/// (deepspeed/utils/logging.py).
+fn deepspeed(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, (_, time, _, level, _, _, _, _, _)) = consumed(
+        text,
+        (
+            char('['),
+            any_time,
+            tag("] ["),
+            take_while1(|c: char| c.is_ascii_uppercase()),
+            tag("] ["),
+            take_till1(|c: char| c == ':' || c == ']' || c == ' '),
+            char(':'),
+            digit1,
+            (
+                char(':'),
+                take_till1(|c: char| c == ']' || c == ' '),
+                tag("] "),
+            ),
+        ),
+    )?;
+    frame.level = Some(level_named(level)?);
+    frame.time = Some(time);
+    frame.record = true;
+    Some(len)
+}
+
+/// LLaMA-Factory's format for transformers' logging:
+/// `[%(levelname)s|%(filename)s:%(lineno)s] %(asctime)s >> `.
+fn llamafactory(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, (_, level, _, _, _, _, _, time, _)) = consumed(
+        text,
+        (
+            char('['),
+            take_while1(|c: char| c.is_ascii_uppercase()),
+            char('|'),
+            take_till1(|c: char| c == ':' || c == ']' || c == ' '),
+            char(':'),
+            digit1,
+            tag("] "),
+            any_time,
+            tag(" >> "),
+        ),
+    )?;
+    frame.level = Some(level_named(level)?);
+    frame.time = Some(time);
+    frame.record = true;
+    Some(len)
+}
+
+/// llama.cpp server's `SRV_*`, `SLT_*` and `QUE_*` macros (tools/server,
+/// formerly examples/server/utils.hpp: `"srv  %12.*s: "`, `"slot %12.*s:
+/// id %2d | task %d | "`): the function name right-aligned and cut to 12
+/// columns (25 in some forks).
+fn llama_server(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, (kind, pad, name, _)) = consumed(
+        text,
+        (
+            alt((tag("srv  "), tag("slot "), tag("que  "))),
+            space0,
+            take_while1(|c: char| c.is_ascii_alphanumeric() || c == '_'),
+            tag(": "),
+        ),
+    )?;
+    if !matches!(pad.len() + name.len(), 12 | 25) {
+        return None;
+    }
+    let mut len = len;
+    if kind == "slot " {
+        let (more, _) = consumed(
+            &text[len..],
+            (
+                tag("id "),
+                space0,
+                digit1,
+                tag(" | task "),
+                opt(char('-')),
+                digit1,
+                tag(" | "),
+            ),
+        )?;
+        len += more;
+    }
+    frame.record = true;
+    Some(len)
+}
+
+/// A pytest node id (`path.py::name[params]`) and a space, output after it.
+fn pytest_node(text: &str, _frame: &mut Frame) -> Option<usize> {
+    let (len, (id, _)) = consumed(text, (take_till1(|c: char| c == ' '), char(' ')))?;
+    let (path, _) = id.split_once(".py::")?;
+    let ok = !path.is_empty()
+        && path
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'/' | b'_' | b'-' | b'.'))
+        && !text[len..].trim().is_empty();
+    ok.then_some(len)
 }
 
 /// `[TM][INFO] ` (TurboMind's logger), `[Gloo] ` (PyTorch's Gloo group).

@@ -37,9 +37,10 @@ static BASIC: LazyLock<Regex> = LazyLock::new(|| {
 
 /// tqdm: `desc:  42%|████▎     | 10/23 [00:05<00:07,  1.9it/s]`, the bar
 /// cut anywhere by a terminal; vLLM's weight loading prints `50% Completed
-/// | 1/2 [...]` instead of a bar.
+/// | 1/2 [...]` instead of a bar; a notebook's copy (Colab, Jupyter) drops
+/// the bar and keeps `vocab.json: 100% 2.78M/2.78M [00:01<00:00, 1.84MB/s]`.
 static TQDM: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:[^|]*:\s*)?\s*[0-9]{1,3}%(?:\x20Completed\x20)?\|[^|]*(?:\|\s*[0-9]+/[0-9]+(?:\s*\[[^\]]*\]?)?.*)?$")
+    Regex::new(r"^(?:[^|]*:\s*)?\s*[0-9]{1,3}%(?:(?:\x20Completed\x20)?\|[^|]*(?:\|\s*[0-9]+/[0-9]+(?:\s*\[[^\]]*\]?)?.*)?|\s+[0-9.]+[kMGTP]?(?:B|it)?/[0-9.]+[kMGTP]?(?:B|it)?\s*\[[0-9:]+<[0-9:?]+,\s*[^\]]*\])\s*$")
         .expect("tqdm regex")
 });
 
@@ -185,10 +186,19 @@ mod tests {
             "Loading safetensors checkpoint shards:  50% Completed | 1/2 [00:01<00:01,  1.10s/it]",
             "Capturing batches (avail_mem=9.72 GB): 100%|████████████",
             " 42%|████▎     | 10/23",
+            // A notebook's copy, bar dropped
+            // (https://github.com/vllm-project/vllm/issues/9990).
+            "tokenizer_config.json: 100% 7.23k/7.23k [00:00<00:00, 22.8MB/s]",
+            "vocab.json: 100% 2.78M/2.78M [00:01<00:00, 1.84MB/s]",
         ] {
             assert!(is_progress_bar(bar), "{bar}");
         }
-        for not in ["GPU 0 is 100% busy", "| 0 NVIDIA H100 | 100% |", "50% done"] {
+        for not in [
+            "GPU 0 is 100% busy",
+            "| 0 NVIDIA H100 | 100% |",
+            "50% done",
+            "memory: 100% 7/8 used",
+        ] {
             assert!(!is_progress_bar(not), "{not}");
         }
     }

@@ -38,6 +38,8 @@ static BIND: LazyLock<Regex> = LazyLock::new(|| {
 /// `None` when the line is not uvicorn's; `Some(None)` for a uvicorn line
 /// with nothing to keep (access log lines, lifespan chatter).
 pub(super) fn parse(text: &str) -> Option<Option<Uvicorn>> {
+    // Indented as a paste quotes it (` INFO:     Waiting for …`).
+    let text = text.trim_start_matches([' ', '\t']);
     let msg = PREFIXES.iter().find_map(|p| text.strip_prefix(p))?;
     let event = if let Some(c) = PROCESS.captures(msg) {
         let pid = c["pid"].parse().ok()?;
