@@ -9,6 +9,12 @@
 //! capture of another kind, and `<*>` skips anything. Matching is ASCII
 //! case-insensitive, like the prefilter, and unanchored: a wrapper's prefix
 //! (a journal line, a logger's record) may stand in front.
+//!
+//! A template that begins with PID 1's unit prefix, `<unit>: `, also
+//! matches its message alone at the start of a line: `journalctl -o cat`,
+//! Cockpit and a copied message show `Failed with result 'oom-kill'.`
+//! without the unit, and the message still says what happened (the unit
+//! capture is then absent).
 
 /// Placeholder kinds and the regex each matches. A placeholder's kind is
 /// its name unless it says `<name:kind>`.
@@ -78,6 +84,9 @@ impl std::fmt::Display for TemplateError {
     }
 }
 
+/// PID 1's prefix of a unit's message, optional at the start of a line.
+const UNIT_PREFIX: &str = "<unit>: ";
+
 /// The shortest literal the prefilter may look for.
 pub const MIN_ANCHOR: usize = 5;
 
@@ -88,6 +97,11 @@ pub fn compile(template: &str) -> Result<Compiled, TemplateError> {
     let mut literal = String::new();
     let mut captures: Vec<String> = Vec::new();
     let mut rest = template;
+    if let Some(message) = rest.strip_prefix(UNIT_PREFIX) {
+        let unit = placeholder("unit", &mut captures)?;
+        regex.push_str(&format!(r"(?:{unit}: |^\s*)"));
+        rest = message;
+    }
     while !rest.is_empty() {
         if let Some(after) = rest.strip_prefix('<') {
             let end = after.find('>').ok_or(TemplateError::Unclosed)?;
@@ -186,7 +200,7 @@ mod tests {
         Some(
             c.captures
                 .iter()
-                .map(|n| (n.clone(), caps[n.as_str()].to_owned()))
+                .filter_map(|n| Some((n.clone(), caps.name(n)?.as_str().to_owned())))
                 .collect(),
         )
     }
@@ -194,7 +208,7 @@ mod tests {
     #[test]
     fn placeholders_capture_and_literals_anchor() {
         let c = compile("<unit>: Failed with result '<result>'.").unwrap();
-        assert_eq!(c.anchor, ": Failed with result '");
+        assert_eq!(c.anchor, "Failed with result '");
         assert_eq!(c.captures, ["unit", "result"]);
         assert_eq!(
             matches(
@@ -205,6 +219,35 @@ mod tests {
                 ("unit".into(), "ollama.service".into()),
                 ("result".into(), "oom-kill".into())
             ])
+        );
+    }
+
+    /// A paste without the journal's prefix or the unit (llama.cpp#20509):
+    /// the message alone, at the start of a line, is read the same; in the
+    /// middle of another line it is not.
+    #[test]
+    fn the_unit_prefix_is_optional_at_the_start_of_a_line() {
+        let t = "<unit>: A process of this unit has been killed by the OOM killer.";
+        assert_eq!(
+            matches(
+                t,
+                "A process of this unit has been killed by the OOM killer."
+            ),
+            Some(vec![])
+        );
+        assert_eq!(
+            matches(
+                "<unit>: Failed with result '<result>'.",
+                "  Failed with result 'oom-kill'."
+            ),
+            Some(vec![("result".into(), "oom-kill".into())])
+        );
+        assert_eq!(
+            matches(
+                "<unit>: Failed with result '<result>'.",
+                "job: Failed with result 'oom-kill'."
+            ),
+            None
         );
     }
 

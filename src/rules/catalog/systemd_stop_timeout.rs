@@ -19,7 +19,10 @@ static META: RuleMeta = RuleMeta {
     doc: r#"
 ## What it means
 The unit did not stop within `TimeoutStopSec`: `State 'stop-sigterm' timed
-out. Killing.`. When processes survive even SIGKILL (`Processes still
+out. Killing.`. A stop that ends in SIGKILL (`Killing process N … with
+signal SIGKILL`, `Failed with result 'timeout'`) cut the server short: its
+port, GPU memory or half-written files may outlive the stop, and a start
+right after it can fail on them. When processes survive even SIGKILL (`Processes still
 around after SIGKILL`), they are in uninterruptible sleep (`D` state): for a
 GPU server almost always blocked inside the NVIDIA driver after a GPU fault.
 
@@ -70,15 +73,22 @@ impl Rule for SystemdStopTimeout {
                     _ => None,
                 })
                 .collect();
-            let mut f = Finding::new(
-                META.id,
-                META.category,
-                if stuck.is_empty() {
-                    Severity::Warning
-                } else {
-                    META.severity
-                },
-            );
+            let failed = facts
+                .events
+                .iter()
+                .any(|e| matches!(&e.kind, UnitEventKind::FailedWithResult(r) if r == "timeout"));
+            // A stop that ended in SIGKILL, or left the unit failed, cut the
+            // server short: whatever it held (its port, its GPU memory, a
+            // file half written) may outlive the stop. A timeout that still
+            // ended cleanly is only slow.
+            let severity = if !stuck.is_empty() {
+                META.severity
+            } else if !killed.is_empty() || failed {
+                Severity::Error
+            } else {
+                Severity::Warning
+            };
+            let mut f = Finding::new(META.id, META.category, severity);
             f.entities.units.insert(unit.clone());
             for e in timed_out.iter().take(2) {
                 if let UnitEventKind::StopTimedOut { state } = &e.kind {
@@ -126,7 +136,14 @@ impl Rule for SystemdStopTimeout {
                 format!("processes of {unit} survived SIGKILL (stuck in the driver)")
             };
             f.headline = if stuck.is_empty() {
-                format!("{unit} took longer than TimeoutStopSec to stop and was killed.")
+                let pids: Vec<String> = killed.iter().map(u32::to_string).collect();
+                match pids.as_slice() {
+                    [] => format!("{unit} took longer than TimeoutStopSec to stop and was killed."),
+                    _ => format!(
+                        "{unit} took longer than TimeoutStopSec to stop: systemd killed PID {} with SIGKILL.",
+                        pids.join(", ")
+                    ),
+                }
             } else {
                 format!(
                     "Processes of {unit} are stuck in the kernel and survived SIGKILL: their GPU memory stays held until the GPU is reset."
