@@ -146,7 +146,7 @@ fn topology_line(text: &str, span: Span, topology: &mut Topology) -> bool {
 }
 
 /// `GPU0`, `NIC1`, `mlx5_0`: a column of the matrix (not `CPU Affinity`).
-fn is_device(cell: &str) -> bool {
+pub(super) fn is_device(cell: &str) -> bool {
     let digits = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit());
     cell.strip_prefix("GPU").is_some_and(digits)
         || cell.strip_prefix("NIC").is_some_and(digits)

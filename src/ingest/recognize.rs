@@ -138,10 +138,11 @@ impl LineReader {
         // A line of a text table (dcgmi's boxes, a Markdown table, a
         // column listing, a tool's JSON): read by the table's header,
         // whatever its cells say.
-        let facts_before = out.facts.gpu_processes.len();
+        let facts_before = (out.facts.gpu_processes.len(), out.facts.listeners.len());
         if self.tables.read(line.text, line.span, out.facts) {
-            // A row that made a fact (nvtop's GPU process) is cited: keep it.
-            return if out.facts.gpu_processes.len() > facts_before {
+            // A row that made a fact (nvtop's GPU process, a port `docker
+            // ps` publishes) is cited: keep it.
+            return if (out.facts.gpu_processes.len(), out.facts.listeners.len()) != facts_before {
                 Read::Parsed
             } else {
                 Read::Skimmed(None)

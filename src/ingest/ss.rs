@@ -70,6 +70,7 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
                 process: None,
                 address,
                 port,
+                container: None,
                 span: line.span,
             });
             continue;
@@ -88,6 +89,7 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
                 process: Some(u["name"].to_owned()),
                 address: address.clone(),
                 port,
+                container: None,
                 span: line.span,
             });
         }

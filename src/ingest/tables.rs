@@ -4,16 +4,18 @@
 //! rows), Markdown tables (`|---|---|` under the header), `dcgmi dmon`'s
 //! columns (`#Entity  XIDER`, `ID`, then `GPU 1  120`), column listings
 //! under an upper-case header (`squeue`, nvtop's process list, whose rows
-//! are GPU processes: PID, GPU, memory), and the JSON a tool prints of its
-//! own (`dcgmi health -c -j`). A row is read when a border, a separator or
-//! a header of its table came first and it has as many cells as its
-//! header; a lone `| x |` line is not a table.
+//! are GPU processes: PID, GPU, memory; `docker ps`, whose published ports
+//! are listening sockets of their container), `nvidia-smi topo -m`'s
+//! matrix and its legends, and the JSON a tool prints of its own (`dcgmi
+//! health -c -j`). A row is read when a border, a separator or a header of
+//! its table came first and it has as many cells as its header; a lone
+//! `| x |` line is not a table.
 
 use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::model::{Facts, GpuProcessRecord};
+use crate::model::{Facts, GpuProcessRecord, Listener};
 use crate::source::Span;
 
 /// `+----+---+`, `+====+`, `|----|:---:|`.
@@ -35,6 +37,25 @@ static DMON_ROW: LazyLock<Regex> = LazyLock::new(|| {
 static COLUMN_HEADER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?:[A-Z][A-Z0-9_%()/.-]*\s+){3,}(?:[A-Z][A-Z0-9_%()/.-]*|[A-Z][a-z]+)$")
         .expect("column header regex")
+});
+
+/// A link of `nvidia-smi topo -m`'s matrix (`X`, `NV12`, `SYS`, `PIX`…) or
+/// of `topo -p2p`'s (`OK`, `GNS`, `CNS`…): upper-case, `NV` and a count.
+static TOPO_LINK: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^(?:[A-Z]{1,4}|NV[0-9]{1,2})$").expect("topo link regex"));
+
+/// A line of the matrix's legends: `  X    = Self`, `  NV#  = Connection
+/// traversing a bonded set of # NVLinks`, `  NIC0: mlx5_0`.
+static TOPO_LEGEND: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s+(?:[A-Z]{1,4}#?\s*= \S.*|NIC[0-9]+: \S+)$").expect("topo legend regex")
+});
+
+/// One of `docker ps`'s `PORTS`: `0.0.0.0:11434->11434/tcp`, `:::80->80/tcp`,
+/// `[::]:80->80/tcp` (a host address and port published), or `5432/tcp`
+/// (exposed only: no socket on the host).
+static DOCKER_PORT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:(?P<addr>\[[0-9a-fA-F:]*\]|[0-9a-fA-F.:]*):(?P<port>[0-9]{1,5})->)?[0-9]{1,5}(?:-[0-9]{1,5})?/(?:tcp|udp|sctp)$")
+        .expect("docker port regex")
 });
 
 /// A line of a pretty-printed JSON document: a key, a value, a bracket.
@@ -63,9 +84,18 @@ enum Open {
     },
     Columns {
         titles: usize,
+        /// Titles apart by two spaces or more (`CONTAINER ID` is one):
+        /// cells of rows whose values hold spaces (`3 minutes ago`).
+        aligned: usize,
         open_ended: bool,
         numbered: bool,
         nvtop: bool,
+        docker: bool,
+    },
+    /// `nvidia-smi topo -m`: a row per device, a link per device column,
+    /// then the legends under `Legend:` and `NIC Legend:`.
+    Topo {
+        devices: usize,
     },
     Json {
         depth: usize,
@@ -94,17 +124,36 @@ impl Tables {
             }
             self.open = None;
         }
+        if let Some(Open::Topo { devices }) = self.open {
+            if topo_row(t, devices)
+                || t == "Legend:"
+                || t == "NIC Legend:"
+                || TOPO_LEGEND.is_match(text)
+            {
+                return true;
+            }
+            self.open = None;
+        }
+        if let Some(devices) = topo_header(t) {
+            self.open = Some(Open::Topo { devices });
+            return true;
+        }
         if let Some(Open::Columns {
             titles,
+            aligned,
             open_ended,
             numbered,
             nvtop,
+            docker,
         }) = self.open
         {
             let n = t.split_whitespace().count();
             // Titles of two words (`GPU MEM`) take one cell; a last
-            // column of commands or node lists takes any number.
-            let fits = n + 2 >= titles && (open_ended || n <= titles + 1);
+            // column of commands or node lists takes any number; values
+            // with spaces (`Up 3 minutes`) are cells apart by two spaces,
+            // one of which may be empty (no `PORTS`).
+            let fits = (n + 2 >= titles && (open_ended || n <= titles + 1))
+                || (aligned > 3 && aligned_cells(t).count().abs_diff(aligned) <= 1);
             let lead = if numbered {
                 first.is_some_and(|c| c.is_ascii_digit())
             } else {
@@ -117,6 +166,9 @@ impl Tables {
             {
                 if nvtop {
                     nvtop_row(t, span, facts);
+                }
+                if docker {
+                    docker_row(t, span, facts);
                 }
                 return true;
             }
@@ -139,10 +191,13 @@ impl Tables {
                 .to_ascii_uppercase();
             self.open = Some(Open::Columns {
                 titles: titles.len(),
+                aligned: aligned_cells(t).count(),
                 open_ended: ["COMMAND", "CMD", "ARGS", "NODELIST(REASON)", "NAME"]
                     .contains(&last.as_str()),
                 numbered: titles[0].ends_with("ID"),
                 nvtop: titles.starts_with(&["PID", "USER", "DEV", "TYPE"]),
+                docker: titles.starts_with(&["CONTAINER", "ID", "IMAGE"])
+                    && titles.ends_with(&["PORTS", "NAMES"]),
             });
             return true;
         }
@@ -251,6 +306,79 @@ fn nvtop_row(row: &str, span: Span, facts: &mut Facts) {
     });
 }
 
+/// Cells apart by two spaces or more, or a tab.
+fn aligned_cells(row: &str) -> impl Iterator<Item = &str> {
+    row.split("  ")
+        .flat_map(|c| c.split('\t'))
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+}
+
+/// The header of `nvidia-smi topo -m` (`GPU0 GPU1 NIC0 CPU Affinity NUMA
+/// Affinity GPU NUMA ID`) or `topo -p2p` (devices alone): how many device
+/// columns it has.
+fn topo_header(t: &str) -> Option<usize> {
+    if !t.starts_with("GPU") {
+        return None;
+    }
+    let cells: Vec<&str> = t.split_whitespace().collect();
+    let devices = cells
+        .iter()
+        .take_while(|c| super::check_env::is_device(c))
+        .count();
+    let rest = &cells[devices..];
+    let titles = rest
+        .iter()
+        .all(|c| ["CPU", "NUMA", "GPU", "Affinity", "ID"].contains(c));
+    (devices >= 1 && titles && (devices >= 2 || rest.contains(&"Affinity"))).then_some(devices)
+}
+
+/// A row of the matrix: a device, its link to each device column, then its
+/// CPU and NUMA affinity (`0-23,48-71`, `0`, `N/A`), which a NIC's row lacks.
+fn topo_row(t: &str, devices: usize) -> bool {
+    let cells: Vec<&str> = t.split_whitespace().collect();
+    cells
+        .first()
+        .is_some_and(|c| super::check_env::is_device(c))
+        && cells.len() > devices
+        && cells.len() <= devices + 4
+        && cells[1..=devices].iter().all(|c| TOPO_LINK.is_match(c))
+        && cells[devices + 1..].iter().all(|c| {
+            *c == "N/A"
+                || c.bytes()
+                    .all(|b| b.is_ascii_digit() || b == b',' || b == b'-')
+        })
+}
+
+/// A row of `docker ps`: its last cell names the container, the one before
+/// (when it is one) lists its ports; each published one (`0.0.0.0:11434->
+/// 11434/tcp`) is a socket listening on the host for that container.
+fn docker_row(row: &str, span: Span, facts: &mut Facts) {
+    let cells: Vec<&str> = aligned_cells(row).collect();
+    let [.., ports, name] = cells.as_slice() else {
+        return;
+    };
+    for port in ports.split(", ") {
+        let Some(c) = DOCKER_PORT.captures(port.trim()) else {
+            continue;
+        };
+        let (Some(addr), Some(port)) = (c.name("addr"), c.name("port")) else {
+            continue;
+        };
+        let Ok(port) = port.as_str().parse::<u16>() else {
+            continue;
+        };
+        facts.listeners.push(Listener {
+            pid: None,
+            process: None,
+            address: addr.as_str().trim_matches(['[', ']']).to_owned(),
+            port,
+            container: Some((*name).to_owned()),
+            span,
+        });
+    }
+}
+
 /// The cells of `| a | b |` (or `a | b`, a Markdown row without its outer bars).
 fn cells(row: &str) -> usize {
     let inner = row.trim_start_matches('|').trim_end_matches('|');
@@ -346,6 +474,72 @@ We found 2 jobs on eureka running for 2 days.
                 ),
                 (464506, Some(0), Some(152), "snip....", true),
             ]
+        );
+    }
+
+    /// `docker ps` as pasted in https://github.com/DanTup/dgx_dashboard/issues/1
+    /// (fixtures/formats/lines/docker-ps.txt): cells with spaces apart by
+    /// two or more; a published port is a socket of its container, an
+    /// exposed one (`5432/tcp`) is none.
+    #[test]
+    fn docker_ps_rows_publish_their_ports() {
+        let (got, facts) = read_with_facts(
+            "\
+CONTAINER ID   IMAGE                COMMAND                  CREATED         STATUS         PORTS                                           NAMES
+88f32688b78c   ollama/ollama        \"/bin/ollama serve\"      3 minutes ago   Up 3 minutes   0.0.0.0:11434->11434/tcp, :::11434->11434/tcp   ollama
+22030b705436   postgres:12-alpine   \"docker-entrypoint.s…\"   4 minutes ago   Up 4 minutes   5432/tcp                                        competent_ishizaka
+Then I ran docker stats on both of them.
+",
+        );
+        assert_eq!(got, [true, true, true, false]);
+        let sockets: Vec<_> = facts
+            .listeners
+            .iter()
+            .map(|l| {
+                (
+                    l.address.as_str(),
+                    l.port,
+                    l.container.as_deref(),
+                    l.span.line,
+                )
+            })
+            .collect();
+        assert_eq!(
+            sockets,
+            [
+                ("0.0.0.0", 11434, Some("ollama"), 2),
+                ("::", 11434, Some("ollama"), 2)
+            ]
+        );
+    }
+
+    /// `nvidia-smi topo -m` as pasted in https://github.com/NVIDIA/nccl/issues/1617
+    /// (fixtures/formats/lines/nvidia-smi-topo-m-nics.txt, cut): GPU rows
+    /// with their affinity, NIC rows without, the legend after a blank
+    /// line; a sentence ends it.
+    #[test]
+    fn topo_matrices_are_read_with_their_legend() {
+        let got = read_all(
+            "\
+        GPU0    GPU1    GPU2    GPU3    NIC0    NIC1    NIC2    NIC3    CPU Affinity    NUMA Affinity   GPU NUMA ID
+GPU0     X      NV6     NV6     NV6     PIX     SYS     SYS     SYS     6,14,22,30      3               N/A
+NIC3    SYS     SYS     SYS     PIX     SYS     SYS     SYS      X 
+
+Legend:
+
+  X    = Self
+  NV#  = Connection traversing a bonded set of # NVLinks
+The GPUs are on different NUMA nodes, is that a problem?
+",
+        );
+        assert_eq!(
+            got,
+            [true, true, true, false, true, false, true, true, false]
+        );
+        // A row whose links are words is no row of the matrix.
+        assert_eq!(
+            read_all("\tGPU0\tGPU1\tCPU Affinity\nGPU0\tthe\tfirst\t0-63\n"),
+            [true, false]
         );
     }
 

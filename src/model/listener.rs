@@ -1,4 +1,5 @@
-//! A listening socket and the process that holds it, as `ss -ltnp` shows.
+//! A listening socket and the process that holds it, as `ss -ltnp` shows,
+//! or the container that publishes it, as `docker ps` shows.
 
 use crate::source::Span;
 
@@ -14,5 +15,8 @@ pub struct Listener {
     /// The local address without brackets: `127.0.0.1`, `::`, `*`.
     pub address: String,
     pub port: u16,
+    /// The container that publishes the port (`docker ps`'s `NAMES`), when
+    /// the socket was read from a container listing rather than `ss`.
+    pub container: Option<String>,
     pub span: Span,
 }
