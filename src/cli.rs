@@ -2,9 +2,8 @@
 //! No logic here beyond handing the parsed flags to [`crate::run`].
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
-use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
 use crate::ingest::Format;
 
@@ -291,22 +290,6 @@ pub fn command() -> clap::Command {
     );
     // clap keeps `&'static str`s; this runs once per process.
     Cli::command().version(&*Box::leak(version.into_boxed_str()))
-}
-
-/// Parses the command line, runs, and maps the outcome to an exit code:
-/// 0 nothing found, 1 findings, 2 usage or I/O error.
-pub fn main() -> ExitCode {
-    let cli = match Cli::from_arg_matches(&command().get_matches()) {
-        Ok(cli) => cli,
-        Err(e) => e.exit(),
-    };
-    match crate::run::run(cli) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("rootcause: error: {e}");
-            ExitCode::from(2)
-        }
-    }
 }
 
 #[cfg(test)]

@@ -2,14 +2,17 @@
 //! captured and in which zone (which date and place every zone-less or
 //! year-less log time), and what the capture could not collect (gaps).
 //!
-//! Built from the `manifest.json` DTO ([`crate::bundle::Manifest`]); pure, so
+//! Built from the `manifest.json` DTO ([`Manifest`], in [`manifest`]); pure, so
 //! the analysing machine's clock and zone never enter a report.
+
+mod manifest;
 
 use chrono::{DateTime, FixedOffset};
 use chrono_tz::Tz;
 
-use crate::bundle::{CommandStatus, Manifest};
 use crate::source::{MAX_LINE, SourceMap};
+
+pub use manifest::{CommandRecord, CommandStatus, Manifest, parse_manifest};
 
 /// Everything known about the capture of one analysis. Empty for a paste or
 /// loose files: their times are then read as UTC.
@@ -175,8 +178,8 @@ fn one_line(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::parse_manifest;
     use super::*;
-    use crate::bundle::parse_manifest;
 
     #[test]
     fn zone_time_and_gaps_are_typed_and_problems_become_notes() {

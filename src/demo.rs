@@ -1,7 +1,7 @@
 //! The built-in example incident, compiled into the binary, for `rootcause demo`.
 
-use crate::bundle::parse_manifest;
 use crate::context::Context;
+use crate::context::parse_manifest;
 use crate::source::{Source, SourceMap};
 
 macro_rules! file {

@@ -12,8 +12,9 @@ pub enum Error {
     EmptyDirectory { path: String },
     /// Nothing to read: no paths and stdin is a terminal.
     NoInput,
-    /// A user rule file is invalid.
-    RuleFile(crate::rules::RuleFileError),
+    /// A user rule file is invalid: what the rule loader said
+    /// (`rules::RuleFileError`, written `file:line:column: message`).
+    RuleFile(String),
     /// `explain` of a rule id that does not exist.
     UnknownRule { id: String, hint: String },
     /// Writing the report or the script failed.

@@ -23,7 +23,7 @@ mod progress;
 pub mod render;
 pub mod replay;
 pub mod rules;
-mod run;
+pub mod run;
 pub mod source;
 pub mod timeline;
 

@@ -1,5 +1,5 @@
-//! The `rootcause` binary: everything lives in the library; see `cli::main`.
+//! The `rootcause` binary: everything lives in the library; see `run::main`.
 
 fn main() -> std::process::ExitCode {
-    rootcause::cli::main()
+    rootcause::run::main()
 }

@@ -1,8 +1,11 @@
-//! Glue between the flags and the pipeline: decide inputs, colour and
-//! outputs, run the analysis, write the results.
+//! The binary's entry point ([`main`]) and the glue between the flags and
+//! the pipeline: decide inputs, colour and outputs, run the analysis, write
+//! the results.
 
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
+
+use clap::FromArgMatches;
 
 use crate::bundle::{self, Input};
 use crate::cli::{
@@ -16,6 +19,22 @@ use crate::progress::Progress;
 use crate::render::{self, OutputFormat, RenderOptions, Verbosity};
 use crate::rules::{self, Rule, UserRule};
 use crate::source::SourceMap;
+
+/// Parses the command line, runs, and maps the outcome to an exit code:
+/// 0 nothing found, 1 findings, 2 usage or I/O error.
+pub fn main() -> ExitCode {
+    let cli = match Cli::from_arg_matches(&crate::cli::command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("rootcause: error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
 
 pub fn run(cli: Cli) -> Result<ExitCode, Error> {
     match cli.command {
@@ -224,7 +243,7 @@ fn load_rules(args: &RulesArgs) -> Result<Vec<UserRule>, Error> {
             source,
         })?;
         let rule = rules::parse_user_rule(&path.display().to_string(), &text, &taken)
-            .map_err(Error::RuleFile)?;
+            .map_err(|e| Error::RuleFile(e.to_string()))?;
         taken.push(rule.meta().id);
         loaded.push(rule);
     }

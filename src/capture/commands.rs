@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::bundle::{CommandRecord, CommandStatus};
+use crate::context::{CommandRecord, CommandStatus};
 
 /// One command and the bundle member it writes.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use std::time::SystemTime;
 use chrono::{DateTime, SecondsFormat, Utc};
 use chrono_tz::Tz;
 
-use crate::bundle::{CommandRecord, Manifest};
+use crate::context::{CommandRecord, Manifest};
 
 /// Where and when the capture runs.
 #[derive(Debug, Clone, PartialEq)]

@@ -16,7 +16,7 @@ mod writer;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::bundle::{CommandRecord, CommandStatus};
+use crate::context::{CommandRecord, CommandStatus};
 use crate::error::Error;
 use crate::source::{Source, SourceMap};
 

@@ -6,7 +6,7 @@ use std::fs;
 use std::path::Path;
 use std::time::Instant;
 
-use crate::bundle::{CommandRecord, CommandStatus};
+use crate::context::{CommandRecord, CommandStatus};
 use crate::ingest::{self, Anchors};
 use crate::source::{Source, SourceMap};
 

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::Facts;
+use crate::model::{BusId, Facts};
 use crate::source::Span;
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -119,23 +119,6 @@ fn fill(g: &mut Gpu, r: &crate::model::GpuRecord) {
 
 /// A PCI address as numbers, so `00000000:3B:00.0`, `0000:3b:00.0` and the
 /// kernel's function-less `0000:3b:00` compare equal (a GPU is function 0).
-pub(crate) fn bus_key(bus_id: &str) -> Option<(u32, u8, u8, u8)> {
-    let bus_id = bus_id.trim();
-    let bus_id = bus_id.strip_prefix("PCI:").unwrap_or(bus_id);
-    let (address, function) = match bus_id.rsplit_once('.') {
-        Some((address, f)) => (address, u8::from_str_radix(f, 16).ok()?),
-        None => (bus_id, 0),
-    };
-    let mut parts = address.split(':');
-    let (Some(domain), Some(bus), Some(device), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return None;
-    };
-    Some((
-        u32::from_str_radix(domain, 16).ok()?,
-        u8::from_str_radix(bus, 16).ok()?,
-        u8::from_str_radix(device, 16).ok()?,
-        function,
-    ))
+pub(crate) fn bus_key(bus_id: &str) -> Option<BusId> {
+    BusId::parse(bus_id)
 }

@@ -23,7 +23,7 @@ use super::Line;
 use super::ServerLogParser;
 use super::journal_fields::{entry_from_fields, outer_of};
 use super::journal_time::utc_from_micros;
-use super::reader::{Out, Read};
+use super::read::{Out, Read};
 use super::server::{OuterRef, Skim};
 use crate::model::{Facts, JournalEntry};
 use crate::source::{Span, clean_line};

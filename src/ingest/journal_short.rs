@@ -23,7 +23,7 @@ use super::ServerLogParser;
 use super::journal_fields::{UNIT_TYPES, outer_of, pid1_message_in, unit_of_pid1_message};
 use super::journal_marks::{Aside, aside};
 use super::journal_time::split_stamp;
-use super::reader::{Out, Read};
+use super::read::{Out, Read};
 use super::server::{Outer, OuterRef, Skim};
 use crate::model::{Facts, JournalEntry, Timestamp};
 use crate::source::Span;

@@ -13,27 +13,11 @@
 //! go to the line-level recognisers ([`super::recognize`]).
 
 use super::journal_short::{Ident, JournalReader};
+use super::read::{Out, Read};
 use super::recognize::{Except, LineReader, Tally};
 use super::{Format, Line, Missed, parse_segment};
-use crate::model::{Facts, Framework, Timestamp};
+use crate::model::{Facts, Framework};
 use crate::source::{KeptLines, Span};
-
-/// How a line was read.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum Read {
-    /// In full: facts may cite it, so its text is kept.
-    Parsed,
-    /// Skimmed: no fact cites it. The time the full reading would have
-    /// given the line, if any, places the lines kept below it.
-    Skimmed(Option<Timestamp>),
-}
-
-/// Where a reader writes: the facts, and the text of lines read in full
-/// other than the current one (a skimmed entry read after all).
-pub(super) struct Out<'a> {
-    pub facts: &'a mut Facts,
-    pub kept: &'a mut KeptLines,
-}
 
 /// The reader of one segment.
 pub(super) enum SegmentReader {

@@ -159,11 +159,7 @@ impl Tables {
             } else {
                 first.is_some_and(|c| c.is_ascii_alphanumeric())
             };
-            if fits
-                && lead
-                && t.bytes().any(|b| b.is_ascii_digit())
-                && !super::recognize::is_prose(t)
-            {
+            if fits && lead && t.bytes().any(|b| b.is_ascii_digit()) && !super::prose::is_prose(t) {
                 if nvtop {
                     nvtop_row(t, span, facts);
                 }

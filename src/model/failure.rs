@@ -1,7 +1,6 @@
 //! Failures as processes report them: Python exceptions (with their chains),
 //! C++ aborts, and vLLM's notices that an engine or worker process died.
 
-use super::{ServerEvent, ServerEventKind};
 use crate::source::Span;
 
 /// One exception of a Python traceback (formats.md §11).
@@ -61,35 +60,6 @@ pub struct Chained {
     pub link: ChainLink,
     /// The exception line of the earlier exception.
     pub span: Span,
-}
-
-/// Follows `chained_from` links back to the exception that started the
-/// chain `event` belongs to: "the real cause under it". Returns `event`
-/// itself when it is not an exception or not chained.
-pub fn root_cause<'a>(events: &'a [ServerEvent], event: &'a ServerEvent) -> &'a ServerEvent {
-    let mut current = event;
-    // A chain is finite and acyclic by construction; the bound only guards
-    // against a corrupted list.
-    for _ in 0..events.len() {
-        let ServerEventKind::Exception(e) = &current.kind else {
-            break;
-        };
-        let Some(chained) = e.chained_from else {
-            break;
-        };
-        let earlier = events.iter().find(|c| {
-            c.span == chained.span
-                && matches!(
-                    c.kind,
-                    ServerEventKind::Exception(_) | ServerEventKind::MemoryImbalance(_)
-                )
-        });
-        match earlier {
-            Some(c) => current = c,
-            None => break,
-        }
-    }
-    current
 }
 
 /// `terminate called after throwing an instance of 'c10::DistBackendError'`

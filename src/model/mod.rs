@@ -3,6 +3,7 @@
 //! Every record carries the [`Span`](crate::source::Span) of the line it came
 //! from; ingest fills a [`Facts`] and everything downstream reads it.
 
+mod bus_id;
 mod cgroup;
 mod cuda;
 mod dist;
@@ -27,12 +28,13 @@ mod unit;
 mod unit_properties;
 mod verdict;
 
+pub use bus_id::BusId;
 pub use cgroup::{CgroupOwner, ProcCgroup};
 pub use cuda::{CudaOom, OomSource, ProcessMemory};
 pub use dist::{NcclDetail, NcclLevel, NcclLine, TorchDist, TorchDistKind};
 pub use env_report::{EnvGpu, EnvReport, Topology, TopologyRow};
 pub use facts::{EmbeddedBlock, Facts};
-pub use failure::{ChainLink, Chained, CppAbort, Frame, PyException, VllmFailure, root_cause};
+pub use failure::{ChainLink, Chained, CppAbort, Frame, PyException, VllmFailure};
 pub use gpu::{GpuProcessRecord, GpuRecord, ProcessListing, ProcessListingKind, SmiHeader};
 pub use gpu_health::{EccCounter, EccKind, EccScope, GpuHealth, Reading, SickValue};
 pub use journal::JournalEntry;
@@ -48,6 +50,7 @@ pub use process::PsRecord;
 pub use progress::Resumed;
 pub use server::{
     Framework, MemoryImbalance, RankTag, ServerArgs, ServerEvent, ServerEventKind, ServerProcess,
+    root_cause,
 };
 pub use startup::{Landmark, Uvicorn};
 pub use time::Timestamp;

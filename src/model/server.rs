@@ -217,3 +217,32 @@ pub struct ServerEvent {
     pub host: Option<String>,
     pub span: Span,
 }
+
+/// Follows `chained_from` links back to the exception that started the
+/// chain `event` belongs to: "the real cause under it". Returns `event`
+/// itself when it is not an exception or not chained.
+pub fn root_cause<'a>(events: &'a [ServerEvent], event: &'a ServerEvent) -> &'a ServerEvent {
+    let mut current = event;
+    // A chain is finite and acyclic by construction; the bound only guards
+    // against a corrupted list.
+    for _ in 0..events.len() {
+        let ServerEventKind::Exception(e) = &current.kind else {
+            break;
+        };
+        let Some(chained) = e.chained_from else {
+            break;
+        };
+        let earlier = events.iter().find(|c| {
+            c.span == chained.span
+                && matches!(
+                    c.kind,
+                    ServerEventKind::Exception(_) | ServerEventKind::MemoryImbalance(_)
+                )
+        });
+        match earlier {
+            Some(c) => current = c,
+            None => break,
+        }
+    }
+    current
+}

@@ -10,7 +10,7 @@ use regex::Regex;
 use super::Finding;
 use super::support::matches;
 use crate::correlate::{Gpu, Incident, bus_key};
-use crate::model::{EccScope, GpuHealth, KernelEvent, PsRecord, Reading, Xid};
+use crate::model::{BusId, EccScope, GpuHealth, KernelEvent, PsRecord, Reading, Xid};
 use crate::source::Span;
 
 /// One Xid code of NVIDIA's Xid catalog: its meaning in a few words and
@@ -39,8 +39,7 @@ pub fn declared_cause(x: &Xid) -> Option<u32> {
 /// `0000:dc:00`: a bus id as the kernel prints it (no function), for GPUs
 /// the inputs know only by their bus.
 pub fn kernel_bus(bus: &str) -> Option<String> {
-    let (domain, b, d, _) = bus_key(bus)?;
-    Some(format!("{domain:04x}:{b:02x}:{d:02x}"))
+    Some(BusId::parse(bus)?.kernel())
 }
 
 /// Names the GPU in the finding's entities: by index when the captures
@@ -107,16 +106,12 @@ static ANY_BUS: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Whether two bus ids name the same PCI device, whatever their spelling.
 pub fn same_bus(a: Option<&str>, b: Option<&str>) -> bool {
-    match (a.and_then(bus_key), b.and_then(bus_key)) {
-        (Some(x), Some(y)) => x == y,
-        _ => false,
-    }
+    BusId::same(a, b)
 }
 
 /// `0000:ba:00.0`, however the bus id was spelled.
 pub fn normal_bus(bus: &str) -> Option<String> {
-    let (domain, b, d, f) = bus_key(bus)?;
-    Some(format!("{domain:04x}:{b:02x}:{d:02x}.{f:x}"))
+    Some(BusId::parse(bus)?.to_string())
 }
 
 /// The GPU a kernel message names by its bus id, as far as the captures
@@ -195,7 +190,7 @@ pub fn gpu_at<'a>(incident: &'a Incident, bus: Option<&str>) -> GpuAt<'a> {
         return at;
     }
     let Some(key) = bus_key(bus) else { return at };
-    let mut listed: Vec<(u32, (u32, u8, u8, u8))> = incident
+    let mut listed: Vec<(u32, BusId)> = incident
         .gpus
         .iter()
         .filter_map(|g| Some((g.index, g.bus_id.as_deref().and_then(bus_key)?)))

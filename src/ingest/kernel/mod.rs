@@ -18,7 +18,7 @@ use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
 use regex::Regex;
 
 use super::Line;
-use super::reader::{Out, Read};
+use super::read::{Out, Read};
 use crate::model::{Facts, KernelEvent, KernelEventKind, KernelTime, Timestamp};
 use crate::source::Span;
 

@@ -11,6 +11,7 @@
 //! `[rankN]:`).
 
 mod args;
+mod imbalance;
 mod layers;
 mod nccl;
 mod oom;
@@ -33,7 +34,7 @@ use chrono::{Datelike, NaiveDate, NaiveTime, Timelike};
 
 use super::Line;
 use super::chatter;
-use super::reader::{Out, Read};
+use super::read::{Out, Read};
 use crate::model::{
     CudaOom, Facts, Framework, NcclDetail, OomSource, RankTag, ServerEvent, ServerEventKind,
     Timestamp, TorchDist, TorchDistKind,

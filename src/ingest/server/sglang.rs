@@ -9,9 +9,10 @@ use chrono::{NaiveDate, NaiveDateTime};
 use regex::Regex;
 
 use super::args::parse_server_args;
+use super::imbalance::{IMBALANCE_TEXT, parse_imbalance};
 use super::sizes::gib_bytes;
 use super::{Cx, title, uvicorn};
-use crate::model::{Framework, Landmark, MemoryImbalance, RankTag, ServerEventKind, Timestamp};
+use crate::model::{Framework, Landmark, RankTag, ServerEventKind, Timestamp};
 
 static PREFIX: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
@@ -35,13 +36,6 @@ static PREFIX_HEAD: LazyLock<Regex> = LazyLock::new(|| {
         \]\x20",
     )
     .expect("sglang prefix head regex")
-});
-
-static IMBALANCE_NUMBERS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?P<label>min_per_gpu_memory|pre_model_load_memory)=(?P<min>[0-9.eE+-]+), local_gpu_memory=(?P<local>[0-9.eE+-]+), local_gpu_memory \* 0\.9=(?P<thr>[0-9.eE+-]+)",
-    )
-    .expect("imbalance regex")
 });
 
 static CHILD_EXCEPTION: LazyLock<Regex> = LazyLock::new(|| {
@@ -78,9 +72,6 @@ static NUM_FIELD: LazyLock<Regex> = LazyLock::new(|| {
 static TYPE_FIELD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\b(?P<key>type|dtype)=(?P<v>[0-9A-Za-z_.]+)").expect("type field regex")
 });
-
-pub(super) const IMBALANCE_TEXT: &str =
-    "The memory capacity is unbalanced. Some GPUs may be occupied by other processes.";
 
 pub(super) struct SglangLine<'t> {
     pub time: Option<Timestamp>,
@@ -324,23 +315,6 @@ fn parse_ranks(ranks: &str) -> Option<RankTag> {
     let mut tag = RankTag::default();
     title::apply_tags(ranks, &mut tag);
     Some(tag)
-}
-
-pub(super) fn parse_imbalance(message: &str, exception: Option<String>) -> MemoryImbalance {
-    let numbers = IMBALANCE_NUMBERS.captures(message);
-    let num = |name| {
-        numbers
-            .as_ref()
-            .and_then(|c| c.name(name))
-            .and_then(|m| m.as_str().parse::<f64>().ok())
-    };
-    MemoryImbalance {
-        exception,
-        min_label: numbers.as_ref().map(|c| c["label"].to_owned()),
-        min_gib: num("min"),
-        local_gib: num("local"),
-        threshold_gib: num("thr"),
-    }
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::sglang::{IMBALANCE_TEXT, parse_imbalance};
+use super::imbalance::{IMBALANCE_TEXT, parse_imbalance};
 use super::{Cx, findings};
 use crate::model::{
     ChainLink, Chained, CppAbort, Frame, Framework, PyException, RankTag, ServerEventKind,

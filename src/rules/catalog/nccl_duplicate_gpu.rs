@@ -80,16 +80,7 @@ Advice only: the ranks are the job itself, never another process to stop.
 /// `0000:01:00` from NCCL's `%lx` bus id: the PCI address with `:` and `.`
 /// dropped, read as hex (NCCL's busIdToInt64).
 fn bus_id(hex: &str) -> Option<String> {
-    let v = u64::from_str_radix(hex, 16).ok()?;
-    if v >> 36 != 0 {
-        return None;
-    }
-    Some(format!(
-        "{:04x}:{:02x}:{:02x}",
-        v >> 20,
-        (v >> 12) & 0xff,
-        (v >> 4) & 0xff
-    ))
+    Some(crate::model::BusId::from_nccl_hex(hex)?.kernel())
 }
 
 impl Rule for NcclDuplicateGpu {

@@ -13,8 +13,9 @@ use crate::correlate::{Gpu, Incident, OwnerBasis, UnitEventKind};
 use crate::model::{
     Framework, MemoryImbalance, ProcessListingKind, ServerArgs, ServerEvent, ServerEventKind,
 };
-use crate::rules::support::holders::{Holder, Holders, phrase, server_unit};
+use crate::rules::support::holders::{Holder, Holders, phrase};
 use crate::rules::support::mib;
+use crate::rules::support::server::server_unit;
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 

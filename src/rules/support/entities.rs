@@ -197,7 +197,7 @@ fn name_bus(incident: &Incident, f: &mut Finding, bus: Option<&str>) {
             f.entities.gpus.insert(g.index);
         }
         None if f.entities.gpus.is_empty() => {
-            if let Some(b) = crate::rules::xid::kernel_bus(bus) {
+            if let Some(b) = crate::model::BusId::parse(bus).map(|b| b.kernel()) {
                 f.entities.gpu_bus_ids.insert(b);
             }
         }

@@ -239,7 +239,7 @@ pub fn flag_action(
 }
 
 /// The unit of the failing server, from its events or a failed unit that
-/// runs it (see [`super::holders::server_unit`]).
+/// runs it (see [`server_unit`]).
 pub fn target<'e>(
     incident: &Incident,
     events: impl IntoIterator<Item = &'e ServerEvent>,
@@ -250,7 +250,96 @@ pub fn target<'e>(
         Framework::Vllm => "vllm",
         Framework::Unknown => "python",
     };
-    super::holders::server_unit(incident, events, marker)
+    server_unit(incident, events, marker)
+}
+
+/// The unit that runs the failing server: the unit of the failure's own
+/// lines, else a unit that failed (PID 1's messages, a failed status) whose
+/// command lines or name mention `marker` (`sglang`, `vllm`), else the unit
+/// of any server line. Never a unit that owns a
+/// process on a GPU (other than the failing lines' own) unless PID 1 or its
+/// status says that unit failed: a holder that once logged `Uvicorn running
+/// on` is not the server to restart.
+pub fn server_unit<'e>(
+    incident: &Incident,
+    events: impl IntoIterator<Item = &'e ServerEvent>,
+    marker: &str,
+) -> Option<(String, OwnerBasis, Span)> {
+    let events: Vec<&ServerEvent> = events.into_iter().collect();
+    let failing: BTreeSet<u32> = events.iter().filter_map(|e| e.pid).collect();
+    let failed = |unit: &str| {
+        incident.units.get(unit).is_some_and(|u| u.failed())
+            || incident
+                .facts
+                .unit_statuses
+                .iter()
+                .any(|s| s.unit == unit && s.active_state.as_deref() == Some("failed"))
+    };
+    let holds_gpu = |unit: &str| {
+        incident
+            .gpu_processes
+            .iter()
+            .filter(|p| !failing.contains(&p.pid))
+            .any(|p| incident.owner(p.pid).is_some_and(|o| o.unit == unit))
+    };
+    let eligible = |found: &(String, OwnerBasis, Span)| failed(&found.0) || !holds_gpu(&found.0);
+    if let Some(found) = events
+        .iter()
+        .filter_map(|e| incident.unit_of_event(e))
+        .find(|f| eligible(f))
+    {
+        return Some(found);
+    }
+    // A failed unit that runs the server, by its command lines or its name.
+    let runs_server = |unit: &str| {
+        incident
+            .owners
+            .iter()
+            .filter(|(_, o)| o.unit == unit)
+            .any(|(pid, _)| {
+                incident
+                    .cmdlines
+                    .get(pid)
+                    .is_some_and(|c| c.text.contains(marker))
+            })
+            || unit.contains(marker)
+    };
+    incident
+        .units
+        .iter()
+        .filter(|(name, u)| u.failed() && runs_server(name))
+        .find_map(|(name, u)| {
+            let span = u
+                .events
+                .iter()
+                .find(|e| {
+                    matches!(
+                        e.kind,
+                        UnitEventKind::MainProcessExited { .. }
+                            | UnitEventKind::FailedWithResult(_)
+                    )
+                })?
+                .span;
+            Some((name.clone(), OwnerBasis::SystemdMessage, span))
+        })
+        .or_else(|| {
+            incident
+                .facts
+                .unit_statuses
+                .iter()
+                .find(|s| s.active_state.as_deref() == Some("failed") && runs_server(&s.unit))
+                .map(|s| (s.unit.clone(), OwnerBasis::MainPid, s.span))
+        })
+        // Last, the unit of any server line: one that did not fail is the
+        // server only when it holds no GPU the server needed.
+        .or_else(|| {
+            incident
+                .facts
+                .server_events
+                .iter()
+                .filter_map(|e| incident.unit_of_event(e))
+                .find(|f| eligible(f))
+        })
 }
 
 /// Names the failing server's unit in `f` and cites the line that ties the
