@@ -1,4 +1,4 @@
-//! `journalctl -o export` (formats.md §4.7) into the JSON lines of
+//! `journalctl -o export` (docs/formats/journal.md) into the JSON lines of
 //! `journalctl -o json`, so one parser reads both.
 //!
 //! Export is binary-safe: a field is `NAME=value\n`, or `NAME\n`, a 64-bit

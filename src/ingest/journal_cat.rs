@@ -1,4 +1,4 @@
-//! `journalctl -o cat` (formats.md §4.4): each entry's MESSAGE and nothing
+//! `journalctl -o cat` (docs/formats/journal.md): each entry's MESSAGE and nothing
 //! else — no time, host, identifier or PID, no boot markers. Read only when
 //! the user says so (`--format-hint journal-cat`): the lines are exactly what
 //! the program wrote, so detection cannot tell them from the program's own

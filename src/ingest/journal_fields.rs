@@ -1,7 +1,7 @@
 //! What a journal entry's fields and PID 1's messages say about it, shared by
 //! every journalctl mode: the entry built from named fields (`-o json`,
 //! `-o verbose`, and `-o export` once converted), the unit a systemd message
-//! is about (formats.md §4.9), and the metadata a server line inside an
+//! is about (docs/formats/journal.md), and the metadata a server line inside an
 //! entry inherits.
 
 use std::sync::LazyLock;
@@ -16,7 +16,7 @@ pub(super) const UNIT_TYPES: &str =
     "service|socket|device|mount|automount|swap|target|path|timer|slice|scope";
 
 /// `sglang.service: Main process exited, …` and the other unit-prefixed
-/// messages of §4.9.
+/// messages of docs/formats/journal.md.
 static UNIT_PREFIXED: LazyLock<Regex> = LazyLock::new(|| {
     let pattern = format!(r"^(?P<unit>[A-Za-z0-9:_.@\\-]+\.(?:{UNIT_TYPES})): ");
     Regex::new(&pattern).expect("unit-prefixed regex")

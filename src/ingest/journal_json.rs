@@ -1,6 +1,6 @@
 //! `journalctl -o json` and its siblings `json-seq` (0x1E before each record),
 //! `json-sse` (`data: ` before each record) and `json-pretty` (one object over
-//! several lines), formats.md §4.6.
+//! several lines), docs/formats/journal.md.
 //!
 //! JSON modes carry what short modes lack: the writer's unit
 //! (`_SYSTEMD_UNIT`), PID 1's `UNIT=` and `_CMDLINE`, in UTC. Messages of

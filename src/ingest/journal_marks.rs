@@ -1,5 +1,5 @@
 //! Lines journalctl prints around entries that are not entries: boot
-//! separators and headers (formats.md §4.2), its notices on stderr, and the
+//! separators and headers (docs/formats/journal.md), its notices on stderr, and the
 //! `-x` message-catalog explanations under an entry.
 
 use std::sync::LazyLock;

@@ -1,4 +1,4 @@
-//! The one-line-per-entry journalctl modes (formats.md §4.2, §4.3, §4.8):
+//! The one-line-per-entry journalctl modes (docs/formats/journal.md):
 //! `short`, `short-precise`, `short-iso`, `short-iso-precise`,
 //! `short-full`, `short-unix`, `short-monotonic`, `short-delta` and
 //! `with-unit`. Each line is `timestamp host ident[pid]: message`; the modes
@@ -464,7 +464,7 @@ struct Prefix<'a> {
     message: &'a str,
 }
 
-/// Splits `host ident[pid]: message` (§4.8). The identifier may hold spaces,
+/// Splits `host ident[pid]: message` (docs/formats/journal.md). The identifier may hold spaces,
 /// dots and colons, so it ends at the first `: ` that follows either
 /// `[pid]` or a space-free identifier. `--no-hostname` output has no host:
 /// a host name never ends in `:`, so a first token that does is the ident.

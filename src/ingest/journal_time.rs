@@ -1,5 +1,5 @@
 //! The timestamp that starts a line of every journalctl text mode
-//! (formats.md §4.2, §4.3, §4.5), and `__REALTIME_TIMESTAMP`.
+//! (docs/formats/journal.md), and `__REALTIME_TIMESTAMP`.
 //!
 //! Each form says how much it knows: `short` has no year and no zone,
 //! `short-full` and `verbose` name the zone by abbreviation, `short-iso` and

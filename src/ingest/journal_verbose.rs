@@ -1,4 +1,4 @@
-//! `journalctl -o verbose` (formats.md §4.5): a header line with the full
+//! `journalctl -o verbose` (docs/formats/journal.md): a header line with the full
 //! timestamp and the cursor, then every field of the entry on its own line
 //! as `    NAME=value`; continuation lines of a multi-line value are indented
 //! to the column after `=`. Boot markers and `-x` catalog lines sit between

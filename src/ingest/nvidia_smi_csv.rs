@@ -1,5 +1,5 @@
 //! `nvidia-smi --query-gpu=… --format=csv` and `--query-compute-apps=…
-//! --format=csv` output (formats.md §2): one [`GpuRecord`] per GPU line, one
+//! --format=csv` output (docs/formats.md): one [`GpuRecord`] per GPU line, one
 //! [`GpuProcessRecord`] per process line and one [`ProcessListing`] per
 //! compute-apps segment.
 //!

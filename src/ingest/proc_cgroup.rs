@@ -1,4 +1,4 @@
-//! `/proc/PID/cgroup` (formats.md §5.2): `hierarchy:controllers:path`
+//! `/proc/PID/cgroup` (docs/formats/procfs.md): `hierarchy:controllers:path`
 //! lines, one (cgroup v2) or several (v1, hybrid) per process, read into one
 //! [`ProcCgroup`] per process with the owner its path names: a systemd unit,
 //! a user unit, a login session, a container, a Kubernetes pod.
@@ -131,7 +131,7 @@ fn flush(group: &mut Group, facts: &mut Facts) {
     }
 }
 
-/// Who a cgroup path belongs to (the table of formats.md §5.2).
+/// Who a cgroup path belongs to (the table of docs/formats/procfs.md).
 pub(crate) fn owner(path: &str) -> CgroupOwner {
     match path {
         "/" => return CgroupOwner::NamespaceRoot,

@@ -1,4 +1,4 @@
-//! `ps` listings (formats.md §7): `ps -ef`, `ps aux`, `ps -eo …` with any
+//! `ps` listings (docs/formats/procfs.md): `ps -ef`, `ps aux`, `ps -eo …` with any
 //! column order. The header row says which column is which; rows are split on
 //! whitespace, one token per column, except the start time (`lstart` is five
 //! tokens, `start` of an older process two) and a trailing command, which is

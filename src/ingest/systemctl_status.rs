@@ -1,4 +1,4 @@
-//! `systemctl status UNIT…` (formats.md §5.1): one block per unit, opened by
+//! `systemctl status UNIT…` (docs/formats/systemd.md): one block per unit, opened by
 //! a bullet line and followed by right-aligned `Label: value` fields. Owns
 //! the unit's state, its main PID, and the `CGroup:` tree, which is the
 //! strongest PID → unit evidence any input carries.

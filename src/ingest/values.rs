@@ -2,7 +2,7 @@
 //! bus ids.
 
 /// nvidia-smi, systemd and friends print these instead of a value
-/// (formats.md §0.3). They mean "no value", never a number or a name.
+/// (docs/formats/nvidia.md). They mean "no value", never a number or a name.
 pub fn is_absent(value: &str) -> bool {
     matches!(
         value.trim(),
@@ -56,7 +56,7 @@ pub fn normalize_bus_id(value: &str) -> Option<String> {
 }
 
 /// The messages nvidia-smi prints instead of its output when the driver or a
-/// GPU cannot be reached (formats.md §1.1). Both the table and the CSV
+/// GPU cannot be reached (docs/formats/nvidia.md). Both the table and the CSV
 /// queries are replaced by them, so both parsers recognise them.
 pub fn is_smi_failure_line(line: &str) -> bool {
     const PREFIXES: [&str; 6] = [

@@ -3,7 +3,7 @@
 
 use crate::source::Span;
 
-/// Who a cgroup path belongs to (formats.md §5.2).
+/// Who a cgroup path belongs to (docs/formats/procfs.md).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CgroupOwner {
     /// A system unit: `/system.slice/sglang.service` (also below it, with

@@ -1,6 +1,6 @@
 //! CUDA out-of-memory reports, with every number they carry in bytes.
 
-/// Which layer ran out of memory (signatures.md C1, C2).
+/// Which layer ran out of memory (docs/rules/torch-cuda-oom.md, docs/rules/cuda-oom-at-context-creation.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OomSource {
     /// PyTorch's caching allocator: `CUDA out of memory. Tried to allocate …`.

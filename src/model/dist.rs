@@ -1,5 +1,5 @@
 //! Distributed-runtime reports: NCCL's debug lines and PyTorch c10d's
-//! watchdog and error messages (formats.md §10, signatures.md D1, D2).
+//! watchdog and error messages (docs/formats/servers.md, docs/rules/nccl-watchdog-timeout.md).
 
 /// `NCCL_DEBUG` level of a line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

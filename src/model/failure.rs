@@ -3,7 +3,7 @@
 
 use crate::source::Span;
 
-/// One exception of a Python traceback (formats.md §11).
+/// One exception of a Python traceback (docs/formats/servers.md).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PyException {
     /// As printed, qualified when Python qualifies it: `torch.OutOfMemoryError`.
@@ -76,8 +76,8 @@ pub struct CppAbort {
     pub raised_from: Option<String>,
 }
 
-/// vLLM's lines about a failed engine or worker process (formats.md §9.4,
-/// signatures.md B5). They are consequences: the cause is in the failed
+/// vLLM's lines about a failed engine or worker process (docs/formats/servers.md,
+/// docs/rules/vllm-engine-core-failed.md). They are consequences: the cause is in the failed
 /// process's own lines before them.
 #[derive(Debug, Clone, PartialEq)]
 pub enum VllmFailure {

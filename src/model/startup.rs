@@ -1,5 +1,5 @@
 //! Start-up milestones of a model server and its HTTP front end, with the
-//! memory numbers they log in bytes (formats.md §8.2, §9.4).
+//! memory numbers they log in bytes (docs/formats/servers.md).
 
 /// One milestone. SGLang's `GB` are GiB (2^30 bytes), as are vLLM's `GB`
 /// (≤ 0.7) and `GiB`; all are converted to bytes.

@@ -1,6 +1,6 @@
 //! What the GPU-fault rules share: which GPU a kernel bus id names, what
 //! each Xid code means and which recovery NVIDIA's catalog gives it
-//! (signatures.md E3), the driver's own recovery verdict (Xid 154), and the
+//! (docs/catalogs/kernel.md), the driver's own recovery verdict (Xid 154), and the
 //! `nvidia-smi` readings that show a GPU is sick (E4).
 
 use std::sync::LazyLock;

@@ -16,7 +16,7 @@ re!(
     TABLE_WORDS,
     r"MiB|NVIDIA|Processes:|Persistence-M|Memory-Usage|No running processes found|\bN/A\b|MIG devices"
 );
-// nvidia-smi's own failures replace the whole table (formats.md §1.1).
+// nvidia-smi's own failures replace the whole table (docs/formats/nvidia.md).
 re!(
     SMI_FAILURE,
     r"^(?:NVIDIA-SMI has failed because|Failed to initialize NVML: |No devices were found\s*$|Unable to determine the device handle for GPU)"

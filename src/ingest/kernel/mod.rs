@@ -1,4 +1,4 @@
-//! Kernel messages (formats.md §6): the line wrappers of `dmesg` (raw,
+//! Kernel messages (docs/formats/kernel.md): the line wrappers of `dmesg` (raw,
 //! `-T`, `--time-format iso`, `-x`, `-r`, `-t`) and of `/dev/kmsg`'s
 //! records, and the one parser every
 //! wrapper hands its message to, [`KernelParser`], which turns NVIDIA driver

@@ -1,4 +1,4 @@
-//! NVIDIA driver lines (formats.md §6.2, signatures.md E): Xid reports in
+//! NVIDIA driver lines (docs/formats/kernel.md, docs/catalogs/kernel.md): Xid reports in
 //! every variant, the bus id → UUID line, a GPU falling off the bus, the
 //! user-space/kernel-module version mismatch, driver loads, GSP timeouts and
 //! ECC/row-remapping notices. Every `NVRM:` line is recognised; only these

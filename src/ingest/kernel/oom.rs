@@ -1,4 +1,4 @@
-//! Linux OOM-killer reports (formats.md §6.3, signatures.md F3), grouped
+//! Linux OOM-killer reports (docs/formats/kernel.md, docs/rules/kernel-oom-killer.md), grouped
 //! into one [`OomKill`] per kill: the `invoked oom-killer` line opens a
 //! report, the task table, `oom-kill:` summary and memcg usage fill it, the
 //! `Killed process` line completes it, and the reaper's line, which may come

@@ -1,5 +1,5 @@
-//! `nvidia-smi -q` (formats.md §3.1, [`text`]) and `nvidia-smi -q -x`
-//! (§3.2, [`xml`]): the same report in two syntaxes, read into the same
+//! `nvidia-smi -q` (docs/formats/nvidia.md, [`text`]) and `nvidia-smi -q -x`
+//! (docs/formats/nvidia.md, [`xml`]): the same report in two syntaxes, read into the same
 //! facts. Each syntax walks its tree and hands every leaf to a [`GpuBlock`]
 //! under one key vocabulary (the XML element names; text keys are lower-cased
 //! with `_` for spaces), so what a key means is decided once, here.
@@ -22,7 +22,7 @@ use crate::model::{
 };
 use crate::source::Span;
 
-/// Placeholders that are themselves evidence of a sick GPU (§0.3).
+/// Placeholders that are themselves evidence of a sick GPU (docs/formats/nvidia.md).
 const SICK_TOKENS: [&str; 6] = [
     "[GPU requires reset]",
     "[GPU is lost]",

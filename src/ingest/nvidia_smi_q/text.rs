@@ -1,4 +1,4 @@
-//! `nvidia-smi -q` text (formats.md §3.1): `Key : value` leaves and `Key`
+//! `nvidia-smi -q` text (docs/formats/nvidia.md): `Key : value` leaves and `Key`
 //! sections, nested by indentation, one `GPU <bus id>` block per GPU. The
 //! colon's column moves between drivers and sections, so keys are split on
 //! the first colon, never at a column.

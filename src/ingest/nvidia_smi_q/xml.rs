@@ -1,4 +1,4 @@
-//! `nvidia-smi -q -x` XML (formats.md §3.2), read with a real XML parser:
+//! `nvidia-smi -q -x` XML (docs/formats/nvidia.md), read with a real XML parser:
 //! entities (`&amp;` in product names) are resolved, empty sections may be
 //! `<processes/>` or the text `None`, and the DTD version (v10, v11, v12 …)
 //! does not matter. A capture cut mid-document keeps what came before the

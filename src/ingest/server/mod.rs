@@ -5,7 +5,7 @@
 //! (journald, docker compose, `docker logs -t`, Ray, PyTorch's `[rank0]:`).
 //!
 //! Several processes write into one stream and their lines interleave
-//! (formats.md §0.7). State that spans lines (open tracebacks, a message
+//! (docs/formats/servers.md). State that spans lines (open tracebacks, a message
 //! that continues) is therefore kept per writer: per stream key built from
 //! the layers (journal PID and unit, compose service, `pid=` prefix,
 //! `[rankN]:`).

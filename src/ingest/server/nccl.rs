@@ -1,4 +1,4 @@
-//! NCCL debug lines (`NCCL_DEBUG=WARN|INFO`, formats.md §10.2):
+//! NCCL debug lines (`NCCL_DEBUG=WARN|INFO`, docs/formats/servers.md):
 //! `[YYYY-MM-DD HH:MM:SS] host:pid:tid [dev] file:line (func) NCCL WARN msg`,
 //! the timestamp from 2.26, the function from 2.27. Warnings are kept, and of
 //! the many INFO lines only those naming the version or a rank's GPU.

@@ -1,4 +1,4 @@
-//! CUDA out-of-memory messages in every PyTorch variant (signatures.md C1,
+//! CUDA out-of-memory messages in every PyTorch variant (docs/rules/torch-cuda-oom.md,
 //! C2): the caching allocator's `Tried to allocate …` with the ≤ 2.0
 //! parenthesis or the 2.1+ sentences and per-process list, and the raw
 //! `CUDA error: out of memory`. Every size becomes bytes.

@@ -1,5 +1,5 @@
 //! SGLang's own lines: `[YYYY-MM-DD HH:MM:SS(.mmm) DPn PPn ATTN_CPn MOE_DPn
-//! TPn EPn] message` (formats.md §8): launch arguments, start-up landmarks,
+//! TPn EPn] message` (docs/formats/servers.md): launch arguments, start-up landmarks,
 //! the failure path (`… hit an exception:`, sigquit, dead scheduler) and the
 //! TP memory-balance check.
 
@@ -214,7 +214,7 @@ pub(super) fn is_own_message(msg: &str) -> bool {
         || landmark(msg).is_some()
 }
 
-/// The start-up milestones of formats.md §8.2, by their fixed lead-ins.
+/// The start-up milestones of docs/formats/servers.md, by their fixed lead-ins.
 fn landmark(msg: &str) -> Option<Landmark> {
     let gb = |key: &str| {
         GB_FIELD

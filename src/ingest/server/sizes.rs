@@ -1,6 +1,6 @@
 //! Memory sizes and counts as servers print them, to bytes and integers.
 //!
-//! Every unit is binary (formats.md §0.4): PyTorch's `GiB`, SGLang's `GB`
+//! Every unit is binary (docs/formats/servers.md): PyTorch's `GiB`, SGLang's `GB`
 //! (bytes / 2^30 labelled GB), vLLM's `GB` (≤ 0.7) and `GiB`.
 
 /// `40.12` + `GiB` → bytes. `None` for an unknown unit or a bad number.

@@ -569,7 +569,7 @@ fn vllm_process_prefixes_give_pid_process_and_ranks() {
     }
 }
 
-/// formats.md §9.4's V1 failure chain: the engine core logs the cause in a
+/// docs/formats/servers.md's V1 failure chain: the engine core logs the cause in a
 /// multi-line record; the API server raises the wrapper.
 const VLLM_V1_FAILURE: &str = "\
 (APIServer pid=4200) INFO 06-01 12:00:00 [utils.py:328] non-default args: {'model': '/models/Qwen2.5-72B-Instruct', 'tensor_parallel_size': 4, 'gpu_memory_utilization': 0.95, 'max_model_len': 32768}
@@ -835,7 +835,7 @@ fn vllm_year_comes_from_an_outer_timestamp() {
 
 #[test]
 fn chained_tracebacks_link_the_wrapper_to_the_real_cause() {
-    // SGLang's CUDA graph capture failure wraps an OOM (signatures.md A3).
+    // SGLang's CUDA graph capture failure wraps an OOM (docs/rules/sglang-cuda-graph-capture-failed.md).
     let log = "\
 [2025-06-01 12:01:22 TP0] Scheduler hit an exception: Traceback (most recent call last):
   File \"/opt/sglang/cuda_graph_runner.py\", line 300, in __init__

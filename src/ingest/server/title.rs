@@ -56,7 +56,7 @@ pub fn process_title(title: &str) -> Option<ServerProcess> {
     Some(process)
 }
 
-/// The process names vLLM puts in its line prefixes (formats.md §9.2).
+/// The process names vLLM puts in its line prefixes (docs/formats/servers.md).
 const VLLM_ROLES: [&str; 9] = [
     "VllmWorkerProcess",
     "VllmWorker",

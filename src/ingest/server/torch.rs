@@ -1,5 +1,5 @@
-//! PyTorch's C++ log lines (c10 logging, formats.md §10.1) and the c10d
-//! reports that rules need typed (signatures.md D1, D2): the NCCL watchdog's
+//! PyTorch's C++ log lines (c10 logging, docs/formats/servers.md) and the c10d
+//! reports that rules need typed (docs/rules/nccl-watchdog-timeout.md): the NCCL watchdog's
 //! timeout with its sequence number, op and durations, the companion lines,
 //! and NCCL errors with their reason and version.
 

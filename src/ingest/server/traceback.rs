@@ -1,4 +1,4 @@
-//! Python tracebacks (formats.md §8.4, §11) and C++ aborts, for any writer.
+//! Python tracebacks (docs/formats/servers.md) and C++ aborts, for any writer.
 //!
 //! A traceback opens at `Traceback (most recent call last):` (bare, or after
 //! SGLang's `Scheduler hit an exception: `), collects its `File "…"` frames
@@ -77,7 +77,7 @@ static STRICT_EXCEPTION: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// The fixed lines PyTorch appends to every `CUDA error: …` message
-/// (c10/cuda/CUDAException.cpp, CUDAMiscFunctions.cpp; signatures.md C2),
+/// (c10/cuda/CUDAException.cpp, CUDAMiscFunctions.cpp; docs/rules/cuda-oom-at-context-creation.md),
 /// in their wordings across versions.
 const CUDA_TRAILER: &[&str] = &[
     "CUDA kernel errors might be asynchronously reported at some other API call",

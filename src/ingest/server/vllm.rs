@@ -1,4 +1,4 @@
-//! vLLM's own lines (formats.md §9): the logger's `LEVEL MM-DD HH:MM:SS
+//! vLLM's own lines (docs/formats/servers.md): the logger's `LEVEL MM-DD HH:MM:SS
 //! [file.py:N] message` in every version's variant (brackets from 0.8, a
 //! `(proc pid=N)` layer peeled before), its start-up landmarks and arguments,
 //! and the lines that report a failed engine or worker process.
@@ -262,7 +262,7 @@ fn landmark(msg: &str) -> Option<Landmark> {
     None
 }
 
-/// vLLM's process-failure lines (signatures.md B5), found anywhere in a
+/// vLLM's process-failure lines (docs/rules/vllm-engine-core-failed.md), found anywhere in a
 /// message or an exception line.
 pub(super) fn failure(text: &str) -> Option<VllmFailure> {
     if !(text.contains("Engine") || text.contains("Worker") || text.contains("worker")) {

@@ -1046,7 +1046,7 @@ impl<'a> Analysis<'a> {
 }
 
 /// Maps ranks to GPU indices: `base_gpu_id + tp_rank * gpu_id_step`
-/// (formats.md §8.1), over `tp_size` ranks when the launch arguments are
+/// (docs/formats/servers.md), over `tp_size` ranks when the launch arguments are
 /// known, otherwise over the GPUs of the snapshot.
 fn group_gpus(
     known_gpus: usize,
