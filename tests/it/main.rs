@@ -16,6 +16,7 @@ mod hostile;
 mod incidents;
 mod inputs;
 mod journal_files;
+mod modgraph;
 mod pasted_lines;
 mod prefilter;
 mod probe;

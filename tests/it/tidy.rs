@@ -2,8 +2,11 @@
 //! it owns, modules depend only leftwards along the pipeline, and no merge
 //! left conflict markers behind.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+
+use crate::modgraph::{self, Source};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).to_owned()
@@ -49,65 +52,203 @@ fn every_source_file_starts_with_a_module_doc() {
     }
 }
 
-/// ARCHITECTURE.md: each layer uses only the layers to its left.
-#[test]
-fn modules_depend_only_leftwards() {
-    let later = ["run", "cli", "capture", "replay"];
-    let rules: [(&str, &[&str]); 6] = [
-        (
-            "src/catalogs",
-            &[
-                "ingest",
-                "correlate",
-                "rules",
-                "render",
-                "timeline",
-                "bundle",
-            ],
-        ),
-        (
-            "src/model",
-            &[
-                "ingest",
-                "correlate",
-                "rules",
-                "render",
-                "timeline",
-                "bundle",
-            ],
-        ),
-        ("src/ingest", &["correlate", "rules", "render", "timeline"]),
-        ("src/correlate", &["ingest", "rules", "render", "timeline"]),
-        ("src/rules", &["render", "timeline"]),
-        ("src/render", &["ingest::", "correlate::"]),
-    ];
+/// Every `.rs` file under `src/` (the binary's `main.rs` aside), as the
+/// module graph reads them.
+fn crate_sources() -> Vec<Source> {
+    let src = root().join("src");
+    rust_files("src")
+        .into_iter()
+        .map(|p| Source {
+            path: p
+                .strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/"),
+            text: fs::read_to_string(&p).unwrap(),
+        })
+        .filter(|s| s.path != "main.rs")
+        .collect()
+}
+
+/// The layer table of ARCHITECTURE.md, between `<!-- layers -->` and
+/// `<!-- /layers -->`: each row `| n | `module`, … | … |`, `lib.rs` for the
+/// crate root. Module → layer.
+fn layer_table(doc: &str) -> BTreeMap<String, u32> {
+    let start = doc
+        .find("<!-- layers -->")
+        .expect("ARCHITECTURE.md has <!-- layers -->");
+    let end = doc
+        .find("<!-- /layers -->")
+        .expect("ARCHITECTURE.md has <!-- /layers -->");
+    let mut layers = BTreeMap::new();
+    for row in doc[start..end].lines().filter(|l| l.starts_with('|')) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let Ok(n) = cells[1].parse::<u32>() else {
+            continue;
+        };
+        for module in cells[2].split(',') {
+            let module = module.trim().trim_matches('`');
+            let module = if module == "lib.rs" { "" } else { module };
+            layers.insert(module.to_owned(), n);
+        }
+    }
+    layers
+}
+
+/// The layer of a module: its top-level module's row.
+fn layer_of(layers: &BTreeMap<String, u32>, module: &str) -> Option<u32> {
+    layers.get(module.split("::").next().unwrap_or("")).copied()
+}
+
+/// Every use of a higher layer outside test code, and every top-level
+/// module the table does not place: `file:line: from → to: text`.
+fn back_edges(sources: &[Source], layers: &BTreeMap<String, u32>) -> Vec<String> {
+    let graph = modgraph::graph(sources);
     let mut broken = Vec::new();
-    for (dir, forbidden) in rules {
-        for file in rust_files(dir) {
-            let text = fs::read_to_string(&file).unwrap();
-            for (n, line) in text.lines().enumerate() {
-                let Some(used) = line.trim_start().strip_prefix("use crate::") else {
-                    continue;
-                };
-                let bad = forbidden
-                    .iter()
-                    .chain(later.iter())
-                    .any(|m| used.starts_with(m));
-                // Rules name the prefilter's type to hand it their anchors;
-                // the report lists the inputs with their detected format and
-                // draws the GPUs from the incident (its product, read only).
-                let allowed = used.starts_with("ingest::Anchors")
-                    || (dir == "src/render"
-                        && (used.starts_with("ingest::InputSummary")
-                            || used.starts_with("ingest::Format")
-                            || used.starts_with("correlate::Incident")));
-                if bad && !allowed {
-                    broken.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
-                }
+    for module in &graph.modules {
+        if layer_of(layers, module).is_none() {
+            broken.push(format!("{module}: not in the layer table"));
+        }
+    }
+    for e in graph.edges.iter().filter(|e| !e.test) {
+        if let (Some(from), Some(to)) = (layer_of(layers, &e.from), layer_of(layers, &e.to)) {
+            if to > from {
+                broken.push(format!(
+                    "src/{}:{}: {} (layer {from}) uses {} (layer {to}): {}",
+                    e.file, e.line, e.from, e.to, e.text
+                ));
             }
         }
     }
+    broken.sort();
+    broken.dedup();
+    broken
+}
+
+fn circles_of(sources: &[Source]) -> Vec<String> {
+    modgraph::circles(&modgraph::graph(sources))
+        .iter()
+        .map(|c| {
+            c.iter()
+                .map(|e| {
+                    format!(
+                        "  src/{}:{}: {} → {}: {}",
+                        e.file, e.line, e.from, e.to, e.text
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .collect()
+}
+
+/// ARCHITECTURE.md's layer table: every `crate::`, `super::`, `self::` or
+/// child-module path, anywhere in a line, in every module, reaches only its
+/// own layer or lower ones (test code may reach any: in the workspace split
+/// such tests move up with it).
+#[test]
+fn modules_depend_only_on_their_layer_or_lower() {
+    let doc = fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let broken = back_edges(&crate_sources(), &layer_table(&doc));
     assert!(broken.is_empty(), "layering broken:\n{}", broken.join("\n"));
+}
+
+/// No two modules use each other, directly or round a circle (edges seen
+/// between the siblings that hold their ends, `modgraph::lifted`).
+#[test]
+fn no_import_circles() {
+    let circles = circles_of(&crate_sources());
+    assert!(
+        circles.is_empty(),
+        "import circles:\n{}",
+        circles.join("\n\n")
+    );
+}
+
+fn planted(files: &[(&str, &str)]) -> Vec<Source> {
+    files
+        .iter()
+        .map(|(path, text)| Source {
+            path: (*path).to_owned(),
+            text: (*text).to_owned(),
+        })
+        .collect()
+}
+
+/// The checks fail on what they are for: a back-edge written inline, one in
+/// a `use` group over several lines, one through a re-export, and a circle
+/// between siblings, in a made-up tree; a test module's use and a comment
+/// are no edge.
+#[test]
+fn the_layer_check_finds_a_planted_back_edge() {
+    let layers = layer_table(
+        "<!-- layers -->\n| layer | modules |\n|---|---|\n| 0 | `low` |\n| 1 | `high`, lib.rs |\n<!-- /layers -->",
+    );
+    let clean = planted(&[
+        ("lib.rs", "pub mod high;\npub mod low;\n"),
+        (
+            "low/mod.rs",
+            "mod leaf;\npub use leaf::Word;\n// crate::high::Thing in a comment\n",
+        ),
+        (
+            "low/leaf.rs",
+            "pub struct Word;\n#[cfg(test)]\nmod tests {\n    use crate::high::Thing;\n}\n",
+        ),
+        (
+            "high.rs",
+            "use crate::low::Word;\npub struct Thing(Word);\n",
+        ),
+    ]);
+    assert_eq!(back_edges(&clean, &layers), Vec::<String>::new());
+    assert_eq!(circles_of(&clean), Vec::<String>::new());
+
+    let inline = planted(&[
+        ("lib.rs", "pub mod high;\npub mod low;\n"),
+        ("low/mod.rs", "mod leaf;\npub use leaf::Word;\n"),
+        (
+            "low/leaf.rs",
+            "pub struct Word;\nfn f() -> usize {\n    std::mem::size_of::<crate::high::Thing>()\n}\n",
+        ),
+        ("high.rs", "pub struct Thing;\n"),
+    ]);
+    let found = back_edges(&inline, &layers);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].starts_with("src/low/leaf.rs:3: low::leaf (layer 0) uses high (layer 1)"),
+        "{found:?}"
+    );
+
+    let group = planted(&[
+        ("lib.rs", "pub mod high;\npub mod low;\n"),
+        (
+            "low/mod.rs",
+            "use crate::{\n    high::{\n        Thing,\n    },\n};\n",
+        ),
+        ("high/mod.rs", "mod thing;\npub use thing::Thing;\n"),
+        ("high/thing.rs", "pub struct Thing;\n"),
+    ]);
+    let found = back_edges(&group, &layers);
+    assert!(
+        found
+            .iter()
+            .any(|f| f.contains("low (layer 0) uses high::thing (layer 1)")),
+        "{found:?}"
+    );
+
+    let circle = planted(&[
+        ("lib.rs", "pub mod low;\npub mod high;\n"),
+        ("low/mod.rs", "mod a;\nmod b;\n"),
+        ("low/a.rs", "use super::b::B;\npub struct A;\n"),
+        ("low/b.rs", "pub struct B;\nfn f(_: super::a::A) {}\n"),
+        ("high.rs", ""),
+    ]);
+    let found = circles_of(&circle);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains("low::a → low::b") && found[0].contains("low::b → low::a"),
+        "{found:?}"
+    );
+    assert!(back_edges(&circle, &layers).is_empty());
 }
 
 #[test]
@@ -189,4 +330,39 @@ fn no_unsafe_outside_capture() {
             );
         }
     }
+}
+
+/// Every `docs/…` page a comment or string in `src/` cites is in the
+/// repository, and none cites the reference that was never in it
+/// (`formats.md §N`, `signatures.md`): the pages under docs/formats/,
+/// docs/rules/ and docs/catalogs/ are that reference now. A path after a
+/// `/` (a URL) or after an upstream repository's name (`ollama/ollama
+/// docs/linux.md`) is someone else's.
+#[test]
+fn docs_cited_in_src_exist() {
+    let cited =
+        regex::Regex::new(r"(^|[^A-Za-z0-9_./-])docs/[A-Za-z0-9_./-]*[A-Za-z0-9_-]").unwrap();
+    let upstream = regex::Regex::new(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+ $").unwrap();
+    let mut missing = Vec::new();
+    for file in rust_files("src") {
+        let text = fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let at = format!("{}:{}", file.display(), n + 1);
+            if line.contains("formats.md §") || line.contains("signatures.md") {
+                missing.push(format!("{at}: cites a reference outside the repository"));
+            }
+            for m in cited.find_iter(line) {
+                let path = m
+                    .as_str()
+                    .trim_start_matches(|c: char| !c.is_ascii_alphanumeric());
+                if upstream.is_match(&line[..m.start() + m.as_str().len() - path.len()]) {
+                    continue;
+                }
+                if !root().join(path).exists() {
+                    missing.push(format!("{at}: {path} does not exist"));
+                }
+            }
+        }
+    }
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
 }
