@@ -40,9 +40,16 @@ fn every_rule_file_is_registered() {
         .iter()
         .map(|r| format!("{}.rs", r.meta().id.replace('-', "_")))
         .collect();
-    for entry in fs::read_dir(dir).unwrap() {
+    let entry_is_dir =
+        |name: &str| dir.join(name).is_dir() && dir.join(format!("{name}.rs")).is_file();
+    for entry in fs::read_dir(&dir).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-        if name == "mod.rs" {
+        // The scaffold's template (scripts/new-rule.sh), compiled under test only.
+        if name == "mod.rs" || name == "new_rule_template.rs" {
+            continue;
+        }
+        // A rule's own submodules (`<rule>/held.rs` beside `<rule>.rs`).
+        if entry_is_dir(&name) {
             continue;
         }
         assert!(
@@ -102,5 +109,90 @@ fn rule_docs_are_fresh() {
     assert!(
         stale.is_empty(),
         "regenerated stale rule docs (commit them): {stale:?}"
+    );
+}
+
+/// `scripts/new-rule.sh` in a copy of what it edits: the rule it writes is
+/// the compiled template (`new_rule_template.rs`, run by the lib tests)
+/// with the new names in, its registration lands in id order in both
+/// lists, the fixtures and the row stub exist, and a second run refuses.
+#[test]
+fn the_rule_scaffold_writes_a_wired_rule() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let copy = crate::sandbox::TempDir::new("new-rule");
+    let at = |p: &str| copy.path.join(p);
+    fs::create_dir_all(at("src/rules/catalog")).unwrap();
+    fs::create_dir_all(at("catalogs")).unwrap();
+    for file in [
+        "src/rules/catalog/mod.rs",
+        "src/rules/catalog/new_rule_template.rs",
+        "catalogs/stacks-vllm.toml",
+    ] {
+        fs::copy(root.join(file), at(file)).unwrap();
+    }
+    let run = || {
+        std::process::Command::new("bash")
+            .arg(root.join("scripts/new-rule.sh"))
+            .args([
+                "vllm-example-failure",
+                "stacks-vllm",
+                "vllm.example-failure",
+            ])
+            .env("ROOT", &copy.path)
+            .output()
+            .unwrap()
+    };
+    let first = run();
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+
+    let template = fs::read_to_string(root.join("src/rules/catalog/new_rule_template.rs")).unwrap();
+    let rule = fs::read_to_string(at("src/rules/catalog/vllm_example_failure.rs")).unwrap();
+    let expected: String = template[..template.find("\n#[cfg(test)]\n").unwrap() + 1]
+        .lines()
+        .filter(|l| !l.starts_with("//! (scaffold)"))
+        .map(|l| {
+            l.replace("NewRuleTemplate", "VllmExampleFailure")
+                .replace("new-rule-template", "vllm-example-failure")
+                .replace("template.row-id", "vllm.example-failure")
+                + "\n"
+        })
+        .collect::<String>()
+        .trim_end()
+        .to_owned()
+        + "\n";
+    assert_eq!(rule, expected);
+
+    let registry = fs::read_to_string(at("src/rules/catalog/mod.rs")).unwrap();
+    let original = fs::read_to_string(root.join("src/rules/catalog/mod.rs")).unwrap();
+    for list in [
+        (|l: &str| l.starts_with("mod ") && l.ends_with(';')) as fn(&str) -> bool,
+        |l: &str| l.starts_with("    &") && l.ends_with("::RULE,"),
+    ] {
+        let items: Vec<&str> = registry.lines().filter(|l| list(l)).collect();
+        let before = original.lines().filter(|l| list(l)).count();
+        assert_eq!(items.len(), before + 1);
+        assert!(items.windows(2).all(|w| w[0] < w[1]), "{items:?}");
+        assert!(items.iter().any(|l| l.contains("vllm_example_failure")));
+    }
+    let toml = fs::read_to_string(at("catalogs/stacks-vllm.toml")).unwrap();
+    assert!(
+        toml.contains("id = \"vllm.example-failure\"")
+            && toml.contains("rule = \"vllm-example-failure\"")
+    );
+    for fixture in ["pos-TODO.txt", "neg-TODO.txt"] {
+        assert!(
+            at("fixtures/rules/vllm-example-failure")
+                .join(fixture)
+                .is_file()
+        );
+    }
+    let again = run();
+    assert!(
+        !again.status.success(),
+        "a second run must not overwrite the rule"
     );
 }

@@ -22,6 +22,8 @@ mod known_message;
 mod nccl_duplicate_gpu;
 mod nccl_error;
 mod nccl_watchdog_timeout;
+#[cfg(test)]
+mod new_rule_template;
 mod nvidia_driver_not_loaded;
 mod nvidia_probe_failed;
 mod nvidia_smi_gpu_unreachable;
