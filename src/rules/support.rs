@@ -75,6 +75,29 @@ pub fn confidence(f: &super::Finding, base: f64, top: f64) -> f64 {
     round2(base + (top - base) * met / total)
 }
 
+/// Ranks as compact ranges, each number behind `prefix`: `TP0-TP3, TP5`
+/// (`prefix` `TP`), `0, 1, 4-7` (none); empty for no ranks.
+pub fn rank_ranges(ranks: &std::collections::BTreeSet<u32>, prefix: &str) -> String {
+    let v: Vec<u32> = ranks.iter().copied().collect();
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j > i + 1 {
+            format!("{prefix}{}-{prefix}{}", v[i], v[j])
+        } else if j == i + 1 {
+            format!("{prefix}{}, {prefix}{}", v[i], v[j])
+        } else {
+            format!("{prefix}{}", v[i])
+        });
+        i = j + 1;
+    }
+    parts.join(", ")
+}
+
 /// `55,286 MiB`; `unknown MiB` for absent values.
 pub fn mib(value: Option<u64>) -> String {
     match value {

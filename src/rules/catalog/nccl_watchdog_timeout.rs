@@ -664,26 +664,10 @@ static LINE_PID: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(||
 });
 
 fn rank_list(ranks: &BTreeSet<u32>) -> String {
-    let v: Vec<u32> = ranks.iter().copied().collect();
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < v.len() {
-        let mut j = i;
-        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
-            j += 1;
-        }
-        parts.push(if j > i + 1 {
-            format!("{}-{}", v[i], v[j])
-        } else if j == i + 1 {
-            format!("{}, {}", v[i], v[j])
-        } else {
-            v[i].to_string()
-        });
-        i = j + 1;
-    }
-    if parts.is_empty() {
+    let list = crate::rules::support::rank_ranges(ranks, "");
+    if list.is_empty() {
         "?".to_owned()
     } else {
-        parts.join(", ")
+        list
     }
 }
