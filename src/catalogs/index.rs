@@ -138,7 +138,28 @@ impl Index {
         self.anchors.iter().map(|(a, _)| a.as_str())
     }
 
-    pub(super) fn hits<'c>(&self, list: &'c [Catalog], text: &str) -> Vec<Hit<'c>> {
+    /// Whether any row or wrapper reads `text`: [`Self::hits`] is not
+    /// empty. Stops at the first that matches and captures nothing: asked of
+    /// every anchored line no parser knew.
+    pub(super) fn knows(&self, list: &[Catalog], text: &str) -> bool {
+        self.targets(text).into_iter().any(|target| match target {
+            Target::Wording {
+                catalog,
+                row,
+                wording,
+            } => list[catalog].rows[row].wordings[wording]
+                .regex()
+                .is_some_and(|re| re.is_match(text)),
+            Target::Wrapper { catalog, wrapper } => list[catalog].wrappers[wrapper]
+                .wording
+                .regex()
+                .is_some_and(|re| re.is_match(text)),
+            Target::Bare { catalog, row } => bare(&list[catalog].rows[row], text).is_some(),
+        })
+    }
+
+    /// The rows and wrappers whose anchors `text` holds, each once, in order.
+    fn targets(&self, text: &str) -> Vec<Target> {
         let matcher = self.matcher.get_or_init(|| {
             (!self.anchors.is_empty()).then(|| {
                 AhoCorasick::builder()
@@ -155,11 +176,16 @@ impl Index {
             .find_overlapping_iter(text)
             .flat_map(|m| self.anchors[m.pattern().as_usize()].1.iter().copied())
             .collect();
+        targets.sort();
+        targets.dedup();
+        targets
+    }
+
+    pub(super) fn hits<'c>(&self, list: &'c [Catalog], text: &str) -> Vec<Hit<'c>> {
+        let targets = self.targets(text);
         if targets.is_empty() {
             return Vec::new();
         }
-        targets.sort();
-        targets.dedup();
         let mut hits: Vec<Hit<'c>> = Vec::new();
         for target in targets {
             let hit = match target {
