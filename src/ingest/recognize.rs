@@ -645,6 +645,7 @@ mod tests {
                 facts.messages.push(crate::model::Message {
                     span,
                     text: (*text).to_owned(),
+                    pid: None,
                 });
             }
             let mut out = Out {
