@@ -11,7 +11,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::Line;
-use crate::model::{CgroupMember, Facts, UnitStatus};
+use crate::model::{CgroupMember, Facts, UnitProcess, UnitStatus};
 use crate::source::Span;
 
 const UNIT_NAME: &str = r"[A-Za-z0-9:_.@\\-]+\.(?:service|socket|device|mount|automount|swap|target|path|timer|slice|scope)";
@@ -97,6 +97,7 @@ impl Block {
                 main_comm: None,
                 main_exit: None,
                 cgroup: Vec::new(),
+                processes: Vec::new(),
                 span,
                 active_span: None,
                 main_pid_span: None,
@@ -143,6 +144,12 @@ impl Block {
                             status.main_comm = Some(paren.to_owned());
                         }
                     }
+                }
+            }
+            "Process" => {
+                let pid = MAIN_PID.captures(value).and_then(|c| c["pid"].parse().ok());
+                if let Some(pid) = pid {
+                    status.processes.push(UnitProcess { pid, span });
                 }
             }
             "Loaded" => {

@@ -25,7 +25,18 @@ pub struct UnitStatus {
     /// `(code=killed, signal=KILL)` after a dead main PID.
     pub main_exit: Option<String>,
     pub cgroup: Vec<CgroupMember>,
+    /// The `Process:` lines: the unit's processes that ran and exited
+    /// (`ExecStart=`, `ExecStartPost=`, …), one per line.
+    pub processes: Vec<UnitProcess>,
     pub span: Span,
     pub active_span: Option<Span>,
     pub main_pid_span: Option<Span>,
+}
+
+/// `Process: 82378 ExecStart=/usr/bin/nvidia-docker-plugin … (code=exited,
+/// status=1/FAILURE)` of `systemctl status`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnitProcess {
+    pub pid: u32,
+    pub span: Span,
 }
