@@ -327,7 +327,7 @@ impl ServerLogParser {
         {
             return Skim::Full;
         }
-        if pylog::shell_foreground(text) {
+        if pylog::shell_foreground(text) || chatter::progress(text) {
             return Skim::Read {
                 recognized: true,
                 time: None,
@@ -455,7 +455,7 @@ impl Cx<'_> {
             self.stream.tracebacks.end_continuation();
             return true;
         }
-        if pylog::shell_foreground(payload) {
+        if pylog::shell_foreground(payload) || chatter::progress(payload) {
             self.stream.tracebacks.end_continuation();
             return true;
         }
