@@ -97,6 +97,10 @@ impl Block {
                 main_comm: None,
                 main_exit: None,
                 cgroup: Vec::new(),
+                in_state_secs: None,
+                duration_secs: None,
+                duration_span: None,
+                triggered: false,
                 span,
                 active_span: None,
                 main_pid_span: None,
@@ -131,7 +135,16 @@ impl Block {
                     status.result = c.name("result").map(|m| m.as_str().to_owned());
                     status.active_state = Some(state);
                 }
+                status.in_state_secs = value
+                    .rsplit_once("; ")
+                    .and_then(|(_, ago)| ago.strip_suffix(" ago"))
+                    .and_then(span_secs);
             }
+            "Duration" => {
+                status.duration_secs = span_secs(value.trim());
+                status.duration_span = Some(span);
+            }
+            "TriggeredBy" => status.triggered = true,
             "Main PID" => {
                 status.main_pid_span = Some(span);
                 if let Some(c) = MAIN_PID.captures(value) {
@@ -164,6 +177,40 @@ impl Block {
                 .map(|c| c["unit"].to_owned());
         }
     }
+}
+
+/// A time span as systemd prints one (`format_timespan`): `2.102s`,
+/// `1min 50s`, `2h 3min`, `3 days 4h`, `1 weeks 2 days`, `450ms`, `1y 2month`.
+fn span_secs(text: &str) -> Option<f64> {
+    let mut total = 0.0;
+    let mut any = false;
+    let mut words = text.split_whitespace().peekable();
+    while let Some(word) = words.next() {
+        let digits = word
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(word.len());
+        let n: f64 = word[..digits].parse().ok()?;
+        // `3 days`: the unit is the next word.
+        let unit = match &word[digits..] {
+            "" => words.next()?,
+            u => u,
+        };
+        let scale = match unit {
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" | "sec" => 1.0,
+            "min" | "m" => 60.0,
+            "h" | "hr" => 3600.0,
+            "d" | "day" | "days" => 86_400.0,
+            "w" | "week" | "weeks" => 604_800.0,
+            "month" | "months" => 2_629_800.0,
+            "y" | "year" | "years" => 31_557_600.0,
+            _ => return None,
+        };
+        total += n * scale;
+        any = true;
+    }
+    any.then_some(total)
 }
 
 /// Parses one segment; returns the lines it did not recognise (their
