@@ -315,7 +315,9 @@ fn resolve<'c>(
             .collect()
     });
     if by_message.is_empty() {
-        return by_code.or_else(by_name).or_else(|| cut_short(catalog, strings, &in_table, hit));
+        return by_code
+            .or_else(by_name)
+            .or_else(|| cut_short(catalog, strings, &in_table, hit));
     }
     if let Some(r) = by_code.filter(|r| by_message.iter().any(|m| std::ptr::eq(*m, *r))) {
         return Some(r);

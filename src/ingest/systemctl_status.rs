@@ -498,6 +498,62 @@ x stopped.service
     }
 
     #[test]
+    fn how_long_a_unit_ran_and_has_been_in_its_state() {
+        // https://github.com/bottlerocket-os/bottlerocket-core-kit/pull/122
+        let (units, unrecognized) = run("\
+○ nvidia-persistenced.service - NVIDIA Persistence Daemon
+     Loaded: loaded (/x86_64-bottlerocket-linux-gnu/sys-root/usr/lib/systemd/system/nvidia-persistenced.service; enabled; preset: enabled)
+     Active: inactive (dead) since Fri 2024-09-06 17:24:31 UTC; 1min 50s ago
+   Duration: 2.102s
+   Main PID: 1424 (code=exited, status=0/SUCCESS)
+        CPU: 2.814s
+");
+        assert_eq!(unrecognized, 0);
+        let u = &units[0];
+        assert_eq!(u.description.as_deref(), Some("NVIDIA Persistence Daemon"));
+        assert_eq!(u.duration_secs, Some(2.102));
+        assert_eq!(u.duration_span, Some(span(4)));
+        assert_eq!(u.in_state_secs, Some(110.0));
+        assert_eq!(
+            u.main_exit.as_deref(),
+            Some("code=exited, status=0/SUCCESS")
+        );
+        assert!(!u.triggered);
+        // https://github.com/gpustack/gpustack/issues/154
+        let (units, _) = run("\
+● gpustack.service - GPUStack Service
+     Loaded: loaded (/etc/systemd/system/gpustack.service; enabled; vendor preset: enabled)
+     Active: deactivating (stop-sigterm) since Wed 2024-08-07 12:11:53 GMT; 12s ago
+   Main PID: 2982989 (gpustack)
+");
+        let u = &units[0];
+        assert_eq!(
+            (u.active_state.as_deref(), u.sub_state.as_deref()),
+            (Some("deactivating"), Some("stop-sigterm"))
+        );
+        assert_eq!(u.in_state_secs, Some(12.0));
+        assert_eq!(u.duration_secs, None);
+    }
+
+    #[test]
+    fn systemd_time_spans() {
+        // As format_timespan() prints them (src/basic/time-util.c).
+        for (text, secs) in [
+            ("2.102s", 2.102),
+            ("1min 50s", 110.0),
+            ("2h 3min", 7380.0),
+            ("3 days 4h", 273_600.0),
+            ("1 weeks 2 days", 777_600.0),
+            ("450ms", 0.45),
+        ] {
+            assert_eq!(span_secs(text), Some(secs), "{text}");
+        }
+        for text in ["", "soon", "12 parsecs", "1min x"] {
+            assert_eq!(span_secs(text), None, "{text}");
+        }
+    }
+
+    #[test]
     fn garbage_is_counted_and_never_panics() {
         let (units, unrecognized) = run("\
 ● sglang.service - SGLang

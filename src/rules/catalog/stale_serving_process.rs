@@ -289,17 +289,16 @@ fn duplicates(incident: &Incident, named: &BTreeSet<u32>) -> Vec<Finding> {
             if let Some(span) = o.spans.first() {
                 f.evidence(
                     *span,
-                    format!(
-                        "PID {} on the same GPU holds {}",
-                        o.pid,
-                        mib(o.used_mib)
-                    ),
+                    format!("PID {} on the same GPU holds {}", o.pid, mib(o.used_mib)),
                 );
             }
         }
         let program = first_word(cmd);
         f.condition(
-            format!("{} copies of one serving command hold memory on GPU {gpu}", copies.len()),
+            format!(
+                "{} copies of one serving command hold memory on GPU {gpu}",
+                copies.len()
+            ),
             true,
         );
         f.condition(
@@ -709,4 +708,25 @@ fn finding(
 
 fn first_word(cmd: &str) -> &str {
     cmd.split_whitespace().next().unwrap_or(cmd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_command;
+    use crate::correlate::is_serving;
+
+    #[test]
+    fn copies_cut_differently_on_the_left_are_one_command() {
+        // nvtop's rows in https://github.com/phoronix-test-suite/openbenchmarking/issues/77
+        let a = "..../bin/ollama runner --ollama-engine --model /h";
+        let b = ".../bin/ollama runner --ollama-engine --model /h";
+        assert_eq!(same_command(a), same_command(b));
+        assert_eq!(same_command(a), "ollama runner --ollama-engine --model /h");
+        assert!(is_serving(a, None));
+        // The job the row's author cut is no serving command: not a copy.
+        assert!(!is_serving("...snip....", None));
+        // nvidia-smi's table names the executable only: two models served
+        // by one program look alike there, so a bare name is no copy.
+        assert!(!is_serving("/usr/local/bin/ollama", None));
+    }
 }

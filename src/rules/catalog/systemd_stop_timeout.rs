@@ -216,7 +216,10 @@ fn stop_step(sub: &str) -> &'static str {
 /// or a child it waits for, a handler that blocks); at `TimeoutStopSec`
 /// systemd will SIGKILL it. Sub-states past SIGKILL mean a process stuck in
 /// the kernel.
-fn stuck_stopping(incident: &crate::correlate::Incident, s: &crate::model::UnitStatus) -> Option<Finding> {
+fn stuck_stopping(
+    incident: &crate::correlate::Incident,
+    s: &crate::model::UnitStatus,
+) -> Option<Finding> {
     if s.active_state.as_deref() != Some("deactivating") {
         return None;
     }
@@ -235,7 +238,10 @@ fn stuck_stopping(incident: &crate::correlate::Incident, s: &crate::model::UnitS
     if let Some(span) = s.active_span {
         f.evidence(
             span,
-            format!("{unit} has been stopping{how_long} ({sub}): {}", stop_step(sub)),
+            format!(
+                "{unit} has been stopping{how_long} ({sub}): {}",
+                stop_step(sub)
+            ),
         );
     }
     let main = s.main_pid.filter(|_| s.main_exit.is_none());
@@ -245,7 +251,10 @@ fn stuck_stopping(incident: &crate::correlate::Incident, s: &crate::model::UnitS
     }
     for m in s.cgroup.iter().take(4) {
         f.entities.pids.insert(m.pid);
-        f.evidence(m.span, format!("PID {} is still in the unit's cgroup", m.pid));
+        f.evidence(
+            m.span,
+            format!("PID {} is still in the unit's cgroup", m.pid),
+        );
     }
     let listed: Vec<&crate::model::PsRecord> = incident
         .facts
@@ -264,7 +273,9 @@ fn stuck_stopping(incident: &crate::correlate::Incident, s: &crate::model::UnitS
             format!(
                 "ps lists PID {}{}",
                 p.pid,
-                p.stat.as_deref().map_or(String::new(), |st| format!(" in state {st}"))
+                p.stat
+                    .as_deref()
+                    .map_or(String::new(), |st| format!(" in state {st}"))
             ),
         );
     }
@@ -273,7 +284,10 @@ fn stuck_stopping(incident: &crate::correlate::Incident, s: &crate::model::UnitS
         format!("the stop has lasted longer than a clean shutdown takes ({SLOW_STOP_SECS} s)"),
         s.in_state_secs.is_some(),
     );
-    f.condition("its processes are still there", main.is_some() || !s.cgroup.is_empty());
+    f.condition(
+        "its processes are still there",
+        main.is_some() || !s.cgroup.is_empty(),
+    );
     f.condition(
         "what they wait on is known (missing: their stacks: py-spy dump, /proc/PID/stack)",
         !in_d.is_empty(),
@@ -307,7 +321,9 @@ fn stuck_stopping(incident: &crate::correlate::Incident, s: &crate::model::UnitS
     ));
     f.actions.push(Action::advice(
         format!("check how long systemd waits and how it kills {unit}"),
-        Some(&format!("systemctl show -p TimeoutStopUSec -p KillMode -p ExecStop {unit}")),
+        Some(&format!(
+            "systemctl show -p TimeoutStopUSec -p KillMode -p ExecStop {unit}"
+        )),
     ));
     f.actions.push(Action::advice(
         "after the stop, check that no process of the server still holds its ports or GPU memory before starting it again",

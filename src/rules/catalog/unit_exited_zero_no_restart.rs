@@ -150,7 +150,9 @@ fn daemon_gone_at_start(incident: &Incident, s: &UnitStatus) -> Option<Finding> 
     let unit = &s.unit;
     // A stop someone asked for ends a daemon with status 0 too.
     let stopped = incident.facts.journal.iter().any(|e| {
-        e.is_pid1() && e.unit.as_deref() == Some(unit.as_str()) && e.message.starts_with("Stopping ")
+        e.is_pid1()
+            && e.unit.as_deref() == Some(unit.as_str())
+            && e.message.starts_with("Stopping ")
     });
     if stopped {
         return None;
@@ -188,11 +190,15 @@ fn daemon_gone_at_start(incident: &Incident, s: &UnitStatus) -> Option<Finding> 
         "the unit's Type= and the daemon's forking are known (missing: systemctl cat)",
         false,
     );
-    f.title = format!("{unit} exited with status 0 {seconds} after it started: the daemon is not running");
+    f.title = format!(
+        "{unit} exited with status 0 {seconds} after it started: the daemon is not running"
+    );
     f.headline = format!(
         "{unit} ({what}) is inactive (dead): its main process exited with status 0 {seconds} after it started, so systemd took the service for finished. A daemon that forks into the background (Type=forking in its vendor unit) run under Type=simple ends this way, with no error anywhere."
     );
-    f.chain.push(format!("{unit} is not running, and nothing reports a failure"));
+    f.chain.push(format!(
+        "{unit} is not running, and nothing reports a failure"
+    ));
     f.chain.push(format!(
         "its main process exited with status 0 after {seconds}: the parent of a daemon that forked, or a daemon that gave up"
     ));
@@ -200,8 +206,12 @@ fn daemon_gone_at_start(incident: &Incident, s: &UnitStatus) -> Option<Finding> 
         "A daemon that detaches (forks and lets its first process exit) must run under Type=forking, ideally with PIDFile=: under Type=simple systemd takes the first process's exit as the end of the service, and with the default KillMode=control-group stops the detached child too. Restart=on-failure does not fire, because status 0 is a success. The status block does not show the unit's Type=; `systemctl cat {unit}` settles it."
     );
     f.actions.push(Action::advice(
-        format!("see the unit's Type=, PIDFile= and ExecStart= (a daemon that forks needs Type=forking)"),
-        Some(&format!("systemctl cat {unit}; systemctl show -p Type -p PIDFile -p ExecStart -p Restart {unit}")),
+        format!(
+            "see the unit's Type=, PIDFile= and ExecStart= (a daemon that forks needs Type=forking)"
+        ),
+        Some(&format!(
+            "systemctl cat {unit}; systemctl show -p Type -p PIDFile -p ExecStart -p Restart {unit}"
+        )),
     ));
     f.actions.push(Action::advice(
         format!("read what {unit} logged when it started"),
