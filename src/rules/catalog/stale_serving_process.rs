@@ -330,9 +330,8 @@ fn duplicates(incident: &Incident, named: &BTreeSet<u32>) -> Vec<Finding> {
             copies.len(),
             mib(Some(held))
         ));
-        f.chain.push(format!(
-            "all but one of them outlived the runs that started them"
-        ));
+        f.chain
+            .push("all but one of them outlived the runs that started them".to_owned());
         f.explanation = "A model server (or its runner) loads a model once per command line; identical copies on one GPU, each with a model's worth of memory, are earlier instances that nothing stopped. Whatever runs next on the GPU gets only what they leave, and may fall back to the CPU or fail to start.".to_owned();
         f.actions.push(Action::advice(
             "tell the current copy from the leftovers by their start times and parents",

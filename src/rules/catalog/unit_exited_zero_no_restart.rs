@@ -206,9 +206,7 @@ fn daemon_gone_at_start(incident: &Incident, s: &UnitStatus) -> Option<Finding> 
         "A daemon that detaches (forks and lets its first process exit) must run under Type=forking, ideally with PIDFile=: under Type=simple systemd takes the first process's exit as the end of the service, and with the default KillMode=control-group stops the detached child too. Restart=on-failure does not fire, because status 0 is a success. The status block does not show the unit's Type=; `systemctl cat {unit}` settles it."
     );
     f.actions.push(Action::advice(
-        format!(
-            "see the unit's Type=, PIDFile= and ExecStart= (a daemon that forks needs Type=forking)"
-        ),
+        "see the unit's Type=, PIDFile= and ExecStart= (a daemon that forks needs Type=forking)",
         Some(&format!(
             "systemctl cat {unit}; systemctl show -p Type -p PIDFile -p ExecStart -p Restart {unit}"
         )),
