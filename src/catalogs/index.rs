@@ -341,7 +341,9 @@ fn resolve<'c>(
             .collect()
     });
     if by_message.is_empty() {
-        return by_code.or_else(by_name);
+        return by_code
+            .or_else(by_name)
+            .or_else(|| cut_short(catalog, strings, &in_table, hit));
     }
     if let Some(r) = by_code.filter(|r| by_message.iter().any(|m| std::ptr::eq(*m, *r))) {
         return Some(r);
@@ -355,6 +357,35 @@ fn resolve<'c>(
     former
         .or_else(|| by_name().filter(|r| by_message.iter().any(|m| std::ptr::eq(*m, *r))))
         .or_else(|| by_message.first().copied())
+}
+
+/// A message cut short by the paste (`cudaMalloc failed: out of mem`, the
+/// end of a copied line): the row whose string it begins, when it names one
+/// row only and is long enough to mean something (a word is not a message).
+fn cut_short<'c>(
+    catalog: &'c Catalog,
+    strings: &[Vec<String>],
+    in_table: &dyn Fn(&Row) -> bool,
+    hit: &Hit<'_>,
+) -> Option<&'c Row> {
+    const MIN_CUT: usize = 8;
+    let msg = normal(hit.get("msg")?);
+    if msg.len() < MIN_CUT || !msg.contains(' ') {
+        return None;
+    }
+    let mut rows = catalog
+        .rows
+        .iter()
+        .zip(strings)
+        .filter(|(r, _)| in_table(r))
+        .filter(|(_, strings)| {
+            strings
+                .iter()
+                .any(|s| s.len() > msg.len() && s.starts_with(msg.as_str()))
+        })
+        .map(|(r, _)| r);
+    let first = rows.next()?;
+    rows.next().is_none().then_some(first)
 }
 
 /// A message string compared loosely: lower case, white space collapsed,

@@ -619,6 +619,25 @@ mod tests {
     /// What `build.rs` compiled in is what the TOML says, field by field,
     /// and every file of `catalogs/` is compiled in.
     #[test]
+    fn a_code_string_cut_short_by_the_paste_still_names_its_row() {
+        // https://github.com/apache/mxnet/issues/6798 (the paste ends mid-word)
+        let cut =
+            "[12:44:34] src/storage/./pooled_storage_manager.h:84: cudaMalloc failed: out of mem";
+        let rows: Vec<&str> = catalogs()
+            .hits(cut)
+            .iter()
+            .filter_map(|h| h.row.map(|r| r.id.as_str()))
+            .collect();
+        assert_eq!(rows, ["cuda.memory-allocation"], "{cut}");
+        // A cut that could begin several strings names none of them.
+        let short = "cudaMalloc failed: invalid";
+        assert!(
+            catalogs().hits(short).iter().all(|h| h.row.is_none()),
+            "{short}"
+        );
+    }
+
+    #[test]
     fn the_compiled_in_catalogs_are_the_toml_files() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("catalogs");
         let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
