@@ -15,8 +15,11 @@
 # the table (also written to bench/data/results.md) with each target met
 # or not. Also a busy host's journal that is nine tenths server chatter
 # (journal-chatty) and a unit crash-looping for days (crash-loop), each at
-# 100 MiB, 1 GiB and 2 GiB. Knobs: REPEAT (default 3), BENCH_DATA (default
+# 100 MiB, 1 GiB and 2 GiB. Then the real line families
+# (bench/families/, see its extract.py): each program's real lines with
+# jittered numbers, in the framings people keep them in. Knobs: REPEAT (default 3), BENCH_DATA (default
 # bench/data), ONLY (an extended regex: only the inputs it matches),
+# FAMILIES=0 (leave the real line families out),
 # NO_REPLAY=1 (skip the replay measurement), NO_BUILD=1 (use the binaries
 # already built).
 set -euo pipefail
@@ -51,6 +54,24 @@ FILES=(
     "crash-loop-1g.log crash-loop 1024"
     "crash-loop-2g.log crash-loop 2048"
 )
+# The real line families (bench/families/*.tsv, issue 23): each in the
+# framing its program's logs are usually kept in at 256 MiB and 1 GiB, and
+# in each other framing at 64 MiB. FAMILIES=0 leaves them out.
+if [ "${FAMILIES:-1}" != 0 ]; then
+    for fam in sglang vllm ollama llamacpp tgi kernel systemd nvidia-smi traceback; do
+        case $fam in
+        nvidia-smi) natural=raw others="" ;;
+        systemd) natural=journal-iso others="journal-json" ;;
+        kernel) natural=raw others="journal-iso journal-json" ;;
+        *) natural=journal-iso others="raw journal-json docker cri" ;;
+        esac
+        FILES+=("fam-$fam-$natural-256m.log family:$fam:$natural 256")
+        FILES+=("fam-$fam-$natural-1g.log family:$fam:$natural 1024")
+        for framing in $others; do
+            FILES+=("fam-$fam-$framing-64m.log family:$fam:$framing 64")
+        done
+    done
+fi
 if [ -n "${ONLY:-}" ]; then
     kept=()
     for f in "${FILES[@]}"; do

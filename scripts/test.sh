@@ -37,6 +37,9 @@ fi
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
 cargo test --locked
+# The benchmark's input generator (its own workspace, no dependencies).
+cargo fmt --manifest-path bench/gen/Cargo.toml -- --check
+cargo test --quiet --manifest-path bench/gen/Cargo.toml
 # The .deb and the wheel, built and installed as users install them (slow:
 # an optimised build; cargo-deb, maturin and uv are installed when missing).
 bash scripts/package-test.sh

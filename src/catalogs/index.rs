@@ -138,7 +138,28 @@ impl Index {
         self.anchors.iter().map(|(a, _)| a.as_str())
     }
 
-    pub(super) fn hits<'c>(&self, list: &'c [Catalog], text: &str) -> Vec<Hit<'c>> {
+    /// Whether any row or wrapper reads `text`: [`Self::hits`] is not
+    /// empty. Stops at the first that matches and captures nothing: asked of
+    /// every anchored line no parser knew.
+    pub(super) fn knows(&self, list: &[Catalog], text: &str) -> bool {
+        self.targets(text).into_iter().any(|target| match target {
+            Target::Wording {
+                catalog,
+                row,
+                wording,
+            } => list[catalog].rows[row].wordings[wording]
+                .regex()
+                .is_some_and(|re| re.is_match(text)),
+            Target::Wrapper { catalog, wrapper } => list[catalog].wrappers[wrapper]
+                .wording
+                .regex()
+                .is_some_and(|re| re.is_match(text)),
+            Target::Bare { catalog, row } => bare(&list[catalog].rows[row], text).is_some(),
+        })
+    }
+
+    /// The rows and wrappers whose anchors `text` holds, each once, in order.
+    fn targets(&self, text: &str) -> Vec<Target> {
         let matcher = self.matcher.get_or_init(|| {
             (!self.anchors.is_empty()).then(|| {
                 AhoCorasick::builder()
@@ -155,11 +176,16 @@ impl Index {
             .find_overlapping_iter(text)
             .flat_map(|m| self.anchors[m.pattern().as_usize()].1.iter().copied())
             .collect();
+        targets.sort();
+        targets.dedup();
+        targets
+    }
+
+    pub(super) fn hits<'c>(&self, list: &'c [Catalog], text: &str) -> Vec<Hit<'c>> {
+        let targets = self.targets(text);
         if targets.is_empty() {
             return Vec::new();
         }
-        targets.sort();
-        targets.dedup();
         let mut hits: Vec<Hit<'c>> = Vec::new();
         for target in targets {
             let hit = match target {
@@ -315,7 +341,9 @@ fn resolve<'c>(
             .collect()
     });
     if by_message.is_empty() {
-        return by_code.or_else(by_name);
+        return by_code
+            .or_else(by_name)
+            .or_else(|| cut_short(catalog, strings, &in_table, hit));
     }
     if let Some(r) = by_code.filter(|r| by_message.iter().any(|m| std::ptr::eq(*m, *r))) {
         return Some(r);
@@ -329,6 +357,35 @@ fn resolve<'c>(
     former
         .or_else(|| by_name().filter(|r| by_message.iter().any(|m| std::ptr::eq(*m, *r))))
         .or_else(|| by_message.first().copied())
+}
+
+/// A message cut short by the paste (`cudaMalloc failed: out of mem`, the
+/// end of a copied line): the row whose string it begins, when it names one
+/// row only and is long enough to mean something (a word is not a message).
+fn cut_short<'c>(
+    catalog: &'c Catalog,
+    strings: &[Vec<String>],
+    in_table: &dyn Fn(&Row) -> bool,
+    hit: &Hit<'_>,
+) -> Option<&'c Row> {
+    const MIN_CUT: usize = 8;
+    let msg = normal(hit.get("msg")?);
+    if msg.len() < MIN_CUT || !msg.contains(' ') {
+        return None;
+    }
+    let mut rows = catalog
+        .rows
+        .iter()
+        .zip(strings)
+        .filter(|(r, _)| in_table(r))
+        .filter(|(_, strings)| {
+            strings
+                .iter()
+                .any(|s| s.len() > msg.len() && s.starts_with(msg.as_str()))
+        })
+        .map(|(r, _)| r);
+    let first = rows.next()?;
+    rows.next().is_none().then_some(first)
 }
 
 /// A message string compared loosely: lower case, white space collapsed,

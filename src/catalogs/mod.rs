@@ -332,7 +332,7 @@ impl Catalogs {
     ///
     /// [`hits`]: Catalogs::hits
     pub fn knows(&self, text: &str) -> bool {
-        !self.index.hits(&self.list, text).is_empty()
+        self.index.knows(&self.list, text)
     }
 
     /// The row with this id.
@@ -575,6 +575,40 @@ fn samples(defs: Vec<schema::SampleDef>, bad: &mut Vec<String>) -> Vec<Sample> {
 mod tests {
     use super::*;
 
+    /// `knows` stops at the first match and captures nothing; it must say
+    /// what `hits` says: on every sample line, its neighbours, and lines
+    /// that hold an anchor but no message.
+    #[test]
+    fn knows_is_whether_hits_finds_anything() {
+        let all = catalogs();
+        let mut lines: Vec<&str> = Vec::new();
+        for c in &all.list {
+            let samples = c
+                .rows
+                .iter()
+                .flat_map(|r| r.samples.iter())
+                .chain(c.wrappers.iter().flat_map(|w| w.samples.iter()));
+            for s in samples {
+                lines.push(&s.line);
+                lines.extend(s.before.iter().chain(s.after.iter()).map(String::as_str));
+            }
+        }
+        let anchors: Vec<String> = all
+            .anchors()
+            .map(|a| format!("nothing but {a} here"))
+            .collect();
+        lines.extend(anchors.iter().map(String::as_str));
+        lines.extend(["", "plain text", "sglang.service: Started.", "error"]);
+        let (mut known, mut unknown) = (0, 0);
+        for line in lines {
+            let hits = !all.hits(line).is_empty();
+            assert_eq!(all.knows(line), hits, "{line:?}");
+            if hits { known += 1 } else { unknown += 1 }
+        }
+        // Both answers were asked for, many times.
+        assert!(known > 500 && unknown > 50, "{known} known, {unknown} not");
+    }
+
     #[test]
     fn the_compiled_in_catalogs_load_without_a_problem() {
         let all = catalogs();
@@ -584,6 +618,25 @@ mod tests {
 
     /// What `build.rs` compiled in is what the TOML says, field by field,
     /// and every file of `catalogs/` is compiled in.
+    #[test]
+    fn a_code_string_cut_short_by_the_paste_still_names_its_row() {
+        // https://github.com/apache/mxnet/issues/6798 (the paste ends mid-word)
+        let cut =
+            "[12:44:34] src/storage/./pooled_storage_manager.h:84: cudaMalloc failed: out of mem";
+        let rows: Vec<&str> = catalogs()
+            .hits(cut)
+            .iter()
+            .filter_map(|h| h.row.map(|r| r.id.as_str()))
+            .collect();
+        assert_eq!(rows, ["cuda.memory-allocation"], "{cut}");
+        // A cut that could begin several strings names none of them.
+        let short = "cudaMalloc failed: invalid";
+        assert!(
+            catalogs().hits(short).iter().all(|h| h.row.is_none()),
+            "{short}"
+        );
+    }
+
     #[test]
     fn the_compiled_in_catalogs_are_the_toml_files() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("catalogs");

@@ -8,6 +8,7 @@
 mod clock;
 mod gpus;
 mod known;
+mod members;
 mod owners;
 mod serving;
 mod units;
@@ -49,6 +50,9 @@ pub struct Incident {
     pub units: BTreeMap<String, UnitFacts>,
     /// The unit each `X.service: …` line of PID 1 names, known event or not.
     pub unit_lines: BTreeMap<Span, String>,
+    /// Every PID the inputs tie to each unit, weak ties included
+    /// (`members.rs`): what reports list, never what an action rests on.
+    pub unit_pids: BTreeMap<String, std::collections::BTreeSet<u32>>,
     /// The time of every line whose format carries one, in the frame of
     /// [`Incident::frame`].
     pub times: BTreeMap<Span, Timestamp>,
@@ -73,6 +77,7 @@ pub fn correlate_with(mut facts: Facts, clock: &Clock) -> Incident {
     let units = units::collect(&facts);
     let unit_lines = units::unit_lines(&facts);
     let owners = owners::attribute(&facts, &units);
+    let unit_pids = members::collect(&facts, &units, &unit_lines, &owners);
     let cmdlines = collect_cmdlines(&facts);
     let times = collect_times(&facts);
     let known = known::match_messages(&facts.messages);
@@ -84,6 +89,7 @@ pub fn correlate_with(mut facts: Facts, clock: &Clock) -> Incident {
         cmdlines,
         units,
         unit_lines,
+        unit_pids,
         times,
         frame,
         known,

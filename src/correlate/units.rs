@@ -172,6 +172,12 @@ re!(
     r"^(?P<unit>\S+\.(?:service|scope|socket|mount|timer|target|slice|path|swap))(?: - (?P<desc>.*))?$"
 );
 
+/// The unit a systemd message begins with (`X.service: …`), and the rest.
+pub(super) fn unit_prefix(message: &str) -> Option<(&str, &str)> {
+    let c = UNIT_PREFIXED.captures(message)?;
+    Some((c.name("unit")?.as_str(), c.name("rest")?.as_str()))
+}
+
 /// Every line of PID 1 that begins with a unit's name (`X.service: …`),
 /// whether or not its message is one [`collect`] reads as an event: the
 /// line names the unit all the same.

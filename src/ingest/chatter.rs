@@ -113,6 +113,79 @@ pub(crate) fn access_line(text: &str) -> bool {
     code.len() >= 3 && code[..3].iter().all(u8::is_ascii_digit)
 }
 
+/// Whether `text` is a serving stack's steady progress line, printed per
+/// request or per scheduler step by a healthy server: read, it proves
+/// nothing (fixtures/chatter/). Told by fixed lead-ins, no regex:
+/// - SGLang's scheduler (`Decode batch. #running-req: …`, `Prefill batch,
+///   #new-seq: …`; `.` before 2025-10, `,` after), bare or under the
+///   0.2-era `[gpu=0] ` or `[gpu_id=0] ` (python/sglang/srt/managers/
+///   tp_worker.py, both wordings: `f"[gpu={self.gpu_id}] Decode batch. "`,
+///   then `f"[gpu_id={self.gpu_id}] Decode batch. "`);
+/// - Gin's access line, which ollama prints per request (gin-gonic/gin
+///   logger.go defaultLogFormatter: `[GIN] 2006/01/02 - 15:04:05 | 200 |
+///   1.2ms | 127.0.0.1 | POST "/api/chat"`);
+/// - llama.cpp's per-request timings (tools/server print_timing(): `prompt
+///   eval time = … ms / … tokens (…)`, `eval time =`, `total time =`) and
+///   its speculative decoder's `statistics <name>: #calls(b,g,a) = …`.
+pub(crate) fn progress(text: &str) -> bool {
+    sglang_batch(text) || gin_access(text) || llama_timing(text)
+}
+
+fn sglang_batch(text: &str) -> bool {
+    let mut rest = text;
+    for tag in ["[gpu=", "[gpu_id="] {
+        if let Some(after) = rest.strip_prefix(tag) {
+            let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+            match after[digits..].strip_prefix("] ") {
+                Some(r) if digits > 0 => rest = r,
+                _ => return false,
+            }
+            break;
+        }
+    }
+    let fields = ["Decode batch", "Prefill batch"]
+        .iter()
+        .find_map(|lead| rest.strip_prefix(lead))
+        .and_then(|r| r.strip_prefix(". ").or_else(|| r.strip_prefix(", ")));
+    fields.is_some_and(|f| f.starts_with("#running-req: ") || f.starts_with("#new-seq: "))
+}
+
+fn gin_access(text: &str) -> bool {
+    // `[GIN] 2006/01/02 - 15:04:05 | ` then the status, read by position.
+    const SHAPE: &[u8; 30] = b"[GIN] 0000/00/00 - 00:00:00 | ";
+    let b = text.as_bytes();
+    let shaped = b.len() > SHAPE.len()
+        && SHAPE.iter().zip(b).all(|(&s, &c)| match s {
+            b'0' => c.is_ascii_digit(),
+            s => s == c,
+        });
+    if !shaped {
+        return false;
+    }
+    let rest = &text[SHAPE.len()..];
+    let status = rest.trim_start().as_bytes();
+    status.len() > 3
+        && status[..3].iter().all(u8::is_ascii_digit)
+        && rest.matches(" | ").count() >= 3
+        && rest.ends_with('"')
+}
+
+fn llama_timing(text: &str) -> bool {
+    let t = text.trim_start_matches(' ');
+    if let Some(rest) = ["prompt eval time = ", "eval time = ", "total time = "]
+        .iter()
+        .find_map(|lead| t.strip_prefix(lead))
+    {
+        let rest = rest.trim_start_matches(' ');
+        return rest.as_bytes().first().is_some_and(u8::is_ascii_digit)
+            && rest.contains(" ms / ")
+            && rest.contains(" tokens");
+    }
+    t.strip_prefix("statistics ")
+        .and_then(|r| r.split_once(": #calls(b,g,a) = "))
+        .is_some_and(|(name, _)| !name.trim().is_empty() && !name.contains(": "))
+}
+
 /// Whether a line is vLLM's engine waiting for its workers (the
 /// shared-memory broadcast queue): `No available shared memory broadcast
 /// block found in 60 seconds` (0.6+), `No available block found in 60
@@ -187,6 +260,38 @@ mod tests {
             "ERROR:    Exception in ASGI application",
         ] {
             assert!(!access_line(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn progress_lines_are_told_by_their_lead_ins() {
+        // fixtures/chatter/: sglang/gpu0-prefill-2024-08.log,
+        // bare-decode-2024.log, ollama/*, llama-cpp/*.
+        for yes in [
+            "[gpu=0] Prefill batch. #new-seq: 2, #new-token: 1074, #cached-token: 0, cache hit rate: 0.00%, #running-req: 389, #queue-req: 40",
+            "Decode batch. #running-req: 1010, #token: 55006, token usage: 0.93, gen throughput (token/s): 1397.13, #queue-req: 12279",
+            "Decode batch, #running-req: 32, #token: 11179, token usage: 0.08, cuda graph: True, gen throughput (token/s): 1635.11, #queue-req: 0",
+            "[GIN] 2025/02/10 - 11:20:29 | 200 | 35.684791792s |       127.0.0.1 | POST     \"/api/chat\"",
+            "[GIN] 2026/01/20 - 23:15:46 | 200 |     971.777µs |       127.0.0.1 | HEAD     \"/\"",
+            "prompt eval time =     789.03 ms /    27 tokens (   29.22 ms per token,    34.22 tokens per second)",
+            "       eval time =   16112.50 ms /   192 tokens (   83.92 ms per token,    11.92 tokens per second)",
+            "      total time =   16901.53 ms /   219 tokens",
+            "statistics ngram-map-k: #calls(b,g,a) = 3 570 0, #gen drafts = 0, #acc drafts = 0, #gen tokens = 0, #acc tokens = 0, dur(b,g,a) = 1.267, 0.651, 0.000 ms",
+        ] {
+            assert!(progress(yes), "{yes}");
+        }
+        for no in [
+            "[gpu=] Decode batch. #running-req: 1",
+            "[gpu_id=x] Decode batch. #running-req: 1",
+            "Decode batch. out of memory",
+            "Prefill batch failed: CUDA error: out of memory",
+            "[GIN-debug] POST   /api/chat                 --> github.com/ollama/ollama/server.(*Server).ChatHandler-fm (5 handlers)",
+            "[GIN] 2025/02/10 - 11:20:29 | panic",
+            "total time = unknown",
+            "eval time = 3 ms",
+            "statistics: nothing",
+        ] {
+            assert!(!progress(no), "{no}");
         }
     }
 

@@ -11,6 +11,9 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use crate::model::{Facts, GpuMention};
+use crate::source::Span;
+
 /// pytest's lines, by their fixed shapes.
 static PYTEST: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
@@ -47,6 +50,46 @@ static GPU_SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
     )
     .expect("gpu summary regex")
 });
+
+/// The GPU a vllm-omni summary row names (`  GPU 4: 0.6GiB/140.4GiB
+/// (0.4%)`), and each of vLLM's `0=30.31;` pairs.
+static SUMMARY_GPU: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*GPU\x20(?P<row>[0-9]+):\x20|\x20(?P<pair>[0-9]+)=[0-9.]+;")
+        .expect("summary gpu regex")
+});
+
+/// vllm-omni's fixture after it stopped its server: `Warning: Processes
+/// still alive: [30951, 30954]` (vllm-project/vllm-omni#4165).
+static LEFTOVERS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*(?:Warning:\x20)?Processes\x20still\x20alive:\x20\[(?P<pids>[0-9]+(?:,\x20?[0-9]+)*)\]\s*$")
+        .expect("leftovers regex")
+});
+
+/// Reads a harness's line: whether it is one, recording the GPUs its
+/// memory summary names and the PIDs it says it left alive.
+pub(crate) fn read(text: &str, span: Span, facts: &mut Facts) -> bool {
+    if let Some(c) = LEFTOVERS.captures(text) {
+        let pids = c["pids"].split(',').filter_map(|p| p.trim().parse().ok());
+        facts.leftover_pids.extend(pids.map(|p| (p, span)));
+        return true;
+    }
+    if !recognizes(text) {
+        return false;
+    }
+    if GPU_SUMMARY.is_match(text) {
+        for c in SUMMARY_GPU.captures_iter(text) {
+            let index = c.name("row").or_else(|| c.name("pair"));
+            if let Some(i) = index.and_then(|m| m.as_str().parse().ok()) {
+                facts.gpu_mentions.push(GpuMention {
+                    index: i,
+                    by: "a test harness's memory summary",
+                    span,
+                });
+            }
+        }
+    }
+    true
+}
 
 /// Whether `text` is a line a test harness printed.
 pub(crate) fn recognizes(text: &str) -> bool {
@@ -100,6 +143,33 @@ mod tests {
             // cut them): not read alone.
             assert_eq!(recognizes(line), !line.starts_with("14 "), "{line}");
         }
+        // What the summaries name: the GPUs (vLLM's pairs, vllm-omni's
+        // rows) and the PIDs a fixture left alive
+        // (vllm-project/vllm-omni#4165).
+        let mut facts = Facts::default();
+        let span = |line| Span {
+            source: crate::source::SourceId(0),
+            line,
+        };
+        for (n, line) in [
+            "gpu memory used (GB): 0=30.31; 1=29.41; ",
+            "  GPU 7: 0.6GiB/140.4GiB (0.4%)",
+            "Warning: Processes still alive: [30951, 30954]",
+            "[GPU Memory Freed] Devices 3, 7 meet memory condition",
+        ]
+        .iter()
+        .enumerate()
+        {
+            assert!(read(line, span(n as u32 + 1), &mut facts), "{line}");
+        }
+        let gpus: Vec<(u32, u32)> = facts
+            .gpu_mentions
+            .iter()
+            .map(|m| (m.index, m.span.line))
+            .collect();
+        assert_eq!(gpus, [(0, 1), (1, 1), (7, 2)]);
+        assert_eq!(facts.leftover_pids, [(30951, span(3)), (30954, span(3))]);
+        assert!(!read("ValueError: boom", span(9), &mut facts));
         for line in [
             "ValueError: boom",
             "INFO 01-14 12:36:52 worker.py:240] Memory profiling takes 1.46 seconds",

@@ -15,6 +15,15 @@ use crate::source::Span;
 pub(super) const UNIT_TYPES: &str =
     "service|socket|device|mount|automount|swap|target|path|timer|slice|scope";
 
+/// `.service`, `.scope`, … anywhere, in any case (the catalogs' `<unit>`
+/// placeholder matches case-insensitively).
+static UNIT_SUFFIX: LazyLock<aho_corasick::AhoCorasick> = LazyLock::new(|| {
+    aho_corasick::AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .build(UNIT_TYPES.split('|').map(|t| format!(".{t}")))
+        .expect("unit suffixes")
+});
+
 /// `sglang.service: Main process exited, …` and the other unit-prefixed
 /// messages of docs/formats/journal.md.
 static UNIT_PREFIXED: LazyLock<Regex> = LazyLock::new(|| {
@@ -71,6 +80,12 @@ fn names_a_unit(message: &str) -> bool {
 /// reads): its unit and the message as the catalog row matched it. Not
 /// systemctl's own lines (`Job for X failed.`), which name a unit too.
 pub(super) fn pid1_message_in(text: &str) -> Option<(String, String)> {
+    // Every such message names its unit, and a unit's name ends in its
+    // type: a line without one is no PID 1 message, and the catalogs (every
+    // row whose anchor the line holds) need not be asked.
+    if !UNIT_SUFFIX.is_match(text.as_bytes()) {
+        return None;
+    }
     let hits = crate::catalogs::catalogs().hits(text);
     let systemd = |h: &&crate::catalogs::Hit<'_>| h.catalog.id == "systemd";
     if hits.iter().filter(systemd).any(|h| {

@@ -8,7 +8,7 @@
 //! without processes prints a row of `-`.
 
 use super::Line;
-use crate::model::{Facts, GpuProcessRecord, ProcessListing, ProcessListingKind};
+use crate::model::{Facts, GpuMention, GpuProcessRecord, ProcessListing, ProcessListingKind};
 use crate::source::Span;
 
 /// Columns of the default `nvidia-smi pmon` when no header was captured.
@@ -45,7 +45,17 @@ pub fn read(lines: &[Line<'_>], facts: &mut Facts) -> Vec<usize> {
             continue;
         };
         listing.get_or_insert(line.span);
-        let Some(process) = row else { continue };
+        let process = match row {
+            Row::Process(p) => p,
+            Row::Idle(gpu) => {
+                facts.gpu_mentions.push(GpuMention {
+                    index: gpu,
+                    by: "an idle nvidia-smi pmon row",
+                    span: line.span,
+                });
+                continue;
+            }
+        };
         let key = (process.gpu_index.unwrap_or(u32::MAX), process.pid);
         if !seen.contains(&key) {
             seen.push(key);
@@ -72,9 +82,15 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
     read(lines, facts).len() as u32
 }
 
-/// One data row: `None` when it is not one, `Some(None)` for a GPU's
-/// "no process" row of dashes.
-fn read_row(text: &str, columns: &[String], span: Span) -> Option<Option<GpuProcessRecord>> {
+/// A data row of the listing.
+enum Row {
+    Process(GpuProcessRecord),
+    /// A GPU's "no process" row of dashes: the GPU is there, idle.
+    Idle(u32),
+}
+
+/// One data row, or `None` when the line is not one.
+fn read_row(text: &str, columns: &[String], span: Span) -> Option<Row> {
     let cells: Vec<&str> = text.split_whitespace().collect();
     let at = |name: &str| columns.iter().position(|c| c == name);
     let command_at = at("command").unwrap_or(columns.len().saturating_sub(1));
@@ -86,14 +102,14 @@ fn read_row(text: &str, columns: &[String], span: Span) -> Option<Option<GpuProc
     let pid = cell("pid")?;
     let kind = cell("type")?;
     if pid == "-" {
-        return (kind == "-").then_some(None);
+        return (kind == "-").then_some(Row::Idle(gpu));
     }
     let pid: u32 = pid.parse().ok()?;
     let is_type = kind.split('+').all(|k| matches!(k, "C" | "G" | "M" | "-"));
     if !is_type {
         return None;
     }
-    Some(Some(GpuProcessRecord {
+    Some(Row::Process(GpuProcessRecord {
         gpu_index: Some(gpu),
         gpu_uuid: None,
         pid,
@@ -188,6 +204,13 @@ mod tests {
     1          -     -      -      -      -      -    -");
         assert_eq!(unrecognized, 0);
         assert!(facts.gpu_processes.is_empty());
+        // Each idle GPU is still named: the inventory lists it.
+        let idle: Vec<(u32, u32)> = facts
+            .gpu_mentions
+            .iter()
+            .map(|m| (m.index, m.span.line))
+            .collect();
+        assert_eq!(idle, [(0, 3), (1, 4)]);
         assert_eq!(
             facts.process_listings,
             vec![ProcessListing {

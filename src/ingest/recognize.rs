@@ -251,7 +251,7 @@ impl LineReader {
         }
         // A test harness's own lines (pytest's report, CI GPU summaries),
         // an RPC server's connection log.
-        if super::harness::recognizes(text) || is_rpyc_server_line(text) {
+        if super::harness::read(text, line.span, facts) || is_rpyc_server_line(text) {
             return Some(Read::Skimmed(None));
         }
         if let Some(kernel) = &mut self.kernel {
@@ -537,6 +537,7 @@ mod tests {
                 facts.messages.push(crate::model::Message {
                     span,
                     text: (*text).to_owned(),
+                    pid: None,
                 });
             }
             let mut out = Out {

@@ -156,6 +156,7 @@ fn read_source(
         kept: KeptLines::default(),
         timing: Timing::default(),
         engine: Engine::default(),
+        writers: Default::default(),
     };
     let look = Look {
         rules: settings.anchors,
@@ -394,6 +395,8 @@ struct InputReader {
     kept: KeptLines,
     timing: Timing,
     engine: Engine,
+    /// The `ident[pid]` pairs frames named so far: each is recorded once.
+    writers: std::collections::HashSet<(String, u32)>,
 }
 
 /// vLLM's engine loop as the lines go by: the last wait for its workers and
@@ -448,6 +451,11 @@ impl InputReader {
         } else {
             self.peeler.peel(text)
         };
+        if let (Some(ident), Some(pid)) = (&peeled.frame.ident, peeled.frame.pid) {
+            if self.writers.insert((ident.clone(), pid)) {
+                self.facts.frame_writers.push((ident.clone(), pid, span));
+            }
+        }
         let step = match fast {
             true => self.segmenter.line_continues(n),
             false => self.segmenter.line(n, &peeled.body, &peeled.frame),
@@ -473,6 +481,7 @@ impl InputReader {
             self.facts.messages.push(Message {
                 span,
                 text: text.to_owned(),
+                pid: None,
             });
             // A message may be cited: its text, and the line that times it.
             self.keep(n, text);
@@ -652,6 +661,7 @@ impl InputReader {
                     self.facts.messages.push(Message {
                         span: self.span(*n),
                         text: text.clone(),
+                        pid: None,
                     });
                 }
                 self.keep(*n, text);

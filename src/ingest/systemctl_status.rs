@@ -11,7 +11,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::Line;
-use crate::model::{CgroupMember, Facts, UnitStatus};
+use crate::model::{CgroupMember, Facts, UnitProcess, UnitStatus};
 use crate::source::Span;
 
 const UNIT_NAME: &str = r"[A-Za-z0-9:_.@\\-]+\.(?:service|socket|device|mount|automount|swap|target|path|timer|slice|scope)";
@@ -97,6 +97,11 @@ impl Block {
                 main_comm: None,
                 main_exit: None,
                 cgroup: Vec::new(),
+                processes: Vec::new(),
+                in_state_secs: None,
+                duration_secs: None,
+                duration_span: None,
+                triggered: false,
                 span,
                 active_span: None,
                 main_pid_span: None,
@@ -131,7 +136,16 @@ impl Block {
                     status.result = c.name("result").map(|m| m.as_str().to_owned());
                     status.active_state = Some(state);
                 }
+                status.in_state_secs = value
+                    .rsplit_once("; ")
+                    .and_then(|(_, ago)| ago.strip_suffix(" ago"))
+                    .and_then(span_secs);
             }
+            "Duration" => {
+                status.duration_secs = span_secs(value.trim());
+                status.duration_span = Some(span);
+            }
+            "TriggeredBy" => status.triggered = true,
             "Main PID" => {
                 status.main_pid_span = Some(span);
                 if let Some(c) = MAIN_PID.captures(value) {
@@ -143,6 +157,12 @@ impl Block {
                             status.main_comm = Some(paren.to_owned());
                         }
                     }
+                }
+            }
+            "Process" => {
+                let pid = MAIN_PID.captures(value).and_then(|c| c["pid"].parse().ok());
+                if let Some(pid) = pid {
+                    status.processes.push(UnitProcess { pid, span });
                 }
             }
             "Loaded" => {
@@ -164,6 +184,40 @@ impl Block {
                 .map(|c| c["unit"].to_owned());
         }
     }
+}
+
+/// A time span as systemd prints one (`format_timespan`): `2.102s`,
+/// `1min 50s`, `2h 3min`, `3 days 4h`, `1 weeks 2 days`, `450ms`, `1y 2month`.
+fn span_secs(text: &str) -> Option<f64> {
+    let mut total = 0.0;
+    let mut any = false;
+    let mut words = text.split_whitespace().peekable();
+    while let Some(word) = words.next() {
+        let digits = word
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(word.len());
+        let n: f64 = word[..digits].parse().ok()?;
+        // `3 days`: the unit is the next word.
+        let unit = match &word[digits..] {
+            "" => words.next()?,
+            u => u,
+        };
+        let scale = match unit {
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" | "sec" => 1.0,
+            "min" | "m" => 60.0,
+            "h" | "hr" => 3600.0,
+            "d" | "day" | "days" => 86_400.0,
+            "w" | "week" | "weeks" => 604_800.0,
+            "month" | "months" => 2_629_800.0,
+            "y" | "year" | "years" => 31_557_600.0,
+            _ => return None,
+        };
+        total += n * scale;
+        any = true;
+    }
+    any.then_some(total)
 }
 
 /// Parses one segment; returns the lines it did not recognise (their
@@ -448,6 +502,62 @@ x stopped.service
         assert_eq!(units[0].unit, "sglang.service");
         assert_eq!(units[0].span, span(1));
         assert_eq!(members(&units[0]), vec![(4318, "sglang::scheduler_TP0", 3)]);
+    }
+
+    #[test]
+    fn how_long_a_unit_ran_and_has_been_in_its_state() {
+        // https://github.com/bottlerocket-os/bottlerocket-core-kit/pull/122
+        let (units, unrecognized) = run("\
+○ nvidia-persistenced.service - NVIDIA Persistence Daemon
+     Loaded: loaded (/x86_64-bottlerocket-linux-gnu/sys-root/usr/lib/systemd/system/nvidia-persistenced.service; enabled; preset: enabled)
+     Active: inactive (dead) since Fri 2024-09-06 17:24:31 UTC; 1min 50s ago
+   Duration: 2.102s
+   Main PID: 1424 (code=exited, status=0/SUCCESS)
+        CPU: 2.814s
+");
+        assert_eq!(unrecognized, 0);
+        let u = &units[0];
+        assert_eq!(u.description.as_deref(), Some("NVIDIA Persistence Daemon"));
+        assert_eq!(u.duration_secs, Some(2.102));
+        assert_eq!(u.duration_span, Some(span(4)));
+        assert_eq!(u.in_state_secs, Some(110.0));
+        assert_eq!(
+            u.main_exit.as_deref(),
+            Some("code=exited, status=0/SUCCESS")
+        );
+        assert!(!u.triggered);
+        // https://github.com/gpustack/gpustack/issues/154
+        let (units, _) = run("\
+● gpustack.service - GPUStack Service
+     Loaded: loaded (/etc/systemd/system/gpustack.service; enabled; vendor preset: enabled)
+     Active: deactivating (stop-sigterm) since Wed 2024-08-07 12:11:53 GMT; 12s ago
+   Main PID: 2982989 (gpustack)
+");
+        let u = &units[0];
+        assert_eq!(
+            (u.active_state.as_deref(), u.sub_state.as_deref()),
+            (Some("deactivating"), Some("stop-sigterm"))
+        );
+        assert_eq!(u.in_state_secs, Some(12.0));
+        assert_eq!(u.duration_secs, None);
+    }
+
+    #[test]
+    fn systemd_time_spans() {
+        // As format_timespan() prints them (src/basic/time-util.c).
+        for (text, secs) in [
+            ("2.102s", 2.102),
+            ("1min 50s", 110.0),
+            ("2h 3min", 7380.0),
+            ("3 days 4h", 273_600.0),
+            ("1 weeks 2 days", 777_600.0),
+            ("450ms", 0.45),
+        ] {
+            assert_eq!(span_secs(text), Some(secs), "{text}");
+        }
+        for text in ["", "soon", "12 parsecs", "1min x"] {
+            assert_eq!(span_secs(text), None, "{text}");
+        }
     }
 
     #[test]

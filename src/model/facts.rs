@@ -1,6 +1,7 @@
 //! The bag of facts one analysis extracts from all of its inputs.
 
 use super::EnvReport;
+use super::GpuMention;
 use super::KernelModule;
 use super::Listener;
 use super::PackageChange;
@@ -51,6 +52,17 @@ pub struct Facts {
     pub kernel_modules: Vec<KernelModule>,
     /// Blocks of host output that stand inside another format's input.
     pub embedded: Vec<EmbeddedBlock>,
+    /// GPU indices a line names without a record of the GPU (an idle row of
+    /// `nvidia-smi pmon`, a test harness's memory summary), with the line:
+    /// the inventory lists them; no rule reads them as a GPU's state.
+    pub gpu_mentions: Vec<GpuMention>,
+    /// PIDs a test harness says it left alive after stopping what it
+    /// started (vllm-omni's `Warning: Processes still alive: [30951,
+    /// 30954]`), with the line.
+    pub leftover_pids: Vec<(u32, Span)>,
+    /// The writers frames name (`snap logs`' `gemma3.server[391350]: `):
+    /// each `ident[pid]` once, at its first line.
+    pub frame_writers: Vec<(String, u32, Span)>,
 }
 
 /// A block of host output (an nvidia-smi table, `ps` rows, a `systemctl
@@ -102,6 +114,9 @@ impl Facts {
             resumed,
             kernel_modules,
             embedded,
+            gpu_mentions,
+            leftover_pids,
+            frame_writers,
         } = other;
         self.smi_headers.extend(smi_headers);
         self.gpus.extend(gpus);
@@ -124,5 +139,8 @@ impl Facts {
         self.resumed.extend(resumed);
         self.kernel_modules.extend(kernel_modules);
         self.embedded.extend(embedded);
+        self.gpu_mentions.extend(gpu_mentions);
+        self.leftover_pids.extend(leftover_pids);
+        self.frame_writers.extend(frame_writers);
     }
 }

@@ -32,6 +32,16 @@ pub struct GpuRecord {
     pub span: Option<Span>,
 }
 
+/// A GPU a line names by index without a record of it: it is there, and
+/// nothing more is known of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuMention {
+    pub index: u32,
+    /// What named it, for a person: `an idle nvidia-smi pmon row`.
+    pub by: &'static str,
+    pub span: Span,
+}
+
 /// One process row of a table or a `--query-compute-apps` CSV line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GpuProcessRecord {

@@ -8,6 +8,10 @@ use crate::source::Span;
 pub struct Message {
     pub span: Span,
     pub text: String,
+    /// The writer a prefix of the line names (vLLM's and Ray's `(Worker_TP1
+    /// pid=15193) `), when a server reader peeled one: a cited line's PID
+    /// even where no event was made of it.
+    pub pid: Option<u32>,
 }
 
 /// Lines of one template (numbers, ids and times masked) seen more often

@@ -35,7 +35,9 @@ pub use dist::{NcclDetail, NcclLevel, NcclLine, TorchDist, TorchDistKind};
 pub use env_report::{EnvGpu, EnvReport, Topology, TopologyRow};
 pub use facts::{EmbeddedBlock, Facts};
 pub use failure::{ChainLink, Chained, CppAbort, Frame, PyException, VllmFailure};
-pub use gpu::{GpuProcessRecord, GpuRecord, ProcessListing, ProcessListingKind, SmiHeader};
+pub use gpu::{
+    GpuMention, GpuProcessRecord, GpuRecord, ProcessListing, ProcessListingKind, SmiHeader,
+};
 pub use gpu_health::{EccCounter, EccKind, EccScope, GpuHealth, Reading, SickValue};
 pub use journal::JournalEntry;
 pub use kernel::{KernelEvent, KernelEventKind, KernelTime, OomKill, OomTask, Xid};
@@ -54,6 +56,6 @@ pub use server::{
 };
 pub use startup::{Landmark, Uvicorn};
 pub use time::Timestamp;
-pub use unit::{CgroupMember, UnitStatus};
+pub use unit::{CgroupMember, UnitProcess, UnitStatus};
 pub use unit_properties::UnitProperties;
 pub use verdict::{Category, Severity};

@@ -25,7 +25,28 @@ pub struct UnitStatus {
     /// `(code=killed, signal=KILL)` after a dead main PID.
     pub main_exit: Option<String>,
     pub cgroup: Vec<CgroupMember>,
+    /// The `Process:` lines: the unit's processes that ran and exited
+    /// (`ExecStart=`, `ExecStartPost=`, …), one per line.
+    pub processes: Vec<UnitProcess>,
+    /// How long the unit stayed in its present state (`Active: … since …;
+    /// 12s ago`), in seconds: the `ago` systemctl printed.
+    pub in_state_secs: Option<f64>,
+    /// How long its last run lasted (`Duration: 2.102s`, v250+ on a unit
+    /// that is no longer running), in seconds, and its line.
+    pub duration_secs: Option<f64>,
+    pub duration_span: Option<Span>,
+    /// `TriggeredBy:` a timer, a socket or a path: a job that runs on
+    /// demand, for which ending is normal.
+    pub triggered: bool,
     pub span: Span,
     pub active_span: Option<Span>,
     pub main_pid_span: Option<Span>,
+}
+
+/// `Process: 82378 ExecStart=/usr/bin/nvidia-docker-plugin … (code=exited,
+/// status=1/FAILURE)` of `systemctl status`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnitProcess {
+    pub pid: u32,
+    pub span: Span,
 }

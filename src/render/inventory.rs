@@ -50,6 +50,9 @@ pub struct InventoryGpu {
     pub bus_id: Option<String>,
     /// The Xid codes the kernel reported for this GPU, sorted, once each.
     pub xids: Vec<u32>,
+    /// For a GPU no GPU record shows, what named it (`its process rows`,
+    /// `an idle nvidia-smi pmon row`, `a test harness's memory summary`).
+    pub named_by: Option<&'static str>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -135,18 +138,26 @@ impl Inventory {
                 uuid: g.uuid.clone(),
                 bus_id: g.bus_id.clone(),
                 xids: codes,
+                named_by: None,
             });
         }
         // A GPU named only by a process row (`nvidia-smi pmon`, a process
         // table whose GPU rows were not pasted) is still one of the host's.
+        // So is one an idle `pmon` row or a test harness's memory summary
+        // names.
         let listed: BTreeSet<u32> = inv.gpus.iter().map(|g| g.index).collect();
-        let only_in_rows: BTreeSet<u32> = incident
+        let rows = incident
             .gpu_processes
             .iter()
-            .filter_map(|p| p.gpu)
-            .filter(|g| !listed.contains(g))
-            .collect();
-        for index in only_in_rows {
+            .filter_map(|p| Some((p.gpu?, "its process rows")));
+        let mentions = incident.facts.gpu_mentions.iter().map(|m| (m.index, m.by));
+        let mut only_named: BTreeMap<u32, &'static str> = BTreeMap::new();
+        for (index, by) in rows.chain(mentions) {
+            if !listed.contains(&index) {
+                only_named.entry(index).or_insert(by);
+            }
+        }
+        for (index, by) in only_named {
             inv.gpus.push(InventoryGpu {
                 index,
                 name: None,
@@ -155,6 +166,7 @@ impl Inventory {
                 uuid: None,
                 bus_id: None,
                 xids: Vec::new(),
+                named_by: Some(by),
             });
         }
         inv.gpus.sort_by_key(|g| g.index);
@@ -190,14 +202,32 @@ impl Inventory {
                 active_state,
             });
         }
+        // A server's own line written by PID 1 (`(APIServer pid=1)`) is a
+        // container's: there the server is the init process. PID 1 of a
+        // journal is systemd.
+        let pid1: BTreeSet<_> = incident
+            .facts
+            .journal
+            .iter()
+            .filter(|j| j.pid == Some(1))
+            .map(|j| j.span)
+            .collect();
         inv.pids.extend(
             incident
                 .facts
                 .server_events
                 .iter()
+                .filter(|e| e.pid != Some(1) || !pid1.contains(&e.span))
                 .filter_map(|e| e.pid)
-                .filter(|p| *p > 1),
+                .filter(|p| *p > 0),
         );
+        // The writer a kept line's own prefix names, PID 1 included: there
+        // it is a container's server (`(APIServer pid=1) INFO …`).
+        inv.pids
+            .extend(incident.facts.messages.iter().filter_map(|m| m.pid));
+        // What a test harness says it left alive.
+        inv.pids
+            .extend(incident.facts.leftover_pids.iter().map(|(p, _)| *p));
         // The PIDs of GPU software that wrote to the journal (a unit's
         // start script, a server), not of every daemon of the host.
         inv.pids.extend(
@@ -237,8 +267,10 @@ impl Inventory {
 fn servers(incident: &Incident) -> Vec<InventoryServer> {
     let mut out: BTreeMap<u32, InventoryServer> = BTreeMap::new();
     let unit = |pid: u32| incident.owner(pid).map(|o| o.unit.clone());
+    // PID 1 only where a server's own line names it (uvicorn's `Started
+    // server process [1]`): a container's init, the server itself.
     let mut add = |pid: u32, name: String, seen: &'static str, u: Option<String>| {
-        if pid > 1 {
+        if pid > 1 || (pid == 1 && seen == "uvicorn") {
             out.entry(pid).or_insert(InventoryServer {
                 pid,
                 name,
@@ -361,6 +393,59 @@ mod tests {
         let inv = &a.report().inventory;
         assert_eq!(inv.pids.iter().copied().collect::<Vec<_>>(), vec![9516]);
         assert_eq!(inv.servers[0].seen, "ps");
+    }
+
+    /// A container's init is its server: vLLM's `(APIServer pid=1)`
+    /// (fixtures/real/468) and uvicorn's `Started server process [1]`
+    /// (fixtures/real/487); a journal's PID 1 is systemd, never listed.
+    #[test]
+    fn a_containers_pid_1_is_listed_when_the_server_names_it() {
+        let a = analysis(
+            "(APIServer pid=1) INFO 06-01 09:22:53 [api_server.py:596] Starting vLLM server on http://0.0.0.0:8000\n",
+        );
+        assert!(a.report().inventory.pids.contains(&1));
+        let a = analysis("INFO:     Started server process [1]\n");
+        let inv = &a.report().inventory;
+        assert_eq!(inv.servers.iter().map(|s| s.pid).collect::<Vec<_>>(), [1]);
+        let a = analysis(
+            "May 12 07:02:11 ct200 systemd[1]: Started ddtree-qwen.service - DDTree.\n\
+             May 12 07:02:19 ct200 systemd[1]: ddtree-qwen.service: Main process exited, code=exited, status=1/FAILURE\n",
+        );
+        assert!(!a.report().inventory.pids.contains(&1));
+    }
+
+    /// GPUs only an idle `pmon` row or a harness's summary names
+    /// (fixtures/real/503, 508), and the PIDs a harness left alive.
+    #[test]
+    fn gpus_and_pids_a_harness_or_pmon_names_are_listed() {
+        let a = analysis(
+            "# gpu         pid   type     sm    mem    enc    dec    jpg    ofa    command \n\
+             # Idx           #    C/G      %      %      %      %      %      %    name \n\
+             \x20   0    3182341     C      8      2      -      -      -      -    python3.12     \n\
+             \x20   1          -     -      -      -      -      -      -      -    -              \n\
+             \n\
+             OmniServer stopping...\n\
+             Warning: Processes still alive: [30951, 30954]\n\
+             [GPU Memory Status] Current usage:\n\
+             \x20 GPU 2: 0.5GiB/79.6GiB (0.7%)\n",
+        );
+        let inv = a.report().inventory.clone();
+        let gpus: Vec<(u32, Option<&str>)> =
+            inv.gpus.iter().map(|g| (g.index, g.named_by)).collect();
+        assert_eq!(
+            gpus,
+            [
+                (0, Some("its process rows")),
+                (1, Some("an idle nvidia-smi pmon row")),
+                (2, Some("a test harness's memory summary"))
+            ]
+        );
+        assert!(inv.pids.contains(&30951) && inv.pids.contains(&30954));
+        let text = super::super::text::render(&a.report(), Default::default());
+        assert!(
+            text.contains("GPU 1: named only by an idle nvidia-smi pmon row"),
+            "{text}"
+        );
     }
 
     #[test]

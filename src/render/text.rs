@@ -522,8 +522,8 @@ fn inventory(out: &mut String, report: &Report<'_>, st: &Style) {
         if let Some(uuid) = &g.uuid {
             let _ = write!(row, "  {}", clean(uuid));
         }
-        if g.name.is_none() && g.used_mib.is_none() && g.bus_id.is_none() && g.uuid.is_none() {
-            row.push_str(" named only by its process rows");
+        if let Some(by) = g.named_by {
+            let _ = write!(row, " named only by {by}");
         }
         if !g.xids.is_empty() {
             let codes: Vec<String> = g.xids.iter().map(u32::to_string).collect();

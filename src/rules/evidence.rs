@@ -121,14 +121,20 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         StaleServingInstance,
-        "a duplicate of the running server's command line or port",
-        Gap("not compared yet"),
+        "copies of one serving command on one GPU, each holding a model's memory (nvtop, a process table with command lines)",
+        Rule("stale-serving-process"),
+        Some("fixtures/real/454-nvtop-detached-ollama-runners-left-by-benchmark"),
+    ),
+    cell(
+        StaleServingInstance,
+        "a duplicate of the running server's port",
+        Gap("ports are read (ss, docker ps); no rule compares two servers' ports yet"),
         None,
     ),
     cell(
         StaleServingInstance,
-        "a test harness's list of processes still alive after a run",
-        Gap("not read yet"),
+        "a test harness's list of processes still alive after it killed the server",
+        Row("stacks-vllm.harness-residual-processes"),
         None,
     ),
     // Host out of memory.
@@ -184,8 +190,8 @@ pub const MATRIX: &[Cell] = &[
     cell(
         UnitExitedZeroNoRestart,
         "a daemon found `inactive (dead)` with status 0 seconds after start (a forking daemon under Type=simple)",
-        Gap("not read yet"),
-        None,
+        Rule("unit-exited-zero-no-restart"),
+        Some("fixtures/real/451-nvidia-persistenced-type-simple-exits-zero-dead"),
     ),
     cell(
         ServerException,
@@ -196,8 +202,8 @@ pub const MATRIX: &[Cell] = &[
     cell(
         ServerHang,
         "a unit stuck `deactivating` (stop-sigterm)",
-        Gap("not read yet"),
-        None,
+        Rule("systemd-stop-timeout"),
+        Some("fixtures/real/453-gpustack-unit-stuck-deactivating-stop-sigterm"),
     ),
     // Hangs.
     cell(
@@ -250,4 +256,11 @@ pub const MATRIX: &[Cell] = &[
         None,
     ),
     cell(XidOther, "an NVSwitch SXid", Row("kernel.sxid"), None),
+    // Hardware the installed software does not support.
+    cell(
+        UnsupportedHardware,
+        "the driver ignoring a GPU that only a legacy branch supports (`supported through the NVIDIA 470.xx Legacy drivers`)",
+        Row("kernel.nvrm-legacy-gpu"),
+        None,
+    ),
 ];

@@ -5,6 +5,7 @@ mod browser;
 mod capture;
 mod catalog;
 mod catalogs;
+mod chatter;
 mod cli;
 mod detection;
 mod evidence;

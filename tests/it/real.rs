@@ -313,3 +313,34 @@ fn the_real_corpus_is_read_and_diagnosed() {
         );
     }
 }
+
+/// Every fact a user looks for (expected.json's PIDs, GPUs, units, Xids)
+/// reaches the findings, or the inventory where nothing failed, in cases
+/// where only the entities' enrichment carries them: a unit's forked child
+/// that failed to exec (444), its status block's `Process:` lines (445),
+/// the PIDs writing under the unit's name (449 through `snap logs`, 452),
+/// the worker a vLLM line reports dead (462), prefixed worker lines no
+/// event was made of (472, 473), a container's PID 1 (468, 487), GPUs only
+/// an idle `pmon` row or a harness's summary names, and the PIDs the
+/// harness left alive (503, 508).
+#[test]
+fn the_facts_the_enrichment_carries_are_all_surfaced() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/real");
+    for case in [
+        "444-ollama-restart-counter-472-exec-permission-denied",
+        "445-nvidia-docker-plugin-result-start-limit-old-systemd",
+        "449-snap-llama-server-model-load-error-start-limit",
+        "452-ollama-70b-fp16-host-oom-kill-behind-load-timeout",
+        "462-vllm-405b-nccl-shm-segment-docker",
+        "468-vllm-tp2-3090-healthy-boot-tail-negative",
+        "472-vllm-pp2-hangs-at-pynccl-init-p2p",
+        "473-vllm-nightly-tp2-cudagraph-capture-unsupported-regression",
+        "487-lmdeploy-050-turbomind-healthy-ping-request-negative",
+        "503-vllm-omni-ci-pmon-own-fixture-server-gpu0-cleanup-negative",
+        "508-vllm-omni-ci-processes-still-alive-warning-memory-freed-negative",
+    ] {
+        let s = score(&dir.join(case));
+        assert!(s.facts.1 > 0, "{case}: expected.json lists no facts");
+        assert_eq!(s.facts.0, s.facts.1, "{case}: facts surfaced, of all");
+    }
+}

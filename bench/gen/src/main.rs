@@ -6,8 +6,11 @@
 //! (`rule<TAB>line` per line), so the benchmark can check each is found.
 //!
 //! Usage: `rootcause-bench-gen KIND MIB OUT [SEED]`, KIND one of
-//! `journal-iso`, `journal-json`, `sglang`, `kernel`. Deterministic for a
-//! given seed. No dependencies: the PRNG is a xorshift.
+//! `journal-iso`, `journal-json`, `journal-chatty`, `crash-loop`, `sglang`,
+//! `kernel`, or `family:NAME:FRAMING` (real lines of one family, see
+//! `family.rs`). Deterministic for a given seed. No dependencies: the PRNG is a xorshift.
+
+mod family;
 
 use std::fmt::Write as _;
 use std::fs::File;
@@ -1166,7 +1169,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (Some(kind), Some(mib), Some(out)) = (args.first(), args.get(1), args.get(2)) else {
         eprintln!(
-            "usage: rootcause-bench-gen journal-iso|journal-json|journal-chatty|crash-loop|sglang|kernel MIB OUT [SEED]"
+            "usage: rootcause-bench-gen journal-iso|journal-json|journal-chatty|crash-loop|sglang|kernel|family:NAME:FRAMING MIB OUT [SEED]"
         );
         return ExitCode::from(2);
     };
@@ -1175,6 +1178,24 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let seed = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(20261127);
+    if let Some(spec) = kind.strip_prefix("family:") {
+        let Some((name, framing)) = spec.split_once(':') else {
+            eprintln!("want family:NAME:FRAMING");
+            return ExitCode::from(2);
+        };
+        let Some(framing) = family::Framing::parse(framing) else {
+            eprintln!("unknown framing `{framing}` (raw, journal-iso, journal-json, docker, cri)");
+            return ExitCode::from(2);
+        };
+        let dir = std::env::var("ROOTCAUSE_FAMILIES").unwrap_or_else(|_| "bench/families".into());
+        let incidents = family::generate(&dir, name, framing, mib, out, seed);
+        let list: String = incidents
+            .iter()
+            .map(|(r, l)| format!("{r}\t{l}\n"))
+            .collect();
+        std::fs::write(format!("{out}.incidents"), list).expect("write incidents");
+        return ExitCode::SUCCESS;
+    }
     let incidents = match kind.as_str() {
         "journal-iso" => journal(Mode::ShortIso, false, mib, out, seed),
         "journal-json" => journal(Mode::Json, false, mib, out, seed),

@@ -212,6 +212,37 @@ pub static ROWS: &[Row] = &[
         }],
     },
     Row {
+        name: "viewer-time",
+        what: "a log viewer's local time before each line, to the second (Docker Desktop's logs tab, a compose UI: `2024-08-27 19:10:09 `)",
+        first: |c| c.is_ascii_digit(),
+        // `YYYY-MM-DD HH:MM:SS ` by position (no fraction, no zone), then a
+        // record head of the line's own: a bracket (`[GIN] …`, SGLang's
+        // `[2025-… TP0] `) or slog's `time=`/`level=`. A time before a bare
+        // message is that message's own logger's (dpkg.log's `2022-05-19
+        // 06:04:29 upgrade …`): left alone.
+        may: |b| {
+            b.get(10) == Some(&b' ')
+                && b.get(19) == Some(&b' ')
+                && after_time(b) == Some(19)
+                && b.get(20..).is_some_and(|r| {
+                    r.first() == Some(&b'[') || r.starts_with(b"time=") || r.starts_with(b"level=")
+                })
+        },
+        peel: viewer_time,
+        samples: &[
+            Sample {
+                line: "2024-08-27 19:10:19 [GIN] 2024/08/27 - 17:10:19 | 200 |      22.702µs |       127.0.0.1 | HEAD     \"/\"",
+                body: "[GIN] 2024/08/27 - 17:10:19 | 200 |      22.702µs |       127.0.0.1 | HEAD     \"/\"",
+                source: "https://github.com/ollama/ollama/issues/3652",
+            },
+            Sample {
+                line: "2025-01-19 19:58:17 time=2025-01-19T17:58:17.608+08:00 level=ERROR source=sched.go:455 msg=\"error loading llama server\" error=\"llama runner process has terminated: exit status 2\"",
+                body: "time=2025-01-19T17:58:17.608+08:00 level=ERROR source=sched.go:455 msg=\"error loading llama server\" error=\"llama runner process has terminated: exit status 2\"",
+                source: "https://github.com/mattcurf/ollama-intel-gpu/issues/22",
+            },
+        ],
+    },
+    Row {
         name: "rust-tracing",
         what: "Rust's tracing formatter (TGI's launcher and router): `time  LEVEL span: target: `",
         first: |c| c.is_ascii_digit(),
@@ -231,6 +262,11 @@ pub static ROWS: &[Row] = &[
                 line: "2024-03-06T17:53:31.149443Z ERROR text_generation_launcher: Shard 0 failed to start",
                 body: "Shard 0 failed to start",
                 source: "https://github.com/huggingface/text-generation-inference/issues/1627",
+            },
+            Sample {
+                line: "2025-08-09T19:36:02.798333Z  INFO openai_embed{total_time=\"1.207716998s\" tokenization_time=\"11.232786ms\" queue_time=\"686.203µs\" inference_time=\"1.195713965s\"}: text_embeddings_router::http::server: router/src/http/server.rs:1290: Success",
+                body: "router/src/http/server.rs:1290: Success",
+                source: "https://github.com/huggingface/text-embeddings-inference/issues/305",
             },
         ],
     },
@@ -331,6 +367,54 @@ pub static ROWS: &[Row] = &[
             body: "loading file tokenizer.json",
             source: "https://github.com/hiyouga/LlamaFactory/issues/3398",
         }],
+    },
+    Row {
+        name: "llama-router-port",
+        what: "llama-server's router mode: the port of the child server whose line it forwards (`[57325] `)",
+        first: |c| c == b'[',
+        // `[` and four or five digits (a port the router picked, never a
+        // GPU index like gpustat's `[0] `), `] `.
+        may: |b| {
+            b.first() == Some(&b'[')
+                && b.get(1).is_some_and(u8::is_ascii_digit)
+                && matches!(b.get(5..7), Some(b"] ") | Some([b'0'..=b'9', b']']))
+        },
+        peel: llama_router_port,
+        samples: &[
+            Sample {
+                line: "[42027] 1.37.495.453 I srv  update_slots: all slots are idle",
+                body: "all slots are idle",
+                source: "https://github.com/ggml-org/llama.cpp/pull/23269",
+            },
+            Sample {
+                line: "[42027]       total time =   16901.53 ms /   219 tokens",
+                body: "      total time =   16901.53 ms /   219 tokens",
+                source: "https://github.com/ggml-org/llama.cpp/pull/23269",
+            },
+        ],
+    },
+    Row {
+        name: "llama-log",
+        what: "llama.cpp's common log with `--log-timestamps --log-prefix`: minutes.seconds.ms.µs since start and a level letter (`1.37.495.453 I `)",
+        first: |c| c.is_ascii_digit(),
+        may: |b| {
+            b.first().is_some_and(u8::is_ascii_digit)
+                && b.iter().take(5).any(|&c| c == b'.')
+                && memchr::memchr(b' ', &b[..b.len().min(16)]).is_some()
+        },
+        peel: llama_log,
+        samples: &[
+            Sample {
+                line: "16.15.294.685 I slot launch_slot_: id  3 | task 1804 | processing task, is_child = 0",
+                body: "processing task, is_child = 0",
+                source: "https://github.com/huggingface/pi-llama/pull/19",
+            },
+            Sample {
+                line: "16.15.294.795 W srv   prompt_save:  - saving prompt with length 656, total state size = 215.266 MiB (draft: 0.000 MiB)",
+                body: " - saving prompt with length 656, total state size = 215.266 MiB (draft: 0.000 MiB)",
+                source: "https://github.com/huggingface/pi-llama/pull/19",
+            },
+        ],
     },
     Row {
         name: "llama-server",
@@ -747,6 +831,18 @@ fn snap_logs(text: &str, frame: &mut Frame) -> Option<usize> {
     Some(len)
 }
 
+/// A log viewer's `YYYY-MM-DD HH:MM:SS ` (local, to the second) before the
+/// line it shows: it times the line and only decorates it (the line is
+/// read by what is under it).
+fn viewer_time(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, (time, _)) = consumed(text, (any_time, char(' ')))?;
+    if len != 20 || text[len..].trim().is_empty() {
+        return None;
+    }
+    frame.time = Some(time);
+    Some(len)
+}
+
 /// tracing-subscriber's default format: `2024-…Z  INFO shard-manager:
 /// text_generation_launcher: ` (the level right-aligned in five columns,
 /// then the spans and the target, each `name: `).
@@ -761,6 +857,7 @@ fn rust_tracing(text: &str, frame: &mut Frame) -> Option<usize> {
             nom::multi::many1(recognize((
                 take_while1(span_char),
                 nom::multi::many0((tag("::"), take_while1(span_char))),
+                opt(span_fields),
                 tag(": "),
             ))),
         ),
@@ -769,6 +866,40 @@ fn rust_tracing(text: &str, frame: &mut Frame) -> Option<usize> {
     frame.time = Some(time);
     frame.record = true;
     Some(len)
+}
+
+/// A span's fields (`{total_time="1.2s" queue_time="686µs"}`, TGI's
+/// `{parameters=GenerateParameters { … stop: ["\\n}"] … } total_time=…}`):
+/// braces nested, quoted strings (with their escapes) skipped whole.
+fn span_fields(text: &str) -> nom::IResult<&str, &str> {
+    let fail = || nom::Err::Error(nom::error::Error::new(text, nom::error::ErrorKind::Char));
+    if !text.starts_with('{') {
+        return Err(fail());
+    }
+    let (mut depth, mut quoted, mut escaped) = (0usize, false, false);
+    for (i, c) in text.char_indices() {
+        if quoted {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => quoted = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => quoted = true,
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Ok((&text[i + 1..], &text[..=i]));
+                }
+            }
+            _ => {}
+        }
+    }
+    Err(fail())
 }
 
 /// A span's or target's name (`shard-manager`, `text_generation_router::server`).
@@ -880,6 +1011,52 @@ fn llamafactory(text: &str, frame: &mut Frame) -> Option<usize> {
     )?;
     frame.level = Some(level_named(level)?);
     frame.time = Some(time);
+    frame.record = true;
+    Some(len)
+}
+
+/// `[PORT] `: llama-server in router mode (tools/server, `--models-dir`)
+/// forwards each child server's lines under the port it listens on. It
+/// only decorates: the line is read by what is under it.
+fn llama_router_port(text: &str, _frame: &mut Frame) -> Option<usize> {
+    let (len, _) = consumed(
+        text,
+        (
+            char('['),
+            take_while_m_n(4, 5, |c: char| c.is_ascii_digit()),
+            tag("] "),
+        ),
+    )?;
+    (!text[len..].trim().is_empty()).then_some(len)
+}
+
+/// llama.cpp's common log (common/log.cpp, `--log-timestamps` and
+/// `--log-prefix`): `%d.%02d.%03d.%03d ` (minutes, seconds, milliseconds,
+/// microseconds since the logger started: no wall time) and `I `, `W `,
+/// `E ` or `D `.
+fn llama_log(text: &str, frame: &mut Frame) -> Option<usize> {
+    let two = |c: char| c.is_ascii_digit();
+    let (len, (_, _, _, _, _, _, _, _, level, _)) = consumed(
+        text,
+        (
+            take_while_m_n(1, 4, two),
+            char('.'),
+            take_while_m_n(2, 2, two),
+            char('.'),
+            take_while_m_n(3, 3, two),
+            char('.'),
+            take_while_m_n(3, 3, two),
+            char(' '),
+            one_of("IWED"),
+            char(' '),
+        ),
+    )?;
+    frame.level = Some(match level {
+        'I' => "info",
+        'W' => "warning",
+        'E' => "err",
+        _ => "debug",
+    });
     frame.record = true;
     Some(len)
 }

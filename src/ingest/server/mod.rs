@@ -328,7 +328,7 @@ impl ServerLogParser {
         {
             return Skim::Full;
         }
-        if pylog::shell_foreground(text) {
+        if pylog::shell_foreground(text) || chatter::progress(text) {
             return Skim::Read {
                 recognized: true,
                 time: None,
@@ -348,6 +348,11 @@ impl ServerLogParser {
         let text = crate::ingest::frame::strip_escapes(&text);
         let mut writer = Writer::from_outer(outer);
         let payload = layers::peel(&text, &mut writer);
+        // The stream keeps a line with an anchor as a message before it
+        // reads it: the writer its prefix names goes with it.
+        if let Some(m) = facts.messages.last_mut().filter(|m| m.span == span) {
+            m.pid = m.pid.or(writer.key.process_pid);
+        }
         let stream = self.streams.entry(writer.key.clone()).or_default();
         if stream.framework.is_none() {
             stream.framework = writer.framework;
@@ -451,7 +456,7 @@ impl Cx<'_> {
             self.stream.tracebacks.end_continuation();
             return true;
         }
-        if pylog::shell_foreground(payload) {
+        if pylog::shell_foreground(payload) || chatter::progress(payload) {
             self.stream.tracebacks.end_continuation();
             return true;
         }

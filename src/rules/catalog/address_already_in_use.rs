@@ -33,6 +33,7 @@ const ROWS: &[(&str, Port)] = &[
     ("stacks-sglang.port-not-available", Port::Http),
     ("stacks-llamacpp.bind-failed", Port::Http),
     ("stacks-torch.tcpstore-eaddrinuse", Port::Store),
+    ("stacks-containers.port-already-allocated", Port::Http),
 ];
 
 /// NCCL's socket transport: its WARN lines are NCCL's catalog's.

@@ -33,6 +33,9 @@ static SIGILL: LazyLock<Regex> = LazyLock::new(|| {
 /// `traps: python3[213941] trap invalid opcode ip:7f4a… sp:7ffc… error:0
 /// in libllama.so[7f4a…+9f000]`.
 const TRAP: &str = "kernel.trap-invalid-opcode";
+/// A launcher's report that its child died of a signal, by number (TGI's
+/// shard and download processes); 4 is SIGILL.
+const LAUNCHER_SIGNALED: &str = "stacks-tgi.shard-signaled";
 
 /// systemd: `Main process exited, code=dumped, status=4/ILL`.
 static UNIT_ILL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"status=4/ILL\b").expect("regex"));
@@ -101,7 +104,12 @@ impl Rule for CpuIllegalInstruction {
             .collect();
         let traps: Vec<_> = incident.known(TRAP).collect();
         let units: Vec<&Message> = matches(incident, &UNIT_ILL).map(|(m, _)| m).collect();
-        if shell.is_empty() && traps.is_empty() && units.is_empty() {
+        let launched: Vec<&Message> = incident
+            .known(LAUNCHER_SIGNALED)
+            .filter(|(_, c)| c.get("signal") == Some("4"))
+            .map(|(m, _)| m)
+            .collect();
+        if shell.is_empty() && traps.is_empty() && units.is_empty() && launched.is_empty() {
             return;
         }
         let mut f = Finding::new(META.id, META.category, META.severity);
@@ -140,6 +148,12 @@ impl Rule for CpuIllegalInstruction {
             f.evidence(
                 m.span,
                 format!("systemd: the main process died of SIGILL ({n}x)"),
+            );
+        }
+        for (m, n) in distinct(launched.iter().copied()).into_iter().take(2) {
+            f.evidence(
+                m.span,
+                format!("the launcher: its child process died of signal 4, SIGILL ({n}x)"),
             );
         }
         // What the shell was running, when the prompt line is in the paste.

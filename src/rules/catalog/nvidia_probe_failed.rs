@@ -38,6 +38,9 @@ static NONE_PROBED: LazyLock<Regex> = LazyLock::new(|| {
     .expect("regex")
 });
 
+/// The driver's own word that it ignores a GPU only a legacy branch supports.
+const LEGACY_GPU: &str = "kernel.nvrm-legacy-gpu";
+
 /// `NVRM: No NVIDIA GPU found.`: the module sees no NVIDIA PCI device.
 static NO_GPU: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"NVRM: No NVIDIA GPU found").expect("regex"));
@@ -82,7 +85,9 @@ and giving up, typically after `This PCI I/O region assigned to your
 NVIDIA device is invalid` (the firmware left a BAR unassigned).
 `NVRM: No NVIDIA GPU found.` means no NVIDIA device is on the PCI bus at
 all. After a GPU fell off the bus the next probe fails as well; then the
-fell-off-the-bus rules tell the story and this one stays silent.
+fell-off-the-bus rules tell the story and this one stays silent; so it does
+when the driver says it ignores a GPU that only a legacy branch supports
+(the catalog row `kernel.nvrm-legacy-gpu`).
 
 ## Why it happens
 nouveau (the open-source driver) is not blacklisted, or is in the
@@ -128,7 +133,10 @@ impl Rule for NvidiaProbeFailed {
                 KernelEventKind::FellOffBus { .. } | KernelEventKind::GpuLost { .. }
             )
         }) || incident.xids().any(|(_, x)| x.code == 79);
-        if lost {
+        // A GPU the driver skipped as a legacy board (`supported through
+        // the NVIDIA 470.xx Legacy drivers`) explains `No NVIDIA GPU found`:
+        // the catalog row `kernel.nvrm-legacy-gpu` names that cause.
+        if lost || incident.known(LEGACY_GPU).next().is_some() {
             return;
         }
         let mut f = Finding::new(META.id, META.category, META.severity);

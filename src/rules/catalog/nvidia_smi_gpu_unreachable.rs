@@ -17,10 +17,10 @@ pub static RULE: NvidiaSmiGpuUnreachable = NvidiaSmiGpuUnreachable;
 pub struct NvidiaSmiGpuUnreachable;
 
 /// nvidia-smi's per-GPU failure, as every driver branch prints it (Windows
-/// wraps the sentence after `Reboot`).
+/// wraps the sentence after `Reboot`; `nvidia-smi -L` writes `gpu`).
 static NO_HANDLE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"Unable to determine the device handle for (?:GPU\s?)?(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]):\s*(?P<why>GPU is lost|GPU requires reset|Unknown Error)",
+        r"Unable to determine the device handle for (?:[Gg][Pp][Uu]\s?)?(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]):\s*(?P<why>GPU is lost|GPU requires reset|Unknown Error)",
     )
     .expect("regex")
 });
@@ -228,6 +228,11 @@ mod tests {
             (
                 "Unable to determine the device handle for GPU 00000000:3B:00.0: GPU requires reset",
                 Some("GPU requires reset"),
+            ),
+            // `nvidia-smi -L` (NordicHPC/sonar#72).
+            (
+                "Unable to determine the device handle for gpu 0000:18:00.0: Unknown Error",
+                Some("Unknown Error"),
             ),
             (
                 "Unable to determine the device handle for GPU 0000:3b:00.0: Insufficient Permissions",

@@ -35,6 +35,13 @@ so the next start of the server fails for lack of memory.
 `ps -eo pid,stat,cmd` shows the PIDs in state `D`; the kernel log has an
 Xid shortly before; nvidia-smi hangs or reports errors.
 
+A unit that `systemctl status` shows `deactivating (stop-sigterm)` (or
+`final-sigterm`, `stop-sigkill`) for more than a few seconds, its main
+process still listed, is the same failure caught while it happens: the
+server does not exit on SIGTERM. That is reported as a hang of the server
+(`server-hang`), with what settles what it waits on (`py-spy dump`, its
+kernel stack, its children).
+
 ## How to fix
 Do not loop restarts. Follow the GPU fault's recovery action: reset the GPU
 (`nvidia-smi -r -i N`) when nothing else uses it, otherwise reboot.
@@ -168,5 +175,162 @@ impl Rule for SystemdStopTimeout {
             f.confidence = confidence(&f, 0.6, 0.95);
             out.push(f);
         }
+        for s in &incident.facts.unit_statuses {
+            let told = incident.units.get(&s.unit).is_some_and(|u| {
+                u.events
+                    .iter()
+                    .any(|e| matches!(e.kind, UnitEventKind::StopTimedOut { .. }))
+            });
+            if !told {
+                if let Some(f) = stuck_stopping(incident, s) {
+                    out.push(f);
+                }
+            }
+        }
     }
+}
+
+/// A stop this long is no longer a server finishing its requests.
+const SLOW_STOP_SECS: f64 = 5.0;
+
+/// What systemd is doing in each sub-state of `deactivating`
+/// (src/core/service.c `service_state_table`).
+fn stop_step(sub: &str) -> &'static str {
+    match sub {
+        "stop" => "its ExecStop= command is running",
+        "stop-sigterm" => "systemd sent SIGTERM and waits for the main process to exit",
+        "stop-sigkill" => "systemd already sent SIGKILL and the processes are still there",
+        "stop-post" => "its ExecStopPost= command is running",
+        "final-sigterm" => "systemd sent SIGTERM to the processes left in the unit's cgroup",
+        "final-sigkill" => {
+            "systemd already sent SIGKILL to the processes left in the unit's cgroup and they are still there"
+        }
+        "stop-watchdog" => "its watchdog fired and systemd is aborting it",
+        _ => "systemd is stopping it",
+    }
+}
+
+/// `systemctl status` caught a unit in the middle of a stop that does not
+/// end: `Active: deactivating (stop-sigterm) since …; 12s ago`, its main
+/// process still listed. The server does not finish on SIGTERM (a request
+/// or a child it waits for, a handler that blocks); at `TimeoutStopSec`
+/// systemd will SIGKILL it. Sub-states past SIGKILL mean a process stuck in
+/// the kernel.
+fn stuck_stopping(
+    incident: &crate::correlate::Incident,
+    s: &crate::model::UnitStatus,
+) -> Option<Finding> {
+    if s.active_state.as_deref() != Some("deactivating") {
+        return None;
+    }
+    let sub = s.sub_state.as_deref().unwrap_or("deactivating");
+    // A stop that just began is a server finishing its work.
+    if s.in_state_secs.is_some_and(|t| t < SLOW_STOP_SECS) {
+        return None;
+    }
+    let unit = &s.unit;
+    let past_kill = sub.ends_with("sigkill");
+    let mut f = Finding::new(META.id, Category::ServerHang, Severity::Error);
+    f.entities.units.insert(unit.clone());
+    let how_long = s
+        .in_state_secs
+        .map_or(String::new(), |t| format!(" for {t} s"));
+    if let Some(span) = s.active_span {
+        f.evidence(
+            span,
+            format!(
+                "{unit} has been stopping{how_long} ({sub}): {}",
+                stop_step(sub)
+            ),
+        );
+    }
+    let main = s.main_pid.filter(|_| s.main_exit.is_none());
+    if let (Some(pid), Some(span)) = (main, s.main_pid_span) {
+        f.entities.pids.insert(pid);
+        f.evidence(span, format!("its main process {pid} is still running"));
+    }
+    for m in s.cgroup.iter().take(4) {
+        f.entities.pids.insert(m.pid);
+        f.evidence(
+            m.span,
+            format!("PID {} is still in the unit's cgroup", m.pid),
+        );
+    }
+    let listed: Vec<&crate::model::PsRecord> = incident
+        .facts
+        .ps
+        .iter()
+        .filter(|p| Some(p.pid) == main || s.cgroup.iter().any(|m| m.pid == p.pid))
+        .collect();
+    let in_d: Vec<u32> = listed
+        .iter()
+        .filter(|p| p.stat.as_deref().is_some_and(|st| st.starts_with('D')))
+        .map(|p| p.pid)
+        .collect();
+    for p in listed.iter().take(4) {
+        f.evidence(
+            p.span,
+            format!(
+                "ps lists PID {}{}",
+                p.pid,
+                p.stat
+                    .as_deref()
+                    .map_or(String::new(), |st| format!(" in state {st}"))
+            ),
+        );
+    }
+    f.condition(format!("{unit} is stopping ({sub})"), true);
+    f.condition(
+        format!("the stop has lasted longer than a clean shutdown takes ({SLOW_STOP_SECS} s)"),
+        s.in_state_secs.is_some(),
+    );
+    f.condition(
+        "its processes are still there",
+        main.is_some() || !s.cgroup.is_empty(),
+    );
+    f.condition(
+        "what they wait on is known (missing: their stacks: py-spy dump, /proc/PID/stack)",
+        !in_d.is_empty(),
+    );
+    let who = main.map_or(String::new(), |p| format!(" (main PID {p})"));
+    f.title = format!("{unit} is stuck stopping ({sub}){how_long}");
+    f.headline = if past_kill || !in_d.is_empty() {
+        format!(
+            "{unit}{who} does not stop: {}{how_long}. A process that outlives SIGKILL is blocked in the kernel, usually in the GPU driver after a fault.",
+            stop_step(sub)
+        )
+    } else {
+        format!(
+            "{unit}{who} does not stop: {}, and it has not exited{how_long}. The server hangs in its shutdown (waiting on a request, a child process or a lock); at TimeoutStopSec systemd will SIGKILL it, and whatever it holds (its port, GPU memory, child processes) may outlive the stop.",
+            stop_step(sub)
+        )
+    };
+    f.chain.push(format!("{unit} is stuck in '{sub}'"));
+    f.chain.push(if past_kill {
+        "its processes survive SIGKILL: they sleep uninterruptibly inside the kernel".to_owned()
+    } else {
+        "its main process does not exit on SIGTERM".to_owned()
+    });
+    f.explanation = "`deactivating (stop-sigterm)` is systemd waiting for the service to exit after SIGTERM; a server that handles SIGTERM by draining requests or waiting for its workers stays there until TimeoutStopSec (90 s by default), then is killed. Its children (model runners, workers) may survive the kill when KillMode is not control-group.".to_owned();
+    let pid_arg = main.map_or("PID".to_owned(), |p| p.to_string());
+    f.actions.push(Action::advice(
+        "see what the main process waits on (its Python stack, its kernel stack) and which children it still has",
+        Some(&format!(
+            "py-spy dump --pid {pid_arg}; cat /proc/{pid_arg}/stack; ps -o pid,ppid,stat,wchan:32,etimes,cmd --ppid {pid_arg} -p {pid_arg}"
+        )),
+    ));
+    f.actions.push(Action::advice(
+        format!("check how long systemd waits and how it kills {unit}"),
+        Some(&format!(
+            "systemctl show -p TimeoutStopUSec -p KillMode -p ExecStop {unit}"
+        )),
+    ));
+    f.actions.push(Action::advice(
+        "after the stop, check that no process of the server still holds its ports or GPU memory before starting it again",
+        Some(&format!(
+            "systemctl status {unit}; nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"
+        )),
+    ));
+    f.confidence = confidence(&f, 0.4, 0.8);
+    Some(f)
 }

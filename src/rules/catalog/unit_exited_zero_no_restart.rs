@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::correlate::{Incident, UnitEventKind};
-use crate::model::UnitProperties;
+use crate::model::{UnitProperties, UnitStatus};
 use crate::rules::support::confidence;
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
@@ -47,6 +47,16 @@ when the paste lacks `Id=`) and the commands that settle it. A unit with
 `Restart=always`, a `Type=oneshot` unit, or one that is still active is not
 this failure.
 
+A daemon found `inactive (dead)` by `systemctl status` with `Main PID: N
+(code=exited, status=0/SUCCESS)` and a `Duration:` of seconds is the same
+silence at start-up: its first process exited 0 right after it started.
+That is how a daemon that forks into the background (its vendor's unit says
+`Type=forking`, as NVIDIA's `nvidia-persistenced` template does) ends under
+`Type=simple`: systemd takes the first process's exit for the end of the
+service. Only a unit whose description calls it a daemon, a server or a
+service, that lasted under a minute and that no timer, socket or path
+triggers is read so (a one-shot job ends the same way on purpose).
+
 ## Why it happens
 A wrapper script that does not propagate the exit status (no `exec`, no
 `set -e`), or an API server that shuts down cleanly after its engine died.
@@ -57,7 +67,8 @@ code=exited, status=0/SUCCESS` or `Deactivated successfully`.
 `systemctl show -p Restart UNIT`.
 
 ## How to fix
-Make the failure visible to systemd: `exec` the server in the wrapper, exit
+For a forking daemon: `Type=forking` with `PIDFile=`, or start it in the
+foreground under `Type=simple`. Otherwise make the failure visible to systemd: `exec` the server in the wrapper, exit
 non-zero when the engine dies, or use `Restart=always` with a `RestartSec=`.
 Then handle the engine's own error.
 
@@ -79,15 +90,142 @@ impl Rule for UnitExitedZeroNoRestart {
             .iter()
             .flat_map(|f| f.entities.units.iter().cloned())
             .collect();
+        let mut found = found;
         for p in &incident.facts.unit_properties {
             if p.unit.as_ref().is_some_and(|u| found.contains(u)) {
                 continue;
             }
             if let Some(f) = from_properties(incident, p) {
+                found.extend(f.entities.units.iter().cloned());
+                out.push(f);
+            }
+        }
+        for s in &incident.facts.unit_statuses {
+            if found.contains(&s.unit) {
+                continue;
+            }
+            if let Some(f) = daemon_gone_at_start(incident, s) {
+                found.push(s.unit.clone());
                 out.push(f);
             }
         }
     }
+}
+
+/// A run this short ended at start-up: no daemon means to stop by then.
+const SHORT_RUN_SECS: f64 = 60.0;
+
+/// What a unit's description calls a service that stays up.
+static DAEMON_WORDS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:daemon|server|service|manager|exporter|engine)\b").expect("regex")
+});
+
+/// `systemctl status` of a daemon that is gone seconds after it started:
+/// `inactive (dead)`, `Main PID: N (code=exited, status=0/SUCCESS)`,
+/// `Duration: 2.102s`. A daemon that forks into the background (its
+/// vendor's unit says `Type=forking`) run under `Type=simple` looks like
+/// this: its first process exits 0 once the child is detached and systemd
+/// takes the service for finished (and, under the default
+/// `KillMode=control-group`, stops what is left). A one-shot job looks the
+/// same, so the description must call the unit a daemon or a server and
+/// no timer, socket or path may trigger it.
+fn daemon_gone_at_start(incident: &Incident, s: &UnitStatus) -> Option<Finding> {
+    if s.active_state.as_deref() != Some("inactive") || s.sub_state.as_deref() != Some("dead") {
+        return None;
+    }
+    let exit = s.main_exit.as_deref()?;
+    if !(exit.contains("code=exited") && exit.contains("status=0/")) || s.triggered {
+        return None;
+    }
+    let lasted = s.duration_secs.filter(|d| *d < SHORT_RUN_SECS)?;
+    // NVIDIA's one-shot helpers (`nvidia-suspend.service`: "NVIDIA system
+    // suspend actions") are GPU software too: the description decides.
+    let daemon = s
+        .description
+        .as_deref()
+        .is_some_and(|d| DAEMON_WORDS.is_match(d));
+    if !daemon {
+        return None;
+    }
+    let unit = &s.unit;
+    // A stop someone asked for ends a daemon with status 0 too.
+    let stopped = incident.facts.journal.iter().any(|e| {
+        e.is_pid1()
+            && e.unit.as_deref() == Some(unit.as_str())
+            && e.message.starts_with("Stopping ")
+    });
+    if stopped {
+        return None;
+    }
+    let mut f = Finding::new(META.id, META.category, META.severity);
+    f.entities.units.insert(unit.clone());
+    let pid = s.main_pid;
+    if let Some(p) = pid {
+        f.entities.pids.insert(p);
+    }
+    let seconds = format_secs(lasted);
+    if let Some(span) = s.active_span {
+        f.evidence(span, format!("{unit} is not running: inactive (dead)"));
+    }
+    if let Some(span) = s.duration_span {
+        f.evidence(span, format!("its last run lasted {seconds}"));
+    }
+    if let Some(span) = s.main_pid_span {
+        f.evidence(
+            span,
+            format!(
+                "its main process{} exited by itself with status 0 (SUCCESS)",
+                pid.map_or(String::new(), |p| format!(" {p}"))
+            ),
+        );
+    }
+    let what = s.description.as_deref().unwrap_or(unit.as_str());
+    f.condition(format!("{unit} is a daemon ({what})"), true);
+    f.condition(
+        format!("its main process exited with status 0 {seconds} after it started"),
+        true,
+    );
+    f.condition("no timer, socket or path starts it on demand", true);
+    f.condition(
+        "the unit's Type= and the daemon's forking are known (missing: systemctl cat)",
+        false,
+    );
+    f.title = format!(
+        "{unit} exited with status 0 {seconds} after it started: the daemon is not running"
+    );
+    f.headline = format!(
+        "{unit} ({what}) is inactive (dead): its main process exited with status 0 {seconds} after it started, so systemd took the service for finished. A daemon that forks into the background (Type=forking in its vendor unit) run under Type=simple ends this way, with no error anywhere."
+    );
+    f.chain.push(format!(
+        "{unit} is not running, and nothing reports a failure"
+    ));
+    f.chain.push(format!(
+        "its main process exited with status 0 after {seconds}: the parent of a daemon that forked, or a daemon that gave up"
+    ));
+    f.explanation = format!(
+        "A daemon that detaches (forks and lets its first process exit) must run under Type=forking, ideally with PIDFile=: under Type=simple systemd takes the first process's exit as the end of the service, and with the default KillMode=control-group stops the detached child too. Restart=on-failure does not fire, because status 0 is a success. The status block does not show the unit's Type=; `systemctl cat {unit}` settles it."
+    );
+    f.actions.push(Action::advice(
+        "see the unit's Type=, PIDFile= and ExecStart= (a daemon that forks needs Type=forking)",
+        Some(&format!(
+            "systemctl cat {unit}; systemctl show -p Type -p PIDFile -p ExecStart -p Restart {unit}"
+        )),
+    ));
+    f.actions.push(Action::advice(
+        format!("read what {unit} logged when it started"),
+        Some(&format!("journalctl -b -u {unit} --no-pager")),
+    ));
+    f.actions.push(Action::advice(
+        "run the daemon as it expects: Type=forking with PIDFile= (as NVIDIA's template unit for nvidia-persistenced does), or keep Type=simple and start it in the foreground; then systemctl daemon-reload and restart it",
+        None,
+    ));
+    f.confidence = confidence(&f, 0.45, 0.8);
+    Some(f)
+}
+
+/// `2.102 s`, `45 s`: as systemctl printed it.
+fn format_secs(secs: f64) -> String {
+    format!("{secs} s")
 }
 
 impl UnitExitedZeroNoRestart {

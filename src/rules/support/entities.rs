@@ -12,7 +12,7 @@
 use std::collections::BTreeSet;
 
 use crate::correlate::{Incident, UnitEventKind};
-use crate::model::{KernelEventKind, ServerEventKind, Uvicorn};
+use crate::model::{KernelEventKind, ServerEventKind, Uvicorn, VllmFailure};
 use crate::rules::{Category, Finding};
 use crate::source::Span;
 
@@ -93,15 +93,31 @@ pub fn from_evidence(incident: &Incident, f: &mut Finding) {
     for s in &incident.facts.unit_statuses {
         let spans = [Some(s.span), s.active_span, s.main_pid_span];
         let members = s.cgroup.iter().map(|m| m.span);
+        let processes = s.processes.iter().map(|p| p.span);
         if spans
             .into_iter()
             .flatten()
             .chain(members)
+            .chain(processes)
             .any(|x| cited.contains(&x))
         {
             f.entities.units.insert(s.unit.clone());
             if writers && s.main_pid_span.is_some_and(|x| cited.contains(&x)) {
                 f.entities.pids.extend(pid(s.main_pid));
+            }
+            if writers {
+                let ran = s.processes.iter().filter(|p| cited.contains(&p.span));
+                f.entities.pids.extend(ran.map(|p| p.pid));
+            }
+        }
+    }
+    // A prefixed server line no event was made of (vLLM's `(Worker_TP1
+    // pid=15193) ERROR …`, Ray's `(RayWorkerVllm pid=5310) …`): the
+    // writer its prefix names, recorded on the kept line.
+    if writers {
+        for m in &incident.facts.messages {
+            if cited.contains(&m.span) {
+                f.entities.pids.extend(pid(m.pid));
             }
         }
     }
@@ -120,6 +136,23 @@ pub fn from_evidence(incident: &Incident, f: &mut Finding) {
         }
         if writers && cites("ExecMainPID") {
             f.entities.pids.extend(pid(p.exec_main_pid));
+        }
+    }
+    if writers {
+        unit_pids(incident, f);
+    }
+}
+
+/// A finding about a unit is about its processes: every PID the inputs tie
+/// to a unit it names (`Incident::unit_pids`: its Main PID, its `Process:`
+/// lines, the PIDs its journal lines were written by, systemd's forked
+/// child that failed to exec, the PIDs systemd killed or found left over).
+/// Not in a holder finding: there `pids` are the holders, and the unit is
+/// often the victim's.
+fn unit_pids(incident: &Incident, f: &mut Finding) {
+    for unit in &f.entities.units {
+        if let Some(pids) = incident.unit_pids.get(unit) {
+            f.entities.pids.extend(pids);
         }
     }
 }
@@ -173,13 +206,15 @@ fn names_holders(c: Category) -> bool {
 
 /// A PID a server line names as its subject rather than its writer: the
 /// API server of uvicorn's `Started`/`Finished server process [N]`, the job
-/// a shell reports `Killed`.
+/// a shell reports `Killed`, the worker vLLM reports dead (`Worker
+/// VllmWorkerProcess pid 82 died, exit code: -15`).
 pub(crate) fn named_pid(kind: &ServerEventKind) -> Option<u32> {
     match kind {
         ServerEventKind::Uvicorn(
             Uvicorn::StartedProcess { pid } | Uvicorn::FinishedProcess { pid },
         )
         | ServerEventKind::ShellJobSignaled { pid, .. } => Some(*pid),
+        ServerEventKind::VllmFailure(VllmFailure::WorkerDied { pid, .. }) => *pid,
         _ => None,
     }
 }
@@ -286,6 +321,137 @@ mod tests {
         held.evidence(spans[0], "the victim's report");
         from_evidence(&a.incident, &mut held);
         assert!(held.entities.pids.is_empty(), "{:?}", held.entities);
+    }
+
+    fn analysis(text: &str) -> crate::Analysis {
+        let mut sources = SourceMap::default();
+        sources.add(Source::new("paste", text.as_bytes()));
+        crate::analyze(sources)
+    }
+
+    fn cite(a: &crate::Analysis, category: Category, lines: &[u32]) -> Finding {
+        let mut f = Finding::new("test", category, Severity::Error);
+        for &line in lines {
+            let span = Span {
+                source: crate::source::SourceId(0),
+                line,
+            };
+            f.evidence(span, "a line");
+        }
+        from_evidence(&a.incident, &mut f);
+        f
+    }
+
+    fn pids(f: &Finding) -> Vec<u32> {
+        f.entities.pids.iter().copied().collect()
+    }
+
+    /// A prefixed worker line no event is made of still names its writer
+    /// (fixtures/real/473, vllm-project/vllm: `(Worker_TP1 pid=15193)`), and
+    /// so does Ray's prefix (fixtures/real/020).
+    #[test]
+    fn a_cited_prefixed_line_names_its_writer() {
+        let a = analysis(
+            "(Worker_TP1 pid=15193) ERROR 05-08 19:06:38 [multiproc_executor.py:962] Search for `cudaErrorStreamCaptureUnsupported' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.\n\
+             (Worker_TP1 pid=15193) ERROR 05-08 19:06:38 [multiproc_executor.py:962] For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n",
+        );
+        assert_eq!(pids(&cite(&a, Category::Unknown, &[1])), [15193]);
+        let a = analysis(
+            " [36m(RayWorkerVllm pid=5310) [0m [W CUDAGraph.cpp:145] Warning: Waiting for pending NCCL work to finish before starting graph capture. (function operator()) [32m [repeated 6x across cluster] [0m\n",
+        );
+        assert_eq!(pids(&cite(&a, Category::Unknown, &[1])), [5310]);
+        // An uncited line adds nothing.
+        let a = analysis(
+            "(Worker_TP1 pid=15193) ERROR 05-08 19:06:38 [multiproc_executor.py:962] Search for `cudaErrorStreamCaptureUnsupported' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.\n",
+        );
+        assert!(pids(&cite(&a, Category::Unknown, &[])).is_empty());
+    }
+
+    /// fixtures/real/444 (ollama/ollama#8372): PID 1's lines name the unit;
+    /// the unit's PID is its forked child's, which failed to exec; PID 1 is
+    /// never one.
+    #[test]
+    fn a_unit_finding_names_the_forked_child_and_not_pid_1() {
+        let a = analysis(
+            "1月 10 22:38:05 czj-Vector-GP76-12UGSO systemd[1]: ollama.service: Main process exited, code=exited, status=1/FAILURE\n\
+             1月 10 22:38:05 czj-Vector-GP76-12UGSO systemd[1]: ollama.service: Failed with result 'exit-code'.\n\
+             1月 10 22:38:08 czj-Vector-GP76-12UGSO systemd[1]: ollama.service: Scheduled restart job, restart counter is at 472.\n\
+             1月 10 22:38:08 czj-Vector-GP76-12UGSO systemd[1]: Stopped Ollama Service.\n\
+             1月 10 22:38:08 czj-Vector-GP76-12UGSO systemd[1]: Started Ollama Service.\n\
+             1月 10 22:38:08 czj-Vector-GP76-12UGSO systemd[17836]: ollama.service: Failed to execute /usr/local/bin/ollama: Permission denied\n\
+             1月 10 22:38:08 czj-Vector-GP76-12UGSO systemd[17836]: ollama.service: Failed at step EXEC spawning /usr/local/bin/ollama: Permission denied\n",
+        );
+        let f = cite(&a, Category::UnitCrashLoop, &[1, 3]);
+        assert!(
+            f.entities.units.contains("ollama.service"),
+            "{:?}",
+            f.entities
+        );
+        assert_eq!(pids(&f), [17836]);
+        // In a holder finding the unit is often the victim's: its PIDs are
+        // not added as holders.
+        assert!(pids(&cite(&a, Category::StaleServingInstance, &[1])).is_empty());
+    }
+
+    /// fixtures/real/445 (old systemd, no bullet): the `Process:` lines and
+    /// the Main PID are the unit's, cited or not, once a finding names it.
+    #[test]
+    fn a_unit_finding_names_the_pids_of_its_status_block() {
+        let a = analysis(
+            "nvidia-docker.service - NVIDIA Docker plugin\n\
+             \x20  Loaded: loaded (/usr/lib/systemd/system/nvidia-docker.service; disabled; vendor preset: disabled)\n\
+             \x20  Active: failed (Result: start-limit) since Thu 2021-03-18 20:35:04 CST; 9s ago\n\
+             \x20    Docs: https://github.com/NVIDIA/nvidia-docker/wiki\n\
+             \x20 Process: 82396 ExecStopPost=/bin/rm -f $SPEC_FILE (code=exited, status=0/SUCCESS)\n\
+             \x20 Process: 82378 ExecStart=/usr/bin/nvidia-docker-plugin -s $SOCK_DIR (code=exited, status=1/FAILURE)\n\
+             \x20Main PID: 82378 (code=exited, status=1/FAILURE)\n\
+             \n\
+             Mar 18 20:35:04 HikvisionOS systemd[1]: start request repeated too quickly for nvidia-docker.service\n",
+        );
+        let status = &a.incident.facts.unit_statuses[0];
+        assert_eq!(
+            status.processes.iter().map(|p| p.pid).collect::<Vec<_>>(),
+            [82396, 82378]
+        );
+        let f = cite(&a, Category::UnitCrashLoop, &[9]);
+        assert!(
+            f.entities.units.contains("nvidia-docker.service"),
+            "{:?}",
+            f.entities
+        );
+        assert_eq!(pids(&f), [82378, 82396]);
+        // A cited `Process:` line names its PID and unit by itself.
+        let g = cite(&a, Category::Unknown, &[5]);
+        assert!(g.entities.pids.contains(&82396));
+        assert!(g.entities.units.contains("nvidia-docker.service"));
+    }
+
+    /// fixtures/real/449 (canonical/inference-snaps#214): `snap logs` names
+    /// the writer `gemma3.server`, which is snapd's unit
+    /// `snap.gemma3.server.service`; fixtures/real/452 (ollama/ollama#9322):
+    /// `ollama[2521]` writes for `ollama.service`.
+    #[test]
+    fn a_unit_finding_names_the_pids_that_write_under_its_name() {
+        let a = analysis(
+            "$ sudo snap logs -f gemma3.server\n\
+             2025-12-01T14:54:47Z gemma3.server[391350]: main: exiting due to model loading error\n\
+             2025-12-01T14:54:47Z gemma3.server[391330]: Error: exit status 1\n\
+             2025-12-01T14:54:47Z systemd[1]: snap.gemma3.server.service: Main process exited, code=exited, status=1/FAILURE\n\
+             2025-12-01T14:54:47Z systemd[1]: snap.gemma3.server.service: Start request repeated too quickly.\n",
+        );
+        let f = cite(&a, Category::UnitCrashLoop, &[5]);
+        assert_eq!(pids(&f), [391330, 391350], "{:?}", a.incident.unit_pids);
+        let a = analysis(
+            "Feb 24 15:36:32 adl ollama[2521]: time=2025-02-24T15:36:32.318-08:00 level=INFO source=memory.go:356 msg=\"offload to cuda\"\n\
+             Feb 24 11:16:31 adl systemd[1]: ollama.service: A process of this unit has been killed by the OOM killer.\n\
+             Feb 24 11:16:32 adl sshd[2600]: Accepted publickey for root\n",
+        );
+        let f = cite(&a, Category::HostOomKiller, &[2]);
+        assert_eq!(
+            pids(&f),
+            [2521],
+            "another program's writer is not the unit's"
+        );
     }
 
     #[test]
