@@ -184,21 +184,26 @@ impl Rule for CpuIllegalInstruction {
         f.chain
             .push("the CPU does not implement an instruction the build uses (SIGILL)".to_owned());
         f.explanation = "SIGILL is raised by the CPU itself. Model-serving builds use vector instruction sets; a CPU or a hypervisor's virtual CPU without them stops the process at the first such instruction. The inputs do not show the CPU's flags, hence the modest confidence.".to_owned();
-        f.actions.push(Action::advice(
-            "check which vector instruction sets the CPU offers (in the VM, if it is one)",
-            Some("grep -o -w -e avx -e avx2 -e fma -e avx512f /proc/cpuinfo | sort -u"),
-        ));
-        f.actions.push(Action::advice(
-            "in a VM, expose the host's instruction sets (CPU type host / host-passthrough; with VirtualBox, disable Hyper-V on the Windows host)",
-            None,
-        ));
-        f.actions.push(Action::advice(
-            "or run a build made without AVX/AVX2 (a CPU variant for older processors), or move to a CPU that has them",
-            None,
-        ));
+        actions(&mut f);
         f.confidence = confidence(&f, 0.45, 0.8);
         out.push(f);
     }
+}
+
+/// What to check and change about a CPU that lacks the build's instructions.
+fn actions(f: &mut Finding) {
+    f.actions.push(Action::advice(
+        "check which vector instruction sets the CPU offers (in the VM, if it is one)",
+        Some("grep -o -w -e avx -e avx2 -e fma -e avx512f /proc/cpuinfo | sort -u"),
+    ));
+    f.actions.push(Action::advice(
+        "in a VM, expose the host's instruction sets (CPU type host / host-passthrough; with VirtualBox, disable Hyper-V on the Windows host)",
+        None,
+    ));
+    f.actions.push(Action::advice(
+        "or run a build made without AVX/AVX2 (a CPU variant for older processors), or move to a CPU that has them",
+        None,
+    ));
 }
 
 #[cfg(test)]

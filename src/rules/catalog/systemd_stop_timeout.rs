@@ -256,29 +256,7 @@ fn stuck_stopping(
             format!("PID {} is still in the unit's cgroup", m.pid),
         );
     }
-    let listed: Vec<&crate::model::PsRecord> = incident
-        .facts
-        .ps
-        .iter()
-        .filter(|p| Some(p.pid) == main || s.cgroup.iter().any(|m| m.pid == p.pid))
-        .collect();
-    let in_d: Vec<u32> = listed
-        .iter()
-        .filter(|p| p.stat.as_deref().is_some_and(|st| st.starts_with('D')))
-        .map(|p| p.pid)
-        .collect();
-    for p in listed.iter().take(4) {
-        f.evidence(
-            p.span,
-            format!(
-                "ps lists PID {}{}",
-                p.pid,
-                p.stat
-                    .as_deref()
-                    .map_or(String::new(), |st| format!(" in state {st}"))
-            ),
-        );
-    }
+    let in_d = ps_evidence(&mut f, incident, s, main);
     f.condition(format!("{unit} is stopping ({sub})"), true);
     f.condition(
         format!("the stop has lasted longer than a clean shutdown takes ({SLOW_STOP_SECS} s)"),
@@ -312,6 +290,47 @@ fn stuck_stopping(
         "its main process does not exit on SIGTERM".to_owned()
     });
     f.explanation = "`deactivating (stop-sigterm)` is systemd waiting for the service to exit after SIGTERM; a server that handles SIGTERM by draining requests or waiting for its workers stays there until TimeoutStopSec (90 s by default), then is killed. Its children (model runners, workers) may survive the kill when KillMode is not control-group.".to_owned();
+    stuck_actions(&mut f, unit, main);
+    f.confidence = confidence(&f, 0.4, 0.8);
+    Some(f)
+}
+
+/// The ps rows of a stuck unit's processes as evidence; the PIDs among them
+/// in uninterruptible sleep (state D).
+fn ps_evidence(
+    f: &mut Finding,
+    incident: &crate::correlate::Incident,
+    s: &crate::model::UnitStatus,
+    main: Option<u32>,
+) -> Vec<u32> {
+    let listed: Vec<&crate::model::PsRecord> = incident
+        .facts
+        .ps
+        .iter()
+        .filter(|p| Some(p.pid) == main || s.cgroup.iter().any(|m| m.pid == p.pid))
+        .collect();
+    let in_d: Vec<u32> = listed
+        .iter()
+        .filter(|p| p.stat.as_deref().is_some_and(|st| st.starts_with('D')))
+        .map(|p| p.pid)
+        .collect();
+    for p in listed.iter().take(4) {
+        f.evidence(
+            p.span,
+            format!(
+                "ps lists PID {}{}",
+                p.pid,
+                p.stat
+                    .as_deref()
+                    .map_or(String::new(), |st| format!(" in state {st}"))
+            ),
+        );
+    }
+    in_d
+}
+
+/// What to run about a unit stuck stopping.
+fn stuck_actions(f: &mut Finding, unit: &str, main: Option<u32>) {
     let pid_arg = main.map_or("PID".to_owned(), |p| p.to_string());
     f.actions.push(Action::advice(
         "see what the main process waits on (its Python stack, its kernel stack) and which children it still has",
@@ -331,6 +350,4 @@ fn stuck_stopping(
             "systemctl status {unit}; nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"
         )),
     ));
-    f.confidence = confidence(&f, 0.4, 0.8);
-    Some(f)
 }
