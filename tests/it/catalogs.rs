@@ -336,3 +336,31 @@ fn catalog_docs_are_fresh() {
         stale.join(",")
     );
 }
+
+/// A row's `<pid>` and `<pids>` captures name the finding's processes: a
+/// harness's list of leftovers gives each of its PIDs (the issue's two
+/// lines, verbatim).
+#[test]
+fn a_rows_pid_list_becomes_the_findings_pids() {
+    let pids = |line: &str| -> BTreeSet<u32> {
+        let mut sources = SourceMap::new();
+        sources.add(Source::new("paste.log", format!("{line}\n").as_bytes()));
+        let out = support::analyze(sources);
+        out.analysis
+            .diagnosis
+            .findings
+            .iter()
+            .filter(|f| f.rule == "known-message")
+            .flat_map(|f| f.entities.pids.iter().copied())
+            .collect()
+    };
+    // https://github.com/vllm-project/vllm-omni/issues/4775
+    let listed = pids(
+        "AssertionError: [kill_serve_root_with_load_sigkill] residual server-tree processes remain alive: [3333, 3334]",
+    );
+    assert_eq!(listed, BTreeSet::from([3333, 3334]));
+    let other = pids(
+        "AssertionError: [kill_serve_root_no_load_sigkill] residual server-tree processes remain alive: [11899, 11900]",
+    );
+    assert_eq!(other, BTreeSet::from([11899, 11900]));
+}

@@ -139,11 +139,18 @@ fn finding(row: &Row, hits: &[Line<'_>]) -> Finding {
     }
     f.occurrences = u32::try_from(total).unwrap_or(u32::MAX);
     // The process a line names (NCCL's `host:pid:tid` header, a unit's
-    // `Main PID`): the row's `<pid>` capture.
+    // `Main PID`): the row's `<pid>` capture; the processes a line lists
+    // (a harness's `remain alive: [3333, 3334]`): its `<pids>` capture.
     f.entities.pids.extend(
         hits.iter()
             .filter_map(|(_, h)| h.get("pid")?.parse::<u32>().ok()),
     );
+    f.entities.pids.extend(hits.iter().flat_map(|(_, h)| {
+        h.get("pids")
+            .unwrap_or_default()
+            .split(|c: char| !c.is_ascii_digit())
+            .filter_map(|p| p.parse::<u32>().ok())
+    }));
     let first = hits[0].1;
     f.title = row.title.clone();
     f.headline = format!("{}.", row.headline_for(first).trim_end_matches('.'));
