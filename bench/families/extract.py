@@ -194,6 +194,7 @@ def main():
         rules = rules_of([list(k) for k in keys])
         quiet = incidents = 0
         seen_rules = set()
+        shapes = collections.Counter(shape_of(k) for k in keys)
         with open(os.path.join(OUT, name + ".tsv"), "w") as f:
             f.write(f"# family {name}: real lines from fixtures/ and catalogs/ (each case's source.md,\n")
             f.write("# fixtures/formats/SOURCES.md or the catalog row has its URL), framing peeled.\n")
@@ -214,8 +215,7 @@ def main():
                 else:
                     continue
                 # Lines of one shape share its weight.
-                same = sum(1 for k in keys if shape_of(k) == shape_of(key))
-                weight = max(1, round(SHAPES[shape_of(key)] / same))
+                weight = max(1, round(SHAPES[shape_of(key)] / shapes[shape_of(key)]))
                 f.write(f"{kind}\t{weight}\t{blocks[key]}\t{key[0]}\n")
                 for more in key[1:]:
                     f.write(f"+\t\t\t{more}\n")

@@ -163,8 +163,9 @@ fn jitter(line: &str, rng: &mut Rng) -> String {
         // that a table's zero error counts stay zero.
         let long = i - start > 1;
         // A PID stays: a server prints under a few PIDs all day.
-        let pid = line[..start].to_ascii_lowercase().ends_with("pid=")
-            || line[..start].to_ascii_lowercase().ends_with("pid ");
+        let pid = start >= 4
+            && (b[start - 4..start].eq_ignore_ascii_case(b"pid=")
+                || b[start - 4..start].eq_ignore_ascii_case(b"pid "));
         let before = long && !pid && (start == 0 || opens(b[start - 1]));
         let after = i == b.len() || closes(b[i]);
         if before && after {

@@ -13,7 +13,7 @@ use crate::correlate::{Gpu, Incident, OwnerBasis, UnitEventKind};
 use crate::model::{
     Framework, MemoryImbalance, ProcessListingKind, ServerArgs, ServerEvent, ServerEventKind,
 };
-use crate::rules::support::holders::{Holder, Holders, UnitLink, phrase};
+use crate::rules::support::holders::{Holder, Holders, phrase};
 use crate::rules::support::server::server_unit;
 use crate::rules::support::{mib, rank_ranges};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};

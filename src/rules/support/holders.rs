@@ -35,6 +35,25 @@ pub struct UnitLink<'a> {
     pub via: Option<Span>,
 }
 
+impl UnitLink<'_> {
+    /// Cites the link for process `pid`: the line that ties it to the unit
+    /// (its PID underlined when `mark`) and the `Started` line an inferred
+    /// link rests on; the unit joins the finding's units.
+    pub fn cite(&self, f: &mut Finding, pid: u32, mark: bool) {
+        let unit = self.name;
+        f.entities.units.insert(unit.to_owned());
+        let note = format!("PID {pid} belongs to {unit}: {}", self.basis.describe());
+        if mark {
+            f.evidence_marked(self.span, note, pid.to_string());
+        } else {
+            f.evidence(self.span, note);
+        }
+        if let Some(via) = self.via {
+            f.evidence(via, format!("systemd started {unit} here"));
+        }
+    }
+}
+
 /// What is known about the failing server, to tell its processes from
 /// holders and to restart it.
 pub struct Holders<'a> {
@@ -257,21 +276,8 @@ impl<'a> Holders<'a> {
                     format!("PID {} holds {} on GPU {gpu}", p.pid, mib(p.used_mib)),
                 );
             }
-            if let Some(UnitLink {
-                name: u,
-                basis,
-                span,
-                via,
-            }) = h.unit
-            {
-                f.entities.units.insert(u.to_owned());
-                f.evidence(
-                    span,
-                    format!("PID {} belongs to {u}: {}", p.pid, basis.describe()),
-                );
-                if let Some(via) = via {
-                    f.evidence(via, format!("systemd started {u} here"));
-                }
+            if let Some(link) = &h.unit {
+                link.cite(f, p.pid, false);
             }
             if let Some((_, span)) = h.cmdline {
                 f.evidence(span, format!("command line of PID {}", p.pid));

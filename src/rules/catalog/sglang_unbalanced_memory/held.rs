@@ -39,22 +39,8 @@ impl<'a> Analysis<'a> {
                     None => f.evidence_marked(*span, note, p.pid.to_string()),
                 }
             }
-            if let Some(UnitLink {
-                name: unit,
-                basis,
-                span,
-                via,
-            }) = h.unit
-            {
-                f.entities.units.insert(unit.to_owned());
-                f.evidence_marked(
-                    span,
-                    format!("PID {} belongs to {unit}: {}", p.pid, basis.describe()),
-                    p.pid.to_string(),
-                );
-                if let Some(via) = via {
-                    f.evidence(via, format!("systemd started {unit} here"));
-                }
+            if let Some(link) = &h.unit {
+                link.cite(f, p.pid, true);
             }
             if let Some((cmd, span)) = h.cmdline {
                 let _ = cmd;
