@@ -437,7 +437,7 @@ fn the_layer_check_finds_a_planted_back_edge() {
 fn no_merge_conflict_markers() {
     let mut all = Vec::new();
     for dir in [
-        "src", "tests", "docs", "fixtures", "scripts", "bench", "contrib", ".ci",
+        "src", "crates", "tests", "docs", "fixtures", "scripts", "bench", "contrib", ".ci",
     ] {
         if root().join(dir).exists() {
             files(&root().join(dir), &mut all);
