@@ -103,7 +103,7 @@ wrote src/rules/catalog/$snake.rs, its registration in src/rules/catalog/mod.rs,
 fixtures/rules/$id/{pos,neg}-TODO.txt and the row $row in catalogs/$catalog.toml.
 Next (CONTRIBUTING.md, "Add a rule"):
   1. fill the row and its real samples:   cargo test --release --test it catalogs
-  2. write the check and the doc:         cargo test --release --lib rules::catalog::$snake
+  2. write the check and the doc:         cargo test --release -p rootcause-rule-catalog catalog::$snake
   3. real fixtures, positive and near:    cargo test --release --test it rules
   4. the generated page docs/rules/$id.md: cargo test --release --test it catalog (commit it)
   5. snapshots and scores:                INSTA_UPDATE=always cargo test --release --test it; git diff tests/it/snapshots

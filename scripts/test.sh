@@ -35,8 +35,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 cargo fmt --all -- --check
-cargo clippy --all-targets --locked -- -D warnings
-cargo test --locked
+cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo test --workspace --locked
 # The benchmark's input generator (its own workspace, no dependencies).
 cargo fmt --manifest-path bench/gen/Cargo.toml -- --check
 cargo test --quiet --manifest-path bench/gen/Cargo.toml

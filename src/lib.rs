@@ -7,25 +7,29 @@
 //! incident's lines → [`render`] writes text, Markdown, JSON, NDJSON or a
 //! remediation script. [`capture`] writes bundles on a live host and
 //! [`replay`] checks recorded ones against their approved reports. See
-//! ARCHITECTURE.md.
+//! ARCHITECTURE.md. This is the app's crate; the layers below are crates of
+//! their own (`crates/`), re-exported here under their module names.
 
-pub mod bundle;
+pub use rootcause_catalogs::catalogs;
+pub use rootcause_correlate::correlate;
+pub use rootcause_ingest::{bundle, ingest};
+pub use rootcause_model::{context, error, model, source};
+pub use rootcause_render::{render, timeline};
+
 pub mod capture;
-pub mod catalogs;
 pub mod cli;
-pub mod context;
-pub mod correlate;
 pub mod demo;
-pub mod error;
-pub mod ingest;
-pub mod model;
 mod progress;
-pub mod render;
 pub mod replay;
-pub mod rules;
 pub mod run;
-pub mod source;
-pub mod timeline;
+
+/// The rule engine (`rootcause-rules`) and the built-in rules
+/// (`rootcause-rule-catalog`) under one name, as the app and its tests
+/// know them.
+pub mod rules {
+    pub use rootcause_rule_catalog::{RULES, catalog_version};
+    pub use rootcause_rules::rules::*;
+}
 
 use crate::context::Context;
 use crate::correlate::{Clock, Incident};

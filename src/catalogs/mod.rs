@@ -639,7 +639,8 @@ mod tests {
 
     #[test]
     fn the_compiled_in_catalogs_are_the_toml_files() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("catalogs");
+        let dir =
+            std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("catalogs");
         let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
             .expect("catalogs/")
             .filter_map(|e| e.ok()?.file_name().into_string().ok())

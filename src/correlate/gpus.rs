@@ -119,6 +119,6 @@ fn fill(g: &mut Gpu, r: &crate::model::GpuRecord) {
 
 /// A PCI address as numbers, so `00000000:3B:00.0`, `0000:3b:00.0` and the
 /// kernel's function-less `0000:3b:00` compare equal (a GPU is function 0).
-pub(crate) fn bus_key(bus_id: &str) -> Option<BusId> {
+pub fn bus_key(bus_id: &str) -> Option<BusId> {
     BusId::parse(bus_id)
 }

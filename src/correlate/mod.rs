@@ -16,7 +16,7 @@ mod units;
 use std::collections::BTreeMap;
 
 pub use clock::{Clock, TimeFrame, YearBasis};
-pub(crate) use gpus::bus_key;
+pub use gpus::bus_key;
 pub use gpus::{Gpu, GpuProcess};
 pub use known::Known;
 pub use owners::{OwnerBasis, Ownership};

@@ -483,7 +483,8 @@ mod tests {
             "x1 1x 1 22 333 4444 a-1 é9 ٣ 9é".into(),
         ];
         // Every line of the repository's real incidents too.
-        let real = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/real");
+        let real = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+            .join("fixtures/real");
         for case in std::fs::read_dir(real).into_iter().flatten().flatten() {
             for file in std::fs::read_dir(case.path())
                 .into_iter()

@@ -546,7 +546,9 @@ mod tests {
     /// finds, and calls the same ones messages.
     #[test]
     fn the_cover_of_every_anchor_finds_what_all_of_them_find() {
-        let anchors = crate::rules::anchors(crate::rules::RULES);
+        // The app's anchors, made again as this crate's (the rules are a
+        // dev-dependency, whose copy of this crate is another to the compiler).
+        let anchors = Anchors::new(crate::rules::anchors(crate::rules::RULES).literals());
         let all: Vec<&str> = anchors
             .literals()
             .iter()

@@ -105,7 +105,7 @@ pub fn render(
 /// `\u{…}`. Every path that prints text from the inputs (log lines, input
 /// and member names, manifest fields, approved reports) goes through here.
 /// The JSON report keeps values exact; serde escapes them.
-pub(crate) fn clean(text: &str) -> std::borrow::Cow<'_, str> {
+pub fn clean(text: &str) -> std::borrow::Cow<'_, str> {
     let invisible = |c: char| matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}' | '\u{2028}' | '\u{2029}' | '\u{061c}');
     if !text.chars().any(|c| c.is_control() || invisible(c)) {
         return std::borrow::Cow::Borrowed(text);

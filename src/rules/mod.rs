@@ -1,35 +1,48 @@
 //! Diagnose: the catalog of failure rules and the findings they produce.
 //!
-//! One rule is one file with its documentation in [`catalog`], which lists them.
+//! One rule is one file in `catalog/`, which lists them: the crate above this
+//! one, `rootcause-rule-catalog` (ARCHITECTURE.md, the layers).
 //! Rules read an [`Incident`] and return [`Finding`]s with cited evidence,
 //! an explained confidence and typed remediation [`Action`]s. They never
 //! print and never write shell. [`rank`] then picks the root cause and says
 //! which findings it explains; [`unknown`] groups error lines no rule cited.
 
 mod action;
-mod catalog;
 pub mod evidence;
 mod finding;
 mod rank;
-mod support;
-mod unknown;
+pub mod support;
+pub mod unknown;
 mod user;
-mod version;
-mod xid;
+pub mod xid;
 
 pub use action::{
     Action, ActionKind, CONTAINER_SCOPES, ExpectedCmdline, GpuHold, GpuRef, PROTECTED_UNITS,
     ProcessIdentity, Safety, glob_match, unit_refusal, with_flag,
 };
-pub use catalog::RULES;
 pub use finding::{Category, Condition, Entities, Evidence, Finding, Severity};
 pub use rank::CausalLayer;
 pub use unknown::UnknownError;
 pub use user::{RuleFileError, UserRule, did_you_mean, parse as parse_user_rule};
-pub use version::catalog_version;
 
 use crate::correlate::Incident;
 use crate::ingest::Anchors;
+
+/// The id of the rule that turns a catalog row into a finding by itself.
+pub const KNOWN_MESSAGE: &str = "known-message";
+
+/// The id of the rule that explains a death no other rule explains.
+pub const PROCESS_DIED: &str = "process-died";
+
+/// Rules whose findings are fallbacks, weakest first: each goes where a
+/// stronger rule's finding cites its lines (that rule said more). A death's
+/// finding outranks a message's: it read the unit's events around the line.
+pub const FALLBACKS: &[&str] = &[KNOWN_MESSAGE, PROCESS_DIED];
+
+/// The built-in rules (`rootcause-rule-catalog`, a crate above this one),
+/// for the tests that look a rule up (a dev-dependency on the app).
+#[cfg(test)]
+pub(crate) use rootcause::rules::RULES;
 
 /// What a rule is, for `rootcause rules`/`explain` and the generated docs.
 #[derive(Debug)]
@@ -111,9 +124,9 @@ fn drop_restated(findings: &mut Vec<Finding>) {
     use std::collections::BTreeSet;
     type Span = crate::source::Span;
     // Strength: a fallback's index in FALLBACKS, every other rule above all.
-    let levels = catalog::FALLBACKS.len();
+    let levels = FALLBACKS.len();
     let strength = |f: &Finding| {
-        catalog::FALLBACKS
+        FALLBACKS
             .iter()
             .position(|r| *r == f.rule)
             .unwrap_or(levels)
@@ -152,7 +165,7 @@ fn drop_restated(findings: &mut Vec<Finding>) {
 /// header belongs to said what it was).
 fn drop_context(findings: &mut Vec<Finding>) {
     use std::collections::BTreeSet;
-    let context = |f: &Finding| f.rule == catalog::KNOWN_MESSAGE && f.severity == Severity::Info;
+    let context = |f: &Finding| f.rule == KNOWN_MESSAGE && f.severity == Severity::Info;
     let explained: BTreeSet<crate::source::SourceId> = findings
         .iter()
         .filter(|f| !context(f))
@@ -226,24 +239,24 @@ mod tests {
 
     #[test]
     fn a_message_cited_by_a_death_goes_and_a_death_cited_by_a_rule_goes() {
-        let known = || finding(catalog::KNOWN_MESSAGE, Category::ServerException, &[13]);
-        let died = || finding(catalog::PROCESS_DIED, Category::ServerException, &[12, 13]);
+        let known = || finding(KNOWN_MESSAGE, Category::ServerException, &[13]);
+        let died = || finding(PROCESS_DIED, Category::ServerException, &[12, 13]);
         let xid = || finding("xid-gpu-fell-off-bus", Category::XidGpuFellOffBus, &[12]);
-        assert_eq!(rules_left(vec![known(), died()]), [catalog::PROCESS_DIED]);
+        assert_eq!(rules_left(vec![known(), died()]), [PROCESS_DIED]);
         assert_eq!(rules_left(vec![died(), xid()]), ["xid-gpu-fell-off-bus"]);
         // A message the death does not cite stays; a weaker finding never
         // removes a stronger one.
-        let other = finding(catalog::KNOWN_MESSAGE, Category::ServerException, &[40]);
+        let other = finding(KNOWN_MESSAGE, Category::ServerException, &[40]);
         assert_eq!(
             rules_left(vec![other, died()]),
-            [catalog::KNOWN_MESSAGE, catalog::PROCESS_DIED]
+            [KNOWN_MESSAGE, PROCESS_DIED]
         );
     }
 
     #[test]
     fn a_context_line_is_a_finding_only_where_nothing_else_in_its_input_is() {
         let header = |source: usize| {
-            let mut f = Finding::new(catalog::KNOWN_MESSAGE, Category::Unknown, Severity::Info);
+            let mut f = Finding::new(KNOWN_MESSAGE, Category::Unknown, Severity::Info);
             let span = Span {
                 source: SourceId(source),
                 line: 3,
@@ -256,12 +269,12 @@ mod tests {
             drop_context(&mut findings);
             findings.iter().map(|f| f.rule).collect::<Vec<_>>()
         };
-        assert_eq!(left(vec![header(0)]), [catalog::KNOWN_MESSAGE]);
+        assert_eq!(left(vec![header(0)]), [KNOWN_MESSAGE]);
         assert_eq!(left(vec![header(0), oom()]), ["kernel-oom-killer"]);
         // A report in another input explains nothing about this one.
         assert_eq!(
             left(vec![header(1), oom()]),
-            [catalog::KNOWN_MESSAGE, "kernel-oom-killer"]
+            [KNOWN_MESSAGE, "kernel-oom-killer"]
         );
     }
 }

@@ -26,7 +26,7 @@ pub const ANCHORS: &[&str] = &[
 /// What an error line looks like once the prefilter kept it: a log level, an
 /// exception line, or a failure statement. "error" inside a model name or
 /// "Ignore import error" is not enough.
-pub(crate) static ERRORISH: LazyLock<Regex> = LazyLock::new(|| {
+pub static ERRORISH: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)
         \b(?:ERROR|CRITICAL|FATAL)\b

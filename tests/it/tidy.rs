@@ -52,8 +52,12 @@ fn every_source_file_starts_with_a_module_doc() {
     }
 }
 
-/// Every `.rs` file under `src/` (the binary's `main.rs` aside), as the
-/// module graph reads them.
+/// Every `.rs` file under `src/` (the binary's `main.rs` and the other
+/// crates' roots aside), as the module graph reads them: one tree, each
+/// module at its path under `src/`, as every crate's root re-exports the
+/// lower crates' modules under their own names. The roots (`lib_*.rs`)
+/// declare modules and name other crates, which
+/// [`crates_depend_only_on_lower_layers`] checks in the manifests.
 fn crate_sources() -> Vec<Source> {
     let src = root().join("src");
     rust_files("src")
@@ -66,8 +70,13 @@ fn crate_sources() -> Vec<Source> {
                 .replace('\\', "/"),
             text: fs::read_to_string(&p).unwrap(),
         })
-        .filter(|s| s.path != "main.rs")
+        .filter(|s| s.path != "main.rs" && !is_crate_root(&s.path))
         .collect()
+}
+
+/// `lib_model.rs`: the root of a crate other than the app's (`lib.rs`).
+fn is_crate_root(path: &str) -> bool {
+    path.starts_with("lib_") && path.ends_with(".rs") && !path.contains('/')
 }
 
 /// The layer table of ARCHITECTURE.md, between `<!-- layers -->` and
@@ -95,9 +104,112 @@ fn layer_table(doc: &str) -> BTreeMap<String, u32> {
     layers
 }
 
-/// The layer of a module: its top-level module's row.
+/// The layer of a module: the row of its longest ancestor the table names
+/// (`rules::catalog::xid_ecc` → `rules::catalog`, `rules::rank` → `rules`).
 fn layer_of(layers: &BTreeMap<String, u32>, module: &str) -> Option<u32> {
-    layers.get(module.split("::").next().unwrap_or("")).copied()
+    let parts: Vec<&str> = module.split("::").collect();
+    (1..=parts.len())
+        .rev()
+        .find_map(|n| layers.get(&parts[..n].join("::")).copied())
+}
+
+/// The table's last column: each crate (`model`, …, `app`) and the layers
+/// its modules are on, lowest and highest.
+fn crate_table(doc: &str) -> BTreeMap<String, (u32, u32)> {
+    let start = doc
+        .find("<!-- layers -->")
+        .expect("ARCHITECTURE.md has <!-- layers -->");
+    let end = doc
+        .find("<!-- /layers -->")
+        .expect("ARCHITECTURE.md has <!-- /layers -->");
+    let mut crates: BTreeMap<String, (u32, u32)> = BTreeMap::new();
+    for row in doc[start..end].lines().filter(|l| l.starts_with('|')) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let (Ok(n), Some(name)) = (cells[1].parse::<u32>(), cells.get(3)) else {
+            continue;
+        };
+        let e = crates
+            .entry(name.trim_matches('`').to_owned())
+            .or_insert((n, n));
+        *e = (e.0.min(n), e.1.max(n));
+    }
+    crates
+}
+
+/// The crate a package is in the table: `rootcause-rule-catalog` →
+/// `rule-catalog`, the root package `rootcause` → `app`.
+fn table_name(package: &str) -> &str {
+    match package.strip_prefix("rootcause-") {
+        Some(name) => name,
+        None if package == "rootcause" => "app",
+        None => package,
+    }
+}
+
+/// Every dependency of a manifest (`path`, its text) on one of the
+/// workspace's crates that is not on a lower layer: `[dependencies]` and
+/// `[target.….dependencies]`; dev-dependencies may reach any layer (a test
+/// that runs the whole pipeline). A package the table lacks is reported too.
+fn crate_back_edges(
+    manifests: &[(String, String)],
+    crates: &BTreeMap<String, (u32, u32)>,
+) -> Vec<String> {
+    let mut broken = Vec::new();
+    for (path, text) in manifests {
+        let manifest: toml::Table = toml::from_str(text).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let Some(package) = manifest
+            .get("package")
+            .and_then(|p| p.get("name"))
+            .and_then(|n| n.as_str())
+        else {
+            continue;
+        };
+        let Some(&(low, _)) = crates.get(table_name(package)) else {
+            broken.push(format!("{path}: {package} is in no row of the layer table"));
+            continue;
+        };
+        let mut deps: Vec<String> = Vec::new();
+        let mut add = |table: Option<&toml::Value>| {
+            if let Some(t) = table.and_then(|t| t.as_table()) {
+                deps.extend(t.keys().cloned());
+            }
+        };
+        add(manifest.get("dependencies"));
+        if let Some(targets) = manifest.get("target").and_then(|t| t.as_table()) {
+            for target in targets.values() {
+                add(target.get("dependencies"));
+            }
+        }
+        for dep in deps.iter().filter(|d| d.starts_with("rootcause")) {
+            match crates.get(table_name(dep)) {
+                Some(&(_, high)) if high < low => {}
+                Some(&(_, high)) => broken.push(format!(
+                    "{path}: {package} (from layer {low}) depends on {dep} (up to layer {high})"
+                )),
+                None => broken.push(format!("{path}: {dep} is in no row of the layer table")),
+            }
+        }
+    }
+    broken
+}
+
+/// The workspace's manifests: the app's and each of `crates/*`.
+fn manifests() -> Vec<(String, String)> {
+    let mut paths = vec!["Cargo.toml".to_owned()];
+    let mut crates: Vec<String> = fs::read_dir(root().join("crates"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .map(|name| format!("crates/{name}/Cargo.toml"))
+        .collect();
+    crates.sort();
+    paths.extend(crates);
+    paths
+        .into_iter()
+        .map(|p| {
+            let text = fs::read_to_string(root().join(&p)).unwrap();
+            (p, text)
+        })
+        .collect()
 }
 
 /// Every use of a higher layer outside test code, and every top-level
@@ -144,13 +256,83 @@ fn circles_of(sources: &[Source]) -> Vec<String> {
 
 /// ARCHITECTURE.md's layer table: every `crate::`, `super::`, `self::` or
 /// child-module path, anywhere in a line, in every module, reaches only its
-/// own layer or lower ones (test code may reach any: in the workspace split
-/// such tests move up with it).
+/// own layer or lower ones (test code may reach any: its crate has the app
+/// as a dev-dependency).
 #[test]
 fn modules_depend_only_on_their_layer_or_lower() {
     let doc = fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
     let broken = back_edges(&crate_sources(), &layer_table(&doc));
     assert!(broken.is_empty(), "layering broken:\n{}", broken.join("\n"));
+}
+
+/// The crates are the layers: each crate of the table's last column is a
+/// package of the workspace, and its dependencies are crates of lower
+/// layers only, so a back-edge between crates does not compile.
+#[test]
+fn crates_depend_only_on_lower_layers() {
+    let doc = fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let crates = crate_table(&doc);
+    let manifests = manifests();
+    let broken = crate_back_edges(&manifests, &crates);
+    assert!(broken.is_empty(), "crates broken:\n{}", broken.join("\n"));
+    let packages: Vec<String> = manifests
+        .iter()
+        .filter_map(|(_, text)| {
+            let m: toml::Table = toml::from_str(text).ok()?;
+            Some(table_name(m.get("package")?.get("name")?.as_str()?).to_owned())
+        })
+        .collect();
+    for name in crates.keys() {
+        assert!(
+            packages.contains(name),
+            "the layer table's crate {name} is no package"
+        );
+    }
+}
+
+/// The crate check fails on a manifest that names a crate of its own or a
+/// higher layer, and passes one that names a lower one or has it as a
+/// dev-dependency.
+#[test]
+fn the_crate_check_finds_a_planted_back_edge() {
+    let crates = crate_table(
+        "<!-- layers -->\n| layer | modules | crate |\n|---|---|---|\n| 0 | `low` | low |\n| 1 | `high` | high |\n| 2 | lib.rs | app |\n<!-- /layers -->",
+    );
+    let manifest = |name: &str, deps: &str| {
+        (
+            format!("crates/{name}/Cargo.toml"),
+            format!("[package]\nname = \"rootcause-{name}\"\n\n{deps}"),
+        )
+    };
+    let clean = [
+        manifest(
+            "low",
+            "[dev-dependencies]\nrootcause-high = { path = \"../high\" }\n",
+        ),
+        manifest(
+            "high",
+            "[dependencies]\nrootcause-low.workspace = true\nregex = \"1\"\n",
+        ),
+    ];
+    assert_eq!(crate_back_edges(&clean, &crates), Vec::<String>::new());
+    let back = [manifest(
+        "low",
+        "[target.'cfg(unix)'.dependencies]\nrootcause-high.workspace = true\n",
+    )];
+    assert_eq!(
+        crate_back_edges(&back, &crates),
+        [
+            "crates/low/Cargo.toml: rootcause-low (from layer 0) depends on rootcause-high (up to layer 1)"
+        ]
+    );
+    let app = [(
+        "Cargo.toml".to_owned(),
+        "[package]\nname = \"rootcause\"\n[dependencies]\nrootcause-high.workspace = true\n"
+            .to_owned(),
+    )];
+    assert_eq!(crate_back_edges(&app, &crates), Vec::<String>::new());
+    let stranger = [manifest("misc", "")];
+    assert_eq!(crate_back_edges(&stranger, &crates).len(), 1);
 }
 
 /// No two modules use each other, directly or round a circle (edges seen
@@ -255,7 +437,7 @@ fn the_layer_check_finds_a_planted_back_edge() {
 fn no_merge_conflict_markers() {
     let mut all = Vec::new();
     for dir in [
-        "src", "tests", "docs", "fixtures", "scripts", "bench", "contrib", ".ci",
+        "src", "crates", "tests", "docs", "fixtures", "scripts", "bench", "contrib", ".ci",
     ] {
         if root().join(dir).exists() {
             files(&root().join(dir), &mut all);

@@ -174,7 +174,8 @@ fn a_line_number_gutter_is_peeled_while_it_counts() {
 #[test]
 fn every_row_is_documented() {
     let doc = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/formats/frames.md"),
+        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+            .join("docs/formats/frames.md"),
     )
     .expect("docs/formats/frames.md");
     for row in ROWS {

@@ -65,18 +65,8 @@ mod xid_gsp_timeout;
 mod xid_nvlink;
 mod xid_recovery_action;
 
-use super::Rule;
-
-/// The id of the rule that turns a catalog row into a finding by itself.
-pub const KNOWN_MESSAGE: &str = "known-message";
-
-/// The id of the rule that explains a death no other rule explains.
-pub const PROCESS_DIED: &str = "process-died";
-
-/// Rules whose findings are fallbacks, weakest first: each goes where a
-/// stronger rule's finding cites its lines (that rule said more). A death's
-/// finding outranks a message's: it read the unit's events around the line.
-pub const FALLBACKS: &[&str] = &[KNOWN_MESSAGE, PROCESS_DIED];
+use crate::rules::Rule;
+use crate::rules::{KNOWN_MESSAGE, PROCESS_DIED};
 
 /// Every built-in rule, in id order.
 pub static RULES: &[&dyn Rule] = &[

@@ -1,5 +1,6 @@
 //! Reads the upstream catalogs (`catalogs/*.toml`) at build time, into the
-//! types of `src/catalogs/schema.rs`, and writes each as JSON under
+//! types of `src/catalogs/schema.rs` (this is the `rootcause-catalogs` crate's
+//! build script), and writes each as JSON under
 //! `OUT_DIR/catalogs/`: parsing half a megabyte of TOML took the binary
 //! more time than analysing a small input, JSON into the same types takes
 //! a tenth of it. The TOML stays the only source; a file that does not
@@ -7,18 +8,20 @@
 //! the file, line and column (and the build warns).
 
 #[allow(dead_code)]
-#[path = "src/catalogs/schema.rs"]
+#[path = "../../src/catalogs/schema.rs"]
 mod schema;
 
 use std::path::Path;
 
 fn main() {
-    println!("cargo::rerun-if-changed=catalogs");
-    println!("cargo::rerun-if-changed=src/catalogs/schema.rs");
+    // The repository's root, two folders above this crate's Cargo.toml.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    println!("cargo::rerun-if-changed=../../catalogs");
+    println!("cargo::rerun-if-changed=../../src/catalogs/schema.rs");
     let out = Path::new(&std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("catalogs");
     std::fs::create_dir_all(&out).expect("OUT_DIR is writable");
-    let mut files: Vec<_> = std::fs::read_dir("catalogs")
-        .expect("catalogs/ is beside Cargo.toml")
+    let mut files: Vec<_> = std::fs::read_dir(root.join("catalogs"))
+        .expect("catalogs/ is at the repository's root")
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|e| e == "toml"))
