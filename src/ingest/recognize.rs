@@ -168,6 +168,24 @@ impl LineReader {
                 time => Read::Skimmed(time),
             };
         }
+        // Machine output that says what it is by its own grammar and makes
+        // no fact: a report aligned by padding, NCCL's interface list
+        // wrapped onto lines of its own, a wrapped logfmt record's fields,
+        // llama.cpp's `function: ` lines.
+        if super::tables::is_aligned_key_value(line.text)
+            || is_nccl_interface_list(line.text)
+            || is_logfmt_fields(line.text)
+            || is_ggml_line(line.text)
+            || is_setting_line(line.text)
+            || is_compose_cli_line(line.text)
+        {
+            return Read::Skimmed(None);
+        }
+        // A command-line tool's last word, `Error: …` or `Warning: …`,
+        // unless it reads as a person's sentence.
+        if is_cli_verdict(line.text) && !is_prose(line.text) {
+            return Read::Skimmed(None);
+        }
         let kind = if is_prose(line.text) || is_annotation(line.text) {
             LineKind::Prose
         } else {
@@ -292,6 +310,147 @@ fn is_rpyc_server_line(text: &str) -> bool {
         || t.strip_prefix("accepted ").is_some_and(peer)
         || t.strip_prefix("welcome ").is_some_and(peer)
         || t.strip_prefix("goodbye ").is_some_and(peer)
+}
+
+/// NCCL's list of the interfaces its socket transport uses, `NET/Socket :
+/// Using [0]bond0:192.168.1.161<0> [1]br-05ab815fa14e:172.19.0.1<0>`, wrapped
+/// by a terminal or a thread so that items stand on lines of their own: every
+/// word an item `[N]name:address<port>` (NVIDIA/nccl
+/// src/transport/net_socket.cc, ncclNetSocketInit: `" [%d]%s:%s"` per
+/// interface; the address is ncclSocketToString's `host<port>`).
+fn is_nccl_interface_list(text: &str) -> bool {
+    let mut items = text.split_whitespace().peekable();
+    items.peek().is_some()
+        && items.all(|item| {
+            let Some((n, rest)) = item.strip_prefix('[').and_then(|r| r.split_once(']')) else {
+                return false;
+            };
+            !n.is_empty()
+                && n.bytes().all(|b| b.is_ascii_digit())
+                && rest.split_once(':').is_some_and(|(name, addr)| {
+                    !name.is_empty() && addr.ends_with('>') && addr.contains('<')
+                })
+        })
+}
+
+/// A logfmt record's fields on a line of their own (a record wrapped by a
+/// terminal or a thread): two `key=value` pairs or more and nothing else,
+/// keys like Go's slog and logrus write them (`memory.required.full="23.4
+/// GiB" memory.required.partial="17.8 GiB"`).
+fn is_logfmt_fields(text: &str) -> bool {
+    let mut rest = text.trim();
+    let mut pairs = 0;
+    while !rest.is_empty() {
+        let Some((key, value)) = rest.split_once('=') else {
+            return false;
+        };
+        let key_ok = key.starts_with(|c: char| c.is_ascii_lowercase())
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.');
+        if !key_ok {
+            return false;
+        }
+        let end = match value.strip_prefix('"') {
+            Some(quoted) => match quoted.find('"') {
+                Some(close) => close + 2,
+                None => return false,
+            },
+            None => value.find(' ').unwrap_or(value.len()),
+        };
+        pairs += 1;
+        rest = value[end..].trim_start();
+    }
+    pairs >= 2
+}
+
+/// The line a command-line tool ends with when it fails or warns: Go's
+/// cobra (`c.PrintErrln(c.ErrPrefix(), err)`, prefix `Error:`: ollama's
+/// `Error: mkdir /home/user: permission denied`), Rust's `main` returning
+/// an error (std's `Termination` for `Result`: `Error: {err:?}`, TGI's
+/// launcher's `Error: ShardCannotStart`), OpenSSH's and ollama's
+/// `Warning: …`.
+fn is_cli_verdict(text: &str) -> bool {
+    let t = text.trim();
+    t.strip_prefix("Error: ")
+        .or_else(|| t.strip_prefix("Warning: "))
+        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '"'))
+}
+
+/// docker compose's own lines around its services' logs: the progress
+/// head `[+] Running 38/38` (also `Pulling`, `Building`, `Creating`,
+/// `Stopping`) and `Attaching to a, b, c` (docker/compose pkg/compose:
+/// `"Attaching to %s"`).
+fn is_compose_cli_line(text: &str) -> bool {
+    let t = text.trim();
+    if let Some(rest) = t.strip_prefix("[+] ") {
+        let mut words = rest.split_whitespace();
+        return words
+            .next()
+            .is_some_and(|w| w.starts_with(|c: char| c.is_ascii_uppercase()))
+            && words.next().is_some_and(|n| {
+                n.split_once('/').is_some_and(|(a, b)| {
+                    a.bytes().all(|c| c.is_ascii_digit()) && b.bytes().all(|c| c.is_ascii_digit())
+                })
+            });
+    }
+    t.strip_prefix("Attaching to ")
+        .is_some_and(|rest| !rest.contains(' ') || rest.contains(", "))
+}
+
+/// A configuration file's setting, `snake_case_key = value` (an INI file
+/// such as lmdeploy's TurboMind `config.ini`: `cache_max_entry_count =
+/// 12`): a key with an underscore, one value, nothing else.
+fn is_setting_line(text: &str) -> bool {
+    let Some((key, value)) = text.trim().split_once(" = ") else {
+        return false;
+    };
+    key.contains('_')
+        && key.starts_with(|c: char| c.is_ascii_lowercase())
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        && !value.is_empty()
+        && !value.contains(char::is_whitespace)
+}
+
+/// llama.cpp's and ggml's log lines, which start with the function that
+/// prints them (`LLAMA_LOG_INFO("%s: …", __func__)`: `ggml_cuda_init: found
+/// 1 CUDA devices:`, `load_backend: loaded CUDA backend from …`,
+/// `llm_load_tensors: CPU model buffer size = …`, the server's `main:
+/// binding port with default address family`), and ggml_cuda_init's
+/// device lines (`  Device 0: Orin, compute capability 8.7, VMM: yes`).
+/// Asked after the server parser and the catalogs, which read the ones
+/// that say something.
+fn is_ggml_line(text: &str) -> bool {
+    const FAMILIES: [&str; 7] = [
+        "ggml_",
+        "llm_load_",
+        "llama_",
+        "load_",
+        "print_info",
+        "clip_",
+        "main",
+    ];
+    let t = text.trim_start();
+    if let Some(rest) = t.strip_prefix("Device ") {
+        return rest.split_once(": ").is_some_and(|(n, d)| {
+            n.bytes().all(|b| b.is_ascii_digit()) && d.contains(", compute capability ")
+        });
+    }
+    let Some((func, _)) = t.split_once(": ") else {
+        return false;
+    };
+    // A family ending in `_` is a prefix; the others are whole names.
+    FAMILIES.iter().any(|f| {
+        if f.ends_with('_') {
+            func.starts_with(f)
+        } else {
+            func == *f
+        }
+    }) && func
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
 }
 
 /// A cheap test before the unit grammar's regex: its messages start with a
