@@ -823,6 +823,32 @@ mod tests {
         (facts, unrecognized)
     }
 
+    /// Drivers ≤ 384 titled the block `Compute processes:`, had no type
+    /// column and wrote MiB as `MB` (fixtures/real/604).
+    #[test]
+    fn compute_processes_block_of_old_drivers() {
+        let (facts, unrecognized) = run("\
+| Compute processes:                                               GPU Memory |
+|  GPU       PID  Process name                                     Usage      |
+|=============================================================================|
+|    0     69341  python                                              4961MB  |
+|    1     69700  python                                             15543MB  |
++-----------------------------------------------------------------------------+");
+        assert_eq!(unrecognized, 0);
+        let rows: Vec<_> = facts
+            .gpu_processes
+            .iter()
+            .map(|p| (p.gpu_index, p.pid, p.name.as_str(), p.used_mib))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (Some(0), 69341, "python", Some(4961)),
+                (Some(1), 69700, "python", Some(15543))
+            ]
+        );
+    }
+
     fn span(line: u32) -> Span {
         Span {
             source: SourceId(0),

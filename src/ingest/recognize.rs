@@ -168,25 +168,25 @@ impl LineReader {
                 time => Read::Skimmed(time),
             };
         }
+        let prose = is_prose(line.text) || is_annotation(line.text);
         // Machine output that says what it is by its own grammar and makes
         // no fact: a report aligned by padding, NCCL's interface list
         // wrapped onto lines of its own, a wrapped logfmt record's fields,
-        // llama.cpp's `function: ` lines.
-        if super::tables::is_aligned_key_value(line.text)
-            || is_nccl_interface_list(line.text)
-            || is_logfmt_fields(line.text)
-            || is_ggml_line(line.text)
-            || is_setting_line(line.text)
-            || is_compose_cli_line(line.text)
+        // llama.cpp's `function: ` lines, an INI setting, docker compose's
+        // own lines, a command-line tool's closing `Error: …`. A person's
+        // sentence stays prose whatever it starts with.
+        if !prose
+            && (super::tables::is_aligned_key_value(line.text)
+                || is_nccl_interface_list(line.text)
+                || is_logfmt_fields(line.text)
+                || is_ggml_line(line.text)
+                || is_setting_line(line.text)
+                || is_compose_cli_line(line.text)
+                || is_cli_verdict(line.text))
         {
             return Read::Skimmed(None);
         }
-        // A command-line tool's last word, `Error: …` or `Warning: …`,
-        // unless it reads as a person's sentence.
-        if is_cli_verdict(line.text) && !is_prose(line.text) {
-            return Read::Skimmed(None);
-        }
-        let kind = if is_prose(line.text) || is_annotation(line.text) {
+        let kind = if prose {
             LineKind::Prose
         } else {
             LineKind::Unrecognized
@@ -370,11 +370,20 @@ fn is_logfmt_fields(text: &str) -> bool {
 /// an error (std's `Termination` for `Result`: `Error: {err:?}`, TGI's
 /// launcher's `Error: ShardCannotStart`), OpenSSH's and ollama's
 /// `Warning: …`.
+/// The message must show a program wrote it: an error's chain of `: `, a
+/// quote, a path, a number, or one identifier alone (`ShardCannotStart`);
+/// `Error: the server crashed when I started it` is a person's.
 fn is_cli_verdict(text: &str) -> bool {
     let t = text.trim();
     t.strip_prefix("Error: ")
         .or_else(|| t.strip_prefix("Warning: "))
-        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '"'))
+        .is_some_and(|rest| {
+            rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '"')
+                && (rest.contains(": ")
+                    || rest.contains(['"', '/', ';'])
+                    || rest.contains(|c: char| c.is_ascii_digit())
+                    || !rest.contains(' '))
+        })
 }
 
 /// docker compose's own lines around its services' logs: the progress
@@ -739,6 +748,43 @@ something nobody knows 0x1f
                     .collect::<Vec<_>>(),
                 [(4, LineKind::Prose), (5, LineKind::Unrecognized)]
             );
+        }
+    }
+
+    #[test]
+    fn lines_that_say_what_they_are_by_their_grammar_are_read() {
+        // Real lines (fixtures/real/620, 636, 675, 605, 663, 624, 638, 486).
+        let read = [
+            "[0]bond0:192.168.1.161<0>",
+            "[12]veth6163fba:fe80::b878:6cff:fe52:abe2%veth6163fba<0> ",
+            " memory.required.full=\"23.4 GiB\" memory.required.partial=\"17.8 GiB\" memory.required.kv=\"944.0 MiB\"",
+            " projector.weights=\"806.2 MiB\" projector.graph=\"1.0 GiB\"",
+            "ggml_cuda_init: found 1 CUDA devices:",
+            "  Device 0: Orin, compute capability 8.7, VMM: yes",
+            "load_backend: loaded CUDA backend from /usr/local/lib/ollama/cuda_jetpack6/libggml-cuda.so",
+            "main: binding port with default address family",
+            "                     [+] Running 38/38",
+            "Error: mkdir /home/user: permission denied",
+            "Error: ShardCannotStart",
+            "cache_max_entry_count = 12",
+            "Runner processes detected          : 3",
+        ];
+        for line in read {
+            let (_, tally) = read_all(line, Except::Nothing, false);
+            assert_eq!(tally.unrecognized, 0, "{line:?}");
+            assert_eq!(tally.prose, 0, "{line:?}");
+        }
+        // Near misses: a sentence after `Error: `, a lone
+        // `[0]` or a `main:` that is not the function's own is unread, a
+        // `key = value` with spaces in its value is no setting.
+        for line in [
+            "Error: the server crashed when I started it again",
+            "[0] bond0",
+            "maintenance: window at 10:00",
+            "max_batch_size = 8 on two GPUs",
+        ] {
+            let (_, tally) = read_all(line, Except::Nothing, false);
+            assert_eq!(tally.prose + tally.unrecognized, 1, "{line:?}");
         }
     }
 

@@ -58,7 +58,7 @@ static DASH_RULE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^-{2,}(?:\s+-{2,}){2,}$").expect("dash rule regex"));
 
 /// `netstat -tlnp`'s (net-tools) title, header and socket rows: `tcp  0  0
-/// 0.0.0.0:8000  0.0.0.0:*  LISTEN  2314/docker-proxy` (the program only
+/// 0.0.0.0:8000  0.0.0.0:*  LISTEN  427249/docker-proxy` (the program only
 /// under `-p`, `-` when another user's).
 static NETSTAT_TITLE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^Active (?:Internet connections|UNIX domain sockets|Bluetooth connections)(?: \([a-z/ ]+\))?$")
@@ -545,6 +545,33 @@ mod tests {
 
     /// `squeue` as pasted in https://github.com/lyulyul/shine-cluster/issues/30
     /// (fixtures/formats/lines/squeue.txt), then a sentence.
+    #[test]
+    fn title_case_listings_and_socket_rows_are_read() {
+        // fixtures/real/660 (kubectl describe pod's events).
+        let events = "  Type     Reason     Age                  From               Message\n  ----     ------     ----                 ----               -------\n  Normal   Scheduled  4m11s                default-scheduler  Successfully assigned default/example-triton-inference-server-9c5d9f79-74rt4 to 10.0.10.95\n  Warning  Unhealthy  41s (x3 over 61s)    kubelet            Liveness probe failed: Get \"http://10.0.10.177:8000/v2/health/live\": dial tcp 10.0.10.177:8000: connect: connection refused";
+        assert_eq!(read_all(events), [true; 4]);
+        // fixtures/real/654 and 618 (netstat), 648 (lsof under grep -n).
+        let (read, facts) = read_with_facts(
+            "Active Internet connections (only servers)\nProto Recv-Q Send-Q Local Address           Foreign Address         State       PID/Program name\ntcp        0      0 0.0.0.0:8000            0.0.0.0:*               LISTEN      427249/docker-proxy\n61:python3   101769   70u  IPv4 544355      0t0  TCP *:8080 (LISTEN)",
+        );
+        assert_eq!(read, [true; 4]);
+        let holders: Vec<_> = facts
+            .listeners
+            .iter()
+            .map(|l| (l.port, l.pid, l.process.as_deref()))
+            .collect();
+        assert_eq!(
+            holders,
+            [
+                (8000, Some(427249), Some("docker-proxy")),
+                (8080, Some(101769), Some("python3"))
+            ]
+        );
+        // A sentence in title case is no header; a row with no socket no lsof row.
+        assert_eq!(read_all("The Server Crashed Again Today"), [false]);
+        assert_eq!(read_all("python3 101769 70u hello world"), [false]);
+    }
+
     #[test]
     fn column_listings_are_read_by_their_header() {
         let got = read_all(

@@ -30,7 +30,7 @@ re!(PS_ROW, r"^\s*(?:\S+\s+)?(?:[0-9]+|-)\s+\S");
 // glyph of the theme).
 re!(
     SHELL_PROMPT,
-    r"(?x)^(?:\([0-9A-Za-z_.-]+\)\x20+)*
+    r"(?x)^(?:\(?[0-9A-Za-z_.-]+\)\x20+)*
     (?:
         \S+@\S+:\S*\s?[\#$%]
       | \[\S+@\S+(?:\x20[^\]]*)?\][\#$%]
@@ -348,6 +348,38 @@ mod tests {
             assert_eq!(command(line), Some(cmd), "{line}");
         }
         assert!(is_prompt("root@node4:~# "));
+        // Starship's two lines (fixtures/real/678), two virtualenvs
+        // (fixtures/real/691), a virtualenv cut at its left
+        // (fixtures/real/453), conda's `(base)` wrapped alone (697), and
+        // commands pasted without their prompt (695, 697, 677).
+        assert_eq!(
+            command("󰛓 ❯ sudo ss -ltnp 'sport = :8080'"),
+            Some("sudo ss -ltnp 'sport = :8080'")
+        );
+        assert!(is_prompt("dervarex@dervarex in ~ as 🧙"));
+        assert_eq!(
+            command(
+                "(venv) (base) beast@beast-desktop:~/LINGO/Nvidia_dynamo$ dynamo run out=sglang"
+            ),
+            Some("dynamo run out=sglang")
+        );
+        assert_eq!(
+            command("gpustack-test) ➜  ~ systemctl status gpustack"),
+            Some("systemctl status gpustack")
+        );
+        assert!(is_prompt("(base)"));
+        for line in [
+            "pgrep ollama",
+            "kill -9 1342356",
+            "ps -ef | grep gpustack",
+            "sudo /var/lib/gpustack/uninstall.sh",
+            "text-generation-launcher --model-id mosaicml/mpt-30b-instruct",
+        ] {
+            assert!(is_prompt(line), "{line}");
+        }
+        // What programs print is not a command: `ps: …`, a sentence.
+        assert!(!is_prompt("ps: error: unsupported option"));
+        assert!(!is_prompt("the service was started with (base) env"));
         // A prompt of the directory alone, `PS1='\w\$ '`
         // (https://github.com/Syllo/nvtop/issues/125).
         assert_eq!(command("~$ nvtop"), Some("nvtop"));
