@@ -54,6 +54,7 @@ const FILES: &[(&str, &str)] = built![
     "stacks-k8s",
     "stacks-containers",
     "stacks-hf",
+    "stacks-gaudi",
     "startup",
 ];
 

@@ -4,7 +4,9 @@
 //! lines, `FAILED path::test - …`, `tests/utils.py:403: ValueError`) and
 //! the GPU summaries CI fixtures print between tests (vLLM's
 //! `gpu memory used (GB): 0=30.31; 1=29.41;`, vllm-omni's GPU memory
-//! monitor). A line read here is the harness's own; the output it
+//! monitor, SGLang's `[CI GPU Idle] Waiting for GPU to become idle: …`) and
+//! gpu-burn's (`Initialized device 0 with 8126 MB of memory (…)`, its
+//! `10.4%  proc'd: …` progress). A line read here is the harness's own; the output it
 //! captured is read by the other recognisers.
 
 use std::sync::LazyLock;
@@ -42,6 +44,9 @@ static GPU_SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
           gpu\x20memory\x20used\x20\(GB\):(?:\x20[0-9]+=[0-9.]+;)+
         | GPU\x20[0-9]+:\x20[0-9.]+GiB/[0-9.]+GiB\x20\([0-9.]+%\)
         | \[GPU\x20Memory\x20(?:Monitor|Status|Freed)\]\x20.*
+        | \[CI\x20GPU\x20Idle\]\x20.*                   # SGLang's CI gate before a test class
+        | Initialized\x20device\x20[0-9]+\x20with\x20[0-9]+\x20MB\x20of\x20memory\x20\([0-9]+\x20MB\x20available,\x20using\x20[0-9]+\x20MB\x20of\x20it\).*
+        | [0-9]+\.[0-9]+%\x20+proc'd:\x20.*                   # gpu-burn's progress line
         | (?:Pre|Post)-test\x20GPU\x20status:
         | Condition:\x20Memory\x20usage\x20ratio\x20.*
         | Wait\x20time:\x20[0-9.]+\x20seconds.*
@@ -96,10 +101,12 @@ pub(crate) fn recognizes(text: &str) -> bool {
     let Some(&first) = text.trim_start().as_bytes().first() else {
         return false;
     };
-    // Byte tests first: every shape starts with a rule, a letter or `[`.
+    // Byte tests first: every shape starts with a rule, a letter, `[` or
+    // gpu-burn's percentage.
     match first {
         b'=' | b'-' | b'_' => PYTEST.is_match(text),
         b'[' => GPU_SUMMARY.is_match(text),
+        b'0'..=b'9' => text.contains("proc'd: ") && GPU_SUMMARY.is_match(text),
         b if b.is_ascii_alphabetic() => PYTEST.is_match(text) || GPU_SUMMARY.is_match(text),
         _ => false,
     }

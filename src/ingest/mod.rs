@@ -206,7 +206,7 @@ fn parse_segment(format: Format, lines: &[Line<'_>], facts: &mut Facts) -> Misse
         Format::NvidiaSmiPmon => Lines(nvidia_smi_pmon::read(lines, facts)),
         Format::NvidiaSmiList => Lines(nvidia_smi_list::read(lines, facts)),
         Format::Gpustat => Count(gpustat::parse(lines, facts)),
-        Format::Ss => Count(ss::parse(lines, facts)),
+        Format::Ss => Lines(ss::read(lines, facts)),
         Format::Lsmod => Count(lsmod::parse(lines, facts)),
         Format::Dmesg => Count(kernel::parse(lines, facts)),
         Format::SystemctlShow => Lines(systemctl_show::read(lines, facts)),

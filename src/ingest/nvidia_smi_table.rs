@@ -293,7 +293,9 @@ impl TableParser<'_> {
             self.section = Section::GpuHeader;
             return true;
         }
-        if first.starts_with("Processes:") {
+        // `Compute processes:` in the tables of drivers ≤ 384 that listed
+        // compute processes only.
+        if first.starts_with("Processes:") || first.starts_with("Compute processes:") {
             self.close_block();
             self.block = Some(ProcessBlock {
                 span,
@@ -737,10 +739,12 @@ struct ProcessFields<'a> {
     used_truncated: bool,
 }
 
-/// `0   N/A  N/A     21734      C   /usr/bin/python3   36909MiB` (≥ 450) or
-/// `0       21734      C   /usr/bin/python3   36909MiB` (≤ 440). The type
-/// token's position tells the layouts apart; the name is the text between
-/// the type and the memory, so single spaces inside it survive.
+/// `0   N/A  N/A     21734      C   /usr/bin/python3   36909MiB` (≥ 450),
+/// `0       21734      C   /usr/bin/python3   36909MiB` (≤ 440) or, under
+/// `Compute processes:` (≤ 384, no type column), `0     69341  python
+/// 4961MB`. The type token's position tells the layouts apart; the name is
+/// the text between the type (or the PID) and the memory, so single spaces
+/// inside it survive.
 fn process_fields<'a>(row: &'a str, tokens: &[Token<'a>]) -> Option<ProcessFields<'a>> {
     let is_type = |i: usize| tokens.get(i).is_some_and(|t| PROCESS_TYPE.is_match(t.text));
     let is_instance = |i: usize| {
@@ -748,17 +752,27 @@ fn process_fields<'a>(row: &'a str, tokens: &[Token<'a>]) -> Option<ProcessField
             .get(i)
             .is_some_and(|t| t.text == "N/A" || t.text.parse::<u32>().is_ok())
     };
-    let type_at = if is_type(4) && is_instance(1) && is_instance(2) {
-        4
+    let untyped = || {
+        tokens.len() >= 4
+            && tokens[1].text.parse::<u32>().is_ok()
+            && tokens
+                .last()
+                .is_some_and(|t| t.text.ends_with("MB") && memory_token(t.text).is_some())
+    };
+    // Where the PID is and the token the name follows.
+    let (pid_at, name_after) = if is_type(4) && is_instance(1) && is_instance(2) {
+        (3, 4)
     } else if is_type(2) {
-        2
+        (1, 2)
+    } else if untyped() {
+        (1, 1)
     } else {
         return None;
     };
-    let pid = tokens.get(type_at - 1)?.text.parse().ok()?;
-    let name_start = tokens.get(type_at)?.end;
+    let pid = tokens.get(pid_at)?.text.parse().ok()?;
+    let name_start = tokens.get(name_after)?.end;
     let last = tokens.last()?;
-    let memory = if tokens.len() > type_at + 1 {
+    let memory = if tokens.len() > name_after + 1 {
         memory_token(last.text)
     } else {
         None
@@ -790,6 +804,10 @@ fn memory_token(token: &str) -> Option<(Option<u64>, bool)> {
     if token.ends_with("MiB") {
         return parse_mib(token).map(|n| (Some(n), false));
     }
+    // Drivers ≤ 384 wrote MiB as `MB` in the process block.
+    if let Some(n) = token.strip_suffix("MB") {
+        return n.parse().ok().map(|n| (Some(n), false));
+    }
     None
 }
 
@@ -803,6 +821,32 @@ mod tests {
         let mut facts = Facts::default();
         let unrecognized = parse(&lines, &mut facts);
         (facts, unrecognized)
+    }
+
+    /// Drivers ≤ 384 titled the block `Compute processes:`, had no type
+    /// column and wrote MiB as `MB` (fixtures/real/604).
+    #[test]
+    fn compute_processes_block_of_old_drivers() {
+        let (facts, unrecognized) = run("\
+| Compute processes:                                               GPU Memory |
+|  GPU       PID  Process name                                     Usage      |
+|=============================================================================|
+|    0     69341  python                                              4961MB  |
+|    1     69700  python                                             15543MB  |
++-----------------------------------------------------------------------------+");
+        assert_eq!(unrecognized, 0);
+        let rows: Vec<_> = facts
+            .gpu_processes
+            .iter()
+            .map(|p| (p.gpu_index, p.pid, p.name.as_str(), p.used_mib))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (Some(0), 69341, "python", Some(4961)),
+                (Some(1), 69700, "python", Some(15543))
+            ]
+        );
     }
 
     fn span(line: u32) -> Span {

@@ -14,10 +14,11 @@ use crate::source::Span;
 
 /// A `ps -ef` row: `UID PID PPID C STIME TTY TIME CMD`, the start `19:08`,
 /// `Jun01` or `2024`, the terminal `?`, `pts/0` or `tty1`, the CPU time
-/// `00:54:48` or `1-02:03:04`.
+/// `00:54:48` or `1-02:03:04`; BSD's (macOS) prints the start `10:19AM` or
+/// `Tue05PM`, the terminal `??` or `ttys005` and the time `11:00.35`.
 static EF_ROW: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^\s*\S+\s+[0-9]+\s+[0-9]+\s+[0-9]+\s+(?:[0-9][0-9]:[0-9][0-9]|[A-Z][a-z]{2}[0-9][0-9]|[0-9]{4})\s+(?:\?|pts/[0-9]+|tty[0-9A-Za-z_]*|console)\s+(?:[0-9]+-)?[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\s+\S",
+        r"^\s*\S+\s+[0-9]+\s+[0-9]+\s+[0-9]+\s+(?:[0-9][0-9]:[0-9][0-9]|[A-Z][a-z]{2}[0-9][0-9]|[0-9]{4}|[0-9]{1,2}:[0-9][0-9][AP]M|[A-Z][a-z]{2}[0-9][0-9][AP]M)\s+(?:\?\??|pts/[0-9]+|tty[0-9A-Za-z_]*|console)\s+(?:(?:[0-9]+-)?[0-9][0-9]:[0-9][0-9]:[0-9][0-9]|[0-9]+:[0-9][0-9]\.[0-9][0-9])\s+\S",
     )
     .expect("ps -ef row regex")
 });
@@ -504,6 +505,27 @@ user      4318  98.7  2.1 81234567 2789012 ?    Rl   2025 1234:56 python3 -m sgl
     /// Odd headers of real pastes: a hand-picked `USER PID PPID CMD`
     /// (https://github.com/sgl-project/sglang/issues/23627) and an indented
     /// `ps -o pid,ppid,stat,lstart,cmd` (https://github.com/vllm-project/vllm/issues/25127).
+    #[test]
+    fn headerless_bsd_ps_ef_rows() {
+        // macOS (fixtures/real/697): the start `Tue05PM`/`10:19AM`, the
+        // terminal `??`/`ttys005`, the time `11:00.35`.
+        let (records, unrecognized) = run("\
+    0  9526     1   0 Tue05PM ??        11:00.35 /Users/seal/.local/pipx/venvs/gpustack/bin/python -c from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=7, pipe_handle=9) --multiprocessing-fork
+  501 24836 24747   0 10:19AM ttys005    0:00.00 grep --color=auto gpustack");
+        assert_eq!(unrecognized, 0);
+        let got: Vec<_> = records
+            .iter()
+            .map(|r| (r.pid, r.ppid, r.started.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (9526, Some(1), Some("Tue05PM")),
+                (24836, Some(24747), Some("10:19AM"))
+            ]
+        );
+    }
+
     #[test]
     fn hand_picked_and_indented_headers() {
         let (records, unrecognized) = run("\

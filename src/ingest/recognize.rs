@@ -168,7 +168,25 @@ impl LineReader {
                 time => Read::Skimmed(time),
             };
         }
-        let kind = if is_prose(line.text) || is_annotation(line.text) {
+        let prose = is_prose(line.text) || is_annotation(line.text);
+        // Machine output that says what it is by its own grammar and makes
+        // no fact: a report aligned by padding, NCCL's interface list
+        // wrapped onto lines of its own, a wrapped logfmt record's fields,
+        // llama.cpp's `function: ` lines, an INI setting, docker compose's
+        // own lines, a command-line tool's closing `Error: …`. A person's
+        // sentence stays prose whatever it starts with.
+        if !prose
+            && (super::tables::is_aligned_key_value(line.text)
+                || is_nccl_interface_list(line.text)
+                || is_logfmt_fields(line.text)
+                || is_ggml_line(line.text)
+                || is_setting_line(line.text)
+                || is_compose_cli_line(line.text)
+                || is_cli_verdict(line.text))
+        {
+            return Read::Skimmed(None);
+        }
+        let kind = if prose {
             LineKind::Prose
         } else {
             LineKind::Unrecognized
@@ -292,6 +310,156 @@ fn is_rpyc_server_line(text: &str) -> bool {
         || t.strip_prefix("accepted ").is_some_and(peer)
         || t.strip_prefix("welcome ").is_some_and(peer)
         || t.strip_prefix("goodbye ").is_some_and(peer)
+}
+
+/// NCCL's list of the interfaces its socket transport uses, `NET/Socket :
+/// Using [0]bond0:192.168.1.161<0> [1]br-05ab815fa14e:172.19.0.1<0>`, wrapped
+/// by a terminal or a thread so that items stand on lines of their own: every
+/// word an item `[N]name:address<port>` (NVIDIA/nccl
+/// src/transport/net_socket.cc, ncclNetSocketInit: `" [%d]%s:%s"` per
+/// interface; the address is ncclSocketToString's `host<port>`).
+fn is_nccl_interface_list(text: &str) -> bool {
+    let mut items = text.split_whitespace().peekable();
+    items.peek().is_some()
+        && items.all(|item| {
+            let Some((n, rest)) = item.strip_prefix('[').and_then(|r| r.split_once(']')) else {
+                return false;
+            };
+            !n.is_empty()
+                && n.bytes().all(|b| b.is_ascii_digit())
+                && rest.split_once(':').is_some_and(|(name, addr)| {
+                    !name.is_empty() && addr.ends_with('>') && addr.contains('<')
+                })
+        })
+}
+
+/// A logfmt record's fields on a line of their own (a record wrapped by a
+/// terminal or a thread): two `key=value` pairs or more and nothing else,
+/// keys like Go's slog and logrus write them (`memory.required.full="23.4
+/// GiB" memory.required.partial="17.8 GiB"`).
+fn is_logfmt_fields(text: &str) -> bool {
+    let mut rest = text.trim();
+    let mut pairs = 0;
+    while !rest.is_empty() {
+        let Some((key, value)) = rest.split_once('=') else {
+            return false;
+        };
+        let key_ok = key.starts_with(|c: char| c.is_ascii_lowercase())
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.');
+        if !key_ok {
+            return false;
+        }
+        let end = match value.strip_prefix('"') {
+            Some(quoted) => match quoted.find('"') {
+                Some(close) => close + 2,
+                None => return false,
+            },
+            None => value.find(' ').unwrap_or(value.len()),
+        };
+        pairs += 1;
+        rest = value[end..].trim_start();
+    }
+    pairs >= 2
+}
+
+/// The line a command-line tool ends with when it fails or warns: Go's
+/// cobra (`c.PrintErrln(c.ErrPrefix(), err)`, prefix `Error:`: ollama's
+/// `Error: mkdir /home/user: permission denied`), Rust's `main` returning
+/// an error (std's `Termination` for `Result`: `Error: {err:?}`, TGI's
+/// launcher's `Error: ShardCannotStart`), OpenSSH's and ollama's
+/// `Warning: …`.
+/// The message must show a program wrote it: an error's chain of `: `, a
+/// quote, a path, a number, or one identifier alone (`ShardCannotStart`);
+/// `Error: the server crashed when I started it` is a person's.
+fn is_cli_verdict(text: &str) -> bool {
+    let t = text.trim();
+    t.strip_prefix("Error: ")
+        .or_else(|| t.strip_prefix("Warning: "))
+        .is_some_and(|rest| {
+            rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '"')
+                && (rest.contains(": ")
+                    || rest.contains(['"', '/', ';'])
+                    || rest.contains(|c: char| c.is_ascii_digit())
+                    || !rest.contains(' '))
+        })
+}
+
+/// docker compose's own lines around its services' logs: the progress
+/// head `[+] Running 38/38` (also `Pulling`, `Building`, `Creating`,
+/// `Stopping`) and `Attaching to a, b, c` (docker/compose pkg/compose:
+/// `"Attaching to %s"`).
+fn is_compose_cli_line(text: &str) -> bool {
+    let t = text.trim();
+    if let Some(rest) = t.strip_prefix("[+] ") {
+        let mut words = rest.split_whitespace();
+        return words
+            .next()
+            .is_some_and(|w| w.starts_with(|c: char| c.is_ascii_uppercase()))
+            && words.next().is_some_and(|n| {
+                n.split_once('/').is_some_and(|(a, b)| {
+                    a.bytes().all(|c| c.is_ascii_digit()) && b.bytes().all(|c| c.is_ascii_digit())
+                })
+            });
+    }
+    t.strip_prefix("Attaching to ")
+        .is_some_and(|rest| !rest.contains(' ') || rest.contains(", "))
+}
+
+/// A configuration file's setting, `snake_case_key = value` (an INI file
+/// such as lmdeploy's TurboMind `config.ini`: `cache_max_entry_count =
+/// 12`): a key with an underscore, one value, nothing else.
+fn is_setting_line(text: &str) -> bool {
+    let Some((key, value)) = text.trim().split_once(" = ") else {
+        return false;
+    };
+    key.contains('_')
+        && key.starts_with(|c: char| c.is_ascii_lowercase())
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        && !value.is_empty()
+        && !value.contains(char::is_whitespace)
+}
+
+/// llama.cpp's and ggml's log lines, which start with the function that
+/// prints them (`LLAMA_LOG_INFO("%s: …", __func__)`: `ggml_cuda_init: found
+/// 1 CUDA devices:`, `load_backend: loaded CUDA backend from …`,
+/// `llm_load_tensors: CPU model buffer size = …`, the server's `main:
+/// binding port with default address family`), and ggml_cuda_init's
+/// device lines (`  Device 0: Orin, compute capability 8.7, VMM: yes`).
+/// Asked after the server parser and the catalogs, which read the ones
+/// that say something.
+fn is_ggml_line(text: &str) -> bool {
+    const FAMILIES: [&str; 7] = [
+        "ggml_",
+        "llm_load_",
+        "llama_",
+        "load_",
+        "print_info",
+        "clip_",
+        "main",
+    ];
+    let t = text.trim_start();
+    if let Some(rest) = t.strip_prefix("Device ") {
+        return rest.split_once(": ").is_some_and(|(n, d)| {
+            n.bytes().all(|b| b.is_ascii_digit()) && d.contains(", compute capability ")
+        });
+    }
+    let Some((func, _)) = t.split_once(": ") else {
+        return false;
+    };
+    // A family ending in `_` is a prefix; the others are whole names.
+    FAMILIES.iter().any(|f| {
+        if f.ends_with('_') {
+            func.starts_with(f)
+        } else {
+            func == *f
+        }
+    }) && func
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
 }
 
 /// A cheap test before the unit grammar's regex: its messages start with a
@@ -580,6 +748,43 @@ something nobody knows 0x1f
                     .collect::<Vec<_>>(),
                 [(4, LineKind::Prose), (5, LineKind::Unrecognized)]
             );
+        }
+    }
+
+    #[test]
+    fn lines_that_say_what_they_are_by_their_grammar_are_read() {
+        // Real lines (fixtures/real/620, 636, 675, 605, 663, 624, 638, 486).
+        let read = [
+            "[0]bond0:192.168.1.161<0>",
+            "[12]veth6163fba:fe80::b878:6cff:fe52:abe2%veth6163fba<0> ",
+            " memory.required.full=\"23.4 GiB\" memory.required.partial=\"17.8 GiB\" memory.required.kv=\"944.0 MiB\"",
+            " projector.weights=\"806.2 MiB\" projector.graph=\"1.0 GiB\"",
+            "ggml_cuda_init: found 1 CUDA devices:",
+            "  Device 0: Orin, compute capability 8.7, VMM: yes",
+            "load_backend: loaded CUDA backend from /usr/local/lib/ollama/cuda_jetpack6/libggml-cuda.so",
+            "main: binding port with default address family",
+            "                     [+] Running 38/38",
+            "Error: mkdir /home/user: permission denied",
+            "Error: ShardCannotStart",
+            "cache_max_entry_count = 12",
+            "Runner processes detected          : 3",
+        ];
+        for line in read {
+            let (_, tally) = read_all(line, Except::Nothing, false);
+            assert_eq!(tally.unrecognized, 0, "{line:?}");
+            assert_eq!(tally.prose, 0, "{line:?}");
+        }
+        // Near misses: a sentence after `Error: `, a lone
+        // `[0]` or a `main:` that is not the function's own is unread, a
+        // `key = value` with spaces in its value is no setting.
+        for line in [
+            "Error: the server crashed when I started it again",
+            "[0] bond0",
+            "maintenance: window at 10:00",
+            "max_batch_size = 8 on two GPUs",
+        ] {
+            let (_, tally) = read_all(line, Except::Nothing, false);
+            assert_eq!(tally.prose + tally.unrecognized, 1, "{line:?}");
         }
     }
 

@@ -46,16 +46,24 @@ pub(crate) fn is_ss_line(line: &str) -> bool {
         && (HEADER.is_match(t) || ROW.is_match(t))
 }
 
-/// Parses one segment; returns the number of lines it did not recognise.
+/// The number of lines [`read`] did not recognise.
+#[cfg(test)]
 pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
-    let mut unrecognized = 0;
-    for line in lines {
+    read(lines, facts).len() as u32
+}
+
+/// Parses one segment; returns the lines it did not recognise (their
+/// indices), which go on to the line-level recognisers (a prompt's output
+/// under the listing, another tool's lines).
+pub fn read(lines: &[Line<'_>], facts: &mut Facts) -> Vec<usize> {
+    let mut unrecognized = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
         let text = line.text.trim();
         if text.is_empty() || HEADER.is_match(text) {
             continue;
         }
         let Some(c) = ROW.captures(text) else {
-            unrecognized += 1;
+            unrecognized.push(i);
             continue;
         };
         let Ok(port) = c["port"].parse::<u16>() else {

@@ -7,9 +7,17 @@
 //! are GPU processes: PID, GPU, memory; `docker ps`, whose published ports
 //! are listening sockets of their container), `nvidia-smi topo -m`'s
 //! matrix and its legends, and the JSON a tool prints of its own (`dcgmi
-//! health -c -j`). A row is read when a border, a separator or a header of
-//! its table came first and it has as many cells as its header; a lone
-//! `| x |` line is not a table.
+//! health -c -j`), column listings under a title-case header whose titles
+//! stand two spaces apart, maybe underlined by a rule of dashes (`kubectl
+//! describe`'s events: `Type  Reason  Age  From  Message`, then `----
+//! ------`), socket listings whose rows say what they are without a header
+//! (`netstat -tlnp` and its `Active Internet connections` title, `lsof -i`
+//! rows, also under `grep -n`'s line numbers: a listening row is a socket
+//! and its holder) and `key : value` reports aligned by padding
+//! (`kubectl describe`'s `State:          Waiting`, a script's `Runner
+//! processes detected          : 3`). A row is read when a border, a
+//! separator or a header of its table came first and it has as many cells
+//! as its header; a lone `| x |` line is not a table.
 
 use std::sync::LazyLock;
 
@@ -37,6 +45,51 @@ static DMON_ROW: LazyLock<Regex> = LazyLock::new(|| {
 static COLUMN_HEADER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?:[A-Z][A-Z0-9_%()/.-]*\s+){3,}(?:[A-Z][A-Z0-9_%()/.-]*|[A-Z][a-z]+)$")
         .expect("column header regex")
+});
+
+/// A column listing's header in title case, the titles two spaces apart or
+/// more (`kubectl describe`'s `Type    Reason   Age   From   Message`), and
+/// the rule of dashes under it (`----    ------   ----`).
+static TITLE_HEADER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[A-Z][A-Za-z/()-]*(?: [A-Za-z/()-]+)?(?:\s{2,}[A-Z][A-Za-z/()-]*(?: [A-Za-z/()-]+)?){2,}$")
+        .expect("title header regex")
+});
+static DASH_RULE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^-{2,}(?:\s+-{2,}){2,}$").expect("dash rule regex"));
+
+/// `netstat -tlnp`'s (net-tools) title, header and socket rows: `tcp  0  0
+/// 0.0.0.0:8000  0.0.0.0:*  LISTEN  427249/docker-proxy` (the program only
+/// under `-p`, `-` when another user's).
+static NETSTAT_TITLE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^Active (?:Internet connections|UNIX domain sockets|Bluetooth connections)(?: \([a-z/ ]+\))?$")
+        .expect("netstat title regex")
+});
+static NETSTAT_HEADER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^Proto\s+Recv-Q\s+Send-Q\s+Local Address\s+Foreign Address\s+State(?:\s+(?:PID/Program name|User\s+Inode(?:\s+PID/Program name)?))?\s*$")
+        .expect("netstat header regex")
+});
+static NETSTAT_ROW: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:tcp|udp|tcp6|udp6|raw|raw6)\s+[0-9]+\s+[0-9]+\s+(?P<addr>\S+):(?P<port>[0-9]{1,5}|\*)\s+\S+:(?:[0-9]{1,5}|\*)(?:\s+(?P<state>[A-Z_0-9]+))?(?:\s+[0-9]+\s+[0-9]+)?(?:\s+(?:(?P<pid>[0-9]+)/(?P<prog>\S.*?)|-))?\s*$")
+        .expect("netstat row regex")
+});
+
+/// A row of `lsof -i` (`COMMAND PID [TID] USER FD TYPE DEVICE SIZE/OFF NODE
+/// NAME`; some listings cut `USER`), maybe behind `grep -n`'s `61:` (a
+/// context line's `61-`): `python3 101769 70u IPv4 544355 0t0 TCP
+/// *:8080 (LISTEN)`. lsof cuts the command to nine characters.
+static LSOF_ROW: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:[0-9]+[:-])?(?P<cmd>\S+)\s+(?P<pid>[0-9]+)\s+(?:\S+\s+){0,2}(?:[0-9]+[rwuRWU]?|cwd|txt|mem)\s+IPv[46]\s+\S+\s+\S+\s+(?:TCP|UDP)\s+(?P<addr>\S+?):(?P<port>[0-9]{1,5}|\*)(?:->\S+)?(?:\s+\((?P<state>[A-Z_0-9]+)\))?\s*$")
+        .expect("lsof row regex")
+});
+
+/// A report's `key : value` line whose key is padded to align the values
+/// (three spaces or more before or after the colon): `State:          Waiting`,
+/// `Runner processes detected          : 3`. People do not pad a sentence.
+static ALIGNED_KEY_VALUE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^[A-Za-z][A-Za-z0-9()./_-]*(?: [A-Za-z0-9()./_-]+){0,5}(?: {3,}: ?|:(?: {3,}|\t+))\S",
+    )
+    .expect("aligned key value regex")
 });
 
 /// A link of `nvidia-smi topo -m`'s matrix (`X`, `NV12`, `SYS`, `PIX`…) or
@@ -138,6 +191,15 @@ impl Tables {
             self.open = Some(Open::Topo { devices });
             return true;
         }
+        if socket_line(t, span, facts) {
+            return true;
+        }
+        // The rule of dashes under a listing's header stays in it.
+        if let Some(Open::Columns { .. }) = self.open {
+            if first == Some(b'-') && DASH_RULE.is_match(t) {
+                return true;
+            }
+        }
         if let Some(Open::Columns {
             titles,
             aligned,
@@ -172,6 +234,22 @@ impl Tables {
         }
         if (t == "{" || t == "[") && self.open.is_none() {
             self.open = Some(Open::Json { depth: 1 });
+            return true;
+        }
+        if first.is_some_and(|c| c.is_ascii_uppercase())
+            && t.contains("  ")
+            && TITLE_HEADER.is_match(t)
+            && !COLUMN_HEADER.is_match(t)
+        {
+            let aligned = aligned_cells(t).count();
+            self.open = Some(Open::Columns {
+                titles: t.split_whitespace().count(),
+                aligned,
+                open_ended: t.ends_with("Message") || t.ends_with("MESSAGE"),
+                numbered: false,
+                nvtop: false,
+                docker: false,
+            });
             return true;
         }
         // Columns are aligned: a sentence in capitals has single spaces.
@@ -244,6 +322,61 @@ impl Tables {
             },
         }
     }
+}
+
+/// Whether `text` is a `key : value` line aligned by padding (asked after
+/// every other recogniser: uvicorn's `INFO:     Started server` is padded
+/// too, and is the server's).
+pub(crate) fn is_aligned_key_value(text: &str) -> bool {
+    let t = text.trim();
+    t.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
+        && (t.contains("   ") || t.contains(":\t"))
+        && ALIGNED_KEY_VALUE.is_match(t)
+}
+
+/// A line of a socket listing that says what it is without a header:
+/// `netstat`'s title, header and rows, an `lsof -i` row. A listening
+/// socket becomes a [`Listener`] (with its holder when the row names it).
+fn socket_line(t: &str, span: Span, facts: &mut Facts) -> bool {
+    let b = t.as_bytes();
+    let (row, pid_prog) = match b.first() {
+        Some(b'A') => return NETSTAT_TITLE.is_match(t),
+        Some(b'P') => return NETSTAT_HEADER.is_match(t),
+        Some(b't' | b'u' | b'r') if t.contains(':') => match NETSTAT_ROW.captures(t) {
+            Some(c) => {
+                let holder = c
+                    .name("pid")
+                    .zip(c.name("prog"))
+                    .map(|(p, n)| (p.as_str(), n.as_str()));
+                (c, holder)
+            }
+            None => return false,
+        },
+        Some(_) if memchr::memmem::find(b, b" IPv").is_some() => match LSOF_ROW.captures(t) {
+            Some(c) => {
+                let holder = c
+                    .name("pid")
+                    .zip(c.name("cmd"))
+                    .map(|(p, n)| (p.as_str(), n.as_str()));
+                (c, holder)
+            }
+            None => return false,
+        },
+        _ => return false,
+    };
+    if row.name("state").map(|s| s.as_str()) == Some("LISTEN") {
+        if let Ok(port) = row["port"].parse::<u16>() {
+            facts.listeners.push(Listener {
+                pid: pid_prog.and_then(|(p, _)| p.parse().ok()),
+                process: pid_prog.map(|(_, n)| n.trim().to_owned()),
+                address: row["addr"].trim_matches(['[', ']']).to_owned(),
+                port,
+                container: None,
+                span,
+            });
+        }
+    }
+    true
 }
 
 /// Brackets a JSON line opens and closes, outside its strings.
@@ -412,6 +545,33 @@ mod tests {
 
     /// `squeue` as pasted in https://github.com/lyulyul/shine-cluster/issues/30
     /// (fixtures/formats/lines/squeue.txt), then a sentence.
+    #[test]
+    fn title_case_listings_and_socket_rows_are_read() {
+        // fixtures/real/660 (kubectl describe pod's events).
+        let events = "  Type     Reason     Age                  From               Message\n  ----     ------     ----                 ----               -------\n  Normal   Scheduled  4m11s                default-scheduler  Successfully assigned default/example-triton-inference-server-9c5d9f79-74rt4 to 10.0.10.95\n  Warning  Unhealthy  41s (x3 over 61s)    kubelet            Liveness probe failed: Get \"http://10.0.10.177:8000/v2/health/live\": dial tcp 10.0.10.177:8000: connect: connection refused";
+        assert_eq!(read_all(events), [true; 4]);
+        // fixtures/real/654 and 618 (netstat), 648 (lsof under grep -n).
+        let (read, facts) = read_with_facts(
+            "Active Internet connections (only servers)\nProto Recv-Q Send-Q Local Address           Foreign Address         State       PID/Program name\ntcp        0      0 0.0.0.0:8000            0.0.0.0:*               LISTEN      427249/docker-proxy\n61:python3   101769   70u  IPv4 544355      0t0  TCP *:8080 (LISTEN)",
+        );
+        assert_eq!(read, [true; 4]);
+        let holders: Vec<_> = facts
+            .listeners
+            .iter()
+            .map(|l| (l.port, l.pid, l.process.as_deref()))
+            .collect();
+        assert_eq!(
+            holders,
+            [
+                (8000, Some(427249), Some("docker-proxy")),
+                (8080, Some(101769), Some("python3"))
+            ]
+        );
+        // A sentence in title case is no header; a row with no socket no lsof row.
+        assert_eq!(read_all("The Server Crashed Again Today"), [false]);
+        assert_eq!(read_all("python3 101769 70u hello world"), [false]);
+    }
+
     #[test]
     fn column_listings_are_read_by_their_header() {
         let got = read_all(

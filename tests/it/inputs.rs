@@ -169,15 +169,17 @@ fn a_full_reading_counts_what_the_prefilter_counts() {
 
 #[test]
 fn inputs_names_the_finding_that_cites_a_line() {
-    // fixtures/real/043: ollama's Go error, which only the port rule reads.
+    // fixtures/real/121: nvtop's wording of the NVML mismatch, which no
+    // parser reads and the mismatch rule cites. (043's `Error: listen tcp
+    // …`, once this test's case, is now read as a CLI's closing line.)
     let case = cases()
         .into_iter()
         .find(|c| {
             c.parent()
                 .and_then(|p| p.file_name())
-                .is_some_and(|n| n.to_string_lossy().starts_with("043-"))
+                .is_some_and(|n| n.to_string_lossy().starts_with("121-"))
         })
-        .expect("case 043");
+        .expect("case 121");
     let listed = run(&["inputs", case.to_str().unwrap()]);
     let cited: Vec<&str> = listed
         .lines()
@@ -188,10 +190,14 @@ fn inputs_names_the_finding_that_cites_a_line() {
                 .is_some_and(|k| k.starts_with("cited (F"))
         })
         .collect();
-    // Line 1 is the evidence; its repeat on line 2 is not cited and stays
-    // unrecognised.
     assert_eq!(cited.len(), 1, "{listed}");
-    assert!(cited[0].trim_start().starts_with("1  "), "{listed}");
-    assert!(cited[0].contains("(F1 address-already-in-use)"), "{listed}");
-    assert!(cited[0].contains("Error: listen tcp"), "{listed}");
+    assert!(cited[0].trim_start().starts_with("2  "), "{listed}");
+    assert!(
+        cited[0].contains("(F1 nvml-driver-library-mismatch)"),
+        "{listed}"
+    );
+    assert!(
+        cited[0].contains("Impossible to initialize nvidia nvml"),
+        "{listed}"
+    );
 }

@@ -9,6 +9,7 @@ mod chatter;
 mod cli;
 mod detection;
 mod evidence;
+mod families;
 mod forged;
 mod format_fixtures;
 mod hardware_incidents;

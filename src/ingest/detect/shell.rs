@@ -25,10 +25,12 @@ re!(PS_ROW, r"^\s*(?:\S+\s+)?(?:[0-9]+|-)\s+\S");
 // Also: `user@host$` with no directory, zsh's `%n@%m[%~]%#` (TrueNAS:
 // `root@truenas[/]#`), bash's own `\s-\v\$` when no profile set one
 // (`bash-5.1#`), and oh-my-zsh's default theme, `➜  dir` (robbyrussell:
-// an arrow, the directory's name, maybe `git:(branch)` and `✗`).
+// an arrow, the directory's name, maybe `git:(branch)` and `✗`), and
+// starship's two lines, `user@host in ~ as 🧙` then `❯ cmd` (maybe after a
+// glyph of the theme).
 re!(
     SHELL_PROMPT,
-    r"(?x)^(?:\([0-9A-Za-z_.-]+\)\x20+)?
+    r"(?x)^(?:\(?[0-9A-Za-z_.-]+\)\x20+)*
     (?:
         \S+@\S+:\S*\s?[\#$%]
       | \[\S+@\S+(?:\x20[^\]]*)?\][\#$%]
@@ -37,6 +39,9 @@ re!(
       | [0-9A-Za-z_.-]+@[0-9A-Za-z_.-]+(?:\[[^\]\s]*\])?[\#$%]
       | (?:bash|sh|zsh)-[0-9]+(?:\.[0-9]+)*[\#$]
       | ➜\x20+\S+(?:\x20git:\([^)]*\))?(?:\x20✗)?
+      | (?:\S{1,2}\x20+)?❯
+      | [0-9A-Za-z_.-]+@[0-9A-Za-z_.-]+\x20in\x20[~/]\S*(?:\x20(?:on|via|as|is|took)\x20\S+)*\s*$
+      | \((?:base|venv|\.venv|env)\)\s*$
     )(?:\x20+(?P<cmd>\S.*)|\s*$)"
 );
 // After a bare `$ ` or `# ` (maybe after the directory alone, as a prompt
@@ -53,7 +58,7 @@ re!(
 // `python3: can't open file …` with a colon, so an argument must follow.
 re!(
     BARE_COMMAND,
-    r"^\s*(?:sudo\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:(?:python(?:3(?:\.[0-9]+)?)?|torchrun|vllm|docker|podman|mpirun|srun|deepspeed|accelerate|trtllm-serve|trtllm-build|ollama|nvidia-smi|journalctl|systemctl|dmesg|kubectl|ssh|dcgmi|nvtop|nvitop|squeue|sinfo|scontrol|rocm-smi|fuser)(?:\s+(?:-{1,2}[0-9A-Za-z_-]|[0-9A-Za-z_./~${\x22'-]).*|\s*)|(?:cat|head|tail|less)\s+(?:-\S+\s+)*[/~$]\S*(?:\s.*)?)$"
+    r"^\s*(?:sudo\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:(?:python(?:3(?:\.[0-9]+)?)?|torchrun|vllm|docker|podman|mpirun|srun|deepspeed|accelerate|trtllm-serve|trtllm-build|ollama|nvidia-smi|journalctl|systemctl|dmesg|kubectl|ssh|dcgmi|nvtop|nvitop|squeue|sinfo|scontrol|rocm-smi|fuser|ps|pgrep|pkill|kill|lsof|netstat|ss|text-generation-launcher|llama-server|local-ai|lmdeploy|dynamo|gpustack|\.?/[0-9A-Za-z_./-]+\.sh)(?:\s+(?:-{1,2}[0-9A-Za-z_-]|[0-9A-Za-z_./~${\x22'-]).*|\s*)|(?:cat|head|tail|less)\s+(?:-\S+\s+)*[/~$]\S*(?:\s.*)?)$"
 );
 
 // A prompt drawn as `> ` (a quoted reply, a PowerShell-style prompt) or
@@ -343,6 +348,38 @@ mod tests {
             assert_eq!(command(line), Some(cmd), "{line}");
         }
         assert!(is_prompt("root@node4:~# "));
+        // Starship's two lines (fixtures/real/678), two virtualenvs
+        // (fixtures/real/691), a virtualenv cut at its left
+        // (fixtures/real/453), conda's `(base)` wrapped alone (697), and
+        // commands pasted without their prompt (695, 697, 677).
+        assert_eq!(
+            command("󰛓 ❯ sudo ss -ltnp 'sport = :8080'"),
+            Some("sudo ss -ltnp 'sport = :8080'")
+        );
+        assert!(is_prompt("dervarex@dervarex in ~ as 🧙"));
+        assert_eq!(
+            command(
+                "(venv) (base) beast@beast-desktop:~/LINGO/Nvidia_dynamo$ dynamo run out=sglang"
+            ),
+            Some("dynamo run out=sglang")
+        );
+        assert_eq!(
+            command("gpustack-test) ➜  ~ systemctl status gpustack"),
+            Some("systemctl status gpustack")
+        );
+        assert!(is_prompt("(base)"));
+        for line in [
+            "pgrep ollama",
+            "kill -9 1342356",
+            "ps -ef | grep gpustack",
+            "sudo /var/lib/gpustack/uninstall.sh",
+            "text-generation-launcher --model-id mosaicml/mpt-30b-instruct",
+        ] {
+            assert!(is_prompt(line), "{line}");
+        }
+        // What programs print is not a command: `ps: …`, a sentence.
+        assert!(!is_prompt("ps: error: unsupported option"));
+        assert!(!is_prompt("the service was started with (base) env"));
         // A prompt of the directory alone, `PS1='\w\$ '`
         // (https://github.com/Syllo/nvtop/issues/125).
         assert_eq!(command("~$ nvtop"), Some("nvtop"));

@@ -472,6 +472,28 @@ pub static ROWS: &[Row] = &[
         ],
     },
     Row {
+        name: "zerolog-console",
+        what: "zerolog's console writer (Go: LocalAI): a kitchen-clock time and a three-letter level (`3:00PM INF `)",
+        first: |c| c.is_ascii_digit(),
+        may: |b| {
+            let ampm = |i: usize| matches!(b.get(i..i + 2), Some([b'A' | b'P', b'M']));
+            b.first().is_some_and(u8::is_ascii_digit) && (ampm(4) || ampm(5))
+        },
+        peel: zerolog_console,
+        samples: &[
+            Sample {
+                line: "3:00PM INF LocalAI version: v3.6.0 (8fb95686af9c295d68a3b7b5cb520dd2bf914bd4)",
+                body: "LocalAI version: v3.6.0 (8fb95686af9c295d68a3b7b5cb520dd2bf914bd4)",
+                source: "https://github.com/mudler/LocalAI/issues/6954",
+            },
+            Sample {
+                line: "3:00PM WRN VRAM is less than 4GB, defaulting to CPU. Set LOCALAI_FORCE_META_BACKEND_CAPABILITY to override",
+                body: "VRAM is less than 4GB, defaulting to CPU. Set LOCALAI_FORCE_META_BACKEND_CAPABILITY to override",
+                source: "https://github.com/mudler/LocalAI/issues/6954",
+            },
+        ],
+    },
+    Row {
         name: "thcudacheck",
         what: "old PyTorch's `THCudaCheck FAIL file=… line=N error=N : ` (≤ 1.0)",
         first: |c| c == b'T',
@@ -1125,6 +1147,41 @@ fn logger_tag(text: &str, frame: &mut Frame) -> Option<usize> {
         ),
     )?;
     frame.level = Some(level_named(level)?);
+    frame.record = true;
+    Some(len)
+}
+
+/// zerolog's `ConsoleWriter` (rs/zerolog console.go): Go's kitchen clock
+/// (`3:04PM`) and the level in three capitals (`TRC DBG INF WRN ERR FTL
+/// PNC`). The time has no date: only the level is kept.
+fn zerolog_console(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, (_, _, _, _, _, level, _)) = consumed(
+        text,
+        (
+            take_while_m_n(1, 2, |c: char| c.is_ascii_digit()),
+            char(':'),
+            take_while_m_n(2, 2, |c: char| c.is_ascii_digit()),
+            alt((tag("AM"), tag("PM"))),
+            char(' '),
+            alt((
+                tag("TRC"),
+                tag("DBG"),
+                tag("INF"),
+                tag("WRN"),
+                tag("ERR"),
+                tag("FTL"),
+                tag("PNC"),
+            )),
+            char(' '),
+        ),
+    )?;
+    frame.level = Some(match level {
+        "TRC" | "DBG" => "debug",
+        "INF" => "info",
+        "WRN" => "warning",
+        "ERR" => "err",
+        _ => "crit",
+    });
     frame.record = true;
     Some(len)
 }

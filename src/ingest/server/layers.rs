@@ -75,10 +75,21 @@ static PROCESS: LazyLock<Regex> = LazyLock::new(|| {
     .expect("process prefix regex")
 });
 
+/// Ray's own daemons relayed to the driver, which print no PID: `(raylet)
+/// `, `(raylet, ip=10.0.0.3) ` (ray python/ray/_private/worker.py,
+/// print_worker_logs: the PID is left out for the raylet and the GCS).
+static RAY_DAEMON: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\((?:raylet|gcs_server|autoscaler|monitor)(?:,\x20ip=[0-9A-Fa-f.:]+)?\)(?:\x20(?P<rest>.*))?$")
+        .expect("ray daemon prefix regex")
+});
+
 /// PyTorch's per-rank prefix: `[rank0]: ` before Python lines,
-/// `[rank0]:[E601 …]` before c10 lines.
+/// `[rank0]:[E601 …]` before c10 lines; torchrun's `--tee` prefix names
+/// the role and the local rank (`[default0]:`, `[trainer3]:`:
+/// torch/distributed/elastic, `[{role}{local_rank}]:`).
 static TORCH_RANK: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\[rank(?P<rank>[0-9]+)\]:\x20?(?P<rest>.*)$").expect("torch rank prefix regex")
+    Regex::new(r"^\[(?:rank|[a-z][a-z_]*?)(?P<rank>[0-9]+)\]:\x20?(?P<rest>.*)$")
+        .expect("torch rank prefix regex")
 });
 
 /// A web log viewer's time alone on its line, with a space and no zone
@@ -237,6 +248,15 @@ pub(super) fn peel<'t>(mut text: &'t str, writer: &mut Writer) -> &'t str {
                     continue;
                 }
             }
+            if let Some(c) = process_may(text)
+                .then(|| RAY_DAEMON.captures(text))
+                .flatten()
+            {
+                process = true;
+                text = c.name("rest").map_or("", |m| m.as_str());
+                writer.layered = true;
+                continue;
+            }
         }
         if !mpi && !process && !torch {
             if let Some(c) = mpi_may(text).then(|| MPI_TAG.captures(text)).flatten() {
@@ -392,7 +412,11 @@ fn process_may(text: &str) -> bool {
 }
 
 fn torch_may(text: &str) -> bool {
+    // `[rank0]:`, or a role's `[trainer3]:` (a `]:` within the head).
     text.starts_with("[rank")
+        || (text.starts_with("[")
+            && text.as_bytes().get(1).is_some_and(u8::is_ascii_lowercase)
+            && memchr::memmem::find(&text.as_bytes()[..text.len().min(24)], b"]:").is_some())
 }
 
 fn mpi_may(text: &str) -> bool {
@@ -443,7 +467,7 @@ pub(super) fn record_only(text: &str) -> Option<&str> {
 fn may_peel_outer(text: &str) -> bool {
     (viewer_may(text) && VIEWER_TIME.is_match(text))
         || (compose_may(text) && COMPOSE.is_match(text))
-        || (process_may(text) && PROCESS.is_match(text))
+        || (process_may(text) && (PROCESS.is_match(text) || RAY_DAEMON.is_match(text)))
         || (torch_may(text.trim_start_matches(' '))
             && TORCH_RANK.is_match(text.trim_start_matches(' ')))
         || (gutter_may(text) && GUTTER.is_match(text))
