@@ -476,6 +476,7 @@ fn failed_in(incident: &Incident, source: crate::source::SourceId) -> bool {
                 | ServerEventKind::SchedulerDead { .. }
                 | ServerEventKind::MemoryImbalance(_)
                 | ServerEventKind::ShellJobSignaled { .. }
+                | ServerEventKind::ShellForegroundSignaled { .. }
                 | ServerEventKind::SigquitFromChild
                 | ServerEventKind::WatchdogTimeout { .. }
                 | ServerEventKind::TorchDist(_) => true,
