@@ -155,13 +155,7 @@ fn daemon_gone_at_start(incident: &Incident, s: &UnitStatus) -> Option<Finding> 
     {
         return None;
     }
-    // A stop someone asked for ends a daemon with status 0 too.
-    let stopped = incident.facts.journal.iter().any(|e| {
-        e.is_pid1()
-            && e.unit.as_deref() == Some(unit.as_str())
-            && e.message.starts_with("Stopping ")
-    });
-    if stopped {
+    if stopped_on_request(incident, unit) {
         return None;
     }
     let mut f = Finding::new(META.id, META.category, META.severity);
@@ -231,6 +225,13 @@ fn daemon_gone_at_start(incident: &Incident, s: &UnitStatus) -> Option<Finding> 
     ));
     f.confidence = confidence(&f, 0.45, 0.8);
     Some(f)
+}
+
+/// A stop someone asked for (`Stopping …`) ends a daemon with status 0 too.
+fn stopped_on_request(incident: &Incident, unit: &str) -> bool {
+    incident.facts.journal.iter().any(|e| {
+        e.is_pid1() && e.unit.as_deref() == Some(unit) && e.message.starts_with("Stopping ")
+    })
 }
 
 /// The unit's own `Type=`, from a pasted unit file (`systemctl cat`) or
