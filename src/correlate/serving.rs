@@ -47,9 +47,56 @@ pub fn is_gpu_software(ident: &str) -> bool {
     IDENTS.iter().any(|p| ident.starts_with(p)) || is_serving(&ident, None)
 }
 
+/// Whether a unit's or a writer's name is part of a GPU serving stack:
+/// GPU software ([`is_gpu_software`]), a serving product that starts model
+/// servers (GPUStack, llama.cpp's `llama-*`, Triton, TGI, LMDeploy), or
+/// the container runtime or orchestrator a server runs under (a crash loop
+/// of `docker.service` stops every GPU container). A host's other daemons
+/// (storage, cloud agents, mail) are not.
+pub fn is_serving_stack(name: &str) -> bool {
+    const STACK: &[&str] = &[
+        "gpustack",
+        "llama",
+        "triton",
+        "text-generation",
+        "lmdeploy",
+        "docker",
+        "containerd",
+        "kubelet",
+        "crio",
+        "podman",
+        "k3s",
+        "rke2",
+    ];
+    let lower = name.to_ascii_lowercase();
+    is_gpu_software(&lower) || STACK.iter().any(|p| lower.starts_with(p))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{is_gpu_software, is_serving};
+    use super::{is_gpu_software, is_serving, is_serving_stack};
+
+    #[test]
+    fn a_serving_stack_by_name() {
+        for name in [
+            "docker",
+            "llama-server",
+            "gpustack",
+            "ollama",
+            "nvidia-persistenced",
+        ] {
+            assert!(is_serving_stack(name), "{name}");
+        }
+        for name in [
+            "ceph-osd",
+            "nova-compute",
+            "neutron-l3-agent",
+            "sshd",
+            "postfix",
+        ] {
+            assert!(!is_serving_stack(name), "{name}");
+        }
+    }
 
     #[test]
     fn gpu_software_by_its_journal_identifier() {

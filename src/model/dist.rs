@@ -47,6 +47,17 @@ pub enum NcclDetail {
     },
     /// `Cuda failure 'out of memory'` / `Cuda failure 2 'out of memory'`.
     CudaFailure { code: Option<u32>, error: String },
+    /// `Channel 00 : 0[0] -> 1[1] via SHM/direct/direct`: a channel between
+    /// two GPUs of one host that goes through host shared memory, that is,
+    /// with no peer-to-peer path between them (P2P off, blocked by PCIe ACS
+    /// or an IOMMU, or GPUs that cannot reach each other). The sender's
+    /// GPU as NCCL names it after its rank: an NVML index (`2[6]`: rank 2
+    /// on GPU 6, whatever `CUDA_VISIBLE_DEVICES` made its CUDA ordinal), or,
+    /// before NCCL 2.12, a bus id in sysfs spelling (`11[3e000]`).
+    ShmChannel {
+        nvml_dev: Option<u32>,
+        bus_id: Option<String>,
+    },
 }
 
 /// A PyTorch c10d report (from a `[E601 12:30:00.4 ProcessGroupNCCL.cpp:629]`

@@ -176,6 +176,13 @@ pub enum ServerEventKind {
         signal: String,
         command: String,
     },
+    /// The shell's report that the foreground command it ran was ended by a
+    /// signal, with no job number or PID: a line of its own, `Killed`,
+    /// `Segmentation fault (core dumped)`.
+    ShellForegroundSignaled {
+        /// As bash words it, without `(core dumped)`.
+        signal: String,
+    },
     /// vLLM's reports that an engine or worker process failed (wrappers: the
     /// cause is in that process's own lines before).
     VllmFailure(VllmFailure),

@@ -90,14 +90,22 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         GpuMemoryHeldByOtherProcess,
-        "memory used with no process listed (another container or PID namespace)",
-        Gap("the inventory shows it; no rule turns it into advice yet"),
+        "memory used with no process listed (another container or PID namespace, a process still being torn down), as a test harness's GPU-idle gate reports it: advice, no PID to kill",
+        Row("stacks-sglang.ci-gpu-not-idle-no-process"),
         None,
     ),
     cell(
         GpuMemoryHeldByOtherProcess,
-        "a server's own free-memory figures at start-up (ollama, llama.cpp, SGLang avail mem) below the GPU's total with nothing loaded",
-        Gap("the figures are read for SGLang only; no rule compares them with the total yet"),
+        "a server's own free-memory figures at start-up (ollama's `gpu memory … available`) below the GPU's total with nothing loaded",
+        Rule("gpu-memory-taken-before-load"),
+        Some("fixtures/rules/gpu-memory-taken-before-load/pos-ollama-11577-held-at-start.log"),
+    ),
+    cell(
+        GpuMemoryHeldByOtherProcess,
+        "llama.cpp's or SGLang's own free-memory figures at start-up below the GPU's total with nothing loaded",
+        Gap(
+            "the figures are read for SGLang only; no real sample of either at start-up with memory taken yet",
+        ),
         None,
     ),
     // A stale serving instance.
@@ -137,6 +145,12 @@ pub const MATRIX: &[Cell] = &[
         Row("stacks-vllm.harness-residual-processes"),
         None,
     ),
+    cell(
+        StaleServingInstance,
+        "a test harness's GPU-idle gate naming the process that still holds the GPU (the previous test's server)",
+        Row("stacks-sglang.ci-gpu-idle-wait-holder"),
+        None,
+    ),
     // Host out of memory.
     cell(
         HostOomKiller,
@@ -164,9 +178,9 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         HostOomKiller,
-        "a bare `Killed` of a server with its memory figures",
-        Gap("the shell's report is read; no rule joins it with memory figures yet"),
-        None,
+        "a bare `Killed` of a server with its memory figures (vLLM's `# CPU blocks`, pinned host memory), no error before it and no kernel line: at a lower confidence, naming `journalctl -k` as what settles it",
+        Rule("server-killed-no-kernel-line"),
+        Some("fixtures/rules/server-killed-no-kernel-line/pos-vllm-killed-after-cpu-blocks"),
     ),
     // Unit failures.
     cell(

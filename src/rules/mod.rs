@@ -202,6 +202,7 @@ pub fn diagnose(incident: &Incident, rules: &[&dyn Rule]) -> Diagnosis {
     drop_context(&mut findings);
     for f in &mut findings {
         support::entities::from_evidence(incident, f);
+        support::scope::mark_unrelated_units(incident, f);
         // One refusal per value, however many steps it would have fed.
         let mut seen = std::collections::BTreeSet::new();
         f.refused.retain(|r| seen.insert(r.clone()));

@@ -4,6 +4,7 @@
 pub mod entities;
 pub mod holders;
 pub mod listen;
+pub mod scope;
 pub mod server;
 pub mod vllm;
 

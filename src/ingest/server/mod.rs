@@ -452,11 +452,16 @@ impl Cx<'_> {
             self.detect(message, None, None, time);
             return true;
         }
-        if pylog::is_progress_bar(payload) {
+        if let Some(signal) = pylog::shell_foreground_or_glued(payload) {
             self.stream.tracebacks.end_continuation();
+            let kind = ServerEventKind::ShellForegroundSignaled {
+                signal: signal.to_owned(),
+            };
+            let time = self.writer.time;
+            self.push(kind, None, None, time);
             return true;
         }
-        if pylog::shell_foreground(payload) || chatter::progress(payload) {
+        if pylog::is_progress_bar(payload) || chatter::progress(payload) {
             self.stream.tracebacks.end_continuation();
             return true;
         }

@@ -1,7 +1,8 @@
 //! NCCL debug lines (`NCCL_DEBUG=WARN|INFO`, docs/formats/servers.md):
 //! `[YYYY-MM-DD HH:MM:SS] host:pid:tid [dev] file:line (func) NCCL WARN msg`,
 //! the timestamp from 2.26, the function from 2.27. Warnings are kept, and of
-//! the many INFO lines only those naming the version or a rank's GPU.
+//! the many INFO lines only those naming the version or a rank's GPU, and
+//! the channels routed through host shared memory (no GPU peer-to-peer path).
 
 use std::sync::LazyLock;
 
@@ -33,6 +34,14 @@ static COMM_INIT: LazyLock<Regex> = LazyLock::new(|| {
 static CUDA_FAILURE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"Cuda failure (?:(?P<code>[0-9]+) )?'(?P<error>[^']+)'")
         .expect("cuda failure regex")
+});
+
+/// A channel between two GPUs of one host through shared memory:
+/// `Channel 00 : 0[0] -> 1[1] via SHM/direct/direct` (2.19),
+/// `Channel 00/0 : 1[1] -> 0[0] via SHM/direct/direct` (2.20 –).
+static SHM_CHANNEL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^Channel [0-9]+(?:/[0-9]+)? : [0-9]+\[(?P<dev>[0-9a-f]+)\] -> [0-9]+\[[0-9a-f]+\] (?:\[(?:send|receive)\] )?via SHM/")
+        .expect("nccl shm channel regex")
 });
 
 pub(super) struct NcclParsed {
@@ -90,6 +99,25 @@ fn detail(message: &str) -> NcclDetail {
             error: c["error"].to_owned(),
         };
     }
+    if let Some(c) = message
+        .starts_with("Channel ")
+        .then(|| SHM_CHANNEL.captures(message))
+        .flatten()
+    {
+        // An index is a few decimal digits; a bus id (NCCL < 2.12) five hex.
+        let dev = &c["dev"];
+        return if dev.len() < 4 {
+            NcclDetail::ShmChannel {
+                nvml_dev: dev.parse().ok(),
+                bus_id: None,
+            }
+        } else {
+            NcclDetail::ShmChannel {
+                nvml_dev: None,
+                bus_id: bus_id(dev),
+            }
+        };
+    }
     if let Some(c) = COMM_INIT.captures(message) {
         if let (Ok(rank), Ok(nranks), Ok(cuda_dev)) =
             (c["rank"].parse(), c["nranks"].parse(), c["dev"].parse())
@@ -132,5 +160,37 @@ mod tests {
         assert_eq!(bus_id("18000").as_deref(), Some("0000:18:00.0"));
         assert_eq!(bus_id("bd000").as_deref(), Some("0000:bd:00.0"));
         assert_eq!(bus_id("11a000").as_deref(), Some("0001:1a:00.0"));
+    }
+
+    #[test]
+    fn a_channel_through_shared_memory_is_kept_and_a_p2p_one_is_not() {
+        // https://github.com/vllm-project/vllm/issues/9920 and
+        // https://github.com/NVIDIA/nccl/issues/1609 (rank 2 on GPU 6, CUDA
+        // ordinal 2).
+        for (line, gpu) in [
+            (
+                "HP-Z8-Fury-G5-Workstation-Desktop-PC:23541:23541 [1] NCCL INFO Channel 01 : 1[1] -> 0[0] via SHM/direct/direct",
+                1,
+            ),
+            (
+                "tj5-sc-ai-h800r-dev01:533:1765 [2] NCCL INFO Channel 07 : 2[6] -> 3[7] via SHM/direct/direct",
+                6,
+            ),
+        ] {
+            let p = parse(line).unwrap_or_else(|| panic!("{line}"));
+            let want = NcclDetail::ShmChannel {
+                nvml_dev: Some(gpu),
+                bus_id: None,
+            };
+            assert_eq!(p.line.detail, want, "{line}");
+            assert!(worth_keeping(&p.line));
+        }
+        // https://github.com/NVIDIA/nccl-tests/issues/213: a P2P channel is
+        // the healthy path, read and dropped.
+        let p2p =
+            parse("hw14:798:813 [3] NCCL INFO Channel 02/0 : 3[3] -> 4[4] via P2P/direct pointer")
+                .expect("p2p line");
+        assert_eq!(p2p.line.detail, NcclDetail::None);
+        assert!(!worth_keeping(&p2p.line));
     }
 }

@@ -62,7 +62,7 @@ static SHELL_JOB: LazyLock<Regex> = LazyLock::new(|| {
 static SHELL_FOREGROUND: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)^(?:\S+:\x20line\x20[0-9]+:\x20)?
-        (?:Killed|Aborted|Segmentation\x20fault|Bus\x20error|Illegal\x20instruction)(?:\x20\(core\x20dumped\))?\s*$",
+        (?P<signal>Killed|Aborted|Segmentation\x20fault|Bus\x20error|Illegal\x20instruction)(?:\x20\(core\x20dumped\))?\s*$",
     )
     .expect("shell foreground job regex")
 });
@@ -70,6 +70,25 @@ static SHELL_FOREGROUND: LazyLock<Regex> = LazyLock::new(|| {
 /// Whether `text` is bash's report of a foreground job a signal ended.
 pub(super) fn shell_foreground(text: &str) -> bool {
     SHELL_FOREGROUND.is_match(text)
+}
+
+/// The signal's words of bash's report of a foreground job (`Killed`),
+/// alone on its line or glued to the progress bar the job was drawing
+/// (`Loading checkpoint shards:  38%|██▊ | 3/8 [00:02<00:03,  1.28it/s]Killed`:
+/// tqdm ends its line with `\r`, so the shell's report follows on it).
+pub(super) fn shell_foreground_or_glued(text: &str) -> Option<&str> {
+    shell_foreground_signal(text).or_else(|| {
+        let bar = text.strip_suffix("Killed")?;
+        (bar.ends_with(']') && is_progress_bar(bar)).then_some("Killed")
+    })
+}
+
+/// The signal's words of bash's report of a foreground job (`Killed`).
+pub(super) fn shell_foreground_signal(text: &str) -> Option<&str> {
+    SHELL_FOREGROUND
+        .captures(text)
+        .and_then(|c| c.name("signal"))
+        .map(|m| m.as_str())
 }
 
 /// The `warnings` module's `path.py:129: UserWarning: message`; the source
@@ -253,7 +272,18 @@ mod tests {
             "./run.sh: line 7: Illegal instruction",
         ] {
             assert!(shell_foreground(line), "{line}");
+            assert!(shell_foreground_signal(line).is_some(), "{line}");
         }
+        assert_eq!(shell_foreground_signal("Killed"), Some("Killed"));
+        // https://github.com/chatchat-space/Langchain-Chatchat/issues/35
+        let glued = "Loading checkpoint shards:  38%|██████▊           | 3/8 [00:02<00:03,  1.28it/s]Killed";
+        assert_eq!(shell_foreground_or_glued(glued), Some("Killed"));
+        assert!(
+            shell_foreground_or_glued(
+                "Loading checkpoint shards:  38%|██████▊           | 3/8 [00:02<00:03,  1.28it/s]"
+            )
+            .is_none()
+        );
         for not in [
             "Illegal instruction in kernel x",
             "Killed process 12 (python)",

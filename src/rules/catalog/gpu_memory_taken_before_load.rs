@@ -201,6 +201,27 @@ fn finding() -> Finding {
     Finding::new(META.id, META.category, META.severity)
 }
 
+/// Cites a start-up inventory line, marking its free figure.
+fn cite_start(f: &mut Finding, s: &Start, lead: &str) {
+    f.evidence_marked(
+        s.msg.span,
+        format!(
+            "at start-up, before any load: {lead}{} free of {}",
+            s.available.text, s.total.text
+        ),
+        s.available.text,
+    );
+}
+
+/// Cites a load's plan, marking its first free figure.
+fn cite_plan(f: &mut Finding, p: &Plan, what: &str) {
+    f.evidence_marked(
+        p.msg.span,
+        format!("{what}: {} free{}", p.free_text(), cut_note(p)),
+        p.available[0].text,
+    );
+}
+
 fn cut_note(plan: &Plan) -> String {
     match plan.cut() {
         Some((o, m)) => format!(" ({o} of {m} layers on the GPU)"),
@@ -241,20 +262,9 @@ fn fell_before_load(starts: &[Start], plans: &[Plan]) -> Option<Finding> {
     let start_text: Vec<&str> = starts.iter().map(|s| s.available.text).collect();
     let start_text = start_text.join(" + ");
     for s in starts {
-        f.evidence_marked(
-            s.msg.span,
-            format!(
-                "at start-up, before any load: {} free of {}",
-                s.available.text, s.total.text
-            ),
-            s.available.text,
-        );
+        cite_start(&mut f, s, "");
     }
-    f.evidence_marked(
-        plan.msg.span,
-        format!("at the load: {} free{}", plan.free_text(), cut_note(plan)),
-        plan.available[0].text,
-    );
+    cite_plan(&mut f, plan, "at the load");
     f.condition(
         "free GPU memory fell between start-up and the first load",
         true,
@@ -309,22 +319,11 @@ fn held_at_start(starts: &[Start], plans: &[Plan]) -> Option<Finding> {
             "{} free of {} (about {h:.1} GiB held)",
             s.available.text, s.total.text
         ));
-        f.evidence_marked(
-            s.msg.span,
-            format!(
-                "at start-up, before any load: only {} free of {}",
-                s.available.text, s.total.text
-            ),
-            s.available.text,
-        );
+        cite_start(&mut f, s, "only ");
     }
     let cut_plan = plans.iter().find(|p| p.cut().is_some());
     if let Some(p) = cut_plan {
-        f.evidence_marked(
-            p.msg.span,
-            format!("a later load: {} free{}", p.free_text(), cut_note(p)),
-            p.available[0].text,
-        );
+        cite_plan(&mut f, p, "a later load");
     }
     f.condition(
         "the GPU's free memory at start-up is well below its total",
@@ -370,11 +369,7 @@ fn loads_differ(plans: &[Plan]) -> Option<Finding> {
         (most, low)
     };
     for p in [first, second] {
-        f.evidence_marked(
-            p.msg.span,
-            format!("a load: {} free{}", p.free_text(), cut_note(p)),
-            p.available[0].text,
-        );
+        cite_plan(&mut f, p, "a load");
     }
     f.condition("two loads found different amounts of GPU memory free", true);
     f.condition("the load with less free put fewer layers on the GPU", true);

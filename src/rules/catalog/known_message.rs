@@ -151,6 +151,12 @@ fn finding(row: &Row, hits: &[Line<'_>]) -> Finding {
             .split(|c: char| !c.is_ascii_digit())
             .filter_map(|p| p.parse::<u32>().ok())
     }));
+    // The GPU a line names by index, as it prints it (a harness's `GPU 2
+    // uses 25.30 GiB`): the row's `<gpu>` capture.
+    f.entities.gpus.extend(
+        hits.iter()
+            .filter_map(|(_, h)| h.get("gpu")?.parse::<u32>().ok()),
+    );
     let first = hits[0].1;
     f.title = row.title.clone();
     f.headline = format!("{}.", row.headline_for(first).trim_end_matches('.'));

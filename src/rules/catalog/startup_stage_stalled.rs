@@ -12,7 +12,7 @@ use regex::Regex;
 
 use crate::catalogs::Stage;
 use crate::correlate::Incident;
-use crate::model::{Message, ServerEventKind};
+use crate::model::{Message, NcclDetail, ServerEventKind};
 use crate::rules::support::{matches, round2};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
@@ -287,6 +287,9 @@ fn stalled(incident: &Incident, startup: &Startup<'_>) -> Option<Finding> {
     });
     let multi_gpu = multi_gpu(incident);
     let hint = advice(reached, multi_gpu);
+    if hint.0 == P2P.0 {
+        cite_ranks(incident, last.span.source, &mut f);
+    }
     f.title = format!("the start-up stopped making progress at: {stage_name}");
     f.headline = format!(
         "The server's start-up hung at this stage: {stage_name}. Nothing followed it{}.",
@@ -378,14 +381,66 @@ fn lagging_rank<'a>(incident: &Incident, startup: &Startup<'a>) -> Option<Laggin
     })
 }
 
+const P2P: (&str, &str, &str) = (
+    "a multi-GPU start-up that goes silent while its NCCL group forms or at its first collective is most often peer-to-peer (P2P) traffic between the GPUs blocked or broken: PCIe ACS, an IOMMU, a virtualised host",
+    "Test with NCCL_P2P_DISABLE=1; if that starts, disable PCIe ACS in the BIOS or boot with iommu=pt (or keep P2P off); check the topology with nvidia-smi topo -m and the P2P path with nccl-tests",
+    "NCCL_DEBUG=INFO NCCL_P2P_DISABLE=1 <the server's command>; nvidia-smi topo -m; py-spy dump --pid PID",
+);
+
+/// The most ranks whose NCCL lines a finding cites.
+const MAX_RANKS: usize = 8;
+
+/// Each rank's NCCL lines in the input, when the advice is about the GPUs'
+/// peer-to-peer path: the line where its communicator formed (`Init
+/// COMPLETE`) and its first channel routed through host shared memory (`via
+/// SHM`: no P2P path between the GPUs), so that the finding names every
+/// rank's process and GPU, not only the one whose milestone came last.
+fn cite_ranks(incident: &Incident, source: crate::source::SourceId, f: &mut Finding) {
+    let mut ranks: BTreeMap<u32, (Option<Span>, Option<Span>)> = BTreeMap::new();
+    for e in incident.facts.server_events.iter() {
+        let ServerEventKind::Nccl(n) = &e.kind else {
+            continue;
+        };
+        if e.span.source != source {
+            continue;
+        }
+        if !ranks.contains_key(&n.pid) && ranks.len() >= MAX_RANKS {
+            continue;
+        }
+        let entry = ranks.entry(n.pid).or_default();
+        match n.detail {
+            NcclDetail::CommInit { .. } => entry.0 = Some(e.span),
+            NcclDetail::ShmChannel { .. } if entry.1.is_none() => entry.1 = Some(e.span),
+            _ => {}
+        }
+    }
+    let mut shm = false;
+    for (pid, (init, channel)) in &ranks {
+        if let Some(span) = init {
+            f.evidence(
+                *span,
+                format!("rank process {pid}: its NCCL communicator formed"),
+            );
+        }
+        if let Some(span) = channel {
+            shm = true;
+            f.evidence(
+                *span,
+                format!("rank process {pid}: NCCL routes its traffic to the other GPU through host shared memory (via SHM): no peer-to-peer path between the GPUs"),
+            );
+        }
+    }
+    if !ranks.is_empty() {
+        f.condition(
+            "NCCL routes the GPUs' traffic through host shared memory (via SHM), not peer to peer",
+            shm,
+        );
+    }
+}
+
 /// What usually stops a start-up at `stage`, what to do, and the command
 /// that shows it.
 fn advice(stage: Stage, multi_gpu: bool) -> (&'static str, &'static str, &'static str) {
-    const P2P: (&str, &str, &str) = (
-        "a multi-GPU start-up that goes silent while its NCCL group forms or at its first collective is most often peer-to-peer (P2P) traffic between the GPUs blocked or broken: PCIe ACS, an IOMMU, a virtualised host",
-        "Test with NCCL_P2P_DISABLE=1; if that starts, disable PCIe ACS in the BIOS or boot with iommu=pt (or keep P2P off); check the topology with nvidia-smi topo -m and the P2P path with nccl-tests",
-        "NCCL_DEBUG=INFO NCCL_P2P_DISABLE=1 <the server's command>; nvidia-smi topo -m; py-spy dump --pid PID",
-    );
     match stage {
         Stage::DistributedInit | Stage::DistributedReady => P2P,
         Stage::WeightsLoaded | Stage::KvCache | Stage::Ready if multi_gpu => P2P,
@@ -421,6 +476,7 @@ fn failed_in(incident: &Incident, source: crate::source::SourceId) -> bool {
                 | ServerEventKind::SchedulerDead { .. }
                 | ServerEventKind::MemoryImbalance(_)
                 | ServerEventKind::ShellJobSignaled { .. }
+                | ServerEventKind::ShellForegroundSignaled { .. }
                 | ServerEventKind::SigquitFromChild
                 | ServerEventKind::WatchdogTimeout { .. }
                 | ServerEventKind::TorchDist(_) => true,

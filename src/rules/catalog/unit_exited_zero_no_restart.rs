@@ -9,6 +9,7 @@ use crate::correlate::{Incident, UnitEventKind};
 use crate::model::{UnitProperties, UnitStatus};
 use crate::rules::support::confidence;
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+use crate::source::Span;
 
 pub static RULE: UnitExitedZeroNoRestart = UnitExitedZeroNoRestart;
 
@@ -148,13 +149,13 @@ fn daemon_gone_at_start(incident: &Incident, s: &UnitStatus) -> Option<Finding> 
         return None;
     }
     let unit = &s.unit;
-    // A stop someone asked for ends a daemon with status 0 too.
-    let stopped = incident.facts.journal.iter().any(|e| {
-        e.is_pid1()
-            && e.unit.as_deref() == Some(unit.as_str())
-            && e.message.starts_with("Stopping ")
-    });
-    if stopped {
+    let declared = declared_type(incident, unit);
+    if let Some((t, _)) = &declared
+        && (t == "oneshot" || t == "forking")
+    {
+        return None;
+    }
+    if stopped_on_request(incident, unit) {
         return None;
     }
     let mut f = Finding::new(META.id, META.category, META.severity);
@@ -186,10 +187,7 @@ fn daemon_gone_at_start(incident: &Incident, s: &UnitStatus) -> Option<Finding> 
         true,
     );
     f.condition("no timer, socket or path starts it on demand", true);
-    f.condition(
-        "the unit's Type= and the daemon's forking are known (missing: systemctl cat)",
-        false,
-    );
+    cite_type(&mut f, unit, declared.as_ref());
     f.title = format!(
         "{unit} exited with status 0 {seconds} after it started: the daemon is not running"
     );
@@ -203,7 +201,13 @@ fn daemon_gone_at_start(incident: &Incident, s: &UnitStatus) -> Option<Finding> 
         "its main process exited with status 0 after {seconds}: the parent of a daemon that forked, or a daemon that gave up"
     ));
     f.explanation = format!(
-        "A daemon that detaches (forks and lets its first process exit) must run under Type=forking, ideally with PIDFile=: under Type=simple systemd takes the first process's exit as the end of the service, and with the default KillMode=control-group stops the detached child too. Restart=on-failure does not fire, because status 0 is a success. The status block does not show the unit's Type=; `systemctl cat {unit}` settles it."
+        "A daemon that detaches (forks and lets its first process exit) must run under Type=forking, ideally with PIDFile=: under Type=simple systemd takes the first process's exit as the end of the service, and with the default KillMode=control-group stops the detached child too. Restart=on-failure does not fire, because status 0 is a success. {}",
+        match &declared {
+            Some((t, _)) => format!("The unit runs under Type={t}."),
+            None => format!(
+                "The status block does not show the unit's Type=; `systemctl cat {unit}` settles it."
+            ),
+        }
     );
     f.actions.push(Action::advice(
         "see the unit's Type=, PIDFile= and ExecStart= (a daemon that forks needs Type=forking)",
@@ -221,6 +225,43 @@ fn daemon_gone_at_start(incident: &Incident, s: &UnitStatus) -> Option<Finding> 
     ));
     f.confidence = confidence(&f, 0.45, 0.8);
     Some(f)
+}
+
+/// A stop someone asked for (`Stopping …`) ends a daemon with status 0 too.
+fn stopped_on_request(incident: &Incident, unit: &str) -> bool {
+    incident.facts.journal.iter().any(|e| {
+        e.is_pid1() && e.unit.as_deref() == Some(unit) && e.message.starts_with("Stopping ")
+    })
+}
+
+/// The unit's own `Type=`, from a pasted unit file (`systemctl cat`) or
+/// `systemctl show`: it settles what the status block leaves open. A
+/// one-shot job is done when it exits 0, and a forking daemon's parent
+/// exits 0 by design (its child's fate is another story).
+fn declared_type(incident: &Incident, unit: &str) -> Option<(String, Span)> {
+    incident
+        .facts
+        .unit_properties
+        .iter()
+        .filter(|p| p.unit.as_deref() == Some(unit))
+        .find_map(|p| p.properties.get("Type"))
+        .map(|(v, span)| (v.trim().to_owned(), *span))
+}
+
+/// Cites the unit's `Type=` line, or says it is missing.
+fn cite_type(f: &mut Finding, unit: &str, declared: Option<&(String, Span)>) {
+    match declared {
+        Some((t, span)) => {
+            f.evidence(
+                *span,
+                format!("{unit} runs under Type={t}: systemd takes its first process's exit for the end of the service"),
+            );
+            f.condition(format!("the unit's Type= is known: Type={t}"), true);
+        }
+        None => {
+            f.condition("the unit's Type= is known (missing: systemctl cat)", false);
+        }
+    }
 }
 
 /// `2.102 s`, `45 s`: as systemctl printed it.
@@ -435,4 +476,74 @@ fn from_properties(incident: &Incident, p: &UnitProperties) -> Option<Finding> {
     ));
     f.confidence = confidence(&f, 0.4, 0.75);
     Some(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::source::{Source, SourceMap};
+
+    /// fixtures/real/451 (bottlerocket-core-kit PR #122): the status block
+    /// of nvidia-persistenced run under Type=simple.
+    const STATUS: &str = "\
+○ nvidia-persistenced.service - NVIDIA Persistence Daemon
+     Loaded: loaded (/x86_64-bottlerocket-linux-gnu/sys-root/usr/lib/systemd/system/nvidia-persistenced.service; enabled; preset: enabled)
+     Active: inactive (dead) since Fri 2024-09-06 17:24:31 UTC; 1min 50s ago
+   Duration: 2.102s
+   Main PID: 1424 (code=exited, status=0/SUCCESS)
+        CPU: 2.814s
+";
+
+    /// The unit file as `systemctl cat` shows it: the header line is
+    /// assembled (systemctl's `# PATH` header); the settings are the PR's
+    /// `nvidia-persistenced.service.in` (bottlerocket-core-kit@62450eb),
+    /// with `Type=` as given.
+    fn unit_file(kind: &str) -> String {
+        format!(
+            "# /etc/systemd/system/nvidia-persistenced.service\n\
+             [Unit]\n\
+             Description=NVIDIA Persistence Daemon\n\
+             After=load-tesla-kernel-modules.service load-open-gpu-kernel-modules.service\n\
+             \n\
+             [Service]\n\
+             Type={kind}\n\
+             ExecStart=__NVIDIA_BINDIR__/nvidia-persistenced --user nvidia --verbose\n\
+             \n\
+             [Install]\n\
+             RequiredBy=preconfigured.target\n"
+        )
+    }
+
+    fn finding(unit: Option<&str>) -> Option<crate::rules::Finding> {
+        let mut sources = SourceMap::default();
+        sources.add(Source::new("status", STATUS.as_bytes()));
+        if let Some(u) = unit {
+            sources.add(Source::new("cat", u.as_bytes()));
+        }
+        crate::analyze(sources)
+            .diagnosis
+            .findings
+            .into_iter()
+            .find(|f| f.rule == super::META.id)
+    }
+
+    #[test]
+    fn a_pasted_type_settles_what_the_status_block_leaves_open() {
+        let guessed = finding(None).expect("the status block alone");
+        // Type=simple, as the reviewer asked and the author ran it: known,
+        // cited, surer.
+        let simple = finding(Some(&unit_file("simple"))).expect("Type=simple");
+        assert!(simple.confidence > guessed.confidence, "{simple:?}");
+        assert!(
+            simple
+                .conditions
+                .iter()
+                .any(|c| c.met && c.text.contains("Type=simple")),
+            "{:?}",
+            simple.conditions
+        );
+        // Type=forking (the merged unit): the parent's exit 0 is by design;
+        // Type=oneshot: a job that finished.
+        assert!(finding(Some(&unit_file("forking"))).is_none());
+        assert!(finding(Some(&unit_file("oneshot"))).is_none());
+    }
 }

@@ -12,7 +12,7 @@
 use std::collections::BTreeSet;
 
 use crate::correlate::{Incident, UnitEventKind};
-use crate::model::{KernelEventKind, ServerEventKind, Uvicorn, VllmFailure};
+use crate::model::{KernelEventKind, NcclDetail, NcclLine, ServerEventKind, Uvicorn, VllmFailure};
 use crate::rules::{Category, Finding};
 use crate::source::Span;
 
@@ -73,6 +73,9 @@ pub fn from_evidence(incident: &Incident, f: &mut Finding) {
             f.entities.pids.extend(pid(named_pid(&e.kind)));
         }
         f.entities.units.extend(e.unit.clone());
+        if let ServerEventKind::Nccl(n) = &e.kind {
+            nccl_gpu(incident, f, n);
+        }
     }
     for (span, unit) in &incident.unit_lines {
         if cited.contains(span) {
@@ -216,6 +219,23 @@ pub(crate) fn named_pid(kind: &ServerEventKind) -> Option<u32> {
         | ServerEventKind::ShellJobSignaled { pid, .. } => Some(*pid),
         ServerEventKind::VllmFailure(VllmFailure::WorkerDied { pid, .. }) => *pid,
         _ => None,
+    }
+}
+
+/// The GPU a cited NCCL line names: by bus id where the captures know it
+/// (a rank's `Init COMPLETE`, a channel before NCCL 2.12), else by the NVML
+/// index a channel line gives after its rank (`2[6]`), else by the CUDA
+/// ordinal in brackets, which is nvidia-smi's index unless
+/// `CUDA_VISIBLE_DEVICES` renumbered the GPUs: a fact as the line prints it.
+fn nccl_gpu(incident: &Incident, f: &mut Finding, n: &NcclLine) {
+    let (bus, nvml) = match &n.detail {
+        NcclDetail::CommInit { bus_id, .. } => (bus_id.as_deref(), None),
+        NcclDetail::ShmChannel { nvml_dev, bus_id } => (bus_id.as_deref(), *nvml_dev),
+        _ => (None, None),
+    };
+    let known = bus.and_then(|b| incident.gpu_by_bus_id(b)).map(|g| g.index);
+    if let Some(index) = known.or(nvml).or(n.cuda_dev) {
+        f.entities.gpus.insert(index);
     }
 }
 

@@ -1,0 +1,124 @@
+//! Whether a unit's failure is part of GPU serving. rootcause diagnoses
+//! model servers on GPU hosts; a host's other units (a storage daemon, a
+//! cloud agent) fail too, and their failures are real, but on a host whose
+//! inputs show no GPU and no model server, nothing ties them to what
+//! rootcause is for. Such a finding stays in the report, as a warning,
+//! with the condition that says why.
+
+use crate::correlate::{Incident, is_gpu_software, is_serving, is_serving_stack};
+use crate::model::{Framework, KernelEventKind, ServerEventKind};
+use crate::rules::{Category, Finding, Severity};
+
+/// What a unit finding says when nothing ties it to GPU serving.
+pub const UNRELATED: &str = "nothing in the inputs shows a GPU or a model server, and nothing ties the unit to one (its name, its processes, its lines): a host failure outside GPU serving";
+
+/// Lowers `f` to a warning when it is about units, none of its units is
+/// part of a serving stack, and the inputs show no GPU and no model
+/// server at all.
+pub fn mark_unrelated_units(incident: &Incident, f: &mut Finding) {
+    let about_units = matches!(
+        f.category,
+        Category::UnitCrashLoop
+            | Category::UnitExitedZeroNoRestart
+            | Category::StaleServingInstance
+            | Category::ServerException
+            | Category::ServerHang
+            | Category::Unknown
+    );
+    if !about_units
+        || f.severity > Severity::Error
+        || f.entities.units.is_empty()
+        || !f.entities.gpus.is_empty()
+        || !f.entities.gpu_bus_ids.is_empty()
+        || !f.entities.xid.is_empty()
+        || f.entities.units.iter().any(|u| serves_gpus(incident, u))
+        || shows_gpu_serving(incident)
+    {
+        return;
+    }
+    f.condition(UNRELATED, true);
+    f.severity = Severity::Warning;
+}
+
+/// Whether `unit` is part of a GPU serving stack by its name (any dotted
+/// part: `snap.llama-cpp.llama-server.service`), or by the names and
+/// command lines of the processes tied to it.
+pub fn serves_gpus(incident: &Incident, unit: &str) -> bool {
+    let name = unit
+        .strip_suffix(".service")
+        .or_else(|| unit.strip_suffix(".scope"))
+        .unwrap_or(unit);
+    if name
+        .split(['.', '@'])
+        .any(|part| is_serving_stack(part) || is_serving(part, None))
+    {
+        return true;
+    }
+    let pids = incident.unit_pids.get(unit);
+    let own = |pid: u32| pids.is_some_and(|p| p.contains(&pid));
+    incident
+        .facts
+        .journal
+        .iter()
+        .any(|j| j.unit.as_deref() == Some(unit) && is_serving_stack(&j.identifier))
+        || incident
+            .facts
+            .ps
+            .iter()
+            .any(|r| own(r.pid) && is_serving(&r.cmd, r.ppid))
+        || incident
+            .facts
+            .unit_statuses
+            .iter()
+            .filter(|s| s.unit == unit)
+            .flat_map(|s| &s.cgroup)
+            .any(|m| is_serving(&m.cmdline, None))
+}
+
+/// Whether the inputs show a GPU or a model server anywhere: a GPU or a GPU
+/// process, an NVIDIA kernel line, a line of a serving framework or about
+/// CUDA, NCCL or PyTorch's distributed runtime, a catalog row of GPU or
+/// serving software, a serving process, or GPU software's own lines.
+fn shows_gpu_serving(incident: &Incident) -> bool {
+    const GPU_ROWS: &[&str] = &[
+        "cuda.",
+        "nccl.",
+        "startup.",
+        "kernel.nvrm",
+        "kernel.xid",
+        "kernel.sxid",
+    ];
+    !incident.gpus.is_empty()
+        || !incident.gpu_processes.is_empty()
+        || incident.facts.kernel_events.iter().any(|e| {
+            matches!(
+                e.kind,
+                KernelEventKind::Xid(_) | KernelEventKind::FellOffBus { .. }
+            )
+        })
+        || incident.facts.server_events.iter().any(|e| {
+            e.framework != Framework::Unknown
+                || matches!(
+                    e.kind,
+                    ServerEventKind::CudaOom(_)
+                        | ServerEventKind::Nccl(_)
+                        | ServerEventKind::TorchDist(_)
+                        | ServerEventKind::VllmFailure(_)
+                        | ServerEventKind::MemoryImbalance(_)
+                )
+        })
+        || incident.known.iter().any(|k| {
+            k.hit.row.is_some_and(|r| {
+                GPU_ROWS.iter().any(|p| r.id.starts_with(p))
+                    || (r.id.starts_with("stacks-")
+                        && !r.id.starts_with("stacks-containers.")
+                        && !r.id.starts_with("stacks-k8s."))
+            })
+        })
+        || incident.facts.ps.iter().any(|r| is_serving(&r.cmd, r.ppid))
+        || incident
+            .facts
+            .journal
+            .iter()
+            .any(|j| is_gpu_software(&j.identifier))
+}
