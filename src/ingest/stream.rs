@@ -150,6 +150,7 @@ fn read_source(
         reader: None,
         format: Format::Unknown,
         repeats: Aggregator::new(settings.repeats),
+        limits: settings.repeats,
         pending: Vec::new(),
         facts: Facts::default(),
         inputs: Vec::new(),
@@ -386,6 +387,8 @@ struct InputReader {
     format: Format,
     /// Repeated lines counted instead of read; `None` reads every line.
     repeats: Option<Aggregator>,
+    /// How many repeats are read: for readers that aggregate whole blocks.
+    limits: Repeats,
     /// Lines before the first strong line, for the first segment's reader:
     /// the input's first lines, so a fresh [`Peeler`] peels them again as
     /// they were peeled.
@@ -494,6 +497,7 @@ impl InputReader {
                     self.close(closed, reader);
                 }
                 let mut reader = SegmentReader::new(format);
+                reader.aggregate(self.limits);
                 self.format = format;
                 self.feed_pending(&mut reader);
                 if read {
@@ -584,7 +588,11 @@ impl InputReader {
     }
 
     fn close(&mut self, segment: Segment, reader: SegmentReader) {
-        let tally = reader.finish(&mut self.facts);
+        let mut out = Out {
+            facts: &mut self.facts,
+            kept: &mut self.kept,
+        };
+        let tally = reader.finish(&mut out);
         if let Some(inside) = self.provenance.segment(segment.format) {
             self.facts.embedded.push(EmbeddedBlock {
                 first: self.span(segment.first_line),
@@ -670,7 +678,10 @@ impl InputReader {
                 }
                 if reader.as_ref().is_none_or(|(f, _)| *f != last.format) {
                     if let Some((_, done)) = reader.take() {
-                        done.finish(&mut self.facts);
+                        done.finish(&mut Out {
+                            facts: &mut self.facts,
+                            kept: &mut self.kept,
+                        });
                     }
                     reader = Some((last.format, SegmentReader::new(last.format)));
                 }
@@ -691,7 +702,10 @@ impl InputReader {
             }
         }
         if let Some((_, done)) = reader.take() {
-            done.finish(&mut self.facts);
+            done.finish(&mut Out {
+                facts: &mut self.facts,
+                kept: &mut self.kept,
+            });
         }
         // What was read last goes where its lines are.
         let facts = &mut self.facts;
