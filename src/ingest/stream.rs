@@ -316,6 +316,7 @@ impl Batch {
                 self.found.clear();
                 hot.scan(&self.text.as_bytes()[first..last], &mut self.found);
                 let mut next = 0;
+                let mut rules = hot.rules();
                 for i in from..end {
                     let end = self.lines[i].1 - first;
                     let (mut found, mut rule) = (false, false);
@@ -325,7 +326,7 @@ impl Batch {
                         next += 1;
                     }
                     // A parser's anchor came first: a rule's may follow.
-                    let message = rule || found && hot.is_rule(self.line(i));
+                    let message = rule || found && rules.is_rule(self.line(i));
                     // A skimmed line costs nothing to keep: only lines read
                     // in full are aggregated, those with an anchor and
                     // PID 1's (read in full whatever their text).
