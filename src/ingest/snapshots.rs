@@ -312,3 +312,82 @@ fn recognise(missed: &[(Span, &str)], facts: &mut Facts) -> Tally {
     }
     reader.finish(facts)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::SourceId;
+
+    /// The first table of the nvidia-smi family (the seed incident's, real
+    /// output: fixtures/real/000-seed-ct200-ghost-one-rank-tp0).
+    fn table() -> Vec<String> {
+        let tsv = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/families/nvidia-smi.tsv"),
+        )
+        .expect("family file");
+        let mut lines = Vec::new();
+        for row in tsv.lines() {
+            let cols: Vec<&str> = row.splitn(4, '\t').collect();
+            match cols.first() {
+                Some(&"block") if lines.is_empty() => lines.push(cols[3].to_owned()),
+                Some(&"+") if !lines.is_empty() => lines.push(cols[3].to_owned()),
+                Some(_) if !lines.is_empty() => break,
+                _ => {}
+            }
+        }
+        lines
+    }
+
+    /// A loop of one table whose figures change: the first three snapshots
+    /// and the last are read, the rest counted, the repeat cites headers.
+    #[test]
+    fn a_loop_of_one_table_is_counted_past_the_first_snapshots() {
+        let table = table();
+        assert!(table.len() > 20, "{}", table.len());
+        let mut reader = TableReader::new();
+        reader.aggregate(Repeats { first: 3, last: 2 });
+        let (mut facts, mut kept) = (Facts::default(), KeptLines::default());
+        let mut n = 0;
+        for i in 0..40 {
+            for line in &table {
+                n += 1;
+                // The memory figures change from one snapshot to the next.
+                let text = line.replace("55295MiB", &format!("{}MiB", 55295 + i * 7));
+                let span = Span {
+                    source: SourceId(0),
+                    line: n,
+                };
+                kept.push(n, &text);
+                let mut out = Out {
+                    facts: &mut facts,
+                    kept: &mut kept,
+                };
+                reader.read(&Line::bare(span, &text), &mut out);
+            }
+        }
+        let mut out = Out {
+            facts: &mut facts,
+            kept: &mut kept,
+        };
+        reader.finish(&mut out);
+        assert_eq!(
+            facts.smi_headers.len(),
+            4,
+            "three read first, the last at the end"
+        );
+        let size = table.len() as u32;
+        let last = facts.smi_headers.last().expect("headers").span.line;
+        assert!(last > 39 * size, "the last snapshot is read: {last}");
+        assert_eq!(facts.repeats.len(), 1);
+        let r = &facts.repeats[0];
+        assert_eq!((r.count, r.read, r.kept_last), (40, 3, 1));
+        assert_eq!(r.last.line, last);
+        // What is cited is kept; a counted snapshot's lines are not.
+        assert!(
+            kept.get(r.first.line)
+                .is_some_and(|t| t.contains("NVIDIA-SMI"))
+        );
+        assert!(kept.get(last).is_some());
+        assert!(kept.get(10 * size + 3).is_none());
+    }
+}
