@@ -60,6 +60,10 @@ pub struct Incident {
     pub frame: TimeFrame,
     /// The kept lines that are messages of the upstream catalogs.
     pub known: Vec<Known>,
+    /// [`Incident::gpu_by_bus_id`]'s answers, by bus: built on the first
+    /// question (a rule may ask once per message, and each answer was a
+    /// walk over every kernel event).
+    by_bus: std::sync::OnceLock<std::collections::HashMap<crate::model::BusId, usize>>,
 }
 
 /// Correlates without a manifest: zone-less times read as UTC.
@@ -93,6 +97,7 @@ pub fn correlate_with(mut facts: Facts, clock: &Clock) -> Incident {
         times,
         frame,
         known,
+        by_bus: std::sync::OnceLock::new(),
     }
 }
 
@@ -167,26 +172,50 @@ impl Incident {
     /// GPU-<uuid>` lines, joined through the UUID.
     pub fn gpu_by_bus_id(&self, bus_id: &str) -> Option<&Gpu> {
         let key = gpus::bus_key(bus_id)?;
-        let same = |b: &Option<String>| b.as_deref().and_then(gpus::bus_key) == Some(key);
-        if let Some(g) = self.gpus.iter().find(|g| same(&g.bus_id)) {
-            return Some(g);
+        let by_bus = self.by_bus.get_or_init(|| self.gpus_by_bus());
+        by_bus.get(&key).and_then(|&i| self.gpus.get(i))
+    }
+
+    /// Each bus's GPU (its index in `gpus`): the GPU record that names the
+    /// bus, else the first health record of that bus whose GPU is known,
+    /// else the first kernel line that ties the bus to a known UUID.
+    fn gpus_by_bus(&self) -> std::collections::HashMap<crate::model::BusId, usize> {
+        let mut map = std::collections::HashMap::new();
+        for (i, g) in self.gpus.iter().enumerate() {
+            if let Some(key) = g.bus_id.as_deref().and_then(gpus::bus_key) {
+                map.entry(key).or_insert(i);
+            }
         }
-        let by_health = self.facts.gpu_health.iter().filter(|h| same(&h.bus_id));
-        for h in by_health {
-            let g = self.gpus.iter().find(|g| {
+        for h in &self.facts.gpu_health {
+            let Some(key) = h.bus_id.as_deref().and_then(gpus::bus_key) else {
+                continue;
+            };
+            if map.contains_key(&key) {
+                continue;
+            }
+            let g = self.gpus.iter().position(|g| {
                 (h.uuid.is_some() && g.uuid == h.uuid)
                     || (h.uuid.is_none() && h.index == Some(g.index))
             });
-            if g.is_some() {
-                return g;
+            if let Some(i) = g {
+                map.insert(key, i);
             }
         }
-        self.facts.kernel_events.iter().find_map(|e| match &e.kind {
-            KernelEventKind::GpuAtBus { bus_id, uuid } if gpus::bus_key(bus_id) == Some(key) => {
-                self.gpus.iter().find(|g| g.uuid.as_ref() == Some(uuid))
+        for e in &self.facts.kernel_events {
+            let KernelEventKind::GpuAtBus { bus_id, uuid } = &e.kind else {
+                continue;
+            };
+            let Some(key) = gpus::bus_key(bus_id) else {
+                continue;
+            };
+            if map.contains_key(&key) {
+                continue;
             }
-            _ => None,
-        })
+            if let Some(i) = self.gpus.iter().position(|g| g.uuid.as_ref() == Some(uuid)) {
+                map.insert(key, i);
+            }
+        }
+        map
     }
 
     /// Every Xid the kernel reported, with the event that carries its time

@@ -348,8 +348,17 @@ impl Aggregator {
         };
         kept.format = format;
         kept.message = message;
-        kept.lines.clear();
-        kept.lines.push((n, text.to_owned()));
+        // The oldest kept line's buffer takes the new one: no allocation
+        // per counted line.
+        kept.lines.truncate(1);
+        match kept.lines.first_mut() {
+            Some((m, buffer)) => {
+                *m = n;
+                buffer.clear();
+                buffer.push_str(text);
+            }
+            None => kept.lines.push((n, text.to_owned())),
+        }
         tally.ring.push_back(kept);
         true
     }

@@ -355,7 +355,12 @@ impl Search {
 impl Hot {
     /// Whether a rule's literal is in `line` ([`Anchors::matches`] of the
     /// rules' anchors, searched the same way as [`Self::scan`]).
+    #[cfg(test)]
     pub(crate) fn is_rule(&self, line: &str) -> bool {
+        self.rules().is_rule(line)
+    }
+
+    fn rule_search(&self) -> Option<&Search> {
         self.rules_only
             .get_or_init(|| {
                 let literals: Vec<&str> = self.literals.iter().map(String::as_str).collect();
@@ -363,7 +368,16 @@ impl Hot {
                 (!cover.is_empty()).then(|| Search::new(&cover))
             })
             .as_ref()
-            .is_some_and(|s| s.is_match(line.as_bytes()))
+    }
+
+    /// [`Self::is_rule`] for many lines in a row: the search's cache is
+    /// taken once, not once a line (a kernel log's `NVRM:` lines, a
+    /// parser's anchor first, each ask).
+    pub(crate) fn rules(&self) -> Rules<'_> {
+        Rules {
+            hot: self,
+            cache: None,
+        }
     }
 
     #[cfg(test)]
@@ -416,6 +430,42 @@ impl Hot {
                     found.push((m.start(), m.pattern().as_usize() < self.rules));
                     at = next_line(m.end());
                 }
+            }
+        }
+    }
+}
+
+/// The rules' literals searched line after line ([`Hot::rules`]).
+pub(crate) struct Rules<'a> {
+    hot: &'a Hot,
+    cache: Option<regex_automata::hybrid::dfa::Cache>,
+}
+
+impl Rules<'_> {
+    /// [`Hot::is_rule`].
+    pub(crate) fn is_rule(&mut self, line: &str) -> bool {
+        match self.hot.rule_search() {
+            None => false,
+            Some(Search::Lazy { dfa, caches }) => {
+                let cache = self.cache.get_or_insert_with(|| {
+                    let taken = caches.lock().ok().and_then(|mut c| c.pop());
+                    taken.unwrap_or_else(|| dfa.create_cache())
+                });
+                let input = regex_automata::Input::new(line.as_bytes()).earliest(true);
+                !matches!(dfa.try_search_fwd(cache, &input), Ok(None))
+            }
+            Some(search @ Search::Automaton(_)) => search.is_match(line.as_bytes()),
+        }
+    }
+}
+
+impl Drop for Rules<'_> {
+    fn drop(&mut self) {
+        if let (Some(cache), Some(Search::Lazy { caches, .. })) =
+            (self.cache.take(), self.hot.rule_search())
+        {
+            if let Ok(mut c) = caches.lock() {
+                c.push(cache);
             }
         }
     }

@@ -42,6 +42,7 @@ mod read;
 mod reader;
 mod recognize;
 mod server;
+mod snapshots;
 mod ss;
 mod stream;
 mod systemctl_show;

@@ -159,22 +159,96 @@ struct TableParser<'f> {
 /// Parses one segment; returns the lines it did not recognise (their
 /// indices), which go on to the line-level recognisers.
 pub fn read(lines: &[Line<'_>], facts: &mut Facts) -> Vec<usize> {
-    let mut parser = TableParser {
-        facts,
-        section: Section::Outside,
-        block: None,
-        awaiting_memory: None,
-        last_border_width: None,
-        date: None,
-    };
+    let mut stream = TableStream::default();
     let missed = lines
         .iter()
         .enumerate()
-        .filter(|(_, l)| !parser.feed(l.text, l.span))
+        .filter(|(_, l)| !stream.feed(l.text, l.span, facts))
         .map(|(i, _)| i)
         .collect();
-    parser.close_block();
+    stream.close(facts);
     missed
+}
+
+/// The table parser between lines: [`read`] a line at a time, for a reader
+/// that parses a segment as it streams (`ingest::snapshots`).
+#[derive(Debug)]
+pub(super) struct TableStream {
+    section: Section,
+    block: Option<ProcessBlock>,
+    awaiting_memory: Option<usize>,
+    last_border_width: Option<usize>,
+    date: Option<Timestamp>,
+}
+
+impl Default for TableStream {
+    fn default() -> Self {
+        TableStream {
+            section: Section::Outside,
+            block: None,
+            awaiting_memory: None,
+            last_border_width: None,
+            date: None,
+        }
+    }
+}
+
+impl TableStream {
+    /// Reads one line; returns whether it was recognised.
+    pub(super) fn feed(&mut self, text: &str, span: Span, facts: &mut Facts) -> bool {
+        self.with(facts, |parser| parser.feed(text, span))
+    }
+
+    /// The end of the segment: the open process block becomes its listing.
+    pub(super) fn close(&mut self, facts: &mut Facts) {
+        self.with(facts, |parser| parser.close_block());
+    }
+
+    fn with<T>(&mut self, facts: &mut Facts, f: impl FnOnce(&mut TableParser<'_>) -> T) -> T {
+        let mut parser = TableParser {
+            facts,
+            section: self.section,
+            block: self.block.take(),
+            awaiting_memory: self.awaiting_memory,
+            last_border_width: self.last_border_width,
+            date: self.date.take(),
+        };
+        let out = f(&mut parser);
+        self.section = parser.section;
+        self.block = parser.block.take();
+        self.awaiting_memory = parser.awaiting_memory;
+        self.last_border_width = parser.last_border_width;
+        self.date = parser.date.take();
+        out
+    }
+}
+
+/// Whether `text` (trimmed) starts a snapshot: the `ctime` date line
+/// `nvidia-smi` prints above each table, or the header row.
+pub(super) fn starts_snapshot(text: &str) -> Snapshot {
+    let text = text.trim();
+    if text.as_bytes().first().is_some_and(u8::is_ascii_uppercase) && DATE.is_match(text) {
+        return Snapshot::Date;
+    }
+    if text.starts_with("| NVIDIA-SMI") || text.starts_with("NVIDIA-SMI ") {
+        return Snapshot::Header;
+    }
+    if text.starts_with('+') {
+        return Snapshot::Border;
+    }
+    Snapshot::Other
+}
+
+/// What a line is to the snapshots of an `nvidia-smi -l` loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Snapshot {
+    /// The date line above a table.
+    Date,
+    /// The header row (`| NVIDIA-SMI 570… Driver Version: …`).
+    Header,
+    /// A border (`+---…+`): the one right above a header opens its table.
+    Border,
+    Other,
 }
 
 /// The number of lines [`read`] did not recognise.

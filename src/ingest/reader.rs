@@ -15,8 +15,9 @@
 use super::journal_short::{Ident, JournalReader};
 use super::read::{Out, Read};
 use super::recognize::{Except, LineReader, Tally};
+use super::snapshots::TableReader;
 use super::{Format, Line, Missed, parse_segment};
-use crate::model::{Facts, Framework};
+use crate::model::Framework;
 use crate::source::{KeptLines, Span};
 
 /// The reader of one segment.
@@ -37,6 +38,9 @@ pub(super) enum SegmentReader {
         continued: bool,
         lines: Box<LineReader>,
     },
+    /// An `nvidia-smi` table segment, parsed a snapshot at a time, repeated
+    /// snapshots counted ([`super::snapshots`]).
+    Table(Box<TableReader>),
     /// A small format, parsed whole at the end of its segment.
     Buffered {
         format: Format,
@@ -102,6 +106,7 @@ impl SegmentReader {
                 Box::new(LineReader::new(Except::Kernel)),
             ),
             Format::Unknown => SegmentReader::Unknown(Box::new(LineReader::new(Except::Nothing))),
+            Format::NvidiaSmiTable => SegmentReader::Table(Box::new(TableReader::new())),
             Format::ShellPrompt => SegmentReader::Prompt {
                 first: true,
                 continued: false,
@@ -151,6 +156,7 @@ impl SegmentReader {
                 }
                 lines.read(line, hot, out)
             }
+            SegmentReader::Table(r) => r.read(line, out),
             SegmentReader::Buffered { lines, .. } => {
                 lines.push((line.span, line.text.to_owned()));
                 Read::Parsed
@@ -158,8 +164,17 @@ impl SegmentReader {
         }
     }
 
+    /// Counts repeats within `limits` where the reader aggregates whole
+    /// blocks itself (an `nvidia-smi -l` loop's snapshots).
+    pub(super) fn aggregate(&mut self, limits: super::aggregate::Repeats) {
+        if let SegmentReader::Table(r) = self {
+            r.aggregate(limits);
+        }
+    }
+
     /// Closes the segment: what it did not turn into facts.
-    pub(super) fn finish(self, facts: &mut Facts) -> Tally {
+    pub(super) fn finish(self, out: &mut Out<'_>) -> Tally {
+        let facts = &mut *out.facts;
         match self {
             SegmentReader::Journal(mut r) => Tally::unrecognized(r.finish(facts)),
             SegmentReader::Json(mut r) => Tally::unrecognized(r.finish(facts)),
@@ -176,6 +191,7 @@ impl SegmentReader {
             SegmentReader::Unknown(lines) | SegmentReader::Prompt { lines, .. } => {
                 lines.finish(facts)
             }
+            SegmentReader::Table(r) => r.finish(out),
             SegmentReader::Buffered { format, lines } => {
                 let lines: Vec<Line<'_>> = lines
                     .iter()
@@ -228,7 +244,10 @@ mod tests {
     #[test]
     fn streams_says_which_formats_get_a_line_at_a_time_reader() {
         for format in Format::ALL {
-            let buffered = matches!(SegmentReader::new(format), SegmentReader::Buffered { .. });
+            let buffered = matches!(
+                SegmentReader::new(format),
+                SegmentReader::Buffered { .. } | SegmentReader::Table(_)
+            );
             assert_eq!(SegmentReader::streams(format), !buffered, "{format:?}");
         }
     }

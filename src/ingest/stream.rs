@@ -150,6 +150,7 @@ fn read_source(
         reader: None,
         format: Format::Unknown,
         repeats: Aggregator::new(settings.repeats),
+        limits: settings.repeats,
         pending: Vec::new(),
         facts: Facts::default(),
         inputs: Vec::new(),
@@ -315,6 +316,7 @@ impl Batch {
                 self.found.clear();
                 hot.scan(&self.text.as_bytes()[first..last], &mut self.found);
                 let mut next = 0;
+                let mut rules = hot.rules();
                 for i in from..end {
                     let end = self.lines[i].1 - first;
                     let (mut found, mut rule) = (false, false);
@@ -324,7 +326,7 @@ impl Batch {
                         next += 1;
                     }
                     // A parser's anchor came first: a rule's may follow.
-                    let message = rule || found && hot.is_rule(self.line(i));
+                    let message = rule || found && rules.is_rule(self.line(i));
                     // A skimmed line costs nothing to keep: only lines read
                     // in full are aggregated, those with an anchor and
                     // PID 1's (read in full whatever their text).
@@ -386,6 +388,8 @@ struct InputReader {
     format: Format,
     /// Repeated lines counted instead of read; `None` reads every line.
     repeats: Option<Aggregator>,
+    /// How many repeats are read: for readers that aggregate whole blocks.
+    limits: Repeats,
     /// Lines before the first strong line, for the first segment's reader:
     /// the input's first lines, so a fresh [`Peeler`] peels them again as
     /// they were peeled.
@@ -494,6 +498,7 @@ impl InputReader {
                     self.close(closed, reader);
                 }
                 let mut reader = SegmentReader::new(format);
+                reader.aggregate(self.limits);
                 self.format = format;
                 self.feed_pending(&mut reader);
                 if read {
@@ -584,7 +589,11 @@ impl InputReader {
     }
 
     fn close(&mut self, segment: Segment, reader: SegmentReader) {
-        let tally = reader.finish(&mut self.facts);
+        let mut out = Out {
+            facts: &mut self.facts,
+            kept: &mut self.kept,
+        };
+        let tally = reader.finish(&mut out);
         if let Some(inside) = self.provenance.segment(segment.format) {
             self.facts.embedded.push(EmbeddedBlock {
                 first: self.span(segment.first_line),
@@ -670,7 +679,10 @@ impl InputReader {
                 }
                 if reader.as_ref().is_none_or(|(f, _)| *f != last.format) {
                     if let Some((_, done)) = reader.take() {
-                        done.finish(&mut self.facts);
+                        done.finish(&mut Out {
+                            facts: &mut self.facts,
+                            kept: &mut self.kept,
+                        });
                     }
                     reader = Some((last.format, SegmentReader::new(last.format)));
                 }
@@ -691,7 +703,10 @@ impl InputReader {
             }
         }
         if let Some((_, done)) = reader.take() {
-            done.finish(&mut self.facts);
+            done.finish(&mut Out {
+                facts: &mut self.facts,
+                kept: &mut self.kept,
+            });
         }
         // What was read last goes where its lines are.
         let facts = &mut self.facts;

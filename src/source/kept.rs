@@ -48,6 +48,43 @@ impl KeptLines {
         self.numbers.len() + self.late.len()
     }
 
+    /// Forgets lines `first..=last` (a reader found them repeats it only
+    /// counts) and appends them to `text`, each line's number and end in
+    /// `text` to `lines`, so that the reader may keep them again.
+    pub fn forget_into(
+        &mut self,
+        first: u32,
+        last: u32,
+        text: &mut String,
+        lines: &mut Vec<(u32, usize)>,
+    ) {
+        let lo = self.numbers.partition_point(|&n| n < first);
+        let hi = self.numbers.partition_point(|&n| n <= last);
+        if lo < hi {
+            let start = if lo == 0 { 0 } else { self.ends[lo - 1] };
+            let end = self.ends[hi - 1];
+            for i in lo..hi {
+                lines.push((self.numbers[i], text.len() + self.ends[i] - start));
+            }
+            text.push_str(&self.text[start..end]);
+            self.text.replace_range(start..end, "");
+            self.numbers.drain(lo..hi);
+            self.ends.drain(lo..hi);
+            for e in &mut self.ends[lo..] {
+                *e -= end - start;
+            }
+        }
+        if self.late.range(first..=last).next().is_some() {
+            let late: Vec<u32> = self.late.range(first..=last).map(|(&n, _)| n).collect();
+            for n in late {
+                if let Some(t) = self.late.remove(&n) {
+                    text.push_str(&t);
+                    lines.push((n, text.len()));
+                }
+            }
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.numbers.is_empty() && self.late.is_empty()
     }

@@ -131,6 +131,16 @@ pub(super) fn is_short(line: &str) -> bool {
 /// Whether this sniffer claims a line that starts with `[` (see
 /// `continues_as` in the parent module): only the monotonic modes can.
 pub(super) fn claims_bracketed(line: &str) -> bool {
+    // Both end their prefix with `kernel: ` or `ident[pid]: `: a dmesg line
+    // has neither, and then no regex runs.
+    static KERNEL: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new("kernel: "));
+    static PID: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new("]: "));
+    let bytes = line.as_bytes();
+    if KERNEL.find(bytes).is_none() && PID.find(bytes).is_none() {
+        return false;
+    }
     JOURNAL_MONOTONIC.is_match(line) || JOURNAL_DELTA.is_match(line)
 }
 
@@ -176,7 +186,12 @@ pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
             Some(_) => None,
         };
     }
-    if PRETTY_FIELD.is_match(line) {
+    // Each test below is gated by a byte its pattern must start with (or
+    // hold): a line of another format pays a few byte tests, not a regex
+    // each (issue 23: the sniffers ran every regex on every line of a
+    // segment without a fast path).
+    let first = line.as_bytes().first().copied().unwrap_or(0);
+    if first == b'\t' && PRETTY_FIELD.is_match(line) {
         return Some(match current {
             Some(Format::JournalJson) => Continue,
             _ => Strong(
@@ -185,28 +200,30 @@ pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
             ),
         });
     }
-    if header_time(line).is_some() {
+    // `… [s=…;i=…;…]` ends a verbose header.
+    if line.contains("[s=") && header_time(line).is_some() {
         return Some(Strong(
             Format::JournalVerbose,
             "timestamp and [s=…;i=…] cursor header (journalctl -o verbose)",
         ));
     }
-    if VERBOSE_FIELD.is_match(line) && current == Some(Format::JournalVerbose) {
+    if first == b' ' && VERBOSE_FIELD.is_match(line) && current == Some(Format::JournalVerbose) {
         return Some(Continue);
     }
-    if JOURNAL_SHORT_ISO.is_match(line) {
+    if first.is_ascii_digit() && JOURNAL_SHORT_ISO.is_match(line) {
         return Some(Strong(
             Format::JournalShortIso,
             "ISO timestamp, host, ident[pid]: (journalctl -o short-iso)",
         ));
     }
-    if WITH_UNIT.is_match(line) {
+    let weekday = first.is_ascii_uppercase();
+    if weekday && WITH_UNIT.is_match(line) {
         return Some(Strong(
             Format::JournalWithUnit,
             "weekday timestamp, host, unit[pid]: (journalctl -o with-unit)",
         ));
     }
-    if JOURNAL_FULL.is_match(line) {
+    if weekday && JOURNAL_FULL.is_match(line) {
         // A with-unit dump prints the identifier for entries without a
         // unit (the kernel's): such lines stay in its segment.
         return Some(match current {
@@ -217,7 +234,7 @@ pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
             ),
         });
     }
-    if JOURNAL_UNIX.is_match(line) {
+    if first.is_ascii_digit() && JOURNAL_UNIX.is_match(line) {
         return Some(Strong(
             Format::JournalShortUnix,
             "epoch seconds, host, ident[pid]: (journalctl -o short-unix)",
@@ -229,19 +246,19 @@ pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
             "syslog timestamp, host, ident[pid]: (journalctl -o short)",
         ));
     }
-    if JOURNAL_MONOTONIC.is_match(line) {
+    if first == b'[' && JOURNAL_MONOTONIC.is_match(line) {
         return Some(Strong(
             Format::JournalShortMonotonic,
             "[seconds since boot], host, ident[pid]: (journalctl -o short-monotonic)",
         ));
     }
-    if JOURNAL_DELTA.is_match(line) {
+    if first == b'[' && JOURNAL_DELTA.is_match(line) {
         return Some(Strong(
             Format::JournalShortDelta,
             "[seconds since boot <delta>], host, ident[pid]: (journalctl -o short-delta)",
         ));
     }
-    if is_marker(line) {
+    if first == b'-' && is_marker(line) {
         return Some(if is_journal_text(current) {
             Continue
         } else {

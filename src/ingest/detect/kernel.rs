@@ -33,18 +33,78 @@ re!(
 /// A `dmesg` line with its time in brackets (see `continues_as` in the
 /// parent module).
 pub(super) fn is_bracketed(line: &str) -> bool {
-    UPTIME.is_match(line) || CTIME.is_match(line)
+    plain_uptime(line.as_bytes()) || UPTIME.is_match(line) || CTIME.is_match(line)
+}
+
+/// `[ 8712.345678] `, read by position: the common form of [`UPTIME`]
+/// (what `dmesg` prints), so that most kernel lines need no regex.
+fn plain_uptime(bytes: &[u8]) -> bool {
+    if bytes.first() != Some(&b'[') {
+        return false;
+    }
+    let mut at = 1;
+    while bytes.get(at) == Some(&b' ') {
+        at += 1;
+    }
+    let digits = bytes[at..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    if digits == 0 || bytes.get(at + digits) != Some(&b'.') {
+        return false;
+    }
+    at += digits + 1;
+    let fraction = bytes[at..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    (fraction == 6 || fraction == 3) && bytes.get(at + fraction..at + fraction + 2) == Some(b"] ")
 }
 
 pub(super) fn sniff(line: &str, _current: Option<Format>) -> Option<Class> {
-    if UPTIME.is_match(line) || CTIME.is_match(line) || ISO.is_match(line) {
+    let first = line.as_bytes().first().copied().unwrap_or(0);
+    if (first == b'[' && (UPTIME.is_match(line) || CTIME.is_match(line)))
+        || (first.is_ascii_digit() && ISO.is_match(line))
+    {
         return Some(Class::Strong(
             Format::Dmesg,
             "[uptime] / [ctime] / ISO kernel timestamp (dmesg)",
         ));
     }
-    BARE.is_match(line).then_some(Class::Strong(
+    // Each of BARE's messages holds one of these words.
+    static WORDS: std::sync::LazyLock<aho_corasick::AhoCorasick> = std::sync::LazyLock::new(|| {
+        aho_corasick::AhoCorasick::new(["NVRM: ", "oom", "of memory"]).expect("literals")
+    });
+    (WORDS.is_match(line) && BARE.is_match(line)).then_some(Class::Strong(
         Format::Dmesg,
         "NVRM or OOM-killer line without a timestamp (dmesg -t)",
     ))
+}
+
+#[cfg(test)]
+mod fast_tests {
+    use super::*;
+
+    /// The positional test claims only what the regex does.
+    #[test]
+    fn plain_uptime_is_a_case_of_the_regex() {
+        for line in [
+            "[ 8712.345678] NVRM: Xid",
+            "[    2.345678] usb 1-1: new",
+            "[12.345] x",
+            "[ 8712.34567] x",
+            "[ 8712.3456789] x",
+            "[.345678] x",
+            "[ 8712.345678]x",
+            "[ 8712.345678",
+            "[",
+            "[ ",
+        ] {
+            if plain_uptime(line.as_bytes()) {
+                assert!(UPTIME.is_match(line), "{line}");
+            }
+        }
+        assert!(plain_uptime(b"[ 8712.345678] NVRM: Xid"));
+        assert!(!plain_uptime(b"[ 8712.3456789] x"));
+    }
 }

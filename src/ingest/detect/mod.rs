@@ -46,7 +46,8 @@ impl Segmenter {
     /// Whether `line` is, for certain, a strong line of the open segment's
     /// format ([`continues_as`]): a journal, SGLang or dmesg line on its
     /// fast path, which no frame stands in front of (they start with their
-    /// own time); [`Segmenter::line`] takes it as it would.
+    /// own time), or an nvidia-smi table's row or border (no frame starts
+    /// with `|` or `+`); [`Segmenter::line`] takes it as it would.
     pub(super) fn continues_fast(&self, line: &str) -> bool {
         self.hint.is_none()
             && self
@@ -134,6 +135,38 @@ pub(super) fn continues_as(line: &str, format: Format) -> bool {
             bytes.first() == Some(&b'[')
                 && kernel::is_bracketed(line)
                 && !journal::claims_bracketed(line)
+        }
+        // A `|…|` row or a `+---+` border: the nvidia-smi sniffer claims
+        // it for the table (or lets it continue one), and of the sniffers
+        // before it only the kernel's bare OOM line could start with any
+        // byte. No frame starts with `|` or `+`; a spelled escape code
+        // (`[0m`) is left to the peeler.
+        Format::NvidiaSmiTable => {
+            let text = line.trim_end();
+            let t = text.as_bytes();
+            let row = || {
+                t.len() >= 2
+                    && t.last() == Some(&b'|')
+                    && !text.contains("invoked oom-killer")
+                    && !text.contains("[0m")
+            };
+            let border = || {
+                t.len() >= 22
+                    && t.last() == Some(&b'+')
+                    && t.iter().all(|b| matches!(b, b'-' | b'=' | b'+'))
+            };
+            // An in-table rule (`|----+----+`): bars and dashes only, which
+            // no sniffer claims.
+            let rule = || {
+                t.len() >= 3
+                    && t.last() == Some(&b'+')
+                    && t.iter().all(|b| matches!(b, b'-' | b'=' | b'+' | b'|'))
+            };
+            match t.first() {
+                Some(b'|') => row() || rule(),
+                Some(b'+') => border(),
+                _ => false,
+            }
         }
         _ => false,
     }
@@ -573,6 +606,7 @@ Sat 2024-06-01 12:00:05 UTC gpu-node-7 kernel: NVRM: Xid (PCI:0000:1a:00): 79
             Format::JournalShort,
             Format::SglangLog,
             Format::Dmesg,
+            Format::NvidiaSmiTable,
         ];
         let mut claimed = 0;
         for line in &lines {
@@ -581,6 +615,8 @@ Sat 2024-06-01 12:00:05 UTC gpu-node-7 kernel: NVRM: Xid (PCI:0000:1a:00): 79
                     claimed += 1;
                     match sniff(line, Some(format)) {
                         Class::Strong(f, _) if f == format => {}
+                        // A table's rows continue it.
+                        Class::Continue if format == Format::NvidiaSmiTable => {}
                         Class::Strong(f, _) => panic!("{line}: fast {format:?}, sniffers {f:?}"),
                         Class::Continue => panic!("{line}: fast {format:?}, sniffers continue"),
                     }

@@ -78,7 +78,14 @@ enum Kind {
 
 pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
     use Class::*;
-    if let Some(c) = VIEWER.captures(line) {
+    // Each pattern is gated by a byte it must start with (or hold): a line
+    // of another format pays byte tests, not a regex each (issue 23).
+    let first = line.as_bytes().first().copied().unwrap_or(0);
+    if let Some(c) = first
+        .is_ascii_digit()
+        .then(|| VIEWER.captures(line))
+        .flatten()
+    {
         let rest = c.name("rest").map_or("", |m| m.as_str());
         // Nanoseconds and a zone are what docker and kubectl print; with
         // anything less, trust it only in front of server output.
@@ -89,7 +96,7 @@ pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
             ));
         }
     }
-    if let Some(c) = COMPOSE.captures(line) {
+    if let Some(c) = memchr::memchr(b'|', line.as_bytes()).and_then(|_| COMPOSE.captures(line)) {
         let rest = c.name("rest").map_or("", |m| m.as_str());
         if COMPOSE_REPLICA.is_match(&c["name"]) || kind(rest).is_some() {
             return Some(Strong(
@@ -98,7 +105,7 @@ pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
             ));
         }
     }
-    if CHECK_ENV.is_match(line) {
+    if matches!(first, b'P' | b'C' | b'N') && CHECK_ENV.is_match(line) {
         return Some(match current {
             Some(Format::SglangCheckEnv) => Continue,
             _ => Strong(
@@ -132,10 +139,11 @@ fn carries_content(format: Format) -> bool {
 fn kind(line: &str) -> Option<Kind> {
     // Open MPI's `[1,3]<stdout>:` (PRRTE: `[nspace@1,3]<stdout>: `) tags
     // whatever a rank prints: the line under it says what it is.
-    if let Some(c) = MPI_TAG.captures(line) {
+    let first = line.as_bytes().first().copied().unwrap_or(0);
+    if let Some(c) = (first == b'[').then(|| MPI_TAG.captures(line)).flatten() {
         return kind(c.name("rest").map_or("", |m| m.as_str()));
     }
-    if let Some(c) = PROCESS.captures(line) {
+    if let Some(c) = (first == b'(').then(|| PROCESS.captures(line)).flatten() {
         if c.name("name")
             .is_some_and(|n| is_vllm_process_name(n.as_str()))
         {
@@ -154,31 +162,33 @@ fn kind(line: &str) -> Option<Kind> {
         };
     }
     // NCCL ≥ 2.26 stamps `[YYYY-MM-DD HH:MM:SS] `, like SGLang's main process.
-    if NCCL.is_match(line) {
+    static NCCL_WORD: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new("NCCL "));
+    if NCCL_WORD.find(line.as_bytes()).is_some() && NCCL.is_match(line) {
         return Some(Kind::Content(
             Format::NcclLog,
             "NCCL debug line `host:pid:tid [dev] NCCL …`",
         ));
     }
-    if SGLANG.is_match(line) {
+    if first == b'[' && SGLANG.is_match(line) {
         return Some(Kind::Framework(
             Format::SglangLog,
             "[YYYY-MM-DD HH:MM:SS rank] prefix (SGLang)",
         ));
     }
-    if VLLM.is_match(line) {
+    if matches!(first, b'D' | b'I' | b'W' | b'E' | b'C') && VLLM.is_match(line) {
         return Some(Kind::Framework(
             Format::VllmLog,
             "LEVEL MM-DD HH:MM:SS [file.py:N] prefix (vLLM)",
         ));
     }
-    if C10.is_match(line) || TORCH_RANK.is_match(line) {
+    if first == b'[' && (C10.is_match(line) || TORCH_RANK.is_match(line)) {
         return Some(Kind::Content(
             Format::TorchLog,
             "PyTorch c10 `[E601 … file.cpp:N]` or `[rankN]:` prefix",
         ));
     }
-    if PYTHON.is_match(line) {
+    if matches!(first, b'T' | b't') && PYTHON.is_match(line) {
         return Some(Kind::Content(
             Format::PythonTraceback,
             "Python traceback or C++ abort",
