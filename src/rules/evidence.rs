@@ -117,9 +117,9 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         StaleServingInstance,
-        "a unit that did not stop in time, its processes surviving SIGKILL",
+        "a unit that did not stop in time and was SIGKILLed: what the old instance held (its port, its GPU memory) outlives the stop",
         Rule("systemd-stop-timeout"),
-        None,
+        Some("fixtures/real/443-snap-llama-server-final-sigterm-timeout-sigkill"),
     ),
     cell(
         StaleServingInstance,
@@ -209,9 +209,9 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         ServerException,
-        "death by a signal or a core dump, once (not a loop)",
-        Gap("a single death is not explained yet"),
-        None,
+        "death by a signal or a core dump, once (not a loop): a unit's main process, a job the shell reports, a child the server reports (Ollama's runner, vLLM's worker)",
+        Rule("process-died"),
+        Some("fixtures/rules/process-died/pos-ollama-runner-segfault-core-dumped"),
     ),
     cell(
         ServerHang,
@@ -230,7 +230,13 @@ pub const MATRIX: &[Cell] = &[
         ServerHang,
         "SGLang's watchdog killing a forward batch that never finished",
         Rule("sglang-watchdog-timeout"),
-        None,
+        Some("fixtures/rules/sglang-watchdog-timeout/pos-tp8-watchdog-then-killed-top"),
+    ),
+    cell(
+        ServerHang,
+        "a unit's processes surviving SIGKILL (`Processes still around after SIGKILL`, a PID killed again): stuck in the kernel",
+        Rule("systemd-stop-timeout"),
+        Some("fixtures/rules/systemd-stop-timeout/pos-user-unit-survivor-gpu-no-progress"),
     ),
     cell(
         ServerHang,
@@ -259,14 +265,32 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         XidOther,
-        "`gpu_recovery_action` or DCGM health and diagnostic results",
-        Gap("not read yet"),
+        "nvidia-smi's `GPU Recovery Action` other than None (or `Reset Required: Yes`) with no memory fault shown",
+        Rule("ecc-uncorrectable-or-remap-pending"),
+        Some(
+            "fixtures/rules/ecc-uncorrectable-or-remap-pending/pos-err-gpu14-recovery-action-reset",
+        ),
+    ),
+    cell(
+        XidOther,
+        "a hardware slowdown among nvidia-smi's clock event reasons (`HW Power Brake Slowdown : Active`, thermal)",
+        Gap(
+            "not read yet: one real sample found (fixtures/real-incoming/batch-e/715), a rule needs two",
+        ),
+        None,
+    ),
+    cell(
+        XidOther,
+        "DCGM health and diagnostic results (`dcgmi health -c`, `dcgmi diag` with a `Fail`)",
+        Gap(
+            "not read yet: every failing `dcgmi diag` table found in public threads is cut before its failing row",
+        ),
         None,
     ),
     cell(
         EccUncorrectable,
-        "retired pages pending",
-        Gap("not read yet"),
+        "retired pages pending (`Pending Page Blacklist : Yes`)",
+        Rule("ecc-uncorrectable-or-remap-pending"),
         None,
     ),
     cell(XidOther, "an NVSwitch SXid", Row("kernel.sxid"), None),

@@ -29,7 +29,10 @@ Pending: Yes`, `Remapping Failure Occurred: Yes`, banks without spare rows,
 `SRAM Threshold Exceeded: Yes`, pre-Ampere `Pending Page Blacklist: Yes`,
 `Reset Required: Yes` or a `GPU Recovery Action` other than `None`; or the
 table's `Volatile Uncorr. ECC` column is above zero. Correctable counts
-alone are normal wear and are not reported.
+alone are normal wear and are not reported. A reset asked for (`Reset
+Required: Yes`, a recovery action) with no memory fault shown is reported
+as `xid-other`: the GPU is in a bad state after a fault the captures do not
+name.
 
 ## Why it happens
 A memory cell failed. The repair (a row remap, a page retirement) is
@@ -164,6 +167,14 @@ fn check_gpu(incident: &Incident, gpu: &GpuAt<'_>, healths: &[&GpuHealth], out: 
     let pending = sick.remap_pending || sick.retirement_pending;
     if !(sick.rma() || volatile || needs_reset || pending || sick.uncorrectable) {
         return;
+    }
+    // A reset asked for (`GPU Recovery Action: Reset`, `Reset Required:
+    // Yes`) with no memory fault in sight: the GPU is in a bad state after a
+    // fault whose Xid is not in the captures, not known to be its memory.
+    let memory =
+        sick.uncorrectable || volatile || sick.rma() || pending || uncorrectable_rows.is_some();
+    if !memory {
+        f.category = Category::XidOther;
     }
     f.severity = if sick.rma() {
         Severity::Critical

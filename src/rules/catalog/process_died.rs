@@ -33,9 +33,12 @@ pub static META: RuleMeta = RuleMeta {
 A process died, and no more specific finding explains it: a unit's main
 process killed by a signal (`Main process exited, code=killed,
 status=6/ABRT`), dumping core (`code=dumped, status=11/SEGV`, `Active:
-failed (Result: core-dump)`), or a job the shell reports killed (`line 22:
-103525 Killed python -m …`). The finding says how it died, when, and its
-last words: the last error lines the same unit or PID printed before.
+failed (Result: core-dump)`), a job the shell reports killed (`line 22:
+103525 Killed python -m …`), or a child a server reports lost to a signal
+(Ollama's `llama runner process has terminated: signal: segmentation fault
+(core dumped)`). The finding says how it died, when, and its last words: the
+last error lines the same unit or PID printed before, or what the server
+quotes of them.
 
 ## Why it happens
 A crash in native code (SIGSEGV, SIGBUS), a failed assertion or an uncaught
@@ -73,6 +76,43 @@ struct Death {
     /// 'core-dump'`, a status block's `Active: failed (Result: …)`), cited
     /// so that the catalog's row for that line is not said twice.
     verdicts: Vec<Span>,
+    /// What the process said as it died, printed on the death's own line
+    /// (Ollama appends the runner's last error: `signal: aborted (core
+    /// dumped) CUDA error: …`).
+    said: Option<String>,
+    /// Who died, where the server that lost it names it (`Ollama's model
+    /// runner`); else it is said from the unit and PID.
+    who: Option<String>,
+}
+
+/// The catalog row that reports a process's death and how it ended: a
+/// server's own account of a child it lost. Each wording across versions
+/// is the row's; what this rule needs is the capture that says how.
+const OLLAMA_RUNNER: &str = "stacks-ollama.runner-terminated";
+
+/// Linux signal numbers by the names Go's `os.ProcessState` prints them
+/// (`signal: segmentation fault (core dumped)`, syscall's signal table) and
+/// by their abbreviations.
+const SIGNALS: &[(&str, &str, u32)] = &[
+    ("hangup", "HUP", 1),
+    ("interrupt", "INT", 2),
+    ("quit", "QUIT", 3),
+    ("illegal instruction", "ILL", 4),
+    ("trace/breakpoint trap", "TRAP", 5),
+    ("aborted", "ABRT", 6),
+    ("bus error", "BUS", 7),
+    ("floating point exception", "FPE", 8),
+    ("killed", "KILL", 9),
+    ("segmentation fault", "SEGV", 11),
+    ("terminated", "TERM", 15),
+];
+
+/// A signal number as systemd's `status=N/NAME` reads, for [`exit_meaning`].
+fn status_of(number: u32) -> String {
+    SIGNALS
+        .iter()
+        .find(|(_, _, n)| *n == number)
+        .map_or(number.to_string(), |(_, abbr, n)| format!("{n}/{abbr}"))
 }
 
 /// The signals a stop sends (systemd's, a shell's Ctrl-C, a hang-up): a
@@ -114,6 +154,7 @@ impl Rule for ProcessDied {
         for death in unit_deaths(incident)
             .into_iter()
             .chain(shell_deaths(incident))
+            .chain(row_deaths(incident))
         {
             if death.signalled {
                 out.push(finding(incident, &death));
@@ -205,6 +246,8 @@ fn unit_deaths(incident: &Incident) -> Vec<Death> {
                 signalled: true,
                 crashed,
                 verdicts,
+                said: None,
+                who: None,
             });
         }
     }
@@ -230,10 +273,99 @@ fn shell_deaths(incident: &Incident) -> Vec<Death> {
                 signalled: true,
                 crashed: is_crash(signal),
                 verdicts: Vec::new(),
+                said: None,
+                who: None,
             }),
             _ => None,
         })
         .collect()
+}
+
+/// Deaths a server reports of a child it started: Ollama's runner ended by
+/// a signal (`signal: segmentation fault (core dumped)`, what Go's
+/// `os.ProcessState` prints). A stop signal is no death. (vLLM V0's
+/// `Worker … died, exit code: -N` is `vllm-engine-core-failed`'s.)
+fn row_deaths(incident: &Incident) -> Vec<Death> {
+    let mut out = Vec::new();
+    for (m, hit) in incident.known(OLLAMA_RUNNER) {
+        if explained_elsewhere(incident, m, OLLAMA_RUNNER) {
+            continue;
+        }
+        let Some(why) = hit
+            .get("why")
+            .and_then(|w| w.trim().strip_prefix("signal: "))
+        else {
+            continue;
+        };
+        let Some((name, _, number)) = SIGNALS
+            .iter()
+            .filter(|(name, _, _)| why.starts_with(name))
+            .max_by_key(|(name, _, _)| name.len())
+        else {
+            continue;
+        };
+        let after = why[name.len()..].trim_start();
+        let (dumped, rest) = match after.strip_prefix("(core dumped)") {
+            Some(rest) => (true, rest.trim()),
+            None => (false, after.trim()),
+        };
+        if let Some(d) = signal_death(incident, m, *number, dumped, "Ollama's model runner") {
+            out.push(Death {
+                said: (!rest.is_empty()).then(|| rest.to_owned()),
+                ..d
+            });
+        }
+    }
+    out
+}
+
+/// Whether another catalog row reads the death's own line as a cause
+/// (Ollama's `signal: killed` while loading is a host OOM kill; a quoted
+/// `cudaMalloc failed: out of memory` is CUDA's): the catalog then says
+/// more than a bare death.
+fn explained_elsewhere(incident: &Incident, m: &crate::model::Message, row: &str) -> bool {
+    incident.known.iter().any(|k| {
+        k.hit
+            .row
+            .is_some_and(|r| r.id != row && r.category.is_some())
+            && incident.facts.messages[k.message].span == m.span
+    })
+}
+
+/// One death by signal `number` recorded on message `m`; `None` for a stop.
+fn signal_death(
+    incident: &Incident,
+    m: &crate::model::Message,
+    number: u32,
+    dumped: bool,
+    what: &str,
+) -> Option<Death> {
+    let status = status_of(number);
+    if is_stop(&status) {
+        return None;
+    }
+    let code = if dumped { "dumped" } else { "killed" };
+    let how = exit_meaning(code, &status)
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("signal {status}"));
+    let dumped_text = if dumped { ", and dumped core" } else { "" };
+    let pid = m.pid;
+    let unit = pid.and_then(|p| incident.owner(p)).map(|o| o.unit.clone());
+    let who = match pid {
+        Some(p) => format!("{what} (PID {p})"),
+        None => what.to_owned(),
+    };
+    Some(Death {
+        span: m.span,
+        how: format!("{how}{dumped_text} (signal {status})"),
+        unit,
+        pid,
+        signalled: true,
+        crashed: dumped || is_crash(&status),
+        verdicts: Vec::new(),
+        said: None,
+        who: Some(who),
+    })
 }
 
 fn finding(incident: &Incident, death: &Death) -> Finding {
@@ -246,6 +378,7 @@ fn finding(incident: &Incident, death: &Death) -> Finding {
     };
     let mut f = Finding::new(META.id, META.category, severity);
     let who = match (&death.unit, death.pid) {
+        _ if death.who.is_some() => death.who.clone().unwrap_or_default(),
         (Some(u), Some(p)) => format!("{u}'s main process (PID {p})"),
         (Some(u), None) => format!("{u}'s main process"),
         (None, Some(p)) => format!("process {p}"),
@@ -270,6 +403,7 @@ fn finding(incident: &Incident, death: &Death) -> Finding {
         .as_deref()
         .map(|u| last_words(incident, u, death.span));
     let reason = words.as_ref().and_then(|w| w.reason());
+    let said = death.said.as_deref().or(reason.map(|r| r.message.trim()));
     if let Some(w) = &words {
         f.entities.pids.extend(w.pids.iter().copied());
         for line in &w.lines {
@@ -279,7 +413,7 @@ fn finding(incident: &Incident, death: &Death) -> Finding {
     f.condition("the inputs record the death and how it happened", true);
     f.condition(
         "the process's last error lines before it are in the inputs",
-        reason.is_some(),
+        said.is_some(),
     );
     f.condition("it died once (not a restart loop)", true);
     f.condition(
@@ -288,19 +422,14 @@ fn finding(incident: &Incident, death: &Death) -> Finding {
     );
     f.confidence = confidence(&f, 0.5, 0.7);
     f.title = format!("{who} died: {}", death.how);
-    f.headline = match reason {
-        Some(r) => format!(
-            "{who} died{at}: {}. Its last words: {}",
-            death.how,
-            r.message.trim()
-        ),
+    f.headline = match said {
+        Some(r) => format!("{who} died{at}: {}. Its last words: {r}", death.how),
         None => format!("{who} died{at}: {}.", death.how),
     };
     f.chain.push(format!("{who} is gone"));
     f.chain.push(format!("it died: {}", death.how));
-    if let Some(r) = reason {
-        f.chain
-            .push(format!("after it printed: {}", r.message.trim()));
+    if let Some(r) = said {
+        f.chain.push(format!("after it printed: {r}"));
     }
     if !death.crashed {
         f.actions.push(Action::advice(
@@ -316,4 +445,58 @@ fn finding(incident: &Incident, death: &Death) -> Finding {
         }),
     ));
     f
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::{Category, Severity};
+    use crate::source::{Source, SourceMap};
+
+    fn deaths(text: &str) -> Vec<crate::rules::Finding> {
+        let mut sources = SourceMap::default();
+        sources.add(Source::new("paste", text.as_bytes()));
+        crate::analyze(sources)
+            .diagnosis
+            .findings
+            .into_iter()
+            .filter(|f| f.rule == super::META.id)
+            .collect()
+    }
+
+    #[test]
+    fn a_servers_account_of_a_child_killed_by_a_signal_is_one_death() {
+        // Ollama's wording before and after 0.30 (llama-server as the
+        // runner), each signal as Go's os.ProcessState prints it.
+        let f = deaths(
+            "Error: llama runner process has terminated: signal: segmentation fault (core dumped)\n",
+        );
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(
+            (f[0].category, f[0].severity),
+            (Category::ServerException, Severity::Error)
+        );
+        assert!(f[0].title.contains("SIGSEGV"), "{}", f[0].title);
+        let f = deaths(
+            "Error: 500 Internal Server Error: llama-server process has terminated: signal: bus error (core dumped)\n",
+        );
+        assert!(f.len() == 1 && f[0].title.contains("SIGBUS"), "{f:?}");
+        // What Ollama quotes after the signal is the runner's last words
+        // (https://github.com/ollama/ollama/issues/5295).
+        let f = deaths(
+            "Error: llama runner process has terminated: signal: aborted (core dumped) CUDA error: CUBLAS_STATUS_EXECUTION_FAILED\n",
+        );
+        assert!(
+            f.len() == 1 && f[0].headline.contains("CUBLAS_STATUS_EXECUTION_FAILED"),
+            "{f:?}"
+        );
+        // Words a catalog row reads as a cause say more than the death.
+        assert!(deaths("Error: llama runner process has terminated: signal: aborted (core dumped) CUDA error: an illegal memory access was encountered\n").is_empty());
+        // A kill from outside is a warning; a stop is no death.
+        let f = deaths("Error: llama runner process has terminated: signal: killed\n");
+        assert!(f.iter().all(|f| f.severity == Severity::Warning), "{f:?}");
+        assert!(
+            deaths("Error: llama runner process has terminated: signal: terminated\n").is_empty()
+        );
+        assert!(deaths("Error: llama runner process has terminated: exit status 2\n").is_empty());
+    }
 }

@@ -13,7 +13,7 @@ static META: RuleMeta = RuleMeta {
     id: "systemd-stop-timeout",
     category: Category::StaleServingInstance,
     severity: Severity::Critical,
-    summary: "a unit did not stop in time; processes survived SIGKILL and still hold their GPUs",
+    summary: "a unit did not stop in time: SIGKILL ended it (the old instance may outlive the stop), or its processes survived SIGKILL, stuck in the kernel (a hang)",
     // The catalog rows `systemd.stop-timed-out`, `systemd.still-around-after-sigkill`.
     anchors: &[],
     doc: r#"
@@ -23,8 +23,11 @@ out. Killing.`. A stop that ends in SIGKILL (`Killing process N … with
 signal SIGKILL`, `Failed with result 'timeout'`) cut the server short: its
 port, GPU memory or half-written files may outlive the stop, and a start
 right after it can fail on them. When processes survive even SIGKILL (`Processes still
-around after SIGKILL`), they are in uninterruptible sleep (`D` state): for a
-GPU server almost always blocked inside the NVIDIA driver after a GPU fault.
+around after SIGKILL`, or systemd sending SIGKILL to the same PID again),
+they are in uninterruptible sleep (`D` state): for a GPU server almost always
+blocked inside the NVIDIA driver after a GPU fault. That is reported as a hang
+(`server-hang`): no restart cures it. A stop that SIGKILL did end is reported
+as a stale instance: what the old server held may outlive it.
 
 ## Why it happens
 A GPU fault (Xid 79, 109, 119) leaves driver calls that never return; the
@@ -33,7 +36,8 @@ so the next start of the server fails for lack of memory.
 
 ## How to confirm
 `ps -eo pid,stat,cmd` shows the PIDs in state `D`; the kernel log has an
-Xid shortly before; nvidia-smi hangs or reports errors.
+Xid shortly before, or nvidia-modeset's `Error while waiting for GPU
+progress` every 5 s; nvidia-smi hangs or reports errors.
 
 A unit that `systemctl status` shows `deactivating (stop-sigterm)` (or
 `final-sigterm`, `stop-sigkill`) for more than a few seconds, its main
@@ -84,18 +88,36 @@ impl Rule for SystemdStopTimeout {
                 .events
                 .iter()
                 .any(|e| matches!(&e.kind, UnitEventKind::FailedWithResult(r) if r == "timeout"));
+            // A PID systemd had to SIGKILL again outlived the first SIGKILL:
+            // as sure a sign of a process stuck in the kernel as systemd's
+            // own `Processes still around after SIGKILL`.
+            let mut killed_again: Vec<u32> = Vec::new();
+            for (i, pid) in killed.iter().enumerate() {
+                if killed[..i].contains(pid) && !killed_again.contains(pid) {
+                    killed_again.push(*pid);
+                }
+            }
+            let survived = !stuck.is_empty() || !killed_again.is_empty();
+            // The processes could not die: the server hangs in the kernel,
+            // which no restart cures (a hang). A stop that SIGKILL ended
+            // leaves what the old instance held (a stale instance).
+            let category = if survived {
+                Category::ServerHang
+            } else {
+                META.category
+            };
             // A stop that ended in SIGKILL, or left the unit failed, cut the
             // server short: whatever it held (its port, its GPU memory, a
             // file half written) may outlive the stop. A timeout that still
             // ended cleanly is only slow.
-            let severity = if !stuck.is_empty() {
+            let severity = if survived {
                 META.severity
             } else if !killed.is_empty() || failed {
                 Severity::Error
             } else {
                 Severity::Warning
             };
-            let mut f = Finding::new(META.id, META.category, severity);
+            let mut f = Finding::new(META.id, category, severity);
             f.entities.units.insert(unit.clone());
             for e in timed_out.iter().take(2) {
                 if let UnitEventKind::StopTimedOut { state } = &e.kind {
@@ -105,9 +127,24 @@ impl Rule for SystemdStopTimeout {
                     );
                 }
             }
+            let mut sent: Vec<u32> = Vec::new();
             for e in &facts.events {
                 if let UnitEventKind::KillingProcess { pid } = e.kind {
-                    f.evidence(e.span, format!("systemd sent SIGKILL to PID {pid}"));
+                    let again = sent.contains(&pid);
+                    sent.push(pid);
+                    if again && sent.iter().filter(|p| **p == pid).count() > 2 {
+                        continue;
+                    }
+                    f.evidence(
+                        e.span,
+                        if again {
+                            format!(
+                                "systemd sent SIGKILL to PID {pid} again: it survived the first"
+                            )
+                        } else {
+                            format!("systemd sent SIGKILL to PID {pid}")
+                        },
+                    );
                     f.entities.pids.insert(pid);
                 }
             }
@@ -134,15 +171,29 @@ impl Rule for SystemdStopTimeout {
             for p in &in_d {
                 f.evidence(p.span, format!("PID {} is in D state", p.pid));
             }
+            // What the GPU did meanwhile: the kernel's lines of a GPU that
+            // makes no progress are why the processes cannot die.
+            let gpu_stalls = cite_gpu_stalls(&mut f, incident);
             f.condition("systemd's stop timed out", true);
-            f.condition("processes survived SIGKILL", !stuck.is_empty());
+            f.condition("processes survived SIGKILL", survived);
             f.condition("ps shows the killed PIDs in D state", !in_d.is_empty());
-            f.title = if stuck.is_empty() {
+            f.title = if !survived {
                 format!("{unit} did not stop within its timeout")
             } else {
                 format!("processes of {unit} survived SIGKILL (stuck in the driver)")
             };
-            f.headline = if stuck.is_empty() {
+            let survivors: Vec<String> = killed_again.iter().map(u32::to_string).collect();
+            f.headline = if survived && stuck.is_empty() {
+                format!(
+                    "{unit} did not stop in time and PID {} survived SIGKILL: a process that outlives SIGKILL is stuck in the kernel, usually in the GPU driver{}.",
+                    survivors.join(", "),
+                    if gpu_stalls {
+                        ", and the kernel reports the GPU making no progress"
+                    } else {
+                        ""
+                    }
+                )
+            } else if stuck.is_empty() {
                 let pids: Vec<String> = killed.iter().map(u32::to_string).collect();
                 match pids.as_slice() {
                     [] => format!("{unit} took longer than TimeoutStopSec to stop and was killed."),
@@ -158,11 +209,11 @@ impl Rule for SystemdStopTimeout {
             };
             f.chain
                 .push(format!("{unit} did not stop within TimeoutStopSec"));
-            if !stuck.is_empty() {
+            if survived {
                 f.chain.push("some of its processes cannot die: they sleep uninterruptibly inside the driver".to_owned());
             }
             f.explanation = "A process that survives SIGKILL is blocked in a driver call; for GPU servers that follows a GPU fault, and only a GPU reset or a reboot ends it.".to_owned();
-            if !stuck.is_empty() {
+            if survived {
                 f.actions.push(Action::advice(
                     "check which GPU fault left the processes stuck, and follow its recovery action (GPU reset when nothing else uses the GPU, otherwise reboot)",
                     Some("dmesg -T | grep -E 'NVRM: Xid|fallen off the bus'"),
@@ -189,6 +240,27 @@ impl Rule for SystemdStopTimeout {
         }
     }
 }
+
+/// The kernel's lines of a GPU that makes no progress (the display
+/// driver's `Error while waiting for GPU progress`), the catalog row
+/// `kernel.nvidia-modeset-gpu-progress`: cited, at most two; whether any.
+fn cite_gpu_stalls(f: &mut Finding, incident: &Incident) -> bool {
+    let mut any = false;
+    for (m, c) in incident.known(GPU_PROGRESS).take(2) {
+        let gpu = c.get("gpu").unwrap_or("?");
+        if let Ok(n) = gpu.parse::<u32>() {
+            f.entities.gpus.insert(n);
+        }
+        f.evidence(
+            m.span,
+            format!("the kernel: GPU:{gpu} is making no progress (nvidia-modeset)"),
+        );
+        any = true;
+    }
+    any
+}
+
+const GPU_PROGRESS: &str = "kernel.nvidia-modeset-gpu-progress";
 
 /// A stop this long is no longer a server finishing its requests.
 const SLOW_STOP_SECS: f64 = 5.0;
@@ -350,4 +422,48 @@ fn stuck_actions(f: &mut Finding, unit: &str, main: Option<u32>) {
             "systemctl status {unit}; nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"
         )),
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::Category;
+    use crate::source::{Source, SourceMap};
+
+    fn stop(text: &str) -> Option<crate::rules::Finding> {
+        let mut sources = SourceMap::default();
+        sources.add(Source::new("journal", text.as_bytes()));
+        crate::analyze(sources)
+            .diagnosis
+            .findings
+            .into_iter()
+            .find(|f| f.rule == super::META.id)
+    }
+
+    // https://github.com/nokyan/resources/issues/472: systemd had to SIGKILL
+    // PID 5736 twice.
+    const TIMED_OUT: &str = "Mar 25 16:26:21 omen systemd[1]: user@1000.service: State 'stop-sigterm' timed out. Killing.\n\
+        Mar 25 16:26:21 omen systemd[1]: user@1000.service: Killing process 1591 (systemd) with signal SIGKILL.\n\
+        Mar 25 16:26:21 omen systemd[1]: user@1000.service: Killing process 5736 (resources:cs0) with signal SIGKILL.\n";
+    const AGAIN: &str = "Mar 25 16:26:21 omen systemd[1]: user@1000.service: Killing process 5736 (resources:cs0) with signal SIGKILL.\n";
+
+    #[test]
+    fn a_pid_killed_again_survived_sigkill_and_hangs_in_the_kernel() {
+        let once = stop(TIMED_OUT).expect("a stop timeout");
+        assert_eq!(once.category, Category::StaleServingInstance, "{once:?}");
+        let twice = stop(&format!("{TIMED_OUT}{AGAIN}")).expect("a stop timeout");
+        assert_eq!(twice.category, Category::ServerHang, "{twice:?}");
+        assert!(
+            twice.headline.contains("PID 5736 survived SIGKILL"),
+            "{}",
+            twice.headline
+        );
+        // systemd's own word for it, with no PID repeated.
+        let still = format!(
+            "{TIMED_OUT}Mar 25 16:27:51 omen systemd[1]: user@1000.service: Processes still around after SIGKILL. Ignoring.\n"
+        );
+        assert_eq!(
+            stop(&still).expect("a stop timeout").category,
+            Category::ServerHang
+        );
+    }
 }
