@@ -118,22 +118,7 @@ fn finding(incident: &Incident, kill: Span) -> Option<Finding> {
     }
     // Nothing failed before: a kill after an error is a harness or a
     // person cleaning up, and the error is the story.
-    let failed = incident
-        .facts
-        .messages
-        .iter()
-        .any(|m| before(m.span) && crate::rules::unknown::ERRORISH.is_match(&m.text))
-        || incident.facts.server_events.iter().any(|e| {
-            before(e.span)
-                && matches!(
-                    e.kind,
-                    ServerEventKind::Exception(_)
-                        | ServerEventKind::CudaOom(_)
-                        | ServerEventKind::VllmFailure(_)
-                        | ServerEventKind::CppAbort(_)
-                )
-        });
-    if failed {
+    if failed_before(incident, kill) {
         return None;
     }
     let figures: Option<(&Message, u64)> = incident
@@ -175,6 +160,43 @@ fn finding(incident: &Incident, kill: Span) -> Option<Finding> {
     f.confidence = round2(if pinned { 0.55 } else { 0.4 });
     explain(&mut f, figures.map(|(_, cpu)| cpu), loading.is_some());
     Some(f)
+}
+
+/// Whether the server failed before `kill` (same input): an error line, a
+/// failure the server parser names, or a catalog row that is a failure of
+/// its own (not a start-up stage), such as SGLang's watchdog or a quoted
+/// CUDA error, whose own finding tells the story.
+fn failed_before(incident: &Incident, kill: Span) -> bool {
+    let before = |s: Span| s.source == kill.source && s < kill;
+    incident
+        .facts
+        .messages
+        .iter()
+        .any(|m| before(m.span) && crate::rules::unknown::ERRORISH.is_match(&m.text))
+        || incident.facts.server_events.iter().any(|e| {
+            before(e.span)
+                && matches!(
+                    e.kind,
+                    ServerEventKind::Exception(_)
+                        | ServerEventKind::CudaOom(_)
+                        | ServerEventKind::VllmFailure(_)
+                        | ServerEventKind::CppAbort(_)
+                        | ServerEventKind::MemoryImbalance(_)
+                        | ServerEventKind::ChildException { .. }
+                        | ServerEventKind::SigquitFromChild
+                        | ServerEventKind::SchedulerDead { .. }
+                        | ServerEventKind::WatchdogTimeout { .. }
+                )
+        })
+        // A catalog row that is a failure of its own (not a start-up
+        // stage) before the kill: SGLang's watchdog or a quoted CUDA
+        // error, whose own finding tells the story.
+        || incident.known.iter().any(|k| {
+            before(incident.facts.messages[k.message].span)
+                && k.hit
+                    .row
+                    .is_some_and(|r| r.stage.is_none() && r.severity <= Severity::Error)
+        })
 }
 
 /// The finding's words and advice: what killed the server, most likely,

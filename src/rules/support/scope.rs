@@ -84,7 +84,18 @@ fn shows_gpu_serving(incident: &Incident) -> bool {
         "cuda.",
         "nccl.",
         "startup.",
+        // The kernel's rows of the NVIDIA driver (`NVRM`, `nvidia-modeset`,
+        // NVLink, its assertions, GSP, RM initialisation), a GPU off the
+        // bus or behind an AER error, Xid and SXid; not `kernel.nvme-…`.
         "kernel.nvrm",
+        "kernel.nvidia",
+        "kernel.nvlink",
+        "kernel.nv-assert",
+        "kernel.gsp",
+        "kernel.rminit",
+        "kernel.rm-init",
+        "kernel.gpu-",
+        "kernel.aer-gpu",
         "kernel.xid",
         "kernel.sxid",
     ];
