@@ -322,7 +322,8 @@ mod tests {
     /// output: fixtures/real/000-seed-ct200-ghost-one-rank-tp0).
     fn table() -> Vec<String> {
         let tsv = std::fs::read_to_string(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/families/nvidia-smi.tsv"),
+            std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+                .join("bench/families/nvidia-smi.tsv"),
         )
         .expect("family file");
         let mut lines = Vec::new();
