@@ -130,30 +130,8 @@ impl Rule for TrtllmCudaOom {
             .get("size")
             .or(first.get("req"))
             .and_then(|b| b.parse::<u64>().ok());
-        // The first value of each build-time maximum, with its line.
-        let mut limits: BTreeMap<&'static str, (u64, &Message)> = BTreeMap::new();
-        for (m, _) in matches(incident, &LIMIT) {
-            for c in LIMIT.captures_iter(&m.text) {
-                let key = KEYS.iter().find(|k| **k == &c["key"]);
-                if let (Some(key), Ok(v)) = (key, c["value"].parse::<u64>()) {
-                    limits.entry(key).or_insert((v, m));
-                }
-            }
-        }
-        // One evidence line per input line, naming every limit it sets.
-        let mut by_line: BTreeMap<crate::source::Span, Vec<String>> = BTreeMap::new();
-        for (key, (v, m)) in &limits {
-            by_line
-                .entry(m.span)
-                .or_default()
-                .push(format!("{key} = {v}"));
-        }
-        for (span, set) in by_line {
-            f.evidence(
-                span,
-                format!("the engine's build-time limits: {}", set.join(", ")),
-            );
-        }
+        let limits = build_limits(incident);
+        cite_limits(&mut f, &limits);
         let limit = |k: &str| limits.get(k).map(|(v, _)| *v);
         let batch = limit("max_batch_size");
         let seq = match (limit("max_input_len"), limit("max_output_len")) {
@@ -184,16 +162,7 @@ impl Rule for TrtllmCudaOom {
             (None, Some(b)) => format!("an allocation of {b} bytes"),
             (None, None) => format!("a {engine} runtime allocation"),
         };
-        let sizes = match (batch, seq) {
-            (Some(b), Some(s)) => format!(
-                " The engine was built for max_batch_size {b} x {s} tokens per sequence ({} tokens), and the runtime sizes its buffers from these maxima.",
-                b * s
-            ),
-            (Some(b), None) => format!(
-                " The engine was built for max_batch_size {b}, and the runtime sizes its buffers from its maxima."
-            ),
-            _ => String::new(),
-        };
+        let sizes = sizes_sentence(batch, seq);
         f.title = format!("{engine} ran out of GPU memory: {what} failed");
         f.headline = format!(
             "The model failed to load: {what} ran out of GPU memory (cudaMalloc/cudaMallocAsync: out of memory).{sizes}"
@@ -225,6 +194,54 @@ impl Rule for TrtllmCudaOom {
         ));
         f.confidence = confidence(&f, 0.75, 0.9);
         out.push(f);
+    }
+}
+
+/// The first value of each build-time maximum the log prints, with its
+/// line.
+fn build_limits(incident: &Incident) -> BTreeMap<&'static str, (u64, &Message)> {
+    let mut limits: BTreeMap<&'static str, (u64, &Message)> = BTreeMap::new();
+    for (m, _) in matches(incident, &LIMIT) {
+        for c in LIMIT.captures_iter(&m.text) {
+            let key = KEYS.iter().find(|k| **k == &c["key"]);
+            if let (Some(key), Ok(v)) = (key, c["value"].parse::<u64>()) {
+                limits.entry(key).or_insert((v, m));
+            }
+        }
+    }
+    limits
+}
+
+/// Cites the build-time limits: one evidence line per input line, naming
+/// every limit it sets.
+fn cite_limits(f: &mut Finding, limits: &BTreeMap<&'static str, (u64, &Message)>) {
+    let mut by_line: BTreeMap<crate::source::Span, Vec<String>> = BTreeMap::new();
+    for (key, (v, m)) in limits {
+        by_line
+            .entry(m.span)
+            .or_default()
+            .push(format!("{key} = {v}"));
+    }
+    for (span, set) in by_line {
+        f.evidence(
+            span,
+            format!("the engine's build-time limits: {}", set.join(", ")),
+        );
+    }
+}
+
+/// The headline's sentence on the sizes the engine was built for (with a
+/// leading space), empty when the log does not give max_batch_size.
+fn sizes_sentence(batch: Option<u64>, seq: Option<u64>) -> String {
+    match (batch, seq) {
+        (Some(b), Some(s)) => format!(
+            " The engine was built for max_batch_size {b} x {s} tokens per sequence ({} tokens), and the runtime sizes its buffers from these maxima.",
+            b * s
+        ),
+        (Some(b), None) => format!(
+            " The engine was built for max_batch_size {b}, and the runtime sizes its buffers from its maxima."
+        ),
+        _ => String::new(),
     }
 }
 

@@ -5,6 +5,7 @@ use crate::correlate::{Incident, UnitEventKind, exit_meaning, last_words};
 use crate::model::ServerEventKind;
 use crate::rules::support::{confidence, fabric_manager_irrelevant};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+use crate::source::Span;
 
 pub static RULE: UnitExitNonzero = UnitExitNonzero;
 
@@ -90,17 +91,7 @@ impl Rule for UnitExitNonzero {
                 continue;
             }
             let words = last_words(incident, unit, span);
-            // The last exception before the exit, if the log has one.
-            let last_exception = incident
-                .facts
-                .server_events
-                .iter()
-                .rev()
-                .filter(|e| e.span.source != span.source || e.span.line < span.line)
-                .find_map(|e| match &e.kind {
-                    ServerEventKind::Exception(x) => Some((e.span, &x.name, &x.message)),
-                    _ => None,
-                });
+            let last_exception = last_exception_before(incident, span);
             // Without an exception (which the server's own rules classify),
             // the unit's last error lines are its stated reason.
             let stated = words
@@ -146,24 +137,7 @@ impl Rule for UnitExitNonzero {
                 last_exception.is_some() || stated.is_some(),
             );
             f.title = format!("{unit} exited with status {status}");
-            f.headline = match (last_exception, &stated) {
-                (Some((_, name, message)), _) => format!(
-                    "{unit} exited with status {status} after {name}: {}",
-                    shorten(message)
-                ),
-                (None, Some((_, words))) => format!(
-                    "{unit} exited with status {status}; its last words: {}",
-                    shorten(words)
-                ),
-                (None, None) => match meaning {
-                    Some(m) => format!(
-                        "{unit} exited with status {status} ({m}); its log does not say more."
-                    ),
-                    None => {
-                        format!("{unit} exited with status {status}; its log does not say why.")
-                    }
-                },
-            };
+            f.headline = headline(unit, status, meaning, last_exception, &stated);
             f.chain.push(format!("{unit} exited with status {status}"));
             if let Some((_, name, message)) = last_exception {
                 f.chain.push(format!("{name}: {}", shorten(message)));
@@ -178,6 +152,50 @@ impl Rule for UnitExitNonzero {
             f.confidence = confidence(&f, 0.3, 0.5);
             out.push(f);
         }
+    }
+}
+
+/// The last exception before the exit at `span`, if the log has one: its
+/// span, name and message.
+fn last_exception_before(incident: &Incident, span: Span) -> Option<(Span, &String, &String)> {
+    incident
+        .facts
+        .server_events
+        .iter()
+        .rev()
+        .filter(|e| e.span.source != span.source || e.span.line < span.line)
+        .find_map(|e| match &e.kind {
+            ServerEventKind::Exception(x) => Some((e.span, &x.name, &x.message)),
+            _ => None,
+        })
+}
+
+/// The finding's headline: the exit with the exception that ended it, or
+/// the unit's stated last words, or the exit status's meaning alone.
+fn headline(
+    unit: &str,
+    status: &str,
+    meaning: Option<&str>,
+    last_exception: Option<(Span, &String, &String)>,
+    stated: &Option<(Span, String)>,
+) -> String {
+    match (last_exception, stated) {
+        (Some((_, name, message)), _) => format!(
+            "{unit} exited with status {status} after {name}: {}",
+            shorten(message)
+        ),
+        (None, Some((_, words))) => format!(
+            "{unit} exited with status {status}; its last words: {}",
+            shorten(words)
+        ),
+        (None, None) => match meaning {
+            Some(m) => {
+                format!("{unit} exited with status {status} ({m}); its log does not say more.")
+            }
+            None => {
+                format!("{unit} exited with status {status}; its log does not say why.")
+            }
+        },
     }
 }
 

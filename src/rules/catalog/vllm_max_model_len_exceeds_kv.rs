@@ -123,13 +123,7 @@ impl Rule for VllmMaxModelLenExceedsKv {
         f.chain.push(format!(
             "{who} failed at start-up: its KV cache cannot hold one sequence of max_model_len={len} tokens"
         ));
-        f.chain.push(match (need, avail, fits) {
-            (Some(n), Some(a), Some(e)) => format!(
-                "one {len}-token sequence needs {n:.2} GiB of KV cache, {a:.2} GiB is available: about {e} tokens fit"
-            ),
-            (_, _, Some(e)) => format!("the KV cache holds {e} tokens"),
-            _ => "the KV cache is smaller than one sequence".to_owned(),
-        });
+        f.chain.push(fits_link(len, need, avail, fits));
         f.condition(
             "vLLM reported that max_model_len does not fit the KV cache",
             true,
@@ -170,32 +164,65 @@ impl Rule for VllmMaxModelLenExceedsKv {
                 f.actions.push(action);
             }
             // Or the utilization that would hold one full sequence.
-            let util = mem.util.map(|u| u.0);
-            let total = mem.total.map(|t| t.0);
-            if let (Some(u), Some(t), Some(n), Some(a)) = (util, total, need, avail) {
-                let new = ceil2(u + (n - a) / t + 0.01);
-                let explicit = explicit_flag(
-                    incident,
-                    unit.as_deref(),
-                    Framework::Vllm,
-                    "--gpu-memory-utilization",
-                );
-                if new <= MAX_UTIL {
-                    f.actions.push(Action::advice(
-                        format!(
-                            "or, on a GPU nothing else uses, keep max_model_len={len} with --gpu-memory-utilization {} (now {}{})",
-                            fraction(new),
-                            fraction(u),
-                            if explicit.is_some() { ", set on the command line" } else { "" }
-                        ),
-                        None,
-                    ));
-                }
-            }
+            f.actions.extend(util_action(
+                incident,
+                unit.as_deref(),
+                &mem,
+                len,
+                need,
+                avail,
+            ));
         }
         f.confidence = confidence(&f, 0.75, 0.97);
         out.push(f);
     }
+}
+
+/// The chain's link on what the KV cache holds: the sizes and the tokens
+/// that fit, as far as the message gives them.
+fn fits_link(len: u64, need: Option<f64>, avail: Option<f64>, fits: Option<u64>) -> String {
+    match (need, avail, fits) {
+        (Some(n), Some(a), Some(e)) => format!(
+            "one {len}-token sequence needs {n:.2} GiB of KV cache, {a:.2} GiB is available: about {e} tokens fit"
+        ),
+        (_, _, Some(e)) => format!("the KV cache holds {e} tokens"),
+        _ => "the KV cache is smaller than one sequence".to_owned(),
+    }
+}
+
+/// The advice to keep `len` with a higher `--gpu-memory-utilization`, the
+/// one that would hold one full sequence, when the log gives the sizes and
+/// that utilization is at most `MAX_UTIL`.
+fn util_action(
+    incident: &Incident,
+    unit: Option<&str>,
+    mem: &VllmMemory,
+    len: u64,
+    need: Option<f64>,
+    avail: Option<f64>,
+) -> Option<Action> {
+    let util = mem.util.map(|u| u.0);
+    let total = mem.total.map(|t| t.0);
+    if let (Some(u), Some(t), Some(n), Some(a)) = (util, total, need, avail) {
+        let new = ceil2(u + (n - a) / t + 0.01);
+        let explicit = explicit_flag(incident, unit, Framework::Vllm, "--gpu-memory-utilization");
+        if new <= MAX_UTIL {
+            return Some(Action::advice(
+                format!(
+                    "or, on a GPU nothing else uses, keep max_model_len={len} with --gpu-memory-utilization {} (now {}{})",
+                    fraction(new),
+                    fraction(u),
+                    if explicit.is_some() {
+                        ", set on the command line"
+                    } else {
+                        ""
+                    }
+                ),
+                None,
+            ));
+        }
+    }
+    None
 }
 
 /// A tidy `--max-model-len` at most `tokens`: a multiple of 1024 from 8192
