@@ -267,25 +267,25 @@ fn title_and_headline(
     let headline = if sick.rma() {
         format!(
             "{}'s memory can no longer be repaired ({}): the board is a replacement (RMA) candidate.",
-            crate::rules::support::capitalise(&short),
+            crate::rules::support::capitalise(short),
             rma_what.join(", ")
         )
     } else if volatile {
         format!(
             "{} had uncorrectable memory errors since its last reset: workloads on it fail with ECC errors until it is reset.",
-            crate::rules::support::capitalise(&short)
+            crate::rules::support::capitalise(short)
         )
     } else if uncorrectable_rows {
         format!(
             "{} remapped rows after uncorrectable memory errors and the remap is Pending: it applies only at a GPU reset, and until then the faulty rows can still be hit.",
-            crate::rules::support::capitalise(&short)
+            crate::rules::support::capitalise(short)
         )
     } else if needs_reset {
         format!("nvidia-smi says {short} needs a reset before it is reliable again.")
     } else {
         format!(
             "{} has a memory repair pending that only a GPU reset applies: plan one.",
-            crate::rules::support::capitalise(&short)
+            crate::rules::support::capitalise(short)
         )
     };
     (title, headline)
