@@ -3,11 +3,12 @@
 //! instruction: the CUDA catalog's sticky-fault rows); pairs it with the kernel's Xid 13/31 for the same process and
 //! notes a hardware Xid that would make the GPU the cause.
 
-use crate::correlate::Incident;
-use crate::model::{Framework, Timestamp};
+use crate::correlate::{Incident, OwnerBasis};
+use crate::model::{Framework, KernelEvent, Timestamp, Xid};
 use crate::rules::support::server::{events_at, in_graph_capture, run_pids, target};
 use crate::rules::support::{confidence, distinct};
 use crate::rules::{Action, ActionKind, Category, Finding, Rule, RuleMeta, Safety, Severity};
+use crate::source::Span;
 use std::collections::BTreeSet;
 
 pub static RULE: CudaIllegalMemoryAccess = CudaIllegalMemoryAccess;
@@ -147,37 +148,7 @@ impl Rule for CudaIllegalMemoryAccess {
             })
             .collect();
         if let Some((e, x)) = app {
-            f.entities.xid.insert(x.code);
-            if let Some(p) = x.pid {
-                f.entities.pids.insert(p);
-            }
-            if let Some(g) = x.bus_id.as_deref().and_then(|b| incident.gpu_by_bus_id(b)) {
-                f.entities.gpus.insert(g.index);
-            }
-            let same_pid = x.pid.is_some_and(|p| pids.contains(&p));
-            f.evidence(
-                e.span,
-                format!(
-                    "the kernel's Xid {} for {}: the faulting kernel",
-                    x.code,
-                    x.pid
-                        .map_or("the same time".to_owned(), |p| format!("PID {p}"))
-                ),
-            );
-            f.chain.push(format!(
-                "the driver logged Xid {} ({}){}",
-                x.code,
-                if x.code == 31 {
-                    "a GPU memory page fault"
-                } else {
-                    "a graphics engine exception"
-                },
-                if same_pid {
-                    " for the server's own process"
-                } else {
-                    " at the same time"
-                }
-            ));
+            cite_app_xid(&mut f, incident, e, x, &pids);
         }
         f.condition(
             "the kernel log pairs it with Xid 13/31 for the process",
@@ -201,61 +172,117 @@ impl Rule for CudaIllegalMemoryAccess {
             );
         }
         f.title = format!("a GPU kernel faulted: {error}");
-        f.headline = if !hardware.is_empty() {
-            format!(
-                "{who} died of `CUDA error: {error}`, and the GPU reported hardware Xid {hw_text}: the GPU fault is the likelier cause."
-            )
-        } else {
-            format!(
-                "{who} died of `CUDA error: {error}`: a GPU kernel faulted{}.",
-                if app.is_some() {
-                    " (the driver's Xid confirms it)"
-                } else {
-                    ""
-                }
-            )
-        };
+        f.headline = headline(&who, &error, &hw_text, app.is_some());
         f.explanation = "A kernel fault poisons the CUDA context; the reported Python stack is often not where it happened. Without hardware Xids it is a software bug in a kernel (attention backend, custom all-reduce, quantised GEMM) or a bad input.".to_owned();
-        f.actions.push(Action::advice(
-            "check the kernel log around the time for Xids (13/31: a faulting kernel; 48/79/95: the GPU)",
-            Some("journalctl -k --since '-2h' | grep -E 'NVRM: Xid'"),
-        ));
-        if hardware.is_empty() {
-            if let Some(u) = tgt
-                .as_ref()
-                .and_then(|t| crate::model::UnitName::new(&t.0).ok())
-            {
-                f.actions.push(
-                    Action::new(
-                        ActionKind::RestartUnit { unit: u.clone() },
-                        Safety::Safe,
-                        format!("a kernel fault is often transient: restart {u} once"),
-                    )
-                    .with_evidence([first.span]),
-                );
-                f.actions.push(
-                    Action::new(
-                        ActionKind::VerifyUnitActive {
-                            unit: u,
-                            timeout_secs: 300,
-                        },
-                        Safety::Safe,
-                        "the unit must come up and stay up",
-                    )
-                    .with_evidence([first.span]),
-                );
-            }
-            f.actions.push(Action::advice(
-                "if it recurs with the same request, bisect the kernel: another attention backend, --disable-custom-all-reduce, --disable-cuda-graph (SGLang) / --enforce-eager (vLLM); rerun with CUDA_LAUNCH_BLOCKING=1 for the real stack",
-                None,
-            ));
-        } else {
-            f.actions.push(Action::advice(
-                "follow the hardware Xid finding (drain the node, reset or replace the GPU) before restarting",
-                None,
-            ));
-        }
+        f.actions
+            .extend(actions(tgt.as_ref(), hardware.is_empty(), first.span));
         f.confidence = confidence(&f, 0.6, 0.95);
         out.push(f);
     }
+}
+
+/// Cites on `f` the kernel's Xid 13/31 `x` (line `e`) paired with the
+/// fault, names its PID and GPU, and adds it to the chain: for the server's
+/// own process when its PID is one of `pids`, else at the same time.
+fn cite_app_xid(
+    f: &mut Finding,
+    incident: &Incident,
+    e: &KernelEvent,
+    x: &Xid,
+    pids: &BTreeSet<u32>,
+) {
+    f.entities.xid.insert(x.code);
+    if let Some(p) = x.pid {
+        f.entities.pids.insert(p);
+    }
+    if let Some(g) = x.bus_id.as_deref().and_then(|b| incident.gpu_by_bus_id(b)) {
+        f.entities.gpus.insert(g.index);
+    }
+    let same_pid = x.pid.is_some_and(|p| pids.contains(&p));
+    f.evidence(
+        e.span,
+        format!(
+            "the kernel's Xid {} for {}: the faulting kernel",
+            x.code,
+            x.pid
+                .map_or("the same time".to_owned(), |p| format!("PID {p}"))
+        ),
+    );
+    f.chain.push(format!(
+        "the driver logged Xid {} ({}){}",
+        x.code,
+        if x.code == 31 {
+            "a GPU memory page fault"
+        } else {
+            "a graphics engine exception"
+        },
+        if same_pid {
+            " for the server's own process"
+        } else {
+            " at the same time"
+        }
+    ));
+}
+
+/// The headline: `who` died of CUDA's `error`; the hardware Xids `hw_text`
+/// (empty when none) make the GPU the likelier cause, else the driver's
+/// Xid confirms the fault when `xid_confirms`.
+fn headline(who: &str, error: &str, hw_text: &str, xid_confirms: bool) -> String {
+    if !hw_text.is_empty() {
+        format!(
+            "{who} died of `CUDA error: {error}`, and the GPU reported hardware Xid {hw_text}: the GPU fault is the likelier cause."
+        )
+    } else {
+        format!(
+            "{who} died of `CUDA error: {error}`: a GPU kernel faulted{}.",
+            if xid_confirms {
+                " (the driver's Xid confirms it)"
+            } else {
+                ""
+            }
+        )
+    }
+}
+
+/// What to do: check the kernel log; without hardware Xids (`no_hardware`)
+/// restart the target unit once and verify it (citing the fault's `span`)
+/// and bisect the kernel if it recurs, else follow the hardware finding.
+fn actions(tgt: Option<&(String, OwnerBasis, Span)>, no_hardware: bool, span: Span) -> Vec<Action> {
+    let mut actions = vec![Action::advice(
+        "check the kernel log around the time for Xids (13/31: a faulting kernel; 48/79/95: the GPU)",
+        Some("journalctl -k --since '-2h' | grep -E 'NVRM: Xid'"),
+    )];
+    if no_hardware {
+        if let Some(u) = tgt.and_then(|t| crate::model::UnitName::new(&t.0).ok()) {
+            actions.push(
+                Action::new(
+                    ActionKind::RestartUnit { unit: u.clone() },
+                    Safety::Safe,
+                    format!("a kernel fault is often transient: restart {u} once"),
+                )
+                .with_evidence([span]),
+            );
+            actions.push(
+                Action::new(
+                    ActionKind::VerifyUnitActive {
+                        unit: u,
+                        timeout_secs: 300,
+                    },
+                    Safety::Safe,
+                    "the unit must come up and stay up",
+                )
+                .with_evidence([span]),
+            );
+        }
+        actions.push(Action::advice(
+            "if it recurs with the same request, bisect the kernel: another attention backend, --disable-custom-all-reduce, --disable-cuda-graph (SGLang) / --enforce-eager (vLLM); rerun with CUDA_LAUNCH_BLOCKING=1 for the real stack",
+            None,
+        ));
+    } else {
+        actions.push(Action::advice(
+            "follow the hardware Xid finding (drain the node, reset or replace the GPU) before restarting",
+            None,
+        ));
+    }
+    actions
 }

@@ -3,8 +3,8 @@
 //! usually of another process.
 
 use crate::catalogs::Via;
-use crate::correlate::Incident;
-use crate::model::{OomSource, ServerEvent, ServerEventKind};
+use crate::correlate::{Gpu, Incident};
+use crate::model::{Message, OomSource, ServerEvent, ServerEventKind};
 use crate::rules::support::holders::{Holders, held_mib};
 use crate::rules::support::server::in_graph_capture;
 use crate::rules::support::{confidence, distinct, mib};
@@ -77,34 +77,7 @@ impl Rule for CudaOomAtContextCreation {
                 matches!(&e.kind, ServerEventKind::CudaOom(o) if o.source != OomSource::Allocator)
             })
             .collect();
-        let text = |span| {
-            incident
-                .facts
-                .messages
-                .iter()
-                .find(|m| m.span == span)
-                .map_or("", |m| m.text.as_str())
-        };
-        let mut lines: Vec<_> = typed
-            .iter()
-            .filter(|e| !in_graph_capture(incident, e.span, text(e.span)))
-            // vLLM's graph-capture rule reports an OOM while capturing.
-            .filter(|e| crate::rules::support::vllm::graph_capture(incident, e).is_none())
-            .filter_map(|e| incident.facts.messages.iter().find(|m| m.span == e.span))
-            .collect();
-        // TensorRT's and TensorRT-LLM's own out-of-memory lines are
-        // `trtllm-cuda-oom`'s to explain (the engine's own reservations); a
-        // typed OOM event was judged above.
-        for (m, _) in incident.known(ALLOCATION).filter(|(_, h)| {
-            !matches!(h.via, Via::Wrapper(w) if TENSORRT_WRAPPERS.contains(&w.id.as_str()))
-        }) {
-            if !typed.iter().any(|e| e.span == m.span)
-                && !in_graph_capture(incident, m.span, &m.text)
-            {
-                lines.push(m);
-            }
-        }
-        lines.sort_by_key(|m| m.span);
+        let lines = oom_lines(incident, &typed);
         let Some(first) = lines.first() else {
             return;
         };
@@ -176,74 +149,117 @@ impl Rule for CudaOomAtContextCreation {
                 );
                 f.explanation = "Creating a CUDA context or NCCL's buffers needs a few hundred MiB to a few GiB; a GPU another process has filled cannot give it.".to_owned();
             }
-            (None, Some(g)) => {
-                f.category = Category::GpuMemoryHeldByOtherProcess;
-                f.entities.gpus.insert(g.index);
-                if let Some(span) = g.spans.first() {
-                    f.evidence(
-                        *span,
-                        format!(
-                            "GPU {}: {} of {} used",
-                            g.index,
-                            mib(g.memory_used_mib),
-                            mib(g.memory_total_mib)
-                        ),
-                    );
-                }
-                f.chain.push(format!(
-                    "GPU {} was full ({} of {}) with no process listed to account for it",
-                    g.index,
-                    mib(g.memory_used_mib),
-                    mib(g.memory_total_mib)
-                ));
-                f.title = format!(
-                    "GPU {} was full, held by a process the inputs do not show",
-                    g.index
-                );
-                f.headline = format!(
-                    "GPU {} was full when {who} started, held by a process nvidia-smi does not list here (another container or the host).",
-                    g.index
-                );
-                f.explanation = "The memory is in use but no listed process accounts for it: find the holder from the host.".to_owned();
-                f.actions.push(Action::advice(
-                    "list the GPU's processes from the host, outside any container",
-                    Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv"),
-                ));
-            }
-            (None, None) => {
-                f.title = if nccl {
-                    "NCCL could not allocate its buffers: out of GPU memory".to_owned()
-                } else {
-                    "CUDA out of memory outside PyTorch's allocator".to_owned()
-                };
-                f.headline = format!(
-                    "{who} could not allocate GPU memory outside PyTorch ({}); the inputs do not show what filled the GPU.",
-                    if nccl {
-                        "NCCL's buffers"
-                    } else {
-                        "CUDA context or library workspace"
-                    }
-                );
-                f.explanation = "Capture nvidia-smi when it happens to see what fills the GPU; too many processes per GPU, MPS/MIG limits, or NCCL buffers at high TP on nearly full GPUs are the other causes.".to_owned();
-                f.actions.push(Action::advice(
-                    "see what holds the GPU's memory, and run fewer processes per GPU",
-                    Some("nvidia-smi; nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv"),
-                ));
-                if nccl {
-                    // The usual filler is the server itself: a static
-                    // reservation that leaves NCCL no room.
-                    f.actions.push(Action::advice(
-                        "if the server reserves the GPU up front, lower its static fraction so NCCL's buffers fit: TensorRT-LLM kv_cache_free_gpu_mem_fraction, vLLM --gpu-memory-utilization, SGLang --mem-fraction-static",
-                        None,
-                    ));
-                    f.actions.push(Action::advice(
-                        "as a last resort, lower NCCL_BUFFSIZE for the server",
-                        None,
-                    ));
-                }
-            }
+            (None, Some(g)) => explain_unlisted_holder(&mut f, g, &who),
+            (None, None) => explain_unknown_holder(&mut f, &who, nccl),
         }
         f.confidence = confidence(&f, 0.6, 0.95);
         out.push(f);
+    }
+}
+
+/// The raw CUDA out-of-memory lines this rule explains, in input order: the
+/// typed OOM events outside PyTorch's allocator that no graph capture
+/// explains, and the catalog's allocation lines outside TensorRT.
+fn oom_lines<'a>(incident: &'a Incident, typed: &[&'a ServerEvent]) -> Vec<&'a Message> {
+    let text = |span| {
+        incident
+            .facts
+            .messages
+            .iter()
+            .find(|m| m.span == span)
+            .map_or("", |m| m.text.as_str())
+    };
+    let mut lines: Vec<_> = typed
+        .iter()
+        .filter(|e| !in_graph_capture(incident, e.span, text(e.span)))
+        // vLLM's graph-capture rule reports an OOM while capturing.
+        .filter(|e| crate::rules::support::vllm::graph_capture(incident, e).is_none())
+        .filter_map(|e| incident.facts.messages.iter().find(|m| m.span == e.span))
+        .collect();
+    // TensorRT's and TensorRT-LLM's own out-of-memory lines are
+    // `trtllm-cuda-oom`'s to explain (the engine's own reservations); a
+    // typed OOM event was judged above.
+    for (m, _) in incident.known(ALLOCATION).filter(
+        |(_, h)| !matches!(h.via, Via::Wrapper(w) if TENSORRT_WRAPPERS.contains(&w.id.as_str())),
+    ) {
+        if !typed.iter().any(|e| e.span == m.span) && !in_graph_capture(incident, m.span, &m.text) {
+            lines.push(m);
+        }
+    }
+    lines.sort_by_key(|m| m.span);
+    lines
+}
+
+/// Says on `f` that GPU `g` was full with no listed process to account for
+/// it (another container or the host holds it): the title, the headline
+/// and how to find the holder.
+fn explain_unlisted_holder(f: &mut Finding, g: &Gpu, who: &str) {
+    f.category = Category::GpuMemoryHeldByOtherProcess;
+    f.entities.gpus.insert(g.index);
+    if let Some(span) = g.spans.first() {
+        f.evidence(
+            *span,
+            format!(
+                "GPU {}: {} of {} used",
+                g.index,
+                mib(g.memory_used_mib),
+                mib(g.memory_total_mib)
+            ),
+        );
+    }
+    f.chain.push(format!(
+        "GPU {} was full ({} of {}) with no process listed to account for it",
+        g.index,
+        mib(g.memory_used_mib),
+        mib(g.memory_total_mib)
+    ));
+    f.title = format!(
+        "GPU {} was full, held by a process the inputs do not show",
+        g.index
+    );
+    f.headline = format!(
+        "GPU {} was full when {who} started, held by a process nvidia-smi does not list here (another container or the host).",
+        g.index
+    );
+    f.explanation = "The memory is in use but no listed process accounts for it: find the holder from the host.".to_owned();
+    f.actions.push(Action::advice(
+        "list the GPU's processes from the host, outside any container",
+        Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv"),
+    ));
+}
+
+/// Says on `f` that a raw CUDA call (`nccl`: NCCL's buffers) found no
+/// memory and the inputs do not show what filled the GPU: the title, the
+/// headline and what to check.
+fn explain_unknown_holder(f: &mut Finding, who: &str, nccl: bool) {
+    f.title = if nccl {
+        "NCCL could not allocate its buffers: out of GPU memory".to_owned()
+    } else {
+        "CUDA out of memory outside PyTorch's allocator".to_owned()
+    };
+    f.headline = format!(
+        "{who} could not allocate GPU memory outside PyTorch ({}); the inputs do not show what filled the GPU.",
+        if nccl {
+            "NCCL's buffers"
+        } else {
+            "CUDA context or library workspace"
+        }
+    );
+    f.explanation = "Capture nvidia-smi when it happens to see what fills the GPU; too many processes per GPU, MPS/MIG limits, or NCCL buffers at high TP on nearly full GPUs are the other causes.".to_owned();
+    f.actions.push(Action::advice(
+        "see what holds the GPU's memory, and run fewer processes per GPU",
+        Some("nvidia-smi; nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv"),
+    ));
+    if nccl {
+        // The usual filler is the server itself: a static
+        // reservation that leaves NCCL no room.
+        f.actions.push(Action::advice(
+            "if the server reserves the GPU up front, lower its static fraction so NCCL's buffers fit: TensorRT-LLM kv_cache_free_gpu_mem_fraction, vLLM --gpu-memory-utilization, SGLang --mem-fraction-static",
+            None,
+        ));
+        f.actions.push(Action::advice(
+            "as a last resort, lower NCCL_BUFFSIZE for the server",
+            None,
+        ));
     }
 }

@@ -5,7 +5,7 @@
 use crate::correlate::Incident;
 use crate::model::{EccKind, EccScope, GpuHealth};
 use crate::rules::support::confidence;
-use crate::rules::xid::{self, GpuAt, same_bus};
+use crate::rules::xid::{self, GpuAt, Sickness, same_bus};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
 pub static RULE: EccUncorrectableOrRemapPending = EccUncorrectableOrRemapPending;
@@ -199,54 +199,13 @@ fn check_gpu(incident: &Incident, gpu: &GpuAt<'_>, healths: &[&GpuHealth], out: 
     );
     f.condition("the GPU is identified by its index", gpu.index.is_some());
 
-    let rma_what: Vec<&str> = [
-        (sick.remap_failed, "row remapping failed"),
-        (sick.no_spare_rows, "banks without spare rows"),
-        (sick.sram_threshold, "SRAM error threshold exceeded"),
-    ]
-    .iter()
-    .filter(|(on, _)| *on)
-    .map(|(_, w)| *w)
-    .collect();
-    f.title = if sick.rma() {
-        format!("{short}'s memory is failing: {}", rma_what.join(", "))
-    } else if volatile {
-        format!("{short} has uncorrectable ECC errors since its last reset")
-    } else if uncorrectable_rows.is_some() {
-        format!("{short} has a row remap pending after uncorrectable errors: it needs a reset")
-    } else if needs_reset {
-        format!("{short} needs a reset (nvidia-smi)")
-    } else if sick.remap_pending {
-        format!("{short} has a row remap pending until its next reset")
-    } else if sick.retirement_pending {
-        format!("{short} has a page retirement pending until its next reset")
-    } else {
-        format!("{short} had uncorrectable ECC errors in the past")
-    };
-    f.headline = if sick.rma() {
-        format!(
-            "{}'s memory can no longer be repaired ({}): the board is a replacement (RMA) candidate.",
-            crate::rules::support::capitalise(&short),
-            rma_what.join(", ")
-        )
-    } else if volatile {
-        format!(
-            "{} had uncorrectable memory errors since its last reset: workloads on it fail with ECC errors until it is reset.",
-            crate::rules::support::capitalise(&short)
-        )
-    } else if uncorrectable_rows.is_some() {
-        format!(
-            "{} remapped rows after uncorrectable memory errors and the remap is Pending: it applies only at a GPU reset, and until then the faulty rows can still be hit.",
-            crate::rules::support::capitalise(&short)
-        )
-    } else if needs_reset {
-        format!("nvidia-smi says {short} needs a reset before it is reliable again.")
-    } else {
-        format!(
-            "{} has a memory repair pending that only a GPU reset applies: plan one.",
-            crate::rules::support::capitalise(&short)
-        )
-    };
+    (f.title, f.headline) = title_and_headline(
+        &short,
+        &sick,
+        volatile,
+        uncorrectable_rows.is_some(),
+        needs_reset,
+    );
     if sick.uncorrectable || volatile || sick.rma() || pending {
         f.chain.push(format!(
             "{short}'s memory had uncorrectable errors or needs repair"
@@ -264,41 +223,113 @@ fn check_gpu(incident: &Incident, gpu: &GpuAt<'_>, healths: &[&GpuHealth], out: 
         );
     }
     f.explanation = "Volatile ECC counts are since the last reset, aggregate counts over the board's life; a pending remap or retirement is applied only at the next GPU reset. A failed remap, banks without spare rows or the SRAM threshold mean the board's spare memory is exhausted.".to_owned();
+    let warning = f.severity == Severity::Warning;
+    f.actions.extend(actions(gpu, &short, warning, sick.rma()));
+    f.confidence = confidence(&f, 0.75, 0.95);
+    out.push(f);
+}
+
+/// The finding's title and headline for `short`: memory failing for good
+/// (RMA), uncorrectable errors since the reset (`volatile`), a remap after
+/// uncorrectable errors (`uncorrectable_rows`), a reset asked for
+/// (`needs_reset`), or a repair pending.
+fn title_and_headline(
+    short: &str,
+    sick: &Sickness,
+    volatile: bool,
+    uncorrectable_rows: bool,
+    needs_reset: bool,
+) -> (String, String) {
+    let rma_what: Vec<&str> = [
+        (sick.remap_failed, "row remapping failed"),
+        (sick.no_spare_rows, "banks without spare rows"),
+        (sick.sram_threshold, "SRAM error threshold exceeded"),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, w)| *w)
+    .collect();
+    let title = if sick.rma() {
+        format!("{short}'s memory is failing: {}", rma_what.join(", "))
+    } else if volatile {
+        format!("{short} has uncorrectable ECC errors since its last reset")
+    } else if uncorrectable_rows {
+        format!("{short} has a row remap pending after uncorrectable errors: it needs a reset")
+    } else if needs_reset {
+        format!("{short} needs a reset (nvidia-smi)")
+    } else if sick.remap_pending {
+        format!("{short} has a row remap pending until its next reset")
+    } else if sick.retirement_pending {
+        format!("{short} has a page retirement pending until its next reset")
+    } else {
+        format!("{short} had uncorrectable ECC errors in the past")
+    };
+    let headline = if sick.rma() {
+        format!(
+            "{}'s memory can no longer be repaired ({}): the board is a replacement (RMA) candidate.",
+            crate::rules::support::capitalise(short),
+            rma_what.join(", ")
+        )
+    } else if volatile {
+        format!(
+            "{} had uncorrectable memory errors since its last reset: workloads on it fail with ECC errors until it is reset.",
+            crate::rules::support::capitalise(short)
+        )
+    } else if uncorrectable_rows {
+        format!(
+            "{} remapped rows after uncorrectable memory errors and the remap is Pending: it applies only at a GPU reset, and until then the faulty rows can still be hit.",
+            crate::rules::support::capitalise(short)
+        )
+    } else if needs_reset {
+        format!("nvidia-smi says {short} needs a reset before it is reliable again.")
+    } else {
+        format!(
+            "{} has a memory repair pending that only a GPU reset applies: plan one.",
+            crate::rules::support::capitalise(short)
+        )
+    };
+    (title, headline)
+}
+
+/// What to do for `gpu` (`short`): find it when the capture does not name
+/// it; plan a reset (`warning`), or stop its workloads and reset it; check
+/// again after; open a hardware case when its memory is failing (`rma`).
+fn actions(gpu: &GpuAt<'_>, short: &str, warning: bool, rma: bool) -> Vec<Action> {
+    let mut actions = Vec::new();
     let gpu_arg = gpu.index.map_or_else(|| "N".to_owned(), |i| i.to_string());
     if gpu.index.is_none() && gpu.bus.is_none() {
         // A fragment without its `GPU <bus id>` line: never guess the GPU.
-        f.actions.push(Action::advice(
+        actions.push(Action::advice(
             "find which GPU this is: the capture does not name it",
             Some("nvidia-smi -q -d ROW_REMAPPER,ECC"),
         ));
     }
-    if f.severity == Severity::Warning {
-        f.actions.push(Action::advice(
+    if warning {
+        actions.push(Action::advice(
             format!("plan a reset of {short} at the next maintenance so that the repair applies"),
             None,
         ));
     } else {
-        f.actions.push(Action::advice(
+        actions.push(Action::advice(
             format!("stop the workloads on {short} and make sure no process of another owner still uses it"),
             Some(&format!("nvidia-smi --query-compute-apps=gpu_bus_id,pid,process_name --format=csv -i {gpu_arg}")),
         ));
-        f.actions.push(Action::advice(
+        actions.push(Action::advice(
             format!("reset {short} (or reboot the node) so that pending repairs apply"),
             Some(&format!("nvidia-smi -r -i {gpu_arg}")),
         ));
     }
-    f.actions.push(Action::advice(
+    actions.push(Action::advice(
         "check the counters and remapped rows again after the reset",
         Some(&format!(
             "nvidia-smi -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT -i {gpu_arg}"
         )),
     ));
-    if sick.rma() {
-        f.actions.push(Action::advice(
+    if rma {
+        actions.push(Action::advice(
             "open a hardware case (RMA) for the board",
             None,
         ));
     }
-    f.confidence = confidence(&f, 0.75, 0.95);
-    out.push(f);
+    actions
 }

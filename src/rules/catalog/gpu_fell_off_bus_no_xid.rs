@@ -264,6 +264,18 @@ fn cut_short(gpus: &[crate::correlate::Gpu]) -> bool {
     last.memory_total_mib.is_none() && gpus.iter().any(|g| g.memory_total_mib.is_some())
 }
 
+/// The bus number of a PCI address such as `0000:84:00.0` (`0x84`), when it
+/// is device 0 function 0 (one GPU per bus); `None` for any other address.
+fn bus_number(bus: &str) -> Option<u32> {
+    let mut parts = bus.split([':', '.']);
+    let (_, Some(b), Some("00"), Some("0")) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return None;
+    };
+    u32::from_str_radix(b, 16).ok()
+}
+
 /// nvidia-smi lists an odd number (≥ 3) of boards of one model whose bus
 /// numbers pair up (`03`/`04`, `83`/`84`) except one: its sibling is likely
 /// a GPU that fell off the bus. An absence only, so a low-confidence finding
@@ -275,14 +287,7 @@ fn missing_sibling(incident: &Incident) -> Option<Finding> {
         let (Some(name), Some(bus)) = (g.name.as_deref(), g.bus_id.as_deref()) else {
             continue;
         };
-        // `0000:84:00.0`: one GPU per bus, device 0 function 0.
-        let mut parts = bus.split([':', '.']);
-        let (_, Some(b), Some("00"), Some("0")) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
-            continue;
-        };
-        let Ok(b) = u32::from_str_radix(b, 16) else {
+        let Some(b) = bus_number(bus) else {
             continue;
         };
         models.entry(name).or_default().push((b, g));

@@ -2,7 +2,7 @@
 //! GPU memory but whose name it cannot resolve (`Unknown Error`): processes
 //! that died without being reaped (zombies) and still hold their memory.
 
-use crate::correlate::Incident;
+use crate::correlate::{GpuProcess, Incident};
 use crate::rules::support::{confidence, mib};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
@@ -68,28 +68,7 @@ impl Rule for GpuHeldByUnresolvedProcess {
             return;
         }
         let mut f = Finding::new(META.id, META.category, META.severity);
-        let mut parts = Vec::new();
-        for p in &held {
-            f.entities.pids.insert(p.pid);
-            let on = match p.gpu {
-                Some(g) => {
-                    f.entities.gpus.insert(g);
-                    format!(" on GPU {g}")
-                }
-                None => String::new(),
-            };
-            parts.push(format!("PID {} ({}{on})", p.pid, mib(p.used_mib)));
-            if let Some(span) = p.spans.first() {
-                f.evidence(
-                    *span,
-                    format!(
-                        "PID {} holds {}{on}, but nvidia-smi cannot resolve its name",
-                        p.pid,
-                        mib(p.used_mib)
-                    ),
-                );
-            }
-        }
+        let parts = held_evidence(&mut f, &held);
         let in_ps = held
             .iter()
             .filter_map(|p| incident.facts.ps.iter().find(|r| r.pid == p.pid))
@@ -166,4 +145,33 @@ impl Rule for GpuHeldByUnresolvedProcess {
         f.confidence = confidence(&f, 0.6, 0.85);
         out.push(f);
     }
+}
+
+/// Cites each held process's nvidia-smi row and names its PID and GPU on
+/// `f`; returns one `PID n (memory on GPU g)` part per process, for the
+/// headline.
+fn held_evidence(f: &mut Finding, held: &[&GpuProcess]) -> Vec<String> {
+    let mut parts = Vec::new();
+    for p in held {
+        f.entities.pids.insert(p.pid);
+        let on = match p.gpu {
+            Some(g) => {
+                f.entities.gpus.insert(g);
+                format!(" on GPU {g}")
+            }
+            None => String::new(),
+        };
+        parts.push(format!("PID {} ({}{on})", p.pid, mib(p.used_mib)));
+        if let Some(span) = p.spans.first() {
+            f.evidence(
+                *span,
+                format!(
+                    "PID {} holds {}{on}, but nvidia-smi cannot resolve its name",
+                    p.pid,
+                    mib(p.used_mib)
+                ),
+            );
+        }
+    }
+    parts
 }

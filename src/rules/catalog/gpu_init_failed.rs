@@ -107,6 +107,18 @@ struct Group<'a> {
     minors: Vec<(&'a Message, u32)>,
 }
 
+impl Group<'_> {
+    /// How the finding names the GPU: by its bus id, else by its
+    /// `/dev/nvidiaN` minor number, else `a GPU`.
+    fn who(&self) -> String {
+        match (&self.bus, self.minors.first().map(|(_, n)| *n)) {
+            (Some(b), _) => format!("the GPU at {b}"),
+            (None, Some(n)) => format!("the GPU of /dev/nvidia{n} (minor number {n})"),
+            (None, None) => "a GPU".to_owned(),
+        }
+    }
+}
+
 impl Rule for GpuInitFailed {
     fn meta(&self) -> &RuleMeta {
         &META
@@ -151,26 +163,8 @@ impl Rule for GpuInitFailed {
                 c.dedup();
                 c
             };
-            let minor = g.minors.first().map(|(_, n)| *n);
-            let who = match (&g.bus, minor) {
-                (Some(b), _) => format!("the GPU at {b}"),
-                (None, Some(n)) => format!("the GPU of /dev/nvidia{n} (minor number {n})"),
-                (None, None) => "a GPU".to_owned(),
-            };
-            for (m, code) in g.inits.iter().take(1).chain(g.inits.iter().skip(1).last()) {
-                f.evidence_once(
-                    m.span,
-                    format!("the driver failed to initialise {who} (status {code})"),
-                );
-            }
-            if let Some((m, n)) = g.minors.first() {
-                f.evidence_once(
-                    m.span,
-                    format!(
-                        "rm_init_adapter failed for minor number {n}: /dev/nvidia{n}, not necessarily nvidia-smi's GPU {n}"
-                    ),
-                );
-            }
+            let who = g.who();
+            cite_driver_lines(&mut f, g, &who);
             if let Some((m, why)) = &reason {
                 f.evidence_once(m.span, format!("the driver's reason: {why}"));
             }
@@ -214,34 +208,7 @@ impl Rule for GpuInitFailed {
             if gpu.index.is_none() && g.bus.is_none() {
                 f.explanation.push_str(" The driver named the GPU only by its minor number: nvidia-smi -L and lspci say which board it is.");
             }
-            let bus_cmd = g
-                .bus
-                .as_deref()
-                .and_then(xid::normal_bus)
-                .map(|b| format!("lspci -vvs {b} | grep -iE 'LnkSta|Region|BAR|Kernel driver'"))
-                .unwrap_or_else(|| "nvidia-smi -L; lspci -nn -d 10de:".to_owned());
-            f.actions.push(Action::advice(
-                "see which board it is, its link state and whether its memory windows (BARs) were assigned",
-                Some(&bus_cmd),
-            ));
-            f.actions.push(Action::advice(
-                "look for PCIe errors around the failure in the kernel log and the BMC's event log",
-                Some("dmesg -T | grep -iE 'NVRM|AER|BAR'; ipmitool sel list | tail -n 20"),
-            ));
-            f.actions.push(Action::new(
-                ActionKind::Drain { host: None },
-                Safety::AdvisoryOnly,
-                "drain the node: the GPU is unusable until it initialises",
-            ));
-            f.actions.push(Action::new(
-                ActionKind::Reboot { host: None },
-                Safety::AdvisoryOnly,
-                "power-cycle the node (a cold boot clears a board stuck in a bad state)",
-            ));
-            f.actions.push(Action::advice(
-                "if it fails again: check the firmware's Above 4G Decoding / Resizable BAR / MMIO settings, reseat the board and its power cables or try another slot; a board that still fails is a hardware case (RMA)",
-                None,
-            ));
+            f.actions.extend(actions(g.bus.as_deref()));
             // The driver's status code says neither which part failed nor
             // why, so the line alone is a firm but unspecific diagnosis;
             // nvidia-smi's `No devices were found` ties it to what the user
@@ -254,6 +221,59 @@ impl Rule for GpuInitFailed {
             out.push(f);
         }
     }
+}
+
+/// Cites on `f` the driver's first and last `RmInitAdapter failed` lines of
+/// group `g` and its first minor-number line, naming the GPU as `who`.
+fn cite_driver_lines(f: &mut Finding, g: &Group, who: &str) {
+    for (m, code) in g.inits.iter().take(1).chain(g.inits.iter().skip(1).last()) {
+        f.evidence_once(
+            m.span,
+            format!("the driver failed to initialise {who} (status {code})"),
+        );
+    }
+    if let Some((m, n)) = g.minors.first() {
+        f.evidence_once(
+            m.span,
+            format!(
+                "rm_init_adapter failed for minor number {n}: /dev/nvidia{n}, not necessarily nvidia-smi's GPU {n}"
+            ),
+        );
+    }
+}
+
+/// What to do about a GPU that fails initialisation, the one at `bus` when
+/// the driver named it: see the board, look for PCIe errors, drain, power
+/// cycle, then the firmware and hardware checks.
+fn actions(bus: Option<&str>) -> Vec<Action> {
+    let bus_cmd = bus
+        .and_then(xid::normal_bus)
+        .map(|b| format!("lspci -vvs {b} | grep -iE 'LnkSta|Region|BAR|Kernel driver'"))
+        .unwrap_or_else(|| "nvidia-smi -L; lspci -nn -d 10de:".to_owned());
+    vec![
+        Action::advice(
+            "see which board it is, its link state and whether its memory windows (BARs) were assigned",
+            Some(&bus_cmd),
+        ),
+        Action::advice(
+            "look for PCIe errors around the failure in the kernel log and the BMC's event log",
+            Some("dmesg -T | grep -iE 'NVRM|AER|BAR'; ipmitool sel list | tail -n 20"),
+        ),
+        Action::new(
+            ActionKind::Drain { host: None },
+            Safety::AdvisoryOnly,
+            "drain the node: the GPU is unusable until it initialises",
+        ),
+        Action::new(
+            ActionKind::Reboot { host: None },
+            Safety::AdvisoryOnly,
+            "power-cycle the node (a cold boot clears a board stuck in a bad state)",
+        ),
+        Action::advice(
+            "if it fails again: check the firmware's Above 4G Decoding / Resizable BAR / MMIO settings, reseat the board and its power cables or try another slot; a board that still fails is a hardware case (RMA)",
+            None,
+        ),
+    ]
 }
 
 /// The group of `bus`, created when it is the first line about it.

@@ -105,32 +105,7 @@ impl Rule for GspHeartbeatTimeout {
         {
             return;
         }
-        let mut instances: Vec<Instance> = Vec::new();
-        // Only the NVIDIA driver's lines: other software has heartbeats too.
-        let nvrm = |m: &Message| ["NVRM", "kgsp", "kgmmu"].iter().any(|k| m.text.contains(k));
-        for (m, c) in matches(incident, &HEARTBEAT).filter(|(m, _)| nvrm(m)) {
-            let gpu = c.name("gpu").and_then(|g| g.as_str().parse().ok());
-            let figures = c
-                .name("diff")
-                .zip(c.name("timeout"))
-                .and_then(|(d, t)| Some((d.as_str().parse().ok()?, t.as_str().parse().ok()?)));
-            let i = instance(&mut instances, gpu);
-            instances[i].heartbeats.push((m, figures));
-        }
-        for (m, c) in matches(incident, &SYMPTOM).filter(|(m, _)| nvrm(m)) {
-            let gpu = c.name("gpu").and_then(|g| g.as_str().parse().ok());
-            let i = instance(&mut instances, gpu);
-            instances[i]
-                .symptoms
-                .push((m, c["what"].trim_matches('*').trim().to_owned()));
-        }
-        // A lone memory-subsystem line is not a GSP failure.
-        instances.retain(|x| {
-            !x.heartbeats.is_empty()
-                || x.symptoms
-                    .iter()
-                    .any(|(_, w)| !w.starts_with("Memory Subsystem"))
-        });
+        let instances = instances(incident);
         let version = incident
             .facts
             .kernel_events
@@ -166,23 +141,7 @@ impl Rule for GspHeartbeatTimeout {
                     },
                 );
             }
-            let mut kinds: Vec<&str> = Vec::new();
-            for (m, what) in &x.symptoms {
-                if kinds.contains(&what.as_str()) {
-                    continue;
-                }
-                kinds.push(what);
-                let note = if what.starts_with("Memory Subsystem") {
-                    format!(
-                        "{name}: the driver found a memory subsystem error (the board itself is suspect)"
-                    )
-                } else if what.contains("PMU") {
-                    format!("{name}: the GSP reports its power management unit (PMU) halted")
-                } else {
-                    format!("{name}: a call into the GSP firmware timed out")
-                };
-                f.evidence(m.span, note);
-            }
+            let kinds = cite_symptoms(&mut f, x, &name);
             if let Some((span, v)) = &version {
                 f.evidence(*span, format!("driver {v} (GSP firmware of that release)"));
             }
@@ -230,24 +189,89 @@ impl Rule for GspHeartbeatTimeout {
             f.explanation.push_str(
                 ". The Xid (119 or 120) the driver usually logs with it is not in the inputs.",
             );
-            f.actions.push(Action::advice(
-                "see what the driver asks for this GPU and the kernel's account of it",
-                Some("nvidia-smi -q -d RECOVERY_ACTION; dmesg -T | grep -E 'GSP|Heartbeat|Xid'"),
-            ));
-            f.actions.push(Action::advice(
-                format!(
-                    "drain {name}, stop its workloads and reset it (nvidia-smi -r -i N, N its nvidia-smi index) or reboot the node"
-                ),
-                None,
-            ));
-            f.actions.push(Action::advice(
-                "if it recurs on the same board: run the GPU diagnostics, update the driver, and report it to NVIDIA with nvidia-bug-report.sh",
-                Some("dcgmi diag -r 3"),
-            ));
+            f.actions.extend(actions(&name));
             f.confidence = confidence(&f, 0.65, 0.9);
             out.push(f);
         }
     }
+}
+
+/// The driver's GSP failures, one instance per GPU it names: its heartbeat
+/// lines (with their figures) and symptom lines, NVRM's own lines only; a
+/// lone memory-subsystem line is left out.
+fn instances(incident: &Incident) -> Vec<Instance<'_>> {
+    let mut instances: Vec<Instance> = Vec::new();
+    // Only the NVIDIA driver's lines: other software has heartbeats too.
+    let nvrm = |m: &Message| ["NVRM", "kgsp", "kgmmu"].iter().any(|k| m.text.contains(k));
+    for (m, c) in matches(incident, &HEARTBEAT).filter(|(m, _)| nvrm(m)) {
+        let gpu = c.name("gpu").and_then(|g| g.as_str().parse().ok());
+        let figures = c
+            .name("diff")
+            .zip(c.name("timeout"))
+            .and_then(|(d, t)| Some((d.as_str().parse().ok()?, t.as_str().parse().ok()?)));
+        let i = instance(&mut instances, gpu);
+        instances[i].heartbeats.push((m, figures));
+    }
+    for (m, c) in matches(incident, &SYMPTOM).filter(|(m, _)| nvrm(m)) {
+        let gpu = c.name("gpu").and_then(|g| g.as_str().parse().ok());
+        let i = instance(&mut instances, gpu);
+        instances[i]
+            .symptoms
+            .push((m, c["what"].trim_matches('*').trim().to_owned()));
+    }
+    // A lone memory-subsystem line is not a GSP failure.
+    instances.retain(|x| {
+        !x.heartbeats.is_empty()
+            || x.symptoms
+                .iter()
+                .any(|(_, w)| !w.starts_with("Memory Subsystem"))
+    });
+    instances
+}
+
+/// Cites on `f` each kind of symptom of instance `x` once (memory subsystem
+/// error, PMU halted, a GSP call timed out), naming the GPU `name`; returns
+/// the kinds, in order.
+fn cite_symptoms<'a>(f: &mut Finding, x: &'a Instance, name: &str) -> Vec<&'a str> {
+    let mut kinds: Vec<&str> = Vec::new();
+    for (m, what) in &x.symptoms {
+        if kinds.contains(&what.as_str()) {
+            continue;
+        }
+        kinds.push(what);
+        let note = if what.starts_with("Memory Subsystem") {
+            format!(
+                "{name}: the driver found a memory subsystem error (the board itself is suspect)"
+            )
+        } else if what.contains("PMU") {
+            format!("{name}: the GSP reports its power management unit (PMU) halted")
+        } else {
+            format!("{name}: a call into the GSP firmware timed out")
+        };
+        f.evidence(m.span, note);
+    }
+    kinds
+}
+
+/// What to do for `name`: see the driver's recovery action and the kernel's
+/// account, drain and reset it, and the diagnostics if it recurs.
+fn actions(name: &str) -> Vec<Action> {
+    vec![
+        Action::advice(
+            "see what the driver asks for this GPU and the kernel's account of it",
+            Some("nvidia-smi -q -d RECOVERY_ACTION; dmesg -T | grep -E 'GSP|Heartbeat|Xid'"),
+        ),
+        Action::advice(
+            format!(
+                "drain {name}, stop its workloads and reset it (nvidia-smi -r -i N, N its nvidia-smi index) or reboot the node"
+            ),
+            None,
+        ),
+        Action::advice(
+            "if it recurs on the same board: run the GPU diagnostics, update the driver, and report it to NVIDIA with nvidia-bug-report.sh",
+            Some("dcgmi diag -r 3"),
+        ),
+    ]
 }
 
 fn instance<'a>(instances: &mut Vec<Instance<'a>>, gpu: Option<u32>) -> usize {

@@ -77,38 +77,12 @@ impl Rule for K8sDevicePluginXid {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
-        // One finding per GPU (UUID, or device id without one).
-        let mut per_device: Vec<Device> = Vec::new();
-        for (m, c) in incident.known(XID) {
-            let (Some(Ok(code)), Some(dev)) =
-                (c.get("xid").map(str::parse::<u32>), c.get("device"))
-            else {
-                continue;
-            };
-            let key = device_key(dev);
-            match per_device.iter_mut().find(|d| d.key == key) {
-                Some(d) => d.xids.push((m, code)),
-                None => per_device.push(Device {
-                    key,
-                    xids: vec![(m, code)],
-                    unhealthy: Vec::new(),
-                    resource: String::new(),
-                }),
-            }
-        }
-        for (m, c) in incident.known(UNHEALTHY) {
-            let key = device_key(c.get("device").unwrap_or_default());
-            if let Some(d) = per_device.iter_mut().find(|d| d.key == key) {
-                d.unhealthy.push(m);
-                d.resource = c.get("resource").unwrap_or_default().to_owned();
-            }
-        }
         for Device {
             key: dev,
             xids,
             unhealthy,
             resource,
-        } in per_device
+        } in devices(incident)
         {
             let mut f = Finding::new(META.id, META.category, META.severity);
             let gpu = incident
@@ -194,22 +168,60 @@ impl Rule for K8sDevicePluginXid {
                     .next()
                     .unwrap_or("see NVIDIA's Xid catalog")
             );
-            f.actions.push(Action::advice(
-                "read the kernel's account of the Xid on the node (bus id, process, details)",
-                Some("journalctl -k --no-pager | grep -i xid"),
-            ));
-            f.actions.push(Action::advice(
-                format!("look at the GPU's state ({dev})"),
-                Some("nvidia-smi -L; nvidia-smi -q -d ECC,ROW_REMAPPER,RECOVERY_ACTION"),
-            ));
-            f.actions.push(Action::advice(
-                "once the Xid is understood (workload fixed, or GPU reset / node rebooted), restart the device plugin pod on the node so it registers the GPU as healthy again",
-                None,
-            ));
+            f.actions.extend(actions(&dev));
             f.confidence = confidence(&f, 0.7, 0.9);
             out.push(f);
         }
     }
+}
+
+/// What the device plugin said, one entry per GPU (UUID, or device id
+/// without one) that it reported an Xid for, with its unhealthy lines.
+fn devices(incident: &Incident) -> Vec<Device<'_>> {
+    let mut per_device: Vec<Device> = Vec::new();
+    for (m, c) in incident.known(XID) {
+        let (Some(Ok(code)), Some(dev)) = (c.get("xid").map(str::parse::<u32>), c.get("device"))
+        else {
+            continue;
+        };
+        let key = device_key(dev);
+        match per_device.iter_mut().find(|d| d.key == key) {
+            Some(d) => d.xids.push((m, code)),
+            None => per_device.push(Device {
+                key,
+                xids: vec![(m, code)],
+                unhealthy: Vec::new(),
+                resource: String::new(),
+            }),
+        }
+    }
+    for (m, c) in incident.known(UNHEALTHY) {
+        let key = device_key(c.get("device").unwrap_or_default());
+        if let Some(d) = per_device.iter_mut().find(|d| d.key == key) {
+            d.unhealthy.push(m);
+            d.resource = c.get("resource").unwrap_or_default().to_owned();
+        }
+    }
+    per_device
+}
+
+/// What to do about the Xid on `dev`: read the kernel's account, look at
+/// the GPU's state, then restart the device plugin pod.
+fn actions(dev: &str) -> Vec<Action> {
+    vec![
+        Action::advice(
+            "read the kernel's account of the Xid on the node (bus id, process, details)",
+            Some("journalctl -k --no-pager | grep -i xid"),
+        ),
+        Action::advice(
+            format!("look at the GPU's state ({dev})"),
+            Some("nvidia-smi -L; nvidia-smi -q -d ECC,ROW_REMAPPER,RECOVERY_ACTION"),
+        ),
+        Action::advice(
+            "once the Xid is understood (workload fixed, or GPU reset / node rebooted), restart the device plugin pod on the node so it registers the GPU as healthy again",
+            None,
+        ),
+    ]
 }
 
 /// What the device plugin said about one device.

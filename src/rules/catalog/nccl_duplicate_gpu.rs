@@ -143,16 +143,7 @@ impl Rule for NcclDuplicateGpu {
             .map(|r| format!("rank {r}"))
             .collect::<Vec<_>>()
             .join(", ");
-        let gpu = match (buses.len(), buses.iter().next()) {
-            (1, Some(b)) => format!(
-                "the GPU at PCI {b} (NCCL's `CUDA device {}` is this bus id, not an index)",
-                raw.iter().next().map_or("", String::as_str)
-            ),
-            _ => format!(
-                "shared GPUs (NCCL's bus ids {})",
-                raw.iter().cloned().collect::<Vec<_>>().join(", ")
-            ),
-        };
+        let gpu = shared_gpu(&buses, &raw);
         f.chain.push(format!(
             "NCCL refused to build its communicator (`Duplicate GPU detected`, ncclInvalidUsage): {rank_list} run on {gpu}"
         ));
@@ -193,6 +184,22 @@ impl Rule for NcclDuplicateGpu {
         ));
         f.confidence = confidence(&f, 0.8, 0.95);
         out.push(f);
+    }
+}
+
+/// The GPU the ranks share, for the chain: `the GPU at PCI …` when the
+/// normalized bus ids name one, else `shared GPUs (NCCL's bus ids …)` with
+/// NCCL's `raw` bus ids.
+fn shared_gpu(buses: &BTreeSet<String>, raw: &BTreeSet<String>) -> String {
+    match (buses.len(), buses.iter().next()) {
+        (1, Some(b)) => format!(
+            "the GPU at PCI {b} (NCCL's `CUDA device {}` is this bus id, not an index)",
+            raw.iter().next().map_or("", String::as_str)
+        ),
+        _ => format!(
+            "shared GPUs (NCCL's bus ids {})",
+            raw.iter().cloned().collect::<Vec<_>>().join(", ")
+        ),
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::correlate::Incident;
-use crate::model::{NcclLevel, ServerEvent, ServerEventKind, TorchDistKind};
+use crate::model::{Message, NcclLevel, ServerEvent, ServerEventKind, TorchDistKind};
 use crate::rules::support::server::target;
 use crate::rules::support::{confidence, distinct};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
@@ -141,37 +141,10 @@ impl Rule for NcclError {
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         let events = &incident.facts.server_events;
-        let errors: Vec<&ServerEvent> = events
-            .iter()
-            .filter(|e| {
-                matches!(&e.kind, ServerEventKind::TorchDist(t) if matches!(t.kind, TorchDistKind::NcclError { .. }))
-            })
-            // A result that is no set-up failure (ncclTimeout, ncclInProgress)
-            // is its catalog row's to report.
-            .filter(|e| {
-                !["nccl.timeout", "nccl.in-progress", "nccl.success"]
-                    .iter()
-                    .any(|id| incident.known(id).any(|(m, _)| m.span == e.span))
-            })
-            .collect();
+        let errors = nccl_errors(incident);
         // Each failed call's line and the result's short string; a wrapper
         // of the NCCL catalog whose string no row knows says it itself.
-        let mut results: Vec<(&crate::model::Message, String)> = incident
-            .known
-            .iter()
-            .filter(|k| k.hit.catalog.id == "nccl")
-            .filter_map(|k| {
-                let reason = match k.hit.row {
-                    Some(r) if RESULTS.contains(&r.id.as_str()) => r.strings.first()?.text.clone(),
-                    None => k.hit.get("msg")?.trim().to_owned(),
-                    Some(_) => return None,
-                };
-                Some((&incident.facts.messages[k.message], reason))
-            })
-            .filter(|(m, _)| !m.text.contains("NCCL WARN"))
-            .collect();
-        results.sort_by_key(|(m, _)| m.span);
-        results.dedup_by_key(|(m, _)| m.span);
+        let results = results(incident);
         let error_lines: Vec<_> = results.iter().map(|(m, _)| *m).collect();
         if errors.is_empty() && error_lines.is_empty() {
             return;
@@ -181,47 +154,11 @@ impl Rule for NcclError {
             return;
         }
         // What NCCL warned, and the `Last error:` text of the exceptions.
-        let warns: Vec<(Span, &str)> = events
-            .iter()
-            .filter_map(|e| match &e.kind {
-                ServerEventKind::Nccl(n)
-                    if n.level >= NcclLevel::Warn && n.level != NcclLevel::Trace =>
-                {
-                    Some((e.span, n.message.as_str()))
-                }
-                ServerEventKind::Exception(x) if x.message.contains("Last error:") => {
-                    Some((e.span, x.message.as_str()))
-                }
-                _ => None,
-            })
-            .collect();
+        let warns = warns(events);
         // A CUDA error inside NCCL is the CUDA rules' to report.
         // Each cause's lines: its catalog rows' first, then its own words
         // in a warning.
-        let cause_lines = |c: &Cause| -> Vec<(Span, &str)> {
-            let mut lines: Vec<(Span, &str)> = c
-                .rows
-                .iter()
-                .flat_map(|id| incident.known(id))
-                // The warning itself, without NCCL's `host:pid:tid … WARN` header.
-                .map(|(m, _)| {
-                    let text = m.text.as_str();
-                    (m.span, text.split_once(" WARN ").map_or(text, |(_, w)| w))
-                })
-                .collect();
-            lines.sort_by_key(|(s, _)| *s);
-            lines.dedup_by_key(|(s, _)| *s);
-            if lines.is_empty() {
-                lines.extend(
-                    warns
-                        .iter()
-                        .filter(|(_, w)| c.re.is_match(w))
-                        .take(1)
-                        .copied(),
-                );
-            }
-            lines
-        };
+        let cause_lines = |c: &Cause| cause_lines(incident, &warns, c);
         if warns.iter().any(|(_, w)| w.contains("Cuda failure"))
             && !CAUSES.iter().any(|c| !cause_lines(c).is_empty())
         {
@@ -232,21 +169,7 @@ impl Rule for NcclError {
             (!lines.is_empty()).then_some((c, lines))
         });
         // The first line that names the result by its string, else by name.
-        let reason = results
-            .iter()
-            .find(|(m, _)| !m.text.trim_start().starts_with("nccl"))
-            .or(results.first())
-            .map(|(_, r)| r.clone())
-            .or_else(|| {
-                errors.iter().find_map(|e| match &e.kind {
-                    ServerEventKind::TorchDist(t) => match &t.kind {
-                        TorchDistKind::NcclError { reason, .. } => Some(reason.clone()),
-                        _ => None,
-                    },
-                    _ => None,
-                })
-            })
-            .unwrap_or_else(|| "NCCL error".to_owned());
+        let reason = reason(&results, &errors);
         let mut f = Finding::new(META.id, META.category, META.severity);
         let lines = error_lines.iter().copied().chain(
             errors
@@ -312,6 +235,120 @@ impl Rule for NcclError {
         f.confidence = confidence(&f, 0.7, 0.95);
         out.push(f);
     }
+}
+
+/// The PyTorch NCCL errors that are set-up failures (not `ncclTimeout`,
+/// `ncclInProgress` or `ncclSuccess`, their catalog rows' to report).
+fn nccl_errors(incident: &Incident) -> Vec<&ServerEvent> {
+    incident
+        .facts
+        .server_events
+        .iter()
+        .filter(|e| {
+            matches!(&e.kind, ServerEventKind::TorchDist(t) if matches!(t.kind, TorchDistKind::NcclError { .. }))
+        })
+        // A result that is no set-up failure (ncclTimeout, ncclInProgress)
+        // is its catalog row's to report.
+        .filter(|e| {
+            !["nccl.timeout", "nccl.in-progress", "nccl.success"]
+                .iter()
+                .any(|id| incident.known(id).any(|(m, _)| m.span == e.span))
+        })
+        .collect()
+}
+
+/// Each failed NCCL call's line and the result's short string, in input
+/// order (one per line, NCCL's WARN lines left out); a wrapper of the NCCL
+/// catalog whose string no row knows says it itself.
+fn results(incident: &Incident) -> Vec<(&Message, String)> {
+    let mut results: Vec<(&Message, String)> = incident
+        .known
+        .iter()
+        .filter(|k| k.hit.catalog.id == "nccl")
+        .filter_map(|k| {
+            let reason = match k.hit.row {
+                Some(r) if RESULTS.contains(&r.id.as_str()) => r.strings.first()?.text.clone(),
+                None => k.hit.get("msg")?.trim().to_owned(),
+                Some(_) => return None,
+            };
+            Some((&incident.facts.messages[k.message], reason))
+        })
+        .filter(|(m, _)| !m.text.contains("NCCL WARN"))
+        .collect();
+    results.sort_by_key(|(m, _)| m.span);
+    results.dedup_by_key(|(m, _)| m.span);
+    results
+}
+
+/// What NCCL warned (WARN and above, not TRACE), and the `Last error:` text
+/// of the exceptions, with their lines.
+fn warns(events: &[ServerEvent]) -> Vec<(Span, &str)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            ServerEventKind::Nccl(n)
+                if n.level >= NcclLevel::Warn && n.level != NcclLevel::Trace =>
+            {
+                Some((e.span, n.message.as_str()))
+            }
+            ServerEventKind::Exception(x) if x.message.contains("Last error:") => {
+                Some((e.span, x.message.as_str()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The lines of cause `c`: its catalog rows' first (the warning without
+/// NCCL's `host:pid:tid … WARN` header), else the first of `warns` in its
+/// own words.
+fn cause_lines<'a>(
+    incident: &'a Incident,
+    warns: &[(Span, &'a str)],
+    c: &Cause,
+) -> Vec<(Span, &'a str)> {
+    let mut lines: Vec<(Span, &str)> = c
+        .rows
+        .iter()
+        .flat_map(|id| incident.known(id))
+        // The warning itself, without NCCL's `host:pid:tid … WARN` header.
+        .map(|(m, _)| {
+            let text = m.text.as_str();
+            (m.span, text.split_once(" WARN ").map_or(text, |(_, w)| w))
+        })
+        .collect();
+    lines.sort_by_key(|(s, _)| *s);
+    lines.dedup_by_key(|(s, _)| *s);
+    if lines.is_empty() {
+        lines.extend(
+            warns
+                .iter()
+                .filter(|(_, w)| c.re.is_match(w))
+                .take(1)
+                .copied(),
+        );
+    }
+    lines
+}
+
+/// The failure's reason: the first result that names it by its string,
+/// else by name, else the reason of PyTorch's NCCL error, else `NCCL error`.
+fn reason(results: &[(&Message, String)], errors: &[&ServerEvent]) -> String {
+    results
+        .iter()
+        .find(|(m, _)| !m.text.trim_start().starts_with("nccl"))
+        .or(results.first())
+        .map(|(_, r)| r.clone())
+        .or_else(|| {
+            errors.iter().find_map(|e| match &e.kind {
+                ServerEventKind::TorchDist(t) => match &t.kind {
+                    TorchDistKind::NcclError { reason, .. } => Some(reason.clone()),
+                    _ => None,
+                },
+                _ => None,
+            })
+        })
+        .unwrap_or_else(|| "NCCL error".to_owned())
 }
 
 fn first_line(text: &str) -> String {

@@ -102,25 +102,7 @@ impl Rule for NvidiaDriverNotLoaded {
             f.evidence(m.span, format!("nvidia-smi cannot use the driver ({n}x)"));
         }
         for (m, c) in loads.iter().take(4) {
-            let note = if let Some(module) = c.name("udev") {
-                format!(
-                    "udev: modprobe {} failed with exit code {}",
-                    module.as_str(),
-                    &c["code"]
-                )
-            } else if let Some(module) = c.name("insert") {
-                format!(
-                    "modprobe could not load {}: {}",
-                    module.as_str(),
-                    c["why"].trim()
-                )
-            } else {
-                format!(
-                    "modprobe finds no {} module for the running kernel",
-                    &c["missing"]
-                )
-            };
-            f.evidence(m.span, note);
+            f.evidence(m.span, load_note(c));
         }
         if !loads.is_empty() {
             for (m, n) in distinct(matches(incident, &NVLINK_UNREGISTERED).map(|(m, _)| m))
@@ -137,71 +119,12 @@ impl Rule for NvidiaDriverNotLoaded {
         // manager) cannot start without the module: their failures are
         // consequences, cited as such.
         if !loads.is_empty() {
-            for (name, unit) in incident
-                .units
-                .iter()
-                .filter(|(n, _)| n.starts_with("nvidia-"))
-            {
-                let given_up = unit.events.iter().find(|e| {
-                    matches!(
-                        e.kind,
-                        UnitEventKind::StartRepeatedTooQuickly | UnitEventKind::StartLimitHit
-                    )
-                });
-                let failed = unit.events.iter().find(|e| {
-                    matches!(
-                        e.kind,
-                        UnitEventKind::FailedToStart | UnitEventKind::FailedWithResult(_)
-                    )
-                });
-                if let Some(e) = given_up.or(failed) {
-                    f.entities.units.insert(name.clone());
-                    let said = match e.kind {
-                        UnitEventKind::StartRepeatedTooQuickly => {
-                            "Start request repeated too quickly"
-                        }
-                        UnitEventKind::StartLimitHit => "start-limit-hit",
-                        _ => "failed",
-                    };
-                    f.evidence(
-                        e.span,
-                        format!(
-                            "systemd: {name}: {said}; it cannot start without the module (a consequence)"
-                        ),
-                    );
-                }
-            }
+            cite_daemons(&mut f, incident);
         }
         // The package manager's last change to the driver: an upgrade the
         // module for the running kernel did not follow (unattended-upgrade
         // at night, a new kernel without a DKMS build).
-        let upgrade = incident
-            .facts
-            .package_changes
-            .iter()
-            .filter(|c| c.is_nvidia_driver() && c.to.is_some())
-            .max_by_key(|c| (c.time, c.span));
-        if let Some(c) = upgrade {
-            let to = c.to.as_deref().unwrap_or_default();
-            let to = PackageChange::driver_version(to).unwrap_or(to);
-            let from = c
-                .from
-                .as_deref()
-                .map(|v| format!(" from {}", PackageChange::driver_version(v).unwrap_or(v)))
-                .unwrap_or_default();
-            let by =
-                c.by.as_deref()
-                    .and_then(|b| b.split_whitespace().next())
-                    .map(|b| format!(" by {}", b.rsplit('/').next().unwrap_or(b)))
-                    .unwrap_or_default();
-            f.evidence(
-                c.span,
-                format!(
-                    "{} was changed{from} to {to}{by}: the driver's packages changed before it",
-                    c.package
-                ),
-            );
-        }
+        cite_upgrade(&mut f, incident);
         let no_module =
             !loads.is_empty() || hits.iter().any(|m| m.text.contains("couldn't communicate"));
         f.condition(
@@ -247,5 +170,98 @@ impl Rule for NvidiaDriverNotLoaded {
         ));
         f.confidence = confidence(&f, 0.8, 0.95);
         out.push(f);
+    }
+}
+
+/// What a failed module load says: udev's modprobe exit code, modprobe's
+/// reason for not inserting the module, or the module it cannot find.
+fn load_note(c: &regex::Captures<'_>) -> String {
+    if let Some(module) = c.name("udev") {
+        format!(
+            "udev: modprobe {} failed with exit code {}",
+            module.as_str(),
+            &c["code"]
+        )
+    } else if let Some(module) = c.name("insert") {
+        format!(
+            "modprobe could not load {}: {}",
+            module.as_str(),
+            c["why"].trim()
+        )
+    } else {
+        format!(
+            "modprobe finds no {} module for the running kernel",
+            &c["missing"]
+        )
+    }
+}
+
+/// Cites on `f`, as consequences, the driver's own daemons (`nvidia-*`
+/// units: nvidia-persistenced, the fabric manager) that systemd gave up on
+/// or that failed, and names their units.
+fn cite_daemons(f: &mut Finding, incident: &Incident) {
+    for (name, unit) in incident
+        .units
+        .iter()
+        .filter(|(n, _)| n.starts_with("nvidia-"))
+    {
+        let given_up = unit.events.iter().find(|e| {
+            matches!(
+                e.kind,
+                UnitEventKind::StartRepeatedTooQuickly | UnitEventKind::StartLimitHit
+            )
+        });
+        let failed = unit.events.iter().find(|e| {
+            matches!(
+                e.kind,
+                UnitEventKind::FailedToStart | UnitEventKind::FailedWithResult(_)
+            )
+        });
+        if let Some(e) = given_up.or(failed) {
+            f.entities.units.insert(name.clone());
+            let said = match e.kind {
+                UnitEventKind::StartRepeatedTooQuickly => "Start request repeated too quickly",
+                UnitEventKind::StartLimitHit => "start-limit-hit",
+                _ => "failed",
+            };
+            f.evidence(
+                e.span,
+                format!(
+                    "systemd: {name}: {said}; it cannot start without the module (a consequence)"
+                ),
+            );
+        }
+    }
+}
+
+/// Cites on `f` the package manager's last change to the NVIDIA driver (an
+/// upgrade the module for the running kernel did not follow), if any.
+fn cite_upgrade(f: &mut Finding, incident: &Incident) {
+    let upgrade = incident
+        .facts
+        .package_changes
+        .iter()
+        .filter(|c| c.is_nvidia_driver() && c.to.is_some())
+        .max_by_key(|c| (c.time, c.span));
+    if let Some(c) = upgrade {
+        let to = c.to.as_deref().unwrap_or_default();
+        let to = PackageChange::driver_version(to).unwrap_or(to);
+        let from = c
+            .from
+            .as_deref()
+            .map(|v| format!(" from {}", PackageChange::driver_version(v).unwrap_or(v)))
+            .unwrap_or_default();
+        let by =
+            c.by.as_deref()
+                .and_then(|b| b.split_whitespace().next())
+                .map(|b| format!(" by {}", b.rsplit('/').next().unwrap_or(b)))
+                .unwrap_or_default();
+        f.evidence(
+            c.span,
+            format!(
+                "{} was changed{from} to {to}{by}: the driver's packages changed before it",
+                c.package
+            ),
+        );
     }
 }

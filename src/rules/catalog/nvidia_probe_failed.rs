@@ -195,29 +195,13 @@ impl Rule for NvidiaProbeFailed {
             !holders.is_empty() || bad_bar.is_some() || !no_gpu.is_empty(),
         );
         let nouveau = holders.iter().any(|m| !m.text.contains("rivafb"));
-        f.title = if let Some(n) = unbound {
-            format!(
-                "the NVIDIA driver is bound to no GPU: {}owns {n} device(s)",
-                if nouveau {
-                    "nouveau "
-                } else {
-                    "another driver (nouveau or a framebuffer driver) "
-                }
-            )
-        } else if let Some(n) = refused {
-            format!(
-                "the NVIDIA driver's probe failed for {n} device(s){}",
-                if bad_bar.is_some() {
-                    ": invalid PCI BAR"
-                } else {
-                    ""
-                }
-            )
-        } else if !no_gpu.is_empty() {
-            "the NVIDIA driver loaded but finds no NVIDIA GPU on the PCI bus".to_owned()
-        } else {
-            "the NVIDIA driver initialised no GPU".to_owned()
-        };
+        f.title = title(
+            unbound,
+            refused,
+            nouveau,
+            bad_bar.is_some(),
+            !no_gpu.is_empty(),
+        );
         f.headline = format!(
             "{}: the kernel module is loaded, yet nvidia-smi and CUDA see no GPU.",
             crate::rules::support::capitalise(&f.title)
@@ -225,33 +209,79 @@ impl Rule for NvidiaProbeFailed {
         f.chain
             .push("nvidia-smi finds no devices; CUDA sees no GPU".to_owned());
         f.chain.push(f.title.clone());
-        f.explanation = if unbound.is_some() {
-            "The kernel gives a PCI device to the first driver that claims it. When nouveau (or a framebuffer driver) loads first, usually from the initramfs, the NVIDIA module finds the devices taken and is never probed for them. Reinstalling the NVIDIA driver changes nothing until nouveau is kept from loading.".to_owned()
-        } else if refused.is_some() {
-            "The NVIDIA module was offered the device and refused it: an unassigned or too small PCI memory window (BAR) from the firmware, or a GPU this driver release does not support.".to_owned()
-        } else {
-            "The module loaded without a GPU to drive: none is visible on the PCI bus (not passed through, not seated or not powered), or another driver holds them.".to_owned()
-        };
-        f.actions.push(Action::advice(
-            "see which driver holds each NVIDIA device",
-            Some("lsmod | grep -e nvidia -e nouveau; lspci -k -d 10de:"),
-        ));
-        if refused.is_some() && unbound.is_none() {
-            f.actions.push(Action::advice(
-                "check the BAR assignment; enable Above 4G Decoding in the firmware or boot with pci=realloc",
-                Some("dmesg | grep -iE 'BAR|NVRM'"),
-            ));
-        } else {
-            f.actions.push(Action::advice(
-                "keep nouveau from loading: add 'blacklist nouveau' and 'options nouveau modeset=0' to /etc/modprobe.d/blacklist-nouveau.conf",
-                Some("grep -rs nouveau /etc/modprobe.d/ /usr/lib/modprobe.d/"),
-            ));
-            f.actions.push(Action::advice(
-                "rebuild the initramfs so the blacklist applies at boot (update-initramfs -u, or dracut -f), then reboot",
-                None,
-            ));
-        }
+        f.explanation = explanation(unbound.is_some(), refused.is_some());
+        f.actions
+            .extend(actions(refused.is_some() && unbound.is_none()));
         f.confidence = confidence(&f, 0.75, 0.96);
         out.push(f);
     }
+}
+
+/// The finding's title: nouveau or another driver owns the `unbound`
+/// devices, or the probe refused `refused` devices (for an invalid BAR when
+/// `bad_bar`), or the module found no GPU (`no_gpu`) or initialised none.
+fn title(
+    unbound: Option<u32>,
+    refused: Option<u32>,
+    nouveau: bool,
+    bad_bar: bool,
+    no_gpu: bool,
+) -> String {
+    if let Some(n) = unbound {
+        format!(
+            "the NVIDIA driver is bound to no GPU: {}owns {n} device(s)",
+            if nouveau {
+                "nouveau "
+            } else {
+                "another driver (nouveau or a framebuffer driver) "
+            }
+        )
+    } else if let Some(n) = refused {
+        format!(
+            "the NVIDIA driver's probe failed for {n} device(s){}",
+            if bad_bar { ": invalid PCI BAR" } else { "" }
+        )
+    } else if no_gpu {
+        "the NVIDIA driver loaded but finds no NVIDIA GPU on the PCI bus".to_owned()
+    } else {
+        "the NVIDIA driver initialised no GPU".to_owned()
+    }
+}
+
+/// Why the module has no GPU: another driver bound them first (`unbound`),
+/// the probe refused them (`refused`), or none is visible.
+fn explanation(unbound: bool, refused: bool) -> String {
+    if unbound {
+        "The kernel gives a PCI device to the first driver that claims it. When nouveau (or a framebuffer driver) loads first, usually from the initramfs, the NVIDIA module finds the devices taken and is never probed for them. Reinstalling the NVIDIA driver changes nothing until nouveau is kept from loading.".to_owned()
+    } else if refused {
+        "The NVIDIA module was offered the device and refused it: an unassigned or too small PCI memory window (BAR) from the firmware, or a GPU this driver release does not support.".to_owned()
+    } else {
+        "The module loaded without a GPU to drive: none is visible on the PCI bus (not passed through, not seated or not powered), or another driver holds them.".to_owned()
+    }
+}
+
+/// What to do: see which driver holds each device, then check the BARs when
+/// the probe only refused devices (`refused_only`), else keep nouveau from
+/// loading and rebuild the initramfs.
+fn actions(refused_only: bool) -> Vec<Action> {
+    let mut actions = vec![Action::advice(
+        "see which driver holds each NVIDIA device",
+        Some("lsmod | grep -e nvidia -e nouveau; lspci -k -d 10de:"),
+    )];
+    if refused_only {
+        actions.push(Action::advice(
+            "check the BAR assignment; enable Above 4G Decoding in the firmware or boot with pci=realloc",
+            Some("dmesg | grep -iE 'BAR|NVRM'"),
+        ));
+    } else {
+        actions.push(Action::advice(
+            "keep nouveau from loading: add 'blacklist nouveau' and 'options nouveau modeset=0' to /etc/modprobe.d/blacklist-nouveau.conf",
+            Some("grep -rs nouveau /etc/modprobe.d/ /usr/lib/modprobe.d/"),
+        ));
+        actions.push(Action::advice(
+            "rebuild the initramfs so the blacklist applies at boot (update-initramfs -u, or dracut -f), then reboot",
+            None,
+        ));
+    }
+    actions
 }

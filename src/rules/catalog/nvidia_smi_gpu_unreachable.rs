@@ -142,32 +142,7 @@ impl Rule for NvidiaSmiGpuUnreachable {
                 false,
             );
             f.condition("nvidia-smi -q shows the GPU's state", sick.any());
-            f.title = if lost {
-                format!(
-                    "{label} is lost: nvidia-smi cannot reach it (the GPU fell off the bus; no kernel log in the inputs)"
-                )
-            } else if reset {
-                format!(
-                    "{label} requires a reset: nvidia-smi cannot use it (no kernel log in the inputs)"
-                )
-            } else {
-                format!(
-                    "nvidia-smi cannot open {label}: Unknown Error (no kernel log in the inputs)"
-                )
-            };
-            f.headline = if lost {
-                format!(
-                    "nvidia-smi says {label} is lost: the driver can no longer reach it over PCIe, as after an Xid 79 (fallen off the bus). Everything using it fails until the node is rebooted; the kernel log, not in the inputs, would confirm it and show why."
-                )
-            } else if reset {
-                format!(
-                    "nvidia-smi says {label} requires a reset: the driver stopped using it after a fatal error. The kernel log, not in the inputs, would name the Xid."
-                )
-            } else {
-                format!(
-                    "nvidia-smi cannot open {label} (Unknown Error): the GPU does not answer NVML. The kernel log, not in the inputs, would say whether it fell off the bus or hit a fatal Xid."
-                )
-            };
+            (f.title, f.headline) = title_and_headline(&label, lost, reset);
             f.chain
                 .push(format!("processes on {} fail or hang", gpu.short()));
             f.chain.push(if lost {
@@ -182,32 +157,68 @@ impl Rule for NvidiaSmiGpuUnreachable {
                 )
             });
             f.explanation = "nvidia-smi prints this for one GPU and lists the others; the driver has given the GPU up. The kernel's Xid line (79 for a GPU lost from the bus) says what happened and when, and the PCIe errors before it say why.".to_owned();
-            f.actions.push(Action::advice(
-                "confirm with the kernel's account: the Xid and the PCIe errors before it",
-                Some("dmesg -T | grep -i -e 'fallen off' -e 'Xid' -e 'AER'"),
-            ));
-            f.actions.push(Action::new(
-                ActionKind::Drain { host: None },
-                Safety::AdvisoryOnly,
-                "drain the node and stop the services that use its GPUs",
-            ));
-            f.actions.push(Action::new(
-                ActionKind::Reboot { host: None },
-                Safety::AdvisoryOnly,
-                if reset {
-                    "reboot the node (or reset the GPU with nvidia-smi -r once nothing uses it)"
-                } else {
-                    "reboot the node: a lost GPU comes back only with a reboot or power cycle"
-                },
-            ));
-            f.actions.push(Action::advice(
-                "if it happens again on the same board or slot, reseat or replace the GPU and its riser (hardware case)",
-                None,
-            ));
+            f.actions.extend(actions(reset));
             f.confidence = confidence(&f, if lost { 0.6 } else { 0.45 }, 0.85);
             out.push(f);
         }
     }
+}
+
+/// The finding's title and headline for `label`, by what nvidia-smi said:
+/// the GPU is lost, requires a reset (`reset`), or `Unknown Error`.
+fn title_and_headline(label: &str, lost: bool, reset: bool) -> (String, String) {
+    let title = if lost {
+        format!(
+            "{label} is lost: nvidia-smi cannot reach it (the GPU fell off the bus; no kernel log in the inputs)"
+        )
+    } else if reset {
+        format!("{label} requires a reset: nvidia-smi cannot use it (no kernel log in the inputs)")
+    } else {
+        format!("nvidia-smi cannot open {label}: Unknown Error (no kernel log in the inputs)")
+    };
+    let headline = if lost {
+        format!(
+            "nvidia-smi says {label} is lost: the driver can no longer reach it over PCIe, as after an Xid 79 (fallen off the bus). Everything using it fails until the node is rebooted; the kernel log, not in the inputs, would confirm it and show why."
+        )
+    } else if reset {
+        format!(
+            "nvidia-smi says {label} requires a reset: the driver stopped using it after a fatal error. The kernel log, not in the inputs, would name the Xid."
+        )
+    } else {
+        format!(
+            "nvidia-smi cannot open {label} (Unknown Error): the GPU does not answer NVML. The kernel log, not in the inputs, would say whether it fell off the bus or hit a fatal Xid."
+        )
+    };
+    (title, headline)
+}
+
+/// What to do: confirm with the kernel log, drain, reboot (or reset the GPU
+/// when it only requires a `reset`), and the hardware checks if it repeats.
+fn actions(reset: bool) -> Vec<Action> {
+    vec![
+        Action::advice(
+            "confirm with the kernel's account: the Xid and the PCIe errors before it",
+            Some("dmesg -T | grep -i -e 'fallen off' -e 'Xid' -e 'AER'"),
+        ),
+        Action::new(
+            ActionKind::Drain { host: None },
+            Safety::AdvisoryOnly,
+            "drain the node and stop the services that use its GPUs",
+        ),
+        Action::new(
+            ActionKind::Reboot { host: None },
+            Safety::AdvisoryOnly,
+            if reset {
+                "reboot the node (or reset the GPU with nvidia-smi -r once nothing uses it)"
+            } else {
+                "reboot the node: a lost GPU comes back only with a reboot or power cycle"
+            },
+        ),
+        Action::advice(
+            "if it happens again on the same board or slot, reseat or replace the GPU and its riser (hardware case)",
+            None,
+        ),
+    ]
 }
 
 #[cfg(test)]

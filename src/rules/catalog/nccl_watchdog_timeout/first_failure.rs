@@ -104,6 +104,16 @@ pub(super) fn first_failure<'a>(
         }
         _ => false,
     };
+    kernel_failure(incident, near)
+}
+
+/// An Xid (other than 43 and 45) or an OOM kill in the kernel log at a time
+/// `near` accepts (just before the timeouts): the first one, as the stalled
+/// rank's failure; `None` if there is none.
+fn kernel_failure<'a>(
+    incident: &'a Incident,
+    near: impl Fn(Option<crate::model::Timestamp>) -> bool,
+) -> Option<Stall<'a>> {
     for k in &incident.facts.kernel_events {
         match &k.kind {
             KernelEventKind::Xid(x) if near(k.time.wall) && ![43, 45].contains(&x.code) => {
