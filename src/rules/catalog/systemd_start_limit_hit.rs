@@ -45,34 +45,7 @@ impl Rule for SystemdStartLimitHit {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
-        let mut units: Vec<&str> = incident
-            .units
-            .iter()
-            .filter(|(_, u)| {
-                // `Start request repeated too quickly.` says it alone: the
-                // result that follows may be cut off, or be the last run's
-                // (`Failed with result 'exit-code'`).
-                u.events.iter().any(|e| {
-                    matches!(
-                        e.kind,
-                        UnitEventKind::StartLimitHit | UnitEventKind::StartRepeatedTooQuickly
-                    )
-                })
-            })
-            .map(|(n, _)| n.as_str())
-            .collect();
-        for s in &incident.facts.unit_statuses {
-            if s.result.as_deref() == Some("start-limit-hit") && !units.contains(&s.unit.as_str()) {
-                units.push(&s.unit);
-            }
-        }
-        for p in &incident.facts.unit_properties {
-            if let (Some(unit), Some("start-limit-hit")) = (&p.unit, p.result.as_deref()) {
-                if !units.contains(&unit.as_str()) {
-                    units.push(unit);
-                }
-            }
-        }
+        let units = limited_units(incident);
         for unit in units {
             let mut f = Finding::new(META.id, META.category, META.severity);
             f.entities.units.insert(unit.to_owned());
@@ -149,4 +122,39 @@ impl Rule for SystemdStartLimitHit {
             out.push(f);
         }
     }
+}
+
+/// Returns the units systemd stopped restarting: those whose journal says
+/// the start limit was hit (or a start was repeated too quickly), then those
+/// `systemctl status` or `systemctl show` reports with result start-limit-hit.
+fn limited_units(incident: &Incident) -> Vec<&str> {
+    let mut units: Vec<&str> = incident
+        .units
+        .iter()
+        .filter(|(_, u)| {
+            // `Start request repeated too quickly.` says it alone: the
+            // result that follows may be cut off, or be the last run's
+            // (`Failed with result 'exit-code'`).
+            u.events.iter().any(|e| {
+                matches!(
+                    e.kind,
+                    UnitEventKind::StartLimitHit | UnitEventKind::StartRepeatedTooQuickly
+                )
+            })
+        })
+        .map(|(n, _)| n.as_str())
+        .collect();
+    for s in &incident.facts.unit_statuses {
+        if s.result.as_deref() == Some("start-limit-hit") && !units.contains(&s.unit.as_str()) {
+            units.push(&s.unit);
+        }
+    }
+    for p in &incident.facts.unit_properties {
+        if let (Some(unit), Some("start-limit-hit")) = (&p.unit, p.result.as_deref()) {
+            if !units.contains(&unit.as_str()) {
+                units.push(unit);
+            }
+        }
+    }
+    units
 }

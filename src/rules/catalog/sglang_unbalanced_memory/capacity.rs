@@ -7,24 +7,7 @@ use super::*;
 impl<'a> Analysis<'a> {
     pub(super) fn explain_heterogeneous(&self, f: &mut Finding, small: &[&Gpu], large: &[&Gpu]) {
         let nominal = self.incident.gpus.is_empty();
-        for g in small.iter().chain(large) {
-            f.entities.gpus.insert(g.index);
-            if nominal {
-                // Only the model names are known: cite the listing once per
-                // model with its nominal size.
-                if let Some(span) = g.spans.first() {
-                    f.evidence_once(
-                        *span,
-                        format!(
-                            "sglang.check_env lists the GPUs' models: {}",
-                            models(small.iter().chain(large).copied())
-                        ),
-                    );
-                }
-            } else {
-                self.gpu_evidence(f, g);
-            }
-        }
+        self.cite_gpus(f, small, large, nominal);
         let describe = |gs: &[&Gpu]| {
             gs.iter()
                 .map(|g| {
@@ -111,6 +94,30 @@ impl<'a> Analysis<'a> {
             ),
             Some("nvidia-smi --query-gpu=index,name,memory.total --format=csv"),
         ));
+    }
+
+    /// Cites each GPU of the group and adds it to the finding's entities:
+    /// the model listing once when only names are known (`nominal`), else
+    /// each GPU's own evidence; returns nothing.
+    fn cite_gpus(&self, f: &mut Finding, small: &[&Gpu], large: &[&Gpu], nominal: bool) {
+        for g in small.iter().chain(large) {
+            f.entities.gpus.insert(g.index);
+            if nominal {
+                // Only the model names are known: cite the listing once per
+                // model with its nominal size.
+                if let Some(span) = g.spans.first() {
+                    f.evidence_once(
+                        *span,
+                        format!(
+                            "sglang.check_env lists the GPUs' models: {}",
+                            models(small.iter().chain(large).copied())
+                        ),
+                    );
+                }
+            } else {
+                self.gpu_evidence(f, g);
+            }
+        }
     }
 }
 

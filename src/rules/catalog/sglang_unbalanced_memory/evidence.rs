@@ -28,30 +28,7 @@ impl<'a> Analysis<'a> {
                 }
             }
         }
-        // One line per failing rank, in rank order. A rank-less copy (a
-        // journal tail that starts mid-traceback) adds nothing when the
-        // ranks' own lines are there.
-        let mut events: Vec<_> = self.events.to_vec();
-        events.sort_by_key(|(e, _)| (e.rank.and_then(|r| r.tp), e.span));
-        let any_ranked = events.iter().any(|(e, _)| e.rank.is_some());
-        for (e, m) in events {
-            if e.rank.is_none() && any_ranked {
-                continue;
-            }
-            let who = e
-                .rank
-                .map_or_else(|| "SGLang".to_owned(), |r| r.to_string());
-            let what = match &m.exception {
-                Some(x) => format!("{who} raised {x}: the memory capacity is unbalanced"),
-                None => format!("{who} warned that the memory capacity is unbalanced"),
-            };
-            // The key value: the smallest free memory of the group, as logged.
-            let needle = match (&m.min_label, m.min_gib) {
-                (Some(label), Some(min)) => format!("{label}={min}"),
-                _ => "memory capacity is unbalanced".to_owned(),
-            };
-            f.evidence_once_marked(e.span, what, needle);
-        }
+        self.cite_failing_ranks(f);
         if let Some((args, span)) = self.args {
             let mut note = String::from("launch arguments");
             match args.tp_size {
@@ -112,6 +89,35 @@ impl<'a> Analysis<'a> {
             "the error carries the measured numbers",
             self.numbers.is_some(),
         );
+    }
+
+    /// Cites one balance-check line per failing rank, in rank order (a
+    /// rank-less copy only when no rank logged its own); returns nothing.
+    fn cite_failing_ranks(&self, f: &mut Finding) {
+        // One line per failing rank, in rank order. A rank-less copy (a
+        // journal tail that starts mid-traceback) adds nothing when the
+        // ranks' own lines are there.
+        let mut events: Vec<_> = self.events.to_vec();
+        events.sort_by_key(|(e, _)| (e.rank.and_then(|r| r.tp), e.span));
+        let any_ranked = events.iter().any(|(e, _)| e.rank.is_some());
+        for (e, m) in events {
+            if e.rank.is_none() && any_ranked {
+                continue;
+            }
+            let who = e
+                .rank
+                .map_or_else(|| "SGLang".to_owned(), |r| r.to_string());
+            let what = match &m.exception {
+                Some(x) => format!("{who} raised {x}: the memory capacity is unbalanced"),
+                None => format!("{who} warned that the memory capacity is unbalanced"),
+            };
+            // The key value: the smallest free memory of the group, as logged.
+            let needle = match (&m.min_label, m.min_gib) {
+                (Some(label), Some(min)) => format!("{label}={min}"),
+                _ => "memory capacity is unbalanced".to_owned(),
+            };
+            f.evidence_once_marked(e.span, what, needle);
+        }
     }
 
     pub(super) fn explain_draft_worker(
