@@ -117,6 +117,22 @@ pub fn mib(value: Option<u64>) -> String {
     }
 }
 
+/// Cites a GPU's first line with its memory in use (`GPU 0: 55,286 MiB of
+/// 81,559 MiB used`), the figure rules put beside a memory shortfall.
+pub fn cite_gpu_memory(f: &mut super::Finding, g: &crate::correlate::Gpu) {
+    if let Some(span) = g.spans.first() {
+        f.evidence(
+            *span,
+            format!(
+                "GPU {}: {} of {} used",
+                g.index,
+                mib(g.memory_used_mib),
+                mib(g.memory_total_mib)
+            ),
+        );
+    }
+}
+
 static NOTHING_TO_DO: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"NV_WARN_NOTHING_TO_DO|NVSwitch devices? (?:were )?not found|No NVSwitch")
         .expect("regex")

@@ -7,7 +7,7 @@ use crate::correlate::{Gpu, Incident};
 use crate::model::{Message, OomSource, ServerEvent, ServerEventKind};
 use crate::rules::support::holders::{Holders, held_mib};
 use crate::rules::support::server::in_graph_capture;
-use crate::rules::support::{confidence, distinct, mib};
+use crate::rules::support::{cite_gpu_memory, confidence, distinct, mib};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
 pub static RULE: CudaOomAtContextCreation = CudaOomAtContextCreation;
@@ -196,17 +196,7 @@ fn oom_lines<'a>(incident: &'a Incident, typed: &[&'a ServerEvent]) -> Vec<&'a M
 fn explain_unlisted_holder(f: &mut Finding, g: &Gpu, who: &str) {
     f.category = Category::GpuMemoryHeldByOtherProcess;
     f.entities.gpus.insert(g.index);
-    if let Some(span) = g.spans.first() {
-        f.evidence(
-            *span,
-            format!(
-                "GPU {}: {} of {} used",
-                g.index,
-                mib(g.memory_used_mib),
-                mib(g.memory_total_mib)
-            ),
-        );
-    }
+    cite_gpu_memory(f, g);
     f.chain.push(format!(
         "GPU {} was full ({} of {}) with no process listed to account for it",
         g.index,

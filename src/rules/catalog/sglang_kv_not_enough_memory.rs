@@ -12,7 +12,7 @@ use crate::rules::support::server::{
     before, ceil2, events_at, explicit_flag, flag_action, fraction, gib, gpu_of_rank, launch_args,
     target, unsized_fraction_at_fault,
 };
-use crate::rules::support::{confidence, distinct, mib};
+use crate::rules::support::{cite_gpu_memory, confidence, distinct, mib};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
@@ -165,7 +165,7 @@ impl Rule for SglangKvNotEnoughMemory {
             );
         }
         if let Some(g) = gpu {
-            gpu_evidence(&mut f, g);
+            cite_gpu_memory(&mut f, g);
         }
         let who = unit.unwrap_or("the SGLang server").to_owned();
         f.chain.push(format!(
@@ -538,20 +538,6 @@ fn explain_low_unsized(
         "check that nothing else holds the GPU before raising the fraction, and read the `Load weight begin/end` lines for the sizes",
         Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"),
     ));
-}
-
-fn gpu_evidence(f: &mut Finding, g: &Gpu) {
-    if let Some(span) = g.spans.first() {
-        f.evidence(
-            *span,
-            format!(
-                "GPU {}: {} of {} used",
-                g.index,
-                mib(g.memory_used_mib),
-                mib(g.memory_total_mib)
-            ),
-        );
-    }
 }
 
 #[cfg(test)]
