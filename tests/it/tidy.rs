@@ -597,8 +597,6 @@ const LONG_FUNCTIONS: &[&str] = &[
     "vllm_kv_cache_init_failed.rs check",
     "vllm_no_kv_cache_memory.rs explain_sizes",
     "vllm_shm_broadcast_hang.rs check",
-    "xid_app_fault.rs fault",
-    "xid_app_fault.rs cleanups",
     "xid_recovery_action.rs check",
 ];
 
