@@ -117,6 +117,17 @@ pub fn mib(value: Option<u64>) -> String {
     }
 }
 
+/// Adds to the finding's units the unit that owns each of its PIDs, where
+/// the captures say which.
+pub fn add_owner_units(f: &mut super::Finding, incident: &Incident) {
+    let pids: Vec<u32> = f.entities.pids.iter().copied().collect();
+    for pid in pids {
+        if let Some(o) = incident.owner(pid) {
+            f.entities.units.insert(o.unit.clone());
+        }
+    }
+}
+
 /// Cites a GPU's first line with its memory in use (`GPU 0: 55,286 MiB of
 /// 81,559 MiB used`), the figure rules put beside a memory shortfall.
 pub fn cite_gpu_memory(f: &mut super::Finding, g: &crate::correlate::Gpu) {

@@ -231,6 +231,25 @@ pub fn recovery_actions<'a>(
         .collect()
 }
 
+/// Cites the last Xid 154 for `bus` (the recovery the driver now asks for)
+/// and adds Xid 154 to the finding; returns every Xid 154 line for `bus`
+/// with its recovery, as [`recovery_actions`] does.
+pub fn cite_recovery<'a>(
+    f: &mut Finding,
+    incident: &'a Incident,
+    bus: Option<&str>,
+) -> Vec<(&'a KernelEvent, &'a str)> {
+    let recovery = recovery_actions(incident, bus);
+    if let Some((e, action)) = recovery.last() {
+        f.evidence(
+            e.span,
+            format!("Xid 154: the driver now asks for: {action}"),
+        );
+        f.entities.xid.insert(154);
+    }
+    recovery
+}
+
 /// Whether the driver's recovery verdict is a node reboot.
 pub fn is_reboot(action: &str) -> bool {
     let a = action.to_ascii_lowercase();
@@ -483,6 +502,24 @@ pub fn stuck_processes<'a>(incident: &'a Incident, known: &[u32]) -> Vec<&'a PsR
                 || p.cmd.contains("python")
         })
         .collect()
+}
+
+/// Cites the first four of the [`stuck_processes`] (`known` as there) as
+/// blocked inside the driver and adds their PIDs to the finding; returns
+/// all of them.
+pub fn cite_stuck<'a>(f: &mut Finding, incident: &'a Incident, known: &[u32]) -> Vec<&'a PsRecord> {
+    let stuck = stuck_processes(incident, known);
+    for p in stuck.iter().take(4) {
+        f.evidence(
+            p.span,
+            format!(
+                "PID {} `{}` is in D state: blocked inside the driver",
+                p.pid, p.cmd
+            ),
+        );
+        f.entities.pids.insert(p.pid);
+    }
+    stuck
 }
 
 /// `pid=4318 (sglang::schedul)`, for notes.

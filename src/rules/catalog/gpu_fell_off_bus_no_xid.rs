@@ -71,35 +71,7 @@ impl Rule for GpuFellOffBusNoXid {
             .filter(|(_, x)| x.code == 79)
             .map(|(_, x)| x.bus_id.as_deref())
             .collect();
-        let explained = |bus: Option<&str>| {
-            xid79
-                .iter()
-                .any(|b| bus.is_none() || b.is_none() || same_bus(*b, bus))
-        };
-        // One group per bus id the driver named; lines naming none form a
-        // group of their own.
-        let mut groups: Vec<(Option<String>, Vec<&KernelEvent>)> = Vec::new();
-        for e in &incident.facts.kernel_events {
-            let KernelEventKind::FellOffBus { bus_id } = &e.kind else {
-                continue;
-            };
-            // `NVRM: The NVIDIA GPU 0000:b3:00.0` / `NVRM: (PCI ID: …) installed
-            // in this system has` / `NVRM: fallen off the bus …`: the bus id is
-            // on the first line of the wrapped report.
-            let wrapped = bus_id.is_none().then(|| wrapped_bus(incident, e)).flatten();
-            let bus_id = &bus_id.clone().or(wrapped);
-            if explained(bus_id.as_deref()) {
-                continue;
-            }
-            match groups.iter_mut().find(|(b, _)| match (b, bus_id) {
-                (Some(b), Some(x)) => same_bus(Some(b), Some(x)),
-                (None, None) => true,
-                _ => false,
-            }) {
-                Some((_, events)) => events.push(e),
-                None => groups.push((bus_id.clone(), vec![e])),
-            }
-        }
+        let mut groups = unexplained(incident, &xid79);
         let lost: Vec<&KernelEvent> = incident
             .facts
             .kernel_events
@@ -124,134 +96,195 @@ impl Rule for GpuFellOffBusNoXid {
         }
         let single = groups.len() == 1;
         for (bus, fell) in groups {
-            let gpu = xid::gpu_at(incident, bus.as_deref());
-            let label = gpu.label();
-            let short = gpu.short();
-            let mut f = Finding::new(META.id, META.category, META.severity);
-            f.entities.xid.insert(79);
-            match gpu.index {
-                Some(i) => {
-                    f.entities.gpus.insert(i);
-                }
-                // The driver's own line prints the function: `0000:b3:00.0`.
-                None => f
-                    .entities
-                    .gpu_bus_ids
-                    .extend(bus.as_deref().and_then(xid::normal_bus)),
-            }
-            let first = fell.first().copied().or_else(|| lost.first().copied());
-            let when = first
-                .and_then(|e| kernel_time(incident, e))
-                .map(crate::rules::support::when);
-            for e in fell.iter().take(1).chain(fell.iter().skip(1).last()) {
-                f.evidence(
-                    e.span,
-                    format!("the driver: {short} has fallen off the bus"),
-                );
-            }
-            // The rest of the driver's report (`… installed in this system
-            // has` / `fallen off the bus and is not responding to commands.`).
-            if let Some(e) = fell.first() {
-                for span in &e.related {
-                    if !f.evidence.iter().any(|x| x.span == *span) {
-                        f.evidence(*span, "the driver's report goes on");
-                    }
-                }
-            }
-            if single {
-                if let Some(e) = lost.first() {
-                    f.evidence(
-                        e.span,
-                        format!(
-                            "driver calls fail with NV_ERR_GPU_IS_LOST ({} line(s))",
-                            lost.len()
-                        ),
-                    );
-                }
-            }
-            let recovery = xid::recovery_actions(incident, bus.as_deref());
-            if let Some((e, action)) = recovery.last() {
-                f.evidence(
-                    e.span,
-                    format!("Xid 154: the driver now asks for: {action}"),
-                );
-                f.entities.xid.insert(154);
-            }
-            let healths = gpu.health(incident);
-            let sick = xid::cite_health(&mut f, &healths, &short);
-            let unreachable = xid::cite_unreachable(&mut f, incident, &gpu) || sick.unreadable;
-            let hung = xid::cite_hung_tasks(&mut f, incident);
-            f.entities.pids.extend(hung.iter().copied());
-            let stuck = xid::stuck_processes(incident, &hung);
-            for p in stuck.iter().take(4) {
-                f.evidence(
-                    p.span,
-                    format!(
-                        "PID {} `{}` is in D state: blocked inside the driver",
-                        p.pid, p.cmd
-                    ),
-                );
-                f.entities.pids.insert(p.pid);
-                if let Some(o) = incident.owner(p.pid) {
-                    f.entities.units.insert(o.unit.clone());
-                }
-            }
-            f.condition("the driver says the GPU fell off the bus", !fell.is_empty());
-            f.condition(
-                "the GPU is identified",
-                gpu.index.is_some() || bus.is_some(),
-            );
-            f.condition(
-                "nvidia-smi can no longer read it",
-                unreachable || sick.reset_required,
-            );
-            f.condition(
-                "processes are stuck in the driver (D state, hung tasks)",
-                !stuck.is_empty() || !hung.is_empty(),
-            );
-            f.title = if fell.is_empty() && bus.is_none() {
-                "the driver lost a GPU (NV_ERR_GPU_IS_LOST, no Xid 79 in the captures)".to_owned()
-            } else if fell.is_empty() {
-                format!(
-                    "{label} was lost from the bus (NV_ERR_GPU_IS_LOST, no Xid 79 in the captures)"
-                )
-            } else {
-                format!("{label} fell off the bus (no Xid 79 in the captures)")
-            };
-            f.headline = format!(
-                "{} fell off the PCIe bus{}: the Xid 79 line is not in the captures, but the driver can no longer reach the GPU, so everything using it hangs or fails until the node is rebooted.",
-                crate::rules::support::capitalise(&label),
-                when.map(|w| format!(" (driver messages from {w})"))
-                    .unwrap_or_default()
-            );
-            f.chain.push(format!(
-                "the processes on {short} hang or fail{}",
-                if stuck.is_empty() && hung.is_empty() {
-                    ""
-                } else {
-                    "; some are stuck in D state"
-                }
-            ));
-            f.chain.push(format!(
-                "{short} fell off the PCIe bus (the driver's messages; the Xid line is outside the capture)"
-            ));
-            f.explanation = "The driver's `fallen off the bus` and `NV_ERR_GPU_IS_LOST` lines follow an Xid 79; the Xid line itself is missing from the captures (ring buffer wrapped, or the capture starts later). Read the whole boot's kernel log to find it and the PCIe errors before it.".to_owned();
-            f.actions.push(Action::advice(
-                "find the Xid and the PCIe errors before it in the whole boot's kernel log",
-                Some("journalctl -k -b --no-pager | grep -iE 'Xid|fallen off|AER|pcieport'"),
-            ));
-            f.actions.push(Action::advice(
-                "drain the node and stop the services that use its GPUs, then reboot it (processes in D state will not exit before)",
-                None,
-            ));
-            f.actions.push(Action::advice(
-                "if it happens again on the same board or slot, reseat or replace the GPU and its riser (RMA)",
-                None,
-            ));
-            f.confidence = confidence(&f, 0.7, 0.92);
-            out.push(f);
+            out.push(finding(incident, bus, &fell, &lost, single));
         }
     }
+}
+
+/// The driver's `fallen off the bus` reports that no Xid 79 (at `xid79`'s
+/// bus ids) explains, one group per bus id they name (a wrapped report's
+/// from its first line); lines naming none form a group of their own.
+fn unexplained<'a>(
+    incident: &'a Incident,
+    xid79: &[Option<&str>],
+) -> Vec<(Option<String>, Vec<&'a KernelEvent>)> {
+    let explained = |bus: Option<&str>| {
+        xid79
+            .iter()
+            .any(|b| bus.is_none() || b.is_none() || same_bus(*b, bus))
+    };
+    let mut groups: Vec<(Option<String>, Vec<&KernelEvent>)> = Vec::new();
+    for e in &incident.facts.kernel_events {
+        let KernelEventKind::FellOffBus { bus_id } = &e.kind else {
+            continue;
+        };
+        // `NVRM: The NVIDIA GPU 0000:b3:00.0` / `NVRM: (PCI ID: …) installed
+        // in this system has` / `NVRM: fallen off the bus …`: the bus id is
+        // on the first line of the wrapped report.
+        let wrapped = bus_id.is_none().then(|| wrapped_bus(incident, e)).flatten();
+        let bus_id = &bus_id.clone().or(wrapped);
+        if explained(bus_id.as_deref()) {
+            continue;
+        }
+        match groups.iter_mut().find(|(b, _)| match (b, bus_id) {
+            (Some(b), Some(x)) => same_bus(Some(b), Some(x)),
+            (None, None) => true,
+            _ => false,
+        }) {
+            Some((_, events)) => events.push(e),
+            None => groups.push((bus_id.clone(), vec![e])),
+        }
+    }
+    groups
+}
+
+/// The finding for the GPU at `bus` whose `fallen off the bus` reports are
+/// `fell` (none when only the driver's `lost` lines tell of it); the
+/// `lost` lines are cited when it is the `single` such GPU.
+fn finding(
+    incident: &Incident,
+    bus: Option<String>,
+    fell: &[&KernelEvent],
+    lost: &[&KernelEvent],
+    single: bool,
+) -> Finding {
+    let gpu = xid::gpu_at(incident, bus.as_deref());
+    let label = gpu.label();
+    let short = gpu.short();
+    let mut f = Finding::new(META.id, META.category, META.severity);
+    f.entities.xid.insert(79);
+    match gpu.index {
+        Some(i) => {
+            f.entities.gpus.insert(i);
+        }
+        // The driver's own line prints the function: `0000:b3:00.0`.
+        None => f
+            .entities
+            .gpu_bus_ids
+            .extend(bus.as_deref().and_then(xid::normal_bus)),
+    }
+    let first = fell.first().copied().or_else(|| lost.first().copied());
+    let when = first
+        .and_then(|e| kernel_time(incident, e))
+        .map(crate::rules::support::when);
+    cite_driver(&mut f, fell, lost, single, &short);
+    xid::cite_recovery(&mut f, incident, bus.as_deref());
+    let healths = gpu.health(incident);
+    let sick = xid::cite_health(&mut f, &healths, &short);
+    let unreachable = xid::cite_unreachable(&mut f, incident, &gpu) || sick.unreadable;
+    let hung = xid::cite_hung_tasks(&mut f, incident);
+    f.entities.pids.extend(hung.iter().copied());
+    let stuck = xid::cite_stuck(&mut f, incident, &hung);
+    for p in stuck.iter().take(4) {
+        if let Some(o) = incident.owner(p.pid) {
+            f.entities.units.insert(o.unit.clone());
+        }
+    }
+    f.condition("the driver says the GPU fell off the bus", !fell.is_empty());
+    f.condition(
+        "the GPU is identified",
+        gpu.index.is_some() || bus.is_some(),
+    );
+    f.condition(
+        "nvidia-smi can no longer read it",
+        unreachable || sick.reset_required,
+    );
+    f.condition(
+        "processes are stuck in the driver (D state, hung tasks)",
+        !stuck.is_empty() || !hung.is_empty(),
+    );
+    f.title = title(fell.is_empty(), bus.is_none(), &label);
+    f.headline = format!(
+        "{} fell off the PCIe bus{}: the Xid 79 line is not in the captures, but the driver can no longer reach the GPU, so everything using it hangs or fails until the node is rebooted.",
+        crate::rules::support::capitalise(&label),
+        when.map(|w| format!(" (driver messages from {w})"))
+            .unwrap_or_default()
+    );
+    f.chain.push(format!(
+        "the processes on {short} hang or fail{}",
+        if stuck.is_empty() && hung.is_empty() {
+            ""
+        } else {
+            "; some are stuck in D state"
+        }
+    ));
+    f.chain.push(format!(
+        "{short} fell off the PCIe bus (the driver's messages; the Xid line is outside the capture)"
+    ));
+    f.explanation = "The driver's `fallen off the bus` and `NV_ERR_GPU_IS_LOST` lines follow an Xid 79; the Xid line itself is missing from the captures (ring buffer wrapped, or the capture starts later). Read the whole boot's kernel log to find it and the PCIe errors before it.".to_owned();
+    f.actions.extend(actions());
+    f.confidence = confidence(&f, 0.7, 0.92);
+    f
+}
+
+/// Cites the driver's account of the GPU `short`: the first and the last of
+/// its `fell` reports, the rest of the first report's lines, and (for the
+/// `single` GPU) its first `lost` line with how many there are.
+fn cite_driver(
+    f: &mut Finding,
+    fell: &[&KernelEvent],
+    lost: &[&KernelEvent],
+    single: bool,
+    short: &str,
+) {
+    for e in fell.iter().take(1).chain(fell.iter().skip(1).last()) {
+        f.evidence(
+            e.span,
+            format!("the driver: {short} has fallen off the bus"),
+        );
+    }
+    // The rest of the driver's report (`… installed in this system
+    // has` / `fallen off the bus and is not responding to commands.`).
+    if let Some(e) = fell.first() {
+        for span in &e.related {
+            if !f.evidence.iter().any(|x| x.span == *span) {
+                f.evidence(*span, "the driver's report goes on");
+            }
+        }
+    }
+    if single {
+        if let Some(e) = lost.first() {
+            f.evidence(
+                e.span,
+                format!(
+                    "driver calls fail with NV_ERR_GPU_IS_LOST ({} line(s))",
+                    lost.len()
+                ),
+            );
+        }
+    }
+}
+
+/// The title: a GPU (`label`) that fell off the bus, or one the driver lost
+/// (no `fallen off the bus` line: `no_report`), named when its bus is
+/// known (`no_bus`: not).
+fn title(no_report: bool, no_bus: bool, label: &str) -> String {
+    if no_report && no_bus {
+        "the driver lost a GPU (NV_ERR_GPU_IS_LOST, no Xid 79 in the captures)".to_owned()
+    } else if no_report {
+        format!("{label} was lost from the bus (NV_ERR_GPU_IS_LOST, no Xid 79 in the captures)")
+    } else {
+        format!("{label} fell off the bus (no Xid 79 in the captures)")
+    }
+}
+
+/// What to do: find the Xid in the whole boot's log, drain and reboot the
+/// node, reseat or replace the board if it recurs.
+fn actions() -> Vec<Action> {
+    vec![
+        Action::advice(
+            "find the Xid and the PCIe errors before it in the whole boot's kernel log",
+            Some("journalctl -k -b --no-pager | grep -iE 'Xid|fallen off|AER|pcieport'"),
+        ),
+        Action::advice(
+            "drain the node and stop the services that use its GPUs, then reboot it (processes in D state will not exit before)",
+            None,
+        ),
+        Action::advice(
+            "if it happens again on the same board or slot, reseat or replace the GPU and its riser (RMA)",
+            None,
+        ),
+    ]
 }
 
 /// A table that stops inside its last GPU's block (that GPU's memory row

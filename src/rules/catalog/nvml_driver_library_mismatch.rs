@@ -3,10 +3,10 @@
 
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex::{Captures, Regex};
 
 use crate::correlate::{Incident, UnitEventKind};
-use crate::model::{KernelEvent, KernelEventKind};
+use crate::model::{KernelEvent, KernelEventKind, Message};
 use crate::rules::support::{confidence, distinct, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
@@ -101,18 +101,7 @@ impl Rule for NvmlDriverLibraryMismatch {
         let failures: Vec<_> = matches(incident, &MISMATCH).map(|(m, _)| m).collect();
         // The kernel's report, whichever wording and however many lines it
         // took (kernel/nvrm.rs puts its versions together).
-        let api: Vec<(&KernelEvent, &str, Option<&str>)> = incident
-            .facts
-            .kernel_events
-            .iter()
-            .filter_map(|e| match &e.kind {
-                KernelEventKind::ApiMismatch {
-                    client_version,
-                    kernel_version,
-                } => Some((e, client_version.as_str(), kernel_version.as_deref())),
-                _ => None,
-            })
-            .collect();
+        let api = api_reports(incident);
         // The first line of a 575+ report alone (the rest cut off): the
         // mismatch, without its versions.
         let named: Vec<_> = matches(incident, &CLIENT_NAMED)
@@ -125,100 +114,13 @@ impl Rule for NvmlDriverLibraryMismatch {
         for (m, n) in distinct(failures.iter().copied()) {
             f.evidence(m.span, format!("NVML refuses to initialise ({n}x)"));
         }
-        // CUDA's own word for the same mismatch (error 803), in any wrapper.
-        let cuda: Vec<_> = incident
-            .known("cuda.system-driver-mismatch")
-            .map(|(m, _)| m)
-            .collect();
-        for (m, n) in distinct(cuda.into_iter()).into_iter().take(2) {
-            f.evidence(
-                m.span,
-                format!("CUDA refuses the driver too: error 803, unsupported display driver / cuda driver combination ({n}x)"),
-            );
-        }
-        for (m, c) in named.iter().take(2) {
-            f.evidence(
-                m.span,
-                format!(
-                    "the kernel: the client {} (pid {}) is of another version than the module",
-                    &c["name"], &c["pid"]
-                ),
-            );
-        }
+        cite_cuda(&mut f, incident);
+        cite_kernel(&mut f, incident, &named, &api);
         let client = api.first().map(|(_, c, _)| (*c).to_owned());
-        for (e, c, k) in api.iter().take(2) {
-            // 575+ name the client process: `the client 'nvidia-smi' (pid 849)`.
-            let who = matches(incident, &CLIENT_NAMED)
-                .find(|(m, _)| m.span == e.span)
-                .map(|(_, n)| format!(" ({}, pid {})", &n["name"], &n["pid"]))
-                .unwrap_or_default();
-            f.evidence(
-                e.span,
-                format!("the kernel: a client{who} of version {c} talked to it"),
-            );
-            if let (Some(k), Some(next)) = (k, e.related.first()) {
-                f.evidence(*next, format!("the loaded kernel module is version {k}"));
-            }
-        }
-        let kernel = api
-            .iter()
-            .find_map(|(_, _, k)| k.map(str::to_owned))
-            .or_else(|| {
-                matches(incident, &PROC_VERSION).next().map(|(m, c)| {
-                    f.evidence(
-                        m.span,
-                        format!("the loaded kernel module is version {}", &c["kernel"]),
-                    );
-                    c["kernel"].to_owned()
-                })
-            });
-        // The unit that failed next to it (`nvidia-docker.service: Main
-        // process exited, code=exited, status=1/FAILURE` a few lines from the
-        // kernel's report): the service the mismatch took down.
-        let near = |span: Span| {
-            api.iter().any(|(e, _, _)| {
-                e.span.source == span.source && e.span.line.abs_diff(span.line) <= 20
-            })
-        };
-        for (name, unit) in &incident.units {
-            let failed = unit.events.iter().any(|e| {
-                near(e.span)
-                    && match &e.kind {
-                        UnitEventKind::MainProcessExited { status, .. } => {
-                            !status.starts_with("0/")
-                        }
-                        UnitEventKind::FailedToStart | UnitEventKind::FailedWithResult(_) => true,
-                        _ => false,
-                    }
-            });
-            if failed {
-                f.entities.units.insert(name.clone());
-            }
-        }
+        let kernel = kernel_version(&mut f, incident, &api);
+        f.entities.units.extend(failed_units(incident, &api));
         // What the package manager installed since: the libraries on disk.
-        let upgrade = matches(incident, &APT_UPGRADE).next().map(|(m, c)| {
-            let by = matches(incident, &APT_COMMAND)
-                .filter(|(a, _)| a.span.source == m.span.source && a.span.line < m.span.line)
-                .last()
-                .map(|(a, c)| {
-                    let cmd = c["cmd"].rsplit('/').next().unwrap_or("").to_owned();
-                    f.evidence(a.span, format!("the package manager ran as {cmd}"));
-                    cmd
-                });
-            f.evidence(
-                m.span,
-                format!(
-                    "{} was upgraded from {} to {}{}",
-                    &c["pkg"],
-                    &c["old"],
-                    &c["new"],
-                    by.as_deref()
-                        .map(|b| format!(" by {b}"))
-                        .unwrap_or_default()
-                ),
-            );
-            (c["new"].to_owned(), by)
-        });
+        let upgrade = cite_upgrade(&mut f, incident);
         let installed = matches(incident, &DPKG_ROW).next().map(|(m, c)| {
             f.evidence(
                 m.span,
@@ -257,19 +159,167 @@ impl Rule for NvmlDriverLibraryMismatch {
             Some(by) => format!("{by} upgraded the driver packages without a reboot. Processes started before the upgrade keep working; everything started since fails until the module is reloaded."),
             None => "Processes started before the upgrade keep working; everything started since fails until the module is reloaded.".to_owned(),
         };
-        f.actions.push(Action::advice(
-            "compare the loaded module with the installed libraries",
-            Some("cat /proc/driver/nvidia/version; nvidia-smi --version"),
-        ));
-        f.actions.push(Action::advice(
-            "in a maintenance window, stop the GPU workloads and reboot the host (or reload the nvidia modules when nothing uses them)",
-            None,
-        ));
-        f.actions.push(Action::advice(
-            "pin the driver packages so they only change together with a planned reboot",
-            Some("apt-mark hold 'nvidia-*' 'libnvidia-*'"),
-        ));
+        f.actions.extend(actions());
         f.confidence = confidence(&f, 0.85, 0.98);
         out.push(f);
     }
+}
+
+/// The kernel's API mismatch reports: each line with the client's version
+/// and, when the report gives it, the loaded module's.
+fn api_reports(incident: &Incident) -> Vec<(&KernelEvent, &str, Option<&str>)> {
+    incident
+        .facts
+        .kernel_events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            KernelEventKind::ApiMismatch {
+                client_version,
+                kernel_version,
+            } => Some((e, client_version.as_str(), kernel_version.as_deref())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Cites up to two distinct lines of CUDA's own word for the same mismatch
+/// (error 803), in any wrapper.
+fn cite_cuda(f: &mut Finding, incident: &Incident) {
+    let cuda: Vec<_> = incident
+        .known("cuda.system-driver-mismatch")
+        .map(|(m, _)| m)
+        .collect();
+    for (m, n) in distinct(cuda.into_iter()).into_iter().take(2) {
+        f.evidence(
+            m.span,
+            format!("CUDA refuses the driver too: error 803, unsupported display driver / cuda driver combination ({n}x)"),
+        );
+    }
+}
+
+/// Cites the kernel's side: up to two lone first lines of a 575+ report
+/// (`named`, the client process without the versions), and up to two of
+/// the `api` reports with the client (named on 575+) and the line with the
+/// loaded module's version.
+fn cite_kernel(
+    f: &mut Finding,
+    incident: &Incident,
+    named: &[(&Message, Captures<'_>)],
+    api: &[(&KernelEvent, &str, Option<&str>)],
+) {
+    for (m, c) in named.iter().take(2) {
+        f.evidence(
+            m.span,
+            format!(
+                "the kernel: the client {} (pid {}) is of another version than the module",
+                &c["name"], &c["pid"]
+            ),
+        );
+    }
+    for (e, c, k) in api.iter().take(2) {
+        // 575+ name the client process: `the client 'nvidia-smi' (pid 849)`.
+        let who = matches(incident, &CLIENT_NAMED)
+            .find(|(m, _)| m.span == e.span)
+            .map(|(_, n)| format!(" ({}, pid {})", &n["name"], &n["pid"]))
+            .unwrap_or_default();
+        f.evidence(
+            e.span,
+            format!("the kernel: a client{who} of version {c} talked to it"),
+        );
+        if let (Some(k), Some(next)) = (k, e.related.first()) {
+            f.evidence(*next, format!("the loaded kernel module is version {k}"));
+        }
+    }
+}
+
+/// The loaded kernel module's version: from the `api` reports, else from
+/// `/proc/driver/nvidia/version` (cited).
+fn kernel_version(
+    f: &mut Finding,
+    incident: &Incident,
+    api: &[(&KernelEvent, &str, Option<&str>)],
+) -> Option<String> {
+    api.iter()
+        .find_map(|(_, _, k)| k.map(str::to_owned))
+        .or_else(|| {
+            matches(incident, &PROC_VERSION).next().map(|(m, c)| {
+                f.evidence(
+                    m.span,
+                    format!("the loaded kernel module is version {}", &c["kernel"]),
+                );
+                c["kernel"].to_owned()
+            })
+        })
+}
+
+/// The units that failed next to the kernel's report (`nvidia-docker.service:
+/// Main process exited, code=exited, status=1/FAILURE` within 20 lines of an
+/// `api` report): the services the mismatch took down.
+fn failed_units(incident: &Incident, api: &[(&KernelEvent, &str, Option<&str>)]) -> Vec<String> {
+    let near = |span: Span| {
+        api.iter()
+            .any(|(e, _, _)| e.span.source == span.source && e.span.line.abs_diff(span.line) <= 20)
+    };
+    let mut units = Vec::new();
+    for (name, unit) in &incident.units {
+        let failed = unit.events.iter().any(|e| {
+            near(e.span)
+                && match &e.kind {
+                    UnitEventKind::MainProcessExited { status, .. } => !status.starts_with("0/"),
+                    UnitEventKind::FailedToStart | UnitEventKind::FailedWithResult(_) => true,
+                    _ => false,
+                }
+        });
+        if failed {
+            units.push(name.clone());
+        }
+    }
+    units
+}
+
+/// Cites the package manager's upgrade of the driver libraries and the
+/// command that ran it; returns the new version and the command's name.
+fn cite_upgrade(f: &mut Finding, incident: &Incident) -> Option<(String, Option<String>)> {
+    matches(incident, &APT_UPGRADE).next().map(|(m, c)| {
+        let by = matches(incident, &APT_COMMAND)
+            .filter(|(a, _)| a.span.source == m.span.source && a.span.line < m.span.line)
+            .last()
+            .map(|(a, c)| {
+                let cmd = c["cmd"].rsplit('/').next().unwrap_or("").to_owned();
+                f.evidence(a.span, format!("the package manager ran as {cmd}"));
+                cmd
+            });
+        f.evidence(
+            m.span,
+            format!(
+                "{} was upgraded from {} to {}{}",
+                &c["pkg"],
+                &c["old"],
+                &c["new"],
+                by.as_deref()
+                    .map(|b| format!(" by {b}"))
+                    .unwrap_or_default()
+            ),
+        );
+        (c["new"].to_owned(), by)
+    })
+}
+
+/// What to do: compare the versions, reboot in a maintenance window, pin
+/// the packages.
+fn actions() -> Vec<Action> {
+    vec![
+        Action::advice(
+            "compare the loaded module with the installed libraries",
+            Some("cat /proc/driver/nvidia/version; nvidia-smi --version"),
+        ),
+        Action::advice(
+            "in a maintenance window, stop the GPU workloads and reboot the host (or reload the nvidia modules when nothing uses them)",
+            None,
+        ),
+        Action::advice(
+            "pin the driver packages so they only change together with a planned reboot",
+            Some("apt-mark hold 'nvidia-*' 'libnvidia-*'"),
+        ),
+    ]
 }

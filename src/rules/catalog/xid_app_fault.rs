@@ -6,16 +6,17 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::correlate::{Incident, UnitEventKind};
-use crate::model::{KernelEvent, KernelEventKind, Message, Xid};
+use crate::correlate::Incident;
+use crate::model::{KernelEvent, Message, Xid};
 use crate::rules::support::{confidence, distinct, kernel_time, matches, seconds_between};
 use crate::rules::xid::{self, same_bus};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
-use crate::source::Span;
 
 pub static RULE: XidAppFault = XidAppFault;
 
 pub struct XidAppFault;
+
+mod cleanup;
 
 const FAULTS: [u32; 5] = [13, 31, 43, 68, 69];
 
@@ -147,7 +148,7 @@ impl Rule for XidAppFault {
                     .any(|g| g[0].1.pid.is_some() && g[0].1.pid == x.pid)
             })
             .collect();
-        cleanups(incident, &rest, out);
+        cleanup::cleanups(incident, &rest, out);
     }
 }
 
@@ -182,74 +183,15 @@ fn fault(
             f.entities.units.insert(o.unit.clone());
         }
     }
-    let mut codes: Vec<u32> = Vec::new();
-    for (e, y) in group {
-        f.entities.xid.insert(y.code);
-        if !codes.contains(&y.code) {
-            codes.push(y.code);
-        }
-        f.evidence_once(
-            e.span,
-            format!(
-                "{} on {short}{mig} in {}: {}",
-                xid::describe(y.code),
-                xid::owner_of(y),
-                shorten(&y.message)
-            ),
-        );
-    }
-    // The driver's cleanup of the same process afterwards.
-    let cleanups: Vec<_> = incident
-        .xids()
-        .filter(|(_, y)| y.code == 45 && y.pid.is_some() && y.pid == x.pid)
-        .collect();
-    if let Some((e, _)) = cleanups.first() {
-        f.evidence(
-            e.span,
-            "Xid 45: the driver then removed the process's GPU work (a consequence)",
-        );
-        f.entities.xid.insert(45);
-    }
-    // The application's side: same PID, or within the window after the Xid.
-    let xid_time = kernel_time(incident, first);
-    let paired: Vec<&Message> = cuda
-        .iter()
-        .copied()
-        .filter(|m| {
-            let same_pid = x.pid.is_some() && pid_of(incident, m) == x.pid;
-            let in_window = match (xid_time, incident.time_of(m.span)) {
-                (Some(a), Some(b)) => (-5..=PAIR_WINDOW_SECS).contains(&seconds_between(a, b)),
-                _ => single,
-            };
-            same_pid || in_window
-        })
-        .collect();
-    for (m, n) in distinct(paired.iter().copied()).into_iter().take(3) {
-        f.evidence(
-            m.span,
-            format!("the application's side: its CUDA context is lost ({n}x)"),
-        );
-    }
-    // Faults of several programs on one GPU point at the GPU instead.
-    let others: Vec<&Xid> = incident
-        .xids()
-        .filter(|(_, y)| {
-            FAULTS.contains(&y.code)
-                && same_or_none(&y.bus_id, &x.bus_id)
-                && y.name.is_some()
-                && y.name != x.name
-        })
-        .map(|(_, y)| y)
-        .collect();
-    let suspect_gpu = !others.is_empty();
+    let codes = cite_faults(&mut f, group, &short, &mig);
+    cite_cleanup(&mut f, incident, x);
+    let paired = cite_cuda(&mut f, incident, cuda, first, x, single);
+    let suspect_gpu = several_programs(incident, x);
     f.condition(
         "the driver named the faulting process",
         x.pid.is_some() || x.name.is_some(),
     );
-    f.condition(
-        "the application's log shows the CUDA error",
-        !paired.is_empty(),
-    );
+    f.condition("the application's log shows the CUDA error", paired);
     f.condition("the GPU is identified by its index", gpu.index.is_some());
     let list = codes
         .iter()
@@ -262,7 +204,7 @@ fn fault(
         "A GPU kernel of {who} faulted on {short}{mig} ({}): an application-level fault, not a hardware failure; the process's CUDA context is lost and it must restart.",
         xid::describe(x.code)
     );
-    if !paired.is_empty() {
+    if paired {
         f.chain.push(
             "the server failed with a sticky CUDA error (illegal memory access or similar)"
                 .to_owned(),
@@ -282,274 +224,121 @@ fn fault(
             ""
         }
     );
-    f.actions.push(Action::advice(
-        "restart the service once; if the fault repeats with the same request or configuration, treat it as a software bug",
-        None,
-    ));
-    f.actions.push(Action::advice(
-        "bisect: switch the attention backend, disable CUDA graphs or custom all-reduce; run the failing request under compute-sanitizer",
-        Some("compute-sanitizer --tool memcheck <command>"),
-    ));
-    if suspect_gpu {
-        f.actions.push(Action::advice(
-            format!("several programs faulted on {short}: run DCGM diagnostics on it"),
-            Some("dcgmi diag -r 3"),
-        ));
-    }
+    f.actions.extend(fault_actions(&short, suspect_gpu));
     f.confidence = confidence(&f, 0.6, 0.9);
     out.push(f);
 }
 
-/// An Xid with the event that carries its line and time.
-type XidAt<'a> = (&'a KernelEvent, &'a Xid);
-
-/// What an Xid 45 follows, when the captures show it.
-struct Cause {
-    span: Span,
-    what: String,
-    /// The GPU of the Xid it follows, when that is another GPU's fault.
-    gpu: Option<u32>,
-}
-
-/// The event an Xid 45 follows: another Xid on its GPU, the OOM kill or
-/// systemd's kill of its process, a stop of its unit, or a fatal Xid on a
-/// peer GPU shortly before (a tensor-parallel peer's process aborts when
-/// the GPU it talks to fails).
-fn cause_of(incident: &Incident, e: &KernelEvent, x: &Xid) -> Option<Cause> {
-    let who = xid::owner_of(x);
-    let on_gpu = |y: &Xid| y.code != 45 && same_bus(y.bus_id.as_deref(), x.bus_id.as_deref());
-    let same_gpu = incident
-        .xids()
-        .find(|(_, y)| on_gpu(y) && y.pid.is_some() && y.pid == x.pid)
-        .or_else(|| incident.xids().find(|(_, y)| on_gpu(y)));
-    if let Some((k, y)) = same_gpu {
-        return Some(Cause {
-            span: k.span,
-            what: format!("{} on the same GPU", xid::describe(y.code)),
-            gpu: None,
-        });
-    }
-    if let Some(k) = x.pid.and_then(|pid| {
-        incident.facts.kernel_events.iter().find(|k| match &k.kind {
-            KernelEventKind::OomKill(o) => o.pid == Some(pid),
-            _ => false,
-        })
-    }) {
-        return Some(Cause {
-            span: k.span,
-            what: format!("the OOM killer killed {who}"),
-            gpu: None,
-        });
-    }
-    if let Some(ev) = x.pid.and_then(|pid| {
-        incident
-            .units
-            .values()
-            .flat_map(|u| &u.events)
-            .find(|ev| matches!(ev.kind, UnitEventKind::KillingProcess { pid: p } if p == pid))
-    }) {
-        return Some(Cause {
-            span: ev.span,
-            what: format!("systemd killed {who}"),
-            gpu: None,
-        });
-    }
-    let at = kernel_time(incident, e);
-    let peer = incident
-        .xids()
-        .filter(|(_, y)| FATAL.contains(&y.code))
-        .find(|(k, _)| match (at, kernel_time(incident, k)) {
-            (Some(a), Some(b)) => (0..=PEER_WINDOW_SECS).contains(&seconds_between(b, a)),
-            _ => false,
-        })
-        .map(|(k, y)| {
-            let peer = xid::gpu_at(incident, y.bus_id.as_deref());
-            Cause {
-                span: k.span,
-                what: format!("{} on {}, a peer GPU", xid::describe(y.code), peer.short()),
-                gpu: peer.index,
-            }
-        });
-    peer.or_else(|| {
-        stopped_unit(incident, e, x).map(|(span, unit)| Cause {
-            span,
-            what: format!("{unit} was stopped"),
-            gpu: None,
-        })
-    })
-}
-
-/// The kernel's hung-task report (kernel/hung_task.c, `INFO: task
-/// %s:%d blocked for more than %ld seconds.`): a task in D state. The
-/// task's name may hold colons (`nvc:[driver]:5403`).
-static HUNG_TASK: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"INFO: task (?P<comm>.+):(?P<pid>[0-9]+) blocked for more than (?P<secs>[0-9]+) seconds\.",
-    )
-    .expect("regex")
-});
-
-/// The Xid 45s no fault of their own process explains, one finding per
-/// cause: low severity, never a root cause.
-fn cleanups(incident: &Incident, xids: &[(&KernelEvent, &Xid)], out: &mut Vec<Finding>) {
-    let mut groups: Vec<(Option<Cause>, Vec<XidAt>)> = Vec::new();
-    for &(e, x) in xids {
-        let cause = cause_of(incident, e, x);
-        let key = cause.as_ref().map(|c| c.span);
-        match groups
-            .iter_mut()
-            .find(|(c, _)| c.as_ref().map(|c| c.span) == key)
-        {
-            Some((_, members)) => members.push((e, x)),
-            None => groups.push((cause, vec![(e, x)])),
+/// Cites each fault line of the group on the GPU `short` (`mig`: its MIG
+/// instance, if any) once, and adds its code; returns the codes in order
+/// of first appearance.
+fn cite_faults(
+    f: &mut Finding,
+    group: &[(&KernelEvent, &Xid)],
+    short: &str,
+    mig: &str,
+) -> Vec<u32> {
+    let mut codes: Vec<u32> = Vec::new();
+    for (e, y) in group {
+        f.entities.xid.insert(y.code);
+        if !codes.contains(&y.code) {
+            codes.push(y.code);
         }
-    }
-    for (cause, members) in groups {
-        // A task stuck in D state after the cleanup: the driver is wedged.
-        let hung = matches(incident, &HUNG_TASK).find(|(m, _)| {
-            members
-                .iter()
-                .any(|(e, _)| e.span.source == m.span.source && e.span < m.span)
-        });
-        let severity = if hung.is_some() {
-            Severity::Error
-        } else if cause.is_some() {
-            Severity::Info
-        } else {
-            Severity::Warning
-        };
-        let mut f = Finding::new(META.id, META.category, severity);
-        f.entities.xid.insert(45);
-        let mut whos: Vec<String> = Vec::new();
-        let mut gpus: Vec<String> = Vec::new();
-        let mut indices: Vec<u32> = Vec::new();
-        for (e, x) in &members {
-            let gpu = xid::gpu_at(incident, x.bus_id.as_deref());
-            xid::name_gpu(&mut f, &gpu, x.bus_id.as_deref());
-            if let Some(i) = gpu.index {
-                indices.push(i);
-            }
-            if let Some(pid) = x.pid {
-                f.entities.pids.insert(pid);
-            }
-            let who = xid::owner_of(x);
-            f.evidence_once(
-                e.span,
-                format!(
-                    "Xid 45 on {}: the driver removed the GPU work of {who}",
-                    gpu.short()
-                ),
-            );
-            if !whos.contains(&who) {
-                whos.push(who);
-            }
-            if !gpus.contains(&gpu.short()) {
-                gpus.push(gpu.short());
-            }
-        }
-        if let Some(c) = &cause {
-            f.evidence(c.span, format!("what it follows: {}", c.what));
-            // The peer GPU's fault is what this finding is about, too.
-            f.entities.gpus.extend(c.gpu);
-        }
-        let on = if indices.len() == gpus.len() && indices.len() > 1 {
-            indices.sort_unstable();
-            indices.dedup();
+        f.evidence_once(
+            e.span,
             format!(
-                "GPUs {}",
-                indices
-                    .iter()
-                    .map(u32::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        } else {
-            gpus.join(", ")
-        };
-        f.occurrences = members.len() as u32;
-        f.condition("the driver cleaned up a process's GPU work", true);
-        f.condition("the captures show what ended the process", cause.is_some());
-        let subject = match whos.as_slice() {
-            [one] => format!("{one} on {on}"),
-            many => format!("{} processes on {on}", many.len()),
-        };
-        f.title = match &cause {
-            Some(c) => format!("Xid 45 for {subject}: cleanup after {}", c.what),
-            None => format!("Xid 45 for {subject}: cleanup after the process ended"),
-        };
-        f.headline = format!(
-            "The driver cleaned up the GPU work of {subject} (Xid 45); this follows the end of the process and is not a cause by itself."
+                "{} on {short}{mig} in {}: {}",
+                xid::describe(y.code),
+                xid::owner_of(y),
+                shorten(&y.message)
+            ),
         );
-        if let Some((m, c)) = &hung {
-            f.evidence(
-                m.span,
-                format!(
-                    "then the kernel: task {}[{}] blocked for more than {} seconds (D state)",
-                    &c["comm"], &c["pid"], &c["secs"]
-                ),
-            );
-            f.condition("a task hung in D state after the cleanup", true);
-            f.title = format!(
-                "{}; then a task hung in D state: the driver is wedged",
-                f.title
-            );
-            f.headline = format!(
-                "The driver cleaned up the GPU work of {subject} (Xid 45) and a task then blocked for more than {} seconds in D state: the driver is wedged. kill -9 cannot end a D-state task and nvidia-smi may hang; the GPU needs a reset or the host a reboot.",
-                &c["secs"]
-            );
-        }
-        f.chain.push(format!(
-            "the driver removed the GPU work of {subject} (Xid 45)"
-        ));
-        if let Some(c) = &cause {
-            f.chain.push(c.what.clone());
-        }
-        f.explanation = "Xid 45 (preemptive cleanup) is logged when a process with GPU work ends abnormally: Ctrl-C, SIGKILL, the OOM killer, a reset, or another Xid. Look at what ended the process.".to_owned();
-        if hung.is_some() {
-            f.chain.insert(
-                0,
-                "a task blocks in the driver (D state): the driver is wedged".to_owned(),
-            );
-            f.actions.push(Action::advice(
-                "do not kill the blocked task (a D-state task ignores SIGKILL); drain the GPU's workloads and reboot the host in a maintenance window",
-                None,
-            ));
-        }
-        if cause.is_none() {
-            f.actions.push(Action::advice(
-                "find what ended the process (a kill, the OOM killer, a crash) around the time of the Xid",
-                Some("journalctl -k -b --no-pager | grep -E 'Xid|Killed process'"),
-            ));
-        }
-        f.confidence = confidence(&f, 0.5, 0.8);
-        out.push(f);
+    }
+    codes
+}
+
+/// Cites the driver's cleanup (Xid 45) of the faulting process `x`
+/// afterwards, a consequence, and adds Xid 45.
+fn cite_cleanup(f: &mut Finding, incident: &Incident, x: &Xid) {
+    let cleanups: Vec<_> = incident
+        .xids()
+        .filter(|(_, y)| y.code == 45 && y.pid.is_some() && y.pid == x.pid)
+        .collect();
+    if let Some((e, _)) = cleanups.first() {
+        f.evidence(
+            e.span,
+            "Xid 45: the driver then removed the process's GPU work (a consequence)",
+        );
+        f.entities.xid.insert(45);
     }
 }
 
-/// A unit stopped around the Xid that the process belongs to (or, when its
-/// owner is unknown, a unit stopped while a server process was cleaned up).
-fn stopped_unit(incident: &Incident, e: &KernelEvent, x: &Xid) -> Option<(Span, String)> {
-    let at = kernel_time(incident, e)?;
-    let owner = x
-        .pid
-        .and_then(|p| incident.owner(p))
-        .map(|o| o.unit.as_str());
-    let server = x
-        .name
-        .as_deref()
-        .is_some_and(|n| SERVER_NAMES.iter().any(|s| n.starts_with(s)));
-    incident.units.iter().find_map(|(unit, facts)| {
-        if owner.is_some_and(|o| o != unit) || (owner.is_none() && !server) {
-            return None;
-        }
-        facts.events.iter().find_map(|ev| {
-            // `Deactivated successfully` alone is the process ending by
-            // itself; only a stop job is a stop.
-            let ended = matches!(ev.kind, UnitEventKind::Stopped);
-            let dt = seconds_between(at, incident.time_of(ev.span)?);
-            (ended && (-10..=120).contains(&dt)).then(|| (ev.span, unit.clone()))
+/// Cites up to three distinct CUDA errors of the application's side: from
+/// the faulting process `x`, or within the window after its `first` Xid
+/// (any, when the times are unknown and it is the `single` group); returns
+/// whether there was one.
+fn cite_cuda(
+    f: &mut Finding,
+    incident: &Incident,
+    cuda: &[&Message],
+    first: &KernelEvent,
+    x: &Xid,
+    single: bool,
+) -> bool {
+    let xid_time = kernel_time(incident, first);
+    let paired: Vec<&Message> = cuda
+        .iter()
+        .copied()
+        .filter(|m| {
+            let same_pid = x.pid.is_some() && pid_of(incident, m) == x.pid;
+            let in_window = match (xid_time, incident.time_of(m.span)) {
+                (Some(a), Some(b)) => (-5..=PAIR_WINDOW_SECS).contains(&seconds_between(a, b)),
+                _ => single,
+            };
+            same_pid || in_window
         })
+        .collect();
+    for (m, n) in distinct(paired.iter().copied()).into_iter().take(3) {
+        f.evidence(
+            m.span,
+            format!("the application's side: its CUDA context is lost ({n}x)"),
+        );
+    }
+    !paired.is_empty()
+}
+
+/// Whether another named program faulted on the same GPU as `x`: faults of
+/// several programs on one GPU point at the GPU instead.
+fn several_programs(incident: &Incident, x: &Xid) -> bool {
+    incident.xids().any(|(_, y)| {
+        FAULTS.contains(&y.code)
+            && same_or_none(&y.bus_id, &x.bus_id)
+            && y.name.is_some()
+            && y.name != x.name
     })
+}
+
+/// What to do after an application fault on the GPU `short`: restart once,
+/// bisect, and DCGM diagnostics when several programs faulted on it
+/// (`suspect_gpu`).
+fn fault_actions(short: &str, suspect_gpu: bool) -> Vec<Action> {
+    let mut actions = vec![
+        Action::advice(
+            "restart the service once; if the fault repeats with the same request or configuration, treat it as a software bug",
+            None,
+        ),
+        Action::advice(
+            "bisect: switch the attention backend, disable CUDA graphs or custom all-reduce; run the failing request under compute-sanitizer",
+            Some("compute-sanitizer --tool memcheck <command>"),
+        ),
+    ];
+    if suspect_gpu {
+        actions.push(Action::advice(
+            format!("several programs faulted on {short}: run DCGM diagnostics on it"),
+            Some("dcgmi diag -r 3"),
+        ));
+    }
+    actions
 }
 
 /// The PID that wrote a line: the journal's, or vLLM's `pid=` prefix.

@@ -6,7 +6,8 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::correlate::Incident;
-use crate::rules::support::{confidence, distinct, kernel_time, matches};
+use crate::model::{KernelEvent, Xid};
+use crate::rules::support::{add_owner_units, confidence, distinct, kernel_time, matches};
 use crate::rules::xid;
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
@@ -92,12 +93,7 @@ impl Rule for XidEcc {
         let cuda: Vec<_> = matches(incident, &CUDA_ECC).map(|(m, _)| m).collect();
         for bus in xid::buses(incident, &CODES) {
             let xids: Vec<_> = xid::on_bus(incident, bus.as_deref(), &CODES).collect();
-            let Some(worst) = xids.iter().map(|(_, x)| x.code).min_by_key(|c| {
-                (
-                    severity_of(*c),
-                    std::cmp::Reverse(CODES.iter().position(|k| k == c)),
-                )
-            }) else {
+            let Some(worst) = worst_of(&xids) else {
                 continue;
             };
             let severity = severity_of(worst);
@@ -107,29 +103,8 @@ impl Rule for XidEcc {
             let mut f = Finding::new(META.id, META.category, severity);
             f.occurrences = xids.len() as u32;
             xid::name_gpu(&mut f, &gpu, bus.as_deref());
-            let mut codes: Vec<u32> = Vec::new();
-            for (e, x) in &xids {
-                f.entities.xid.insert(x.code);
-                if !codes.contains(&x.code) {
-                    codes.push(x.code);
-                }
-                let who = match x.code {
-                    94 | 95 => format!("; {} was hit", xid::owner_of(x)),
-                    _ => String::new(),
-                };
-                f.evidence_once(e.span, format!("{} on {short}{who}", xid::describe(x.code)));
-                if let (Some(pid), 94 | 95) = (x.pid, x.code) {
-                    f.entities.pids.insert(pid);
-                }
-            }
-            let recovery = xid::recovery_actions(incident, bus.as_deref());
-            if let Some((e, action)) = recovery.last() {
-                f.evidence(
-                    e.span,
-                    format!("Xid 154: the driver now asks for: {action}"),
-                );
-                f.entities.xid.insert(154);
-            }
+            let codes = cite_xids(&mut f, &xids, &short);
+            xid::cite_recovery(&mut f, incident, bus.as_deref());
             let healths = gpu.health(incident);
             let sick = xid::cite_health(&mut f, &healths, &short);
             let table = xid::cite_table_ecc(&mut f, incident, &gpu);
@@ -148,12 +123,7 @@ impl Rule for XidEcc {
             for p in gpu.index.into_iter().flat_map(|i| incident.processes_on(i)) {
                 f.entities.pids.insert(p.pid);
             }
-            let pids: Vec<u32> = f.entities.pids.iter().copied().collect();
-            for pid in pids {
-                if let Some(o) = incident.owner(pid) {
-                    f.entities.units.insert(o.unit.clone());
-                }
-            }
+            add_owner_units(&mut f, incident);
             let rma = sick.rma() || codes.contains(&64);
             let when = xids
                 .first()
@@ -175,28 +145,7 @@ impl Rule for XidEcc {
                 .collect::<Vec<_>>()
                 .join(", ");
             f.title = format!("ECC error on {short}: Xid {list}");
-            let (what, needs) = match worst {
-                95 => (
-                    "an uncontained memory error: every process on the GPU is affected",
-                    "the GPU must be reset before anything runs on it again",
-                ),
-                48 => (
-                    "an uncorrectable (double-bit) memory error",
-                    "the GPU must be reset before it is used again",
-                ),
-                64 => (
-                    "a memory row could not be remapped",
-                    "the GPU must be reset, and the board is a replacement candidate",
-                ),
-                94 => (
-                    "a memory error contained to one application",
-                    "that application must restart; reset the GPU when convenient",
-                ),
-                _ => (
-                    "a memory row was marked for remapping",
-                    "the remap applies at the next GPU reset; plan one",
-                ),
-            };
+            let (what, needs) = what_and_needs(worst);
             f.headline = format!(
                 "{} had {what} ({}{}): {needs}.",
                 crate::rules::support::capitalise(&label),
@@ -209,12 +158,7 @@ impl Rule for XidEcc {
                         .to_owned(),
                 );
             }
-            f.chain.push(match worst {
-                63 => format!("a memory row of {short} was marked for remapping"),
-                64 => format!("{short}'s memory could not be repaired (no spare row)"),
-                94 => format!("{short}'s memory returned data it could not correct; the error was contained to one application"),
-                _ => format!("{short}'s memory returned data it could not correct"),
-            });
+            f.chain.push(damage(worst, &short));
             f.chain.push(format!(
                 "{} (catalog action: {})",
                 xid::describe(worst),
@@ -228,49 +172,130 @@ impl Rule for XidEcc {
                     "A single event is repaired by the remap; repeated events on the same board mean it is wearing out."
                 }
             );
-            let gpu_arg = gpu.index.map_or_else(|| "N".to_owned(), |i| i.to_string());
-            match worst {
-                94 => f.actions.push(Action::advice(
-                    "restart the application that was hit; the others on the GPU are unaffected",
-                    None,
-                )),
-                63 => f.actions.push(Action::advice(
-                    format!("plan a reset of {short} at the next maintenance so that the remap takes effect"),
-                    None,
-                )),
-                _ => f.actions.push(Action::advice(
-                    format!("stop every workload on {short} and make sure no process of another owner still uses it"),
-                    Some(&format!("nvidia-smi --query-compute-apps=gpu_bus_id,pid,process_name --format=csv -i {gpu_arg}")),
-                )),
-            }
-            if worst != 94 && worst != 63 {
-                f.actions.push(Action::advice(
-                    format!(
-                        "reset {short} (or reboot the node), so that pending row remaps are applied"
-                    ),
-                    Some(&format!("nvidia-smi -r -i {gpu_arg}")),
-                ));
-            }
-            f.actions.push(Action::advice(
-                if matches!(worst, 63 | 94) {
-                    "check the ECC counters and remapped rows, and again after the next reset"
-                } else {
-                    "after the reset, check the ECC counters and remapped rows again"
-                },
-                Some(&format!(
-                    "nvidia-smi -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT -i {gpu_arg}"
-                )),
-            ));
-            f.actions.push(Action::advice(
-                if rma {
-                    "open a hardware case (RMA): the board's spare memory is exhausted or failing"
-                } else {
-                    "if ECC Xids repeat on this board, open a hardware case (RMA)"
-                },
-                None,
-            ));
+            f.actions.extend(actions(worst, &short, gpu.index, rma));
             f.confidence = confidence(&f, 0.8, 0.98);
             out.push(f);
         }
     }
+}
+
+/// The most severe code of the lines (the later one in [`CODES`] of two
+/// equally severe); `None` for no lines.
+fn worst_of(xids: &[(&KernelEvent, &Xid)]) -> Option<u32> {
+    xids.iter().map(|(_, x)| x.code).min_by_key(|c| {
+        (
+            severity_of(*c),
+            std::cmp::Reverse(CODES.iter().position(|k| k == c)),
+        )
+    })
+}
+
+/// Cites each ECC Xid line of the GPU `short` (with the process hit, for 94
+/// and 95) and adds its code and, for 94 and 95, its PID; returns the codes
+/// in order of first appearance.
+fn cite_xids(f: &mut Finding, xids: &[(&KernelEvent, &Xid)], short: &str) -> Vec<u32> {
+    let mut codes: Vec<u32> = Vec::new();
+    for (e, x) in xids {
+        f.entities.xid.insert(x.code);
+        if !codes.contains(&x.code) {
+            codes.push(x.code);
+        }
+        let who = match x.code {
+            94 | 95 => format!("; {} was hit", xid::owner_of(x)),
+            _ => String::new(),
+        };
+        f.evidence_once(e.span, format!("{} on {short}{who}", xid::describe(x.code)));
+        if let (Some(pid), 94 | 95) = (x.pid, x.code) {
+            f.entities.pids.insert(pid);
+        }
+    }
+    codes
+}
+
+/// What the `worst` code means and what the GPU needs after it, for the
+/// headline.
+fn what_and_needs(worst: u32) -> (&'static str, &'static str) {
+    match worst {
+        95 => (
+            "an uncontained memory error: every process on the GPU is affected",
+            "the GPU must be reset before anything runs on it again",
+        ),
+        48 => (
+            "an uncorrectable (double-bit) memory error",
+            "the GPU must be reset before it is used again",
+        ),
+        64 => (
+            "a memory row could not be remapped",
+            "the GPU must be reset, and the board is a replacement candidate",
+        ),
+        94 => (
+            "a memory error contained to one application",
+            "that application must restart; reset the GPU when convenient",
+        ),
+        _ => (
+            "a memory row was marked for remapping",
+            "the remap applies at the next GPU reset; plan one",
+        ),
+    }
+}
+
+/// The chain's line for what the `worst` code did to the memory of the GPU
+/// `short`.
+fn damage(worst: u32, short: &str) -> String {
+    match worst {
+        63 => format!("a memory row of {short} was marked for remapping"),
+        64 => format!("{short}'s memory could not be repaired (no spare row)"),
+        94 => format!(
+            "{short}'s memory returned data it could not correct; the error was contained to one application"
+        ),
+        _ => format!("{short}'s memory returned data it could not correct"),
+    }
+}
+
+/// What to do after the `worst` code on the GPU `short` (nvidia-smi index
+/// `index`, `N` when unknown): restart the application, plan a reset, or
+/// stop the GPU's work and reset it; check the counters; a hardware case
+/// when `rma` or if it repeats.
+fn actions(worst: u32, short: &str, index: Option<u32>, rma: bool) -> Vec<Action> {
+    let mut actions = Vec::new();
+    let gpu_arg = index.map_or_else(|| "N".to_owned(), |i| i.to_string());
+    match worst {
+        94 => actions.push(Action::advice(
+            "restart the application that was hit; the others on the GPU are unaffected",
+            None,
+        )),
+        63 => actions.push(Action::advice(
+            format!("plan a reset of {short} at the next maintenance so that the remap takes effect"),
+            None,
+        )),
+        _ => actions.push(Action::advice(
+            format!("stop every workload on {short} and make sure no process of another owner still uses it"),
+            Some(&format!("nvidia-smi --query-compute-apps=gpu_bus_id,pid,process_name --format=csv -i {gpu_arg}")),
+        )),
+    }
+    if worst != 94 && worst != 63 {
+        actions.push(Action::advice(
+            format!("reset {short} (or reboot the node), so that pending row remaps are applied"),
+            Some(&format!("nvidia-smi -r -i {gpu_arg}")),
+        ));
+    }
+    actions.push(Action::advice(
+        if matches!(worst, 63 | 94) {
+            "check the ECC counters and remapped rows, and again after the next reset"
+        } else {
+            "after the reset, check the ECC counters and remapped rows again"
+        },
+        Some(&format!(
+            "nvidia-smi -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT -i {gpu_arg}"
+        )),
+    ));
+    actions.push(Action::advice(
+        if rma {
+            "open a hardware case (RMA): the board's spare memory is exhausted or failing"
+        } else {
+            "if ECC Xids repeat on this board, open a hardware case (RMA)"
+        },
+        None,
+    ));
+    actions
 }

@@ -2,8 +2,8 @@
 //! the driver (Xid 119) or failed (Xid 120); the GPU needs a reset.
 
 use crate::correlate::Incident;
-use crate::model::KernelEventKind;
-use crate::rules::support::{confidence, kernel_time};
+use crate::model::{KernelEvent, KernelEventKind, Xid};
+use crate::rules::support::{add_owner_units, confidence, kernel_time};
 use crate::rules::xid;
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
@@ -85,39 +85,7 @@ impl Rule for XidGspTimeout {
             let mut f = Finding::new(META.id, META.category, META.severity);
             f.occurrences = xids.len() as u32;
             xid::name_gpu(&mut f, &gpu, bus.as_deref());
-            let mut witnesses: Vec<String> = Vec::new();
-            for (e, y) in xids.iter().take(1).chain(xids.iter().skip(1).last()) {
-                let monitor = y.name.as_deref().is_some_and(is_monitor);
-                let role = if y.code == 119 {
-                    "the call that timed out was made by"
-                } else {
-                    "during a call of"
-                };
-                f.evidence(
-                    e.span,
-                    format!(
-                        "{} on {short}; {role} {}{}",
-                        xid::describe(y.code),
-                        xid::owner_of(y),
-                        if monitor {
-                            " (a monitoring process: a witness, not the cause)"
-                        } else {
-                            ""
-                        }
-                    ),
-                );
-            }
-            for (_, y) in &xids {
-                f.entities.xid.insert(y.code);
-                let monitor = y.name.as_deref().is_some_and(is_monitor);
-                if let (Some(name), true) = (&y.name, monitor) {
-                    if !witnesses.contains(name) {
-                        witnesses.push(name.clone());
-                    }
-                } else if let Some(pid) = y.pid {
-                    f.entities.pids.insert(pid);
-                }
-            }
+            let witnesses = cite_xids(&mut f, &xids, &short);
             // The driver's own GSP lines around the Xid.
             if let Some(e) = incident
                 .facts
@@ -128,26 +96,14 @@ impl Rule for XidGspTimeout {
             {
                 f.evidence(e.span, "the driver's GSP timeout report");
             }
-            let recovery = xid::recovery_actions(incident, bus.as_deref());
-            if let Some((e, action)) = recovery.last() {
-                f.evidence(
-                    e.span,
-                    format!("Xid 154: the driver now asks for: {action}"),
-                );
-                f.entities.xid.insert(154);
-            }
+            let recovery = xid::cite_recovery(&mut f, incident, bus.as_deref());
             let healths = gpu.health(incident);
             let sick = xid::cite_health(&mut f, &healths, &short);
             let unreachable = xid::cite_unreachable(&mut f, incident, &gpu);
             for p in gpu.index.into_iter().flat_map(|i| incident.processes_on(i)) {
                 f.entities.pids.insert(p.pid);
             }
-            let pids: Vec<u32> = f.entities.pids.iter().copied().collect();
-            for pid in pids {
-                if let Some(o) = incident.owner(pid) {
-                    f.entities.units.insert(o.unit.clone());
-                }
-            }
+            add_owner_units(&mut f, incident);
             let when = kernel_time(incident, first).map(crate::rules::support::when);
             f.condition(format!("the kernel logged {}", xid::describe(x.code)), true);
             f.condition("it repeated", xids.len() > 1);
@@ -156,15 +112,9 @@ impl Rule for XidGspTimeout {
                 "nvidia-smi shows the GPU needs recovery",
                 sick.any() || unreachable || !recovery.is_empty(),
             );
-            let codes: Vec<String> = {
-                let mut c: Vec<u32> = xids.iter().map(|(_, y)| y.code).collect();
-                c.sort_unstable();
-                c.dedup();
-                c.iter().map(u32::to_string).collect()
-            };
             f.title = format!(
                 "GSP firmware of {short} stopped answering: Xid {}",
-                codes.join(", ")
+                code_list(&xids)
             );
             f.headline = format!(
                 "The GSP firmware of {label} stopped answering the driver ({}{}): calls into the GPU hang or fail until it is reset.",
@@ -178,35 +128,108 @@ impl Rule for XidGspTimeout {
                 "{short}'s GSP firmware did not answer the driver ({})",
                 xid::describe(x.code)
             ));
-            f.explanation = format!(
-                "Xid 119/120 leave the GPU unusable until a reset (catalog action: {}).{}",
-                xid::info(x.code).map_or("", |i| i.bucket),
-                if witnesses.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        " The process named in the line ({}) is a monitoring process that happened to call the GPU: a witness, not the culprit; do not blame or kill it.",
-                        witnesses.join(", ")
-                    )
-                }
-            );
-            let gpu_arg = gpu.index.map_or_else(|| "N".to_owned(), |i| i.to_string());
-            f.actions.push(Action::advice(
-                format!("drain {short}: stop the workloads on it and make sure no process of another owner still uses it"),
-                Some(&format!("nvidia-smi --query-compute-apps=gpu_bus_id,pid,process_name --format=csv -i {gpu_arg}")),
-            ));
-            f.actions.push(Action::advice(
-                format!("collect the driver's state, then reset {short} (or reboot the node; power-cycle if it persists)"),
-                Some(&format!("nvidia-bug-report.sh; nvidia-smi -r -i {gpu_arg}")),
-            ));
-            f.actions.push(Action::advice(
-                "if Xid 119 repeats, update the driver to a release that fixes GSP timeouts for this GPU and report it to NVIDIA",
-                None,
-            ));
+            f.explanation = explanation(x.code, &witnesses);
+            f.actions.extend(actions(&short, gpu.index));
             f.confidence = confidence(&f, 0.8, 0.97);
             out.push(f);
         }
     }
+}
+
+/// Cites the first and the last GSP Xid of the GPU `short` with the process
+/// whose call it was, adds every line's code and its PID (a monitoring
+/// process's only when it is not one); returns the names of the
+/// monitoring processes the lines name, the witnesses.
+fn cite_xids(f: &mut Finding, xids: &[(&KernelEvent, &Xid)], short: &str) -> Vec<String> {
+    let mut witnesses: Vec<String> = Vec::new();
+    for (e, y) in xids.iter().take(1).chain(xids.iter().skip(1).last()) {
+        let monitor = y.name.as_deref().is_some_and(is_monitor);
+        let role = if y.code == 119 {
+            "the call that timed out was made by"
+        } else {
+            "during a call of"
+        };
+        f.evidence(
+            e.span,
+            format!(
+                "{} on {short}; {role} {}{}",
+                xid::describe(y.code),
+                xid::owner_of(y),
+                if monitor {
+                    " (a monitoring process: a witness, not the cause)"
+                } else {
+                    ""
+                }
+            ),
+        );
+    }
+    for (_, y) in xids {
+        f.entities.xid.insert(y.code);
+        let monitor = y.name.as_deref().is_some_and(is_monitor);
+        if let (Some(name), true) = (&y.name, monitor) {
+            if !witnesses.contains(name) {
+                witnesses.push(name.clone());
+            }
+        } else if let Some(pid) = y.pid {
+            f.entities.pids.insert(pid);
+        }
+    }
+    witnesses
+}
+
+/// `119, 120`: the codes of the lines, sorted, without repeats.
+fn code_list(xids: &[(&KernelEvent, &Xid)]) -> String {
+    let codes: Vec<String> = {
+        let mut c: Vec<u32> = xids.iter().map(|(_, y)| y.code).collect();
+        c.sort_unstable();
+        c.dedup();
+        c.iter().map(u32::to_string).collect()
+    };
+    codes.join(", ")
+}
+
+/// What Xid `code` leaves behind, and that the monitoring processes the
+/// lines name (`witnesses`) are not the culprit.
+fn explanation(code: u32, witnesses: &[String]) -> String {
+    format!(
+        "Xid 119/120 leave the GPU unusable until a reset (catalog action: {}).{}",
+        xid::info(code).map_or("", |i| i.bucket),
+        if witnesses.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " The process named in the line ({}) is a monitoring process that happened to call the GPU: a witness, not the culprit; do not blame or kill it.",
+                witnesses.join(", ")
+            )
+        }
+    )
+}
+
+/// What to do for the GPU `short` (nvidia-smi index `index`, `N` when
+/// unknown): drain it, collect the driver's state and reset it, update the
+/// driver if it repeats.
+fn actions(short: &str, index: Option<u32>) -> Vec<Action> {
+    let gpu_arg = index.map_or_else(|| "N".to_owned(), |i| i.to_string());
+    vec![
+        Action::advice(
+            format!(
+                "drain {short}: stop the workloads on it and make sure no process of another owner still uses it"
+            ),
+            Some(&format!(
+                "nvidia-smi --query-compute-apps=gpu_bus_id,pid,process_name --format=csv -i {gpu_arg}"
+            )),
+        ),
+        Action::advice(
+            format!(
+                "collect the driver's state, then reset {short} (or reboot the node; power-cycle if it persists)"
+            ),
+            Some(&format!("nvidia-bug-report.sh; nvidia-smi -r -i {gpu_arg}")),
+        ),
+        Action::advice(
+            "if Xid 119 repeats, update the driver to a release that fixes GSP timeouts for this GPU and report it to NVIDIA",
+            None,
+        ),
+    ]
 }
 
 fn is_monitor(name: &str) -> bool {

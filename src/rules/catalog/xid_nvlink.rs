@@ -9,7 +9,7 @@ use regex::Regex;
 
 use crate::correlate::Incident;
 use crate::model::{KernelEvent, Xid};
-use crate::rules::support::{confidence, kernel_time, seconds_between};
+use crate::rules::support::{add_owner_units, confidence, kernel_time, seconds_between};
 use crate::rules::xid::{self, same_bus};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
@@ -112,18 +112,7 @@ impl Rule for XidNvlink {
             .map(|b| xid::gpu_at(incident, b.as_deref()))
             .collect();
         // A peer's own fault at about the same time.
-        let first_time = kernel_time(incident, first);
-        let peer = incident.xids().find(|(e, x)| {
-            PEER_FAULTS.contains(&x.code)
-                && (x.code != 154 || x.recovery_action.as_deref().is_some_and(|a| a != "None"))
-                && !buses
-                    .iter()
-                    .any(|b| same_bus(b.as_deref(), x.bus_id.as_deref()))
-                && match (first_time, kernel_time(incident, e)) {
-                    (Some(a), Some(b)) => seconds_between(a, b).abs() <= PEER_WINDOW_SECS,
-                    _ => true,
-                }
-        });
+        let peer = peer_fault(incident, &buses, first);
         // Hopper's NVLink units say whether the error was fatal; links that
         // only reported non-fatal errors, with no process harmed, are noted.
         let nonfatal = links
@@ -139,63 +128,10 @@ impl Rule for XidNvlink {
         let mut f = Finding::new(META.id, META.category, severity);
         f.occurrences = links.len() as u32;
         f.entities.xid.extend(codes.iter().copied());
-        let mut names: Vec<String> = Vec::new();
-        for (gpu, bus) in gpus.iter().zip(&buses) {
-            if let Some(i) = gpu.index {
-                f.entities.gpus.insert(i);
-            } else if let Some(b) = bus.as_deref().and_then(xid::kernel_bus) {
-                f.entities.gpu_bus_ids.insert(b);
-            }
-            names.push(gpu.short());
-            let on: Vec<_> = xid::on_bus(incident, bus.as_deref(), &NVLINK_CODES).collect();
-            let mut seen: Vec<String> = Vec::new();
-            for (e, x) in on {
-                let link = LINK
-                    .captures(&x.message)
-                    .map(|c| c["link"].to_owned())
-                    .unwrap_or_else(|| "?".to_owned());
-                let key = format!("{}/{link}", x.code);
-                if seen.contains(&key) {
-                    continue;
-                }
-                f.evidence(
-                    e.span,
-                    format!("Xid {} on {}: NVLink {link} failed", x.code, gpu.short()),
-                );
-                seen.push(key);
-                if let Some(pid) = x.pid {
-                    f.entities.pids.insert(pid);
-                }
-            }
-            let healths = gpu.health(incident);
-            xid::cite_health(&mut f, &healths, &gpu.short());
-        }
-        let peer_label = peer.map(|(e, x)| {
-            let g = xid::gpu_at(incident, x.bus_id.as_deref());
-            // The peer's GPU and process: the finding is about it too.
-            if let Some(i) = g.index {
-                f.entities.gpus.insert(i);
-            }
-            if let Some(pid) = x.pid {
-                f.entities.pids.insert(pid);
-            }
-            f.evidence(
-                e.span,
-                format!(
-                    "at the same time {} had {}: a failed peer makes its neighbours log Xid 74",
-                    g.short(),
-                    xid::describe(x.code)
-                ),
-            );
-            (g.short(), xid::describe(x.code))
-        });
+        let names = cite_links(&mut f, incident, &gpus, &buses);
+        let peer_label = peer.map(|(e, x)| cite_peer(&mut f, incident, e, x));
         cite_victims(&mut f, incident, &victims);
-        let pids: Vec<u32> = f.entities.pids.iter().copied().collect();
-        for pid in pids {
-            if let Some(o) = incident.owner(pid) {
-                f.entities.units.insert(o.unit.clone());
-            }
-        }
+        add_owner_units(&mut f, incident);
         f.condition(format!("the kernel logged {code_list}"), true);
         f.condition(
             "no peer GPU failed at the same time (the link itself is at fault)",
@@ -207,18 +143,7 @@ impl Rule for XidNvlink {
         );
         let list = names.join(", ");
         if severity == Severity::Info {
-            // Only non-fatal reports: the links corrected the errors.
-            f.title = format!("non-fatal NVLink errors on {list} ({code_list})");
-            f.headline = format!(
-                "{list} reported non-fatal NVLink errors ({code_list}); no process was harmed. Watch the error counters: errors that grow or turn fatal need a reset or a hardware case."
-            );
-            f.chain
-                .push(format!("non-fatal NVLink errors on {list} ({code_list})"));
-            f.explanation = "Hopper and later GPUs mark each NVLink error Fatal or Nonfatal; a non-fatal one was corrected by the link.".to_owned();
-            f.actions.push(Action::advice(
-                "watch the link error counters of each GPU",
-                Some("nvidia-smi nvlink -e"),
-            ));
+            note_nonfatal(&mut f, &list, &code_list);
             f.confidence = confidence(&f, 0.7, 0.95);
             out.push(f);
             return;
@@ -238,44 +163,169 @@ impl Rule for XidNvlink {
             ),
         };
         f.chain
-            .push("multi-GPU collectives (all-reduce) fail or time out".to_owned());
-        if !victims.is_empty() {
-            f.chain.push(format!(
-                "the driver removed the GPU work of {} (Xid 45): victims of the link errors",
-                victim_names(&victims)
-            ));
-        }
-        f.chain
-            .push(format!("NVLink failed on {list} ({code_list})"));
-        if let Some((g, what)) = &peer_label {
-            f.chain.push(format!("{g} failed first ({what})"));
-        }
+            .extend(chain(&victims, &list, &code_list, peer_label.as_ref()));
         f.explanation = format!(
             "Xid 74 takes a link down until the GPU is reset (catalog action: {}). A peer GPU failing makes its NVLink neighbours log 74 as well, so the other GPUs' Xids at the same time decide where the fault is.",
             xid::info(74).map_or("", |i| i.bucket)
         );
-        f.actions.push(Action::advice(
-            "look at the link state and error counters of each GPU",
-            Some("nvidia-smi nvlink -s; nvidia-smi nvlink -e"),
-        ));
-        if peer_label.is_some() {
-            f.actions.push(Action::advice(
-                "follow the recovery of the peer GPU's fault first; check the links again after it",
-                None,
-            ));
-        } else {
-            f.actions.push(Action::advice(
-                "drain the GPUs, stop their workloads, then reset them (on NVSwitch systems the whole baseboard) or reboot",
-                Some("nvidia-smi -r"),
-            ));
-            f.actions.push(Action::advice(
-                "if Xid 74 returns after the reset, open a hardware case for the GPU, its NVLink connectors or the NVSwitch",
-                None,
-            ));
-        }
+        f.actions.extend(actions(peer_label.is_some()));
         f.confidence = confidence(&f, 0.7, 0.95);
         out.push(f);
     }
+}
+
+/// A whole-GPU fault of a GPU other than those at `buses` (an Xid 154 only
+/// when it asks for something) within [`PEER_WINDOW_SECS`] of the `first`
+/// link error, or at any time when either has no time.
+fn peer_fault<'a>(
+    incident: &'a Incident,
+    buses: &[Option<String>],
+    first: &KernelEvent,
+) -> Option<(&'a KernelEvent, &'a Xid)> {
+    let first_time = kernel_time(incident, first);
+    incident.xids().find(|(e, x)| {
+        PEER_FAULTS.contains(&x.code)
+            && (x.code != 154 || x.recovery_action.as_deref().is_some_and(|a| a != "None"))
+            && !buses
+                .iter()
+                .any(|b| same_bus(b.as_deref(), x.bus_id.as_deref()))
+            && match (first_time, kernel_time(incident, e)) {
+                (Some(a), Some(b)) => seconds_between(a, b).abs() <= PEER_WINDOW_SECS,
+                _ => true,
+            }
+    })
+}
+
+/// Names each GPU with NVLink errors in the finding (by index, else by bus
+/// id), cites each of its failed links once per code with the PID the line
+/// names, and what nvidia-smi shows of its health; returns the GPUs' short
+/// names.
+fn cite_links(
+    f: &mut Finding,
+    incident: &Incident,
+    gpus: &[xid::GpuAt<'_>],
+    buses: &[Option<String>],
+) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for (gpu, bus) in gpus.iter().zip(buses) {
+        if let Some(i) = gpu.index {
+            f.entities.gpus.insert(i);
+        } else if let Some(b) = bus.as_deref().and_then(xid::kernel_bus) {
+            f.entities.gpu_bus_ids.insert(b);
+        }
+        names.push(gpu.short());
+        let on: Vec<_> = xid::on_bus(incident, bus.as_deref(), &NVLINK_CODES).collect();
+        let mut seen: Vec<String> = Vec::new();
+        for (e, x) in on {
+            let link = LINK
+                .captures(&x.message)
+                .map(|c| c["link"].to_owned())
+                .unwrap_or_else(|| "?".to_owned());
+            let key = format!("{}/{link}", x.code);
+            if seen.contains(&key) {
+                continue;
+            }
+            f.evidence(
+                e.span,
+                format!("Xid {} on {}: NVLink {link} failed", x.code, gpu.short()),
+            );
+            seen.push(key);
+            if let Some(pid) = x.pid {
+                f.entities.pids.insert(pid);
+            }
+        }
+        let healths = gpu.health(incident);
+        xid::cite_health(f, &healths, &gpu.short());
+    }
+    names
+}
+
+/// Cites the peer GPU's own fault `x` (line `e`) and adds its GPU and
+/// process: the finding is about it too; returns the peer's short name and
+/// the fault's description.
+fn cite_peer(f: &mut Finding, incident: &Incident, e: &KernelEvent, x: &Xid) -> (String, String) {
+    let g = xid::gpu_at(incident, x.bus_id.as_deref());
+    // The peer's GPU and process: the finding is about it too.
+    if let Some(i) = g.index {
+        f.entities.gpus.insert(i);
+    }
+    if let Some(pid) = x.pid {
+        f.entities.pids.insert(pid);
+    }
+    f.evidence(
+        e.span,
+        format!(
+            "at the same time {} had {}: a failed peer makes its neighbours log Xid 74",
+            g.short(),
+            xid::describe(x.code)
+        ),
+    );
+    (g.short(), xid::describe(x.code))
+}
+
+/// Words the finding as a note of non-fatal errors only on the GPUs `list`
+/// (codes `code_list`): the links corrected them; watch the counters.
+fn note_nonfatal(f: &mut Finding, list: &str, code_list: &str) {
+    f.title = format!("non-fatal NVLink errors on {list} ({code_list})");
+    f.headline = format!(
+        "{list} reported non-fatal NVLink errors ({code_list}); no process was harmed. Watch the error counters: errors that grow or turn fatal need a reset or a hardware case."
+    );
+    f.chain
+        .push(format!("non-fatal NVLink errors on {list} ({code_list})"));
+    f.explanation = "Hopper and later GPUs mark each NVLink error Fatal or Nonfatal; a non-fatal one was corrected by the link.".to_owned();
+    f.actions.push(Action::advice(
+        "watch the link error counters of each GPU",
+        Some("nvidia-smi nvlink -e"),
+    ));
+}
+
+/// The causal chain, symptom first: the failed collectives, the `victims`'
+/// removed work, the failed links of the GPUs `list`, and the peer's fault
+/// (`peer`: its short name and fault) when one came first.
+fn chain(
+    victims: &[Victim<'_>],
+    list: &str,
+    code_list: &str,
+    peer: Option<&(String, String)>,
+) -> Vec<String> {
+    let mut chain = vec!["multi-GPU collectives (all-reduce) fail or time out".to_owned()];
+    if !victims.is_empty() {
+        chain.push(format!(
+            "the driver removed the GPU work of {} (Xid 45): victims of the link errors",
+            victim_names(victims)
+        ));
+    }
+    chain.push(format!("NVLink failed on {list} ({code_list})"));
+    if let Some((g, what)) = peer {
+        chain.push(format!("{g} failed first ({what})"));
+    }
+    chain
+}
+
+/// What to do: look at the links, then follow the peer's recovery first
+/// (`peer_failed`), or drain and reset the GPUs and open a hardware case if
+/// the errors return.
+fn actions(peer_failed: bool) -> Vec<Action> {
+    let mut actions = vec![Action::advice(
+        "look at the link state and error counters of each GPU",
+        Some("nvidia-smi nvlink -s; nvidia-smi nvlink -e"),
+    )];
+    if peer_failed {
+        actions.push(Action::advice(
+            "follow the recovery of the peer GPU's fault first; check the links again after it",
+            None,
+        ));
+    } else {
+        actions.push(Action::advice(
+            "drain the GPUs, stop their workloads, then reset them (on NVSwitch systems the whole baseboard) or reboot",
+            Some("nvidia-smi -r"),
+        ));
+        actions.push(Action::advice(
+            "if Xid 74 returns after the reset, open a hardware case for the GPU, its NVLink connectors or the NVSwitch",
+            None,
+        ));
+    }
+    actions
 }
 
 /// Every NVLink Xid code.
@@ -421,12 +471,7 @@ fn declared_only(incident: &Incident, victims: &[Victim<'_>]) -> Finding {
             gpus.push(g);
         }
     }
-    let pids: Vec<u32> = f.entities.pids.iter().copied().collect();
-    for pid in pids {
-        if let Some(o) = incident.owner(pid) {
-            f.entities.units.insert(o.unit.clone());
-        }
-    }
+    add_owner_units(&mut f, incident);
     let list = gpus.join(", ");
     let who = victim_names(victims);
     f.condition(

@@ -89,33 +89,13 @@ impl Rule for XidRecoveryAction {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
-        let mut buses: Vec<Option<String>> = Vec::new();
-        for (_, x) in incident.xids() {
-            if x.code != 154 || !asks_something(x) {
-                continue;
-            }
-            if !buses
-                .iter()
-                .any(|b| same(b.as_deref(), x.bus_id.as_deref()))
-            {
-                buses.push(x.bus_id.clone());
-            }
-        }
-        let fell_off = |bus: Option<&str>| {
-            incident.facts.kernel_events.iter().any(|e| match &e.kind {
-                KernelEventKind::FellOffBus { bus_id } => {
-                    bus_id.is_none() || bus.is_none() || same_bus(bus_id.as_deref(), bus)
-                }
-                _ => false,
-            })
-        };
-        for bus in buses {
+        for bus in buses_asking(incident) {
             let on_bus: Vec<(&KernelEvent, &Xid)> = incident
                 .xids()
                 .filter(|(_, x)| same(x.bus_id.as_deref(), bus.as_deref()))
                 .collect();
             if on_bus.iter().any(|(_, x)| TOLD_ELSEWHERE.contains(&x.code))
-                || fell_off(bus.as_deref())
+                || fell_off(incident, bus.as_deref())
             {
                 continue;
             }
@@ -129,48 +109,10 @@ impl Rule for XidRecoveryAction {
             let action = last.recovery_action.clone().unwrap_or_default();
             let gpu = xid::gpu_at(incident, bus.as_deref());
             let mut f = Finding::new(META.id, META.category, META.severity);
-            let printed = incident
-                .facts
-                .messages
-                .iter()
-                .find(|m| m.span == last_event.span)
-                .and_then(|m| PRINTED_BUS.captures(&m.text))
-                .map(|c| c["bus"].to_owned())
-                .or_else(|| bus.clone());
-            match (gpu.index, printed) {
-                (Some(i), _) => {
-                    f.entities.gpus.insert(i);
-                }
-                (None, Some(b)) => {
-                    f.entities.gpu_bus_ids.insert(b);
-                }
-                _ => {}
-            }
+            name_gpu(&mut f, incident, last_event, gpu.index, bus.as_deref());
             let label = gpu.label();
             let short = gpu.short();
-            // The faults before the verdict, once per code.
-            let mut causes: Vec<u32> = Vec::new();
-            let mut causes_gsp = false;
-            for (e, x) in on_bus.iter().filter(|(_, x)| x.code != 154) {
-                f.entities.xid.insert(x.code);
-                if !causes.contains(&x.code) {
-                    causes.push(x.code);
-                    f.evidence(e.span, format!("{} on {short}", xid::describe(x.code)));
-                }
-            }
-            if let Some((m, _)) = matches(incident, &PMU_HALTED).next() {
-                f.evidence(
-                    m.span,
-                    "the GSP firmware reports the GPU's power management unit (PMU) halted",
-                );
-            }
-            if let Some((m, _)) = matches(incident, &GSP_HEARTBEAT).next() {
-                f.evidence(
-                    m.span,
-                    "before it, the GSP firmware stopped answering the driver (heartbeat timed out)",
-                );
-                causes_gsp = true;
-            }
+            let (causes, causes_gsp) = cite_causes(&mut f, incident, &on_bus, &short);
             f.entities.xid.insert(154);
             f.evidence(
                 last_event.span,
@@ -178,10 +120,6 @@ impl Rule for XidRecoveryAction {
             );
             let healths = gpu.health(incident);
             let sick = xid::cite_health(&mut f, &healths, &short);
-            let lower = action.to_ascii_lowercase();
-            let reboot = xid::is_reboot(&action);
-            let reset = lower.contains("reset");
-            let drain = lower.contains("drain");
             f.condition("the driver states the recovery it needs (Xid 154)", true);
             f.condition(
                 "the fault before it is in the inputs",
@@ -191,17 +129,7 @@ impl Rule for XidRecoveryAction {
                 "the GPU is identified",
                 gpu.index.is_some() || bus.is_some(),
             );
-            let cause_text = match causes.as_slice() {
-                [] if causes_gsp => " after a GSP heartbeat timeout".to_owned(),
-                [] => String::new(),
-                list => format!(
-                    " after {}",
-                    list.iter()
-                        .map(|c| xid::describe(*c))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            };
+            let cause_text = cause_text(&causes, causes_gsp);
             f.title = format!("{label} needs recovery: {action}{cause_text}");
             f.headline = format!(
                 "{} hit a fault{cause_text} and the driver now requires: {action}. The GPU stays unusable until that is done.",
@@ -219,50 +147,171 @@ impl Rule for XidRecoveryAction {
                 f.explanation
                     .push_str(" nvidia-smi -q shows the same recovery action.");
             }
-            f.actions.push(Action::advice(
-                "confirm what the driver asks and find the fault before it",
-                Some("nvidia-smi -q -d RECOVERY_ACTION; dmesg -T | grep -i xid"),
-            ));
-            if drain {
-                f.actions.push(Action::new(
-                    ActionKind::Drain { host: None },
-                    Safety::AdvisoryOnly,
-                    format!("drain {short}'s workloads as the driver asks ({action})"),
-                ));
-            }
-            if reboot {
-                f.actions.push(Action::new(
-                    ActionKind::Reboot { host: None },
-                    Safety::AdvisoryOnly,
-                    format!("reboot the node: the driver requires it for {short}"),
-                ));
-            } else if reset {
-                let uuid = gpu
-                    .gpu
-                    .and_then(|g| g.uuid.as_deref())
-                    .and_then(|u| GpuUuid::new(u).ok());
-                match (gpu.index, uuid) {
-                    (Some(i), Some(uuid)) => f.actions.push(Action::new(
-                        ActionKind::ResetGpu { gpu: i, uuid },
-                        Safety::NeedsConfirmation,
-                        format!("the driver requires a reset of {short}"),
-                    )),
-                    _ => f.actions.push(Action::advice(
-                        format!(
-                            "stop everything on {short} and reset it (GPU Reset Required), or reboot the node; nvidia-smi -L gives its index for the reset"
-                        ),
-                        Some("nvidia-smi -L"),
-                    )),
-                }
-            }
-            f.actions.push(Action::advice(
-                "if it recurs, collect a bug report, update the driver and run the GPU diagnostics; repeated faults on one board are a hardware case",
-                Some("nvidia-bug-report.sh"),
-            ));
+            f.actions.extend(actions(&action, &gpu, &short));
             f.confidence = confidence(&f, 0.7, 0.92);
             out.push(f);
         }
     }
+}
+
+/// The GPUs (by bus id, `None` for lines without one) with an Xid 154 that
+/// asks for something, in order of first appearance.
+fn buses_asking(incident: &Incident) -> Vec<Option<String>> {
+    let mut buses: Vec<Option<String>> = Vec::new();
+    for (_, x) in incident.xids() {
+        if x.code != 154 || !asks_something(x) {
+            continue;
+        }
+        if !buses
+            .iter()
+            .any(|b| same(b.as_deref(), x.bus_id.as_deref()))
+        {
+            buses.push(x.bus_id.clone());
+        }
+    }
+    buses
+}
+
+/// Whether the driver says a GPU fell off the bus that may be the one at
+/// `bus` (either side naming no bus counts): xid-gpu-fell-off-bus's case.
+fn fell_off(incident: &Incident, bus: Option<&str>) -> bool {
+    incident.facts.kernel_events.iter().any(|e| match &e.kind {
+        KernelEventKind::FellOffBus { bus_id } => {
+            bus_id.is_none() || bus.is_none() || same_bus(bus_id.as_deref(), bus)
+        }
+        _ => false,
+    })
+}
+
+/// Names the GPU in the finding's entities: by its nvidia-smi `index`,
+/// else by the bus id as the Xid 154 line `at` printed it (or as `bus`
+/// groups it).
+fn name_gpu(
+    f: &mut Finding,
+    incident: &Incident,
+    at: &KernelEvent,
+    index: Option<u32>,
+    bus: Option<&str>,
+) {
+    let printed = incident
+        .facts
+        .messages
+        .iter()
+        .find(|m| m.span == at.span)
+        .and_then(|m| PRINTED_BUS.captures(&m.text))
+        .map(|c| c["bus"].to_owned())
+        .or_else(|| bus.map(str::to_owned));
+    match (index, printed) {
+        (Some(i), _) => {
+            f.entities.gpus.insert(i);
+        }
+        (None, Some(b)) => {
+            f.entities.gpu_bus_ids.insert(b);
+        }
+        _ => {}
+    }
+}
+
+/// Cites the faults before the verdict on the GPU `short`: each other Xid
+/// code of `on_bus` once (and adds every code), the GSP's word that the PMU
+/// halted and its lost heartbeat; returns the codes in order and whether
+/// the heartbeat was lost.
+fn cite_causes(
+    f: &mut Finding,
+    incident: &Incident,
+    on_bus: &[(&KernelEvent, &Xid)],
+    short: &str,
+) -> (Vec<u32>, bool) {
+    let mut causes: Vec<u32> = Vec::new();
+    let mut causes_gsp = false;
+    for (e, x) in on_bus.iter().filter(|(_, x)| x.code != 154) {
+        f.entities.xid.insert(x.code);
+        if !causes.contains(&x.code) {
+            causes.push(x.code);
+            f.evidence(e.span, format!("{} on {short}", xid::describe(x.code)));
+        }
+    }
+    if let Some((m, _)) = matches(incident, &PMU_HALTED).next() {
+        f.evidence(
+            m.span,
+            "the GSP firmware reports the GPU's power management unit (PMU) halted",
+        );
+    }
+    if let Some((m, _)) = matches(incident, &GSP_HEARTBEAT).next() {
+        f.evidence(
+            m.span,
+            "before it, the GSP firmware stopped answering the driver (heartbeat timed out)",
+        );
+        causes_gsp = true;
+    }
+    (causes, causes_gsp)
+}
+
+/// ` after Xid 62 (…)`, ` after a GSP heartbeat timeout`, or nothing when
+/// no fault before the verdict is known.
+fn cause_text(causes: &[u32], causes_gsp: bool) -> String {
+    match causes {
+        [] if causes_gsp => " after a GSP heartbeat timeout".to_owned(),
+        [] => String::new(),
+        list => format!(
+            " after {}",
+            list.iter()
+                .map(|c| xid::describe(*c))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// What to do when the driver asks for `action` on `gpu` (`short`): confirm
+/// it, drain, reboot, or reset the GPU (scripted, with confirmation, when
+/// its index and UUID are known), and a bug report if it recurs.
+fn actions(action: &str, gpu: &xid::GpuAt<'_>, short: &str) -> Vec<Action> {
+    let lower = action.to_ascii_lowercase();
+    let reboot = xid::is_reboot(action);
+    let reset = lower.contains("reset");
+    let drain = lower.contains("drain");
+    let mut actions = vec![Action::advice(
+        "confirm what the driver asks and find the fault before it",
+        Some("nvidia-smi -q -d RECOVERY_ACTION; dmesg -T | grep -i xid"),
+    )];
+    if drain {
+        actions.push(Action::new(
+            ActionKind::Drain { host: None },
+            Safety::AdvisoryOnly,
+            format!("drain {short}'s workloads as the driver asks ({action})"),
+        ));
+    }
+    if reboot {
+        actions.push(Action::new(
+            ActionKind::Reboot { host: None },
+            Safety::AdvisoryOnly,
+            format!("reboot the node: the driver requires it for {short}"),
+        ));
+    } else if reset {
+        let uuid = gpu
+            .gpu
+            .and_then(|g| g.uuid.as_deref())
+            .and_then(|u| GpuUuid::new(u).ok());
+        match (gpu.index, uuid) {
+            (Some(i), Some(uuid)) => actions.push(Action::new(
+                ActionKind::ResetGpu { gpu: i, uuid },
+                Safety::NeedsConfirmation,
+                format!("the driver requires a reset of {short}"),
+            )),
+            _ => actions.push(Action::advice(
+                format!(
+                    "stop everything on {short} and reset it (GPU Reset Required), or reboot the node; nvidia-smi -L gives its index for the reset"
+                ),
+                Some("nvidia-smi -L"),
+            )),
+        }
+    }
+    actions.push(Action::advice(
+        "if it recurs, collect a bug report, update the driver and run the GPU diagnostics; repeated faults on one board are a hardware case",
+        Some("nvidia-bug-report.sh"),
+    ));
+    actions
 }
 
 /// Whether an Xid 154 asks for anything (not a change back to `None`).
