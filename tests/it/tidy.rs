@@ -592,8 +592,6 @@ const LONG_FUNCTIONS: &[&str] = &[
     "systemd_stop_timeout.rs check",
     "torch_cuda_oom/explain.rs explain_own",
     "unit_exited_zero_no_restart.rs from_properties",
-    "vllm_insufficient_free_memory.rs free_memory",
-    "vllm_kv_cache_init_failed.rs check",
     "xid_app_fault.rs fault",
     "xid_app_fault.rs cleanups",
     "xid_ecc.rs check",
