@@ -587,15 +587,7 @@ const LONG_FUNCTIONS: &[&str] = &[
     "stale_serving_process.rs finding",
     "startup_stage_stalled.rs stalled",
     "systemd_crash_loop.rs check",
-    "systemd_stop_timeout.rs check",
     "torch_cuda_oom/explain.rs explain_own",
-    "unit_exited_zero_no_restart.rs from_properties",
-    "vllm_cuda_graph_capture_oom.rs check",
-    "vllm_engine_core_failed.rs check",
-    "vllm_insufficient_free_memory.rs free_memory",
-    "vllm_kv_cache_init_failed.rs check",
-    "vllm_no_kv_cache_memory.rs explain_sizes",
-    "vllm_shm_broadcast_hang.rs check",
 ];
 
 /// No new function over 100 lines in the catalog (from its `fn` line to

@@ -1,7 +1,7 @@
 //! `systemd-stop-timeout`: a unit did not stop in time and some of its
 //! processes survived SIGKILL, stuck in the kernel.
 
-use crate::correlate::{Incident, UnitEventKind};
+use crate::correlate::{Incident, UnitEventKind, UnitFacts};
 use crate::rules::support::confidence;
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
@@ -63,168 +63,9 @@ impl Rule for SystemdStopTimeout {
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         for (unit, facts) in &incident.units {
-            let timed_out: Vec<_> = facts
-                .events
-                .iter()
-                .filter(|e| matches!(e.kind, UnitEventKind::StopTimedOut { .. }))
-                .collect();
-            if timed_out.is_empty() {
-                continue;
+            if let Some(f) = stop_timed_out(incident, unit, facts) {
+                out.push(f);
             }
-            let stuck: Vec<_> = facts
-                .events
-                .iter()
-                .filter(|e| matches!(e.kind, UnitEventKind::StillAroundAfterSigkill))
-                .collect();
-            let killed: Vec<u32> = facts
-                .events
-                .iter()
-                .filter_map(|e| match e.kind {
-                    UnitEventKind::KillingProcess { pid } => Some(pid),
-                    _ => None,
-                })
-                .collect();
-            let failed = facts
-                .events
-                .iter()
-                .any(|e| matches!(&e.kind, UnitEventKind::FailedWithResult(r) if r == "timeout"));
-            // A PID systemd had to SIGKILL again outlived the first SIGKILL:
-            // as sure a sign of a process stuck in the kernel as systemd's
-            // own `Processes still around after SIGKILL`.
-            let mut killed_again: Vec<u32> = Vec::new();
-            for (i, pid) in killed.iter().enumerate() {
-                if killed[..i].contains(pid) && !killed_again.contains(pid) {
-                    killed_again.push(*pid);
-                }
-            }
-            let survived = !stuck.is_empty() || !killed_again.is_empty();
-            // The processes could not die: the server hangs in the kernel,
-            // which no restart cures (a hang). A stop that SIGKILL ended
-            // leaves what the old instance held (a stale instance).
-            let category = if survived {
-                Category::ServerHang
-            } else {
-                META.category
-            };
-            // A stop that ended in SIGKILL, or left the unit failed, cut the
-            // server short: whatever it held (its port, its GPU memory, a
-            // file half written) may outlive the stop. A timeout that still
-            // ended cleanly is only slow.
-            let severity = if survived {
-                META.severity
-            } else if !killed.is_empty() || failed {
-                Severity::Error
-            } else {
-                Severity::Warning
-            };
-            let mut f = Finding::new(META.id, category, severity);
-            f.entities.units.insert(unit.clone());
-            for e in timed_out.iter().take(2) {
-                if let UnitEventKind::StopTimedOut { state } = &e.kind {
-                    f.evidence(
-                        e.span,
-                        format!("{unit} did not stop in time (state '{state}')"),
-                    );
-                }
-            }
-            let mut sent: Vec<u32> = Vec::new();
-            for e in &facts.events {
-                if let UnitEventKind::KillingProcess { pid } = e.kind {
-                    let again = sent.contains(&pid);
-                    sent.push(pid);
-                    if again && sent.iter().filter(|p| **p == pid).count() > 2 {
-                        continue;
-                    }
-                    f.evidence(
-                        e.span,
-                        if again {
-                            format!(
-                                "systemd sent SIGKILL to PID {pid} again: it survived the first"
-                            )
-                        } else {
-                            format!("systemd sent SIGKILL to PID {pid}")
-                        },
-                    );
-                    f.entities.pids.insert(pid);
-                }
-            }
-            for e in &facts.events {
-                if matches!(&e.kind, UnitEventKind::FailedWithResult(r) if r == "timeout") {
-                    f.evidence(e.span, format!("{unit} failed with result 'timeout'"));
-                }
-            }
-            for e in &stuck {
-                f.evidence(
-                    e.span,
-                    "processes survived SIGKILL: uninterruptible sleep inside the kernel",
-                );
-            }
-            // The processes that would not die, as ps saw them.
-            let in_d: Vec<_> = incident
-                .facts
-                .ps
-                .iter()
-                .filter(|p| {
-                    killed.contains(&p.pid) && p.stat.as_deref().is_some_and(|s| s.starts_with('D'))
-                })
-                .collect();
-            for p in &in_d {
-                f.evidence(p.span, format!("PID {} is in D state", p.pid));
-            }
-            // What the GPU did meanwhile: the kernel's lines of a GPU that
-            // makes no progress are why the processes cannot die.
-            let gpu_stalls = cite_gpu_stalls(&mut f, incident);
-            f.condition("systemd's stop timed out", true);
-            f.condition("processes survived SIGKILL", survived);
-            f.condition("ps shows the killed PIDs in D state", !in_d.is_empty());
-            f.title = if !survived {
-                format!("{unit} did not stop within its timeout")
-            } else {
-                format!("processes of {unit} survived SIGKILL (stuck in the driver)")
-            };
-            let survivors: Vec<String> = killed_again.iter().map(u32::to_string).collect();
-            f.headline = if survived && stuck.is_empty() {
-                format!(
-                    "{unit} did not stop in time and PID {} survived SIGKILL: a process that outlives SIGKILL is stuck in the kernel, usually in the GPU driver{}.",
-                    survivors.join(", "),
-                    if gpu_stalls {
-                        ", and the kernel reports the GPU making no progress"
-                    } else {
-                        ""
-                    }
-                )
-            } else if stuck.is_empty() {
-                let pids: Vec<String> = killed.iter().map(u32::to_string).collect();
-                match pids.as_slice() {
-                    [] => format!("{unit} took longer than TimeoutStopSec to stop and was killed."),
-                    _ => format!(
-                        "{unit} took longer than TimeoutStopSec to stop: systemd killed PID {} with SIGKILL.",
-                        pids.join(", ")
-                    ),
-                }
-            } else {
-                format!(
-                    "Processes of {unit} are stuck in the kernel and survived SIGKILL: their GPU memory stays held until the GPU is reset."
-                )
-            };
-            f.chain
-                .push(format!("{unit} did not stop within TimeoutStopSec"));
-            if survived {
-                f.chain.push("some of its processes cannot die: they sleep uninterruptibly inside the driver".to_owned());
-            }
-            f.explanation = "A process that survives SIGKILL is blocked in a driver call; for GPU servers that follows a GPU fault, and only a GPU reset or a reboot ends it.".to_owned();
-            if survived {
-                f.actions.push(Action::advice(
-                    "check which GPU fault left the processes stuck, and follow its recovery action (GPU reset when nothing else uses the GPU, otherwise reboot)",
-                    Some("dmesg -T | grep -E 'NVRM: Xid|fallen off the bus'"),
-                ));
-                f.actions.push(Action::advice(
-                    "list the processes in D state",
-                    Some("ps -eo pid,stat,wchan:32,cmd | awk '$2 ~ /^D/'"),
-                ));
-            }
-            f.confidence = confidence(&f, 0.6, 0.95);
-            out.push(f);
         }
         for s in &incident.facts.unit_statuses {
             let told = incident.units.get(&s.unit).is_some_and(|u| {
@@ -239,6 +80,212 @@ impl Rule for SystemdStopTimeout {
             }
         }
     }
+}
+
+/// systemd's own account of a stop that timed out (`State 'stop-sigterm'
+/// timed out. Killing.`): a hang when processes survived SIGKILL, else a
+/// stale instance, or only a slow stop when nothing was killed.
+fn stop_timed_out(incident: &Incident, unit: &str, facts: &UnitFacts) -> Option<Finding> {
+    let timed_out: Vec<_> = facts
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, UnitEventKind::StopTimedOut { .. }))
+        .collect();
+    if timed_out.is_empty() {
+        return None;
+    }
+    let stuck: Vec<_> = facts
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, UnitEventKind::StillAroundAfterSigkill))
+        .collect();
+    let killed: Vec<u32> = facts
+        .events
+        .iter()
+        .filter_map(|e| match e.kind {
+            UnitEventKind::KillingProcess { pid } => Some(pid),
+            _ => None,
+        })
+        .collect();
+    let failed = facts
+        .events
+        .iter()
+        .any(|e| matches!(&e.kind, UnitEventKind::FailedWithResult(r) if r == "timeout"));
+    let killed_again = killed_again(&killed);
+    let survived = !stuck.is_empty() || !killed_again.is_empty();
+    // The processes could not die: the server hangs in the kernel,
+    // which no restart cures (a hang). A stop that SIGKILL ended
+    // leaves what the old instance held (a stale instance).
+    let category = if survived {
+        Category::ServerHang
+    } else {
+        META.category
+    };
+    // A stop that ended in SIGKILL, or left the unit failed, cut the
+    // server short: whatever it held (its port, its GPU memory, a
+    // file half written) may outlive the stop. A timeout that still
+    // ended cleanly is only slow.
+    let severity = if survived {
+        META.severity
+    } else if !killed.is_empty() || failed {
+        Severity::Error
+    } else {
+        Severity::Warning
+    };
+    let mut f = Finding::new(META.id, category, severity);
+    f.entities.units.insert(unit.to_owned());
+    for e in timed_out.iter().take(2) {
+        if let UnitEventKind::StopTimedOut { state } = &e.kind {
+            f.evidence(
+                e.span,
+                format!("{unit} did not stop in time (state '{state}')"),
+            );
+        }
+    }
+    cite_kills(&mut f, unit, facts);
+    for e in &stuck {
+        f.evidence(
+            e.span,
+            "processes survived SIGKILL: uninterruptible sleep inside the kernel",
+        );
+    }
+    let in_d = cite_in_d_state(&mut f, incident, &killed);
+    // What the GPU did meanwhile: the kernel's lines of a GPU that
+    // makes no progress are why the processes cannot die.
+    let gpu_stalls = cite_gpu_stalls(&mut f, incident);
+    f.condition("systemd's stop timed out", true);
+    f.condition("processes survived SIGKILL", survived);
+    f.condition("ps shows the killed PIDs in D state", in_d);
+    f.title = if !survived {
+        format!("{unit} did not stop within its timeout")
+    } else {
+        format!("processes of {unit} survived SIGKILL (stuck in the driver)")
+    };
+    f.headline = headline(unit, !stuck.is_empty(), &killed, &killed_again, gpu_stalls);
+    f.chain
+        .push(format!("{unit} did not stop within TimeoutStopSec"));
+    if survived {
+        f.chain.push(
+            "some of its processes cannot die: they sleep uninterruptibly inside the driver"
+                .to_owned(),
+        );
+    }
+    f.explanation = "A process that survives SIGKILL is blocked in a driver call; for GPU servers that follows a GPU fault, and only a GPU reset or a reboot ends it.".to_owned();
+    if survived {
+        survivor_actions(&mut f);
+    }
+    f.confidence = confidence(&f, 0.6, 0.95);
+    Some(f)
+}
+
+/// Returns the PIDs systemd had to SIGKILL again: each outlived the first
+/// SIGKILL, as sure a sign of a process stuck in the kernel as systemd's own
+/// `Processes still around after SIGKILL`.
+fn killed_again(killed: &[u32]) -> Vec<u32> {
+    let mut killed_again: Vec<u32> = Vec::new();
+    for (i, pid) in killed.iter().enumerate() {
+        if killed[..i].contains(pid) && !killed_again.contains(pid) {
+            killed_again.push(*pid);
+        }
+    }
+    killed_again
+}
+
+/// Cites systemd's SIGKILLs (each PID's first two) and the
+/// unit's `Failed with result 'timeout'`.
+fn cite_kills(f: &mut Finding, unit: &str, facts: &UnitFacts) {
+    let mut sent: Vec<u32> = Vec::new();
+    for e in &facts.events {
+        if let UnitEventKind::KillingProcess { pid } = e.kind {
+            let again = sent.contains(&pid);
+            sent.push(pid);
+            if again && sent.iter().filter(|p| **p == pid).count() > 2 {
+                continue;
+            }
+            f.evidence(
+                e.span,
+                if again {
+                    format!("systemd sent SIGKILL to PID {pid} again: it survived the first")
+                } else {
+                    format!("systemd sent SIGKILL to PID {pid}")
+                },
+            );
+            f.entities.pids.insert(pid);
+        }
+    }
+    for e in &facts.events {
+        if matches!(&e.kind, UnitEventKind::FailedWithResult(r) if r == "timeout") {
+            f.evidence(e.span, format!("{unit} failed with result 'timeout'"));
+        }
+    }
+}
+
+/// Cites the killed processes that would not die, as ps saw them (state
+/// D); whether any.
+fn cite_in_d_state(f: &mut Finding, incident: &Incident, killed: &[u32]) -> bool {
+    let in_d: Vec<_> = incident
+        .facts
+        .ps
+        .iter()
+        .filter(|p| {
+            killed.contains(&p.pid) && p.stat.as_deref().is_some_and(|s| s.starts_with('D'))
+        })
+        .collect();
+    for p in &in_d {
+        f.evidence(p.span, format!("PID {} is in D state", p.pid));
+    }
+    !in_d.is_empty()
+}
+
+/// Returns the headline: systemd said processes survived SIGKILL
+/// (`stuck`), or had to SIGKILL `killed_again` again (`gpu_stalls`: the
+/// kernel reports the GPU making no progress), or `killed` ended the stop.
+fn headline(
+    unit: &str,
+    stuck: bool,
+    killed: &[u32],
+    killed_again: &[u32],
+    gpu_stalls: bool,
+) -> String {
+    let survived = stuck || !killed_again.is_empty();
+    let survivors: Vec<String> = killed_again.iter().map(u32::to_string).collect();
+    if survived && !stuck {
+        format!(
+            "{unit} did not stop in time and PID {} survived SIGKILL: a process that outlives SIGKILL is stuck in the kernel, usually in the GPU driver{}.",
+            survivors.join(", "),
+            if gpu_stalls {
+                ", and the kernel reports the GPU making no progress"
+            } else {
+                ""
+            }
+        )
+    } else if !stuck {
+        let pids: Vec<String> = killed.iter().map(u32::to_string).collect();
+        match pids.as_slice() {
+            [] => format!("{unit} took longer than TimeoutStopSec to stop and was killed."),
+            _ => format!(
+                "{unit} took longer than TimeoutStopSec to stop: systemd killed PID {} with SIGKILL.",
+                pids.join(", ")
+            ),
+        }
+    } else {
+        format!(
+            "Processes of {unit} are stuck in the kernel and survived SIGKILL: their GPU memory stays held until the GPU is reset."
+        )
+    }
+}
+
+/// Pushes the advice for processes that survived SIGKILL: find the GPU
+/// fault and follow its recovery action; list the processes in D state.
+fn survivor_actions(f: &mut Finding) {
+    f.actions.push(Action::advice(
+        "check which GPU fault left the processes stuck, and follow its recovery action (GPU reset when nothing else uses the GPU, otherwise reboot)",
+        Some("dmesg -T | grep -E 'NVRM: Xid|fallen off the bus'"),
+    ));
+    f.actions.push(Action::advice(
+        "list the processes in D state",
+        Some("ps -eo pid,stat,wchan:32,cmd | awk '$2 ~ /^D/'"),
+    ));
 }
 
 /// The kernel's lines of a GPU that makes no progress (the display

@@ -358,27 +358,7 @@ impl UnitExitedZeroNoRestart {
 /// (`ExecMainCode=1`) with status 0, the unit is dead and was never
 /// restarted. Partial evidence: the finding names what is missing.
 fn from_properties(incident: &Incident, p: &UnitProperties) -> Option<Finding> {
-    let prop = |k: &str| p.properties.get(k).map(|(v, _)| v.trim());
-    if p.exec_main_code != Some(1) || p.exec_main_status != Some(0) {
-        return None;
-    }
-    if !matches!(p.active_state.as_deref(), Some("inactive" | "failed")) {
-        return None;
-    }
-    if p.sub_state
-        .as_deref()
-        .is_some_and(|s| s != "dead" && s != "failed")
-    {
-        return None;
-    }
-    // Not if: restarting is on for clean exits too, or off altogether (a
-    // unit with Restart=no that ended with status 0 and Result=success
-    // ended as configured: no restart was ever to come), the unit is a
-    // one-shot job (exiting is its purpose), or systemd did restart it.
-    if matches!(p.restart.as_deref(), Some("always" | "on-success" | "no")) {
-        return None;
-    }
-    if matches!(prop("Type"), Some("oneshot")) || p.n_restarts.is_some_and(|n| n > 0) {
+    if !dead_after_clean_exit(p) {
         return None;
     }
     let name = p.unit.clone();
@@ -386,44 +366,17 @@ fn from_properties(incident: &Incident, p: &UnitProperties) -> Option<Finding> {
     let arg = name.clone().unwrap_or_else(|| "UNIT".to_owned());
     // A stop someone asked for also ends with status 0 when the server
     // handles SIGTERM: the journal tells them apart.
-    let stopped = name.as_ref().is_some_and(|u| {
-        incident.facts.journal.iter().any(|e| {
-            e.is_pid1()
-                && e.unit.as_deref() == Some(u.as_str())
-                && e.message.starts_with("Stopping ")
-        })
-    });
-    if stopped {
+    if name
+        .as_deref()
+        .is_some_and(|u| stopped_on_request(incident, u))
+    {
         return None;
     }
     let mut f = Finding::new(META.id, META.category, META.severity);
     if let Some(u) = &name {
         f.entities.units.insert(u.clone());
     }
-    let cite = |f: &mut Finding, key: &str, note: &str| {
-        if let Some(span) = p.span_of(key) {
-            f.evidence(span, note.to_owned());
-        }
-    };
-    cite(
-        &mut f,
-        "ExecMainStatus",
-        "the main process exited with status 0",
-    );
-    cite(
-        &mut f,
-        "ExecMainCode",
-        "ExecMainCode=1: it exited by itself (not killed by a signal)",
-    );
-    cite(&mut f, "ActiveState", "the unit is not running");
-    cite(
-        &mut f,
-        "SubState",
-        "dead: nothing is scheduled to start it again",
-    );
-    cite(&mut f, "NRestarts", "systemd never restarted it");
-    cite(&mut f, "MainPID", "no main process");
-    cite(&mut f, "Restart", "the restart policy");
+    cite_properties(&mut f, p);
     f.condition("the main process exited by itself with status 0", true);
     f.condition(
         "the unit is dead and systemd did not restart it",
@@ -476,6 +429,57 @@ fn from_properties(incident: &Incident, p: &UnitProperties) -> Option<Finding> {
     ));
     f.confidence = confidence(&f, 0.4, 0.75);
     Some(f)
+}
+
+/// Whether the properties show a main process that exited by itself
+/// (`ExecMainCode=1`) with status 0 and a unit left dead, with no restart to
+/// come. Not if: restarting is on for clean exits too, or off altogether (a
+/// unit with Restart=no that ended with status 0 and Result=success ended
+/// as configured: no restart was ever to come), the unit is a one-shot job
+/// (exiting is its purpose), or systemd did restart it.
+fn dead_after_clean_exit(p: &UnitProperties) -> bool {
+    let prop = |k: &str| p.properties.get(k).map(|(v, _)| v.trim());
+    if p.exec_main_code != Some(1) || p.exec_main_status != Some(0) {
+        return false;
+    }
+    if !matches!(p.active_state.as_deref(), Some("inactive" | "failed")) {
+        return false;
+    }
+    if p.sub_state
+        .as_deref()
+        .is_some_and(|s| s != "dead" && s != "failed")
+    {
+        return false;
+    }
+    if matches!(p.restart.as_deref(), Some("always" | "on-success" | "no")) {
+        return false;
+    }
+    !(matches!(prop("Type"), Some("oneshot")) || p.n_restarts.is_some_and(|n| n > 0))
+}
+
+/// Cites the properties that tell the story: the exit, the state, the
+/// restarts, the main PID and the restart policy, those that are there.
+fn cite_properties(f: &mut Finding, p: &UnitProperties) {
+    let cite = |f: &mut Finding, key: &str, note: &str| {
+        if let Some(span) = p.span_of(key) {
+            f.evidence(span, note.to_owned());
+        }
+    };
+    cite(f, "ExecMainStatus", "the main process exited with status 0");
+    cite(
+        f,
+        "ExecMainCode",
+        "ExecMainCode=1: it exited by itself (not killed by a signal)",
+    );
+    cite(f, "ActiveState", "the unit is not running");
+    cite(
+        f,
+        "SubState",
+        "dead: nothing is scheduled to start it again",
+    );
+    cite(f, "NRestarts", "systemd never restarted it");
+    cite(f, "MainPID", "no main process");
+    cite(f, "Restart", "the restart policy");
 }
 
 #[cfg(test)]

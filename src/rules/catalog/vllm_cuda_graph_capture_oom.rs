@@ -10,6 +10,7 @@ use crate::rules::support::server::{
 };
 use crate::rules::support::vllm::{self, GraphCapture, VllmMemory};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+use crate::source::Span;
 
 use super::torch_cuda_oom::listed_writer;
 
@@ -80,27 +81,7 @@ impl Rule for VllmCudaGraphCaptureOom {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
-        let mut hits: Vec<(&ServerEvent, &CudaOom, GraphCapture)> = Vec::new();
-        for e in &incident.facts.server_events {
-            let ServerEventKind::CudaOom(o) = &e.kind else {
-                continue;
-            };
-            if o.source == OomSource::Nccl {
-                continue;
-            }
-            let text = incident
-                .facts
-                .messages
-                .iter()
-                .find(|m| m.span == e.span)
-                .map_or("", |m| m.text.as_str());
-            if in_graph_capture(incident, e.span, text) {
-                continue;
-            }
-            if let Some(gc) = vllm::graph_capture(incident, e) {
-                hits.push((e, o, gc));
-            }
-        }
+        let hits = capture_ooms(incident);
         // The copy with the most detail (the allocator's figures) leads.
         let Some(lead) = hits
             .iter()
@@ -148,40 +129,7 @@ impl Rule for VllmCudaGraphCaptureOom {
             "the log shows a graph capture that started and never finished",
             !gc.started.is_empty(),
         );
-        let size = |b: u64| {
-            if b < 1 << 30 {
-                format!("{:.0} MiB", b as f64 / (1024.0 * 1024.0))
-            } else {
-                format!("{:.2} GiB", gib(b))
-            }
-        };
-        if let (Some(t), Some(fr)) = (oom.tried_bytes, oom.free_bytes) {
-            f.chain.push(format!(
-                "the capture asked for {} with {} free{}",
-                size(t),
-                size(fr),
-                oom.total_bytes
-                    .map_or(String::new(), |tot| format!(" of {}", size(tot)))
-            ));
-        }
-        let writer = oom
-            .this_process_bytes
-            .map(|b| (None, b))
-            .or_else(|| listed_writer(oom).map(|(p, b)| (Some(p), b)));
-        match writer {
-            Some((Some(pid), bytes)) => f.chain.push(format!(
-                "PID {pid}, listed with {:.2} GiB, is vLLM's own process (it holds what PyTorch allocated): the weights and the KV cache filled the GPU before the graphs",
-                gib(bytes)
-            )),
-            Some((None, bytes)) => f.chain.push(format!(
-                "vLLM's own process held {:.2} GiB: the weights and the KV cache filled the GPU before the graphs",
-                gib(bytes)
-            )),
-            None => f.chain.push(
-                "the weights and the KV cache left too little outside vLLM's budget for the graphs"
-                    .to_owned(),
-            ),
-        }
+        explain_memory(&mut f, oom);
         let mem = VllmMemory::before(incident, event.span);
         let util = launch_args(incident, Framework::Vllm)
             .and_then(|(a, _)| a.gpu_memory_utilization)
@@ -195,36 +143,117 @@ impl Rule for VllmCudaGraphCaptureOom {
             ))
         );
         f.explanation = "vLLM sizes the KV cache to fill gpu_memory_utilization x the GPU's total, then captures CUDA graphs; the graphs and their memory pool come on top (vLLM's estimate: 1-3 GiB per GPU). Nothing else needs to hold the GPU for this to fail.".to_owned();
-        f.actions.push(Action::advice(
-            "restart the server with --enforce-eager (no CUDA graphs: no capture memory, slower decoding) to confirm the capture is the trigger",
-            None,
-        ));
-        match util {
-            Some(u) if u - STEP >= 0.1 => {
-                let new = fraction(((u - STEP) * 100.0).floor() / 100.0);
-                let action = crate::rules::support::server::flag_action(
-                    incident,
-                    &mut f,
-                    unit.as_deref(),
-                    "--gpu-memory-utilization",
-                    &new,
-                    "leaves room outside the KV cache for the CUDA graphs",
-                    [event.span],
-                );
-                f.actions.push(action);
-            }
-            _ => f.actions.push(Action::advice(
-                "or keep the graphs and leave them room: lower --gpu-memory-utilization (by about 0.05)",
-                None,
-            )),
-        }
-        f.actions.push(Action::advice(
-            "or lower --max-num-seqs (fewer and smaller graphs) or --max-model-len",
-            None,
-        ));
+        push_actions(incident, &mut f, unit.as_deref(), util, event.span);
         f.confidence = confidence(&f, 0.7, 0.95);
         out.push(f);
     }
+}
+
+/// Returns the CUDA OOMs (not NCCL's) that happened during vLLM's CUDA
+/// graph capture, each with that capture; those inside SGLang's capture
+/// are left to `sglang-cuda-graph-capture-failed`.
+fn capture_ooms(incident: &Incident) -> Vec<(&ServerEvent, &CudaOom, GraphCapture)> {
+    let mut hits: Vec<(&ServerEvent, &CudaOom, GraphCapture)> = Vec::new();
+    for e in &incident.facts.server_events {
+        let ServerEventKind::CudaOom(o) = &e.kind else {
+            continue;
+        };
+        if o.source == OomSource::Nccl {
+            continue;
+        }
+        let text = incident
+            .facts
+            .messages
+            .iter()
+            .find(|m| m.span == e.span)
+            .map_or("", |m| m.text.as_str());
+        if in_graph_capture(incident, e.span, text) {
+            continue;
+        }
+        if let Some(gc) = vllm::graph_capture(incident, e) {
+            hits.push((e, o, gc));
+        }
+    }
+    hits
+}
+
+/// Pushes onto the chain what the capture asked for against what was free,
+/// and who held the rest: vLLM's own process, with the weights and the KV
+/// cache.
+fn explain_memory(f: &mut Finding, oom: &CudaOom) {
+    let size = |b: u64| {
+        if b < 1 << 30 {
+            format!("{:.0} MiB", b as f64 / (1024.0 * 1024.0))
+        } else {
+            format!("{:.2} GiB", gib(b))
+        }
+    };
+    if let (Some(t), Some(fr)) = (oom.tried_bytes, oom.free_bytes) {
+        f.chain.push(format!(
+            "the capture asked for {} with {} free{}",
+            size(t),
+            size(fr),
+            oom.total_bytes
+                .map_or(String::new(), |tot| format!(" of {}", size(tot)))
+        ));
+    }
+    let writer = oom
+        .this_process_bytes
+        .map(|b| (None, b))
+        .or_else(|| listed_writer(oom).map(|(p, b)| (Some(p), b)));
+    match writer {
+        Some((Some(pid), bytes)) => f.chain.push(format!(
+            "PID {pid}, listed with {:.2} GiB, is vLLM's own process (it holds what PyTorch allocated): the weights and the KV cache filled the GPU before the graphs",
+            gib(bytes)
+        )),
+        Some((None, bytes)) => f.chain.push(format!(
+            "vLLM's own process held {:.2} GiB: the weights and the KV cache filled the GPU before the graphs",
+            gib(bytes)
+        )),
+        None => f.chain.push(
+            "the weights and the KV cache left too little outside vLLM's budget for the graphs"
+                .to_owned(),
+        ),
+    }
+}
+
+/// Pushes the actions: confirm with --enforce-eager, then leave the graphs
+/// room (a lower --gpu-memory-utilization for `unit` when the current one,
+/// `util`, is known; advice otherwise) or shrink them.
+fn push_actions(
+    incident: &Incident,
+    f: &mut Finding,
+    unit: Option<&str>,
+    util: Option<f64>,
+    oom: Span,
+) {
+    f.actions.push(Action::advice(
+        "restart the server with --enforce-eager (no CUDA graphs: no capture memory, slower decoding) to confirm the capture is the trigger",
+        None,
+    ));
+    match util {
+        Some(u) if u - STEP >= 0.1 => {
+            let new = fraction(((u - STEP) * 100.0).floor() / 100.0);
+            let action = crate::rules::support::server::flag_action(
+                incident,
+                f,
+                unit,
+                "--gpu-memory-utilization",
+                &new,
+                "leaves room outside the KV cache for the CUDA graphs",
+                [oom],
+            );
+            f.actions.push(action);
+        }
+        _ => f.actions.push(Action::advice(
+            "or keep the graphs and leave them room: lower --gpu-memory-utilization (by about 0.05)",
+            None,
+        )),
+    }
+    f.actions.push(Action::advice(
+        "or lower --max-num-seqs (fewer and smaller graphs) or --max-model-len",
+        None,
+    ));
 }
 
 #[cfg(test)]

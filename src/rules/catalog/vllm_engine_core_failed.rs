@@ -112,57 +112,11 @@ impl Rule for VllmEngineCoreFailed {
         let Some((first, _)) = failures.first() else {
             return;
         };
-        let last_line = failures
-            .iter()
-            .filter(|(e, _)| e.span.source == first.span.source)
-            .map(|(e, _)| e.span.line)
-            .max()
-            .unwrap_or(first.span.line);
-        // The failed process's exception: the earliest one near the
-        // wrappers that is not itself a wrapper, followed to its chain's start.
-        let real = events
-            .iter()
-            .filter(|e| {
-                e.span.source == first.span.source
-                    && e.span.line + WINDOW_LINES >= first.span.line
-                    && e.span.line <= last_line + 60
-            })
-            .filter_map(|e| match &e.kind {
-                ServerEventKind::Exception(x)
-                    if !WRAPPER_TEXTS.iter().any(|w| x.message.contains(w)) =>
-                {
-                    Some(root_cause(events, e))
-                }
-                _ => None,
-            })
-            .next();
+        let real = failed_process_exception(events, first, &failures);
         let mut f = Finding::new(META.id, META.category, META.severity);
         // One line per kind of notice, whichever capture has it.
         for (e, v) in &failures {
-            let note = match v {
-                VllmFailure::EngineCoreFailedToStart => {
-                    "the engine core failed to start".to_owned()
-                }
-                VllmFailure::EngineCoreFatalError => "the engine core hit a fatal error".to_owned(),
-                VllmFailure::EngineDead => "the API server found the engine core dead".to_owned(),
-                VllmFailure::EngineInitFailed { .. } => {
-                    "the API server gave up: engine core initialization failed".to_owned()
-                }
-                VllmFailure::EngineCoreDied { name } => format!("{name} died unexpectedly"),
-                VllmFailure::WorkerProcFailedToStart | VllmFailure::WorkerProcInitFailed => {
-                    "a worker process failed to start".to_owned()
-                }
-                VllmFailure::WorkerDied {
-                    name, exit_code, ..
-                } => match exit_code {
-                    Some(c) => format!("{name} died with exit code {c}"),
-                    None => format!("{name} died unexpectedly"),
-                },
-                VllmFailure::WorkerException { worker, method } => {
-                    format!("{worker} raised while running {method}")
-                }
-            };
-            f.evidence_once(e.span, note);
+            f.evidence_once(e.span, notice(v));
         }
         for (id, note) in NOTICES {
             for (m, _) in incident.known(id) {
@@ -178,37 +132,7 @@ impl Rule for VllmEngineCoreFailed {
         if let Some(p) = real.and_then(|e| e.pid) {
             f.entities.pids.insert(p);
         }
-        let mut signals = BTreeSet::new();
-        let mut names = Vec::new();
-        for (_, v) in &failures {
-            let (name, code) = match v {
-                VllmFailure::WorkerDied {
-                    name, exit_code, ..
-                } => (Some(name.as_str()), *exit_code),
-                VllmFailure::EngineCoreDied { name } => (Some(name.as_str()), None),
-                VllmFailure::EngineInitFailed { failed } => {
-                    for (n, c) in failed {
-                        if !names.contains(&n.as_str()) {
-                            names.push(n.as_str());
-                        }
-                        if *c < 0 {
-                            signals.insert(*c);
-                        }
-                    }
-                    (None, None)
-                }
-                VllmFailure::WorkerException { worker, .. } => (Some(worker.as_str()), None),
-                _ => (None, None),
-            };
-            if let Some(n) = name {
-                if !names.contains(&n) {
-                    names.push(n);
-                }
-            }
-            if let Some(c) = code.filter(|c| *c < 0) {
-                signals.insert(c);
-            }
-        }
+        let (names, signals) = failed_processes(&failures);
         let tgt = target(incident, failures.iter().map(|(e, _)| *e), Framework::Vllm);
         if let Some((unit, _, _)) = &tgt {
             f.entities.units.insert(unit.clone());
@@ -253,4 +177,100 @@ impl Rule for VllmEngineCoreFailed {
         f.confidence = confidence(&f, 0.8, 0.95);
         out.push(f);
     }
+}
+
+/// Returns the failed process's exception: the earliest one near the
+/// wrappers (from `first` to the last notice in its input) that is not
+/// itself a wrapper, followed to its chain's start.
+fn failed_process_exception<'a>(
+    events: &'a [ServerEvent],
+    first: &ServerEvent,
+    failures: &[(&ServerEvent, &VllmFailure)],
+) -> Option<&'a ServerEvent> {
+    let last_line = failures
+        .iter()
+        .filter(|(e, _)| e.span.source == first.span.source)
+        .map(|(e, _)| e.span.line)
+        .max()
+        .unwrap_or(first.span.line);
+    events
+        .iter()
+        .filter(|e| {
+            e.span.source == first.span.source
+                && e.span.line + WINDOW_LINES >= first.span.line
+                && e.span.line <= last_line + 60
+        })
+        .filter_map(|e| match &e.kind {
+            ServerEventKind::Exception(x)
+                if !WRAPPER_TEXTS.iter().any(|w| x.message.contains(w)) =>
+            {
+                Some(root_cause(events, e))
+            }
+            _ => None,
+        })
+        .next()
+}
+
+/// Returns the evidence note for one of vLLM's failure notices.
+fn notice(v: &VllmFailure) -> String {
+    match v {
+        VllmFailure::EngineCoreFailedToStart => "the engine core failed to start".to_owned(),
+        VllmFailure::EngineCoreFatalError => "the engine core hit a fatal error".to_owned(),
+        VllmFailure::EngineDead => "the API server found the engine core dead".to_owned(),
+        VllmFailure::EngineInitFailed { .. } => {
+            "the API server gave up: engine core initialization failed".to_owned()
+        }
+        VllmFailure::EngineCoreDied { name } => format!("{name} died unexpectedly"),
+        VllmFailure::WorkerProcFailedToStart | VllmFailure::WorkerProcInitFailed => {
+            "a worker process failed to start".to_owned()
+        }
+        VllmFailure::WorkerDied {
+            name, exit_code, ..
+        } => match exit_code {
+            Some(c) => format!("{name} died with exit code {c}"),
+            None => format!("{name} died unexpectedly"),
+        },
+        VllmFailure::WorkerException { worker, method } => {
+            format!("{worker} raised while running {method}")
+        }
+    }
+}
+
+/// Returns the processes the notices name as failed, in the order first
+/// named, and the signals (negative exit codes) that killed any of them.
+fn failed_processes<'a>(
+    failures: &[(&ServerEvent, &'a VllmFailure)],
+) -> (Vec<&'a str>, BTreeSet<i32>) {
+    let mut signals = BTreeSet::new();
+    let mut names = Vec::new();
+    for (_, v) in failures {
+        let (name, code) = match v {
+            VllmFailure::WorkerDied {
+                name, exit_code, ..
+            } => (Some(name.as_str()), *exit_code),
+            VllmFailure::EngineCoreDied { name } => (Some(name.as_str()), None),
+            VllmFailure::EngineInitFailed { failed } => {
+                for (n, c) in failed {
+                    if !names.contains(&n.as_str()) {
+                        names.push(n.as_str());
+                    }
+                    if *c < 0 {
+                        signals.insert(*c);
+                    }
+                }
+                (None, None)
+            }
+            VllmFailure::WorkerException { worker, .. } => (Some(worker.as_str()), None),
+            _ => (None, None),
+        };
+        if let Some(n) = name {
+            if !names.contains(&n) {
+                names.push(n);
+            }
+        }
+        if let Some(c) = code.filter(|c| *c < 0) {
+            signals.insert(c);
+        }
+    }
+    (names, signals)
 }

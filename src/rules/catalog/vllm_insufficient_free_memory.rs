@@ -10,7 +10,7 @@ use regex::Regex;
 
 use crate::correlate::{Incident, UnitEventKind};
 use crate::model::{Framework, ServerEvent};
-use crate::rules::support::holders::{Holders, held_mib};
+use crate::rules::support::holders::{Holder, Holders, held_mib};
 use crate::rules::support::server::{events_at, flag_action, floor2, fraction, launch_args};
 use crate::rules::support::{confidence, distinct, matches, mib};
 use crate::rules::{Action, ActionKind, Category, Finding, Rule, RuleMeta, Safety, Severity};
@@ -110,6 +110,9 @@ fn holders_for<'a>(incident: &'a Incident, event: Option<&'a ServerEvent>) -> Ho
     Holders::of_run(incident, event, Framework::Vllm)
 }
 
+/// vLLM's `Free memory on device … is less than desired GPU memory
+/// utilization`: the finding that names the holder, blames the utilization
+/// itself, or says the holder is not in the inputs.
 fn free_memory(incident: &Incident) -> Option<Finding> {
     let hits: Vec<_> = matches(incident, &FREE).collect();
     let (first, c) = hits.first()?;
@@ -127,11 +130,7 @@ fn free_memory(incident: &Incident) -> Option<Finding> {
     let tp = args.as_ref().and_then(|(a, _)| a.tp_size).unwrap_or(1);
     // The worker's GPU: `cuda:N`, else its rank (CUDA ordinals, right
     // without CUDA_VISIBLE_DEVICES), else any GPU of the server.
-    let device = c
-        .name("dev")
-        .and_then(|d| d.as_str().strip_prefix("cuda:"))
-        .and_then(|d| d.parse::<u32>().ok())
-        .or_else(|| event.and_then(|e| e.rank.and_then(|r| r.tp)));
+    let device = named_device(c).or_else(|| event.and_then(|e| e.rank.and_then(|r| r.tp)));
     let group: Vec<u32> = (0..tp.max(device.map_or(0, |d| d + 1))).collect();
     let held = match device {
         Some(d) => holders
@@ -152,24 +151,13 @@ fn free_memory(incident: &Incident) -> Option<Finding> {
     }
     let unit = cite_target(&mut f, &holders.target);
     if let Some(u) = &unit {
-        for e in incident.units.get(u).map_or(&[][..], |x| &x.events) {
-            if let UnitEventKind::LeftOverProcess { pid } = e.kind {
-                f.evidence(
-                    e.span,
-                    format!("systemd found PID {pid} left over from an earlier run of {u}"),
-                );
-            }
-        }
+        cite_leftovers(incident, &mut f, u);
     }
     if let Some(pid) = event.and_then(|e| e.pid) {
         f.entities.pids.insert(pid);
     }
     // The GPU the message names (`cuda:1`).
-    if let Some(d) = c
-        .name("dev")
-        .and_then(|d| d.as_str().strip_prefix("cuda:"))
-        .and_then(|d| d.parse::<u32>().ok())
-    {
+    if let Some(d) = named_device(c) {
         f.entities.gpus.insert(d);
     }
     let who = unit.clone().unwrap_or_else(|| "the vLLM server".to_owned());
@@ -179,139 +167,246 @@ fn free_memory(incident: &Incident) -> Option<Finding> {
     f.condition("vLLM reported too little free memory at start-up", true);
     // The largest utilization the free memory allows, keeping 1 GiB spare.
     let fits = floor2((free - 1.0).max(0.0) / total);
+    let r = Refusal {
+        incident,
+        at: first.span,
+        unit: unit.as_deref(),
+        who: &who,
+        free,
+        total,
+        util,
+        util_text: &util_text,
+        requested,
+        used,
+        shortfall,
+        fits,
+    };
     match held {
         Some((gpu, list)) => {
-            let held = held_mib(&list);
-            let held_gib = held as f64 / 1024.0;
             let name = holders.report(&mut f, gpu, &list, &group);
-            let reconciled = (used - held_gib).abs() <= RECONCILE_GIB;
-            f.condition(
-                format!(
-                    "total - free = {used:.2} GiB matches the holder's {} = {held_gib:.2} GiB (within {RECONCILE_GIB} GiB)",
-                    mib(Some(held))
-                ),
-                reconciled,
-            );
-            let stale = f.category == Category::StaleServingInstance;
-            let what = if stale {
-                "a leftover serving process, "
-            } else {
-                ""
-            };
-            f.title = format!("GPU {gpu} is held by {what}{name} with {}", mib(Some(held)));
-            f.headline = format!(
-                "GPU {gpu} is held by {what}{name} with {}, so {who} found only {free:.2} GiB free and refused to start.",
-                mib(Some(held))
-            );
-            f.explanation = format!(
-                "vLLM needs gpu_memory_utilization x total = {requested:.2} GiB free before it loads anything. {used:.2} GiB of the GPU was in use{}.{}",
-                if reconciled {
-                    format!(
-                        ", which the holder's {held_gib:.2} GiB accounts for (the rest is vLLM's own CUDA context)"
-                    )
-                } else {
-                    format!(
-                        "; the holder's {held_gib:.2} GiB does not account for all of it: look for more holders"
-                    )
-                },
-                if stale {
-                    " It is a leftover of a serving process, not a workload of its own."
-                } else {
-                    ""
-                }
-            );
-            if fits >= 0.5 && !stale {
-                let action = flag_action(
-                    incident,
-                    &mut f,
-                    unit.as_deref(),
-                    "--gpu-memory-utilization",
-                    &fraction(fits),
-                    format!(
-                        "if {name} must keep the GPU: {} x {total:.2} GiB fits the {free:.2} GiB free",
-                        fraction(fits)
-                    ),
-                    [first.span],
-                );
-                f.actions.push(action);
-            }
+            blame_holder(&r, &mut f, gpu, &list, &name);
         }
         None if (util >= UTIL_TOO_HIGH && used <= 2.0) || shortfall <= SHORTFALL_GIB => {
-            f.category = Category::MemFractionMisconfigured;
-            if util >= UTIL_TOO_HIGH {
-                f.condition(
-                    format!(
-                        "gpu_memory_utilization {util_text} leaves no room for the CUDA context"
-                    ),
-                    true,
-                );
-                f.title = format!("--gpu-memory-utilization {util_text} is too close to 1");
-                f.headline = format!(
-                    "{who} asked for {util_text} of the GPU, more than is ever free next to its own CUDA context; no other process is involved."
-                );
-                f.explanation = "The CUDA context and the driver take a few hundred MiB before vLLM measures; a utilization near 1 can never be satisfied.".to_owned();
-            } else {
-                // Numbers before blame: vLLM's message suggests other
-                // processes, but a shortfall this small is the worker's own
-                // CUDA context (its size grows with the PyTorch/CUDA build).
-                f.condition(
-                    format!(
-                        "the shortfall, {requested:.2} - {free:.2} = {shortfall:.2} GiB, is no more than a CUDA context ({SHORTFALL_GIB} GiB)"
-                    ),
-                    true,
-                );
-                f.title = format!(
-                    "--gpu-memory-utilization {util_text} is {shortfall:.2} GiB too high for this GPU"
-                );
-                f.headline = format!(
-                    "{who} asked for gpu_memory_utilization {util_text} = {requested:.2} GiB but {free:.2} GiB was free: {shortfall:.2} GiB short, about the size of its own CUDA context; no other process is needed to explain it."
-                );
-                f.explanation = format!(
-                    "vLLM's message blames other processes, but the numbers do not: {used:.2} GiB of {total:.2} GiB was in use when it measured, and the target missed by only {shortfall:.2} GiB, what the worker's own CUDA context and PyTorch's allocator take (more with newer PyTorch/CUDA builds). Lower the target fraction, or pin the PyTorch build that fit."
-                );
-            }
-            let action = flag_action(
-                incident,
-                &mut f,
-                unit.as_deref(),
-                "--gpu-memory-utilization",
-                &fraction(fits.min(0.95)),
-                "leave room for the CUDA context",
-                [first.span],
-            );
-            f.actions.push(action);
+            blame_fraction(&r, &mut f);
         }
-        None => {
-            f.condition("a holder is visible in nvidia-smi's process list", false);
-            f.title =
-                format!("{used:.2} GiB of the GPU was held by a process the inputs do not show");
-            f.headline = format!(
-                "{used:.2} GiB of the GPU was already in use when {who} started, by a process the inputs do not show, so it refused to start."
-            );
-            f.explanation = "No process in the nvidia-smi capture accounts for the memory: the holder runs in another container, or exited before the snapshot.".to_owned();
-            f.actions.push(Action::advice(
-                "list the processes on the GPU from the host, outside any container",
-                Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv"),
-            ));
-            if fits >= 0.5 {
-                let action = flag_action(
-                    incident,
-                    &mut f,
-                    unit.as_deref(),
-                    "--gpu-memory-utilization",
-                    &fraction(fits),
-                    format!(
-                        "{} x {total:.2} GiB fits the {free:.2} GiB free",
-                        fraction(fits)
-                    ),
-                    [first.span],
-                );
-                f.actions.push(action);
-            }
-        }
+        None => unseen_holder(&r, &mut f),
     }
     f.confidence = confidence(&f, 0.6, 0.97);
     Some(f)
+}
+
+/// Returns the GPU vLLM's message names (`Free memory on device cuda:1`).
+fn named_device(c: &regex::Captures) -> Option<u32> {
+    c.name("dev")
+        .and_then(|d| d.as_str().strip_prefix("cuda:"))
+        .and_then(|d| d.parse::<u32>().ok())
+}
+
+/// Cites systemd's lines that found a process left over from an earlier
+/// run of `unit`.
+fn cite_leftovers(incident: &Incident, f: &mut Finding, unit: &str) {
+    for e in incident.units.get(unit).map_or(&[][..], |x| &x.events) {
+        if let UnitEventKind::LeftOverProcess { pid } = e.kind {
+            f.evidence(
+                e.span,
+                format!("systemd found PID {pid} left over from an earlier run of {unit}"),
+            );
+        }
+    }
+}
+
+/// vLLM's refusal to start, as the verdicts word it and act on it: its
+/// figures (GiB), the line that prints them, and who refused.
+#[derive(Clone, Copy)]
+struct Refusal<'a> {
+    incident: &'a Incident,
+    at: Span,
+    unit: Option<&'a str>,
+    who: &'a str,
+    free: f64,
+    total: f64,
+    util: f64,
+    /// The utilization as printed: `0.995` is not `0.99`.
+    util_text: &'a str,
+    requested: f64,
+    /// total - free.
+    used: f64,
+    /// How much less was free than requested.
+    shortfall: f64,
+    /// The largest utilization the free memory allows, keeping 1 GiB spare.
+    fits: f64,
+}
+
+/// Words the verdict that `name` holds `list` on GPU `gpu` (reported
+/// already), checks that it accounts for the memory in use, and pushes a
+/// utilization that fits beside it.
+fn blame_holder(r: &Refusal, f: &mut Finding, gpu: u32, list: &[Holder<'_>], name: &str) {
+    let Refusal {
+        incident,
+        at,
+        unit,
+        who,
+        free,
+        total,
+        requested,
+        used,
+        fits,
+        ..
+    } = *r;
+    let held = held_mib(list);
+    let held_gib = held as f64 / 1024.0;
+    let reconciled = (used - held_gib).abs() <= RECONCILE_GIB;
+    f.condition(
+        format!(
+            "total - free = {used:.2} GiB matches the holder's {} = {held_gib:.2} GiB (within {RECONCILE_GIB} GiB)",
+            mib(Some(held))
+        ),
+        reconciled,
+    );
+    let stale = f.category == Category::StaleServingInstance;
+    let what = if stale {
+        "a leftover serving process, "
+    } else {
+        ""
+    };
+    f.title = format!("GPU {gpu} is held by {what}{name} with {}", mib(Some(held)));
+    f.headline = format!(
+        "GPU {gpu} is held by {what}{name} with {}, so {who} found only {free:.2} GiB free and refused to start.",
+        mib(Some(held))
+    );
+    f.explanation = format!(
+        "vLLM needs gpu_memory_utilization x total = {requested:.2} GiB free before it loads anything. {used:.2} GiB of the GPU was in use{}.{}",
+        if reconciled {
+            format!(
+                ", which the holder's {held_gib:.2} GiB accounts for (the rest is vLLM's own CUDA context)"
+            )
+        } else {
+            format!(
+                "; the holder's {held_gib:.2} GiB does not account for all of it: look for more holders"
+            )
+        },
+        if stale {
+            " It is a leftover of a serving process, not a workload of its own."
+        } else {
+            ""
+        }
+    );
+    if fits >= 0.5 && !stale {
+        let action = flag_action(
+            incident,
+            f,
+            unit,
+            "--gpu-memory-utilization",
+            &fraction(fits),
+            format!(
+                "if {name} must keep the GPU: {} x {total:.2} GiB fits the {free:.2} GiB free",
+                fraction(fits)
+            ),
+            [at],
+        );
+        f.actions.push(action);
+    }
+}
+
+/// Words the verdict that the utilization itself is at fault (too close to
+/// 1, or short by no more than a CUDA context) and pushes one that fits.
+fn blame_fraction(r: &Refusal, f: &mut Finding) {
+    let Refusal {
+        incident,
+        at,
+        unit,
+        who,
+        free,
+        total,
+        util,
+        util_text,
+        requested,
+        used,
+        shortfall,
+        fits,
+    } = *r;
+    f.category = Category::MemFractionMisconfigured;
+    if util >= UTIL_TOO_HIGH {
+        f.condition(
+            format!("gpu_memory_utilization {util_text} leaves no room for the CUDA context"),
+            true,
+        );
+        f.title = format!("--gpu-memory-utilization {util_text} is too close to 1");
+        f.headline = format!(
+            "{who} asked for {util_text} of the GPU, more than is ever free next to its own CUDA context; no other process is involved."
+        );
+        f.explanation = "The CUDA context and the driver take a few hundred MiB before vLLM measures; a utilization near 1 can never be satisfied.".to_owned();
+    } else {
+        // Numbers before blame: vLLM's message suggests other
+        // processes, but a shortfall this small is the worker's own
+        // CUDA context (its size grows with the PyTorch/CUDA build).
+        f.condition(
+            format!(
+                "the shortfall, {requested:.2} - {free:.2} = {shortfall:.2} GiB, is no more than a CUDA context ({SHORTFALL_GIB} GiB)"
+            ),
+            true,
+        );
+        f.title = format!(
+            "--gpu-memory-utilization {util_text} is {shortfall:.2} GiB too high for this GPU"
+        );
+        f.headline = format!(
+            "{who} asked for gpu_memory_utilization {util_text} = {requested:.2} GiB but {free:.2} GiB was free: {shortfall:.2} GiB short, about the size of its own CUDA context; no other process is needed to explain it."
+        );
+        f.explanation = format!(
+            "vLLM's message blames other processes, but the numbers do not: {used:.2} GiB of {total:.2} GiB was in use when it measured, and the target missed by only {shortfall:.2} GiB, what the worker's own CUDA context and PyTorch's allocator take (more with newer PyTorch/CUDA builds). Lower the target fraction, or pin the PyTorch build that fit."
+        );
+    }
+    let action = flag_action(
+        incident,
+        f,
+        unit,
+        "--gpu-memory-utilization",
+        &fraction(fits.min(0.95)),
+        "leave room for the CUDA context",
+        [at],
+    );
+    f.actions.push(action);
+}
+
+/// Words the verdict that a process the inputs do not show holds the
+/// memory; pushes how to find it and a utilization that fits.
+fn unseen_holder(r: &Refusal, f: &mut Finding) {
+    let Refusal {
+        incident,
+        at,
+        unit,
+        who,
+        free,
+        total,
+        used,
+        fits,
+        ..
+    } = *r;
+    f.condition("a holder is visible in nvidia-smi's process list", false);
+    f.title = format!("{used:.2} GiB of the GPU was held by a process the inputs do not show");
+    f.headline = format!(
+        "{used:.2} GiB of the GPU was already in use when {who} started, by a process the inputs do not show, so it refused to start."
+    );
+    f.explanation = "No process in the nvidia-smi capture accounts for the memory: the holder runs in another container, or exited before the snapshot.".to_owned();
+    f.actions.push(Action::advice(
+        "list the processes on the GPU from the host, outside any container",
+        Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv"),
+    ));
+    if fits >= 0.5 {
+        let action = flag_action(
+            incident,
+            f,
+            unit,
+            "--gpu-memory-utilization",
+            &fraction(fits),
+            format!(
+                "{} x {total:.2} GiB fits the {free:.2} GiB free",
+                fraction(fits)
+            ),
+            [at],
+        );
+        f.actions.push(action);
+    }
 }
 
 fn profiling(incident: &Incident) -> Option<Finding> {

@@ -124,15 +124,7 @@ impl Rule for VllmKvCacheInitFailed {
             .iter()
             .copied()
             .find(|m| m.text.contains("raise_if_cache_size_invalid"));
-        // The last block count before the failure, in its input.
-        let blocks = matches(incident, &BLOCKS)
-            .filter(|(m, _)| m.span.source == failure.span.source && m.span < failure.span)
-            .last()
-            .and_then(|(m, c)| {
-                let gpu = c["gpu"].parse::<u64>().ok()?;
-                let cpu = c.name("cpu").and_then(|v| v.as_str().parse::<u64>().ok());
-                Some((m, gpu, cpu))
-            });
+        let blocks = blocks_before(incident, failure);
         if blocks.is_none() && check_frame.is_none() {
             return;
         }
@@ -149,13 +141,7 @@ impl Rule for VllmKvCacheInitFailed {
         {
             f.evidence(m.span, "the failure is raised by the KV-cache size check");
         }
-        for m in blocks.iter().map(|b| b.0).chain([failure]) {
-            if let Some(c) = PROCESS.captures(&m.text)
-                && let Ok(pid) = c["pid"].parse::<u32>()
-            {
-                f.entities.pids.insert(pid);
-            }
-        }
+        add_pids(&mut f, blocks.iter().map(|b| b.0).chain([failure]));
         let anchor = blocks.map(|b| b.0.span).unwrap_or(failure.span);
         let config = |re: &Regex, name: &str| {
             matches(incident, re)
@@ -185,37 +171,13 @@ impl Rule for VllmKvCacheInitFailed {
             "max_model_len is known and exceeds the blocks' capacity",
             short,
         );
-        let size_note = match (gpu, block_size) {
-            (Some(g), Some(_)) => format!("{g} blocks x {bs} tokens = {} tokens", g * bs),
-            (Some(g), None) => format!(
-                "{g} blocks x {bs} tokens (vLLM's default block size) = {} tokens",
-                g * bs
-            ),
-            (None, _) => "too few blocks".to_owned(),
-        };
+        let size_note = size_note(gpu, block_size.is_some(), bs);
         let cpu_note = blocks
             .and_then(|b| b.2)
             .map(|c| format!(" (and {c} CPU swap blocks)"))
             .unwrap_or_default();
-        f.title = match (gpu, tokens) {
-            (Some(0), _) => {
-                "vLLM found no room for KV-cache blocks and failed in initialize_cache".to_owned()
-            }
-            (Some(g), Some(t)) => format!(
-                "vLLM's KV cache ({g} blocks, {t} tokens) is likely too small: initialize_cache failed"
-            ),
-            _ => "vLLM's KV-cache size check failed in initialize_cache".to_owned(),
-        };
-        f.headline = match (gpu, max_len) {
-            (Some(0), _) => "vLLM found room for no KV-cache block on the GPU and failed in initialize_cache: nothing is left for the KV cache after the weights.".to_owned(),
-            (Some(_), Some((_, v))) if short => format!(
-                "vLLM's KV cache holds {size_note}, fewer than one sequence of max_model_len {v}, and it failed in initialize_cache: the KV-capacity check."
-            ),
-            (Some(_), _) => format!(
-                "vLLM's KV cache holds only {size_note} and it then failed in initialize_cache; most likely the model's max_model_len is larger than that (the error line itself is missing)."
-            ),
-            (None, _) => "vLLM's KV-cache size check (raise_if_cache_size_invalid) failed in initialize_cache: either no block fits or one sequence of max_model_len does not (the error line that says which is missing).".to_owned(),
-        };
+        f.title = title(gpu, tokens);
+        f.headline = headline(gpu, max_len.map(|(_, v)| v), short, &size_note);
         f.chain
             .push("the vLLM engine failed in initialize_cache".to_owned());
         if gpu.is_some() {
@@ -231,20 +193,95 @@ impl Rule for VllmKvCacheInitFailed {
         } else {
             "Missing: the end of the traceback (the ValueError naming max_model_len and the KV capacity) and the configured max_model_len. Without them this is the likely cause, not a proven one.".to_owned()
         };
-        let capacity = tokens.map(|t| format!(" ({t} tokens)")).unwrap_or_default();
-        f.actions.push(Action::advice(
-            "read the end of the traceback: the ValueError names the check and the figures",
-            Some("grep -n -A3 -E 'ValueError|max seq len|cache blocks' LOGFILE"),
-        ));
-        f.actions.push(Action::advice(
-            format!("lower --max-model-len (max_model_len) below the KV capacity{capacity}, or raise --gpu-memory-utilization (gpu_memory_utilization) if nothing else uses the GPU"),
-            None,
-        ));
-        f.actions.push(Action::advice(
-            "check what else holds memory on the GPUs",
-            Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"),
-        ));
+        push_actions(&mut f, tokens);
         f.confidence = confidence(&f, 0.45, 0.8);
         out.push(f);
     }
+}
+
+/// Returns the last block count before `failure`, in its input: the line,
+/// the GPU blocks and the CPU blocks when printed.
+fn blocks_before<'a>(
+    incident: &'a Incident,
+    failure: &Message,
+) -> Option<(&'a Message, u64, Option<u64>)> {
+    matches(incident, &BLOCKS)
+        .filter(|(m, _)| m.span.source == failure.span.source && m.span < failure.span)
+        .last()
+        .and_then(|(m, c)| {
+            let gpu = c["gpu"].parse::<u64>().ok()?;
+            let cpu = c.name("cpu").and_then(|v| v.as_str().parse::<u64>().ok());
+            Some((m, gpu, cpu))
+        })
+}
+
+/// Adds the PIDs that wrote `lines` (`(VllmWorkerProcess pid=161)`).
+fn add_pids<'a>(f: &mut Finding, lines: impl Iterator<Item = &'a Message>) {
+    for m in lines {
+        if let Some(c) = PROCESS.captures(&m.text)
+            && let Ok(pid) = c["pid"].parse::<u32>()
+        {
+            f.entities.pids.insert(pid);
+        }
+    }
+}
+
+/// Returns the KV cache's size in words: `gpu` blocks of `bs` tokens
+/// (`logged_size`: the block size was logged, not vLLM's default).
+fn size_note(gpu: Option<u64>, logged_size: bool, bs: u64) -> String {
+    match (gpu, logged_size) {
+        (Some(g), true) => format!("{g} blocks x {bs} tokens = {} tokens", g * bs),
+        (Some(g), false) => format!(
+            "{g} blocks x {bs} tokens (vLLM's default block size) = {} tokens",
+            g * bs
+        ),
+        (None, _) => "too few blocks".to_owned(),
+    }
+}
+
+/// Returns the title: no block at all, a cache of `gpu` blocks (`tokens`)
+/// likely too small, or the size check alone.
+fn title(gpu: Option<u64>, tokens: Option<u64>) -> String {
+    match (gpu, tokens) {
+        (Some(0), _) => {
+            "vLLM found no room for KV-cache blocks and failed in initialize_cache".to_owned()
+        }
+        (Some(g), Some(t)) => format!(
+            "vLLM's KV cache ({g} blocks, {t} tokens) is likely too small: initialize_cache failed"
+        ),
+        _ => "vLLM's KV-cache size check failed in initialize_cache".to_owned(),
+    }
+}
+
+/// Returns the headline: no block at all, a cache `short` of one sequence
+/// of `max_len`, a cache likely too small, or the size check alone.
+fn headline(gpu: Option<u64>, max_len: Option<u64>, short: bool, size_note: &str) -> String {
+    match (gpu, max_len) {
+        (Some(0), _) => "vLLM found room for no KV-cache block on the GPU and failed in initialize_cache: nothing is left for the KV cache after the weights.".to_owned(),
+        (Some(_), Some(v)) if short => format!(
+            "vLLM's KV cache holds {size_note}, fewer than one sequence of max_model_len {v}, and it failed in initialize_cache: the KV-capacity check."
+        ),
+        (Some(_), _) => format!(
+            "vLLM's KV cache holds only {size_note} and it then failed in initialize_cache; most likely the model's max_model_len is larger than that (the error line itself is missing)."
+        ),
+        (None, _) => "vLLM's KV-cache size check (raise_if_cache_size_invalid) failed in initialize_cache: either no block fits or one sequence of max_model_len does not (the error line that says which is missing).".to_owned(),
+    }
+}
+
+/// Pushes the advice: read the traceback's end, fit max_model_len into the
+/// capacity (`tokens`, when known) or raise the utilization, look at the GPUs.
+fn push_actions(f: &mut Finding, tokens: Option<u64>) {
+    let capacity = tokens.map(|t| format!(" ({t} tokens)")).unwrap_or_default();
+    f.actions.push(Action::advice(
+        "read the end of the traceback: the ValueError names the check and the figures",
+        Some("grep -n -A3 -E 'ValueError|max seq len|cache blocks' LOGFILE"),
+    ));
+    f.actions.push(Action::advice(
+        format!("lower --max-model-len (max_model_len) below the KV capacity{capacity}, or raise --gpu-memory-utilization (gpu_memory_utilization) if nothing else uses the GPU"),
+        None,
+    ));
+    f.actions.push(Action::advice(
+        "check what else holds memory on the GPUs",
+        Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"),
+    ));
 }

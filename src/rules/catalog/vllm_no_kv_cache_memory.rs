@@ -149,6 +149,9 @@ impl Rule for VllmNoKvCacheMemory {
     }
 }
 
+/// Explains, from vLLM's memory profile, why no cache block fit when no
+/// other process holds the GPU: the utilization too low, the model too
+/// large for `tp` GPUs, or (without the sizes) what the log allows.
 fn explain_sizes(
     incident: &Incident,
     f: &mut Finding,
@@ -181,89 +184,20 @@ fn explain_sizes(
     .into_iter()
     .flatten()
     .collect();
+    let failed = Failed {
+        incident,
+        unit,
+        who,
+        evidence,
+    };
     match needed {
         Some(n) if n <= MAX_UTIL => {
-            let suggest = n.max(ceil2(util + 0.02));
             // A fraction below vLLM's default that the command line or the
             // log states was set by someone: it is the knob at fault.
             let low = (explicit.is_some() || mem.util.is_some()) && util < 0.9;
-            f.category = if low {
-                Category::MemFractionMisconfigured
-            } else {
-                Category::KvCacheTooSmall
-            };
-            f.chain.push(format!(
-                "gpu_memory_utilization {} is too low for {:.2} GiB of weights{}: {} would leave a twentieth of the GPU for the KV cache",
-                fraction(util),
-                weights.unwrap_or_default(),
-                if overhead > 0.0 { format!(" and {overhead:.2} GiB of activations") } else { String::new() },
-                fraction(n)
-            ));
-            f.condition(
-                format!("a utilization of {} (at most {MAX_UTIL}) fits", fraction(n)),
-                true,
-            );
-            f.title = format!(
-                "--gpu-memory-utilization {} is too low for the model",
-                fraction(util)
-            );
-            f.headline = format!(
-                "{who} had no memory for its KV cache: gpu_memory_utilization {} leaves nothing after {:.2} GiB of weights; {} would.",
-                fraction(util),
-                weights.unwrap_or_default(),
-                fraction(suggest)
-            );
-            f.explanation = "vLLM's budget is gpu_memory_utilization x the GPU's total; the weights and the profiled activation peak come out of it first, the KV cache gets the rest.".to_owned();
-            let action = flag_action(
-                incident,
-                f,
-                unit,
-                "--gpu-memory-utilization",
-                &fraction(suggest),
-                "gives the KV cache room next to the weights (only if nothing else uses the GPU)",
-                evidence,
-            );
-            f.actions.push(action);
+            fraction_too_low(failed, f, util, weights, overhead, n, low);
         }
-        Some(n) => {
-            f.category = Category::KvCacheTooSmall;
-            f.chain.push(format!(
-                "{:.2} GiB of weights per GPU leave no room for a KV cache at tensor_parallel_size={tp} (it would take a utilization of {})",
-                weights.unwrap_or_default(),
-                fraction(n)
-            ));
-            f.condition(
-                format!(
-                    "no utilization up to {MAX_UTIL} fits (needs {})",
-                    fraction(n)
-                ),
-                true,
-            );
-            f.title = format!("the model is too large for its GPUs at tensor_parallel_size={tp}");
-            f.headline = format!(
-                "{who} had no memory for its KV cache: {:.2} GiB of weights per GPU fill the GPUs at tensor_parallel_size={tp}.",
-                weights.unwrap_or_default()
-            );
-            f.explanation = "The weights and the activation peak take nearly all of the GPU; no utilization setting leaves room for a KV cache. Split the model over more GPUs or quantise it.".to_owned();
-            let gpus = incident.gpus.len() as u32;
-            if gpus >= tp * 2 {
-                let action = flag_action(
-                    incident,
-                    f,
-                    unit,
-                    "--tensor-parallel-size",
-                    &(tp * 2).to_string(),
-                    format!("halves the weights per GPU; the host has {gpus} GPUs"),
-                    evidence,
-                );
-                f.actions.push(action);
-            } else {
-                f.actions.push(Action::advice(
-                    "serve a quantised checkpoint (FP8/AWQ) or run on more GPUs",
-                    None,
-                ));
-            }
-        }
+        Some(n) => too_large_for_tp(failed, f, tp, weights, n),
         None => {
             // No sizes: vLLM's own advice (raise the fraction) is the best
             // supported answer unless the fraction is known to be high
@@ -272,49 +206,173 @@ fn explain_sizes(
                 .as_ref()
                 .and_then(|(v, _)| v.parse::<f64>().ok())
                 .or(mem.util.map(|u| u.0));
-            let knob = unsized_fraction_at_fault(f, set, 0.9, true);
-            if knob {
-                f.category = Category::MemFractionMisconfigured;
-                f.title = match set {
-                    Some(u) => format!(
-                        "--gpu-memory-utilization {} leaves no memory for the cache blocks",
-                        fraction(u)
-                    ),
-                    None => {
-                        "gpu_memory_utilization leaves no memory for the cache blocks".to_owned()
-                    }
-                };
-                f.headline = format!(
-                    "{who} had no memory for its KV cache: the budget gpu_memory_utilization x total was used up by the weights and the profiling peak before any cache block fit{}; raise gpu_memory_utilization (the log lacks the sizes to compute the value).",
-                    set.map_or(String::new(), |u| format!(" at {}", fraction(u)))
-                );
-                f.explanation = "vLLM's message says to increase gpu_memory_utilization: the fraction caps weights + activation peak + KV cache. Lowering it makes this worse. Without `Model loading took` and the GPU's total the value cannot be recomputed, and another process on the GPU would also shrink what vLLM can take: nvidia-smi settles that.".to_owned();
-                f.actions.push(Action::advice(
-                    "raise --gpu-memory-utilization (e.g. 0.5-0.9, at most 0.95 on a dedicated GPU); never lower it for this message",
-                    None,
-                ));
-                f.actions.push(Action::advice(
-                    "check that nothing else holds the GPU, and read vLLM's `Model loading took` / `model weights take` lines for the sizes",
-                    Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"),
-                ));
-            } else {
-                f.title = "vLLM had no memory for its KV cache".to_owned();
-                f.headline = format!(
-                    "{who} had no memory for its KV cache after loading the model; the log lacks the numbers to say whether the utilization or the model size is at fault."
-                );
-                f.explanation =
-                    "Without `Model loading took` and the GPU's total the budget cannot be recomputed."
-                        .to_owned();
-                f.actions.push(Action::advice(
-                    "raise --gpu-memory-utilization (at most 0.95, on a dedicated GPU) or add GPUs (--tensor-parallel-size)",
-                    None,
-                ));
-            }
+            explain_unsized(f, set, who);
         }
     }
     if mem.activation.is_some_and(|a| a > 8.0) {
         f.actions.push(Action::advice(
             "the profiled activation peak is large: a smaller --max-num-batched-tokens lowers it",
+            None,
+        ));
+    }
+}
+
+/// Who failed and where, as the verdicts of `explain_sizes` word and act
+/// on it.
+struct Failed<'a> {
+    incident: &'a Incident,
+    unit: Option<&'a str>,
+    who: &'a str,
+    /// The lines a changed flag cites: the failure, the weights, the
+    /// utilization.
+    evidence: Vec<Span>,
+}
+
+/// Words the verdict that the utilization `util` is too low for the
+/// weights and the activations (`overhead`, GiB) while `n` fits; `low`:
+/// someone set it below vLLM's default, so the knob is at fault. Pushes the
+/// flag change.
+fn fraction_too_low(
+    failed: Failed,
+    f: &mut Finding,
+    util: f64,
+    weights: Option<f64>,
+    overhead: f64,
+    n: f64,
+    low: bool,
+) {
+    let Failed {
+        incident,
+        unit,
+        who,
+        evidence,
+    } = failed;
+    let suggest = n.max(ceil2(util + 0.02));
+    f.category = if low {
+        Category::MemFractionMisconfigured
+    } else {
+        Category::KvCacheTooSmall
+    };
+    f.chain.push(format!(
+        "gpu_memory_utilization {} is too low for {:.2} GiB of weights{}: {} would leave a twentieth of the GPU for the KV cache",
+        fraction(util),
+        weights.unwrap_or_default(),
+        if overhead > 0.0 { format!(" and {overhead:.2} GiB of activations") } else { String::new() },
+        fraction(n)
+    ));
+    f.condition(
+        format!("a utilization of {} (at most {MAX_UTIL}) fits", fraction(n)),
+        true,
+    );
+    f.title = format!(
+        "--gpu-memory-utilization {} is too low for the model",
+        fraction(util)
+    );
+    f.headline = format!(
+        "{who} had no memory for its KV cache: gpu_memory_utilization {} leaves nothing after {:.2} GiB of weights; {} would.",
+        fraction(util),
+        weights.unwrap_or_default(),
+        fraction(suggest)
+    );
+    f.explanation = "vLLM's budget is gpu_memory_utilization x the GPU's total; the weights and the profiled activation peak come out of it first, the KV cache gets the rest.".to_owned();
+    let action = flag_action(
+        incident,
+        f,
+        unit,
+        "--gpu-memory-utilization",
+        &fraction(suggest),
+        "gives the KV cache room next to the weights (only if nothing else uses the GPU)",
+        evidence,
+    );
+    f.actions.push(action);
+}
+
+/// Words the verdict that the weights fill the GPUs at `tp`: no
+/// utilization up to the maximum fits (`n` would). Pushes a larger
+/// tensor-parallel size when the host has the GPUs, else advice.
+fn too_large_for_tp(failed: Failed, f: &mut Finding, tp: u32, weights: Option<f64>, n: f64) {
+    let Failed {
+        incident,
+        unit,
+        who,
+        evidence,
+    } = failed;
+    f.category = Category::KvCacheTooSmall;
+    f.chain.push(format!(
+        "{:.2} GiB of weights per GPU leave no room for a KV cache at tensor_parallel_size={tp} (it would take a utilization of {})",
+        weights.unwrap_or_default(),
+        fraction(n)
+    ));
+    f.condition(
+        format!(
+            "no utilization up to {MAX_UTIL} fits (needs {})",
+            fraction(n)
+        ),
+        true,
+    );
+    f.title = format!("the model is too large for its GPUs at tensor_parallel_size={tp}");
+    f.headline = format!(
+        "{who} had no memory for its KV cache: {:.2} GiB of weights per GPU fill the GPUs at tensor_parallel_size={tp}.",
+        weights.unwrap_or_default()
+    );
+    f.explanation = "The weights and the activation peak take nearly all of the GPU; no utilization setting leaves room for a KV cache. Split the model over more GPUs or quantise it.".to_owned();
+    let gpus = incident.gpus.len() as u32;
+    if gpus >= tp * 2 {
+        let action = flag_action(
+            incident,
+            f,
+            unit,
+            "--tensor-parallel-size",
+            &(tp * 2).to_string(),
+            format!("halves the weights per GPU; the host has {gpus} GPUs"),
+            evidence,
+        );
+        f.actions.push(action);
+    } else {
+        f.actions.push(Action::advice(
+            "serve a quantised checkpoint (FP8/AWQ) or run on more GPUs",
+            None,
+        ));
+    }
+}
+
+/// Words the verdict when the log lacks the sizes: the utilization `set`
+/// (from the command line or the log) is at fault unless it is known to be
+/// high already; otherwise the cause stays open.
+fn explain_unsized(f: &mut Finding, set: Option<f64>, who: &str) {
+    let knob = unsized_fraction_at_fault(f, set, 0.9, true);
+    if knob {
+        f.category = Category::MemFractionMisconfigured;
+        f.title = match set {
+            Some(u) => format!(
+                "--gpu-memory-utilization {} leaves no memory for the cache blocks",
+                fraction(u)
+            ),
+            None => "gpu_memory_utilization leaves no memory for the cache blocks".to_owned(),
+        };
+        f.headline = format!(
+            "{who} had no memory for its KV cache: the budget gpu_memory_utilization x total was used up by the weights and the profiling peak before any cache block fit{}; raise gpu_memory_utilization (the log lacks the sizes to compute the value).",
+            set.map_or(String::new(), |u| format!(" at {}", fraction(u)))
+        );
+        f.explanation = "vLLM's message says to increase gpu_memory_utilization: the fraction caps weights + activation peak + KV cache. Lowering it makes this worse. Without `Model loading took` and the GPU's total the value cannot be recomputed, and another process on the GPU would also shrink what vLLM can take: nvidia-smi settles that.".to_owned();
+        f.actions.push(Action::advice(
+            "raise --gpu-memory-utilization (e.g. 0.5-0.9, at most 0.95 on a dedicated GPU); never lower it for this message",
+            None,
+        ));
+        f.actions.push(Action::advice(
+            "check that nothing else holds the GPU, and read vLLM's `Model loading took` / `model weights take` lines for the sizes",
+            Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"),
+        ));
+    } else {
+        f.title = "vLLM had no memory for its KV cache".to_owned();
+        f.headline = format!(
+            "{who} had no memory for its KV cache after loading the model; the log lacks the numbers to say whether the utilization or the model size is at fault."
+        );
+        f.explanation =
+            "Without `Model loading took` and the GPU's total the budget cannot be recomputed."
+                .to_owned();
+        f.actions.push(Action::advice(
+            "raise --gpu-memory-utilization (at most 0.95, on a dedicated GPU) or add GPUs (--tensor-parallel-size)",
             None,
         ));
     }

@@ -118,18 +118,7 @@ impl Rule for VllmShmBroadcastHang {
             .map(|(m, _)| m)
             .filter(|m| m.span.source == last.source && m.span < last)
             .last();
-        // Who waits: one entry per process that logged the message.
-        let mut processes: BTreeMap<u32, (String, usize)> = BTreeMap::new();
-        for (m, _) in &waits {
-            if let Some(c) = PROCESS.captures(&m.text)
-                && let Ok(pid) = c["pid"].parse::<u32>()
-            {
-                processes
-                    .entry(pid)
-                    .or_insert_with(|| (c["name"].to_owned(), 0))
-                    .1 += 1;
-            }
-        }
+        let processes = waiting_processes(&waits);
         let repeats = waits.len();
         let waited = secs * repeats as u64;
         let severity = if resumed.is_some() || repeats < 2 {
@@ -156,15 +145,7 @@ impl Rule for VllmShmBroadcastHang {
         for pid in processes.keys() {
             f.entities.pids.insert(*pid);
         }
-        let who = if processes.is_empty() {
-            "the vLLM engine".to_owned()
-        } else {
-            let list: Vec<String> = processes
-                .iter()
-                .map(|(pid, (name, _))| format!("{name} (PID {pid})"))
-                .collect();
-            list.join(" and ")
-        };
+        let who = who_waits(&processes);
         f.condition(
             format!("the wait was logged repeatedly ({repeats}x, about {waited} s in all)"),
             repeats >= 2,
@@ -174,20 +155,7 @@ impl Rule for VllmShmBroadcastHang {
             resumed.is_none(),
         );
         f.condition("no compilation was under way", compiling.is_none());
-        let times = if repeats == 1 {
-            "once".to_owned()
-        } else {
-            format!("{repeats} times")
-        };
-        f.title = if resumed.is_some() {
-            format!("vLLM's workers left the engine waiting {secs} s ({times}), then it went on")
-        } else if repeats < 2 {
-            format!("vLLM's workers left the engine waiting {secs} s once")
-        } else if compiling.is_some() {
-            format!("vLLM's workers took no step for {secs} s, {times}, while compiling")
-        } else {
-            format!("vLLM hangs: its workers took no step for {secs} s, {times}")
-        };
+        f.title = title(secs, repeats, resumed.is_some(), compiling.is_some());
         f.headline = if resumed.is_some() {
             format!(
                 "{} waited for its workers ({repeats}x {secs} seconds, shm_broadcast) but made progress afterwards.",
@@ -210,35 +178,91 @@ impl Rule for VllmShmBroadcastHang {
             "the workers are stuck (a collective waiting for a peer, a stuck kernel or a model-path bug): nothing crashed and no timeout fired".to_owned()
         });
         f.explanation = "The engine broadcasts each step to its workers through a shared-memory ring buffer; this message repeats while they do not read it. It is a hang, not a crash: the server stays up and answers nothing until restarted. Which worker is stuck, and where, is not in the log: their stacks say it.".to_owned();
-        let pids: Vec<String> = processes.keys().map(u32::to_string).collect();
-        let dump = if pids.is_empty() {
-            "pgrep -f -a 'VLLM|vllm' ; py-spy dump --pid PID".to_owned()
-        } else {
-            format!(
-                "for p in {}; do py-spy dump --pid \"$p\"; done; pgrep -f -a VllmWorker",
-                pids.join(" ")
-            )
-        };
-        if resumed.is_some() {
-            f.actions.push(Action::advice(
-                "nothing to do while it stays a single wait; if the message repeats with no progress between, dump the workers' stacks",
-                None,
-            ));
-        } else {
-            f.actions.push(Action::advice(
-                "dump the stacks of the engine and its workers to see which collective or kernel they wait in",
-                Some(&dump),
-            ));
-            f.actions.push(Action::advice(
-                "check whether the GPUs spin (a stuck kernel) or idle (a missing peer)",
-                Some("nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv"),
-            ));
-            f.actions.push(Action::advice(
-                "restart the server after capturing the stacks; if it recurs at the same point, disable the feature the stacks name (e.g. speculative decoding) and report it upstream",
-                None,
-            ));
-        }
+        push_actions(&mut f, &processes, resumed.is_some());
         f.confidence = confidence(&f, 0.55, 0.9);
         out.push(f);
+    }
+}
+
+/// Returns who waits: one entry per process that logged the message, by
+/// PID, with its name and how many waits it logged.
+fn waiting_processes(waits: &[(&Message, u64)]) -> BTreeMap<u32, (String, usize)> {
+    let mut processes: BTreeMap<u32, (String, usize)> = BTreeMap::new();
+    for (m, _) in waits {
+        if let Some(c) = PROCESS.captures(&m.text)
+            && let Ok(pid) = c["pid"].parse::<u32>()
+        {
+            processes
+                .entry(pid)
+                .or_insert_with(|| (c["name"].to_owned(), 0))
+                .1 += 1;
+        }
+    }
+    processes
+}
+
+/// Returns the waiting processes as the report names them
+/// (`EngineCore_DP0 (PID 1455) and …`), or the engine when none is named.
+fn who_waits(processes: &BTreeMap<u32, (String, usize)>) -> String {
+    if processes.is_empty() {
+        "the vLLM engine".to_owned()
+    } else {
+        let list: Vec<String> = processes
+            .iter()
+            .map(|(pid, (name, _))| format!("{name} (PID {pid})"))
+            .collect();
+        list.join(" and ")
+    }
+}
+
+/// Returns the finding's title: a wait that ended, a single wait, waits
+/// while compiling, or a hang.
+fn title(secs: u64, repeats: usize, resumed: bool, compiling: bool) -> String {
+    let times = if repeats == 1 {
+        "once".to_owned()
+    } else {
+        format!("{repeats} times")
+    };
+    if resumed {
+        format!("vLLM's workers left the engine waiting {secs} s ({times}), then it went on")
+    } else if repeats < 2 {
+        format!("vLLM's workers left the engine waiting {secs} s once")
+    } else if compiling {
+        format!("vLLM's workers took no step for {secs} s, {times}, while compiling")
+    } else {
+        format!("vLLM hangs: its workers took no step for {secs} s, {times}")
+    }
+}
+
+/// Pushes the advice: nothing while the engine went on after the waits;
+/// otherwise dump the waiting processes' stacks, look at the GPUs, restart.
+fn push_actions(f: &mut Finding, processes: &BTreeMap<u32, (String, usize)>, resumed: bool) {
+    let pids: Vec<String> = processes.keys().map(u32::to_string).collect();
+    let dump = if pids.is_empty() {
+        "pgrep -f -a 'VLLM|vllm' ; py-spy dump --pid PID".to_owned()
+    } else {
+        format!(
+            "for p in {}; do py-spy dump --pid \"$p\"; done; pgrep -f -a VllmWorker",
+            pids.join(" ")
+        )
+    };
+    if resumed {
+        f.actions.push(Action::advice(
+            "nothing to do while it stays a single wait; if the message repeats with no progress between, dump the workers' stacks",
+            None,
+        ));
+    } else {
+        f.actions.push(Action::advice(
+            "dump the stacks of the engine and its workers to see which collective or kernel they wait in",
+            Some(&dump),
+        ));
+        f.actions.push(Action::advice(
+            "check whether the GPUs spin (a stuck kernel) or idle (a missing peer)",
+            Some("nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv"),
+        ));
+        f.actions.push(Action::advice(
+            "restart the server after capturing the stacks; if it recurs at the same point, disable the feature the stacks name (e.g. speculative decoding) and report it upstream",
+            None,
+        ));
     }
 }
