@@ -103,7 +103,7 @@ impl Rule for NcclInitCudaFailure {
                 (&incident.facts.messages[k.message], msg)
             })
             .collect();
-        let Some((first, what)) = warns.first() else {
+        let Some((_, what)) = warns.first() else {
             return;
         };
         // The failure traced back through NCCL's init, in the same input,
@@ -146,16 +146,7 @@ impl Rule for NcclInitCudaFailure {
                 "NCCL traces the failure back up through its initialisation (init.cc)",
             );
         }
-        let mut pids = BTreeSet::new();
-        let mut devs = BTreeSet::new();
-        for (m, _) in &warns {
-            if let Some(c) = PREFIX.captures(&m.text) {
-                pids.extend(c["pid"].parse::<u32>().ok());
-                devs.extend(c["dev"].parse::<u32>().ok());
-            }
-        }
-        f.entities.pids.extend(pids);
-        f.entities.gpus.extend(devs);
+        writers(&warns, &mut f);
         f.condition(
             "NCCL printed a CUDA failure (`NCCL WARN Cuda failure`)",
             true,
@@ -187,9 +178,23 @@ impl Rule for NcclInitCudaFailure {
             None,
         ));
         f.confidence = confidence(&f, 0.75, 0.9);
-        let _ = first;
         out.push(f);
     }
+}
+
+/// The PIDs and CUDA devices of the ranks that printed the failures, from
+/// NCCL's `host:pid:tid [dev]` prefix.
+fn writers(warns: &[(&Message, String)], f: &mut Finding) {
+    let mut pids = BTreeSet::new();
+    let mut devs = BTreeSet::new();
+    for (m, _) in warns {
+        if let Some(c) = PREFIX.captures(&m.text) {
+            pids.extend(c["pid"].parse::<u32>().ok());
+            devs.extend(c["dev"].parse::<u32>().ok());
+        }
+    }
+    f.entities.pids.extend(pids);
+    f.entities.gpus.extend(devs);
 }
 
 #[cfg(test)]
