@@ -178,6 +178,12 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         HostOomKiller,
+        "the kubelet's (cAdvisor's) `Created an OOM event in container`, where the pod shows only exit code 137 with reason Error",
+        Row("stacks-k8s.cadvisor-oom-event"),
+        None,
+    ),
+    cell(
+        HostOomKiller,
         "a bare `Killed` of a server with its memory figures (vLLM's `# CPU blocks`, pinned host memory), no error before it and no kernel line: at a lower confidence, naming `journalctl -k` as what settles it",
         Rule("server-killed-no-kernel-line"),
         Some("fixtures/rules/server-killed-no-kernel-line/pos-vllm-killed-after-cpu-blocks"),
@@ -243,6 +249,12 @@ pub const MATRIX: &[Cell] = &[
         "vLLM's engine waiting minute after minute for its workers",
         Rule("vllm-shm-broadcast-hang"),
         Some("fixtures/real/056-vllm-dp-spec-decode-hang-shm-broadcast"),
+    ),
+    cell(
+        ServerHang,
+        "a server repeating that it still waits for its engine to start (vLLM's `Waiting for 1 local, 0 remote core engine proc(s) to start.`) to the end of the log",
+        Rule("startup-wait-unanswered"),
+        Some("fixtures/rules/startup-wait-unanswered/pos-vllm-glm45-tp8-two-waits"),
     ),
     // GPU health without an Xid line.
     cell(

@@ -34,6 +34,7 @@ const ROWS: &[(&str, Port)] = &[
     ("stacks-llamacpp.bind-failed", Port::Http),
     ("stacks-torch.tcpstore-eaddrinuse", Port::Store),
     ("stacks-containers.port-already-allocated", Port::Http),
+    ("stacks-bind.werkzeug-port-in-use", Port::Http),
 ];
 
 /// NCCL's socket transport: its WARN lines are NCCL's catalog's.

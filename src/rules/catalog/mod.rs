@@ -22,6 +22,7 @@ mod kernel_oom_killer;
 mod known_message;
 mod nccl_duplicate_gpu;
 mod nccl_error;
+mod nccl_init_cuda_failure;
 mod nccl_watchdog_timeout;
 #[cfg(test)]
 mod new_rule_template;
@@ -42,6 +43,7 @@ mod sglang_watchdog_timeout;
 mod stale_serving_process;
 mod startup_stage_stalled;
 mod startup_stalled_after_worker_init;
+mod startup_wait_unanswered;
 mod systemd_crash_loop;
 mod systemd_start_limit_hit;
 mod systemd_stop_timeout;
@@ -91,6 +93,7 @@ pub static RULES: &[&dyn Rule] = &[
     &known_message::RULE,
     &nccl_duplicate_gpu::RULE,
     &nccl_error::RULE,
+    &nccl_init_cuda_failure::RULE,
     &nccl_watchdog_timeout::RULE,
     &nvidia_driver_not_loaded::RULE,
     &nvidia_probe_failed::RULE,
@@ -109,6 +112,7 @@ pub static RULES: &[&dyn Rule] = &[
     &stale_serving_process::RULE,
     &startup_stage_stalled::RULE,
     &startup_stalled_after_worker_init::RULE,
+    &startup_wait_unanswered::RULE,
     &systemd_crash_loop::RULE,
     &systemd_start_limit_hit::RULE,
     &systemd_stop_timeout::RULE,

@@ -1,0 +1,238 @@
+//! `nccl-init-cuda-failure`: NCCL's communicator initialisation failed on a
+//! CUDA call (`init.cc:416 NCCL WARN Cuda failure 'operation not
+//! supported'`, then `NCCL INFO init.cc:1437 -> 1` back up the stack): the
+//! CUDA error is the reason, the failed NCCL initialisation is what stopped
+//! the job. The CUDA catalog reads the error; this rule places it.
+
+use std::collections::BTreeSet;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::catalogs::Via;
+use crate::correlate::Incident;
+use crate::model::Message;
+use crate::rules::support::{confidence, distinct};
+use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+
+pub static RULE: NcclInitCudaFailure = NcclInitCudaFailure;
+
+pub struct NcclInitCudaFailure;
+
+/// The CUDA catalog's wrappers for NCCL's `NCCL WARN Cuda failure …`
+/// (catalogs/cuda.toml): CUDACHECK's runtime string, CUCHECK's driver code.
+const WRAPPERS: &[&str] = &[
+    "cuda.wrapper.nccl-cuda-failure",
+    "cuda.wrapper.nccl-cuda-failure-numbered",
+];
+
+/// NCCL's trace of a failed call back up through its initialisation,
+/// `NCCL INFO init.cc:1437 -> 1`, and the WARN's own place when it is in
+/// init.cc.
+static INIT_TRACE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"NCCL INFO init\.cc:[0-9]+ -> [0-9]+").expect("trace regex"));
+static IN_INIT: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\binit\.cc:[0-9]+ NCCL WARN").expect("init regex"));
+/// NCCL's own prefix, `host:pid:tid [cudaDev]`.
+static PREFIX: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?:^|[\s:>\]])[A-Za-z0-9][0-9A-Za-z_.-]*:(?P<pid>[0-9]+):[0-9]+ \[(?P<dev>[0-9]+)\]",
+    )
+    .expect("prefix")
+});
+
+static META: RuleMeta = RuleMeta {
+    id: "nccl-init-cuda-failure",
+    category: Category::NcclInitFailure,
+    severity: Severity::Critical,
+    summary: "NCCL could not initialise its communicator: a CUDA call it makes at init failed (the CUDA error says which)",
+    anchors: &["init.cc:"],
+    doc: r#"
+## What it means
+While building its communicator (`ncclCommInitRank`, under vLLM's or
+PyTorch's process group), NCCL made a CUDA call that failed and printed it:
+`init.cc:416 NCCL WARN Cuda failure 'operation not supported'`, followed by
+its trace of the failure back up through its initialisation (`NCCL INFO
+init.cc:1437 -> 1`, 1 = ncclUnhandledCudaError). The framework then reports
+`NCCL error: unhandled cuda error` and its workers exit. The CUDA error is
+the reason; where it happened (NCCL's init, not a kernel of the model) is
+what to fix.
+
+## Why it happens
+By the CUDA error: `operation not supported` from the memory-pool or
+cuMem calls NCCL 2.19+ makes at init, on GPUs or drivers that lack them (a
+virtual GPU with UVM disabled, some MIG or WSL set-ups, old drivers);
+`initialization error` or `invalid device ordinal` from a process that sees
+the wrong devices; a driver that does not match the CUDA runtime.
+
+## How to confirm
+Rerun with `NCCL_DEBUG=INFO`: the WARN's file and line say which step of the
+init failed; `nvidia-smi -q` shows virtualisation and MIG mode; a plain CUDA
+sample (or `torch.cuda` alone) on the same GPU shows whether CUDA works
+outside NCCL.
+
+## How to fix
+Give NCCL what its init needs or avoid it: on a vGPU enable UVM or use an
+NCCL version that does not need the failing call; try `NCCL_CUMEM_ENABLE=0`;
+match the driver to the CUDA runtime; make each rank see its own GPU.
+
+## Safety
+Advice only: nothing is stopped or changed.
+"#,
+};
+
+impl Rule for NcclInitCudaFailure {
+    fn meta(&self) -> &RuleMeta {
+        &META
+    }
+
+    fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
+        let warns: Vec<(&Message, String)> = incident
+            .known
+            .iter()
+            .filter(|k| matches!(k.hit.via, Via::Wrapper(w) if WRAPPERS.contains(&w.id.as_str())))
+            // Out of memory at NCCL's init is a memory story: the OOM rules.
+            .filter(|k| k.hit.row.and_then(|r| r.category) != Some(Category::CudaOom))
+            .map(|k| {
+                let msg = k
+                    .hit
+                    .get("msg")
+                    .map(str::to_owned)
+                    .or_else(|| k.hit.row.map(|r| r.title.clone()))
+                    .unwrap_or_default();
+                (&incident.facts.messages[k.message], msg)
+            })
+            .collect();
+        let Some((_, what)) = warns.first() else {
+            return;
+        };
+        // The failure traced back through NCCL's init, in the same input,
+        // by the same process when its prefix says which.
+        let pid_of = |m: &Message| {
+            PREFIX
+                .captures(&m.text)
+                .and_then(|c| c["pid"].parse::<u32>().ok())
+        };
+        let traces: Vec<&Message> = crate::rules::support::matches(incident, &INIT_TRACE)
+            .map(|(m, _)| m)
+            .filter(|m| {
+                warns.iter().any(|(w, _)| {
+                    w.span.source == m.span.source
+                        && m.span > w.span
+                        && (pid_of(w).is_none() || pid_of(w) == pid_of(m))
+                })
+            })
+            .collect();
+        let in_init = warns.iter().any(|(w, _)| IN_INIT.is_match(&w.text));
+        if traces.is_empty() && !in_init {
+            return;
+        }
+        let mut f = Finding::new(META.id, META.category, META.severity);
+        f.occurrences = u32::try_from(warns.len()).unwrap_or(u32::MAX);
+        for (m, n) in distinct(warns.iter().map(|(m, _)| *m)).into_iter().take(3) {
+            let times = if n > 1 {
+                format!(" ({n}x)")
+            } else {
+                String::new()
+            };
+            f.evidence(
+                m.span,
+                format!("a CUDA call NCCL made failed: {what}{times}"),
+            );
+        }
+        if let Some(t) = traces.first() {
+            f.evidence(
+                t.span,
+                "NCCL traces the failure back up through its initialisation (init.cc)",
+            );
+        }
+        writers(&warns, &mut f);
+        f.condition(
+            "NCCL printed a CUDA failure (`NCCL WARN Cuda failure`)",
+            true,
+        );
+        f.condition(
+            "the failure is in NCCL's initialisation (init.cc, or traced back through it)",
+            true,
+        );
+        f.condition(
+            "NCCL traced the failed call back (`init.cc:N -> code`)",
+            !traces.is_empty(),
+        );
+        f.chain
+            .push("the job's NCCL communicator was never built, so its ranks stopped".to_owned());
+        f.chain.push(format!(
+            "because a CUDA call NCCL makes at initialisation failed: {what}"
+        ));
+        f.title = format!("NCCL's initialisation failed on a CUDA call: {what}");
+        f.headline = format!(
+            "NCCL could not initialise its communicator: a CUDA call it makes at init failed ({what}); the CUDA error says what this GPU or driver lacks."
+        );
+        f.explanation = "NCCL makes CUDA calls of its own while it builds a communicator (memory pools, cuMem allocations, peer access). One of them failed, so the communicator was never built and the framework's ranks exited with an NCCL error. The CUDA error names the missing capability: a virtual GPU or driver without the feature, the wrong devices visible, a driver that does not match the runtime.".to_owned();
+        f.actions.push(Action::advice(
+            "rerun with NCCL_DEBUG=INFO to see which step of NCCL's init fails, and check the GPU's mode (virtual GPU, MIG) and driver against what that step needs",
+            Some("nvidia-smi -q | grep -i -e 'Virtualization' -e 'MIG' -e 'Driver Version'"),
+        ));
+        f.actions.push(Action::advice(
+            "avoid the failing call: NCCL_CUMEM_ENABLE=0, another NCCL version, or enable the feature (UVM on a vGPU); make each rank see its own GPU",
+            None,
+        ));
+        f.confidence = confidence(&f, 0.75, 0.9);
+        out.push(f);
+    }
+}
+
+/// The PIDs and CUDA devices of the ranks that printed the failures, from
+/// NCCL's `host:pid:tid [dev]` prefix.
+fn writers(warns: &[(&Message, String)], f: &mut Finding) {
+    let mut pids = BTreeSet::new();
+    let mut devs = BTreeSet::new();
+    for (m, _) in warns {
+        if let Some(c) = PREFIX.captures(&m.text) {
+            pids.extend(c["pid"].parse::<u32>().ok());
+            devs.extend(c["dev"].parse::<u32>().ok());
+        }
+    }
+    f.entities.pids.extend(pids);
+    f.entities.gpus.extend(devs);
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::Category;
+    use crate::source::{Source, SourceMap};
+
+    fn findings(text: &str) -> Vec<crate::rules::Finding> {
+        let mut sources = SourceMap::default();
+        sources.add(Source::new("paste", text.as_bytes()));
+        crate::analyze(sources)
+            .diagnosis
+            .findings
+            .into_iter()
+            .filter(|f| f.rule == "nccl-init-cuda-failure")
+            .collect()
+    }
+
+    #[test]
+    fn a_cuda_failure_traced_back_through_init_is_an_nccl_init_failure() {
+        // meta-pytorch/torchtune#2556 (CI, NCCL's memory-pool creation).
+        let text = "2025-04-04T16:57:57.7153695Z [2025-04-04 16:57:39] ip-10-0-9-191:95209:95228 [0] init.cc:416 NCCL WARN Cuda failure 'operation not supported'\n2025-04-04T16:57:57.7153889Z ip-10-0-9-191:95209:95228 [0] NCCL INFO init.cc:1397 -> 1\n";
+        let f = findings(text);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].category, Category::NcclInitFailure);
+        assert!(f[0].entities.pids.contains(&95209), "{:?}", f[0].entities);
+    }
+
+    #[test]
+    fn a_cuda_failure_in_a_collective_is_not_init() {
+        // NVIDIA/TensorRT-LLM#1670: enqueue.cc, during a collective.
+        let text = "VM-0-16-ubuntu:392:494 [2] enqueue.cc:54 NCCL WARN Cuda failure 'invalid resource handle'\n";
+        assert!(findings(text).is_empty());
+    }
+
+    #[test]
+    fn out_of_memory_at_init_is_left_to_the_memory_rules() {
+        let text = "h:1:2 [0] init.cc:416 NCCL WARN Cuda failure 'out of memory'\nh:1:2 [0] NCCL INFO init.cc:1397 -> 1\n";
+        assert!(findings(text).is_empty());
+    }
+}

@@ -1,0 +1,245 @@
+//! `startup-wait-unanswered`: a model server's front end said, again and
+//! again, that it was still waiting for its engine to start (vLLM's
+//! `Waiting for 1 local, 0 remote core engine proc(s) to start.`), and the
+//! log ends on that wait: the engine never came up. A hang seen from the
+//! side that waits, with or without a start-up stage before it.
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::catalogs::Stage;
+use crate::correlate::Incident;
+use crate::model::Message;
+use crate::rules::support::round2;
+use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+
+pub static RULE: StartupWaitUnanswered = StartupWaitUnanswered;
+
+pub struct StartupWaitUnanswered;
+
+/// The catalog rows (`catalogs/*.toml`) of a server saying it still waits
+/// for the part of itself that does the work: vLLM's API server for its
+/// engine core.
+const ROWS: &[&str] = &["stacks-vllm.waiting-for-engine-procs"];
+
+/// What may follow the last wait without answering it: someone or
+/// something giving up on the start-up.
+static GAVE_UP: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"KeyboardInterrupt|\^C|SIGINT|SIGTERM|Terminated|[Tt]imed out|Stopping .*\.service")
+        .expect("regex")
+});
+
+/// A wait this long, measured between the first and the last line, is a
+/// hang whoever reads it (a large model loads in minutes, not in tens).
+const LONG_WAIT_SECS: i64 = 300;
+
+static META: RuleMeta = RuleMeta {
+    id: "startup-wait-unanswered",
+    category: Category::ServerHang,
+    severity: Severity::Error,
+    summary: "a server kept logging that it still waits for its engine to start, and the log ends waiting: the engine never came up",
+    // The catalog rows' anchors, which `rules::anchors` adds for every run.
+    anchors: &[],
+    doc: r#"
+## What it means
+vLLM's API server starts its engine core (the process that loads the model
+on the GPUs, forms the NCCL group, profiles memory and captures CUDA
+graphs) and waits for the engine's ready handshake; every 10 seconds
+without it, it logs `Waiting for 1 local, 0 remote core engine proc(s) to
+start.` (at DEBUG). The same wait repeated until the log ends, with no
+error and no ready line after it, means the engine never finished
+starting: the start-up hangs, seen from the side that waits.
+
+## Why it happens
+The engine is stuck somewhere in its start-up, and its own last line says
+where: most often forming the distributed group or the first collective
+(peer-to-peer traffic between GPUs blocked: PCIe ACS, an IOMMU, a
+virtualised or GPU-sharing layer, a P2P path between consumer cards),
+sometimes loading weights from slow storage or capturing CUDA graphs.
+
+## How to confirm
+`py-spy dump --pid PID` on the engine core (`VLLM::EngineCore`) and its
+workers shows where they wait; `NCCL_DEBUG=INFO` shows whether NCCL's
+group formed; the engine's lines just before the waits are the last stage
+it reached.
+
+## How to fix
+By the stage: for NCCL, test `NCCL_P2P_DISABLE=1` (then fix the P2P path,
+or `NCCL_P2P_LEVEL`), `--disable-custom-all-reduce`; for CUDA graphs,
+`--enforce-eager`; for weights, the storage. Start the server again once
+the cause is fixed.
+
+## Safety
+Advice only: nothing is stopped or changed.
+"#,
+};
+
+impl Rule for StartupWaitUnanswered {
+    fn meta(&self) -> &RuleMeta {
+        &META
+    }
+
+    fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
+        let mut by_input: BTreeMap<usize, Vec<&Message>> = BTreeMap::new();
+        for id in ROWS {
+            for (m, _) in incident.known(id) {
+                by_input.entry(m.span.source.0).or_default().push(m);
+            }
+        }
+        for waits in by_input.values_mut() {
+            waits.sort_by_key(|m| m.span);
+            if let Some(f) = unanswered(incident, waits) {
+                out.push(f);
+            }
+        }
+    }
+}
+
+/// A finding when the waits of one input were repeated, nothing answered
+/// them (a ready stage, an error, an exit) and the log ends on them.
+fn unanswered(incident: &Incident, waits: &[&Message]) -> Option<Finding> {
+    let (first, last) = (*waits.first()?, *waits.last()?);
+    if waits.len() < 2 {
+        return None;
+    }
+    let source = first.span.source;
+    let ready = incident.known.iter().any(|k| {
+        let m = &incident.facts.messages[k.message];
+        m.span.source == source
+            && m.span > first.span
+            && k.hit.row.and_then(|r| r.stage) == Some(Stage::Ready)
+    });
+    if ready {
+        return None;
+    }
+    let after: Vec<&Message> = incident
+        .facts
+        .messages
+        .iter()
+        .filter(|m| m.span.source == source && m.span > first.span)
+        .collect();
+    // An error after the first wait is the story, and its own rule tells it.
+    if after
+        .iter()
+        .any(|m| crate::rules::unknown::ERRORISH.is_match(&m.text))
+    {
+        return None;
+    }
+    // The log ends waiting: after the last wait, nothing but a give-up.
+    let gave_up = after
+        .iter()
+        .filter(|m| m.span > last.span && !m.text.trim().is_empty())
+        .try_fold(None, |seen: Option<&Message>, m| {
+            GAVE_UP.is_match(&m.text).then(|| seen.or(Some(*m)))
+        })?;
+    let waited = incident
+        .time_of(first.span)
+        .zip(incident.time_of(last.span))
+        .map(|(a, b)| b.utc_seconds() - a.utc_seconds())
+        .filter(|s| *s >= 0);
+
+    let mut f = Finding::new(META.id, META.category, META.severity);
+    f.occurrences = u32::try_from(waits.len()).unwrap_or(u32::MAX);
+    let span_text = waited.map_or(String::new(), |s| format!(" over {s} s"));
+    f.evidence(first.span, "the server starts waiting for its engine");
+    f.evidence(
+        last.span,
+        format!(
+            "still waiting: the same wait {} times{span_text}, and the log ends here",
+            waits.len()
+        ),
+    );
+    if let Some(g) = gave_up {
+        f.evidence(g.span, "then the start-up was given up on");
+    }
+    f.condition(
+        "the server repeated that it still waits for its engine",
+        true,
+    );
+    f.condition("no ready line, error or exit follows the waits", true);
+    let many = f.condition("the wait was logged 3 times or more", waits.len() >= 3);
+    let long = f.condition(
+        format!("the wait is measured: {LONG_WAIT_SECS} s or more"),
+        waited.is_some_and(|s| s >= LONG_WAIT_SECS),
+    );
+    let stopped = f.condition("someone or something gave up waiting", gave_up.is_some());
+    f.confidence = round2(match (many || stopped, long) {
+        (true, true) => 0.8,
+        (true, false) => 0.65,
+        (false, _) => 0.45,
+    });
+    f.chain
+        .push("the server never became ready: its engine did not finish starting".to_owned());
+    f.chain.push(format!(
+        "the front end logged `{}` {} times{span_text} and nothing answered it",
+        first.text.trim().rsplit("] ").next().unwrap_or("waiting"),
+        waits.len()
+    ));
+    f.title = "the engine never finished starting: the server waited for it to the end of the log"
+        .to_owned();
+    f.headline = format!(
+        "The server's start-up hung: it kept waiting for its engine ({} times{span_text}) and nothing answered.",
+        waits.len()
+    );
+    f.explanation = "The API server launched its engine and polls for its ready handshake; the handshake never came. The engine is stuck in its own start-up (most often the NCCL group or its first collective, sometimes weights or CUDA graphs): its last line before the waits is the stage it reached.".to_owned();
+    f.actions.push(Action::advice(
+        "see where the engine waits: py-spy dump on the engine core (VLLM::EngineCore) and its workers",
+        Some("py-spy dump --pid ENGINE_PID"),
+    ));
+    f.actions.push(Action::advice(
+        "for a multi-GPU start-up, rerun with NCCL_DEBUG=INFO and test the P2P path with NCCL_P2P_DISABLE=1 (then fix it, or set NCCL_P2P_LEVEL); with --enforce-eager if it stops at CUDA graphs",
+        None,
+    ));
+    Some(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::Category;
+    use crate::source::{Source, SourceMap};
+
+    fn findings(text: &str) -> Vec<crate::rules::Finding> {
+        let mut sources = SourceMap::default();
+        sources.add(Source::new("paste", text.as_bytes()));
+        crate::analyze(sources)
+            .diagnosis
+            .findings
+            .into_iter()
+            .filter(|f| f.rule == "startup-wait-unanswered")
+            .collect()
+    }
+
+    const WAIT: &str = "(APIServer pid=1) DEBUG 08-09 20:55:10 [v1/engine/utils.py:1262] Waiting for 1 local, 0 remote core engine proc(s) to start.\n(APIServer pid=1) DEBUG 08-09 20:55:20 [v1/engine/utils.py:1262] Waiting for 1 local, 0 remote core engine proc(s) to start.\n(APIServer pid=1) DEBUG 08-09 20:55:30 [v1/engine/utils.py:1262] Waiting for 1 local, 0 remote core engine proc(s) to start.\n";
+
+    #[test]
+    fn waits_to_the_end_of_the_log_are_a_hang() {
+        let f = findings(WAIT);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].category, Category::ServerHang);
+        assert_eq!(f[0].occurrences, 3);
+    }
+
+    #[test]
+    fn one_wait_is_start_up_in_progress() {
+        let one = WAIT.lines().next().unwrap_or_default();
+        assert!(findings(one).is_empty());
+    }
+
+    #[test]
+    fn an_error_after_the_waits_is_its_own_story() {
+        let text = format!(
+            "{WAIT}(Worker_TP1 pid=530) ERROR 10-06 18:54:30 [v1/executor/multiproc_executor.py:597] WorkerProc failed to start.\n"
+        );
+        assert!(findings(&text).is_empty());
+    }
+
+    #[test]
+    fn a_later_line_that_is_not_a_give_up_means_it_went_on() {
+        let text = format!(
+            "{WAIT}(APIServer pid=1) INFO 08-09 20:55:35 [api_server.py:1] Starting vLLM API server 0 on http://0.0.0.0:8000\n"
+        );
+        assert!(findings(&text).is_empty());
+    }
+}
