@@ -69,12 +69,18 @@ const COARSE_PREFIX: usize = 48;
 
 /// The coarse template of a line: the template of its first
 /// [`COARSE_PREFIX`] bytes, in a key space of its own.
-fn coarse(text: &str) -> Option<u64> {
+fn coarse(prefix: &str, template: &mut Vec<u8>) -> Option<u64> {
+    key_with(prefix, template).map(|k| !k.rotate_left(17))
+}
+
+/// What of `text` its coarse template is made of: its first
+/// [`COARSE_PREFIX`] bytes, cut back to a character's start.
+fn coarse_prefix(text: &str) -> &str {
     let mut cut = COARSE_PREFIX.min(text.len());
     while !text.is_char_boundary(cut) {
         cut -= 1;
     }
-    key_with(&text[..cut], &mut Vec::with_capacity(COARSE_PREFIX)).map(|k| !k.rotate_left(17))
+    &text[..cut]
 }
 
 /// Continuation lines kept with one repeated line at most.
@@ -116,20 +122,24 @@ pub(crate) fn key_with(text: &str, template: &mut Vec<u8>) -> Option<u64> {
 
 /// Writes the template of `bytes` into `template`; with `one_code`, keeps
 /// the first short number standing alone and gives up (`false`) at the
-/// second. One pass: each byte's class comes from a table, the words (runs
-/// of ASCII letters and digits) without a digit are copied with what
+/// second. One pass: the next digit is searched for ([`next_digit`]), the
+/// word around it classed byte by byte from a table; the words (runs of
+/// ASCII letters and digits) without a digit are copied with what
 /// surrounds them, in one piece, when the next word with a digit comes.
 fn masked(bytes: &[u8], template: &mut Vec<u8>, one_code: bool) -> bool {
     template.clear();
     let mut codes = 0;
     // Bytes before `done` are in the template.
     let (mut done, mut at) = (0, 0);
-    while at < bytes.len() {
-        if CLASS[usize::from(bytes[at])] & WORD == 0 {
-            at += 1;
-            continue;
+    // Only words with a digit are looked at: the next digit is found eight
+    // bytes at a time, and its word starts after the last byte before it
+    // that is in no word (`at` is in none, or is the line's start).
+    while let Some(digit) = next_digit(bytes, at) {
+        let mut start = digit;
+        while start > at && CLASS[usize::from(bytes[start - 1])] & WORD != 0 {
+            start -= 1;
         }
-        let start = at;
+        at = start;
         let (mut digits, mut hex) = (0, true);
         while let Some(&b) = bytes.get(at) {
             let class = CLASS[usize::from(b)];
@@ -139,9 +149,6 @@ fn masked(bytes: &[u8], template: &mut Vec<u8>, one_code: bool) -> bool {
             digits += usize::from(class & DIGIT != 0);
             hex &= class & HEX != 0;
             at += 1;
-        }
-        if digits == 0 {
-            continue;
         }
         template.extend_from_slice(&bytes[done..start]);
         let word = &bytes[start..at];
@@ -172,6 +179,35 @@ fn masked(bytes: &[u8], template: &mut Vec<u8>, one_code: bool) -> bool {
     }
     template.extend_from_slice(&bytes[done..]);
     true
+}
+
+/// Where the first ASCII digit at or after `from` is: eight bytes at a
+/// time, each byte tested for `0x2f < b < 0x3a` with no carry between
+/// bytes (a byte with its top bit set is no digit), so a line without
+/// digits costs a few instructions per eight bytes, not a table look-up
+/// per byte.
+fn next_digit(bytes: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let mut at = from;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word);
+        let low = x & (ONES * 0x7f);
+        // Per byte: top bit set where b < 0x3a, where b > 0x2f, where b < 0x80.
+        let below = (ONES * (0x7f + 0x3a)).wrapping_sub(low);
+        let above = low + ONES * (0x7f - 0x2f);
+        let digits = below & above & !x & (ONES * 0x80);
+        if digits != 0 {
+            return Some(at + (digits.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    bytes
+        .get(at..)?
+        .iter()
+        .position(u8::is_ascii_digit)
+        .map(|p| at + p)
 }
 
 /// Byte classes for [`masked`]: in a word (an ASCII letter or digit), a
@@ -271,6 +307,12 @@ pub(super) struct Aggregator {
     /// The template of the last line counted only, while its continuation
     /// lines follow it.
     current: Option<u64>,
+    /// Where a coarse template is written: past [`MAX_TEMPLATES`], every
+    /// new line's, so one buffer for all.
+    coarse: Vec<u8>,
+    /// The bytes of the last coarse template worked out, and its key: the
+    /// lines of one message in a row start alike, and then share it.
+    last_coarse: (Vec<u8>, Option<u64>),
 }
 
 impl Aggregator {
@@ -279,6 +321,8 @@ impl Aggregator {
             limits,
             templates: HashMap::default(),
             current: None,
+            coarse: Vec::with_capacity(COARSE_PREFIX),
+            last_coarse: (Vec::with_capacity(COARSE_PREFIX), None),
         })
     }
 
@@ -314,7 +358,14 @@ impl Aggregator {
         let key = if self.templates.len() < MAX_TEMPLATES || self.templates.contains_key(&key) {
             key
         } else {
-            match coarse(text) {
+            let prefix = coarse_prefix(text);
+            if self.last_coarse.0 != prefix.as_bytes() {
+                let key = coarse(prefix, &mut self.coarse);
+                self.last_coarse.0.clear();
+                self.last_coarse.0.extend_from_slice(prefix.as_bytes());
+                self.last_coarse.1 = key;
+            }
+            match self.last_coarse.1 {
                 Some(c) if self.templates.contains_key(&c) => c,
                 Some(c) if self.templates.len() < MAX_TEMPLATES + MAX_COARSE => c,
                 _ => return false,
@@ -463,6 +514,40 @@ mod tests {
             .iter()
             .position(u8::is_ascii_digit)
             .map(|d| from + d)
+    }
+
+    /// The eight-at-a-time search finds what a byte-by-byte one finds,
+    /// from every start, next to every byte value.
+    #[test]
+    fn the_digit_search_is_a_byte_search() {
+        let naive = |b: &[u8], from: usize| {
+            b.get(from..)
+                .and_then(|r| r.iter().position(u8::is_ascii_digit))
+                .map(|p| from + p)
+        };
+        let mut lines: Vec<Vec<u8>> = vec![
+            b"RuntimeError: CUDA error: an illegal memory access was encountered".to_vec(),
+            b"abcdefgh9".to_vec(),
+            b"/:09@".to_vec(),
+            "\u{e9}\u{663}9x".as_bytes().to_vec(),
+            Vec::new(),
+        ];
+        for b in 0..=255u8 {
+            for at in 0..10 {
+                let mut line = vec![b'a'; 17];
+                line[at] = b;
+                lines.push(line);
+            }
+        }
+        for line in &lines {
+            for from in 0..=line.len() + 1 {
+                assert_eq!(
+                    super::next_digit(line, from),
+                    naive(line, from),
+                    "{line:?} {from}"
+                );
+            }
+        }
     }
 
     #[test]

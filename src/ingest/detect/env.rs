@@ -10,7 +10,20 @@ re!(
 );
 
 pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
-    if COLLECT_ENV.is_match(line) {
+    // Each of the report's lines starts with one of these words: a line
+    // of another format pays byte tests, not the regex.
+    const FIRST: [&str; 9] = [
+        "Collecting environment information",
+        "PyTorch version: ",
+        "Is ",
+        "CUDA used to build PyTorch: ",
+        "ROCM used to build PyTorch: ",
+        "Nvidia driver version: ",
+        "GPU models and configuration:",
+        "Versions of relevant libraries:",
+        "vLLM Version: ",
+    ];
+    if FIRST.iter().any(|w| line.starts_with(w)) && COLLECT_ENV.is_match(line) {
         return Some(if current == Some(Format::TorchCollectEnv) {
             Class::Continue
         } else {

@@ -27,7 +27,8 @@ re!(
 
 /// [`JOURNAL_SHORT`], with a month name outside the C locale checked.
 fn short_matches(line: &str) -> bool {
-    JOURNAL_SHORT.is_match(line)
+    short_shape(line.as_bytes())
+        && JOURNAL_SHORT.is_match(line)
         && (line.as_bytes().get(3) == Some(&b' ') && line.as_bytes()[0].is_ascii_uppercase()
             || crate::ingest::journal_time::split_stamp(line).is_some())
 }
@@ -123,6 +124,34 @@ fn short_iso_ascii(line: &str) -> Option<bool> {
     }
 }
 
+/// What every line [`JOURNAL_SHORT`] matches has by position: after the
+/// month (no space in it but a leading one, ` 4月`), ` dd hh:` with the day
+/// `[ 0-3][0-9]`. Tested before the regex, which every line of a segment
+/// without a fast path would otherwise pay for (any line that starts with
+/// a capital: `RuntimeError: …`).
+fn short_shape(b: &[u8]) -> bool {
+    let Some(p) = b
+        .get(1..)
+        .and_then(|rest| memchr::memchr(b' ', rest))
+        .map(|p| p + 1)
+    else {
+        return false;
+    };
+    matches!(b.get(p + 1), Some(b' ' | b'0'..=b'3'))
+        && b.get(p + 2).is_some_and(u8::is_ascii_digit)
+        && b.get(p + 3) == Some(&b' ')
+        && b.get(p + 6) == Some(&b':')
+}
+
+/// Whether a line starts with a weekday's name, as [`WITH_UNIT`] and
+/// [`JOURNAL_FULL`] must.
+fn weekday_first(b: &[u8]) -> bool {
+    matches!(
+        b.get(..3),
+        Some(b"Mon" | b"Tue" | b"Wed" | b"Thu" | b"Fri" | b"Sat" | b"Sun")
+    )
+}
+
 /// A `-o short` line (see `continues_as` in the parent module).
 pub(super) fn is_short(line: &str) -> bool {
     short_matches(line)
@@ -216,7 +245,7 @@ pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
             "ISO timestamp, host, ident[pid]: (journalctl -o short-iso)",
         ));
     }
-    let weekday = first.is_ascii_uppercase();
+    let weekday = weekday_first(line.as_bytes());
     if weekday && WITH_UNIT.is_match(line) {
         return Some(Strong(
             Format::JournalWithUnit,
@@ -282,6 +311,47 @@ mod tests {
             Some(Class::Continue) => current,
             None => None,
         }
+    }
+
+    /// The byte tests before the regexes let through every line the
+    /// regexes match, in every locale's month.
+    #[test]
+    fn the_byte_gates_are_necessary() {
+        for line in [
+            "Jun 01 12:00:04 h x: m",
+            "Jun  1 12:00:04.000100 h x: m",
+            "дек 30 02:17:31 mj ollama[1322]: x",
+            "4月 26 19:39:33 host systemd[1]: x",
+            " 4月 26 19:39:33 host systemd[1]: x",
+            "12月 01 19:39:33 host systemd[1]: x",
+            "12월 01 19:39:33 host systemd[1]: x",
+            "mar 07 10:00:00 host kernel: x",
+            "déc. 07 10:00:00 host kernel: x",
+        ] {
+            assert!(JOURNAL_SHORT.is_match(line), "{line}");
+            assert!(short_shape(line.as_bytes()), "{line}");
+        }
+        for line in [
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+            "Jun 1 12:00:04 h x: m",
+            "Jun 01 12-00:04 h x: m",
+            "",
+            " ",
+        ] {
+            assert!(!short_shape(line.as_bytes()), "{line}");
+            assert!(!JOURNAL_SHORT.is_match(line), "{line}");
+        }
+        for line in [
+            "Mon 2026-06-01 12:00:00 UTC node python3[1]: x",
+            "Sun 2026-06-01 12:00:00.000100 +02:00 node vllm.service[4]: x",
+        ] {
+            assert!(
+                JOURNAL_FULL.is_match(line) || WITH_UNIT.is_match(line),
+                "{line}"
+            );
+            assert!(weekday_first(line.as_bytes()), "{line}");
+        }
+        assert!(!weekday_first(b"Runtime"));
     }
 
     #[test]

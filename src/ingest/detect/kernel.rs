@@ -71,14 +71,25 @@ pub(super) fn sniff(line: &str, _current: Option<Format>) -> Option<Class> {
             "[uptime] / [ctime] / ISO kernel timestamp (dmesg)",
         ));
     }
-    // Each of BARE's messages holds one of these words.
-    static WORDS: std::sync::LazyLock<aho_corasick::AhoCorasick> = std::sync::LazyLock::new(|| {
-        aho_corasick::AhoCorasick::new(["NVRM: ", "oom", "of memory"]).expect("literals")
-    });
-    (WORDS.is_match(line) && BARE.is_match(line)).then_some(Class::Strong(
+    (holds_bare_word(line.as_bytes()) && BARE.is_match(line)).then_some(Class::Strong(
         Format::Dmesg,
         "NVRM or OOM-killer line without a timestamp (dmesg -t)",
     ))
+}
+
+/// Whether `bytes` holds one of the words each of [`BARE`]'s messages
+/// holds (`NVRM: `, `oom`, `of memory`): every line of a segment without a
+/// fast path asks, so each word is a SIMD substring search. An
+/// Aho-Corasick automaton over the three cost more than the rest of the
+/// segmenter together (issue 18's 2M distinct error lines): its rare-byte
+/// prefilter stops at every `o` and `m` of an ordinary message.
+fn holds_bare_word(bytes: &[u8]) -> bool {
+    use memchr::memmem::Finder;
+    use std::sync::LazyLock;
+    static NVRM: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("NVRM: "));
+    static OOM: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("oom"));
+    static OF_MEMORY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("of memory"));
+    OOM.find(bytes).is_some() || OF_MEMORY.find(bytes).is_some() || NVRM.find(bytes).is_some()
 }
 
 #[cfg(test)]
@@ -106,5 +117,35 @@ mod fast_tests {
         }
         assert!(plain_uptime(b"[ 8712.345678] NVRM: Xid"));
         assert!(!plain_uptime(b"[ 8712.3456789] x"));
+    }
+
+    /// The word test lets through every line [`BARE`] claims, and stops
+    /// an ordinary message.
+    #[test]
+    fn the_word_test_is_necessary_for_a_bare_kernel_line() {
+        for line in [
+            "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.",
+            "kernel: NVRM: GPU at PCI:0000:3b:00: GPU-5b1e0c3a",
+            "kernel: [ 8712.345678] NVRM: Xid (PCI:0000:3b:00): 48",
+            "python3 invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0",
+            "Out of memory: Killed process 4242 (python3) total-vm:123kB",
+            "Memory cgroup out of memory: Killed process 4242 (python3)",
+            "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0",
+            "oom_reaper: reaped process 4242 (python3), now anon-rss:0kB",
+        ] {
+            assert!(BARE.is_match(line), "{line}");
+            assert!(holds_bare_word(line.as_bytes()), "{line}");
+        }
+        for line in [
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+            "torch.OutOfMemoryError: CUDA out of memory.",
+        ] {
+            assert_eq!(
+                holds_bare_word(line.as_bytes()),
+                line.contains("of memory"),
+                "{line}"
+            );
+            assert!(!BARE.is_match(line), "{line}");
+        }
     }
 }
