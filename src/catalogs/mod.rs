@@ -41,6 +41,7 @@ const FILES: &[(&str, &str)] = built![
     "nccl",
     "systemd",
     "kernel",
+    "dcgm",
     "stacks-torch",
     "stacks-vllm",
     "stacks-sglang",

@@ -76,6 +76,14 @@ pub struct GpuHealth {
     pub remapping_failed: Option<Reading<bool>>,
     /// Banks with no spare rows left (`Bank Remap Availability Histogram / None`).
     pub banks_without_spare_rows: Option<Reading<u64>>,
+    /// The hardware slowdowns among the clock event reasons (`Clocks Event
+    /// Reasons`, `Clocks Throttle Reasons` before driver 535) that read
+    /// `Active`, by their printed name: `HW Slowdown`, `HW Thermal
+    /// Slowdown`, `HW Power Brake Slowdown`.
+    pub hw_slowdowns: Vec<Reading<&'static str>>,
+    /// `Clocks / SM` and `Max Clocks / SM` as printed (`382 MHz`).
+    pub sm_clock: Option<Reading<String>>,
+    pub max_sm_clock: Option<Reading<String>>,
     pub sick_values: Vec<SickValue>,
     /// The `GPU 00000000:18:00.0` line (or `<gpu id=…>`).
     pub span: Span,

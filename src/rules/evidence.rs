@@ -285,17 +285,21 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         XidOther,
-        "a hardware slowdown among nvidia-smi's clock event reasons (`HW Power Brake Slowdown : Active`, thermal)",
-        Gap(
-            "not read yet: one real sample found (fixtures/real-incoming/batch-e/715), a rule needs two",
-        ),
+        "a hardware slowdown among nvidia-smi's clock event reasons (`HW Power Brake Slowdown : Active`, `HW Thermal Slowdown : Active`)",
+        Rule("gpu-hardware-slowdown"),
+        Some("fixtures/rules/gpu-hardware-slowdown/pos-dell-c4130-v100-power-brake"),
+    ),
+    cell(
+        XidOther,
+        "DCGM's health watch finding a GPU subsystem in a warning or failed state (the host engine's `Detected a WARNING in health system Thermal: …`)",
+        Row("dcgm.health-warning"),
         None,
     ),
     cell(
         XidOther,
-        "DCGM health and diagnostic results (`dcgmi health -c`, `dcgmi diag` with a `Fail`)",
+        "`dcgmi diag` results with a `Fail`, `dcgmi health -c`'s table",
         Gap(
-            "not read yet: every failing `dcgmi diag` table found in public threads is cut before its failing row",
+            "not read yet: every failing `dcgmi diag` table found in public threads is cut before its failing row, and no `dcgmi health -c` table with an incident was found",
         ),
         None,
     ),

@@ -109,6 +109,10 @@ struct GpuBlock {
     processes: Vec<GpuProcessRecord>,
     /// Read from a fragment without its `GPU <bus id>` line.
     anonymous: bool,
+    /// `HW Slowdown : Not Active` was read: no hardware slowdown is
+    /// engaged, whatever a sub-reason under it says (an H100's capture
+    /// shows `HW Power Brake Slowdown : Active` under it).
+    hw_slowdown_off: bool,
 }
 
 impl GpuBlock {
@@ -123,6 +127,7 @@ impl GpuBlock {
             health: blank_health(bus_id, span),
             processes: Vec::new(),
             anonymous: false,
+            hw_slowdown_off: false,
         }
     }
 
@@ -149,6 +154,12 @@ impl GpuBlock {
             return;
         }
         let text = || Some(value.to_owned());
+        let reading = || {
+            Some(Reading {
+                value: value.to_owned(),
+                span,
+            })
+        };
         let flag = || yes_no(value).map(|value| Reading { value, span });
         let count = || leading_number(value).map(|value| Reading { value, span });
         let h = &mut self.health;
@@ -212,6 +223,15 @@ impl GpuBlock {
             | "remapped_rows/bank_remap_availability_histogram/none" => {
                 h.banks_without_spare_rows = count()
             }
+            "clocks/sm" | "clocks/sm_clock" => h.sm_clock = reading(),
+            "max_clocks/sm" | "max_clocks/sm_clock" => h.max_sm_clock = reading(),
+            _ if hw_slowdown(key).is_some() => match (hw_slowdown(key), value) {
+                (Some(UMBRELLA), "Not Active") => self.hw_slowdown_off = true,
+                (Some(name), "Active") if !self.hw_slowdown_off => {
+                    h.hw_slowdowns.push(Reading { value: name, span })
+                }
+                _ => {}
+            },
             _ => {
                 if let Some(counter) = ecc_counter(key, value, span) {
                     h.ecc.push(counter);
@@ -295,6 +315,9 @@ fn blank_health(bus_id: Option<String>, span: Span) -> GpuHealth {
         remapped_rows_pending: None,
         remapping_failed: None,
         banks_without_spare_rows: None,
+        hw_slowdowns: Vec::new(),
+        sm_clock: None,
+        max_sm_clock: None,
         sick_values: Vec::new(),
         span,
     }
@@ -346,6 +369,31 @@ fn leading_number(value: &str) -> Option<u64> {
 
 /// The shared key of a text key path: `ECC Errors/Volatile/SRAM
 /// Uncorrectable SEC-DED` → `ecc_errors/volatile/sram_uncorrectable_secded`.
+/// The hardware slowdown a clock event reason's key names, by its printed
+/// name: text `clocks_event_reasons/hw_slowdown/hw_power_brake_slowdown`
+/// (the sub-reasons are printed under `HW Slowdown`), XML
+/// `clocks_event_reasons/clocks_event_reason_hw_power_brake_slowdown`, and
+/// `clocks_throttle_reason…` before driver 535.
+const UMBRELLA: &str = "HW Slowdown";
+
+fn hw_slowdown(key: &str) -> Option<&'static str> {
+    let section = key.split('/').next()?;
+    if section != "clocks_event_reasons" && section != "clocks_throttle_reasons" {
+        return None;
+    }
+    let leaf = key.rsplit('/').next()?;
+    let leaf = leaf
+        .strip_prefix("clocks_event_reason_")
+        .or_else(|| leaf.strip_prefix("clocks_throttle_reason_"))
+        .unwrap_or(leaf);
+    match leaf {
+        "hw_slowdown" => Some(UMBRELLA),
+        "hw_thermal_slowdown" => Some("HW Thermal Slowdown"),
+        "hw_power_brake_slowdown" => Some("HW Power Brake Slowdown"),
+        _ => None,
+    }
+}
+
 fn text_key(path: &[&str]) -> String {
     path.iter()
         .map(|k| {

@@ -536,3 +536,83 @@ fn unindented_sections_of_a_fragment_share_one_gpu() {
     let (facts, _) = text("Timestamp : Mon Jan  1 00:00:00 2024\nDriver Version : 535.104.05\n");
     assert!(facts.gpu_health.is_empty());
 }
+
+#[test]
+fn active_hardware_slowdowns_and_sm_clocks_are_read() {
+    // l4rz/reverse-engineering-dell-idrac-to-get-rid-of-gpu-throttling,
+    // README ("The problem"): a V100 in a Dell C4130, its power brake
+    // asserted by the iDRAC.
+    let input = "Clocks Throttle Reasons
+    Idle                              : Not Active
+    Applications Clocks Setting       : Not Active
+    SW Power Cap                      : Not Active
+    HW Slowdown                       : Active
+        HW Thermal Slowdown           : Not Active
+        HW Power Brake Slowdown       : Active
+
+Clocks
+    Graphics                          : 382 MHz
+    SM                                : 382 MHz
+";
+    let (facts, unrecognized) = text(input);
+    assert_eq!(unrecognized, 0);
+    let h = &facts.gpu_health[0];
+    assert_eq!(
+        h.hw_slowdowns,
+        vec![
+            read("HW Slowdown", 5).expect("read"),
+            read("HW Power Brake Slowdown", 7).expect("read"),
+        ]
+    );
+    // `Clocks` at column 0 is the same fragment's.
+    assert_eq!(h.sm_clock, read("382 MHz".to_owned(), 11));
+    // Inside a GPU block, and in XML (driver 535 renamed the section):
+    // assembled from the A10's layout (driver 550), not copied.
+    let input = "GPU 00000000:06:00.0
+    Clocks Event Reasons
+        Idle                              : Active
+        HW Slowdown                       : Active
+            HW Thermal Slowdown           : Active
+    Clocks
+        SM                                : 210 MHz
+    Max Clocks
+        SM                                : 1695 MHz
+";
+    let (facts, _) = text(input);
+    let h = &facts.gpu_health[0];
+    assert_eq!(
+        h.hw_slowdowns,
+        vec![
+            read("HW Slowdown", 4).expect("read"),
+            read("HW Thermal Slowdown", 5).expect("read"),
+        ]
+    );
+    // A sub-reason under `HW Slowdown : Not Active` is no slowdown engaged.
+    let (facts, _) = text(
+        "GPU 00000000:06:00.0
+    Clocks Event Reasons
+        HW Slowdown                       : Not Active
+            HW Thermal Slowdown           : Not Active
+            HW Power Brake Slowdown       : Active
+",
+    );
+    assert!(facts.gpu_health[0].hw_slowdowns.is_empty());
+    assert_eq!(h.sm_clock, read("210 MHz".to_owned(), 7));
+    assert_eq!(h.max_sm_clock, read("1695 MHz".to_owned(), 9));
+    let (facts, _) = xml(
+        "<nvidia_smi_log>
+<gpu id=\"00000000:06:00.0\">
+<clocks_event_reasons>
+<clocks_event_reason_gpu_idle>Active</clocks_event_reason_gpu_idle>
+<clocks_event_reason_hw_slowdown>Active</clocks_event_reason_hw_slowdown>
+<clocks_event_reason_hw_power_brake_slowdown>Not Active</clocks_event_reason_hw_power_brake_slowdown>
+</clocks_event_reasons>
+</gpu>
+</nvidia_smi_log>
+",
+    );
+    assert_eq!(
+        facts.gpu_health[0].hw_slowdowns,
+        vec![read("HW Slowdown", 5).expect("read")]
+    );
+}

@@ -139,6 +139,8 @@ pub(crate) const GPU_SECTIONS: &[&str] = &[
     "BAR1 Memory Usage",
     "Clocks Throttle Reasons",
     "Clocks Event Reasons",
+    "Clocks",
+    "Max Clocks",
 ];
 
 fn is_gpu_section(content: &str) -> bool {

@@ -11,6 +11,7 @@ mod ecc_uncorrectable_or_remap_pending;
 mod fabric_manager_mismatch;
 mod fabric_manager_no_nvswitch;
 mod gpu_fell_off_bus_no_xid;
+mod gpu_hardware_slowdown;
 mod gpu_held_by_unresolved_process;
 mod gpu_init_failed;
 mod gpu_memory_taken_before_load;
@@ -82,6 +83,7 @@ pub static RULES: &[&dyn Rule] = &[
     &fabric_manager_mismatch::RULE,
     &fabric_manager_no_nvswitch::RULE,
     &gpu_fell_off_bus_no_xid::RULE,
+    &gpu_hardware_slowdown::RULE,
     &gpu_held_by_unresolved_process::RULE,
     &gpu_init_failed::RULE,
     &gpu_memory_taken_before_load::RULE,
