@@ -72,12 +72,14 @@ static PROCESS_TYPE: LazyLock<Regex> =
 static CUT_MEMORY: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^[0-9]+\.\.\.$").expect("cut memory regex"));
 
-/// Words of the GPU block's column-header lines, all generations.
-const GPU_HEADER_WORDS: [&str; 18] = [
+/// Words of the GPU block's column-header lines, all generations (Windows
+/// drivers title the mode column `TCC/WDDM`, 570+ `Driver-Model`).
+const GPU_HEADER_WORDS: [&str; 19] = [
     "GPU",
     "Name",
     "Persistence-M",
     "TCC/WDDM",
+    "Driver-Model",
     "Bus-Id",
     "Disp.A",
     "Volatile",
@@ -179,6 +181,9 @@ pub(super) struct TableStream {
     awaiting_memory: Option<usize>,
     last_border_width: Option<usize>,
     date: Option<Timestamp>,
+    /// In a box another tool drew (dcgmi's, by its header row): its lines
+    /// are left to the text-table reader (`ingest::tables`).
+    foreign: bool,
 }
 
 impl Default for TableStream {
@@ -189,6 +194,7 @@ impl Default for TableStream {
             awaiting_memory: None,
             last_border_width: None,
             date: None,
+            foreign: false,
         }
     }
 }
@@ -196,6 +202,16 @@ impl Default for TableStream {
 impl TableStream {
     /// Reads one line; returns whether it was recognised.
     pub(super) fn feed(&mut self, text: &str, span: Span, facts: &mut Facts) -> bool {
+        let t = text.trim();
+        if super::tables::is_dcgmi_box_header(t) {
+            self.foreign = true;
+        }
+        if self.foreign {
+            if t.starts_with(['|', '+']) {
+                return false;
+            }
+            self.foreign = false;
+        }
         self.with(facts, |parser| parser.feed(text, span))
     }
 
