@@ -72,12 +72,14 @@ static PROCESS_TYPE: LazyLock<Regex> =
 static CUT_MEMORY: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^[0-9]+\.\.\.$").expect("cut memory regex"));
 
-/// Words of the GPU block's column-header lines, all generations.
-const GPU_HEADER_WORDS: [&str; 18] = [
+/// Words of the GPU block's column-header lines, all generations (Windows
+/// drivers title the mode column `TCC/WDDM`, 570+ `Driver-Model`).
+const GPU_HEADER_WORDS: [&str; 19] = [
     "GPU",
     "Name",
     "Persistence-M",
     "TCC/WDDM",
+    "Driver-Model",
     "Bus-Id",
     "Disp.A",
     "Volatile",
@@ -179,6 +181,9 @@ pub(super) struct TableStream {
     awaiting_memory: Option<usize>,
     last_border_width: Option<usize>,
     date: Option<Timestamp>,
+    /// In a box another tool drew (dcgmi's, by its header row): its lines
+    /// are left to the text-table reader (`ingest::tables`).
+    foreign: bool,
 }
 
 impl Default for TableStream {
@@ -189,6 +194,7 @@ impl Default for TableStream {
             awaiting_memory: None,
             last_border_width: None,
             date: None,
+            foreign: false,
         }
     }
 }
@@ -196,6 +202,18 @@ impl Default for TableStream {
 impl TableStream {
     /// Reads one line; returns whether it was recognised.
     pub(super) fn feed(&mut self, text: &str, span: Span, facts: &mut Facts) -> bool {
+        let t = text.trim();
+        if super::tables::is_dcgmi_box_header(t) {
+            self.foreign = true;
+        }
+        // nvidia-smi's own header row ends the other tool's box, even
+        // with no blank line between (a border above it went to the box).
+        if self.foreign {
+            if t.starts_with(['|', '+']) && !t.starts_with("| NVIDIA-SMI") {
+                return false;
+            }
+            self.foreign = false;
+        }
         self.with(facts, |parser| parser.feed(text, span))
     }
 
@@ -1822,5 +1840,42 @@ NVIDIA-SMI 470.141.03   Driver Version: 470.141.03   CUDA Version: 11.4
                 }
             }
         }
+    }
+
+    /// A box of `dcgmi discovery -l` (https://github.com/NVIDIA/DCGM/issues/229)
+    /// then, spliced with no blank line between, the table of
+    /// https://github.com/ollama/ollama/issues/12722 (a 573 driver): the
+    /// box's lines are left to the text-table reader, the table is read.
+    #[test]
+    fn a_dcgmi_box_is_left_alone_and_a_table_after_it_is_read() {
+        let text = "\
++--------+----------------------------------------------------------------------+
+| GPU ID | Device Information                                                   |
++--------+----------------------------------------------------------------------+
+| 0      | Name: <<<NULL>>>                                                     |
+|        | PCI Bus ID: 00000000:4C:00.0                                         |
+|        | Device UUID: GPU-d6a2c177-4cd8-8d01-0310-79f2720f37de                |
++--------+----------------------------------------------------------------------+
++-----------------------------------------------------------------------------------------+
+| NVIDIA-SMI 573.44                 Driver Version: 573.44         CUDA Version: 12.8     |
+|-----------------------------------------+------------------------+----------------------+
+| GPU  Name                  Driver-Model | Bus-Id          Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |
+|                                         |                        |               MIG M. |
+|=========================================+========================+
+|   0  Quadro RTX 3000              WDDM  |   00000000:01:00.0 Off |                  N/A |
+| N/A   55C    P8              5W /   65W |       0MiB /   6144MiB |      0%      Default |
+";
+        let lines = Line::numbered(text);
+        let mut facts = Facts::default();
+        let missed = read(&lines, &mut facts);
+        assert_eq!(missed, [1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(facts.smi_headers.len(), 1);
+        let got: Vec<_> = facts
+            .gpus
+            .iter()
+            .map(|g| (g.index, g.bus_id.as_deref(), g.memory_total_mib))
+            .collect();
+        assert_eq!(got, [(Some(0), Some("0000:01:00.0"), Some(6144))]);
     }
 }

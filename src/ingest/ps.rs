@@ -31,6 +31,16 @@ static AUX_ROW: LazyLock<Regex> = LazyLock::new(|| {
     .expect("ps aux row regex")
 });
 
+/// A `ps alx` (`ps axl`, `ps l`) row: `F UID PID PPID PRI NI VSZ RSS WCHAN
+/// STAT TTY TIME COMMAND`, the user a number, the wait channel cut to six
+/// characters (`futex_`, `-` when running).
+static ALX_ROW: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^\s*[0-9]{1,3}\s+[0-9]+\s+[0-9]+\s+[0-9]+\s+-?[0-9]+\s+-?[0-9]+\s+[0-9]+\s+[0-9]+\s+\S{1,6}\s+[DIRSTtWXZ][<NLsl+]*\s+(?:\?|pts/[0-9]+|tty[0-9A-Za-z_]*|console)\s+[0-9]+:[0-9][0-9]\s+\S",
+    )
+    .expect("ps alx row regex")
+});
+
 /// The columns a headerless row of each default layout has.
 const EF_COLUMNS: [Column; 8] = [
     Column::User,
@@ -38,6 +48,21 @@ const EF_COLUMNS: [Column; 8] = [
     Column::Ppid,
     Column::Other,
     Column::Start,
+    Column::Other,
+    Column::Other,
+    Column::Cmd,
+];
+const ALX_COLUMNS: [Column; 13] = [
+    Column::Other,
+    Column::User,
+    Column::Pid,
+    Column::Ppid,
+    Column::Other,
+    Column::Other,
+    Column::Other,
+    Column::Other,
+    Column::Other,
+    Column::Stat,
     Column::Other,
     Column::Other,
     Column::Cmd,
@@ -57,24 +82,28 @@ const AUX_COLUMNS: [Column; 11] = [
 ];
 
 /// The layout of a row pasted without its header, when its shape is
-/// unmistakably `ps -ef`'s or `ps aux`'s.
+/// unmistakably `ps -ef`'s, `ps aux`'s or `ps alx`'s.
 fn implied_columns(text: &str) -> Option<&'static [Column]> {
     if EF_ROW.is_match(text) {
         Some(&EF_COLUMNS)
     } else if AUX_ROW.is_match(text) {
         Some(&AUX_COLUMNS)
+    } else if ALX_ROW.is_match(text) {
+        Some(&ALX_COLUMNS)
     } else {
         None
     }
 }
 
-/// Whether `text` is a `ps -ef` or `ps aux` row even without its header.
+/// Whether `text` is a `ps -ef`, `ps aux` or `ps alx` row even without its
+/// header.
 pub(super) fn is_headerless_row(text: &str) -> bool {
     implied_columns(text).is_some()
 }
 
+/// What a column of a listing holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Column {
+pub(crate) enum Column {
     Pid,
     Ppid,
     User,
@@ -123,7 +152,64 @@ fn header(text: &str) -> Option<Vec<Column>> {
 /// Parses one segment; returns the lines it did not recognise (their
 /// indices), which go on to the line-level recognisers.
 pub fn read(lines: &[Line<'_>], facts: &mut Facts) -> Vec<usize> {
-    let mut columns: Option<Vec<Column>> = None;
+    read_by(None, lines, facts)
+}
+
+/// [`read`] for the output of `command`, typed at the prompt above: its
+/// `-o` list names the columns of rows pasted without the header.
+pub fn read_typed(command: &str, lines: &[Line<'_>], facts: &mut Facts) -> Vec<usize> {
+    read_by(typed_columns(command), lines, facts)
+}
+
+/// The columns a `ps` command prints, from its `-o` lists (`ps -eo
+/// pid,ppid,user,stat,lstart,etimes,args | grep vllm`, `ps axo …`, `ps
+/// -o pid= -o args=`, `--format …`); `None` when it names no PID column.
+pub(crate) fn typed_columns(command: &str) -> Option<Vec<Column>> {
+    let stage = command.split('|').find(|stage| {
+        stage
+            .split_whitespace()
+            .find(|w| !matches!(*w, "sudo" | "env" | "watch" | "time" | "command"))
+            .is_some_and(|tool| tool.rsplit('/').next() == Some("ps"))
+    })?;
+    let words: Vec<&str> = stage.split_whitespace().collect();
+    let mut lists = Vec::new();
+    for (i, word) in words.iter().enumerate() {
+        let bsd_or_unix = |w: &str| {
+            let letters = w.strip_prefix('-').unwrap_or(w);
+            letters.ends_with('o') && letters.bytes().all(|b| b"aAdeEfFgHjlLNrTuwxo".contains(&b))
+        };
+        if *word == "--format" || bsd_or_unix(word) {
+            lists.extend(words.get(i + 1).copied());
+        } else if let Some(list) = word
+            .strip_prefix("--format=")
+            .or_else(|| word.strip_prefix("-o").filter(|l| !l.is_empty()))
+        {
+            lists.push(list);
+        }
+    }
+    let columns: Vec<Column> = lists
+        .iter()
+        .flat_map(|l| l.trim_matches(['\'', '"']).split(','))
+        .filter(|k| !k.is_empty())
+        .map(|k| {
+            let name = k.split(['=', ':']).next().unwrap_or(k);
+            match name {
+                "pid" | "tgid" => Column::Pid,
+                "ppid" => Column::Ppid,
+                "user" | "uname" | "euser" | "ruser" | "uid" | "euid" | "ruid" => Column::User,
+                "stat" | "s" | "state" => Column::Stat,
+                "lstart" | "start" | "stime" | "start_time" | "bsdstart" => Column::Start,
+                "etime" | "etimes" => Column::Elapsed,
+                "args" | "cmd" | "command" | "comm" | "ucmd" | "ucomm" => Column::Cmd,
+                _ => Column::Other,
+            }
+        })
+        .collect();
+    columns.contains(&Column::Pid).then_some(columns)
+}
+
+fn read_by(typed: Option<Vec<Column>>, lines: &[Line<'_>], facts: &mut Facts) -> Vec<usize> {
+    let mut columns: Option<Vec<Column>> = typed;
     let mut missed = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         if line.text.trim().is_empty() {
@@ -524,6 +610,61 @@ user      4318  98.7  2.1 81234567 2789012 ?    Rl   2025 1234:56 python3 -m sgl
                 (24836, Some(24747), Some("10:19AM"))
             ]
         );
+    }
+
+    /// `ps alx | grep zcashd` without its header (zcash/zcash
+    /// doc/book/src/dev/regtest.md): the long format's shape names its
+    /// columns, the user a number, the wait channel `futex_` or `-`.
+    #[test]
+    fn headerless_ps_alx_rows() {
+        let (records, unrecognized) = run("\
+0  1000   96247   96246  20   0 1426304 123952 futex_ SLl+ pts/12   0:18 /g/zcash/src/zcashd -datadir=/tmp/test9d907s8a/96246/node0 -keypool=1
+0  1000   96274   96246  20   0 744092 85568 -      RLl+ pts/12     0:05 /g/zcash/src/zcashd -datadir=/tmp/test9d907s8a/96246/node1");
+        assert_eq!(unrecognized, 0);
+        let got: Vec<_> = records
+            .iter()
+            .map(|r| (r.pid, r.ppid, r.user.as_deref(), r.stat.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (96247, Some(96246), Some("1000"), Some("SLl+")),
+                (96274, Some(96246), Some("1000"), Some("RLl+")),
+            ]
+        );
+        assert!(records[0].cmd.starts_with("/g/zcash/src/zcashd -datadir="));
+    }
+
+    /// Rows with no header under `ps -eo pid,ppid,user,stat,lstart,etimes,pcpu,pmem,nlwp,args
+    /// | grep '[v]llm'` (fixtures/real/504, cut): the typed list names the
+    /// columns; without it the rows are no layout's.
+    #[test]
+    fn the_typed_column_list_reads_rows_without_a_header() {
+        let text = "  824867  824670 root     Sl   Sat Jun  7 14:06:35 2025 4074589  0.0  0.1   71 /usr/bin/python3 /root/.local/share/pipx/venvs/gpustack/bin/vllm serve /data/models/modelscope/Qwen/Qwen3-Embedding-8B --max-model-len 8192";
+        let lines = Line::numbered(text);
+        let mut facts = Facts::default();
+        let command = "ps -eo pid,ppid,user,stat,lstart,etimes,pcpu,pmem,nlwp,args | grep '[v]llm'";
+        assert!(read_typed(command, &lines, &mut facts).is_empty());
+        assert_eq!(
+            rows(&facts.ps),
+            [(
+                1,
+                824867,
+                Some(824670),
+                Some("root"),
+                Some("Sl"),
+                Some("Sat Jun  7 14:06:35 2025"),
+                "/usr/bin/python3 /root/.local/share/pipx/venvs/gpustack/bin/vllm serve /data/models/modelscope/Qwen/Qwen3-Embedding-8B --max-model-len 8192"
+            )]
+        );
+        let mut facts = Facts::default();
+        assert_eq!(read(&lines, &mut facts), [0]);
+        // Lists in every spelling; no PID, no columns.
+        assert!(typed_columns("sudo ps axo pid,etime,args").is_some());
+        assert!(typed_columns("ps -o pid= -o args=").is_some());
+        assert!(typed_columns("ps --format=pid,cmd").is_some());
+        assert_eq!(typed_columns("ps -eo user,args"), None);
+        assert_eq!(typed_columns("ps aux | grep -o pid"), None);
     }
 
     #[test]

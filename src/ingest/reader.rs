@@ -45,6 +45,9 @@ pub(super) enum SegmentReader {
     Buffered {
         format: Format,
         lines: Vec<(Span, String)>,
+        /// The command typed at the prompt above, when it names what the
+        /// lines are (`ps -o …`'s columns).
+        command: Option<String>,
     },
 }
 
@@ -115,7 +118,16 @@ impl SegmentReader {
             format => SegmentReader::Buffered {
                 format,
                 lines: Vec::new(),
+                command: None,
             },
+        }
+    }
+
+    /// The command typed at the prompt above, whose output this segment is
+    /// (`detect::Segmenter::typed_command`): a buffered reader reads by it.
+    pub(super) fn typed(&mut self, typed: Option<&str>) {
+        if let SegmentReader::Buffered { command, .. } = self {
+            *command = typed.map(str::to_owned);
         }
     }
 
@@ -192,12 +204,22 @@ impl SegmentReader {
                 lines.finish(facts)
             }
             SegmentReader::Table(r) => r.finish(out),
-            SegmentReader::Buffered { format, lines } => {
+            SegmentReader::Buffered {
+                format,
+                lines,
+                command,
+            } => {
                 let lines: Vec<Line<'_>> = lines
                     .iter()
                     .map(|(span, text)| Line::bare(*span, text))
                     .collect();
-                match parse_segment(format, &lines, facts) {
+                let missed = match (format, command) {
+                    (Format::Ps, Some(command)) => {
+                        Missed::Lines(super::ps::read_typed(&command, &lines, facts))
+                    }
+                    _ => parse_segment(format, &lines, facts),
+                };
+                match missed {
                     Missed::Count(n) => Tally::unrecognized(n),
                     // The lines the parser missed meet every recogniser,
                     // in order, as lines of an unknown segment do. Each was

@@ -15,6 +15,10 @@
 //! unrecognised. What was not understood is listed (bounded) for
 //! `rootcause inputs`.
 
+use std::sync::LazyLock;
+
+use regex::Regex;
+
 use super::journal_fields::{pid1_message_in, unit_of_pid1_message};
 use super::read::{Out, Read};
 use super::server::{Outer, OuterRef, Skim};
@@ -182,6 +186,7 @@ impl LineReader {
                 || is_ggml_line(line.text)
                 || is_setting_line(line.text)
                 || is_compose_cli_line(line.text)
+                || is_listing_summary(line.text)
                 || is_cli_verdict(line.text))
         {
             return Read::Skimmed(None);
@@ -384,6 +389,22 @@ fn is_cli_verdict(text: &str) -> bool {
                     || rest.contains(|c: char| c.is_ascii_digit())
                     || !rest.contains(' '))
         })
+}
+
+/// The lines a listing prints around its rows: `systemctl list-units`'s
+/// legend (`LOAD   = Reflects whether …`, since v248 `Legend: LOAD   →
+/// …` and its indented `ACTIVE → …`), its count (`1 loaded units
+/// listed.`) and hint, and `dcgmi discovery -l`'s count (`4 GPUs found.`).
+fn is_listing_summary(text: &str) -> bool {
+    static SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^(?:(?:Legend: +)?(?:LOAD|ACTIVE|SUB|JOB) +(?:=|→) \S.*|[0-9]+ loaded units listed\..*|To show all installed unit files use 'systemctl list-unit-files'\.|[0-9]+ (?:GPUs?|NvSwitch(?:es)?|CPUs?|CPU Cores?) found\.)$")
+            .expect("listing summary regex")
+    });
+    let t = text.trim();
+    t.as_bytes()
+        .first()
+        .is_some_and(|b| b.is_ascii_alphanumeric())
+        && SUMMARY.is_match(t)
 }
 
 /// docker compose's own lines around its services' logs: the progress

@@ -498,6 +498,7 @@ impl InputReader {
                     self.close(closed, reader);
                 }
                 let mut reader = SegmentReader::new(format);
+                reader.typed(self.segmenter.typed_command());
                 reader.aggregate(self.limits);
                 self.format = format;
                 self.feed_pending(&mut reader);

@@ -23,12 +23,42 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::model::{Facts, GpuProcessRecord, Listener};
+use crate::model::{Facts, GpuMention, GpuProcessRecord, GpuRecord, Listener, UnitStatus};
 use crate::source::Span;
 
 /// `+----+---+`, `+====+`, `|----|:---:|`.
 static BORDER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^\s*(?:\+[-=+]{3,}\+|\|(?:\s*:?-{3,}:?\s*\|)+)\s*$").expect("table border regex")
+});
+
+/// A rule of a `dcgmi diag` box that titles the section under it:
+/// `|-----  Metadata  ----------+------|`, `+-----  Hardware  ---+---+`.
+static BOX_SECTION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[|+]-{2,} +[A-Za-z][A-Za-z0-9 /&-]*? +-{2,}\+-{3,}[|+]$")
+        .expect("box section regex")
+});
+
+/// The header rows of the boxes `dcgmi` draws, by their titles: `dcgmi
+/// discovery -l` (`| GPU ID | Device Information |`) and `dcgmi diag`
+/// (`| Diagnostic | Result |`). A box with a header of its own is read
+/// by these lines, not by the nvidia-smi table's grammar.
+const DCGMI_BOX_HEADERS: [(&[&str], DcgmiBox); 2] = [
+    (&["GPU ID", "Device Information"], DcgmiBox::Discovery),
+    (&["Diagnostic", "Result"], DcgmiBox::Diag),
+];
+
+/// `| GPU1: Pass |`, `| GPU0: Fail |`: a `dcgmi diag` result per GPU
+/// (DCGM 4).
+static DIAG_GPU_RESULT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^GPU(?P<index>[0-9]{1,3}): (?:Pass|Fail|Warn|Skip)").expect("diag gpu regex")
+});
+
+/// A row of `systemctl list-units` (`systemctl --failed`), with or
+/// without its header (a row through `grep` says what it is): `●
+/// user@975.service loaded failed failed User Manager for UID 975`.
+static LIST_UNITS_ROW: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:[●*×] +)?(?P<unit>[A-Za-z0-9@._:\\-]+\.(?:service|socket|target|mount|timer|path|slice|scope|device|swap|automount))\s+(?:loaded|not-found|bad-setting|error|masked|stub|merged)\s+(?P<active>active|reloading|inactive|failed|activating|deactivating|maintenance|refreshing)\s+(?P<sub>[a-z-]+)(?:\s+(?P<desc>\S.*?))?\s*$")
+        .expect("list-units row regex")
 });
 
 /// `dcgmi dmon`'s header (`#Entity   XIDER   POWER`) and entity rows.
@@ -125,12 +155,39 @@ static JSON_LINE: LazyLock<Regex> = LazyLock::new(|| {
 #[derive(Debug, Default)]
 pub(crate) struct Tables {
     open: Option<Open>,
+    /// A GPU of `dcgmi discovery -l` whose block is not read to its UUID.
+    pending_gpu: Option<GpuRecord>,
+}
+
+/// Which of dcgmi's boxes a box is, when its header says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DcgmiBox {
+    Other,
+    Discovery,
+    Diag,
+}
+
+/// Whether `t` (trimmed) is the header row of one of dcgmi's boxes.
+pub(crate) fn is_dcgmi_box_header(t: &str) -> bool {
+    dcgmi_box_header(t).is_some()
+}
+
+fn dcgmi_box_header(t: &str) -> Option<DcgmiBox> {
+    if !t.starts_with('|') || !t.ends_with('|') {
+        return None;
+    }
+    let titles: Vec<&str> = t.trim_matches('|').split('|').map(str::trim).collect();
+    DCGMI_BOX_HEADERS
+        .iter()
+        .find(|(h, _)| *h == titles.as_slice())
+        .map(|(_, kind)| *kind)
 }
 
 #[derive(Debug, Clone, Copy)]
 enum Open {
     Box {
         cells: usize,
+        dcgmi: DcgmiBox,
     },
     Dmon {
         columns: usize,
@@ -192,6 +249,9 @@ impl Tables {
             return true;
         }
         if socket_line(t, span, facts) {
+            return true;
+        }
+        if t.contains(" loaded ") && list_units_row(t, span, facts) {
             return true;
         }
         // The rule of dashes under a listing's header stays in it.
@@ -279,23 +339,45 @@ impl Tables {
             Some(b'+' | b'|') => {
                 if BORDER.is_match(t) {
                     if self.open.is_none() {
-                        self.open = Some(Open::Box { cells: 0 });
+                        self.open = Some(Open::Box {
+                            cells: 0,
+                            dcgmi: DcgmiBox::Other,
+                        });
                     }
+                    return true;
+                }
+                // dcgmi's header row opens its box, whatever came above
+                // (the border may have been read as an nvidia-smi table's).
+                if let Some(kind) = dcgmi_box_header(t) {
+                    self.pending_gpu = None;
+                    self.open = Some(Open::Box {
+                        cells: cells(t),
+                        dcgmi: kind,
+                    });
+                    return true;
+                }
+                if matches!(self.open, Some(Open::Box { .. })) && BOX_SECTION.is_match(t) {
                     return true;
                 }
                 let cells = cells(t);
                 match self.open {
-                    Some(Open::Box { cells: 0 }) if cells >= 2 => {
-                        self.open = Some(Open::Box { cells });
+                    Some(Open::Box { cells: 0, dcgmi }) if cells >= 2 => {
+                        self.open = Some(Open::Box { cells, dcgmi });
                         true
                     }
                     // A cell may hold a `|` of its own, or a wrapped line
                     // leave one empty: a row is within one of its header.
-                    Some(Open::Box { cells: n }) if cells >= 2 && cells.abs_diff(n) <= 1 => true,
+                    Some(Open::Box { cells: n, dcgmi }) if cells >= 2 && cells.abs_diff(n) <= 1 => {
+                        self.dcgmi_row(dcgmi, t, span, facts);
+                        true
+                    }
                     _ => {
                         // A header row opens a Markdown table only with its
                         // separator below: remember it as a candidate.
-                        self.open = (cells >= 2).then_some(Open::Box { cells: 0 });
+                        self.open = (cells >= 2).then_some(Open::Box {
+                            cells: 0,
+                            dcgmi: DcgmiBox::Other,
+                        });
                         false
                     }
                 }
@@ -322,6 +404,91 @@ impl Tables {
             },
         }
     }
+}
+
+impl Tables {
+    /// A row of one of dcgmi's boxes: `dcgmi discovery -l`'s GPU blocks
+    /// (`| 0 | Name: … |`, `| | PCI Bus ID: … |`, `| | Device UUID: GPU-… |`)
+    /// become GPU records, `dcgmi diag`'s per-GPU results (`| | GPU1: Pass
+    /// |`) name their GPU.
+    fn dcgmi_row(&mut self, kind: DcgmiBox, row: &str, span: Span, facts: &mut Facts) {
+        let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+        let (Some(first), Some(info)) = (cells.first(), cells.get(1)) else {
+            return;
+        };
+        match kind {
+            DcgmiBox::Discovery => {
+                if let Ok(index) = first.parse::<u32>() {
+                    let name = info
+                        .strip_prefix("Name: ")
+                        .filter(|n| !n.is_empty() && !n.starts_with("<<<"));
+                    self.pending_gpu = Some(GpuRecord {
+                        index: Some(index),
+                        name: name.map(str::to_owned),
+                        span: Some(span),
+                        ..GpuRecord::default()
+                    });
+                    return;
+                }
+                let Some(gpu) = self.pending_gpu.as_mut().filter(|_| first.is_empty()) else {
+                    return;
+                };
+                if let Some(bus) = info.strip_prefix("PCI Bus ID: ") {
+                    gpu.bus_id = super::values::normalize_bus_id(bus);
+                } else if let Some(uuid) = info
+                    .strip_prefix("Device UUID: ")
+                    .filter(|u| u.starts_with("GPU-"))
+                {
+                    gpu.uuid = Some(uuid.to_owned());
+                    if let Some(gpu) = self.pending_gpu.take() {
+                        facts.gpus.push(gpu);
+                    }
+                }
+            }
+            DcgmiBox::Diag => {
+                if let Some(index) = DIAG_GPU_RESULT
+                    .captures(info)
+                    .and_then(|c| c["index"].parse().ok())
+                {
+                    facts.gpu_mentions.push(GpuMention {
+                        index,
+                        by: "a dcgmi diag result",
+                        span,
+                    });
+                }
+            }
+            DcgmiBox::Other => {}
+        }
+    }
+}
+
+/// A row of `systemctl list-units`; a failed unit becomes its status.
+fn list_units_row(t: &str, span: Span, facts: &mut Facts) -> bool {
+    let Some(c) = LIST_UNITS_ROW.captures(t) else {
+        return false;
+    };
+    if &c["active"] == "failed" {
+        facts.unit_statuses.push(UnitStatus {
+            unit: c["unit"].to_owned(),
+            description: c.name("desc").map(|d| d.as_str().to_owned()),
+            active_state: Some(c["active"].to_owned()),
+            sub_state: Some(c["sub"].to_owned()),
+            result: None,
+            main_pid: None,
+            main_comm: None,
+            main_exit: None,
+            cgroup: Vec::new(),
+            processes: Vec::new(),
+            in_state_secs: None,
+            duration_secs: None,
+            duration_span: None,
+            triggered: false,
+            span,
+            active_span: Some(span),
+            main_pid_span: None,
+        });
+    }
+    true
 }
 
 /// Whether `text` is a `key : value` line aligned by padding (asked after
@@ -749,5 +916,141 @@ done
         // A Markdown table: the header counts once its separator is seen.
         let got = read_all("| Model | Version | Status |\n|---|---|---|\n| a | 1 | READY |\n");
         assert_eq!(got, [false, true, true]);
+    }
+
+    /// `dcgmi discovery -l` as pasted in https://github.com/NVIDIA/DCGM/issues/229
+    /// (fixtures/formats/lines/dcgmi-discovery-l.txt; trailing spaces cut
+    /// here): each GPU block becomes a GPU record with its index, bus id
+    /// and UUID, the `<<<NULL>>>` name left out.
+    #[test]
+    fn dcgmi_discovery_blocks_are_gpu_records() {
+        let (read, facts) = read_with_facts(
+            "\
++--------+----------------------------------------------------------------------+
+| GPU ID | Device Information                                                   |
++--------+----------------------------------------------------------------------+
+| 0      | Name: <<<NULL>>>                                                     |
+|        | PCI Bus ID: 00000000:4C:00.0                                         |
+|        | Device UUID: GPU-d6a2c177-4cd8-8d01-0310-79f2720f37de                |
++--------+----------------------------------------------------------------------+
+| 1      | Name: <<<NULL>>>                                                     |
+|        | PCI Bus ID: 00000000:5D:00.0                                         |
+|        | Device UUID: GPU-75c4ee16-a840-6f6c-9a7b-5ed8f41598b8                |
++--------+----------------------------------------------------------------------+
+",
+        );
+        assert!(read.iter().all(|r| *r), "{read:?}");
+        let got: Vec<_> = facts
+            .gpus
+            .iter()
+            .map(|g| {
+                (
+                    g.index,
+                    g.name.as_deref(),
+                    g.bus_id.as_deref(),
+                    g.uuid.as_deref(),
+                    g.span.map(|s| s.line),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    Some(0),
+                    None,
+                    Some("0000:4c:00.0"),
+                    Some("GPU-d6a2c177-4cd8-8d01-0310-79f2720f37de"),
+                    Some(4)
+                ),
+                (
+                    Some(1),
+                    None,
+                    Some("0000:5d:00.0"),
+                    Some("GPU-75c4ee16-a840-6f6c-9a7b-5ed8f41598b8"),
+                    Some(8)
+                ),
+            ]
+        );
+    }
+
+    /// `dcgmi diag` of DCGM 4.2.3 as pasted in
+    /// https://github.com/NVIDIA/DCGM/issues/253: the section rules are
+    /// the box's, each `GPUn: Pass` names its GPU; a box with no dcgmi
+    /// header makes no GPU of a row that looks like one.
+    #[test]
+    fn dcgmi_diag_results_name_their_gpus() {
+        let (read, facts) = read_with_facts(
+            "\
+| Diagnostic                | Result                                         |
++===========================+================================================+
+|-----  Metadata  ----------+------------------------------------------------|
+| DCGM Version              | 4.2.3                                          |
+|-----  Deployment  --------+------------------------------------------------|
+| software                  | Pass                                           |
+|                           | GPU0: Pass                                     |
+|                           | GPU3: Pass                                     |
++-----  Hardware  ----------+------------------------------------------------+
+",
+        );
+        assert!(read.iter().all(|r| *r), "{read:?}");
+        let got: Vec<_> = facts
+            .gpu_mentions
+            .iter()
+            .map(|m| (m.index, m.span.line))
+            .collect();
+        assert_eq!(got, [(0, 7), (3, 8)]);
+        let (_, facts) = read_with_facts(
+            "+----+----+\n| Name | Result |\n+----+----+\n| 0 | Name: x |\n|  | Device UUID: GPU-1 |\n|  | GPU0: Pass |\n",
+        );
+        assert!(facts.gpus.is_empty() && facts.gpu_mentions.is_empty());
+    }
+
+    /// `systemctl list-units --failed` (https://github.com/systemd/systemd/issues/13733)
+    /// and a row through `grep` (https://github.com/cisagov/kali-packer/issues/6):
+    /// a failed unit becomes its status; an active one is read and makes none.
+    #[test]
+    fn list_units_rows_give_failed_units() {
+        let (read, facts) = read_with_facts(
+            "\
+ UNIT             LOAD   ACTIVE SUB    DESCRIPTION                            
+● user@975.service loaded failed failed User Manager for UID 975               
+● systemd-modules-load.service                     loaded failed failed    Load Kernel Modules 
+  ssh.service loaded active running OpenBSD Secure Shell server
+",
+        );
+        assert!(read.iter().all(|r| *r), "{read:?}");
+        let got: Vec<_> = facts
+            .unit_statuses
+            .iter()
+            .map(|u| {
+                (
+                    u.unit.as_str(),
+                    u.active_state.as_deref(),
+                    u.sub_state.as_deref(),
+                    u.description.as_deref(),
+                    u.span.line,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "user@975.service",
+                    Some("failed"),
+                    Some("failed"),
+                    Some("User Manager for UID 975"),
+                    2
+                ),
+                (
+                    "systemd-modules-load.service",
+                    Some("failed"),
+                    Some("failed"),
+                    Some("Load Kernel Modules"),
+                    3
+                ),
+            ]
+        );
     }
 }

@@ -252,6 +252,61 @@ const FAMILIES: &[(&str, &str, &str)] = &[
         "Z (LLMRayActor",
     ),
     (
+        "ps -eo etime under a header",
+        "fixtures/formats/ps/lstart-etime-supportconfig.txt",
+        "15-20:03:03",
+    ),
+    (
+        "ps -eo etime first, comm and args",
+        "fixtures/formats/ps/etime-first-two-commands.txt",
+        "51-21:05:51",
+    ),
+    (
+        "ps alx",
+        "fixtures/formats/ps/alx-grep-zcashd.txt",
+        "pts/12",
+    ),
+    (
+        "dcgmi discovery",
+        "fixtures/formats/lines/dcgmi-discovery-l.txt",
+        "|",
+    ),
+    (
+        "dcgmi diag 4.x",
+        "fixtures/formats/lines/dcgmi-diag-4.2.3.txt",
+        "|",
+    ),
+    (
+        "dcgmi diag 3.x",
+        "fixtures/formats/lines/dcgmi-diag-3.3.1.txt",
+        "|",
+    ),
+    (
+        "systemctl list-units",
+        "fixtures/formats/lines/systemctl-list-units-failed.txt",
+        "loaded",
+    ),
+    (
+        "systemctl list-units legend",
+        "fixtures/formats/lines/systemctl-list-units-failed.txt",
+        " = ",
+    ),
+    (
+        "systemctl list-units through grep",
+        "fixtures/formats/lines/systemctl-list-units-grep-failed.txt",
+        "loaded failed",
+    ),
+    (
+        "docker inspect",
+        "fixtures/formats/lines/docker-inspect-exited-137.txt",
+        "\"",
+    ),
+    (
+        "PowerShell prompt",
+        "fixtures/formats/nvidia-smi-table/powershell-573-driver-model.txt",
+        "PS D:\\",
+    ),
+    (
         "prompt fish",
         "fixtures/real/001-sglang-unbalanced-5090-plus-3090/input.log",
         ")> python",
@@ -268,14 +323,7 @@ const KNOWN_GAPS: &[(&str, &str)] = &[(
 /// Families of issue 20 with no real paste in the repository yet (their
 /// grammar is read by code and unit tests, on lines from upstream or
 /// threads, but no fixture holds them).
-const NO_SAMPLE_YET: &[&str] = &[
-    "ps -eo etimes/etime under a header",
-    "ps alx",
-    "dcgmi discovery, diag and stats boxes",
-    "systemctl list-units",
-    "docker inspect",
-    "PowerShell prompt",
-];
+const NO_SAMPLE_YET: &[&str] = &["dcgmi stats box"];
 
 /// The unrecognised lines `rootcause inputs` lists for `path`.
 fn unread(path: &Path) -> Vec<u32> {

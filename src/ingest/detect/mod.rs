@@ -236,6 +236,11 @@ pub(super) struct Segmenter {
     /// The command at the open prompt prints its own JSON (`dcgmi health
     /// -j`, `kubectl get -o json`): a bare `{` under it is no journal.
     own_json: bool,
+    /// The command typed at the open prompt, when its output is read by it
+    /// (`ps -eo pid,lstart,args` names the columns of rows with no header).
+    prompt_command: Option<String>,
+    /// That command, when the open segment is its output.
+    open_command: Option<String>,
 }
 
 impl Segmenter {
@@ -250,7 +255,15 @@ impl Segmenter {
             after_prompt: None,
             continued: false,
             own_json: false,
+            prompt_command: None,
+            open_command: None,
         }
+    }
+
+    /// The command typed at the prompt above the open segment, when the
+    /// segment is its output and is read by it (`ps -o …`).
+    pub(super) fn typed_command(&self) -> Option<&str> {
+        self.open_command.as_deref()
     }
 
     /// Whether the user named the format (`--format-hint`): lines are then
@@ -319,11 +332,13 @@ impl Segmenter {
         }
         // Under a prompt, the first output no strong line claims is the
         // output of the command typed there.
+        let mut from_prompt = false;
         if let (Class::Continue, Some(Format::ShellPrompt), Some((format, why))) =
             (&class, current, self.after_prompt)
         {
             if !line.trim().is_empty() {
                 class = Class::Strong(format, why);
+                from_prompt = true;
             }
         }
         if let Class::Strong(format, _) = class {
@@ -331,6 +346,9 @@ impl Segmenter {
                 Format::ShellPrompt => shell::command_hint(line),
                 _ => None,
             };
+            if format == Format::ShellPrompt {
+                self.prompt_command = shell::reads_by_command(line).map(str::to_owned);
+            }
             self.continued = format == Format::ShellPrompt && shell::continues(line);
             self.own_json = format == Format::ShellPrompt && shell::prints_own_json(line);
         }
@@ -338,6 +356,11 @@ impl Segmenter {
             Class::Strong(format, why)
                 if Some(format) != current || format == Format::ShellPrompt =>
             {
+                self.open_command = if from_prompt {
+                    self.prompt_command.take()
+                } else {
+                    None
+                };
                 let first_line = self.pending_start.take().unwrap_or(n);
                 let closed = self.open.replace(Segment {
                     source: self.id,

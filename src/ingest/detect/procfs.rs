@@ -26,7 +26,7 @@ pub(super) fn sniff(line: &str, _current: Option<Format>) -> Option<Class> {
     {
         return Some(Class::Strong(
             Format::Ps,
-            "ps -ef / ps aux row without its header",
+            "ps -ef / ps aux / ps alx row without its header",
         ));
     }
     if CGROUP_PROMPT.is_match(line) || HEAD_HEADER.is_match(line) {

@@ -46,10 +46,13 @@ re!(
 );
 // After a bare `$ ` or `# ` (maybe after the directory alone, as a prompt
 // of `PS1='\w\$ '` shows it: `~$ nvtop`, `/opt/app# ls`), a command: a lowercase word or a path, maybe
-// after `VAR=value` assignments (vLLM prints `# GPU blocks: 1952, …`).
+// after `VAR=value` assignments (vLLM prints `# GPU blocks: 1952, …`);
+// or the `$ ` prompt alone, the command's output over (a `#` alone is
+// too often a comment's). A paste indented as a whole indents its `$ `
+// prompts too (a `#` indented is a code comment's).
 re!(
     BARE_PROMPT,
-    r"^(?:(?:~[0-9A-Za-z_./-]*|/[0-9A-Za-z_./-]*)?[$#] +(?P<cmd>(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*[a-z./~][0-9A-Za-z_./+-]*(?:\s.*)?)|(?:PS [A-Z]:\\[^>]*>|>>>|In \[[0-9]+\]:) (?P<code>\S.*))$"
+    r"^(?:(?:(?:~[0-9A-Za-z_./-]*|/[0-9A-Za-z_./-]*)?[$#]|\s+\$) +(?P<cmd>(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*[a-z./~][0-9A-Za-z_./+-]*(?:\s.*)?)|(?:PS [A-Z]:\\[^>]*>|>>>|In \[[0-9]+\]:) (?P<code>\S.*)|\$ *)$"
 );
 
 // A command pasted without its prompt, maybe indented: a launcher people
@@ -116,6 +119,15 @@ fn command(line: &str) -> Option<&str> {
     c.name("cmd")
         .or_else(|| c.name("code"))
         .map(|m| m.as_str().trim())
+}
+
+/// The command typed at prompt `line` when its output is read by it: a
+/// `ps` whose `-o` list names the columns (`ps -eo pid,lstart,etimes,args |
+/// grep vllm`), which a paste may show without the header row.
+pub(super) fn reads_by_command(line: &str) -> Option<&str> {
+    let command = command(line)?;
+    (command_hint(line)?.0 == Format::Ps && crate::ingest::ps::typed_columns(command).is_some())
+        .then_some(command)
 }
 
 /// Whether the command at prompt `line` is a tool that prints JSON of its
@@ -348,6 +360,24 @@ mod tests {
             assert_eq!(command(line), Some(cmd), "{line}");
         }
         assert!(is_prompt("root@node4:~# "));
+        // A paste indented as a whole (fixtures/real/504), and the `$ `
+        // left alone after the output (zcash/zcash doc/book/src/dev/regtest.md);
+        // an indented `#` stays a comment.
+        assert_eq!(
+            command(
+                "  $ ps -eo pid,ppid,user,stat,lstart,etimes,pcpu,pmem,nlwp,args | grep '[v]llm' "
+            ),
+            Some("ps -eo pid,ppid,user,stat,lstart,etimes,pcpu,pmem,nlwp,args | grep '[v]llm'")
+        );
+        assert!(
+            reads_by_command(
+                "  $ ps -eo pid,ppid,user,stat,lstart,etimes,pcpu,pmem,nlwp,args | grep '[v]llm' "
+            )
+            .is_some()
+        );
+        assert!(reads_by_command("$ ps alx | grep zcashd").is_none());
+        assert!(is_prompt("$ "));
+        assert!(!is_prompt("    # compute the scores"));
         // Starship's two lines (fixtures/real/678), two virtualenvs
         // (fixtures/real/691), a virtualenv cut at its left
         // (fixtures/real/453), conda's `(base)` wrapped alone (697), and
