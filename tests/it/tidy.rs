@@ -585,7 +585,6 @@ const LONG_FUNCTIONS: &[&str] = &[
     "sglang_runtime_kv_pressure.rs check",
     "sglang_unbalanced_memory/held.rs explain_held",
     "sglang_watchdog_timeout.rs check",
-    "stale_serving_process.rs finding",
     "startup_stage_stalled.rs stalled",
     "systemd_crash_loop.rs check",
     "systemd_stop_timeout.rs check",
