@@ -585,7 +585,6 @@ const LONG_FUNCTIONS: &[&str] = &[
     "sglang_unbalanced_memory/held.rs explain_held",
     "sglang_watchdog_timeout.rs check",
     "startup_stage_stalled.rs stalled",
-    "systemd_crash_loop.rs check",
     "systemd_stop_timeout.rs check",
     "torch_cuda_oom/explain.rs explain_own",
     "unit_exited_zero_no_restart.rs from_properties",
