@@ -584,7 +584,6 @@ const LONG_FUNCTIONS: &[&str] = &[
     "sglang_runtime_kv_pressure.rs check",
     "sglang_unbalanced_memory/held.rs explain_held",
     "sglang_watchdog_timeout.rs check",
-    "startup_stage_stalled.rs stalled",
     "systemd_stop_timeout.rs check",
     "torch_cuda_oom/explain.rs explain_own",
     "unit_exited_zero_no_restart.rs from_properties",
