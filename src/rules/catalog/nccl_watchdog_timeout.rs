@@ -93,72 +93,13 @@ impl Rule for NcclWatchdogTimeout {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
-        let events = &incident.facts.server_events;
-        let mut reports: Vec<Report<'_>> = Vec::new();
-        let mut completed: BTreeMap<u32, (i64, Span)> = BTreeMap::new();
-        for e in events {
-            let ServerEventKind::TorchDist(t) = &e.kind else {
-                continue;
-            };
-            let rank = t.rank.or(e.rank.and_then(|r| r.global.or(r.tp)));
-            match &t.kind {
-                TorchDistKind::WatchdogTimeout {
-                    seq,
-                    op,
-                    numel_in,
-                    timeout_ms,
-                    ..
-                    // The same report again (the `what():` of the abort) is
-                    // skipped.
-                } if !reports
-                    .iter()
-                    .any(|r| r.rank == rank && r.seq == *seq && rank.is_some()) =>
-                {
-                    reports.push(Report {
-                        event: e,
-                        rank,
-                        seq: *seq,
-                        op,
-                        numel: *numel_in,
-                        timeout_ms: *timeout_ms,
-                    });
-                }
-                TorchDistKind::FailureDetected { last_completed, .. } => {
-                    if let Some(r) = rank {
-                        completed.entry(r).or_insert((*last_completed, e.span));
-                    }
-                }
-                _ => {}
-            }
-        }
+        let (reports, completed) = reports(incident);
         let Some(first) = reports.first().copied() else {
             return;
         };
         let reporting: BTreeSet<u32> = reports.iter().filter_map(|r| r.rank).collect();
-        let world = world_size(incident, &reporting);
-        let silent: Vec<u32> = (0..world).filter(|r| !reporting.contains(r)).collect();
-        // Lowest last-completed work, when it is one rank's alone.
-        let lowest = completed.values().map(|c| c.0).min();
-        let laggards: Vec<u32> = completed
-            .iter()
-            .filter(|(_, c)| Some(c.0) == lowest)
-            .map(|(r, _)| *r)
-            .collect();
-        let lagging = (laggards.len() == 1
-            && completed.len() > 1
-            && completed.values().any(|c| Some(c.0) != lowest))
-        .then(|| laggards[0]);
-        let culprit = if silent.len() == 1 {
-            Some((silent[0], "did not report the timeout"))
-        } else {
-            lagging.map(|r| (r, "completed the least work"))
-        };
-        // Different collectives under one sequence number: desynchronised.
-        let mut by_seq: BTreeMap<u64, BTreeSet<(&str, Option<i64>)>> = BTreeMap::new();
-        for r in &reports {
-            by_seq.entry(r.seq).or_default().insert((r.op, r.numel));
-        }
-        let desync = by_seq.values().any(|s| s.len() > 1);
+        let culprit = culprit(incident, &reporting, &completed);
+        let desync = desynchronised(&reports);
 
         let tgt = target(
             incident,
@@ -169,62 +110,12 @@ impl Rule for NcclWatchdogTimeout {
             .as_ref()
             .map_or("the server", |t| t.0.as_str())
             .to_owned();
-        let reporter_pids: BTreeSet<u32> = reports.iter().filter_map(|r| r.event.pid).collect();
-        let first_time = reports
-            .iter()
-            .filter_map(|r| incident.time_of(r.event.span).or(r.event.time))
-            .min();
         let timeout_s = first.timeout_ms / 1000;
-        let stall = culprit.and_then(|(rank, _)| {
-            first_failure(
-                incident,
-                rank,
-                &reporter_pids,
-                first.event,
-                first_time,
-                timeout_s,
-            )
-        });
+        let stall = culprit.and_then(|(rank, _)| stall_of(incident, &reports, rank));
 
         let mut f = Finding::new(META.id, META.category, META.severity);
         f.occurrences = reports.len() as u32;
-        for r in &reports {
-            let from_text = || {
-                incident
-                    .facts
-                    .messages
-                    .iter()
-                    .find(|m| m.span == r.event.span)
-                    .and_then(|m| LINE_PID.captures(&m.text))
-                    .and_then(|c| c["pid"].parse().ok())
-            };
-            if let Some(p) = r.event.pid.or_else(from_text) {
-                f.entities.pids.insert(p);
-            }
-        }
-        for (m, n) in distinct(reports.iter().filter_map(|r| {
-            incident
-                .facts
-                .messages
-                .iter()
-                .find(|m| m.span == r.event.span)
-        }))
-        .into_iter()
-        .take(3)
-        {
-            let note = reports
-                .iter()
-                .find(|r| r.event.span == m.span)
-                .map(|r| {
-                    let rank = r.rank.map(|k| format!("rank {k}'s ")).unwrap_or_default();
-                    format!(
-                        "{rank}{} SeqNum={} timed out (Timeout(ms)={}) ({n}x)",
-                        r.op, r.seq, r.timeout_ms
-                    )
-                })
-                .unwrap_or_else(|| format!("a rank's collective timed out ({n}x)"));
-            f.evidence(m.span, note);
-        }
+        cite_reports(&mut f, incident, &reports);
         if let Some((u, _, _)) = &tgt {
             f.entities.units.insert(u.clone());
         }
@@ -241,12 +132,7 @@ impl Rule for NcclWatchdogTimeout {
             "the rank that stalled is identified (the only silent rank, or the least completed work)",
             culprit.is_some(),
         );
-        let others: BTreeSet<u32> = reporting
-            .iter()
-            .copied()
-            .filter(|r| culprit.is_none_or(|(c, _)| c != *r))
-            .collect();
-        let others_text = rank_list(&others);
+        let others_text = others_text(&reporting, culprit);
         if let Some((rank, why)) = culprit {
             if let Some((c, span)) = completed.get(&rank) {
                 f.evidence(*span, format!("rank {rank}'s last completed work: {c}"));
@@ -262,29 +148,7 @@ impl Rule for NcclWatchdogTimeout {
         let mut culprit_finding = None;
         match (&stall, culprit) {
             (Some(stall), Some((rank, _))) => {
-                f.severity = Severity::Error;
-                for (span, note) in &stall.evidence {
-                    f.evidence(*span, note.clone());
-                }
-                if let Some(p) = stall.pid {
-                    f.entities.pids.insert(p);
-                }
-                f.entities.gpus.extend(stall.gpu);
-                f.chain.push(stall.what.clone());
-                f.condition("the stalled rank's own failure precedes the timeouts", true);
-                f.title = format!("NCCL timeouts on {ranks_text}: rank {rank} failed first");
-                f.headline = format!(
-                    "Rank {rank} of {who} failed first ({}); ranks {others_text} then waited in {} SeqNum={} until the NCCL watchdog aborted them after {timeout_s} s.",
-                    stall.short, first.op, first.seq
-                );
-                f.explanation = "The timeouts are consequences: every other rank waits for the failed one on its next collective until the watchdog fires.".to_owned();
-                f.actions.push(Action::advice(
-                    format!(
-                        "fix rank {rank}'s failure ({}); the timeouts follow from it",
-                        stall.short
-                    ),
-                    None,
-                ));
+                blame_stall(&mut f, stall, rank, &who, first, &others_text, &ranks_text);
                 // An exception no other rule classifies is reported here, as
                 // the cause of the timeouts.
                 if let Some(x) = stall
@@ -304,53 +168,7 @@ impl Rule for NcclWatchdogTimeout {
                     ));
                 }
             }
-            _ => {
-                f.condition(
-                    "the stalled rank's own failure precedes the timeouts",
-                    false,
-                );
-                f.title = match culprit {
-                    Some((rank, _)) => format!(
-                        "NCCL watchdog timeout in {} on {ranks_text}; rank {rank} stalled",
-                        first.op
-                    ),
-                    None => format!("NCCL watchdog timeout in {} on {ranks_text}", first.op),
-                };
-                f.headline = if desync {
-                    format!(
-                        "{who}'s ranks timed out in mismatched collectives for the same sequence number: the program is desynchronised (a software bug), not a slow peer."
-                    )
-                } else {
-                    match culprit {
-                        Some((rank, why)) => format!(
-                            "{who}'s {ranks_text} timed out after {timeout_s} s in {} (SeqNum={}); rank {rank} {why}: find why it stalled (its log, an Xid on its GPU, an OOM kill).",
-                            first.op, first.seq
-                        ),
-                        None => format!(
-                            "{who}'s {ranks_text} timed out after {timeout_s} s in {} (SeqNum={}); the inputs do not show which rank stalled.",
-                            first.op, first.seq
-                        ),
-                    }
-                };
-                f.explanation = "A collective completes only when every rank joins it; one rank that died, hung or ran a different collective leaves the others waiting until the watchdog aborts them.".to_owned();
-                if first.seq <= 1 {
-                    f.explanation.push_str(" Here the very first collective (SeqNum=1) never completed: the communicator never worked, which points at the transport between the GPUs (peer-to-peer over PCIe, IOMMU/ACS, a firewall between nodes) rather than at a rank that stalled mid-run.");
-                    f.actions.push(Action::advice(
-                        "test the transport: rerun with NCCL_DEBUG=INFO and NCCL_P2P_DISABLE=1 (P2P over PCIe is broken on many consumer boards and with IOMMU/ACS on); check the GPU topology",
-                        Some("nvidia-smi topo -m"),
-                    ));
-                }
-                f.actions.push(Action::advice(
-                    "find the stalled rank's first error: its own log lines, an Xid for its GPU, an OOM kill of its PID",
-                    Some("journalctl -k --since '-2h' | grep -E 'NVRM: Xid|Killed process'"),
-                ));
-                if desync {
-                    f.actions.push(Action::advice(
-                        "a desynchronised program is a software bug: report it with the ranks' SeqNum/OpType lines; upgrade the server",
-                        None,
-                    ));
-                }
-            }
+            _ => no_stall(&mut f, culprit, &who, first, &ranks_text, desync),
         }
         f.actions.push(Action::advice(
             "restart the whole server (every rank), not one rank",
@@ -363,6 +181,255 @@ impl Rule for NcclWatchdogTimeout {
             out.push(c);
         }
         out.push(f);
+    }
+}
+
+/// The ranks' reports of timed-out collectives (a report repeated by the
+/// abort's `what():` once), and each rank's last completed work with its
+/// line.
+fn reports(incident: &Incident) -> (Vec<Report<'_>>, BTreeMap<u32, (i64, Span)>) {
+    let events = &incident.facts.server_events;
+    let mut reports: Vec<Report<'_>> = Vec::new();
+    let mut completed: BTreeMap<u32, (i64, Span)> = BTreeMap::new();
+    for e in events {
+        let ServerEventKind::TorchDist(t) = &e.kind else {
+            continue;
+        };
+        let rank = t.rank.or(e.rank.and_then(|r| r.global.or(r.tp)));
+        match &t.kind {
+            TorchDistKind::WatchdogTimeout {
+                seq,
+                op,
+                numel_in,
+                timeout_ms,
+                ..
+                // The same report again (the `what():` of the abort) is
+                // skipped.
+            } if !reports
+                .iter()
+                .any(|r| r.rank == rank && r.seq == *seq && rank.is_some()) =>
+            {
+                reports.push(Report {
+                    event: e,
+                    rank,
+                    seq: *seq,
+                    op,
+                    numel: *numel_in,
+                    timeout_ms: *timeout_ms,
+                });
+            }
+            TorchDistKind::FailureDetected { last_completed, .. } => {
+                if let Some(r) = rank {
+                    completed.entry(r).or_insert((*last_completed, e.span));
+                }
+            }
+            _ => {}
+        }
+    }
+    (reports, completed)
+}
+
+/// The rank that stalled and why it is the one: the only rank of the
+/// group that did not report the timeout, or else the one rank whose last
+/// completed work is the lowest.
+fn culprit(
+    incident: &Incident,
+    reporting: &BTreeSet<u32>,
+    completed: &BTreeMap<u32, (i64, Span)>,
+) -> Option<(u32, &'static str)> {
+    let world = world_size(incident, reporting);
+    let silent: Vec<u32> = (0..world).filter(|r| !reporting.contains(r)).collect();
+    // Lowest last-completed work, when it is one rank's alone.
+    let lowest = completed.values().map(|c| c.0).min();
+    let laggards: Vec<u32> = completed
+        .iter()
+        .filter(|(_, c)| Some(c.0) == lowest)
+        .map(|(r, _)| *r)
+        .collect();
+    let lagging = (laggards.len() == 1
+        && completed.len() > 1
+        && completed.values().any(|c| Some(c.0) != lowest))
+    .then(|| laggards[0]);
+    if silent.len() == 1 {
+        Some((silent[0], "did not report the timeout"))
+    } else {
+        lagging.map(|r| (r, "completed the least work"))
+    }
+}
+
+/// Whether the ranks report different collectives under one sequence
+/// number: the program is desynchronised.
+fn desynchronised(reports: &[Report<'_>]) -> bool {
+    let mut by_seq: BTreeMap<u64, BTreeSet<(&str, Option<i64>)>> = BTreeMap::new();
+    for r in reports {
+        by_seq.entry(r.seq).or_default().insert((r.op, r.numel));
+    }
+    by_seq.values().any(|s| s.len() > 1)
+}
+
+/// The stalled `rank`'s own failure before the first of the `reports`.
+fn stall_of<'a>(incident: &'a Incident, reports: &[Report<'a>], rank: u32) -> Option<Stall<'a>> {
+    let first = reports[0];
+    let reporter_pids: BTreeSet<u32> = reports.iter().filter_map(|r| r.event.pid).collect();
+    let first_time = reports
+        .iter()
+        .filter_map(|r| incident.time_of(r.event.span).or(r.event.time))
+        .min();
+    let timeout_s = first.timeout_ms / 1000;
+    first_failure(
+        incident,
+        rank,
+        &reporter_pids,
+        first.event,
+        first_time,
+        timeout_s,
+    )
+}
+
+/// Cites the reports' PIDs and their lines (the first three distinct).
+fn cite_reports(f: &mut Finding, incident: &Incident, reports: &[Report<'_>]) {
+    for r in reports {
+        let from_text = || {
+            incident
+                .facts
+                .messages
+                .iter()
+                .find(|m| m.span == r.event.span)
+                .and_then(|m| LINE_PID.captures(&m.text))
+                .and_then(|c| c["pid"].parse().ok())
+        };
+        if let Some(p) = r.event.pid.or_else(from_text) {
+            f.entities.pids.insert(p);
+        }
+    }
+    for (m, n) in distinct(reports.iter().filter_map(|r| {
+        incident
+            .facts
+            .messages
+            .iter()
+            .find(|m| m.span == r.event.span)
+    }))
+    .into_iter()
+    .take(3)
+    {
+        let note = reports
+            .iter()
+            .find(|r| r.event.span == m.span)
+            .map(|r| {
+                let rank = r.rank.map(|k| format!("rank {k}'s ")).unwrap_or_default();
+                format!(
+                    "{rank}{} SeqNum={} timed out (Timeout(ms)={}) ({n}x)",
+                    r.op, r.seq, r.timeout_ms
+                )
+            })
+            .unwrap_or_else(|| format!("a rank's collective timed out ({n}x)"));
+        f.evidence(m.span, note);
+    }
+}
+
+/// The reporting ranks other than the culprit, as a list (`0-2, 4`).
+fn others_text(reporting: &BTreeSet<u32>, culprit: Option<(u32, &str)>) -> String {
+    let others: BTreeSet<u32> = reporting
+        .iter()
+        .copied()
+        .filter(|r| culprit.is_none_or(|(c, _)| c != *r))
+        .collect();
+    rank_list(&others)
+}
+
+/// Tells the timeouts as the consequence of the stalled `rank`'s own
+/// failure: its evidence, the title, headline, explanation and fix.
+fn blame_stall(
+    f: &mut Finding,
+    stall: &Stall<'_>,
+    rank: u32,
+    who: &str,
+    first: Report<'_>,
+    others_text: &str,
+    ranks_text: &str,
+) {
+    let timeout_s = first.timeout_ms / 1000;
+    f.severity = Severity::Error;
+    for (span, note) in &stall.evidence {
+        f.evidence(*span, note.clone());
+    }
+    if let Some(p) = stall.pid {
+        f.entities.pids.insert(p);
+    }
+    f.entities.gpus.extend(stall.gpu);
+    f.chain.push(stall.what.clone());
+    f.condition("the stalled rank's own failure precedes the timeouts", true);
+    f.title = format!("NCCL timeouts on {ranks_text}: rank {rank} failed first");
+    f.headline = format!(
+        "Rank {rank} of {who} failed first ({}); ranks {others_text} then waited in {} SeqNum={} until the NCCL watchdog aborted them after {timeout_s} s.",
+        stall.short, first.op, first.seq
+    );
+    f.explanation = "The timeouts are consequences: every other rank waits for the failed one on its next collective until the watchdog fires.".to_owned();
+    f.actions.push(Action::advice(
+        format!(
+            "fix rank {rank}'s failure ({}); the timeouts follow from it",
+            stall.short
+        ),
+        None,
+    ));
+}
+
+/// Tells the timeouts with no failure of the stalled rank in the inputs:
+/// the rank that stalled if known, a desynchronised program, a first
+/// collective that never completed, and where to look.
+fn no_stall(
+    f: &mut Finding,
+    culprit: Option<(u32, &str)>,
+    who: &str,
+    first: Report<'_>,
+    ranks_text: &str,
+    desync: bool,
+) {
+    let timeout_s = first.timeout_ms / 1000;
+    f.condition(
+        "the stalled rank's own failure precedes the timeouts",
+        false,
+    );
+    f.title = match culprit {
+        Some((rank, _)) => format!(
+            "NCCL watchdog timeout in {} on {ranks_text}; rank {rank} stalled",
+            first.op
+        ),
+        None => format!("NCCL watchdog timeout in {} on {ranks_text}", first.op),
+    };
+    f.headline = if desync {
+        format!(
+            "{who}'s ranks timed out in mismatched collectives for the same sequence number: the program is desynchronised (a software bug), not a slow peer."
+        )
+    } else {
+        match culprit {
+            Some((rank, why)) => format!(
+                "{who}'s {ranks_text} timed out after {timeout_s} s in {} (SeqNum={}); rank {rank} {why}: find why it stalled (its log, an Xid on its GPU, an OOM kill).",
+                first.op, first.seq
+            ),
+            None => format!(
+                "{who}'s {ranks_text} timed out after {timeout_s} s in {} (SeqNum={}); the inputs do not show which rank stalled.",
+                first.op, first.seq
+            ),
+        }
+    };
+    f.explanation = "A collective completes only when every rank joins it; one rank that died, hung or ran a different collective leaves the others waiting until the watchdog aborts them.".to_owned();
+    if first.seq <= 1 {
+        f.explanation.push_str(" Here the very first collective (SeqNum=1) never completed: the communicator never worked, which points at the transport between the GPUs (peer-to-peer over PCIe, IOMMU/ACS, a firewall between nodes) rather than at a rank that stalled mid-run.");
+        f.actions.push(Action::advice(
+            "test the transport: rerun with NCCL_DEBUG=INFO and NCCL_P2P_DISABLE=1 (P2P over PCIe is broken on many consumer boards and with IOMMU/ACS on); check the GPU topology",
+            Some("nvidia-smi topo -m"),
+        ));
+    }
+    f.actions.push(Action::advice(
+        "find the stalled rank's first error: its own log lines, an Xid for its GPU, an OOM kill of its PID",
+        Some("journalctl -k --since '-2h' | grep -E 'NVRM: Xid|Killed process'"),
+    ));
+    if desync {
+        f.actions.push(Action::advice(
+            "a desynchronised program is a software bug: report it with the ranks' SeqNum/OpType lines; upgrade the server",
+            None,
+        ));
     }
 }
 

@@ -2,22 +2,18 @@
 //! their server: re-parented to PID 1, left behind by systemd, or stuck.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
 use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::correlate::{Gpu, GpuProcess, Incident, UnitEventKind};
-use crate::model::{GpuUuid, Pid, StartTime, UnitName};
-use crate::rules::support::{confidence, mib};
-use crate::rules::{
-    Action, ActionKind, Category, ExpectedCmdline, Finding, GpuHold, GpuRef, ProcessIdentity, Rule,
-    RuleMeta, Safety, Severity,
-};
+use crate::correlate::{Incident, UnitEvent, UnitEventKind};
+use crate::rules::{Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
 mod duplicates;
+mod finding;
 use duplicates::duplicates;
+use finding::finding;
 
 pub static RULE: StaleServingProcess = StaleServingProcess;
 
@@ -141,11 +137,6 @@ impl Rule for StaleServingProcess {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
-        let left_over_by_systemd = |pid: u32| {
-            incident.units.values().flat_map(|u| &u.events).find(|e| {
-                matches!(e.kind, UnitEventKind::RemainsRunning { pid: p } | UnitEventKind::LeftOverProcess { pid: p } if p == pid)
-            })
-        };
         // Inside a container PID 1 may be the server itself: then PPID 1 is
         // its children's normal parent, not a sign of an orphan.
         let pid1_is_server = incident.facts.ps.iter().any(|p| {
@@ -161,7 +152,7 @@ impl Rule for StaleServingProcess {
             let orphan = p.ppid == Some(1) && !pid1_is_server;
             let stuck = p.stat.as_deref().is_some_and(|s| s.starts_with('D'))
                 || stacks.iter().any(|s| s.pid == Some(p.pid));
-            if orphan || left_over_by_systemd(p.pid).is_some() || stuck {
+            if orphan || left_over_by_systemd(incident, p.pid).is_some() || stuck {
                 families.entry(fam).or_default().push(Leftover {
                     pid: p.pid,
                     cmd: &p.cmd,
@@ -264,306 +255,12 @@ fn driver_stacks(incident: &Incident) -> Vec<DriverStack> {
     out
 }
 
-fn finding(
-    incident: &Incident,
-    fam: &str,
-    members: &[Leftover<'_>],
-    stacks: &[DriverStack],
-) -> Finding {
-    let left_over_by_systemd = |pid: u32| {
-        incident.units.values().flat_map(|u| &u.events).find(|e| {
-            matches!(e.kind, UnitEventKind::RemainsRunning { pid: p } | UnitEventKind::LeftOverProcess { pid: p } if p == pid)
-        })
-    };
-    // A stack whose PID the capture did not print belongs to the only
-    // leftover there is.
-    let stack_of = |pid: u32| {
-        stacks.iter().find(|s| {
-            s.pid == Some(pid) || (s.pid.is_none() && members.len() == 1 && stacks.len() == 1)
-        })
-    };
-    let stuck_state = |m: &Leftover<'_>| m.stat.is_some_and(|s| s.starts_with('D'));
-    let stuck: Vec<&Leftover<'_>> = members
-        .iter()
-        .filter(|m| stuck_state(m) || stack_of(m.pid).is_some())
-        .collect();
-    let on_gpu: Vec<&GpuProcess> = incident
-        .gpu_processes
-        .iter()
-        .filter(|g| members.iter().any(|m| m.pid == g.pid))
-        .collect();
-    // No process table at all, but a GPU with memory in use: the leftovers
-    // are the likely holders, an inference the report states as one.
-    let busy: Vec<&Gpu> = if incident.gpu_processes.is_empty() && on_gpu.is_empty() {
-        incident
-            .gpus
-            .iter()
-            .filter(|g| g.memory_used_mib.is_some_and(|u| u >= 1024))
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let severity = if on_gpu.is_empty() && stuck.is_empty() && busy.is_empty() {
-        Severity::Warning
-    } else {
-        META.severity
-    };
-    let mut f = Finding::new(META.id, META.category, severity);
-    let first = &members[0];
-    for m in members {
-        f.entities.pids.insert(m.pid);
-        let mut note = format!(
-            "PID {} `{}`{}{}",
-            m.pid,
-            m.cmd,
-            m.ppid.map_or(String::new(), |x| format!(" has PPID {x}")),
-            if stuck_state(m) { ", state D" } else { "" }
-        );
-        if let Some(anchor) = m.sibling_of {
-            let _ = write!(
-                note,
-                " (not in ps: a worker of the same server as PID {anchor}, by its title and PID; inferred)"
-            );
-        }
-        f.evidence(m.span, note);
-        if let Some(e) = left_over_by_systemd(m.pid) {
-            f.evidence(e.span, format!("systemd left PID {} behind", m.pid));
-        }
-        if let Some(s) = stack_of(m.pid) {
-            for span in s.frames.iter().take(3) {
-                f.evidence(
-                    *span,
-                    format!(
-                        "PID {}'s kernel stack is inside the NVIDIA driver ({})",
-                        m.pid,
-                        s.modules.iter().cloned().collect::<Vec<_>>().join(", ")
-                    ),
-                );
-            }
-        }
-    }
-    let mut held = 0;
-    for g in &on_gpu {
-        held += g.used_mib.unwrap_or(0);
-        if let Some(gpu) = g.gpu {
-            f.entities.gpus.insert(gpu);
-        }
-        for s in g.spans.iter().take(1) {
-            f.evidence(
-                *s,
-                format!(
-                    "{} holds {} on GPU {}",
-                    if members.len() == 1 {
-                        "it".to_owned()
-                    } else {
-                        format!("PID {}", g.pid)
-                    },
-                    mib(g.used_mib),
-                    g.gpu.map_or("?".to_owned(), |x| x.to_string())
-                ),
-            );
-        }
-    }
-    for g in &busy {
-        f.entities.gpus.insert(g.index);
-        if let Some(span) = g.spans.first() {
-            f.evidence(
-                *span,
-                format!(
-                    "GPU {} has {} of {} in use and the inputs list no process for it",
-                    g.index,
-                    mib(g.memory_used_mib),
-                    mib(g.memory_total_mib)
-                ),
-            );
-        }
-    }
-    let owner = members.iter().find_map(|m| incident.owner(m.pid));
-    if let Some(o) = owner {
-        f.entities.units.insert(o.unit.clone());
-    }
-    let pids: Vec<String> = members.iter().map(|m| m.pid.to_string()).collect();
-    let pid_list = pids.join(", ");
-    let what = if members.len() == 1 {
-        format!("PID {} ({})", first.pid, first_word(first.cmd))
-    } else {
-        format!("PIDs {pid_list} ({fam})")
-    };
-    let any_stuck_stack = stuck.iter().any(|m| stack_of(m.pid).is_some());
-    f.condition("it is a worker process of a model server", true);
-    f.condition(
-        "its server is gone (PPID 1 or left behind by systemd)",
-        true,
-    );
-    f.condition("it holds GPU memory", !on_gpu.is_empty());
-    if !busy.is_empty() {
-        f.condition(
-            "a process table links the PIDs to the busy GPU (missing: nvidia-smi --query-compute-apps)",
-            false,
-        );
-    }
-    let gpus: Vec<String> = f.entities.gpus.iter().map(|g| format!("GPU {g}")).collect();
-    f.title = if members.len() == 1 {
-        format!(
-            "leftover server worker PID {} ({})",
-            first.pid,
-            first_word(first.cmd)
-        )
-    } else {
-        format!("leftover server workers {what}")
-    };
-    let is_are = if members.len() == 1 { "is" } else { "are" };
-    f.headline = if !on_gpu.is_empty() {
-        format!(
-            "{} of an earlier model server, {what}, still hold{} {} on {}.",
-            if members.len() == 1 {
-                "A worker"
-            } else {
-                "Workers"
-            },
-            if members.len() == 1 { "s" } else { "" },
-            mib(Some(held)),
-            gpus.join(", ")
-        )
-    } else if !busy.is_empty() {
-        format!(
-            "Orphaned workers of an earlier model server, {what}, {is_are} still running (re-parented to PID 1) and probably hold {}, which has memory in use with no process listed (inferred: the inputs have no GPU process table).",
-            gpus.join(", ")
-        )
-    } else if members.len() == 1 {
-        format!("A worker of an earlier model server, {what}, is still running.")
-    } else {
-        format!("Workers of an earlier model server, {what}, are still running.")
-    };
-    if any_stuck_stack {
-        f.headline.push_str(
-            " It is stuck inside the NVIDIA driver (nvidia_uvm): SIGKILL is not delivered until the driver call returns, so only a GPU reset or a reboot frees it.",
-        );
-    }
-    for m in members {
-        f.chain.push(format!("PID {} outlived its server", m.pid));
-    }
-    if !stuck.is_empty() {
-        f.chain.push(if any_stuck_stack {
-            "it is stuck in a call into the NVIDIA driver (its kernel stack is in nvidia_uvm/nvidia): no signal ends it until that call returns".to_owned()
-        } else {
-            "it is stuck in the kernel (D state): no signal can end it".to_owned()
-        });
-    }
-    if !busy.is_empty() {
-        f.chain.push(format!(
-            "{} has memory in use that no listed process accounts for; the orphaned workers are the likely holders (inferred)",
-            gpus.join(", ")
-        ));
-    }
-    f.explanation = "A worker's parent is its server; a worker whose parent is PID 1 was orphaned when the server died without taking its process group along.".to_owned();
-    if !busy.is_empty() {
-        f.explanation.push_str(
-            " The inputs have no GPU process table, so which GPU each PID holds is inferred; `nvidia-smi --query-compute-apps=pid,used_memory,gpu_uuid --format=csv` settles it.",
-        );
-        f.actions.push(Action::advice(
-            "confirm which GPU each leftover PID holds",
-            Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv"),
-        ));
-    }
-    if any_stuck_stack {
-        f.actions.push(Action::advice(
-            "the process is stuck in the NVIDIA driver: a kill signal waits until the driver call returns. Look for the GPU fault (Xid, UVM errors), then reset the GPU or reboot the host; a driver upgrade fixes known UVM hangs",
-            Some("dmesg -T | grep -E 'NVRM: Xid|nvidia-uvm|fallen off the bus'"),
-        ));
-        f.actions.push(Action::advice(
-            "if no other process uses the GPU, reset it; otherwise reboot",
-            Some("nvidia-smi --gpu-reset -i GPU_INDEX"),
-        ));
-    } else if !stuck.is_empty() {
-        f.actions.push(Action::advice(
-            "the process is in D state: find the GPU fault and reset the GPU or reboot",
-            Some("dmesg -T | grep -E 'NVRM: Xid|fallen off the bus'"),
-        ));
-    }
-    let killable: Vec<&Leftover<'_>> = members
-        .iter()
-        .filter(|m| !stuck.iter().any(|s| s.pid == m.pid))
-        .collect();
-    for m in &killable {
-        let Ok(pid) = Pid::new(m.pid) else { continue };
-        let unit = incident
-            .owner(m.pid)
-            .and_then(|o| UnitName::new(&o.unit).ok());
-        let cmdline = ExpectedCmdline::new(m.cmd).ok();
-        // ps -o lstart guards against PID reuse when the bundle has it.
-        let start = m.started.and_then(|s| StartTime::new(s).ok());
-        // At run time it must still hold memory where nvidia-smi saw it.
-        let gpu = match on_gpu.iter().find(|g| g.pid == m.pid).and_then(|g| g.gpu) {
-            Some(index) => GpuHold::On(GpuRef {
-                index,
-                uuid: incident
-                    .gpu(index)
-                    .and_then(|g| g.uuid.as_deref())
-                    .and_then(|u| GpuUuid::new(u).ok()),
-            }),
-            None => GpuHold::AnyGpu,
-        };
-        if cmdline.is_some() || unit.is_some() {
-            f.actions.push(
-                Action::terminate(
-                    ProcessIdentity {
-                        pid,
-                        unit,
-                        cmdline,
-                        start,
-                        gpu,
-                    },
-                    format!("PID {} is a leftover worker", m.pid),
-                )
-                .with_evidence([m.span]),
-            );
-        }
-    }
-    if !killable.is_empty() && stuck.is_empty() {
-        let gpus: Vec<GpuRef> = on_gpu
-            .iter()
-            .filter_map(|g| g.gpu)
-            .collect::<BTreeSet<u32>>()
-            .into_iter()
-            .map(|index| GpuRef {
-                index,
-                uuid: incident
-                    .gpu(index)
-                    .and_then(|g| g.uuid.as_deref())
-                    .and_then(|u| GpuUuid::new(u).ok()),
-            })
-            .collect();
-        if !gpus.is_empty() {
-            f.actions.push(Action::new(
-                ActionKind::WaitGpuMemoryFree {
-                    gpus,
-                    max_used_mib: 1024,
-                    timeout_secs: 120,
-                },
-                Safety::Safe,
-                "its GPU memory must be released before a server starts again",
-            ));
-        }
-    }
-    f.actions.push(Action::advice(
-        "make a stop of the server's unit end all its processes: KillMode=control-group (the default)",
-        owner.map(|o| format!("systemctl show -p KillMode {}", o.unit)).as_deref(),
-    ));
-    if owner.is_none() && stuck.is_empty() {
-        f.actions.push(Action::advice(
-            "started outside systemd (a shell, Slurm, a container): stop the server by its process group, so its workers go with it",
-            Some("ps -o pid,pgid,ppid,stat,lstart,cmd -p PID"),
-        ));
-    }
-    // An inference from a busy GPU is weaker than a process table's row.
-    let (base, top) = if busy.is_empty() {
-        (0.6, 0.95)
-    } else {
-        (0.45, 0.75)
-    };
-    f.confidence = confidence(&f, base, top);
-    f
+/// The systemd event that left `pid` behind (`remains running`, `left-over
+/// process`), if any.
+fn left_over_by_systemd(incident: &Incident, pid: u32) -> Option<&UnitEvent> {
+    incident.units.values().flat_map(|u| &u.events).find(|e| {
+        matches!(e.kind, UnitEventKind::RemainsRunning { pid: p } | UnitEventKind::LeftOverProcess { pid: p } if p == pid)
+    })
 }
 
 pub(super) fn first_word(cmd: &str) -> &str {

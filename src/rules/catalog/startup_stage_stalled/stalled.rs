@@ -1,0 +1,283 @@
+//! Whether one input's start-up stalled, and the finding that says where:
+//! the furthest stage, the line that gave up waiting, the conditions that
+//! corroborate it, and the steps for the stage.
+
+use super::*;
+use crate::rules::Action;
+use crate::rules::support::{matches, round2};
+
+/// The finding for one input's start-up that stopped making progress at a
+/// stage, or `None` when it finished, failed, or may just have been cut.
+pub(super) fn stalled(incident: &Incident, startup: &Startup<'_>) -> Option<Finding> {
+    // Ready, and not a counter stuck at zero: the start-up finished.
+    if startup
+        .lines
+        .iter()
+        .any(|(_, s, done)| *s == Stage::Ready && *done != Some(0))
+    {
+        return None;
+    }
+    let &(last, _, last_done) = startup.lines.iter().max_by_key(|(m, _, _)| m.span)?;
+    let reached = startup.lines.iter().map(|(_, s, _)| *s).max()?;
+    let furthest = startup
+        .lines
+        .iter()
+        .rev()
+        .find(|(_, s, _)| *s == reached)
+        .map(|(m, _, _)| *m)?;
+    // One rank behind the others inside an operation they finished (rank 0
+    // loaded its weights, rank 1 only began): that rank is the one stuck,
+    // whatever the others reached.
+    let lagging = lagging_rank(incident, startup);
+    // A failure in the same input (of any rank: ranks interleave, and a
+    // paste may come in any order) is the story, and its own rule tells it;
+    // so is an error line no rule knows yet (before any interrupt, whose
+    // own errors follow from it).
+    if failed_in(incident, last.span.source) {
+        return None;
+    }
+    let gave_up = gave_up(incident, last);
+    if errored(incident, last, gave_up) {
+        return None;
+    }
+    let silence = gave_up.and_then(|m| {
+        let (from, to) = (incident.time_of(last.span)?, incident.time_of(m.span)?);
+        Some(to.utc_seconds() - from.utc_seconds())
+    });
+    let stuck_counter = last_done == Some(0);
+    // A log that ends right after a stage completed (weights loaded, graphs
+    // captured), or after the launch line alone, may just have been cut
+    // there; one that ends inside an operation (NCCL forming, weights
+    // loading, capture under way), or that someone gave up on, stopped there.
+    let in_progress = matches!(
+        reached,
+        Stage::DistributedInit | Stage::WeightsLoading | Stage::GraphCapture
+    ) || last_done.is_some()
+        || lagging.is_some();
+    let (reached, furthest) = match &lagging {
+        Some(l) => (l.stage, l.line),
+        None => (reached, furthest),
+    };
+    if gave_up.is_none() && !stuck_counter && !in_progress {
+        return None;
+    }
+    // Someone stopped it: whatever it printed before, it never got further.
+    if gave_up.is_none() && kept_printing(incident, last.span) {
+        return None;
+    }
+    let stage_name = stage_name(reached, lagging.as_ref());
+
+    let mut f = Finding::new(META.id, META.category, META.severity);
+    cite_progress(&mut f, last, furthest, &stage_name, stuck_counter);
+    if let Some(l) = &lagging {
+        cite_lagging(&mut f, l);
+    }
+    if let Some(m) = gave_up {
+        cite_gave_up(&mut f, m, silence);
+    }
+    let corroborated = judge(
+        &mut f,
+        in_progress,
+        gave_up.is_some(),
+        stuck_counter,
+        silence,
+    );
+    let ranks = startup
+        .lines
+        .iter()
+        .filter(|(_, s, _)| *s == reached)
+        .count();
+    f.occurrences = u32::try_from(ranks).unwrap_or(u32::MAX);
+    let multi_gpu = multi_gpu(incident);
+    let hint = advice(reached, multi_gpu);
+    if hint.0 == P2P.0 {
+        cite_ranks(incident, last.span.source, &mut f);
+    }
+    f.title = format!("the start-up stopped making progress at: {stage_name}");
+    f.headline = headline(&stage_name, gave_up.is_some(), silence);
+    f.chain.push("the server never became ready".to_owned());
+    f.chain
+        .push(format!("its start-up went silent at: {stage_name}"));
+    f.chain.push(hint.0.to_owned());
+    f.explanation = hint.0.to_owned();
+    push_actions(&mut f, lagging.as_ref(), hint, corroborated);
+    Some(f)
+}
+
+/// The first line after the `last` milestone, in its input, that says
+/// someone or something gave up waiting: a stop, a timeout or an
+/// interrupt.
+fn gave_up<'a>(incident: &'a Incident, last: &Message) -> Option<&'a Message> {
+    matches(incident, &GAVE_UP)
+        .map(|(m, _)| m)
+        .chain(interrupts(incident))
+        .filter(|m| m.span.source == last.span.source && m.span > last.span)
+        .min_by_key(|m| m.span)
+}
+
+/// Whether the `last` milestone's input has an error line (before the line
+/// that gave up, whose own errors follow from it).
+fn errored(incident: &Incident, last: &Message, gave_up: Option<&Message>) -> bool {
+    incident.facts.messages.iter().any(|m| {
+        m.span.source == last.span.source
+            && gave_up.is_none_or(|g| m.span < g.span)
+            && crate::rules::unknown::ERRORISH.is_match(&m.text)
+    })
+}
+
+/// The stage the start-up stopped at, in words, with the rank that lags
+/// behind when one does.
+fn stage_name(reached: Stage, lagging: Option<&Lagging<'_>>) -> String {
+    let stage_name = if reached == Stage::Ready {
+        "processing its first request"
+    } else {
+        reached.doing()
+    };
+    match lagging {
+        Some(l) => format!("rank {}, {stage_name}", l.rank),
+        None => stage_name.to_owned(),
+    }
+}
+
+/// Cites the furthest stage the start-up got to and its last milestone,
+/// with a progress counter that stands at 0 (`stuck_counter`).
+fn cite_progress(
+    f: &mut Finding,
+    last: &Message,
+    furthest: &Message,
+    stage_name: &str,
+    stuck_counter: bool,
+) {
+    const AT_ZERO: &str = "its progress counter stands at 0: the first step never finished";
+    if last.span == furthest.span && stuck_counter {
+        f.evidence(
+            furthest.span,
+            format!("the furthest the start-up got: {stage_name}; {AT_ZERO}"),
+        );
+    } else {
+        f.evidence(
+            furthest.span,
+            format!("the furthest the start-up got: {stage_name}"),
+        );
+    }
+    if last.span != furthest.span {
+        let note = if stuck_counter {
+            format!("the last start-up milestone in the log; {AT_ZERO}")
+        } else {
+            "the last start-up milestone in the log".to_owned()
+        };
+        f.evidence(last.span, note);
+    }
+}
+
+/// Cites the rank that got further than the lagging one, as the condition
+/// that the log was not cut before the lagging rank could have.
+fn cite_lagging(f: &mut Finding, l: &Lagging<'_>) {
+    f.evidence(
+        l.ahead.span,
+        format!(
+            "rank {} got further ({}): the log was not cut before rank {} could have",
+            l.ahead_rank,
+            l.ahead_stage.doing(),
+            l.rank
+        ),
+    );
+    f.condition(
+        format!(
+            "another rank finished the operation rank {} never finished",
+            l.rank
+        ),
+        true,
+    );
+}
+
+/// Cites the line `m` that gave up waiting, with the silence before it
+/// when measured.
+fn cite_gave_up(f: &mut Finding, m: &Message, silence: Option<i64>) {
+    let note = match silence {
+        Some(s) if s >= 60 => format!(
+            "{} later, still nothing: then it was stopped or interrupted",
+            duration(s)
+        ),
+        _ => "the next thing the log shows is a stop, an interrupt or a timeout".to_owned(),
+    };
+    f.evidence(m.span, note);
+}
+
+/// The headline: the stage the start-up hung at, and how long nothing
+/// followed it (until someone gave up, or to the end of the log).
+fn headline(stage_name: &str, gave_up: bool, silence: Option<i64>) -> String {
+    format!(
+        "The server's start-up hung at this stage: {stage_name}. Nothing followed it{}.",
+        match (gave_up, silence) {
+            (true, Some(s)) if s >= 60 => format!(" for {} until it was stopped", duration(s)),
+            (true, _) => " until it was stopped".to_owned(),
+            (false, _) => " to the end of the log".to_owned(),
+        }
+    )
+}
+
+/// Adds the conditions of a stall and sets the confidence from them;
+/// returns whether something corroborates it (someone gave up waiting, or
+/// a progress counter stands at 0).
+fn judge(
+    f: &mut Finding,
+    in_progress: bool,
+    gave_up: bool,
+    stuck_counter: bool,
+    silence: Option<i64>,
+) -> bool {
+    f.condition("the start-up reached a stage and no later one", true);
+    f.condition(
+        "the log ends inside an operation (a stage begun, not finished)",
+        in_progress,
+    );
+    f.condition("no error, exception or exit follows it in the log", true);
+    let corroborated = f.condition(
+        "someone or something gave up waiting (an interrupt, a stop, a timeout), or a progress counter stands at 0",
+        gave_up || stuck_counter,
+    );
+    let long = f.condition(
+        format!(
+            "the silence is measured: {} or more",
+            duration(LONG_SILENCE_SECS)
+        ),
+        silence.is_some_and(|s| s >= LONG_SILENCE_SECS),
+    );
+    // A log that merely ends says less than one someone interrupted: the
+    // paste may have been cut.
+    f.confidence = round2(match (corroborated, long) {
+        (true, true) => 0.85,
+        (true, false) => 0.7,
+        (false, _) => 0.45,
+    });
+    corroborated
+}
+
+/// Adds the steps: compare a lagging rank's GPU with the one ahead, the
+/// stage's `hint`, and (not `corroborated`) check the log was not cut.
+fn push_actions(
+    f: &mut Finding,
+    lagging: Option<&Lagging<'_>>,
+    hint: (&str, &str, &str),
+    corroborated: bool,
+) {
+    if let Some(l) = lagging {
+        f.actions.push(Action::advice(
+            format!(
+                "check rank {}'s GPU against rank {}'s: a rank that alone never finishes {} often has the smaller or busier GPU (mixed capacities split the model evenly) and ran out of memory there",
+                l.rank,
+                l.ahead_rank,
+                l.stage.doing()
+            ),
+            Some("nvidia-smi --query-gpu=index,name,memory.used,memory.total --format=csv"),
+        ));
+    }
+    f.actions.push(Action::advice(hint.1, Some(hint.2)));
+    if !corroborated {
+        f.actions.push(Action::advice(
+            "Check that the log was not simply cut: is the process still running, and busy?",
+            Some("ps -o pid,etimes,stat,cmd -p PID; py-spy dump --pid PID"),
+        ));
+    }
+}
