@@ -581,8 +581,6 @@ const LONG_FUNCTIONS: &[&str] = &[
     "sglang_cuda_graph_capture_failed.rs check",
     "sglang_cuda_graph_capture_failed.rs explain_oom",
     "sglang_kv_not_enough_memory.rs explain_sizes",
-    "sglang_mem_fraction_below_weights.rs check",
-    "sglang_runtime_kv_pressure.rs check",
     "sglang_unbalanced_memory/held.rs explain_held",
     "stale_serving_process.rs finding",
     "startup_stage_stalled.rs stalled",
