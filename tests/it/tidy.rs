@@ -578,7 +578,6 @@ const LONG_FUNCTIONS: &[&str] = &[
     "kernel_oom_killer/report.rs report",
     "nccl_watchdog_timeout.rs check",
     "nvml_driver_library_mismatch.rs check",
-    "sglang_kv_not_enough_memory.rs explain_sizes",
     "sglang_unbalanced_memory/held.rs explain_held",
     "stale_serving_process.rs finding",
     "startup_stage_stalled.rs stalled",
