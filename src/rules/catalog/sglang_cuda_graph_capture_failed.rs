@@ -334,13 +334,16 @@ fn explain_no_message(f: &mut Finding, who: &str) {
     ));
 }
 
+/// A value read from the inputs, with the line it was read from.
+type Cited<T> = Option<(T, Span)>;
+
 /// Returns the server's launch arguments and the --mem-fraction-static its
 /// command line sets, each with its line, and cites them.
 fn cite_fraction_settings(
     incident: &Incident,
     f: &mut Finding,
     unit: Option<&str>,
-) -> (Option<(ServerArgs, Span)>, Option<(String, Span)>) {
+) -> (Cited<ServerArgs>, Cited<String>) {
     let args = launch_args(incident, Framework::Sglang);
     let explicit = explicit_flag(incident, unit, Framework::Sglang, "--mem-fraction-static");
     if let Some((a, span)) = &args {
@@ -368,7 +371,7 @@ fn cite_pool_memory(
     incident: &Incident,
     f: &mut Finding,
     failure: Span,
-) -> (Option<(f64, Span)>, Option<(f64, Span)>) {
+) -> (Cited<f64>, Cited<f64>) {
     let mut pool_left = None;
     let mut before_load = None;
     for e in before(incident, failure) {

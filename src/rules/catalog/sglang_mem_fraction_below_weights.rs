@@ -218,13 +218,15 @@ fn read_fraction(
     (frac, suggested)
 }
 
+/// `Load weight end`: its line, the GB left, the GB the weights take.
+type LoadEnd = (Span, f64, f64);
+/// `Load weight begin`: its line, the GB free.
+type LoadBegin = (Span, f64);
+
 /// Returns the last `Load weight end` (its line, the GB left, the GB the
 /// weights take) and the last `Load weight begin` (its line, the GB free)
 /// before the message, in its source.
-fn load_lines(
-    incident: &Incident,
-    first: &Message,
-) -> (Option<(Span, f64, f64)>, Option<(Span, f64)>) {
+fn load_lines(incident: &Incident, first: &Message) -> (Option<LoadEnd>, Option<LoadBegin>) {
     let before = |m: &Message| m.span.source == first.span.source && m.span < first.span;
     let end = matches(incident, &LOAD_END)
         .filter(|(m, _)| before(m))

@@ -130,7 +130,7 @@ impl Rule for SglangWatchdogTimeout {
             .xids()
             .filter(|(e, x)| HANG_XIDS.contains(&x.code) && near(e.time.wall))
             .collect();
-        let stuck = stuck_collectives(incident, &near);
+        let stuck = stuck_collectives(incident, near);
         f.condition(
             "the inputs show what stalled the batch (an Xid or NCCL trouble at the same time)",
             !xids.is_empty() || !stuck.is_empty(),
