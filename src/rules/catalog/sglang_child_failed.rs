@@ -102,75 +102,19 @@ impl Rule for SglangChildFailed {
             .collect();
         // The exception each child's traceback ends with, then the start of
         // its chain: the real error.
-        let real = children.iter().find_map(|(c, _)| {
-            let closing = events.iter().find(|e| {
-                e.span.source == c.span.source
-                    && e.span.line > c.span.line
-                    && e.span.line - c.span.line <= TRACEBACK_LINES
-                    && matches!(
-                        e.kind,
-                        ServerEventKind::Exception(_) | ServerEventKind::MemoryImbalance(_)
-                    )
-                    && (c.rank.is_none() || e.rank.is_none() || e.rank == c.rank)
-            })?;
-            Some(root_cause(events, closing))
-        });
+        let real = real_error(events, &children);
         // One line per step of the failure path, whichever capture has it.
-        for e in &wrappers {
-            let note = match &e.kind {
-                ServerEventKind::ChildException { component } => {
-                    format!("{component} caught an exception and reported it")
-                }
-                ServerEventKind::SigquitFromChild => {
-                    "the main process got SIGQUIT from the failed child and killed the tree"
-                        .to_owned()
-                }
-                ServerEventKind::SchedulerDead { rank } => {
-                    format!("the main process saw rank {rank}'s scheduler die")
-                }
-                _ => continue,
-            };
-            f.evidence_once(e.span, note);
-        }
+        cite_failure_path(&mut f, &wrappers);
         for m in &init {
             f.evidence_once(m.span, "the main process gave up: initialization failed");
         }
-        let real_text = real.map(|e| match &e.kind {
-            ServerEventKind::Exception(x) => format!("{}: {}", x.name, shorten(&x.message)),
-            ServerEventKind::MemoryImbalance(_) => {
-                "the TP memory balance check failed: the memory capacity is unbalanced".to_owned()
-            }
-            _ => String::new(),
-        });
+        let real_text = real.map(real_error_text);
         // The real error is named, not cited: a rule that classifies it cites
         // it, and one no rule classifies stays visible as unrecognised.
         let tgt = target(incident, wrappers.iter().copied(), Framework::Sglang);
-        let oom_killed = incident
-            .facts
-            .kernel_events
-            .iter()
-            .any(|k| matches!(k.kind, KernelEventKind::OomKill(_)));
         if let Some((unit, _, _)) = &tgt {
             f.entities.units.insert(unit.clone());
-            for e in incident.units.get(unit).map_or(&[][..], |u| &u.events) {
-                match &e.kind {
-                    UnitEventKind::MainProcessExited { status, .. } if status.contains("KILL") => {
-                        f.evidence_once(
-                            e.span,
-                            if oom_killed {
-                                format!("{unit}'s main process died by SIGKILL (the kernel log also has an OOM kill: see that finding)")
-                            } else {
-                                format!("{unit}'s main process died by SIGKILL: SGLang's own kill of its tree, not the OOM killer")
-                            },
-                        )
-                    }
-                    UnitEventKind::FailedWithResult(r) if r == "signal" => f.evidence_once(
-                        e.span,
-                        format!("{unit} failed with result 'signal' after SGLang's self-kill"),
-                    ),
-                    _ => {}
-                }
-            }
+            cite_unit_kill(&mut f, incident, unit);
         }
         // The same failure in two captures (log file and journal) is once.
         let distinct_children: BTreeSet<_> =
@@ -210,5 +154,88 @@ impl Rule for SglangChildFailed {
         ));
         f.confidence = confidence(&f, 0.8, 0.95);
         out.push(f);
+    }
+}
+
+/// Returns the exception each child's traceback ends with (the first child's
+/// whose traceback is in the log), followed back to the start of its chain:
+/// the real error.
+fn real_error<'a>(
+    events: &'a [ServerEvent],
+    children: &[(&ServerEvent, &str)],
+) -> Option<&'a ServerEvent> {
+    children.iter().find_map(|(c, _)| {
+        let closing = events.iter().find(|e| {
+            e.span.source == c.span.source
+                && e.span.line > c.span.line
+                && e.span.line - c.span.line <= TRACEBACK_LINES
+                && matches!(
+                    e.kind,
+                    ServerEventKind::Exception(_) | ServerEventKind::MemoryImbalance(_)
+                )
+                && (c.rank.is_none() || e.rank.is_none() || e.rank == c.rank)
+        })?;
+        Some(root_cause(events, closing))
+    })
+}
+
+/// Cites one line per step of the failure path (the child's exception, the
+/// SIGQUIT, a dead scheduler), whichever capture has it.
+fn cite_failure_path(f: &mut Finding, wrappers: &[&ServerEvent]) {
+    for e in wrappers {
+        let note = match &e.kind {
+            ServerEventKind::ChildException { component } => {
+                format!("{component} caught an exception and reported it")
+            }
+            ServerEventKind::SigquitFromChild => {
+                "the main process got SIGQUIT from the failed child and killed the tree".to_owned()
+            }
+            ServerEventKind::SchedulerDead { rank } => {
+                format!("the main process saw rank {rank}'s scheduler die")
+            }
+            _ => continue,
+        };
+        f.evidence_once(e.span, note);
+    }
+}
+
+/// Returns the real error as the chain and headline name it: the exception's
+/// name and shortened message, or the failed memory balance check.
+fn real_error_text(e: &ServerEvent) -> String {
+    match &e.kind {
+        ServerEventKind::Exception(x) => format!("{}: {}", x.name, shorten(&x.message)),
+        ServerEventKind::MemoryImbalance(_) => {
+            "the TP memory balance check failed: the memory capacity is unbalanced".to_owned()
+        }
+        _ => String::new(),
+    }
+}
+
+/// Cites the unit's SIGKILLed main process (SGLang's own kill unless the
+/// kernel log has an OOM kill) and its failure with result 'signal'.
+fn cite_unit_kill(f: &mut Finding, incident: &Incident, unit: &str) {
+    let oom_killed = incident
+        .facts
+        .kernel_events
+        .iter()
+        .any(|k| matches!(k.kind, KernelEventKind::OomKill(_)));
+    for e in incident.units.get(unit).map_or(&[][..], |u| &u.events) {
+        match &e.kind {
+            UnitEventKind::MainProcessExited { status, .. } if status.contains("KILL") => {
+                f.evidence_once(
+                    e.span,
+                    if oom_killed {
+                        format!("{unit}'s main process died by SIGKILL (the kernel log also has an OOM kill: see that finding)")
+                    } else {
+                        format!("{unit}'s main process died by SIGKILL: SGLang's own kill of its tree, not the OOM killer")
+                    },
+                )
+            }
+            UnitEventKind::FailedWithResult(r) if r == "signal" => f.evidence_once(
+                e.span,
+                format!("{unit} failed with result 'signal' after SGLang's self-kill"),
+            ),
+            _ => {}
+        }
     }
 }

@@ -9,7 +9,9 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::correlate::Incident;
-use crate::model::{CudaOom, Framework, Landmark, ServerEventKind, root_cause};
+use crate::model::{
+    CudaOom, Framework, Landmark, PyException, ServerArgs, ServerEvent, ServerEventKind, root_cause,
+};
 use crate::rules::support::server::{
     before, events_at, exception_at, explicit_flag, flag_action, floor2, fraction, gib,
     launch_args, shorten, target,
@@ -93,7 +95,6 @@ impl Rule for SglangCudaGraphCaptureFailed {
         let Some((first, caps)) = hits.first() else {
             return;
         };
-        let events = &incident.facts.server_events;
         let event = events_at(incident, first.span).next();
         let mut f = Finding::new(META.id, META.category, META.severity);
         f.occurrences = hits.len() as u32;
@@ -101,46 +102,14 @@ impl Rule for SglangCudaGraphCaptureFailed {
             f.evidence(m.span, format!("the CUDA graph capture failed ({n}x)"));
         }
         // The exception underneath: the start of the chain, else the text.
-        let inner = exception_at(incident, first.span).and_then(|(e, _)| {
-            let root = root_cause(events, e);
-            match &root.kind {
-                ServerEventKind::Exception(x) if root.span != first.span => Some((root, x)),
-                _ => None,
-            }
-        });
+        let inner = inner_exception(incident, first.span);
         if let Some((e, x)) = inner {
             f.evidence(
                 e.span,
                 format!("the error underneath: {}: {}", x.name, shorten(&x.message)),
             );
         }
-        let oom: Option<&CudaOom> = inner
-            .and_then(|(e, _)| {
-                events_at(incident, e.span).find_map(|c| match &c.kind {
-                    ServerEventKind::CudaOom(o) => Some(o),
-                    _ => None,
-                })
-            })
-            .or_else(|| {
-                events_at(incident, first.span).find_map(|c| match &c.kind {
-                    ServerEventKind::CudaOom(o) => Some(o),
-                    _ => None,
-                })
-            });
-        let text = inner.map_or_else(
-            || caps["cause"].to_owned(),
-            |(_, x)| format!("{}: {}", x.name, x.message),
-        );
-        let cause = if oom.is_some() || text.contains("out of memory") {
-            Cause::Oom {
-                tried: oom.and_then(|o| o.tried_bytes).map(gib),
-                free: oom.and_then(|o| o.free_bytes).map(gib),
-            }
-        } else if let Some(c) = CUDA_ERROR.captures(&text) {
-            Cause::CudaError(c["e"].trim().to_owned())
-        } else {
-            Cause::Other(shorten(&text))
-        };
+        let cause = cause_of(incident, first.span, inner, &caps["cause"]);
 
         let tgt = target(incident, event, Framework::Sglang);
         let unit = cite_target(&mut f, &tgt);
@@ -157,46 +126,9 @@ impl Rule for SglangCudaGraphCaptureFailed {
             Cause::Oom { tried, free } => {
                 explain_oom(incident, &mut f, first.span, unit, &who, tried, free)
             }
-            Cause::CudaError(err) => {
-                f.chain.push(format!(
-                    "a kernel failed during the capture: CUDA error: {err}"
-                ));
-                f.condition(
-                    "the error underneath is a CUDA error other than out of memory",
-                    true,
-                );
-                f.title = format!("CUDA graph capture failed: CUDA error: {err}");
-                f.headline = format!(
-                    "{who} could not capture its CUDA graphs because a kernel failed with `CUDA error: {err}`; the memory settings are not the cause."
-                );
-                f.explanation = "A kernel faulted while SGLang recorded its graphs. The hint SGLang prints (lower the memory fraction) does not apply: the fault is in a kernel (attention backend, custom all-reduce, a quantised GEMM) or the GPU. Check the kernel log for an Xid on the same GPU.".to_owned();
-                f.actions.push(Action::advice(
-                    "check the kernel log for an Xid at the same time (79, 48, 95 mean the GPU, 13 and 31 a faulting kernel)",
-                    Some("journalctl -k --since '-1h' | grep -E 'NVRM: Xid'"),
-                ));
-                f.actions.push(Action::advice(
-                    "start once with --disable-cuda-graph to confirm the capture is the trigger, then change the attention backend or disable custom all-reduce to find the faulting kernel",
-                    None,
-                ));
-            }
-            Cause::Other(text) if text.trim().is_empty() => {
-                // SGLang printed only its hint list: no error underneath.
-                f.chain
-                    .push("the capture raised an exception with no message".to_owned());
-                f.title = "CUDA graph capture failed (no error underneath)".to_owned();
-                f.headline = format!(
-                    "{who} could not capture its CUDA graphs, and the exception carries no message: try it without torch compile, then with smaller capture sizes."
-                );
-                f.explanation = "With no error underneath, SGLang's own hint list is what is left: torch compile (--enable-torch-compile) is the usual trigger with a new model; otherwise the capture runs out of memory (--mem-fraction-static, --cuda-graph-max-bs).".to_owned();
-                f.actions.push(Action::advice(
-                    "if the server runs with --enable-torch-compile, start it once without (disable torch compile) before changing memory settings",
-                    None,
-                ));
-                f.actions.push(Action::advice(
-                    "then lower --cuda-graph-max-bs (e.g. 16) or --mem-fraction-static; --disable-cuda-graph confirms the capture is the trigger",
-                    None,
-                ));
-            }
+            Cause::CudaError(err) => explain_cuda_error(&mut f, &who, &err),
+            // SGLang printed only its hint list: no error underneath.
+            Cause::Other(text) if text.trim().is_empty() => explain_no_message(&mut f, &who),
             Cause::Other(text) => {
                 f.chain.push(format!("the capture raised: {text}"));
                 f.title = "CUDA graph capture failed".to_owned();
@@ -213,6 +145,9 @@ impl Rule for SglangCudaGraphCaptureFailed {
     }
 }
 
+/// Writes the chain, conditions, title, headline, explanation and fixes when
+/// the capture ran out of memory (`tried` GiB asked with `free` GiB free):
+/// lower --mem-fraction-static by what was missing, or --cuda-graph-max-bs.
 fn explain_oom(
     incident: &Incident,
     f: &mut Finding,
@@ -222,55 +157,9 @@ fn explain_oom(
     tried: Option<f64>,
     free: Option<f64>,
 ) {
-    let args = launch_args(incident, Framework::Sglang);
+    let (args, explicit) = cite_fraction_settings(incident, f, unit);
     let fraction_now = args.as_ref().and_then(|(a, _)| a.mem_fraction_static);
-    let explicit = explicit_flag(incident, unit, Framework::Sglang, "--mem-fraction-static");
-    if let Some((a, span)) = &args {
-        f.evidence(
-            *span,
-            format!(
-                "launch arguments: mem_fraction_static={}",
-                a.mem_fraction_static.map_or("?".to_owned(), fraction)
-            ),
-        );
-    }
-    if let Some((v, span)) = &explicit {
-        f.evidence(
-            *span,
-            format!("the command line sets --mem-fraction-static {v}"),
-        );
-    }
-    let max_bs = incident.facts.messages.iter().rev().find_map(|m| {
-        let c = MAX_BS.captures(&m.text)?;
-        Some((c["bs"].parse::<u32>().ok()?, m.span))
-    });
-    // What the weights and KV cache left for the graphs, and what the
-    // memory was before loading: the base of the fraction.
-    let mut pool_left = None;
-    let mut before_load = None;
-    for e in before(incident, failure) {
-        match &e.kind {
-            ServerEventKind::Landmark(Landmark::MemoryPoolEnd {
-                avail_bytes: Some(b),
-            }) if pool_left.is_none() => pool_left = Some((gib(*b), e.span)),
-            ServerEventKind::Landmark(Landmark::LoadWeightBegin {
-                avail_bytes: Some(b),
-            }) if before_load.is_none() => before_load = Some((gib(*b), e.span)),
-            _ => {}
-        }
-    }
-    if let Some((left, span)) = pool_left {
-        f.evidence(
-            span,
-            format!("{left:.2} GiB was left for the graphs after the KV cache"),
-        );
-    }
-    if let Some((x, span)) = before_load {
-        f.evidence(
-            span,
-            format!("{x:.2} GiB was free before loading (the fraction's base)"),
-        );
-    }
+    let (pool_left, before_load) = cite_pool_memory(incident, f, failure);
     let cur = fraction_now.map(fraction);
     f.chain.push(match (tried, free) {
         (Some(t), Some(fr)) => {
@@ -345,6 +234,179 @@ fn explain_oom(
             None,
         ));
     }
+    batch_size_action(incident, f);
+}
+
+/// Returns the exception underneath the capture failure: the start of the
+/// chain of the exception on its line, unless that is the failure line itself.
+fn inner_exception(incident: &Incident, failure: Span) -> Option<(&ServerEvent, &PyException)> {
+    let events = &incident.facts.server_events;
+    exception_at(incident, failure).and_then(|(e, _)| {
+        let root = root_cause(events, e);
+        match &root.kind {
+            ServerEventKind::Exception(x) if root.span != failure => Some((root, x)),
+            _ => None,
+        }
+    })
+}
+
+/// Returns what the capture failed of: out of memory (with the request and
+/// the free memory when the OOM line gives them), another CUDA error, or the
+/// error's text (the exception underneath, else `fallback`, the failure
+/// line's own cause).
+fn cause_of(
+    incident: &Incident,
+    failure: Span,
+    inner: Option<(&ServerEvent, &PyException)>,
+    fallback: &str,
+) -> Cause {
+    let oom: Option<&CudaOom> = inner
+        .and_then(|(e, _)| {
+            events_at(incident, e.span).find_map(|c| match &c.kind {
+                ServerEventKind::CudaOom(o) => Some(o),
+                _ => None,
+            })
+        })
+        .or_else(|| {
+            events_at(incident, failure).find_map(|c| match &c.kind {
+                ServerEventKind::CudaOom(o) => Some(o),
+                _ => None,
+            })
+        });
+    let text = inner.map_or_else(
+        || fallback.to_owned(),
+        |(_, x)| format!("{}: {}", x.name, x.message),
+    );
+    if oom.is_some() || text.contains("out of memory") {
+        Cause::Oom {
+            tried: oom.and_then(|o| o.tried_bytes).map(gib),
+            free: oom.and_then(|o| o.free_bytes).map(gib),
+        }
+    } else if let Some(c) = CUDA_ERROR.captures(&text) {
+        Cause::CudaError(c["e"].trim().to_owned())
+    } else {
+        Cause::Other(shorten(&text))
+    }
+}
+
+/// Writes the chain, title, headline, explanation and actions when a kernel
+/// failed with CUDA error `err` during the capture (not out of memory).
+fn explain_cuda_error(f: &mut Finding, who: &str, err: &str) {
+    f.chain.push(format!(
+        "a kernel failed during the capture: CUDA error: {err}"
+    ));
+    f.condition(
+        "the error underneath is a CUDA error other than out of memory",
+        true,
+    );
+    f.title = format!("CUDA graph capture failed: CUDA error: {err}");
+    f.headline = format!(
+        "{who} could not capture its CUDA graphs because a kernel failed with `CUDA error: {err}`; the memory settings are not the cause."
+    );
+    f.explanation = "A kernel faulted while SGLang recorded its graphs. The hint SGLang prints (lower the memory fraction) does not apply: the fault is in a kernel (attention backend, custom all-reduce, a quantised GEMM) or the GPU. Check the kernel log for an Xid on the same GPU.".to_owned();
+    f.actions.push(Action::advice(
+        "check the kernel log for an Xid at the same time (79, 48, 95 mean the GPU, 13 and 31 a faulting kernel)",
+        Some("journalctl -k --since '-1h' | grep -E 'NVRM: Xid'"),
+    ));
+    f.actions.push(Action::advice(
+        "start once with --disable-cuda-graph to confirm the capture is the trigger, then change the attention backend or disable custom all-reduce to find the faulting kernel",
+        None,
+    ));
+}
+
+/// Writes the chain, title, headline, explanation and actions when the
+/// capture's exception carries no message (only SGLang's hint list).
+fn explain_no_message(f: &mut Finding, who: &str) {
+    f.chain
+        .push("the capture raised an exception with no message".to_owned());
+    f.title = "CUDA graph capture failed (no error underneath)".to_owned();
+    f.headline = format!(
+        "{who} could not capture its CUDA graphs, and the exception carries no message: try it without torch compile, then with smaller capture sizes."
+    );
+    f.explanation = "With no error underneath, SGLang's own hint list is what is left: torch compile (--enable-torch-compile) is the usual trigger with a new model; otherwise the capture runs out of memory (--mem-fraction-static, --cuda-graph-max-bs).".to_owned();
+    f.actions.push(Action::advice(
+        "if the server runs with --enable-torch-compile, start it once without (disable torch compile) before changing memory settings",
+        None,
+    ));
+    f.actions.push(Action::advice(
+        "then lower --cuda-graph-max-bs (e.g. 16) or --mem-fraction-static; --disable-cuda-graph confirms the capture is the trigger",
+        None,
+    ));
+}
+
+/// A value read from the inputs, with the line it was read from.
+type Cited<T> = Option<(T, Span)>;
+
+/// Returns the server's launch arguments and the --mem-fraction-static its
+/// command line sets, each with its line, and cites them.
+fn cite_fraction_settings(
+    incident: &Incident,
+    f: &mut Finding,
+    unit: Option<&str>,
+) -> (Cited<ServerArgs>, Cited<String>) {
+    let args = launch_args(incident, Framework::Sglang);
+    let explicit = explicit_flag(incident, unit, Framework::Sglang, "--mem-fraction-static");
+    if let Some((a, span)) = &args {
+        f.evidence(
+            *span,
+            format!(
+                "launch arguments: mem_fraction_static={}",
+                a.mem_fraction_static.map_or("?".to_owned(), fraction)
+            ),
+        );
+    }
+    if let Some((v, span)) = &explicit {
+        f.evidence(
+            *span,
+            format!("the command line sets --mem-fraction-static {v}"),
+        );
+    }
+    (args, explicit)
+}
+
+/// Returns what the weights and KV cache left for the graphs and what the
+/// memory was before loading (the base of the fraction), in GiB with their
+/// lines: the last of each before the failure; cites both.
+fn cite_pool_memory(
+    incident: &Incident,
+    f: &mut Finding,
+    failure: Span,
+) -> (Cited<f64>, Cited<f64>) {
+    let mut pool_left = None;
+    let mut before_load = None;
+    for e in before(incident, failure) {
+        match &e.kind {
+            ServerEventKind::Landmark(Landmark::MemoryPoolEnd {
+                avail_bytes: Some(b),
+            }) if pool_left.is_none() => pool_left = Some((gib(*b), e.span)),
+            ServerEventKind::Landmark(Landmark::LoadWeightBegin {
+                avail_bytes: Some(b),
+            }) if before_load.is_none() => before_load = Some((gib(*b), e.span)),
+            _ => {}
+        }
+    }
+    if let Some((left, span)) = pool_left {
+        f.evidence(
+            span,
+            format!("{left:.2} GiB was left for the graphs after the KV cache"),
+        );
+    }
+    if let Some((x, span)) = before_load {
+        f.evidence(
+            span,
+            format!("{x:.2} GiB was free before loading (the fraction's base)"),
+        );
+    }
+    (pool_left, before_load)
+}
+
+/// Pushes the other way out: lower --cuda-graph-max-bs (halved from the
+/// value in the server's arguments, which is cited, when the log has it).
+fn batch_size_action(incident: &Incident, f: &mut Finding) {
+    let max_bs = incident.facts.messages.iter().rev().find_map(|m| {
+        let c = MAX_BS.captures(&m.text)?;
+        Some((c["bs"].parse::<u32>().ok()?, m.span))
+    });
     let bs_text = match max_bs {
         Some((bs, span)) => {
             f.evidence(

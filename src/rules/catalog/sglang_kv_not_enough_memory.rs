@@ -349,7 +349,6 @@ fn explain_sizes(
         (Some((x, _)), Some((y, _, _))) if x > 0.0 => Some(ceil2(1.0 - (y - KV_FLOOR * x) / x)),
         _ => None,
     };
-    let weights = n.after.and_then(|a| a.1);
     let Some(needed) = needed else {
         let stated = current.or_else(|| explicit.as_ref().and_then(|(v, _)| v.parse().ok()));
         if unsized_fraction_at_fault(f, stated, LOW_FRACTION, false) {
@@ -369,101 +368,140 @@ fn explain_sizes(
         return;
     };
     let low = current.is_some_and(|c| c < LOW_FRACTION) || explicit.is_some();
-    let evidence: Vec<Span> = [
+    if needed <= MAX_FRACTION {
+        explain_fraction_low(incident, f, n, unit, who, needed, low);
+    } else {
+        explain_too_large(incident, f, n, tp, unit, who, needed);
+    }
+}
+
+/// The lines the fraction's fix rests on: the memory before loading, the
+/// memory after it, the fraction in the launch arguments.
+fn fraction_evidence(n: &Numbers) -> Vec<Span> {
+    [
         n.before.map(|b| b.1),
         n.after.map(|a| a.2),
         n.fraction.map(|x| x.1),
     ]
     .into_iter()
     .flatten()
-    .collect();
-    if needed <= MAX_FRACTION {
-        let suggest = current.map_or(needed, |c| needed.max(ceil2(c + 0.02)));
-        let cur = current.map_or("its current value".to_owned(), fraction);
-        f.category = if low {
-            Category::MemFractionMisconfigured
-        } else {
-            Category::KvCacheTooSmall
-        };
-        f.chain.push(format!(
-            "mem_fraction_static={cur} is too low for this model: {} leaves a twentieth of the memory for the KV cache",
+    .collect()
+}
+
+/// Writes the category, chain, conditions, title, headline, explanation and
+/// fix when a fraction up to the maximum (`needed`) fits the weights and a KV
+/// cache: raise --mem-fraction-static to it. `low`: the fraction was set
+/// explicitly or far below SGLang's defaults.
+fn explain_fraction_low(
+    incident: &Incident,
+    f: &mut Finding,
+    n: &Numbers,
+    unit: Option<&str>,
+    who: &str,
+    needed: f64,
+    low: bool,
+) {
+    let current = n.fraction.map(|x| x.0);
+    let weights = n.after.and_then(|a| a.1);
+    let suggest = current.map_or(needed, |c| needed.max(ceil2(c + 0.02)));
+    let cur = current.map_or("its current value".to_owned(), fraction);
+    f.category = if low {
+        Category::MemFractionMisconfigured
+    } else {
+        Category::KvCacheTooSmall
+    };
+    f.chain.push(format!(
+        "mem_fraction_static={cur} is too low for this model: {} leaves a twentieth of the memory for the KV cache",
+        fraction(needed)
+    ));
+    f.condition(
+        format!(
+            "a fraction of {} (at most {MAX_FRACTION:.2}) fits the weights and a KV cache",
             fraction(needed)
-        ));
+        ),
+        true,
+    );
+    if low {
         f.condition(
-            format!(
-                "a fraction of {} (at most {MAX_FRACTION:.2}) fits the weights and a KV cache",
-                fraction(needed)
-            ),
+            "the fraction was set explicitly or far below SGLang's defaults",
             true,
         );
-        if low {
-            f.condition(
-                "the fraction was set explicitly or far below SGLang's defaults",
-                true,
-            );
-        }
-        f.title = format!("--mem-fraction-static {cur} is too low for the model's weights");
-        f.headline = format!(
-            "{who} had no memory for its KV cache because mem_fraction_static={cur} leaves too little after the weights{}; {} would fit.",
-            weights
-                .map(|w| format!(" ({w:.2} GiB per GPU)"))
-                .unwrap_or_default(),
-            fraction(suggest)
-        );
-        f.explanation = format!(
-            "SGLang's static pool (weights + KV cache) is mem_fraction_static x the free memory before loading. At {cur} the weights used it all. \
-             {} leaves about a twentieth of the memory for the KV cache and keeps {:.0} % outside the pool for activations and CUDA graphs.",
-            fraction(suggest),
-            (1.0 - suggest) * 100.0
-        );
+    }
+    f.title = format!("--mem-fraction-static {cur} is too low for the model's weights");
+    f.headline = format!(
+        "{who} had no memory for its KV cache because mem_fraction_static={cur} leaves too little after the weights{}; {} would fit.",
+        weights
+            .map(|w| format!(" ({w:.2} GiB per GPU)"))
+            .unwrap_or_default(),
+        fraction(suggest)
+    );
+    f.explanation = format!(
+        "SGLang's static pool (weights + KV cache) is mem_fraction_static x the free memory before loading. At {cur} the weights used it all. \
+         {} leaves about a twentieth of the memory for the KV cache and keeps {:.0} % outside the pool for activations and CUDA graphs.",
+        fraction(suggest),
+        (1.0 - suggest) * 100.0
+    );
+    let action = flag_action(
+        incident,
+        f,
+        unit,
+        "--mem-fraction-static",
+        &fraction(suggest),
+        format!("the weights need more than mem_fraction_static={cur} of the free memory"),
+        fraction_evidence(n),
+    );
+    f.actions.push(action);
+}
+
+/// Writes the category, chain, condition, title, headline, explanation and
+/// fix when no fraction up to the maximum fits (`needed` is above it): the
+/// model is too large for its GPUs at `tp`; more GPUs or a smaller model.
+fn explain_too_large(
+    incident: &Incident,
+    f: &mut Finding,
+    n: &Numbers,
+    tp: u32,
+    unit: Option<&str>,
+    who: &str,
+    needed: f64,
+) {
+    let weights = n.after.and_then(|a| a.1);
+    f.category = Category::KvCacheTooSmall;
+    let w = weights.map_or("the weights".to_owned(), |w| {
+        format!("{w:.2} GiB of weights per GPU")
+    });
+    f.chain.push(format!(
+        "{w} leave no room for a KV cache at tp_size={tp}: even mem_fraction_static={MAX_FRACTION:.2} would not"
+    ));
+    f.condition(
+        format!(
+            "no fraction up to {MAX_FRACTION:.2} fits the weights and a KV cache (needs {})",
+            fraction(needed)
+        ),
+        true,
+    );
+    f.title = format!("the model is too large for its GPUs at tp_size={tp}");
+    f.headline = format!(
+        "{who} had no memory for its KV cache: {w} fill the GPUs at tp_size={tp}, and no --mem-fraction-static can fix that."
+    );
+    f.explanation = "The weights alone take nearly all of the memory SGLang may use, so the KV cache gets nothing. Split the model over more GPUs, quantise it, or serve a smaller one.".to_owned();
+    let free_gpus = incident.gpus.len() as u32;
+    if free_gpus >= tp * 2 {
         let action = flag_action(
             incident,
             f,
             unit,
-            "--mem-fraction-static",
-            &fraction(suggest),
-            format!("the weights need more than mem_fraction_static={cur} of the free memory"),
-            evidence,
+            "--tp-size",
+            &(tp * 2).to_string(),
+            format!("halves the weights per GPU; the host has {free_gpus} GPUs"),
+            fraction_evidence(n),
         );
         f.actions.push(action);
     } else {
-        f.category = Category::KvCacheTooSmall;
-        let w = weights.map_or("the weights".to_owned(), |w| {
-            format!("{w:.2} GiB of weights per GPU")
-        });
-        f.chain.push(format!(
-            "{w} leave no room for a KV cache at tp_size={tp}: even mem_fraction_static={MAX_FRACTION:.2} would not"
+        f.actions.push(Action::advice(
+            "serve a quantised checkpoint (FP8/AWQ) or a smaller model, or run on more GPUs",
+            None,
         ));
-        f.condition(
-            format!(
-                "no fraction up to {MAX_FRACTION:.2} fits the weights and a KV cache (needs {})",
-                fraction(needed)
-            ),
-            true,
-        );
-        f.title = format!("the model is too large for its GPUs at tp_size={tp}");
-        f.headline = format!(
-            "{who} had no memory for its KV cache: {w} fill the GPUs at tp_size={tp}, and no --mem-fraction-static can fix that."
-        );
-        f.explanation = "The weights alone take nearly all of the memory SGLang may use, so the KV cache gets nothing. Split the model over more GPUs, quantise it, or serve a smaller one.".to_owned();
-        let free_gpus = incident.gpus.len() as u32;
-        if free_gpus >= tp * 2 {
-            let action = flag_action(
-                incident,
-                f,
-                unit,
-                "--tp-size",
-                &(tp * 2).to_string(),
-                format!("halves the weights per GPU; the host has {free_gpus} GPUs"),
-                evidence,
-            );
-            f.actions.push(action);
-        } else {
-            f.actions.push(Action::advice(
-                "serve a quantised checkpoint (FP8/AWQ) or a smaller model, or run on more GPUs",
-                None,
-            ));
-        }
     }
 }
 
@@ -541,31 +579,4 @@ fn explain_low_unsized(
 }
 
 #[cfg(test)]
-mod tests {
-    use crate::rules::Category;
-    use crate::source::{Source, SourceMap};
-
-    fn root(text: &str) -> (Category, f64) {
-        let mut sources = SourceMap::default();
-        sources.add(Source::new("paste", text.as_bytes()));
-        let analysis = crate::analyze(sources);
-        let report = analysis.report();
-        let f = report.root_cause().expect("a root cause");
-        (f.category, f.confidence)
-    }
-
-    /// https://github.com/gpustack/gpustack/issues/3831 (SGLang 0.5.6).
-    const LOW: &str = "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: self.server_args.mem_fraction_static=0.2\n";
-    /// SGLang 0.5.x at its own default (fixtures/rules/…/pos-0.5.10-foreign-holder).
-    const DEFAULT: &str = "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.88\n";
-
-    #[test]
-    fn a_stated_fraction_far_below_the_defaults_is_the_knob_at_fault() {
-        let (category, confidence) = root(LOW);
-        assert_eq!(category, Category::MemFractionMisconfigured);
-        // Only the headline line: partial evidence, a lower confidence.
-        assert!(confidence < 0.85, "{confidence}");
-        // Near miss: the default fraction alone says nothing about the knob.
-        assert_eq!(root(DEFAULT).0, Category::KvCacheTooSmall);
-    }
-}
+mod tests;

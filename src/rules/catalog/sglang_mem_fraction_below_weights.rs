@@ -4,12 +4,14 @@
 
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex::{Captures, Regex};
 
 use crate::correlate::Incident;
+use crate::model::Message;
 use crate::rules::support::server::{ceil2, fraction};
 use crate::rules::support::{confidence, distinct, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+use crate::source::Span;
 
 pub static RULE: SglangMemFractionBelowWeights = SglangMemFractionBelowWeights;
 
@@ -116,49 +118,8 @@ impl Rule for SglangMemFractionBelowWeights {
                 format!("SGLang found no memory for the KV cache ({n}x)"),
             );
         }
-        let next_line = |line: u32| {
-            incident
-                .facts
-                .messages
-                .iter()
-                .find(|m| m.span.source == first.span.source && m.span.line == line + 1)
-        };
-        // The fraction: on the line, or on the next one when wrapped.
-        let mut frac = caps
-            .name("frac")
-            .and_then(|v| v.as_str().parse::<f64>().ok());
-        let mut suggested = SUGGESTED
-            .captures(&first.text)
-            .and_then(|c| c["above"].parse::<f64>().ok());
-        if let Some(next) = next_line(first.span.line) {
-            if frac.is_none()
-                && let Some(c) = FRACTION.captures(&next.text)
-            {
-                frac = c["frac"].parse().ok();
-                f.evidence(next.span, "the fraction SGLang was given");
-            }
-            if suggested.is_none()
-                && let Some(c) = SUGGESTED.captures(&next.text)
-            {
-                suggested = c["above"].parse().ok();
-            }
-        }
-        let before =
-            |m: &crate::model::Message| m.span.source == first.span.source && m.span < first.span;
-        let end = matches(incident, &LOAD_END)
-            .filter(|(m, _)| before(m))
-            .last()
-            .and_then(|(m, c)| {
-                Some((
-                    m.span,
-                    c["avail"].parse::<f64>().ok()?,
-                    c["usage"].parse::<f64>().ok()?,
-                ))
-            });
-        let begin = matches(incident, &LOAD_BEGIN)
-            .filter(|(m, _)| before(m))
-            .last()
-            .and_then(|(m, c)| Some((m.span, c["avail"].parse::<f64>().ok()?)));
+        let (frac, suggested) = read_fraction(&mut f, incident, first, caps);
+        let (end, begin) = load_lines(incident, first);
         if let Some((span, avail, usage)) = end {
             f.evidence(
                 span,
@@ -196,67 +157,9 @@ impl Rule for SglangMemFractionBelowWeights {
         let already_above = matches!((frac, minimum), (Some(fr), Some(min)) if fr >= min);
         match minimum {
             Some(min) if min > MAX_FRACTION || already_above => {
-                f.category = Category::KvCacheTooSmall;
-                if already_above {
-                    f.title = format!(
-                        "{flag} is above SGLang's minimum ({min:.3}) and still leaves no KV cache"
-                    );
-                    f.headline = format!(
-                        "SGLang had no memory for its KV cache although {flag} is above the minimum it computes ({min:.3}): a fixed reserve (activations, a draft model, mamba state) takes the room, so raising the fraction does not help."
-                    );
-                    f.chain.push(format!(
-                        "{flag} already exceeds 1 - available/pre = {min:.3}: the fraction is not the limit"
-                    ));
-                    f.actions.push(Action::advice(
-                        "shrink what sits next to the weights (speculative draft, mamba/state cache, chunked-prefill size) or use more tensor parallelism",
-                        None,
-                    ));
-                } else {
-                    f.title = format!(
-                        "the weights need {} of the GPU: no room for a KV cache",
-                        fraction(ceil3(min))
-                    );
-                    f.headline = format!(
-                        "SGLang had no memory for its KV cache: the weights{} take {:.1}% of the GPU memory found before loading, so no value of --mem-fraction-static leaves a useful KV cache; the model needs more GPUs.",
-                        weights.map(|w| format!(" ({w:.2} GB)")).unwrap_or_default(),
-                        min * 100.0
-                    );
-                    f.chain.push("the weights nearly fill each GPU".to_owned());
-                    f.actions.push(Action::advice(
-                        "use more tensor parallelism (--tp) or a smaller quantisation so the weights take less per GPU",
-                        None,
-                    ));
-                }
+                explain_no_room(&mut f, &flag, min, weights, already_above);
             }
-            _ => {
-                let target = minimum.map(|m| ceil2(m + 0.01));
-                let arithmetic = match (pre, weights, frac) {
-                    (Some(p), Some(w), Some(fr)) => format!(
-                        ": {fr} x {p:.2} GB = {:.2} GB < {w:.2} GB of weights",
-                        fr * p
-                    ),
-                    _ => String::new(),
-                };
-                f.title = format!("{flag} is below what the weights take");
-                f.headline = format!(
-                    "SGLang had no memory for its KV cache: {flag} reserves less than the loaded weights take{arithmetic}; raise it{}.",
-                    target
-                        .map(|t| format!(" to at least {}", fraction(t)))
-                        .unwrap_or_default()
-                );
-                f.chain.push(format!(
-                    "{flag} reserves less than the weights take{arithmetic}"
-                ));
-                let text = match (minimum, target) {
-                    (Some(min), Some(t)) => format!(
-                        "raise --mem-fraction-static to {} or a little more (the weights alone need {:.4}; the KV cache needs the rest), if nothing else shares the GPU",
-                        fraction(t),
-                        min
-                    ),
-                    _ => "raise --mem-fraction-static above what the weights need (SGLang's message names the minimum), if nothing else shares the GPU".to_owned(),
-                };
-                f.actions.push(Action::advice(text, None));
-            }
+            _ => explain_below(&mut f, &flag, minimum, pre, weights, frac),
         }
         f.chain.insert(
             0,
@@ -274,4 +177,152 @@ impl Rule for SglangMemFractionBelowWeights {
 
 fn ceil3(x: f64) -> f64 {
     (x * 1000.0).ceil() / 1000.0
+}
+
+/// Returns the fraction SGLang was given and the minimum it suggests, read
+/// from the message or from its next line when the paste wrapped it (that
+/// line is cited when it carries the fraction).
+fn read_fraction(
+    f: &mut Finding,
+    incident: &Incident,
+    first: &Message,
+    caps: &Captures,
+) -> (Option<f64>, Option<f64>) {
+    let next_line = |line: u32| {
+        incident
+            .facts
+            .messages
+            .iter()
+            .find(|m| m.span.source == first.span.source && m.span.line == line + 1)
+    };
+    // The fraction: on the line, or on the next one when wrapped.
+    let mut frac = caps
+        .name("frac")
+        .and_then(|v| v.as_str().parse::<f64>().ok());
+    let mut suggested = SUGGESTED
+        .captures(&first.text)
+        .and_then(|c| c["above"].parse::<f64>().ok());
+    if let Some(next) = next_line(first.span.line) {
+        if frac.is_none()
+            && let Some(c) = FRACTION.captures(&next.text)
+        {
+            frac = c["frac"].parse().ok();
+            f.evidence(next.span, "the fraction SGLang was given");
+        }
+        if suggested.is_none()
+            && let Some(c) = SUGGESTED.captures(&next.text)
+        {
+            suggested = c["above"].parse().ok();
+        }
+    }
+    (frac, suggested)
+}
+
+/// `Load weight end`: its line, the GB left, the GB the weights take.
+type LoadEnd = (Span, f64, f64);
+/// `Load weight begin`: its line, the GB free.
+type LoadBegin = (Span, f64);
+
+/// Returns the last `Load weight end` (its line, the GB left, the GB the
+/// weights take) and the last `Load weight begin` (its line, the GB free)
+/// before the message, in its source.
+fn load_lines(incident: &Incident, first: &Message) -> (Option<LoadEnd>, Option<LoadBegin>) {
+    let before = |m: &Message| m.span.source == first.span.source && m.span < first.span;
+    let end = matches(incident, &LOAD_END)
+        .filter(|(m, _)| before(m))
+        .last()
+        .and_then(|(m, c)| {
+            Some((
+                m.span,
+                c["avail"].parse::<f64>().ok()?,
+                c["usage"].parse::<f64>().ok()?,
+            ))
+        });
+    let begin = matches(incident, &LOAD_BEGIN)
+        .filter(|(m, _)| before(m))
+        .last()
+        .and_then(|(m, c)| Some((m.span, c["avail"].parse::<f64>().ok()?)));
+    (end, begin)
+}
+
+/// Writes the title, headline, chain and action when raising the fraction
+/// cannot help: SGLang's minimum (`min`) is already below the fraction given
+/// (`already_above`: a fixed reserve takes the room), or the weights nearly
+/// fill the GPU.
+fn explain_no_room(
+    f: &mut Finding,
+    flag: &str,
+    min: f64,
+    weights: Option<f64>,
+    already_above: bool,
+) {
+    f.category = Category::KvCacheTooSmall;
+    if already_above {
+        f.title =
+            format!("{flag} is above SGLang's minimum ({min:.3}) and still leaves no KV cache");
+        f.headline = format!(
+            "SGLang had no memory for its KV cache although {flag} is above the minimum it computes ({min:.3}): a fixed reserve (activations, a draft model, mamba state) takes the room, so raising the fraction does not help."
+        );
+        f.chain.push(format!(
+            "{flag} already exceeds 1 - available/pre = {min:.3}: the fraction is not the limit"
+        ));
+        f.actions.push(Action::advice(
+            "shrink what sits next to the weights (speculative draft, mamba/state cache, chunked-prefill size) or use more tensor parallelism",
+            None,
+        ));
+    } else {
+        f.title = format!(
+            "the weights need {} of the GPU: no room for a KV cache",
+            fraction(ceil3(min))
+        );
+        f.headline = format!(
+            "SGLang had no memory for its KV cache: the weights{} take {:.1}% of the GPU memory found before loading, so no value of --mem-fraction-static leaves a useful KV cache; the model needs more GPUs.",
+            weights.map(|w| format!(" ({w:.2} GB)")).unwrap_or_default(),
+            min * 100.0
+        );
+        f.chain.push("the weights nearly fill each GPU".to_owned());
+        f.actions.push(Action::advice(
+            "use more tensor parallelism (--tp) or a smaller quantisation so the weights take less per GPU",
+            None,
+        ));
+    }
+}
+
+/// Writes the title, headline, chain and action when the fraction given is
+/// below what the weights take: raise it to SGLang's minimum with a margin.
+fn explain_below(
+    f: &mut Finding,
+    flag: &str,
+    minimum: Option<f64>,
+    pre: Option<f64>,
+    weights: Option<f64>,
+    frac: Option<f64>,
+) {
+    let target = minimum.map(|m| ceil2(m + 0.01));
+    let arithmetic = match (pre, weights, frac) {
+        (Some(p), Some(w), Some(fr)) => format!(
+            ": {fr} x {p:.2} GB = {:.2} GB < {w:.2} GB of weights",
+            fr * p
+        ),
+        _ => String::new(),
+    };
+    f.title = format!("{flag} is below what the weights take");
+    f.headline = format!(
+        "SGLang had no memory for its KV cache: {flag} reserves less than the loaded weights take{arithmetic}; raise it{}.",
+        target
+            .map(|t| format!(" to at least {}", fraction(t)))
+            .unwrap_or_default()
+    );
+    f.chain.push(format!(
+        "{flag} reserves less than the weights take{arithmetic}"
+    ));
+    let text = match (minimum, target) {
+        (Some(min), Some(t)) => format!(
+            "raise --mem-fraction-static to {} or a little more (the weights alone need {:.4}; the KV cache needs the rest), if nothing else shares the GPU",
+            fraction(t),
+            min
+        ),
+        _ => "raise --mem-fraction-static above what the weights need (SGLang's message names the minimum), if nothing else shares the GPU".to_owned(),
+    };
+    f.actions.push(Action::advice(text, None));
 }

@@ -4,13 +4,14 @@
 
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex::{Captures, Regex};
 
 use crate::correlate::Incident;
-use crate::model::{Framework, Landmark, ServerEventKind};
+use crate::model::{Framework, Landmark, Message, ServerEventKind};
 use crate::rules::support::server::{events_at, flag_action, gib, target};
 use crate::rules::support::{confidence, distinct, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+use crate::source::Span;
 
 pub static RULE: SglangRuntimeKvPressure = SglangRuntimeKvPressure;
 
@@ -103,25 +104,7 @@ impl Rule for SglangRuntimeKvPressure {
                 ),
             );
         }
-        let pool = incident
-            .facts
-            .server_events
-            .iter()
-            .rev()
-            .find_map(|e| match &e.kind {
-                ServerEventKind::Landmark(Landmark::MaxTotalTokens {
-                    max_total_num_tokens,
-                    max_running_requests,
-                    available_gpu_mem_bytes,
-                    ..
-                }) => Some((
-                    *max_total_num_tokens,
-                    *max_running_requests,
-                    available_gpu_mem_bytes.map(gib),
-                    e.span,
-                )),
-                _ => None,
-            });
+        let pool = pool_size(incident);
         if let Some((tokens, reqs, _, span)) = pool {
             f.evidence(
                 span,
@@ -145,36 +128,7 @@ impl Rule for SglangRuntimeKvPressure {
         f.condition("SGLang reported a full KV cache pool", true);
         f.condition("the pool's size is in the log", pool.is_some());
         if crashed {
-            let phase = ooms
-                .iter()
-                .find_map(|(_, c)| c.name("phase").map(|p| p.as_str().to_lowercase()))
-                .unwrap_or_else(|| "request scheduling".to_owned());
-            f.chain.push(format!(
-                "{who} went down: its scheduler ran out of KV cache during {phase}"
-            ));
-            f.chain.push(match pool {
-                Some((tokens, _, _, _)) => format!(
-                    "the running requests needed more KV cache tokens than the pool's {tokens}{}",
-                    if retracts.is_empty() {
-                        String::new()
-                    } else {
-                        format!(", and retracting {retracted} requests did not relieve it")
-                    }
-                ),
-                None => "the running requests needed more KV cache tokens than the pool holds"
-                    .to_owned(),
-            });
-            f.title = format!("SGLang's KV cache pool ran out during {phase}");
-            f.headline = format!(
-                "{who}'s scheduler crashed with `{} out of memory`: the running requests needed more KV cache than the pool holds{}.",
-                if phase == "prefill" {
-                    "Prefill"
-                } else {
-                    "Decode"
-                },
-                pool.map(|p| format!(" ({} tokens)", p.0))
-                    .unwrap_or_default()
-            );
+            explain_crash(&mut f, &who, &ooms, pool, retracted, retracts.is_empty());
         } else {
             f.chain.push(format!(
                 "{who} retracted {retracted} requests because its KV cache pool was full"
@@ -185,33 +139,114 @@ impl Rule for SglangRuntimeKvPressure {
             );
         }
         f.explanation = "SGLang sizes the KV pool once at start-up; under heavier load than it was sized for it retracts running requests, and if that is not enough the scheduler fails.".to_owned();
-        match pool.and_then(|p| p.1.map(|r| (r, p.3))) {
-            Some((reqs, span)) if crashed && reqs >= 4 => {
-                let action = flag_action(
-                    incident,
-                    &mut f,
-                    unit,
-                    "--max-running-requests",
-                    &(reqs / 2).to_string(),
-                    format!("fewer concurrent requests than {reqs} fit the pool"),
-                    [span],
-                );
-                f.actions.push(action);
-            }
-            _ => f.actions.push(Action::advice(
-                "lower --max-running-requests so the running requests fit the KV pool",
-                None,
-            )),
-        }
-        if let Some(headroom) = pool.and_then(|p| p.2).filter(|h| *h >= 3.0) {
-            f.actions.push(Action::advice(
-                format!("{headroom:.2} GiB stayed free after start-up: a higher --mem-fraction-static would give the pool more of it"),
-                None,
-            ));
-        }
-        f.actions
-            .push(Action::advice("or add replicas / GPUs for the load", None));
+        push_actions(incident, &mut f, unit, pool, crashed);
         f.confidence = confidence(&f, 0.75, 0.9);
         out.push(f);
     }
+}
+
+/// The KV pool as SGLang sized it at start-up: its tokens, the most running
+/// requests, the GiB left free, and its line.
+type Pool = (u64, Option<u64>, Option<f64>, Span);
+
+/// Returns the KV pool's size from the last `max_total_num_tokens=` line.
+fn pool_size(incident: &Incident) -> Option<Pool> {
+    incident
+        .facts
+        .server_events
+        .iter()
+        .rev()
+        .find_map(|e| match &e.kind {
+            ServerEventKind::Landmark(Landmark::MaxTotalTokens {
+                max_total_num_tokens,
+                max_running_requests,
+                available_gpu_mem_bytes,
+                ..
+            }) => Some((
+                *max_total_num_tokens,
+                *max_running_requests,
+                available_gpu_mem_bytes.map(gib),
+                e.span,
+            )),
+            _ => None,
+        })
+}
+
+/// Writes the chain, title and headline when the scheduler crashed out of KV
+/// cache (`ooms`, whose first phase is named), with the pool's size and the
+/// requests `retracted` before it unless there were none (`no_retracts`).
+fn explain_crash(
+    f: &mut Finding,
+    who: &str,
+    ooms: &[(&Message, Captures)],
+    pool: Option<Pool>,
+    retracted: u64,
+    no_retracts: bool,
+) {
+    let phase = ooms
+        .iter()
+        .find_map(|(_, c)| c.name("phase").map(|p| p.as_str().to_lowercase()))
+        .unwrap_or_else(|| "request scheduling".to_owned());
+    f.chain.push(format!(
+        "{who} went down: its scheduler ran out of KV cache during {phase}"
+    ));
+    f.chain.push(match pool {
+        Some((tokens, _, _, _)) => format!(
+            "the running requests needed more KV cache tokens than the pool's {tokens}{}",
+            if no_retracts {
+                String::new()
+            } else {
+                format!(", and retracting {retracted} requests did not relieve it")
+            }
+        ),
+        None => "the running requests needed more KV cache tokens than the pool holds".to_owned(),
+    });
+    f.title = format!("SGLang's KV cache pool ran out during {phase}");
+    f.headline = format!(
+        "{who}'s scheduler crashed with `{} out of memory`: the running requests needed more KV cache than the pool holds{}.",
+        if phase == "prefill" {
+            "Prefill"
+        } else {
+            "Decode"
+        },
+        pool.map(|p| format!(" ({} tokens)", p.0))
+            .unwrap_or_default()
+    );
+}
+
+/// Pushes the fixes: halve --max-running-requests (from the pool's line,
+/// after a crash) or lower it, use the memory left free, add replicas.
+fn push_actions(
+    incident: &Incident,
+    f: &mut Finding,
+    unit: Option<&str>,
+    pool: Option<Pool>,
+    crashed: bool,
+) {
+    match pool.and_then(|p| p.1.map(|r| (r, p.3))) {
+        Some((reqs, span)) if crashed && reqs >= 4 => {
+            let action = flag_action(
+                incident,
+                f,
+                unit,
+                "--max-running-requests",
+                &(reqs / 2).to_string(),
+                format!("fewer concurrent requests than {reqs} fit the pool"),
+                [span],
+            );
+            f.actions.push(action);
+        }
+        _ => f.actions.push(Action::advice(
+            "lower --max-running-requests so the running requests fit the KV pool",
+            None,
+        )),
+    }
+    if let Some(headroom) = pool.and_then(|p| p.2).filter(|h| *h >= 3.0) {
+        f.actions.push(Action::advice(
+            format!("{headroom:.2} GiB stayed free after start-up: a higher --mem-fraction-static would give the pool more of it"),
+            None,
+        ));
+    }
+    f.actions
+        .push(Action::advice("or add replicas / GPUs for the load", None));
 }

@@ -3,7 +3,9 @@
 //! when the inputs show it (a GPU fault, a stuck NCCL collective).
 
 use crate::correlate::Incident;
-use crate::model::{Framework, NcclLevel, ServerEvent, ServerEventKind, TorchDistKind};
+use crate::model::{
+    Framework, KernelEvent, NcclLevel, ServerEvent, ServerEventKind, Timestamp, TorchDistKind, Xid,
+};
 use crate::rules::support::server::{launch_args, target};
 use crate::rules::support::{confidence, distinct};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
@@ -85,7 +87,7 @@ impl Rule for SglangWatchdogTimeout {
         let when = incident.time_of(first.span).or(first.time);
         // Whether a time falls in the window in which it could have stalled
         // the batch: from before the batch started until just after.
-        let near = |t: Option<crate::model::Timestamp>| match (when, t) {
+        let near = |t: Option<Timestamp>| match (when, t) {
             (Some(w), Some(t)) => {
                 let d = t.utc_seconds() - w.utc_seconds();
                 d >= -(secs as i64) - WINDOW_SECS && d <= WINDOW_SECS
@@ -128,94 +130,129 @@ impl Rule for SglangWatchdogTimeout {
             .xids()
             .filter(|(e, x)| HANG_XIDS.contains(&x.code) && near(e.time.wall))
             .collect();
-        let stuck: Vec<&ServerEvent> = events
-            .iter()
-            .filter(|e| match &e.kind {
-                ServerEventKind::TorchDist(t) => matches!(
-                    t.kind,
-                    TorchDistKind::WatchdogTimeout { .. }
-                        | TorchDistKind::FailureDetected { .. }
-                        | TorchDistKind::WatchdogStuck { .. }
-                        | TorchDistKind::HeartbeatTimeout
-                        | TorchDistKind::NcclError { .. }
-                ),
-                ServerEventKind::Nccl(n) => {
-                    n.level >= NcclLevel::Warn && n.level != NcclLevel::Trace
-                }
-                _ => false,
-            })
-            .filter(|e| near(incident.time_of(e.span).or(e.time)))
-            .collect();
+        let stuck = stuck_collectives(incident, near);
         f.condition(
             "the inputs show what stalled the batch (an Xid or NCCL trouble at the same time)",
             !xids.is_empty() || !stuck.is_empty(),
         );
         if let Some((e, x)) = xids.first() {
-            f.entities.xid.insert(x.code);
-            f.evidence(
-                e.span,
-                format!("Xid {} at the same time: the GPU faulted or hung", x.code),
-            );
-            if let Some(g) = x.bus_id.as_deref().and_then(|b| incident.gpu_by_bus_id(b)) {
-                f.entities.gpus.insert(g.index);
-            }
-            f.category = Category::ServerHang;
-            f.chain.push(format!(
-                "the GPU reported Xid {} at the same time: the batch waited on a faulted GPU",
-                x.code
-            ));
-            f.title = format!("SGLang's watchdog fired after Xid {} on the GPU", x.code);
-            f.headline = format!(
-                "{who} hit its {secs:.0} s watchdog because the GPU reported Xid {} at the same time; the GPU fault is the cause.",
-                x.code
-            );
-            f.explanation = "A kernel that never completes on a faulted GPU keeps the batch from finishing; the watchdog only notices. Follow the Xid finding.".to_owned();
-            f.actions.push(Action::advice(
-                "handle the GPU fault first (see the Xid finding); the watchdog timeout follows from it",
-                None,
-            ));
+            explain_xid(incident, &mut f, &who, secs, e, x);
         } else if let Some(e) = stuck.first() {
-            f.category = Category::NcclTimeout;
-            f.evidence(e.span, "NCCL/c10d trouble at the same time");
-            f.chain.push(
-                "a collective was stuck at the same time (c10d/NCCL report it): a peer rank died or hung"
-                    .to_owned(),
-            );
-            f.title = "SGLang's watchdog fired while an NCCL collective was stuck".to_owned();
-            f.headline = format!(
-                "{who} hit its {secs:.0} s watchdog because an NCCL collective was stuck; find the rank that failed first."
-            );
-            f.explanation = "With tensor parallelism every forward step runs collectives; one rank that died or hung leaves the others waiting until a watchdog fires.".to_owned();
-            f.actions.push(Action::advice(
-                "find the rank that failed or stalled first (its own error, or an Xid on its GPU) and fix that",
-                None,
-            ));
+            explain_stuck(&mut f, &who, secs, e);
         } else {
-            let tp = launch_args(incident, Framework::Sglang).and_then(|(a, _)| a.tp_size);
-            f.chain.push(
-                "nothing in the inputs shows why: no Xid, no NCCL or c10d error at the same time"
-                    .to_owned(),
-            );
-            f.title = format!("an SGLang forward batch hung for {secs:.0} s");
-            f.headline = format!(
-                "{who} killed itself because a forward batch did not finish within {secs:.0} s; the inputs do not show why{}.",
-                if tp.is_some_and(|t| t > 1) {
-                    " (a stuck collective or GPU hang is the usual cause)"
-                } else {
-                    ""
-                }
-            );
-            f.explanation = "A hang with no visible cause: capture the kernel log and the stacks (SGLang dumps them before exiting) around the next occurrence.".to_owned();
-            f.actions.push(Action::advice(
-                "check the kernel log for an Xid and the log for the dumped stacks around the timeout",
-                Some("journalctl -k --since '-1h' | grep -E 'NVRM: Xid'"),
-            ));
-            f.actions.push(Action::advice(
-                "if a batch legitimately takes that long (very long prefills on slow GPUs), lower --chunked-prefill-size or raise --watchdog-timeout",
-                None,
-            ));
+            explain_unexplained(incident, &mut f, &who, secs);
         }
         f.confidence = confidence(&f, 0.6, 0.9);
         out.push(f);
     }
+}
+
+/// Returns the c10d and NCCL trouble (a watchdog timeout, a failure, a stuck
+/// collective, an NCCL warning or error) at a time `near` says could have
+/// stalled the batch.
+fn stuck_collectives(
+    incident: &Incident,
+    near: impl Fn(Option<Timestamp>) -> bool,
+) -> Vec<&ServerEvent> {
+    incident
+        .facts
+        .server_events
+        .iter()
+        .filter(|e| match &e.kind {
+            ServerEventKind::TorchDist(t) => matches!(
+                t.kind,
+                TorchDistKind::WatchdogTimeout { .. }
+                    | TorchDistKind::FailureDetected { .. }
+                    | TorchDistKind::WatchdogStuck { .. }
+                    | TorchDistKind::HeartbeatTimeout
+                    | TorchDistKind::NcclError { .. }
+            ),
+            ServerEventKind::Nccl(n) => n.level >= NcclLevel::Warn && n.level != NcclLevel::Trace,
+            _ => false,
+        })
+        .filter(|e| near(incident.time_of(e.span).or(e.time)))
+        .collect()
+}
+
+/// Writes the category, chain, title, headline, explanation and action when
+/// the GPU reported a hang Xid (`x`, on line `e`) near the timeout, and cites it.
+fn explain_xid(
+    incident: &Incident,
+    f: &mut Finding,
+    who: &str,
+    secs: f64,
+    e: &KernelEvent,
+    x: &Xid,
+) {
+    f.entities.xid.insert(x.code);
+    f.evidence(
+        e.span,
+        format!("Xid {} at the same time: the GPU faulted or hung", x.code),
+    );
+    if let Some(g) = x.bus_id.as_deref().and_then(|b| incident.gpu_by_bus_id(b)) {
+        f.entities.gpus.insert(g.index);
+    }
+    f.category = Category::ServerHang;
+    f.chain.push(format!(
+        "the GPU reported Xid {} at the same time: the batch waited on a faulted GPU",
+        x.code
+    ));
+    f.title = format!("SGLang's watchdog fired after Xid {} on the GPU", x.code);
+    f.headline = format!(
+        "{who} hit its {secs:.0} s watchdog because the GPU reported Xid {} at the same time; the GPU fault is the cause.",
+        x.code
+    );
+    f.explanation = "A kernel that never completes on a faulted GPU keeps the batch from finishing; the watchdog only notices. Follow the Xid finding.".to_owned();
+    f.actions.push(Action::advice(
+        "handle the GPU fault first (see the Xid finding); the watchdog timeout follows from it",
+        None,
+    ));
+}
+
+/// Writes the category, chain, title, headline, explanation and action when a
+/// collective was stuck (c10d or NCCL trouble on line `e`) near the timeout.
+fn explain_stuck(f: &mut Finding, who: &str, secs: f64, e: &ServerEvent) {
+    f.category = Category::NcclTimeout;
+    f.evidence(e.span, "NCCL/c10d trouble at the same time");
+    f.chain.push(
+        "a collective was stuck at the same time (c10d/NCCL report it): a peer rank died or hung"
+            .to_owned(),
+    );
+    f.title = "SGLang's watchdog fired while an NCCL collective was stuck".to_owned();
+    f.headline = format!(
+        "{who} hit its {secs:.0} s watchdog because an NCCL collective was stuck; find the rank that failed first."
+    );
+    f.explanation = "With tensor parallelism every forward step runs collectives; one rank that died or hung leaves the others waiting until a watchdog fires.".to_owned();
+    f.actions.push(Action::advice(
+        "find the rank that failed or stalled first (its own error, or an Xid on its GPU) and fix that",
+        None,
+    ));
+}
+
+/// Writes the chain, title, headline, explanation and actions when nothing
+/// in the inputs shows what stalled the batch.
+fn explain_unexplained(incident: &Incident, f: &mut Finding, who: &str, secs: f64) {
+    let tp = launch_args(incident, Framework::Sglang).and_then(|(a, _)| a.tp_size);
+    f.chain.push(
+        "nothing in the inputs shows why: no Xid, no NCCL or c10d error at the same time"
+            .to_owned(),
+    );
+    f.title = format!("an SGLang forward batch hung for {secs:.0} s");
+    f.headline = format!(
+        "{who} killed itself because a forward batch did not finish within {secs:.0} s; the inputs do not show why{}.",
+        if tp.is_some_and(|t| t > 1) {
+            " (a stuck collective or GPU hang is the usual cause)"
+        } else {
+            ""
+        }
+    );
+    f.explanation = "A hang with no visible cause: capture the kernel log and the stacks (SGLang dumps them before exiting) around the next occurrence.".to_owned();
+    f.actions.push(Action::advice(
+        "check the kernel log for an Xid and the log for the dumped stacks around the timeout",
+        Some("journalctl -k --since '-1h' | grep -E 'NVRM: Xid'"),
+    ));
+    f.actions.push(Action::advice(
+        "if a batch legitimately takes that long (very long prefills on slow GPUs), lower --chunked-prefill-size or raise --watchdog-timeout",
+        None,
+    ));
 }

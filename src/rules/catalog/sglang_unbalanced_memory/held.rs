@@ -27,30 +27,8 @@ impl<'a> Analysis<'a> {
         {
             self.gpu_evidence(f, other);
         }
-        let silent = self.silent_gpus();
         f.entities.gpus.insert(gpu);
-        for h in holders {
-            let p = &h.process;
-            f.entities.pids.insert(p.pid);
-            for span in &p.spans {
-                let note = format!("PID {} holds {} on GPU {gpu}", p.pid, mib(p.used_mib));
-                match p.used_mib {
-                    Some(used) => f.evidence_marked(*span, note, format!("{used} MiB")),
-                    None => f.evidence_marked(*span, note, p.pid.to_string()),
-                }
-            }
-            if let Some(link) = &h.unit {
-                link.cite(f, p.pid, true);
-            }
-            if let Some((cmd, span)) = h.cmdline {
-                let _ = cmd;
-                f.evidence_marked(
-                    span,
-                    format!("command line of PID {}", p.pid),
-                    p.pid.to_string(),
-                );
-            }
-        }
+        cite_holders(f, gpu, holders);
         let deficit = self.deficit_gib();
         let main = &holders[0];
         let who = phrase(main);
@@ -87,6 +65,47 @@ impl<'a> Analysis<'a> {
             true,
         );
         f.condition(reconcile_text, reconciled == Some(true));
+        let only_silent = self.rank_conditions(f, gpu, reconciled);
+        f.condition(
+            "the holder's unit is proven (CGroup tree, Main PID, journal field or systemd message), not inferred",
+            holders
+                .iter()
+                .all(|h| h.unit.is_some_and(|u| u.basis != OwnerBasis::InferredFromJournalOrder)),
+        );
+
+        let held_by = match stale {
+            Some(_) => format!(
+                "a leftover serving process, {who}{more} with {}",
+                mib(Some(held_mib))
+            ),
+            None => format!("{who}{more} with {}", mib(Some(held_mib))),
+        };
+        f.title = format!("GPU {gpu} is held by {held_by}");
+        f.headline = format!(
+            "GPU {gpu} is held by {held_by}, so {target} failed SGLang's tensor-parallel memory balance check at start-up."
+        );
+        f.explanation = self.held_explanation(gpu, &who, held_mib, only_silent, reconciled);
+        if stale.is_some() {
+            f.explanation
+                .push_str(" It is a leftover serving process, not a workload of its own.");
+        }
+
+        let baseline = self
+            .group()
+            .iter()
+            .filter(|g| g.index != gpu)
+            .filter_map(|g| g.memory_used_mib)
+            .max()
+            .unwrap_or(0);
+        self.holders.actions(f, gpu, holders, baseline);
+    }
+
+    /// Writes the conditions on which ranks raised and which stayed silent
+    /// (and, when the numbers contradict the rank label, the chain link that
+    /// says the numbers win); returns whether the only silent rank runs on
+    /// `gpu`.
+    fn rank_conditions(&self, f: &mut Finding, gpu: u32, reconciled: Option<bool>) -> bool {
+        let silent = self.silent_gpus();
         // Only the rank on the short GPU stays silent; with a partial log
         // more ranks look silent, which is consistent but proves nothing.
         let only_silent = silent.len() == 1 && silent.contains(&gpu);
@@ -122,25 +141,21 @@ impl<'a> Analysis<'a> {
                 false,
             );
         }
-        f.condition(
-            "the holder's unit is proven (CGroup tree, Main PID, journal field or systemd message), not inferred",
-            holders
-                .iter()
-                .all(|h| h.unit.is_some_and(|u| u.basis != OwnerBasis::InferredFromJournalOrder)),
-        );
+        only_silent
+    }
 
-        let held_by = match stale {
-            Some(_) => format!(
-                "a leftover serving process, {who}{more} with {}",
-                mib(Some(held_mib))
-            ),
-            None => format!("{who}{more} with {}", mib(Some(held_mib))),
-        };
-        f.title = format!("GPU {gpu} is held by {held_by}");
-        f.headline = format!(
-            "GPU {gpu} is held by {held_by}, so {target} failed SGLang's tensor-parallel memory balance check at start-up."
-        );
-        f.explanation = match deficit {
+    /// Returns the explanation: the free memory SGLang measured and the
+    /// deficit, the short GPU and what `who` holds there against it; or,
+    /// without the numbers, only what is held.
+    fn held_explanation(
+        &self,
+        gpu: u32,
+        who: &str,
+        held_mib: u64,
+        only_silent: bool,
+        reconciled: Option<bool>,
+    ) -> String {
+        match self.deficit_gib() {
             Some(d) => format!(
                 "SGLang measured {:.2} GiB free on the fullest GPU against {:.2} GiB on the others: a deficit of {d:.2} GiB. \
                  GPU {gpu} is the short one{}, and {who} holds {} = {:.2} GiB there{}.",
@@ -164,19 +179,33 @@ impl<'a> Analysis<'a> {
                 "{who} holds {} on GPU {gpu}; this SGLang release printed no numbers to reconcile.",
                 mib(Some(held_mib))
             ),
-        };
-        if stale.is_some() {
-            f.explanation
-                .push_str(" It is a leftover serving process, not a workload of its own.");
         }
+    }
+}
 
-        let baseline = self
-            .group()
-            .iter()
-            .filter(|g| g.index != gpu)
-            .filter_map(|g| g.memory_used_mib)
-            .max()
-            .unwrap_or(0);
-        self.holders.actions(f, gpu, holders, baseline);
+/// Cites each holder on `gpu`: its memory lines, the lines that tie it to its
+/// unit, and its command line.
+fn cite_holders(f: &mut Finding, gpu: u32, holders: &[Holder<'_>]) {
+    for h in holders {
+        let p = &h.process;
+        f.entities.pids.insert(p.pid);
+        for span in &p.spans {
+            let note = format!("PID {} holds {} on GPU {gpu}", p.pid, mib(p.used_mib));
+            match p.used_mib {
+                Some(used) => f.evidence_marked(*span, note, format!("{used} MiB")),
+                None => f.evidence_marked(*span, note, p.pid.to_string()),
+            }
+        }
+        if let Some(link) = &h.unit {
+            link.cite(f, p.pid, true);
+        }
+        if let Some((cmd, span)) = h.cmdline {
+            let _ = cmd;
+            f.evidence_marked(
+                span,
+                format!("command line of PID {}", p.pid),
+                p.pid.to_string(),
+            );
+        }
     }
 }

@@ -67,6 +67,74 @@ impl<'a> Analysis<'a> {
         let fragmented = matches!((unallocated, tried), (Some(u), Some(t)) if u >= t && u >= 1.0);
         let huge = matches!((tried, total), (Some(t), Some(tot)) if t >= tot * 0.25);
         let gpu_text = o.gpu.map_or("the GPU".to_owned(), |g| format!("GPU {g}"));
+        self.explain_own_figures(f);
+        let logprobs = crate::rules::support::server::exception_at(self.incident, self.event.span)
+            .is_some_and(|(_, x)| {
+                x.frames.iter().any(|fr| {
+                    fr.function
+                        .as_deref()
+                        .is_some_and(|n| n.contains("logprobs"))
+                })
+            });
+        if logprobs {
+            f.chain.push(
+                "the allocation was made computing prompt logprobs: one row of vocabulary-sized logits per prompt token"
+                    .to_owned(),
+            );
+            f.actions.push(Action::advice(
+                "limit prompt_logprobs in requests (or reject them): over a large vocabulary they need prompt length x vocabulary floats at once",
+                None,
+            ));
+        }
+        if fragmented {
+            f.chain.push(format!(
+                "{:.2} GiB was reserved by PyTorch but unallocated: the memory is fragmented",
+                unallocated.unwrap_or_default()
+            ));
+            f.title = format!("CUDA out of memory on {gpu_text}: fragmented allocator cache");
+            f.headline = format!(
+                "{who} ran out of GPU memory although PyTorch held {:.2} GiB reserved but unallocated: fragmentation.",
+                unallocated.unwrap_or_default()
+            );
+            f.actions.push(Action::advice(
+                "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the server's environment",
+                Some("systemctl edit UNIT   # [Service] Environment=PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"),
+            ));
+        } else if huge {
+            f.chain.push(format!(
+                "a single allocation of {:.2} GiB, a quarter of the GPU or more: a pathological request",
+                tried.unwrap_or_default()
+            ));
+            f.title = format!("CUDA out of memory on {gpu_text}: one huge allocation");
+            f.headline = format!(
+                "{who} ran out of GPU memory on a single {:.2} GiB allocation: one oversized request (a very long prompt or batch).",
+                tried.unwrap_or_default()
+            );
+            f.actions.push(Action::advice(
+                "limit request sizes (max prompt length, --max-model-len, max batch tokens)",
+                None,
+            ));
+        } else {
+            f.chain.push(
+                "the server's own allocations filled the GPU: its static reservation left too little for activations"
+                    .to_owned(),
+            );
+            f.title = format!("CUDA out of memory on {gpu_text}: the server's own allocations");
+            f.headline = format!(
+                "{who} ran out of GPU memory with no other process to blame: its static memory reservation or batch size is too large for this GPU."
+            );
+        }
+        f.explanation = "A server reserves its KV cache up front (SGLang --mem-fraction-static, vLLM --gpu-memory-utilization); an OOM while serving means what is left for activations and graphs is too small for the batches it runs.".to_owned();
+        self.server_advice(f);
+    }
+
+    /// Writes the chain links (and conditions) that show the memory in use
+    /// is the server's own: the largest listed process matched to PyTorch's
+    /// reservation, and the error's figures as printed (a per-process figure
+    /// too small to believe, this process's share, or what lies outside
+    /// PyTorch's allocator).
+    fn explain_own_figures(&self, f: &mut Finding) {
+        let o = self.oom;
         if let (Some((pid, bytes)), Some(reserved)) = (self.writer, pytorch_reserved(o)) {
             f.chain.push(format!(
                 "PID {pid}, listed with {:.2} GiB, is the server's own process: PyTorch reserved {:.2} GiB of it, the rest is its CUDA context",
@@ -129,64 +197,6 @@ impl<'a> Analysis<'a> {
                 ));
             }
         }
-        let logprobs = crate::rules::support::server::exception_at(self.incident, self.event.span)
-            .is_some_and(|(_, x)| {
-                x.frames.iter().any(|fr| {
-                    fr.function
-                        .as_deref()
-                        .is_some_and(|n| n.contains("logprobs"))
-                })
-            });
-        if logprobs {
-            f.chain.push(
-                "the allocation was made computing prompt logprobs: one row of vocabulary-sized logits per prompt token"
-                    .to_owned(),
-            );
-            f.actions.push(Action::advice(
-                "limit prompt_logprobs in requests (or reject them): over a large vocabulary they need prompt length x vocabulary floats at once",
-                None,
-            ));
-        }
-        if fragmented {
-            f.chain.push(format!(
-                "{:.2} GiB was reserved by PyTorch but unallocated: the memory is fragmented",
-                unallocated.unwrap_or_default()
-            ));
-            f.title = format!("CUDA out of memory on {gpu_text}: fragmented allocator cache");
-            f.headline = format!(
-                "{who} ran out of GPU memory although PyTorch held {:.2} GiB reserved but unallocated: fragmentation.",
-                unallocated.unwrap_or_default()
-            );
-            f.actions.push(Action::advice(
-                "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the server's environment",
-                Some("systemctl edit UNIT   # [Service] Environment=PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"),
-            ));
-        } else if huge {
-            f.chain.push(format!(
-                "a single allocation of {:.2} GiB, a quarter of the GPU or more: a pathological request",
-                tried.unwrap_or_default()
-            ));
-            f.title = format!("CUDA out of memory on {gpu_text}: one huge allocation");
-            f.headline = format!(
-                "{who} ran out of GPU memory on a single {:.2} GiB allocation: one oversized request (a very long prompt or batch).",
-                tried.unwrap_or_default()
-            );
-            f.actions.push(Action::advice(
-                "limit request sizes (max prompt length, --max-model-len, max batch tokens)",
-                None,
-            ));
-        } else {
-            f.chain.push(
-                "the server's own allocations filled the GPU: its static reservation left too little for activations"
-                    .to_owned(),
-            );
-            f.title = format!("CUDA out of memory on {gpu_text}: the server's own allocations");
-            f.headline = format!(
-                "{who} ran out of GPU memory with no other process to blame: its static memory reservation or batch size is too large for this GPU."
-            );
-        }
-        f.explanation = "A server reserves its KV cache up front (SGLang --mem-fraction-static, vLLM --gpu-memory-utilization); an OOM while serving means what is left for activations and graphs is too small for the batches it runs.".to_owned();
-        self.server_advice(f);
     }
 
     pub(super) fn explain_siblings(&self, f: &mut Finding, s: &Siblings, sum: u64, who: &str) {
