@@ -394,10 +394,12 @@ fn is_cli_verdict(text: &str) -> bool {
 /// The lines a listing prints around its rows: `systemctl list-units`'s
 /// legend (`LOAD   = Reflects whether …`, since v248 `Legend: LOAD   →
 /// …` and its indented `ACTIVE → …`), its count (`1 loaded units
-/// listed.`) and hint, and `dcgmi discovery -l`'s count (`4 GPUs found.`).
+/// listed.`) and hint, `dcgmi discovery -l`'s count (`4 GPUs found.`)
+/// and `dcgmi stats`' head (`Successfully retrieved statistics for job:
+/// 952404.`, `Successfully stopped recording stats for 232.`).
 fn is_listing_summary(text: &str) -> bool {
     static SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"^(?:(?:Legend: +)?(?:LOAD|ACTIVE|SUB|JOB) +(?:=|→) \S.*|[0-9]+ loaded units listed\..*|To show all installed unit files use 'systemctl list-unit-files'\.|[0-9]+ (?:GPUs?|NvSwitch(?:es)?|CPUs?|CPU Cores?) found\.)$")
+        Regex::new(r"^(?:(?:Legend: +)?(?:LOAD|ACTIVE|SUB|JOB) +(?:=|→) \S.*|[0-9]+ loaded units listed\..*|To show all installed unit files use 'systemctl list-unit-files'\.|[0-9]+ (?:GPUs?|NvSwitch(?:es)?|CPUs?|CPU Cores?) found\.|Successfully (?:retrieved statistics for job:|stopped recording stats for) \S+\.)$")
             .expect("listing summary regex")
     });
     let t = text.trim();

@@ -40,8 +40,9 @@ static BOX_SECTION: LazyLock<Regex> = LazyLock::new(|| {
 
 /// The header rows of the boxes `dcgmi` draws, by their titles: `dcgmi
 /// discovery -l` (`| GPU ID | Device Information |`) and `dcgmi diag`
-/// (`| Diagnostic | Result |`). A box with a header of its own is read
-/// by these lines, not by the nvidia-smi table's grammar.
+/// (`| Diagnostic | Result |`); `dcgmi stats`'s one-cell title is
+/// [`is_stats_title`]. A box with a header of its own is read by these
+/// lines, not by the nvidia-smi table's grammar.
 const DCGMI_BOX_HEADERS: [(&[&str], DcgmiBox); 2] = [
     (&["GPU ID", "Device Information"], DcgmiBox::Discovery),
     (&["Diagnostic", "Result"], DcgmiBox::Diag),
@@ -165,6 +166,9 @@ enum DcgmiBox {
     Other,
     Discovery,
     Diag,
+    /// `dcgmi stats -j`: a job's execution, performance, event and
+    /// slowdown figures and its overall health, two cells a row.
+    Stats,
 }
 
 /// Whether `t` (trimmed) is the header row of one of dcgmi's boxes.
@@ -177,10 +181,23 @@ fn dcgmi_box_header(t: &str) -> Option<DcgmiBox> {
         return None;
     }
     let titles: Vec<&str> = t.trim_matches('|').split('|').map(str::trim).collect();
+    if let [title] = titles.as_slice() {
+        return is_stats_title(title).then_some(DcgmiBox::Stats);
+    }
     DCGMI_BOX_HEADERS
         .iter()
         .find(|(h, _)| *h == titles.as_slice())
         .map(|(_, kind)| *kind)
+}
+
+/// The one-cell title of a `dcgmi stats -j` box: `Summary` over the
+/// job's GPUs, or `GPU ID: 0` per GPU in verbose mode (DCGM's
+/// `dcgmi/ProcessStats.cpp`).
+fn is_stats_title(title: &str) -> bool {
+    title == "Summary"
+        || title
+            .strip_prefix("GPU ID: ")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -457,7 +474,7 @@ impl Tables {
                     });
                 }
             }
-            DcgmiBox::Other => {}
+            DcgmiBox::Other | DcgmiBox::Stats => {}
         }
     }
 }
@@ -1004,6 +1021,31 @@ done
             "+----+----+\n| Name | Result |\n+----+----+\n| 0 | Name: x |\n|  | Device UUID: GPU-1 |\n|  | GPU0: Pass |\n",
         );
         assert!(facts.gpus.is_empty() && facts.gpu_mentions.is_empty());
+    }
+
+    /// `dcgmi stats -j` (https://github.com/NVIDIA/DCGM/issues/93): the
+    /// one-cell title opens the box, its section rules and two-cell rows
+    /// are read; a one-cell row that is not one of its titles opens
+    /// nothing.
+    #[test]
+    fn dcgmi_stats_box_is_read_by_its_title() {
+        let (read, _) = read_with_facts(
+            "\
+| Summary                                                                      |
++====================================+=========================================+
+|-----  Execution Stats  ------------+-----------------------------------------|
+| Start Time                         | Thu Aug  3 16:35:00 2023                |
++-----  Event Stats  ----------------+-----------------------------------------+
+| Critical XID Errors                | 0                                       |
+|        - Thermal (%)               | Not Supported                           |
++-----  Overall Health  -------------+-----------------------------------------+
+| Overall Health                     | Healthy                                 |
+",
+        );
+        assert!(read.iter().all(|r| *r), "{read:?}");
+        assert!(is_stats_title("GPU ID: 12") && is_stats_title("Summary"));
+        assert!(!is_stats_title("GPU ID: ") && !is_stats_title("GPU ID: 1a"));
+        assert!(!is_dcgmi_box_header("| Processes: |"));
     }
 
     /// `systemctl list-units --failed` (https://github.com/systemd/systemd/issues/13733)

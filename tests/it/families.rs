@@ -282,6 +282,16 @@ const FAMILIES: &[(&str, &str, &str)] = &[
         "|",
     ),
     (
+        "dcgmi stats box",
+        "fixtures/formats/lines/dcgmi-stats-job-summary.txt",
+        "|",
+    ),
+    (
+        "dcgmi stats head",
+        "fixtures/formats/lines/dcgmi-stats-job-summary.txt",
+        "Successfully retrieved",
+    ),
+    (
         "systemctl list-units",
         "fixtures/formats/lines/systemctl-list-units-failed.txt",
         "loaded",
@@ -323,7 +333,7 @@ const KNOWN_GAPS: &[(&str, &str)] = &[(
 /// Families of issue 20 with no real paste in the repository yet (their
 /// grammar is read by code and unit tests, on lines from upstream or
 /// threads, but no fixture holds them).
-const NO_SAMPLE_YET: &[&str] = &["dcgmi stats box"];
+const NO_SAMPLE_YET: &[&str] = &[];
 
 /// The unrecognised lines `rootcause inputs` lists for `path`.
 fn unread(path: &Path) -> Vec<u32> {
