@@ -201,6 +201,29 @@ pub enum ServerEventKind {
     TorchDist(TorchDist),
 }
 
+impl ServerEventKind {
+    /// Whether the line reports the server failing: an exception, a CUDA
+    /// out-of-memory error, a wrapper's report of a failed child or
+    /// engine, an abort, the memory-balance check, a watchdog. Not a
+    /// shell's report of a signal (the death, not its cause) nor a c10d
+    /// report (a rank's view of another's failure); a rule that counts
+    /// those asks for them too.
+    pub fn is_failure(&self) -> bool {
+        matches!(
+            self,
+            ServerEventKind::Exception(_)
+                | ServerEventKind::CudaOom(_)
+                | ServerEventKind::VllmFailure(_)
+                | ServerEventKind::CppAbort(_)
+                | ServerEventKind::MemoryImbalance(_)
+                | ServerEventKind::ChildException { .. }
+                | ServerEventKind::SigquitFromChild
+                | ServerEventKind::SchedulerDead { .. }
+                | ServerEventKind::WatchdogTimeout { .. }
+        )
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerEvent {
     /// The framework that wrote the line, or whose log stream it appeared in.

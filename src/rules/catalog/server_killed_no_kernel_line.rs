@@ -174,19 +174,7 @@ fn failed_before(incident: &Incident, kill: Span) -> bool {
         .iter()
         .any(|m| before(m.span) && crate::rules::unknown::ERRORISH.is_match(&m.text))
         || incident.facts.server_events.iter().any(|e| {
-            before(e.span)
-                && matches!(
-                    e.kind,
-                    ServerEventKind::Exception(_)
-                        | ServerEventKind::CudaOom(_)
-                        | ServerEventKind::VllmFailure(_)
-                        | ServerEventKind::CppAbort(_)
-                        | ServerEventKind::MemoryImbalance(_)
-                        | ServerEventKind::ChildException { .. }
-                        | ServerEventKind::SigquitFromChild
-                        | ServerEventKind::SchedulerDead { .. }
-                        | ServerEventKind::WatchdogTimeout { .. }
-                )
+            before(e.span) && e.kind.is_failure()
         })
         // A catalog row that is a failure of its own (not a start-up
         // stage) before the kill: SGLang's watchdog or a quoted CUDA

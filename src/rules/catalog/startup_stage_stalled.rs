@@ -275,19 +275,14 @@ fn failed_in(incident: &Incident, source: crate::source::SourceId) -> bool {
     let server = incident.facts.server_events.iter().any(|e| {
         here(e.span)
             && match &e.kind {
+                // An interrupt is someone giving up, not a failure.
                 ServerEventKind::Exception(x) => !is_interrupt(&x.name),
-                ServerEventKind::CudaOom(_)
-                | ServerEventKind::VllmFailure(_)
-                | ServerEventKind::CppAbort(_)
-                | ServerEventKind::ChildException { .. }
-                | ServerEventKind::SchedulerDead { .. }
-                | ServerEventKind::MemoryImbalance(_)
-                | ServerEventKind::ShellJobSignaled { .. }
+                // A death the shell saw and a rank's report of another's
+                // failure end a start-up too.
+                ServerEventKind::ShellJobSignaled { .. }
                 | ServerEventKind::ShellForegroundSignaled { .. }
-                | ServerEventKind::SigquitFromChild
-                | ServerEventKind::WatchdogTimeout { .. }
                 | ServerEventKind::TorchDist(_) => true,
-                _ => false,
+                kind => kind.is_failure(),
             }
     });
     let known = incident.known.iter().any(|k| {
