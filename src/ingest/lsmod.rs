@@ -27,7 +27,18 @@ static HEADER: LazyLock<Regex> =
 /// Whether `line` is an `lsmod` header or row.
 pub(crate) fn is_lsmod_line(line: &str) -> bool {
     let t = line.trim();
-    HEADER.is_match(t) || ROW.is_match(t)
+    (t.starts_with("Module") && HEADER.is_match(t)) || (may_be_row(t) && ROW.is_match(t))
+}
+
+/// How every row [`ROW`] matches starts and ends (a module's name, then a
+/// count, a user or `[permanent]`): the detector asks every line of a
+/// segment without a fast path, and a traceback's lines fail this first.
+pub(crate) fn may_be_row(t: &str) -> bool {
+    t.as_bytes().first().is_some_and(u8::is_ascii_lowercase)
+        && matches!(
+            t.as_bytes().last(),
+            Some(b'a'..=b'z' | b'0'..=b'9' | b'_' | b',' | b'-' | b']')
+        )
 }
 
 /// Parses one segment; returns the number of lines it did not recognise.

@@ -95,6 +95,54 @@ macro_rules! re {
 }
 pub(super) use re;
 
+/// A regex behind a cheap necessary condition: a byte test (a byte at a
+/// position, a literal every match holds) that every line the regex
+/// matches passes, so that a line of another format pays the test, not the
+/// regex. The sniffers run on every line of a segment without a fast path
+/// (a raw traceback's frames pay them all); what is recognised does not
+/// change: `every_gate_lets_through_what_its_regex_matches` tests each
+/// gate on every fixture line.
+pub(super) struct Gated {
+    gate: fn(&str) -> bool,
+    re: std::sync::LazyLock<regex::Regex>,
+}
+
+impl Gated {
+    pub(super) const fn new(gate: fn(&str) -> bool, re: fn() -> regex::Regex) -> Self {
+        Self {
+            gate,
+            re: std::sync::LazyLock::new(re),
+        }
+    }
+
+    pub(super) fn is_match(&self, line: &str) -> bool {
+        (self.gate)(line) && self.re.is_match(line)
+    }
+
+    pub(super) fn captures<'h>(&self, line: &'h str) -> Option<regex::Captures<'h>> {
+        if (self.gate)(line) {
+            self.re.captures(line)
+        } else {
+            None
+        }
+    }
+}
+
+/// Defines a [`Gated`] regex: `gated!(NAME, |line| test, pattern)`.
+macro_rules! gated {
+    ($name:ident, $gate:expr, $pattern:expr) => {
+        static $name: super::Gated =
+            super::Gated::new($gate, || regex::Regex::new($pattern).expect($pattern));
+    };
+}
+pub(super) use gated;
+
+/// The first byte of `line` after its leading white space (Unicode's, as
+/// a regex's `\s` means it), if any.
+pub(super) fn first_after_space(line: &str) -> Option<u8> {
+    line.trim_start().as_bytes().first().copied()
+}
+
 fn sniff(line: &str, current: Option<Format>) -> Class {
     SNIFFERS
         .iter()
@@ -587,6 +635,120 @@ Sat 2024-06-01 12:00:05 UTC gpu-node-7 kernel: NVRM: Xid (PCI:0000:1a:00): 79
         assert!(segment_as(SourceId(0), &empty, Some(Format::JournalCat)).is_empty());
     }
 
+    /// Every line of every fixture file, cleaned as the segmenter sees it.
+    fn fixture_lines() -> Vec<String> {
+        let mut lines = Vec::new();
+        let mut dirs = vec![
+            std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("fixtures"),
+        ];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).expect("fixtures").flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if let Ok(bytes) = std::fs::read(&path) {
+                    let text = String::from_utf8_lossy(&bytes).into_owned();
+                    lines.extend(text.lines().map(|l| clean_line(l).into_owned()));
+                }
+            }
+        }
+        lines
+    }
+
+    /// Each [`Gated`] regex's byte test lets through every line the regex
+    /// matches: every line of every fixture, the lines its sniffer's tests
+    /// name, and the same lines with the peeler's frame left on or the
+    /// line indented (a regex that allows leading space). Each regex
+    /// matches some of them, so no gate goes untested.
+    #[test]
+    fn every_gate_lets_through_what_its_regex_matches() {
+        let mut lines = fixture_lines();
+        lines.extend(GATE_SAMPLES.iter().map(|l| (*l).to_owned()));
+        let indented: Vec<String> = lines.iter().map(|l| format!("  {l}")).collect();
+        lines.extend(indented);
+        let all = [
+            nvidia::gated(),
+            systemd::gated(),
+            procfs::gated(),
+            packages::gated(),
+            shell::gated(),
+        ]
+        .concat();
+        let mut stopped = 0usize;
+        let mut untested = Vec::new();
+        for (name, gated) in &all {
+            let mut matched = 0;
+            for line in &lines {
+                if gated.re.is_match(line) {
+                    matched += 1;
+                    assert!((gated.gate)(line), "{name}'s gate stops {line:?}");
+                } else if !(gated.gate)(line) {
+                    stopped += 1;
+                }
+            }
+            if matched == 0 {
+                untested.push(*name);
+            }
+        }
+        assert!(
+            untested.is_empty(),
+            "no sample line for {untested:?}: their gates are untested"
+        );
+        let rows = lines
+            .iter()
+            .filter(|l| crate::ingest::ps::is_headerless_row(l))
+            .inspect(|l| assert!(procfs::may_be_ps_row(l), "{l:?}"))
+            .count();
+        assert!(rows > 0, "no ps row among the samples");
+        let modules = lines
+            .iter()
+            .map(|l| l.trim())
+            .filter(|t| crate::ingest::lsmod::ROW.is_match(t))
+            .inspect(|t| assert!(crate::ingest::lsmod::may_be_row(t), "{t:?}"))
+            .count();
+        assert!(modules > 0, "no lsmod row among the samples");
+        // The gates are worth their place: most lines never meet a regex.
+        assert!(stopped > all.len() * lines.len() / 2, "{stopped}");
+    }
+
+    /// Lines the gated regexes match that the fixtures may lack: from the
+    /// sniffers' own tests and the formats' documentation (docs/formats).
+    const GATE_SAMPLES: &[&str] = &[
+        // `head /proc/*/cgroup` (tests_host.rs, docs/formats/procfs.md).
+        "==> /proc/4318/cgroup <==",
+        "==> /proc/self/cgroup <==",
+    ];
+
+    /// A raw traceback's frame and source lines, which no sniffer claims,
+    /// meet none of the gated regexes.
+    #[test]
+    fn a_traceback_frame_meets_no_gated_regex() {
+        let all = [
+            nvidia::gated(),
+            systemd::gated(),
+            procfs::gated(),
+            packages::gated(),
+            shell::gated(),
+        ]
+        .concat();
+        for line in [
+            r#"  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_worker.py", line 167, in sample_tokens"#,
+            "    return self.model_runner.sample_tokens(grammar_output)",
+            "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+            "Traceback (most recent call last):",
+        ] {
+            let met: Vec<_> = all
+                .iter()
+                .filter(|(_, g)| (g.gate)(line))
+                .map(|(n, _)| *n)
+                .collect();
+            // `return` could start `rocm-smi`; `Traceback (` a `ps` header.
+            assert!(met.len() <= 1, "{line}: {met:?}");
+            assert!(!procfs::may_be_ps_row(line), "{line}");
+            assert!(!crate::ingest::lsmod::may_be_row(line.trim()), "{line}");
+        }
+    }
+
     /// `continues_as` claims a line only where the sniffers would: every
     /// line of every fixture and a few near misses, for each format it knows.
     #[test]
@@ -610,20 +772,7 @@ Sat 2024-06-01 12:00:05 UTC gpu-node-7 kernel: NVRM: Xid (PCI:0000:1a:00): 79
         .iter()
         .map(|l| (*l).to_owned())
         .collect();
-        let mut dirs = vec![
-            std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("fixtures"),
-        ];
-        while let Some(dir) = dirs.pop() {
-            for entry in std::fs::read_dir(&dir).expect("fixtures").flatten() {
-                let path = entry.path();
-                if path.is_dir() {
-                    dirs.push(path);
-                } else if let Ok(bytes) = std::fs::read(&path) {
-                    let text = String::from_utf8_lossy(&bytes).into_owned();
-                    lines.extend(text.lines().map(|l| clean_line(l).into_owned()));
-                }
-            }
-        }
+        lines.extend(fixture_lines());
         let formats = [
             Format::JournalShortIso,
             Format::JournalShort,

@@ -1,15 +1,17 @@
 //! Detection of nvidia-smi output: the default table, the CSV queries,
 //! `-q` as text and as XML, and `pmon`.
 
-use super::{Class, re};
+use super::{Class, first_after_space, gated, re};
 use crate::ingest::Format;
 
-re!(
+gated!(
     CTIME,
+    |l| l.as_bytes().first().is_some_and(u8::is_ascii_uppercase)
+        && l.as_bytes().get(3) == Some(&b' '),
     r"^[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-3][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9] [0-9]{4}\s*$"
 );
-re!(TABLE_BORDER, r"^\+[-=+]{20,}\+\s*$");
-re!(TABLE_ROW, r"^\|.*\|\s*$");
+gated!(TABLE_BORDER, |l| l.starts_with('+'), r"^\+[-=+]{20,}\+\s*$");
+gated!(TABLE_ROW, |l| l.starts_with('|'), r"^\|.*\|\s*$");
 // A `|…|` row outside a table only starts one when it says nvidia-smi
 // things; a Markdown table is not an nvidia-smi table.
 re!(
@@ -17,56 +19,101 @@ re!(
     r"MiB|NVIDIA|Processes:|Persistence-M|Memory-Usage|No running processes found|\bN/A\b|MIG devices"
 );
 // nvidia-smi's own failures replace the whole table (docs/formats/nvidia.md).
-re!(
+gated!(
     SMI_FAILURE,
+    |l| {
+        [
+            "NVIDIA-SMI has failed because",
+            "Failed to initialize NVML: ",
+            "No devices were found",
+            "Unable to determine the device handle for GPU",
+        ]
+        .iter()
+        .any(|p| l.starts_with(p))
+    },
     r"^(?:NVIDIA-SMI has failed because|Failed to initialize NVML: |No devices were found\s*$|Unable to determine the device handle for GPU)"
 );
 // The header row without its bars (`NVIDIA-SMI 470.141.03   Driver
 // Version: …`), and a process header without them (`GPU  PID  Process name
 // GPU Memory`, as condensed listings print it).
-re!(
+gated!(
     BARE_HEADER,
+    |l| l.trim_start().starts_with("NVIDIA-SMI "),
     r"^\s*NVIDIA-SMI [0-9]+\.[0-9]+.*\b(?:Driver|KMD) Version:"
 );
-re!(
+gated!(
     BARE_PROCESS_HEADER,
+    |l| l.trim_start().starts_with("GPU"),
     r"^\s*GPU\s+(?:GI\s+CI\s+)?PID\s+(?:Type\s+)?Process name(?:\s+GPU Memory)?(?:\s+Usage)?\s*$"
 );
-re!(
+gated!(
     QUERY_GPU_HEADER,
+    |l| l.as_bytes().first().is_some_and(u8::is_ascii_lowercase),
     r"^(?:index|uuid|name|pci\.bus_id|memory\.(?:used|total|free|reserved)|timestamp|driver_version|utilization\.(?:gpu|memory)|temperature\.gpu|power\.(?:draw|limit)|clocks\.[0-9A-Za-z_]+|persistence_mode|ecc\.[0-9A-Za-z_]+|compute_mode|serial|gpu_name|gpu_bus_id|count)(?: \[[^\]]+\])?(?:, |$)"
 );
-re!(QUERY_GPU_ROW, r"^[0-9]+, GPU-[0-9a-f]{8}-");
-re!(
+gated!(
+    QUERY_GPU_ROW,
+    |l| l.as_bytes().first().is_some_and(u8::is_ascii_digit),
+    r"^[0-9]+, GPU-[0-9a-f]{8}-"
+);
+gated!(
     APPS_HEADER,
+    |l| l.starts_with("gpu_") || l.starts_with("pid, "),
     r"^(?:gpu_uuid, |gpu_bus_id, |gpu_name, )?pid, process_name"
 );
-re!(
+gated!(
     APPS_ROW,
+    |l| l.starts_with("GPU-"),
     r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}, [0-9]+, "
 );
 
-re!(Q_BANNER, r"^=+NVSMI LOG=+\s*$");
-re!(
+gated!(Q_BANNER, |l| l.starts_with('='), r"^=+NVSMI LOG=+\s*$");
+gated!(
     Q_KEY,
+    |l| {
+        matches!(l.as_bytes().first(), Some(b'T' | b'D' | b'C' | b'A' | b'G'))
+            || matches!(l.as_bytes().get(..5), Some(b"    P" | b"    G"))
+    },
     r"^(?:(?:Timestamp|Driver Version|CUDA Version|Attached GPUs)\s+: |GPU [0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]\s*$|    (?:Product Name|GPU UUID)\s+: )"
 );
 // A `-q` section pasted without its report (`    Remapped Rows`), and the
 // leaves only `-q` prints (`        Pending Page Blacklist    : No`).
-re!(
+gated!(
     Q_SECTION,
+    |l| {
+        matches!(
+            first_after_space(l),
+            Some(b'R' | b'E' | b'G' | b'F' | b'B' | b'C')
+        ) && matches!(l.trim_end().as_bytes().last(), Some(b's' | b'e'))
+    },
     r"^\s*(?:Remapped Rows|ECC Errors|Ecc Mode|ECC Mode|Retired Pages|GPU Reset Status|FB Memory Usage|BAR1 Memory Usage|Clocks Throttle Reasons|Clocks Event Reasons)\s*$"
 );
-re!(
+gated!(
     Q_LEAF,
+    |l| {
+        l.starts_with(char::is_whitespace)
+            && matches!(
+                first_after_space(l),
+                Some(b'R' | b'P' | b'D' | b'G' | b'B' | b'S')
+            )
+    },
     r"^\s+(?:Remapping Failure Occurred|Pending Page Blacklist|Pending Page Retirement|Drain and Reset Recommended|Reset Required|GPU Recovery Action|Bank Remap Availability Histogram|DRAM (?:Unc|C)orrectable|SRAM (?:Unc|C)orrectable|(?:Single|Double) Bit ECC)\s+: "
 );
-re!(
+gated!(
     XML_START,
+    |l| first_after_space(l) == Some(b'<'),
     r"^\s*(?:<\?xml\s|<!DOCTYPE nvidia_smi_log\b|<nvidia_smi_log>)"
 );
-re!(PMON_HEADER, r"^#\s*(?:Date\s+Time\s+)?gpu\s+pid\s+type\b");
-re!(PMON_UNITS, r"^#\s*(?:YYYYMMDD\s+HH:MM:SS\s+)?Idx\s");
+gated!(
+    PMON_HEADER,
+    |l| l.starts_with('#'),
+    r"^#\s*(?:Date\s+Time\s+)?gpu\s+pid\s+type\b"
+);
+gated!(
+    PMON_UNITS,
+    |l| l.starts_with('#'),
+    r"^#\s*(?:YYYYMMDD\s+HH:MM:SS\s+)?Idx\s"
+);
 
 pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
     use Class::*;
@@ -149,4 +196,29 @@ pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
         ));
     }
     None
+}
+
+/// Each gated regex, for the test that its gate lets through every line
+/// it matches.
+#[cfg(test)]
+pub(super) fn gated() -> Vec<(&'static str, &'static super::Gated)> {
+    vec![
+        ("CTIME", &CTIME),
+        ("TABLE_BORDER", &TABLE_BORDER),
+        ("TABLE_ROW", &TABLE_ROW),
+        ("SMI_FAILURE", &SMI_FAILURE),
+        ("BARE_HEADER", &BARE_HEADER),
+        ("BARE_PROCESS_HEADER", &BARE_PROCESS_HEADER),
+        ("QUERY_GPU_HEADER", &QUERY_GPU_HEADER),
+        ("QUERY_GPU_ROW", &QUERY_GPU_ROW),
+        ("APPS_HEADER", &APPS_HEADER),
+        ("APPS_ROW", &APPS_ROW),
+        ("Q_BANNER", &Q_BANNER),
+        ("Q_KEY", &Q_KEY),
+        ("Q_SECTION", &Q_SECTION),
+        ("Q_LEAF", &Q_LEAF),
+        ("XML_START", &XML_START),
+        ("PMON_HEADER", &PMON_HEADER),
+        ("PMON_UNITS", &PMON_UNITS),
+    ]
 }

@@ -3,24 +3,40 @@
 //! rows) and `modinfo` of a kernel module: what is installed, next to what
 //! changed.
 
-use super::{Class, re};
+use super::{Class, gated};
 use crate::ingest::Format;
 
-re!(
+gated!(
     APT_LINE,
+    |l| matches!(
+        l.as_bytes().first(),
+        Some(b'S' | b'I' | b'U' | b'D' | b'R' | b'P')
+    ),
     r"^(?:Start-Date: [0-9]{4}-[0-9]{2}-[0-9]{2}\s+[0-9]{2}:[0-9]{2}:[0-9]{2}\s*$|(?:Install|Upgrade|Downgrade|Remove|Purge|Reinstall): \S+:\S+ \()"
 );
-re!(
+gated!(
     DPKG_LINE,
+    |l| l
+        .as_bytes()
+        .get(..5)
+        .is_some_and(|p| p[..4].iter().all(u8::is_ascii_digit) && p[4] == b'-'),
     r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} (?:(?:install|upgrade|remove|purge) \S+:\S+ \S+ \S+|status (?:installed|not-installed|config-files|half-configured|half-installed|unpacked|triggers-pending|triggers-awaited) \S+ \S+|configure \S+ \S+ \S+|trigproc \S+ \S+ \S+|startup (?:archives|packages) \S+|conffile \S+ \S+)\s*$"
 );
 
-re!(
+gated!(
     DPKG_L_ROW,
+    |l| {
+        matches!(l.as_bytes().first(), Some(b'u' | b'i' | b'h' | b'r' | b'p'))
+            && matches!(
+                l.as_bytes().get(1),
+                Some(b'n' | b'c' | b'U' | b'C' | b'F' | b'H' | b'W' | b't' | b'i')
+            )
+    },
     r"^[uihrp][ncUCFHWti][ R]?\s+\S+\s+[0-9]\S*\s+(?:amd64|arm64|i386|armhf|all|ppc64el|s390x|riscv64)\b"
 );
-re!(
+gated!(
     MODINFO_FILENAME,
+    |l| l.starts_with("filename:"),
     r"^filename:\s+/\S+\.ko(?:\.(?:xz|zst|gz))?\s*$"
 );
 
@@ -56,6 +72,18 @@ pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
     DPKG_LINE
         .is_match(line)
         .then_some(Class::Strong(Format::PackageLog, "dpkg.log line"))
+}
+
+/// Each gated regex, for the test that its gate lets through every line
+/// it matches.
+#[cfg(test)]
+pub(super) fn gated() -> Vec<(&'static str, &'static super::Gated)> {
+    vec![
+        ("APT_LINE", &APT_LINE),
+        ("DPKG_LINE", &DPKG_LINE),
+        ("DPKG_L_ROW", &DPKG_L_ROW),
+        ("MODINFO_FILENAME", &MODINFO_FILENAME),
+    ]
 }
 
 #[cfg(test)]

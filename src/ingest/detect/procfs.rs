@@ -2,18 +2,24 @@
 //! header that names the PID, or the `/proc/N/cgroup:` prefix of `grep`,
 //! and of `ps -ef` / `ps aux` rows pasted without their header.
 
-use super::{Class, re};
+use super::{Class, gated};
 use crate::ingest::Format;
 
-re!(
+gated!(
     CGROUP_LINE,
+    |l| matches!(l.as_bytes().first(), Some(b'/' | b'0'..=b'9')),
     r"^(?:/proc/(?:[0-9]+|self)/cgroup:|[0-9]+:)?[0-9]+:[a-z0-9_,=]*:/.*$"
 );
-re!(
+gated!(
     CGROUP_PROMPT,
+    |l| l.contains("/cgroup"),
     r"^(?:\S+@\S+:\S*\s?[#$]|\$|#)\s*(?:sudo\s+)?cat\s+/proc/(?:[0-9]+|self)/cgroup\s*$"
 );
-re!(HEAD_HEADER, r"^==> /proc/(?:[0-9]+|self)/cgroup <==$");
+gated!(
+    HEAD_HEADER,
+    |l| l.starts_with("==> /proc/"),
+    r"^==> /proc/(?:[0-9]+|self)/cgroup <==$"
+);
 
 pub(super) fn sniff(line: &str, _current: Option<Format>) -> Option<Class> {
     // Checked first: a `ps` row starts with a user name or a digit.
@@ -22,6 +28,7 @@ pub(super) fn sniff(line: &str, _current: Option<Format>) -> Option<Class> {
         .as_bytes()
         .first()
         .is_some_and(u8::is_ascii_alphanumeric)
+        && may_be_ps_row(line)
         && crate::ingest::ps::is_headerless_row(line)
     {
         return Some(Class::Strong(
@@ -39,4 +46,28 @@ pub(super) fn sniff(line: &str, _current: Option<Format>) -> Option<Class> {
         Format::ProcCgroup,
         "hierarchy:controllers:/path line (/proc/PID/cgroup)",
     ))
+}
+
+/// What every `ps -ef`, `ps aux` and `ps alx` row holds (`ingest::ps`'s
+/// row regexes): a `:` in its time column and a TTY column (`?`, `pts/N`,
+/// `ttyN` or `console`). The three regexes are a line's most costly tests
+/// here, and a traceback's frames start with a letter as rows do.
+pub(super) fn may_be_ps_row(line: &str) -> bool {
+    let bytes = line.as_bytes();
+    memchr::memchr(b':', bytes).is_some()
+        && (memchr::memchr(b'?', bytes).is_some()
+            || line.contains("pts/")
+            || line.contains("tty")
+            || line.contains("console"))
+}
+
+/// Each gated regex, for the test that its gate lets through every line
+/// it matches.
+#[cfg(test)]
+pub(super) fn gated() -> Vec<(&'static str, &'static super::Gated)> {
+    vec![
+        ("CGROUP_LINE", &CGROUP_LINE),
+        ("CGROUP_PROMPT", &CGROUP_PROMPT),
+        ("HEAD_HEADER", &HEAD_HEADER),
+    ]
 }

@@ -9,13 +9,14 @@
 //! output under the prompt that no line of its own marks, and a strong line
 //! of another format still wins.
 
-use super::{Class, re};
+use super::{Class, first_after_space, gated, re};
 use crate::ingest::Format;
 
 // Any column layout (`ps -eo …`, `ps alx`'s `F UID PID …`): upper-case
 // titles with a PID among them, the command last.
-re!(
+gated!(
     PS_HEADER,
+    |l| l.contains("PID"),
     r"^\s*(?:(?:[A-Z%][A-Z0-9%_]*)\s+)*PID\s.*\b(?:CMD|COMMAND|ARGS)\s*$"
 );
 // A process row; `ps m` prints its threads with `-` for the PID.
@@ -28,8 +29,16 @@ re!(PS_ROW, r"^\s*(?:\S+\s+)?(?:[0-9]+|-)\s+\S");
 // an arrow, the directory's name, maybe `git:(branch)` and `✗`), and
 // starship's two lines, `user@host in ~ as 🧙` then `❯ cmd` (maybe after a
 // glyph of the theme).
-re!(
+gated!(
     SHELL_PROMPT,
+    |l| {
+        let t = l.trim_end();
+        // `@`, the first byte of `➜` and `❯`, bash's `sh-`, a virtualenv alone.
+        memchr::memchr2(b'@', 0xE2, l.as_bytes()).is_some()
+            || l.contains("sh-")
+            || t.ends_with("env)")
+            || t.ends_with("base)")
+    },
     r"(?x)^(?:\(?[0-9A-Za-z_.-]+\)\x20+)*
     (?:
         \S+@\S+:\S*\s?[\#$%]
@@ -50,8 +59,14 @@ re!(
 // or the `$ ` prompt alone, the command's output over (a `#` alone is
 // too often a comment's). A paste indented as a whole indents its `$ `
 // prompts too (a `#` indented is a code comment's).
-re!(
+gated!(
     BARE_PROMPT,
+    |l| {
+        matches!(
+            l.as_bytes().first(),
+            Some(b'~' | b'/' | b'$' | b'#' | b'P' | b'>' | b'I')
+        ) || memchr::memchr(b'$', l.as_bytes()).is_some()
+    },
     r"^(?:(?:(?:~[0-9A-Za-z_./-]*|/[0-9A-Za-z_./-]*)?[$#]|\s+\$) +(?P<cmd>(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*[a-z./~][0-9A-Za-z_./+-]*(?:\s.*)?)|(?:PS [A-Z]:\\[^>]*>|>>>|In \[[0-9]+\]:) (?P<code>\S.*)|\$ *)$"
 );
 
@@ -59,8 +74,18 @@ re!(
 // type (maybe after `sudo` and `VAR=value` assignments) and an argument, or
 // a pager on a path (`sudo cat /proc/77637/stack`). Programs print
 // `python3: can't open file …` with a colon, so an argument must follow.
-re!(
+gated!(
     BARE_COMMAND,
+    |l| match first_after_space(l) {
+        // `VAR=value` first.
+        Some(b'A'..=b'Z' | b'_') => memchr::memchr(b'=', l.as_bytes()).is_some(),
+        // A path to a script, or a command's first letter (`sudo` too).
+        Some(
+            b'.' | b'/' | b'a' | b'c' | b'd' | b'f' | b'g' | b'h' | b'j' | b'k' | b'l' | b'm'
+            | b'n' | b'o' | b'p' | b'r' | b's' | b't' | b'v',
+        ) => true,
+        _ => false,
+    },
     r"^\s*(?:sudo\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:(?:python(?:3(?:\.[0-9]+)?)?|torchrun|vllm|docker|podman|mpirun|srun|deepspeed|accelerate|trtllm-serve|trtllm-build|ollama|nvidia-smi|journalctl|systemctl|dmesg|kubectl|ssh|dcgmi|nvtop|nvitop|squeue|sinfo|scontrol|rocm-smi|fuser|ps|pgrep|pkill|kill|lsof|netstat|ss|text-generation-launcher|llama-server|local-ai|lmdeploy|dynamo|gpustack|\.?/[0-9A-Za-z_./-]+\.sh)(?:\s+(?:-{1,2}[0-9A-Za-z_-]|[0-9A-Za-z_./~${\x22'-]).*|\s*)|(?:cat|head|tail|less)\s+(?:-\S+\s+)*[/~$]\S*(?:\s.*)?)$"
 );
 
@@ -313,6 +338,18 @@ fn remote(stage: &str) -> &str {
         }
         return rest;
     }
+}
+
+/// Each gated regex, for the test that its gate lets through every line
+/// it matches.
+#[cfg(test)]
+pub(super) fn gated() -> Vec<(&'static str, &'static super::Gated)> {
+    vec![
+        ("PS_HEADER", &PS_HEADER),
+        ("SHELL_PROMPT", &SHELL_PROMPT),
+        ("BARE_PROMPT", &BARE_PROMPT),
+        ("BARE_COMMAND", &BARE_COMMAND),
+    ]
 }
 
 #[cfg(test)]

@@ -1,26 +1,45 @@
 //! Detection of `systemctl status` and `systemctl show` output.
 
-use super::{Class, re};
+use super::{Class, first_after_space, gated, re};
 use crate::ingest::Format;
 
-re!(
+gated!(
     UNIT_BULLET,
+    |l| ["● ", "× ", "○ ", "* ", "x "]
+        .iter()
+        .any(|p| l.starts_with(p)),
     r"^[●×○*x] \S+\.(?:service|scope|socket|mount|timer|target|slice|path|device|swap)(?: - .*)?$"
 );
-re!(
+gated!(
     UNIT_FIELD,
+    |l| {
+        l.starts_with("  ")
+            && matches!(
+                first_after_space(l),
+                Some(b'L' | b'A' | b'M' | b'C' | b'T' | b'P' | b'D' | b'I' | b'S')
+            )
+    },
     r"^ {2,}(?:Loaded|Active|Main PID|CGroup|Tasks|Memory|CPU|Process|Drop-In|Duration|TriggeredBy|Docs|Invocation|Mem peak|Status|IP|IO): "
 );
-re!(UNIT_NOT_FOUND, r"^Unit \S+ could not be found\.$");
+gated!(
+    UNIT_NOT_FOUND,
+    |l| l.starts_with("Unit "),
+    r"^Unit \S+ could not be found\.$"
+);
 
 // Properties only `systemctl show` prints (unit files have none of them),
 // and `Type=`, its first line by default.
-re!(
+gated!(
     SHOW_PROPERTY,
+    |l| {
+        l.as_bytes().first().is_some_and(u8::is_ascii_uppercase)
+            && memchr::memchr(b'=', l.as_bytes()).is_some()
+    },
     r"^(?:(?:Id|Names|MainPID|ExecMainPID|ExecMainCode|ExecMainStatus|ActiveState|SubState|LoadState|UnitFileState|NRestarts|ControlGroup|FragmentPath|InvocationID|Result)=|Type=(?:simple|exec|forking|oneshot|dbus|notify|notify-reload|idle)$)"
 );
-re!(
+gated!(
     SHOW_PROMPT,
+    |l| l.contains("systemctl"),
     r"^(?:\S+@\S+:\S*\s?[#$]|\$|#)\s*(?:sudo\s+)?systemctl\s+show\b"
 );
 re!(ANY_PROPERTY, r"^[A-Z][A-Za-z0-9]*=");
@@ -69,4 +88,17 @@ pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
         });
     }
     None
+}
+
+/// Each gated regex, for the test that its gate lets through every line
+/// it matches.
+#[cfg(test)]
+pub(super) fn gated() -> Vec<(&'static str, &'static super::Gated)> {
+    vec![
+        ("UNIT_BULLET", &UNIT_BULLET),
+        ("UNIT_FIELD", &UNIT_FIELD),
+        ("UNIT_NOT_FOUND", &UNIT_NOT_FOUND),
+        ("SHOW_PROPERTY", &SHOW_PROPERTY),
+        ("SHOW_PROMPT", &SHOW_PROMPT),
+    ]
 }
