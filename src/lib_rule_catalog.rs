@@ -20,3 +20,27 @@ pub use version::catalog_version;
 /// dev-dependency on the app).
 #[cfg(test)]
 pub(crate) use rootcause::analyze;
+
+/// What the rules' unit tests ask of a paste, written once.
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::rules::Finding;
+    use crate::source::{Source, SourceMap};
+
+    /// The whole pipeline over one pasted text, as `rootcause < paste`.
+    pub(crate) fn analyze_paste(text: &str) -> rootcause::Analysis {
+        let mut sources = SourceMap::default();
+        sources.add(Source::new("paste", text.as_bytes()));
+        crate::analyze(sources)
+    }
+
+    /// The findings the rule `id` made of a pasted text.
+    pub(crate) fn findings_of(id: &str, text: &str) -> Vec<Finding> {
+        analyze_paste(text)
+            .diagnosis
+            .findings
+            .into_iter()
+            .filter(|f| f.rule == id)
+            .collect()
+    }
+}

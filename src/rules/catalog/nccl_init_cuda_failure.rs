@@ -200,17 +200,9 @@ fn writers(warns: &[(&Message, String)], f: &mut Finding) {
 #[cfg(test)]
 mod tests {
     use crate::rules::Category;
-    use crate::source::{Source, SourceMap};
 
     fn findings(text: &str) -> Vec<crate::rules::Finding> {
-        let mut sources = SourceMap::default();
-        sources.add(Source::new("paste", text.as_bytes()));
-        crate::analyze(sources)
-            .diagnosis
-            .findings
-            .into_iter()
-            .filter(|f| f.rule == "nccl-init-cuda-failure")
-            .collect()
+        crate::testing::findings_of(super::META.id, text)
     }
 
     #[test]

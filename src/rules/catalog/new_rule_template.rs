@@ -64,14 +64,11 @@ impl Rule for NewRuleTemplate {
 #[cfg(test)]
 mod tests {
     use crate::rules::Rule;
-    use crate::source::{Source, SourceMap};
 
     /// The template runs: no row of its name, no finding (and no panic).
     #[test]
     fn the_template_compiles_and_runs() {
-        let mut sources = SourceMap::default();
-        sources.add(Source::new("paste", b"nothing to see\n"));
-        let analysis = crate::analyze(sources);
+        let analysis = crate::testing::analyze_paste("nothing to see\n");
         let mut out = Vec::new();
         super::RULE.check(&analysis.incident, &mut out);
         assert!(out.is_empty());

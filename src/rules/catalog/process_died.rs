@@ -450,17 +450,9 @@ fn finding(incident: &Incident, death: &Death) -> Finding {
 #[cfg(test)]
 mod tests {
     use crate::rules::{Category, Severity};
-    use crate::source::{Source, SourceMap};
 
     fn deaths(text: &str) -> Vec<crate::rules::Finding> {
-        let mut sources = SourceMap::default();
-        sources.add(Source::new("paste", text.as_bytes()));
-        crate::analyze(sources)
-            .diagnosis
-            .findings
-            .into_iter()
-            .filter(|f| f.rule == super::META.id)
-            .collect()
+        crate::testing::findings_of(super::META.id, text)
     }
 
     #[test]

@@ -372,12 +372,9 @@ fn duration(secs: i64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::source::{Source, SourceMap};
 
     fn findings(text: &str) -> Vec<crate::rules::Finding> {
-        let mut sources = SourceMap::default();
-        sources.add(Source::new("paste", text.as_bytes()));
-        crate::analyze(sources).diagnosis.findings
+        crate::testing::analyze_paste(text).diagnosis.findings
     }
 
     #[test]

@@ -198,17 +198,9 @@ fn unanswered(incident: &Incident, waits: &[&Message]) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use crate::rules::Category;
-    use crate::source::{Source, SourceMap};
 
     fn findings(text: &str) -> Vec<crate::rules::Finding> {
-        let mut sources = SourceMap::default();
-        sources.add(Source::new("paste", text.as_bytes()));
-        crate::analyze(sources)
-            .diagnosis
-            .findings
-            .into_iter()
-            .filter(|f| f.rule == "startup-wait-unanswered")
-            .collect()
+        crate::testing::findings_of(super::META.id, text)
     }
 
     const WAIT: &str = "(APIServer pid=1) DEBUG 08-09 20:55:10 [v1/engine/utils.py:1262] Waiting for 1 local, 0 remote core engine proc(s) to start.\n(APIServer pid=1) DEBUG 08-09 20:55:20 [v1/engine/utils.py:1262] Waiting for 1 local, 0 remote core engine proc(s) to start.\n(APIServer pid=1) DEBUG 08-09 20:55:30 [v1/engine/utils.py:1262] Waiting for 1 local, 0 remote core engine proc(s) to start.\n";

@@ -474,16 +474,11 @@ fn stuck_actions(f: &mut Finding, unit: &str, main: Option<u32>) {
 #[cfg(test)]
 mod tests {
     use crate::rules::Category;
-    use crate::source::{Source, SourceMap};
 
     fn stop(text: &str) -> Option<crate::rules::Finding> {
-        let mut sources = SourceMap::default();
-        sources.add(Source::new("journal", text.as_bytes()));
-        crate::analyze(sources)
-            .diagnosis
-            .findings
+        crate::testing::findings_of(super::META.id, text)
             .into_iter()
-            .find(|f| f.rule == super::META.id)
+            .next()
     }
 
     // https://github.com/nokyan/resources/issues/472: systemd had to SIGKILL

@@ -259,14 +259,11 @@ fn push_actions(
 #[cfg(test)]
 mod tests {
     use crate::rules::Category;
-    use crate::source::{Source, SourceMap};
 
     /// The root cause's rule and category for a paste, and how many steps
     /// would stop or signal a process.
     fn root(text: &str) -> (&'static str, Category, usize) {
-        let mut sources = SourceMap::default();
-        sources.add(Source::new("paste", text.as_bytes()));
-        let a = crate::analyze(sources);
+        let a = crate::testing::analyze_paste(text);
         let report = a.report();
         let f = report.root_cause().expect("a root cause");
         let kills = f

@@ -2,12 +2,9 @@
 //! the knob at fault; the default alone is not.
 
 use crate::rules::Category;
-use crate::source::{Source, SourceMap};
 
 fn root(text: &str) -> (Category, f64) {
-    let mut sources = SourceMap::default();
-    sources.add(Source::new("paste", text.as_bytes()));
-    let analysis = crate::analyze(sources);
+    let analysis = crate::testing::analyze_paste(text);
     let report = analysis.report();
     let f = report.root_cause().expect("a root cause");
     (f.category, f.confidence)

@@ -34,15 +34,12 @@ fn mib_has_thousands_separators() {
 
 mod mixed_models {
     use crate::rules::Category;
-    use crate::source::{Source, SourceMap};
 
     const ERROR: &str = "ValueError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes. min_per_gpu_memory=23.16046142578125, local_gpu_memory=30.41015625, local_gpu_memory * 0.9=27.369140625";
     const CHECK_ENV: &str = "Python: 3.10.12 (main, Feb  4 2025, 14:57:36) [GCC 11.4.0]\nCUDA available: True\nGPU 0,1,3,4: NVIDIA GeForce RTX 3090\nGPU 2: NVIDIA GeForce RTX 5090\nsglang: 0.4.6.post2\n";
 
     fn root(text: &str) -> (Category, usize) {
-        let mut sources = SourceMap::default();
-        sources.add(Source::new("paste", text.as_bytes()));
-        let a = crate::analyze(sources);
+        let a = crate::testing::analyze_paste(text);
         let report = a.report();
         let f = report.root_cause().expect("a root cause");
         let steps = f

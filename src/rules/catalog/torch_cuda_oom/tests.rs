@@ -2,13 +2,10 @@
 //! the captures tell it.
 
 use crate::rules::Category;
-use crate::source::{Source, SourceMap};
 
 /// The root cause's category and entities for a paste.
 fn root(text: &str) -> (Category, Vec<u32>, Vec<u32>, usize) {
-    let mut sources = SourceMap::default();
-    sources.add(Source::new("paste", text.as_bytes()));
-    let a = crate::analyze(sources);
+    let a = crate::testing::analyze_paste(text);
     let report = a.report();
     let f = report.root_cause().expect("a root cause");
     let kills = f
@@ -96,9 +93,7 @@ fn a_per_process_figure_below_pytorch_s_own_is_not_believed() {
     assert_eq!(pids, vec![2421]);
     assert_eq!(gpus, vec![3]);
     assert_eq!(kills, 0);
-    let mut sources = SourceMap::default();
-    sources.add(Source::new("paste", format!("{ZERO_FIGURE}\n").as_bytes()));
-    let analysis = crate::analyze(sources);
+    let analysis = crate::testing::analyze_paste(&format!("{ZERO_FIGURE}\n"));
     let report = analysis.report();
     let f = report.root_cause().expect("a root cause");
     assert!(
