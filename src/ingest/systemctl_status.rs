@@ -88,23 +88,8 @@ impl Block {
     fn new(unit: &str, description: Option<&str>, span: Span) -> Block {
         Block {
             status: UnitStatus {
-                unit: unit.to_owned(),
                 description: description.map(str::to_owned),
-                active_state: None,
-                sub_state: None,
-                result: None,
-                main_pid: None,
-                main_comm: None,
-                main_exit: None,
-                cgroup: Vec::new(),
-                processes: Vec::new(),
-                in_state_secs: None,
-                duration_secs: None,
-                duration_span: None,
-                triggered: false,
-                span,
-                active_span: None,
-                main_pid_span: None,
+                ..UnitStatus::new(unit, span)
             },
             unit_from_paths: None,
         }

@@ -486,23 +486,11 @@ fn list_units_row(t: &str, span: Span, facts: &mut Facts) -> bool {
     };
     if &c["active"] == "failed" {
         facts.unit_statuses.push(UnitStatus {
-            unit: c["unit"].to_owned(),
             description: c.name("desc").map(|d| d.as_str().to_owned()),
             active_state: Some(c["active"].to_owned()),
             sub_state: Some(c["sub"].to_owned()),
-            result: None,
-            main_pid: None,
-            main_comm: None,
-            main_exit: None,
-            cgroup: Vec::new(),
-            processes: Vec::new(),
-            in_state_secs: None,
-            duration_secs: None,
-            duration_span: None,
-            triggered: false,
-            span,
             active_span: Some(span),
-            main_pid_span: None,
+            ..UnitStatus::new(&c["unit"], span)
         });
     }
     true

@@ -43,6 +43,32 @@ pub struct UnitStatus {
     pub main_pid_span: Option<Span>,
 }
 
+impl UnitStatus {
+    /// The status of `unit` read at `span`, every other field still
+    /// unknown: the readers fill in what their lines say.
+    pub fn new(unit: &str, span: Span) -> UnitStatus {
+        UnitStatus {
+            unit: unit.to_owned(),
+            description: None,
+            active_state: None,
+            sub_state: None,
+            result: None,
+            main_pid: None,
+            main_comm: None,
+            main_exit: None,
+            cgroup: Vec::new(),
+            processes: Vec::new(),
+            in_state_secs: None,
+            duration_secs: None,
+            duration_span: None,
+            triggered: false,
+            span,
+            active_span: None,
+            main_pid_span: None,
+        }
+    }
+}
+
 /// `Process: 82378 ExecStart=/usr/bin/nvidia-docker-plugin … (code=exited,
 /// status=1/FAILURE)` of `systemctl status`.
 #[derive(Debug, Clone, PartialEq)]
