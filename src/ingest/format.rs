@@ -37,6 +37,8 @@ pub enum Format {
     Ss,
     /// `lsmod`: loaded kernel modules and their use counts.
     Lsmod,
+    /// `coredumpctl info`: a core dump's PID, signal, time and unit.
+    Coredumpctl,
     /// `gpustat`: one `[0] NAME | 48'C, 7 % | 213 / 1995 MB |` line per GPU.
     Gpustat,
     /// `dmesg` in any of its time formats.
@@ -73,7 +75,7 @@ pub enum Format {
 }
 
 impl Format {
-    pub const ALL: [Format; 39] = [
+    pub const ALL: [Format; 40] = [
         Format::SglangLog,
         Format::NvidiaSmiTable,
         Format::NvidiaSmiQueryGpu,
@@ -97,6 +99,7 @@ impl Format {
         Format::Gpustat,
         Format::Ss,
         Format::Lsmod,
+        Format::Coredumpctl,
         Format::Dmesg,
         Format::SystemctlShow,
         Format::SystemdUnitFile,
@@ -141,6 +144,7 @@ impl Format {
             Format::Gpustat => "gpustat",
             Format::Ss => "ss",
             Format::Lsmod => "lsmod",
+            Format::Coredumpctl => "coredumpctl",
             Format::Dmesg => "dmesg",
             Format::SystemctlShow => "systemctl-show",
             Format::SystemdUnitFile => "systemd-unit-file",

@@ -14,6 +14,7 @@ mod anchors;
 mod chatter;
 mod check_env;
 mod collect_env;
+mod coredump;
 mod detect;
 mod format;
 pub mod frame;
@@ -209,6 +210,7 @@ fn parse_segment(format: Format, lines: &[Line<'_>], facts: &mut Facts) -> Misse
         Format::Gpustat => Count(gpustat::parse(lines, facts)),
         Format::Ss => Lines(ss::read(lines, facts)),
         Format::Lsmod => Count(lsmod::parse(lines, facts)),
+        Format::Coredumpctl => Lines(coredump::read(lines, facts)),
         Format::Dmesg => Count(kernel::parse(lines, facts)),
         Format::SystemctlShow => Lines(systemctl_show::read(lines, facts)),
         Format::SystemdUnitFile => Lines(systemd_unit_file::read(lines, facts)),

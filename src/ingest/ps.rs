@@ -2,7 +2,10 @@
 //! column order. The header row says which column is which; rows are split on
 //! whitespace, one token per column, except the start time (`lstart` is five
 //! tokens, `start` of an older process two) and a trailing command, which is
-//! the rest of the line.
+//! the rest of the line. `top -b`'s process table (`PID USER PR NI VIRT RES
+//! SHR S %CPU %MEM TIME+ COMMAND`) is such a listing; the summary lines above
+//! it (`top - … load average:`, `Tasks:`, `%Cpu(s):`, `MiB Mem :`) are
+//! [`is_top_summary`]'s.
 
 use std::sync::LazyLock;
 
@@ -121,8 +124,10 @@ fn header(text: &str) -> Option<Vec<Column>> {
     let titles: Vec<&str> = text.split_whitespace().collect();
     let is_title = |t: &&str| {
         t.starts_with(|c: char| c.is_ascii_uppercase() || c == '%')
-            && t.chars()
-                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || matches!(c, '%' | '_'))
+            && t.chars().all(|c| {
+                // `TIME+` is top's CPU time in hundredths.
+                c.is_ascii_uppercase() || c.is_ascii_digit() || matches!(c, '%' | '_' | '+')
+            })
     };
     if !titles.contains(&"PID") || !titles.iter().all(is_title) {
         return None;
@@ -147,6 +152,31 @@ fn header(text: &str) -> Option<Vec<Column>> {
             })
             .collect(),
     )
+}
+
+/// Whether `text` is one of the summary lines `top` prints above its
+/// process table (procps top's `top - 08:56:03 up 7:49, 3 users, load
+/// average: …`, `Tasks: N total, N running, N sleeping, …` (`Threads:`
+/// under `-H`), `%Cpu(s): 7.6 us, 2.8 sy, …`, `MiB Mem : N total, N free,
+/// …`, `MiB Swap: …`): read, but no fact a rule asks for.
+pub(crate) fn is_top_summary(text: &str) -> bool {
+    let t = text.trim();
+    let all = |words: &[&str]| words.iter().all(|w| t.contains(w));
+    if let Some(rest) = t.strip_prefix("top - ") {
+        return rest.contains(" up ") && rest.contains("load average:");
+    }
+    if t.starts_with("Tasks:") || t.starts_with("Threads:") {
+        return all(&[" total,", " running,", " sleeping,"]);
+    }
+    if t.starts_with("%Cpu") {
+        return all(&[" us,", " sy,", " id,"]);
+    }
+    ["KiB ", "MiB ", "GiB ", "TiB "].iter().any(|unit| {
+        t.strip_prefix(unit).is_some_and(|rest| {
+            let rest = rest.trim_start();
+            (rest.starts_with("Mem") || rest.starts_with("Swap")) && all(&["total,", "free,"])
+        })
+    })
 }
 
 /// Parses one segment; returns the lines it did not recognise (their
@@ -217,6 +247,9 @@ fn read_by(typed: Option<Vec<Column>>, lines: &[Line<'_>], facts: &mut Facts) ->
         }
         if let Some(h) = header(line.text) {
             columns = Some(h);
+            continue;
+        }
+        if is_top_summary(line.text) {
             continue;
         }
         // A row that does not fit the header (or has none above it) may
@@ -698,6 +731,41 @@ user   2505781  1     sglang::scheduler_DP0_TP0_EP0
                 ),
             ]
         );
+    }
+
+    /// https://github.com/sgl-project/sglang/issues/3752 (`top` in batch
+    /// mode, its last row cut as the thread shows it).
+    #[test]
+    fn top_batch_output() {
+        for line in [
+            "top - 08:56:03 up 7:49, 3 users, load average: 20.25, 19.04, 13.06 ",
+            "Tasks: 3035 total, 9 running, 3026 sleeping, 0 stopped, 0 zombie ",
+            "%Cpu(s): 7.6 us, 2.8 sy, 0.0 ni, 89.5 id, 0.0 wa, 0.0 hi, 0.0 si, 0.0 st",
+            "MiB Mem : 2063901.+total, 1534045.+free, 74650.8 used, 455205.5 buff/cache",
+            "MiB Swap: 0.0 total, 0.0 free, 0.0 used. 1977538.+avail Mem ",
+        ] {
+            assert!(is_top_summary(line), "{line}");
+        }
+        assert!(!is_top_summary("top - the best of the logs"));
+        assert!(!is_top_summary("Tasks: 3 of 5 done"));
+        let (records, unrecognized) = run("PID USER PR NI VIRT RES SHR S %CPU %MEM TIME+ COMMAND
+22098 root 20 0 125.2g 4.1g 1.4g R 300.7 0.2 260:17.42 sglang::schedul
+22099 root 20 0 125.0g 4.1g 1.4g R 300.3 0.2 256:54.83 sglang::schedu
+");
+        assert_eq!(unrecognized, 0);
+        assert_eq!(
+            rows(&records)[0],
+            (
+                2,
+                22098,
+                None,
+                Some("root"),
+                Some("R"),
+                None,
+                "sglang::schedul"
+            )
+        );
+        assert_eq!(records[1].pid, 22099);
     }
 
     #[test]

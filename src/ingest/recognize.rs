@@ -273,8 +273,11 @@ impl LineReader {
             }
         }
         // A test harness's own lines (pytest's report, CI GPU summaries),
-        // an RPC server's connection log.
-        if super::harness::read(text, line.span, facts) || is_rpyc_server_line(text) {
+        // an RPC server's connection log, `top`'s summary.
+        if super::harness::read(text, line.span, facts)
+            || is_rpyc_server_line(text)
+            || super::ps::is_top_summary(text)
+        {
             return Some(Read::Skimmed(None));
         }
         if let Some(kernel) = &mut self.kernel {

@@ -1,5 +1,6 @@
 //! The bag of facts one analysis extracts from all of its inputs.
 
+use super::CoreDump;
 use super::EnvReport;
 use super::GpuMention;
 use super::KernelModule;
@@ -48,6 +49,8 @@ pub struct Facts {
     pub listeners: Vec<Listener>,
     /// Per input, vLLM's engine moving after its last wait for its workers.
     pub resumed: Vec<Resumed>,
+    /// Core dumps `coredumpctl info` shows.
+    pub core_dumps: Vec<CoreDump>,
     /// Loaded kernel modules (`lsmod`).
     pub kernel_modules: Vec<KernelModule>,
     /// Blocks of host output that stand inside another format's input.
@@ -112,6 +115,7 @@ impl Facts {
             repeats,
             listeners,
             resumed,
+            core_dumps,
             kernel_modules,
             embedded,
             gpu_mentions,
@@ -137,6 +141,7 @@ impl Facts {
         self.repeats.extend(repeats);
         self.listeners.extend(listeners);
         self.resumed.extend(resumed);
+        self.core_dumps.extend(core_dumps);
         self.kernel_modules.extend(kernel_modules);
         self.embedded.extend(embedded);
         self.gpu_mentions.extend(gpu_mentions);

@@ -5,6 +5,7 @@
 
 mod bus_id;
 mod cgroup;
+mod coredump;
 mod cuda;
 mod dist;
 mod env_report;
@@ -30,6 +31,7 @@ mod verdict;
 
 pub use bus_id::BusId;
 pub use cgroup::{CgroupOwner, ProcCgroup};
+pub use coredump::CoreDump;
 pub use cuda::{CudaOom, OomSource, ProcessMemory};
 pub use dist::{NcclDetail, NcclLevel, NcclLine, TorchDist, TorchDistKind};
 pub use env_report::{EnvGpu, EnvReport, Topology, TopologyRow};

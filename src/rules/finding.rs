@@ -82,6 +82,10 @@ pub struct Finding {
     pub occurrences: u32,
     /// Values from the logs that were refused (and so produced no action).
     pub refused: Vec<String>,
+    /// A death's last words: the lines that say why it died. Where a
+    /// stronger finding cites one of them, that finding explains the death,
+    /// and the death goes into it (`rules::fold_deaths`).
+    pub last_words: Vec<Span>,
 }
 
 impl Finding {
@@ -104,6 +108,7 @@ impl Finding {
             competing: Vec::new(),
             occurrences: 1,
             refused: Vec::new(),
+            last_words: Vec::new(),
         }
     }
 

@@ -158,6 +158,44 @@ fn drop_restated(findings: &mut Vec<Finding>) {
     });
 }
 
+/// A death whose last words a stronger finding cites (a rank's NCCL error
+/// before torchrun reports the rank failed, a server's CUDA error before
+/// its unit died) is explained by it: the death's lines become that
+/// finding's evidence, its PIDs and units that finding's, and it has no
+/// finding of its own. The first such finding, in rule order, takes it.
+fn fold_deaths(findings: &mut Vec<Finding>) {
+    let mut i = 0;
+    while i < findings.len() {
+        let death = &findings[i];
+        let into = (death.rule == PROCESS_DIED && !death.last_words.is_empty())
+            .then(|| {
+                findings.iter().position(|f| {
+                    !FALLBACKS.contains(&f.rule)
+                        && f.evidence
+                            .iter()
+                            .any(|e| death.last_words.contains(&e.span))
+                })
+            })
+            .flatten();
+        let Some(j) = into else {
+            i += 1;
+            continue;
+        };
+        let death = findings.remove(i);
+        let j = if j > i { j - 1 } else { j };
+        let f = &mut findings[j];
+        for (k, e) in death.evidence.into_iter().enumerate() {
+            if k == 0 {
+                f.evidence(e.span, format!("what it led to: {}", death.title));
+            } else if !death.last_words.contains(&e.span) {
+                f.push_evidence(e);
+            }
+        }
+        f.entities.pids.extend(death.entities.pids);
+        f.entities.units.extend(death.entities.units);
+    }
+}
+
 /// A catalog line of severity `info` that still has a category (the header
 /// of a kernel stack dump) says only that a report is there: it is a
 /// finding where nothing else in its input is, and goes where another
@@ -199,6 +237,7 @@ pub fn anchors(rules: &[&dyn Rule]) -> Anchors {
 pub fn diagnose(incident: &Incident, rules: &[&dyn Rule]) -> Diagnosis {
     let mut findings: Vec<Finding> = check_all(incident, rules).into_iter().flatten().collect();
     drop_restated(&mut findings);
+    fold_deaths(&mut findings);
     drop_context(&mut findings);
     for f in &mut findings {
         support::entities::from_evidence(incident, f);
@@ -252,6 +291,36 @@ mod tests {
             rules_left(vec![other, died()]),
             [KNOWN_MESSAGE, PROCESS_DIED]
         );
+    }
+
+    #[test]
+    fn a_death_whose_last_words_a_rule_cites_goes_into_that_finding() {
+        let span = |line| Span {
+            source: SourceId(0),
+            line,
+        };
+        let died = || {
+            let mut f = finding(PROCESS_DIED, Category::ServerException, &[5, 3]);
+            f.last_words.push(span(3));
+            f.entities.pids.insert(9292);
+            f
+        };
+        let nccl = finding("nccl-init-failure", Category::NcclInitFailure, &[3]);
+        let mut findings = vec![died(), nccl];
+        fold_deaths(&mut findings);
+        assert_eq!(findings.len(), 1);
+        assert_eq!(findings[0].rule, "nccl-init-failure");
+        assert!(findings[0].evidence.iter().any(|e| e.span == span(5)));
+        assert!(findings[0].entities.pids.contains(&9292));
+        // Cited by a fallback, or by no one: the death stays.
+        let known = finding(KNOWN_MESSAGE, Category::ServerException, &[3]);
+        let mut findings = vec![known, died()];
+        fold_deaths(&mut findings);
+        assert_eq!(findings.len(), 2);
+        let other = finding("nccl-init-failure", Category::NcclInitFailure, &[4]);
+        let mut findings = vec![died(), other];
+        fold_deaths(&mut findings);
+        assert_eq!(findings.len(), 2);
     }
 
     #[test]

@@ -321,6 +321,31 @@ const FAMILIES: &[(&str, &str, &str)] = &[
         "fixtures/real/001-sglang-unbalanced-5090-plus-3090/input.log",
         ")> python",
     ),
+    (
+        "coredumpctl info",
+        "fixtures/real-incoming/batch-f/733-ollama-gemma2-runner-abort-coredumpctl/input.log",
+        "      ",
+    ),
+    (
+        "coredumpctl gdb header (v221)",
+        "fixtures/formats/coredumpctl/v221-coredump-field.txt",
+        ": ",
+    ),
+    (
+        "top summary",
+        "fixtures/real-incoming/batch-e/711-sglang-tp8-watchdog-timeout-then-killed/input.log",
+        ", ",
+    ),
+    (
+        "top table",
+        "fixtures/real-incoming/batch-e/711-sglang-tp8-watchdog-timeout-then-killed/input.log",
+        " root ",
+    ),
+    (
+        "torchrun's workers",
+        "fixtures/real-incoming/batch-e/718-vllm-spec-decode-pynccl-unhandled-system-error-torchrun/input.log",
+        "multiprocessing/api.py",
+    ),
 ];
 
 /// Families whose sample still has unread lines, and why: each must still

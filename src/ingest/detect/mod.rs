@@ -23,6 +23,7 @@ pub(super) enum Class {
     Continue,
 }
 
+mod coredumpctl;
 mod env;
 mod gpustat;
 mod journal;
@@ -79,6 +80,7 @@ const SNIFFERS: &[Sniffer] = &[
     gpustat::sniff,
     ss::sniff,
     lsmod::sniff,
+    coredumpctl::sniff,
     systemd::sniff,
     procfs::sniff,
     packages::sniff,

@@ -41,6 +41,7 @@ fn kind(format: Format) -> Kind {
         | Format::Gpustat
         | Format::Ss
         | Format::Lsmod
+        | Format::Coredumpctl
         | Format::SystemctlStatus
         | Format::SystemctlShow
         | Format::ProcCgroup

@@ -107,7 +107,17 @@ pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
     if is_prompt(line) {
         return Some(Strong(Format::ShellPrompt, "shell prompt and command"));
     }
-    if current == Some(Format::Ps) && !PS_ROW.is_match(line) && !line.trim().is_empty() {
+    // `top -b`'s summary opens its listing; its other summary lines
+    // (`%Cpu(s): …`, `MiB Mem : …`) stand between it and the table.
+    let top = line.trim_start().starts_with("top - ") && crate::ingest::ps::is_top_summary(line);
+    if top {
+        return Some(Strong(Format::Ps, "top's summary line"));
+    }
+    if current == Some(Format::Ps)
+        && !PS_ROW.is_match(line)
+        && !line.trim().is_empty()
+        && !crate::ingest::ps::is_top_summary(line)
+    {
         // A ps listing ends at the first line that is not a process row.
         return Some(Strong(
             Format::Unknown,
@@ -236,6 +246,11 @@ pub(super) fn command_hint(line: &str) -> Option<(Format, &'static str)> {
             }),
             "ps" => Some((Format::Ps, "output of `ps` at the prompt above")),
             "lsmod" => Some((Format::Lsmod, "output of `lsmod` at the prompt above")),
+            // `list` is the default command; `dump` writes the core itself.
+            "coredumpctl" if !has("dump") => Some((
+                Format::Coredumpctl,
+                "output of `coredumpctl` at the prompt above",
+            )),
             "gpustat" => Some((Format::Gpustat, "output of `gpustat` at the prompt above")),
             "dmesg" => Some((Format::Dmesg, "output of `dmesg` at the prompt above")),
             "journalctl" if has("-k") || has("--dmesg") => Some((

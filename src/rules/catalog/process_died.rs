@@ -2,8 +2,13 @@
 //! process killed by a signal or dumping core, once (a loop is
 //! `systemd-crash-loop`'s), or a job the shell reports killed, with how it
 //! died, when, and its last words: the last error lines it printed before.
+//! Also a core dump `coredumpctl info` shows, and a worker torchrun reports
+//! failed (`records.rs`); two accounts of one death are one.
 //! The fallback for the deaths no other rule explains: `rules::diagnose`
-//! drops it where another finding cites the same death.
+//! drops it where another finding cites the same death, and folds it into
+//! the finding that cites its last words.
+
+mod records;
 
 use crate::correlate::{Incident, UnitEventKind, exit_meaning, last_words};
 use crate::model::ServerEventKind;
@@ -36,9 +41,17 @@ status=6/ABRT`), dumping core (`code=dumped, status=11/SEGV`, `Active:
 failed (Result: core-dump)`), a job the shell reports killed (`line 22:
 103525 Killed python -m …`), or a child a server reports lost to a signal
 (Ollama's `llama runner process has terminated: signal: segmentation fault
-(core dumped)`). The finding says how it died, when, and its last words: the
-last error lines the same unit or PID printed before, or what the server
-quotes of them.
+(core dumped)`), a core dump `coredumpctl info` shows (`PID: 3776
+(ollama_llama_se)`, `Signal: 6 (ABRT)`, `Unit: ollama.service`), or a
+worker torchrun reports failed (`failed (exitcode: -9) local_rank: 1 (pid:
+1168) of binary: …`, with the workers it stopped after it). Two accounts of
+one death (Ollama's and coredumpctl's) are one finding. It says how the
+process died, when, and its last words: the last error lines the same unit
+or PID printed before, what the server quotes of them, or, for a process
+with no unit, the last error line before the death that a catalog knows.
+Where another finding cites those last words, that finding explains the
+death: the death becomes its evidence instead (a rank's NCCL error, then
+torchrun's report that the rank failed).
 
 ## Why it happens
 A crash in native code (SIGSEGV, SIGBUS), a failed assertion or an uncaught
@@ -65,8 +78,19 @@ struct Death {
     how: String,
     unit: Option<String>,
     pid: Option<u32>,
-    /// A signal or a core dump (not an exit code, which another rule reads).
+    /// A signal or a core dump, or a worker's exit its launcher reports
+    /// (not a unit's exit code, which another rule reads).
     signalled: bool,
+    /// The signal's number, where the account names it: two accounts of
+    /// one death (Ollama's and coredumpctl's) agree on it.
+    signal: Option<u32>,
+    /// Other lines of the same account (coredumpctl's `Signal:` and
+    /// `Unit:`, the workers torchrun stopped after it), each with its note
+    /// and the PID it names.
+    records: Vec<(Span, String, Option<u32>)>,
+    /// Its last words where no unit gathers them: the last error line a
+    /// catalog knows before the death in the same input.
+    last_words: Vec<(Span, String)>,
     /// The process crashed by itself (SIGSEGV, SIGABRT, SIGBUS, SIGILL,
     /// SIGFPE, a core dump), rather than being killed from outside
     /// (SIGKILL, SIGTERM: the killer, not the process, is the story, and
@@ -124,16 +148,11 @@ fn is_stop(signal: &str) -> bool {
 
 /// Whether a signal, as systemd (`11/SEGV`, `SEGV`) or a shell
 /// (`Segmentation fault (core dumped)`, `Killed`) words it, is a crash of
-/// the process itself.
+/// the process itself. An abbreviation counts as a whole word (`KILL`
+/// holds `ILL` and is no crash).
 fn is_crash(signal: &str) -> bool {
-    const CRASHES: &[&str] = &[
-        "SEGV",
-        "ABRT",
-        "BUS",
-        "ILL",
-        "FPE",
-        "TRAP",
-        "SYS",
+    const ABBREVIATIONS: &[&str] = &["SEGV", "ABRT", "BUS", "ILL", "FPE", "TRAP", "SYS"];
+    const WORDS: &[&str] = &[
         "Segmentation fault",
         "Aborted",
         "Bus error",
@@ -142,7 +161,11 @@ fn is_crash(signal: &str) -> bool {
         "Trace/breakpoint trap",
         "core dumped",
     ];
-    CRASHES.iter().any(|c| signal.contains(c))
+    signal
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .map(|w| w.strip_prefix("SIG").unwrap_or(w))
+        .any(|w| ABBREVIATIONS.contains(&w))
+        || WORDS.iter().any(|w| signal.contains(w))
 }
 
 impl Rule for ProcessDied {
@@ -151,11 +174,13 @@ impl Rule for ProcessDied {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
-        for death in unit_deaths(incident)
+        let deaths = unit_deaths(incident)
             .into_iter()
             .chain(shell_deaths(incident))
             .chain(row_deaths(incident))
-        {
+            .chain(records::core_dumps(incident))
+            .chain(records::torch_workers(incident));
+        for death in records::join(incident, deaths) {
             if death.signalled {
                 out.push(finding(incident, &death));
             }
@@ -248,6 +273,9 @@ fn unit_deaths(incident: &Incident) -> Vec<Death> {
                 verdicts,
                 said: None,
                 who: None,
+                signal: None,
+                records: Vec::new(),
+                last_words: Vec::new(),
             });
         }
     }
@@ -275,6 +303,9 @@ fn shell_deaths(incident: &Incident) -> Vec<Death> {
                 verdicts: Vec::new(),
                 said: None,
                 who: None,
+                signal: None,
+                records: Vec::new(),
+                last_words: Vec::new(),
             }),
             _ => None,
         })
@@ -365,6 +396,9 @@ fn signal_death(
         verdicts: Vec::new(),
         said: None,
         who: Some(who),
+        signal: Some(number),
+        records: Vec::new(),
+        last_words: Vec::new(),
     })
 }
 
@@ -390,25 +424,45 @@ fn finding(incident: &Incident, death: &Death) -> Finding {
     if let Some(p) = death.pid {
         f.entities.pids.insert(p);
     }
+    // Its time, or the time another record of it gives (coredumpctl's).
     let at = incident
         .time_of(death.span)
+        .or_else(|| {
+            death
+                .records
+                .iter()
+                .find_map(|(s, _, _)| incident.time_of(*s))
+        })
         .map(|t| format!(" at {}", when(t)))
         .unwrap_or_default();
     f.evidence(death.span, format!("{who} died{at}: {}", death.how));
     for span in &death.verdicts {
         f.evidence(*span, "systemd's verdict on the same death");
     }
+    for (span, note, pid) in &death.records {
+        f.evidence(*span, note.clone());
+        f.entities.pids.extend(*pid);
+    }
     let words = death
         .unit
         .as_deref()
         .map(|u| last_words(incident, u, death.span));
     let reason = words.as_ref().and_then(|w| w.reason());
-    let said = death.said.as_deref().or(reason.map(|r| r.message.trim()));
+    let said = death
+        .said
+        .as_deref()
+        .or(reason.map(|r| r.message.trim()))
+        .or(death.last_words.last().map(|(_, t)| t.as_str()));
     if let Some(w) = &words {
         f.entities.pids.extend(w.pids.iter().copied());
         for line in &w.lines {
             f.evidence(line.span, "its last words before it died");
+            f.last_words.push(line.span);
         }
+    }
+    for (span, _) in &death.last_words {
+        f.evidence(*span, "its last words before it died");
+        f.last_words.push(*span);
     }
     f.condition("the inputs record the death and how it happened", true);
     f.condition(

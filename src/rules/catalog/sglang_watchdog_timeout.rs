@@ -109,6 +109,21 @@ impl Rule for SglangWatchdogTimeout {
             );
         }
         f.occurrences = timeouts.len() as u32;
+        // The schedulers' rows in a process listing (`top`, `ps`): their
+        // PIDs, and whether they were running (busy) or asleep.
+        for r in incident
+            .facts
+            .ps
+            .iter()
+            .filter(|r| r.cmd.contains("sglang::sched"))
+            .take(8)
+        {
+            let state = r
+                .stat
+                .as_deref()
+                .map_or(String::new(), |s| format!(", state {s}"));
+            f.evidence(r.span, format!("an SGLang scheduler: PID {}{state}", r.pid));
+        }
         let tgt = target(
             incident,
             timeouts.iter().map(|(e, _)| *e),
@@ -255,4 +270,28 @@ fn explain_unexplained(incident: &Incident, f: &mut Finding, who: &str, secs: f6
         "if a batch legitimately takes that long (very long prefills on slow GPUs), lower --chunked-prefill-size or raise --watchdog-timeout",
         None,
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    /// https://github.com/sgl-project/sglang/issues/3752: the watchdog on
+    /// every rank, then `top` showing the schedulers running: the finding
+    /// cites them and names their PIDs.
+    #[test]
+    fn the_schedulers_a_listing_shows_are_cited() {
+        let f = crate::testing::findings_of(
+            super::META.id,
+            concat!(
+                "[2025-03-09 00:57:15 TP4] Watchdog timeout (self.watchdog_timeout=300)\n",
+                "[2025-03-09 00:57:16 TP0] Watchdog timeout (self.watchdog_timeout=300)\n",
+                "PID USER PR NI VIRT RES SHR S %CPU %MEM TIME+ COMMAND\n",
+                "22098 root 20 0 125.2g 4.1g 1.4g R 300.7 0.2 260:17.42 sglang::schedul\n",
+                "22094 root 20 0 125.0g 4.1g 1.4g R 300.3 0.2 292:08.84 sglang::schedul\n",
+            ),
+        );
+        assert_eq!(f.len(), 1, "{f:?}");
+        let pids: Vec<u32> = f[0].entities.pids.iter().copied().collect();
+        assert_eq!(pids, [22094, 22098]);
+        assert!(f[0].evidence.iter().any(|e| e.note.contains("state R")));
+    }
 }

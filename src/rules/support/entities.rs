@@ -1,6 +1,7 @@
 //! A finding's entities from its evidence: every PID, GPU, unit and Xid
 //! that a cited line states as a fact (a GPU process row, a `ps` row, a
 //! kernel line, a journal line's writer and unit, a server line's writer, a
+//! core dump's process and unit, a
 //! systemd message about a unit, a `systemctl status`/`show` block), so that
 //! no rule has to list them by hand and none forgets one.
 //!
@@ -36,6 +37,14 @@ pub fn from_evidence(incident: &Incident, f: &mut Finding) {
     for r in &incident.facts.ps {
         if cited.contains(&r.span) {
             f.entities.pids.insert(r.pid);
+        }
+    }
+    // A core dump's block: its PID and unit, whichever of its lines is cited.
+    for c in &incident.facts.core_dumps {
+        let lines = [Some(c.span), c.signal_span, c.unit_span];
+        if lines.into_iter().flatten().any(|s| cited.contains(&s)) {
+            f.entities.pids.insert(c.pid);
+            f.entities.units.extend(c.unit.clone());
         }
     }
     for e in &incident.facts.kernel_events {
