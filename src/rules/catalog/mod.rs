@@ -30,6 +30,7 @@ mod new_rule_template;
 mod nvidia_driver_not_loaded;
 mod nvidia_probe_failed;
 mod nvidia_smi_gpu_unreachable;
+mod nvlink_links_inactive;
 mod nvml_driver_library_mismatch;
 mod process_died;
 mod process_segfault;
@@ -100,6 +101,7 @@ pub static RULES: &[&dyn Rule] = &[
     &nvidia_driver_not_loaded::RULE,
     &nvidia_probe_failed::RULE,
     &nvidia_smi_gpu_unreachable::RULE,
+    &nvlink_links_inactive::RULE,
     &nvml_driver_library_mismatch::RULE,
     &process_died::RULE,
     &process_segfault::RULE,
