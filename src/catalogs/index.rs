@@ -301,7 +301,14 @@ fn resolve<'c>(
             .is_none_or(|prefix| r.id.starts_with(prefix))
     };
     let table = || catalog.rows.iter().filter(|r| in_table(r));
-    let code = hit.get("code").and_then(|c| c.trim().parse::<i64>().ok());
+    // A code as printed: decimal, or hex after `0x` (NVRM's `status 0x0000000f`).
+    let code = hit.get("code").and_then(|c| {
+        let c = c.trim();
+        match c.strip_prefix("0x").or_else(|| c.strip_prefix("0X")) {
+            Some(hex) => i64::from_str_radix(hex, 16).ok(),
+            None => c.parse::<i64>().ok(),
+        }
+    });
     let by_code = code.and_then(|n| {
         table().find(|r| match wrapper.numbering {
             Numbering::Code => r.code == Some(n),

@@ -188,6 +188,18 @@ pub const MATRIX: &[Cell] = &[
         Rule("server-killed-no-kernel-line"),
         Some("fixtures/rules/server-killed-no-kernel-line/pos-vllm-killed-after-cpu-blocks"),
     ),
+    cell(
+        HostOomKiller,
+        "a container's exit code 137 (SIGKILL) with reason `Error` or none, and no failed probe or OOM line naming the killer (kubectl, KServe's `exitCode: 137`, Flyte's `terminated with exit code (137)`): its memory limit, at a lower confidence",
+        Rule("container-killed-137"),
+        Some("fixtures/rules/container-killed-137/pos-flyte-task-pod-200mi"),
+    ),
+    cell(
+        HostOomKiller,
+        "Ray's raylet losing a worker without a word (`Worker unexpectedly exits with a connection error code 2. End of file.`, the OOM killer first of Ray's own candidates), at a lower confidence",
+        Row("stacks-ray.worker-connection-eof"),
+        None,
+    ),
     // Unit failures.
     cell(
         UnitCrashLoop,
@@ -200,6 +212,12 @@ pub const MATRIX: &[Cell] = &[
         "systemd's start limit hit",
         Rule("systemd-start-limit-hit"),
         Some("fixtures/real/107-syslog-iso-nvidia-modprobe-fails-persistenced-start-limit"),
+    ),
+    cell(
+        UnitCrashLoop,
+        "Kubernetes killing and restarting a container for a failed liveness probe (`Liveness probe failed: …`, `failed liveness probe, will be restarted`)",
+        Row("stacks-k8s.liveness-probe-failed"),
+        None,
     ),
     cell(
         UnitExitedZeroNoRestart,
@@ -256,6 +274,18 @@ pub const MATRIX: &[Cell] = &[
         Rule("startup-wait-unanswered"),
         Some("fixtures/rules/startup-wait-unanswered/pos-vllm-glm45-tp8-two-waits"),
     ),
+    cell(
+        ServerHang,
+        "TGI's launcher repeating `Waiting for shard 0 to be ready...` to the end of the log",
+        Rule("startup-wait-unanswered"),
+        Some("fixtures/real/684-tgi-t5-xxl-single-shard-never-ready"),
+    ),
+    cell(
+        ServerHang,
+        "Dynamo waiting, once, for its engine worker to signal ready (`Waiting for sglang0 to signal that it's ready`), and nothing after it",
+        Rule("startup-wait-unanswered"),
+        Some("fixtures/real/691-dynamo-run-sglang-worker-never-signals-ready"),
+    ),
     // GPU health without an Xid line.
     cell(
         XidOther,
@@ -274,6 +304,24 @@ pub const MATRIX: &[Cell] = &[
         "nvidia-smi unable to reach a GPU (`GPU is lost`, `ERR!`) with no kernel line",
         Rule("nvidia-smi-gpu-unreachable"),
         Some("fixtures/real/111-nvidia-smi-gpu-is-lost-reboot-one-line"),
+    ),
+    cell(
+        XidGpuFellOffBus,
+        "nvidia-smi's `Unable to determine the device handle for GPU …: Unknown Error` for one GPU while the others answer, with no kernel line: at a lower confidence",
+        Rule("nvidia-smi-gpu-unreachable"),
+        Some("fixtures/real/634-nvidia-smi-L-unable-device-handle-one-of-four-2080ti"),
+    ),
+    cell(
+        XidGpuFellOffBus,
+        "GSP RPCs failing with status 0x0000000f (NV_ERR_GPU_IS_LOST: `rpcSendMessage failed with status 0x0000000f`, `GspRmFree failed: …; status=0x0000000f`) with no Xid line",
+        Row("kernel.nvrm-gpu-is-lost"),
+        None,
+    ),
+    cell(
+        XidOther,
+        "`nvidia-smi nvlink -s` showing all (or some) NVLinks of an SXM GPU inactive (`NVML: Unable to retrieve NVLink information as all links are inActive`, `Link 3: <inactive>`)",
+        Rule("nvlink-links-inactive"),
+        Some("fixtures/real/623-gpud-b200-gpu2-all-nvlinks-inactive-no-xid"),
     ),
     cell(
         XidOther,
@@ -299,7 +347,7 @@ pub const MATRIX: &[Cell] = &[
         XidOther,
         "`dcgmi diag` results with a `Fail`, `dcgmi health -c`'s table",
         Gap(
-            "not read yet: every failing `dcgmi diag` table found in public threads is cut before its failing row, and no `dcgmi health -c` table with an incident was found",
+            "not read yet: every failing `dcgmi diag` table found in public threads is cut before its failing row; the one public `dcgmi health -c` table with a Failure (NVIDIA/NVSentinel#1481) is DCGM's false NVLink-down alarm on a PCIe A100 without a bridge, and the JSON verdict of fixtures/real/483 says Healthy beside a GPU that needs a reset: neither can teach a reader that tells a fault",
         ),
         None,
     ),

@@ -3,6 +3,7 @@
 //! its id does not match its file name.
 
 mod address_already_in_use;
+mod container_killed_137;
 mod cpu_illegal_instruction;
 mod cuda_illegal_memory_access;
 mod cuda_oom_at_context_creation;
@@ -30,6 +31,7 @@ mod new_rule_template;
 mod nvidia_driver_not_loaded;
 mod nvidia_probe_failed;
 mod nvidia_smi_gpu_unreachable;
+mod nvlink_links_inactive;
 mod nvml_driver_library_mismatch;
 mod process_died;
 mod process_segfault;
@@ -75,6 +77,7 @@ use crate::rules::{KNOWN_MESSAGE, PROCESS_DIED};
 /// Every built-in rule, in id order.
 pub static RULES: &[&dyn Rule] = &[
     &address_already_in_use::RULE,
+    &container_killed_137::RULE,
     &cpu_illegal_instruction::RULE,
     &cuda_illegal_memory_access::RULE,
     &cuda_oom_at_context_creation::RULE,
@@ -100,6 +103,7 @@ pub static RULES: &[&dyn Rule] = &[
     &nvidia_driver_not_loaded::RULE,
     &nvidia_probe_failed::RULE,
     &nvidia_smi_gpu_unreachable::RULE,
+    &nvlink_links_inactive::RULE,
     &nvml_driver_library_mismatch::RULE,
     &process_died::RULE,
     &process_segfault::RULE,

@@ -38,8 +38,11 @@ Reboot the system to recover this GPU`: NVML asked the driver for the GPU
 and the driver has marked it lost: it can no longer reach the board over
 PCIe. This is what nvidia-smi prints after the kernel's Xid 79 (`GPU has
 fallen off the bus`). `GPU requires reset` is a GPU the driver stopped
-using after a fatal error; `Unknown Error` a GPU that does not answer
-NVML at all. The other GPUs are still listed.
+using after a fatal error. `Unknown Error` is a GPU that does not answer
+NVML at all: on a host whose other GPUs answer, most often one that fell
+off the bus (the threads that had the kernel log found Xid 79 there,
+NVIDIA/open-gpu-kernel-modules#387), so it is named so at a lower
+confidence than `GPU is lost`. The other GPUs are still listed.
 
 This rule speaks only when the inputs hold no kernel line for that GPU
 (no Xid, no `fallen off the bus`): then nvidia-smi's line is the only
@@ -107,10 +110,14 @@ impl Rule for NvidiaSmiGpuUnreachable {
             }
             let lost = why == "GPU is lost";
             let reset = why == "GPU requires reset";
+            // `Unknown Error`: a GPU that no longer answers, most often one
+            // lost from the bus; said so, at a lower confidence.
             let (category, severity) = if lost {
                 (Category::XidGpuFellOffBus, Severity::Critical)
-            } else {
+            } else if reset {
                 (Category::XidOther, Severity::Error)
+            } else {
+                (Category::XidGpuFellOffBus, Severity::Error)
             };
             let gpu = xid::gpu_at(incident, Some(&printed));
             let mut f = Finding::new(META.id, category, severity);
@@ -150,6 +157,11 @@ impl Rule for NvidiaSmiGpuUnreachable {
                     "{} is lost from the PCIe bus (nvidia-smi: GPU is lost)",
                     gpu.short()
                 )
+            } else if !reset {
+                format!(
+                    "{} no longer answers the driver, most likely lost from the PCIe bus (nvidia-smi: {why})",
+                    gpu.short()
+                )
             } else {
                 format!(
                     "{} is unusable until reset (nvidia-smi: {why})",
@@ -186,7 +198,7 @@ fn title_and_headline(label: &str, lost: bool, reset: bool) -> (String, String) 
         )
     } else {
         format!(
-            "nvidia-smi cannot open {label} (Unknown Error): the GPU does not answer NVML. The kernel log, not in the inputs, would say whether it fell off the bus or hit a fatal Xid."
+            "nvidia-smi cannot open {label} (Unknown Error): the GPU does not answer NVML, most likely because it fell off the bus. The kernel log, not in the inputs, would confirm it (Xid 79, `fallen off the bus`) or name another fatal Xid."
         )
     };
     (title, headline)

@@ -20,9 +20,15 @@ pub static RULE: StartupWaitUnanswered = StartupWaitUnanswered;
 pub struct StartupWaitUnanswered;
 
 /// The catalog rows (`catalogs/*.toml`) of a server saying it still waits
-/// for the part of itself that does the work: vLLM's API server for its
-/// engine core.
-const ROWS: &[&str] = &["stacks-vllm.waiting-for-engine-procs"];
+/// for the part of itself that does the work (vLLM's API server for its
+/// engine core, TGI's launcher for its shard, Dynamo for its engine
+/// worker), each with how many waits make a hang: a wait logged every few
+/// seconds must repeat, one logged once must only end the log.
+const ROWS: &[(&str, usize)] = &[
+    ("stacks-vllm.waiting-for-engine-procs", 2),
+    ("stacks-tgi.waiting-for-shard", 2),
+    ("startup.dynamo-waiting-for-worker", 1),
+];
 
 /// What may follow the last wait without answering it: someone or
 /// something giving up on the start-up.
@@ -50,7 +56,10 @@ graphs) and waits for the engine's ready handshake; every 10 seconds
 without it, it logs `Waiting for 1 local, 0 remote core engine proc(s) to
 start.` (at DEBUG). The same wait repeated until the log ends, with no
 error and no ready line after it, means the engine never finished
-starting: the start-up hangs, seen from the side that waits.
+starting: the start-up hangs, seen from the side that waits. TGI's
+launcher says the same of its shard every 10 seconds (`Waiting for shard
+0 to be ready...`); Dynamo says it once (`Waiting for sglang0 to signal
+that it's ready`), so for it one line that ends the log is the wait.
 
 ## Why it happens
 The engine is stuck somewhere in its start-up, and its own last line says
@@ -82,26 +91,31 @@ impl Rule for StartupWaitUnanswered {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
-        let mut by_input: BTreeMap<usize, Vec<&Message>> = BTreeMap::new();
-        for id in ROWS {
+        let mut by_input: BTreeMap<usize, (Vec<&Message>, usize)> = BTreeMap::new();
+        for &(id, least) in ROWS {
             for (m, _) in incident.known(id) {
-                by_input.entry(m.span.source.0).or_default().push(m);
+                let entry = by_input
+                    .entry(m.span.source.0)
+                    .or_insert((Vec::new(), least));
+                entry.0.push(m);
+                entry.1 = entry.1.min(least);
             }
         }
-        for waits in by_input.values_mut() {
+        for (waits, least) in by_input.values_mut() {
             waits.sort_by_key(|m| m.span);
-            if let Some(f) = unanswered(incident, waits) {
+            if let Some(f) = unanswered(incident, waits, *least) {
                 out.push(f);
             }
         }
     }
 }
 
-/// A finding when the waits of one input were repeated, nothing answered
-/// them (a ready stage, an error, an exit) and the log ends on them.
-fn unanswered(incident: &Incident, waits: &[&Message]) -> Option<Finding> {
+/// A finding when the waits of one input were repeated (`least` times at
+/// least), nothing answered them (a ready stage, an error, an exit) and the
+/// log ends on them.
+fn unanswered(incident: &Incident, waits: &[&Message], least: usize) -> Option<Finding> {
     let (first, last) = (*waits.first()?, *waits.last()?);
-    if waits.len() < 2 {
+    if waits.len() < least.max(1) {
         return None;
     }
     let source = first.span.source;
@@ -143,19 +157,26 @@ fn unanswered(incident: &Incident, waits: &[&Message]) -> Option<Finding> {
     let mut f = Finding::new(META.id, META.category, META.severity);
     f.occurrences = u32::try_from(waits.len()).unwrap_or(u32::MAX);
     let span_text = waited.map_or(String::new(), |s| format!(" over {s} s"));
-    f.evidence(first.span, "the server starts waiting for its engine");
-    f.evidence(
-        last.span,
-        format!(
-            "still waiting: the same wait {} times{span_text}, and the log ends here",
-            waits.len()
-        ),
-    );
+    if waits.len() == 1 {
+        f.evidence(
+            first.span,
+            "the server waits for its engine to be ready, and the log ends here",
+        );
+    } else {
+        f.evidence(first.span, "the server starts waiting for its engine");
+        f.evidence(
+            last.span,
+            format!(
+                "still waiting: the same wait {} times{span_text}, and the log ends here",
+                waits.len()
+            ),
+        );
+    }
     if let Some(g) = gave_up {
         f.evidence(g.span, "then the start-up was given up on");
     }
     f.condition(
-        "the server repeated that it still waits for its engine",
+        "the server said it waits for its engine, as often as that wait is logged",
         true,
     );
     f.condition("no ready line, error or exit follows the waits", true);
@@ -172,27 +193,39 @@ fn unanswered(incident: &Incident, waits: &[&Message]) -> Option<Finding> {
     });
     f.chain
         .push("the server never became ready: its engine did not finish starting".to_owned());
+    words(&mut f, first, waits.len(), &span_text);
+    Some(f)
+}
+
+/// The finding's story, title, headline and steps: `first` is the first
+/// wait, `n` how many there were, `span_text` how long they lasted.
+fn words(f: &mut Finding, first: &Message, n: usize, span_text: &str) {
+    let said = first.text.trim().rsplit("] ").next().unwrap_or("waiting");
+    let times = match n {
+        1 => String::new(),
+        n => format!(" {n} times{span_text}"),
+    };
     f.chain.push(format!(
-        "the front end logged `{}` {} times{span_text} and nothing answered it",
-        first.text.trim().rsplit("] ").next().unwrap_or("waiting"),
-        waits.len()
+        "the front end logged `{said}`{times} and nothing answered it"
     ));
     f.title = "the engine never finished starting: the server waited for it to the end of the log"
         .to_owned();
-    f.headline = format!(
-        "The server's start-up hung: it kept waiting for its engine ({} times{span_text}) and nothing answered.",
-        waits.len()
-    );
-    f.explanation = "The API server launched its engine and polls for its ready handshake; the handshake never came. The engine is stuck in its own start-up (most often the NCCL group or its first collective, sometimes weights or CUDA graphs): its last line before the waits is the stage it reached.".to_owned();
+    f.headline = if n == 1 {
+        "The server's start-up hung: it waited for its engine to signal that it was ready, and nothing followed to the end of the log.".to_owned()
+    } else {
+        format!(
+            "The server's start-up hung: it kept waiting for its engine ({n} times{span_text}) and nothing answered."
+        )
+    };
+    f.explanation = "The server's front end (vLLM's API server, TGI's launcher, Dynamo) launched its engine and waits for its ready signal; the signal never came. The engine is stuck in its own start-up (most often the NCCL group or its first collective, sometimes weights, a download or CUDA graphs): its last line before the waits is the stage it reached.".to_owned();
     f.actions.push(Action::advice(
-        "see where the engine waits: py-spy dump on the engine core (VLLM::EngineCore) and its workers",
+        "see where the engine waits: py-spy dump on the engine process (vLLM's VLLM::EngineCore and its workers, TGI's text-generation-server shard, Dynamo's engine worker), and read its own output",
         Some("py-spy dump --pid ENGINE_PID"),
     ));
     f.actions.push(Action::advice(
         "for a multi-GPU start-up, rerun with NCCL_DEBUG=INFO and test the P2P path with NCCL_P2P_DISABLE=1 (then fix it, or set NCCL_P2P_LEVEL); with --enforce-eager if it stops at CUDA graphs",
         None,
     ));
-    Some(f)
 }
 
 #[cfg(test)]
@@ -225,6 +258,42 @@ mod tests {
             "{WAIT}(Worker_TP1 pid=530) ERROR 10-06 18:54:30 [v1/executor/multiproc_executor.py:597] WorkerProc failed to start.\n"
         );
         assert!(findings(&text).is_empty());
+    }
+
+    /// TGI 0.x's launcher, its shard never ready
+    /// (huggingface/text-generation-inference#81).
+    const TGI: &str = "2023-02-20T16:45:14.079644Z  INFO text_generation_launcher: Starting shard 0\n2023-02-20T16:45:24.091665Z  INFO text_generation_launcher: Waiting for shard 0 to be ready...\n2023-02-20T16:45:34.101538Z  INFO text_generation_launcher: Waiting for shard 0 to be ready...\n";
+
+    #[test]
+    fn a_tgi_shard_that_never_gets_ready_is_a_hang_and_ready_ends_it() {
+        let f = findings(TGI);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].occurrences, 2);
+        // The launcher's verdict that the shard came up answers the waits.
+        let ready = format!(
+            "{TGI}2023-02-20T16:45:40.101538Z  INFO text_generation_launcher: Shard 0 ready in 26.0s\n"
+        );
+        assert!(findings(&ready).is_empty());
+        // TGI 0.9's wording, the rank as a span field (assembled from
+        // launcher/src/main.rs's format, not copied).
+        let newer = "2024-05-07T12:39:20.293016Z  INFO shard-manager: text_generation_launcher: Waiting for shard to be ready... rank=0\n2024-05-07T12:39:30.298136Z  INFO shard-manager: text_generation_launcher: Waiting for shard to be ready... rank=0\n";
+        assert_eq!(findings(newer).len(), 1);
+    }
+
+    #[test]
+    fn dynamo_waits_once_and_a_log_that_ends_there_is_a_hang() {
+        // ai-dynamo/dynamo#480.
+        let wait = "2025-03-27T13:39:33.390990Z  INFO dynamo_llm::engines::sglang::worker: Waiting for sglang0 to signal that it's ready\n";
+        let f = findings(wait);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].category, Category::ServerHang);
+        assert!(f[0].confidence < 0.5, "{}", f[0].confidence);
+        // Another worker's name, the same grammar (assembled, not copied).
+        let vllm = wait.replace("sglang0", "vllm0");
+        assert_eq!(findings(&vllm).len(), 1);
+        // The worker's error after the wait is its own story.
+        let failed = format!("{wait}RuntimeError: CUDA error: out of memory\n");
+        assert!(findings(&failed).is_empty());
     }
 
     #[test]
