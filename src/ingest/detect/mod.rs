@@ -392,10 +392,11 @@ impl Segmenter {
                 Format::Dmesg,
                 "a kernel log record's frame (/dev/kmsg, dmesg --decode, talosctl dmesg)",
             )
-        } else if frame.kernel {
-            Class::Continue
-        } else if current.is_some_and(server::carries_content)
-            && content.unwrap_or_else(|| content_line(line))
+        } else if frame.kernel
+            // A kernel record in dmesg's segment; an exception line where
+            // the server sniffer would read it as content.
+            || current.is_some_and(server::carries_content)
+                && content.unwrap_or_else(|| content_line(line))
         {
             Class::Continue
         } else {
