@@ -73,6 +73,44 @@ pub(super) struct Index {
     /// Per catalog, per row, its message strings as [`normal`] makes them:
     /// made once here, not for every line a wrapper matches.
     normal: Vec<Vec<Vec<String>>>,
+    /// Per catalog, per byte, the rows (in order) with a normal string
+    /// that starts with it: a message only begins, or is begun by, a
+    /// string with its own first byte ([`Strings::starting`]).
+    by_first: Vec<Vec<Vec<usize>>>,
+}
+
+/// One catalog's normal strings, and their rows by first byte.
+#[derive(Clone, Copy)]
+struct Strings<'a> {
+    normal: &'a [Vec<String>],
+    by_first: &'a [Vec<usize>],
+}
+
+impl<'a> Strings<'a> {
+    /// The rows that may have a string `msg` starts with, or one that
+    /// starts with `msg`: those with a string of `msg`'s first byte (the
+    /// strings are never empty), in row order, each with its strings.
+    fn starting(self, msg: &str) -> impl Iterator<Item = (usize, &'a [String])> {
+        let rows = msg
+            .as_bytes()
+            .first()
+            .map_or(&[][..], |&b| self.by_first[usize::from(b)].as_slice());
+        rows.iter().map(move |&r| (r, self.normal[r].as_slice()))
+    }
+}
+
+/// Per byte, the rows with a string that starts with it.
+fn by_first(normal: &[Vec<String>]) -> Vec<Vec<usize>> {
+    let mut table = vec![Vec::new(); 256];
+    for (r, strings) in normal.iter().enumerate() {
+        let mut firsts: Vec<u8> = strings.iter().filter_map(|s| s.bytes().next()).collect();
+        firsts.sort_unstable();
+        firsts.dedup();
+        for b in firsts {
+            table[usize::from(b)].push(r);
+        }
+    }
+    table
 }
 
 impl Index {
@@ -126,11 +164,13 @@ impl Index {
                     })
                     .collect()
             })
-            .collect();
+            .collect::<Vec<Vec<Vec<String>>>>();
+        let by_first = normal.iter().map(|c| by_first(c)).collect();
         Index {
             matcher: OnceLock::new(),
             anchors: by_anchor.into_iter().collect(),
             normal,
+            by_first,
         }
     }
 
@@ -156,6 +196,14 @@ impl Index {
                 .is_some_and(|re| re.is_match(text)),
             Target::Bare { catalog, row } => bare(&list[catalog].rows[row], text).is_some(),
         })
+    }
+
+    /// Catalog `c`'s normal strings.
+    fn strings(&self, c: usize) -> Strings<'_> {
+        Strings {
+            normal: &self.normal[c],
+            by_first: &self.by_first[c],
+        }
     }
 
     /// The rows and wrappers whose anchors `text` holds, each once, in order.
@@ -205,7 +253,7 @@ impl Index {
                     })
                 }
                 Target::Wrapper { catalog, wrapper } => {
-                    let strings = &self.normal[catalog];
+                    let strings = self.strings(catalog);
                     let catalog = &list[catalog];
                     let wrapper = &catalog.wrappers[wrapper];
                     captures(&wrapper.wording, text).map(|(captures, matched)| {
@@ -290,7 +338,7 @@ fn bare(row: &Row, text: &str) -> Option<String> {
 /// `strings` holds each row's message strings, [`normal`]ised.
 fn resolve<'c>(
     catalog: &'c Catalog,
-    strings: &[Vec<String>],
+    strings: Strings<'_>,
     wrapper: &Wrapper,
     hit: &Hit<'_>,
 ) -> Option<&'c Row> {
@@ -326,10 +374,9 @@ fn resolve<'c>(
     };
     let by_message: Vec<&Row> = hit.get("msg").map_or_else(Vec::new, |msg| {
         let msg = normal(msg);
-        let matching: Vec<(&Row, usize)> = catalog
-            .rows
-            .iter()
-            .zip(strings)
+        let matching: Vec<(&Row, usize)> = strings
+            .starting(&msg)
+            .map(|(r, strings)| (&catalog.rows[r], strings))
             .filter(|(r, _)| in_table(r))
             .filter_map(|(r, strings)| {
                 strings
@@ -371,7 +418,7 @@ fn resolve<'c>(
 /// row only and is long enough to mean something (a word is not a message).
 fn cut_short<'c>(
     catalog: &'c Catalog,
-    strings: &[Vec<String>],
+    strings: Strings<'_>,
     in_table: &dyn Fn(&Row) -> bool,
     hit: &Hit<'_>,
 ) -> Option<&'c Row> {
@@ -380,10 +427,9 @@ fn cut_short<'c>(
     if msg.len() < MIN_CUT || !msg.contains(' ') {
         return None;
     }
-    let mut rows = catalog
-        .rows
-        .iter()
-        .zip(strings)
+    let mut rows = strings
+        .starting(&msg)
+        .map(|(r, strings)| (&catalog.rows[r], strings))
         .filter(|(r, _)| in_table(r))
         .filter(|(_, strings)| {
             strings
@@ -404,4 +450,63 @@ fn normal(s: &str) -> String {
         .trim_matches(|c| c == '\'' || c == '"' || c == '`')
         .trim_end_matches('.')
         .to_ascii_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first-byte buckets only skip rows that cannot match: for every
+    /// wrapper of every catalog and every message made from each row's
+    /// strings (whole, with more after it, in capitals, cut short, and a
+    /// few that name nothing), with and without a code, `resolve` over the
+    /// buckets names the row that a scan of every row names.
+    #[test]
+    fn the_first_byte_buckets_resolve_as_a_scan_of_every_row() {
+        let all = crate::catalogs::catalogs();
+        let mut named = 0;
+        for (c, catalog) in all.list.iter().enumerate() {
+            let every: Vec<usize> = (0..catalog.rows.len()).collect();
+            let scan_table = vec![every; 256];
+            let scan = Strings {
+                normal: &all.index.normal[c],
+                by_first: &scan_table,
+            };
+            let buckets = all.index.strings(c);
+            let mut msgs: Vec<String> =
+                ["", "x", " ", "\"quoted message here\"", "an unknown error"]
+                    .map(str::to_owned)
+                    .to_vec();
+            for row in &catalog.rows {
+                for s in &row.strings {
+                    msgs.push(s.text.clone());
+                    msgs.push(format!("{} in kernel abcdefghijkl", s.text));
+                    msgs.push(format!("  '{}.'", s.text.to_uppercase()));
+                    for cut in [8, 12, 20] {
+                        msgs.extend(s.text.get(..cut).map(str::to_owned));
+                    }
+                }
+            }
+            for wrapper in &catalog.wrappers {
+                for msg in &msgs {
+                    for code in [None, Some("700"), Some("2"), Some("-1")] {
+                        let mut captures = vec![("msg", msg.clone())];
+                        captures.extend(code.map(|code| ("code", code.to_owned())));
+                        let hit = Hit {
+                            catalog,
+                            row: None,
+                            via: Via::Wrapper(wrapper),
+                            captures,
+                            matched: String::new(),
+                        };
+                        let fast = resolve(catalog, buckets, wrapper, &hit).map(|r| &r.id);
+                        let slow = resolve(catalog, scan, wrapper, &hit).map(|r| &r.id);
+                        assert_eq!(fast, slow, "{}: {msg:?} {code:?}", wrapper.id);
+                        named += usize::from(fast.is_some());
+                    }
+                }
+            }
+        }
+        assert!(named > 1000, "only {named} messages named a row");
+    }
 }

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use super::aggregate::{self, Aggregator, Repeats};
 use super::anchors::Hot;
 use super::chatter;
-use super::detect::{Provenance, Segmenter, Step};
+use super::detect::{self, Provenance, Segmenter, Step};
 use super::frame::{Peeled, Peeler};
 use super::read::{Out, Read};
 use super::reader::SegmentReader;
@@ -302,6 +302,8 @@ impl Batch {
                         hot: true,
                         message,
                         key,
+                        content: detect::content_line(self.line(i)),
+                        waits: chatter::engine_waits(self.line(i)),
                     });
                 }
             }
@@ -338,6 +340,8 @@ impl Batch {
                         hot: found,
                         message,
                         key,
+                        content: detect::content_line(line),
+                        waits: chatter::engine_waits(line),
                     });
                 }
             }
@@ -362,6 +366,13 @@ struct Looked {
     message: bool,
     /// Its template, when repeats are aggregated ([`aggregate::key`]).
     key: Option<u64>,
+    /// Whether it is a content line (`detect::content_line`): the segmenter
+    /// asks it of most lines of a traceback, and here it costs the parsing
+    /// thread nothing.
+    content: bool,
+    /// Whether it shows vLLM's engine waiting ([`chatter::engine_waits`]),
+    /// asked of every line.
+    waits: bool,
 }
 
 /// How lines are looked at.
@@ -424,14 +435,20 @@ impl InputReader {
     }
 
     fn line(&mut self, n: u32, text: &str, looked: Looked) {
-        let Looked { hot, message, key } = looked;
+        let Looked {
+            hot,
+            message,
+            key,
+            content,
+            waits,
+        } = looked;
         let span = Span {
             source: self.id,
             line: n,
         };
         // Progress matters only after a wait, until the first is seen: the
         // chatty progress lines are searched for only then.
-        if chatter::engine_waits(text) {
+        if waits {
             self.engine.wait = Some(span);
             self.engine.resumed = None;
         } else if self.engine.wait.is_some()
@@ -462,7 +479,12 @@ impl InputReader {
         }
         let step = match fast {
             true => self.segmenter.line_continues(n),
-            false => self.segmenter.line(n, &peeled.body, &peeled.frame),
+            false => {
+                // What the reading thread saw of the text holds of the body
+                // when no frame was peeled off it.
+                let content = std::ptr::eq(peeled.body.as_ref(), text).then_some(content);
+                self.segmenter.line(n, &peeled.body, &peeled.frame, content)
+            }
         };
         let format = match &step {
             Step::Start { .. } => self.segmenter.open().map_or(Format::Unknown, |s| s.format),

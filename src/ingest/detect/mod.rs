@@ -152,6 +152,27 @@ fn sniff(line: &str, current: Option<Format>) -> Class {
         .unwrap_or(Class::Continue)
 }
 
+/// Whether `line` is a Python exception line (`RuntimeError: …`) that the
+/// sniffers before the server's let pass: in a segment that carries such
+/// content (a traceback, a server log: [`server::carries_content`]) the
+/// server sniffer reads it as content, and [`sniff`] says it continues. A
+/// traceback segment is mostly such lines when one error repeats with a
+/// different name each time (issue 18's `distinct-2m.log`); they skip the
+/// server sniffer's tests, the prefixes of every other format it knows.
+/// Whatever segment is open, the sniffers before the server's let such a
+/// line pass or not alike (they look at the open segment only for lines
+/// that start with `{`, a space or `-`), so this is a function of the line
+/// alone, which the reading thread works out ([`Segmenter::line`]).
+pub(super) fn content_line(line: &str) -> bool {
+    server::exception_line(line) == Some(true)
+        && SNIFFERS[..SERVER]
+            .iter()
+            .all(|sniff| sniff(line, None).is_none())
+}
+
+/// Where the server sniffer stands in [`SNIFFERS`].
+const SERVER: usize = 3;
+
 /// Whether `line` is, for certain, a strong line of `format` that every
 /// sniffer before that format's lets pass: the cheap test that keeps a big
 /// journal or server log from going through every sniffer on every line.
@@ -236,7 +257,7 @@ pub fn segment_as(id: SourceId, source: &Source, hint: Option<Format>) -> Vec<Se
         };
         if let Step::Start {
             closed: Some(closed),
-        } = segmenter.line(n, &peeled.body, &peeled.frame)
+        } = segmenter.line(n, &peeled.body, &peeled.frame, None)
         {
             segments.push(closed);
         }
@@ -328,8 +349,15 @@ impl Segmenter {
     }
 
     /// Classifies line `n`: `line` is its text under its frames, `frame`
-    /// what they said ([`crate::ingest::frame`]).
-    pub(super) fn line(&mut self, n: u32, line: &str, frame: &Frame) -> Step {
+    /// what they said ([`crate::ingest::frame`]); `content`, when known,
+    /// is [`content_line`] of `line`.
+    pub(super) fn line(
+        &mut self,
+        n: u32,
+        line: &str,
+        frame: &Frame,
+        content: Option<bool>,
+    ) -> Step {
         if let Some(format) = self.hint {
             return match &mut self.open {
                 Some(s) => {
@@ -366,7 +394,12 @@ impl Segmenter {
                 Format::Dmesg,
                 "a kernel log record's frame (/dev/kmsg, dmesg --decode, talosctl dmesg)",
             )
-        } else if frame.kernel {
+        } else if frame.kernel
+            // A kernel record in dmesg's segment; an exception line where
+            // the server sniffer would read it as content.
+            || current.is_some_and(server::carries_content)
+                && content.unwrap_or_else(|| content_line(line))
+        {
             Class::Continue
         } else {
             sniff(line, current)
@@ -798,6 +831,71 @@ Sat 2024-06-01 12:00:05 UTC gpu-node-7 kernel: NVRM: Xid (PCI:0000:1a:00): 79
             }
         }
         assert!(claimed > 500, "fast paths claimed only {claimed} lines");
+    }
+
+    /// An exception line continues a segment that carries content only
+    /// where the sniffers say so: every fixture line, and exception lines
+    /// that other sniffers (or the server's own prefixes) claim, in every
+    /// format, with the server sniffer where [`SERVER`] says; and whether
+    /// the sniffers before the server's let it pass does not depend on the
+    /// segment open.
+    #[test]
+    fn exception_lines_continue_content_as_the_sniffers_say() {
+        assert!(std::ptr::fn_addr_eq(
+            SNIFFERS[SERVER],
+            server::sniff as Sniffer
+        ));
+        let mut lines: Vec<String> = [
+            "RuntimeError: CUDA error: an illegal memory access was encountered in kernel abcdefghijkl",
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+            "ValueError: invoked oom-killer: gfp_mask=0x100cca(GFP_HIGHUSER_MOVABLE)",
+            "KeyError: NVRM: Xid (PCI:0000:1a:00): 79",
+            "MonitorError: 2024-06-01 12:00:00 host x[1]: y",
+            "RuntimeError: 12 12:00:00 host python3[4242]: x",
+            "OSError: [s=abc;i=1;b=2;m=3;t=4;x=5] x",
+            "Exception: gpu-node-7:4318:4401 [0] NCCL WARN Error",
+            "ConnectionError: a | b",
+            "_PrivateError: x",
+            "PyTorchError: version: 2.1",
+            "Error: not an exception name alone",
+            "RuntimeError:  two spaces",
+            "RuntimeError: \u{a0}non-ASCII after the colon",
+        ]
+        .iter()
+        .map(|l| (*l).to_owned())
+        .collect();
+        lines.extend(fixture_lines());
+        let mut fast = 0;
+        for line in &lines {
+            for format in [
+                Format::SglangLog,
+                Format::VllmLog,
+                Format::NcclLog,
+                Format::TorchLog,
+                Format::PythonTraceback,
+                Format::RayLog,
+                Format::JournalShort,
+                Format::ShellPrompt,
+                Format::Unknown,
+            ] {
+                let before_server = SNIFFERS[..SERVER]
+                    .iter()
+                    .all(|sniff| sniff(line, Some(format)).is_none());
+                assert_eq!(
+                    content_line(line),
+                    server::exception_line(line) == Some(true) && before_server,
+                    "{line}: in {format:?}"
+                );
+                if server::carries_content(format) && content_line(line) {
+                    fast += 1;
+                    assert!(
+                        matches!(sniff(line, Some(format)), Class::Continue),
+                        "{line}: fast in {format:?}"
+                    );
+                }
+            }
+        }
+        assert!(fast > 50, "the fast path took only {fast} lines");
     }
 
     #[test]

@@ -71,7 +71,7 @@ re!(
 /// `\S` decides). Every line that is no exception, and every line of a
 /// traceback segment, pays this test: the regex cost more than the rest of
 /// the server sniffer.
-fn exception_line(line: &str) -> Option<bool> {
+pub(super) fn exception_line(line: &str) -> Option<bool> {
     let b = line.as_bytes();
     let name = b
         .iter()
@@ -158,7 +158,7 @@ pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
 }
 
 /// Server logs, and the content-only formats that a server line may follow.
-fn carries_content(format: Format) -> bool {
+pub(super) fn carries_content(format: Format) -> bool {
     matches!(
         format,
         Format::SglangLog
