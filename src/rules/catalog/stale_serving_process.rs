@@ -12,6 +12,7 @@ use crate::source::Span;
 
 mod duplicates;
 mod finding;
+mod gone;
 use duplicates::duplicates;
 use finding::finding;
 
@@ -117,6 +118,8 @@ struct Leftover<'a> {
     /// Only nvidia-smi lists it: a sibling (same title, nearby PID) of a
     /// proven leftover.
     sibling_of: Option<u32>,
+    /// Its rows in later listings of the same paste: still alive then.
+    again: Vec<Span>,
 }
 
 /// Which kind of worker a command line is: its title, or the
@@ -161,6 +164,7 @@ impl Rule for StaleServingProcess {
                     stat: p.stat.as_deref(),
                     started: p.started.as_deref(),
                     sibling_of: None,
+                    again: Vec::new(),
                 });
             }
         }
@@ -172,6 +176,7 @@ impl Rule for StaleServingProcess {
                 continue;
             };
             if !WORKER_TITLES.contains(fam) {
+                once_each(members);
                 continue;
             }
             let known: BTreeSet<u32> = members.iter().map(|m| m.pid).collect();
@@ -188,12 +193,12 @@ impl Rule for StaleServingProcess {
                             stat: None,
                             started: None,
                             sibling_of: Some(anchor),
+                            again: Vec::new(),
                         });
                     }
                 }
             }
-            members.sort_by_key(|m| m.pid);
-            members.dedup_by_key(|m| m.pid);
+            once_each(members);
         }
         let mut named: BTreeSet<u32> = BTreeSet::new();
         for (fam, members) in families {
@@ -204,6 +209,20 @@ impl Rule for StaleServingProcess {
         }
         out.extend(duplicates(incident, &named));
     }
+}
+
+/// Each leftover once, by PID: a paste that lists the processes twice
+/// (`ps` before and after an uninstall) keeps the later rows as `again`.
+fn once_each(members: &mut Vec<Leftover<'_>>) {
+    members.sort_by_key(|m| (m.pid, m.span));
+    let mut out: Vec<Leftover<'_>> = Vec::with_capacity(members.len());
+    for m in members.drain(..) {
+        match out.last_mut() {
+            Some(prev) if prev.pid == m.pid => prev.again.push(m.span),
+            _ => out.push(m),
+        }
+    }
+    *members = out;
 }
 
 /// A kernel stack with frames in the NVIDIA driver, and whose it is.
