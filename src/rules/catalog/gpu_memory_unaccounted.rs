@@ -2,8 +2,9 @@
 //! no process listed for it, and nothing of a workload in the inputs: the
 //! memory of a run that ended (an interrupted job's workers, a stopped
 //! server's engine, a notebook's kernel) or of a process in another
-//! container. A warning from the table alone (a live job's preallocation
-//! looks the same), an error when the run's end is logged before it.
+//! container. A note (info) from the table alone (a live job's
+//! preallocation looks the same), an error when the run's end is logged
+//! before it.
 //! Advice only: there is no PID to act on.
 
 use crate::correlate::{Gpu, Incident, is_serving};
@@ -41,7 +42,7 @@ or PID namespace, which nvidia-smi inside a container does not list.
 
 The table alone cannot tell such memory from a live job's own
 preallocation (a vLLM server idle between requests keeps 90% of its
-cards), so alone it is a warning that names the command that settles it.
+cards), so alone it is a note (info) that names the command that settles it.
 When the inputs log the run's end before the table (uvicorn's `Finished
 server process [N]`, a `KeyboardInterrupt`) and nothing after it, the
 memory outlived its run: an error.
@@ -183,12 +184,12 @@ fn listing_note(incident: &Incident) -> (&'static str, Option<Span>) {
 fn finding(incident: &Incident, held: &[&Gpu], ended: Option<Ended>) -> Finding {
     // The table alone cannot tell a leftover from a live job's own
     // preallocation (a server idle between requests looks the same): a
-    // warning that names the command that settles it. A run that ends
-    // before the table makes the held memory its leftover.
+    // note that names the command that settles it. A run that ends before
+    // the table makes the held memory its leftover.
     let severity = if ended.is_some() {
         META.severity
     } else {
-        Severity::Warning
+        Severity::Info
     };
     let mut f = Finding::new(META.id, META.category, severity);
     let (note, listing) = listing_note(incident);
@@ -196,10 +197,15 @@ fn finding(incident: &Incident, held: &[&Gpu], ended: Option<Ended>) -> Finding 
     for g in held {
         f.entities.gpus.insert(g.index);
         let amount = format!("{} of {}", mib(g.memory_used_mib), mib(g.memory_total_mib));
+        // The figures also as the table prints them, for a search.
+        let printed = match (g.memory_used_mib, g.memory_total_mib) {
+            (Some(u), Some(t)) => format!(" ({u}MiB / {t}MiB)"),
+            _ => String::new(),
+        };
         if let Some(span) = g.spans.last() {
             f.evidence(
                 *span,
-                format!("GPU {} has {amount} in use; {note}", g.index),
+                format!("GPU {} has {amount} in use{printed}; {note}", g.index),
             );
         }
         parts.push(format!("GPU {} ({amount})", g.index));
@@ -251,10 +257,11 @@ fn finding(incident: &Incident, held: &[&Gpu], ended: Option<Ended>) -> Finding 
         "{} memory is not free for the next job",
         gpus.join(", ")
     ));
-    f.chain.push(
-        "a process nobody is looking at holds it: a leftover of an earlier run (inferred)"
-            .to_owned(),
-    );
+    f.chain.push(if ended.is_some() {
+        "a process of the run that ended still holds it (inferred)".to_owned()
+    } else {
+        "a process the table does not list holds it: a leftover of a run that ended, another container's, or a live job's own (not shown)".to_owned()
+    });
     f.explanation = "A CUDA process keeps its memory until it exits. The table shows the memory taken but names no one: a process of a run that ended without all of its processes (workers, an engine core, a notebook kernel), or one in another container or PID namespace, which nvidia-smi inside a container does not list.".to_owned();
     let devices: Vec<String> = held
         .iter()

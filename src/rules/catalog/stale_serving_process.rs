@@ -13,6 +13,7 @@ use crate::source::Span;
 mod duplicates;
 mod finding;
 mod gone;
+mod survivors;
 use duplicates::duplicates;
 use finding::finding;
 
@@ -79,6 +80,19 @@ table with full command lines), each holding a model's worth of memory, are
 leftovers too: one server runs one copy of each. Which copy is current the
 rows do not say, so the finding is a warning that names the command that
 settles it (`ps -o pid,ppid,lstart,etimes,cmd`) and scripts no signal.
+
+Two process tables of one paste, the later listing only part of the
+earlier, are a run that stopped: processes of one program that the later
+table still lists after their siblings left (a rank that kept its memory
+after Ctrl+C) are its leftovers. The finding names them with the `ps`
+command that settles it and scripts no signal.
+
+PPID 1 alone makes a bare `multiprocessing` worker a warning; it is an
+error when the inputs log its server's exit (uvicorn's `Finished server
+process [N]`), when it runs from a serving product's own environment
+(`…/venvs/gpustack/bin/python`), or when it bears a serving framework's
+worker title. A paste that lists the processes twice names each once and
+cites the later rows as "still running".
 
 ## Safety
 Terminating needs confirmation; the script re-checks the PID's command line
@@ -208,6 +222,7 @@ impl Rule for StaleServingProcess {
             }
         }
         out.extend(duplicates(incident, &named));
+        out.extend(survivors::survivors(incident, &named));
     }
 }
 

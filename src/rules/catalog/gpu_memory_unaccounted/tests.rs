@@ -39,7 +39,7 @@ fn a_gpu_with_memory_and_no_process_is_named_not_signalled() {
     let f = findings_of(super::META.id, GPU7_ROW);
     assert_eq!(f.len(), 1, "{f:?}");
     // The table alone looks like a live server's preallocation too.
-    assert_eq!(f[0].severity, Severity::Warning);
+    assert_eq!(f[0].severity, Severity::Info);
     assert!(f[0].entities.gpus.contains(&7), "{:?}", f[0].entities);
     assert!(f[0].entities.pids.is_empty());
     assert!(

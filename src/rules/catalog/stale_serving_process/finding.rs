@@ -56,13 +56,7 @@ pub(super) fn finding(
         .filter(|g| members.iter().any(|m| m.pid == g.pid))
         .collect();
     let busy = busy_gpus(incident, &on_gpu);
-    // PPID 1 and the server's exit logged, or a serving product's own
-    // environment, or a serving framework's worker title: no longer a
-    // curiosity of a process table but a server's piece left behind.
-    let exit = gone::server_exit(incident);
-    let env = members.iter().find_map(|m| gone::serving_env(m.cmd));
-    let orphaned_server_piece = members.iter().any(|m| m.ppid == Some(1))
-        && (exit.is_some() || env.is_some() || WORKER_TITLES.contains(&fam));
+    let (exit, env, orphaned_server_piece) = gone_signals(incident, fam, members);
     let severity =
         if on_gpu.is_empty() && stuck.is_empty() && busy.is_empty() && !orphaned_server_piece {
             Severity::Warning
@@ -114,16 +108,8 @@ pub(super) fn finding(
         !on_gpu.is_empty(),
         !busy.is_empty(),
     );
-    if let Some((pid, _)) = exit.filter(|_| orphaned_server_piece) {
-        let _ = write!(
-            f.headline,
-            " Their server, PID {pid}, logged its exit; they did not go with it."
-        );
-    } else if let Some(env) = env.filter(|_| orphaned_server_piece) {
-        let _ = write!(
-            f.headline,
-            " They run from {env}'s own environment: what stopped or removed {env} left them running."
-        );
+    if orphaned_server_piece {
+        gone_headline(&mut f, exit, env);
     }
     if any_stuck_stack {
         f.headline.push_str(
@@ -224,6 +210,37 @@ fn cite_members(
                 );
             }
         }
+    }
+}
+
+/// What shows the orphans' server gone beyond PPID 1: its logged exit, the
+/// serving product whose environment they run from, and whether either (or
+/// a serving framework's worker title) makes them a server's piece left
+/// behind rather than a curiosity of a process table.
+fn gone_signals<'a>(
+    incident: &Incident,
+    fam: &str,
+    members: &[Leftover<'a>],
+) -> (Option<(u32, Span)>, Option<&'a str>, bool) {
+    let exit = gone::server_exit(incident, members[0].pid);
+    let env = members.iter().find_map(|m| gone::serving_env(m.cmd));
+    let piece = members.iter().any(|m| m.ppid == Some(1))
+        && (exit.is_some() || env.is_some() || WORKER_TITLES.contains(&fam));
+    (exit, env, piece)
+}
+
+/// Adds to the headline what shows the server gone.
+fn gone_headline(f: &mut Finding, exit: Option<(u32, Span)>, env: Option<&str>) {
+    if let Some((pid, _)) = exit {
+        let _ = write!(
+            f.headline,
+            " Their server, PID {pid}, logged its exit; they did not go with it."
+        );
+    } else if let Some(env) = env {
+        let _ = write!(
+            f.headline,
+            " They run from {env}'s own environment: what stopped or removed {env} left them running."
+        );
     }
 }
 

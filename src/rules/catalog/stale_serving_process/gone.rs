@@ -8,16 +8,23 @@ use crate::correlate::{Incident, is_serving_stack};
 use crate::model::{ServerEventKind, Uvicorn};
 use crate::source::Span;
 
-/// A model server's exit the inputs log: its PID and the line.
-pub(super) fn server_exit(incident: &Incident) -> Option<(u32, Span)> {
-    incident
+/// A model server's exit the inputs log: its PID and the line. Of several,
+/// the one whose PID is closest below `orphan`'s (a server starts before
+/// its workers), else the last.
+pub(super) fn server_exit(incident: &Incident, orphan: u32) -> Option<(u32, Span)> {
+    let exits = incident
         .facts
         .server_events
         .iter()
-        .find_map(|e| match e.kind {
+        .filter_map(|e| match e.kind {
             ServerEventKind::Uvicorn(Uvicorn::FinishedProcess { pid }) => Some((pid, e.span)),
             _ => None,
-        })
+        });
+    let below = exits
+        .clone()
+        .filter(|(pid, _)| *pid < orphan)
+        .max_by_key(|(pid, span)| (*pid, std::cmp::Reverse(*span)));
+    below.or_else(|| exits.last())
 }
 
 /// The serving product whose environment `cmd`'s program runs from: a
