@@ -263,6 +263,14 @@ fn finding(incident: &Incident, held: &[&Gpu], ended: Option<Ended>) -> Finding 
         "a process the table does not list holds it: a leftover of a run that ended, another container's, or a live job's own (not shown)".to_owned()
     });
     f.explanation = "A CUDA process keeps its memory until it exits. The table shows the memory taken but names no one: a process of a run that ended without all of its processes (workers, an engine core, a notebook kernel), or one in another container or PID namespace, which nvidia-smi inside a container does not list.".to_owned();
+    push_actions(&mut f, held);
+    f.confidence = confidence(&f, 0.3, 0.8);
+    f
+}
+
+/// The steps: list the holders on the host, name the processes that have
+/// the GPUs open, tell a leftover from a live job before ending anything.
+fn push_actions(f: &mut Finding, held: &[&Gpu]) {
     let devices: Vec<String> = held
         .iter()
         .map(|g| format!("/dev/nvidia{}", g.index))
@@ -279,8 +287,6 @@ fn finding(incident: &Incident, held: &[&Gpu], ended: Option<Ended>) -> Finding 
         "tell a leftover (PPID 1, started before the run you stopped) from a live job before ending anything; end the old run's processes (restart a notebook kernel, stop the old server's process group), then check the memory is free",
         Some("ps -o pid,ppid,lstart,etimes,cmd -p PID"),
     ));
-    f.confidence = confidence(&f, 0.3, 0.8);
-    f
 }
 
 #[cfg(test)]

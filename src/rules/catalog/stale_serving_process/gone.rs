@@ -24,7 +24,7 @@ pub(super) fn server_exit(incident: &Incident, orphan: u32) -> Option<(u32, Span
         .clone()
         .filter(|(pid, _)| *pid < orphan)
         .max_by_key(|(pid, span)| (*pid, std::cmp::Reverse(*span)));
-    below.or_else(|| exits.last())
+    below.or_else(|| exits.clone().next_back())
 }
 
 /// The serving product whose environment `cmd`'s program runs from: a

@@ -17,7 +17,7 @@ use crate::rules::{Action, Finding};
 const LOADED_MIB: u64 = 1024;
 
 /// The process rows of each table, in input order.
-fn tables<'a>(incident: &'a Incident) -> Vec<(&'a ProcessListing, Vec<&'a GpuProcessRecord>)> {
+fn tables(incident: &Incident) -> Vec<(&ProcessListing, Vec<&GpuProcessRecord>)> {
     let facts = &incident.facts;
     let mut out: Vec<(&ProcessListing, Vec<&GpuProcessRecord>)> = facts
         .process_listings
@@ -164,6 +164,14 @@ fn finding(gone: &[&GpuProcessRecord], left: &[&GpuProcessRecord]) -> Finding {
         if left.len() == 1 { "it" } else { "them" }
     ));
     f.explanation = "The processes of one run (the ranks of a job, the workers of a server) go together. A later table that lists some of them without the others shows the run stopped and these did not: a worker that did not get the signal (Ctrl+C reaches the foreground process group only), or one stuck in a CUDA call. Its memory stays held until it exits.".to_owned();
+    push_actions(&mut f, &pids);
+    f.confidence = confidence(&f, 0.4, 0.8);
+    f
+}
+
+/// The steps: check each survivor's parent, then end it and check its
+/// memory is freed; stop the next run by its process group.
+fn push_actions(f: &mut Finding, pids: &[String]) {
     f.actions.push(Action::advice(
         "check that each process still listed is a leftover: PPID 1 or its launcher gone, started with the stopped run",
         Some(&format!("ps -o pid,ppid,stat,lstart,args -p {}", pids.join(","))),
@@ -176,8 +184,6 @@ fn finding(gone: &[&GpuProcessRecord], left: &[&GpuProcessRecord]) -> Finding {
         "stop the run by its process group next time, so that every worker goes with it",
         Some("kill -TERM -- -PGID"),
     ));
-    f.confidence = confidence(&f, 0.4, 0.8);
-    f
 }
 
 #[cfg(test)]
