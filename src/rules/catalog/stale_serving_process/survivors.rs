@@ -140,7 +140,7 @@ fn finding(gone: &[&GpuProcessRecord], left: &[&GpuProcessRecord]) -> Finding {
         mib(Some(held))
     );
     f.headline = format!(
-        "The later process table no longer lists PID{} {} but still lists {} `{program}` PID{} {} holding {}{on}: the run was stopped and {} outlived {} siblings, keeping {} memory (inferred from the two tables; a process's parent settles it).",
+        "The later process table no longer lists PID{} {} but still lists {} `{program}` PID{} {} holding {}{on}: the run was stopped and {} outlived {} {}, keeping {} memory (inferred from the two tables; a process's parent settles it).",
         if gone_pids.len() == 1 { "" } else { "s" },
         gone_pids.join(", "),
         if left.len() == 1 {
@@ -153,6 +153,11 @@ fn finding(gone: &[&GpuProcessRecord], left: &[&GpuProcessRecord]) -> Finding {
         mib(Some(held)),
         if left.len() == 1 { "it" } else { "they" },
         if left.len() == 1 { "its" } else { "their" },
+        if gone_pids.len() == 1 {
+            "sibling"
+        } else {
+            "siblings"
+        },
         if left.len() == 1 { "its" } else { "their" },
     );
     f.chain
