@@ -234,6 +234,12 @@ BUT when I use \"Ctrl+C\" to stop training, one gpu memory still using,as bellow
         );
     }
 
+    /// `text` with the last `from` (the later table's) replaced by `to`.
+    fn in_later_table(from: &str, to: &str) -> String {
+        let at = CTRL_C.rfind(from).expect("the later table has it");
+        format!("{}{to}{}", &CTRL_C[..at], &CTRL_C[at + from.len()..])
+    }
+
     #[test]
     fn variants_of_the_two_tables() {
         // Varies 661's rows: four ranks, two still listed after the stop.
@@ -252,13 +258,13 @@ BUT when I use \"Ctrl+C\" to stop training, one gpu memory still using,as bellow
         let pids: Vec<u32> = f[0].entities.pids.iter().copied().collect();
         assert!(pids.contains(&52574) && pids.contains(&52576), "{pids:?}");
         // The later table lists a new process: another run, not a leftover.
-        let new = CTRL_C.replace(
+        let new = in_later_table(
             "|    1   N/A  N/A     52574      C   ...a3/envs/yolovx/bin/python    29347MiB |\n+---",
             "|    1   N/A  N/A     52574      C   ...a3/envs/yolovx/bin/python    29347MiB |\n|    0   N/A  N/A     60001      C   ...a3/envs/yolovx/bin/python    29347MiB |\n+---",
         );
         assert!(findings_of(META.id, &new).is_empty());
         // The same table twice: nothing left.
-        let same = CTRL_C.replace(
+        let same = in_later_table(
             "|    1   N/A  N/A     52574      C   ...a3/envs/yolovx/bin/python    29347MiB |\n+---",
             "|    0   N/A  N/A     52573      C   ...a3/envs/yolovx/bin/python    29347MiB |\n|    1   N/A  N/A     52574      C   ...a3/envs/yolovx/bin/python    29347MiB |\n+---",
         );
