@@ -123,8 +123,28 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         StaleServingInstance,
+        "orphaned workers (PPID 1) whose server's exit the inputs log (uvicorn's `Finished server process [N]`), or that run from a serving product's own environment (`…/venvs/gpustack/bin/python`)",
+        Rule("stale-serving-process"),
+        Some("fixtures/real/664-vllm-omni-stagediffusion-exit-9-spawn-worker-ppid1-left"),
+    ),
+    cell(
+        StaleServingInstance,
+        "processes of a stopped run that a later process table still lists after their siblings left (a rank that kept its memory after Ctrl+C)",
+        Rule("stale-serving-process"),
+        Some("fixtures/real/661-yolox-ctrl-c-leftover-rank-on-gpu1"),
+    ),
+    cell(
+        StaleServingInstance,
+        "GPU memory in use with no process listed and nothing running: a note alone (a live job's preallocation looks the same), an error when the run's end is logged before the table",
+        Rule("gpu-memory-unaccounted"),
+        Some("fixtures/rules/gpu-memory-unaccounted/pos-gpu7-held-idle-pytorch-37726.txt"),
+    ),
+    cell(
+        StaleServingInstance,
         "a server process older than the incident (`ps` start time, `etimes`)",
-        Gap("ps start times are read; no rule compares them with the incident's time yet"),
+        Gap(
+            "ps start times are read; no rule compares them with the incident's time yet. A real sample exists: fixtures/real/504 (gpustack/gpustack#2595: `ps -eo …,lstart,etimes` of vLLM servers started weeks before), whose incident time is only in a control plane's instance table that is not read",
+        ),
         None,
     ),
     cell(
@@ -136,7 +156,9 @@ pub const MATRIX: &[Cell] = &[
     cell(
         StaleServingInstance,
         "a duplicate of the running server's port",
-        Gap("ports are read (ss, docker ps); no rule compares two servers' ports yet"),
+        Gap(
+            "ports are read (ss, lsof, docker ps); no rule compares a listener with the failing server yet. Real samples exist: fixtures/real/678 (`ss -ltnp` names local-ai holding :8080, then `local-ai run` fails to listen, its error cut) and fixtures/real-incoming/batch-f/727 (lsof names an earlier run's API server on :8000)",
+        ),
         None,
     ),
     cell(

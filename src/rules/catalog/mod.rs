@@ -16,6 +16,7 @@ mod gpu_hardware_slowdown;
 mod gpu_held_by_unresolved_process;
 mod gpu_init_failed;
 mod gpu_memory_taken_before_load;
+mod gpu_memory_unaccounted;
 mod gsp_heartbeat_timeout;
 mod hf_model_download_failure;
 mod hf_model_load_failure;
@@ -90,6 +91,7 @@ pub static RULES: &[&dyn Rule] = &[
     &gpu_held_by_unresolved_process::RULE,
     &gpu_init_failed::RULE,
     &gpu_memory_taken_before_load::RULE,
+    &gpu_memory_unaccounted::RULE,
     &gsp_heartbeat_timeout::RULE,
     &hf_model_download_failure::RULE,
     &hf_model_load_failure::RULE,

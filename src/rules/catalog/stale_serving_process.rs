@@ -12,6 +12,8 @@ use crate::source::Span;
 
 mod duplicates;
 mod finding;
+mod gone;
+mod survivors;
 use duplicates::duplicates;
 use finding::finding;
 
@@ -79,6 +81,19 @@ leftovers too: one server runs one copy of each. Which copy is current the
 rows do not say, so the finding is a warning that names the command that
 settles it (`ps -o pid,ppid,lstart,etimes,cmd`) and scripts no signal.
 
+Two process tables of one paste, the later listing only part of the
+earlier, are a run that stopped: processes of one program that the later
+table still lists after their siblings left (a rank that kept its memory
+after Ctrl+C) are its leftovers. The finding names them with the `ps`
+command that settles it and scripts no signal.
+
+PPID 1 alone makes a bare `multiprocessing` worker a warning; it is an
+error when the inputs log its server's exit (uvicorn's `Finished server
+process [N]`), when it runs from a serving product's own environment
+(`…/venvs/gpustack/bin/python`), or when it bears a serving framework's
+worker title. A paste that lists the processes twice names each once and
+cites the later rows as "still running".
+
 ## Safety
 Terminating needs confirmation; the script re-checks the PID's command line
 and unit before any signal and escalates to SIGKILL only after SIGTERM and a
@@ -117,6 +132,8 @@ struct Leftover<'a> {
     /// Only nvidia-smi lists it: a sibling (same title, nearby PID) of a
     /// proven leftover.
     sibling_of: Option<u32>,
+    /// Its rows in later listings of the same paste: still alive then.
+    again: Vec<Span>,
 }
 
 /// Which kind of worker a command line is: its title, or the
@@ -161,6 +178,7 @@ impl Rule for StaleServingProcess {
                     stat: p.stat.as_deref(),
                     started: p.started.as_deref(),
                     sibling_of: None,
+                    again: Vec::new(),
                 });
             }
         }
@@ -172,6 +190,7 @@ impl Rule for StaleServingProcess {
                 continue;
             };
             if !WORKER_TITLES.contains(fam) {
+                once_each(members);
                 continue;
             }
             let known: BTreeSet<u32> = members.iter().map(|m| m.pid).collect();
@@ -188,12 +207,12 @@ impl Rule for StaleServingProcess {
                             stat: None,
                             started: None,
                             sibling_of: Some(anchor),
+                            again: Vec::new(),
                         });
                     }
                 }
             }
-            members.sort_by_key(|m| m.pid);
-            members.dedup_by_key(|m| m.pid);
+            once_each(members);
         }
         let mut named: BTreeSet<u32> = BTreeSet::new();
         for (fam, members) in families {
@@ -203,7 +222,22 @@ impl Rule for StaleServingProcess {
             }
         }
         out.extend(duplicates(incident, &named));
+        out.extend(survivors::survivors(incident, &named));
     }
+}
+
+/// Each leftover once, by PID: a paste that lists the processes twice
+/// (`ps` before and after an uninstall) keeps the later rows as `again`.
+fn once_each(members: &mut Vec<Leftover<'_>>) {
+    members.sort_by_key(|m| (m.pid, m.span));
+    let mut out: Vec<Leftover<'_>> = Vec::with_capacity(members.len());
+    for m in members.drain(..) {
+        match out.last_mut() {
+            Some(prev) if prev.pid == m.pid => prev.again.push(m.span),
+            _ => out.push(m),
+        }
+    }
+    *members = out;
 }
 
 /// A kernel stack with frames in the NVIDIA driver, and whose it is.

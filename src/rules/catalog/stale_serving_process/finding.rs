@@ -56,11 +56,13 @@ pub(super) fn finding(
         .filter(|g| members.iter().any(|m| m.pid == g.pid))
         .collect();
     let busy = busy_gpus(incident, &on_gpu);
-    let severity = if on_gpu.is_empty() && stuck.is_empty() && busy.is_empty() {
-        Severity::Warning
-    } else {
-        META.severity
-    };
+    let (exit, env, orphaned_server_piece) = gone_signals(incident, fam, members);
+    let severity =
+        if on_gpu.is_empty() && stuck.is_empty() && busy.is_empty() && !orphaned_server_piece {
+            Severity::Warning
+        } else {
+            META.severity
+        };
     let mut f = Finding::new(META.id, META.category, severity);
     let first = &members[0];
     cite_members(&mut f, incident, members, stacks);
@@ -85,6 +87,9 @@ pub(super) fn finding(
             false,
         );
     }
+    if orphaned_server_piece {
+        cite_gone(&mut f, exit, env);
+    }
     let gpus: Vec<String> = f.entities.gpus.iter().map(|g| format!("GPU {g}")).collect();
     f.title = if members.len() == 1 {
         format!(
@@ -103,6 +108,9 @@ pub(super) fn finding(
         !on_gpu.is_empty(),
         !busy.is_empty(),
     );
+    if orphaned_server_piece {
+        gone_headline(&mut f, exit, env);
+    }
     if any_stuck_stack {
         f.headline.push_str(
             " It is stuck inside the NVIDIA driver (nvidia_uvm): SIGKILL is not delivered until the driver call returns, so only a GPU reset or a reboot frees it.",
@@ -181,6 +189,12 @@ fn cite_members(
             );
         }
         f.evidence(m.span, note);
+        for span in m.again.iter().take(2) {
+            f.evidence(
+                *span,
+                format!("PID {} is listed again later: still running", m.pid),
+            );
+        }
         if let Some(e) = left_over_by_systemd(incident, m.pid) {
             f.evidence(e.span, format!("systemd left PID {} behind", m.pid));
         }
@@ -196,6 +210,58 @@ fn cite_members(
                 );
             }
         }
+    }
+}
+
+/// What shows the orphans' server gone beyond PPID 1: its logged exit, the
+/// serving product whose environment they run from, and whether either (or
+/// a serving framework's worker title) makes them a server's piece left
+/// behind rather than a curiosity of a process table.
+fn gone_signals<'a>(
+    incident: &Incident,
+    fam: &str,
+    members: &[Leftover<'a>],
+) -> (Option<(u32, Span)>, Option<&'a str>, bool) {
+    let exit = gone::server_exit(incident, members[0].pid);
+    let env = members.iter().find_map(|m| gone::serving_env(m.cmd));
+    let piece = members.iter().any(|m| m.ppid == Some(1))
+        && (exit.is_some() || env.is_some() || WORKER_TITLES.contains(&fam));
+    (exit, env, piece)
+}
+
+/// Adds to the headline what shows the server gone.
+fn gone_headline(f: &mut Finding, exit: Option<(u32, Span)>, env: Option<&str>) {
+    if let Some((pid, _)) = exit {
+        let _ = write!(
+            f.headline,
+            " Their server, PID {pid}, logged its exit; they did not go with it."
+        );
+    } else if let Some(env) = env {
+        let _ = write!(
+            f.headline,
+            " They run from {env}'s own environment: what stopped or removed {env} left them running."
+        );
+    }
+}
+
+/// Cites what shows the orphans' server gone: its logged exit, or the
+/// serving product whose environment they run from.
+fn cite_gone(f: &mut Finding, exit: Option<(u32, Span)>, env: Option<&str>) {
+    if let Some((pid, span)) = exit {
+        f.entities.pids.insert(pid);
+        f.evidence(
+            span,
+            format!("the server, PID {pid}, finished: its workers should have ended with it"),
+        );
+        f.chain.push(format!(
+            "their server (PID {pid}) exited without taking its process group along"
+        ));
+    }
+    if let Some(env) = env {
+        f.condition(
+            format!("they run from a serving product's own environment ({env})"),
+            true,
+        );
     }
 }
 

@@ -1,0 +1,293 @@
+//! `gpu-memory-unaccounted`: a GPU with a large share of its memory in use,
+//! no process listed for it, and nothing of a workload in the inputs: the
+//! memory of a run that ended (an interrupted job's workers, a stopped
+//! server's engine, a notebook's kernel) or of a process in another
+//! container. A note (info) from the table alone (a live job's
+//! preallocation looks the same), an error when the run's end is logged
+//! before it.
+//! Advice only: there is no PID to act on.
+
+use crate::correlate::{Gpu, Incident, is_serving};
+use crate::model::{ProcessListingKind, ServerEventKind, Uvicorn};
+use crate::rules::support::{confidence, mib};
+use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+use crate::source::Span;
+
+pub static RULE: GpuMemoryUnaccounted = GpuMemoryUnaccounted;
+
+pub struct GpuMemoryUnaccounted;
+
+/// Less than this is a display, a persistence daemon's context, noise.
+const MIN_USED_MIB: u64 = 1024;
+/// The share of the card in use that is a loaded model or a job's working
+/// set, not a desktop's.
+const MIN_SHARE: f64 = 0.25;
+
+static META: RuleMeta = RuleMeta {
+    id: "gpu-memory-unaccounted",
+    category: Category::StaleServingInstance,
+    severity: Severity::Error,
+    summary: "a GPU holds much of its memory with no process listed and nothing of a workload in the inputs",
+    anchors: &[],
+    doc: r#"
+## What it means
+nvidia-smi shows a GPU with a large share of its memory in use (at least a
+quarter of the card and 1 GiB), but no process on it: the process block says
+`No running processes found`, is empty, or is not in the paste at all, and
+the inputs show nothing else running (no server log, no model server in
+`ps`). Memory is held by a process nobody is looking at: most often what a
+run left behind when it ended (workers of an interrupted job, the engine of
+a stopped server, a notebook's kernel), or a process in another container
+or PID namespace, which nvidia-smi inside a container does not list.
+
+The table alone cannot tell such memory from a live job's own
+preallocation (a vLLM server idle between requests keeps 90% of its
+cards), so alone it is a note (info) that names the command that settles it.
+When the inputs log the run's end before the table (uvicorn's `Finished
+server process [N]`, a `KeyboardInterrupt`) and nothing after it, the
+memory outlived its run: an error.
+
+## Why it happens
+A job stopped with Ctrl+C or killed leaves child processes (data-loader or
+tensor-parallel workers, a vLLM `EngineCore`) that keep their CUDA context;
+a crashed program's process stays until it is reaped; a notebook kernel
+keeps its tensors until it is restarted; a container's processes are not
+visible from another container.
+
+## How to confirm
+`nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv`
+on the host (not inside a container) lists the holders; `fuser -v
+/dev/nvidia*` (or `lsof /dev/nvidia*`) names the processes that have the GPU
+open; `ps -o pid,ppid,lstart,etimes,cmd -p PID` tells a leftover (PPID 1, a
+start time before the run you stopped) from a live job.
+
+## How to fix
+End the leftover processes of the old run (restart the notebook kernel,
+stop the old server's process group) once the commands above name them and
+you are sure they are not a live job; then check the memory is free.
+
+## Safety
+Advice only: the inputs name no process, so no step signals anything.
+"#,
+};
+
+impl Rule for GpuMemoryUnaccounted {
+    fn meta(&self) -> &RuleMeta {
+        &META
+    }
+
+    fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
+        // A process row the merge could not place on a GPU may be the
+        // holder of any of them.
+        if incident.gpu_processes.iter().any(|p| p.gpu.is_none()) {
+            return;
+        }
+        let Some(ended) = nothing_running(incident) else {
+            return;
+        };
+        let held: Vec<&Gpu> = incident
+            .gpus
+            .iter()
+            .filter(|g| {
+                unaccounted(g)
+                    && !incident
+                        .gpu_processes
+                        .iter()
+                        .any(|p| p.gpu == Some(g.index))
+            })
+            .collect();
+        if held.is_empty() {
+            return;
+        }
+        out.push(finding(incident, &held, ended));
+    }
+}
+
+/// Whether `g` holds a large share of its memory.
+fn unaccounted(g: &Gpu) -> bool {
+    match (g.memory_used_mib, g.memory_total_mib) {
+        (Some(used), Some(total)) if total > 0 => {
+            used >= MIN_USED_MIB && used as f64 >= MIN_SHARE * total as f64
+        }
+        _ => false,
+    }
+}
+
+/// `Some` when the inputs show nothing of a workload that could own the
+/// memory: no journal or unit, no model server in `ps`, and no server log,
+/// or one that ends (uvicorn's `Finished server process [N]`, a
+/// `KeyboardInterrupt`) before the GPU table: `Some(Some(that end))`.
+fn nothing_running(incident: &Incident) -> Option<Option<Ended>> {
+    let facts = &incident.facts;
+    if !facts.journal.is_empty()
+        || !facts.unit_statuses.is_empty()
+        || !facts.kernel_events.is_empty()
+        || facts.ps.iter().any(|p| is_serving(&p.cmd, p.ppid))
+    {
+        return None;
+    }
+    if facts.server_events.is_empty() {
+        return Some(None);
+    }
+    let end = facts.server_events.iter().rev().find_map(|e| {
+        let what = match &e.kind {
+            ServerEventKind::Uvicorn(Uvicorn::FinishedProcess { pid }) => {
+                (format!("the server, PID {pid}, finished"), Some(*pid))
+            }
+            ServerEventKind::Exception(x) if x.name == "KeyboardInterrupt" => (
+                "the run was interrupted (KeyboardInterrupt)".to_owned(),
+                None,
+            ),
+            _ => return None,
+        };
+        Some(Ended {
+            what: what.0,
+            pid: what.1,
+            span: e.span,
+        })
+    })?;
+    // The table after the end, in the same input, and the log silent
+    // after it: the memory outlived the run.
+    let after = |s: &Span| s.source == end.span.source && s.line > end.span.line;
+    let gpus_after = incident.gpus.iter().flat_map(|g| &g.spans).all(after);
+    let log_ends = facts.server_events.iter().all(|e| !after(&e.span));
+    (gpus_after && log_ends).then_some(Some(end))
+}
+
+/// The end of a run the inputs log before the GPU table.
+struct Ended {
+    what: String,
+    pid: Option<u32>,
+    span: Span,
+}
+
+/// What the process listings say of the held GPUs, for the finding.
+fn listing_note(incident: &Incident) -> (&'static str, Option<Span>) {
+    let listing = incident.facts.process_listings.last();
+    match listing.map(|l| l.kind) {
+        Some(ProcessListingKind::NoneFound) => (
+            "the process block says no process runs on it",
+            listing.map(|l| l.span),
+        ),
+        Some(ProcessListingKind::EmptyBlock) => (
+            "the process block is empty (processes it cannot resolve: another PID namespace)",
+            listing.map(|l| l.span),
+        ),
+        Some(ProcessListingKind::Rows) => (
+            "the process table lists no process on it",
+            listing.map(|l| l.span),
+        ),
+        None => ("the inputs have no process rows for it", None),
+    }
+}
+
+fn finding(incident: &Incident, held: &[&Gpu], ended: Option<Ended>) -> Finding {
+    // The table alone cannot tell a leftover from a live job's own
+    // preallocation (a server idle between requests looks the same): a
+    // note that names the command that settles it. A run that ends before
+    // the table makes the held memory its leftover.
+    let severity = if ended.is_some() {
+        META.severity
+    } else {
+        Severity::Info
+    };
+    let mut f = Finding::new(META.id, META.category, severity);
+    let (note, listing) = listing_note(incident);
+    let mut parts = Vec::new();
+    for g in held {
+        f.entities.gpus.insert(g.index);
+        let amount = format!("{} of {}", mib(g.memory_used_mib), mib(g.memory_total_mib));
+        // The figures also as the table prints them, for a search.
+        let printed = match (g.memory_used_mib, g.memory_total_mib) {
+            (Some(u), Some(t)) => format!(" ({u}MiB / {t}MiB)"),
+            _ => String::new(),
+        };
+        if let Some(span) = g.spans.last() {
+            f.evidence(
+                *span,
+                format!("GPU {} has {amount} in use{printed}; {note}", g.index),
+            );
+        }
+        parts.push(format!("GPU {} ({amount})", g.index));
+    }
+    if let Some(span) = listing {
+        f.evidence(span, note);
+    }
+    if let Some(e) = &ended {
+        if let Some(pid) = e.pid {
+            f.entities.pids.insert(pid);
+        }
+        f.evidence(e.span, format!("{} before the GPU table was taken", e.what));
+    }
+    let gpus: Vec<String> = held.iter().map(|g| format!("GPU {}", g.index)).collect();
+    f.condition(
+        "a large share of the GPU's memory is in use with no process listed for it",
+        true,
+    );
+    f.condition(
+        "nothing in the inputs runs on the GPU (no server log, no model server in ps)",
+        true,
+    );
+    f.condition(
+        "the run that used the GPU ended before the table was taken",
+        ended.is_some(),
+    );
+    f.condition(
+        "a process table names the holder (missing: nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv)",
+        false,
+    );
+    f.condition(
+        "the holder's start time and parent show it left over (missing: ps -o pid,ppid,lstart,etimes,cmd -p PID)",
+        false,
+    );
+    f.title = format!("{} memory held with no process listed", gpus.join(", "));
+    let has = if held.len() == 1 { "has" } else { "have" };
+    f.headline = match &ended {
+        Some(e) => format!(
+            "{} still {has} memory in use after {}, and no process is listed for it: processes left over from that run (its workers, its engine) most likely hold it (inferred: the inputs do not name the holder).",
+            parts.join(", "),
+            e.what
+        ),
+        None => format!(
+            "{} {has} memory in use but no process is listed for it, and nothing in the inputs runs there. Whose it is the paste does not show: a leftover of a run that ended (an interrupted job's workers, a stopped server's engine, a notebook's kernel), a process in another container, or a live job's own preallocation; if nothing should run there, find the holder before starting the next job.",
+            parts.join(", ")
+        ),
+    };
+    f.chain.push(format!(
+        "{} memory is not free for the next job",
+        gpus.join(", ")
+    ));
+    f.chain.push(if ended.is_some() {
+        "a process of the run that ended still holds it (inferred)".to_owned()
+    } else {
+        "a process the table does not list holds it: a leftover of a run that ended, another container's, or a live job's own (not shown)".to_owned()
+    });
+    f.explanation = "A CUDA process keeps its memory until it exits. The table shows the memory taken but names no one: a process of a run that ended without all of its processes (workers, an engine core, a notebook kernel), or one in another container or PID namespace, which nvidia-smi inside a container does not list.".to_owned();
+    push_actions(&mut f, held);
+    f.confidence = confidence(&f, 0.3, 0.8);
+    f
+}
+
+/// The steps: list the holders on the host, name the processes that have
+/// the GPUs open, tell a leftover from a live job before ending anything.
+fn push_actions(f: &mut Finding, held: &[&Gpu]) {
+    let devices: Vec<String> = held
+        .iter()
+        .map(|g| format!("/dev/nvidia{}", g.index))
+        .collect();
+    f.actions.push(Action::advice(
+        "list the processes that hold the memory, on the host (not inside a container)",
+        Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv"),
+    ));
+    f.actions.push(Action::advice(
+        "name the processes that have the GPU open",
+        Some(&format!("fuser -v {}", devices.join(" "))),
+    ));
+    f.actions.push(Action::advice(
+        "tell a leftover (PPID 1, started before the run you stopped) from a live job before ending anything; end the old run's processes (restart a notebook kernel, stop the old server's process group), then check the memory is free",
+        Some("ps -o pid,ppid,lstart,etimes,cmd -p PID"),
+    ));
+}
+
+#[cfg(test)]
+mod tests;

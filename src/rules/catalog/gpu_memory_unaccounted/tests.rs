@@ -1,0 +1,155 @@
+//! `gpu-memory-unaccounted` over real pastes and variants of their grammar.
+
+use crate::rules::Severity;
+use crate::testing::findings_of;
+
+/// https://github.com/pytorch/pytorch/issues/37726 (fixtures/real-incoming/batch-f/724):
+/// GPU 7 keeps 8525 MiB at 0 % after the notebook was interrupted.
+const GPU7_ROW: &str = "\
++-------------------------------+----------------------+----------------------+
+|   7  GeForce RTX 208...  Off  | 00000000:41:00.0 Off |                  N/A |
+| 30%   28C    P8    22W / 250W |   8525MiB / 11019MiB |      0%      Default |
++-------------------------------+----------------------+----------------------+
+";
+
+/// https://github.com/pytorch/pytorch/issues/910 (batch-f/726): GPU 0 full
+/// after a crash, GPU 1 the display; the paste ends at the process header.
+const CRASHED: &str = "\
+atcold@GPU0 ~/MatchNet [master*]$ nvidia-smi 
+Fri Mar  3 11:52:29 2017       
++-----------------------------------------------------------------------------+
+| NVIDIA-SMI 375.39                 Driver Version: 375.39                    |
+|-------------------------------+----------------------+----------------------+
+| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |
+|===============================+======================+======================|
+|   0  GeForce GTX TIT...  Off  | 0000:03:00.0     Off |                  N/A |
+| 24%   63C    P2    72W / 250W |  11409MiB / 12207MiB |      0%      Default |
++-------------------------------+----------------------+----------------------+
+|   1  GeForce GTX TIT...  Off  | 0000:06:00.0      On |                  N/A |
+| 22%   49C    P8    18W / 250W |    698MiB / 12204MiB |      0%      Default |
++-------------------------------+----------------------+----------------------+
+                                                                               
++-----------------------------------------------------------------------------+
+| Processes:                                                       GPU Memory |
+";
+
+#[test]
+fn a_gpu_with_memory_and_no_process_is_named_not_signalled() {
+    let f = findings_of(super::META.id, GPU7_ROW);
+    assert_eq!(f.len(), 1, "{f:?}");
+    // The table alone looks like a live server's preallocation too.
+    assert_eq!(f[0].severity, Severity::Info);
+    assert!(f[0].entities.gpus.contains(&7), "{:?}", f[0].entities);
+    assert!(f[0].entities.pids.is_empty());
+    assert!(
+        f[0].confidence < 0.7,
+        "partial evidence: {}",
+        f[0].confidence
+    );
+    // Advice only, and it names the command that settles it.
+    assert!(
+        f[0].actions
+            .iter()
+            .all(|a| a.safety == crate::rules::Safety::AdvisoryOnly),
+        "{:?}",
+        f[0].actions
+    );
+    assert!(
+        f[0].actions.iter().any(|a| a
+            .command()
+            .is_some_and(|c| c.contains("--query-compute-apps"))),
+        "{:?}",
+        f[0].actions
+    );
+}
+
+#[test]
+fn only_the_gpu_that_holds_a_share_of_its_memory() {
+    let f = findings_of(super::META.id, CRASHED);
+    assert_eq!(f.len(), 1, "{f:?}");
+    // GPU 1's 698 MiB is the display's, not a run's.
+    assert_eq!(
+        f[0].entities.gpus.iter().copied().collect::<Vec<_>>(),
+        vec![0]
+    );
+}
+
+#[test]
+fn a_variant_with_no_running_processes_found() {
+    // Varies 724's row (another index, other figures) and adds the block a
+    // full table prints below it when no process is visible.
+    let text = "\
++-------------------------------+----------------------+----------------------+
+|   3  GeForce RTX 208...  Off  | 00000000:3E:00.0 Off |                  N/A |
+| 29%   30C    P8    21W / 250W |   6144MiB / 11019MiB |      0%      Default |
++-------------------------------+----------------------+----------------------+
+                                                                               
++-----------------------------------------------------------------------------+
+| Processes:                                                       GPU Memory |
+|  GPU       PID   Type   Process name                             Usage      |
+|=============================================================================|
+|  No running processes found                                                 |
++-----------------------------------------------------------------------------+
+";
+    let f = findings_of(super::META.id, text);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(f[0].entities.gpus.contains(&3));
+}
+
+#[test]
+fn memory_still_held_after_the_server_finished_is_an_error() {
+    // Assembled from real lines: the vLLM-Omni API server's last lines
+    // (https://github.com/vllm-project/vllm-omni/issues/2768,
+    // fixtures/real/664) and, below them, 724's GPU row.
+    let text = format!(
+        "\
+(APIServer pid=58847) INFO:     Shutting down
+(APIServer pid=58847) INFO:     Waiting for application shutdown.
+(APIServer pid=58847) INFO:     Application shutdown complete.
+(APIServer pid=58847) INFO:     Finished server process [58847]
+$ nvidia-smi
+{GPU7_ROW}"
+    );
+    let f = findings_of(super::META.id, &text);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].severity, Severity::Error);
+    assert!(f[0].entities.pids.contains(&58847), "{:?}", f[0].entities);
+    assert!(f[0].entities.gpus.contains(&7));
+    // The table before the shutdown says nothing of what outlived it.
+    let before =
+        format!("{GPU7_ROW}(APIServer pid=58847) INFO:     Finished server process [58847]\n");
+    assert!(findings_of(super::META.id, &before).is_empty());
+}
+
+#[test]
+fn a_listed_holder_a_running_server_or_little_memory_is_no_finding() {
+    // The process row accounts for GPU 1's memory: another rule's matter.
+    let listed = "\
++-----------------------------------------------------------------------------+
+| NVIDIA-SMI 384.98                 Driver Version: 384.98                    |
+|-------------------------------+----------------------+----------------------+
+| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |
+|===============================+======================+======================|
+|   1  TITAN X (Pascal)    Off  | 00000000:03:00.0 Off |                  N/A |
+| 31%   54C    P2    58W / 250W |   7829MiB / 12189MiB |      3%      Default |
++-------------------------------+----------------------+----------------------+
+                                                                               
++-----------------------------------------------------------------------------+
+| Processes:                                                       GPU Memory |
+|  GPU       PID   Type   Process name                             Usage      |
+|=============================================================================|
+|    1     52574      C   python                                      7817MiB |
++-----------------------------------------------------------------------------+
+";
+    assert!(findings_of(super::META.id, listed).is_empty());
+    // A model server in ps owns the memory.
+    let serving = format!(
+        "{GPU7_ROW}$ ps -ef | grep vllm\nroot      4242      1  9 09:12 ?        00:10:00 /usr/bin/python3 /usr/local/bin/vllm serve Qwen/Qwen3-8B --port 8000\n"
+    );
+    assert!(findings_of(super::META.id, &serving).is_empty());
+    // 1,024 MiB of 11,019 is under a quarter of the card.
+    let little = GPU7_ROW.replace("  8525MiB / 11019MiB", "  1024MiB / 11019MiB");
+    assert!(findings_of(super::META.id, &little).is_empty());
+}
