@@ -84,9 +84,33 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         GpuMemoryHeldByOtherProcess,
-        "a second instance of the same server on the same GPUs",
-        Gap("no rule compares two instances' command lines and GPUs yet"),
+        "gpustat's `(null)` owner: memory in use with no process gpustat could resolve (killed but not released, or another PID namespace): advice, no PID to kill",
+        Rule("gpu-held-by-unresolved-process"),
+        Some("fixtures/real/668-visedit-gpustat-null-owner-held-process-not-listed"),
+    ),
+    cell(
+        GpuMemoryHeldByOtherProcess,
+        "a second instance of the same server on the same device: two writers of one name with different PIDs, the later one's start-up KV-cache budget a fraction of the earlier one's (vLLM Ascend's `Available memory: 0`, vLLM's `Available KV cache memory`)",
+        Rule("second-server-instance"),
+        Some("fixtures/real/680-vllm-ascend-second-instance-available-zero-first-holds"),
+    ),
+    cell(
+        GpuMemoryHeldByOtherProcess,
+        "vLLM's profiling assertion that another process changed its memory while vLLM measured (`Error in memory profiling. Initial free memory …`), whole or wrapped over lines",
+        Rule("vllm-insufficient-free-memory"),
+        Some("fixtures/real/693-vllm-profiling-assertion-cotenant-released-memory"),
+    ),
+    cell(
+        GpuMemoryHeldByOtherProcess,
+        "the driver asked to remove a GPU that processes still hold open (NVRM's `non-zero usage count`): advice, the line names no process",
+        Row("kernel.nvrm-remove-device-in-use"),
         None,
+    ),
+    cell(
+        GpuMemoryHeldByOtherProcess,
+        "an unloaded runner's VRAM that did not come back (Ollama's `gpu VRAM usage didn't recover`, with the runner's PID and VRAM) and the next load on the CPU",
+        Rule("ollama-vram-not-recovered"),
+        Some("fixtures/rules/ollama-vram-not-recovered/pos-ollama-11812-runner-41-then-cpu.log"),
     ),
     cell(
         GpuMemoryHeldByOtherProcess,

@@ -1,6 +1,11 @@
 //! `gpu-held-by-unresolved-process`: nvidia-smi lists processes that hold
 //! GPU memory but whose name it cannot resolve (`Unknown Error`): processes
-//! that died without being reaped (zombies) and still hold their memory.
+//! that died without being reaped (zombies) and still hold their memory;
+//! or gpustat shows memory in use with `(null)` for its processes (the
+//! driver's PIDs resolve to nothing here: a process killed but not yet
+//! released, or one in another PID namespace). Advice only.
+
+mod null_owner;
 
 use crate::correlate::{GpuProcess, Incident};
 use crate::rules::support::{confidence, mib};
@@ -18,8 +23,8 @@ static META: RuleMeta = RuleMeta {
     id: "gpu-held-by-unresolved-process",
     category: Category::GpuMemoryHeldByOtherProcess,
     severity: Severity::Error,
-    summary: "nvidia-smi lists processes named `Unknown Error` that still hold GPU memory: dead but unreaped processes",
-    anchors: &[UNRESOLVED],
+    summary: "GPU memory held by processes the tools cannot resolve (nvidia-smi's `Unknown Error`, gpustat's `(null)`): dead but unreleased, or in another PID namespace",
+    anchors: &[UNRESOLVED, null_owner::NO_PROCESS],
     doc: r#"
 ## What it means
 nvidia-smi's process table lists a PID with memory in use whose process
@@ -34,6 +39,13 @@ parent still holds the process's CUDA context: the memory is released only
 when every process sharing the context is gone and the dead one is reaped.
 A process stuck in the driver (`D` state) after a GPU fault looks the same.
 
+gpustat says it differently: memory in use and `(null)` where the processes
+belong (`[6] NVIDIA A100 80GB PCIe | 52'C, 100 % | 10151 / 81920 MB |
+(null)`): NVML reports PIDs that resolve to no process here. Either the
+process was killed and its memory is not yet released (`kill` answers "no
+such process"), or it runs in another container or PID namespace (the
+driver reports host PIDs).
+
 ## How to confirm
 `ps -o pid,ppid,stat,lstart,cmd -p PID`: state `Z` (zombie) or `D`, or no
 process at all; `fuser -v /dev/nvidia*` lists the live processes that still
@@ -42,7 +54,10 @@ have the GPU open (the dead one's children or parent).
 ## How to fix
 A zombie cannot be killed: end the process that keeps it (its parent, or
 the child still holding the device, found with `fuser`) after checking it is
-the one you mean, so the zombie is reaped and the memory released. A process
+the one you mean, so the zombie is reaped and the memory released. For
+gpustat's `(null)`, first get the PIDs with `nvidia-smi
+--query-compute-apps=pid,used_memory --format=csv`, on the host when in a
+container, and ask their owner to stop them. A process
 in `D` state, or memory that stays held with no process left, needs a GPU
 reset (`nvidia-smi -r -i N`) or a reboot. The other processes of the table
 are live jobs and are not part of this.
@@ -59,6 +74,9 @@ impl Rule for GpuHeldByUnresolvedProcess {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
+        if let Some(f) = null_owner::finding(incident) {
+            out.push(f);
+        }
         let held: Vec<_> = incident
             .gpu_processes
             .iter()

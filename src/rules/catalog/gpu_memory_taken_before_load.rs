@@ -93,12 +93,12 @@ impl Plan<'_> {
 
 /// A size as printed (`10.8 GiB`) and in GiB.
 #[derive(Clone, Copy)]
-struct Size<'a> {
-    text: &'a str,
-    gib: f64,
+pub(super) struct Size<'a> {
+    pub(super) text: &'a str,
+    pub(super) gib: f64,
 }
 
-fn size(text: &str) -> Option<Size<'_>> {
+pub(super) fn size(text: &str) -> Option<Size<'_>> {
     let text = text.trim();
     let (num, unit) = text.split_once(' ')?;
     let n: f64 = num.parse().ok()?;
@@ -117,7 +117,7 @@ fn size(text: &str) -> Option<Size<'_>> {
 }
 
 /// The value of `key="…"` or `key=…` in a slog record.
-fn attr<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+pub(super) fn attr<'a>(text: &'a str, key: &str) -> Option<&'a str> {
     let mut from = 0;
     while let Some(at) = text[from..].find(key) {
         let start = from + at;

@@ -92,6 +92,8 @@ fn name_gpus(incident: &Incident, f: &mut Finding, hits: &[Line<'_>]) {
             | Category::XidEcc
             | Category::XidOther
             | Category::EccUncorrectable
+            // A GPU still held open (NVRM's remove-device in use).
+            | Category::GpuMemoryHeldByOtherProcess
     );
     if !gpu {
         return;
@@ -233,5 +235,24 @@ fn upstream(row: &Row) -> String {
         short
     } else {
         format!("{short}; no public sample yet")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::findings_of;
+
+    /// system76-power issue 448, verbatim: a row of a held GPU names the
+    /// GPU by the bus id its line prints (no nvidia-smi maps it here).
+    #[test]
+    fn a_held_gpu_row_names_its_gpu_by_bus_id() {
+        let line = "Feb 26 18:22:12 adder kernel: NVRM: Attempting to remove device 0000:01:00.0 with non-zero usage count!\n";
+        let f = findings_of(super::META.id, line);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert!(
+            f[0].entities.gpu_bus_ids.contains("0000:01:00"),
+            "{:?}",
+            f[0].entities
+        );
     }
 }

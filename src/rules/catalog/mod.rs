@@ -34,8 +34,10 @@ mod nvidia_probe_failed;
 mod nvidia_smi_gpu_unreachable;
 mod nvlink_links_inactive;
 mod nvml_driver_library_mismatch;
+mod ollama_vram_not_recovered;
 mod process_died;
 mod process_segfault;
+mod second_server_instance;
 mod server_killed_no_kernel_line;
 mod sglang_child_failed;
 mod sglang_cuda_graph_capture_failed;
@@ -107,8 +109,10 @@ pub static RULES: &[&dyn Rule] = &[
     &nvidia_smi_gpu_unreachable::RULE,
     &nvlink_links_inactive::RULE,
     &nvml_driver_library_mismatch::RULE,
+    &ollama_vram_not_recovered::RULE,
     &process_died::RULE,
     &process_segfault::RULE,
+    &second_server_instance::RULE,
     &server_killed_no_kernel_line::RULE,
     &sglang_child_failed::RULE,
     &sglang_cuda_graph_capture_failed::RULE,

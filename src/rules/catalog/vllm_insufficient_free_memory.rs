@@ -3,6 +3,10 @@
 //! GPU memory utilization`), or its memory profiling saw another process
 //! release memory; names the holder and frees the GPU when its unit is known.
 
+mod profiled;
+#[cfg(test)]
+mod tests;
+
 use crate::rules::support::server::cite_target;
 use std::sync::LazyLock;
 
@@ -26,13 +30,6 @@ static FREE: LazyLock<Regex> = LazyLock::new(|| {
     )
     .expect("free memory regex")
 });
-static PROFILING: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"Error in memory profiling\. Initial (?P<kind>free|used) memory (?P<init>[0-9.]+)(?: GiB)?, (?:current|currently used) (?:free )?memory (?P<cur>[0-9.]+)(?: GiB)?\.",
-    )
-    .expect("profiling regex")
-});
-
 /// The failing worker's own CUDA context is already counted as used when
 /// vLLM measures; a holder accounts for the rest within this much (GiB).
 const RECONCILE_GIB: f64 = 1.5;
@@ -50,6 +47,10 @@ static META: RuleMeta = RuleMeta {
     anchors: &[
         "on startup is less than desired GPU memory utilization",
         "Error in memory profiling",
+        // The figures' second half, on its own line where a paste wrapped
+        // the message.
+        "current free memory",
+        "currently used memory",
     ],
     doc: r#"
 ## What it means
@@ -410,7 +411,7 @@ fn unseen_holder(r: &Refusal, f: &mut Finding) {
 }
 
 fn profiling(incident: &Incident) -> Option<Finding> {
-    let hits: Vec<_> = matches(incident, &PROFILING).collect();
+    let hits = profiled::hits(incident);
     let (first, c) = hits.first()?;
     let event = events_at(incident, first.span).next();
     let holders = holders_for(incident, event);
@@ -422,15 +423,18 @@ fn profiling(incident: &Incident) -> Option<Finding> {
             format!("the free memory changed while vLLM profiled ({n}x)"),
         );
     }
+    if let Some(tail) = c.tail {
+        f.evidence(tail, "the error's second figure, wrapped onto this line");
+    }
     let unit = holders.target.as_ref().map(|t| t.0.clone());
     if let Some(u) = &unit {
         f.entities.units.insert(u.clone());
     }
     let who = unit.clone().unwrap_or_else(|| "the vLLM server".to_owned());
-    let (init, cur) = (&c["init"], &c["cur"]);
+    let (init, cur) = (&c.init, &c.cur);
     f.chain.push(format!(
         "{who} failed at start-up: its memory profiling saw the GPU's memory change ({} {init} at the start, {cur} after)",
-        if &c["kind"] == "free" { "free" } else { "used" }
+        if c.kind == "free" { "free" } else { "used" }
     ));
     f.chain
         .push("another process on the GPU released memory while vLLM profiled".to_owned());
