@@ -82,12 +82,18 @@ pub(super) fn stalled(incident: &Incident, startup: &Startup<'_>) -> Option<Find
         stuck_counter,
         silence,
     );
-    let ranks = startup
+    let at_stage: Vec<&Message> = startup
         .lines
         .iter()
         .filter(|(_, s, _)| *s == reached)
-        .count();
-    f.occurrences = u32::try_from(ranks).unwrap_or(u32::MAX);
+        .map(|(m, _, _)| *m)
+        .collect();
+    f.occurrences = u32::try_from(at_stage.len()).unwrap_or(u32::MAX);
+    // Every process that got as far and no further, cited or only counted:
+    // the writer a line's prefix names (`(VllmWorkerProcess pid=N)`).
+    f.entities
+        .pids
+        .extend(at_stage.iter().filter_map(|m| m.pid).filter(|p| *p > 1));
     let multi_gpu = multi_gpu(incident);
     let hint = advice(reached, multi_gpu);
     if hint.0 == P2P.0 {
