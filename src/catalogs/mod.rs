@@ -115,6 +115,9 @@ pub struct Row {
     pub wordings: Vec<Wording>,
     pub samples: Vec<Sample>,
     pub gap: Option<String>,
+    /// The lines around this one (first and last, relative to it) that
+    /// upstream prints with it as one message: they share its captures.
+    pub block: Option<[i32; 2]>,
 }
 
 impl Row {
@@ -396,6 +399,12 @@ fn convert(
                 None
             })
         });
+        if def
+            .block
+            .is_some_and(|[a, b]| !(-8..=0).contains(&a) || !(0..=8).contains(&b))
+        {
+            bad.push("its block is not within [-8..0, 0..8]".to_owned());
+        }
         if !(0.0..=1.0).contains(&def.confidence) {
             bad.push("its confidence is not within 0–1".to_owned());
         }
@@ -454,6 +463,7 @@ fn convert(
             wordings,
             samples,
             gap: def.gap,
+            block: def.block,
         });
     }
     let mut wrappers = Vec::new();

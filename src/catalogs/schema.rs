@@ -116,6 +116,13 @@ pub struct RowDef {
     /// Why no sample is given (a listed gap in the generated docs).
     #[serde(default)]
     pub gap: Option<String>,
+    /// The lines around this one, relative to it (`[-1, 2]`: one before,
+    /// two after), that upstream prints with it as one message (ggml's CUDA
+    /// error: the `CUDA error:` line, this `current device:` line, the
+    /// failed call, the abort): a finding that cites any of them has the
+    /// facts this line's captures state.
+    #[serde(default)]
+    pub block: Option<[i32; 2]>,
 }
 
 /// A code's message string in some versions.

@@ -26,7 +26,7 @@ pub struct Inventory {
     /// process [N]`, a shell's `N Killed …` report; sorted by PID.
     pub servers: Vec<InventoryServer>,
     /// Every PID the inventory names: on a GPU, in a unit, in an Xid line,
-    /// writing a server's log, in `servers`.
+    /// writing a server's log, holding a listening socket, in `servers`.
     pub pids: BTreeSet<u32>,
 }
 
@@ -228,6 +228,10 @@ impl Inventory {
         // What a test harness says it left alive.
         inv.pids
             .extend(incident.facts.leftover_pids.iter().map(|(p, _)| *p));
+        // The processes that hold a listening socket (`ss -ltnp`, `netstat
+        // -ntlp`'s `1/python3`: a container's server is its PID 1, `lsof`).
+        inv.pids
+            .extend(incident.facts.listeners.iter().filter_map(|l| l.pid));
         // The PIDs of GPU software that wrote to the journal (a unit's
         // start script, a server), not of every daemon of the host.
         inv.pids.extend(
@@ -412,6 +416,27 @@ mod tests {
              May 12 07:02:19 ct200 systemd[1]: ddtree-qwen.service: Main process exited, code=exited, status=1/FAILURE\n",
         );
         assert!(!a.report().inventory.pids.contains(&1));
+    }
+
+    /// The processes that hold a listening socket: `netstat -ntlp` inside
+    /// a container, where the server is PID 1 (fixtures/real/618,
+    /// vllm-project/vllm), and `lsof`'s rows under `grep -n`
+    /// (fixtures/real/648, sgl-project/sglang).
+    #[test]
+    fn the_processes_holding_a_listening_socket_are_listed() {
+        let a = analysis(
+            "docker exec -it vllm-openai netstat -ntlp\n\
+             Active Internet connections (only servers)\n\
+             Proto Recv-Q Send-Q Local Address           Foreign Address         State       PID/Program name\n\
+             tcp        0      0 172.17.0.2:37769        0.0.0.0:*               LISTEN      1/python3\n",
+        );
+        assert!(a.report().inventory.pids.contains(&1));
+        let a = analysis(
+            "61:python3   101769   70u  IPv4 544355      0t0  TCP *:8080 (LISTEN)\n\
+             62:sglang::s 101870   81u  IPv6 545040      0t0  TCP *:8889 (LISTEN)\n",
+        );
+        let pids = &a.report().inventory.pids;
+        assert!(pids.contains(&101769) && pids.contains(&101870), "{pids:?}");
     }
 
     /// GPUs only an idle `pmon` row or a harness's summary names

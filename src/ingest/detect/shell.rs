@@ -131,8 +131,18 @@ pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
 pub(in crate::ingest) fn is_prompt(line: &str) -> bool {
     SHELL_PROMPT.is_match(line)
         || BARE_PROMPT.is_match(line)
-        || BARE_COMMAND.is_match(line)
+        || bare_command(line)
         || quoted_command(line).is_some()
+}
+
+/// A command pasted without its prompt ([`BARE_COMMAND`]), but not a row
+/// of `lsof -i` that starts with a command's name (`ollama  2233 ollama
+/// 3u  IPv4 … TCP localhost:11434 (LISTEN)`): that is output, the socket
+/// and its holder.
+fn bare_command(line: &str) -> bool {
+    let socket_row = (line.contains(" IPv4 ") || line.contains(" IPv6 "))
+        && (line.contains(" TCP ") || line.contains(" UDP "));
+    !socket_row && BARE_COMMAND.is_match(line)
 }
 
 /// Whether a command line goes on on the next line (`… \`).
@@ -146,8 +156,7 @@ fn command(line: &str) -> Option<&str> {
         .captures(line)
         .or_else(|| BARE_PROMPT.captures(line))
     else {
-        return BARE_COMMAND
-            .is_match(line)
+        return bare_command(line)
             .then(|| line.trim())
             .or_else(|| quoted_command(line));
     };
@@ -462,6 +471,16 @@ mod tests {
         // What programs print is not a command: `ps: …`, a sentence.
         assert!(!is_prompt("ps: error: unsupported option"));
         assert!(!is_prompt("the service was started with (base) env"));
+        // An `lsof -i` row whose command is one a person types is output
+        // (fixtures/real/662 and 663, ollama/ollama); lsof typed is not.
+        for row in [
+            "ollama  2233 ollama    3u  IPv4  37563      0t0  TCP localhost:11434 (LISTEN)",
+            "ollama  226 ollama    3u  IPv4  22777      0t0  TCP localhost:11434 (LISTEN)",
+        ] {
+            assert!(!is_prompt(row), "{row}");
+        }
+        assert!(is_prompt("$ sudo lsof -i :11434"));
+        assert!(is_prompt("sudo lsof -i :11434"));
         // A prompt of the directory alone, `PS1='\w\$ '`
         // (https://github.com/Syllo/nvtop/issues/125).
         assert_eq!(command("~$ nvtop"), Some("nvtop"));

@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::correlate::{Incident, UnitEventKind};
-use crate::model::Message;
+use crate::model::{Listener, Message, PsRecord};
 use crate::rules::support::{confidence, distinct, listen, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
@@ -172,6 +172,14 @@ impl Rule for AddressAlreadyInUse {
             f.evidence(l.span, format!("PID {} was started with this port", l.pid));
             f.entities.pids.insert(l.pid);
         }
+        // A socket listing's row on the port (`ss -ltnp`, `netstat -ntlp`'s
+        // `427249/docker-proxy`, `lsof`): the process that holds it.
+        let sockets = socket_holders(incident, port.as_deref());
+        for l in &sockets {
+            let who = l.process.as_deref().unwrap_or("a process");
+            f.evidence(l.span, format!("{who} listens on port {}", l.port));
+            f.entities.pids.extend(l.pid);
+        }
         // The unit died moments before: its socket may still linger.
         let recent_crash = incident.units.values().any(|u| {
             u.events.iter().any(|e| {
@@ -183,23 +191,21 @@ impl Rule for AddressAlreadyInUse {
         });
         f.condition(format!("the server failed to bind {what}{port_text}"), true);
         f.condition("the port number is known", port.is_some());
-        f.condition("a listening process is identified", listener.is_some());
+        f.condition(
+            "a listening process is identified",
+            listener.is_some() || !sockets.is_empty(),
+        );
         f.title = format!("{what}{port_text} is already in use");
-        f.headline = match listener {
-            Some(l) => format!(
-                "The server could not bind {what}{port_text}: PID {} (`{}`) was started on the same port.",
-                l.pid,
-                l.cmd.split_whitespace().next().unwrap_or("")
-            ),
-            None => {
-                format!("The server could not bind {what}{port_text}: another process holds it.")
-            }
-        };
+        let bind = format!("{what}{port_text}");
+        f.headline = headline(&bind, listener, &sockets);
         f.chain.push(format!(
-            "the server exited because it could not bind {what}{port_text}"
+            "the server exited because it could not bind {bind}"
         ));
-        f.chain.push(match (listener, recent_crash) {
-            (Some(l), _) => format!("PID {} listens there", l.pid),
+        let holder = listener
+            .map(|l| l.pid)
+            .or(sockets.iter().find_map(|l| l.pid));
+        f.chain.push(match (holder, recent_crash) {
+            (Some(pid), _) => format!("PID {pid} listens there"),
             (None, true) => "a previous run of the service died moments before: its processes or socket may linger".to_owned(),
             (None, false) => "another process listens there".to_owned(),
         });
@@ -222,5 +228,71 @@ impl Rule for AddressAlreadyInUse {
         ));
         f.confidence = confidence(&f, 0.75, 0.97);
         out.push(f);
+    }
+}
+
+/// The finding's headline: who holds `bind` (`its HTTP port 8000`), by
+/// its command line (a process started with the port) or by a socket
+/// listing's row on it, when known.
+fn headline(bind: &str, listener: Option<&PsRecord>, sockets: &[&Listener]) -> String {
+    if let Some(l) = listener {
+        return format!(
+            "The server could not bind {bind}: PID {} (`{}`) was started on the same port.",
+            l.pid,
+            l.cmd.split_whitespace().next().unwrap_or("")
+        );
+    }
+    match sockets.iter().find_map(|l| Some((l.pid?, l))) {
+        Some((pid, l)) => format!(
+            "The server could not bind {bind}: PID {pid} (`{}`) listens there.",
+            l.process.as_deref().unwrap_or("?")
+        ),
+        None => format!("The server could not bind {bind}: another process holds it."),
+    }
+}
+
+/// The rows of a socket listing that listen on `port` and name their
+/// process, one per PID, in input order.
+fn socket_holders<'a>(incident: &'a Incident, port: Option<&str>) -> Vec<&'a Listener> {
+    let Some(port) = port.and_then(|p| p.parse::<u16>().ok()) else {
+        return Vec::new();
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    incident
+        .facts
+        .listeners
+        .iter()
+        .filter(|l| l.port == port)
+        .filter(|l| l.pid.is_some_and(|p| seen.insert(p)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    fn pids(text: &str) -> Vec<u32> {
+        let f = crate::testing::findings_of(super::META.id, text);
+        assert_eq!(f.len(), 1, "{f:?}");
+        f[0].entities.pids.iter().copied().collect()
+    }
+
+    /// The row of a socket listing on the port that failed to bind names
+    /// its holder: `netstat -putan`'s `427249/docker-proxy`
+    /// (fixtures/real/654, dockerd's `Bind for 0.0.0.0:8000 failed`) and
+    /// `lsof`'s `ollama  2233` (fixtures/real/662, Go's `bind: address
+    /// already in use`); a listener on another port names nobody.
+    #[test]
+    fn a_socket_listings_row_on_the_port_names_its_holder() {
+        let text = "Error response from daemon: driver failed programming external connectivity on endpoint inference-basic-eth-pred (9c9f32a7ae6162b9394eef6cb3667a8ff4cec7ef3befaa5d1cfb294adf9b2f9f): Bind for 0.0.0.0:8000 failed: port is already allocated\n\
+                    \n\
+                    netstat -putan| grep -i \":8000\"\n\
+                    tcp        0      0 0.0.0.0:8000            0.0.0.0:*               LISTEN      427249/docker-proxy\n";
+        assert_eq!(pids(text), [427249]);
+        let text = "Error: listen tcp 127.0.0.1:11434: bind: address already in use\n\
+                    ollama  2233 ollama    3u  IPv4  37563      0t0  TCP localhost:11434 (LISTEN)\n";
+        assert_eq!(pids(text), [2233]);
+        // 654's failed bind (port 8000) beside 662's listener (11434).
+        let other = "Error response from daemon: driver failed programming external connectivity on endpoint inference-basic-eth-pred (9c9f32a7ae6162b9394eef6cb3667a8ff4cec7ef3befaa5d1cfb294adf9b2f9f): Bind for 0.0.0.0:8000 failed: port is already allocated\n\
+                     ollama  2233 ollama    3u  IPv4  37563      0t0  TCP localhost:11434 (LISTEN)\n";
+        assert!(pids(other).is_empty());
     }
 }

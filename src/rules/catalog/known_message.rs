@@ -76,7 +76,11 @@ impl Rule for KnownMessage {
         for (row, hits) in by_row.into_values() {
             let mut f = finding(row, &hits);
             name_gpus(incident, &mut f, &hits);
-            name_units(&mut f, &hits);
+            // Every line's facts, the counted ones too; the cited lines'
+            // (and their blocks') are added again with every finding's.
+            for (_, hit) in &hits {
+                crate::rules::support::entities::from_hit(incident, &mut f, hit, true);
+            }
             out.push(f);
         }
     }
@@ -106,17 +110,6 @@ fn name_gpus(incident: &Incident, f: &mut Finding, hits: &[Line<'_>]) {
     }
 }
 
-/// The units a row's lines name (`● ollama.service loaded failed failed`,
-/// `Job for ollama.service failed because …`): a line that is no journal
-/// entry has no other way to say whose it is.
-fn name_units(f: &mut Finding, hits: &[Line<'_>]) {
-    for (_, hit) in hits {
-        if let Some(unit) = hit.get("unit") {
-            f.entities.units.insert(unit.to_owned());
-        }
-    }
-}
-
 fn finding(row: &Row, hits: &[Line<'_>]) -> Finding {
     let category = row.category.unwrap_or(Category::Unknown);
     let mut f = Finding::new(META.id, category, row.severity);
@@ -140,25 +133,6 @@ fn finding(row: &Row, hits: &[Line<'_>]) -> Finding {
         );
     }
     f.occurrences = u32::try_from(total).unwrap_or(u32::MAX);
-    // The process a line names (NCCL's `host:pid:tid` header, a unit's
-    // `Main PID`): the row's `<pid>` capture; the processes a line lists
-    // (a harness's `remain alive: [3333, 3334]`): its `<pids>` capture.
-    f.entities.pids.extend(
-        hits.iter()
-            .filter_map(|(_, h)| h.get("pid")?.parse::<u32>().ok()),
-    );
-    f.entities.pids.extend(hits.iter().flat_map(|(_, h)| {
-        h.get("pids")
-            .unwrap_or_default()
-            .split(|c: char| !c.is_ascii_digit())
-            .filter_map(|p| p.parse::<u32>().ok())
-    }));
-    // The GPU a line names by index, as it prints it (a harness's `GPU 2
-    // uses 25.30 GiB`): the row's `<gpu>` capture.
-    f.entities.gpus.extend(
-        hits.iter()
-            .filter_map(|(_, h)| h.get("gpu")?.parse::<u32>().ok()),
-    );
     let first = hits[0].1;
     f.title = row.title.clone();
     f.headline = format!("{}.", row.headline_for(first).trim_end_matches('.'));

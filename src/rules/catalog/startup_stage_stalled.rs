@@ -396,4 +396,29 @@ mod tests {
         let done = format!("{text}Rank 1: load weight end.\n");
         assert!(findings(&done).iter().all(|f| f.rule != super::META.id));
     }
+
+    /// The finding cites the last line at the stage and counts the others;
+    /// it names the writers of all (fixtures/real-incoming/batch-f/739,
+    /// vLLM 0.5's `(VllmWorkerProcess pid=N)` and the driver without a
+    /// prefix), and V1's `(VllmWorker rank=4 pid=907)` (vllm-project/vllm#14452).
+    #[test]
+    fn the_finding_names_every_process_that_stopped_at_the_stage() {
+        let text = "VllmWorkerProcess pid=1153488) INFO 09-03 02:15:41 multiproc_worker_utils.py:215] Worker ready; awaiting tasks\n\
+                    (VllmWorkerProcess pid=1153488) INFO 09-03 02:15:42 utils.py:965] Found nccl from environment variable VLLM_NCCL_SO_PATH=/home/wyl/llm/qwen/nccl_2.21.5-1+cuda12.4_x86_64/lib/libnccl.so\n\
+                    INFO 09-03 02:15:42 utils.py:965] Found nccl from environment variable VLLM_NCCL_SO_PATH=/home/wyl/llm/qwen/nccl_2.21.5-1+cuda12.4_x86_64/lib/libnccl.so\n\
+                    (VllmWorkerProcess pid=1153488) INFO 09-03 02:15:42 pynccl.py:63] vLLM is using nccl==2.21.5\n\
+                    INFO 09-03 02:15:42 pynccl.py:63] vLLM is using nccl==2.21.5\n";
+        let pids_of = |text: &str| {
+            let f = findings(text);
+            let stalled = f
+                .iter()
+                .find(|f| f.rule == super::META.id)
+                .unwrap_or_else(|| panic!("{f:?}"))
+                .clone();
+            stalled.entities.pids.iter().copied().collect::<Vec<_>>()
+        };
+        assert_eq!(pids_of(text), [1153488]);
+        let v1 = "(VllmWorker rank=4 pid=907) INFO 03-15 17:24:17 [pynccl.py:69] vLLM is using nccl==2.25.1\n";
+        assert_eq!(pids_of(v1), [907]);
+    }
 }

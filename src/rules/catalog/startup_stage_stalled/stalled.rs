@@ -82,12 +82,7 @@ pub(super) fn stalled(incident: &Incident, startup: &Startup<'_>) -> Option<Find
         stuck_counter,
         silence,
     );
-    let ranks = startup
-        .lines
-        .iter()
-        .filter(|(_, s, _)| *s == reached)
-        .count();
-    f.occurrences = u32::try_from(ranks).unwrap_or(u32::MAX);
+    count_at_stage(&mut f, startup, reached);
     let multi_gpu = multi_gpu(incident);
     let hint = advice(reached, multi_gpu);
     if hint.0 == P2P.0 {
@@ -102,6 +97,22 @@ pub(super) fn stalled(incident: &Incident, startup: &Startup<'_>) -> Option<Find
     f.explanation = hint.0.to_owned();
     push_actions(&mut f, lagging.as_ref(), hint, corroborated);
     Some(f)
+}
+
+/// How many lines reached `reached` and no further (`seen N times`), and
+/// every process that wrote one, cited or only counted: the writer a
+/// line's prefix names (`(VllmWorkerProcess pid=N)`).
+fn count_at_stage(f: &mut Finding, startup: &Startup<'_>, reached: Stage) {
+    let at_stage: Vec<&Message> = startup
+        .lines
+        .iter()
+        .filter(|(_, s, _)| *s == reached)
+        .map(|(m, _, _)| *m)
+        .collect();
+    f.occurrences = u32::try_from(at_stage.len()).unwrap_or(u32::MAX);
+    f.entities
+        .pids
+        .extend(at_stage.iter().filter_map(|m| m.pid).filter(|p| *p > 1));
 }
 
 /// The first line after the `last` milestone, in its input, that says
