@@ -33,6 +33,7 @@ mod nvidia_smi_gpu_unreachable;
 mod nvml_driver_library_mismatch;
 mod process_died;
 mod process_segfault;
+mod request_hung_until_stop;
 mod server_killed_no_kernel_line;
 mod sglang_child_failed;
 mod sglang_cuda_graph_capture_failed;
@@ -103,6 +104,7 @@ pub static RULES: &[&dyn Rule] = &[
     &nvml_driver_library_mismatch::RULE,
     &process_died::RULE,
     &process_segfault::RULE,
+    &request_hung_until_stop::RULE,
     &server_killed_no_kernel_line::RULE,
     &sglang_child_failed::RULE,
     &sglang_cuda_graph_capture_failed::RULE,
