@@ -42,18 +42,12 @@ const CONTEXT_CALLS: &[&str] = &[
 ];
 /// Python functions that build a model or first move it to the GPU:
 /// `nn.Module.__init__` (a layer allocating its parameters on a CUDA
-/// default device), `Module.cuda`/`Module.to` through `_apply`,
-/// `torch.cuda.set_device`, `torch.cuda._lazy_init` (the first CUDA call).
+/// default device), `Module.cuda`/`Module.to` through `_apply`.
+/// (`torch.cuda.set_device` and `torch.cuda._lazy_init`, the first CUDA
+/// call, create the context and read as [`CONTEXT_CALLS`] do.)
 /// A raw OOM raised in one of the innermost frames is an OOM before the
 /// program's own working memory existed.
-const CONSTRUCTION_FRAMES: &[&str] = &[
-    "__init__",
-    "cuda",
-    "to",
-    "_apply",
-    "set_device",
-    "_lazy_init",
-];
+const CONSTRUCTION_FRAMES: &[&str] = &["__init__", "cuda", "to", "_apply"];
 /// How many of the innermost frames are read for [`CONSTRUCTION_FRAMES`].
 const INNERMOST: usize = 3;
 
@@ -221,6 +215,14 @@ fn before_own_memory(incident: &Incident, lines: &[&Message]) -> Option<Early> {
     let (_, x) = crate::rules::support::server::exception_at(incident, first.span)?;
     x.frames.iter().rev().take(INNERMOST).find_map(|fr| {
         let name = fr.function.as_deref()?;
+        // Selecting the device or the first CUDA call creates the context.
+        match name {
+            "set_device" => {
+                return Some(Early::Context("cudaSetDevice, from torch.cuda.set_device"));
+            }
+            "_lazy_init" => return Some(Early::Context("cuInit, from torch.cuda._lazy_init")),
+            _ => {}
+        }
         (CONSTRUCTION_FRAMES.contains(&name) || name.starts_with("build_"))
             .then(|| Early::Construction(name.to_owned()))
     })
