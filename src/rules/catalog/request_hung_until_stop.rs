@@ -1,6 +1,6 @@
 //! `request-hung-until-stop`: an access log's request that lasted far
-//! beyond its neighbours and ended only when the service was stopped: the
-//! server hung on it, and the stop, not an answer, ended it.
+//! beyond its neighbours and ended only when the service was stopped, or
+//! failed (5xx) after that wait: the server hung on it.
 
 use crate::correlate::Incident;
 use crate::model::Message;
@@ -26,7 +26,7 @@ static META: RuleMeta = RuleMeta {
     id: "request-hung-until-stop",
     category: Category::ServerHang,
     severity: Severity::Error,
-    summary: "a request lasted far beyond its neighbours and ended only when the service was stopped: the server hung on it",
+    summary: "a request lasted far beyond its neighbours and ended only with the service's stop or a 5xx: the server hung on it",
     // The catalog row's anchors, which `rules::anchors` adds for every run.
     anchors: &[],
     doc: r#"
@@ -36,7 +36,10 @@ An access log line (Ollama's Gin: `[GIN] … | 500 | 32m31s | … POST
 One request took minutes where its neighbours took seconds, and its line
 was written right after the service manager began stopping the service
 (`Stopping Ollama Service...`): the request never finished on its own. The
-server hung on it until an operator (or a watchdog) stopped it.
+server hung on it until an operator (or a watchdog) stopped it. A 5xx
+after minutes where the neighbours took seconds, with no stop, says the
+same at lower confidence: the request was failed (the client gave up, a
+timeout) rather than answered.
 
 ## Why it happens
 The model runner stopped producing tokens (a stuck GPU kernel or
@@ -85,9 +88,13 @@ impl Rule for RequestHungUntilStop {
             if median.is_some_and(|med| secs < med * FAR) {
                 continue;
             }
-            let Some(stop) = stop_before(incident, m) else {
+            // Ended by the service's stop, or failed (5xx) after waiting
+            // that long: either way nothing answered it.
+            let stop = stop_before(incident, m);
+            let failed = status(incident, m).is_some_and(|s| s >= 500);
+            if stop.is_none() && !failed {
                 continue;
-            };
+            }
             out.push(finding(incident, m, latency, median, stop));
         }
     }
@@ -111,29 +118,41 @@ fn stop_before<'a>(incident: &'a Incident, m: &Message) -> Option<&'a crate::mod
         .last()
 }
 
+/// The HTTP status of the access line at `m`.
+fn status(incident: &Incident, m: &Message) -> Option<u16> {
+    incident
+        .known(ROW)
+        .find(|(k, _)| k.span == m.span)
+        .and_then(|(_, h)| h.get("status")?.parse().ok())
+}
+
 fn finding(
     incident: &Incident,
     m: &Message,
     latency: &str,
     median: Option<f64>,
-    stop: &crate::model::JournalEntry,
+    stop: Option<&crate::model::JournalEntry>,
 ) -> Finding {
     let mut f = Finding::new(META.id, META.category, META.severity);
     f.evidence(
         m.span,
-        format!("the request ended after {latency}, logged as the service stopped"),
+        match stop {
+            Some(_) => format!("the request ended after {latency}, logged as the service stopped"),
+            None => format!("the request failed after {latency}"),
+        },
     );
-    f.evidence(stop.span, "the service manager began stopping the service");
+    if let Some(stop) = stop {
+        f.evidence(stop.span, "the service manager began stopping the service");
+    }
     let writer = incident.facts.journal.iter().find(|e| e.span == m.span);
     if let Some(pid) = writer.and_then(|e| e.pid) {
         f.entities.pids.insert(pid);
     }
     let described = stop
-        .message
-        .strip_prefix("Stopping ")
-        .and_then(|d| d.strip_suffix("..."))
-        .unwrap_or_default();
-    let unit = stop.unit.clone().or_else(|| {
+        .and_then(|s| s.message.strip_prefix("Stopping "))
+        .and_then(|d| d.strip_suffix("..."));
+    let unit = stop.and_then(|s| s.unit.clone()).or_else(|| {
+        let described = described?;
         incident
             .units
             .iter()
@@ -151,30 +170,39 @@ fn finding(
     );
     f.condition(
         "its line was written as the service was being stopped: the stop ended it",
-        true,
+        stop.is_some(),
     );
     f.condition(
         "other requests in the same log to compare with",
         usual.is_some(),
     );
-    f.confidence = if usual.is_some() { 0.6 } else { 0.45 };
+    f.confidence = match (stop.is_some(), usual.is_some()) {
+        (true, true) => 0.6,
+        (true, false) | (false, true) => 0.45,
+        (false, false) => 0.35,
+    };
     f.chain.push(match &usual {
         Some(u) => format!("requests took about {u}; one took {latency}"),
         None => format!("one request took {latency}"),
     });
-    f.chain.push(format!(
-        "it ended only when {who} was stopped ({described})"
-    ));
+    f.chain.push(match described {
+        Some(d) => format!("it ended only when {who} was stopped ({d})"),
+        None => "it ended in failure (a 5xx status), not with an answer".to_owned(),
+    });
     f.chain
-        .push("the server hung on the request; the stop, not an answer, ended it".to_owned());
-    f.title = format!("{who} hung on a request for {latency} until the service was stopped");
+        .push("the server hung on the request: nothing answered it".to_owned());
+    let ended = match stop {
+        Some(_) => "until the service was stopped",
+        None => "until it failed",
+    };
+    f.title = format!("{who} hung on a request for {latency} {ended}");
     f.headline = format!(
-        "A request to {who} lasted {latency}{} and ended only when the service was stopped: the server hung on it.",
+        "A request to {who} lasted {latency}{} {ended}: the server hung on it.",
         usual.map_or(String::new(), |u| format!(
             " where its neighbours took about {u}"
         ))
     );
-    f.explanation = "An access line is written when the request ends; this one ended with the service's stop, minutes after the requests before it had each finished in seconds. Nothing answered it in between: the server was hung, not slow.".to_owned();
+    f.explanation = "An access line is written when the request ends; this one ended minutes after the requests before it had each finished in seconds, with the service's stop or a failure. Nothing answered it in between: the server was hung, not slow.".to_owned();
     f.actions.push(Action::advice(
         "when it recurs, capture the server's state before restarting: is the model loaded, is the GPU busy, where are its threads",
         Some("ollama ps; nvidia-smi; journalctl -u ollama --since -1h"),
@@ -262,13 +290,20 @@ mod tests {
     }
 
     #[test]
-    fn a_long_request_not_ended_by_a_stop_is_no_hang() {
-        // The near miss: the same long request, but no stop before it.
+    fn a_long_request_that_succeeded_without_a_stop_is_no_hang() {
+        // Without the stop the 500 after 32m31s still says nothing answered
+        // it, at lower confidence.
         let no_stop = OLLAMA.replace(
             "9月 29 00:10:02 ubuntu-homaer systemd[1]: Stopping Ollama Service...\n",
             "",
         );
-        assert!(crate::testing::findings_of(super::META.id, &no_stop).is_empty());
+        let f = crate::testing::findings_of(super::META.id, &no_stop);
+        assert_eq!(f.len(), 1);
+        assert!(f[0].confidence < 0.6);
+        // The near miss: the same long request answered (200), no stop: a
+        // long generation, not a hang.
+        let answered = no_stop.replace("| 500 |        32m31s", "| 200 |        32m31s");
+        assert!(crate::testing::findings_of(super::META.id, &answered).is_empty());
         // A stop that ends a request no longer than the others.
         let short = OLLAMA.replace("       32m31s", "12.1s");
         assert!(crate::testing::findings_of(super::META.id, &short).is_empty());
