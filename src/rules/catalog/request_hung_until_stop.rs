@@ -109,13 +109,12 @@ fn stop_before<'a>(incident: &'a Incident, m: &Message) -> Option<&'a crate::mod
         .iter()
         .filter(|e| e.is_pid1() && e.span.source == m.span.source && e.span <= m.span)
         .filter(|e| e.message.starts_with("Stopping ") && e.message.ends_with("..."))
-        .filter(|e| match (e.time, at) {
+        .rfind(|e| match (e.time, at) {
             (Some(t), Some(a)) => {
                 (0..=STOP_WINDOW_SECS).contains(&(a.local - t.local).num_seconds())
             }
             _ => m.span.line.saturating_sub(e.span.line) <= STOP_LINES,
         })
-        .last()
 }
 
 /// The HTTP status of the access line at `m`.
