@@ -28,7 +28,7 @@ re!(
 );
 re!(
     OLD_DETAILS,
-    r"\(GPU (?P<gpu>[0-9]+); (?P<total>SIZE) total capacity; (?P<alloc>SIZE) already allocated; (?P<free>SIZE) free; (?:(?P<allowed>SIZE) allowed; )?(?P<reserved>SIZE) reserved in total by PyTorch\)"
+    r"\(GPU (?P<gpu>[0-9]+); (?P<total>SIZE) total capacity; (?P<alloc>SIZE) already allocated; (?P<free>SIZE) free; (?:(?P<allowed>SIZE) allowed; )?(?:(?P<reserved>SIZE) reserved in total by PyTorch|(?P<cached>SIZE) cached)\)"
 );
 re!(
     CAPACITY,
@@ -78,6 +78,10 @@ pub(super) fn parse(text: &str) -> Option<CudaOom> {
             oom.free_bytes = get("free");
             oom.allowed_bytes = get("allowed");
             oom.reserved_bytes = get("reserved");
+            // The oldest form (PyTorch ≤ 1.0) ends `…; 9.10 MiB cached)`: the
+            // allocator's cached blocks not in use, on top of `allocated`,
+            // not a total (catalogs/stacks-torch.toml `torch.cuda-oom`).
+            oom.reserved_unallocated_bytes = get("cached");
         } else if let Some(c) = CAPACITY.captures(text) {
             oom.gpu = c["gpu"].parse().ok();
             oom.total_bytes = parse_size(&c["total"]);
@@ -179,6 +183,15 @@ mod tests {
         assert_eq!(old.reserved_bytes, b(78.20, GIB));
         assert!(old.processes.is_empty());
         // Cut before `CUDA out of memory.`, as pasted in a forum thread.
+        // https://github.com/erikguo/yolov3/issues/4: the oldest form's
+        // `cached` is unused cache beside `allocated`, so this process holds
+        // 1.62 GiB + 9.10 MiB.
+        let oldest = parse("RuntimeError: CUDA out of memory. Tried to allocate 338.00 MiB (GPU 0; 3.95 GiB total capacity; 1.62 GiB already allocated; 23.00 MiB free; 9.10 MiB cached)").unwrap();
+        assert_eq!(oldest.total_bytes, b(3.95, GIB));
+        assert_eq!(oldest.allocated_bytes, b(1.62, GIB));
+        assert_eq!(oldest.free_bytes, Some(23 * 1024 * 1024));
+        assert_eq!(oldest.reserved_unallocated_bytes, b(9.10, MIB));
+        assert_eq!(oldest.reserved_bytes, None);
         let cut = parse("Tried to allocate 216.00 MiB (GPU 0; 7.92 GiB total capacity; 69.17 MiB already allocated; 24.56 MiB free; 86.00 MiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.").unwrap();
         assert_eq!(cut.gpu, Some(0));
         assert_eq!(cut.reserved_bytes, Some(86 * 1024 * 1024));

@@ -56,6 +56,46 @@ static SHELL_JOB: LazyLock<Regex> = LazyLock::new(|| {
     .expect("shell job regex")
 });
 
+/// zsh's report of a job a signal ended: `[1]    9301 killed     python3
+/// scripts/dream.py` (the job number, `+`/`-` for the current job, the PID,
+/// zsh's lower-case signal words, the command). zsh words a signal its own
+/// way (Src/signames2.awk: `killed`, `terminated`, `abort`, `segmentation
+/// fault`, `bus error`, `illegal hardware instruction`); [`bash_words`]
+/// turns them into bash's.
+static ZSH_JOB: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^\[[0-9]+\]\x20+[+-]?\x20*(?P<pid>[0-9]+)\x20+
+        (?P<signal>killed|terminated|abort|segmentation\x20fault|bus\x20error|illegal\x20hardware\x20instruction)(?P<core>\x20\(core\x20dumped\))?
+        \x20+(?P<cmd>\S.*)$",
+    )
+    .expect("zsh job regex")
+});
+
+/// A job report with no PID: bash's job table (`[1]+  Killed
+/// python server.py`) and zsh's foreground job (`zsh: killed     python3
+/// server.py`).
+static JOB_NO_PID: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^(?:\[[0-9]+\][+-]?\x20+|zsh:\x20)
+        (?P<signal>Killed|Terminated|Aborted|Segmentation\x20fault|Bus\x20error|Illegal\x20instruction|killed|terminated|abort|segmentation\x20fault|bus\x20error|illegal\x20hardware\x20instruction)(?:\x20\(core\x20dumped\))?
+        \x20+\S",
+    )
+    .expect("job without a PID regex")
+});
+
+/// bash's words for a signal zsh words its own way; bash's words unchanged.
+fn bash_words(zsh: &str) -> &str {
+    match zsh {
+        "killed" => "Killed",
+        "terminated" => "Terminated",
+        "abort" => "Aborted",
+        "segmentation fault" => "Segmentation fault",
+        "bus error" => "Bus error",
+        "illegal hardware instruction" => "Illegal instruction",
+        other => other,
+    }
+}
+
 /// bash's report of a foreground job a signal ended: the signal's words
 /// alone on the line (`Illegal instruction (core dumped)`, `Segmentation
 /// fault (core dumped)`), or after the script and line (`./run.sh: line 3:`).
@@ -77,10 +117,15 @@ pub(super) fn shell_foreground(text: &str) -> bool {
 /// (`Loading checkpoint shards:  38%|██▊ | 3/8 [00:02<00:03,  1.28it/s]Killed`:
 /// tqdm ends its line with `\r`, so the shell's report follows on it).
 pub(super) fn shell_foreground_or_glued(text: &str) -> Option<&str> {
-    shell_foreground_signal(text).or_else(|| {
-        let bar = text.strip_suffix("Killed")?;
-        (bar.ends_with(']') && is_progress_bar(bar)).then_some("Killed")
-    })
+    shell_foreground_signal(text)
+        .or_else(|| {
+            let c = JOB_NO_PID.captures(text)?;
+            Some(bash_words(c.name("signal")?.as_str()))
+        })
+        .or_else(|| {
+            let bar = text.strip_suffix("Killed")?;
+            (bar.ends_with(']') && is_progress_bar(bar)).then_some("Killed")
+        })
 }
 
 /// The signal's words of bash's report of a foreground job (`Killed`).
@@ -154,6 +199,20 @@ pub(super) struct ShellJob<'t> {
 }
 
 pub(super) fn shell_job(text: &str) -> Option<ShellJob<'_>> {
+    if let Some(c) = ZSH_JOB.captures(text) {
+        let words = bash_words(c.name("signal")?.as_str());
+        return Some(ShellJob {
+            pid: c["pid"].parse().ok()?,
+            signal: match (words, c.name("core").is_some()) {
+                ("Aborted", true) => "Aborted (core dumped)",
+                ("Segmentation fault", true) => "Segmentation fault (core dumped)",
+                ("Bus error", true) => "Bus error (core dumped)",
+                ("Illegal instruction", true) => "Illegal instruction (core dumped)",
+                (w, _) => w,
+            },
+            command: c.name("cmd")?.as_str().trim_end(),
+        });
+    }
     let c = SHELL_JOB.captures(text)?;
     Some(ShellJob {
         pid: c["pid"].parse().ok()?,
@@ -257,6 +316,34 @@ mod tests {
             shell_job("./start.sh: line 3: 2211 Illegal instruction (core dumped) ollama serve")
                 .expect("sigill");
         assert_eq!(j.signal, "Illegal instruction (core dumped)");
+        // zsh's job report (https://github.com/invoke-ai/InvokeAI/issues/342,
+        // batch G 746) and the next paste's variant of it with `+`.
+        let j = shell_job("[1]    9301 killed     python3 scripts/dream.py").expect("zsh");
+        assert_eq!(
+            (j.pid, j.signal, j.command),
+            (9301, "Killed", "python3 scripts/dream.py")
+        );
+        let j = shell_job("[2]  + 4711 segmentation fault (core dumped)  ./llama-server -m m.gguf")
+            .expect("zsh segv");
+        assert_eq!(
+            (j.pid, j.signal),
+            (4711, "Segmentation fault (core dumped)")
+        );
+        assert!(shell_job("[1]    9301 running    python3 x.py").is_none());
+        // Without a PID: bash's job table, zsh's foreground job (variants
+        // of the same reports).
+        assert_eq!(
+            shell_foreground_or_glued("[1]+  Killed                  python server.py"),
+            Some("Killed")
+        );
+        assert_eq!(
+            shell_foreground_or_glued("zsh: killed     python3 server.py"),
+            Some("Killed")
+        );
+        assert_eq!(
+            shell_foreground_or_glued("[1]+  Done  python server.py"),
+            None
+        );
         assert!(shell_job("12 apples").is_none());
         assert!(shell_job("line 22: Killed x").is_none());
     }

@@ -29,6 +29,28 @@ const TENSORRT_WRAPPERS: &[&str] = &[
 /// A GPU this full has no room for another CUDA context.
 const FULL: f64 = 0.9;
 
+/// Driver and runtime calls that create (or first make current) a CUDA
+/// context: TensorFlow's stream executor (`failed call to
+/// cuDevicePrimaryCtxRetain`), JCuda's `cuCtxCreate`, `cuInit`,
+/// `cudaSetDevice`. Out of memory there means the GPU was full before the
+/// program had allocated anything of its own.
+const CONTEXT_CALLS: &[&str] = &[
+    "cuDevicePrimaryCtxRetain",
+    "cuCtxCreate",
+    "cuInit",
+    "cudaSetDevice",
+];
+/// Python functions that build a model or first move it to the GPU:
+/// `nn.Module.__init__` (a layer allocating its parameters on a CUDA
+/// default device), `Module.cuda`/`Module.to` through `_apply`.
+/// (`torch.cuda.set_device` and `torch.cuda._lazy_init`, the first CUDA
+/// call, create the context and read as [`CONTEXT_CALLS`] do.)
+/// A raw OOM raised in one of the innermost frames is an OOM before the
+/// program's own working memory existed.
+const CONSTRUCTION_FRAMES: &[&str] = &["__init__", "cuda", "to", "_apply"];
+/// How many of the innermost frames are read for [`CONSTRUCTION_FRAMES`].
+const INNERMOST: usize = 3;
+
 static META: RuleMeta = RuleMeta {
     id: "cuda-oom-at-context-creation",
     category: Category::CudaOom,
@@ -42,7 +64,13 @@ Not PyTorch's allocator but a raw CUDA call failed for lack of memory:
 `RuntimeError: CUDA error: out of memory` (creating the CUDA context,
 `cudaSetDevice`, `mem_get_info`, a cuBLAS workspace) or NCCL's `NCCL WARN
 Cuda failure 'out of memory'` while allocating its buffers. Typical at
-start-up, when the GPU is already (nearly) full.
+start-up, when the GPU is already (nearly) full. When the failing call
+creates the CUDA context (TensorFlow's `failed call to
+cuDevicePrimaryCtxRetain: CUDA_ERROR_OUT_OF_MEMORY`, `cuCtxCreate`,
+`cuInit`) the program had nothing of its own on the GPU yet: another
+process held it. A raw `CUDA error: out of memory` raised while the model
+is still being built or first moved (`__init__`, `.cuda()`, `.to()`,
+`set_device` in the innermost frames) reads the same, at lower confidence.
 
 ## Why it happens
 Another process or a leftover server instance fills the GPU; too many
@@ -138,6 +166,9 @@ impl Rule for CudaOomAtContextCreation {
         );
         let all: Vec<u32> = incident.gpus.iter().map(|g| g.index).collect();
         let held = holders.most_held(full.iter().map(|g| g.index), 1024);
+        // A reading from where the traceback stands, not from the call, is
+        // capped: the model may be built inside a loop that already ran.
+        let mut cap = 1.0;
         match (held, full.first()) {
             (Some((gpu, list)), _) => {
                 let held = held_mib(&list);
@@ -150,11 +181,89 @@ impl Rule for CudaOomAtContextCreation {
                 f.explanation = "Creating a CUDA context or NCCL's buffers needs a few hundred MiB to a few GiB; a GPU another process has filled cannot give it.".to_owned();
             }
             (None, Some(g)) => explain_unlisted_holder(&mut f, g, &who),
-            (None, None) => explain_unknown_holder(&mut f, &who, nccl),
+            (None, None) => match (nccl, before_own_memory(incident, &lines)) {
+                (false, Some(early)) => {
+                    if matches!(early, Early::Construction(_)) {
+                        cap = 0.55;
+                    }
+                    explain_before_own_memory(&mut f, &who, &early);
+                }
+                _ => explain_unknown_holder(&mut f, &who, nccl),
+            },
         }
-        f.confidence = confidence(&f, 0.6, 0.95);
+        f.confidence = confidence(&f, 0.6, 0.95).min(cap);
         out.push(f);
     }
+}
+
+/// Where an OOM that came before the program's own memory was raised.
+enum Early {
+    /// A context-creating call named on the line (`cuDevicePrimaryCtxRetain`).
+    Context(&'static str),
+    /// The Python function of the traceback that was building the model or
+    /// first moving it to the GPU.
+    Construction(String),
+}
+
+/// Whether the first OOM line names a context-creating call, or its Python
+/// traceback stands in model construction or the first move to the GPU.
+fn before_own_memory(incident: &Incident, lines: &[&Message]) -> Option<Early> {
+    let first = lines.first()?;
+    if let Some(call) = CONTEXT_CALLS.iter().find(|c| first.text.contains(*c)) {
+        return Some(Early::Context(call));
+    }
+    let (_, x) = crate::rules::support::server::exception_at(incident, first.span)?;
+    x.frames.iter().rev().take(INNERMOST).find_map(|fr| {
+        let name = fr.function.as_deref()?;
+        // Selecting the device or the first CUDA call creates the context.
+        match name {
+            "set_device" => {
+                return Some(Early::Context("cudaSetDevice, from torch.cuda.set_device"));
+            }
+            "_lazy_init" => return Some(Early::Context("cuInit, from torch.cuda._lazy_init")),
+            _ => {}
+        }
+        (CONSTRUCTION_FRAMES.contains(&name) || name.starts_with("build_"))
+            .then(|| Early::Construction(name.to_owned()))
+    })
+}
+
+/// Says on `f` that the GPU was already full when the program started: the
+/// OOM came before it had memory of its own (a CUDA context being created, or
+/// the model still being built), so another process holds the GPU.
+fn explain_before_own_memory(f: &mut Finding, who: &str, early: &Early) {
+    f.category = Category::GpuMemoryHeldByOtherProcess;
+    let (when, condition) = match early {
+        Early::Context(call) => (
+            format!("creating its CUDA context ({call})"),
+            format!(
+                "the failing call creates a CUDA context ({call}): nothing of the program's own was allocated yet"
+            ),
+        ),
+        Early::Construction(function) => (
+            format!("building its model (in {function})"),
+            format!(
+                "the OOM was raised while the model was being built or first moved to the GPU (in {function}), before any batch ran"
+            ),
+        ),
+    };
+    f.condition(&condition, true);
+    f.chain.push(format!(
+        "{who} ran out of GPU memory {when}: the GPU was already full of another process's memory"
+    ));
+    f.title = format!("GPU already full when {who} started: out of memory {when}");
+    f.headline = format!(
+        "{who} ran out of GPU memory {when}, before it had allocated anything of its own: another process already held the GPU."
+    );
+    f.explanation = "A CUDA context needs a few hundred MiB and an unbuilt model has no working memory yet: an OOM this early means the GPU was full before this program started, usually of another user's or a leftover process. A smaller batch does not help.".to_owned();
+    f.actions.push(Action::advice(
+        "see which processes hold the GPU, and run on a free one",
+        Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv"),
+    ));
+    f.actions.push(Action::advice(
+        "pick a GPU with free memory for this program (CUDA_VISIBLE_DEVICES=<index of a free GPU>)",
+        None,
+    ));
 }
 
 /// The raw CUDA out-of-memory lines this rule explains, in input order: the
@@ -251,5 +360,88 @@ fn explain_unknown_holder(f: &mut Finding, who: &str, nccl: bool) {
             "as a last resort, lower NCCL_BUFFSIZE for the server",
             None,
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::Category;
+
+    /// The rule's one finding on `text`: its category and confidence.
+    fn read(text: &str) -> (Category, f64, String) {
+        let f = crate::testing::findings_of(super::META.id, text);
+        assert_eq!(f.len(), 1, "{text}");
+        (f[0].category, f[0].confidence, f[0].headline.clone())
+    }
+
+    /// https://github.com/tensorflow/tensorflow/issues/30594 (batch G 769).
+    const TF_CTX: &str = "2019-07-11 12:42:11.226602: W tensorflow/compiler/xla/service/platform_util.cc:240] unable to create StreamExecutor for CUDA:0: failed initializing StreamExecutor for CUDA device ordinal 0: Internal: failed call to cuDevicePrimaryCtxRetain: CUDA_ERROR_OUT_OF_MEMORY: out of memory; total memory reported: 11523260416";
+
+    #[test]
+    fn an_oom_creating_the_context_is_another_process_s_memory() {
+        let (category, confidence, headline) = read(TF_CTX);
+        assert_eq!(category, Category::GpuMemoryHeldByOtherProcess);
+        assert!(headline.contains("cuDevicePrimaryCtxRetain"), "{headline}");
+        assert!(confidence > 0.55, "{confidence}");
+        // The next paste, a variant of TF_CTX's grammar: the older stream
+        // executor's `cuCtxCreate`.
+        let (category, _, headline) = read(
+            "E tensorflow/stream_executor/cuda/cuda_driver.cc:405] failed call to cuCtxCreate: CUDA_ERROR_OUT_OF_MEMORY; total memory reported: 8506769408",
+        );
+        assert_eq!(category, Category::GpuMemoryHeldByOtherProcess);
+        assert!(headline.contains("cuCtxCreate"), "{headline}");
+    }
+
+    /// https://github.com/amdegroot/ssd.pytorch/issues/447 (batch G 770): the
+    /// raw OOM raised in `nn.Conv2d.__init__` while the model is built.
+    const BUILDING: &str = r#"Traceback (most recent call last):
+  File "train.py", line 257, in <module>
+    train()
+  File "train.py", line 97, in train
+    ssd_net = build_ssd('train', cfg['min_dim'], cfg['num_classes'])
+  File "/media/disk/wudi/ssd.pytorch/ssd.py", line 207, in build_ssd
+    base_, extras_, head_ = multibox(vgg(base[str(size)], 3),
+  File "/media/disk/wudi/ssd.pytorch/ssd.py", line 136, in vgg
+    conv2d = nn.Conv2d(in_channels, v, kernel_size=3, padding=1)
+  File "/media/disk/wudi/.local/lib/python3.6/site-packages/torch/nn/modules/conv.py", line 330, in __init__
+    False, _pair(0), groups, bias, padding_mode)
+  File "/media/disk/wudi/.local/lib/python3.6/site-packages/torch/nn/modules/conv.py", line 41, in __init__
+    out_channels, in_channels // groups, *kernel_size))
+RuntimeError: CUDA error: out of memory
+"#;
+
+    #[test]
+    fn a_raw_oom_while_the_model_is_built_is_read_the_same_at_lower_confidence() {
+        let (category, confidence, _) = read(BUILDING);
+        assert_eq!(category, Category::GpuMemoryHeldByOtherProcess);
+        assert!(confidence <= 0.55, "{confidence}");
+        // The next paste (same grammar as BUILDING, PyTorch 1.0's module.py):
+        // the first `model.cuda()`, Module.cuda → _apply → <lambda>.
+        let moved = r#"Traceback (most recent call last):
+  File "train.py", line 120, in <module>
+    net = net.cuda()
+  File "/usr/lib/python3.6/site-packages/torch/nn/modules/module.py", line 260, in cuda
+    return self._apply(lambda t: t.cuda(device))
+  File "/usr/lib/python3.6/site-packages/torch/nn/modules/module.py", line 187, in _apply
+    module._apply(fn)
+  File "/usr/lib/python3.6/site-packages/torch/nn/modules/module.py", line 193, in _apply
+    param.data = fn(param.data)
+  File "/usr/lib/python3.6/site-packages/torch/nn/modules/module.py", line 260, in <lambda>
+    return self._apply(lambda t: t.cuda(device))
+RuntimeError: CUDA error: out of memory
+"#;
+        assert_eq!(read(moved).0, Category::GpuMemoryHeldByOtherProcess);
+        // The near miss: the same raw OOM in a forward pass is the
+        // program's own.
+        let forward = r#"Traceback (most recent call last):
+  File "train.py", line 150, in train
+    out = net(images)
+  File "/usr/lib/python3.6/site-packages/torch/nn/modules/module.py", line 489, in __call__
+    result = self.forward(*input, **kwargs)
+  File "/usr/lib/python3.6/site-packages/torch/nn/modules/conv.py", line 320, in forward
+    self.padding, self.dilation, self.groups)
+RuntimeError: CUDA error: out of memory
+"#;
+        assert_eq!(read(forward).0, Category::CudaOom);
     }
 }

@@ -37,6 +37,7 @@ mod nvml_driver_library_mismatch;
 mod ollama_vram_not_recovered;
 mod process_died;
 mod process_segfault;
+mod request_hung_until_stop;
 mod second_server_instance;
 mod server_killed_no_kernel_line;
 mod sglang_child_failed;
@@ -112,6 +113,7 @@ pub static RULES: &[&dyn Rule] = &[
     &ollama_vram_not_recovered::RULE,
     &process_died::RULE,
     &process_segfault::RULE,
+    &request_hung_until_stop::RULE,
     &second_server_instance::RULE,
     &server_killed_no_kernel_line::RULE,
     &sglang_child_failed::RULE,

@@ -19,8 +19,11 @@ pub static RULE: TorchCudaOom = TorchCudaOom;
 
 pub struct TorchCudaOom;
 
-/// Other processes' memory counts as "a large share" from this much on.
+/// Other processes' memory counts as "a large share" from this much on, or
+/// from [`FOREIGN_MIN_OF_CARD`] of a smaller card: a quarter of a 4 GiB
+/// laptop card is another process's as surely as 2 GiB of an 80 GiB one.
 const FOREIGN_MIN_GIB: f64 = 2.0;
+const FOREIGN_MIN_OF_CARD: f64 = 0.25;
 const FOREIGN_SHARE: f64 = 0.2;
 const GIB_BYTES: u64 = 1 << 30;
 /// What a process holds outside PyTorch's allocator: its CUDA context,
@@ -57,7 +60,10 @@ by PyTorch)` and no process list).
 1. Other processes hold the memory: the `Process N has … memory in use` list
    names PIDs that are not the server's own ranks. The old message names no
    process, but its numbers tell: `total - reserved in total by PyTorch -
-   free` is held outside this process (less its own CUDA context).
+   free` is held outside this process (less its own CUDA context); the
+   oldest form's `… free; 9.10 MiB cached)` (PyTorch 1.0) counts the unused
+   cache on top of `already allocated`. A share counts as large from 2 GiB,
+   or from a quarter of a smaller card (a 4 GiB laptop GPU).
    Inside a container PyTorch lists its own process under its host PID: the
    entry whose memory matches what PyTorch reserved (plus a CUDA context) is
    the writer, not another process.
@@ -233,6 +239,14 @@ fn own_bytes(o: &CudaOom) -> Option<(u64, Own)> {
     }
 }
 
+/// The least memory, in GiB, that counts as another process's large share
+/// of a card of `total` bytes.
+fn foreign_floor(total: Option<u64>) -> f64 {
+    total.map_or(FOREIGN_MIN_GIB, |t| {
+        FOREIGN_MIN_GIB.min(gib(t) * FOREIGN_MIN_OF_CARD)
+    })
+}
+
 /// What PyTorch itself holds: `reserved in total` (old message), or
 /// allocated plus reserved-but-unallocated (2.1+).
 fn pytorch_reserved(o: &CudaOom) -> Option<u64> {
@@ -368,7 +382,8 @@ impl<'a> Analysis<'a> {
         let beyond_context = others.saturating_sub(OWN_CONTEXT);
         let fits_without = o.tried_bytes.is_some_and(|t| free + beyond_context >= t);
         let share = beyond_context as f64 >= total as f64 * FOREIGN_SHARE;
-        (gib(beyond_context) >= FOREIGN_MIN_GIB && (fits_without || share)).then_some(others)
+        (gib(beyond_context) >= foreign_floor(Some(total)) && (fits_without || share))
+            .then_some(others)
     }
 
     /// The foreign PIDs when together they hold a large share: enough that
@@ -381,7 +396,7 @@ impl<'a> Analysis<'a> {
             .oom
             .total_bytes
             .is_some_and(|t| sum as f64 >= t as f64 * FOREIGN_SHARE);
-        (gib(sum) >= FOREIGN_MIN_GIB && (fits_without || share)).then_some(sum)
+        (gib(sum) >= foreign_floor(self.oom.total_bytes) && (fits_without || share)).then_some(sum)
     }
 
     fn finding(&self) -> Finding {

@@ -116,3 +116,34 @@ fn bare_lines_answer_the_same() {
     assert_eq!(root(OLD_FORM).0, Category::GpuMemoryHeldByOtherProcess);
     assert_eq!(root(CUT).0, Category::GpuMemoryHeldByOtherProcess);
 }
+
+/// https://github.com/erikguo/yolov3/issues/4: PyTorch 1.0's oldest form on
+/// a 3.95 GiB card. 1.62 GiB allocated and 9.10 MiB cached are this
+/// process's; 2.3 GiB of the card is held outside it, a third of the card
+/// though under 2 GiB once its own CUDA context is discounted.
+const SMALL_CARD: &str = "RuntimeError: CUDA out of memory. Tried to allocate 338.00 MiB (GPU 0; 3.95 GiB total capacity; 1.62 GiB already allocated; 23.00 MiB free; 9.10 MiB cached)";
+
+#[test]
+fn another_process_s_share_is_judged_relative_to_a_small_card() {
+    let (category, _, gpus, _) = root(SMALL_CARD);
+    assert_eq!(category, Category::GpuMemoryHeldByOtherProcess);
+    assert_eq!(gpus, vec![0]);
+    // The next paste, a variant of SMALL_CARD's grammar on a 3.82 GiB card:
+    // about 1 GiB beyond a context held elsewhere, a quarter of the card.
+    let (category, _, _, _) = root(
+        "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 3.82 GiB total capacity; 1.80 GiB already allocated; 11.50 MiB free; 30.00 MiB cached)",
+    );
+    assert_eq!(category, Category::GpuMemoryHeldByOtherProcess);
+    // The 2.1+ form's process list on a small card (variant of the
+    // SIBLINGS grammar): another PID holds 1.40 GiB of 3.81 GiB.
+    let (category, pids, _, _) = root(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 3.81 GiB of which 5.06 MiB is free. Process 1234 has 1.40 GiB memory in use. Including non-PyTorch memory, this process has 2.39 GiB memory in use. Of the allocated memory 2.10 GiB is allocated by PyTorch, and 20.00 MiB is reserved by PyTorch but unallocated.",
+    );
+    assert_eq!(category, Category::GpuMemoryHeldByOtherProcess);
+    assert!(pids.contains(&1234));
+    // The near miss: the same card filled by this process itself.
+    let (category, _, _, _) = root(
+        "RuntimeError: CUDA out of memory. Tried to allocate 338.00 MiB (GPU 0; 3.95 GiB total capacity; 2.90 GiB already allocated; 23.00 MiB free; 9.10 MiB cached)",
+    );
+    assert_eq!(category, Category::CudaOom);
+}
