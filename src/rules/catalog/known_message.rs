@@ -75,37 +75,12 @@ impl Rule for KnownMessage {
         }
         for (row, hits) in by_row.into_values() {
             let mut f = finding(row, &hits);
-            name_gpus(incident, &mut f, &hits);
             // Every line's facts, the counted ones too; the cited lines'
             // (and their blocks') are added again with every finding's.
             for (_, hit) in &hits {
                 crate::rules::support::entities::from_hit(incident, &mut f, hit, true);
             }
             out.push(f);
-        }
-    }
-}
-
-/// The GPUs a GPU row's lines name by their PCI bus id (`nvidia
-/// 0000:01:00.0: AER: …`, `NVRM: GPU 0000:3b:00.0: RmInitAdapter failed`):
-/// by index where the captures map the bus id, else by the bus id.
-fn name_gpus(incident: &Incident, f: &mut Finding, hits: &[Line<'_>]) {
-    let gpu = matches!(
-        f.category,
-        Category::XidGpuFellOffBus
-            | Category::XidEcc
-            | Category::XidOther
-            | Category::EccUncorrectable
-            // A GPU still held open (NVRM's remove-device in use).
-            | Category::GpuMemoryHeldByOtherProcess
-    );
-    if !gpu {
-        return;
-    }
-    for (_, hit) in hits {
-        if let Some(bus) = hit.get("bus") {
-            let at = crate::rules::xid::gpu_at(incident, Some(bus));
-            crate::rules::xid::name_gpu(f, &at, Some(bus));
         }
     }
 }
