@@ -14,7 +14,7 @@ use std::collections::hash_map::Entry;
 use regex::{Captures, Regex};
 
 use crate::correlate::{Incident, UnitEventKind};
-use crate::model::{KernelEvent, Message, Timestamp};
+use crate::model::{KernelEvent, KernelEventKind, Message, Timestamp};
 use crate::source::Span;
 use std::sync::LazyLock;
 
@@ -28,6 +28,16 @@ pub fn matches<'a>(
         .messages
         .iter()
         .filter_map(move |m| re.captures(&m.text).map(|c| (m, c)))
+}
+
+/// Whether the kernel's log shows the OOM killer killing a process: the
+/// kernel's own account, which explains a SIGKILL better than any guess.
+pub fn kernel_oom_killed(incident: &Incident) -> bool {
+    incident
+        .facts
+        .kernel_events
+        .iter()
+        .any(|e| matches!(e.kind, KernelEventKind::OomKill(_)))
 }
 
 /// The first line per distinct masked text: the same message from eight

@@ -4,7 +4,6 @@
 //! limit, at a confidence that says the kill itself is unexplained.
 
 use crate::correlate::Incident;
-use crate::model::KernelEventKind;
 use crate::rules::support::round2;
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::SourceId;
@@ -73,12 +72,7 @@ impl Rule for ContainerKilled137 {
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         // The kernel's own account of an OOM kill explains every death.
-        if incident
-            .facts
-            .kernel_events
-            .iter()
-            .any(|e| matches!(e.kind, KernelEventKind::OomKill(_)))
-        {
+        if crate::rules::support::kernel_oom_killed(incident) {
             return;
         }
         let mut seen: Vec<SourceId> = Vec::new();

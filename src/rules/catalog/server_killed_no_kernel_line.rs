@@ -5,7 +5,7 @@
 //! figures reserved host memory.
 
 use crate::correlate::Incident;
-use crate::model::{KernelEventKind, Message, ServerEventKind};
+use crate::model::{Message, ServerEventKind};
 use crate::rules::support::round2;
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
@@ -64,12 +64,7 @@ impl Rule for ServerKilledNoKernelLine {
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         // The kernel's own account of an OOM kill explains the death.
-        if incident
-            .facts
-            .kernel_events
-            .iter()
-            .any(|e| matches!(e.kind, KernelEventKind::OomKill(_)))
-        {
+        if crate::rules::support::kernel_oom_killed(incident) {
             return;
         }
         for e in &incident.facts.server_events {

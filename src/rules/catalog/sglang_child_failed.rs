@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use crate::correlate::{Incident, UnitEventKind};
-use crate::model::{Framework, KernelEventKind, ServerEvent, ServerEventKind, root_cause};
+use crate::model::{Framework, ServerEvent, ServerEventKind, root_cause};
 use crate::rules::support::confidence;
 use crate::rules::support::server::{shorten, target};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
@@ -214,11 +214,7 @@ fn real_error_text(e: &ServerEvent) -> String {
 /// Cites the unit's SIGKILLed main process (SGLang's own kill unless the
 /// kernel log has an OOM kill) and its failure with result 'signal'.
 fn cite_unit_kill(f: &mut Finding, incident: &Incident, unit: &str) {
-    let oom_killed = incident
-        .facts
-        .kernel_events
-        .iter()
-        .any(|k| matches!(k.kind, KernelEventKind::OomKill(_)));
+    let oom_killed = crate::rules::support::kernel_oom_killed(incident);
     for e in incident.units.get(unit).map_or(&[][..], |u| &u.events) {
         match &e.kind {
             UnitEventKind::MainProcessExited { status, .. } if status.contains("KILL") => {
