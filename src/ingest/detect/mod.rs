@@ -690,6 +690,19 @@ Sat 2024-06-01 12:00:05 UTC gpu-node-7 kernel: NVRM: Xid (PCI:0000:1a:00): 79
         lines
     }
 
+    /// Every sniffer's gated regexes, for the tests that hold the gates to
+    /// their regexes.
+    fn all_gated() -> Vec<(&'static str, &'static Gated)> {
+        [
+            nvidia::gated(),
+            systemd::gated(),
+            procfs::gated(),
+            packages::gated(),
+            shell::gated(),
+        ]
+        .concat()
+    }
+
     /// Each [`Gated`] regex's byte test lets through every line the regex
     /// matches: every line of every fixture, the lines its sniffer's tests
     /// name, and the same lines with the peeler's frame left on or the
@@ -701,14 +714,7 @@ Sat 2024-06-01 12:00:05 UTC gpu-node-7 kernel: NVRM: Xid (PCI:0000:1a:00): 79
         lines.extend(GATE_SAMPLES.iter().map(|l| (*l).to_owned()));
         let indented: Vec<String> = lines.iter().map(|l| format!("  {l}")).collect();
         lines.extend(indented);
-        let all = [
-            nvidia::gated(),
-            systemd::gated(),
-            procfs::gated(),
-            packages::gated(),
-            shell::gated(),
-        ]
-        .concat();
+        let all = all_gated();
         let mut stopped = 0usize;
         let mut untested = Vec::new();
         for (name, gated) in &all {
@@ -758,14 +764,7 @@ Sat 2024-06-01 12:00:05 UTC gpu-node-7 kernel: NVRM: Xid (PCI:0000:1a:00): 79
     /// meet none of the gated regexes.
     #[test]
     fn a_traceback_frame_meets_no_gated_regex() {
-        let all = [
-            nvidia::gated(),
-            systemd::gated(),
-            procfs::gated(),
-            packages::gated(),
-            shell::gated(),
-        ]
-        .concat();
+        let all = all_gated();
         for line in [
             r#"  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_worker.py", line 167, in sample_tokens"#,
             "    return self.model_runner.sample_tokens(grammar_output)",
