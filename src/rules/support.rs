@@ -40,6 +40,18 @@ pub fn kernel_oom_killed(incident: &Incident) -> bool {
         .any(|e| matches!(e.kind, KernelEventKind::OomKill(_)))
 }
 
+/// Less GPU memory in use than this (MiB) is a CUDA context, a display or
+/// a persistence daemon, never a loaded model.
+pub const MIN_HELD_MIB: u64 = 1024;
+
+/// Whether `used` of a card's `total` MiB is a real working set held: at
+/// least [`MIN_HELD_MIB`] and `share` of the card. The share is the
+/// caller's: a finding from a table alone asks for more than one beside a
+/// failure that the memory explains.
+pub fn holds_working_set(used: u64, total: u64, share: f64) -> bool {
+    used >= MIN_HELD_MIB && used as f64 >= share * total as f64
+}
+
 /// The first line per distinct masked text: the same message from eight
 /// ranks or two captures is cited once, with a count. Linear: each
 /// template is looked up in an index, not searched for among the others

@@ -17,10 +17,9 @@ pub static RULE: GpuMemoryUnaccounted = GpuMemoryUnaccounted;
 
 pub struct GpuMemoryUnaccounted;
 
-/// Less than this is a display, a persistence daemon's context, noise.
-const MIN_USED_MIB: u64 = 1024;
 /// The share of the card in use that is a loaded model or a job's working
-/// set, not a desktop's.
+/// set, not a desktop's: a quarter, since this rule reads a table alone
+/// (beside a failure, gpustat's `(null)` owner asks for 5%).
 const MIN_SHARE: f64 = 0.25;
 
 static META: RuleMeta = RuleMeta {
@@ -107,7 +106,7 @@ impl Rule for GpuMemoryUnaccounted {
 fn unaccounted(g: &Gpu) -> bool {
     match (g.memory_used_mib, g.memory_total_mib) {
         (Some(used), Some(total)) if total > 0 => {
-            used >= MIN_USED_MIB && used as f64 >= MIN_SHARE * total as f64
+            crate::rules::support::holds_working_set(used, total, MIN_SHARE)
         }
         _ => false,
     }

@@ -11,9 +11,8 @@ use super::META;
 
 /// gpustat's process column when it found no process for the memory in use.
 pub(super) const NO_PROCESS: &str = "| (null)";
-/// Less than this (MiB) in use is a context or a display.
-const MIN_USED_MIB: u64 = 1024;
-/// Nor is less than this share of the card.
+/// The share of the card in use that counts beside a failure (a table
+/// alone asks for a quarter: `gpu-memory-unaccounted`).
 const MIN_SHARE: f64 = 0.05;
 
 /// One GPU with memory in use and no process listed for it.
@@ -27,7 +26,7 @@ struct Held {
 }
 
 fn big(used: u64, total: u64) -> bool {
-    used >= MIN_USED_MIB && used as f64 >= MIN_SHARE * total as f64
+    crate::rules::support::holds_working_set(used, total, MIN_SHARE)
 }
 
 /// gpustat lines whose process column reads `(null)`.
