@@ -56,6 +56,7 @@ const FILES: &[(&str, &str)] = built![
     "stacks-containers",
     "stacks-hf",
     "stacks-gaudi",
+    "stacks-tf",
     "startup",
 ];
 

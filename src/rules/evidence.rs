@@ -126,11 +126,33 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         GpuMemoryHeldByOtherProcess,
-        "llama.cpp's or SGLang's own free-memory figures at start-up below the GPU's total with nothing loaded",
+        "TensorFlow's own figures at start-up (`Found device 0 with properties:` … `Total memory:` / `Free memory:`, or `totalMemory: … freeMemory: …`) below the GPU's total with nothing loaded",
+        Rule("gpu-memory-taken-before-load"),
+        Some(
+            "fixtures/rules/gpu-memory-taken-before-load/pos-tf-8170-free-190mib-of-7.92gib-at-start.log",
+        ),
+    ),
+    cell(
+        GpuMemoryHeldByOtherProcess,
+        "llama.cpp's own free figure at load (`using device CUDA0 (…) - N MiB free`) below the device's total (its memory breakdown, or nvidia-smi on a one-GPU host)",
+        Rule("gpu-memory-taken-before-load"),
+        Some(
+            "fixtures/rules/gpu-memory-taken-before-load/pos-llamacpp-19437-8720-of-11165-mib-free-at-load.log",
+        ),
+    ),
+    cell(
+        GpuMemoryHeldByOtherProcess,
+        "SGLang's own free figure at start-up (`Load weight begin. avail mem=`) below the GPU's total with nothing loaded",
         Gap(
-            "the figures are read for SGLang only; no real sample of either at start-up with memory taken yet",
+            "the line has no total (nvidia-smi's would be needed) and no real sample shows SGLang starting on a GPU already taken; its figures are read for the ranks' imbalance only",
         ),
         None,
+    ),
+    cell(
+        GpuMemoryHeldByOtherProcess,
+        "the NVIDIA container hook's driver service hung and was killed (`terminating driver service (forced)`, `driver error: timed out`): GPUs in exclusive-process mode another process holds, at a confidence that leaves a wedged driver open",
+        Row("stacks-containers.driver-service-hung"),
+        Some("fixtures/real/637-nvidia-docker-nvc-driver-service-forced-exclusive-mode-held"),
     ),
     // A stale serving instance.
     cell(

@@ -29,22 +29,17 @@ const TENSORRT_WRAPPERS: &[&str] = &[
 /// A GPU this full has no room for another CUDA context.
 const FULL: f64 = 0.9;
 
-/// Driver and runtime calls that create (or first make current) a CUDA
-/// context: TensorFlow's stream executor (`failed call to
-/// cuDevicePrimaryCtxRetain`), JCuda's `cuCtxCreate`, `cuInit`,
+/// The CUDA catalog's row for a call that creates (or first makes current)
+/// a CUDA context, named on the line (`call`): TensorFlow's stream executor
+/// (`failed call to cuDevicePrimaryCtxRetain`), `cuCtxCreate`, `cuInit`,
 /// `cudaSetDevice`. Out of memory there means the GPU was full before the
 /// program had allocated anything of its own.
-const CONTEXT_CALLS: &[&str] = &[
-    "cuDevicePrimaryCtxRetain",
-    "cuCtxCreate",
-    "cuInit",
-    "cudaSetDevice",
-];
+const CONTEXT_CALL: &str = "cuda.context-creating-call";
 /// Python functions that build a model or first move it to the GPU:
 /// `nn.Module.__init__` (a layer allocating its parameters on a CUDA
 /// default device), `Module.cuda`/`Module.to` through `_apply`.
 /// (`torch.cuda.set_device` and `torch.cuda._lazy_init`, the first CUDA
-/// call, create the context and read as [`CONTEXT_CALLS`] do.)
+/// call, create the context and read as [`CONTEXT_CALL`]'s lines do.)
 /// A raw OOM raised in one of the innermost frames is an OOM before the
 /// program's own working memory existed.
 const CONSTRUCTION_FRAMES: &[&str] = &["__init__", "cuda", "to", "_apply"];
@@ -199,7 +194,7 @@ impl Rule for CudaOomAtContextCreation {
 /// Where an OOM that came before the program's own memory was raised.
 enum Early {
     /// A context-creating call named on the line (`cuDevicePrimaryCtxRetain`).
-    Context(&'static str),
+    Context(String),
     /// The Python function of the traceback that was building the model or
     /// first moving it to the GPU.
     Construction(String),
@@ -209,8 +204,12 @@ enum Early {
 /// traceback stands in model construction or the first move to the GPU.
 fn before_own_memory(incident: &Incident, lines: &[&Message]) -> Option<Early> {
     let first = lines.first()?;
-    if let Some(call) = CONTEXT_CALLS.iter().find(|c| first.text.contains(*c)) {
-        return Some(Early::Context(call));
+    if let Some(call) = incident
+        .known(CONTEXT_CALL)
+        .find(|(m, _)| m.span == first.span)
+        .and_then(|(_, h)| h.get("call"))
+    {
+        return Some(Early::Context(call.to_owned()));
     }
     let (_, x) = crate::rules::support::server::exception_at(incident, first.span)?;
     x.frames.iter().rev().take(INNERMOST).find_map(|fr| {
@@ -218,9 +217,15 @@ fn before_own_memory(incident: &Incident, lines: &[&Message]) -> Option<Early> {
         // Selecting the device or the first CUDA call creates the context.
         match name {
             "set_device" => {
-                return Some(Early::Context("cudaSetDevice, from torch.cuda.set_device"));
+                return Some(Early::Context(
+                    "cudaSetDevice, from torch.cuda.set_device".to_owned(),
+                ));
             }
-            "_lazy_init" => return Some(Early::Context("cuInit, from torch.cuda._lazy_init")),
+            "_lazy_init" => {
+                return Some(Early::Context(
+                    "cuInit, from torch.cuda._lazy_init".to_owned(),
+                ));
+            }
             _ => {}
         }
         (CONSTRUCTION_FRAMES.contains(&name) || name.starts_with("build_"))

@@ -3,7 +3,10 @@
 //! (`inference compute … total=… available=…`) with much less free than the
 //! card's total before it loaded anything, free memory that fell between
 //! start-up and the first load, or two loads' plans (`memory.available`)
-//! that saw different amounts free, the lower one cutting layers.
+//! that saw different amounts free, the lower one cutting layers; and the
+//! same start-up figures of TensorFlow and llama.cpp (`reported`).
+
+mod reported;
 
 use crate::correlate::Incident;
 use crate::model::Message;
@@ -37,6 +40,15 @@ memory well below the total at start-up, free memory that fell between
 start-up and the first load, or one load that found several GiB less free
 than another, is memory some other program held at that moment; Ollama
 then puts fewer layers on the GPU and runs the rest on the CPU.
+
+Other programs print the same figures before they load anything:
+TensorFlow's record of each GPU it finds (`Found device 0 with
+properties:` … `Total memory: 7.92GiB` / `Free memory: 190.31MiB`, or
+`totalMemory: 8.00GiB freeMemory: 6.57GiB` from 1.5) and llama.cpp's
+`using device CUDA0 (…) - 8720 MiB free`, whose total is in its memory
+breakdown (`| 11165 = 8702 + (…`) or nvidia-smi. Free memory more than
+1 GiB and a fifth of the device below its total there is memory other
+processes held; with an allocation that failed afterwards it is why.
 
 ## Why it happens
 Another program on the same GPU: a second server, a notebook or training
@@ -191,6 +203,7 @@ impl Rule for GpuMemoryTakenBeforeLoad {
         if let Some(f) = fell_before_load(&starts, &plans)
             .or_else(|| held_at_start(&starts, &plans))
             .or_else(|| loads_differ(&plans))
+            .or_else(|| reported::held_at_start(incident))
         {
             out.push(f);
         }

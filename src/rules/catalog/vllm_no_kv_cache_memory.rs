@@ -28,6 +28,12 @@ const SIZED_TO_NOTHING: &[&str] = &[
     "stacks-vllm.negative-kv-cache-memory",
 ];
 
+/// vLLM 0.6.4–0.6.5's memory profile: the GPU's total (`gib`) and what was
+/// in use on it when the profiling run began (`initial`): the weights, the
+/// CUDA context and every other process's memory, which the line cannot
+/// tell apart.
+const PROFILE: &str = "stacks-vllm.memory-profiling";
+
 /// The smallest KV cache worth a suggestion: a twentieth of the GPU.
 const KV_FLOOR: f64 = 0.05;
 /// vLLM needs a little room outside its budget (CUDA context, NCCL).
@@ -110,6 +116,17 @@ impl Rule for VllmNoKvCacheMemory {
         }
         if let Some((kv, span)) = mem.kv {
             f.evidence(span, format!("{kv:.2} GiB was left for the KV cache"));
+        }
+        if let Some((m, total, initial)) = incident
+            .known(PROFILE)
+            .filter(|(m, _)| m.span.source == first.span.source)
+            .find_map(|(m, h)| Some((m, h.get("gib")?, h.get("initial")?)))
+        {
+            f.evidence_once_marked(
+                m.span,
+                format!("{initial} GiB of the GPU's {total} GiB were in use when profiling began: this server's weights and whatever else holds the GPU"),
+                initial,
+            );
         }
         // What the memory profile above did not already cite.
         for id in SIZED_TO_NOTHING {
