@@ -423,9 +423,8 @@ fn symptoms(out: &mut String, report: &Report<'_>, st: &Style) {
         st.dim("(-v shows them in full)")
     );
     for f in listed {
-        let cite = f
-            .evidence
-            .first()
+        let first = f.evidence.first();
+        let cite = first
             .map(|e| format!("  {}", st.dim(&report.cite(e.span))))
             .unwrap_or_default();
         let _ = writeln!(
@@ -435,6 +434,17 @@ fn symptoms(out: &mut String, report: &Report<'_>, st: &Style) {
             st.severity(f.severity, f.severity.name()),
             clean(&f.title)
         );
+        // The line itself, whole as in the unrecognised errors: a death's
+        // last words, a figure or a code a reader searches the report for
+        // is on it (what the title says about it is a summary).
+        if let Some(e) = first {
+            let line = report.resolve(e.span);
+            let text = clean(&line.text);
+            let text = text.trim();
+            if !text.is_empty() {
+                let _ = writeln!(out, "      {}", st.dim(&fit(text, MAX_UNRECOGNISED_CHARS)));
+            }
+        }
     }
 }
 

@@ -49,7 +49,8 @@ fn verbose_adds_conditions_hypotheses_and_inputs() {
     for section in ["Confidence 0.", "[x] ", "Why", "Inputs", "[F2]", "[F3]"] {
         assert!(verbose.contains(section), "-v lacks {section}:\n{verbose}");
     }
-    // Without -v, the symptoms the root cause explains are one line each.
+    // Without -v, the symptoms the root cause explains are a line each,
+    // with the line each cites.
     assert!(
         out.text.contains("Symptoms explained by F1"),
         "{}",
@@ -197,4 +198,34 @@ fn the_html_page_is_self_contained() {
         linked += 1;
     }
     assert!(linked >= 10, "{linked} timeline links");
+}
+
+/// A symptom the root cause explains is listed with the line it cites, so
+/// what that line says stays in the report without -v: the runner's last
+/// words under the GGML_ASSERT finding that explains its death
+/// (fixtures/real-incoming/batch-e/708, ollama/ollama); the line is cut
+/// only past the unrecognised errors' length, never to the width.
+#[test]
+fn an_explained_symptom_keeps_the_line_it_cites() {
+    let mut sources = rootcause::source::SourceMap::default();
+    let input = crate::support::fixtures().join(
+        "real-incoming/batch-e/708-ollama-jetson-runner-sigabrt-cublas-execution-failed/input.log",
+    );
+    sources.add(rootcause::source::Source::new(
+        "paste",
+        &std::fs::read(&input).expect("fixture"),
+    ));
+    let out = crate::support::analyze(sources);
+    let symptoms = out
+        .text
+        .split("Symptoms explained by")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no symptom listed:\n{}", out.text));
+    assert!(
+        symptoms.contains(
+            "Error: llama runner process has terminated: signal: aborted (core dumped) CUDA error: CUBLAS_STATUS_EXECUTION_FAILED"
+        ),
+        "{}",
+        out.text
+    );
 }

@@ -182,10 +182,14 @@ struct Siblings {
     sum: u64,
 }
 
-/// A size for people: `86 MiB` under a GiB, `27.93 GiB` above.
+/// A size as PyTorch's allocator prints its own (`format_size` in
+/// c10/cuda/CUDACachingAllocator.cpp: two decimals, MiB up to a GiB, GiB
+/// above), so that a figure the error printed reads the same in the report
+/// (`14.75 MiB`, `20.00 MiB`, `27.93 GiB`) and a reader searching for it
+/// finds it.
 fn size(bytes: u64) -> String {
-    if bytes < GIB_BYTES {
-        format!("{:.0} MiB", bytes as f64 / (1024.0 * 1024.0))
+    if bytes <= GIB_BYTES {
+        format!("{:.2} MiB", bytes as f64 / (1024.0 * 1024.0))
     } else {
         format!("{:.2} GiB", gib(bytes))
     }

@@ -201,7 +201,9 @@ pub fn from_hit(incident: &Incident, f: &mut Finding, hit: &Hit<'_>, pids: bool)
         );
     }
     for name in ["gpu", "device"] {
-        f.entities.gpus.extend(hit.get(name).and_then(number));
+        if let Some(named) = hit.get(name) {
+            gpu_ref(incident, f, named);
+        }
     }
     f.entities.xid.extend(hit.get("xid").and_then(number));
     if let Some(unit) = hit.get("unit") {
@@ -214,6 +216,47 @@ pub fn from_hit(incident: &Incident, f: &mut Finding, hit: &Hit<'_>, pids: bool)
 /// a UUID) is no index.
 fn number(s: &str) -> Option<u32> {
     s.parse().ok()
+}
+
+/// The GPU a `gpu` or `device` capture names, however the line spells it:
+/// an index or CUDA ordinal (`3`, `cuda:1`, `CUDA:0`, `CUDA0`, `ROCm1`,
+/// `GPU0`, `GPU 2`, `gpu(0)`), which is the GPU's index as the line prints
+/// it; a UUID (`GPU-5b1e…`), which is the index of the GPU the captures
+/// list with it and nothing where none does; a PCI bus id, placed as a
+/// kernel line's is (`name_bus`). The one place that reads these
+/// spellings, so that a row captures the reference as printed.
+fn gpu_ref(incident: &Incident, f: &mut Finding, named: &str) {
+    let s = named.trim();
+    if s.len() > 4 && s[..4].eq_ignore_ascii_case("GPU-") {
+        let index = incident
+            .gpus
+            .iter()
+            .find(|g| g.uuid.as_deref().is_some_and(|u| u.eq_ignore_ascii_case(s)))
+            .map(|g| g.index);
+        f.entities.gpus.extend(index);
+        return;
+    }
+    if s.contains(':') && crate::model::BusId::parse(s).is_some() {
+        name_bus(incident, f, Some(s));
+        return;
+    }
+    f.entities.gpus.extend(ordinal(s));
+}
+
+/// The number of a GPU spelt as an ordinal: bare, or after `cuda:`,
+/// `cuda`, `rocm`, `gpu` (with a space or a colon) or in `gpu(N)`, case
+/// as printed.
+fn ordinal(s: &str) -> Option<u32> {
+    let lower = s.to_ascii_lowercase();
+    let inner = lower
+        .strip_prefix("gpu(")
+        .and_then(|l| l.strip_suffix(')'))
+        .unwrap_or(&lower);
+    let rest = ["cuda:", "cuda", "rocm", "gpu:", "gpu"]
+        .iter()
+        .find_map(|p| inner.strip_prefix(p))
+        .unwrap_or(inner);
+    number(rest.trim_start())
 }
 
 /// Whether `cited` holds `span`, or, for a line that is part of a block

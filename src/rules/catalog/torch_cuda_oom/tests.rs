@@ -147,3 +147,28 @@ fn another_process_s_share_is_judged_relative_to_a_small_card() {
     );
     assert_eq!(category, Category::CudaOom);
 }
+
+/// The figures the finding repeats read as PyTorch printed them, so that a
+/// reader searching the report for `14.75 MiB` finds it
+/// (fixtures/real-incoming/batch-g/743: a Kubernetes pod on a time-sliced
+/// T4); and the next paste's figures likewise, small and large.
+#[test]
+fn the_finding_shows_the_figures_as_pytorch_printed_them() {
+    let shown = |text: &str| {
+        let a = crate::testing::analyze_paste(text);
+        let report = a.report();
+        let f = report.root_cause().expect("a root cause");
+        format!("{}\n{}", f.headline, f.chain.join("\n"))
+    };
+    let t = shown(
+        "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 14.76 GiB total capacity; 4.37 GiB already allocated; 14.75 MiB free; 4.43 GiB reserved in total by PyTorch)",
+    );
+    for figure in ["14.75 MiB free", "20.00 MiB", "14.76 GiB", "4.43 GiB"] {
+        assert!(t.contains(figure), "{figure} not in:\n{t}");
+    }
+    assert!(!t.contains(" 15 MiB"), "{t}");
+    let t = shown(SMALL_CARD);
+    for figure in ["23.00 MiB free", "338.00 MiB", "3.95 GiB"] {
+        assert!(t.contains(figure), "{figure} not in:\n{t}");
+    }
+}

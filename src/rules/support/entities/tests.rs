@@ -356,3 +356,101 @@ fn a_bus_the_rule_named_is_not_named_twice() {
         ["0000:04:01.0"]
     );
 }
+
+/// A GPU a cited line names as the program spells it is the GPU's index:
+/// vLLM's `cuda:1` (fixtures/real/702, noonghunna/club-3090#535), the
+/// driver's `GPU0` in front of an NVRM check
+/// (NVIDIA/open-gpu-kernel-modules#1045), TensorFlow's `CUDA device
+/// ordinal 0` (tensorflow/tensorflow#30594), Gaudi's `hl: 6`
+/// (HabanaAI/vllm-fork#2134); and the next paste's other device, wrapped
+/// or whole.
+#[test]
+fn a_gpu_named_as_the_program_spells_it_is_its_index() {
+    let gpus = |text: &str| {
+        let a = analysis(text);
+        let f = cite(&a, Category::Unknown, &[1]);
+        f.entities.gpus.iter().copied().collect::<Vec<_>>()
+    };
+    assert_eq!(
+        gpus(
+            "ValueError: Free memory on device cuda:1 (22.06/23.56 GiB) on startup is less than\n"
+        ),
+        [1]
+    );
+    assert_eq!(
+        gpus(
+            "ValueError: Free memory on device cuda:3 (8.88/121.69 GiB) on startup is less than desired GPU memory utilization (0.9, 109.52 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.\n"
+        ),
+        [3]
+    );
+    // The older wording names no device: no GPU.
+    assert!(gpus("ValueError: Free memory on device (0.49/79.32 GiB) on startup is less than desired GPU memory utilization (0.6, 47.59 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.\n").is_empty());
+    assert_eq!(
+        gpus(
+            "Jun 12 16:31:50 fedora-box kernel: NVRM: GPU0 nvCheckOkFailedNoLog: Check failed: Reset required [NV_ERR_RESET_REQUIRED] (0x00000062) returned from _gpushareddataSendDataPollRpc(pGpu, polle>\n"
+        ),
+        [0]
+    );
+    assert!(gpus(" [Sun Jan 11 09:52:01 2026] NVRM: nvAssertOkFailedNoLog: Assertion failed: Reset required [NV_ERR_RESET_REQUIRED] (0x00000062) returned from status @ kernel_channel.c:2874 \n").is_empty());
+    assert_eq!(
+        gpus(
+            "2019-07-11 12:42:11.226602: W tensorflow/compiler/xla/service/platform_util.cc:240] unable to create StreamExecutor for CUDA:0: failed initializing StreamExecutor for CUDA device ordinal 0: Internal: failed call to cuDevicePrimaryCtxRetain: CUDA_ERROR_OUT_OF_MEMORY: out of memory; total memory reported: 11523260416\n"
+        ),
+        [0]
+    );
+    assert_eq!(
+        gpus(
+            "F tensorflow/stream_executor/lib/statusor.cc:34] Attempting to fetch value instead of handling error Internal: failed initializing StreamExecutor for CUDA device ordinal 2: Internal: failed call to cuDevicePrimaryCtxRetain: CUDA_ERROR_ECC_UNCORRECTABLE: uncorrectable ECC error encountered\n"
+        ),
+        [2]
+    );
+    assert_eq!(
+        gpus(
+            "Synapse detected a device critical error that requires a restart. Killing process in 5 seconds (hl: 6) 10:29:11 [No progress error]\n"
+        ),
+        [6]
+    );
+}
+
+/// The spellings one capture may hold, each read the one way: an ordinal
+/// after its prefix, a UUID through the GPUs the captures list, a bus id
+/// as a kernel line's; a word that is none of them names nothing.
+#[test]
+fn a_gpu_reference_reads_every_spelling_and_nothing_else() {
+    for (s, want) in [
+        ("3", Some(3)),
+        ("cuda:1", Some(1)),
+        ("CUDA:0", Some(0)),
+        ("CUDA0", Some(0)),
+        ("ROCm1", Some(1)),
+        ("GPU0", Some(0)),
+        ("GPU 2", Some(2)),
+        ("gpu(0)", Some(0)),
+        ("nvidia0", None),
+        ("cpu", None),
+        ("cuda:", None),
+    ] {
+        assert_eq!(ordinal(s), want, "{s}");
+    }
+    let a = analysis(
+        "index, uuid, name, memory.used [MiB], memory.total [MiB]\n\
+         3, GPU-bb3cdc90-8130-ed6c-9db3-d58a6f1c1ee5, NVIDIA H100 80GB HBM3, 61392 MiB, 81559 MiB\n",
+    );
+    let mut f = Finding::new("test", Category::Unknown, Severity::Error);
+    gpu_ref(
+        &a.incident,
+        &mut f,
+        "GPU-bb3cdc90-8130-ed6c-9db3-d58a6f1c1ee5",
+    );
+    assert_eq!(f.entities.gpus.iter().copied().collect::<Vec<_>>(), [3]);
+    let mut f = Finding::new("test", Category::Unknown, Severity::Error);
+    gpu_ref(
+        &a.incident,
+        &mut f,
+        "GPU-00000000-8130-ed6c-9db3-d58a6f1c1ee5",
+    );
+    assert!(f.entities.gpus.is_empty() && f.entities.gpu_bus_ids.is_empty());
+    gpu_ref(&a.incident, &mut f, "0000:3b:00.0");
+    assert!(f.entities.gpus.is_empty());
+    assert_eq!(f.entities.gpu_bus_ids.len(), 1, "{:?}", f.entities);
+}
