@@ -148,23 +148,7 @@ pub fn window(before: &str, key: &str, after: &str, width: usize) -> Window {
         text.push('…');
         return Window { text, mark: None };
     }
-    // Show as much of the line as fits with the key in view: its start
-    // when the key is near it, else its end when the key is near that,
-    // else the key with some context on its left.
-    let total = nb + nk + na;
-    let skip = if nb + nk < width {
-        0
-    } else {
-        let to_end = total - (width - 1);
-        let context = LEFT_CONTEXT
-            .min(width / 3)
-            .min((width - 2).saturating_sub(nk));
-        if to_end <= nb {
-            to_end
-        } else {
-            nb.saturating_sub(context)
-        }
-    };
+    let skip = skip_for(nb, nk, nb + nk + na, width);
     let mut chars: Vec<char> = Vec::with_capacity(width + 1);
     if skip > 0 {
         chars.push('…');
@@ -184,6 +168,67 @@ pub fn window(before: &str, key: &str, after: &str, width: usize) -> Window {
         text: chars.into_iter().collect(),
         mark: (shown > 0).then_some((col, shown)),
     }
+}
+
+/// How many characters to drop on the left so that the `nk` characters
+/// after the first `nb` stay in view: none when they are near the start,
+/// else the line's end when they are near that, else the span with some
+/// context on its left.
+fn skip_for(nb: usize, nk: usize, total: usize, width: usize) -> usize {
+    if nb + nk < width {
+        return 0;
+    }
+    let to_end = total - (width - 1);
+    let context = LEFT_CONTEXT
+        .min(width / 3)
+        .min((width - 2).saturating_sub(nk));
+    if to_end <= nb {
+        to_end
+    } else {
+        nb.saturating_sub(context)
+    }
+}
+
+/// A long line with no key value, cut to `width` so that the part a
+/// catalog row recognised (`message`, after the line's own `prefix`:
+/// timestamp, host, unit) is in view from its start, as much of it as fits.
+pub fn window_on(prefix: &str, message: &str, width: usize) -> Window {
+    let width = width.max(20);
+    let (np, nm) = (prefix.chars().count(), message.chars().count());
+    if np + nm <= width {
+        return Window {
+            text: format!("{prefix}{message}"),
+            mark: None,
+        };
+    }
+    let skip = skip_for(np, nm.min(width - 2), np + nm, width);
+    let mut chars: Vec<char> = Vec::with_capacity(width + 1);
+    if skip > 0 {
+        chars.push('…');
+    }
+    chars.extend(prefix.chars().skip(skip));
+    chars.extend(message.chars());
+    if chars.len() > width {
+        chars.truncate(width - 1);
+        chars.push('…');
+    }
+    Window {
+        text: chars.into_iter().collect(),
+        mark: None,
+    }
+}
+
+/// Where, in bytes, the first part of `line` that a catalog row recognises
+/// starts (0 when none does): the message inside a journal or container
+/// line, past its timestamp and host.
+pub fn recognised_at(line: &str) -> usize {
+    crate::catalogs::catalogs()
+        .hits(line)
+        .iter()
+        .filter(|h| !h.matched.is_empty())
+        .filter_map(|h| line.find(h.matched.as_str()))
+        .min()
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -272,6 +317,29 @@ mod tests {
                 "{line} / {note} / {needle:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_line_with_no_key_is_shown_from_the_message_a_catalog_row_knows() {
+        // systemd's start-limit line behind a journal prefix (the sample of
+        // catalogs/systemd.toml's row), with a longer host and unit name.
+        let line = "2026-12-05T10:00:00.123456+00:00 gpu-node-17.cluster.internal systemd[1]: \
+                    sglang-router-blue.service: Start request repeated too quickly.";
+        let at = recognised_at(line);
+        assert!(at > 0 && line[..at].contains("systemd[1]"), "{at}");
+        let w = window_on(&line[..at], &line[at..], 70);
+        assert_eq!(w.text.chars().count(), 70, "{}", w.text);
+        assert!(w.text.starts_with('…'), "{}", w.text);
+        assert!(
+            w.text.contains("Start request repeated too quickly."),
+            "{}",
+            w.text
+        );
+        assert_eq!(w.mark, None);
+        // A line no row knows keeps its start; one that fits is whole.
+        assert_eq!(recognised_at("nothing a catalog row knows here"), 0);
+        let w = window_on("short: ", "message", 70);
+        assert_eq!(w.text, "short: message");
     }
 
     #[test]

@@ -32,6 +32,10 @@ pub struct MarkedLine {
     pub before: String,
     pub key: String,
     pub after: String,
+    /// With no key value: where, in characters into `before`, the part of
+    /// the line a catalog row recognised starts (0 when none did). A narrow
+    /// view starts near it rather than at the line's timestamp and host.
+    pub focus: usize,
 }
 
 impl MarkedLine {
@@ -144,6 +148,12 @@ impl<'a> Report<'a> {
             Some(r) => (&raw[..r.start], &raw[r.clone()], &raw[r.end..]),
             None => (raw, "", ""),
         };
+        // A byte offset into `raw`, turned into columns once printable.
+        let focus_at = if key.is_empty() {
+            excerpt::recognised_at(raw)
+        } else {
+            0
+        };
         // Keep the key in view when the line is long: a little before it,
         // the rest of the budget after it.
         let budget = MAX_LINE_CHARS;
@@ -162,12 +172,19 @@ impl<'a> Report<'a> {
             None => after.to_owned(),
         };
         let printable = |t: &str| clean(&t.replace('\t', "    ")).into_owned();
+        // A line cut on its left (over MAX_LINE_CHARS) is shown from the cut.
+        let focus = if nb > room_before {
+            0
+        } else {
+            printable(&raw[..focus_at]).chars().count()
+        };
         MarkedLine {
             input: self.sources.name(e.span).to_owned(),
             line: e.span.line,
             before: printable(&before),
             key: printable(key),
             after: printable(&after),
+            focus,
         }
     }
 

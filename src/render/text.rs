@@ -322,7 +322,17 @@ fn evidence(out: &mut String, report: &Report<'_>, f: &Finding, st: &Style, widt
             clean(&m.input),
             m.line
         );
-        let w = excerpt::window(&m.before, &m.key, &m.after, avail);
+        let w = if m.key.is_empty() && m.focus > 0 {
+            let at = m
+                .before
+                .char_indices()
+                .nth(m.focus)
+                .map_or(m.before.len(), |(i, _)| i);
+            let message = format!("{}{}", &m.before[at..], m.after);
+            excerpt::window_on(&m.before[..at], &message, avail)
+        } else {
+            excerpt::window(&m.before, &m.key, &m.after, avail)
+        };
         let text = match w.mark {
             Some((col, len)) => {
                 let chars: Vec<char> = w.text.chars().collect();
