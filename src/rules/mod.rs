@@ -67,11 +67,18 @@ pub trait Rule: Sync {
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>);
 }
 
-/// Each rule's findings, in the catalog's order. The rules are independent
-/// (a rule sees the incident, never another's findings), so on two cores
-/// every other rule runs on a second thread: at the end of a big input the
-/// catalog is the longest step left, and it runs alone.
-fn check_all(incident: &Incident, rules: &[&dyn Rule]) -> Vec<Vec<Finding>> {
+/// Each rule's findings, in the catalog's order, and the unknown errors'
+/// candidates ([`unknown::candidates`]). The rules are independent (a rule
+/// sees the incident, never another's findings), and so are the
+/// candidates, so on two cores two threads take them in turn, each the
+/// next job when it is free: the candidates first, then the rules in
+/// order (at the end of a big input a few rules over every kept line,
+/// `known-message` the longest, are most of the work, and a fixed split
+/// left one thread waiting for the other).
+fn check_all(
+    incident: &Incident,
+    rules: &[&dyn Rule],
+) -> (Vec<Vec<Finding>>, Vec<unknown::Candidate>) {
     let check = |rule: &&dyn Rule| {
         let mut out = Vec::new();
         rule.check(incident, &mut out);
@@ -79,27 +86,39 @@ fn check_all(incident: &Incident, rules: &[&dyn Rule]) -> Vec<Vec<Finding>> {
     };
     let two = rules.len() > 1 && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
     if !two {
-        return rules.iter().map(check).collect();
+        return (
+            rules.iter().map(check).collect(),
+            unknown::candidates(incident),
+        );
     }
-    let (odd, even) = std::thread::scope(|scope| {
-        let odd = scope.spawn(|| {
-            rules
-                .iter()
-                .skip(1)
-                .step_by(2)
-                .map(check)
-                .collect::<Vec<_>>()
-        });
-        let even: Vec<_> = rules.iter().step_by(2).map(check).collect();
-        let odd = odd
+    // Job 0 is the candidates, job `i` the rule `i - 1`.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        let mut candidates = None;
+        loop {
+            match next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) {
+                0 => candidates = Some(unknown::candidates(incident)),
+                job if job <= rules.len() => done.push((job - 1, check(&rules[job - 1]))),
+                _ => break,
+            }
+        }
+        (done, candidates)
+    };
+    let ((mut done, mine), (theirs, other)) = std::thread::scope(|scope| {
+        let other = scope.spawn(work);
+        let mine = work();
+        let other = other
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (odd, even)
+        (mine, other)
     });
-    let (mut odd, mut even) = (odd.into_iter(), even.into_iter());
-    (0..rules.len())
-        .map(|i| if i % 2 == 0 { even.next() } else { odd.next() }.unwrap_or_default())
-        .collect()
+    done.extend(theirs);
+    done.sort_by_key(|(i, _)| *i);
+    (
+        done.into_iter().map(|(_, findings)| findings).collect(),
+        mine.or(other).unwrap_or_default(),
+    )
 }
 
 /// The diagnosis of one incident.
@@ -235,7 +254,8 @@ pub fn anchors(rules: &[&dyn Rule]) -> Anchors {
 /// Runs every rule and ranks the findings. Deterministic: the same incident
 /// gives the same findings, in the same order, with the same ids.
 pub fn diagnose(incident: &Incident, rules: &[&dyn Rule]) -> Diagnosis {
-    let mut findings: Vec<Finding> = check_all(incident, rules).into_iter().flatten().collect();
+    let (by_rule, candidates) = check_all(incident, rules);
+    let mut findings: Vec<Finding> = by_rule.into_iter().flatten().collect();
     drop_restated(&mut findings);
     fold_deaths(&mut findings);
     drop_context(&mut findings);
@@ -247,7 +267,7 @@ pub fn diagnose(incident: &Incident, rules: &[&dyn Rule]) -> Diagnosis {
         f.refused.retain(|r| seen.insert(r.clone()));
     }
     let (findings, root_cause) = rank::rank(rank::merge_duplicates(findings));
-    let unknown_errors = unknown::group(incident, &findings);
+    let unknown_errors = unknown::group_candidates(incident, &findings, candidates);
     Diagnosis {
         findings,
         root_cause,
@@ -275,6 +295,74 @@ mod tests {
     fn rules_left(mut findings: Vec<Finding>) -> Vec<&'static str> {
         drop_restated(&mut findings);
         findings.iter().map(|f| f.rule).collect()
+    }
+
+    /// A rule of the test below: `n` findings when `n` is odd, each
+    /// citing the lines whose text holds `n`'s digits; the slow ones wait
+    /// first, so that the threads take the jobs out of step.
+    struct Toy(u32);
+
+    static TOY: RuleMeta = RuleMeta {
+        id: "toy",
+        category: Category::Unknown,
+        severity: Severity::Info,
+        summary: "a rule of a test",
+        anchors: &[],
+        doc: "",
+    };
+
+    impl Rule for Toy {
+        fn meta(&self) -> &RuleMeta {
+            &TOY
+        }
+        fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
+            if self.0 % 4 == 1 {
+                std::thread::sleep(std::time::Duration::from_millis(u64::from(self.0 % 7)));
+            }
+            for i in 0..self.0 % 2 * self.0 {
+                let mut f = Finding::new("toy", Category::Unknown, Severity::Info);
+                f.title = format!("{} {i}", self.0);
+                for m in &incident.facts.messages {
+                    if m.text.contains(&self.0.to_string()) {
+                        f.evidence(m.span, "cited");
+                    }
+                }
+                out.push(f);
+            }
+        }
+    }
+
+    #[test]
+    fn the_threads_check_as_one_thread_does() {
+        let mut facts = crate::model::Facts::default();
+        for line in 1..400u32 {
+            facts.messages.push(crate::model::Message {
+                span: Span {
+                    source: SourceId(0),
+                    line,
+                },
+                text: format!("RuntimeError: failed {} at {line}", line * 7),
+                pid: None,
+            });
+        }
+        let incident = crate::correlate::correlate(facts);
+        let toys: Vec<Toy> = (0..41).map(Toy).collect();
+        let rules: Vec<&dyn Rule> = toys.iter().map(|t| t as &dyn Rule).collect();
+        let one: Vec<Vec<Finding>> = rules
+            .iter()
+            .map(|r| {
+                let mut out = Vec::new();
+                r.check(&incident, &mut out);
+                out
+            })
+            .collect();
+        let alone = unknown::group(&incident, &[]);
+        assert_eq!(alone.len(), 1);
+        for _ in 0..3 {
+            let (by_rule, candidates) = check_all(&incident, &rules);
+            assert_eq!(by_rule, one);
+            assert_eq!(unknown::group_candidates(&incident, &[], candidates), alone);
+        }
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! into stable templates so that a new failure is visible even before a rule
 //! exists for it.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
 
@@ -39,42 +40,65 @@ pub static ERRORISH: LazyLock<Regex> = LazyLock::new(|| {
     .expect("errorish regex")
 });
 
-/// Variable parts masked out of a template, most specific first.
+/// Variable parts masked out of a template, most specific first: each
+/// pattern and what it becomes.
+const MASK_PATTERNS: [(&str, &str); 6] = [
+    (r"GPU-[0-9a-fA-F-]{36}", "<uuid>"),
+    (
+        r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
+        "<uuid>",
+    ),
+    (r"\b0x[0-9a-fA-F]+\b", "<hex>"),
+    (r"\b[0-9]{1,3}(?:\.[0-9]{1,3}){3}(?::[0-9]+)?\b", "<ip>"),
+    (r#"(?:[A-Za-z]:)?(?:/[^\s/:'",()\[\]]+)+/?"#, "<path>"),
+    (r"\b[0-9]+(?:\.[0-9]+)?\b", "<n>"),
+];
+
+/// [`MASK_PATTERNS`], compiled.
 static MASKS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
-    [
-        (r"GPU-[0-9a-fA-F-]{36}", "<uuid>"),
-        (
-            r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
-            "<uuid>",
-        ),
-        (r"\b0x[0-9a-fA-F]+\b", "<hex>"),
-        (r"\b[0-9]{1,3}(?:\.[0-9]{1,3}){3}(?::[0-9]+)?\b", "<ip>"),
-        (r#"(?:[A-Za-z]:)?(?:/[^\s/:'",()\[\]]+)+/?"#, "<path>"),
-        (r"\b[0-9]+(?:\.[0-9]+)?\b", "<n>"),
-    ]
-    .into_iter()
-    .map(|(p, r)| (Regex::new(p).expect("mask regex"), r))
-    .collect()
+    MASK_PATTERNS
+        .into_iter()
+        .map(|(p, r)| (Regex::new(p).expect("mask regex"), r))
+        .collect()
 });
 
 /// The wrappers other tools put around a message (journal, SGLang, vLLM,
-/// dmesg), so that one message in two captures has one template.
-static PREFIXES: LazyLock<Vec<Regex>> = LazyLock::new(|| {
-    [
-        r"^[0-9]{4}-[0-9][0-9]-[0-9][0-9]T\S+ \S+ [^:\s]+(?:\[[0-9]+\])?: ",
-        r"^[A-Z][a-z]{2} [ 0-3][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\.[0-9]+)? \S+ [^:\s]+(?:\[[0-9]+\])?: ",
-        r"^\[[0-9]{4}-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9][^\]]*\] ",
-        r"^(?:\([^)]*pid=[0-9]+\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9] \[?[^\]\s]+\] ",
-        r"^\[\s*[0-9]+\.[0-9]+\] ",
-    ]
-    .into_iter()
-    .map(|p| Regex::new(p).expect("prefix regex"))
-    .collect()
+/// dmesg), so that one message in two captures has one template; the
+/// first in this order that a line starts with is stripped.
+const PREFIX_PATTERNS: [&str; 5] = [
+    r"^[0-9]{4}-[0-9][0-9]-[0-9][0-9]T\S+ \S+ [^:\s]+(?:\[[0-9]+\])?: ",
+    r"^[A-Z][a-z]{2} [ 0-3][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\.[0-9]+)? \S+ [^:\s]+(?:\[[0-9]+\])?: ",
+    r"^\[[0-9]{4}-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9][^\]]*\] ",
+    r"^(?:\([^)]*pid=[0-9]+\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9] \[?[^\]\s]+\] ",
+    r"^\[\s*[0-9]+\.[0-9]+\] ",
+];
+
+/// [`PREFIX_PATTERNS`] as one alternation, one search a line instead of
+/// five: all are anchored at the start, and the regex crate's
+/// leftmost-first alternation takes the first alternative that matches,
+/// with the match that alternative alone would make.
+static PREFIX: LazyLock<Regex> = LazyLock::new(|| {
+    let union: Vec<String> = PREFIX_PATTERNS.iter().map(|p| format!("(?:{p})")).collect();
+    Regex::new(&union.join("|")).expect("prefix regex")
 });
 
 /// A long run of hex digits with at least one letter: an id, not a number.
-static HEX_RUN: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\b[0-9a-f]{12,}\b").expect("hex regex"));
+const HEX_RUN_PATTERN: &str = r"\b[0-9a-f]{12,}\b";
+static HEX_RUN: LazyLock<Regex> = LazyLock::new(|| Regex::new(HEX_RUN_PATTERN).expect("hex regex"));
+
+/// Whether [`HEX_RUN`] or any of [`MASKS`] matches somewhere: their union,
+/// one search. Most lines a big input keeps hold something to mask (a
+/// time, a PID), but a message that holds none (an error line repeated
+/// with a name in words) then costs one pass instead of seven, and no copy
+/// per mask. A line none of them matches is its own template (each
+/// replacement would leave it as it is).
+static MASKABLE: LazyLock<Regex> = LazyLock::new(|| {
+    let union: Vec<String> = std::iter::once(HEX_RUN_PATTERN)
+        .chain(MASK_PATTERNS.iter().map(|(p, _)| *p))
+        .map(|p| format!("(?:{p})"))
+        .collect();
+    Regex::new(&union.join("|")).expect("maskable regex")
+});
 
 /// A group of unrecognised error lines sharing a template.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,7 +111,53 @@ pub struct UnknownError {
     pub first: Span,
 }
 
+/// An error-looking message that is no traceback frame: what [`group`]
+/// groups unless a finding explains it. Which message (its index in the
+/// incident's messages), its template and the template's fingerprint.
+pub struct Candidate {
+    message: usize,
+    template: String,
+    fingerprint: String,
+}
+
+/// Every message [`group`] would group were none explained, in input
+/// order: its template is most of the work, and depends on no finding, so
+/// it is worked out beside the rules (`rules::check_all`).
+pub fn candidates(incident: &Incident) -> Vec<Candidate> {
+    incident
+        .facts
+        .messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| ERRORISH.is_match(&m.text))
+        .filter_map(|(message, m)| {
+            // The message under its wrappers, stripped once for both questions.
+            let body = strip_prefixes(&m.text);
+            if is_frame_body(body) {
+                return None;
+            }
+            let template = masked(body);
+            let fingerprint = fnv1a(&template);
+            Some(Candidate {
+                message,
+                template,
+                fingerprint,
+            })
+        })
+        .collect()
+}
+
+/// The error-looking lines no finding explains, grouped by template.
 pub fn group(incident: &Incident, findings: &[Finding]) -> Vec<UnknownError> {
+    group_candidates(incident, findings, candidates(incident))
+}
+
+/// [`group`], of the [`candidates`] worked out already.
+pub fn group_candidates(
+    incident: &Incident,
+    findings: &[Finding],
+    candidates: Vec<Candidate>,
+) -> Vec<UnknownError> {
     let cited: BTreeSet<Span> = findings
         .iter()
         .flat_map(|f| f.evidence.iter().map(|e| e.span))
@@ -102,26 +172,22 @@ pub fn group(incident: &Incident, findings: &[Finding]) -> Vec<UnknownError> {
         .map(|m| template(&m.text))
         .collect();
     let mut groups: BTreeMap<String, UnknownError> = BTreeMap::new();
-    for m in &incident.facts.messages {
-        if cited.contains(&m.span) || !ERRORISH.is_match(&m.text) || is_traceback_frame(&m.text) {
+    for c in candidates {
+        let span = incident.facts.messages[c.message].span;
+        if cited.contains(&span) || explained.contains(&c.template) {
             continue;
         }
-        let template = template(&m.text);
-        if explained.contains(&template) {
-            continue;
-        }
-        let fingerprint = fnv1a(&template);
         groups
-            .entry(fingerprint.clone())
+            .entry(c.fingerprint.clone())
             .and_modify(|g| {
                 g.count += 1;
-                g.first = g.first.min(m.span);
+                g.first = g.first.min(span);
             })
             .or_insert(UnknownError {
-                fingerprint,
-                template,
+                fingerprint: c.fingerprint,
+                template: c.template,
                 count: 1,
-                first: m.span,
+                first: span,
             });
     }
     let mut out: Vec<UnknownError> = groups.into_values().collect();
@@ -131,8 +197,8 @@ pub fn group(incident: &Incident, findings: &[Finding]) -> Vec<UnknownError> {
 
 /// The frames of a traceback printed at ERROR level (vLLM prefixes every
 /// line) are not errors of their own: the exception line at their end is.
-fn is_traceback_frame(line: &str) -> bool {
-    let body = strip_prefixes(line);
+/// `body` is the line with its wrappers stripped ([`strip_prefixes`]).
+fn is_frame_body(body: &str) -> bool {
     // PyTorch's standard advice under every CUDA error.
     const BOILERPLATE: [&str; 3] = [
         "CUDA kernel errors might be asynchronously reported",
@@ -150,7 +216,7 @@ fn is_traceback_frame(line: &str) -> bool {
 
 fn strip_prefixes(line: &str) -> &str {
     let mut text = line.trim_end();
-    while let Some(m) = PREFIXES.iter().find_map(|re| re.find(text)) {
+    while let Some(m) = PREFIX.find(text) {
         text = &text[m.end()..];
     }
     text
@@ -159,7 +225,15 @@ fn strip_prefixes(line: &str) -> &str {
 /// The line with its variable parts masked: timestamps, PIDs, sizes, paths,
 /// addresses and ids all become placeholders.
 pub fn template(line: &str) -> String {
-    let text = strip_prefixes(line).trim();
+    masked(strip_prefixes(line))
+}
+
+/// [`template`] of a line whose wrappers are stripped already.
+fn masked(body: &str) -> String {
+    let text = body.trim();
+    if !MASKABLE.is_match(text) {
+        return text.to_owned();
+    }
     let mut text = HEX_RUN
         .replace_all(text, |c: &regex::Captures<'_>| {
             if c[0].bytes().any(|b| b.is_ascii_alphabetic()) {
@@ -170,7 +244,10 @@ pub fn template(line: &str) -> String {
         })
         .into_owned();
     for (re, with) in MASKS.iter() {
-        text = re.replace_all(&text, *with).into_owned();
+        // A mask that matches nothing leaves the text as it is: no copy.
+        if let Cow::Owned(masked) = re.replace_all(&text, *with) {
+            text = masked;
+        }
     }
     text
 }
@@ -209,6 +286,198 @@ mod tests {
             a.contains("OSError: [Errno <n>] No space left on device"),
             "{a}"
         );
+    }
+
+    /// The prefixes stripped as they were first: each pattern tried in
+    /// turn. The oracle of [`PREFIX`].
+    fn strip_each_prefix(line: &str) -> &str {
+        static PREFIXES: LazyLock<Vec<Regex>> = LazyLock::new(|| {
+            PREFIX_PATTERNS
+                .iter()
+                .map(|p| Regex::new(p).expect("prefix regex"))
+                .collect()
+        });
+        let mut text = line.trim_end();
+        while let Some(m) = PREFIXES.iter().find_map(|re| re.find(text)) {
+            text = &text[m.end()..];
+        }
+        text
+    }
+
+    /// The template as it was written first: every prefix tried in turn,
+    /// every mask run on every line, each replacement copied. The oracle
+    /// of [`masked`]'s gate and of [`PREFIX`].
+    fn template_by_every_mask(line: &str) -> String {
+        let text = strip_each_prefix(line).trim();
+        let mut text = HEX_RUN
+            .replace_all(text, |c: &regex::Captures<'_>| {
+                if c[0].bytes().any(|b| b.is_ascii_alphabetic()) {
+                    "<hex>".to_owned()
+                } else {
+                    c[0].to_owned()
+                }
+            })
+            .into_owned();
+        for (re, with) in MASKS.iter() {
+            text = re.replace_all(&text, *with).into_owned();
+        }
+        text
+    }
+
+    /// Every line of every fixture, cleaned as the sources clean them.
+    fn fixture_lines() -> Vec<String> {
+        let mut lines = Vec::new();
+        let mut dirs = vec![
+            std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("fixtures"),
+        ];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).expect("fixtures").flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if let Ok(bytes) = std::fs::read(&path) {
+                    let text = String::from_utf8_lossy(&bytes).into_owned();
+                    lines.extend(
+                        text.lines()
+                            .map(|l| crate::source::clean_line(l).into_owned()),
+                    );
+                }
+            }
+        }
+        lines
+    }
+
+    #[test]
+    fn one_prefix_search_and_the_maskable_gate_make_the_template_each_pattern_makes() {
+        let mut lines = fixture_lines();
+        // What each mask alone takes, with nothing else to mask, and lines
+        // with nothing to mask at all.
+        lines.extend(
+            [
+                "RuntimeError: CUDA error: an illegal memory access was encountered in kernel qwhzkdpbmxra",
+                "failed on GPU-abcdefab-cdef-abcd-efab-cdefabcdefab now",
+                "request abcdefab-cdef-abcd-efab-cdefabcdefab failed",
+                "kernel deadbeefcafe faulted",
+                "kernel deadbeefcafz faulted",
+                "bad address 0xdeadbeef",
+                "cannot reach 10.0.0.1:29500",
+                "cannot open /models/llama: no such file",
+                "exit code 137",
+                "  ERROR: indented, nothing to mask  ",
+                "Ünïcödé wörds, nothing to mask",
+                "Ünïcödé wörds, 42 to mask",
+            ]
+            .map(str::to_owned),
+        );
+        let (mut plain, mut stripped) = (0, 0);
+        for line in &lines {
+            let body = strip_prefixes(line);
+            assert_eq!(body, strip_each_prefix(line), "{line:?}");
+            assert_eq!(template(line), template_by_every_mask(line), "{line:?}");
+            plain += usize::from(!MASKABLE.is_match(body.trim()));
+            stripped += usize::from(body.len() < line.trim_end().len());
+        }
+        // Every prefix is met, and many lines have none.
+        for p in PREFIX_PATTERNS {
+            let re = Regex::new(p).expect("prefix regex");
+            assert!(
+                lines.iter().any(|l| re.is_match(l)),
+                "no line starts with {p}"
+            );
+        }
+        assert!(
+            stripped > 1000 && stripped + 1000 < lines.len(),
+            "{stripped} of {}",
+            lines.len()
+        );
+        // The gate is taken by lines with nothing to mask, and not by all.
+        assert!(
+            plain > 1000 && plain + 1000 < lines.len(),
+            "{plain} of {}",
+            lines.len()
+        );
+    }
+
+    /// [`group`] as it was first written, one message at a time: the
+    /// oracle of the candidates worked out beside the rules.
+    fn group_one_by_one(incident: &Incident, findings: &[Finding]) -> Vec<UnknownError> {
+        let cited: BTreeSet<Span> = findings
+            .iter()
+            .flat_map(|f| f.evidence.iter().map(|e| e.span))
+            .collect();
+        let explained: BTreeSet<String> = incident
+            .facts
+            .messages
+            .iter()
+            .filter(|m| cited.contains(&m.span))
+            .map(|m| template_by_every_mask(&m.text))
+            .collect();
+        let mut groups: BTreeMap<String, UnknownError> = BTreeMap::new();
+        for m in &incident.facts.messages {
+            if cited.contains(&m.span)
+                || !ERRORISH.is_match(&m.text)
+                || is_frame_body(strip_each_prefix(&m.text))
+            {
+                continue;
+            }
+            let template = template_by_every_mask(&m.text);
+            if explained.contains(&template) {
+                continue;
+            }
+            let fingerprint = fnv1a(&template);
+            groups
+                .entry(fingerprint.clone())
+                .and_modify(|g| {
+                    g.count += 1;
+                    g.first = g.first.min(m.span);
+                })
+                .or_insert(UnknownError {
+                    fingerprint,
+                    template,
+                    count: 1,
+                    first: m.span,
+                });
+        }
+        let mut out: Vec<UnknownError> = groups.into_values().collect();
+        out.sort_by(|a, b| b.count.cmp(&a.count).then(a.first.cmp(&b.first)));
+        out
+    }
+
+    #[test]
+    fn the_candidates_group_as_each_message_did() {
+        use crate::model::{Facts, Message};
+        use crate::rules::{Category, Severity};
+        use crate::source::SourceId;
+        let mut facts = Facts::default();
+        for (i, text) in fixture_lines().into_iter().enumerate() {
+            let span = Span {
+                source: SourceId(0),
+                line: i as u32 + 1,
+            };
+            facts.messages.push(Message {
+                span,
+                text,
+                pid: None,
+            });
+        }
+        let incident = crate::correlate::correlate(facts);
+        // Findings citing every seventh error line: those, and the lines
+        // of their templates, are explained.
+        let mut finding = Finding::new("test", Category::Unknown, Severity::Error);
+        for m in incident
+            .facts
+            .messages
+            .iter()
+            .filter(|m| ERRORISH.is_match(&m.text))
+            .step_by(7)
+        {
+            finding.evidence(m.span, "cited");
+        }
+        for findings in [Vec::new(), vec![finding]] {
+            let grouped = group(&incident, &findings);
+            assert!(grouped.len() > 100, "{}", grouped.len());
+            assert_eq!(grouped, group_one_by_one(&incident, &findings));
+        }
     }
 
     #[test]

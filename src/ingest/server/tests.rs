@@ -1787,3 +1787,76 @@ Illegal instruction (core dumped)
         .and_then(|e| e.rank);
     assert_eq!(rank.and_then(|r| r.global), Some(7));
 }
+
+/// The exception line read by hand is the regex's reading: the same name
+/// and message, or none, on every fixture line and on the edges of the
+/// pattern.
+#[test]
+fn the_exception_line_by_hand_is_the_regex() {
+    fn oracle(text: &str) -> Option<(&str, &str)> {
+        let c = traceback::EXCEPTION_LINE.captures(text)?;
+        let name = c.name("name")?.as_str();
+        Some((name, c.name("msg").map_or("", |m| m.as_str())))
+    }
+    let mut lines: Vec<String> = [
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+        "torch.OutOfMemoryError: CUDA out of memory.",
+        "KeyboardInterrupt",
+        "SystemExit: 1",
+        "StopIteration",
+        "asyncio.exceptions.TimeoutError",
+        "Error",
+        "Error:",
+        "Error:x",
+        "Error:  two spaces",
+        "Error: \u{e9}t\u{e9}",
+        "Error: a\nb",
+        "Error:\n",
+        "Error\n",
+        "_Failed: x",
+        "1Error: x",
+        "a.1Error: x",
+        ".Error: x",
+        "a..Error: x",
+        "Error.: x",
+        "Errors: x",
+        "MyWarning: y",
+        "xTimeout",
+        "see RuntimeError: x",
+        " RuntimeError: x",
+        "RuntimeError : x",
+        "RuntimeError- x",
+        "\u{e9}Error: x",
+        "",
+        ":",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("fixtures");
+    let mut dirs = vec![root];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("fixtures").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                let text = String::from_utf8_lossy(&bytes).into_owned();
+                for line in text.lines() {
+                    let line = crate::source::clean_line(line).into_owned();
+                    // The reader asks it of a line under its prefixes too.
+                    if let Some((_, rest)) = line.split_once("] ") {
+                        lines.push(rest.to_owned());
+                    }
+                    lines.push(line);
+                }
+            }
+        }
+    }
+    let mut matched = 0;
+    for line in &lines {
+        let by_hand = traceback::exception_line(line);
+        assert_eq!(by_hand, oracle(line), "{line:?}");
+        matched += usize::from(by_hand.is_some());
+    }
+    assert!(matched > 100, "{matched}");
+}

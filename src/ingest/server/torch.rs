@@ -88,6 +88,17 @@ pub(super) fn message_rank(text: &str) -> Option<u32> {
     RANK.captures(text)?["rank"].parse().ok()
 }
 
+/// `re`'s captures in `text`, asked `is_match` first: [`detect`] is asked
+/// of every exception a traceback closes with, and most match none of its
+/// patterns, each of which would allocate its captures to say so.
+fn captures<'t>(re: &Regex, text: &'t str) -> Option<regex::Captures<'t>> {
+    if re.is_match(text) {
+        re.captures(text)
+    } else {
+        None
+    }
+}
+
 /// A c10d report recognised by its text, wherever it is printed.
 pub(super) fn detect(text: &str) -> Option<TorchDist> {
     let dist = |kind, rank: Option<u32>| TorchDist {
@@ -97,7 +108,7 @@ pub(super) fn detect(text: &str) -> Option<TorchDist> {
         kind,
     };
     let rank_of = |c: &regex::Captures<'_>| c.name("rank").and_then(|m| m.as_str().parse().ok());
-    if let Some(c) = WATCHDOG.captures(text) {
+    if let Some(c) = captures(&WATCHDOG, text) {
         let kind = TorchDistKind::WatchdogTimeout {
             seq: c["seq"].parse().ok()?,
             op: c["op"].to_owned(),
@@ -108,7 +119,7 @@ pub(super) fn detect(text: &str) -> Option<TorchDist> {
         };
         return Some(dist(kind, rank_of(&c)));
     }
-    if let Some(c) = FAILURE_DETECTED.captures(text) {
+    if let Some(c) = captures(&FAILURE_DETECTED, text) {
         let kind = TorchDistKind::FailureDetected {
             seq: c["seq"].parse().ok()?,
             last_enqueued: c["enq"].parse().ok()?,
@@ -116,7 +127,7 @@ pub(super) fn detect(text: &str) -> Option<TorchDist> {
         };
         return Some(dist(kind, rank_of(&c)));
     }
-    if let Some(c) = STUCK.captures(text) {
+    if let Some(c) = captures(&STUCK, text) {
         let kind = TorchDistKind::WatchdogStuck {
             seconds: c["secs"].parse().ok()?,
         };
@@ -128,7 +139,7 @@ pub(super) fn detect(text: &str) -> Option<TorchDist> {
     if text.contains("To avoid data inconsistency, we are taking the entire process down.") {
         return Some(dist(TorchDistKind::TakingProcessDown, None));
     }
-    if let Some(c) = NCCL_ERROR.captures(text) {
+    if let Some(c) = captures(&NCCL_ERROR, text) {
         let kind = TorchDistKind::NcclError {
             reason: c["reason"].trim().to_owned(),
             location: c.name("loc").map(|m| m.as_str().to_owned()),
