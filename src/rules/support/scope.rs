@@ -102,9 +102,10 @@ fn shows_gpu_serving(incident: &Incident) -> bool {
                         | ServerEventKind::MemoryImbalance(_)
                 )
         })
-        || incident.known.iter().any(|k| {
-            k.hit.row.is_some_and(|r| r.gpu)
-        })
+        || incident
+            .known
+            .iter()
+            .any(|k| k.hit.row.is_some_and(|r| r.gpu))
         || incident.facts.ps.iter().any(|r| is_serving(&r.cmd, r.ppid))
         || incident
             .facts
@@ -120,7 +121,10 @@ mod tests {
     /// Whether a kernel row is the NVIDIA driver's by what it prints: a
     /// wording or sample that names NVRM, an Xid, NVLink or GSP, or a code
     /// of one of its tables (the Xids, NV_STATUS), which its wrappers print.
-    fn printed_by_the_driver(catalog: &crate::catalogs::Catalog, row: &crate::catalogs::Row) -> bool {
+    fn printed_by_the_driver(
+        catalog: &crate::catalogs::Catalog,
+        row: &crate::catalogs::Row,
+    ) -> bool {
         const WORDS: [&str; 6] = ["nvrm", "nvidia", "xid", "nvlink", "gsp", "sxid"];
         let says = |text: &str| {
             let lower = text.to_ascii_lowercase();
@@ -147,7 +151,10 @@ mod tests {
             .filter(|r| r.gpu != printed_by_the_driver(kernel, r))
             .map(|r| format!("{} (gpu = {})", r.id, r.gpu))
             .collect();
-        assert!(wrong.is_empty(), "kernel rows whose `gpu` mark is wrong: {wrong:?}");
+        assert!(
+            wrong.is_empty(),
+            "kernel rows whose `gpu` mark is wrong: {wrong:?}"
+        );
         assert!(kernel.rows.iter().any(|r| r.gpu) && kernel.rows.iter().any(|r| !r.gpu));
     }
 
@@ -161,7 +168,11 @@ mod tests {
                 "systemd" | "stacks-containers" | "stacks-k8s" => {
                     assert!(none, "{}: a host catalog's row is marked gpu", c.id)
                 }
-                _ => assert!(all, "{}: a GPU serving catalog's row is not marked gpu", c.id),
+                _ => assert!(
+                    all,
+                    "{}: a GPU serving catalog's row is not marked gpu",
+                    c.id
+                ),
             }
         }
     }
