@@ -95,6 +95,8 @@ pub struct Row {
     pub meaning: String,
     /// `None`: read, but the line proves no failure by itself.
     pub category: Option<Category>,
+    /// Printed by GPU serving software (its own `gpu`, or its catalog's).
+    pub gpu: bool,
     pub severity: Severity,
     pub confidence: f64,
     pub fix: Option<String>,
@@ -435,6 +437,7 @@ fn convert(
             headline: def.headline,
             meaning: def.meaning,
             category,
+            gpu: def.gpu || file.catalog.gpu,
             severity,
             confidence: def.confidence,
             fix: def.fix,

@@ -42,6 +42,10 @@ pub struct Header {
     /// messages reach a log.
     #[serde(default)]
     pub about: String,
+    /// Every row is GPU serving software's (`gpu` of [`RowDef`]): CUDA,
+    /// NCCL, DCGM, a model server's start-up.
+    #[serde(default)]
+    pub gpu: bool,
 }
 
 /// One message (or one code of a code table) of the catalog.
@@ -62,6 +66,12 @@ pub struct RowDef {
     /// A report category, or `none` for a line that is read but proves no
     /// failure by itself.
     pub category: String,
+    /// The line is printed by GPU serving software (the NVIDIA driver's
+    /// `NVRM`, an Xid, NVLink, GSP): one in the inputs ties a unit's failure
+    /// to GPU serving (`rules::support::scope`). The catalog's header may
+    /// say it for all its rows.
+    #[serde(default)]
+    pub gpu: bool,
     /// `critical`, `error`, `warning` or `info`.
     pub severity: String,
     /// How much this line alone proves its category, 0–1.

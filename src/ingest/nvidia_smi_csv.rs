@@ -17,7 +17,9 @@ use regex::Regex;
 
 use super::Line;
 use super::values::{is_absent, is_smi_failure_line, normalize_bus_id, parse_mib};
-use crate::model::{Facts, GpuProcessRecord, GpuRecord, ProcessListing, ProcessListingKind};
+use crate::model::{
+    Facts, GpuHealth, GpuProcessRecord, GpuRecord, ProcessListing, ProcessListingKind, Reading,
+};
 use crate::source::Span;
 
 /// One header field: `memory.used [MiB]`, `pci.bus_id`, `gpu_uuid`.
@@ -61,6 +63,17 @@ enum GpuColumn {
     BusId,
     MemoryUsed,
     MemoryTotal,
+    /// Health fields, read into a [`GpuHealth`]: `gpu_recovery_action`
+    /// (`None`, `Reset`, `Reboot`, `Drain P2P`, `Drain and Reset`) …
+    RecoveryAction,
+    /// … and the Yes/No ones: `reset_status.reset_required`,
+    /// `reset_status.drain_and_reset_recommended`, `retired_pages.pending`,
+    /// `remapped_rows.pending`, `remapped_rows.failure`.
+    ResetRequired,
+    DrainAndReset,
+    RetiredPagesPending,
+    RemappedRowsPending,
+    RemappingFailed,
     Other,
 }
 
@@ -74,8 +87,45 @@ struct GpuRow<'a> {
 /// Parses one `--query-gpu` segment; returns the number of lines it did not
 /// recognise.
 pub fn parse_query_gpu(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
+    parse_query_gpu_as(None, lines, facts)
+}
+
+/// [`parse_query_gpu`] for the output of `command`, typed at the prompt
+/// above: its `--query-gpu=` list names the columns of rows printed without
+/// a header (`--format=csv,noheader`).
+pub fn read_typed(command: &str, lines: &[Line<'_>], facts: &mut Facts) -> u32 {
+    let typed = typed_fields(command).map(|names| names.iter().map(|n| gpu_column(n)).collect());
+    parse_query_gpu_as(typed, lines, facts)
+}
+
+/// The fields of a command's `--query-gpu=` list (`nvidia-smi
+/// --query-gpu=index,gpu_recovery_action --format=csv,noheader`, or the
+/// list as the next word), as the header nvidia-smi would print.
+pub(crate) fn typed_fields(command: &str) -> Option<Vec<&str>> {
+    let mut words = command.split_whitespace();
+    let list = loop {
+        let word = words.next()?;
+        if let Some(list) = word.strip_prefix("--query-gpu=") {
+            break list;
+        }
+        if word == "--query-gpu" {
+            break words.next()?;
+        }
+    };
+    let names: Vec<&str> = list
+        .trim_matches(['\'', '"'])
+        .split(',')
+        .map(str::trim)
+        .collect();
+    names
+        .iter()
+        .all(|n| HEADER_FIELD.is_match(n))
+        .then_some(names)
+}
+
+fn parse_query_gpu_as(typed: Option<Vec<GpuColumn>>, lines: &[Line<'_>], facts: &mut Facts) -> u32 {
     let mut unrecognized = 0;
-    let mut header: Option<Vec<GpuColumn>> = None;
+    let mut header: Option<Vec<GpuColumn>> = typed;
     // Rows wait until every headerless row was seen: one row's `[N/A]` says
     // nothing about its column, another row's value does.
     let mut rows: Vec<GpuRow<'_>> = Vec::new();
@@ -122,6 +172,9 @@ pub fn parse_query_gpu(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
             continue;
         };
         let record = gpu_record(columns, &row.fields, row.span);
+        if let Some(health) = gpu_health(columns, &row.fields, &record, row.span) {
+            facts.gpu_health.push(health);
+        }
         if record.index.is_some()
             || record.uuid.is_some()
             || record.bus_id.is_some()
@@ -141,6 +194,12 @@ fn gpu_column(name: &str) -> GpuColumn {
         "pci.bus_id" | "gpu_bus_id" => GpuColumn::BusId,
         "memory.used" => GpuColumn::MemoryUsed,
         "memory.total" => GpuColumn::MemoryTotal,
+        "gpu_recovery_action" => GpuColumn::RecoveryAction,
+        "reset_status.reset_required" => GpuColumn::ResetRequired,
+        "reset_status.drain_and_reset_recommended" => GpuColumn::DrainAndReset,
+        "retired_pages.pending" => GpuColumn::RetiredPagesPending,
+        "remapped_rows.pending" => GpuColumn::RemappedRowsPending,
+        "remapped_rows.failure" => GpuColumn::RemappingFailed,
         _ => GpuColumn::Other,
     }
 }
@@ -154,7 +213,15 @@ fn gpu_row_fits(columns: &[GpuColumn], fields: &[&str]) -> bool {
             GpuColumn::Uuid => &[Shape::Uuid],
             GpuColumn::BusId => &[Shape::BusId],
             GpuColumn::MemoryUsed | GpuColumn::MemoryTotal => &[Shape::Mib, Shape::Int],
-            GpuColumn::Name | GpuColumn::Other => return true,
+            // A health value is read only when it is one it knows.
+            GpuColumn::Name
+            | GpuColumn::RecoveryAction
+            | GpuColumn::ResetRequired
+            | GpuColumn::DrainAndReset
+            | GpuColumn::RetiredPagesPending
+            | GpuColumn::RemappedRowsPending
+            | GpuColumn::RemappingFailed
+            | GpuColumn::Other => return true,
         };
         let shape = shape(value);
         shape == Shape::Absent || allowed.contains(&shape)
@@ -178,10 +245,60 @@ fn gpu_record(columns: &[GpuColumn], fields: &[&str], span: Span) -> GpuRecord {
             GpuColumn::BusId => record.bus_id = normalize_bus_id(value),
             GpuColumn::MemoryUsed => record.memory_used_mib = parse_mib(value),
             GpuColumn::MemoryTotal => record.memory_total_mib = parse_mib(value),
-            GpuColumn::Other => {}
+            _ => {}
         }
     }
     record
+}
+
+/// The health a row's health columns state (`1, Reset` under
+/// `index,gpu_recovery_action`), for the GPU `record` names; `None` when
+/// the row has no health column with a value.
+fn gpu_health(
+    columns: &[GpuColumn],
+    fields: &[&str],
+    record: &GpuRecord,
+    span: Span,
+) -> Option<GpuHealth> {
+    let mut health = GpuHealth {
+        index: record.index,
+        uuid: record.uuid.clone(),
+        bus_id: record.bus_id.clone(),
+        ..GpuHealth::at(span)
+    };
+    let mut any = false;
+    for (column, value) in columns.iter().zip(fields) {
+        if is_absent(value) {
+            continue;
+        }
+        let flag = || {
+            let value = match *value {
+                "Yes" => true,
+                "No" => false,
+                _ => return None,
+            };
+            Some(Reading { value, span })
+        };
+        let slot = match column {
+            GpuColumn::RecoveryAction => {
+                health.recovery_action = Some(Reading {
+                    value: (*value).to_owned(),
+                    span,
+                });
+                any = true;
+                continue;
+            }
+            GpuColumn::ResetRequired => &mut health.reset_required,
+            GpuColumn::DrainAndReset => &mut health.drain_and_reset_recommended,
+            GpuColumn::RetiredPagesPending => &mut health.retired_pages_pending,
+            GpuColumn::RemappedRowsPending => &mut health.remapped_rows_pending,
+            GpuColumn::RemappingFailed => &mut health.remapping_failed,
+            _ => continue,
+        };
+        *slot = flag();
+        any |= slot.is_some();
+    }
+    any.then_some(health)
 }
 
 /// What a single value looks like, for headerless input.
@@ -677,6 +794,70 @@ memory.total [MiB], memory.used [MiB], uuid, index
         );
         assert!(gpus.is_empty());
         assert_eq!(unrecognized, 0);
+    }
+
+    /// NVIDIA/DCGM#263: `nvidia-smi --query-gpu=index,gpu_recovery_action
+    /// --format=csv,noheader`, rows without a header.
+    const RECOVERY_ROWS: &str = "0, None\n1, Reset\n2, None\n";
+
+    #[test]
+    fn typed_query_list_names_the_columns_of_rows_without_a_header() {
+        let command = "nvidia-smi --query-gpu=index,gpu_recovery_action --format=csv,noheader";
+        assert_eq!(
+            typed_fields(command),
+            Some(vec!["index", "gpu_recovery_action"])
+        );
+        let mut facts = Facts::default();
+        let unrecognized = read_typed(command, &Line::numbered(RECOVERY_ROWS), &mut facts);
+        assert_eq!(unrecognized, 0);
+        // The action is no GPU name.
+        assert!(
+            facts.gpus.iter().all(|g| g.name.is_none()),
+            "{:?}",
+            facts.gpus
+        );
+        let actions: Vec<(Option<u32>, &str, u32)> = facts
+            .gpu_health
+            .iter()
+            .filter_map(|h| {
+                let r = h.recovery_action.as_ref()?;
+                Some((h.index, r.value.as_str(), r.span.line))
+            })
+            .collect();
+        // `None` is no action (an absent value, as `N/A` is).
+        assert_eq!(actions, [(Some(1), "Reset", 2)]);
+        // Without the command, the same rows are read by their shapes only.
+        let (gpus, _) = query_gpu(RECOVERY_ROWS);
+        assert_eq!(gpus[1].name.as_deref(), Some("Reset"));
+    }
+
+    #[test]
+    fn health_columns_under_a_header_are_read_as_yes_or_no() {
+        // The header nvidia-smi prints for this query (assembled with the
+        // rows of the DCGM#263 paste's shape).
+        let mut facts = Facts::default();
+        let csv = "index, retired_pages.pending, remapped_rows.pending\n0, No, No\n1, Yes, [N/A]\n";
+        assert_eq!(parse_query_gpu(&Line::numbered(csv), &mut facts), 0);
+        let pending: Vec<(Option<u32>, Option<bool>, Option<bool>)> = facts
+            .gpu_health
+            .iter()
+            .map(|h| {
+                (
+                    h.index,
+                    h.retired_pages_pending.as_ref().map(|r| r.value),
+                    h.remapped_rows_pending.as_ref().map(|r| r.value),
+                )
+            })
+            .collect();
+        assert_eq!(
+            pending,
+            [
+                (Some(0), Some(false), Some(false)),
+                (Some(1), Some(true), None)
+            ]
+        );
+        assert!(typed_fields("nvidia-smi --query-gpu=index,name").is_some());
+        assert!(typed_fields("nvidia-smi -q").is_none());
     }
 
     #[test]

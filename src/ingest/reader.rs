@@ -217,6 +217,9 @@ impl SegmentReader {
                     (Format::Ps, Some(command)) => {
                         Missed::Lines(super::ps::read_typed(&command, &lines, facts))
                     }
+                    (Format::NvidiaSmiQueryGpu, Some(command)) => {
+                        Missed::Count(super::nvidia_smi_csv::read_typed(&command, &lines, facts))
+                    }
                     _ => parse_segment(format, &lines, facts),
                 };
                 match missed {

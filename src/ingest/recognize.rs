@@ -142,11 +142,19 @@ impl LineReader {
         // A line of a text table (dcgmi's boxes, a Markdown table, a
         // column listing, a tool's JSON): read by the table's header,
         // whatever its cells say.
-        let facts_before = (out.facts.gpu_processes.len(), out.facts.listeners.len());
+        let made = |facts: &crate::model::Facts| {
+            (
+                facts.gpu_processes.len(),
+                facts.listeners.len(),
+                facts.gpu_health.len(),
+            )
+        };
+        let facts_before = made(out.facts);
         if self.tables.read(line.text, line.span, out.facts) {
             // A row that made a fact (nvtop's GPU process, a port `docker
-            // ps` publishes) is cited: keep it.
-            return if (out.facts.gpu_processes.len(), out.facts.listeners.len()) != facts_before {
+            // ps` publishes, a GPU's last Xid in `dcgmi dmon`) is cited:
+            // keep it.
+            return if made(out.facts) != facts_before {
                 Read::Parsed
             } else {
                 Read::Skimmed(None)

@@ -23,7 +23,9 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::model::{Facts, GpuMention, GpuProcessRecord, GpuRecord, Listener, UnitStatus};
+use crate::model::{
+    Facts, GpuHealth, GpuMention, GpuProcessRecord, GpuRecord, Listener, Reading, UnitStatus,
+};
 use crate::source::Span;
 
 /// `+----+---+`, `+====+`, `|----|:---:|`.
@@ -208,6 +210,9 @@ enum Open {
     },
     Dmon {
         columns: usize,
+        /// The column of `XIDER` (DCGM_FI_DEV_XID_ERRORS, field 230), the
+        /// GPU's last Xid, counted from the first field tag.
+        xider: Option<usize>,
     },
     Columns {
         titles: usize,
@@ -402,15 +407,18 @@ impl Tables {
             Some(b'#') if DMON_HEADER.is_match(t) => {
                 self.open = Some(Open::Dmon {
                     columns: t.split_whitespace().count(),
+                    xider: t.split_whitespace().skip(1).position(|tag| tag == "XIDER"),
                 });
                 true
             }
             _ => match self.open {
-                Some(Open::Dmon { columns }) => {
+                Some(Open::Dmon { columns, xider }) => {
                     let ok = t == "ID"
                         || (DMON_ROW.is_match(t) && t.split_whitespace().count() == columns + 1);
                     if !ok {
                         self.open = None;
+                    } else if let Some(at) = xider {
+                        dmon_last_xid(t, at, span, facts);
                     }
                     ok
                 }
@@ -476,6 +484,28 @@ impl Tables {
             }
             DcgmiBox::Other | DcgmiBox::Stats => {}
         }
+    }
+}
+
+/// A `dcgmi dmon` row of a GPU (`GPU 1      120`) whose `XIDER` value (the
+/// field tag at `at`) is a last Xid above 0: that GPU's health says so
+/// (`dcgmi dmon -e 230`, NVIDIA/DCGM dcgmi/DeviceMonitor.cpp; field 230 is
+/// DCGM_FI_DEV_XID_ERRORS, "Value of the last XID error encountered").
+fn dmon_last_xid(t: &str, at: usize, span: Span, facts: &mut Facts) {
+    let cells: Vec<&str> = t.split_whitespace().collect();
+    let (Some(&"GPU"), Some(index), Some(xid)) = (cells.first(), cells.get(1), cells.get(at + 2))
+    else {
+        return;
+    };
+    let (Ok(index), Ok(xid)) = (index.parse::<u32>(), xid.parse::<u32>()) else {
+        return;
+    };
+    if xid > 0 {
+        facts.gpu_health.push(GpuHealth {
+            index: Some(index),
+            last_xid: Some(Reading { value: xid, span }),
+            ..GpuHealth::at(span)
+        });
     }
 }
 
@@ -882,6 +912,28 @@ The GPUs are on different NUMA nodes, is that a problem?
         assert_eq!(got.len(), 14);
         assert!(got[..13].iter().all(|r| *r), "{got:?}");
         assert!(!got[13]);
+    }
+
+    /// `dcgmi dmon -c 1 -e 230` from NVIDIA/DCGM#263 (fixtures/real/483): GPU
+    /// 1's last Xid, 120, is its health; a GPU whose last Xid is 0 has none.
+    #[test]
+    fn dmon_last_xid_of_a_gpu_is_its_health() {
+        let (read, facts) = read_with_facts(
+            "#Entity    XIDER        \nID                      \nGPU 0      0            \nGPU 1      120          \nGPU 2      0            \n",
+        );
+        assert!(read.iter().all(|r| *r), "{read:?}");
+        let last: Vec<(Option<u32>, u32, u32)> = facts
+            .gpu_health
+            .iter()
+            .filter_map(|h| {
+                let x = h.last_xid.as_ref()?;
+                Some((h.index, x.value, x.span.line))
+            })
+            .collect();
+        assert_eq!(last, [(Some(1), 120, 4)]);
+        // Another field alone (`POWER`) says nothing of Xids.
+        let (_, facts) = read_with_facts("#Entity    POWER\nID\nGPU 1      120\n");
+        assert!(facts.gpu_health.is_empty());
     }
 
     /// `dcgmi discovery -l` as the DCGM user guide prints it ("Getting

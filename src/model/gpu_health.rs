@@ -85,11 +85,47 @@ pub struct GpuHealth {
     pub sm_clock: Option<Reading<String>>,
     pub max_sm_clock: Option<Reading<String>>,
     pub sick_values: Vec<SickValue>,
-    /// The `GPU 00000000:18:00.0` line (or `<gpu id=…>`).
+    /// DCGM's last Xid of the GPU (`DCGM_FI_DEV_XID_ERRORS`, the `XIDER`
+    /// column of `dcgmi dmon -e 230`), when above 0: the GPU's latest fault
+    /// by DCGM's count, whether or not its kernel line is in the captures.
+    pub last_xid: Option<Reading<u32>>,
+    /// The `GPU 00000000:18:00.0` line (or `<gpu id=…>`, or the row of a
+    /// `--query-gpu` or `dcgmi dmon` table).
     pub span: Span,
 }
 
 impl GpuHealth {
+    /// A record that knows nothing yet but the line that names its GPU.
+    pub fn at(span: Span) -> GpuHealth {
+        GpuHealth {
+            index: None,
+            uuid: None,
+            bus_id: None,
+            driver_version: None,
+            persistence_mode: None,
+            ecc_enabled: None,
+            reset_required: None,
+            drain_and_reset_recommended: None,
+            recovery_action: None,
+            ecc: Vec::new(),
+            sram_threshold_exceeded: None,
+            retired_pages_pending: None,
+            retired_pages_single_bit: None,
+            retired_pages_double_bit: None,
+            remapped_rows_correctable: None,
+            remapped_rows_uncorrectable: None,
+            remapped_rows_pending: None,
+            remapping_failed: None,
+            banks_without_spare_rows: None,
+            hw_slowdowns: Vec::new(),
+            sm_clock: None,
+            max_sm_clock: None,
+            sick_values: Vec::new(),
+            last_xid: None,
+            span,
+        }
+    }
+
     /// The uncorrectable counters above zero.
     pub fn uncorrectable_errors(&self) -> impl Iterator<Item = &EccCounter> {
         self.ecc

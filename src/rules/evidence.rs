@@ -30,6 +30,8 @@ pub struct Cell {
     /// file of real lines), relative to the repository. None for a gap, and
     /// for a catalog row: its own samples (`catalogs/*.toml`) are the cell's.
     pub sample: Option<&'static str>,
+    /// For a reader with no real sample: where one was looked for.
+    pub searched: Option<&'static str>,
 }
 
 const fn cell(
@@ -43,6 +45,24 @@ const fn cell(
         evidence,
         reader,
         sample,
+        searched: None,
+    }
+}
+
+/// A cell whose reader has no real sample yet, with where one was looked
+/// for.
+const fn unsampled(
+    category: Category,
+    evidence: &'static str,
+    reader: Reader,
+    searched: &'static str,
+) -> Cell {
+    Cell {
+        category,
+        evidence,
+        reader,
+        sample: None,
+        searched: Some(searched),
     }
 }
 
@@ -392,6 +412,18 @@ pub const MATRIX: &[Cell] = &[
         Some("fixtures/real/623-gpud-b200-gpu2-all-nvlinks-inactive-no-xid"),
     ),
     cell(
+        XidGpuFellOffBus,
+        "any NVRM line of a failed driver call that prints its status 0x0000000f (`kgmmuInvalidateTlb_GM107: TLB invalidation failed waiting for prior invalidate (status=0x0000000f)`, `status: 0x…`, `Status = 0x…`) with no Xid line",
+        Row("kernel.nvrm-gpu-is-lost"),
+        None,
+    ),
+    cell(
+        XidOther,
+        "`nvidia-smi --query-gpu=index,gpu_recovery_action` naming a recovery (`1, Reset`, rows without a header read by the typed query list), with DCGM's last Xid of the GPU (`dcgmi dmon -e 230`, `GPU 1  120`)",
+        Rule("ecc-uncorrectable-or-remap-pending"),
+        Some("fixtures/real/483-dcgm-healthy-but-gpu1-recovery-action-reset-xid120"),
+    ),
+    cell(
         XidOther,
         "nvidia-smi's `GPU Recovery Action` other than None (or `Reset Required: Yes`) with no memory fault shown",
         Rule("ecc-uncorrectable-or-remap-pending"),
@@ -415,15 +447,15 @@ pub const MATRIX: &[Cell] = &[
         XidOther,
         "`dcgmi diag` results with a `Fail`, `dcgmi health -c`'s table",
         Gap(
-            "not read yet: every failing `dcgmi diag` table found in public threads is cut before its failing row; the one public `dcgmi health -c` table with a Failure (NVIDIA/NVSentinel#1481) is DCGM's false NVLink-down alarm on a PCIe A100 without a bridge, and the JSON verdict of fixtures/real/483 says Healthy beside a GPU that needs a reset: neither can teach a reader that tells a fault",
+            "not read yet: searched again 2026-12-05 (issues corpus: `dcgmi diag` with `Fail`, in DCGM, go-dcgm, IBM/autopilot and NVSentinel threads). The excerpts available here stop before the failing row (IBM/autopilot#68, NVIDIA/DCGM#254, #253) or start after the box's `Diagnostic | Result` header: NVIDIA/go-dcgm#52 shows `| GPU Memory | Pass - GPU: 1 |`, `|  | Fail - GPU: 0 |` and the `Warning` row naming `cuCtxCreate` … `busy or unavailable` under `+-----  Hardware  ---`, which a reader of diag boxes by their section borders could take (NVIDIA/DCGM#145 is the same report as screenshots). The one public `dcgmi health -c` table with a Failure (NVIDIA/NVSentinel#1481) is DCGM's false NVLink-down alarm on a PCIe A100 without a bridge, and the JSON verdict of fixtures/real/483 says Healthy beside a GPU that needs a reset: neither can teach a reader that tells a fault",
         ),
         None,
     ),
-    cell(
+    unsampled(
         EccUncorrectable,
-        "retired pages pending (`Pending Page Blacklist : Yes`)",
+        "retired pages pending (`Pending Page Blacklist : Yes`, `Pending : Yes` under Retired Pages, `<pending_retirement>Yes` in `-q -x`, `retired_pages.pending` = Yes in a `--query-gpu` list)",
         Rule("ecc-uncorrectable-or-remap-pending"),
-        None,
+        "no public capture of a card with a retirement pending was found (2026-12-05): the issues and pages corpora for `Pending Page Blacklist : Yes`, `Retired Pages` with `Pending : Yes`, `retired_pages.pending`, `pending_retirement`/`pending_blacklist` Yes, in NVIDIA forum, DCGM, gpud, NVSentinel, azhpc-diagnostics and cadvisor threads; every hit is NVIDIA's Dynamic Page Retirement guide, the nvidia-smi man page, a `--help-query-gpu` listing or a healthy card's `No`/`N/A`",
     ),
     cell(XidOther, "an NVSwitch SXid", Row("kernel.sxid"), None),
     // Hardware the installed software does not support.
@@ -432,5 +464,12 @@ pub const MATRIX: &[Cell] = &[
         "the driver ignoring a GPU that only a legacy branch supports (`supported through the NVIDIA 470.xx Legacy drivers`)",
         Row("kernel.nvrm-legacy-gpu"),
         None,
+    ),
+    // NCCL that cannot connect its ranks.
+    cell(
+        NcclInitFailure,
+        "NCCL's socket interface list (`NET/Socket : Using`, one line or wrapped one item a line) with docker bridges, veths or link-local addresses beside the node's uplink, and no communicator built",
+        Rule("nccl-socket-host-local-interfaces"),
+        Some("fixtures/real/620-nccl-two-nodes-socket-uses-docker-bridges-ifname-bond0"),
     ),
 ];

@@ -268,6 +268,10 @@ pub struct Sickness {
     pub reset_required: bool,
     pub recovery_action: bool,
     pub unreadable: bool,
+    /// DCGM's last Xid of the GPU, when a capture shows it: which fault a
+    /// reset asked for follows. Not a sickness by itself (an old Xid 13 of
+    /// an application is one too).
+    pub last_xid: Option<u32>,
 }
 
 impl Sickness {
@@ -369,6 +373,17 @@ pub fn cite_health(f: &mut Finding, healths: &[&GpuHealth], label: &str) -> Sick
                 format!("{label}: GPU Recovery Action is {}", r.value),
             );
             s.recovery_action = true;
+        }
+        if let Some(r) = &h.last_xid {
+            f.evidence(
+                r.span,
+                format!(
+                    "{label}: DCGM's last Xid (field 230, XIDER) is Xid {}",
+                    r.value
+                ),
+            );
+            f.entities.xid.insert(r.value);
+            s.last_xid = Some(r.value);
         }
         if let Some(v) = h.sick_values.first() {
             f.evidence(

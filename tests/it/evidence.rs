@@ -134,7 +134,10 @@ fn page(matrix: &[Cell]) -> String {
                 ),
                 (Reader::Rule(id), None) => (
                     format!("rule [`{id}`](rules/{id}.md)"),
-                    "gap: no real sample yet".to_owned(),
+                    match c.searched {
+                        Some(searched) => format!("gap: no real sample yet; {searched}"),
+                        None => "gap: no real sample yet".to_owned(),
+                    },
                 ),
                 (Reader::Row(id), _) => {
                     let catalog = id.split('.').next().unwrap_or(id);

@@ -167,11 +167,16 @@ fn command(line: &str) -> Option<&str> {
 
 /// The command typed at prompt `line` when its output is read by it: a
 /// `ps` whose `-o` list names the columns (`ps -eo pid,lstart,etimes,args |
-/// grep vllm`), which a paste may show without the header row.
+/// grep vllm`), or an `nvidia-smi --query-gpu=` list (`--format=csv,noheader`),
+/// which a paste may show without the header row.
 pub(super) fn reads_by_command(line: &str) -> Option<&str> {
     let command = command(line)?;
-    (command_hint(line)?.0 == Format::Ps && crate::ingest::ps::typed_columns(command).is_some())
-        .then_some(command)
+    let reads = match command_hint(line)?.0 {
+        Format::Ps => crate::ingest::ps::typed_columns(command).is_some(),
+        Format::NvidiaSmiQueryGpu => crate::ingest::nvidia_smi_csv::typed_fields(command).is_some(),
+        _ => false,
+    };
+    reads.then_some(command)
 }
 
 /// Whether the command at prompt `line` is a tool that prints JSON of its

@@ -296,30 +296,8 @@ impl GpuBlock {
 /// A health record that knows only where its GPU is.
 fn blank_health(bus_id: Option<String>, span: Span) -> GpuHealth {
     GpuHealth {
-        index: None,
-        uuid: None,
         bus_id,
-        driver_version: None,
-        persistence_mode: None,
-        ecc_enabled: None,
-        reset_required: None,
-        drain_and_reset_recommended: None,
-        recovery_action: None,
-        ecc: Vec::new(),
-        sram_threshold_exceeded: None,
-        retired_pages_pending: None,
-        retired_pages_single_bit: None,
-        retired_pages_double_bit: None,
-        remapped_rows_correctable: None,
-        remapped_rows_uncorrectable: None,
-        remapped_rows_pending: None,
-        remapping_failed: None,
-        banks_without_spare_rows: None,
-        hw_slowdowns: Vec::new(),
-        sm_clock: None,
-        max_sm_clock: None,
-        sick_values: Vec::new(),
-        span,
+        ..GpuHealth::at(span)
     }
 }
 

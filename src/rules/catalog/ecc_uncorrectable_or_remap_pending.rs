@@ -32,7 +32,12 @@ table's `Volatile Uncorr. ECC` column is above zero. Correctable counts
 alone are normal wear and are not reported. A reset asked for (`Reset
 Required: Yes`, a recovery action) with no memory fault shown is reported
 as `xid-other`: the GPU is in a bad state after a fault the captures do not
-name.
+name. The same fields in an `nvidia-smi --query-gpu=…` list count
+(`gpu_recovery_action`, `reset_status.reset_required`,
+`retired_pages.pending`, `remapped_rows.pending`, `remapped_rows.failure`;
+rows printed without a header are read by the query list typed above
+them), and DCGM's last Xid of the GPU (`dcgmi dmon -e 230`, `GPU 1  120`)
+is cited as the fault the reset follows.
 
 ## Why it happens
 A memory cell failed. The repair (a row remap, a page retirement) is
@@ -73,9 +78,17 @@ impl Rule for EccUncorrectableOrRemapPending {
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         let mut groups: Vec<Group> = Vec::new();
         for h in &incident.facts.gpu_health {
+            // Rows of tables that name a GPU by its index only (a
+            // `--query-gpu` list, `dcgmi dmon`) join by that index.
+            let by_index_only =
+                |bus: &Option<String>, uuid: &Option<String>| bus.is_none() && uuid.is_none();
             let same = |g: &&mut Group| {
                 same_bus(g.bus.as_deref(), h.bus_id.as_deref())
                     || (h.uuid.is_some() && g.uuid == h.uuid)
+                    || (by_index_only(&h.bus_id, &h.uuid)
+                        && by_index_only(&g.bus, &g.uuid)
+                        && h.index.is_some()
+                        && g.index == h.index)
             };
             match groups.iter_mut().find(same) {
                 Some(g) => g.healths.push(h),
@@ -217,16 +230,23 @@ fn check_gpu(incident: &Incident, gpu: &GpuAt<'_>, healths: &[&GpuHealth], out: 
         f.chain.push(format!(
             "nvidia-smi says {short} must be reset before it is reliable again"
         ));
-        f.chain.push(
-            "a GPU fault (its Xid may be outside the captures) left it in a state only a reset clears"
-                .to_owned(),
-        );
+        f.chain.push(reset_cause(&sick, &short));
     }
     f.explanation = "Volatile ECC counts are since the last reset, aggregate counts over the board's life; a pending remap or retirement is applied only at the next GPU reset. A failed remap, banks without spare rows or the SRAM threshold mean the board's spare memory is exhausted.".to_owned();
     let warning = f.severity == Severity::Warning;
     f.actions.extend(actions(gpu, &short, warning, sick.rma()));
     f.confidence = confidence(&f, 0.75, 0.95);
     out.push(f);
+}
+
+/// The chain's cause of a reset asked for with no memory fault shown: the
+/// fault DCGM last saw on the GPU, when a capture shows it.
+fn reset_cause(sick: &Sickness, short: &str) -> String {
+    let fault = sick.last_xid.map_or_else(
+        || "its Xid may be outside the captures".to_owned(),
+        |xid| format!("Xid {xid}, DCGM's last Xid of {short}"),
+    );
+    format!("a GPU fault ({fault}) left it in a state only a reset clears")
 }
 
 /// The finding's title and headline for `short`: memory failing for good

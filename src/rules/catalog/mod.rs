@@ -26,6 +26,7 @@ mod known_message;
 mod nccl_duplicate_gpu;
 mod nccl_error;
 mod nccl_init_cuda_failure;
+mod nccl_socket_host_local_interfaces;
 mod nccl_watchdog_timeout;
 #[cfg(test)]
 mod new_rule_template;
@@ -104,6 +105,7 @@ pub static RULES: &[&dyn Rule] = &[
     &nccl_duplicate_gpu::RULE,
     &nccl_error::RULE,
     &nccl_init_cuda_failure::RULE,
+    &nccl_socket_host_local_interfaces::RULE,
     &nccl_watchdog_timeout::RULE,
     &nvidia_driver_not_loaded::RULE,
     &nvidia_probe_failed::RULE,

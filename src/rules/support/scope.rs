@@ -78,27 +78,11 @@ pub fn serves_gpus(incident: &Incident, unit: &str) -> bool {
 /// Whether the inputs show a GPU or a model server anywhere: a GPU or a GPU
 /// process, an NVIDIA kernel line, a line of a serving framework or about
 /// CUDA, NCCL or PyTorch's distributed runtime, a catalog row of GPU or
-/// serving software, a serving process, or GPU software's own lines.
+/// serving software (its `gpu` mark: the kernel's NVRM, Xid, NVLink and GSP
+/// rows, and whole catalogs such as CUDA's, NCCL's and the serving
+/// stacks'; not a container runtime's or Kubernetes'), a serving process,
+/// or GPU software's own lines.
 fn shows_gpu_serving(incident: &Incident) -> bool {
-    const GPU_ROWS: &[&str] = &[
-        "cuda.",
-        "nccl.",
-        "startup.",
-        // The kernel's rows of the NVIDIA driver (`NVRM`, `nvidia-modeset`,
-        // NVLink, its assertions, GSP, RM initialisation), a GPU off the
-        // bus or behind an AER error, Xid and SXid; not `kernel.nvme-…`.
-        "kernel.nvrm",
-        "kernel.nvidia",
-        "kernel.nvlink",
-        "kernel.nv-assert",
-        "kernel.gsp",
-        "kernel.rminit",
-        "kernel.rm-init",
-        "kernel.gpu-",
-        "kernel.aer-gpu",
-        "kernel.xid",
-        "kernel.sxid",
-    ];
     !incident.gpus.is_empty()
         || !incident.gpu_processes.is_empty()
         || incident.facts.kernel_events.iter().any(|e| {
@@ -118,18 +102,78 @@ fn shows_gpu_serving(incident: &Incident) -> bool {
                         | ServerEventKind::MemoryImbalance(_)
                 )
         })
-        || incident.known.iter().any(|k| {
-            k.hit.row.is_some_and(|r| {
-                GPU_ROWS.iter().any(|p| r.id.starts_with(p))
-                    || (r.id.starts_with("stacks-")
-                        && !r.id.starts_with("stacks-containers.")
-                        && !r.id.starts_with("stacks-k8s."))
-            })
-        })
+        || incident
+            .known
+            .iter()
+            .any(|k| k.hit.row.is_some_and(|r| r.gpu))
         || incident.facts.ps.iter().any(|r| is_serving(&r.cmd, r.ppid))
         || incident
             .facts
             .journal
             .iter()
             .any(|j| is_gpu_software(&j.identifier))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::catalogs::catalogs;
+
+    /// Whether a kernel row is the NVIDIA driver's by what it prints: a
+    /// wording or sample that names NVRM, an Xid, NVLink or GSP, or a code
+    /// of one of its tables (the Xids, NV_STATUS), which its wrappers print.
+    fn printed_by_the_driver(
+        catalog: &crate::catalogs::Catalog,
+        row: &crate::catalogs::Row,
+    ) -> bool {
+        const WORDS: [&str; 6] = ["nvrm", "nvidia", "xid", "nvlink", "gsp", "sxid"];
+        let says = |text: &str| {
+            let lower = text.to_ascii_lowercase();
+            WORDS.iter().any(|w| lower.contains(w))
+        };
+        row.wordings.iter().any(|w| says(&w.pattern))
+            || row.samples.iter().any(|s| says(&s.line))
+            || catalog
+                .wrappers
+                .iter()
+                .any(|w| w.rows.as_deref().is_some_and(|p| row.id.starts_with(p)))
+    }
+
+    #[test]
+    fn every_kernel_row_of_the_nvidia_driver_and_only_those_is_marked_gpu() {
+        let kernel = catalogs()
+            .list
+            .iter()
+            .find(|c| c.id == "kernel")
+            .expect("the kernel catalog");
+        let wrong: Vec<String> = kernel
+            .rows
+            .iter()
+            .filter(|r| r.gpu != printed_by_the_driver(kernel, r))
+            .map(|r| format!("{} (gpu = {})", r.id, r.gpu))
+            .collect();
+        assert!(
+            wrong.is_empty(),
+            "kernel rows whose `gpu` mark is wrong: {wrong:?}"
+        );
+        assert!(kernel.rows.iter().any(|r| r.gpu) && kernel.rows.iter().any(|r| !r.gpu));
+    }
+
+    #[test]
+    fn gpu_catalogs_are_marked_whole_and_host_ones_are_not() {
+        for c in &catalogs().list {
+            let all = c.rows.iter().all(|r| r.gpu);
+            let none = c.rows.iter().all(|r| !r.gpu);
+            match c.id.as_str() {
+                "kernel" => {}
+                "systemd" | "stacks-containers" | "stacks-k8s" => {
+                    assert!(none, "{}: a host catalog's row is marked gpu", c.id)
+                }
+                _ => assert!(
+                    all,
+                    "{}: a GPU serving catalog's row is not marked gpu",
+                    c.id
+                ),
+            }
+        }
+    }
 }
