@@ -158,6 +158,7 @@ fn read_source(
         timing: Timing::default(),
         engine: Engine::default(),
         writers: Default::default(),
+        last_text: 0,
     };
     let look = Look {
         rules: settings.anchors,
@@ -412,6 +413,8 @@ struct InputReader {
     engine: Engine,
     /// The `ident[pid]` pairs frames named so far: each is recorded once.
     writers: std::collections::HashSet<(String, u32)>,
+    /// The last line that was not blank so far (0: none yet).
+    last_text: u32,
 }
 
 /// vLLM's engine loop as the lines go by: the last wait for its workers and
@@ -435,6 +438,9 @@ impl InputReader {
     }
 
     fn line(&mut self, n: u32, text: &str, looked: Looked) {
+        if !text.trim().is_empty() {
+            self.last_text = n;
+        }
         let Looked {
             hot,
             message,
@@ -665,6 +671,9 @@ impl InputReader {
         for Stamped { n, time, text } in frame {
             self.facts.line_times.push((self.span(n), time));
             self.keep(n, &text);
+        }
+        if self.last_text > 0 {
+            self.facts.input_ends.push(self.span(self.last_text));
         }
         Part {
             facts: self.facts,

@@ -66,6 +66,9 @@ pub struct Facts {
     /// The writers frames name (`snap logs`' `gemma3.server[391350]: `):
     /// each `ident[pid]` once, at its first line.
     pub frame_writers: Vec<(String, u32, Span)>,
+    /// Where each input ends: its last line that is not blank. A start-up
+    /// milestone there is the last thing the paste shows.
+    pub input_ends: Vec<Span>,
 }
 
 /// A block of host output (an nvidia-smi table, `ps` rows, a `systemctl
@@ -121,6 +124,7 @@ impl Facts {
             gpu_mentions,
             leftover_pids,
             frame_writers,
+            input_ends,
         } = other;
         self.smi_headers.extend(smi_headers);
         self.gpus.extend(gpus);
@@ -147,5 +151,6 @@ impl Facts {
         self.gpu_mentions.extend(gpu_mentions);
         self.leftover_pids.extend(leftover_pids);
         self.frame_writers.extend(frame_writers);
+        self.input_ends.extend(input_ends);
     }
 }

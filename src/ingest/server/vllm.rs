@@ -35,7 +35,7 @@ macro_rules! re {
 re!(VERSION, r"vLLM API server version (?P<v>\S+)");
 re!(
     ENGINE,
-    r"Initializing an? (?:V1 )?LLM engine \(v(?P<v>[^)]+)\) with config: (?P<config>.*)"
+    r"Initializing an? (?:V1 )?LLM engine \(v(?P<v>[^)]+)\)(?: with config: (?P<config>.*))?"
 );
 re!(
     MODEL_LOADED,
@@ -57,7 +57,7 @@ re!(
 
 re!(
     INIT_FAILED,
-    r"Engine core initialization failed\. See root cause above\.(?: Failed core proc\(s\): \{(?P<procs>[^}]*)\})?"
+    r"Engine core initialization failed\.(?: See root cause above\.)?(?: Failed core proc\(s\): \{(?P<procs>[^}]*)\})?"
 );
 re!(FAILED_PROC, r"'(?P<name>[^']+)':\s*(?P<code>-?[0-9]+)");
 re!(
@@ -139,7 +139,10 @@ fn classify(msg: &str) -> Vec<ServerEventKind> {
         kinds.push(version(&c["v"]));
     } else if let Some(c) = ENGINE.captures(msg) {
         kinds.push(version(&c["v"]));
-        kinds.push(ServerEventKind::Args(parse_server_args(&c["config"])));
+        // A paste may cut the config (`(v0.18.0) ...`): the version stands.
+        if let Some(config) = c.name("config") {
+            kinds.push(ServerEventKind::Args(parse_server_args(config.as_str())));
+        }
     } else if let Some(args) = msg
         .strip_prefix("args: ")
         .or_else(|| msg.strip_prefix("non-default args: "))
@@ -176,6 +179,14 @@ const OWN_MESSAGES: &[(&str, bool)] = &[
         false,
     ),
     ("Writing input of failed execution to ", false),
+    // The engine core's start-up steps (vllm/v1/worker/gpu_model_runner.py
+    // load_model(), vllm/distributed/parallel_state.py
+    // init_distributed_environment()), kept under `(EngineCore pid=N)` when
+    // a poster cuts the level and time.
+    ("Starting to load model ", false),
+    ("world_size=", false),
+    // The API server's verdict, pasted without `RuntimeError: `.
+    ("Engine core initialization failed.", false),
 ];
 
 /// The tail of a cut logger prefix, `model_runner_base.py:120] `: the

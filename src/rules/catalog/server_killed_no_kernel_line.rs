@@ -4,8 +4,13 @@
 //! the kernel's own lines are missing, higher when the server's last
 //! figures reserved host memory.
 
+use std::collections::BTreeSet;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
 use crate::correlate::Incident;
-use crate::model::{Message, ServerEventKind};
+use crate::model::{Message, ServerEventKind, VllmFailure};
 use crate::rules::support::round2;
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
@@ -17,6 +22,36 @@ pub struct ServerKilledNoKernelLine;
 /// vLLM's KV cache sizes: `# CPU blocks` is the swap space it pins in host
 /// memory at start-up.
 const KV_SIZED: &str = "startup.vllm-kv-cache-sized";
+
+/// torchrun's agent naming the first worker that failed, with its exit
+/// code (catalogs/stacks-torch.toml): `-9` is SIGKILL.
+const TORCH_FAILED: &str = "stacks-torch.elastic-worker-failed";
+/// Its stopping the other workers after the first failed.
+const TORCH_CLOSING: &str = "stacks-torch.elastic-closing-workers";
+
+/// A command line that names a model or a checkpoint to load: an option
+/// for one (`--model`, `--model-path`, `--ckpt_dir`, `--checkpoint`,
+/// `--model_name_or_path`, `--base_model`) or a weights file.
+static MODEL_ARGS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)(?:^|\s)--[A-Za-z_-]*(?:model|ckpt|checkpoint)[A-Za-z_-]*(?:[=\s]|$)
+        | \.(?:safetensors|gguf|ckpt|pth)\b",
+    )
+    .expect("model args regex")
+});
+
+/// What reported the SIGKILL, and what it says of the killed process.
+#[derive(Clone, Copy)]
+enum Killed<'a> {
+    /// The shell's `Killed`: a job's PID and command, or the bare word.
+    Shell(Option<(u32, &'a str)>),
+    /// torchrun's agent: its worker, by PID and local rank, exitcode -9.
+    TorchWorker { pid: u32, rank: &'a str },
+    /// vLLM's API server: the engine core died during start-up, by SIGKILL
+    /// (`{'EngineCore_DP0': -9}`) or without a code (`{}`: it printed no
+    /// error and was gone before vLLM read its status).
+    EngineCore { sigkill: bool },
+}
 
 pub static META: RuleMeta = RuleMeta {
     id: "server-killed-no-kernel-line",
@@ -32,6 +67,15 @@ traceback and no error before it. The server had reached a stage of its
 start-up or was serving. No kernel line is in the inputs, so who sent the
 signal is not shown; on a host that runs one big model, by far the most
 common sender is the kernel's OOM killer, because the host's RAM ran out.
+
+The same death reported by whoever started the process reads the same
+way: torchrun's agent (`failed (exitcode: -9) local_rank: 1 (pid: 14447)
+of binary: …`: a PyTorch worker, -9 is SIGKILL), vLLM's API server when
+its engine core dies during start-up by SIGKILL or with no exit status
+and no error of its own (`Engine core initialization failed. Failed core
+proc(s): {}`, at a lower confidence), and a shell job whose command names
+a model or checkpoint to load (`[1]  16261 killed  python3 -m
+llama.convert_llama --ckpt_dir …`) even when it printed nothing.
 
 ## Why it happens
 A server holds a lot of host memory besides the GPU's: the weights while
@@ -69,18 +113,52 @@ impl Rule for ServerKilledNoKernelLine {
         }
         for e in &incident.facts.server_events {
             let killed = match &e.kind {
-                ServerEventKind::ShellForegroundSignaled { signal } => signal == "Killed",
-                ServerEventKind::ShellJobSignaled { signal, .. } => signal == "Killed",
-                _ => false,
+                ServerEventKind::ShellForegroundSignaled { signal } if signal == "Killed" => {
+                    Killed::Shell(None)
+                }
+                ServerEventKind::ShellJobSignaled {
+                    pid,
+                    signal,
+                    command,
+                } if signal == "Killed" => Killed::Shell(Some((*pid, command.as_str()))),
+                ServerEventKind::VllmFailure(VllmFailure::EngineInitFailed { failed }) => {
+                    // A process that exited with a code of its own said
+                    // why (its traceback); only a kill, or no code at all.
+                    if failed.iter().any(|(_, code)| *code != -9) {
+                        continue;
+                    }
+                    Killed::EngineCore {
+                        sigkill: !failed.is_empty(),
+                    }
+                }
+                _ => continue,
             };
-            if killed && let Some(f) = finding(incident, e.span) {
+            if let Some(f) = finding(incident, e.span, killed) {
+                out.push(f);
+            }
+        }
+        // torchrun's worker killed by SIGKILL: each PID once (the agent
+        // names it again when a restart fails the same way).
+        let mut seen = BTreeSet::new();
+        for (m, hit) in incident.known(TORCH_FAILED) {
+            let (Some(-9), Some(pid)) = (
+                hit.get("code").and_then(|c| c.parse::<i64>().ok()),
+                hit.get("pid").and_then(|p| p.parse::<u32>().ok()),
+            ) else {
+                continue;
+            };
+            if !seen.insert(pid) {
+                continue;
+            }
+            let rank = hit.get("rank").unwrap_or("?");
+            if let Some(f) = finding(incident, m.span, Killed::TorchWorker { pid, rank }) {
                 out.push(f);
             }
         }
     }
 }
 
-fn finding(incident: &Incident, kill: Span) -> Option<Finding> {
+fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Finding> {
     let before = |s: Span| s.source == kill.source && s < kill;
     // What was killed loaded a model: a line of a serving framework or a
     // start-up milestone before the kill, or the kill glued to the
@@ -108,7 +186,8 @@ fn finding(incident: &Incident, kill: Span) -> Option<Finding> {
                 .filter(|s| before(*s)),
         )
         .max();
-    if server_line.is_none() && loading.is_none() {
+    let named = names_a_model_workload(killed);
+    if server_line.is_none() && loading.is_none() && !named {
         return None;
     }
     // Nothing failed before: a kill after an error is a harness or a
@@ -124,13 +203,17 @@ fn finding(incident: &Incident, kill: Span) -> Option<Finding> {
         .last();
 
     let mut f = Finding::new(META.id, META.category, META.severity);
-    f.evidence(
-        kill,
-        match loading {
-            Some(_) => "the shell reports the server Killed while its model's weights were loading: SIGKILL from outside, with no traceback",
-            None => "the shell reports the server Killed: SIGKILL from outside, with no traceback",
-        },
-    );
+    f.evidence(kill, kill_note(killed, loading.is_some()));
+    match killed {
+        Killed::Shell(Some((pid, _))) => {
+            f.entities.pids.insert(pid);
+        }
+        Killed::TorchWorker { pid, .. } => {
+            f.entities.pids.insert(pid);
+            cite_stopped_workers(incident, kill, &mut f);
+        }
+        _ => {}
+    }
     if let Some((m, cpu)) = figures {
         f.evidence(
             m.span,
@@ -142,7 +225,11 @@ fn finding(incident: &Incident, kill: Span) -> Option<Finding> {
     {
         f.evidence(line, "the server's last line before the kill");
     }
-    f.condition("the shell reports the server killed by SIGKILL", true);
+    let signalled = !matches!(killed, Killed::EngineCore { sigkill: false });
+    f.condition(
+        "the process was killed by SIGKILL (the shell's `Killed`, exit code -9)",
+        signalled,
+    );
     f.condition("no error, exception or failure before the kill", true);
     let pinned = f.condition(
         "the server had just reserved host memory (its own figures), or was loading its weights",
@@ -152,9 +239,64 @@ fn finding(incident: &Incident, kill: Span) -> Option<Finding> {
         "a kernel line names the OOM killer (journalctl -k, dmesg)",
         false,
     );
-    f.confidence = round2(if pinned { 0.55 } else { 0.4 });
-    explain(&mut f, figures.map(|(_, cpu)| cpu), loading.is_some());
+    f.confidence = round2(match (pinned, signalled) {
+        (true, _) => 0.55,
+        (false, true) => 0.4,
+        (false, false) => 0.3,
+    });
+    explain(
+        &mut f,
+        figures.map(|(_, cpu)| cpu),
+        loading.is_some(),
+        killed,
+    );
     Some(f)
+}
+
+/// Whether the report of the kill itself says that what was killed runs
+/// a model: a PyTorch worker torchrun started, vLLM's engine core, a job
+/// whose command names a model or checkpoint to load.
+fn names_a_model_workload(killed: Killed<'_>) -> bool {
+    match killed {
+        Killed::Shell(Some((_, command))) => MODEL_ARGS.is_match(command),
+        Killed::Shell(None) => false,
+        Killed::TorchWorker { .. } | Killed::EngineCore { .. } => true,
+    }
+}
+
+/// The workers torchrun stopped because of the one killed at `kill`
+/// (`Sending process 1167 closing signal SIGTERM`, printed before its
+/// report), each with its PID: the rest of the job went down with it.
+fn cite_stopped_workers(incident: &Incident, kill: Span, f: &mut Finding) {
+    let previous = incident
+        .known(TORCH_FAILED)
+        .map(|(m, _)| m.span)
+        .filter(|s| s.source == kill.source && *s < kill)
+        .max();
+    for (m, hit) in incident.known(TORCH_CLOSING) {
+        if m.span.source != kill.source || m.span >= kill || previous.is_some_and(|p| m.span <= p) {
+            continue;
+        }
+        if let Some(other) = hit.get("pid").and_then(|p| p.parse::<u32>().ok()) {
+            f.evidence(
+                m.span,
+                format!("torchrun then stopped another worker, PID {other}"),
+            );
+            f.entities.pids.insert(other);
+        }
+    }
+}
+
+/// The evidence note on the line that reports the kill.
+fn kill_note(killed: Killed<'_>, loading: bool) -> String {
+    match (killed, loading) {
+        (Killed::Shell(_), true) => "the shell reports the server Killed while its model's weights were loading: SIGKILL from outside, with no traceback".to_owned(),
+        (Killed::Shell(Some((pid, _))), false) => format!("the shell reports job {pid} Killed: SIGKILL from outside, with no traceback; its command names a model to load"),
+        (Killed::Shell(None), false) => "the shell reports the server Killed: SIGKILL from outside, with no traceback".to_owned(),
+        (Killed::TorchWorker { pid, rank }, _) => format!("torchrun's worker of local rank {rank} (PID {pid}) ended with exit code -9: SIGKILL from outside, with no traceback of its own"),
+        (Killed::EngineCore { sigkill: true }, _) => "vLLM's engine core died by SIGKILL (-9) during start-up, with no error of its own".to_owned(),
+        (Killed::EngineCore { sigkill: false }, _) => "vLLM's engine core died during start-up with no error of its own and no exit status (`Failed core proc(s): {}`): what a kill from outside looks like".to_owned(),
+    }
 }
 
 /// Whether the server failed before `kill` (same input): an error line, a
@@ -184,12 +326,24 @@ fn failed_before(incident: &Incident, kill: Span) -> bool {
 
 /// The finding's words and advice: what killed the server, most likely,
 /// and the command that settles it.
-fn explain(f: &mut Finding, cpu_blocks: Option<u64>, loading: bool) {
+fn explain(f: &mut Finding, cpu_blocks: Option<u64>, loading: bool, killed: Killed<'_>) {
     f.title = "the server was killed by SIGKILL, most likely by the host's OOM killer".to_owned();
-    f.headline = match (cpu_blocks, loading) {
-        (Some(cpu), _) => format!("The server was Killed (SIGKILL) right after pinning {cpu} CPU blocks of host memory: most likely the kernel's OOM killer; the kernel's lines are not in the inputs."),
-        (None, true) => "The server was Killed (SIGKILL) while its model's weights were loading into host memory: most likely the kernel's OOM killer; the kernel's lines are not in the inputs.".to_owned(),
-        (None, false) => "The server was Killed (SIGKILL) with no error before it: most likely the kernel's OOM killer; the kernel's lines are not in the inputs.".to_owned(),
+    f.headline = match (cpu_blocks, loading, killed) {
+        (Some(cpu), _, _) => format!("The server was Killed (SIGKILL) right after pinning {cpu} CPU blocks of host memory: most likely the kernel's OOM killer; the kernel's lines are not in the inputs."),
+        (None, true, _) => "The server was Killed (SIGKILL) while its model's weights were loading into host memory: most likely the kernel's OOM killer; the kernel's lines are not in the inputs.".to_owned(),
+        (None, false, Killed::TorchWorker { pid, .. }) => {
+            f.title = format!("torchrun's worker {pid} was killed by SIGKILL, most likely by the host's OOM killer");
+            format!("torchrun's worker {pid} was killed by SIGKILL (exit code -9) with no error of its own: most likely the kernel's OOM killer; the kernel's lines are not in the inputs.")
+        }
+        (None, false, Killed::EngineCore { sigkill: false }) => {
+            f.title = "vLLM's engine core died during start-up without an error: likely killed from outside, most often by the host's OOM killer".to_owned();
+            "vLLM's engine core died during start-up and left no error and no exit status: what a kill from outside looks like, most often the kernel's OOM killer (host RAM exhausted while loading or compiling); only the kernel's log can confirm it.".to_owned()
+        }
+        (None, false, Killed::Shell(Some((pid, _)))) => {
+            f.title = format!("process {pid}, which loads a model, was killed by SIGKILL, most likely by the host's OOM killer");
+            format!("Process {pid}, whose command names a model to load, was Killed (SIGKILL) with no error before it: most likely the kernel's OOM killer; the kernel's lines are not in the inputs.")
+        }
+        (None, false, _) => "The server was Killed (SIGKILL) with no error before it: most likely the kernel's OOM killer; the kernel's lines are not in the inputs.".to_owned(),
     };
     f.explanation = "A SIGKILL with no traceback and no failure before it comes from outside the process; on a host running a model server it is most often the kernel's OOM killer, when the host's RAM ran out. Only the kernel's log can say so for sure.".to_owned();
     f.chain.push("the server was Killed".to_owned());
@@ -207,4 +361,85 @@ fn explain(f: &mut Finding, cpu_blocks: Option<u64>, loading: bool) {
         "If it was the OOM killer: give the server the host memory it needs (lower vLLM's --swap-space, fewer models or instances at once, a higher container memory limit, more RAM or swap)",
         None,
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    fn killed(text: &str) -> Vec<crate::rules::Finding> {
+        crate::testing::findings_of(super::META.id, text)
+    }
+
+    /// torchrun's agent reporting its worker killed by SIGKILL, with no
+    /// error of the worker's own: self-rag's two runs of one PID
+    /// (fixtures/real-incoming/batch-g/764, AkariAsai/self-rag#83) give one
+    /// finding; ColossalAI's form with the other workers stopped before it
+    /// (hpcaitech/ColossalAI#3677) reads the same. A worker that exited 1
+    /// after its own traceback is its own failure.
+    #[test]
+    fn a_torchrun_worker_killed_by_sigkill_is_the_host_oom_reading() {
+        let self_rag = "torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9) local_rank: 1 (pid: 14447) of binary:\n\
+                        torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9) local_rank: 0 (pid: 14447) of binary:\n";
+        let f = killed(self_rag);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(
+            f[0].entities.pids.iter().copied().collect::<Vec<_>>(),
+            [14447]
+        );
+        assert!(f[0].title.contains("14447"), "{}", f[0].title);
+        let colossal = "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 1167 closing signal SIGTERM\n\
+                        ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 1 (pid: 1168) of binary: /opt/conda/bin/python\n";
+        assert_eq!(killed(colossal).len(), 1);
+        let own = "RuntimeError: CUDA error: an illegal memory access was encountered\n\
+                   E0909 07:11:16.569000 140533383049856 torch/distributed/elastic/multiprocessing/api.py:833] failed (exitcode: 1) local_rank: 0 (pid: 9292) of binary: /opt/conda/envs/sglang/bin/python\n";
+        assert!(killed(own).is_empty());
+    }
+
+    /// zsh's report of a job killed, whose command names a checkpoint to
+    /// load, with nothing printed before it (batch-g/762,
+    /// henrywoo/pyllama#62); the same job line for a command that names no
+    /// model says nothing of what was killed.
+    #[test]
+    fn a_shell_job_killed_whose_command_loads_a_model_is_the_host_oom_reading() {
+        let convert = "python3 -m llama.convert_llama --ckpt_dir $CKPT_DIR --tokenizer_path $TOKENIZER_PATH --model_size 65B --output_dir ./converted_meta_hf_65 --to hf --max_batch_size 4\n\n\
+                       [1]    16261 killed     python3 -m llama.convert_llama --ckpt_dir $CKPT_DIR --tokenizer_path   65B\n";
+        let f = killed(convert);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(
+            f[0].entities.pids.iter().copied().collect::<Vec<_>>(),
+            [16261]
+        );
+        // The same grammar with a weights file for an argument (a variant,
+        // assembled from zsh's job line), and with no model at all.
+        assert_eq!(
+            killed("[2]  + 4242 killed     python3 chat.py ./models/llama-2-13b.Q8_0.gguf\n").len(),
+            1
+        );
+        assert!(killed("[1]    16261 killed     python3 -m http.server 8000\n").is_empty());
+    }
+
+    /// vLLM's API server when its engine core died during start-up with no
+    /// error of its own: no exit status at all (vllm-project/vllm#45626,
+    /// fixtures/real/652) at the lowest confidence, SIGKILL (`-9`, in the
+    /// `{name: exitcode}` dict upstream prints; assembled) above it; an
+    /// exit status of its own (vllm-project/vllm#21882) or an error
+    /// before it is the engine's own failure.
+    #[test]
+    fn an_engine_core_gone_without_an_error_is_the_host_oom_reading_at_low_confidence() {
+        let empty = killed("Engine core initialization failed. Failed core proc(s): {}\n");
+        assert_eq!(empty.len(), 1, "{empty:?}");
+        assert!(empty[0].confidence <= 0.3, "{}", empty[0].confidence);
+        let sigkill = killed(
+            "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_DP0': -9}\n",
+        );
+        assert_eq!(sigkill.len(), 1, "{sigkill:?}");
+        assert!(sigkill[0].confidence > empty[0].confidence);
+        assert!(
+            killed("RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_0': 1}\n")
+                .is_empty()
+        );
+        assert!(
+            killed("ValueError: No available memory for the cache blocks.\nEngine core initialization failed. Failed core proc(s): {}\n")
+                .is_empty()
+        );
+    }
 }

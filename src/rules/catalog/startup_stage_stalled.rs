@@ -62,7 +62,17 @@ vLLM's `vLLM is using nccl==` and `# GPU blocks`, NCCL's `Init COMPLETE`,
 `Starting shard` …), and then nothing: no later milestone, no error, no
 exit, until someone interrupted it (`^C`, `KeyboardInterrupt`), systemd
 stopped it, a client timed out, or the log ends. The start-up is stuck at
-that stage.
+that stage. The stage lines are read by their text, whatever part of the
+logger's prefix a poster kept (`(EngineCore pid=115) Starting to load
+model …` with the level and time cut), and one line is enough: a paste
+that ends on a stage the server completed (`Model loading took …`, the
+ranks assigned, the KV cache sized: the next step is a long one) is read
+as stalled there at a low confidence, since the paste may simply be cut
+(never when it reaches ready or has captured its graphs, nor on the launch
+line alone, nor when anything failed). Several echoed `^C` with nothing
+after them (no shutdown, no `KeyboardInterrupt`) are a process that
+ignores SIGINT: blocked in native code, a collective or the driver, the
+stronger evidence of a hang.
 
 ## Why it happens
 By stage:
@@ -85,7 +95,9 @@ shows the transport; `nvidia-smi topo -m` the GPU topology; nccl-tests'
 
 ## How to fix
 Multi-GPU hangs at NCCL: try `NCCL_P2P_DISABLE=1` to confirm, then disable
-PCIe ACS in the BIOS or boot with `iommu=pt` (or keep P2P off). CUDA graphs:
+PCIe ACS in the BIOS or boot with `iommu=pt` (or keep P2P off). A process
+that ignores Ctrl-C: dump its stacks, `kill -9` it, and reboot the node if
+it survives that (state `D`). CUDA graphs:
 run with `--enforce-eager` (vLLM) or `--disable-cuda-graph` (SGLang) and
 report the regression. Weights: check the disk or the download.
 
@@ -97,7 +109,14 @@ Advice only.
 /// One input's start-up: its stage lines in order.
 struct Startup<'a> {
     lines: Vec<(&'a Message, Stage, Option<u64>)>,
+    /// The lines a library prints in any program (NCCL's `Init
+    /// COMPLETE`), not a server's own milestone: what comes after them is
+    /// not known to be a long step of a server's start-up.
+    library: std::collections::BTreeSet<Span>,
 }
+
+/// The rows of a library's own lines (catalogs/startup.toml, NCCL).
+const LIBRARY_ROWS: &str = "startup.nccl-";
 
 impl Rule for StartupStageStalled {
     fn meta(&self) -> &RuleMeta {
@@ -118,11 +137,16 @@ impl Rule for StartupStageStalled {
             let full = number("pct") == Some(100)
                 || number("done").is_some_and(|d| Some(d) == number("total"));
             let stage = if full { stage.completed() } else { stage };
-            by_input
+            let startup = by_input
                 .entry(message.span.source.0)
-                .or_insert_with(|| Startup { lines: Vec::new() })
-                .lines
-                .push((message, stage, done));
+                .or_insert_with(|| Startup {
+                    lines: Vec::new(),
+                    library: Default::default(),
+                });
+            startup.lines.push((message, stage, done));
+            if k.hit.row.is_some_and(|r| r.id.starts_with(LIBRARY_ROWS)) {
+                startup.library.insert(message.span);
+            }
         }
         for startup in by_input.values() {
             if let Some(f) = stalled(incident, startup) {
@@ -392,9 +416,16 @@ mod tests {
             .find(|f| f.rule == super::META.id)
             .unwrap_or_else(|| panic!("{f:?}"));
         assert!(stalled.title.contains("rank 1"), "{}", stalled.title);
-        // Both ranks done: nothing is stuck, the log may just end there.
+        // Both ranks done: no rank lags; the paste ends on the weights
+        // loaded, which says only that it may be cut there.
         let done = format!("{text}Rank 1: load weight end.\n");
-        assert!(findings(&done).iter().all(|f| f.rule != super::META.id));
+        let f = findings(&done);
+        let cut = f
+            .iter()
+            .find(|f| f.rule == super::META.id)
+            .unwrap_or_else(|| panic!("{f:?}"));
+        assert!(!cut.title.contains("rank 1"), "{}", cut.title);
+        assert!(cut.confidence <= 0.3, "{}", cut.confidence);
     }
 
     /// The finding cites the last line at the stage and counts the others;
@@ -420,5 +451,96 @@ mod tests {
         assert_eq!(pids_of(text), [1153488]);
         let v1 = "(VllmWorker rank=4 pid=907) INFO 03-15 17:24:17 [pynccl.py:69] vLLM is using nccl==2.25.1\n";
         assert_eq!(pids_of(v1), [907]);
+    }
+
+    fn stalled(text: &str) -> Option<crate::rules::Finding> {
+        findings(text)
+            .into_iter()
+            .find(|f| f.rule == super::META.id)
+    }
+
+    /// A paste that ends on a completed stage before a long one, one line
+    /// and no clock: stalled there at a low confidence (the paste may be
+    /// cut). vLLM V1's line with its prefix abridged
+    /// (fixtures/real-incoming/batch-g/749, vllm-project/vllm#39682) and
+    /// vLLM 0.6's (vllm-project/vllm#10517); not when anything follows the
+    /// stage, nor when the server became ready.
+    #[test]
+    fn a_paste_that_ends_on_a_completed_stage_is_stalled_there_at_low_confidence() {
+        for text in [
+            "(EngineCore pid=...) INFO ... Model loading took 14.53 GiB memory and 172.4 seconds\n",
+            "Loading model weights took 14.9888 GB\n",
+        ] {
+            let f = stalled(text).unwrap_or_else(|| panic!("{text}"));
+            assert!(f.title.contains("the weights loaded"), "{}", f.title);
+            assert!(f.confidence <= 0.3, "{}", f.confidence);
+            assert!(f.headline.contains("may simply be cut"), "{}", f.headline);
+            let ready = format!("{text}INFO:     Application startup complete.\n");
+            assert!(stalled(&ready).is_none(), "{ready}");
+            let more = format!("{text}some later line of the paste\n");
+            assert!(stalled(&more).is_none(), "{more}");
+        }
+    }
+
+    /// The ranks assigned, then nothing, in two runs of one paste (vLLM's
+    /// EngineCore on ROCm, fixtures/real/692): both engines are named.
+    #[test]
+    fn a_paste_ending_after_the_ranks_are_assigned_names_each_engine() {
+        let text = "(EngineCore pid=24644) INFO 04-14 13:41:01 [parallel_state.py:1400] world_size=1 rank=0 local_rank=0 distributed_init_method=tcp://192.168.68.154:46985 backend=nccl\n\
+                    (EngineCore pid=24644) INFO 04-14 13:41:01 [parallel_state.py:1712] rank 0 in world size 1 is assigned as DP rank 0, PP rank 0, PCP rank 0, TP rank 0, EP rank N/A, EPLB rank N/A\n\
+                    \n\
+                    (EngineCore pid=54484) INFO 04-14 14:47:52 [distributed/parallel_state.py:1712] rank 0 in world size 1 is assigned as DP rank 0, PP rank 0, PCP rank 0, TP rank 0, EP rank 0, EPLB rank N/A\n";
+        let f = stalled(text).expect("stalled");
+        assert!(f.title.contains("distributed group formed"), "{}", f.title);
+        assert_eq!(
+            f.entities.pids.iter().copied().collect::<Vec<_>>(),
+            [24644, 54484]
+        );
+    }
+
+    /// vLLM's stage lines read by their text whatever part of the prefix
+    /// survived: `(EngineCore pid=115)` with the level and time cut
+    /// (fixtures/real-incoming/batch-g/748, vllm-project/vllm#20891), and
+    /// the v0 line with its whole prefix (MU-GOT#17). Loading the weights is
+    /// an operation under way: the finding does not wait for a clock.
+    #[test]
+    fn starting_to_load_the_model_then_silence_is_stalled_whatever_the_prefix() {
+        let cut = "(EngineCore pid=115) Initializing a V1 LLM engine (v0.18.0) ...\n\
+                   (EngineCore pid=115) world_size=1 rank=0 ... backend=nccl\n\
+                   (EngineCore pid=115) Starting to load model unsloth/Qwen3-VL-32B-Instruct-bnb-4bit...\n";
+        let f = stalled(cut).expect("stalled");
+        assert!(f.title.contains("loading the weights"), "{}", f.title);
+        assert_eq!(f.entities.pids.iter().copied().collect::<Vec<_>>(), [115]);
+        let whole = "INFO 11-20 10:45:55 model_runner.py:680] Starting to load model /home/lhx/wch/GOT-OCR2.0/GOT_weights...\n";
+        assert!(stalled(whole).is_some());
+    }
+
+    /// Ray's start line, then several echoed `^C` and nothing after them
+    /// (vllm-project/vllm#3766): a process that ignores SIGINT, the stronger
+    /// evidence. The same interrupts followed by Python's
+    /// `KeyboardInterrupt` are someone stopping a process that obeyed.
+    #[test]
+    fn repeated_interrupts_with_nothing_after_them_are_a_process_ignoring_sigint() {
+        let start = "CUDA_VISIBLE_DEVICES=5,7 python -m vllm.entrypoints.api_server --port 8007 --gpu-memory-utilization 0.9 --tensor-parallel-size 2 --model /mnt/huggingface/models/internlm2-chat-7b/ --trust-remote-code\n\
+                     2024-04-01 14:04:55,171 INFO worker.py:1752 -- Started a local Ray instance.\n";
+        let ignored = |f: &crate::rules::Finding| {
+            f.conditions
+                .iter()
+                .any(|c| c.met && c.text.contains("ignored repeated interrupts"))
+        };
+        // As the terminal echoed them on one line, and one per line.
+        for tail in ["^C^C^C^C^C^C\n", "^C\n^C\n^C\n"] {
+            let f = stalled(&format!("{start}{tail}")).expect("stalled");
+            assert!(ignored(&f), "{tail}: {:?}", f.conditions);
+            assert!(f.confidence >= 0.85, "{}", f.confidence);
+            assert!(f.headline.contains("ignores SIGINT"), "{}", f.headline);
+        }
+        let obeyed = format!("{start}^C^C\nKeyboardInterrupt\n");
+        if let Some(f) = stalled(&obeyed) {
+            assert!(!ignored(&f), "{:?}", f.conditions);
+        }
+        // One interrupt is someone stopping it: not yet ignored.
+        let once = stalled(&format!("{start}^C\n")).expect("stalled");
+        assert!(!ignored(&once));
     }
 }

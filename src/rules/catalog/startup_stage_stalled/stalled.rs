@@ -40,10 +40,7 @@ pub(super) fn stalled(incident: &Incident, startup: &Startup<'_>) -> Option<Find
     if errored(incident, last, gave_up) {
         return None;
     }
-    let silence = gave_up.and_then(|m| {
-        let (from, to) = (incident.time_of(last.span)?, incident.time_of(m.span)?);
-        Some(to.utc_seconds() - from.utc_seconds())
-    });
+    let silence = gave_up.and_then(|m| seconds_between(incident, last.span, m.span));
     let stuck_counter = last_done == Some(0);
     // A log that ends right after a stage completed (weights loaded, graphs
     // captured), or after the launch line alone, may just have been cut
@@ -58,7 +55,9 @@ pub(super) fn stalled(incident: &Incident, startup: &Startup<'_>) -> Option<Find
         Some(l) => (l.stage, l.line),
         None => (reached, furthest),
     };
-    if gave_up.is_none() && !stuck_counter && !in_progress {
+    let ends_here = ends_on(incident, last.span);
+    let cut_only = gave_up.is_none() && !stuck_counter && !in_progress;
+    if cut_only && !ends_before_a_long_step(incident, startup, last, reached) {
         return None;
     }
     // Someone stopped it: whatever it printed before, it never got further.
@@ -66,6 +65,7 @@ pub(super) fn stalled(incident: &Incident, startup: &Startup<'_>) -> Option<Find
         return None;
     }
     let stage_name = stage_name(reached, lagging.as_ref());
+    let ignored = gave_up.and_then(|m| ignored_interrupts(incident, m));
 
     let mut f = Finding::new(META.id, META.category, META.severity);
     cite_progress(&mut f, last, furthest, &stage_name, stuck_counter);
@@ -73,14 +73,18 @@ pub(super) fn stalled(incident: &Incident, startup: &Startup<'_>) -> Option<Find
         cite_lagging(&mut f, l);
     }
     if let Some(m) = gave_up {
-        cite_gave_up(&mut f, m, silence);
+        cite_gave_up(&mut f, m, silence, ignored);
     }
     let corroborated = judge(
         &mut f,
-        in_progress,
-        gave_up.is_some(),
-        stuck_counter,
-        silence,
+        Seen {
+            in_progress,
+            gave_up: gave_up.is_some(),
+            stuck_counter,
+            silence,
+            ends_here,
+            ignored,
+        },
     );
     count_at_stage(&mut f, startup, reached);
     let multi_gpu = multi_gpu(incident);
@@ -93,10 +97,62 @@ pub(super) fn stalled(incident: &Incident, startup: &Startup<'_>) -> Option<Find
     f.chain.push("the server never became ready".to_owned());
     f.chain
         .push(format!("its start-up went silent at: {stage_name}"));
+    if ignored.is_some() {
+        f.chain.push(IGNORES_SIGINT.to_owned());
+    }
     f.chain.push(hint.0.to_owned());
     f.explanation = hint.0.to_owned();
     push_actions(&mut f, lagging.as_ref(), hint, corroborated);
+    say_how_it_ended(&mut f, ignored.is_some(), cut_only);
     Some(f)
+}
+
+/// The seconds from the line `from` to the line `to`, when both are timed.
+fn seconds_between(incident: &Incident, from: Span, to: Span) -> Option<i64> {
+    let (from, to) = (incident.time_of(from)?, incident.time_of(to)?);
+    Some(to.utc_seconds() - from.utc_seconds())
+}
+
+/// Whether a start-up that completed the stage `reached` (no operation
+/// under way, nobody gave up) ends the paste there, before a long step of
+/// a server's start-up: the group formed (the weights load next), the
+/// weights loaded (memory is profiled), the KV cache sized (graphs are
+/// captured). One line and no clock are enough, read at a confidence that
+/// says the paste may just be cut. Not on the launch line alone, nor after
+/// the graphs are captured (only quick steps to ready remain: a healthy
+/// start-up pasted to there), nor on a library's line that any program
+/// prints (NCCL's), nor when anything failed in any input.
+fn ends_before_a_long_step(
+    incident: &Incident,
+    startup: &Startup<'_>,
+    last: &Message,
+    reached: Stage,
+) -> bool {
+    let long_next = matches!(
+        reached,
+        Stage::DistributedReady | Stage::WeightsLoaded | Stage::KvCache
+    );
+    long_next
+        && ends_on(incident, last.span)
+        && !startup.library.contains(&last.span)
+        && !failed_anywhere(incident)
+}
+
+/// The headline's last words and the step for a process that ignored its
+/// interrupts, or for a paste that may only be cut.
+fn say_how_it_ended(f: &mut Finding, ignored: bool, cut_only: bool) {
+    if ignored {
+        f.headline
+            .push_str(" Repeated Ctrl-C did not stop it: the process ignores SIGINT.");
+        f.actions.push(Action::advice(
+            "Dump the stuck process's stacks, then kill it with SIGKILL; if it survives even that (state D, in the driver), the GPU or driver is stuck: reboot the node",
+            Some("py-spy dump --pid PID; kill -9 PID; ps -o pid,stat,wchan:32,cmd -p PID"),
+        ));
+    } else if cut_only {
+        f.headline.push_str(
+            " The paste may simply be cut there: check that the process is still running.",
+        );
+    }
 }
 
 /// How many lines reached `reached` and no further (`seen N times`), and
@@ -202,17 +258,60 @@ fn cite_lagging(f: &mut Finding, l: &Lagging<'_>) {
     );
 }
 
+/// What a process that shrugs off Ctrl-C is doing.
+const IGNORES_SIGINT: &str = "repeated interrupts (^C) did not stop it and nothing shut down: Python runs its SIGINT handler only between bytecodes, so the process is blocked in native code (a collective, the driver)";
+
 /// Cites the line `m` that gave up waiting, with the silence before it
-/// when measured.
-fn cite_gave_up(f: &mut Finding, m: &Message, silence: Option<i64>) {
-    let note = match silence {
-        Some(s) if s >= 60 => format!(
+/// when measured, and the interrupts the process ignored.
+fn cite_gave_up(f: &mut Finding, m: &Message, silence: Option<i64>, ignored: Option<usize>) {
+    let note = match (silence, ignored) {
+        (_, Some(n)) => format!(
+            "{n} interrupts (^C) echoed and nothing after them: no shutdown, no traceback; the process ignored SIGINT"
+        ),
+        (Some(s), None) if s >= 60 => format!(
             "{} later, still nothing: then it was stopped or interrupted",
             duration(s)
         ),
         _ => "the next thing the log shows is a stop, an interrupt or a timeout".to_owned(),
     };
     f.evidence(m.span, note);
+}
+
+/// How many interrupts (`^C`, as a terminal echoes Ctrl-C) stand from the
+/// line `first` to the end of its input, when that is all there is after
+/// it (no shutdown line, no `KeyboardInterrupt`) and there are two or
+/// more: a process that ignored them.
+fn ignored_interrupts(incident: &Incident, first: &Message) -> Option<usize> {
+    let after: Vec<&Message> = incident
+        .facts
+        .messages
+        .iter()
+        .filter(|m| m.span.source == first.span.source && m.span >= first.span)
+        .collect();
+    let echoed = |t: &str| t.contains("^C") && t.replace("^C", "").trim().is_empty();
+    if !after.iter().all(|m| echoed(&m.text)) {
+        return None;
+    }
+    if !ends_on(incident, after.last()?.span) {
+        return None;
+    }
+    let n: usize = after.iter().map(|m| m.text.matches("^C").count()).sum();
+    (n >= 2).then_some(n)
+}
+
+/// Whether `span` is the last line of its input that is not blank: the
+/// paste ends there.
+fn ends_on(incident: &Incident, span: Span) -> bool {
+    incident.facts.input_ends.contains(&span)
+}
+
+/// Whether any input shows a failure (the story, told by its own rule).
+fn failed_anywhere(incident: &Incident) -> bool {
+    incident
+        .facts
+        .input_ends
+        .iter()
+        .any(|end| failed_in(incident, end.source))
 }
 
 /// The headline: the stage the start-up hung at, and how long nothing
@@ -228,17 +327,38 @@ fn headline(stage_name: &str, gave_up: bool, silence: Option<i64>) -> String {
     )
 }
 
-/// Adds the conditions of a stall and sets the confidence from them;
-/// returns whether something corroborates it (someone gave up waiting, or
-/// a progress counter stands at 0).
-fn judge(
-    f: &mut Finding,
+/// What the input shows around the stall, for [`judge`].
+struct Seen {
     in_progress: bool,
     gave_up: bool,
     stuck_counter: bool,
     silence: Option<i64>,
-) -> bool {
+    /// The last milestone is the last line of its input.
+    ends_here: bool,
+    /// Interrupts the process ignored (`^C` echoed, nothing after).
+    ignored: Option<usize>,
+}
+
+/// Adds the conditions of a stall and sets the confidence from them;
+/// returns whether something corroborates it (someone gave up waiting, or
+/// a progress counter stands at 0).
+fn judge(f: &mut Finding, seen: Seen) -> bool {
+    let Seen {
+        in_progress,
+        gave_up,
+        stuck_counter,
+        silence,
+        ends_here,
+        ignored,
+    } = seen;
     f.condition("the start-up reached a stage and no later one", true);
+    // Said where it decides: a stage completed, nothing else to go by.
+    if !(in_progress || gave_up || stuck_counter) {
+        f.condition(
+            "the paste ends on this milestone (nothing after it, so it may be cut there)",
+            ends_here,
+        );
+    }
     f.condition(
         "the log ends inside an operation (a stage begun, not finished)",
         in_progress,
@@ -255,12 +375,19 @@ fn judge(
         ),
         silence.is_some_and(|s| s >= LONG_SILENCE_SECS),
     );
+    let shrugged = ignored.is_some()
+        && f.condition(
+            "the process ignored repeated interrupts (^C), with no shutdown after them",
+            true,
+        );
     // A log that merely ends says less than one someone interrupted: the
-    // paste may have been cut.
-    f.confidence = round2(match (corroborated, long) {
-        (true, true) => 0.85,
-        (true, false) => 0.7,
-        (false, _) => 0.45,
+    // paste may have been cut; less still when it ends on a stage that
+    // completed (the next one may simply not be in the paste).
+    f.confidence = round2(match (corroborated, long || shrugged, in_progress) {
+        (true, true, _) => 0.85,
+        (true, false, _) => 0.7,
+        (false, _, true) => 0.45,
+        (false, _, false) => 0.3,
     });
     corroborated
 }
