@@ -13,6 +13,7 @@ use crate::source::Span;
 mod duplicates;
 mod finding;
 mod gone;
+mod runners;
 mod survivors;
 use duplicates::duplicates;
 use finding::finding;
@@ -86,6 +87,13 @@ earlier, are a run that stopped: processes of one program that the later
 table still lists after their siblings left (a rank that kept its memory
 after Ctrl+C) are its leftovers. The finding names them with the `ps`
 command that settles it and scripts no signal.
+
+Two runners of one model in a server that runs one runner per loaded
+model (Ollama's `ollama runner --model <blob>`, before 0.4
+`ollama_llama_server`) are a reload the server lost track of: the older
+keeps its memory. With full start times (`lstart`) the finding names the
+latest load and is an error; without them, a warning. It scripts no
+signal: `ollama ps` and the runners' `--port` settle which one serves.
 
 PPID 1 alone makes a bare `multiprocessing` worker a warning; it is an
 error when the inputs log its server's exit (uvicorn's `Finished server
@@ -223,6 +231,7 @@ impl Rule for StaleServingProcess {
         }
         out.extend(duplicates(incident, &named));
         out.extend(survivors::survivors(incident, &named));
+        out.extend(runners::runners(incident, &named));
     }
 }
 
