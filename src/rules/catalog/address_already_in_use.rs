@@ -100,12 +100,18 @@ static META: RuleMeta = RuleMeta {
         "Errno 48",
         "Errno 10048",
         "WinError 10048",
+        // Go's listen error cut before its reason (support/listen.rs).
+        "listen tcp",
     ],
     doc: r#"
 ## What it means
 The server could not listen on its HTTP port, its ZMQ ports or the
 torch.distributed store port (`[Errno 98] Address already in use`,
 `EADDRINUSE`), and exited.
+
+A Go server's listen error cut before its reason (`failed to listen:
+listen tcp4 0.0.`) counts only beside a socket listing that shows one port
+and names its holder, at a lower confidence.
 
 ## Why it happens
 A previous instance (or its children) still runs and listens; two services
@@ -133,10 +139,16 @@ impl Rule for AddressAlreadyInUse {
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         let binds = binds(incident);
-        let listens = listen::failures(incident);
+        let mut listens = listen::failures(incident);
+        // A line cut before its reason says a listen failed, not why: it
+        // counts only beside a listing that names the port's holder.
+        if only_port_holders(incident).is_empty() {
+            listens.retain(|l| !l.cut);
+        }
         if binds.is_empty() && listens.is_empty() {
             return;
         }
+        let cut = binds.is_empty() && listens.iter().all(|l| l.cut);
         let store = binds.iter().any(|b| b.port == Port::Store);
         // The store's port first (it names the rendezvous), then the
         // server's own, then what the other runtimes' wordings say.
@@ -174,7 +186,12 @@ impl Rule for AddressAlreadyInUse {
         }
         // A socket listing's row on the port (`ss -ltnp`, `netstat -ntlp`'s
         // `427249/docker-proxy`, `lsof`): the process that holds it.
-        let sockets = socket_holders(incident, port.as_deref());
+        let sockets = match port.as_deref() {
+            Some(p) => socket_holders(incident, Some(p)),
+            // No port printed (or cut): the holders of the one port the
+            // paste's listing shows (`ss -ltnp 'sport = :8080'`).
+            None => only_port_holders(incident),
+        };
         for l in &sockets {
             let who = l.process.as_deref().unwrap_or("a process");
             f.evidence(l.span, format!("{who} listens on port {}", l.port));
@@ -190,6 +207,12 @@ impl Rule for AddressAlreadyInUse {
             })
         });
         f.condition(format!("the server failed to bind {what}{port_text}"), true);
+        if cut {
+            f.condition(
+                "the error says why the listen failed (the line is cut before its reason)",
+                false,
+            );
+        }
         f.condition("the port number is known", port.is_some());
         f.condition(
             "a listening process is identified",
@@ -267,6 +290,19 @@ fn socket_holders<'a>(incident: &'a Incident, port: Option<&str>) -> Vec<&'a Lis
         .collect()
 }
 
+/// The listeners that name their process when the paste's socket listings
+/// show one port only, one per PID: the holders of the port a failure
+/// names none of. Listings of several ports name nobody.
+fn only_port_holders(incident: &Incident) -> Vec<&Listener> {
+    let mut ports = incident.facts.listeners.iter().map(|l| l.port);
+    match ports.next() {
+        Some(first) if ports.all(|p| p == first) => {
+            socket_holders(incident, Some(&first.to_string()))
+        }
+        _ => Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     fn pids(text: &str) -> Vec<u32> {
@@ -294,5 +330,33 @@ mod tests {
         let other = "Error response from daemon: driver failed programming external connectivity on endpoint inference-basic-eth-pred (9c9f32a7ae6162b9394eef6cb3667a8ff4cec7ef3befaa5d1cfb294adf9b2f9f): Bind for 0.0.0.0:8000 failed: port is already allocated\n\
                      ollama  2233 ollama    3u  IPv4  37563      0t0  TCP localhost:11434 (LISTEN)\n";
         assert!(pids(other).is_empty());
+    }
+
+    /// fixtures/real/678: `ss -ltnp 'sport = :8080'` names local-ai, then a
+    /// relaunch's listen error is cut before its address and reason: the
+    /// listing's holder is named, at a lower confidence. The same cut line
+    /// with no listing, or beside a listing of several ports, is no finding.
+    #[test]
+    fn a_cut_listen_error_beside_a_one_port_listing() {
+        let ss = "State    Recv-Q   Send-Q     Local Address:Port       Peer Address:Port   Process\n\
+                  LISTEN   0        32768            0.0.0.0:8080            0.0.0.0:*       users:((\"local-ai\",pid=29489,fd=6))\n";
+        let cut =
+            "3:00PM FTL Error running the application error=\"failed to listen: listen tcp4 0.0.\n";
+        let f = crate::testing::findings_of(super::META.id, &format!("{ss}{cut}"));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(
+            f[0].entities.pids.iter().copied().collect::<Vec<_>>(),
+            [29489]
+        );
+        let whole = crate::testing::findings_of(
+            super::META.id,
+            &format!("{ss}Error: listen tcp 127.0.0.1:8080: bind: address already in use\n"),
+        );
+        assert!(f[0].confidence < whole[0].confidence);
+        assert!(crate::testing::findings_of(super::META.id, cut).is_empty());
+        let two = format!(
+            "{ss}LISTEN   0        4096           127.0.0.1:11434           0.0.0.0:*       users:((\"ollama\",pid=2233,fd=3))\n{cut}"
+        );
+        assert!(crate::testing::findings_of(super::META.id, &two).is_empty());
     }
 }
