@@ -157,7 +157,14 @@ impl Rule for AddressAlreadyInUse {
             .filter(|b| b.port == Port::Store)
             .chain(binds.iter().filter(|b| b.port != Port::Store))
             .find_map(|b| b.number.clone())
-            .or_else(|| listens.iter().find_map(|l| l.port.clone()));
+            .or_else(|| listens.iter().find_map(|l| l.port.clone()))
+            // None printed (or cut): the one port the paste's socket
+            // listing shows (`ss -ltnp 'sport = :8080'`).
+            .or_else(|| {
+                only_port_holders(incident)
+                    .first()
+                    .map(|l| l.port.to_string())
+            });
         let mut f = Finding::new(META.id, META.category, META.severity);
         let lines = binds
             .iter()
@@ -186,12 +193,7 @@ impl Rule for AddressAlreadyInUse {
         }
         // A socket listing's row on the port (`ss -ltnp`, `netstat -ntlp`'s
         // `427249/docker-proxy`, `lsof`): the process that holds it.
-        let sockets = match port.as_deref() {
-            Some(p) => socket_holders(incident, Some(p)),
-            // No port printed (or cut): the holders of the one port the
-            // paste's listing shows (`ss -ltnp 'sport = :8080'`).
-            None => only_port_holders(incident),
-        };
+        let sockets = socket_holders(incident, port.as_deref());
         for l in &sockets {
             let who = l.process.as_deref().unwrap_or("a process");
             f.evidence(l.span, format!("{who} listens on port {}", l.port));
@@ -232,26 +234,32 @@ impl Rule for AddressAlreadyInUse {
             (None, true) => "a previous run of the service died moments before: its processes or socket may linger".to_owned(),
             (None, false) => "another process listens there".to_owned(),
         });
-        f.explanation = if store {
-            "The rendezvous store of torch.distributed (MASTER_PORT, SGLang --nccl-port / dist_init_addr) could not listen: usually a previous instance still alive, or two instances given the same port.".to_owned()
-        } else {
-            "Usually a previous instance, or one of its children, still listens; or two services share the port.".to_owned()
-        };
-        let probe = match &port {
-            Some(p) => format!("ss -ltnp 'sport = :{p}'"),
-            None => "ss -ltnp".to_owned(),
-        };
-        f.actions.push(Action::advice(
-            "find the process that listens on the port",
-            Some(&probe),
-        ));
-        f.actions.push(Action::advice(
-            "stop it if it is a leftover of this service; otherwise give the server another port",
-            None,
-        ));
+        advise(&mut f, store, port.as_deref());
         f.confidence = confidence(&f, 0.75, 0.97);
         out.push(f);
     }
+}
+
+/// What the finding explains and advises: find the listener, stop it when
+/// it is this service's leftover.
+fn advise(f: &mut Finding, store: bool, port: Option<&str>) {
+    f.explanation = if store {
+        "The rendezvous store of torch.distributed (MASTER_PORT, SGLang --nccl-port / dist_init_addr) could not listen: usually a previous instance still alive, or two instances given the same port.".to_owned()
+    } else {
+        "Usually a previous instance, or one of its children, still listens; or two services share the port.".to_owned()
+    };
+    let probe = match port {
+        Some(p) => format!("ss -ltnp 'sport = :{p}'"),
+        None => "ss -ltnp".to_owned(),
+    };
+    f.actions.push(Action::advice(
+        "find the process that listens on the port",
+        Some(&probe),
+    ));
+    f.actions.push(Action::advice(
+        "stop it if it is a leftover of this service; otherwise give the server another port",
+        None,
+    ));
 }
 
 /// The finding's headline: who holds `bind` (`its HTTP port 8000`), by
@@ -348,6 +356,7 @@ mod tests {
             f[0].entities.pids.iter().copied().collect::<Vec<_>>(),
             [29489]
         );
+        assert!(f[0].title.contains("8080"), "{}", f[0].title);
         let whole = crate::testing::findings_of(
             super::META.id,
             &format!("{ss}Error: listen tcp 127.0.0.1:8080: bind: address already in use\n"),
