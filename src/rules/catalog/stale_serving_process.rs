@@ -27,6 +27,8 @@ const WORKER_TITLES: &[&str] = &[
     "sglang::scheduler",
     "sglang::detokenizer",
     "sglang::data_parallel_controller",
+    // SGLang-diffusion's engine (radixark/miles_diffusion#165).
+    "sgl_diffusion::scheduler",
     "VLLM::EngineCore",
     "VLLM::Worker",
     "VLLM::DPCoordinator",
@@ -308,4 +310,23 @@ fn left_over_by_systemd(incident: &Incident, pid: u32) -> Option<&UnitEvent> {
 
 pub(super) fn first_word(cmd: &str) -> &str {
     cmd.split_whitespace().next().unwrap_or(cmd)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::findings_of;
+
+    /// SGLang-diffusion's renamed scheduler (fixtures/real-incoming/batch-g/742's
+    /// row, `ps -eo pid,comm,args`) with the PPID 1 its author reports: the
+    /// header and PPID column are assembled, not copied. Its real paste
+    /// shows no parent, and no finding.
+    #[test]
+    fn a_renamed_diffusion_scheduler_orphaned() {
+        let orphan = "    PID    PPID COMMAND         COMMAND\n3636386       1 sgl_diffusion:: sgl_diffusion::scheduler_U0\n";
+        let f = findings_of(super::META.id, orphan);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].entities.pids.contains(&3636386));
+        let real = "$ ps -eo pid,comm,args | grep sgl_diffusion\n3636386 sgl_diffusion:: sgl_diffusion::scheduler_U0\n";
+        assert!(findings_of(super::META.id, real).is_empty());
+    }
 }
