@@ -158,13 +158,7 @@ impl Rule for AddressAlreadyInUse {
             .chain(binds.iter().filter(|b| b.port != Port::Store))
             .find_map(|b| b.number.clone())
             .or_else(|| listens.iter().find_map(|l| l.port.clone()))
-            // None printed (or cut): the one port the paste's socket
-            // listing shows (`ss -ltnp 'sport = :8080'`).
-            .or_else(|| {
-                only_port_holders(incident)
-                    .first()
-                    .map(|l| l.port.to_string())
-            });
+            .or_else(|| listing_port(incident));
         let mut f = Finding::new(META.id, META.category, META.severity);
         let lines = binds
             .iter()
@@ -296,6 +290,14 @@ fn socket_holders<'a>(incident: &'a Incident, port: Option<&str>) -> Vec<&'a Lis
         .filter(|l| l.port == port)
         .filter(|l| l.pid.is_some_and(|p| seen.insert(p)))
         .collect()
+}
+
+/// None printed (or cut): the one port the paste's socket listing shows
+/// (`ss -ltnp 'sport = :8080'`), when it names its holder.
+fn listing_port(incident: &Incident) -> Option<String> {
+    only_port_holders(incident)
+        .first()
+        .map(|l| l.port.to_string())
 }
 
 /// The listeners that name their process when the paste's socket listings
