@@ -345,7 +345,9 @@ mod tests {
     /// fixtures/real/678: `ss -ltnp 'sport = :8080'` names local-ai, then a
     /// relaunch's listen error is cut before its address and reason: the
     /// listing's holder is named, at a lower confidence. The same cut line
-    /// with no listing, or beside a listing of several ports, is no finding.
+    /// with no listing, or beside a listing of several ports, is no finding
+    /// (the second port's `ollama` row is assembled in `ss`'s grammar, not
+    /// copied).
     #[test]
     fn a_cut_listen_error_beside_a_one_port_listing() {
         let ss = "State    Recv-Q   Send-Q     Local Address:Port       Peer Address:Port   Process\n\
