@@ -8,6 +8,9 @@ const SERVING: &[&str] = &[
     "sglang.launch_server",
     "sglang serve",
     "sglang::",
+    // SGLang-diffusion's renamed engine workers (`sgl_diffusion::scheduler_U0`,
+    // radixark/miles_diffusion#165).
+    "sgl_diffusion::",
     "vllm serve",
     "vllm.entrypoints",
     "VLLM::",
@@ -119,6 +122,7 @@ mod tests {
             "/usr/local/bin/ollama serve",
             "python3 -m sglang.launch_server --model-path /m --port 30000",
             "sglang::scheduler_TP0",
+            "sgl_diffusion::scheduler_U0",
             "/usr/bin/python3 /usr/local/bin/vllm serve Qwen/Qwen2.5-7B",
             "VLLM::EngineCore",
         ] {

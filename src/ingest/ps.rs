@@ -44,6 +44,59 @@ static ALX_ROW: LazyLock<Regex> = LazyLock::new(|| {
     .expect("ps alx row regex")
 });
 
+/// A row of a script's own `ps -o …,lstart,args` layout pasted without its
+/// header: numbers (the PID among them, and its parent's or group's), the
+/// five-word start time, the command (fixtures/real/640, `1051  181171
+/// 1051 Mon May 19 14:17:44 2025 /usr/local/bin/ollama runner …`). Which
+/// number is the PID one row does not say; a block of them does
+/// ([`lstart_columns`]).
+static LSTART_ROW: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^\s*(?:[0-9]+\s+){1,4}(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\s+(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+[0-9]{1,2}\s+[0-9]{2}:[0-9]{2}:[0-9]{2}\s+[0-9]{4}\s+\S",
+    )
+    .expect("ps lstart row regex")
+});
+
+/// Whether `text` is a headerless row of a `…,lstart,args` layout.
+pub(crate) fn is_lstart_row(text: &str) -> bool {
+    LSTART_ROW.is_match(text)
+}
+
+/// The columns of a block of headerless [`LSTART_ROW`]s: the processes of
+/// one listing differ in their PID and share their parent or group (a
+/// server's runners, a job's ranks), so the one number column whose values
+/// all differ is the PID, and the columns whose value is the same in every
+/// row are the others (a parent, a group: which, the rows do not say).
+/// `None` for a single row, rows of different shapes, or no such column.
+fn lstart_columns(texts: &[&str]) -> Option<Vec<Column>> {
+    let numbers = |t: &str| -> Vec<u64> {
+        t.split_whitespace()
+            .map_while(|w| w.parse::<u64>().ok())
+            .collect()
+    };
+    let rows: Vec<Vec<u64>> = texts.iter().map(|t| numbers(t)).collect();
+    let width = rows.first()?.len();
+    if rows.len() < 2 || rows.iter().any(|r| r.len() != width) {
+        return None;
+    }
+    let distinct = |c: usize| {
+        let mut values: Vec<u64> = rows.iter().map(|r| r[c]).collect();
+        values.sort_unstable();
+        values.dedup();
+        values.len()
+    };
+    let varying: Vec<usize> = (0..width).filter(|&c| distinct(c) > 1).collect();
+    let [pid] = varying[..] else { return None };
+    if distinct(pid) != rows.len() || (0..width).any(|c| c != pid && distinct(c) != 1) {
+        return None;
+    }
+    let mut columns: Vec<Column> = (0..width)
+        .map(|c| if c == pid { Column::Pid } else { Column::Other })
+        .collect();
+    columns.extend([Column::Start, Column::Cmd]);
+    Some(columns)
+}
+
 /// The columns a headerless row of each default layout has.
 const EF_COLUMNS: [Column; 8] = [
     Column::User,
@@ -120,6 +173,13 @@ pub(crate) enum Column {
 }
 
 /// Reads a header row; `None` when the line is not one.
+///
+/// A script that formats `ps` itself may mangle a title in passing (`ps
+/// aux | awk '{print $1, $2, $6/1024 " MB", $11}'` divides the header's
+/// `RSS` too and prints `0.00 MB`, gpustack/gpustack#4060): a header
+/// framed by titles (its first a title, its last the command's) keeps
+/// such words as columns of their own, one per word, as its rows print
+/// them.
 fn header(text: &str) -> Option<Vec<Column>> {
     let titles: Vec<&str> = text.split_whitespace().collect();
     let is_title = |t: &&str| {
@@ -129,7 +189,15 @@ fn header(text: &str) -> Option<Vec<Column>> {
                 c.is_ascii_uppercase() || c.is_ascii_digit() || matches!(c, '%' | '_' | '+')
             })
     };
-    if !titles.contains(&"PID") || !titles.iter().all(is_title) {
+    let framed = || {
+        titles.first().is_some_and(is_title)
+            && titles
+                .last()
+                .is_some_and(|t| matches!(*t, "CMD" | "COMMAND" | "ARGS"))
+            && titles.iter().filter(|t| is_title(t)).count() >= 3
+            && titles.iter().all(|t| is_title(t) || is_mangled_title(t))
+    };
+    if !titles.contains(&"PID") || !(titles.iter().all(is_title) || framed()) {
         return None;
     }
     // `ps -ef` titles the user name `UID`; a real `USER` column wins.
@@ -152,6 +220,19 @@ fn header(text: &str) -> Option<Vec<Column>> {
             })
             .collect(),
     )
+}
+
+/// A word a script's arithmetic made of a title: a number (`0.00`) or a
+/// unit it appended (`MB`, `KiB`, `%`).
+fn is_mangled_title(word: &str) -> bool {
+    let number = !word.is_empty()
+        && word.bytes().any(|b| b.is_ascii_digit())
+        && word.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+    number
+        || matches!(
+            word,
+            "B" | "KB" | "MB" | "GB" | "KiB" | "MiB" | "GiB" | "K" | "M" | "G" | "%"
+        )
 }
 
 /// Whether `text` is one of the summary lines `top` prints above its
@@ -241,6 +322,7 @@ pub(crate) fn typed_columns(command: &str) -> Option<Vec<Column>> {
 fn read_by(typed: Option<Vec<Column>>, lines: &[Line<'_>], facts: &mut Facts) -> Vec<usize> {
     let mut columns: Option<Vec<Column>> = typed;
     let mut missed = Vec::new();
+    let mut lstart = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         if line.text.trim().is_empty() {
             continue;
@@ -264,9 +346,24 @@ fn read_by(typed: Option<Vec<Column>>, lines: &[Line<'_>], facts: &mut Facts) ->
             None if columns
                 .as_deref()
                 .is_some_and(|c| is_thread_row(line.text, c)) => {}
+            None if columns.is_none() && is_lstart_row(line.text) => lstart.push(i),
             None => missed.push(i),
         }
     }
+    // Rows of a layout with a start time and no header: read as a block.
+    let texts: Vec<&str> = lstart.iter().map(|&i| lines[i].text).collect();
+    match lstart_columns(&texts) {
+        Some(c) => {
+            for &i in &lstart {
+                match row(lines[i].text, &c, lines[i].span) {
+                    Some(r) => facts.ps.push(r),
+                    None => missed.push(i),
+                }
+            }
+        }
+        None => missed.extend(lstart),
+    }
+    missed.sort_unstable();
     missed
 }
 
@@ -731,6 +828,95 @@ user   2505781  1     sglang::scheduler_DP0_TP0_EP0
                 ),
             ]
         );
+    }
+
+    /// Rows of a script's `…,lstart,args` layout without their header
+    /// (fixtures/real/640): the number that differs from row to row is the
+    /// PID. The variant is the same layout with the PID first and two
+    /// children of one parent; a single row, or rows where two numbers
+    /// vary, say nothing of which is the PID and stay unread.
+    #[test]
+    fn headerless_lstart_rows_are_read_as_a_block() {
+        let (records, unrecognized) = run("\
+   1051  181171    1051 Mon May 19 14:17:44 2025 /usr/local/bin/ollama runner --model /usr/share/ollama/.ollama/models/blobs/sha256-5ff0 --ctx-size 49152 --port 35375
+   1051  182420    1051 Mon May 19 14:27:14 2025 /usr/local/bin/ollama runner --model /usr/share/ollama/.ollama/models/blobs/sha256-5ff0 --ctx-size 24576 --port 33451");
+        assert_eq!(unrecognized, 0);
+        let got: Vec<_> = records
+            .iter()
+            .map(|r| (r.pid, r.ppid, r.started.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (181171, None, Some("Mon May 19 14:17:44 2025")),
+                (182420, None, Some("Mon May 19 14:27:14 2025"))
+            ]
+        );
+        assert!(
+            records[0]
+                .cmd
+                .starts_with("/usr/local/bin/ollama runner --model")
+        );
+        let (records, _) = run("\
+ 4318  4242 Sun Nov 29 22:51:33 2026 sglang::scheduler_TP0
+ 4319  4242 Sun Nov 29 22:51:34 2026 sglang::scheduler_TP1");
+        assert_eq!(
+            records.iter().map(|r| r.pid).collect::<Vec<_>>(),
+            [4318, 4319]
+        );
+        for text in [
+            "   1051  181171    1051 Mon May 19 14:17:44 2025 /usr/local/bin/ollama runner",
+            " 4318  4242 Sun Nov 29 22:51:33 2026 a\n 4319  4243 Sun Nov 29 22:51:34 2026 b",
+        ] {
+            let (records, unrecognized) = run(text);
+            assert!(records.is_empty(), "{text}");
+            assert_eq!(unrecognized as usize, text.lines().count());
+        }
+    }
+
+    /// A header a script's `awk` mangled (fixtures/real/698,
+    /// gpustack/gpustack#4060: `$6/1024 " MB"` turned `RSS` into `0.00
+    /// MB`); the variant is the same script printing `KiB` for another
+    /// column order. A line of words that only looks like one is no header.
+    #[test]
+    fn a_header_a_script_mangled_keeps_its_columns() {
+        let (records, unrecognized) = run("\
+USER       PID        0.00 MB COMMAND
+root       57704    780.16 MB /usr/local/bin/envoy -c etc/istio/proxy/envoy-rev.json --drain-time-s 45
+root       74081    363.32 MB gpustack_model_instance_1574");
+        assert_eq!(unrecognized, 0);
+        let got: Vec<_> = records
+            .iter()
+            .map(|r| (r.pid, r.user.as_deref(), r.cmd.as_str()))
+            .collect();
+        assert_eq!(
+            got[1],
+            (74081, Some("root"), "gpustack_model_instance_1574")
+        );
+        assert_eq!(got[0].0, 57704);
+        let (records, unrecognized) = run("\
+PID    PPID  0 KiB  STAT CMD
+ 4242     1  81234 KiB Sl  python3 -m sglang.launch_server --port 30000");
+        assert_eq!(unrecognized, 0);
+        assert_eq!(
+            rows(&records),
+            [(
+                2,
+                4242,
+                Some(1),
+                None,
+                Some("Sl"),
+                None,
+                "python3 -m sglang.launch_server --port 30000"
+            )]
+        );
+        for line in [
+            "PID 1234 was killed by COMMAND",
+            "USER PID 0.00 MB",
+            "user PID 0.00 MB COMMAND",
+        ] {
+            assert_eq!(header(line), None, "{line}");
+        }
     }
 
     /// https://github.com/sgl-project/sglang/issues/3752 (`top` in batch

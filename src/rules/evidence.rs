@@ -221,9 +221,15 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         StaleServingInstance,
+        "two runners of one model in a server that runs one runner per loaded model (Ollama's `ollama runner --model <blob>`), in a process listing with command lines: the older is a load the server lost track of",
+        Rule("stale-serving-process"),
+        Some("fixtures/real/640-ollama-070-three-runners-one-active-model-leak"),
+    ),
+    cell(
+        StaleServingInstance,
         "a duplicate of the running server's port",
         Gap(
-            "ports are read (ss, lsof, docker ps); no rule compares a listener with the failing server yet. Real samples exist: fixtures/real/678 (`ss -ltnp` names local-ai holding :8080, then `local-ai run` fails to listen, its error cut) and fixtures/real-incoming/batch-f/727 (lsof names an earlier run's API server on :8000)",
+            "ports are read (ss, lsof, docker ps), and a failed bind beside a listing names the listener (`address-already-in-use`, port-in-use: fixtures/real/678, `ss -ltnp` names local-ai on :8080 and the relaunch's listen error is cut); no rule yet tells that the listener is an older instance of the failing server itself. fixtures/real-incoming/batch-f/727 (lsof names an earlier run's API server on :8000) shows no failure at all",
         ),
         None,
     ),

@@ -416,6 +416,13 @@ impl Segmenter {
         // Under a prompt, the first output no strong line claims is the
         // output of the command typed there.
         let mut from_prompt = false;
+        // A `ps` whose `-o` list names the columns claims its rows even when
+        // they are strong ps lines of their own (a headerless `lstart` row).
+        if let (Class::Strong(Format::Ps, _), Some(Format::ShellPrompt), Some(_)) =
+            (&class, current, &self.prompt_command)
+        {
+            class = Class::Continue;
+        }
         if let (Class::Continue, Some(Format::ShellPrompt), Some((format, why))) =
             (&class, current, self.after_prompt)
         {

@@ -36,6 +36,21 @@ pub(super) fn sniff(line: &str, _current: Option<Format>) -> Option<Class> {
             "ps -ef / ps aux / ps alx row without its header",
         ));
     }
+    // A row of a script's `…,lstart,args` layout: numbers, then the start
+    // time (`Mon May 19 14:17:44 2025`), then the command.
+    if line
+        .trim_start()
+        .as_bytes()
+        .first()
+        .is_some_and(u8::is_ascii_digit)
+        && memchr::memchr(b':', line.as_bytes()).is_some()
+        && crate::ingest::ps::is_lstart_row(line)
+    {
+        return Some(Class::Strong(
+            Format::Ps,
+            "a ps row with its start time (lstart) without its header",
+        ));
+    }
     if CGROUP_PROMPT.is_match(line) || HEAD_HEADER.is_match(line) {
         return Some(Class::Strong(
             Format::ProcCgroup,

@@ -100,12 +100,18 @@ static META: RuleMeta = RuleMeta {
         "Errno 48",
         "Errno 10048",
         "WinError 10048",
+        // Go's listen error cut before its reason (support/listen.rs).
+        "listen tcp",
     ],
     doc: r#"
 ## What it means
 The server could not listen on its HTTP port, its ZMQ ports or the
 torch.distributed store port (`[Errno 98] Address already in use`,
 `EADDRINUSE`), and exited.
+
+A Go server's listen error cut before its reason (`failed to listen:
+listen tcp4 0.0.`) counts only beside a socket listing that shows one port
+and names its holder, at a lower confidence.
 
 ## Why it happens
 A previous instance (or its children) still runs and listens; two services
@@ -133,10 +139,16 @@ impl Rule for AddressAlreadyInUse {
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         let binds = binds(incident);
-        let listens = listen::failures(incident);
+        let mut listens = listen::failures(incident);
+        // A line cut before its reason says a listen failed, not why: it
+        // counts only beside a listing that names the port's holder.
+        if only_port_holders(incident).is_empty() {
+            listens.retain(|l| !l.cut);
+        }
         if binds.is_empty() && listens.is_empty() {
             return;
         }
+        let cut = binds.is_empty() && listens.iter().all(|l| l.cut);
         let store = binds.iter().any(|b| b.port == Port::Store);
         // The store's port first (it names the rendezvous), then the
         // server's own, then what the other runtimes' wordings say.
@@ -145,7 +157,8 @@ impl Rule for AddressAlreadyInUse {
             .filter(|b| b.port == Port::Store)
             .chain(binds.iter().filter(|b| b.port != Port::Store))
             .find_map(|b| b.number.clone())
-            .or_else(|| listens.iter().find_map(|l| l.port.clone()));
+            .or_else(|| listens.iter().find_map(|l| l.port.clone()))
+            .or_else(|| listing_port(incident));
         let mut f = Finding::new(META.id, META.category, META.severity);
         let lines = binds
             .iter()
@@ -190,6 +203,12 @@ impl Rule for AddressAlreadyInUse {
             })
         });
         f.condition(format!("the server failed to bind {what}{port_text}"), true);
+        if cut {
+            f.condition(
+                "the error says why the listen failed (the line is cut before its reason)",
+                false,
+            );
+        }
         f.condition("the port number is known", port.is_some());
         f.condition(
             "a listening process is identified",
@@ -209,26 +228,32 @@ impl Rule for AddressAlreadyInUse {
             (None, true) => "a previous run of the service died moments before: its processes or socket may linger".to_owned(),
             (None, false) => "another process listens there".to_owned(),
         });
-        f.explanation = if store {
-            "The rendezvous store of torch.distributed (MASTER_PORT, SGLang --nccl-port / dist_init_addr) could not listen: usually a previous instance still alive, or two instances given the same port.".to_owned()
-        } else {
-            "Usually a previous instance, or one of its children, still listens; or two services share the port.".to_owned()
-        };
-        let probe = match &port {
-            Some(p) => format!("ss -ltnp 'sport = :{p}'"),
-            None => "ss -ltnp".to_owned(),
-        };
-        f.actions.push(Action::advice(
-            "find the process that listens on the port",
-            Some(&probe),
-        ));
-        f.actions.push(Action::advice(
-            "stop it if it is a leftover of this service; otherwise give the server another port",
-            None,
-        ));
+        advise(&mut f, store, port.as_deref());
         f.confidence = confidence(&f, 0.75, 0.97);
         out.push(f);
     }
+}
+
+/// What the finding explains and advises: find the listener, stop it when
+/// it is this service's leftover.
+fn advise(f: &mut Finding, store: bool, port: Option<&str>) {
+    f.explanation = if store {
+        "The rendezvous store of torch.distributed (MASTER_PORT, SGLang --nccl-port / dist_init_addr) could not listen: usually a previous instance still alive, or two instances given the same port.".to_owned()
+    } else {
+        "Usually a previous instance, or one of its children, still listens; or two services share the port.".to_owned()
+    };
+    let probe = match port {
+        Some(p) => format!("ss -ltnp 'sport = :{p}'"),
+        None => "ss -ltnp".to_owned(),
+    };
+    f.actions.push(Action::advice(
+        "find the process that listens on the port",
+        Some(&probe),
+    ));
+    f.actions.push(Action::advice(
+        "stop it if it is a leftover of this service; otherwise give the server another port",
+        None,
+    ));
 }
 
 /// The finding's headline: who holds `bind` (`its HTTP port 8000`), by
@@ -267,6 +292,27 @@ fn socket_holders<'a>(incident: &'a Incident, port: Option<&str>) -> Vec<&'a Lis
         .collect()
 }
 
+/// None printed (or cut): the one port the paste's socket listing shows
+/// (`ss -ltnp 'sport = :8080'`), when it names its holder.
+fn listing_port(incident: &Incident) -> Option<String> {
+    only_port_holders(incident)
+        .first()
+        .map(|l| l.port.to_string())
+}
+
+/// The listeners that name their process when the paste's socket listings
+/// show one port only, one per PID: the holders of the port a failure
+/// names none of. Listings of several ports name nobody.
+fn only_port_holders(incident: &Incident) -> Vec<&Listener> {
+    let mut ports = incident.facts.listeners.iter().map(|l| l.port);
+    match ports.next() {
+        Some(first) if ports.all(|p| p == first) => {
+            socket_holders(incident, Some(&first.to_string()))
+        }
+        _ => Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     fn pids(text: &str) -> Vec<u32> {
@@ -294,5 +340,36 @@ mod tests {
         let other = "Error response from daemon: driver failed programming external connectivity on endpoint inference-basic-eth-pred (9c9f32a7ae6162b9394eef6cb3667a8ff4cec7ef3befaa5d1cfb294adf9b2f9f): Bind for 0.0.0.0:8000 failed: port is already allocated\n\
                      ollama  2233 ollama    3u  IPv4  37563      0t0  TCP localhost:11434 (LISTEN)\n";
         assert!(pids(other).is_empty());
+    }
+
+    /// fixtures/real/678: `ss -ltnp 'sport = :8080'` names local-ai, then a
+    /// relaunch's listen error is cut before its address and reason: the
+    /// listing's holder is named, at a lower confidence. The same cut line
+    /// with no listing, or beside a listing of several ports, is no finding
+    /// (the second port's `ollama` row is assembled in `ss`'s grammar, not
+    /// copied).
+    #[test]
+    fn a_cut_listen_error_beside_a_one_port_listing() {
+        let ss = "State    Recv-Q   Send-Q     Local Address:Port       Peer Address:Port   Process\n\
+                  LISTEN   0        32768            0.0.0.0:8080            0.0.0.0:*       users:((\"local-ai\",pid=29489,fd=6))\n";
+        let cut =
+            "3:00PM FTL Error running the application error=\"failed to listen: listen tcp4 0.0.\n";
+        let f = crate::testing::findings_of(super::META.id, &format!("{ss}{cut}"));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(
+            f[0].entities.pids.iter().copied().collect::<Vec<_>>(),
+            [29489]
+        );
+        assert!(f[0].title.contains("8080"), "{}", f[0].title);
+        let whole = crate::testing::findings_of(
+            super::META.id,
+            &format!("{ss}Error: listen tcp 127.0.0.1:8080: bind: address already in use\n"),
+        );
+        assert!(f[0].confidence < whole[0].confidence);
+        assert!(crate::testing::findings_of(super::META.id, cut).is_empty());
+        let two = format!(
+            "{ss}LISTEN   0        4096           127.0.0.1:11434           0.0.0.0:*       users:((\"ollama\",pid=2233,fd=3))\n{cut}"
+        );
+        assert!(crate::testing::findings_of(super::META.id, &two).is_empty());
     }
 }

@@ -13,6 +13,7 @@ use crate::source::Span;
 mod duplicates;
 mod finding;
 mod gone;
+mod runners;
 mod survivors;
 use duplicates::duplicates;
 use finding::finding;
@@ -26,6 +27,8 @@ const WORKER_TITLES: &[&str] = &[
     "sglang::scheduler",
     "sglang::detokenizer",
     "sglang::data_parallel_controller",
+    // SGLang-diffusion's engine (radixark/miles_diffusion#165).
+    "sgl_diffusion::scheduler",
     "VLLM::EngineCore",
     "VLLM::Worker",
     "VLLM::DPCoordinator",
@@ -86,6 +89,13 @@ earlier, are a run that stopped: processes of one program that the later
 table still lists after their siblings left (a rank that kept its memory
 after Ctrl+C) are its leftovers. The finding names them with the `ps`
 command that settles it and scripts no signal.
+
+Two runners of one model in a server that runs one runner per loaded
+model (Ollama's `ollama runner --model <blob>`, before 0.4
+`ollama_llama_server`) are a reload the server lost track of: the older
+keeps its memory. With full start times (`lstart`) the finding names the
+latest load and is an error; without them, a warning. It scripts no
+signal: `ollama ps` and the runners' `--port` settle which one serves.
 
 PPID 1 alone makes a bare `multiprocessing` worker a warning; it is an
 error when the inputs log its server's exit (uvicorn's `Finished server
@@ -223,6 +233,7 @@ impl Rule for StaleServingProcess {
         }
         out.extend(duplicates(incident, &named));
         out.extend(survivors::survivors(incident, &named));
+        out.extend(runners::runners(incident, &named));
     }
 }
 
@@ -299,4 +310,23 @@ fn left_over_by_systemd(incident: &Incident, pid: u32) -> Option<&UnitEvent> {
 
 pub(super) fn first_word(cmd: &str) -> &str {
     cmd.split_whitespace().next().unwrap_or(cmd)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::findings_of;
+
+    /// SGLang-diffusion's renamed scheduler (fixtures/real-incoming/batch-g/742's
+    /// row, `ps -eo pid,comm,args`) with the PPID 1 its author reports: the
+    /// header and PPID column are assembled, not copied. Its real paste
+    /// shows no parent, and no finding.
+    #[test]
+    fn a_renamed_diffusion_scheduler_orphaned() {
+        let orphan = "    PID    PPID COMMAND         COMMAND\n3636386       1 sgl_diffusion:: sgl_diffusion::scheduler_U0\n";
+        let f = findings_of(super::META.id, orphan);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].entities.pids.contains(&3636386));
+        let real = "$ ps -eo pid,comm,args | grep sgl_diffusion\n3636386 sgl_diffusion:: sgl_diffusion::scheduler_U0\n";
+        assert!(findings_of(super::META.id, real).is_empty());
+    }
 }

@@ -34,14 +34,32 @@ static WORDINGS: LazyLock<Regex> = LazyLock::new(|| {
     .expect("listen regex")
 });
 
+/// Go's `net.Listen` error cut before its reason (`failed to listen: listen
+/// tcp4 0.0.`, fixtures/real/678, a LocalAI launch whose paste ends there):
+/// the line ends inside the address. It says a listen failed, not why; the
+/// port rule counts it only beside a socket listing that names a listener.
+static CUT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\blisten\x20tcp[46]?\x20[0-9A-Za-z.:\[\]*%-]*$").expect("cut listen regex")
+});
+
 /// A failed bind in one of these wordings, with the port when printed.
 pub struct ListenFailure<'a> {
     pub message: &'a Message,
     pub port: Option<String>,
+    /// The line ends before the reason (and the port) it would print.
+    pub cut: bool,
 }
 
-/// Every kept line that reports a failed bind in one of these wordings.
+/// Every kept line that reports a failed bind in one of these wordings,
+/// then the lines cut before their reason ([`CUT`]).
 pub fn failures(incident: &Incident) -> Vec<ListenFailure<'_>> {
+    let cut = matches(incident, &CUT)
+        .filter(|(m, _)| !WORDINGS.is_match(&m.text))
+        .map(|(m, _)| ListenFailure {
+            message: m,
+            port: None,
+            cut: true,
+        });
     matches(incident, &WORDINGS)
         .map(|(m, c)| {
             let pick = |names: [&str; 3]| {
@@ -53,8 +71,10 @@ pub fn failures(incident: &Incident) -> Vec<ListenFailure<'_>> {
             ListenFailure {
                 message: m,
                 port: pick(["go_port", "node_port", "py_port"]),
+                cut: false,
             }
         })
+        .chain(cut)
         .collect()
 }
 
@@ -112,6 +132,7 @@ mod tests {
             "Error: listen EADDRINUSE: address already in use :::3000",
             "[Errno 48] error while attempting to bind on address ('0.0.0.0', 8000): address already in use",
             "OSError: [WinError 10048] Only one usage of each socket address",
+            "3:00PM FTL Error running the application error=\"failed to listen: listen tcp4 0.0.",
         ] {
             let lower = line.to_ascii_lowercase();
             assert!(
@@ -121,6 +142,26 @@ mod tests {
                     .any(|a| lower.contains(&a.to_ascii_lowercase())),
                 "{line}"
             );
+        }
+    }
+
+    /// fixtures/real/678's LocalAI line, cut inside the address, and the
+    /// variant ollama would print cut inside its port; a complete line
+    /// with a reason, or a line that goes on after the address, is not cut.
+    #[test]
+    fn a_listen_error_cut_before_its_reason() {
+        for line in [
+            "3:00PM FTL Error running the application error=\"failed to listen: listen tcp4 0.0.",
+            "Error: listen tcp 127.0.0.1:1143",
+        ] {
+            assert!(super::CUT.is_match(line), "{line}");
+        }
+        for line in [
+            "Error: listen tcp 127.0.0.1:11434: bind: permission denied",
+            "listen tcp 127.0.0.1:11434: ok",
+            "we listen tcp traffic on port 80 and more",
+        ] {
+            assert!(!super::CUT.is_match(line), "{line}");
         }
     }
 
