@@ -1,6 +1,9 @@
 //! `address-already-in-use`: a server could not bind its port; tells a live
 //! listener from a port left behind by a crash and from the torch.distributed
-//! store port.
+//! store port, and a port its own previous instance holds while stuck
+//! stopping (`stuck_stopping.rs`).
+
+mod stuck_stopping;
 
 use std::sync::LazyLock;
 
@@ -106,6 +109,13 @@ static META: RuleMeta = RuleMeta {
 The server could not listen on its HTTP port, its ZMQ ports or the
 torch.distributed store port (`[Errno 98] Address already in use`,
 `EADDRINUSE`), and exited.
+
+When the inputs show the server's previous instance still stopping
+(`ollama ps` with a model `Stopping...` beside a failed bind of Ollama's
+port, or the server's unit `deactivating` while a start on its port fails),
+the finding is a hang (category `server-hang`): the old instance never
+finished stopping and still holds the port. Neither state alone is a
+failure.
 
 ## Why it happens
 A previous instance (or its children) still runs and listens; two services
@@ -227,6 +237,12 @@ impl Rule for AddressAlreadyInUse {
             None,
         ));
         f.confidence = confidence(&f, 0.75, 0.97);
+        let lines: Vec<&Message> = binds
+            .iter()
+            .map(|b| b.message)
+            .chain(listens.iter().map(|l| l.message))
+            .collect();
+        stuck_stopping::apply(&mut f, incident, port.as_deref(), &lines);
         out.push(f);
     }
 }
