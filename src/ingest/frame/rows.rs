@@ -272,7 +272,7 @@ pub static ROWS: &[Row] = &[
     },
     Row {
         name: "rust-tracing-local",
-        what: "Rust's tracing formatter with a local `YYYY-MM-DD HH:MM:SS` timer (SGLang's router): `time  LEVEL crate::module: src/file.rs:N: `",
+        what: "Rust's tracing formatter with a local `YYYY-MM-DD HH:MM:SS` timer (SGLang's router): `time  LEVEL sglang_router_rs::router: src/router.rs:N: `",
         first: |c| c.is_ascii_digit(),
         // `YYYY-MM-DD HH:MM:SS` then tracing's level padded to five
         // characters (`  INFO `, ` ERROR `), read by position.
@@ -920,7 +920,7 @@ fn rust_tracing(text: &str, frame: &mut Frame) -> Option<usize> {
 }
 
 /// Rust's tracing formatter under a local timer: the grammar of
-/// [`rust_tracing`], for a target that is a Rust path (`crate::module`) or
+/// [`rust_tracing`], for a target that is a Rust path (`sglang_router_rs::router`) or
 /// a record that names its source file (`src/router.rs:354: `), so that
 /// another logger's `time LEVEL name: ` is not taken for it.
 fn rust_tracing_local(text: &str, frame: &mut Frame) -> Option<usize> {

@@ -157,11 +157,12 @@ impl Rule for AddressAlreadyInUse {
             .find_map(|b| b.number.clone())
             .or_else(|| listens.iter().find_map(|l| l.port.clone()));
         let mut f = Finding::new(META.id, META.category, META.severity);
-        let lines = binds
+        let lines: Vec<&Message> = binds
             .iter()
             .map(|b| b.message)
-            .chain(listens.iter().map(|l| l.message));
-        for (m, n) in distinct(lines) {
+            .chain(listens.iter().map(|l| l.message))
+            .collect();
+        for (m, n) in distinct(lines.iter().copied()) {
             f.evidence(m.span, format!("the bind failed ({n}x)"));
         }
         let what = if store {
@@ -237,11 +238,6 @@ impl Rule for AddressAlreadyInUse {
             None,
         ));
         f.confidence = confidence(&f, 0.75, 0.97);
-        let lines: Vec<&Message> = binds
-            .iter()
-            .map(|b| b.message)
-            .chain(listens.iter().map(|l| l.message))
-            .collect();
         stuck_stopping::apply(&mut f, incident, port.as_deref(), &lines);
         out.push(f);
     }

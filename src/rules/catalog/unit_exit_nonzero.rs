@@ -180,7 +180,8 @@ fn finding(
     // systemd's own account of a failed start or of a restart below the
     // start limit makes the exit a unit failure even when the unit's
     // own lines are not in the inputs.
-    let category = if stated.is_some() || (last_exception.is_none() && failed.is_failure()) {
+    let by_systemd = stated.is_none() && last_exception.is_none() && failed.is_failure();
+    let category = if stated.is_some() || by_systemd {
         Category::UnitCrashLoop
     } else {
         META.category
@@ -209,7 +210,9 @@ fn finding(
     }) {
         f.evidence(result, "systemd marked the unit failed");
     }
-    failed.cite(&mut f, unit);
+    if by_systemd {
+        failed.cite(&mut f, unit);
+    }
     if let Some((espan, name, _)) = last_exception {
         f.evidence(espan, format!("the last exception before the exit: {name}"));
     }
@@ -223,7 +226,9 @@ fn finding(
     );
     f.title = format!("{unit} exited with status {status}");
     f.headline = headline(unit, status, meaning, last_exception, &stated);
-    failed.extend_headline(&mut f.headline);
+    if by_systemd {
+        failed.extend_headline(&mut f.headline);
+    }
     f.chain.push(format!("{unit} exited with status {status}"));
     if let Some((_, name, message)) = last_exception {
         f.chain.push(format!("{name}: {}", shorten(message)));
@@ -235,7 +240,9 @@ fn finding(
         format!("read {unit}'s lines just before the exit"),
         Some(&format!("journalctl -u {unit} -n 100 --no-pager")),
     ));
-    failed.push_actions(&mut f, unit);
+    if by_systemd {
+        failed.push_actions(&mut f, unit);
+    }
     f.confidence = confidence(&f, 0.3, 0.5);
     f
 }

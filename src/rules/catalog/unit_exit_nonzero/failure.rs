@@ -25,6 +25,9 @@ pub(super) struct Failed {
     down: Option<(Span, String)>,
     /// The drop-ins that change the unit, from `systemctl status`.
     drop_ins: Vec<(String, Span)>,
+    /// systemd stopped restarting it (`Start request repeated too
+    /// quickly.`, result `start-limit-hit`).
+    limit_hit: bool,
 }
 
 impl Failed {
@@ -72,6 +75,10 @@ impl Failed {
             stopped,
             down,
             drop_ins: status.map(|s| s.drop_ins.clone()).unwrap_or_default(),
+            limit_hit: facts.events.iter().any(|e| {
+                matches!(&e.kind, UnitEventKind::StartLimitHit)
+                    || matches!(&e.kind, UnitEventKind::FailedWithResult(r) if r.contains("start-limit"))
+            }) || status.is_some_and(|s| s.result.as_deref().is_some_and(|r| r.contains("start-limit"))),
         }
     }
 
@@ -97,10 +104,7 @@ impl Failed {
         let n = self.restarts.len();
         for (i, s) in self.restarts.iter().enumerate() {
             if i == 0 || i + 1 == n {
-                f.evidence(
-                    *s,
-                    "systemd restarts the unit after its restart delay (below the start limit)",
-                );
+                f.evidence(*s, "systemd restarts the unit after its restart delay");
             }
         }
         if let Some(s) = self.stopped {
@@ -114,7 +118,9 @@ impl Failed {
     /// Adds what systemd's lines say to the finding's headline.
     pub(super) fn extend_headline(&self, headline: &mut String) {
         let n = self.restarts.len();
-        if n > 0 {
+        if n > 0 && self.limit_hit {
+            headline.push_str(" systemd restarted it until its start limit.");
+        } else if n > 0 {
             let times = if n == 1 { "once" } else { "again" };
             headline.push_str(&format!(
                 " systemd restarted it {times} below its start limit (a crash loop in progress: each start fails the same way)."
