@@ -28,6 +28,9 @@ pub struct UnitStatus {
     /// The `Process:` lines: the unit's processes that ran and exited
     /// (`ExecStart=`, `ExecStartPost=`, …), one per line.
     pub processes: Vec<UnitProcess>,
+    /// The drop-in files under `Drop-In:` (`override.conf`), each with the
+    /// line that names it: what changed the unit's own file.
+    pub drop_ins: Vec<(String, Span)>,
     /// How long the unit stayed in its present state (`Active: … since …;
     /// 12s ago`), in seconds: the `ago` systemctl printed.
     pub in_state_secs: Option<f64>,
@@ -58,6 +61,7 @@ impl UnitStatus {
             main_exit: None,
             cgroup: Vec::new(),
             processes: Vec::new(),
+            drop_ins: Vec::new(),
             in_state_secs: None,
             duration_secs: None,
             duration_span: None,
@@ -74,5 +78,9 @@ impl UnitStatus {
 #[derive(Debug, Clone, PartialEq)]
 pub struct UnitProcess {
     pub pid: u32,
+    /// The setting that ran it: `ExecStart`, `ExecStartPre`, `ExecStop`, …
+    pub setting: Option<String>,
+    /// How it ended, as printed: `code=exited, status=1/FAILURE`.
+    pub exit: Option<String>,
     pub span: Span,
 }

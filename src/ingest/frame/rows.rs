@@ -271,6 +271,35 @@ pub static ROWS: &[Row] = &[
         ],
     },
     Row {
+        name: "rust-tracing-local",
+        what: "Rust's tracing formatter with a local `YYYY-MM-DD HH:MM:SS` timer (SGLang's router): `time  LEVEL sglang_router_rs::router: src/router.rs:N: `",
+        first: |c| c.is_ascii_digit(),
+        // `YYYY-MM-DD HH:MM:SS` then tracing's level padded to five
+        // characters (`  INFO `, ` ERROR `), read by position.
+        may: |b| {
+            b.get(10) == Some(&b' ')
+                && after_time(b).is_some_and(|i| {
+                    matches!(
+                        b.get(i..i + 7),
+                        Some(b"  INFO " | b"  WARN " | b" ERROR " | b" DEBUG " | b" TRACE ")
+                    )
+                })
+        },
+        peel: rust_tracing_local,
+        samples: &[
+            Sample {
+                line: "2025-07-08 19:58:04  INFO sglang_router_rs::router: src/router.rs:354: Worker is not ready yet",
+                body: "src/router.rs:354: Worker is not ready yet",
+                source: "https://github.com/sgl-project/sglang/issues/7870",
+            },
+            Sample {
+                line: "2025-11-04 10:05:37 DEBUG sglang_router_rs::core::job_queue: src/core/job_queue.rs:142: Initializing worker job queue: capacity=1000, workers=10",
+                body: "src/core/job_queue.rs:142: Initializing worker job queue: capacity=1000, workers=10",
+                source: "https://github.com/sgl-project/sglang/issues/12621",
+            },
+        ],
+    },
+    Row {
         name: "python-logging",
         what: "Python's logging with `%(asctime)s - %(name)s - %(levelname)s - ` (lmdeploy, GPUStack)",
         first: |c| c.is_ascii_digit(),
@@ -888,6 +917,24 @@ fn rust_tracing(text: &str, frame: &mut Frame) -> Option<usize> {
     frame.time = Some(time);
     frame.record = true;
     Some(len)
+}
+
+/// Rust's tracing formatter under a local timer: the grammar of
+/// [`rust_tracing`], for a target that is a Rust path (`sglang_router_rs::router`) or
+/// a record that names its source file (`src/router.rs:354: `), so that
+/// another logger's `time LEVEL name: ` is not taken for it.
+fn rust_tracing_local(text: &str, frame: &mut Frame) -> Option<usize> {
+    let mut f = frame.clone();
+    let len = rust_tracing(text, &mut f)?;
+    let body = &text[len..];
+    let located = body
+        .split_once(": ")
+        .and_then(|(file, _)| file.rsplit_once(".rs:"))
+        .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    (text[..len].contains("::") || located).then(|| {
+        *frame = f;
+        len
+    })
 }
 
 /// A span's fields (`{total_time="1.2s" queue_time="686µs"}`, TGI's

@@ -1,6 +1,9 @@
 //! `address-already-in-use`: a server could not bind its port; tells a live
 //! listener from a port left behind by a crash and from the torch.distributed
-//! store port.
+//! store port, and a port its own previous instance holds while stuck
+//! stopping (`stuck_stopping.rs`).
+
+mod stuck_stopping;
 
 use std::sync::LazyLock;
 
@@ -113,6 +116,13 @@ A Go server's listen error cut before its reason (`failed to listen:
 listen tcp4 0.0.`) counts only beside a socket listing that shows one port
 and names its holder, at a lower confidence.
 
+When the inputs show the server's previous instance still stopping
+(`ollama ps` with a model `Stopping...` beside a failed bind of Ollama's
+port, or the server's unit `deactivating` while a start on its port fails),
+the finding is a hang (category `server-hang`): the old instance never
+finished stopping and still holds the port. Neither state alone is a
+failure.
+
 ## Why it happens
 A previous instance (or its children) still runs and listens; two services
 are configured with the same port; or the port sits in the ephemeral range
@@ -160,11 +170,12 @@ impl Rule for AddressAlreadyInUse {
             .or_else(|| listens.iter().find_map(|l| l.port.clone()))
             .or_else(|| listing_port(incident));
         let mut f = Finding::new(META.id, META.category, META.severity);
-        let lines = binds
+        let lines: Vec<&Message> = binds
             .iter()
             .map(|b| b.message)
-            .chain(listens.iter().map(|l| l.message));
-        for (m, n) in distinct(lines) {
+            .chain(listens.iter().map(|l| l.message))
+            .collect();
+        for (m, n) in distinct(lines.iter().copied()) {
             f.evidence(m.span, format!("the bind failed ({n}x)"));
         }
         let what = if store {
@@ -230,6 +241,7 @@ impl Rule for AddressAlreadyInUse {
         });
         advise(&mut f, store, port.as_deref());
         f.confidence = confidence(&f, 0.75, 0.97);
+        stuck_stopping::apply(&mut f, incident, port.as_deref(), &lines);
         out.push(f);
     }
 }

@@ -22,12 +22,13 @@ pub struct StartupWaitUnanswered;
 /// The catalog rows (`catalogs/*.toml`) of a server saying it still waits
 /// for the part of itself that does the work (vLLM's API server for its
 /// engine core, TGI's launcher for its shard, Dynamo for its engine
-/// worker), each with how many waits make a hang: a wait logged every few
+/// worker, SGLang's router for its workers), each with how many waits make a hang: a wait logged every few
 /// seconds must repeat, one logged once must only end the log.
 const ROWS: &[(&str, usize)] = &[
     ("stacks-vllm.waiting-for-engine-procs", 2),
     ("stacks-tgi.waiting-for-shard", 2),
     ("startup.dynamo-waiting-for-worker", 1),
+    ("stacks-sglang.router-worker-not-ready", 2),
 ];
 
 /// What may follow the last wait without answering it: someone or
@@ -60,6 +61,9 @@ starting: the start-up hangs, seen from the side that waits. TGI's
 launcher says the same of its shard every 10 seconds (`Waiting for shard
 0 to be ready...`); Dynamo says it once (`Waiting for sglang0 to signal
 that it's ready`), so for it one line that ends the log is the wait.
+SGLang's Rust router polls its workers the same way (`Worker is not ready
+yet`, and under `Initializing workers:` each URL it still waits for) until
+its worker start-up timeout (300 s by default).
 
 ## Why it happens
 The engine is stuck somewhere in its start-up, and its own last line says
@@ -200,7 +204,14 @@ fn unanswered(incident: &Incident, waits: &[&Message], least: usize) -> Option<F
 /// The finding's story, title, headline and steps: `first` is the first
 /// wait, `n` how many there were, `span_text` how long they lasted.
 fn words(f: &mut Finding, first: &Message, n: usize, span_text: &str) {
-    let said = first.text.trim().rsplit("] ").next().unwrap_or("waiting");
+    // The message under its record head: after vLLM's `[file.py:N] `, or
+    // after the last `: ` of a tracing record (`target: src/file.rs:N: `).
+    let text = first.text.trim();
+    let said = match text.rsplit_once("] ") {
+        Some((_, m)) => m,
+        None => text.rsplit(": ").next().unwrap_or(text),
+    }
+    .trim();
     let times = match n {
         1 => String::new(),
         n => format!(" {n} times{span_text}"),
@@ -217,9 +228,9 @@ fn words(f: &mut Finding, first: &Message, n: usize, span_text: &str) {
             "The server's start-up hung: it kept waiting for its engine ({n} times{span_text}) and nothing answered."
         )
     };
-    f.explanation = "The server's front end (vLLM's API server, TGI's launcher, Dynamo) launched its engine and waits for its ready signal; the signal never came. The engine is stuck in its own start-up (most often the NCCL group or its first collective, sometimes weights, a download or CUDA graphs): its last line before the waits is the stage it reached.".to_owned();
+    f.explanation = "The server's front end (vLLM's API server, TGI's launcher, Dynamo, SGLang's router for its workers) launched its engine and waits for its ready signal; the signal never came. The engine is stuck in its own start-up (most often the NCCL group or its first collective, sometimes weights, a download or CUDA graphs): its last line before the waits is the stage it reached.".to_owned();
     f.actions.push(Action::advice(
-        "see where the engine waits: py-spy dump on the engine process (vLLM's VLLM::EngineCore and its workers, TGI's text-generation-server shard, Dynamo's engine worker), and read its own output",
+        "see where the engine waits: py-spy dump on the engine process (vLLM's VLLM::EngineCore and its workers, TGI's text-generation-server shard, Dynamo's engine worker, the SGLang server behind SGLang's router), and read its own output",
         Some("py-spy dump --pid ENGINE_PID"),
     ));
     f.actions.push(Action::advice(
@@ -244,6 +255,31 @@ mod tests {
         assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(f[0].category, Category::ServerHang);
         assert_eq!(f[0].occurrences, 3);
+    }
+
+    /// sgl-project/sglang#7870 (batch H's 799): SGLang's router waits for
+    /// its worker at :31000, the terminal's `^C^C^C` echoed before the
+    /// first line; the log ends waiting.
+    #[test]
+    fn sglang_routers_waits_for_a_worker_are_a_hang() {
+        let text = "^C^C^C2025-07-08 19:58:04  INFO sglang_router_rs::router: src/router.rs:354: Worker is not ready yet\n\
+2025-07-08 19:58:04  INFO sglang_router_rs::router: src/router.rs:354: Worker is not ready yet\n\
+2025-07-08 19:58:04  INFO sglang_router_rs::router: src/router.rs:354: Worker is not ready yet\n\
+2025-07-08 19:58:04  INFO sglang_router_rs::router: src/router.rs:354: Worker is not ready yet\n\
+2025-07-08 19:58:04  INFO sglang_router_rs::router: src/router.rs:365: Initializing workers:\n\
+2025-07-08 19:58:04  INFO sglang_router_rs::router: src/router.rs:367:   http://0.0.0.0:31000 - Worker is not ready yet\n";
+        let f = findings(text);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].category, Category::ServerHang);
+        assert!(
+            f[0].chain
+                .iter()
+                .any(|c| c.contains("`Worker is not ready yet`")),
+            "{:?}",
+            f[0].chain
+        );
+        // One poll is a worker still loading.
+        assert!(findings(text.lines().nth(1).unwrap_or_default()).is_empty());
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! `unit-exit-nonzero`: a unit's main process exited with a failure status.
 //! The generic fallback: the reason is in the service's own lines.
 
-use crate::correlate::{Incident, UnitEventKind, exit_meaning, last_words};
+mod failure;
+
+use crate::correlate::{Incident, UnitEventKind, UnitFacts, exit_meaning, last_words};
 use crate::model::ServerEventKind;
 use crate::rules::support::{confidence, fabric_manager_irrelevant};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
@@ -36,14 +38,26 @@ static META: RuleMeta = RuleMeta {
 before systemd 220): the server ended by itself with a non-zero status
 (`137/n/a` or `139/n/a` when a wrapper shell reports a child killed by
 signal 9 or 11; `127` when the command, its interpreter or a library was
-not found; `203/EXEC` when systemd could not execute it).
+not found; `203/EXEC` when systemd could not execute it). Without that
+journal line, `systemctl status`'s block of a unit that is not running
+says the same: `Main PID: N (code=exited, status=1/FAILURE)`, or the
+`Process: N ExecStart=… (code=exited, …)` line when systemctl leaves the
+`Main PID:` out (src/systemctl/systemctl-show.c, print_status_info()).
 
 When the unit's own processes wrote error lines just before the exit (same
 PID or unit: `Error: could not create directory mkdir /var/lib/ollama:
 permission denied`), those last words are the stated reason and the finding
 is a unit failure (category `unit-crash-loop`, the supervisor layer: any
-more specific finding still comes first). Without them the finding stays a
-generic fallback.
+more specific finding still comes first). So is an exit with no exception
+before it that systemd itself reports as a failure: `Failed to start X.`,
+`Unit entered failed state.` (≤ v23x), `Failed with result 'exit-code'.`,
+a block `inactive (dead) (Result: exit-code)`, or a restart below the start
+limit (`Service hold-off time over, scheduling restart.` (v220–v238),
+`Scheduled restart job, restart counter is at N.`): the loop in progress,
+before `systemd-crash-loop` or the start limit names it. The drop-ins
+listed under `Drop-In:` are cited: a changed `ExecStart=` is the usual
+cause of a start command that fails. Otherwise the finding stays a generic
+fallback.
 
 ## Why it happens
 Any unhandled error. This rule is the fallback: a more specific finding of
@@ -68,19 +82,8 @@ impl Rule for UnitExitNonzero {
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         for (unit, facts) in &incident.units {
-            let exits: Vec<_> = facts
-                .events
-                .iter()
-                .filter_map(|e| match &e.kind {
-                    UnitEventKind::MainProcessExited { code, status }
-                        if code == "exited" && !status.starts_with("0/") =>
-                    {
-                        Some((status.as_str(), e.span))
-                    }
-                    _ => None,
-                })
-                .collect();
-            let Some(&(status, span)) = exits.first() else {
+            let exits = exits_of(incident, facts);
+            let Some(exit) = exits.first() else {
                 continue;
             };
             // Not if: the Fabric Manager failing on a host without NVSwitch
@@ -90,69 +93,158 @@ impl Rule for UnitExitNonzero {
             {
                 continue;
             }
-            let words = last_words(incident, unit, span);
-            let last_exception = last_exception_before(incident, span);
-            // Without an exception (which the server's own rules classify),
-            // the unit's last error lines are its stated reason.
-            let stated = words
-                .reason()
-                .filter(|_| last_exception.is_none())
-                .map(|e| (e.span, e.message.clone()));
-            let category = if stated.is_some() {
-                Category::UnitCrashLoop
-            } else {
-                META.category
-            };
-            let mut f = Finding::new(META.id, category, META.severity);
-            f.entities.units.insert(unit.clone());
-            f.entities.pids.extend(words.pids.iter().copied());
-            f.occurrences = exits.len() as u32;
-            if stated.is_some() {
-                for e in &words.lines {
-                    f.evidence(e.span, format!("{unit}'s last words before the exit"));
-                }
-            }
-            let meaning = exit_meaning("exited", status);
-            f.evidence(
-                span,
-                match meaning {
-                    Some(m) => format!("{unit} exited with status {status}: {m}"),
-                    None => format!("{unit} exited with status {status}"),
-                },
-            );
-            if let Some(result) = crate::rules::support::unit_event(incident, unit, |k| {
-                matches!(k, UnitEventKind::FailedWithResult(_))
-            }) {
-                f.evidence(result, "systemd marked the unit failed");
-            }
-            if let Some((espan, name, _)) = last_exception {
-                f.evidence(espan, format!("the last exception before the exit: {name}"));
-            }
-            f.condition(
-                format!("{unit} exited by itself with a failure status"),
-                true,
-            );
-            f.condition(
-                "the log shows the exception or error that ended it",
-                last_exception.is_some() || stated.is_some(),
-            );
-            f.title = format!("{unit} exited with status {status}");
-            f.headline = headline(unit, status, meaning, last_exception, &stated);
-            f.chain.push(format!("{unit} exited with status {status}"));
-            if let Some((_, name, message)) = last_exception {
-                f.chain.push(format!("{name}: {}", shorten(message)));
-            } else if let Some((_, words)) = &stated {
-                f.chain.push(format!("it said: {}", shorten(words)));
-            }
-            f.explanation = "The generic finding for a server that ended by itself; a more specific finding, when present, names the cause.".to_owned();
-            f.actions.push(Action::advice(
-                format!("read {unit}'s lines just before the exit"),
-                Some(&format!("journalctl -u {unit} -n 100 --no-pager")),
-            ));
-            f.confidence = confidence(&f, 0.3, 0.5);
-            out.push(f);
+            out.push(finding(incident, unit, facts, exit, exits.len()));
         }
     }
+}
+
+/// One exit of a unit's main process with a failure status: the status
+/// (`1/FAILURE`), the line that says it, and the PID when that line names it.
+struct Exit<'a> {
+    status: &'a str,
+    span: Span,
+    pid: Option<u32>,
+}
+
+/// The unit's exits with a failure status: PID 1's `Main process exited,
+/// code=exited, status=N/NAME` lines; without one, the `systemctl status`
+/// block of a unit that is not running: `Main PID: N (code=exited,
+/// status=N/NAME)`, else the `Process: N ExecStart=… (code=exited, …)`
+/// line (systemctl prints no `Main PID:` when it would repeat it).
+fn exits_of<'a>(incident: &'a Incident, facts: &'a UnitFacts) -> Vec<Exit<'a>> {
+    let journal: Vec<Exit<'a>> = facts
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            UnitEventKind::MainProcessExited { code, status }
+                if code == "exited" && !status.starts_with("0/") =>
+            {
+                Some(Exit {
+                    status: status.as_str(),
+                    span: e.span,
+                    pid: None,
+                })
+            }
+            _ => None,
+        })
+        .collect();
+    if !journal.is_empty() {
+        return journal;
+    }
+    let Some(st) = facts
+        .status
+        .and_then(|i| incident.facts.unit_statuses.get(i))
+    else {
+        return Vec::new();
+    };
+    if matches!(st.active_state.as_deref(), Some("active" | "reloading")) {
+        return Vec::new();
+    }
+    let main = st
+        .main_exit
+        .as_deref()
+        .zip(st.main_pid_span)
+        .map(|(e, span)| (e, span, st.main_pid));
+    let exec_start = st
+        .processes
+        .iter()
+        .filter(|p| p.setting.as_deref() == Some("ExecStart"))
+        .find_map(|p| p.exit.as_deref().map(|e| (e, p.span, Some(p.pid))));
+    main.or(exec_start)
+        .and_then(|(e, span, pid)| {
+            let status = e.strip_prefix("code=exited, status=")?;
+            (!status.starts_with("0/") && status != "0").then_some(Exit { status, span, pid })
+        })
+        .into_iter()
+        .collect()
+}
+
+/// The finding for `unit`'s first failed exit.
+fn finding(
+    incident: &Incident,
+    unit: &str,
+    facts: &UnitFacts,
+    exit: &Exit<'_>,
+    n: usize,
+) -> Finding {
+    let (status, span) = (exit.status, exit.span);
+    let words = last_words(incident, unit, span);
+    let last_exception = last_exception_before(incident, span);
+    // Without an exception (which the server's own rules classify),
+    // the unit's last error lines are its stated reason.
+    let stated = words
+        .reason()
+        .filter(|_| last_exception.is_none())
+        .map(|e| (e.span, e.message.clone()));
+    let failed = failure::Failed::of(incident, unit, facts);
+    // systemd's own account of a failed start or of a restart below the
+    // start limit makes the exit a unit failure even when the unit's
+    // own lines are not in the inputs.
+    let by_systemd = stated.is_none() && last_exception.is_none() && failed.is_failure();
+    let category = if stated.is_some() || by_systemd {
+        Category::UnitCrashLoop
+    } else {
+        META.category
+    };
+    let mut f = Finding::new(META.id, category, META.severity);
+    f.entities.units.insert(unit.to_owned());
+    f.entities.pids.extend(words.pids.iter().copied());
+    f.entities.pids.extend(exit.pid);
+    f.occurrences = n as u32;
+    if stated.is_some() {
+        for e in &words.lines {
+            f.evidence(e.span, format!("{unit}'s last words before the exit"));
+        }
+    }
+    let meaning = exit_meaning("exited", status);
+    let pid = exit.pid.map(|p| format!(" (PID {p})")).unwrap_or_default();
+    f.evidence(
+        span,
+        match meaning {
+            Some(m) => format!("{unit}'s main process{pid} exited with status {status}: {m}"),
+            None => format!("{unit}'s main process{pid} exited with status {status}"),
+        },
+    );
+    if let Some(result) = crate::rules::support::unit_event(incident, unit, |k| {
+        matches!(k, UnitEventKind::FailedWithResult(_))
+    }) {
+        f.evidence(result, "systemd marked the unit failed");
+    }
+    if by_systemd {
+        failed.cite(&mut f, unit);
+    }
+    if let Some((espan, name, _)) = last_exception {
+        f.evidence(espan, format!("the last exception before the exit: {name}"));
+    }
+    f.condition(
+        format!("{unit} exited by itself with a failure status"),
+        true,
+    );
+    f.condition(
+        "the log shows the exception or error that ended it",
+        last_exception.is_some() || stated.is_some(),
+    );
+    f.title = format!("{unit} exited with status {status}");
+    f.headline = headline(unit, status, meaning, last_exception, &stated);
+    if by_systemd {
+        failed.extend_headline(&mut f.headline);
+    }
+    f.chain.push(format!("{unit} exited with status {status}"));
+    if let Some((_, name, message)) = last_exception {
+        f.chain.push(format!("{name}: {}", shorten(message)));
+    } else if let Some((_, words)) = &stated {
+        f.chain.push(format!("it said: {}", shorten(words)));
+    }
+    f.explanation = "The generic finding for a server that ended by itself; a more specific finding, when present, names the cause.".to_owned();
+    f.actions.push(Action::advice(
+        format!("read {unit}'s lines just before the exit"),
+        Some(&format!("journalctl -u {unit} -n 100 --no-pager")),
+    ));
+    if by_systemd {
+        failed.push_actions(&mut f, unit);
+    }
+    f.confidence = confidence(&f, 0.3, 0.5);
+    f
 }
 
 /// The last exception before the exit at `span`, if the log has one: its
@@ -207,3 +299,6 @@ fn shorten(text: &str) -> String {
         None => text.to_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,114 @@
+//! Tests of `unit-exit-nonzero` over real `systemctl status` blocks: the
+//! exit read from the block, systemd's account of the failure, restarts
+//! below the start limit and drop-ins.
+
+use crate::rules::Category;
+
+fn findings(text: &str) -> Vec<crate::rules::Finding> {
+    crate::testing::findings_of(super::META.id, text)
+}
+
+/// NVIDIA/nvidia-container-runtime#16 (batch H's 790): dockerd started by
+/// a drop-in exits 1; no `Main process exited` line, only the block's.
+const DOCKER: &str = "● docker.service - Docker Application Container Engine
+   Loaded: loaded (/lib/systemd/system/docker.service; enabled; vendor preset: enabled)
+  Drop-In: /etc/systemd/system/docker.service.d
+           └─override.conf
+   Active: inactive (dead) (Result: exit-code) since Mon 2018-03-05 17:55:44 CET; 17s ago
+     Docs: https://docs.docker.com
+  Process: 25885 ExecStart=/usr/bin/dockerd --host=fd:// --add-runtime=nvidia=/usr/bin/nvidia-container-runtime (code=exited, status=1/FAILURE)
+ Main PID: 25885 (code=exited, status=1/FAILURE)
+
+Mar 05 17:55:44 svstation systemd[1]: Failed to start Docker Application Container Engine.
+Mar 05 17:55:44 svstation systemd[1]: docker.service: Unit entered failed state.
+Mar 05 17:55:44 svstation systemd[1]: docker.service: Failed with result 'exit-code'.
+";
+
+/// NVIDIA/nvidia-docker#500 (batch H's 791): the plugin exits 1, systemd
+/// restarts it after the hold-off, below the start limit.
+const PLUGIN: &str = "● nvidia-docker.service - NVIDIA Docker plugin
+   Loaded: loaded (/lib/systemd/system/nvidia-docker.service; enabled; vendor preset: enabled)
+   Active: inactive (dead) (Result: exit-code) since Tue 2017-10-17 14:46:44 EDT; 1min 30s ago
+     Docs: https://github.com/NVIDIA/nvidia-docker/wiki
+  Process: 2192 ExecStopPost=/bin/rm -f $SPEC_FILE (code=exited, status=0/SUCCESS)
+  Process: 2190 ExecStartPost=/bin/sh -c /bin/echo unix://$SOCK_DIR/nvidia-docker.sock > $SPEC_FILE (code=exited, status=0/SUCCESS)
+  Process: 2169 ExecStartPost=/bin/sh -c /bin/mkdir -p $( dirname $SPEC_FILE ) (code=exited, status=0/SUCCESS)
+  Process: 2168 ExecStart=/usr/bin/nvidia-docker-plugin -s $SOCK_DIR (code=exited, status=1/FAILURE)
+ Main PID: 2168 (code=exited, status=1/FAILURE)
+
+Oct 17 14:46:43 machine systemd[1]: Failed to start NVIDIA Docker plugin.
+Oct 17 14:46:43 machine systemd[1]: nvidia-docker.service: Unit entered failed state.
+Oct 17 14:46:43 machine systemd[1]: nvidia-docker.service: Failed with result 'exit-code'.
+Oct 17 14:46:44 machine systemd[1]: nvidia-docker.service: Service hold-off time over, scheduling restart.
+Oct 17 14:46:44 machine systemd[1]: Stopped NVIDIA Docker plugin.
+";
+
+#[test]
+fn a_failed_start_read_from_the_status_block_is_a_unit_failure() {
+    let f = findings(DOCKER);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].category, Category::UnitCrashLoop);
+    assert!(f[0].entities.pids.contains(&25885));
+    assert!(f[0].entities.units.contains("docker.service"));
+    // The drop-in is cited (its file's line) and named.
+    assert!(
+        f[0].evidence.iter().any(|e| e.span.line == 4),
+        "{:?}",
+        f[0].evidence
+    );
+    assert!(f[0].headline.contains("override.conf"), "{}", f[0].headline);
+}
+
+#[test]
+fn a_restart_below_the_start_limit_is_the_same_crash_loop() {
+    let f = findings(PLUGIN);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].category, Category::UnitCrashLoop);
+    // The main process is the one that failed (the status-0 helpers are
+    // listed as the unit's processes, not blamed).
+    assert!(f[0].entities.pids.contains(&2168));
+    assert!(
+        f[0].headline
+            .contains("nvidia-docker.service exited with status 1/FAILURE")
+    );
+    assert!(
+        f[0].evidence.iter().any(|e| e.span.line == 14),
+        "the hold-off line is cited"
+    );
+    assert!(
+        f[0].headline.contains("below its start limit"),
+        "{}",
+        f[0].headline
+    );
+}
+
+/// systemctl prints no `Main PID:` when it would repeat the `Process:` line
+/// of the same run (print_status_info(): "Let's not show this twice"): 791's
+/// block cut to its ExecStart line, as such a paste shows it.
+#[test]
+fn the_exec_start_line_alone_gives_the_exit() {
+    let cut: String = PLUGIN
+        .lines()
+        .filter(|l| !l.starts_with(" Main PID:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let f = findings(&cut);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(f[0].entities.pids.contains(&2168));
+    assert!(
+        f[0].evidence
+            .iter()
+            .any(|e| e.span.line == 8 && e.note.contains("PID 2168")),
+        "{:?}",
+        f[0].evidence
+    );
+}
+
+/// A unit running again shows no death: the block's exit is of a run the
+/// unit has left behind only when it is not active (a status-0 block is no
+/// failure either: 791's helpers alone).
+#[test]
+fn helpers_that_exited_zero_are_no_failure() {
+    let helpers: String = PLUGIN.lines().take(7).map(|l| format!("{l}\n")).collect();
+    assert!(findings(&helpers).is_empty());
+}
