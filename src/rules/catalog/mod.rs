@@ -20,6 +20,7 @@ mod gpu_memory_unaccounted;
 mod gsp_heartbeat_timeout;
 mod hf_model_download_failure;
 mod hf_model_load_failure;
+mod hung_task_in_nvidia_driver;
 mod k8s_device_plugin_xid;
 mod kernel_oom_killer;
 mod known_message;
@@ -98,6 +99,7 @@ pub static RULES: &[&dyn Rule] = &[
     &gsp_heartbeat_timeout::RULE,
     &hf_model_download_failure::RULE,
     &hf_model_load_failure::RULE,
+    &hung_task_in_nvidia_driver::RULE,
     &k8s_device_plugin_xid::RULE,
     &kernel_oom_killer::RULE,
     &known_message::RULE,
