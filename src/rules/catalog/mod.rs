@@ -3,6 +3,7 @@
 //! its id does not match its file name.
 
 mod address_already_in_use;
+mod bind_refused;
 mod container_killed_137;
 mod cpu_illegal_instruction;
 mod cuda_illegal_memory_access;
@@ -82,6 +83,7 @@ use crate::rules::{KNOWN_MESSAGE, PROCESS_DIED};
 /// Every built-in rule, in id order.
 pub static RULES: &[&dyn Rule] = &[
     &address_already_in_use::RULE,
+    &bind_refused::RULE,
     &container_killed_137::RULE,
     &cpu_illegal_instruction::RULE,
     &cuda_illegal_memory_access::RULE,
