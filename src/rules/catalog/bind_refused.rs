@@ -174,22 +174,32 @@ fn binds(incident: &Incident) -> Vec<Bind<'_>> {
     out
 }
 
-/// The finding for the binds of one reason and address.
-fn finding(g: &[&Bind]) -> Finding {
-    let b = g[0];
-    let mut f = Finding::new(META.id, META.category, META.severity);
+/// Cites each distinct line of the group, with its count.
+fn cite(f: &mut Finding, g: &[&Bind]) {
+    let text = &g[0].text;
     for (m, n) in distinct(g.iter().map(|b| b.message)) {
         let times = if n > 1 {
             format!(" ({n}x)")
         } else {
             String::new()
         };
-        f.evidence_marked(
-            m.span,
-            format!("the bind failed{times}: {}", b.text),
-            &b.text,
-        );
+        f.evidence_marked(m.span, format!("the bind failed{times}: {text}"), text);
     }
+}
+
+/// The finding for the binds of one reason and address.
+fn finding(g: &[&Bind]) -> Finding {
+    let b = g[0];
+    // An address the host lacks is often harmless (uvicorn trying `::1` in
+    // a container without IPv6, fixtures/real/073): a warning; the unit's
+    // death, if any, is the error.
+    let severity = if b.why == Why::NoAddress {
+        Severity::Warning
+    } else {
+        META.severity
+    };
+    let mut f = Finding::new(META.id, META.category, severity);
+    cite(&mut f, g);
     let addr = match (&b.host, &b.port) {
         (Some(h), Some(p)) if !h.is_empty() => format!("{h}:{p}"),
         (_, Some(p)) => format!("port {p}"),
