@@ -3,6 +3,7 @@
 //! its id does not match its file name.
 
 mod address_already_in_use;
+mod bind_refused;
 mod container_killed_137;
 mod cpu_illegal_instruction;
 mod cuda_illegal_memory_access;
@@ -21,6 +22,7 @@ mod gpu_wedged_unkillable_process;
 mod gsp_heartbeat_timeout;
 mod hf_model_download_failure;
 mod hf_model_load_failure;
+mod hung_task_in_nvidia_driver;
 mod k8s_device_plugin_xid;
 mod kernel_oom_killer;
 mod known_message;
@@ -83,6 +85,7 @@ use crate::rules::{KNOWN_MESSAGE, PROCESS_DIED};
 /// Every built-in rule, in id order.
 pub static RULES: &[&dyn Rule] = &[
     &address_already_in_use::RULE,
+    &bind_refused::RULE,
     &container_killed_137::RULE,
     &cpu_illegal_instruction::RULE,
     &cuda_illegal_memory_access::RULE,
@@ -101,6 +104,7 @@ pub static RULES: &[&dyn Rule] = &[
     &gsp_heartbeat_timeout::RULE,
     &hf_model_download_failure::RULE,
     &hf_model_load_failure::RULE,
+    &hung_task_in_nvidia_driver::RULE,
     &k8s_device_plugin_xid::RULE,
     &kernel_oom_killer::RULE,
     &known_message::RULE,
