@@ -417,6 +417,31 @@ mod tests {
         assert!(killed("[1]    16261 killed     python3 -m http.server 8000\n").is_empty());
     }
 
+    /// A checkpoint converter's progress (catalog row
+    /// `startup.checkpoint-converter-reading`) then the shell's bare
+    /// `Killed`: llama.cpp's `convert-pth-to-ggml.py` (ggml-org/llama.cpp#138,
+    /// batch-h/780), lit-llama's shard lines (Lightning-AI/lit-llama#244,
+    /// batch-h/778) and `convert-hf-to-gguf.py`'s tensor lines
+    /// (ggml-org/llama.cpp#5156, batch-h/779) read as the host-OOM kill; the
+    /// same grammar for another part or tensor (a variant: part 1 of a 13B,
+    /// an attention tensor) too; a script's own `Processing …` line is not a
+    /// converter's.
+    #[test]
+    fn a_converter_killed_while_reading_weights_is_the_host_oom_reading() {
+        for paste in [
+            "python3 convert-pth-to-ggml.py models/7B/ 1\nn_parts =  1\nProcessing part  0\nKilled\n",
+            "Initializing lit-llama\nProcessing pytorch_model-00001-of-00002.bin\nKilled\n",
+            "blk.35.ffn_norm.weight, n_dims = 1, torch.bfloat16 --> float32\nKilled\n",
+            "Processing part  1\nKilled\n",
+            "Processing /data/hf/13B/pytorch_model-00003-of-00003.bin\nKilled\n",
+            "blk.0.attn_q.weight, n_dims = 2, torch.float16 --> float16\nKilled\n",
+        ] {
+            let f = killed(paste);
+            assert_eq!(f.len(), 1, "{paste}: {f:?}");
+        }
+        assert!(killed("Processing request 42 of 100\nKilled\n").is_empty());
+    }
+
     /// vLLM's API server when its engine core died during start-up with no
     /// error of its own: no exit status at all (vllm-project/vllm#45626,
     /// fixtures/real/652) at the lowest confidence, SIGKILL (`-9`, in the
