@@ -28,6 +28,9 @@ const KV_SIZED: &str = "startup.vllm-kv-cache-sized";
 const TORCH_FAILED: &str = "stacks-torch.elastic-worker-failed";
 /// Its stopping the other workers after the first failed.
 const TORCH_CLOSING: &str = "stacks-torch.elastic-closing-workers";
+/// A checkpoint converter reading a model's weights (its parts, shards or
+/// tensors): what was killed is that converter, not a server.
+const CONVERTER: &str = "startup.checkpoint-converter-reading";
 
 /// A command line that names a model or a checkpoint to load: an option
 /// for one (`--model`, `--model-path`, `--ckpt_dir`, `--checkpoint`,
@@ -202,8 +205,17 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
         .filter(|(_, cpu)| *cpu > 0)
         .last();
 
+    // The last stage line is a converter's: say so, and advise for one.
+    let converter = server_line
+        .is_some_and(|line| incident.known(CONVERTER).any(|(m, _)| m.span == line))
+        && matches!(killed, Killed::Shell(None));
+
     let mut f = Finding::new(META.id, META.category, META.severity);
-    f.evidence(kill, kill_note(killed, loading.is_some()));
+    if converter {
+        f.evidence(kill, "the shell reports the converter Killed while it read the model's weights: SIGKILL from outside, with no traceback");
+    } else {
+        f.evidence(kill, kill_note(killed, loading.is_some()));
+    }
     match killed {
         Killed::Shell(Some((pid, _))) => {
             f.entities.pids.insert(pid);
@@ -250,6 +262,9 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
         loading.is_some(),
         killed,
     );
+    if converter {
+        explain_converter(&mut f);
+    }
     Some(f)
 }
 
@@ -322,6 +337,25 @@ fn failed_before(incident: &Incident, kill: Span) -> bool {
                     .row
                     .is_some_and(|r| r.stage.is_none() && r.severity <= Severity::Error)
         })
+}
+
+/// A checkpoint converter's words: it holds whole checkpoints in host
+/// memory while it writes them out, so the advice is memory for it, not a
+/// server's settings.
+fn explain_converter(f: &mut Finding) {
+    f.title =
+        "the checkpoint converter was killed by SIGKILL, most likely by the host's OOM killer"
+            .to_owned();
+    f.headline = "The checkpoint converter was Killed (SIGKILL) while it read the model's weights, with no error before it: most likely the kernel's OOM killer; the kernel's lines are not in the inputs.".to_owned();
+    if let Some(first) = f.chain.first_mut() {
+        *first = "the checkpoint converter was Killed".to_owned();
+    }
+    f.actions
+        .retain(|a| !a.describe().starts_with("If it was the OOM killer"));
+    f.actions.push(Action::advice(
+        "If it was the OOM killer: converters hold whole checkpoints (or parts of them) in host memory; add swap, run it on a host with more RAM, or use a converter or mode that streams tensors",
+        Some("free -h; swapon --show"),
+    ));
 }
 
 /// The finding's words and advice: what killed the server, most likely,
@@ -438,6 +472,15 @@ mod tests {
         ] {
             let f = killed(paste);
             assert_eq!(f.len(), 1, "{paste}: {f:?}");
+            assert!(f[0].title.contains("converter"), "{}", f[0].title);
+            assert!(
+                !f[0]
+                    .actions
+                    .iter()
+                    .any(|a| a.describe().contains("swap-space")),
+                "a converter is not told a server's settings: {:?}",
+                f[0].actions
+            );
         }
         assert!(killed("Processing request 42 of 100\nKilled\n").is_empty());
     }
