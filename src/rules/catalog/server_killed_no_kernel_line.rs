@@ -205,17 +205,9 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
         .filter(|(_, cpu)| *cpu > 0)
         .last();
 
-    // The last stage line is a converter's: say so, and advise for one.
-    let converter = server_line
-        .is_some_and(|line| incident.known(CONVERTER).any(|(m, _)| m.span == line))
-        && matches!(killed, Killed::Shell(None));
-
+    let converter = killed_converter(incident, server_line, killed);
     let mut f = Finding::new(META.id, META.category, META.severity);
-    if converter {
-        f.evidence(kill, "the shell reports the converter Killed while it read the model's weights: SIGKILL from outside, with no traceback");
-    } else {
-        f.evidence(kill, kill_note(killed, loading.is_some()));
-    }
+    f.evidence(kill, kill_note(killed, loading.is_some(), converter));
     match killed {
         Killed::Shell(Some((pid, _))) => {
             f.entities.pids.insert(pid);
@@ -303,7 +295,17 @@ fn cite_stopped_workers(incident: &Incident, kill: Span, f: &mut Finding) {
 }
 
 /// The evidence note on the line that reports the kill.
-fn kill_note(killed: Killed<'_>, loading: bool) -> String {
+/// Whether what the shell reports killed is a checkpoint converter: its
+/// last stage line before the kill is a converter's reading.
+fn killed_converter(incident: &Incident, server_line: Option<Span>, killed: Killed<'_>) -> bool {
+    matches!(killed, Killed::Shell(None))
+        && server_line.is_some_and(|line| incident.known(CONVERTER).any(|(m, _)| m.span == line))
+}
+
+fn kill_note(killed: Killed<'_>, loading: bool, converter: bool) -> String {
+    if converter {
+        return "the shell reports the converter Killed while it read the model's weights: SIGKILL from outside, with no traceback".to_owned();
+    }
     match (killed, loading) {
         (Killed::Shell(_), true) => "the shell reports the server Killed while its model's weights were loading: SIGKILL from outside, with no traceback".to_owned(),
         (Killed::Shell(Some((pid, _))), false) => format!("the shell reports job {pid} Killed: SIGKILL from outside, with no traceback; its command names a model to load"),
