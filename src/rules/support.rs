@@ -154,6 +154,11 @@ pub fn add_owner_units(f: &mut super::Finding, incident: &Incident) {
     }
 }
 
+/// The command that lists every process holding GPU memory, with its
+/// share: what a finding about held or freed memory asks the user to run.
+pub const COMPUTE_APPS: &str =
+    "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv";
+
 /// Cites a GPU's first line with its memory in use (`GPU 0: 55,286 MiB of
 /// 81,559 MiB used`), the figure rules put beside a memory shortfall.
 pub fn cite_gpu_memory(f: &mut super::Finding, g: &crate::correlate::Gpu) {

@@ -245,7 +245,7 @@ fn cut_note(plan: &Plan) -> String {
 fn advise(f: &mut Finding, plan: Option<&Plan>) {
     f.actions.push(Action::advice(
         "list what holds the GPU's memory at the moment of the load (another server, a notebook, a desktop application, a left-over runner) and close or move it",
-        Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"),
+        Some(crate::rules::support::COMPUTE_APPS),
     ));
     f.actions.push(Action::advice(
         "check what Ollama itself keeps loaded",

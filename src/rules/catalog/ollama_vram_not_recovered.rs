@@ -182,8 +182,7 @@ impl Rule for OllamaVramNotRecovered {
             Some(p) => format!(
                 "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv; ps -o pid,etime,args -p {p}"
             ),
-            None => "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"
-                .to_owned(),
+            None => crate::rules::support::COMPUTE_APPS.to_owned(),
         };
         f.actions.push(Action::advice(
             "check whether the previous runner still holds the GPU",

@@ -574,7 +574,7 @@ fn explain_low_unsized(
     f.actions.push(action);
     f.actions.push(Action::advice(
         "check that nothing else holds the GPU before raising the fraction, and read the `Load weight begin/end` lines for the sizes",
-        Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"),
+        Some(crate::rules::support::COMPUTE_APPS),
     ));
 }
 

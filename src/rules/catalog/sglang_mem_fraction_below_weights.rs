@@ -168,7 +168,7 @@ impl Rule for SglangMemFractionBelowWeights {
         f.explanation = "--mem-fraction-static is the share of the memory found before loading that SGLang may use for weights plus KV cache; the weights come out first. A smaller value only makes this worse; another process on the GPU lowers the memory found before loading.".to_owned();
         f.actions.push(Action::advice(
             "check that no other process holds memory on the GPUs (it lowers the memory SGLang finds before loading)",
-            Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"),
+            Some(crate::rules::support::COMPUTE_APPS),
         ));
         f.confidence = confidence(&f, 0.8, 0.97);
         out.push(f);

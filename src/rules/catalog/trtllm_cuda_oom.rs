@@ -190,7 +190,7 @@ impl Rule for TrtllmCudaOom {
         ));
         f.actions.push(Action::advice(
             "check that no other process holds memory on the engine's GPUs",
-            Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"),
+            Some(crate::rules::support::COMPUTE_APPS),
         ));
         f.confidence = confidence(&f, 0.75, 0.9);
         out.push(f);

@@ -166,7 +166,7 @@ impl Rule for TrtllmKvCacheTooSmall {
         ));
         f.actions.push(Action::advice(
             "check what else occupies the GPUs",
-            Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"),
+            Some(crate::rules::support::COMPUTE_APPS),
         ));
         f.confidence = confidence(&f, 0.8, 0.95);
         out.push(f);

@@ -282,6 +282,6 @@ fn push_actions(f: &mut Finding, tokens: Option<u64>) {
     ));
     f.actions.push(Action::advice(
         "check what else holds memory on the GPUs",
-        Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"),
+        Some(crate::rules::support::COMPUTE_APPS),
     ));
 }

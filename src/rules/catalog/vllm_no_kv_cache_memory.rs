@@ -378,7 +378,7 @@ fn explain_unsized(f: &mut Finding, set: Option<f64>, who: &str) {
         ));
         f.actions.push(Action::advice(
             "check that nothing else holds the GPU, and read vLLM's `Model loading took` / `model weights take` lines for the sizes",
-            Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"),
+            Some(crate::rules::support::COMPUTE_APPS),
         ));
     } else {
         f.title = "vLLM had no memory for its KV cache".to_owned();

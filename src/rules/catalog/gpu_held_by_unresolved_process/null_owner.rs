@@ -104,7 +104,7 @@ pub(super) fn finding(incident: &Incident) -> Option<Finding> {
     f.explanation = "gpustat names the processes NVML reports for each GPU; `(null)` means it could resolve none of them although the memory is in use: the PIDs belong to another PID namespace (the driver reports host PIDs). Advice only: there is no PID here to act on.".to_owned();
     f.actions.push(Action::advice(
         "on the host, list the processes that hold the GPU and whose they are",
-        Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"),
+        Some(crate::rules::support::COMPUTE_APPS),
     ));
     f.actions.push(Action::advice(
             "ask the owner or the node's admin to stop that process, or use another GPU; from inside a container it cannot be signalled",

@@ -305,7 +305,7 @@ pub(super) fn held_at_start(incident: &Incident) -> Option<Finding> {
     );
     f.actions.push(Action::advice(
         "list the processes that hold the GPU's memory (another server or notebook, a left-over run) and stop or move them",
-        Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"),
+        Some(crate::rules::support::COMPUTE_APPS),
     ));
     f.actions.push(Action::advice(
         "or run on a GPU with free memory (CUDA_VISIBLE_DEVICES=<index of a free GPU>)",

@@ -145,7 +145,7 @@ fn finding(incident: &Incident, gpu: u32, cmd: &str, copies: &[&GpuProcess]) -> 
     ));
     f.actions.push(Action::advice(
         "stop the leftover copies (not the one the current server uses), then check that their memory is freed",
-        Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"),
+        Some(crate::rules::support::COMPUTE_APPS),
     ));
     f.actions.push(Action::advice(
         "make whatever starts the server stop it and its children when it is done (a test harness, a script, a unit with KillMode=control-group)",

@@ -170,7 +170,7 @@ fn finding(kind: &str, model: &str, mut copies: Vec<&PsRecord>) -> Finding {
     ));
     f.actions.push(Action::advice(
         "stop the runners the server does not list (or restart the service), then check that their memory is freed",
-        Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"),
+        Some(crate::rules::support::COMPUTE_APPS),
     ));
     f.actions.push(Action::advice(
         "upgrade the server: a runner left behind on reload is a bug of the release",

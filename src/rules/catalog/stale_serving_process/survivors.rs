@@ -183,7 +183,7 @@ fn push_actions(f: &mut Finding, pids: &[String]) {
     ));
     f.actions.push(Action::advice(
         "then end it (SIGTERM, then SIGKILL) and check that its memory is freed; state D means it is stuck in the driver and needs a GPU reset",
-        Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"),
+        Some(crate::rules::support::COMPUTE_APPS),
     ));
     f.actions.push(Action::advice(
         "stop the run by its process group next time, so that every worker goes with it",
