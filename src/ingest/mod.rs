@@ -43,6 +43,7 @@ mod read;
 mod reader;
 mod recognize;
 mod server;
+mod shell_notes;
 mod snapshots;
 mod ss;
 mod stream;

@@ -112,3 +112,28 @@ pub fn is_annotation(text: &str) -> bool {
         .collect();
     is_prose(&words.join(" "))
 }
+
+/// Whether `text` is a mark a person left where they cut or hid part of a
+/// paste: an ellipsis alone (`...`, `…`, `[...]`, `(...)`, `<...>`), a
+/// `snip` or `truncated` note in brackets, or a redaction made of one
+/// letter or symbol repeated (`xxxxxxxxx`, `XXXX`, `****`). Machine output
+/// does not print these alone on a line.
+pub fn is_elision(text: &str) -> bool {
+    let t = text.trim();
+    let bracketed = [("[", "]"), ("(", ")"), ("<", ">")]
+        .iter()
+        .find_map(|(open, close)| t.strip_prefix(open)?.strip_suffix(close));
+    let inner = bracketed.unwrap_or(t).trim();
+    let is_dot = |c: char| c == '.' || c == '…';
+    let ellipsis =
+        !inner.is_empty() && inner.chars().all(is_dot) && (inner.contains('…') || inner.len() >= 3);
+    // `[snip]`, `<truncated>`, `...snip...`: a note in brackets or dots.
+    let word = inner.trim_matches(|c: char| is_dot(c) || c == ' ');
+    let note = (bracketed.is_some() || word.len() < inner.len())
+        && ["snip", "snipped", "truncated", "cut", "omitted", "redacted"]
+            .iter()
+            .any(|w| word.eq_ignore_ascii_case(w));
+    let redaction =
+        t.len() >= 3 && (t.bytes().all(|b| b == b'x' || b == b'X') || t.bytes().all(|b| b == b'*'));
+    ellipsis || note || redaction
+}

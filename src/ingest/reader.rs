@@ -34,8 +34,9 @@ pub(super) enum SegmentReader {
     /// prompt line is read.
     Prompt {
         first: bool,
-        /// The command goes on on the next line (`… \`).
-        continued: bool,
+        /// Whether the command goes on on the next line (`… \`, a quote
+        /// left open).
+        continued: super::detect::Continuation,
         lines: Box<LineReader>,
     },
     /// An `nvidia-smi` table segment, parsed a snapshot at a time, repeated
@@ -112,7 +113,7 @@ impl SegmentReader {
             Format::NvidiaSmiTable => SegmentReader::Table(Box::new(TableReader::new())),
             Format::ShellPrompt => SegmentReader::Prompt {
                 first: true,
-                continued: false,
+                continued: super::detect::Continuation::Over,
                 lines: Box::new(LineReader::new(Except::Nothing)),
             },
             format => SegmentReader::Buffered {
@@ -160,9 +161,9 @@ impl SegmentReader {
             } => {
                 // Lines before an input's first strong line join its first
                 // segment: the prompt may come after them.
-                if *continued || (*first && super::detect::is_prompt(line.text)) {
+                if continued.takes(line.text) || (*first && super::detect::is_prompt(line.text)) {
                     *first = false;
-                    *continued = super::detect::continues(line.text);
+                    *continued = continued.after(line.text);
                     lines.prompt(line);
                     return Read::Skimmed(None);
                 }

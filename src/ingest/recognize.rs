@@ -180,7 +180,7 @@ impl LineReader {
                 time => Read::Skimmed(time),
             };
         }
-        let prose = is_prose(line.text) || is_annotation(line.text);
+        let prose = is_prose(line.text) || is_annotation(line.text) || is_elision(line.text);
         // Machine output that says what it is by its own grammar and makes
         // no fact: a report aligned by padding, NCCL's interface list
         // wrapped onto lines of its own, a wrapped logfmt record's fields,
@@ -195,7 +195,8 @@ impl LineReader {
                 || is_setting_line(line.text)
                 || is_compose_cli_line(line.text)
                 || is_listing_summary(line.text)
-                || is_cli_verdict(line.text))
+                || is_cli_verdict(line.text)
+                || super::shell_notes::is_shell_note(line.text))
         {
             return Read::Skimmed(None);
         }
@@ -580,7 +581,7 @@ pub fn family(text: &str) -> Option<&'static str> {
     None
 }
 
-use super::prose::{is_annotation, is_prose};
+use super::prose::{is_annotation, is_elision, is_prose};
 
 #[cfg(test)]
 mod tests {
@@ -685,6 +686,35 @@ mod tests {
             ("something nobody knows 0x1f", None),
         ] {
             assert_eq!(family(line), want, "{line}");
+        }
+    }
+
+    #[test]
+    fn elisions_and_redactions_are_a_persons_marks() {
+        // fixtures/real-incoming/batch-h/783, batch-e/714, batch-g/744.
+        for yes in [
+            "...",
+            "[...]",
+            "xxxxxxxxx",
+            "…",
+            "(...)",
+            "[snip]",
+            "...snip...",
+            "****",
+        ] {
+            assert!(is_elision(yes), "{yes}");
+        }
+        for no in [
+            "..",
+            "x",
+            "[1] 12",
+            "snip",
+            "... 3 more",
+            "exit",
+            "**",
+            "[rank0]: ...",
+        ] {
+            assert!(!is_elision(no), "{no}");
         }
     }
 

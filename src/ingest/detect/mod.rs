@@ -41,7 +41,7 @@ mod systemd;
 mod tests_host;
 
 pub(super) use provenance::Provenance;
-pub(super) use shell::{continues, is_prompt};
+pub(super) use shell::{Continuation, is_prompt};
 
 impl Segmenter {
     /// Whether `line` is, for certain, a strong line of the open segment's
@@ -302,8 +302,9 @@ pub(super) struct Segmenter {
     pending_bytes: usize,
     /// What the command at the open prompt segment says follows it.
     after_prompt: Option<(Format, &'static str)>,
-    /// The last line was (part of) a command that goes on (`… \`).
-    continued: bool,
+    /// Whether the last line was (part of) a command that goes on (`… \`,
+    /// a quote left open).
+    continued: shell::Continuation,
     /// The command at the open prompt prints its own JSON (`dcgmi health
     /// -j`, `kubectl get -o json`): a bare `{` under it is no journal.
     own_json: bool,
@@ -324,7 +325,7 @@ impl Segmenter {
             pending_lines: 0,
             pending_bytes: 0,
             after_prompt: None,
-            continued: false,
+            continued: shell::Continuation::Over,
             own_json: false,
             prompt_command: None,
             open_command: None,
@@ -377,9 +378,10 @@ impl Segmenter {
             };
         }
         let current = self.open.as_ref().map(|s| s.format);
-        // A command typed over several lines (`… \`) is one prompt.
-        if self.continued && current == Some(Format::ShellPrompt) {
-            self.continued = shell::continues(line);
+        // A command typed over several lines (`… \`, a quoted JSON body)
+        // is one prompt.
+        if self.continued.takes(line) && current == Some(Format::ShellPrompt) {
+            self.continued = self.continued.after(line);
             if let Some(s) = &mut self.open {
                 s.last_line = n;
             }
@@ -439,7 +441,10 @@ impl Segmenter {
             if format == Format::ShellPrompt {
                 self.prompt_command = shell::reads_by_command(line).map(str::to_owned);
             }
-            self.continued = format == Format::ShellPrompt && shell::continues(line);
+            self.continued = match format {
+                Format::ShellPrompt => shell::Continuation::Over.after(line),
+                _ => shell::Continuation::Over,
+            };
             self.own_json = format == Format::ShellPrompt && shell::prints_own_json(line);
         }
         match class {

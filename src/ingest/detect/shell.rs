@@ -28,7 +28,9 @@ re!(PS_ROW, r"^\s*(?:\S+\s+)?(?:[0-9]+|-)\s+\S");
 // (`bash-5.1#`), and oh-my-zsh's default theme, `➜  dir` (robbyrussell:
 // an arrow, the directory's name, maybe `git:(branch)` and `✗`), and
 // starship's two lines, `user@host in ~ as 🧙` then `❯ cmd` (maybe after a
-// glyph of the theme).
+// glyph of the theme), and a git prompt's branch between the directory and
+// the sign (bash-git-prompt, `__git_ps1`: `user@host ~/dir [master*]$`,
+// `user@host ~/dir (main)$`).
 gated!(
     SHELL_PROMPT,
     |l| {
@@ -45,6 +47,7 @@ gated!(
       | \[\S+@\S+(?:\x20[^\]]*)?\][\#$%]
       | \S+@\S+\x20\S+(?:\x20\([^)]*\))?>
       | \S+@\S+\x20(?:[~/]\S*|[0-9A-Za-z_.-]+)\x20[\#%]
+      | \S+@\S+\x20(?:[~/]\S*|[0-9A-Za-z_.-]+)\x20[\[(][^\])\s]*[\])]\x20?[\#$%]
       | [0-9A-Za-z_.-]+@[0-9A-Za-z_.-]+(?:\[[^\]\s]*\])?[\#$%]
       | (?:bash|sh|zsh)-[0-9]+(?:\.[0-9]+)*[\#$]
       | ➜\x20+\S+(?:\x20git:\([^)]*\))?(?:\x20✗)?
@@ -57,17 +60,19 @@ gated!(
 // of `PS1='\w\$ '` shows it: `~$ nvtop`, `/opt/app# ls`), a command: a lowercase word or a path, maybe
 // after `VAR=value` assignments (vLLM prints `# GPU blocks: 1952, …`);
 // or the `$ ` prompt alone, the command's output over (a `#` alone is
-// too often a comment's). A paste indented as a whole indents its `$ `
+// too often a comment's); PowerShell's `PS C:\> cmd` and cmd.exe's
+// `C:\Users\win>cmd` (no space after its `>`). A paste indented as a whole indents its `$ `
 // prompts too (a `#` indented is a code comment's).
 gated!(
     BARE_PROMPT,
     |l| {
-        matches!(
-            l.as_bytes().first(),
-            Some(b'~' | b'/' | b'$' | b'#' | b'P' | b'>' | b'I')
-        ) || memchr::memchr(b'$', l.as_bytes()).is_some()
+        let b = l.as_bytes();
+        matches!(b.first(), Some(b'~' | b'/' | b'$' | b'#' | b'P' | b'>' | b'I'))
+            || memchr::memchr(b'$', b).is_some()
+            // cmd.exe's `C:\Users\win>`.
+            || (b.len() > 3 && b[0].is_ascii_uppercase() && b[1] == b':' && b[2] == b'\\')
     },
-    r"^(?:(?:(?:~[0-9A-Za-z_./-]*|/[0-9A-Za-z_./-]*)?[$#]|\s+\$) +(?P<cmd>(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*[a-z./~][0-9A-Za-z_./+-]*(?:\s.*)?)|(?:PS [A-Z]:\\[^>]*>|>>>|In \[[0-9]+\]:) (?P<code>\S.*)|\$ *)$"
+    r"^(?:(?:(?:~[0-9A-Za-z_./-]*|/[0-9A-Za-z_./-]*)?[$#]|\s+\$) +(?P<cmd>(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*[a-z./~][0-9A-Za-z_./+-]*(?:\s.*)?)|(?:PS [A-Z]:\\[^>]*> |[A-Z]:\\[^>]*>|>>> |In \[[0-9]+\]: )(?P<code>\S.*)|\$ *)$"
 );
 
 // A command pasted without its prompt, maybe indented: a launcher people
@@ -86,7 +91,7 @@ gated!(
         ) => true,
         _ => false,
     },
-    r"^\s*(?:sudo\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:(?:python(?:3(?:\.[0-9]+)?)?|torchrun|vllm|docker|podman|mpirun|srun|deepspeed|accelerate|trtllm-serve|trtllm-build|ollama|nvidia-smi|journalctl|systemctl|dmesg|kubectl|ssh|dcgmi|nvtop|nvitop|squeue|sinfo|scontrol|rocm-smi|fuser|ps|pgrep|pkill|kill|lsof|netstat|ss|text-generation-launcher|llama-server|local-ai|lmdeploy|dynamo|gpustack|\.?/[0-9A-Za-z_./-]+\.sh)(?:\s+(?:-{1,2}[0-9A-Za-z_-]|[0-9A-Za-z_./~${\x22'-]).*|\s*)|(?:cat|head|tail|less)\s+(?:-\S+\s+)*[/~$]\S*(?:\s.*)?)$"
+    r"^\s*(?:sudo\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:(?:python(?:3(?:\.[0-9]+)?)?|torchrun|vllm|docker|podman|mpirun|srun|deepspeed|accelerate|trtllm-serve|trtllm-build|ollama|nvidia-smi|journalctl|systemctl|dmesg|kubectl|ssh|dcgmi|nvtop|nvitop|squeue|sinfo|scontrol|rocm-smi|fuser|ps|pgrep|pkill|kill|lsof|netstat|ss|curl|wget|text-generation-launcher|llama-server|local-ai|lmdeploy|dynamo|gpustack|\.?/[0-9A-Za-z_./-]+\.sh)(?:\s+(?:-{1,2}[0-9A-Za-z_-]|[0-9A-Za-z_./~${\x22'-]).*|\s*)|(?:cat|head|tail|less)\s+(?:-\S+\s+)*[/~$]\S*(?:\s.*)?)$"
 );
 
 // A prompt drawn as `> ` (a quoted reply, a PowerShell-style prompt) or
@@ -145,9 +150,73 @@ fn bare_command(line: &str) -> bool {
     !socket_row && BARE_COMMAND.is_match(line)
 }
 
-/// Whether a command line goes on on the next line (`… \`).
-pub(in crate::ingest) fn continues(line: &str) -> bool {
-    line.trim_end().ends_with(" \\") || line.trim_end() == "\\"
+/// Where a command typed at a prompt stands at the end of one of its
+/// lines: over, or going on on the next line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(in crate::ingest) enum Continuation {
+    /// The command is over.
+    #[default]
+    Over,
+    /// `… \`: the next line goes on with it.
+    Backslash,
+    /// A quote left open (`curl … -d '{` and the JSON body on the next
+    /// lines, up to `}'`): the lines up to the one that closes it are the
+    /// command's; `lines` of them so far.
+    Quote { quote: u8, lines: u8 },
+}
+
+/// A quote left open takes at most this many lines: a stray apostrophe
+/// (`echo it's`) must not swallow the output after it.
+const QUOTED_LINES: u8 = 32;
+
+impl Continuation {
+    /// Whether `line` is a line of the command: after `\`, any; inside a
+    /// quote, any but a new prompt (the person typed another command: the
+    /// quote was a stray one).
+    pub(in crate::ingest) fn takes(self, line: &str) -> bool {
+        match self {
+            Continuation::Over => false,
+            Continuation::Backslash => true,
+            Continuation::Quote { .. } => !is_prompt(line),
+        }
+    }
+
+    /// Where the command stands after `line`, one of its lines (its first
+    /// when `self` is [`Continuation::Over`]): quotes are followed as the
+    /// shell does (nothing is special inside `'…'`; a backslash escapes
+    /// outside quotes and inside `"…"`; an unquoted `#` starting a word
+    /// begins a comment).
+    pub(in crate::ingest) fn after(self, line: &str) -> Continuation {
+        let (mut open, lines) = match self {
+            Continuation::Quote { quote, lines } => (Some(quote), lines),
+            _ => (None, 0),
+        };
+        let bytes = line.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            let c = bytes[i];
+            match open {
+                None if c == b'\\' => i += 1,
+                None if c == b'#' && (i == 0 || bytes[i - 1].is_ascii_whitespace()) => break,
+                None if c == b'\'' || c == b'"' => open = Some(c),
+                Some(b'"') if c == b'\\' => i += 1,
+                Some(quote) if c == quote => open = None,
+                _ => {}
+            }
+            i += 1;
+        }
+        match open {
+            Some(quote) if lines < QUOTED_LINES => Continuation::Quote {
+                quote,
+                lines: lines + 1,
+            },
+            Some(_) => Continuation::Over,
+            None if line.trim_end().ends_with(" \\") || line.trim_end() == "\\" => {
+                Continuation::Backslash
+            }
+            None => Continuation::Over,
+        }
+    }
 }
 
 /// The command typed at a prompt line, if `line` is one.
@@ -385,6 +454,38 @@ pub(super) fn gated() -> Vec<(&'static str, &'static super::Gated)> {
 mod tests {
     use super::*;
 
+    /// A quote left open goes on to the line that closes it (a `curl -d
+    /// '{` with its JSON body: fixtures/real-incoming/batch-h/796,
+    /// vllm-project/vllm#12761), yields to a new prompt, and gives up after
+    /// [`QUOTED_LINES`]; `\\` goes on one line; quotes inside the other
+    /// kind and after `#` do not count.
+    #[test]
+    fn a_command_goes_on_while_a_quote_is_open() {
+        use Continuation::*;
+        let first = Over.after(
+            "curl http://localhost:5000/v1/completions -H \"Content-Type: application/json\" -d '{",
+        );
+        assert_eq!(
+            first,
+            Quote {
+                quote: b'\'',
+                lines: 1
+            }
+        );
+        let body = first.after("\"model\": \"/home/bruce/Downloads/models/Qwen2.5-32B-Instruct\",");
+        assert!(body.takes("\"max_tokens\": 7,"));
+        assert_eq!(body.after("}'"), Over);
+        assert!(!body.takes("$ nvidia-smi"));
+        assert_eq!(Over.after("python3 serve.py --tp 2 \\"), Backslash);
+        assert_eq!(Over.after("echo \"it's\" done"), Over);
+        assert_eq!(Over.after("ls # it's a comment"), Over);
+        let mut open = Over.after("echo it's");
+        for _ in 0..QUOTED_LINES {
+            open = open.after("more output");
+        }
+        assert_eq!(open, Over);
+    }
+
     #[test]
     fn prompts_of_every_shell() {
         for (line, cmd) in [
@@ -421,6 +522,20 @@ mod tests {
             ("➜  vllm git:(main) ✗ nvidia-smi", "nvidia-smi"),
             ("user@gpu-box$ nvidia-smi", "nvidia-smi"),
             ("$  nvidia-smi", "nvidia-smi"),
+            // cmd.exe (fixtures/real-incoming/batch-h/800, ollama/ollama
+            // #5060) and a git prompt's branch (fixtures/real-incoming/
+            // batch-f/726, bash-git-prompt; `__git_ps1`'s `(main)$` written
+            // to its shape).
+            ("C:\\Users\\win>ollama list", "ollama list"),
+            (
+                "atcold@GPU0 ~/MatchNet [master*]$ nvidia-smi ",
+                "nvidia-smi",
+            ),
+            ("user@host ~/work (main)$ ls", "ls"),
+            (
+                "curl http://localhost:8000/v1/models",
+                "curl http://localhost:8000/v1/models",
+            ),
         ] {
             assert!(is_prompt(line), "{line}");
             assert_eq!(command(line), Some(cmd), "{line}");

@@ -1860,3 +1860,27 @@ fn the_exception_line_by_hand_is_the_regex() {
     }
     assert!(matched > 100, "{matched}");
 }
+
+/// glog's failure and signal reports under a fatal line (Caffe's, from
+/// CMU-Perceptual-Computing-Lab/caffe_rtpose#11, fixtures/real-incoming/
+/// batch-h/773; the signal handler's lines as glog's src/signalhandler.cc
+/// writes them, assembled, not copied): every line is read, and a line
+/// that only looks like a frame is not.
+#[test]
+fn glog_stack_traces_are_read() {
+    let text = "\
+F0123 10:43:52.732602  6844 syncedmem.cpp:56] Check failed: error == cudaSuccess (2 vs. 0)  out of memory
+*** Check failure stack trace: ***
+    @     0x7fabd153fdaa  (unknown)
+    @     0x7fabd1d1f962  caffe::SyncedMemory::to_gpu()
+    @     0x7fabd1cfb1a2  caffe::Blob<>::mutable_gpu_data()
+    @           0x409bcf  warmup()
+*** Aborted at 1486382014 (unix time) try \"date -d @1486382014\" if you are using GNU date ***
+PC: @     0x7f3d1c0a2428 gsignal
+*** SIGABRT (@0x3e800001aac) received by PID 6828 (TID 0x7f3cd6ffd700) from PID 6828; stack trace: ***
+    @     0x7f3d1c0a24b0 (unknown)
+";
+    assert_eq!(unrecognized_lines(text), Vec::<u32>::new());
+    assert_eq!(unrecognized_lines("@ home: the GPU is full"), vec![1]);
+    assert_eq!(unrecognized_lines("*** nothing here ***"), vec![1]);
+}

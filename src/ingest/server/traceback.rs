@@ -200,20 +200,30 @@ pub(super) fn idle_recognizes(text: &str) -> bool {
 /// java/lang/Throwable.java prints them, JPype passing them on), and
 /// dmlc-core's (MXNet's) `Stack trace:` / `  [bt] (0) lib.so(+0x2fa22f0)
 /// [0x7f…]` (include/dmlc/logging.h), with MXNet's `Segmentation fault: 11`
-/// above them (src/initialize.cc, its signal handler).
+/// above them (src/initialize.cc, its signal handler), and glog's (Caffe,
+/// TensorFlow, Triton, PaddlePaddle): `*** Check failure stack trace: ***`
+/// after a failed `CHECK` (src/utilities.cc, DumpStackTraceAndExit()), its
+/// signal handler's `*** Aborted at 1486 (unix time) try "date -d @1486" if
+/// you are using GNU date ***`, `PC: @ 0x7f… (unknown)` and `*** SIGSEGV
+/// (@0x0) received by PID 123 (TID 0x7f…) from PID 0; stack trace: ***`
+/// (src/signalhandler.cc), then a frame per line, `    @     0x7fab…
+/// caffe::SyncedMemory::to_gpu()` or `(unknown)`.
 fn foreign_stack(text: &str) -> bool {
     let t = text.trim_start();
     (t.starts_with("at ")
         || t.starts_with("... ")
         || t.starts_with("[bt]")
         || t.starts_with("Stack trace")
-        || t.starts_with("Segmentation fault: "))
+        || t.starts_with("Segmentation fault: ")
+        || t.starts_with("*** ")
+        || t.starts_with("@ ")
+        || t.starts_with("PC: @ "))
         && FOREIGN_FRAME.is_match(t)
 }
 
 static FOREIGN_FRAME: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^(?:at [0-9A-Za-z_$.<>]+\((?:[0-9A-Za-z_$.-]+\.(?:java|kt|scala|groovy):[0-9]+|Native Method|Unknown Source)\)|\.\.\. [0-9]+ more|\[bt\] \([0-9]+\) \S.*|Stack trace(?: returned [0-9]+ entries)?:|Segmentation fault: [0-9]+)\s*$",
+        r#"^(?:at [0-9A-Za-z_$.<>]+\((?:[0-9A-Za-z_$.-]+\.(?:java|kt|scala|groovy):[0-9]+|Native Method|Unknown Source)\)|\.\.\. [0-9]+ more|\[bt\] \([0-9]+\) \S.*|Stack trace(?: returned [0-9]+ entries)?:|Segmentation fault: [0-9]+|\*\*\* Check failure stack trace: \*\*\*|\*\*\* Aborted at [0-9]+ \(unix time\) try "date -d @[0-9]+" if you are using GNU date \*\*\*|\*\*\* SIG[A-Z]+ \(@0x[0-9a-f]+\) received by PID [0-9]+ \(TID 0x[0-9a-f]+\)(?: from PID [0-9]+)?; stack trace: \*\*\*|(?:PC: )?@ +0x[0-9a-f]+ +\S.*)\s*$"#,
     )
     .expect("foreign stack frame regex")
 });
@@ -422,7 +432,7 @@ impl Cx<'_> {
         }
         let tb = &mut self.stream.tracebacks;
         if text.starts_with("    ") || is_caret_line(text) {
-            return tb.active();
+            return tb.active() || foreign_stack(text);
         }
         if tb.active() && text.contains("File \"") && INLINE_FRAME.is_match(text) {
             return true;
@@ -587,7 +597,9 @@ impl Cx<'_> {
             }
             return true;
         }
-        CPP_FRAME.is_match(text)
+        // Another runtime's frames (Java's, dmlc's, glog's) are read as
+        // the prefilter's skim reads them.
+        CPP_FRAME.is_match(text) || foreign_stack(text)
     }
 
     fn append(&mut self, c: &Continuation, text: &str) {

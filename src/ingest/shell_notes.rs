@@ -1,0 +1,159 @@
+//! What an interactive shell shows between a paste's outputs by itself,
+//! read so that it is not counted as output nobody understands; it makes
+//! no fact:
+//! - a background job's number and PID, `[1] 3044530`: bash (`jobs.c`,
+//!   `describe_pid`: `[%d] %d`) and zsh (`jobs.c`, `printjob`) print it
+//!   when `&` starts a job (zsh lists every PID of a pipeline);
+//! - `date`'s own line: coreutils' default format, `%a %b %e %H:%M:%S %Z
+//!   %Y` (`Thu Apr 10 12:17:06 CEST 2025`), and its locales' orders
+//!   (`Thu Apr 10 12:17:06 AM CEST 2025`, `Tue 04 Mar 2025 10:11:12 AM
+//!   UTC`), `asctime`'s form without a zone (`Fri Mar  3 11:52:29 2017`);
+//! - a program's answer to `--version` or a version query a person typed,
+//!   a name and a version alone: `Python 3.7.3` (CPython's `--version`),
+//!   `Ubuntu 16.04.3`, `fairseq '0.9.0'` and `'1.6.0'` (a Python REPL's
+//!   repr of `__version__`), `v0.6.5`.
+
+/// Whether `text` is a line the shell printed by itself.
+pub(super) fn is_shell_note(text: &str) -> bool {
+    is_job_started(text) || is_date_output(text) || is_version_answer(text)
+}
+
+/// At most two words of a name, then one version (`1.6`, `3.7.3`,
+/// `2.1.0+cu118`, `v0.6.5`, maybe quoted): nothing else on the line.
+fn is_version_answer(text: &str) -> bool {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let Some((version, name)) = words.split_last() else {
+        return false;
+    };
+    let name_ok = name.len() <= 2
+        && name.iter().all(|w| {
+            w.starts_with(|c: char| c.is_ascii_alphabetic())
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c))
+        });
+    let unquoted = version.trim_matches(|c| c == '\'' || c == '"');
+    let v = unquoted.strip_prefix('v').unwrap_or(unquoted);
+    // A version alone is one only when quoted or marked (`'1.6.0'`,
+    // `v0.6.5`): a bare `10.0.0.1` may be an address.
+    if name.is_empty() && v.len() == version.len() {
+        return false;
+    }
+    let (numbers, _local) = v.split_once('+').unwrap_or((v, ""));
+    let parts: Vec<&str> = numbers.split('.').collect();
+    let numeric = (2..=4).contains(&parts.len())
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.len() <= 4 && p.bytes().all(|b| b.is_ascii_digit()));
+    name_ok && numeric && text.len() <= 80
+}
+
+fn digits(s: &str, max: usize) -> bool {
+    !s.is_empty() && s.len() <= max && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `[1] 3044530`, `[2] 811 812`.
+fn is_job_started(text: &str) -> bool {
+    let Some((job, pids)) = text
+        .trim()
+        .strip_prefix('[')
+        .and_then(|r| r.split_once("] "))
+    else {
+        return false;
+    };
+    digits(job, 3) && !pids.is_empty() && pids.split(' ').all(|pid| digits(pid, 10))
+}
+
+const WEEKDAYS: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
+const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
+
+/// A weekday first, then exactly one month name, day, `HH:MM:SS` and
+/// four-digit year in any order, with at most an AM/PM and a zone
+/// (`CEST`, `UTC`, `+0200`) beside them: nothing else.
+fn is_date_output(text: &str) -> bool {
+    let mut words = text.split_whitespace();
+    let Some(first) = words.next() else {
+        return false;
+    };
+    if !WEEKDAYS.contains(&first.trim_end_matches(',')) {
+        return false;
+    }
+    let (mut month, mut day, mut time, mut year, mut extra) = (0, 0, 0, 0, 0);
+    for word in words {
+        let word = word.trim_end_matches(',');
+        if MONTHS.contains(&word) {
+            month += 1;
+        } else if digits(word, 2) && (1..=31).contains(&word.parse::<u8>().unwrap_or(0)) {
+            day += 1;
+        } else if digits(word, 4) && word.len() == 4 {
+            year += 1;
+        } else if is_clock(word) {
+            time += 1;
+        } else if matches!(word, "AM" | "PM") || is_zone(word) {
+            extra += 1;
+        } else {
+            return false;
+        }
+    }
+    (month, day, time, year) == (1, 1, 1, 1) && extra <= 2
+}
+
+/// `12:17:06`.
+fn is_clock(word: &str) -> bool {
+    let parts: Vec<&str> = word.split(':').collect();
+    parts.len() == 3 && parts.iter().all(|p| p.len() == 2 && digits(p, 2))
+}
+
+/// `CEST`, `UTC`, `+0200`, `-05`.
+fn is_zone(word: &str) -> bool {
+    let letters = (2..=5).contains(&word.len()) && word.bytes().all(|b| b.is_ascii_uppercase());
+    let offset = word
+        .strip_prefix(['+', '-'])
+        .is_some_and(|n| digits(n, 4) && (n.len() == 2 || n.len() == 4));
+    letters || offset
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_shell_note;
+
+    #[test]
+    fn job_numbers_and_date_lines_are_the_shells() {
+        for yes in [
+            // fixtures/real-incoming/batch-h/783 (ollama/ollama#10202).
+            "[1] 3044530",
+            "Thu Apr 10 12:17:06 AM CEST 2025",
+            // The same `date` in coreutils' C locale, en_GB's order, and
+            // asctime's form (nvidia-smi's header, fixtures/real 726).
+            "Thu Apr 10 00:17:06 CEST 2025",
+            "Tue 04 Mar 2025 10:11:12 AM UTC",
+            "Fri Mar  3 11:52:29 2017",
+            "[2] 811 812",
+            // fixtures/real-incoming/batch-h/792 (facebookresearch/fairseq).
+            "Python 3.7.3",
+            "'1.6.0'",
+            "fairseq '0.9.0'",
+            "Ubuntu 16.04.3",
+            "torch 2.1.0+cu118",
+        ] {
+            assert!(is_shell_note(yes), "{yes}");
+        }
+        for no in [
+            "[1]+  Killed                  python3 server.py",
+            "[0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>",
+            "[1] 3044530 extra",
+            "Thu Apr 10 12:17:06 2025 nvidia-smi",
+            "Thu Apr 10 12:17:06 AM CEST",
+            "Mon Tue Wed",
+            "[rank0]: 12",
+            "Error: exit status 2 1.0",
+            "GPU 0: 12.5",
+            "10.0.0.1",
+            "1.6.0",
+            "CUDA Version 12.2 is too old",
+        ] {
+            assert!(!is_shell_note(no), "{no}");
+        }
+    }
+}
