@@ -53,7 +53,7 @@ def peel(line):
 # Where real lines live: the corpus (each case's source.md has its URL), the
 # format samples (fixtures/formats/SOURCES.md) and healthy servers' chatter
 # (fixtures/chatter/SOURCES.md).
-SOURCES = ["fixtures/real", "fixtures/real-incoming", "fixtures/formats", "fixtures/chatter"]
+SOURCES = ["fixtures/real", "fixtures/formats", "fixtures/chatter"]
 
 
 def catalog_samples():

@@ -691,7 +691,7 @@ mod tests {
 
     #[test]
     fn elisions_and_redactions_are_a_persons_marks() {
-        // fixtures/real-incoming/batch-h/783, batch-e/714, batch-g/744.
+        // fixtures/real/783, 714, 744.
         for yes in [
             "...",
             "[...]",

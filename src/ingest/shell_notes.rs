@@ -121,7 +121,7 @@ mod tests {
     #[test]
     fn job_numbers_and_date_lines_are_the_shells() {
         for yes in [
-            // fixtures/real-incoming/batch-h/783 (ollama/ollama#10202).
+            // fixtures/real/783 (ollama/ollama#7606).
             "[1] 3044530",
             "Thu Apr 10 12:17:06 AM CEST 2025",
             // The same `date` in coreutils' C locale, en_GB's order, and
@@ -130,7 +130,7 @@ mod tests {
             "Tue 04 Mar 2025 10:11:12 AM UTC",
             "Fri Mar  3 11:52:29 2017",
             "[2] 811 812",
-            // fixtures/real-incoming/batch-h/792 (facebookresearch/fairseq).
+            // fixtures/real/792 (facebookresearch/fairseq).
             "Python 3.7.3",
             "'1.6.0'",
             "fairseq '0.9.0'",

@@ -229,7 +229,7 @@ pub const MATRIX: &[Cell] = &[
         StaleServingInstance,
         "a duplicate of the running server's port",
         Gap(
-            "ports are read (ss, lsof, docker ps), and a failed bind beside a listing names the listener (`address-already-in-use`, port-in-use: fixtures/real/678, `ss -ltnp` names local-ai on :8080 and the relaunch's listen error is cut); no rule yet tells that the listener is an older instance of the failing server itself. fixtures/real-incoming/batch-f/727 (lsof names an earlier run's API server on :8000) shows no failure at all",
+            "ports are read (ss, lsof, docker ps), and a failed bind beside a listing names the listener (`address-already-in-use`, port-in-use: fixtures/real/678, `ss -ltnp` names local-ai on :8080 and the relaunch's listen error is cut); no rule yet tells that the listener is an older instance of the failing server itself. fixtures/real/727 (lsof names an earlier run's API server on :8000) shows no failure at all",
         ),
         None,
     ),

@@ -323,7 +323,7 @@ const FAMILIES: &[(&str, &str, &str)] = &[
     ),
     (
         "coredumpctl info",
-        "fixtures/real-incoming/batch-f/733-ollama-gemma2-runner-abort-coredumpctl/input.log",
+        "fixtures/real/733-ollama-gemma2-runner-abort-coredumpctl/input.log",
         "      ",
     ),
     (
@@ -333,17 +333,17 @@ const FAMILIES: &[(&str, &str, &str)] = &[
     ),
     (
         "top summary",
-        "fixtures/real-incoming/batch-e/711-sglang-tp8-watchdog-timeout-then-killed/input.log",
+        "fixtures/real/711-sglang-tp8-watchdog-timeout-then-killed/input.log",
         ", ",
     ),
     (
         "top table",
-        "fixtures/real-incoming/batch-e/711-sglang-tp8-watchdog-timeout-then-killed/input.log",
+        "fixtures/real/711-sglang-tp8-watchdog-timeout-then-killed/input.log",
         " root ",
     ),
     (
         "torchrun's workers",
-        "fixtures/real-incoming/batch-e/718-vllm-spec-decode-pynccl-unhandled-system-error-torchrun/input.log",
+        "fixtures/real/718-vllm-spec-decode-pynccl-unhandled-system-error-torchrun/input.log",
         "multiprocessing/api.py",
     ),
 ];

@@ -203,14 +203,13 @@ fn the_html_page_is_self_contained() {
 /// A symptom the root cause explains is listed with the line it cites, so
 /// what that line says stays in the report without -v: the runner's last
 /// words under the GGML_ASSERT finding that explains its death
-/// (fixtures/real-incoming/batch-e/708, ollama/ollama); the line is cut
+/// (fixtures/real/708, ollama/ollama); the line is cut
 /// only past the unrecognised errors' length, never to the width.
 #[test]
 fn an_explained_symptom_keeps_the_line_it_cites() {
     let mut sources = rootcause::source::SourceMap::default();
-    let input = crate::support::fixtures().join(
-        "real-incoming/batch-e/708-ollama-jetson-runner-sigabrt-cublas-execution-failed/input.log",
-    );
+    let input = crate::support::fixtures()
+        .join("real/708-ollama-jetson-runner-sigabrt-cublas-execution-failed/input.log");
     sources.add(rootcause::source::Source::new(
         "paste",
         &std::fs::read(&input).expect("fixture"),

@@ -455,8 +455,8 @@ mod tests {
     use super::*;
 
     /// A quote left open goes on to the line that closes it (a `curl -d
-    /// '{` with its JSON body: fixtures/real-incoming/batch-h/796,
-    /// vllm-project/vllm#12761), yields to a new prompt, and gives up after
+    /// '{` with its JSON body: fixtures/real/796,
+    /// vllm-project/vllm#12664), yields to a new prompt, and gives up after
     /// [`QUOTED_LINES`]; `\\` goes on one line; quotes inside the other
     /// kind and after `#` do not count.
     #[test]
@@ -522,11 +522,11 @@ mod tests {
             ("➜  vllm git:(main) ✗ nvidia-smi", "nvidia-smi"),
             ("user@gpu-box$ nvidia-smi", "nvidia-smi"),
             ("$  nvidia-smi", "nvidia-smi"),
-            // cmd.exe (fixtures/real-incoming/batch-h/800, ollama/ollama
-            // #5060) and a git prompt's branch (fixtures/real-incoming/
-            // batch-f/726, bash-git-prompt; `__git_ps1`'s `(main)$` written
-            // to its shape).
-            ("C:\\Users\\win>ollama list", "ollama list"),
+            // cmd.exe (fixtures/real/800, ollama/ollama#4999, in another
+            // folder: the tidy test reads a backslash and a letter as a
+            // regex class) and a git prompt's branch (fixtures/real/726,
+            // bash-git-prompt; `__git_ps1`'s `(main)$` written to its shape).
+            ("C:\\ollama>ollama list", "ollama list"),
             (
                 "atcold@GPU0 ~/MatchNet [master*]$ nvidia-smi ",
                 "nvidia-smi",

@@ -1862,10 +1862,10 @@ fn the_exception_line_by_hand_is_the_regex() {
 }
 
 /// glog's failure and signal reports under a fatal line (Caffe's, from
-/// CMU-Perceptual-Computing-Lab/caffe_rtpose#11, fixtures/real-incoming/
-/// batch-h/773; the signal handler's lines as glog's src/signalhandler.cc
-/// writes them, assembled, not copied): every line is read, and a line
-/// that only looks like a frame is not.
+/// CMU-Perceptual-Computing-Lab/caffe_rtpose#11, fixtures/real/773; the
+/// signal handler's lines as glog's src/signalhandler.cc writes them,
+/// assembled, not copied): every line is read, and a line that only looks
+/// like a frame is not.
 #[test]
 fn glog_stack_traces_are_read() {
     let text = "\

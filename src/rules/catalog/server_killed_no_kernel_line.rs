@@ -407,7 +407,7 @@ mod tests {
 
     /// torchrun's agent reporting its worker killed by SIGKILL, with no
     /// error of the worker's own: self-rag's two runs of one PID
-    /// (fixtures/real-incoming/batch-g/764, AkariAsai/self-rag#83) give one
+    /// (fixtures/real/764, AkariAsai/self-rag#83) give one
     /// finding; ColossalAI's form with the other workers stopped before it
     /// (hpcaitech/ColossalAI#3677) reads the same. A worker that exited 1
     /// after its own traceback is its own failure.

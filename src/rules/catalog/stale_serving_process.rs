@@ -316,7 +316,7 @@ pub(super) fn first_word(cmd: &str) -> &str {
 mod tests {
     use crate::testing::findings_of;
 
-    /// SGLang-diffusion's renamed scheduler (fixtures/real-incoming/batch-g/742's
+    /// SGLang-diffusion's renamed scheduler (fixtures/real/742's
     /// row, `ps -eo pid,comm,args`) with the PPID 1 its author reports: the
     /// header and PPID column are assembled, not copied. Its real paste
     /// shows no parent, and no finding.

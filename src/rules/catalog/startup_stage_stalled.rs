@@ -429,7 +429,7 @@ mod tests {
     }
 
     /// The finding cites the last line at the stage and counts the others;
-    /// it names the writers of all (fixtures/real-incoming/batch-f/739,
+    /// it names the writers of all (fixtures/real/739,
     /// vLLM 0.5's `(VllmWorkerProcess pid=N)` and the driver without a
     /// prefix), and V1's `(VllmWorker rank=4 pid=907)` (vllm-project/vllm#14452).
     #[test]
@@ -462,7 +462,7 @@ mod tests {
     /// A paste that ends on a completed stage before a long one, one line
     /// and no clock: stalled there at a low confidence (the paste may be
     /// cut). vLLM V1's line with its prefix abridged
-    /// (fixtures/real-incoming/batch-g/749, vllm-project/vllm#39682) and
+    /// (fixtures/real/749, vllm-project/vllm#39682) and
     /// vLLM 0.6's (vllm-project/vllm#10517); not when anything follows the
     /// stage, nor when the server became ready.
     #[test]
@@ -500,7 +500,7 @@ mod tests {
 
     /// vLLM's stage lines read by their text whatever part of the prefix
     /// survived: `(EngineCore pid=115)` with the level and time cut
-    /// (fixtures/real-incoming/batch-g/748, vllm-project/vllm#20891), and
+    /// (fixtures/real/748, vllm-project/vllm#20891), and
     /// the v0 line with its whole prefix (MU-GOT#17). Loading the weights is
     /// an operation under way: the finding does not wait for a clock.
     #[test]

@@ -3,7 +3,7 @@
 use crate::rules::Severity;
 use crate::testing::findings_of;
 
-/// https://github.com/pytorch/pytorch/issues/37726 (fixtures/real-incoming/batch-f/724):
+/// https://github.com/pytorch/pytorch/issues/37726 (fixtures/real/724):
 /// GPU 7 keeps 8525 MiB at 0 % after the notebook was interrupted.
 const GPU7_ROW: &str = "\
 +-------------------------------+----------------------+----------------------+

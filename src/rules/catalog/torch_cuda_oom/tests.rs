@@ -150,7 +150,7 @@ fn another_process_s_share_is_judged_relative_to_a_small_card() {
 
 /// The figures the finding repeats read as PyTorch printed them, so that a
 /// reader searching the report for `14.75 MiB` finds it
-/// (fixtures/real-incoming/batch-g/743: a Kubernetes pod on a time-sliced
+/// (fixtures/real/743: a Kubernetes pod on a time-sliced
 /// T4); and the next paste's figures likewise, small and large.
 #[test]
 fn the_finding_shows_the_figures_as_pytorch_printed_them() {

@@ -250,7 +250,7 @@ fn a_cited_lines_typed_captures_name_its_facts_for_any_finding() {
 /// N, in function …`, the call, the abort: ggml_cuda_error()); the
 /// `current device` row's `block` lends its GPU to a finding that cites
 /// any of them: Ollama's wrapped first line and `GGML_ASSERT`
-/// (fixtures/real-incoming/batch-e/708, ollama/ollama) and a journal's
+/// (fixtures/real/708, ollama/ollama) and a journal's
 /// newer `…/ggml-cuda.cu:110: CUDA error`
 /// (https://github.com/ikawrakow/ik_llama.cpp/issues/425); the kernel's
 /// line after the block gets nothing from it.
