@@ -164,9 +164,17 @@ pub const MATRIX: &[Cell] = &[
         GpuMemoryHeldByOtherProcess,
         "SGLang's own free figure at start-up (`Load weight begin. avail mem=`) below the GPU's total with nothing loaded",
         Gap(
-            "the line has no total (nvidia-smi's would be needed) and no real sample shows SGLang starting on a GPU already taken; its figures are read for the ranks' imbalance only",
+            "the line has no total (nvidia-smi's would be needed) and no real sample shows SGLang starting on a GPU already taken; its figures are read for the ranks' imbalance only. Searched again 2026-12-05 (issues and pages corpora: `Load weight begin. avail mem` with a GPU already in use, a second server, nvidia-smi, `Not enough memory`; code search for the line): every public log found starts on a free card (sglang#3419: 23.16 GB of a 4090; sglang#11716: 137.29 GB per H200 rank), shows ranks out of balance (sglang#4233, read by `sglang-unbalanced-memory`), or gives no total beside the figure",
         ),
         None,
+    ),
+    cell(
+        GpuMemoryHeldByOtherProcess,
+        "nvidia-smi's used memory that its process rows explain only a fraction of (used minus the rows, per GPU: a process in another container or PID namespace, or rows cut from the paste), an error when the card is full",
+        Rule("gpu-memory-unaccounted"),
+        Some(
+            "fixtures/rules/gpu-memory-unaccounted/pos-full-card-only-xorg-listed-gpu-rest-engine-10.txt",
+        ),
     ),
     cell(
         GpuMemoryHeldByOtherProcess,

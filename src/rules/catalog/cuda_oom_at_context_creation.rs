@@ -354,6 +354,13 @@ fn explain_unknown_holder(f: &mut Finding, who: &str, nccl: bool) {
         "see what holds the GPU's memory, and run fewer processes per GPU",
         Some("nvidia-smi; nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv"),
     ));
+    // The holder most often missed: the same program's earlier instance
+    // (a server a GUI or a script started and did not stop, an interrupted
+    // run's workers), in no log of this run and not always in nvidia-smi.
+    f.actions.push(Action::advice(
+        "rule out an earlier instance of the same program still holding the GPU (a server a GUI or script started and never stopped, an interrupted run's workers) before shrinking the model: list what has the GPU open, then each process's start time and parent",
+        Some("fuser -v /dev/nvidia*; ps -o pid,ppid,lstart,args -p PID"),
+    ));
     if nccl {
         // The usual filler is the server itself: a static
         // reservation that leaves NCCL no room.
@@ -448,5 +455,33 @@ RuntimeError: CUDA error: out of memory
 RuntimeError: CUDA error: out of memory
 "#;
         assert_eq!(read(forward).0, Category::CudaOom);
+    }
+
+    /// https://github.com/qwersyk/Newelle/issues/339 (batch H 794): the GUI's
+    /// 503 and ggml's allocation failure with its size abridged by the
+    /// reporter; a llama-server left running by the closed app held the GPU.
+    #[test]
+    fn ggml_s_failed_allocation_names_its_device_and_the_earlier_instance_to_rule_out() {
+        let text = "Error code: 503 ... 'type': 'unavailable_error'\nggml_backend_cuda_buffer_type_alloc_buffer: allocating ... MiB on device 0: cudaMalloc failed: out of memory\n";
+        let f = crate::testing::findings_of(super::META.id, text);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].entities.gpus.contains(&0), "{:?}", f[0].entities);
+        // The earlier instance is the first holder to rule out, with the
+        // command that finds it even where nvidia-smi lists nothing.
+        assert!(
+            f[0].actions.iter().any(|a| a
+                .command()
+                .is_some_and(|c| c.contains("fuser -v /dev/nvidia"))),
+            "{:?}",
+            f[0].actions
+        );
+        // The next paste: the size printed, another device
+        // (https://github.com/ollama/ollama/issues/6860).
+        let f = crate::testing::findings_of(
+            super::META.id,
+            "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 144.00 MiB on device 4: cudaMalloc failed: out of memory\n",
+        );
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].entities.gpus.contains(&4), "{:?}", f[0].entities);
     }
 }

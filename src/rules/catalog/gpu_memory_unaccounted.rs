@@ -39,6 +39,16 @@ run left behind when it ended (workers of an interrupted job, the engine of
 a stopped server, a notebook's kernel), or a process in another container
 or PID namespace, which nvidia-smi inside a container does not list.
 
+The same holds for the part of a GPU's memory its process rows do not
+explain: used minus the sum of the listed rows, per GPU. A card at
+`1996MiB /  1998MiB` whose only row is Xorg's `137MiB` is full of a process
+the table does not list (a first server in another container or PID
+namespace, or a row cut from the paste); the display is not the holder.
+That reading names the category `gpu-memory-held-by-other-process`, and a
+full card (at least 98% in use) is an error by itself: nothing else can
+start on it. Rows printed `N/A` (Windows) say nothing of the sum and are
+not read.
+
 The table alone cannot tell such memory from a live job's own
 preallocation (a vLLM server idle between requests keeps 90% of its
 cards), so alone it is a note (info) that names the command that settles it.
@@ -95,10 +105,19 @@ impl Rule for GpuMemoryUnaccounted {
                         .any(|p| p.gpu == Some(g.index))
             })
             .collect();
-        if held.is_empty() {
-            return;
+        if !held.is_empty() {
+            out.push(finding(incident, &held, ended.clone()));
         }
-        out.push(finding(incident, &held, ended));
+        // GPUs with rows that explain only a fraction of their memory.
+        let parts: Vec<_> = incident
+            .gpus
+            .iter()
+            .filter(|g| !held.iter().any(|h| h.index == g.index))
+            .filter_map(|g| partial::partially_listed(incident, g))
+            .collect();
+        if !parts.is_empty() {
+            out.push(partial::finding(&parts, ended));
+        }
     }
 }
 
@@ -154,6 +173,7 @@ fn nothing_running(incident: &Incident) -> Option<Option<Ended>> {
 }
 
 /// The end of a run the inputs log before the GPU table.
+#[derive(Clone)]
 struct Ended {
     what: String,
     pid: Option<u32>,
@@ -288,5 +308,6 @@ fn push_actions(f: &mut Finding, held: &[&Gpu]) {
     ));
 }
 
+mod partial;
 #[cfg(test)]
 mod tests;

@@ -153,3 +153,113 @@ fn a_listed_holder_a_running_server_or_little_memory_is_no_finding() {
     let little = GPU7_ROW.replace("  8525MiB / 11019MiB", "  1024MiB / 11019MiB");
     assert!(findings_of(super::META.id, &little).is_empty());
 }
+
+/// https://github.com/NVIDIA/gpu-rest-engine/issues/10
+/// (fixtures/real-incoming/batch-h/786): a 2 GB card full before a second
+/// inference server starts; the one row left in the paste is Xorg's.
+const K1100M_FULL: &str = "\
+Mon Apr 10 16:17:13 2017       
++-----------------------------------------------------------------------------+
+| NVIDIA-SMI 361.93.02              Driver Version: 361.93.02                 |
+|-------------------------------+----------------------+----------------------+
+| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |
+|===============================+======================+======================|
+|   0  Quadro K1100M       On   | 0000:01:00.0      On |                  N/A |
+| N/A   51C    P0    N/A /  N/A |   1996MiB /  1998MiB |      3%      Default |
++-------------------------------+----------------------+----------------------+
+                                                                               
++-----------------------------------------------------------------------------+
+| Processes:                                                       GPU Memory |
+|  GPU       PID  Type  Process name                               Usage      |
+|=============================================================================|
+|    0      1606    G   /usr/lib/xorg/Xorg                             137MiB |
+";
+
+#[test]
+fn a_full_card_whose_rows_hold_a_fraction_is_held_by_an_unlisted_process() {
+    let f = findings_of(super::META.id, K1100M_FULL);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(
+        f[0].category,
+        crate::rules::Category::GpuMemoryHeldByOtherProcess
+    );
+    // Full: nothing else can start on it, from the table alone.
+    assert_eq!(f[0].severity, Severity::Error);
+    assert_eq!(
+        f[0].entities.gpus.iter().copied().collect::<Vec<_>>(),
+        vec![0]
+    );
+    // The figures as printed, the display's share named as not the cause.
+    assert!(
+        f[0].headline.contains("1996MiB / 1998MiB"),
+        "{}",
+        f[0].headline
+    );
+    assert!(f[0].headline.contains("137 MiB"), "{}", f[0].headline);
+    assert!(f[0].title.contains("1,859 MiB"), "{}", f[0].title);
+    // No holder named: advice only, the command that names it, and a
+    // confidence below a named holder's.
+    assert!(
+        f[0].actions
+            .iter()
+            .all(|a| a.safety == crate::rules::Safety::AdvisoryOnly)
+    );
+    assert!(f[0].actions.iter().any(|a| {
+        a.command()
+            .is_some_and(|c| c.contains("--query-compute-apps"))
+    }));
+    assert!(f[0].confidence < 0.8, "{}", f[0].confidence);
+}
+
+#[test]
+fn a_variant_in_the_newer_layout_that_is_not_full_is_a_note() {
+    // Varies the rows of fixtures/real/635 (nvidia-smi 5xx's layout, with
+    // the GI and CI columns; zhao-kun/VibeVoiceFusion#24) under a GPU row of
+    // 806's layout with other figures: 7.5 of 8 GiB used, the desktop's two
+    // rows listed.
+    let text = "\
+|=========================================+========================+======================|
+|   0  NVIDIA GeForce RTX 4060        Off |   00000000:01:00.0  On |                  N/A |
+|  0%   37C    P5             N/A /  115W |    7680MiB /   8188MiB |     24%      Default |
+|                                         |                        |                  N/A |
++-----------------------------------------+------------------------+----------------------+
+
++-----------------------------------------------------------------------------------------+
+| Processes:                                                                              |
+|  GPU   GI   CI              PID   Type   Process name                        GPU Memory |
+|        ID   ID                                                               Usage      |
+|=========================================================================================|
+|    0   N/A  N/A            2043      G   /usr/lib/xorg/Xorg                       19MiB |
+|    0   N/A  N/A            2292      G   /usr/bin/gnome-shell                      8MiB |
+";
+    let f = findings_of(super::META.id, text);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(
+        f[0].category,
+        crate::rules::Category::GpuMemoryHeldByOtherProcess
+    );
+    // 94% in use: room may be left, and a live job looks the same.
+    assert_eq!(f[0].severity, Severity::Info);
+    assert!(f[0].entities.gpus.contains(&0));
+    // The rows explain the memory: nothing to say.
+    let explained = text.replace("    7680MiB /   8188MiB", "      40MiB /   8188MiB");
+    assert!(findings_of(super::META.id, &explained).is_empty());
+}
+
+#[test]
+fn rows_without_a_figure_are_not_summed() {
+    // Windows prints N/A for each process's memory (WDDM): the rows say
+    // nothing of who holds what. 786's table with its one row so printed.
+    let text = K1100M_FULL.replace("137MiB |", "   N/A |");
+    assert!(
+        findings_of(super::META.id, &text)
+            .iter()
+            .all(|f| f.category != crate::rules::Category::GpuMemoryHeldByOtherProcess)
+    );
+    // A model server in ps owns the memory.
+    let serving = format!(
+        "{K1100M_FULL}$ ps -ef | grep vllm\nroot      4242      1  9 09:12 ?        00:10:00 /usr/bin/python3 /usr/local/bin/vllm serve Qwen/Qwen3-8B --port 8000\n"
+    );
+    assert!(findings_of(super::META.id, &serving).is_empty());
+}
