@@ -115,7 +115,10 @@ pub(super) fn finding(parts: &[Partial], ended: Option<Ended>) -> Finding {
         full,
     );
     f.condition(
-        "a process table names the holder (missing: nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv on the host)",
+        format!(
+            "a process table names the holder (missing: {} on the host)",
+            crate::rules::support::COMPUTE_APPS
+        ),
         false,
     );
     f.title = format!(

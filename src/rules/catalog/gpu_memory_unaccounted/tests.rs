@@ -155,7 +155,7 @@ fn a_listed_holder_a_running_server_or_little_memory_is_no_finding() {
 }
 
 /// https://github.com/NVIDIA/gpu-rest-engine/issues/10
-/// (fixtures/real-incoming/batch-h/786): a 2 GB card full before a second
+/// (fixtures/real/786): a 2 GB card full before a second
 /// inference server starts; the one row left in the paste is Xorg's.
 const K1100M_FULL: &str = "\
 Mon Apr 10 16:17:13 2017       
