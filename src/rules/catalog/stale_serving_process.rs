@@ -11,11 +11,12 @@ use crate::rules::{Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
 mod duplicates;
-pub(crate) mod engines;
+mod engines;
 mod finding;
 mod gone;
 mod runners;
 mod survivors;
+pub(crate) mod titles;
 use duplicates::duplicates;
 use finding::finding;
 
@@ -101,9 +102,8 @@ the inputs by the server's name (`pkill -9 sglang`, `pkill -f vllm`,
 `killall python`, `ray stop`) that such a name escapes leaves the engine
 alive after its server: an engine listed with no front end of its stack
 beside it (no API server, launcher or app) is then an error naming its PID
-and GPUs. Without a teardown, an engine that holds GPU memory with no front
-end and no server log in the inputs is a warning: a live server's engines
-look the same in a GPU table. It scripts no signal.
+and GPUs. It scripts no signal. Without a teardown a lone engine on a GPU
+is no finding: a live server's engines look the same in a GPU table.
 
 PPID 1 alone makes a bare `multiprocessing` worker a warning; it is an
 error when the inputs log its server's exit (uvicorn's `Finished server
@@ -157,8 +157,8 @@ struct Leftover<'a> {
 /// Which kind of worker a command line is: its title, or the
 /// multiprocessing marker.
 fn family(cmd: &str) -> Option<&'static str> {
-    // Titles of worker processes (engines.rs): their parent is a server.
-    if let Some(t) = engines::worker_title(cmd) {
+    // Titles of worker processes (titles.rs): their parent is a server.
+    if let Some(t) = titles::worker_title(cmd) {
         return Some(t);
     }
     SPAWN_MARKS
@@ -180,7 +180,7 @@ impl Rule for StaleServingProcess {
                 && (["python", "vllm", "sglang", "dynamo", "ray"]
                     .iter()
                     .any(|m| p.cmd.contains(m))
-                    || engines::is_server(&p.cmd))
+                    || titles::is_server(&p.cmd))
         });
         let stacks = driver_stacks(incident);
         let mut families: BTreeMap<&'static str, Vec<Leftover<'_>>> = BTreeMap::new();
@@ -209,7 +209,7 @@ impl Rule for StaleServingProcess {
             let Some(anchor) = members.first().map(|m| m.pid) else {
                 continue;
             };
-            if !engines::is_worker_title(fam) {
+            if !titles::is_worker_title(fam) {
                 once_each(members);
                 continue;
             }

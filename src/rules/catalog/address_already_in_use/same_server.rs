@@ -1,7 +1,7 @@
 //! A failed bind whose port another instance of the same server holds: the
 //! listener a socket listing (`lsof -i`, `ss -ltnp`, `netstat -tlnp`) or a
 //! process's command line names is a process of the failing server's own
-//! stack (the serving stacks' names, stale_serving_process/engines.rs). The
+//! stack (the serving stacks' names, stale_serving_process/titles.rs). The
 //! failing server is known by its own bind line (SGLang's, llama.cpp's), or
 //! else by the port: the listener's stack's default port (Ollama's 11434)
 //! is what a second start of that server binds. Not a second program on the
@@ -9,7 +9,7 @@
 //! run left behind): a stale serving instance
 //! (fixtures/real/662, ollama/ollama#707).
 
-use crate::catalog::stale_serving_process::engines::{classify, default_port_of};
+use super::super::stale_serving_process::titles::{classify, default_port_of};
 use crate::correlate::Incident;
 use crate::model::{Listener, PsRecord};
 use crate::rules::{Action, Category, Finding};
