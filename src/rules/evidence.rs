@@ -235,11 +235,15 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         StaleServingInstance,
-        "a duplicate of the running server's port",
-        Gap(
-            "ports are read (ss, lsof, docker ps), and a failed bind beside a listing names the listener (`address-already-in-use`, port-in-use: fixtures/real/678, `ss -ltnp` names local-ai on :8080 and the relaunch's listen error is cut); no rule yet tells that the listener is an older instance of the failing server itself. fixtures/real/727 (lsof names an earlier run's API server on :8000) shows no failure at all",
-        ),
-        None,
+        "a duplicate of the running server's port: a failed bind beside a socket listing (`lsof -i`, `ss -ltnp`, `netstat -tlnp`) whose holder is the same server (its own bind error names it, or the port is the holder's default: Ollama's 11434)",
+        Rule("address-already-in-use"),
+        Some("fixtures/real/662-ollama-serve-bind-in-use-lsof-shows-ollama-service"),
+    ),
+    cell(
+        StaleServingInstance,
+        "an engine process under its own title (`sgl_diffusion::scheduler_U0`, `VLLM::EngineCore`, `ollama runner`, `text-generation-server`) in a `ps` listing or nvidia-smi's rows, with a teardown of its server in the inputs (`pkill`, `killall`, `ray stop`) that its name escapes, and no front end of its stack listed beside it",
+        Rule("stale-serving-process"),
+        Some("fixtures/real/742-sgl-diffusion-scheduler-outlives-ray-stop"),
     ),
     cell(
         StaleServingInstance,

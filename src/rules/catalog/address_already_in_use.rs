@@ -1,8 +1,10 @@
 //! `address-already-in-use`: a server could not bind its port; tells a live
 //! listener from a port left behind by a crash and from the torch.distributed
 //! store port, and a port its own previous instance holds while stuck
-//! stopping (`stuck_stopping.rs`).
+//! stopping (`stuck_stopping.rs`), or held by another instance of the same
+//! server (`same_server.rs`).
 
+mod same_server;
 mod stuck_stopping;
 
 use std::sync::LazyLock;
@@ -123,6 +125,14 @@ the finding is a hang (category `server-hang`): the old instance never
 finished stopping and still holds the port. Neither state alone is a
 failure.
 
+When the process that holds the port is the failing server's own stack
+(the bind error is SGLang's or llama.cpp's and so is the holder, or the port
+is the holder's default: `lsof` shows `ollama` on 11434 beside Ollama's
+`listen tcp 127.0.0.1:11434: bind: address already in use`), the finding is
+a stale serving instance: another instance of the same server already runs
+there (a service started at boot, a run left behind), and the new start is
+the duplicate.
+
 ## Why it happens
 A previous instance (or its children) still runs and listens; two services
 are configured with the same port; or the port sits in the ephemeral range
@@ -242,6 +252,7 @@ impl Rule for AddressAlreadyInUse {
         advise(&mut f, store, port.as_deref());
         f.confidence = confidence(&f, 0.75, 0.97);
         stuck_stopping::apply(&mut f, incident, port.as_deref(), &lines);
+        same_server::apply(&mut f, incident, port.as_deref(), listener, &sockets);
         out.push(f);
     }
 }

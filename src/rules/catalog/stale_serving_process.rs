@@ -11,29 +11,18 @@ use crate::rules::{Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
 mod duplicates;
+mod engines;
 mod finding;
 mod gone;
 mod runners;
 mod survivors;
+pub(crate) mod titles;
 use duplicates::duplicates;
 use finding::finding;
 
 pub static RULE: StaleServingProcess = StaleServingProcess;
 
 pub struct StaleServingProcess;
-
-/// Titles of worker processes: they always have a server as their parent.
-const WORKER_TITLES: &[&str] = &[
-    "sglang::scheduler",
-    "sglang::detokenizer",
-    "sglang::data_parallel_controller",
-    // SGLang-diffusion's engine (radixark/miles_diffusion#165).
-    "sgl_diffusion::scheduler",
-    "VLLM::EngineCore",
-    "VLLM::Worker",
-    "VLLM::DPCoordinator",
-    "ray::RayWorkerWrapper",
-];
 
 static META: RuleMeta = RuleMeta {
     id: "stale-serving-process",
@@ -42,7 +31,15 @@ static META: RuleMeta = RuleMeta {
     summary: "worker processes of a model server outlived their server and still hold resources",
     // PID 1's lines are the catalog rows `systemd.process-remains` and
     // `systemd.left-over-process`.
-    anchors: &["[nvidia_uvm]", "[nvidia]", "/stack"],
+    // A teardown at the prompt (`pkill`, `killall`, `ray stop`): engines.rs.
+    anchors: &[
+        "[nvidia_uvm]",
+        "[nvidia]",
+        "/stack",
+        "pkill",
+        "killall",
+        "ray stop",
+    ],
     doc: r#"
 ## What it means
 A worker of a model server (`sglang::scheduler_TP3`, `VLLM::EngineCore`,
@@ -97,6 +94,17 @@ keeps its memory. With full start times (`lstart`) the finding names the
 latest load and is an error; without them, a warning. It scripts no
 signal: `ollama ps` and the runners' `--port` settle which one serves.
 
+Serving stacks run their engines under names of their own (vLLM's
+`VLLM::EngineCore` and `VLLM::Worker_TP0`, SGLang's `sglang::scheduler_TP0`,
+`sgl_diffusion::scheduler_U0`, `ollama runner`, TGI's
+`text-generation-server`, LM Studio's `.internal/utils/node`). A teardown in
+the inputs by the server's name (`pkill -9 sglang`, `pkill -f vllm`,
+`killall python`, `ray stop`) that such a name escapes leaves the engine
+alive after its server: an engine listed with no front end of its stack
+beside it (no API server, launcher or app) is then an error naming its PID
+and GPUs. It scripts no signal. Without a teardown a lone engine on a GPU
+is no finding: a live server's engines look the same in a GPU table.
+
 PPID 1 alone makes a bare `multiprocessing` worker a warning; it is an
 error when the inputs log its server's exit (uvicorn's `Finished server
 process [N]`), when it runs from a serving product's own environment
@@ -149,7 +157,8 @@ struct Leftover<'a> {
 /// Which kind of worker a command line is: its title, or the
 /// multiprocessing marker.
 fn family(cmd: &str) -> Option<&'static str> {
-    if let Some(t) = WORKER_TITLES.iter().find(|t| cmd.starts_with(*t)) {
+    // Titles of worker processes (titles.rs): their parent is a server.
+    if let Some(t) = titles::worker_title(cmd) {
         return Some(t);
     }
     SPAWN_MARKS
@@ -168,9 +177,10 @@ impl Rule for StaleServingProcess {
         // its children's normal parent, not a sign of an orphan.
         let pid1_is_server = incident.facts.ps.iter().any(|p| {
             p.pid == 1
-                && ["python", "vllm", "sglang", "dynamo", "ray"]
+                && (["python", "vllm", "sglang", "dynamo", "ray"]
                     .iter()
                     .any(|m| p.cmd.contains(m))
+                    || titles::is_server(&p.cmd))
         });
         let stacks = driver_stacks(incident);
         let mut families: BTreeMap<&'static str, Vec<Leftover<'_>>> = BTreeMap::new();
@@ -199,7 +209,7 @@ impl Rule for StaleServingProcess {
             let Some(anchor) = members.first().map(|m| m.pid) else {
                 continue;
             };
-            if !WORKER_TITLES.contains(fam) {
+            if !titles::is_worker_title(fam) {
                 once_each(members);
                 continue;
             }
@@ -234,6 +244,7 @@ impl Rule for StaleServingProcess {
         out.extend(duplicates(incident, &named));
         out.extend(survivors::survivors(incident, &named));
         out.extend(runners::runners(incident, &named));
+        out.extend(engines::engines(incident, &named));
     }
 }
 

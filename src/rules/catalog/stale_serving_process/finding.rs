@@ -225,7 +225,7 @@ fn gone_signals<'a>(
     let exit = gone::server_exit(incident, members[0].pid);
     let env = members.iter().find_map(|m| gone::serving_env(m.cmd));
     let piece = members.iter().any(|m| m.ppid == Some(1))
-        && (exit.is_some() || env.is_some() || WORKER_TITLES.contains(&fam));
+        && (exit.is_some() || env.is_some() || titles::is_worker_title(fam));
     (exit, env, piece)
 }
 
