@@ -87,9 +87,6 @@ pub fn collect(
             add(unit, e.pid);
         }
     }
-    for (unit, pid) in status_tails(facts) {
-        add(unit, Some(pid));
-    }
     for (ident, pid, _) in &facts.frame_writers {
         if let Some(unit) = by_ident.get(ident.as_str()) {
             add(unit, Some(*pid));
@@ -102,52 +99,6 @@ pub fn collect(
             | super::UnitEventKind::KillingProcess { pid } = ev.kind
             {
                 add(name, Some(pid));
-            }
-        }
-    }
-    out
-}
-
-/// How far below a `systemctl status` block's first line its journal tail
-/// may start (the block's own lines: `Loaded:`, `Active:`, the CGroup tree).
-const TAIL_START: u32 = 60;
-
-/// The writers of the journal lines `systemctl status` prints under a
-/// block (`Sep 06 17:24:28 host nvidia-smi[1407]: …` under
-/// `nvidia-persistenced.service`): systemctl shows only the unit's own
-/// lines there, so their PIDs are the unit's (its `ExecStartPre=` helpers
-/// too). The tail is the run of journal lines that starts below the block
-/// and before the next one, each within two lines of the one before.
-fn status_tails(facts: &Facts) -> Vec<(&str, u32)> {
-    let mut out = Vec::new();
-    for s in &facts.unit_statuses {
-        let next = facts
-            .unit_statuses
-            .iter()
-            .filter(|o| o.span.source == s.span.source && o.span.line > s.span.line)
-            .map(|o| o.span.line)
-            .min()
-            .unwrap_or(u32::MAX);
-        let mut tail: Vec<&crate::model::JournalEntry> = facts
-            .journal
-            .iter()
-            .filter(|e| {
-                e.span.source == s.span.source && e.span.line > s.span.line && e.span.line < next
-            })
-            .collect();
-        tail.sort_by_key(|e| e.span.line);
-        let Some(first) = tail.first() else { continue };
-        if first.span.line - s.span.line > TAIL_START {
-            continue;
-        }
-        let mut last = first.span.line;
-        for e in tail {
-            if e.span.line > last + 2 {
-                break;
-            }
-            last = e.span.line;
-            if !e.is_pid1() && !e.is_kernel() && e.identifier != "systemd" {
-                out.extend(e.pid.map(|p| (s.unit.as_str(), p)));
             }
         }
     }
