@@ -318,7 +318,11 @@ fn catalog_event(msg: &str) -> Option<Event> {
     systemd()
         .filter_map(hit_event)
         .find(|e| !matches!(e, Event::Unit(None, _)))
-        .or_else(|| systemd().find_map(hit_event))
+        .or_else(|| {
+            systemd()
+                .filter(|h| msg.trim_start().starts_with(h.matched.trim()))
+                .find_map(hit_event)
+        })
 }
 
 /// The event one systemd catalog hit is.
