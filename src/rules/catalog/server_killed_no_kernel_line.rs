@@ -193,15 +193,7 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
                 .filter(|s| before(*s)),
         )
         .max();
-    // The converter's command line, when it is the last thing started
-    // before the kill (no server line after it).
-    let command = incident
-        .known(CONVERTER_COMMAND)
-        .map(|(m, _)| m.span)
-        .filter(|s| before(*s))
-        .max()
-        .filter(|c| server_line.is_none_or(|l| l < *c || is_converter_line(incident, l)))
-        .filter(|_| matches!(killed, Killed::Shell(None)));
+    let command = converter_command(incident, kill, server_line, killed);
     let named = names_a_model_workload(killed) || command.is_some();
     if server_line.is_none() && loading.is_none() && !named {
         return None;
@@ -220,9 +212,7 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
 
     let converter = command.is_some() || killed_converter(incident, server_line, killed);
     let mut f = Finding::new(META.id, META.category, META.severity);
-    if let Some(c) = command {
-        f.evidence(c, "the command line that started the checkpoint converter");
-    }
+    cite_command(&mut f, command);
     f.evidence(kill, kill_note(killed, loading.is_some(), converter));
     match killed {
         Killed::Shell(Some((pid, _))) => {
@@ -316,6 +306,32 @@ fn cite_stopped_workers(incident: &Incident, kill: Span, f: &mut Finding) {
 fn killed_converter(incident: &Incident, server_line: Option<Span>, killed: Killed<'_>) -> bool {
     matches!(killed, Killed::Shell(None))
         && server_line.is_some_and(|line| is_converter_line(incident, line))
+}
+
+/// The converter's command line before a bare `Killed`, when it is the
+/// last thing started before the kill (no server line after it).
+fn converter_command(
+    incident: &Incident,
+    kill: Span,
+    server_line: Option<Span>,
+    killed: Killed<'_>,
+) -> Option<Span> {
+    if !matches!(killed, Killed::Shell(None)) {
+        return None;
+    }
+    incident
+        .known(CONVERTER_COMMAND)
+        .map(|(m, _)| m.span)
+        .filter(|s| s.source == kill.source && *s < kill)
+        .max()
+        .filter(|c| server_line.is_none_or(|l| l < *c || is_converter_line(incident, l)))
+}
+
+/// Cites the converter's command line.
+fn cite_command(f: &mut Finding, command: Option<Span>) {
+    if let Some(c) = command {
+        f.evidence(c, "the command line that started the checkpoint converter");
+    }
 }
 
 /// Whether the stage line at `line` is a converter's reading.

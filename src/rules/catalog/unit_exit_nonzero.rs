@@ -181,17 +181,7 @@ fn finding(
         .filter(|(s, _, _)| !bare.iter().any(|m| m.span == *s));
     // Without an exception (which the server's own rules classify),
     // the unit's last error lines are its stated reason.
-    let stated = words
-        .reason()
-        .map(|e| (e.span, e.message.clone()))
-        .or_else(|| {
-            bare.iter()
-                .rev()
-                .find(|m| states_reason(&m.text))
-                .or(bare.last())
-                .map(|m| (m.span, m.text.trim().to_owned()))
-        })
-        .filter(|_| last_exception.is_none());
+    let stated = stated_reason(&words, &bare).filter(|_| last_exception.is_none());
     let failed = failure::Failed::of(incident, unit, facts);
     // systemd's own account of a failed start or of a restart below the
     // start limit makes the exit a unit failure even when the unit's
@@ -265,7 +255,33 @@ fn finding(
     if by_systemd {
         failed.push_actions(&mut f, unit);
     }
-    if let Some((_, words)) = &stated
+    advise_refused(&mut f, unit, &stated);
+    f.confidence = confidence(&f, 0.3, 0.5);
+    f
+}
+
+/// The stated reason: the unit's last error lines in the journal, else
+/// the bare lines of its output the paste shows.
+fn stated_reason(
+    words: &crate::correlate::LastWords<'_>,
+    bare: &[&crate::model::Message],
+) -> Option<(Span, String)> {
+    words
+        .reason()
+        .map(|e| (e.span, e.message.clone()))
+        .or_else(|| {
+            bare.iter()
+                .rev()
+                .find(|m| states_reason(&m.text))
+                .or(bare.last())
+                .map(|m| (m.span, m.text.trim().to_owned()))
+        })
+}
+
+/// Advice on the unit's sandboxing when its last words say a path was
+/// refused.
+fn advise_refused(f: &mut Finding, unit: &str, stated: &Option<(Span, String)>) {
+    if let Some((_, words)) = stated
         && DENIED.is_match(words)
     {
         f.actions.push(Action::advice(
@@ -273,8 +289,6 @@ fn finding(
             Some(&format!("systemctl cat {unit}")),
         ));
     }
-    f.confidence = confidence(&f, 0.3, 0.5);
-    f
 }
 
 /// Last words that say a path was refused: a permission error, a
