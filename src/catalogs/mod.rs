@@ -121,6 +121,9 @@ pub struct Row {
     /// The lines around this one (first and last, relative to it) that
     /// upstream prints with it as one message: they share its captures.
     pub block: Option<[i32; 2]>,
+    /// The row whose last line before this one names the process it
+    /// reports on: a finding that cites this line has that line's facts.
+    pub subject: Option<String>,
 }
 
 impl Row {
@@ -468,6 +471,7 @@ fn convert(
             samples,
             gap: def.gap,
             block: def.block,
+            subject: def.subject,
         });
     }
     let mut wrappers = Vec::new();

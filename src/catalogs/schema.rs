@@ -133,6 +133,13 @@ pub struct RowDef {
     /// facts this line's captures state.
     #[serde(default)]
     pub block: Option<[i32; 2]>,
+    /// The row of the line that names the process this line reports on
+    /// (a supervisor's `started ollama server with pid 15024` before its
+    /// `server crash 21 - exit code 1 - respawning`): a finding that cites
+    /// this line has the facts of the last such line before it, in the
+    /// same input.
+    #[serde(default)]
+    pub subject: Option<String>,
 }
 
 /// A code's message string in some versions.

@@ -237,7 +237,18 @@ pub fn collect(facts: &Facts) -> BTreeMap<String, UnitFacts> {
     for e in facts.journal.iter().filter(|e| e.is_pid1()) {
         let msg = e.message.as_str();
         let (unit, kind, desc) = match catalog_event(msg) {
-            Some(Event::Unit(unit, kind)) => (Some(unit), kind, None),
+            Some(Event::Unit(Some(unit), kind)) => (Some(unit), kind, None),
+            // A message cut before its unit: the unit the next lines of PID
+            // 1 name (systemd writes a unit's exit and result together), or
+            // the only unit the input's PID 1 names.
+            Some(Event::Unit(None, kind)) => (
+                e.unit
+                    .clone()
+                    .or_else(|| unit_near(facts, e.span))
+                    .or_else(|| only_unit(e.span.source)),
+                kind,
+                None,
+            ),
             Some(Event::Job(kind, what)) => {
                 let (unit, desc) = job_unit(&what, e, &by_description, &only_unit);
                 (unit, kind, desc)
@@ -291,7 +302,8 @@ fn job_unit(
 /// instance of (`catalogs/systemd.toml`): an event of the unit it names,
 /// or a job's end, whose unit the caller resolves from its description.
 enum Event {
-    Unit(String, UnitEventKind),
+    /// `None`: the message was cut before its unit.
+    Unit(Option<String>, UnitEventKind),
     Job(UnitEventKind, String),
 }
 
@@ -299,63 +311,106 @@ enum Event {
 const FAILED_WITH_RESULT: &str = "systemd.wrapper.failed-with-result";
 
 fn catalog_event(msg: &str) -> Option<Event> {
-    use crate::catalogs::Via;
     let hits = crate::catalogs::catalogs().hits(msg);
-    hits.iter()
-        .filter(|h| h.catalog.id == "systemd")
-        .find_map(|h| {
-            let unit = || h.get("unit").map(str::to_owned);
-            let pid = || h.get("pid").and_then(|p| p.parse::<u32>().ok());
-            if let Via::Wrapper(w) = h.via {
-                if w.id != FAILED_WITH_RESULT {
-                    return None;
-                }
-                // A result no row knows yet is still the unit's result.
-                let result = h
-                    .row
-                    .and_then(|r| r.name.clone())
-                    .or_else(|| h.get("name").map(str::to_owned))?;
-                let kind = match result.as_str() {
-                    "start-limit-hit" => UnitEventKind::StartLimitHit,
-                    _ => UnitEventKind::FailedWithResult(result),
-                };
-                return Some(Event::Unit(unit()?, kind));
-            }
-            let kind = match h.row?.id.as_str() {
-                "systemd.job-failed" => {
-                    let what = h.get("what")?.trim_end();
-                    let what = what
-                        .strip_suffix(" with error.")
-                        .or_else(|| what.strip_suffix('.'))
-                        .unwrap_or(what);
-                    return Some(Event::Job(UnitEventKind::FailedToStart, what.to_owned()));
-                }
-                "systemd.main-process-exited" => UnitEventKind::MainProcessExited {
-                    code: h.get("how")?.to_owned(),
-                    status: h.get("status")?.trim_end_matches('.').to_owned(),
-                },
-                "systemd.deactivated" => UnitEventKind::Deactivated,
-                "systemd.scheduled-restart" => {
-                    UnitEventKind::ScheduledRestart(h.get("n")?.parse().ok()?)
-                }
-                "systemd.restart-due" => UnitEventKind::RestartDue,
-                "systemd.entered-failed-state" => UnitEventKind::EnteredFailedState,
-                "systemd.start-limit" => UnitEventKind::StartRepeatedTooQuickly,
-                "systemd.process-remains" => UnitEventKind::RemainsRunning { pid: pid()? },
-                "systemd.left-over-process" => UnitEventKind::LeftOverProcess { pid: pid()? },
-                "systemd.killing-process" => UnitEventKind::KillingProcess { pid: pid()? },
-                "systemd.stop-timed-out" => UnitEventKind::StopTimedOut {
-                    state: match h.get("state") {
-                        None | Some("stopping") => "stop".to_owned(),
-                        Some(state) => state.to_owned(),
-                    },
-                },
-                "systemd.still-around-after-sigkill" => UnitEventKind::StillAroundAfterSigkill,
-                "systemd.oom-killed-process" => UnitEventKind::OomKilled,
-                _ => return None,
-            };
-            Some(Event::Unit(unit()?, kind))
+    let systemd = || hits.iter().filter(|h| h.catalog.id == "systemd");
+    // A row that names the unit first; a message cut before its unit only
+    // when no row does.
+    systemd()
+        .filter_map(hit_event)
+        .find(|e| !matches!(e, Event::Unit(None, _)))
+        .or_else(|| {
+            systemd()
+                .filter(|h| msg.trim_start().starts_with(h.matched.trim()))
+                .find_map(hit_event)
         })
+}
+
+/// The event one systemd catalog hit is.
+fn hit_event(h: &crate::catalogs::Hit<'_>) -> Option<Event> {
+    use crate::catalogs::Via;
+    let unit = || h.get("unit").map(str::to_owned);
+    let pid = || h.get("pid").and_then(|p| p.parse::<u32>().ok());
+    if let Via::Wrapper(w) = h.via {
+        if w.id != FAILED_WITH_RESULT {
+            return None;
+        }
+        // A result no row knows yet is still the unit's result.
+        let result = h
+            .row
+            .and_then(|r| r.name.clone())
+            .or_else(|| h.get("name").map(str::to_owned))?;
+        let kind = match result.as_str() {
+            "start-limit-hit" => UnitEventKind::StartLimitHit,
+            _ => UnitEventKind::FailedWithResult(result),
+        };
+        return Some(Event::Unit(unit(), kind));
+    }
+    let kind = match h.row?.id.as_str() {
+        "systemd.job-failed" => {
+            let what = h.get("what")?.trim_end();
+            let what = what
+                .strip_suffix(" with error.")
+                .or_else(|| what.strip_suffix('.'))
+                .unwrap_or(what);
+            return Some(Event::Job(UnitEventKind::FailedToStart, what.to_owned()));
+        }
+        "systemd.main-process-exited" => UnitEventKind::MainProcessExited {
+            code: h.get("how")?.to_owned(),
+            status: h.get("status")?.trim_end_matches('.').to_owned(),
+        },
+        "systemd.deactivated" => UnitEventKind::Deactivated,
+        "systemd.scheduled-restart" => UnitEventKind::ScheduledRestart(h.get("n")?.parse().ok()?),
+        "systemd.restart-due" => UnitEventKind::RestartDue,
+        "systemd.entered-failed-state" => UnitEventKind::EnteredFailedState,
+        "systemd.start-limit" => UnitEventKind::StartRepeatedTooQuickly,
+        "systemd.process-remains" => UnitEventKind::RemainsRunning { pid: pid()? },
+        "systemd.left-over-process" => UnitEventKind::LeftOverProcess { pid: pid()? },
+        "systemd.killing-process" => UnitEventKind::KillingProcess { pid: pid()? },
+        "systemd.stop-timed-out" => UnitEventKind::StopTimedOut {
+            state: match h.get("state") {
+                None | Some("stopping") => "stop".to_owned(),
+                Some(state) => state.to_owned(),
+            },
+        },
+        "systemd.still-around-after-sigkill" => UnitEventKind::StillAroundAfterSigkill,
+        "systemd.oom-killed-process" => UnitEventKind::OomKilled,
+        _ => return None,
+    };
+    Some(Event::Unit(unit(), kind))
+}
+
+/// How far from a cut message the line naming its unit may be.
+const NEAR: u32 = 3;
+
+/// The unit PID 1 names in the lines right after `span` (else right
+/// before it), in the same input: the unit a message cut before its name
+/// is about.
+fn unit_near(facts: &Facts, span: Span) -> Option<String> {
+    let named = |e: &&crate::model::JournalEntry| {
+        e.is_pid1() && e.span.source == span.source && e.span != span
+    };
+    let distance = |e: &crate::model::JournalEntry| {
+        if e.span.line > span.line {
+            (0, e.span.line - span.line)
+        } else {
+            (1, span.line - e.span.line)
+        }
+    };
+    facts
+        .journal
+        .iter()
+        .filter(named)
+        .filter(|e| e.span.line.abs_diff(span.line) <= NEAR)
+        .filter_map(|e| {
+            Some((
+                distance(e),
+                e.unit
+                    .clone()
+                    .or_else(|| unit_prefix(&e.message).map(|(u, _)| u.to_owned()))?,
+            ))
+        })
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, u)| u)
 }
 
 /// What a unit's own processes wrote during the run that ended at `exit`:
@@ -439,30 +494,7 @@ fn stem(unit: &str) -> &str {
 /// field, an owner link, or, when nothing else ties the PID anywhere, an
 /// identifier equal to the unit's name).
 pub fn last_words<'a>(incident: &'a super::Incident, unit: &str, exit: Span) -> LastWords<'a> {
-    let start = incident
-        .units
-        .get(unit)
-        .into_iter()
-        .flat_map(|u| &u.events)
-        .filter(|e| {
-            e.span.source == exit.source
-                && e.span.line < exit.line
-                && matches!(
-                    e.kind,
-                    UnitEventKind::Started
-                        | UnitEventKind::Starting
-                        | UnitEventKind::MainProcessExited { .. }
-                        | UnitEventKind::FailedWithResult(_)
-                        | UnitEventKind::EnteredFailedState
-                )
-        })
-        .map(|e| match e.kind {
-            // A previous run's end: this run starts after it.
-            UnitEventKind::Started | UnitEventKind::Starting => e.span.line,
-            _ => e.span.line + 1,
-        })
-        .max()
-        .unwrap_or(0);
+    let start = run_start(incident, unit, exit);
     let mut out = LastWords::default();
     for e in &incident.facts.journal {
         if e.span.source != exit.source
@@ -495,6 +527,78 @@ pub fn last_words<'a>(incident: &'a super::Incident, unit: &str, exit: Span) -> 
     let cut = out.lines.len().saturating_sub(LAST_WORDS);
     out.lines.drain(..cut);
     out
+}
+
+/// The last words of a unit whose own output the paste shows without its
+/// journal prefix (`Error: mkdir /home/user: permission denied` above
+/// systemd's `Main process exited`): error-looking lines of the same input
+/// before the exit at `exit` and after the unit's previous run, that are
+/// no journal line, in an input whose only journal lines are PID 1's (so
+/// that no other writer's line is taken for the unit's); the last
+/// [`LAST_WORDS`]. Asked when [`last_words`] finds none.
+pub fn bare_last_words<'a>(
+    incident: &'a super::Incident,
+    unit: &str,
+    exit: Span,
+) -> Vec<&'a crate::model::Message> {
+    let journal = &incident.facts.journal;
+    if journal
+        .iter()
+        .any(|e| e.span.source == exit.source && !e.is_pid1())
+    {
+        return Vec::new();
+    }
+    let start = run_start(incident, unit, exit);
+    let mut out: Vec<&crate::model::Message> = incident
+        .facts
+        .messages
+        .iter()
+        .filter(|m| m.span.source == exit.source && m.span.line < exit.line && m.span.line >= start)
+        .filter(|m| !journal.iter().any(|e| e.span == m.span))
+        .filter(|m| {
+            !m.text.starts_with([' ', '\t'])
+                && !m.text.contains("Traceback (most recent call last)")
+                && ERRORISH.is_match(&m.text)
+        })
+        .collect();
+    let cut = out.len().saturating_sub(LAST_WORDS);
+    out.drain(..cut);
+    out
+}
+
+/// Whether a line of last words states the reason (`LastWords::reason`'s
+/// test): it says error, fatal, panic, denied or exception.
+pub fn states_reason(text: &str) -> bool {
+    STRONG.is_match(text)
+}
+
+/// The first line of the run that ended at `exit`: after the unit's last
+/// start or previous end before it.
+fn run_start(incident: &super::Incident, unit: &str, exit: Span) -> u32 {
+    incident
+        .units
+        .get(unit)
+        .into_iter()
+        .flat_map(|u| &u.events)
+        .filter(|e| {
+            e.span.source == exit.source
+                && e.span.line < exit.line
+                && matches!(
+                    e.kind,
+                    UnitEventKind::Started
+                        | UnitEventKind::Starting
+                        | UnitEventKind::MainProcessExited { .. }
+                        | UnitEventKind::FailedWithResult(_)
+                        | UnitEventKind::EnteredFailedState
+                )
+        })
+        .map(|e| match e.kind {
+            // A previous run's end: this run starts after it.
+            UnitEventKind::Started | UnitEventKind::Starting => e.span.line,
+            _ => e.span.line + 1,
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -100,6 +100,42 @@ pub(super) fn pid1_message_in(text: &str) -> Option<(String, String)> {
     })
 }
 
+/// A message of PID 1 about a unit, cut before the unit's name where a
+/// paste removed the journal prefix with it (`: Main process exited,
+/// code=exited, status=1/FAILURE`): the message as the catalog row matched
+/// it. Only a row that words the message with its unit first
+/// (`<unit>: …`) and knows its cut form, and only from the start of the
+/// line: the unit is the correlator's to find (`correlate::units`: the
+/// next line PID 1 wrote about a unit). The cheap test: the line opens
+/// with the cut's `:`, or carries an exit report's `, code=` and
+/// `, status=`.
+pub(super) fn pid1_message_cut(text: &str) -> Option<String> {
+    let trimmed = text.trim();
+    let (cut, rest) = match trimmed.strip_prefix(':') {
+        Some(rest) => (true, rest.trim_start()),
+        None => (false, trimmed),
+    };
+    if rest.is_empty() || !(cut || (rest.contains(", code=") && rest.contains(", status="))) {
+        return None;
+    }
+    let hits = crate::catalogs::catalogs().hits(rest);
+    hits.iter().find_map(|h| {
+        let row = h.row?;
+        let about_a_unit = row.wordings.iter().any(|w| {
+            w.template
+                .as_deref()
+                .is_some_and(|t| t.starts_with("<unit>"))
+        });
+        (h.catalog.id == "systemd"
+            && matches!(h.via, crate::catalogs::Via::Wording(_))
+            && h.get("unit").is_none()
+            && about_a_unit
+            && !row.id.starts_with("systemd.systemctl-")
+            && rest.starts_with(h.matched.trim()))
+        .then(|| rest.to_owned())
+    })
+}
+
 /// An entry from its named fields. `field` returns a field's text; the
 /// caller has decoded `message` and the time (`__REALTIME_TIMESTAMP`, or the
 /// `verbose` header). PID 1's unit is the one it writes about (`UNIT=`, else

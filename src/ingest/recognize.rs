@@ -19,7 +19,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::journal_fields::{pid1_message_in, unit_of_pid1_message};
+use super::journal_fields::{pid1_message_cut, pid1_message_in, unit_of_pid1_message};
 use super::read::{Out, Read};
 use super::server::{Outer, OuterRef, Skim};
 use super::{KernelParser, Line, ServerLogParser};
@@ -237,17 +237,28 @@ impl LineReader {
         let message = may_be_pid1(text)
             .then(|| unit_of_pid1_message(text.trim_end()))
             .flatten()
-            .map(|unit| (unit, text.trim_end().to_owned()))
+            .map(|unit| (Some(unit), text.trim_end().to_owned()))
             // A message of the systemd catalog cut before its unit or behind
             // a prefix (`: ollama.service: Failed with result 'exit-code'.`).
-            .or_else(|| hot.then(|| pid1_message_in(text)).flatten());
+            .or_else(|| {
+                hot.then(|| pid1_message_in(text))
+                    .flatten()
+                    .map(|(unit, message)| (Some(unit), message))
+            })
+            // Or cut with its unit (`: Main process exited, code=exited,
+            // status=1/FAILURE`): the correlator finds the unit.
+            .or_else(|| {
+                hot.then(|| pid1_message_cut(text))
+                    .flatten()
+                    .map(|message| (None, message))
+            });
         if let Some((unit, message)) = message {
             facts.journal.push(JournalEntry {
                 time: line.frame.time,
                 host: line.frame.host.clone(),
                 identifier: "systemd".to_owned(),
                 pid: Some(1),
-                unit: Some(unit),
+                unit,
                 cmdline: None,
                 message,
                 span: line.span,
@@ -884,6 +895,37 @@ welcome to the cluster, you have 3 GPUs
             "ollama.service: Failed with result 'exit-code'."
         );
         assert_eq!(tally.unrecognized, 0);
+    }
+
+    /// systemd's exit report with the journal prefix cut up to and with
+    /// the unit (`: Main process exited, …`, fixtures/real/624,
+    /// ollama/ollama#9945) is PID 1's message whose unit the correlator
+    /// finds; so is the same report with nothing left of the prefix (a
+    /// variant). A line that only looks alike is not.
+    #[test]
+    fn a_pid1_line_cut_with_its_unit_is_read_without_one() {
+        for (paste, message) in [
+            (
+                ": Main process exited, code=exited, status=1/FAILURE\n",
+                "Main process exited, code=exited, status=1/FAILURE",
+            ),
+            (
+                "Main process exited, code=killed, status=9/KILL\n",
+                "Main process exited, code=killed, status=9/KILL",
+            ),
+        ] {
+            let (facts, _) = read_all(paste, Except::Nothing, false);
+            let pid1: Vec<_> = facts.journal.iter().filter(|e| e.is_pid1()).collect();
+            assert_eq!(pid1.len(), 1, "{paste}");
+            assert_eq!(pid1[0].unit, None);
+            assert_eq!(pid1[0].message, message);
+        }
+        let (facts, _) = read_all(
+            ": worker exited, code 3, status ok\n",
+            Except::Nothing,
+            false,
+        );
+        assert!(facts.journal.is_empty());
     }
 
     #[test]

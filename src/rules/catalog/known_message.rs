@@ -77,8 +77,18 @@ impl Rule for KnownMessage {
             let mut f = finding(row, &hits);
             // Every line's facts, the counted ones too; the cited lines'
             // (and their blocks') are added again with every finding's.
-            for (_, hit) in &hits {
+            for (m, hit) in &hits {
                 crate::rules::support::entities::from_hit(incident, &mut f, hit, true);
+                // The process the line reports on, named by the row's
+                // subject line before it (each attempt's PID).
+                if let Some(subject) = row.subject.as_deref()
+                    && let Some((_, named)) = incident
+                        .known(subject)
+                        .filter(|(s, _)| s.span.source == m.span.source && s.span < m.span)
+                        .last()
+                {
+                    crate::rules::support::entities::from_hit(incident, &mut f, named, true);
+                }
             }
             out.push(f);
         }
@@ -202,6 +212,45 @@ mod tests {
             f[0].entities.gpu_bus_ids.contains("0000:01:00"),
             "{:?}",
             f[0].entities
+        );
+    }
+
+    /// Ollama's Windows app (ollama/ollama#4999, batch-h/800): the respawn
+    /// finding names the PID of the attempt that crashed, from the app's
+    /// `started ollama server with pid 15024` before it (the row's
+    /// subject); in a loop, each crash the PID started just before it (a
+    /// variant: a second attempt, assembled from the same two lines).
+    #[test]
+    fn a_respawn_names_the_pid_of_each_attempt() {
+        let app = r#"time=2024-06-12T18:35:12.068+08:00 level=INFO source=server.go:135 msg="starting server..."
+time=2024-06-12T18:35:12.069+08:00 level=INFO source=server.go:121 msg="started ollama server with pid 15024"
+time=2024-06-12T18:35:12.116+08:00 level=WARN source=server.go:157 msg="server crash 21 - exit code 1 - respawning"
+"#;
+        let respawn = |text: &str| {
+            findings_of(super::META.id, text)
+                .into_iter()
+                .find(|f| f.title.contains("respawned"))
+                .expect("the respawn finding")
+        };
+        let f = respawn(app);
+        assert_eq!(f.entities.pids.iter().copied().collect::<Vec<_>>(), [15024]);
+        let again = format!(
+            "{app}{}",
+            r#"time=2024-06-12T18:35:13.120+08:00 level=INFO source=server.go:121 msg="started ollama server with pid 15188"
+time=2024-06-12T18:35:13.170+08:00 level=WARN source=server.go:157 msg="server crash 22 - exit code 1 - respawning"
+"#
+        );
+        let f = respawn(&again);
+        assert_eq!(
+            f.entities.pids.iter().copied().collect::<Vec<_>>(),
+            [15024, 15188]
+        );
+        // A start with no crash after it names nobody.
+        let started = app.lines().take(2).collect::<Vec<_>>().join("\n");
+        assert!(
+            findings_of(super::META.id, &started)
+                .iter()
+                .all(|f| f.entities.pids.is_empty())
         );
     }
 }

@@ -38,6 +38,7 @@ mod nvidia_probe_failed;
 mod nvidia_smi_gpu_unreachable;
 mod nvlink_links_inactive;
 mod nvml_driver_library_mismatch;
+mod ollama_load_exceeds_host_memory;
 mod ollama_vram_not_recovered;
 mod process_died;
 mod process_segfault;
@@ -118,6 +119,7 @@ pub static RULES: &[&dyn Rule] = &[
     &nvidia_smi_gpu_unreachable::RULE,
     &nvlink_links_inactive::RULE,
     &nvml_driver_library_mismatch::RULE,
+    &ollama_load_exceeds_host_memory::RULE,
     &ollama_vram_not_recovered::RULE,
     &process_died::RULE,
     &process_segfault::RULE,

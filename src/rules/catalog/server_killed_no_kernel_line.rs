@@ -31,6 +31,10 @@ const TORCH_CLOSING: &str = "stacks-torch.elastic-closing-workers";
 /// A checkpoint converter reading a model's weights (its parts, shards or
 /// tensors): what was killed is that converter, not a server.
 const CONVERTER: &str = "startup.checkpoint-converter-reading";
+/// A converter's command line (`python scripts/convert_checkpoint.py
+/// --ckpt_dir …`): what the shell then reports killed is that converter,
+/// even when it printed nothing of its own but a progress bar.
+const CONVERTER_COMMAND: &str = "startup.checkpoint-converter-command";
 
 /// A command line that names a model or a checkpoint to load: an option
 /// for one (`--model`, `--model-path`, `--ckpt_dir`, `--checkpoint`,
@@ -189,7 +193,8 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
                 .filter(|s| before(*s)),
         )
         .max();
-    let named = names_a_model_workload(killed);
+    let command = converter_command(incident, kill, server_line, killed);
+    let named = names_a_model_workload(killed) || command.is_some();
     if server_line.is_none() && loading.is_none() && !named {
         return None;
     }
@@ -205,8 +210,9 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
         .filter(|(_, cpu)| *cpu > 0)
         .last();
 
-    let converter = killed_converter(incident, server_line, killed);
+    let converter = command.is_some() || killed_converter(incident, server_line, killed);
     let mut f = Finding::new(META.id, META.category, META.severity);
+    cite_command(&mut f, command);
     f.evidence(kill, kill_note(killed, loading.is_some(), converter));
     match killed {
         Killed::Shell(Some((pid, _))) => {
@@ -299,7 +305,38 @@ fn cite_stopped_workers(incident: &Incident, kill: Span, f: &mut Finding) {
 /// last stage line before the kill is a converter's reading.
 fn killed_converter(incident: &Incident, server_line: Option<Span>, killed: Killed<'_>) -> bool {
     matches!(killed, Killed::Shell(None))
-        && server_line.is_some_and(|line| incident.known(CONVERTER).any(|(m, _)| m.span == line))
+        && server_line.is_some_and(|line| is_converter_line(incident, line))
+}
+
+/// The converter's command line before a bare `Killed`, when it is the
+/// last thing started before the kill (no server line after it).
+fn converter_command(
+    incident: &Incident,
+    kill: Span,
+    server_line: Option<Span>,
+    killed: Killed<'_>,
+) -> Option<Span> {
+    if !matches!(killed, Killed::Shell(None)) {
+        return None;
+    }
+    incident
+        .known(CONVERTER_COMMAND)
+        .map(|(m, _)| m.span)
+        .filter(|s| s.source == kill.source && *s < kill)
+        .max()
+        .filter(|c| server_line.is_none_or(|l| l < *c || is_converter_line(incident, l)))
+}
+
+/// Cites the converter's command line.
+fn cite_command(f: &mut Finding, command: Option<Span>) {
+    if let Some(c) = command {
+        f.evidence(c, "the command line that started the checkpoint converter");
+    }
+}
+
+/// Whether the stage line at `line` is a converter's reading.
+fn is_converter_line(incident: &Incident, line: Span) -> bool {
+    incident.known(CONVERTER).any(|(m, _)| m.span == line)
 }
 
 fn kill_note(killed: Killed<'_>, loading: bool, converter: bool) -> String {
@@ -485,6 +522,31 @@ mod tests {
             );
         }
         assert!(killed("Processing request 42 of 100\nKilled\n").is_empty());
+    }
+
+    /// A converter started by its command line (catalog row
+    /// `startup.checkpoint-converter-command`) that printed nothing but a
+    /// progress bar before the shell's bare `Killed`: lit-llama's
+    /// `convert_checkpoint.py` (Lightning-AI/lit-llama#110, batch-h/777);
+    /// the same grammar for another converter behind a prompt (a variant:
+    /// llama.cpp's `convert_hf_to_gguf.py`). A command that converts
+    /// nothing, or a converter whose run ended in an error, is not it.
+    #[test]
+    fn a_converter_started_by_its_command_line_and_killed_is_the_host_oom_reading() {
+        let lit = "python scripts/convert_checkpoint.py     --output_dir checkpoints/lit-llama     --ckpt_dir dalai/llama/models     --tokenizer_path dalai/llama/models/tokenizer.model     --model_size 13B\n \
+                   50%|\u{2588}\u{2588}\u{2588}\u{2588}          | 1/2 [00:32<00:32, 32.09s/it]\n\nKilled\n";
+        let variant = "(venv) user@box:~/llama.cpp$ python3 convert_hf_to_gguf.py ../Mixtral-8x7B --outtype f16\nKilled\n";
+        for paste in [lit, variant] {
+            let f = killed(paste);
+            assert_eq!(f.len(), 1, "{paste}: {f:?}");
+            assert!(f[0].title.contains("converter"), "{}", f[0].title);
+            assert_eq!(f[0].evidence[0].span.line, 1, "{:?}", f[0].evidence);
+        }
+        assert!(killed("python3 train.py --epochs 3\nKilled\n").is_empty());
+        assert!(
+            killed("python3 convert_hf_to_gguf.py ../m\nFileNotFoundError: [Errno 2] No such file or directory: '../m/config.json'\nKilled\n")
+                .is_empty()
+        );
     }
 
     /// vLLM's API server when its engine core died during start-up with no

@@ -3,7 +3,9 @@
 
 mod failure;
 
-use crate::correlate::{Incident, UnitEventKind, UnitFacts, exit_meaning, last_words};
+use crate::correlate::{
+    Incident, UnitEventKind, UnitFacts, bare_last_words, exit_meaning, last_words, states_reason,
+};
 use crate::model::ServerEventKind;
 use crate::rules::support::{confidence, fabric_manager_irrelevant};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
@@ -169,13 +171,17 @@ fn finding(
 ) -> Finding {
     let (status, span) = (exit.status, exit.span);
     let words = last_words(incident, unit, span);
-    let last_exception = last_exception_before(incident, span);
+    // A paste of the unit's own output without the journal's prefix.
+    let bare = if words.lines.is_empty() {
+        bare_last_words(incident, unit, span)
+    } else {
+        Vec::new()
+    };
+    let last_exception = last_exception_before(incident, span)
+        .filter(|(s, _, _)| !bare.iter().any(|m| m.span == *s));
     // Without an exception (which the server's own rules classify),
     // the unit's last error lines are its stated reason.
-    let stated = words
-        .reason()
-        .filter(|_| last_exception.is_none())
-        .map(|e| (e.span, e.message.clone()));
+    let stated = stated_reason(&words, &bare).filter(|_| last_exception.is_none());
     let failed = failure::Failed::of(incident, unit, facts);
     // systemd's own account of a failed start or of a restart below the
     // start limit makes the exit a unit failure even when the unit's
@@ -194,6 +200,12 @@ fn finding(
     if stated.is_some() {
         for e in &words.lines {
             f.evidence(e.span, format!("{unit}'s last words before the exit"));
+        }
+        for m in &bare {
+            f.evidence(
+                m.span,
+                format!("{unit}'s last words before the exit (its output, pasted without the journal's prefix)"),
+            );
         }
     }
     let meaning = exit_meaning("exited", status);
@@ -243,9 +255,50 @@ fn finding(
     if by_systemd {
         failed.push_actions(&mut f, unit);
     }
+    advise_refused(&mut f, unit, &stated);
     f.confidence = confidence(&f, 0.3, 0.5);
     f
 }
+
+/// The stated reason: the unit's last error lines in the journal, else
+/// the bare lines of its output the paste shows.
+fn stated_reason(
+    words: &crate::correlate::LastWords<'_>,
+    bare: &[&crate::model::Message],
+) -> Option<(Span, String)> {
+    words
+        .reason()
+        .map(|e| (e.span, e.message.clone()))
+        .or_else(|| {
+            bare.iter()
+                .rev()
+                .find(|m| states_reason(&m.text))
+                .or(bare.last())
+                .map(|m| (m.span, m.text.trim().to_owned()))
+        })
+}
+
+/// Advice on the unit's sandboxing when its last words say a path was
+/// refused.
+fn advise_refused(f: &mut Finding, unit: &str, stated: &Option<(Span, String)>) {
+    if let Some((_, words)) = stated
+        && DENIED.is_match(words)
+    {
+        f.actions.push(Action::advice(
+            format!("{unit} was refused a path it needs: check the unit's User=, its sandboxing (ProtectHome=, ProtectSystem=, ReadWritePaths=, PrivateTmp=), WorkingDirectory= and the paths its Environment= sets (HOME, a models directory, relative paths resolve against the working directory)"),
+            Some(&format!("systemctl cat {unit}")),
+        ));
+    }
+}
+
+/// Last words that say a path was refused: a permission error, a
+/// read-only file system (what `ProtectSystem=`/`ProtectHome=` give).
+static DENIED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r"(?i)\b(?:permission denied|read-only file system|operation not permitted)\b",
+    )
+    .expect("denied regex")
+});
 
 /// The last exception before the exit at `span`, if the log has one: its
 /// span, name and message.

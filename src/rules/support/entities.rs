@@ -62,6 +62,7 @@ pub fn from_evidence(incident: &Incident, f: &mut Finding) {
             _ => {}
         }
     }
+    health_gpus(incident, f, &cited);
     let writers = !names_holders(f.category);
     captured(incident, f, &cited, writers);
     gpu_xids(incident, f);
@@ -184,6 +185,14 @@ fn captured(incident: &Incident, f: &mut Finding, cited: &BTreeSet<Span>, writer
         }
         let own_row = k.hit.row.is_some_and(|r| r.category == Some(f.category));
         from_hit(incident, f, &k.hit, writers || own_row);
+        if let Some(subject) = k.hit.row.and_then(|r| r.subject.as_deref())
+            && let Some((_, hit)) = incident
+                .known(subject)
+                .filter(|(s, _)| s.span.source == m.span.source && s.span < m.span)
+                .last()
+        {
+            from_hit(incident, f, hit, true);
+        }
     }
 }
 
@@ -257,6 +266,41 @@ fn ordinal(s: &str) -> Option<u32> {
         .find_map(|p| inner.strip_prefix(p))
         .unwrap_or(inner);
     number(rest.trim_start())
+}
+
+/// A GPU's health readings (`nvidia-smi -q`'s `GPU Recovery Action`,
+/// its ECC and remapping counters, `ERR!` cells, DCGM's last Xid): a
+/// cited reading names the GPU of its block, by index or bus id.
+fn health_gpus(incident: &Incident, f: &mut Finding, cited: &BTreeSet<Span>) {
+    for h in &incident.facts.gpu_health {
+        let spans = [
+            h.reset_required.as_ref().map(|r| r.span),
+            h.drain_and_reset_recommended.as_ref().map(|r| r.span),
+            h.recovery_action.as_ref().map(|r| r.span),
+            h.sram_threshold_exceeded.as_ref().map(|r| r.span),
+            h.retired_pages_pending.as_ref().map(|r| r.span),
+            h.retired_pages_single_bit.as_ref().map(|r| r.span),
+            h.retired_pages_double_bit.as_ref().map(|r| r.span),
+            h.remapped_rows_uncorrectable.as_ref().map(|r| r.span),
+            h.remapped_rows_pending.as_ref().map(|r| r.span),
+            h.remapping_failed.as_ref().map(|r| r.span),
+            h.banks_without_spare_rows.as_ref().map(|r| r.span),
+            h.last_xid.as_ref().map(|r| r.span),
+        ];
+        let cites = spans.into_iter().flatten().any(|s| cited.contains(&s))
+            || h.ecc.iter().any(|c| cited.contains(&c.span))
+            || h.hw_slowdowns.iter().any(|r| cited.contains(&r.span))
+            || h.sick_values.iter().any(|v| cited.contains(&v.span));
+        if !cites {
+            continue;
+        }
+        match (h.index, h.bus_id.as_deref()) {
+            (Some(i), _) => {
+                f.entities.gpus.insert(i);
+            }
+            (None, bus) => name_bus(incident, f, bus),
+        }
+    }
 }
 
 /// Whether `cited` holds `span`, or, for a line that is part of a block

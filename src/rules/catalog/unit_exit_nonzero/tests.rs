@@ -112,3 +112,46 @@ fn helpers_that_exited_zero_are_no_failure() {
     let helpers: String = PLUGIN.lines().take(7).map(|l| format!("{l}\n")).collect();
     assert!(findings(&helpers).is_empty());
 }
+
+/// ollama/ollama#9945 (fixtures/real/624): the service's last words and
+/// systemd's two lines, the journal prefix cut up to and (on the exit
+/// line) with the unit's name. The exit is the unit's, its last words the
+/// bare line above, and the advice points at the unit's sandboxing. The
+/// same grammar with another unit and another refusal (a variant, Go's
+/// `op path: error` assembled: a read-only path under `ProtectSystem=`)
+/// reads the same.
+#[test]
+fn a_cut_exit_line_and_bare_last_words_are_the_units() {
+    let paste = "Error: mkdir /home/user: permission denied\n\
+                 : Main process exited, code=exited, status=1/FAILURE\n\
+                 : ollama.service: Failed with result 'exit-code'.\n";
+    let variant = "Error: open /var/lib/ollama/models/manifests: read-only file system\n\
+                   : Main process exited, code=exited, status=1/FAILURE\n\
+                   : ollama-gpu1.service: Failed with result 'exit-code'.\n";
+    for (text, unit, said) in [
+        (
+            paste,
+            "ollama.service",
+            "mkdir /home/user: permission denied",
+        ),
+        (variant, "ollama-gpu1.service", "read-only file system"),
+    ] {
+        let f = findings(text);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].category, Category::UnitCrashLoop);
+        assert!(f[0].entities.units.contains(unit), "{:?}", f[0].entities);
+        assert!(f[0].headline.contains(said), "{}", f[0].headline);
+        assert!(
+            f[0].evidence.iter().any(|e| e.span.line == 1),
+            "{:?}",
+            f[0].evidence
+        );
+        assert!(
+            f[0].actions
+                .iter()
+                .any(|a| a.describe().contains("ProtectHome=")),
+            "{:?}",
+            f[0].actions
+        );
+    }
+}
