@@ -313,4 +313,22 @@ mod tests {
         assert_eq!(f[0].entities.gpus.iter().copied().collect::<Vec<_>>(), [2]);
         assert!(f[0].headline.contains("4.2 seconds"), "{}", f[0].headline);
     }
+
+    /// A DCGM 3 deployment check that finds a page retirement pending
+    /// (`| Page Retirement/Row Remap | Fail |` and its warning, assembled
+    /// from dcgmi/Diag.cpp's stencil and dcgm_errors.h's
+    /// `DCGM_FR_PENDING_PAGE_RETIREMENTS_MSG`, not copied): the warning,
+    /// joined across its rows, is read by the catalog as an ECC fault.
+    #[test]
+    fn a_pending_page_retirement_is_an_ecc_fault() {
+        let text = "|-----  Deployment  --------+------------------------------------------------|\n\
+             | Page Retirement/Row Remap | Fail                                           |\n\
+             | Warning                   | GPU 0 A pending retired page has been detecte  |\n\
+             |                           | d in GPU 0.                                    |\n";
+        let f = findings_of(ID, text);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].category.name(), "ecc-uncorrectable");
+        assert!(f[0].title.contains("deployment checks"), "{}", f[0].title);
+        assert_eq!(f[0].entities.gpus.iter().copied().collect::<Vec<_>>(), [0]);
+    }
 }
