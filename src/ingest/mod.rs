@@ -15,6 +15,7 @@ mod chatter;
 mod check_env;
 mod collect_env;
 mod coredump;
+mod dcgmi_diag;
 mod detect;
 mod format;
 pub mod frame;

@@ -147,12 +147,19 @@ impl LineReader {
                 facts.gpu_processes.len(),
                 facts.listeners.len(),
                 facts.gpu_health.len(),
+                // A diag result, and each row of its warning, is cited.
+                facts
+                    .diag_results
+                    .iter()
+                    .map(|r| 1 + r.detail_spans.len())
+                    .sum::<usize>(),
             )
         };
         let facts_before = made(out.facts);
         if self.tables.read(line.text, line.span, out.facts) {
             // A row that made a fact (nvtop's GPU process, a port `docker
-            // ps` publishes, a GPU's last Xid in `dcgmi dmon`) is cited:
+            // ps` publishes, a GPU's last Xid in `dcgmi dmon`, a `dcgmi
+            // diag` result or a row of its warning) is cited:
             // keep it.
             return if made(out.facts) != facts_before {
                 Read::Parsed

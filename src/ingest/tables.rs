@@ -160,6 +160,8 @@ pub(crate) struct Tables {
     open: Option<Open>,
     /// A GPU of `dcgmi discovery -l` whose block is not read to its UUID.
     pending_gpu: Option<GpuRecord>,
+    /// Where a `dcgmi diag` box is (`ingest::dcgmi_diag`).
+    diag: super::dcgmi_diag::DiagBox,
 }
 
 /// Which of dcgmi's boxes a box is, when its header says.
@@ -239,6 +241,18 @@ impl Tables {
     pub(crate) fn blank(&mut self) {
         if matches!(self.open, Some(Open::Columns { .. })) {
             self.open = None;
+        }
+        // dcgmi prints no blank line inside its diag box: one between two
+        // pasted boxes ends the first.
+        if matches!(
+            self.open,
+            Some(Open::Box {
+                dcgmi: DcgmiBox::Diag,
+                ..
+            })
+        ) {
+            self.open = None;
+            self.diag = super::dcgmi_diag::DiagBox::default();
         }
     }
 
@@ -372,13 +386,32 @@ impl Tables {
                 // (the border may have been read as an nvidia-smi table's).
                 if let Some(kind) = dcgmi_box_header(t) {
                     self.pending_gpu = None;
+                    self.diag = super::dcgmi_diag::DiagBox::default();
                     self.open = Some(Open::Box {
                         cells: cells(t),
                         dcgmi: kind,
                     });
                     return true;
                 }
+                // A diag box's section rule opens the box when the paste
+                // starts under its header (no other box has one).
+                if self.open.is_none() && BOX_SECTION.is_match(t) {
+                    self.diag = super::dcgmi_diag::DiagBox::default();
+                    self.open = Some(Open::Box {
+                        cells: 2,
+                        dcgmi: DcgmiBox::Diag,
+                    });
+                }
                 if matches!(self.open, Some(Open::Box { .. })) && BOX_SECTION.is_match(t) {
+                    if matches!(
+                        self.open,
+                        Some(Open::Box {
+                            dcgmi: DcgmiBox::Diag,
+                            ..
+                        })
+                    ) {
+                        self.diag.section(t, span);
+                    }
                     return true;
                 }
                 let cells = cells(t);
@@ -391,6 +424,19 @@ impl Tables {
                     // leave one empty: a row is within one of its header.
                     Some(Open::Box { cells: n, dcgmi }) if cells >= 2 && cells.abs_diff(n) <= 1 => {
                         self.dcgmi_row(dcgmi, t, span, facts);
+                        true
+                    }
+                    // A row of a diag box whose header is above the
+                    // paste: its result cell names GPUs as only dcgmi's do.
+                    None | Some(Open::Box { cells: 0, .. })
+                        if cells == 2 && diag_row_without_header(t) =>
+                    {
+                        self.diag = super::dcgmi_diag::DiagBox::default();
+                        self.open = Some(Open::Box {
+                            cells,
+                            dcgmi: DcgmiBox::Diag,
+                        });
+                        self.dcgmi_row(DcgmiBox::Diag, t, span, facts);
                         true
                     }
                     _ => {
@@ -471,6 +517,7 @@ impl Tables {
                 }
             }
             DcgmiBox::Diag => {
+                self.diag.row(row, span, facts);
                 if let Some(index) = DIAG_GPU_RESULT
                     .captures(info)
                     .and_then(|c| c["index"].parse().ok())
@@ -507,6 +554,15 @@ fn dmon_last_xid(t: &str, at: usize, span: Span, facts: &mut Facts) {
             ..GpuHealth::at(span)
         });
     }
+}
+
+/// `| GPU Memory | Pass - GPUs: 1, 2 |`: a `dcgmi diag` row whose result
+/// cell names GPUs (`ingest::dcgmi_diag`).
+fn diag_row_without_header(t: &str) -> bool {
+    t.trim_matches('|')
+        .split('|')
+        .nth(1)
+        .is_some_and(super::dcgmi_diag::is_gpu_result)
 }
 
 /// A row of `systemctl list-units`; a failed unit becomes its status.

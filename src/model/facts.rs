@@ -1,6 +1,7 @@
 //! The bag of facts one analysis extracts from all of its inputs.
 
 use super::CoreDump;
+use super::DiagResult;
 use super::EnvReport;
 use super::GpuMention;
 use super::KernelModule;
@@ -30,6 +31,8 @@ pub struct Facts {
     pub messages: Vec<Message>,
     /// One per GPU block of `nvidia-smi -q` / `-q -x`.
     pub gpu_health: Vec<GpuHealth>,
+    /// `dcgmi diag` results that are not a pass.
+    pub diag_results: Vec<DiagResult>,
     pub kernel_events: Vec<KernelEvent>,
     /// One per unit of `systemctl show`.
     pub unit_properties: Vec<UnitProperties>,
@@ -109,6 +112,7 @@ impl Facts {
             ps,
             messages,
             gpu_health,
+            diag_results,
             kernel_events,
             unit_properties,
             proc_cgroups,
@@ -136,6 +140,7 @@ impl Facts {
         self.ps.extend(ps);
         self.messages.extend(messages);
         self.gpu_health.extend(gpu_health);
+        self.diag_results.extend(diag_results);
         self.kernel_events.extend(kernel_events);
         self.unit_properties.extend(unit_properties);
         self.proc_cgroups.extend(proc_cgroups);

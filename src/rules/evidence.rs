@@ -74,6 +74,12 @@ pub const MATRIX: &[Cell] = &[
     // A GPU held by another process.
     cell(
         GpuMemoryHeldByOtherProcess,
+        "a `dcgmi diag` test that could not create its context on a GPU (`Unable to create CUDA context: 'CUDA-capable device(s) is/are busy or unavailable'` in the warning under `Fail - GPU: 0`): the GPU held by another process, not a fault",
+        Rule("dcgm-diag-failed"),
+        Some("fixtures/formats/lines/dcgmi-diag-3.3.1-fail.txt"),
+    ),
+    cell(
+        GpuMemoryHeldByOtherProcess,
         "an nvidia-smi process row of a PID that is not the failing server's, with the memory that explains SGLang's imbalance",
         Rule("sglang-unbalanced-memory"),
         Some("fixtures/real/000-seed-ct200-ghost-one-rank-tp0"),
@@ -463,9 +469,21 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         XidOther,
-        "`dcgmi diag` results with a `Fail`, `dcgmi health -c`'s table",
+        "a `dcgmi diag` result box with a test that failed on a GPU (`|  | Fail - GPU: 0 |` under `| GPU Memory | Pass - GPUs: 1, … |` in DCGM 2–3, `|  | GPU0: Fail |` in DCGM 4) and DCGM's `Warning` under it (thermal violations, a power target missed), the test named by its catalog row (`dcgm.diag-*`)",
+        Rule("dcgm-diag-failed"),
+        Some("fixtures/formats/lines/dcgmi-diag-row-remap-thermal.txt"),
+    ),
+    cell(
+        EccUncorrectable,
+        "a `dcgmi diag` deployment check's `Error` row naming a GPU whose row remappings are pending (`GPU 3 has uncorrectable memory errors and row remappings are pending`, joined from the rows DCGM cut it into)",
+        Rule("dcgm-diag-failed"),
+        Some("fixtures/formats/lines/dcgmi-diag-row-remap-thermal.txt"),
+    ),
+    cell(
+        XidOther,
+        "`dcgmi health -c`'s table (`Health Monitor Report`, `Overall Health: Warning`/`Failure`, each GPU's incidents) and `dcgmi diag -j`'s JSON",
         Gap(
-            "not read yet: searched again 2026-12-05 (issues corpus: `dcgmi diag` with `Fail`, in DCGM, go-dcgm, IBM/autopilot and NVSentinel threads). The excerpts available here stop before the failing row (IBM/autopilot#68, NVIDIA/DCGM#254, #253) or start after the box's `Diagnostic | Result` header: NVIDIA/go-dcgm#52 shows `| GPU Memory | Pass - GPU: 1 |`, `|  | Fail - GPU: 0 |` and the `Warning` row naming `cuCtxCreate` … `busy or unavailable` under `+-----  Hardware  ---`, which a reader of diag boxes by their section borders could take (NVIDIA/DCGM#145 is the same report as screenshots). The one public `dcgmi health -c` table with a Failure (NVIDIA/NVSentinel#1481) is DCGM's false NVLink-down alarm on a PCIe A100 without a bridge, and the JSON verdict of fixtures/real/483 says Healthy beside a GPU that needs a reset: neither can teach a reader that tells a fault",
+            "not read yet (the `dcgmi diag` text box is: the rows above). `dcgmi health -c` prints a tree (NVIDIA/DCGM dcgmi/Health.cpp, `DcgmiOutputTree`), not the diag box; the one public table with a Failure found (NVIDIA/NVSentinel#1481) is DCGM's false NVLink-down alarm on a PCIe A100 without a bridge, and the JSON verdict of fixtures/real/483 says Healthy beside a GPU that needs a reset: neither can teach a reader that tells a fault. No public `dcgmi diag -j` output with a failing test was found (issues and code corpora, 2026-12-05; NVSentinel#772 shows its own preflight's JSON events, not dcgmi's)",
         ),
         None,
     ),
@@ -473,7 +491,7 @@ pub const MATRIX: &[Cell] = &[
         EccUncorrectable,
         "retired pages pending (`Pending Page Blacklist : Yes`, `Pending : Yes` under Retired Pages, `<pending_retirement>Yes` in `-q -x`, `retired_pages.pending` = Yes in a `--query-gpu` list)",
         Rule("ecc-uncorrectable-or-remap-pending"),
-        "no public capture of a card with a retirement pending was found (2026-12-05): the issues and pages corpora for `Pending Page Blacklist : Yes`, `Retired Pages` with `Pending : Yes`, `retired_pages.pending`, `pending_retirement`/`pending_blacklist` Yes, in NVIDIA forum, DCGM, gpud, NVSentinel, azhpc-diagnostics and cadvisor threads; every hit is NVIDIA's Dynamic Page Retirement guide, the nvidia-smi man page, a `--help-query-gpu` listing or a healthy card's `No`/`N/A`",
+        "no public capture of a card with a retirement pending was found (2026-12-05, searched twice): the issues and pages corpora for `Pending Page Blacklist : Yes`, `Retired Pages` with `Pending : Yes`, `retired_pages.pending`, `pending_retirement`/`pending_blacklist` Yes, in NVIDIA forum, DCGM, gpud, NVSentinel, azhpc-diagnostics and cadvisor threads; every hit is NVIDIA's Dynamic Page Retirement guide, the nvidia-smi man page, a `--help-query-gpu` listing or a healthy card's `No`/`N/A`. Upstream tools' test inputs (the code index, exact strings `Pending Page Blacklist : Yes` at several paddings, `<pending_retirement>Yes`, `<pending_blacklist>Yes`, DCGM's `A pending retired page has been detected in GPU`): the only hits are checkers' own constants and docstrings (a health script's `BLACKLIST_PAGES` string, a docstring listing the lines it looks for) and DCGM's format strings and their unit test (dcgmlib/src/tests/dcgm_error_tests.cpp), none a capture; DCGM's repository (NVIDIA/DCGM@72fa3fe) holds no captured nvidia-smi output with it. DCGM's own message for it (`dcgm.pending-page-retirement`) is read, in a diag box's warning too (`dcgm-diag-failed`), with no real sample either",
     ),
     cell(XidOther, "an NVSwitch SXid", Row("kernel.sxid"), None),
     // Hardware the installed software does not support.

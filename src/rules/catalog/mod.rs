@@ -9,6 +9,7 @@ mod cpu_illegal_instruction;
 mod cuda_illegal_memory_access;
 mod cuda_oom_at_context_creation;
 mod cuda_unavailable;
+mod dcgm_diag_failed;
 mod ecc_uncorrectable_or_remap_pending;
 mod fabric_manager_mismatch;
 mod fabric_manager_no_nvswitch;
@@ -92,6 +93,7 @@ pub static RULES: &[&dyn Rule] = &[
     &cuda_illegal_memory_access::RULE,
     &cuda_oom_at_context_creation::RULE,
     &cuda_unavailable::RULE,
+    &dcgm_diag_failed::RULE,
     &ecc_uncorrectable_or_remap_pending::RULE,
     &fabric_manager_mismatch::RULE,
     &fabric_manager_no_nvswitch::RULE,
