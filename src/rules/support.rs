@@ -253,6 +253,34 @@ pub fn seconds_between(a: Timestamp, b: Timestamp) -> i64 {
     }
 }
 
+/// A report of the kernel's hung-task watchdog (kernel/hung_task.c
+/// check_hung_task(): `INFO: task %s:%d blocked for more than %ld
+/// seconds.`, the catalog row `kernel.hung-task`): its line and what it
+/// names.
+pub struct HungTask<'a> {
+    pub message: &'a Message,
+    pub pid: u32,
+    pub comm: &'a str,
+    pub secs: &'a str,
+}
+
+/// The inputs' hung-task reports, in order, the one reader of them for
+/// every rule that asks (a GPU fallen off the bus cites them; a trace in
+/// the driver is its own finding).
+pub fn hung_tasks(incident: &Incident) -> Vec<HungTask<'_>> {
+    incident
+        .known("kernel.hung-task")
+        .filter_map(|(message, c)| {
+            Some(HungTask {
+                message,
+                pid: c.get("pid")?.parse().ok()?,
+                comm: c.get("comm").unwrap_or_default(),
+                secs: c.get("secs").unwrap_or_default(),
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

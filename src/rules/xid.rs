@@ -416,32 +416,24 @@ pub const LOST_GPU_ANCHORS: [&str; 3] = [
     "GPU is lost",
 ];
 
-/// The kernel's hung-task watchdog, the catalog row `kernel.hung-task`:
-/// `INFO: task python3:2291034 blocked for more than 120 seconds.`
-const HUNG_TASK: &str = "kernel.hung-task";
-
 /// Cites the kernel's hung-task reports (a process blocked in the driver);
 /// returns their PIDs.
 pub fn cite_hung_tasks(f: &mut Finding, incident: &Incident) -> Vec<u32> {
     let mut pids = Vec::new();
-    for (m, c) in incident.known(HUNG_TASK) {
-        let Some(pid) = c.get("pid").and_then(|p| p.parse::<u32>().ok()) else {
-            continue;
-        };
-        if pids.contains(&pid) {
+    for t in crate::rules::support::hung_tasks(incident) {
+        if pids.contains(&t.pid) {
             continue;
         }
         if pids.len() < 3 {
             f.evidence(
-                m.span,
+                t.message.span,
                 format!(
-                    "the kernel: PID {pid} ({}) has been blocked for more than {} s",
-                    c.get("comm").unwrap_or_default(),
-                    c.get("secs").unwrap_or_default()
+                    "the kernel: PID {} ({}) has been blocked for more than {} s",
+                    t.pid, t.comm, t.secs
                 ),
             );
         }
-        pids.push(pid);
+        pids.push(t.pid);
     }
     pids
 }

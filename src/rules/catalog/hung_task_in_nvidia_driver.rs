@@ -13,10 +13,6 @@ pub static RULE: HungTaskInNvidiaDriver = HungTaskInNvidiaDriver;
 
 pub struct HungTaskInNvidiaDriver;
 
-/// kernel/hung_task.c check_hung_task(): `INFO: task %s:%d blocked for
-/// more than %ld seconds.`
-const HUNG_TASK: &str = "kernel.hung-task";
-
 /// A call-trace frame in `[nvidia]`, `[nvidia_uvm]`, `[nvidia_modeset]`,
 /// `[nvidia_drm]` or `[nvidia_peermem]` (kernel/kallsyms.c's `%pS`).
 const FRAME: &str = "kernel.stack-frame-nvidia";
@@ -73,20 +69,18 @@ impl Rule for HungTaskInNvidiaDriver {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
-        let reports: Vec<_> = incident.known(HUNG_TASK).collect();
+        let reports = crate::rules::support::hung_tasks(incident);
         let frames: Vec<_> = incident.known(FRAME).collect();
         if frames.is_empty() {
             return;
         }
-        for (i, (m, c)) in reports.iter().enumerate() {
-            let Some(pid) = c.get("pid").and_then(|p| p.parse::<u32>().ok()) else {
-                continue;
-            };
+        for (i, task) in reports.iter().enumerate() {
+            let m = task.message;
             // Its trace: the frames after it, before the next report.
             let next = reports[i + 1..]
                 .iter()
-                .find(|(n, _)| n.span.source == m.span.source)
-                .map_or(u32::MAX, |(n, _)| n.span.line);
+                .find(|n| n.message.span.source == m.span.source)
+                .map_or(u32::MAX, |n| n.message.span.line);
             let mine: Vec<(&Message, &str, &str)> = frames
                 .iter()
                 .filter(|(f, h)| {
@@ -101,11 +95,9 @@ impl Rule for HungTaskInNvidiaDriver {
             let Some(&(first, func, module)) = mine.first() else {
                 continue;
             };
-            let comm = c.get("comm").unwrap_or_default();
-            let secs = c.get("secs").unwrap_or_default();
             out.push(finding(
                 incident,
-                (m, pid, comm, secs),
+                (m, task.pid, task.comm, task.secs),
                 (first, func, module),
                 &mine,
             ));

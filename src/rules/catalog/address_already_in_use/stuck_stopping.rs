@@ -6,13 +6,11 @@
 //! hang, not a second program on the port. Neither state alone is a
 //! failure: a long generation keeps a model `Stopping...` until it ends.
 
+use super::super::stale_serving_process::titles::default_port_of;
 use crate::correlate::Incident;
 use crate::model::Message;
 use crate::rules::{Action, Category, Finding};
 use crate::source::Span;
-
-/// Ollama's default port (`OLLAMA_HOST` unset): `ollama ps` names no port.
-const OLLAMA_PORT: &str = "11434";
 
 /// What shows the previous instance stuck stopping.
 struct Stuck {
@@ -79,7 +77,9 @@ fn ollama_stopping(incident: &Incident, port: Option<&str>, binds: &[&Message]) 
     if rows.is_empty() {
         return None;
     }
-    let ours = port.is_none_or(|p| p == OLLAMA_PORT)
+    // `ollama ps` names no port: Ollama's default one (`OLLAMA_HOST` unset,
+    // the serving stacks' table of default ports) is the one it holds.
+    let ours = port.is_none_or(|p| p.parse().is_ok_and(|p| default_port_of("Ollama", p)))
         || binds.iter().any(|m| m.text.contains("listen tcp"));
     if !ours {
         return None;

@@ -86,16 +86,6 @@ fn cause_of(incident: &Incident, e: &KernelEvent, x: &Xid) -> Option<Cause> {
     })
 }
 
-/// The kernel's hung-task report (kernel/hung_task.c, `INFO: task
-/// %s:%d blocked for more than %ld seconds.`): a task in D state. The
-/// task's name may hold colons (`nvc:[driver]:5403`).
-static HUNG_TASK: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"INFO: task (?P<comm>.+):(?P<pid>[0-9]+) blocked for more than (?P<secs>[0-9]+) seconds\.",
-    )
-    .expect("regex")
-});
-
 /// The Xid 45s no fault of their own process explains, one finding per
 /// cause: low severity, never a root cause.
 pub(super) fn cleanups(incident: &Incident, xids: &[(&KernelEvent, &Xid)], out: &mut Vec<Finding>) {
@@ -126,11 +116,15 @@ fn by_cause<'a>(incident: &Incident, xids: &[XidAt<'a>]) -> Vec<(Option<Cause>, 
 /// `None`), an error when a task hung in D state after them.
 fn cleanup(incident: &Incident, cause: Option<&Cause>, members: &[XidAt]) -> Finding {
     // A task stuck in D state after the cleanup: the driver is wedged.
-    let hung = matches(incident, &HUNG_TASK).find(|(m, _)| {
-        members
-            .iter()
-            .any(|(e, _)| e.span.source == m.span.source && e.span < m.span)
-    });
+    // The kernel's hung-task reports, read once for every rule (their
+    // task's name may hold colons: `nvc:[driver]:5403`).
+    let hung = crate::rules::support::hung_tasks(incident)
+        .into_iter()
+        .find(|t| {
+            members
+                .iter()
+                .any(|(e, _)| e.span.source == t.message.span.source && e.span < t.message.span)
+        });
     let severity = if hung.is_some() {
         Severity::Error
     } else if cause.is_some() {
@@ -160,8 +154,8 @@ fn cleanup(incident: &Incident, cause: Option<&Cause>, members: &[XidAt]) -> Fin
     f.headline = format!(
         "The driver cleaned up the GPU work of {subject} (Xid 45); this follows the end of the process and is not a cause by itself."
     );
-    if let Some((m, c)) = &hung {
-        note_hung(&mut f, m, c, &subject);
+    if let Some(t) = &hung {
+        note_hung(&mut f, t, &subject);
     }
     f.chain.push(format!(
         "the driver removed the GPU work of {subject} (Xid 45)"
@@ -239,14 +233,14 @@ fn cite_members(f: &mut Finding, incident: &Incident, members: &[XidAt]) -> (Vec
     (whos, on)
 }
 
-/// Cites the kernel's hung-task line `m` (captures `c`) after the cleanup
-/// of `subject` and words the finding as a wedged driver.
-fn note_hung(f: &mut Finding, m: &Message, c: &regex::Captures<'_>, subject: &str) {
+/// Cites the kernel's hung-task report `t` after the cleanup of `subject`
+/// and words the finding as a wedged driver.
+fn note_hung(f: &mut Finding, t: &crate::rules::support::HungTask<'_>, subject: &str) {
     f.evidence(
-        m.span,
+        t.message.span,
         format!(
             "then the kernel: task {}[{}] blocked for more than {} seconds (D state)",
-            &c["comm"], &c["pid"], &c["secs"]
+            t.comm, t.pid, t.secs
         ),
     );
     f.condition("a task hung in D state after the cleanup", true);
@@ -256,7 +250,7 @@ fn note_hung(f: &mut Finding, m: &Message, c: &regex::Captures<'_>, subject: &st
     );
     f.headline = format!(
         "The driver cleaned up the GPU work of {subject} (Xid 45) and a task then blocked for more than {} seconds in D state: the driver is wedged. kill -9 cannot end a D-state task and nvidia-smi may hang; the GPU needs a reset or the host a reboot.",
-        &c["secs"]
+        t.secs
     );
 }
 
