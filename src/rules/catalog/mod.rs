@@ -5,6 +5,7 @@
 mod address_already_in_use;
 mod bind_refused;
 mod container_killed_137;
+mod control_plane_watch_gap;
 mod cpu_illegal_instruction;
 mod cuda_illegal_memory_access;
 mod cuda_oom_at_context_creation;
@@ -87,6 +88,7 @@ pub static RULES: &[&dyn Rule] = &[
     &address_already_in_use::RULE,
     &bind_refused::RULE,
     &container_killed_137::RULE,
+    &control_plane_watch_gap::RULE,
     &cpu_illegal_instruction::RULE,
     &cuda_illegal_memory_access::RULE,
     &cuda_oom_at_context_creation::RULE,
