@@ -19,6 +19,7 @@ mod gpu_held_by_unresolved_process;
 mod gpu_init_failed;
 mod gpu_memory_taken_before_load;
 mod gpu_memory_unaccounted;
+mod gpu_pod_unschedulable;
 mod gpu_wedged_unkillable_process;
 mod gsp_heartbeat_timeout;
 mod hf_model_download_failure;
@@ -102,6 +103,7 @@ pub static RULES: &[&dyn Rule] = &[
     &gpu_init_failed::RULE,
     &gpu_memory_taken_before_load::RULE,
     &gpu_memory_unaccounted::RULE,
+    &gpu_pod_unschedulable::RULE,
     &gpu_wedged_unkillable_process::RULE,
     &gsp_heartbeat_timeout::RULE,
     &hf_model_download_failure::RULE,
