@@ -46,6 +46,7 @@ mod process_segfault;
 mod request_hung_until_stop;
 mod second_server_instance;
 mod server_killed_no_kernel_line;
+mod serving_process_untracked;
 mod sglang_child_failed;
 mod sglang_cuda_graph_capture_failed;
 mod sglang_kv_not_enough_memory;
@@ -128,6 +129,7 @@ pub static RULES: &[&dyn Rule] = &[
     &request_hung_until_stop::RULE,
     &second_server_instance::RULE,
     &server_killed_no_kernel_line::RULE,
+    &serving_process_untracked::RULE,
     &sglang_child_failed::RULE,
     &sglang_cuda_graph_capture_failed::RULE,
     &sglang_kv_not_enough_memory::RULE,
