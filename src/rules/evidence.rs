@@ -174,6 +174,12 @@ pub const MATRIX: &[Cell] = &[
         Row("stacks-containers.driver-service-hung"),
         Some("fixtures/real/637-nvidia-docker-nvc-driver-service-forced-exclusive-mode-held"),
     ),
+    cell(
+        GpuMemoryHeldByOtherProcess,
+        "a pod left Pending because no node has a free `nvidia.com/gpu` (Kubernetes' scheduler: `0/6 nodes are available: 6 Insufficient nvidia.com/gpu`): the GPUs allocated to other pods, a serving workload of an earlier run that was never deleted, at a confidence that leaves GPUs not advertised open",
+        Rule("gpu-pod-unschedulable"),
+        Some("fixtures/real/666-kubeflow-tfserving-pending-insufficient-gpu-leftover-workload"),
+    ),
     // A stale serving instance.
     cell(
         StaleServingInstance,
@@ -207,9 +213,15 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         StaleServingInstance,
-        "a server process older than the incident (`ps` start time, `etimes`)",
+        "a serving process on a port that no instance of its control plane's instance table has (GPUStack's table beside `ps` with command lines): an instance it lost track of; its `ps` start time (`lstart`) is compared with the inputs' own times when they have some",
+        Rule("serving-process-untracked"),
+        Some("fixtures/real/504-gpustack-ps-eo-stale-vllm-serve-from-june-network-throttle"),
+    ),
+    cell(
+        StaleServingInstance,
+        "a server process older than the incident (`ps` start time, `etimes`), with nothing else to tell it from a server that has run for weeks",
         Gap(
-            "ps start times are read; no rule compares them with the incident's time yet. A real sample exists: fixtures/real/504 (gpustack/gpustack#2595: `ps -eo …,lstart,etimes` of vLLM servers started weeks before), whose incident time is only in a control plane's instance table that is not read",
+            "a start time alone proves nothing (servers run for months): it is read, and `serving-process-untracked` compares it with the inputs' first timed line for a server its control plane does not list (fixtures/real/504, whose paste has no time of its own); `etimes` is not kept beside `lstart`, and no real paste yet shows a server started before the failing one's log with nothing else to mark it",
         ),
         None,
     ),
@@ -232,6 +244,12 @@ pub const MATRIX: &[Cell] = &[
             "ports are read (ss, lsof, docker ps), and a failed bind beside a listing names the listener (`address-already-in-use`, port-in-use: fixtures/real/678, `ss -ltnp` names local-ai on :8080 and the relaunch's listen error is cut); no rule yet tells that the listener is an older instance of the failing server itself. fixtures/real-incoming/batch-f/727 (lsof names an earlier run's API server on :8000) shows no failure at all",
         ),
         None,
+    ),
+    cell(
+        StaleServingInstance,
+        "a control plane's worker that lost its watch on the server and re-listed its instances (GPUStack's `Error watching model instances: watch timeout`, then `Model instance NAME is already running. Skipping start.`): an instance deleted in the gap is never stopped on the worker",
+        Rule("control-plane-watch-gap"),
+        Some("fixtures/real/649-gpustack-221-watch-timeout-instances-already-running-gpus-full"),
     ),
     cell(
         StaleServingInstance,
