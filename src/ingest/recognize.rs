@@ -147,13 +147,14 @@ impl LineReader {
                 facts.gpu_processes.len(),
                 facts.listeners.len(),
                 facts.gpu_health.len(),
+                facts.instances.len(),
             )
         };
         let facts_before = made(out.facts);
         if self.tables.read(line.text, line.span, out.facts) {
             // A row that made a fact (nvtop's GPU process, a port `docker
-            // ps` publishes, a GPU's last Xid in `dcgmi dmon`) is cited:
-            // keep it.
+            // ps` publishes, a GPU's last Xid in `dcgmi dmon`, a control
+            // plane's instance) is cited: keep it.
             return if made(out.facts) != facts_before {
                 Read::Parsed
             } else {
