@@ -53,6 +53,7 @@ const FILES: &[(&str, &str)] = built![
     "stacks-trtllm",
     "stacks-ray",
     "stacks-k8s",
+    "stacks-gpustack",
     "stacks-containers",
     "stacks-hf",
     "stacks-gaudi",

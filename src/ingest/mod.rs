@@ -21,6 +21,7 @@ mod format;
 pub mod frame;
 mod gpustat;
 mod harness;
+mod instances;
 mod journal_cat;
 mod journal_fields;
 mod journal_json;

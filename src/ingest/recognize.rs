@@ -153,14 +153,15 @@ impl LineReader {
                     .iter()
                     .map(|r| 1 + r.detail_spans.len())
                     .sum::<usize>(),
+                facts.instances.len(),
             )
         };
         let facts_before = made(out.facts);
         if self.tables.read(line.text, line.span, out.facts) {
             // A row that made a fact (nvtop's GPU process, a port `docker
             // ps` publishes, a GPU's last Xid in `dcgmi dmon`, a `dcgmi
-            // diag` result or a row of its warning) is cited:
-            // keep it.
+            // diag` result or a row of its warning, a control plane's
+            // instance) is cited: keep it.
             return if made(out.facts) != facts_before {
                 Read::Parsed
             } else {

@@ -158,6 +158,9 @@ static JSON_LINE: LazyLock<Regex> = LazyLock::new(|| {
 #[derive(Debug, Default)]
 pub(crate) struct Tables {
     open: Option<Open>,
+    /// The open box's header when it is a control plane's instance table
+    /// (`super::instances`): its rows are instances.
+    instances: Option<super::instances::Columns>,
     /// A GPU of `dcgmi discovery -l` whose block is not read to its UUID.
     pending_gpu: Option<GpuRecord>,
     /// Where a `dcgmi diag` box is (`ingest::dcgmi_diag`).
@@ -379,6 +382,7 @@ impl Tables {
                             cells: 0,
                             dcgmi: DcgmiBox::Other,
                         });
+                        self.instances = None;
                     }
                     return true;
                 }
@@ -387,6 +391,7 @@ impl Tables {
                 if let Some(kind) = dcgmi_box_header(t) {
                     self.pending_gpu = None;
                     self.diag = super::dcgmi_diag::DiagBox::default();
+                    self.instances = None;
                     self.open = Some(Open::Box {
                         cells: cells(t),
                         dcgmi: kind,
@@ -418,12 +423,21 @@ impl Tables {
                 match self.open {
                     Some(Open::Box { cells: 0, dcgmi }) if cells >= 2 => {
                         self.open = Some(Open::Box { cells, dcgmi });
+                        // A box's header row, or a Markdown table's first
+                        // row under the header it had above its separator.
+                        match &self.instances {
+                            Some(columns) => super::instances::row(columns, t, span, facts),
+                            None => self.instances = super::instances::columns(t),
+                        }
                         true
                     }
                     // A cell may hold a `|` of its own, or a wrapped line
                     // leave one empty: a row is within one of its header.
                     Some(Open::Box { cells: n, dcgmi }) if cells >= 2 && cells.abs_diff(n) <= 1 => {
                         self.dcgmi_row(dcgmi, t, span, facts);
+                        if let Some(columns) = &self.instances {
+                            super::instances::row(columns, t, span, facts);
+                        }
                         true
                     }
                     // A row of a diag box whose header is above the
@@ -446,6 +460,7 @@ impl Tables {
                             cells: 0,
                             dcgmi: DcgmiBox::Other,
                         });
+                        self.instances = super::instances::columns(t);
                         false
                     }
                 }

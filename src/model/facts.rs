@@ -4,6 +4,7 @@ use super::CoreDump;
 use super::DiagResult;
 use super::EnvReport;
 use super::GpuMention;
+use super::InstanceRow;
 use super::KernelModule;
 use super::Listener;
 use super::PackageChange;
@@ -50,6 +51,9 @@ pub struct Facts {
     pub repeats: Vec<Repeat>,
     /// Listening sockets and their processes (`ss -ltnp`).
     pub listeners: Vec<Listener>,
+    /// Instances a serving control plane lists (GPUStack's model
+    /// instances: name, worker, port, state), read from its table.
+    pub instances: Vec<InstanceRow>,
     /// Per input, vLLM's engine moving after its last wait for its workers.
     pub resumed: Vec<Resumed>,
     /// Core dumps `coredumpctl info` shows.
@@ -121,6 +125,7 @@ impl Facts {
             line_times,
             repeats,
             listeners,
+            instances,
             resumed,
             core_dumps,
             kernel_modules,
@@ -149,6 +154,7 @@ impl Facts {
         self.line_times.extend(line_times);
         self.repeats.extend(repeats);
         self.listeners.extend(listeners);
+        self.instances.extend(instances);
         self.resumed.extend(resumed);
         self.core_dumps.extend(core_dumps);
         self.kernel_modules.extend(kernel_modules);

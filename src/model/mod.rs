@@ -14,6 +14,7 @@ mod facts;
 mod failure;
 mod gpu;
 mod gpu_health;
+mod instance;
 mod journal;
 mod kernel;
 mod kernel_module;
@@ -43,6 +44,7 @@ pub use gpu::{
     GpuMention, GpuProcessRecord, GpuRecord, ProcessListing, ProcessListingKind, SmiHeader,
 };
 pub use gpu_health::{EccCounter, EccKind, EccScope, GpuHealth, Reading, SickValue};
+pub use instance::InstanceRow;
 pub use journal::JournalEntry;
 pub use kernel::{KernelEvent, KernelEventKind, KernelTime, OomKill, OomTask, Xid};
 pub use kernel_module::KernelModule;

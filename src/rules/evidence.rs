@@ -188,6 +188,12 @@ pub const MATRIX: &[Cell] = &[
         Row("stacks-containers.driver-service-hung"),
         Some("fixtures/real/637-nvidia-docker-nvc-driver-service-forced-exclusive-mode-held"),
     ),
+    cell(
+        GpuMemoryHeldByOtherProcess,
+        "a pod left Pending because no node has a free `nvidia.com/gpu` (Kubernetes' scheduler: `0/6 nodes are available: 6 Insufficient nvidia.com/gpu`): the GPUs allocated to other pods, a serving workload of an earlier run that was never deleted, at a confidence that leaves GPUs not advertised open",
+        Rule("gpu-pod-unschedulable"),
+        Some("fixtures/real/666-kubeflow-tfserving-pending-insufficient-gpu-leftover-workload"),
+    ),
     // A stale serving instance.
     cell(
         StaleServingInstance,
@@ -221,9 +227,15 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         StaleServingInstance,
-        "a server process older than the incident (`ps` start time, `etimes`)",
+        "a serving process on a port that no instance of its control plane's instance table has (GPUStack's table beside `ps` with command lines): an instance it lost track of; its `ps` start time (`lstart`) is compared with the inputs' own times when they have some",
+        Rule("serving-process-untracked"),
+        Some("fixtures/real/504-gpustack-ps-eo-stale-vllm-serve-from-june-network-throttle"),
+    ),
+    cell(
+        StaleServingInstance,
+        "a server process older than the incident (`ps` start time, `etimes`), with nothing else to tell it from a server that has run for weeks",
         Gap(
-            "ps start times are read; no rule compares them with the incident's time yet. A real sample exists: fixtures/real/504 (gpustack/gpustack#2595: `ps -eo …,lstart,etimes` of vLLM servers started weeks before), whose incident time is only in a control plane's instance table that is not read",
+            "a start time alone proves nothing (servers run for months): it is read, and `serving-process-untracked` compares it with the inputs' first timed line for a server its control plane does not list (fixtures/real/504, whose paste has no time of its own); `etimes` is not kept beside `lstart`, and no real paste yet shows a server started before the failing one's log with nothing else to mark it",
         ),
         None,
     ),
@@ -250,6 +262,12 @@ pub const MATRIX: &[Cell] = &[
         "an engine process under its own title (`sgl_diffusion::scheduler_U0`, `VLLM::EngineCore`, `ollama runner`, `text-generation-server`) in a `ps` listing or nvidia-smi's rows, with a teardown of its server in the inputs (`pkill`, `killall`, `ray stop`) that its name escapes, and no front end of its stack listed beside it",
         Rule("stale-serving-process"),
         Some("fixtures/real/742-sgl-diffusion-scheduler-outlives-ray-stop"),
+    ),
+    cell(
+        StaleServingInstance,
+        "a control plane's worker that lost its watch on the server and re-listed its instances (GPUStack's `Error watching model instances: watch timeout`, then `Model instance NAME is already running. Skipping start.`): an instance deleted in the gap is never stopped on the worker",
+        Rule("control-plane-watch-gap"),
+        Some("fixtures/real/649-gpustack-221-watch-timeout-instances-already-running-gpus-full"),
     ),
     cell(
         StaleServingInstance,

@@ -5,6 +5,7 @@
 mod address_already_in_use;
 mod bind_refused;
 mod container_killed_137;
+mod control_plane_watch_gap;
 mod cpu_illegal_instruction;
 mod cuda_illegal_memory_access;
 mod cuda_oom_at_context_creation;
@@ -19,6 +20,7 @@ mod gpu_held_by_unresolved_process;
 mod gpu_init_failed;
 mod gpu_memory_taken_before_load;
 mod gpu_memory_unaccounted;
+mod gpu_pod_unschedulable;
 mod gpu_wedged_unkillable_process;
 mod gsp_heartbeat_timeout;
 mod hf_model_download_failure;
@@ -46,6 +48,7 @@ mod process_segfault;
 mod request_hung_until_stop;
 mod second_server_instance;
 mod server_killed_no_kernel_line;
+mod serving_process_untracked;
 mod sglang_child_failed;
 mod sglang_cuda_graph_capture_failed;
 mod sglang_kv_not_enough_memory;
@@ -89,6 +92,7 @@ pub static RULES: &[&dyn Rule] = &[
     &address_already_in_use::RULE,
     &bind_refused::RULE,
     &container_killed_137::RULE,
+    &control_plane_watch_gap::RULE,
     &cpu_illegal_instruction::RULE,
     &cuda_illegal_memory_access::RULE,
     &cuda_oom_at_context_creation::RULE,
@@ -103,6 +107,7 @@ pub static RULES: &[&dyn Rule] = &[
     &gpu_init_failed::RULE,
     &gpu_memory_taken_before_load::RULE,
     &gpu_memory_unaccounted::RULE,
+    &gpu_pod_unschedulable::RULE,
     &gpu_wedged_unkillable_process::RULE,
     &gsp_heartbeat_timeout::RULE,
     &hf_model_download_failure::RULE,
@@ -128,6 +133,7 @@ pub static RULES: &[&dyn Rule] = &[
     &request_hung_until_stop::RULE,
     &second_server_instance::RULE,
     &server_killed_no_kernel_line::RULE,
+    &serving_process_untracked::RULE,
     &sglang_child_failed::RULE,
     &sglang_cuda_graph_capture_failed::RULE,
     &sglang_kv_not_enough_memory::RULE,
