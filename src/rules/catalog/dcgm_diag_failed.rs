@@ -108,9 +108,13 @@ fn finding(incident: &Incident, r: &DiagResult) -> Finding {
         Some(c @ (Category::GpuMemoryHeldByOtherProcess | Category::EccUncorrectable)) => c,
         _ => META.category,
     };
+    // Every reason DCGM gives is an NVLink link down: on a PCIe card with
+    // no NVLink connected DCGM has reported every link down (DCGM#49), so
+    // alone this is not a fault until `nvidia-smi nvlink --status` agrees.
+    let links_only = nvlink_down_only(&detail);
     let severity = match r.outcome {
         DiagOutcome::Fail if busy => Severity::Error,
-        DiagOutcome::Fail => META.severity,
+        DiagOutcome::Fail if !links_only => META.severity,
         _ => Severity::Warning,
     };
     let mut f = Finding::new(META.id, category, severity);
@@ -130,6 +134,72 @@ fn finding(incident: &Incident, r: &DiagResult) -> Finding {
         .section
         .as_deref()
         .map_or(String::new(), |s| format!(", in its {s} section"));
+    cite(&mut f, r, (&what, &section, &on), (&detail, known));
+    f.condition(format!("dcgmi diag: {on} {}", r.outcome.word()), true);
+    let named = f.condition(
+        "DCGM says why (its warning under the result)",
+        !detail.is_empty(),
+    );
+    f.condition(
+        "the warning is a known message (the catalogs name it)",
+        known.is_some(),
+    );
+    if links_only {
+        f.condition(
+            "a link down is confirmed by nvidia-smi (missing: nvidia-smi nvlink --status; on a PCIe card with no NVLink bridge every link reads down, DCGM's known false alarm)",
+            false,
+        );
+    }
+    f.title = format!("dcgmi diag: {what} {} on {on}", verb(r.outcome));
+    f.headline = if busy {
+        format!(
+            "DCGM's {what} could not run on {on}: the GPU is busy or unavailable, held by another process; this is not a fault of the GPU."
+        )
+    } else if named {
+        format!("DCGM's {what} {} on {on}: {detail}", verb(r.outcome))
+    } else {
+        format!("DCGM's {what} {} on {on}.", verb(r.outcome))
+    };
+    f.explanation = test.map_or(String::new(), |row| row.meaning.clone());
+    f.chain
+        .push(format!("dcgmi diag: {what} {} on {on}", verb(r.outcome)));
+    if named {
+        f.chain.push(detail.clone());
+    }
+    if let Some(g) = r.gpu {
+        f.entities.gpus.insert(g);
+    }
+    advise(&mut f, r.gpu, busy, known);
+    f.confidence = if links_only {
+        0.3
+    } else {
+        confidence(&f, 0.5, if busy { 0.75 } else { 0.8 })
+    };
+    f
+}
+
+/// Whether DCGM's warning names only NVLink links down (the catalog row
+/// `dcgm.nvlink-link-down`, DCGM_FR_NVLINK_DOWN) and no other known
+/// message: every sentence of it is that row's or DCGM's closing `Run a
+/// field diagnostic on the GPU.`.
+fn nvlink_down_only(detail: &str) -> bool {
+    let rows: Vec<&str> = catalogs()
+        .hits(detail)
+        .into_iter()
+        .filter_map(|h| h.row.map(|r| r.id.as_str()))
+        .collect();
+    rows.contains(&"dcgm.nvlink-link-down") && rows.iter().all(|id| *id == "dcgm.nvlink-link-down")
+}
+
+/// Cites the diag result `r` on `f`: the test's row (`what`, in its
+/// `section`), the result for `on`, and DCGM's warning (`detail`, the
+/// catalog row that names it when one does).
+fn cite(
+    f: &mut Finding,
+    r: &DiagResult,
+    (what, section, on): (&str, &str, &str),
+    (detail, known): (&str, Option<&Row>),
+) {
     if r.detail_spans.first() != Some(&r.test_span) {
         f.evidence_marked(
             r.test_span,
@@ -154,37 +224,6 @@ fn finding(incident: &Incident, r: &DiagResult) -> Finding {
             f.evidence(*s, "the warning, continued");
         }
     }
-    f.condition(format!("dcgmi diag: {on} {}", r.outcome.word()), true);
-    let named = f.condition(
-        "DCGM says why (its warning under the result)",
-        !detail.is_empty(),
-    );
-    f.condition(
-        "the warning is a known message (the catalogs name it)",
-        known.is_some(),
-    );
-    f.title = format!("dcgmi diag: {what} {} on {on}", verb(r.outcome));
-    f.headline = if busy {
-        format!(
-            "DCGM's {what} could not run on {on}: the GPU is busy or unavailable, held by another process; this is not a fault of the GPU."
-        )
-    } else if named {
-        format!("DCGM's {what} {} on {on}: {detail}", verb(r.outcome))
-    } else {
-        format!("DCGM's {what} {} on {on}.", verb(r.outcome))
-    };
-    f.explanation = test.map_or(String::new(), |row| row.meaning.clone());
-    f.chain
-        .push(format!("dcgmi diag: {what} {} on {on}", verb(r.outcome)));
-    if named {
-        f.chain.push(detail.clone());
-    }
-    if let Some(g) = r.gpu {
-        f.entities.gpus.insert(g);
-    }
-    advise(&mut f, r.gpu, busy, known);
-    f.confidence = confidence(&f, 0.5, if busy { 0.75 } else { 0.8 });
-    f
 }
 
 fn verb(outcome: DiagOutcome) -> &'static str {
@@ -319,6 +358,40 @@ mod tests {
     /// from dcgmi/Diag.cpp's stencil and dcgm_errors.h's
     /// `DCGM_FR_PENDING_PAGE_RETIREMENTS_MSG`, not copied): the warning,
     /// joined across its rows, is read by the catalog as an ECC fault.
+    /// DCGM 2.4.6 failing its PCIe test on an A100 with no NVLink, every
+    /// reason an NVLink link down (NVIDIA/DCGM#49, fixtures/real-incoming/
+    /// batch-j/863, its first rows): a warning to check with nvidia-smi,
+    /// not a fault; a link down beside another reason stays an error.
+    #[test]
+    fn every_link_down_alone_is_a_warning_to_check() {
+        let box_ = "+-----  Integration  -------+------------------------------------------------+\n\
+| PCIe                      | Fail - All                                     |\n\
+| Warning                   | GPU 0GPU 0's NvLink link 0 is currently down   |\n\
+|                           | Run a field diagnostic on the GPU., GPU 0GPU   |\n\
+|                           | 0's NvLink link 1 is currently down Run a fie  |\n\
+|                           | ld diagnostic on the GPU., GPU 0GPU 0's NvLin  |\n\
+|                           | k link 2 is currently down Run a field diagno  |\n\
+|                           | stic on the GPU., GPU 0GPU 0's NvLink link 3   |\n";
+        let f = findings_of(ID, box_);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].severity, crate::rules::Severity::Warning);
+        assert!(f[0].confidence < 0.5, "{}", f[0].confidence);
+        assert!(
+            f[0].conditions
+                .iter()
+                .any(|c| c.text.contains("nvlink --status") && !c.met)
+        );
+        assert!(super::nvlink_down_only(
+            "GPU 0's NvLink link 0 is currently down Run a field diagnostic on the GPU."
+        ));
+        assert!(!super::nvlink_down_only(
+            "GPU 0's NvLink link 0 is currently down, GPU 0 has uncorrectable memory errors and row remappings are pending"
+        ));
+        assert!(!super::nvlink_down_only(
+            "Run a field diagnostic on the GPU."
+        ));
+    }
+
     #[test]
     fn a_pending_page_retirement_is_an_ecc_fault() {
         let text = "|-----  Deployment  --------+------------------------------------------------|\n\
