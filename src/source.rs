@@ -390,6 +390,30 @@ impl Source {
     }
 }
 
+/// Every line of every file under the repository's `fixtures/`, cleaned
+/// as a source cleans it ([`clean_line`]): the lines the tests that hold a
+/// fast test to the regex it stands for run over (ingest's sniffers and
+/// exception lines, the rules' error templates). For tests only: it reads
+/// the checkout's files.
+#[doc(hidden)]
+pub fn fixture_lines() -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut dirs =
+        vec![std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("fixtures")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("fixtures").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                let text = String::from_utf8_lossy(&bytes);
+                lines.extend(text.lines().map(|l| clean_line(l).into_owned()));
+            }
+        }
+    }
+    lines
+}
+
 /// Removes terminal escape sequences (CSI, whole OSC/DCS/APC strings, in
 /// their 7-bit and C1 forms: [`escape_len`]) and handles `\r`, so parsers
 /// see what a person sees. A line without escapes is borrowed, not copied.

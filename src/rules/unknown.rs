@@ -262,6 +262,7 @@ fn fnv1a(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::fixture_lines;
 
     #[test]
     fn fingerprints_are_fnv1a_64() {
@@ -322,29 +323,6 @@ mod tests {
             text = re.replace_all(&text, *with).into_owned();
         }
         text
-    }
-
-    /// Every line of every fixture, cleaned as the sources clean them.
-    fn fixture_lines() -> Vec<String> {
-        let mut lines = Vec::new();
-        let mut dirs = vec![
-            std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("fixtures"),
-        ];
-        while let Some(dir) = dirs.pop() {
-            for entry in std::fs::read_dir(&dir).expect("fixtures").flatten() {
-                let path = entry.path();
-                if path.is_dir() {
-                    dirs.push(path);
-                } else if let Ok(bytes) = std::fs::read(&path) {
-                    let text = String::from_utf8_lossy(&bytes).into_owned();
-                    lines.extend(
-                        text.lines()
-                            .map(|l| crate::source::clean_line(l).into_owned()),
-                    );
-                }
-            }
-        }
-        lines
     }
 
     #[test]

@@ -512,6 +512,7 @@ impl Segmenter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::fixture_lines;
 
     fn formats(text: &str) -> Vec<(Format, u32, u32)> {
         let source = Source::new("t", text.as_bytes());
@@ -680,26 +681,6 @@ Sat 2024-06-01 12:00:05 UTC gpu-node-7 kernel: NVRM: Xid (PCI:0000:1a:00): 79
         assert_eq!(got, vec![(Format::JournalCat, 1, 2)]);
         let empty = Source::new("e", b"");
         assert!(segment_as(SourceId(0), &empty, Some(Format::JournalCat)).is_empty());
-    }
-
-    /// Every line of every fixture file, cleaned as the segmenter sees it.
-    fn fixture_lines() -> Vec<String> {
-        let mut lines = Vec::new();
-        let mut dirs = vec![
-            std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("fixtures"),
-        ];
-        while let Some(dir) = dirs.pop() {
-            for entry in std::fs::read_dir(&dir).expect("fixtures").flatten() {
-                let path = entry.path();
-                if path.is_dir() {
-                    dirs.push(path);
-                } else if let Ok(bytes) = std::fs::read(&path) {
-                    let text = String::from_utf8_lossy(&bytes).into_owned();
-                    lines.extend(text.lines().map(|l| clean_line(l).into_owned()));
-                }
-            }
-        }
-        lines
     }
 
     /// Every sniffer's gated regexes, for the tests that hold the gates to

@@ -1832,25 +1832,12 @@ fn the_exception_line_by_hand_is_the_regex() {
     ]
     .map(str::to_owned)
     .to_vec();
-    let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("fixtures");
-    let mut dirs = vec![root];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).expect("fixtures").flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if let Ok(bytes) = std::fs::read(&path) {
-                let text = String::from_utf8_lossy(&bytes).into_owned();
-                for line in text.lines() {
-                    let line = crate::source::clean_line(line).into_owned();
-                    // The reader asks it of a line under its prefixes too.
-                    if let Some((_, rest)) = line.split_once("] ") {
-                        lines.push(rest.to_owned());
-                    }
-                    lines.push(line);
-                }
-            }
+    for line in crate::source::fixture_lines() {
+        // The reader asks it of a line under its prefixes too.
+        if let Some((_, rest)) = line.split_once("] ") {
+            lines.push(rest.to_owned());
         }
+        lines.push(line);
     }
     let mut matched = 0;
     for line in &lines {
