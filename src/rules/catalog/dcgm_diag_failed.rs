@@ -90,19 +90,25 @@ fn test_row<'a>(incident: &'a Incident, r: &DiagResult) -> Option<&'a Row> {
         .find(|row| incident.known(&row.id).any(|(m, _)| m.span == r.test_span))
 }
 
-/// What DCGM's warning is, by the catalogs: the first row with a category.
-fn classify(detail: &str) -> Option<&'static Row> {
+/// The catalog rows DCGM's warning names, read once per result.
+fn rows_of(detail: &str) -> Vec<&'static Row> {
     catalogs()
         .hits(detail)
         .into_iter()
         .filter_map(|h| h.row)
-        .find(|row| row.category.is_some())
+        .collect()
+}
+
+/// What DCGM's warning is, by the catalogs: the first row with a category.
+fn classify(rows: &[&'static Row]) -> Option<&'static Row> {
+    rows.iter().copied().find(|row| row.category.is_some())
 }
 
 fn finding(incident: &Incident, r: &DiagResult) -> Finding {
     let detail = r.detail.split_whitespace().collect::<Vec<_>>().join(" ");
     let test = test_row(incident, r);
-    let known = classify(&detail);
+    let rows = rows_of(&detail);
+    let known = classify(&rows);
     let busy = known.is_some_and(|k| k.category == Some(Category::GpuMemoryHeldByOtherProcess));
     let category = match known.and_then(|k| k.category) {
         Some(c @ (Category::GpuMemoryHeldByOtherProcess | Category::EccUncorrectable)) => c,
@@ -111,7 +117,7 @@ fn finding(incident: &Incident, r: &DiagResult) -> Finding {
     // Every reason DCGM gives is an NVLink link down: on a PCIe card with
     // no NVLink connected DCGM has reported every link down (DCGM#49), so
     // alone this is not a fault until `nvidia-smi nvlink --status` agrees.
-    let links_only = nvlink_down_only(&detail);
+    let links_only = nvlink_down_only(&rows);
     let severity = match r.outcome {
         DiagOutcome::Fail if busy => Severity::Error,
         DiagOutcome::Fail if !links_only => META.severity,
@@ -178,17 +184,12 @@ fn finding(incident: &Incident, r: &DiagResult) -> Finding {
     f
 }
 
-/// Whether DCGM's warning names only NVLink links down (the catalog row
+/// Whether DCGM's warning names NVLink links down (the catalog row
 /// `dcgm.nvlink-link-down`, DCGM_FR_NVLINK_DOWN) and no other known
-/// message: every sentence of it is that row's or DCGM's closing `Run a
-/// field diagnostic on the GPU.`.
-fn nvlink_down_only(detail: &str) -> bool {
-    let rows: Vec<&str> = catalogs()
-        .hits(detail)
-        .into_iter()
-        .filter_map(|h| h.row.map(|r| r.id.as_str()))
-        .collect();
-    rows.contains(&"dcgm.nvlink-link-down") && rows.iter().all(|id| *id == "dcgm.nvlink-link-down")
+/// message (`rows`, [`rows_of`] the warning).
+fn nvlink_down_only(rows: &[&Row]) -> bool {
+    const LINK_DOWN: &str = "dcgm.nvlink-link-down";
+    rows.iter().any(|r| r.id == LINK_DOWN) && rows.iter().all(|r| r.id == LINK_DOWN)
 }
 
 /// Cites the diag result `r` on `f`: the test's row (`what`, in its
@@ -381,15 +382,15 @@ mod tests {
                 .iter()
                 .any(|c| c.text.contains("nvlink --status") && !c.met)
         );
-        assert!(super::nvlink_down_only(
+        assert!(super::nvlink_down_only(&super::rows_of(
             "GPU 0's NvLink link 0 is currently down Run a field diagnostic on the GPU."
-        ));
-        assert!(!super::nvlink_down_only(
+        )));
+        assert!(!super::nvlink_down_only(&super::rows_of(
             "GPU 0's NvLink link 0 is currently down, GPU 0 has uncorrectable memory errors and row remappings are pending"
-        ));
-        assert!(!super::nvlink_down_only(
+        )));
+        assert!(!super::nvlink_down_only(&super::rows_of(
             "Run a field diagnostic on the GPU."
-        ));
+        )));
     }
 
     #[test]
