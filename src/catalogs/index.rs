@@ -198,6 +198,40 @@ impl Index {
         })
     }
 
+    /// Whether `text` is a message of a row, and then how many lines after
+    /// it upstream prints with it as one message (the row's `block`; 0
+    /// without one). `None` when no row or wrapper knows the line.
+    pub(super) fn known_block(&self, list: &[Catalog], text: &str) -> Option<u8> {
+        let mut known = None;
+        for target in self.targets(text) {
+            let after = match target {
+                Target::Wording {
+                    catalog,
+                    row,
+                    wording,
+                } => {
+                    let row = &list[catalog].rows[row];
+                    row.wordings[wording]
+                        .regex()
+                        .is_some_and(|re| re.is_match(text))
+                        .then(|| row.block.map_or(0, |[_, after]| after.clamp(0, 8) as u8))
+                }
+                Target::Wrapper { catalog, wrapper } => list[catalog].wrappers[wrapper]
+                    .wording
+                    .regex()
+                    .is_some_and(|re| re.is_match(text))
+                    .then_some(0),
+                Target::Bare { catalog, row } => {
+                    bare(&list[catalog].rows[row], text).is_some().then_some(0)
+                }
+            };
+            if let Some(after) = after {
+                known = Some(known.map_or(after, |k: u8| k.max(after)));
+            }
+        }
+        known
+    }
+
     /// Catalog `c`'s normal strings.
     fn strings(&self, c: usize) -> Strings<'_> {
         Strings {

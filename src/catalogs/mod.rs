@@ -347,6 +347,12 @@ impl Catalogs {
         self.index.knows(&self.list, text)
     }
 
+    /// Whether a row knows `text`, and how many lines after it belong to
+    /// the same message (the row's `block`; see [`Index::known_block`]).
+    pub fn known_block(&self, text: &str) -> Option<u8> {
+        self.index.known_block(&self.list, text)
+    }
+
     /// The row with this id.
     pub fn row(&self, id: &str) -> Option<&Row> {
         self.rows().find(|r| r.id == id)
@@ -624,6 +630,7 @@ mod tests {
         for line in lines {
             let hits = !all.hits(line).is_empty();
             assert_eq!(all.knows(line), hits, "{line:?}");
+            assert_eq!(all.known_block(line).is_some(), hits, "{line:?}");
             if hits { known += 1 } else { unknown += 1 }
         }
         // Both answers were asked for, many times.

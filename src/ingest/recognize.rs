@@ -119,6 +119,10 @@ pub(super) struct LineReader {
     kernel: Option<KernelParser>,
     /// A text table in progress (`ingest::tables`).
     tables: super::tables::Tables,
+    /// How many of the next lines upstream prints as one message with the
+    /// last catalog line (its row's `block`: ggml's failed call and abort
+    /// after `current device: …`); such a line is read as part of it.
+    block_rest: u8,
     tally: Tally,
 }
 
@@ -128,6 +132,7 @@ impl LineReader {
             server: (except != Except::Server).then(|| ServerLogParser::new(None)),
             kernel: (except != Except::Kernel).then(KernelParser::default),
             tables: super::tables::Tables::default(),
+            block_rest: 0,
             tally: Tally::default(),
         }
     }
@@ -135,6 +140,8 @@ impl LineReader {
     /// Reads a line: recognised, it may make facts; else it is counted and
     /// listed as prose or unrecognised. Blank lines count as nothing.
     pub(super) fn read(&mut self, line: &Line<'_>, hot: bool, out: &mut Out<'_>) -> Read {
+        let in_block = self.block_rest > 0;
+        self.block_rest = self.block_rest.saturating_sub(1);
         if line.text.trim().is_empty() {
             self.tables.blank();
             return Read::Skimmed(None);
@@ -174,8 +181,11 @@ impl LineReader {
         // A message of an upstream catalog is understood even where no
         // parser makes a fact of it: the rules read it by its row. Only a
         // line with an anchor can be one.
-        if hot && crate::catalogs::catalogs().knows(line.text) {
-            return Read::Skimmed(None);
+        if hot {
+            if let Some(after) = crate::catalogs::catalogs().known_block(line.text) {
+                self.block_rest = after;
+                return Read::Skimmed(None);
+            }
         }
         // A known logger's record whose message no recogniser knows is
         // still that logger's record (`ingest::frame`): its time is kept.
@@ -188,6 +198,10 @@ impl LineReader {
                 time => Read::Skimmed(time),
             };
         }
+        // A line of the message a catalog line opened (see `block_rest`).
+        if in_block {
+            return Read::Skimmed(None);
+        }
         let prose = is_prose(line.text) || is_annotation(line.text) || is_elision(line.text);
         // Machine output that says what it is by its own grammar and makes
         // no fact: a report aligned by padding, NCCL's interface list
@@ -195,16 +209,25 @@ impl LineReader {
         // llama.cpp's `function: ` lines, an INI setting, docker compose's
         // own lines, a command-line tool's closing `Error: …`. A person's
         // sentence stays prose whatever it starts with.
+        // The same grammar under another program's layers (`llama-cpp-1  |
+        // ggml_cuda_init: found 1 CUDA devices:` in `docker compose logs`).
+        let shaped = |text: &str| {
+            super::tables::is_aligned_key_value(text)
+                || is_nccl_interface_list(text)
+                || is_logfmt_fields(text)
+                || is_ggml_line(text)
+                || is_setting_line(text)
+                || is_compose_cli_line(text)
+                || is_listing_summary(text)
+                || is_cli_verdict(text)
+                || is_pod_status_field(text)
+                || super::shell_notes::is_shell_note(text)
+        };
         if !prose
-            && (super::tables::is_aligned_key_value(line.text)
-                || is_nccl_interface_list(line.text)
-                || is_logfmt_fields(line.text)
-                || is_ggml_line(line.text)
-                || is_setting_line(line.text)
-                || is_compose_cli_line(line.text)
-                || is_listing_summary(line.text)
-                || is_cli_verdict(line.text)
-                || super::shell_notes::is_shell_note(line.text))
+            && (shaped(line.text) || {
+                let payload = super::server::under_layers(line.text);
+                payload.len() < line.text.len() && shaped(payload)
+            })
         {
             return Read::Skimmed(None);
         }
@@ -442,8 +465,10 @@ fn is_listing_summary(text: &str) -> bool {
 
 /// docker compose's own lines around its services' logs: the progress
 /// head `[+] Running 38/38` (also `Pulling`, `Building`, `Creating`,
-/// `Stopping`) and `Attaching to a, b, c` (docker/compose pkg/compose:
-/// `"Attaching to %s"`).
+/// `Stopping`), `Attaching to a, b, c` (docker/compose pkg/compose:
+/// `"Attaching to %s"`) and a service's end, `tabby_tabby_1 exited with
+/// code 1` (`"%s exited with code %d"`; codes 127 and 137, which say why,
+/// are catalog rows of their own, read before this).
 fn is_compose_cli_line(text: &str) -> bool {
     let t = text.trim();
     if let Some(rest) = t.strip_prefix("[+] ") {
@@ -457,8 +482,43 @@ fn is_compose_cli_line(text: &str) -> bool {
                 })
             });
     }
+    if let Some(code) = t
+        .split_once(' ')
+        .and_then(|(_, rest)| rest.strip_prefix("exited with code "))
+    {
+        return !code.is_empty() && code.bytes().all(|b| b.is_ascii_digit());
+    }
     t.strip_prefix("Attaching to ")
         .is_some_and(|rest| !rest.contains(' ') || rest.contains(", "))
+}
+
+/// A field of a Kubernetes container status that says no more than its
+/// grammar (`kubectl get pod -o yaml`, k8s.io/api core/v1 `ContainerStatus`
+/// and `ContainerStateTerminated`): `containerID: containerd://0f30…`,
+/// `imageID: …@sha256:…`, `startedAt: "2025-12-17T10:56:35Z"`,
+/// `finishedAt: …`, `restartCount: 3`. The fields that say why a container
+/// ended (`exitCode`, `reason`) are catalog rows.
+fn is_pod_status_field(text: &str) -> bool {
+    let Some((key, value)) = text.trim().split_once(": ") else {
+        return false;
+    };
+    let value = value.trim_matches('"');
+    match key {
+        "containerID" => ["containerd://", "docker://", "cri-o://"]
+            .iter()
+            .any(|scheme| value.starts_with(scheme)),
+        "imageID" => value.contains("@sha256:"),
+        "startedAt" | "finishedAt" => {
+            let b = value.as_bytes();
+            b.len() >= 20
+                && b[4] == b'-'
+                && b[10] == b'T'
+                && value.ends_with('Z')
+                && b[..4].iter().all(u8::is_ascii_digit)
+        }
+        "restartCount" => !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()),
+        _ => false,
+    }
 }
 
 /// A configuration file's setting, `snake_case_key = value` (an INI file
@@ -851,6 +911,19 @@ something nobody knows 0x1f
             "Error: ShardCannotStart",
             "cache_max_entry_count = 12",
             "Runner processes detected          : 3",
+            // The same grammars under docker compose's service prefix, and
+            // compose's own line for a service's end (batch J 857, Tabby's
+            // `docker-compose logs`).
+            "tabby_1  | ggml_init_cublas: found 1 CUDA devices:",
+            "tabby_1  |   Device 0: NVIDIA GeForce RTX 3090, compute capability 8.6",
+            "llama-cpp-1  | cache_max_entry_count = 12",
+            "tabby_tabby_1 exited with code 1",
+            // A container's status as `kubectl get pod -o yaml` prints it
+            // (batch J 847, ray-project/kuberay).
+            "containerID: containerd://0f30d47b321c9d9482bc6b78f2292196f7156194f5d2ea02b12eaeb2b395a1b3",
+            "finishedAt: \"2025-12-17T10:56:44Z\"",
+            "      startedAt: \"2025-12-17T10:56:35Z\"",
+            "    restartCount: 3",
         ];
         for line in read {
             let (_, tally) = read_all(line, Except::Nothing, false);
@@ -865,6 +938,9 @@ something nobody knows 0x1f
             "[0] bond0",
             "maintenance: window at 10:00",
             "max_batch_size = 8 on two GPUs",
+            "tabby_1  | then it hung for a while",
+            "the server exited with code red",
+            "startedAt: yesterday, after the upgrade",
         ] {
             let (_, tally) = read_all(line, Except::Nothing, false);
             assert_eq!(tally.prose + tally.unrecognized, 1, "{line:?}");

@@ -11,11 +11,26 @@
 //! - a program's answer to `--version` or a version query a person typed,
 //!   a name and a version alone: `Python 3.7.3` (CPython's `--version`),
 //!   `Ubuntu 16.04.3`, `fairseq '0.9.0'` and `'1.6.0'` (a Python REPL's
-//!   repr of `__version__`), `v0.6.5`.
+//!   repr of `__version__`), `v0.6.5`;
+//! - a password prompt left on its line: `Password:` (sudo's prompt on
+//!   macOS, PAM's password prompt) and `[sudo] password for alice:`
+//!   (sudo's `passprompt` on Linux, `[sudo] password for %p: `).
 
 /// Whether `text` is a line the shell printed by itself.
 pub(super) fn is_shell_note(text: &str) -> bool {
-    is_job_started(text) || is_date_output(text) || is_version_answer(text)
+    is_job_started(text)
+        || is_date_output(text)
+        || is_version_answer(text)
+        || is_password_prompt(text)
+}
+
+/// `Password:`, `[sudo] password for alice:`: nothing else on the line.
+fn is_password_prompt(text: &str) -> bool {
+    let t = text.trim();
+    t == "Password:"
+        || t.strip_prefix("[sudo] password for ")
+            .and_then(|user| user.strip_suffix(':'))
+            .is_some_and(|user| !user.is_empty() && !user.contains(char::is_whitespace))
 }
 
 /// At most two words of a name, then one version (`1.6`, `3.7.3`,
@@ -136,6 +151,9 @@ mod tests {
             "fairseq '0.9.0'",
             "Ubuntu 16.04.3",
             "torch 2.1.0+cu118",
+            // batch I 807 (ollama/ollama, macOS `sudo osascript …`).
+            "Password:",
+            "[sudo] password for alice:",
         ] {
             assert!(is_shell_note(yes), "{yes}");
         }
@@ -152,6 +170,8 @@ mod tests {
             "10.0.0.1",
             "1.6.0",
             "CUDA Version 12.2 is too old",
+            "Password: hunter2",
+            "[sudo] password for the node is wrong:",
         ] {
             assert!(!is_shell_note(no), "{no}");
         }

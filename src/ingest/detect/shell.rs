@@ -79,9 +79,12 @@ gated!(
 // type (maybe after `sudo` and `VAR=value` assignments) and an argument, or
 // a pager on a path (`sudo cat /proc/77637/stack`). Programs print
 // `python3: can't open file …` with a colon, so an argument must follow.
+// A notebook cell runs one through the shell after a `!` (Jupyter, Colab:
+// `!python examples/chat.py -m …`, `!nvidia-smi`).
 gated!(
     BARE_COMMAND,
     |l| match first_after_space(l) {
+        Some(b'!') => true,
         // `VAR=value` first.
         Some(b'A'..=b'Z' | b'_') => memchr::memchr(b'=', l.as_bytes()).is_some(),
         // A path to a script, or a command's first letter (`sudo` too).
@@ -91,7 +94,7 @@ gated!(
         ) => true,
         _ => false,
     },
-    r"^\s*(?:sudo\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:(?:python(?:3(?:\.[0-9]+)?)?|torchrun|vllm|docker|podman|mpirun|srun|deepspeed|accelerate|trtllm-serve|trtllm-build|ollama|nvidia-smi|journalctl|systemctl|dmesg|kubectl|ssh|dcgmi|nvtop|nvitop|squeue|sinfo|scontrol|rocm-smi|fuser|ps|pgrep|pkill|kill|lsof|netstat|ss|curl|wget|text-generation-launcher|llama-server|local-ai|lmdeploy|dynamo|gpustack|\.?/[0-9A-Za-z_./-]+\.sh)(?:\s+(?:-{1,2}[0-9A-Za-z_-]|[0-9A-Za-z_./~${\x22'-]).*|\s*)|(?:cat|head|tail|less)\s+(?:-\S+\s+)*[/~$]\S*(?:\s.*)?)$"
+    r"^\s*!?(?:sudo\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:(?:python(?:3(?:\.[0-9]+)?)?|torchrun|vllm|docker(?:-compose)?|nvidia-docker|podman|mpirun|srun|deepspeed|accelerate|trtllm-serve|trtllm-build|ollama|nvidia-smi|journalctl|systemctl|dmesg|kubectl|ssh|dcgmi|nvtop|nvitop|squeue|sinfo|scontrol|rocm-smi|fuser|ps|pgrep|pkill|kill|lsof|netstat|ss|curl|wget|text-generation-launcher|llama-server|local-ai|lmdeploy|dynamo|gpustack|\.?/[0-9A-Za-z_./-]+\.sh)(?:\s+(?:-{1,2}[0-9A-Za-z_-]|[0-9A-Za-z_./~${\x22'-]).*|\s*)|(?:cat|head|tail|less)\s+(?:-\S+\s+)*[/~$]\S*(?:\s.*)?)$"
 );
 
 // A prompt drawn as `> ` (a quoted reply, a PowerShell-style prompt) or
@@ -601,6 +604,14 @@ mod tests {
         }
         assert!(is_prompt("$ sudo lsof -i :11434"));
         assert!(is_prompt("sudo lsof -i :11434"));
+        // docker compose v1's own command, and a notebook cell's shell
+        // escape (batch J 856, 857).
+        assert!(is_prompt("sudo docker-compose logs -f"));
+        assert!(is_prompt(
+            "!python examples/chat.py -m /content/exllamav2/my_model/QwQ-32B-exl2-3_0 -mode llama"
+        ));
+        assert!(is_prompt("!nvidia-smi"));
+        assert!(!is_prompt("!important: the GPU was full"));
         // A prompt of the directory alone, `PS1='\w\$ '`
         // (https://github.com/Syllo/nvtop/issues/125).
         assert_eq!(command("~$ nvtop"), Some("nvtop"));

@@ -633,6 +633,14 @@ pub(crate) fn is_exception_line(text: &str) -> bool {
         .is_some_and(|(name, _)| name.ends_with("Error") || name.ends_with("Exception"))
 }
 
+/// The text under the layers other programs put in front of a line
+/// (docker compose's `service-1  | `, vLLM's and Ray's `(Name pid=N) `, a
+/// log viewer's time, a logger's record prefix): what a recogniser of a
+/// line's own grammar reads when the server parser did not claim it.
+pub(crate) fn under_layers(text: &str) -> &str {
+    layers::peel(text, &mut Writer::default())
+}
+
 /// Text-only detectors, in a fixed order. The framework is set when the text
 /// names it.
 fn findings(text: &str, exception: Option<&str>) -> Vec<(ServerEventKind, Option<Framework>)> {

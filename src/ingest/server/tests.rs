@@ -1871,3 +1871,34 @@ PC: @     0x7f3d1c0a2428 gsignal
     assert_eq!(unrecognized_lines("@ home: the GPU is full"), vec![1]);
     assert_eq!(unrecognized_lines("*** nothing here ***"), vec![1]);
 }
+
+/// Lua's traceback under a CUDA error (Torch7's cutorch, fixtures/real's
+/// batch I 823, jcjohnson/neural-style's thread): every frame is read, and
+/// a sentence with `: in ` in it is not a frame.
+#[test]
+fn lua_stack_tracebacks_are_read() {
+    let text = "\
+stack traceback:
+\t[C]: in function 'error'
+\t/home/user/torch/install/share/lua/5.1/trepl/init.lua:384: in function 'require'
+\tneural_style.lua:2: in main chunk
+\t[C]: in function 'docile'
+\t...user/torch/install/lib/luarocks/rocks/trepl/scm-1/bin/th:145: in main chunk
+\t[C]: at 0x00405ea0
+";
+    assert_eq!(unrecognized_lines(text), Vec::<u32>::new());
+    // Lua 5.4's other frame kinds, as luaL_traceback words them.
+    let text = "\
+stack traceback:
+\t[C]: in ?
+\tmodel.lua:12: in local 'load'
+\tmodel.lua:40: in method 'forward'
+\t(...tail calls...)
+\ttrain.lua:7: in function <train.lua:3>
+";
+    assert_eq!(unrecognized_lines(text), Vec::<u32>::new());
+    assert_eq!(
+        unrecognized_lines("note: in the end it was the driver"),
+        vec![1]
+    );
+}

@@ -207,9 +207,23 @@ pub(super) fn idle_recognizes(text: &str) -> bool {
 /// you are using GNU date ***`, `PC: @ 0x7f… (unknown)` and `*** SIGSEGV
 /// (@0x0) received by PID 123 (TID 0x7f…) from PID 0; stack trace: ***`
 /// (src/signalhandler.cc), then a frame per line, `    @     0x7fab…
-/// caffe::SyncedMemory::to_gpu()` or `(unknown)`.
+/// caffe::SyncedMemory::to_gpu()` or `(unknown)`. And Lua's (Torch7's
+/// `luajit`, a Lua error under a CUDA one): `stack traceback:`, then a
+/// frame per line, `\t[C]: in function 'error'`, `\tneural_style.lua:2: in
+/// main chunk`, `\t...path/th:145: in main chunk` (lauxlib.c,
+/// luaL_traceback: `%s:%d: in `, then `main chunk`, `function 'f'`,
+/// `function <file:N>`, `local 'f'`, `method 'm'`, `field 'f'`, `upvalue
+/// 'f'` or `?`; `(...tail calls...)`), and LuaJIT's `[C]: at 0x00405ea0`
+/// (lib_debug.c).
 fn foreign_stack(text: &str) -> bool {
     let t = text.trim_start();
+    if t.starts_with("stack traceback:")
+        || t.starts_with("[C]: ")
+        || t.starts_with("(...tail calls...)")
+        || t.contains(": in ")
+    {
+        return LUA_FRAME.is_match(t);
+    }
     (t.starts_with("at ")
         || t.starts_with("... ")
         || t.starts_with("[bt]")
@@ -226,6 +240,13 @@ static FOREIGN_FRAME: LazyLock<Regex> = LazyLock::new(|| {
         r#"^(?:at [0-9A-Za-z_$.<>]+\((?:[0-9A-Za-z_$.-]+\.(?:java|kt|scala|groovy):[0-9]+|Native Method|Unknown Source)\)|\.\.\. [0-9]+ more|\[bt\] \([0-9]+\) \S.*|Stack trace(?: returned [0-9]+ entries)?:|Segmentation fault: [0-9]+|\*\*\* Check failure stack trace: \*\*\*|\*\*\* Aborted at [0-9]+ \(unix time\) try "date -d @[0-9]+" if you are using GNU date \*\*\*|\*\*\* SIG[A-Z]+ \(@0x[0-9a-f]+\) received by PID [0-9]+ \(TID 0x[0-9a-f]+\)(?: from PID [0-9]+)?; stack trace: \*\*\*|(?:PC: )?@ +0x[0-9a-f]+ +\S.*)\s*$"#,
     )
     .expect("foreign stack frame regex")
+});
+
+static LUA_FRAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^(?:stack traceback:|\(\.\.\.tail calls\.\.\.\)|(?:\[C\]|[^\s:]+:[0-9]+): (?:in (?:main chunk|function (?:'[^']*'|<[^>\s]+>)|(?:local|method|field|upvalue|global|metamethod|for iterator) '[^']*'|\?)|at 0x[0-9a-f]+))\s*$",
+    )
+    .expect("lua stack frame regex")
 });
 
 /// The interactive interpreter's banner (CPython Modules/main.c,
