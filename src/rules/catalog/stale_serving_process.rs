@@ -14,6 +14,7 @@ mod duplicates;
 mod engines;
 mod finding;
 mod gone;
+mod left_over;
 mod runners;
 mod survivors;
 pub(crate) mod titles;
@@ -104,6 +105,13 @@ alive after its server: an engine listed with no front end of its stack
 beside it (no API server, launcher or app) is then an error naming its PID
 and GPUs. It scripts no signal. Without a teardown a lone engine on a GPU
 is no finding: a live server's engines look the same in a GPU table.
+
+systemd's `Found left-over process N (COMM) in control group while
+starting unit` is evidence by itself, with no process table: the unit's
+previous run never stopped and the new run starts beside it. It is an
+error naming the PIDs and the unit, stronger when a `ps` row shows the
+process still running, with the unit's `KillMode` as the fix; it scripts
+no signal.
 
 PPID 1 alone makes a bare `multiprocessing` worker a warning; it is an
 error when the inputs log its server's exit (uvicorn's `Finished server
@@ -245,6 +253,14 @@ impl Rule for StaleServingProcess {
         out.extend(survivors::survivors(incident, &named));
         out.extend(runners::runners(incident, &named));
         out.extend(engines::engines(incident, &named));
+        // PID 1's word alone, for the PIDs no part above reported.
+        let reported: BTreeSet<u32> = out
+            .iter()
+            .filter(|f| f.rule == META.id)
+            .flat_map(|f| f.entities.pids.iter().copied())
+            .chain(named.iter().copied())
+            .collect();
+        out.extend(left_over::left_over(incident, &reported));
     }
 }
 
