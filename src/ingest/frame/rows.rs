@@ -343,6 +343,30 @@ pub static ROWS: &[Row] = &[
         ],
     },
     Row {
+        name: "python-logging-asctime",
+        what: "Python's logging with `%(asctime)s` first, its comma and milliseconds, then the level: `time LEVEL ` (WeNet) or `[time LEVEL] ` (OpenNMT-py)",
+        first: |c| c.is_ascii_digit() || c == b'[',
+        // `YYYY-MM-DD HH:MM:SS,mmm` (logging's default asctime), read by
+        // position after an optional `[`.
+        may: |b| {
+            let b = b.strip_prefix(b"[").unwrap_or(b);
+            b.get(10) == Some(&b' ') && b.get(19) == Some(&b',') && after_time(b) == Some(23)
+        },
+        peel: python_asctime,
+        samples: &[
+            Sample {
+                line: "2021-11-24 08:11:49,857 INFO training on multiple gpus, this gpu 7",
+                body: "training on multiple gpus, this gpu 7",
+                source: "https://github.com/wenet-e2e/wenet/issues/812",
+            },
+            Sample {
+                line: "[2021-01-04 18:01:31,220 INFO] Start training loop and validate every 10000 steps...",
+                body: "Start training loop and validate every 10000 steps...",
+                source: "https://github.com/OpenNMT/OpenNMT-py/issues/1981",
+            },
+        ],
+    },
+    Row {
         name: "tensorflow",
         what: "TensorFlow's C++ logging: `2024-04-23 14:00:25.007441: I tensorflow/…/file.cc:210] `",
         first: |c| c.is_ascii_digit(),
@@ -1000,6 +1024,25 @@ fn python_logging(text: &str, frame: &mut Frame) -> Option<usize> {
     frame.time = Some(time);
     frame.record = true;
     Some(len)
+}
+
+/// Python's logging with `%(asctime)s %(levelname)s %(message)s` (WeNet's
+/// wenet/bin/train.py basicConfig) or `[%(asctime)s %(levelname)s]
+/// %(message)s` (OpenNMT-py's onmt/utils/logging.py): the level in
+/// capitals, one of logging's own.
+fn python_asctime(text: &str, frame: &mut Frame) -> Option<usize> {
+    let bracketed = text.starts_with('[');
+    let (after, time) = any_time(&text[usize::from(bracketed)..]).ok()?;
+    let rest = after.strip_prefix(' ')?;
+    let word = rest
+        .find(|c: char| !c.is_ascii_uppercase())
+        .unwrap_or(rest.len());
+    let level = level_named(&rest[..word])?;
+    let rest = rest[word..].strip_prefix(if bracketed { "] " } else { " " })?;
+    frame.level = Some(level);
+    frame.time = Some(time);
+    frame.record = true;
+    Some(text.len() - rest.len())
 }
 
 /// TensorFlow's C++ `LOG()` under Python (tensorflow/tsl/platform/default/
