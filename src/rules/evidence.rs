@@ -203,6 +203,12 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         StaleServingInstance,
+        "systemd alone: `Found left-over process N (COMM) in control group while starting unit`, the unit's previous run still running when it starts again (an error for a serving unit, a warning for a unit nothing ties to GPU serving)",
+        Rule("stale-serving-process"),
+        Some("fixtures/real-incoming/batch-k/888-archlinuxcn-parsoid-restart-node-survivor-killmode-process"),
+    ),
+    cell(
+        StaleServingInstance,
         "a unit that did not stop in time and was SIGKILLed: what the old instance held (its port, its GPU memory) outlives the stop",
         Rule("systemd-stop-timeout"),
         Some("fixtures/real/443-snap-llama-server-final-sigterm-timeout-sigkill"),
