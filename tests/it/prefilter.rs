@@ -627,6 +627,61 @@ fn repeats_are_counted_and_their_first_and_last_lines_kept() {
     assert!(bounded.journal.windows(2).all(|w| w[0].span < w[1].span));
 }
 
+/// An input of many templates, each repeated a few dozen times (a request
+/// log whose status or route makes its template, a fleet of units failing
+/// in turn): what is read in full and kept for the rules is bounded by a
+/// budget, not by how long the input is. Twice the cycles keep as many
+/// messages and PID 1 entries, and every template is still counted whole.
+#[test]
+fn many_templates_repeated_keep_a_bounded_state() {
+    use rootcause::ingest::{Repeats, Settings, Threads, ingest_with};
+    const UNITS: usize = 1200;
+    let name = |u: usize| -> String {
+        let l = |k: usize| char::from(b'a' + (k % 26) as u8);
+        format!("{}{}{}", l(u), l(u / 26), l(u / 676))
+    };
+    let anchors = rootcause::rules::anchors(rootcause::rules::RULES);
+    let read = |cycles: u32| {
+        let mut text = String::new();
+        for c in 0..cycles {
+            for u in 0..UNITS {
+                let s = (c as usize * UNITS + u) % 60;
+                text.push_str(&format!(
+                    "2026-11-27T10:00:{s:02}+0000 ct200 systemd[1]: svc-{}.service: Main process exited, code=exited, status=1/FAILURE\n",
+                    name(u)
+                ));
+            }
+        }
+        let mut sources = SourceMap::new();
+        sources.add(Source::new("journal.txt", text.as_bytes()));
+        ingest_with(
+            &sources,
+            &Settings {
+                hint: None,
+                anchors: &anchors,
+                prefilter: true,
+                progress: None,
+                threads: Threads::One,
+                repeats: Repeats::STANDARD,
+            },
+        )
+        .facts
+    };
+    let (short, long) = (read(20), read(40));
+    for (facts, cycles) in [(&short, 20u64), (&long, 40)] {
+        assert_eq!(facts.repeats.len(), UNITS, "every template counted");
+        assert!(facts.repeats.iter().all(|r| r.count == cycles));
+        // Far fewer lines kept than read: a budget, not the input.
+        assert!(
+            facts.messages.len() < UNITS * 13,
+            "{}",
+            facts.messages.len()
+        );
+    }
+    assert_eq!(short.messages.len(), long.messages.len());
+    assert_eq!(short.journal.len(), long.journal.len());
+}
+
 /// A journal of the lines servers print by the million (vLLM throughput
 /// records, uvicorn access lines and health checks, SGLang batches) with an
 /// incident in it reads the same through the fast path (`ingest::chatter`,
