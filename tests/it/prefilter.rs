@@ -627,6 +627,46 @@ fn repeats_are_counted_and_their_first_and_last_lines_kept() {
     assert!(bounded.journal.windows(2).all(|w| w[0].span < w[1].span));
 }
 
+/// Where the real cases are (batches move in here at a session's end).
+const REAL_CASES: &str = "real";
+
+/// vLLM V1's process prefixes (`(APIServer pid=N) `, `(EngineCore_DP0
+/// pid=N) `, `(VllmWorker rank=N pid=N) `) under the journal are skimmed
+/// per writer, the prefix's process (`ServerLogParser::skim`): every real
+/// case that prints them, put under a unit's journal lines, reads the same
+/// skimmed as in full, its writers' frameworks and tracebacks included.
+#[test]
+fn vllm_process_prefixes_under_the_journal_read_the_same() {
+    let scratch = Scratch::new("prefilter-vllm-process");
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(fixtures().join(REAL_CASES))
+        .expect("real cases")
+        .flatten()
+        .map(|e| e.path().join("input.log"))
+        .filter(|p| {
+            std::fs::read_to_string(p).is_ok_and(|t| {
+                ["(APIServer pid=", "(EngineCore", "(VllmWorker"]
+                    .iter()
+                    .any(|w| t.contains(w))
+            })
+        })
+        .collect();
+    cases.sort();
+    assert!(cases.len() >= 5, "vLLM V1 cases: {}", cases.len());
+    for case in &cases {
+        let text = std::fs::read_to_string(case).expect("case");
+        let mut journal = String::new();
+        for (i, line) in text.lines().enumerate() {
+            let (m, s) = ((i / 60) % 60, i % 60);
+            journal.push_str(&format!(
+                "2026-11-27T09:{m:02}:{s:02}+0000 gpu-node-7 vllm[4242]: {line}\n"
+            ));
+        }
+        let file = scratch.path.join("journal.txt");
+        std::fs::write(&file, &journal).expect("write");
+        check(&format!("{} under the journal", case.display()), &file);
+    }
+}
+
 /// An input of many templates, each repeated a few dozen times (a request
 /// log whose status or route makes its template, a fleet of units failing
 /// in turn): what is read in full and kept for the rules is bounded by a
