@@ -7,7 +7,11 @@
 //! input ([`Aggregator::drain`]), so that rules still see the last cycles
 //! (the restart counter, the last PIDs) and reports cite real lines. Memory
 //! then grows with the number of templates, not with how often each
-//! occurred.
+//! occurred; and the lines read past each template's first, and those kept
+//! for the end, are within budgets over all templates ([`READ_BUDGET`],
+//! [`RING_BUDGET`]): thousands of templates repeated a few hundred times
+//! each (a request log whose status makes its template) keep about what a
+//! crash loop keeps, not every line.
 //!
 //! The limits are far above anything the repository's fixtures repeat, so
 //! aggregation changes none of their reports (`tests/it/prefilter.rs`).
@@ -59,6 +63,19 @@ impl Default for Repeats {
 /// with, and [`MAX_COARSE`] more of those are followed before a new line is
 /// read like any line.
 const MAX_TEMPLATES: usize = 1 << 14;
+
+/// Lines read in full across all templates, past each template's first:
+/// the templates' `first` lines are read only while the input has spent
+/// less than this. A crash loop of a few dozen templates reads its 256
+/// cycles; an input of thousands of templates each repeated a few hundred
+/// times (a request log whose status or route makes its template) reads one
+/// line of each past this, not every line, so what is kept stays bounded
+/// by the number of templates, never by the input's length.
+const READ_BUDGET: u64 = 1 << 13;
+
+/// Lines kept for the end across all templates' rings, past each ring's
+/// first: past this, a template keeps only its last line.
+const RING_BUDGET: usize = 1 << 12;
 
 /// Coarse templates followed at most, past [`MAX_TEMPLATES`].
 const MAX_COARSE: usize = 1 << 12;
@@ -313,6 +330,8 @@ pub(super) struct Kept {
 #[derive(Default)]
 struct Tally {
     count: u64,
+    /// Lines of the template read in full (at most [`Repeats::first`]).
+    read: u32,
     first: u32,
     last: u32,
     ring: VecDeque<Kept>,
@@ -367,6 +386,10 @@ pub(super) struct Aggregator {
     /// The bytes of the last coarse template worked out, and its key: the
     /// lines of one message in a row start alike, and then share it.
     last_coarse: (Vec<u8>, Option<u64>),
+    /// Lines read in full past each template's first ([`READ_BUDGET`]).
+    spent: u64,
+    /// Lines kept in the rings past each ring's first ([`RING_BUDGET`]).
+    ringed: usize,
 }
 
 impl Aggregator {
@@ -378,6 +401,8 @@ impl Aggregator {
             current: None,
             coarse: Vec::with_capacity(COARSE_PREFIX),
             last_coarse: (Vec::with_capacity(COARSE_PREFIX), None),
+            spent: 0,
+            ringed: 0,
         })
     }
 
@@ -435,14 +460,26 @@ impl Aggregator {
         if tally.count == 1 {
             tally.first = n;
         }
-        if tally.count <= u64::from(self.limits.first) {
+        // A template's first line is always read; its next ones while the
+        // input's budget lasts and nothing of it was only counted yet.
+        let reads = tally.read < self.limits.first
+            && u64::from(tally.read) + 1 == tally.count
+            && (tally.count == 1 || self.spent < READ_BUDGET);
+        if reads {
+            tally.read += 1;
+            self.spent += u64::from(tally.count > 1);
             return false;
         }
         self.current = Some(key);
         if self.limits.last == 0 {
             return true;
         }
-        let mut kept = if tally.ring.len() >= self.limits.last {
+        // A ring grows to `last` while the rings' budget lasts, and always
+        // to one line: past that, its oldest line's buffer takes the new.
+        let grows = tally.ring.is_empty()
+            || (tally.ring.len() < self.limits.last && self.ringed < RING_BUDGET);
+        self.ringed += usize::from(grows && !tally.ring.is_empty());
+        let mut kept = if !grows {
             tally.ring.pop_front().unwrap_or_else(|| Kept {
                 format,
                 message,
@@ -485,14 +522,14 @@ impl Aggregator {
         let mut kept = Vec::new();
         let mut repeats = Vec::new();
         for tally in self.templates.into_values() {
-            if tally.count <= u64::from(self.limits.first) {
+            if tally.count == u64::from(tally.read) {
                 continue;
             }
             repeats.push(Repeat {
                 first: span(tally.first),
                 last: span(tally.last),
                 count: tally.count,
-                read: self.limits.first,
+                read: tally.read,
                 kept_last: tally.ring.len() as u32,
             });
             kept.extend(tally.ring);

@@ -627,6 +627,101 @@ fn repeats_are_counted_and_their_first_and_last_lines_kept() {
     assert!(bounded.journal.windows(2).all(|w| w[0].span < w[1].span));
 }
 
+/// Where the real cases are (batches move in here at a session's end).
+const REAL_CASES: &str = "real";
+
+/// vLLM V1's process prefixes (`(APIServer pid=N) `, `(EngineCore_DP0
+/// pid=N) `, `(VllmWorker rank=N pid=N) `) under the journal are skimmed
+/// per writer, the prefix's process (`ServerLogParser::skim`): every real
+/// case that prints them, put under a unit's journal lines, reads the same
+/// skimmed as in full, its writers' frameworks and tracebacks included.
+#[test]
+fn vllm_process_prefixes_under_the_journal_read_the_same() {
+    let scratch = Scratch::new("prefilter-vllm-process");
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(fixtures().join(REAL_CASES))
+        .expect("real cases")
+        .flatten()
+        .map(|e| e.path().join("input.log"))
+        .filter(|p| {
+            std::fs::read_to_string(p).is_ok_and(|t| {
+                ["(APIServer pid=", "(EngineCore", "(VllmWorker"]
+                    .iter()
+                    .any(|w| t.contains(w))
+            })
+        })
+        .collect();
+    cases.sort();
+    assert!(cases.len() >= 5, "vLLM V1 cases: {}", cases.len());
+    for case in &cases {
+        let text = std::fs::read_to_string(case).expect("case");
+        let mut journal = String::new();
+        for (i, line) in text.lines().enumerate() {
+            let (m, s) = ((i / 60) % 60, i % 60);
+            journal.push_str(&format!(
+                "2026-11-27T09:{m:02}:{s:02}+0000 gpu-node-7 vllm[4242]: {line}\n"
+            ));
+        }
+        let file = scratch.path.join("journal.txt");
+        std::fs::write(&file, &journal).expect("write");
+        check(&format!("{} under the journal", case.display()), &file);
+    }
+}
+
+/// An input of many templates, each repeated a few dozen times (a request
+/// log whose status or route makes its template, a fleet of units failing
+/// in turn): what is read in full and kept for the rules is bounded by a
+/// budget, not by how long the input is. Twice the cycles keep as many
+/// messages and PID 1 entries, and every template is still counted whole.
+#[test]
+fn many_templates_repeated_keep_a_bounded_state() {
+    use rootcause::ingest::{Repeats, Settings, Threads, ingest_with};
+    const UNITS: usize = 1200;
+    let name = |u: usize| -> String {
+        let l = |k: usize| char::from(b'a' + (k % 26) as u8);
+        format!("{}{}{}", l(u), l(u / 26), l(u / 676))
+    };
+    let anchors = rootcause::rules::anchors(rootcause::rules::RULES);
+    let read = |cycles: u32| {
+        let mut text = String::new();
+        for c in 0..cycles {
+            for u in 0..UNITS {
+                let s = (c as usize * UNITS + u) % 60;
+                text.push_str(&format!(
+                    "2026-11-27T10:00:{s:02}+0000 ct200 systemd[1]: svc-{}.service: Main process exited, code=exited, status=1/FAILURE\n",
+                    name(u)
+                ));
+            }
+        }
+        let mut sources = SourceMap::new();
+        sources.add(Source::new("journal.txt", text.as_bytes()));
+        ingest_with(
+            &sources,
+            &Settings {
+                hint: None,
+                anchors: &anchors,
+                prefilter: true,
+                progress: None,
+                threads: Threads::One,
+                repeats: Repeats::STANDARD,
+            },
+        )
+        .facts
+    };
+    let (short, long) = (read(20), read(40));
+    for (facts, cycles) in [(&short, 20u64), (&long, 40)] {
+        assert_eq!(facts.repeats.len(), UNITS, "every template counted");
+        assert!(facts.repeats.iter().all(|r| r.count == cycles));
+        // Far fewer lines kept than read: a budget, not the input.
+        assert!(
+            facts.messages.len() < UNITS * 13,
+            "{}",
+            facts.messages.len()
+        );
+    }
+    assert_eq!(short.messages.len(), long.messages.len());
+    assert_eq!(short.journal.len(), long.journal.len());
+}
+
 /// A journal of the lines servers print by the million (vLLM throughput
 /// records, uvicorn access lines and health checks, SGLang batches) with an
 /// incident in it reads the same through the fast path (`ingest::chatter`,

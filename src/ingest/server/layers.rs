@@ -463,6 +463,58 @@ pub(super) fn record_only(text: &str) -> Option<&str> {
     Some(peel_record(text, &mut writer))
 }
 
+/// A line whose only outer layer is a process prefix (vLLM's
+/// `(EngineCore_DP0 pid=4201) `, Ray's `(WorkerDict pid=3490362, ip=…) `),
+/// a logger's record prefix under it or not: what [`peel`] would record of
+/// its writer and leave of it.
+pub(super) struct ProcessOnly<'t> {
+    pub pid: u32,
+    name: Option<&'t str>,
+    rank: Option<u32>,
+    /// A logger's record prefix was peeled under the process prefix.
+    pub record: bool,
+    pub payload: &'t str,
+}
+
+impl ProcessOnly<'_> {
+    /// The framework the prefix names (vLLM's process roles), as [`peel`]
+    /// sets it on the writer.
+    pub(super) fn framework(&self) -> Option<Framework> {
+        self.name
+            .and_then(|n| title::vllm_prefix_name(n, self.rank))
+            .map(|_| Framework::Vllm)
+    }
+}
+
+/// [`ProcessOnly`] of `text`; `None` when it has no process prefix or any
+/// other layer than a record prefix under it (Ray's repeat suffix included).
+pub(super) fn process_only(text: &str) -> Option<ProcessOnly<'_>> {
+    if !process_may(text) || ray_may(text) {
+        return None;
+    }
+    let c = PROCESS.captures(text)?;
+    let pid = c["pid"].parse::<u32>().ok()?;
+    let rest = c.name("rest").map_or("", |m| m.as_str());
+    if may_peel_outer(rest) {
+        return None;
+    }
+    let (record, payload) = match record_may(rest) {
+        true => {
+            let mut writer = Writer::default();
+            let payload = peel_record(rest, &mut writer);
+            (writer.record, payload)
+        }
+        false => (false, rest),
+    };
+    Some(ProcessOnly {
+        pid,
+        name: c.name("name").map(|m| m.as_str()),
+        rank: c.name("rank").and_then(|m| m.as_str().parse().ok()),
+        record,
+        payload,
+    })
+}
+
 /// [`may_peel`] for every layer but a record prefix, the innermost.
 fn may_peel_outer(text: &str) -> bool {
     (viewer_may(text) && VIEWER_TIME.is_match(text))

@@ -231,25 +231,46 @@ impl ServerLogParser {
         // record of a known logger whatever its message says, whose message
         // is skimmed like any other. Any other layer may open a writer of
         // its own: read in full.
+        // So is a process prefix (vLLM's `(EngineCore_DP0 pid=N) `, half of
+        // a vLLM V1 journal's lines): its writer is the prefix's process,
+        // skimmed unless busy, its framework kept as the full reading would.
         let record = outer.time.and_then(|_| layers::record_only(&cleaned));
-        let text = match record {
-            Some(payload) => payload,
-            None if layers::may_peel(&cleaned) => return Skim::Full,
-            None => &cleaned,
+        let process = match record {
+            None if outer.time.is_some() => layers::process_only(&cleaned),
+            _ => None,
         };
-        let record = record.is_some();
-        let key = outer.key();
+        let text = match (record, &process) {
+            (Some(payload), _) => payload,
+            // The full reading calls an empty message under a layer recognised.
+            (None, Some(p)) if p.payload.trim().is_empty() => return Skim::Full,
+            (None, Some(p)) => p.payload,
+            (None, None) if layers::may_peel(&cleaned) => return Skim::Full,
+            (None, None) => &cleaned,
+        };
+        let record = record.is_some() || process.as_ref().is_some_and(|p| p.record);
+        let mut key = outer.key();
+        key.process_pid = process.as_ref().map(|p| p.pid);
         if !self.busy.is_empty() && self.busy.contains(&key) {
             return Skim::Full;
         }
         // Under a log viewer's time line come its bracketed lines, which
         // only the full reading knows (`feed`'s framing).
-        let known = self
+        let mut known = self
             .streams
             .get(&key)
             .map(|s| (s.framing.is_some(), s.framework));
         if known.is_some_and(|(framing, _)| framing) {
             return Skim::Full;
+        }
+        // The framework a process prefix names is its writer's until the
+        // writer's own lines say (`feed`).
+        if let Some(framework) = process
+            .as_ref()
+            .filter(|_| known.is_none_or(|(_, f)| f.is_none()))
+            .and_then(layers::ProcessOnly::framework)
+        {
+            self.streams.entry(key.clone()).or_default().framework = Some(framework);
+            known = Some((false, Some(framework)));
         }
         // A line of SGLang's or vLLM's own: its writer's framework from now
         // on (looked up again only when that is news).
