@@ -89,6 +89,18 @@ proc(s): {}`, at a lower confidence), and a shell job whose command names
 a model or checkpoint to load (`[1]  16261 killed  python3 -m
 llama.convert_llama --ckpt_dir …`) even when it printed nothing.
 
+Other evidence of memory weighs the same kill: a cgroup manager announcing
+an OOM kill in the same output (Slurm's `slurmstepd: error: Detected 1
+oom-kill event(s) in StepId=191.batch cgroup`, srun's `task 0: Out Of
+Memory`, systemd-oomd's `Killed /….scope due to memory pressure`) makes
+it the OOM killer inside the job's memory limit, at a high confidence,
+with the PID the shell names; the process's own warning of a large
+allocation of host memory just before (TensorFlow's `Allocation of N
+exceeds 10% of system memory.`) lets a bare `Killed` take the host-OOM
+reading at the lowest confidence; zsh's job report right after the
+weights' progress bar (its `[1]` glued to the bar) reads as a kill while
+loading.
+
 ## Why it happens
 A server holds a lot of host memory besides the GPU's: the weights while
 they load, pinned buffers, and vLLM's swap space (`# CPU blocks: N`, 4 GiB
@@ -106,7 +118,9 @@ confidence stays low until those lines are in the inputs.
 ## How to fix
 Give the server the host memory it needs: lower vLLM's `--swap-space`
 (its CPU blocks are pinned RAM), load fewer models or instances at once,
-raise the container's memory limit, add RAM or swap.
+raise the container's memory limit, add RAM or swap. Under Slurm, compare
+the step's MaxRSS with its ReqMem (`sacct -j JOBID
+--format=JobID,State,MaxRSS,ReqMem`) and ask for more (`--mem`).
 
 ## Safety
 Advice only: nothing is stopped or killed.
@@ -172,49 +186,8 @@ impl Rule for ServerKilledNoKernelLine {
 
 fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Finding> {
     let before = |s: Span| s.source == kill.source && s < kill;
-    // What was killed loaded a model: a line of a serving framework or a
-    // start-up milestone before the kill, or the kill glued to the
-    // progress bar of a model's weights loading (`Loading checkpoint
-    // shards:  38%|…| 3/8 […]Killed`).
-    // A job report on the line after the bar (zsh's `[1]` left glued to
-    // the bar by its carriage returns) reads the same.
-    let at = |s: Span| {
-        incident
-            .facts
-            .messages
-            .binary_search_by_key(&s, |m| m.span)
-            .ok()
-            .map(|i| incident.facts.messages[i].text.as_str())
-    };
-    let previous = Span {
-        line: kill.line.saturating_sub(1),
-        ..kill
-    };
-    let bar = |t: &&str| t.contains("Loading") && t.contains('%');
-    let loading = at(kill)
-        .filter(|t| t.trim_end() != "Killed")
-        .filter(bar)
-        .or_else(|| {
-            matches!(killed, Killed::Shell(Some(_)))
-                .then(|| at(previous))
-                .flatten()
-                .filter(bar)
-        });
-    let server_line = incident
-        .facts
-        .server_events
-        .iter()
-        .filter(|e| before(e.span) && e.framework != crate::model::Framework::Unknown)
-        .map(|e| e.span)
-        .chain(
-            incident
-                .known
-                .iter()
-                .filter(|k| k.hit.row.is_some_and(|r| r.stage.is_some()))
-                .map(|k| incident.facts.messages[k.message].span)
-                .filter(|s| before(*s)),
-        )
-        .max();
+    let loading = loading_bar(incident, kill, killed);
+    let server_line = last_server_line(incident, kill);
     let command = converter_command(incident, kill, server_line, killed);
     let named = names_a_model_workload(killed) || command.is_some();
     let memory = Memory::of(incident, kill);
@@ -224,7 +197,8 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
     // Nothing failed before: a kill after an error is a harness or a
     // person cleaning up, and the error is the story; unless a cgroup's
     // manager says it was an OOM kill (its own line reads as an error).
-    if memory.announced.is_none() && failed_before(incident, kill) {
+    let failed = failed_before(incident, kill);
+    if memory.announced.is_none() && failed {
         return None;
     }
     let figures: Option<(&Message, u64)> = incident
@@ -275,7 +249,7 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
         "the process was killed by SIGKILL (the shell's `Killed`, exit code -9)",
         signalled,
     );
-    f.condition("no error, exception or failure before the kill", true);
+    f.condition("no error, exception or failure before the kill", !failed);
     let pinned = f.condition(
         "the server had just reserved host memory (its own figures), or was loading its weights",
         figures.is_some() || loading.is_some(),
@@ -301,6 +275,56 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
         f.confidence = round2(f.confidence.max(c));
     }
     Some(f)
+}
+
+/// The progress bar of a model's weights loading that the kill's report
+/// is glued to (`Loading checkpoint shards:  38%|…| 3/8 […]Killed`), or,
+/// for a job report, the bar on the line before it (zsh's `[1]` left
+/// glued to the bar by its carriage returns).
+fn loading_bar<'a>(incident: &'a Incident, kill: Span, killed: Killed<'_>) -> Option<&'a str> {
+    let at = |s: Span| {
+        incident
+            .facts
+            .messages
+            .binary_search_by_key(&s, |m| m.span)
+            .ok()
+            .map(|i| incident.facts.messages[i].text.as_str())
+    };
+    let previous = Span {
+        line: kill.line.saturating_sub(1),
+        ..kill
+    };
+    let bar = |t: &&str| t.contains("Loading") && t.contains('%');
+    at(kill)
+        .filter(|t| t.trim_end() != "Killed")
+        .filter(bar)
+        .or_else(|| {
+            matches!(killed, Killed::Shell(Some(_)))
+                .then(|| at(previous))
+                .flatten()
+                .filter(bar)
+        })
+}
+
+/// What was killed loaded a model: the last line of a serving framework
+/// or start-up milestone before the kill, in the same input.
+fn last_server_line(incident: &Incident, kill: Span) -> Option<Span> {
+    let before = |s: Span| s.source == kill.source && s < kill;
+    incident
+        .facts
+        .server_events
+        .iter()
+        .filter(|e| before(e.span) && e.framework != crate::model::Framework::Unknown)
+        .map(|e| e.span)
+        .chain(
+            incident
+                .known
+                .iter()
+                .filter(|k| k.hit.row.is_some_and(|r| r.stage.is_some()))
+                .map(|k| incident.facts.messages[k.message].span)
+                .filter(|s| before(*s)),
+        )
+        .max()
 }
 
 /// Whether the report of the kill itself says that what was killed runs

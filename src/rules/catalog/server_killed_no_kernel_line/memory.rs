@@ -94,14 +94,17 @@ impl Memory {
         let who = pid.map_or_else(|| "the process".to_owned(), |p| format!("process {p}"));
         if let Some((_, id)) = self.announced {
             let by = announcer(id);
-            f.title = format!("{who} was killed by the OOM killer inside its job's memory limit ({by})");
+            f.title =
+                format!("{who} was killed by the OOM killer inside its job's memory limit ({by})");
             f.headline = format!(
                 "{} was Killed (SIGKILL) and {by} reports an OOM kill in the same output: the job outgrew the memory it was given, and the kernel's OOM killer killed it inside its cgroup.",
                 capitalise(&who)
             );
             f.explanation = "A job's memory cgroup (Slurm's --mem, a unit's MemoryMax=, a slice systemd-oomd watches) caps what its processes may hold; when they outgrow it, the kernel's OOM killer kills one of them inside the cgroup. The kernel's own lines go to the node's log, not the job's output: the manager's line and the shell's `Killed` are what the job sees.".to_owned();
             if let Some(last) = f.chain.last_mut() {
-                *last = format!("the kernel's OOM killer, inside the job's memory cgroup ({by} says so)");
+                *last = format!(
+                    "the kernel's OOM killer, inside the job's memory cgroup ({by} says so)"
+                );
             }
             f.actions.clear();
             f.actions.push(Action::advice(
@@ -115,12 +118,15 @@ impl Memory {
             return Some(0.8);
         }
         if self.warned.is_some() {
-            f.title = format!("{who} was killed by SIGKILL after a large host-memory allocation, most likely by the host's OOM killer");
+            f.title = format!(
+                "{who} was killed by SIGKILL after a large host-memory allocation, most likely by the host's OOM killer"
+            );
             f.headline = format!(
                 "{} was Killed (SIGKILL) right after it warned that one allocation exceeded its share of the system's memory: most likely the kernel's OOM killer; the kernel's lines are not in the inputs.",
                 capitalise(&who)
             );
-            f.actions.retain(|a| !a.describe().starts_with("If it was the OOM killer"));
+            f.actions
+                .retain(|a| !a.describe().starts_with("If it was the OOM killer"));
             f.actions.push(Action::advice(
                 "If it was the OOM killer: give the container or VM more memory (Docker Desktop's VM has a memory limit of its own) or add swap, and watch the process's memory while it builds its model",
                 Some("docker stats --no-stream; free -h; dmesg -T | grep -i -e oom -e 'killed process'"),

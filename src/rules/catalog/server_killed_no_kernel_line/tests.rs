@@ -146,12 +146,23 @@ fn root(text: &str) -> (Option<crate::rules::Category>, Vec<u32>, Vec<String>) {
         .as_ref()
         .and_then(|id| d.findings.iter().find(|f| &f.id == id))
         .map(|f| f.category);
-    let pids = d.findings.iter().flat_map(|f| f.entities.pids.iter().copied());
-    let units = d.findings.iter().flat_map(|f| f.entities.units.iter().cloned());
+    let pids = d
+        .findings
+        .iter()
+        .flat_map(|f| f.entities.pids.iter().copied());
+    let units = d
+        .findings
+        .iter()
+        .flat_map(|f| f.entities.units.iter().cloned());
     (
         category,
-        pids.collect::<std::collections::BTreeSet<_>>().into_iter().collect(),
-        units.collect::<std::collections::BTreeSet<_>>().into_iter().collect(),
+        pids.collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect(),
+        units
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect(),
     )
 }
 
@@ -167,9 +178,16 @@ fn a_job_killed_where_slurm_counts_an_oom_kill_is_the_cgroup_oom_kill() {
                  slurmstepd: error: Detected 1 oom-kill event(s) in StepId=191.batch cgroup. Some of your processes may have been killed by the cgroup out-of-memory handler.\n";
     let f = killed(slurm);
     assert_eq!(f.len(), 1, "{f:?}");
-    assert_eq!(f[0].entities.pids.iter().copied().collect::<Vec<_>>(), [8156]);
+    assert_eq!(
+        f[0].entities.pids.iter().copied().collect::<Vec<_>>(),
+        [8156]
+    );
     assert!(f[0].confidence >= 0.8, "{}", f[0].confidence);
-    assert!(f[0].evidence.iter().any(|e| e.span.line == 2), "{:?}", f[0].evidence);
+    assert!(
+        f[0].evidence.iter().any(|e| e.span.line == 2),
+        "{:?}",
+        f[0].evidence
+    );
     assert!(f[0].title.contains("8156"), "{}", f[0].title);
     let vllm = "INFO 05-10 10:00:00 [default_loader.py:262] Loading weights took 30.12 seconds\n\
                 /var/spool/slurmd/job1234/slurm_script: line 12: 104242 Killed                  vllm serve /models/m --tensor-parallel-size 4\n\
@@ -196,7 +214,10 @@ fn a_zsh_job_report_after_the_weights_bar_is_the_host_oom_reading() {
                  60190 killed     python main.py\n";
     let f = killed(comfy);
     assert_eq!(f.len(), 1, "{f:?}");
-    assert_eq!(f[0].entities.pids.iter().copied().collect::<Vec<_>>(), [60190]);
+    assert_eq!(
+        f[0].entities.pids.iter().copied().collect::<Vec<_>>(),
+        [60190]
+    );
     assert!(f[0].confidence >= 0.55, "{}", f[0].confidence);
     let variant = "Loading checkpoint shards:  50%|\u{2588}\u{2588}\u{2588}\u{2588}\u{2588}     | 2/4 [00:03<00:03,  1.50s/it][2]  + \n\
                    4321 killed     python app.py\n";
@@ -219,9 +240,15 @@ fn a_bare_kill_after_a_large_host_allocation_is_the_host_oom_reading_at_low_conf
         let f = killed(paste);
         assert_eq!(f.len(), 1, "{paste}: {f:?}");
         assert!(f[0].confidence <= 0.4, "{}", f[0].confidence);
-        assert!(f[0].evidence.iter().any(|e| e.span.line == 1), "{:?}", f[0].evidence);
         assert!(
-            f[0].actions.iter().any(|a| a.describe().contains("container")),
+            f[0].evidence.iter().any(|e| e.span.line == 1),
+            "{:?}",
+            f[0].evidence
+        );
+        assert!(
+            f[0].actions
+                .iter()
+                .any(|a| a.describe().contains("container")),
             "{:?}",
             f[0].actions
         );
