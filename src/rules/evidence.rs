@@ -336,6 +336,50 @@ pub const MATRIX: &[Cell] = &[
         Row("stacks-ray.worker-connection-eof"),
         None,
     ),
+    cell(
+        HostOomKiller,
+        "Slurm's `Detected N oom-kill event(s) in StepId=…` / `oom_kill event in StepId=…. Some of the step tasks have been OOM Killed.` (the job step's memory cgroup)",
+        Row("stacks-slurm.step-oom-kill-events"),
+        None,
+    ),
+    cell(
+        HostOomKiller,
+        "srun's `error: NODE: task N: Out Of Memory`",
+        Row("stacks-slurm.srun-task-out-of-memory"),
+        None,
+    ),
+    cell(
+        HostOomKiller,
+        "a batch script's `line N: PID Killed CMD` with Slurm's oom-kill event in the same output: the OOM kill inside the job's memory limit, with the victim's PID",
+        Rule("server-killed-no-kernel-line"),
+        Some(
+            "fixtures/rules/server-killed-no-kernel-line/pos-slurm-batch-killed-step-oom-kill-event",
+        ),
+    ),
+    cell(
+        HostOomKiller,
+        "earlyoom's `sending SIGTERM to process N … VmRSS N MiB` (a userspace OOM killer naming its victim and its RSS)",
+        Row("oom-daemons.earlyoom-kill"),
+        None,
+    ),
+    cell(
+        HostOomKiller,
+        "systemd-oomd's `Killed /….scope due to memory pressure for …` / `due to memory used …`, and PID 1's `systemd-oomd killed N process(es) in this unit`",
+        Row("systemd.oomd-killed"),
+        None,
+    ),
+    cell(
+        HostOomKiller,
+        "zsh's job report `[N]    PID killed     CMD` (its `[N]` glued to the weights' progress bar on the line before), while a model's weights load: at a lower confidence",
+        Rule("server-killed-no-kernel-line"),
+        Some("fixtures/rules/server-killed-no-kernel-line/pos-zsh-job-after-shards-bar"),
+    ),
+    cell(
+        HostOomKiller,
+        "a bare `Killed` after the process's own large-allocation warning (TensorFlow's `Allocation of N exceeds 10% of (free) system memory.`): at the rule's lowest confidence, advising the container's or VM's memory",
+        Rule("server-killed-no-kernel-line"),
+        Some("fixtures/rules/server-killed-no-kernel-line/pos-tf-allocation-warning-then-killed"),
+    ),
     // Unit failures.
     cell(
         UnitCrashLoop,

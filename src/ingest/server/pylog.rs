@@ -46,10 +46,12 @@ static TQDM: LazyLock<Regex> = LazyLock::new(|| {
 
 /// bash's report of a job a signal ended: `./run.sh: line 22: 103525
 /// Killed    python -m …`, and `103525 Segmentation fault (core dumped) …`.
+/// bash pads the PID to five columns (jobs.c `%5ld`): a smaller one stands
+/// after more spaces (`slurm_script: line 28:  8156 Killed …`).
 /// Each signal word is a fact anchor (ingest/anchors.rs).
 static SHELL_JOB: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?x)^(?:\S+:\x20line\x20[0-9]+:\x20)?(?P<pid>[0-9]+)\x20
+        r"(?x)^(?:\S+:\x20line\x20[0-9]+:\x20+)?(?P<pid>[0-9]+)\x20
         (?P<signal>Killed|Terminated|Aborted(?:\x20\(core\x20dumped\))?|Segmentation\x20fault(?:\x20\(core\x20dumped\))?|Bus\x20error(?:\x20\(core\x20dumped\))?|Illegal\x20instruction(?:\x20\(core\x20dumped\))?)
         \x20+(?P<cmd>\S.*)$",
     )
@@ -61,12 +63,17 @@ static SHELL_JOB: LazyLock<Regex> = LazyLock::new(|| {
 /// zsh's lower-case signal words, the command). zsh words a signal its own
 /// way (Src/signames2.awk: `killed`, `terminated`, `abort`, `segmentation
 /// fault`, `bus error`, `illegal hardware instruction`); [`bash_words`]
-/// turns them into bash's.
+/// turns them into bash's. A progress bar's carriage returns can leave the
+/// job number at the end of the line before (`…1.86s/it][1] ` then `60190
+/// killed     python main.py`): the rest still says it all, by zsh's
+/// lower-case word and the padding after it (two spaces at least).
 static ZSH_JOB: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?x)^\[[0-9]+\]\x20+[+-]?\x20*(?P<pid>[0-9]+)\x20+
+        r"(?x)^(?:\[[0-9]+\]\x20+[+-]?\x20*(?P<pid>[0-9]+)\x20+
         (?P<signal>killed|terminated|abort|segmentation\x20fault|bus\x20error|illegal\x20hardware\x20instruction)(?P<core>\x20\(core\x20dumped\))?
-        \x20+(?P<cmd>\S.*)$",
+        \x20+
+        |(?P<pid2>[0-9]+)\x20+(?P<signal2>killed|terminated|abort|segmentation\x20fault|bus\x20error|illegal\x20hardware\x20instruction)(?P<core2>\x20\(core\x20dumped\))?
+        \x20{2,})(?P<cmd>\S.*)$",
     )
     .expect("zsh job regex")
 });
@@ -200,10 +207,10 @@ pub(super) struct ShellJob<'t> {
 
 pub(super) fn shell_job(text: &str) -> Option<ShellJob<'_>> {
     if let Some(c) = ZSH_JOB.captures(text) {
-        let words = bash_words(c.name("signal")?.as_str());
+        let words = bash_words(c.name("signal").or(c.name("signal2"))?.as_str());
         return Some(ShellJob {
-            pid: c["pid"].parse().ok()?,
-            signal: match (words, c.name("core").is_some()) {
+            pid: c.name("pid").or(c.name("pid2"))?.as_str().parse().ok()?,
+            signal: match (words, c.name("core").or(c.name("core2")).is_some()) {
                 ("Aborted", true) => "Aborted (core dumped)",
                 ("Segmentation fault", true) => "Segmentation fault (core dumped)",
                 ("Bus error", true) => "Bus error (core dumped)",
@@ -346,6 +353,25 @@ mod tests {
         );
         assert!(shell_job("12 apples").is_none());
         assert!(shell_job("line 22: Killed x").is_none());
+        // bash's PID padded to five columns in a Slurm batch script
+        // (batch-j/842).
+        let j = shell_job("/var/spool/slurmd/job00191/slurm_script: line 28:  8156 Killed                  python3 main.py --prop hform --epochs 400")
+            .expect("padded pid");
+        assert_eq!(
+            (j.pid, j.signal, j.command),
+            (8156, "Killed", "python3 main.py --prop hform --epochs 400")
+        );
+        // zsh's report whose `[1]` a progress bar's carriage return left on
+        // the line before (batch-j/860), and the next paste's variant; a
+        // sentence that starts with a number and `killed` is not one.
+        let j = shell_job("60190 killed     python main.py").expect("zsh, no job number");
+        assert_eq!(
+            (j.pid, j.signal, j.command),
+            (60190, "Killed", "python main.py")
+        );
+        let j = shell_job("4321 killed     llama-server -m models/q4.gguf").expect("zsh variant");
+        assert_eq!((j.pid, j.command), (4321, "llama-server -m models/q4.gguf"));
+        assert!(shell_job("3 killed processes were restarted").is_none());
     }
 
     /// A foreground job's report (https://github.com/ollama/ollama/issues/2000):

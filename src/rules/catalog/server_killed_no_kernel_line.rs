@@ -15,6 +15,9 @@ use crate::rules::support::round2;
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
+mod memory;
+use memory::Memory;
+
 pub static RULE: ServerKilledNoKernelLine = ServerKilledNoKernelLine;
 
 pub struct ServerKilledNoKernelLine;
@@ -65,7 +68,9 @@ pub static META: RuleMeta = RuleMeta {
     category: Category::HostOomKiller,
     severity: Severity::Error,
     summary: "the shell reports a model server Killed with no error before it and no kernel line: most likely the host's OOM killer",
-    anchors: &["Killed", "# CPU blocks"],
+    // `checkpoint shards`: the weights' progress bar a zsh job report
+    // follows when its `[1]` was glued to the bar.
+    anchors: &["Killed", "# CPU blocks", "checkpoint shards"],
     doc: r#"
 ## What it means
 The shell that ran a model server reports it `Killed` (a line of its own,
@@ -84,6 +89,18 @@ proc(s): {}`, at a lower confidence), and a shell job whose command names
 a model or checkpoint to load (`[1]  16261 killed  python3 -m
 llama.convert_llama --ckpt_dir …`) even when it printed nothing.
 
+Other evidence of memory weighs the same kill: a cgroup manager announcing
+an OOM kill in the same output (Slurm's `slurmstepd: error: Detected 1
+oom-kill event(s) in StepId=191.batch cgroup`, srun's `task 0: Out Of
+Memory`, systemd-oomd's `Killed /….scope due to memory pressure`) makes
+it the OOM killer inside the job's memory limit, at a high confidence,
+with the PID the shell names; the process's own warning of a large
+allocation of host memory just before (TensorFlow's `Allocation of N
+exceeds 10% of system memory.`) lets a bare `Killed` take the host-OOM
+reading at the lowest confidence; zsh's job report right after the
+weights' progress bar (its `[1]` glued to the bar) reads as a kill while
+loading.
+
 ## Why it happens
 A server holds a lot of host memory besides the GPU's: the weights while
 they load, pinned buffers, and vLLM's swap space (`# CPU blocks: N`, 4 GiB
@@ -101,7 +118,9 @@ confidence stays low until those lines are in the inputs.
 ## How to fix
 Give the server the host memory it needs: lower vLLM's `--swap-space`
 (its CPU blocks are pinned RAM), load fewer models or instances at once,
-raise the container's memory limit, add RAM or swap.
+raise the container's memory limit, add RAM or swap. Under Slurm, compare
+the step's MaxRSS with its ReqMem (`sacct -j JOBID
+--format=JobID,State,MaxRSS,ReqMem`) and ask for more (`--mem`).
 
 ## Safety
 Advice only: nothing is stopped or killed.
@@ -167,40 +186,19 @@ impl Rule for ServerKilledNoKernelLine {
 
 fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Finding> {
     let before = |s: Span| s.source == kill.source && s < kill;
-    // What was killed loaded a model: a line of a serving framework or a
-    // start-up milestone before the kill, or the kill glued to the
-    // progress bar of a model's weights loading (`Loading checkpoint
-    // shards:  38%|…| 3/8 […]Killed`).
-    let loading = incident
-        .facts
-        .messages
-        .binary_search_by_key(&kill, |m| m.span)
-        .ok()
-        .map(|i| incident.facts.messages[i].text.as_str())
-        .filter(|t| t.contains("Loading") && t.contains('%') && t.trim_end() != "Killed");
-    let server_line = incident
-        .facts
-        .server_events
-        .iter()
-        .filter(|e| before(e.span) && e.framework != crate::model::Framework::Unknown)
-        .map(|e| e.span)
-        .chain(
-            incident
-                .known
-                .iter()
-                .filter(|k| k.hit.row.is_some_and(|r| r.stage.is_some()))
-                .map(|k| incident.facts.messages[k.message].span)
-                .filter(|s| before(*s)),
-        )
-        .max();
+    let loading = loading_bar(incident, kill, killed);
+    let server_line = last_server_line(incident, kill);
     let command = converter_command(incident, kill, server_line, killed);
     let named = names_a_model_workload(killed) || command.is_some();
-    if server_line.is_none() && loading.is_none() && !named {
+    let memory = Memory::of(incident, kill);
+    if server_line.is_none() && loading.is_none() && !named && !memory.any() {
         return None;
     }
     // Nothing failed before: a kill after an error is a harness or a
-    // person cleaning up, and the error is the story.
-    if failed_before(incident, kill) {
+    // person cleaning up, and the error is the story; unless a cgroup's
+    // manager says it was an OOM kill (its own line reads as an error).
+    let failed = failed_before(incident, kill);
+    if memory.announced.is_none() && failed {
         return None;
     }
     let figures: Option<(&Message, u64)> = incident
@@ -213,7 +211,18 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
     let converter = command.is_some() || killed_converter(incident, server_line, killed);
     let mut f = Finding::new(META.id, META.category, META.severity);
     cite_command(&mut f, command);
-    f.evidence(kill, kill_note(killed, loading.is_some(), converter));
+    let pid = match killed {
+        Killed::Shell(Some((pid, _))) | Killed::TorchWorker { pid, .. } => Some(pid),
+        _ => None,
+    };
+    let note = memory
+        .kill_note(pid)
+        .filter(|_| loading.is_none() && !converter && matches!(killed, Killed::Shell(_)));
+    f.evidence(
+        kill,
+        note.unwrap_or_else(|| kill_note(killed, loading.is_some(), converter)),
+    );
+    memory.cite(&mut f);
     match killed {
         Killed::Shell(Some((pid, _))) => {
             f.entities.pids.insert(pid);
@@ -240,7 +249,7 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
         "the process was killed by SIGKILL (the shell's `Killed`, exit code -9)",
         signalled,
     );
-    f.condition("no error, exception or failure before the kill", true);
+    f.condition("no error, exception or failure before the kill", !failed);
     let pinned = f.condition(
         "the server had just reserved host memory (its own figures), or was loading its weights",
         figures.is_some() || loading.is_some(),
@@ -262,8 +271,60 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
     );
     if converter {
         explain_converter(&mut f);
+    } else if let Some(c) = memory.explain(&mut f, pid) {
+        f.confidence = round2(f.confidence.max(c));
     }
     Some(f)
+}
+
+/// The progress bar of a model's weights loading that the kill's report
+/// is glued to (`Loading checkpoint shards:  38%|…| 3/8 […]Killed`), or,
+/// for a job report, the bar on the line before it (zsh's `[1]` left
+/// glued to the bar by its carriage returns).
+fn loading_bar<'a>(incident: &'a Incident, kill: Span, killed: Killed<'_>) -> Option<&'a str> {
+    let at = |s: Span| {
+        incident
+            .facts
+            .messages
+            .binary_search_by_key(&s, |m| m.span)
+            .ok()
+            .map(|i| incident.facts.messages[i].text.as_str())
+    };
+    let previous = Span {
+        line: kill.line.saturating_sub(1),
+        ..kill
+    };
+    let bar = |t: &&str| t.contains("Loading") && t.contains('%');
+    at(kill)
+        .filter(|t| t.trim_end() != "Killed")
+        .filter(bar)
+        .or_else(|| {
+            matches!(killed, Killed::Shell(Some(_)))
+                .then(|| at(previous))
+                .flatten()
+                .filter(bar)
+        })
+}
+
+/// What was killed loaded a model: the last line of a serving framework
+/// or start-up milestone before the kill, in the same input.
+fn last_server_line(incident: &Incident, kill: Span) -> Option<Span> {
+    let before = |s: Span| s.source == kill.source && s < kill;
+    incident
+        .facts
+        .server_events
+        .iter()
+        .filter(|e| before(e.span) && e.framework != crate::model::Framework::Unknown)
+        .map(|e| e.span)
+        .chain(
+            incident
+                .known
+                .iter()
+                .filter(|k| k.hit.row.is_some_and(|r| r.stage.is_some()))
+                .map(|k| incident.facts.messages[k.message].span)
+                .filter(|s| before(*s)),
+        )
+        .max()
 }
 
 /// Whether the report of the kill itself says that what was killed runs
@@ -437,141 +498,4 @@ fn explain(f: &mut Finding, cpu_blocks: Option<u64>, loading: bool, killed: Kill
 }
 
 #[cfg(test)]
-mod tests {
-    fn killed(text: &str) -> Vec<crate::rules::Finding> {
-        crate::testing::findings_of(super::META.id, text)
-    }
-
-    /// torchrun's agent reporting its worker killed by SIGKILL, with no
-    /// error of the worker's own: self-rag's two runs of one PID
-    /// (fixtures/real/764, AkariAsai/self-rag#83) give one
-    /// finding; ColossalAI's form with the other workers stopped before it
-    /// (hpcaitech/ColossalAI#3677) reads the same. A worker that exited 1
-    /// after its own traceback is its own failure.
-    #[test]
-    fn a_torchrun_worker_killed_by_sigkill_is_the_host_oom_reading() {
-        let self_rag = "torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9) local_rank: 1 (pid: 14447) of binary:\n\
-                        torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9) local_rank: 0 (pid: 14447) of binary:\n";
-        let f = killed(self_rag);
-        assert_eq!(f.len(), 1, "{f:?}");
-        assert_eq!(
-            f[0].entities.pids.iter().copied().collect::<Vec<_>>(),
-            [14447]
-        );
-        assert!(f[0].title.contains("14447"), "{}", f[0].title);
-        let colossal = "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 1167 closing signal SIGTERM\n\
-                        ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 1 (pid: 1168) of binary: /opt/conda/bin/python\n";
-        assert_eq!(killed(colossal).len(), 1);
-        let own = "RuntimeError: CUDA error: an illegal memory access was encountered\n\
-                   E0909 07:11:16.569000 140533383049856 torch/distributed/elastic/multiprocessing/api.py:833] failed (exitcode: 1) local_rank: 0 (pid: 9292) of binary: /opt/conda/envs/sglang/bin/python\n";
-        assert!(killed(own).is_empty());
-    }
-
-    /// zsh's report of a job killed, whose command names a checkpoint to
-    /// load, with nothing printed before it (batch-g/762,
-    /// henrywoo/pyllama#62); the same job line for a command that names no
-    /// model says nothing of what was killed.
-    #[test]
-    fn a_shell_job_killed_whose_command_loads_a_model_is_the_host_oom_reading() {
-        let convert = "python3 -m llama.convert_llama --ckpt_dir $CKPT_DIR --tokenizer_path $TOKENIZER_PATH --model_size 65B --output_dir ./converted_meta_hf_65 --to hf --max_batch_size 4\n\n\
-                       [1]    16261 killed     python3 -m llama.convert_llama --ckpt_dir $CKPT_DIR --tokenizer_path   65B\n";
-        let f = killed(convert);
-        assert_eq!(f.len(), 1, "{f:?}");
-        assert_eq!(
-            f[0].entities.pids.iter().copied().collect::<Vec<_>>(),
-            [16261]
-        );
-        // The same grammar with a weights file for an argument (a variant,
-        // assembled from zsh's job line), and with no model at all.
-        assert_eq!(
-            killed("[2]  + 4242 killed     python3 chat.py ./models/llama-2-13b.Q8_0.gguf\n").len(),
-            1
-        );
-        assert!(killed("[1]    16261 killed     python3 -m http.server 8000\n").is_empty());
-    }
-
-    /// A checkpoint converter's progress (catalog row
-    /// `startup.checkpoint-converter-reading`) then the shell's bare
-    /// `Killed`: llama.cpp's `convert-pth-to-ggml.py` (ggml-org/llama.cpp#138,
-    /// batch-h/780), lit-llama's shard lines (Lightning-AI/lit-llama#244,
-    /// batch-h/778) and `convert-hf-to-gguf.py`'s tensor lines
-    /// (ggml-org/llama.cpp#5156, batch-h/779) read as the host-OOM kill; the
-    /// same grammar for another part or tensor (a variant: part 1 of a 13B,
-    /// an attention tensor) too; a script's own `Processing …` line is not a
-    /// converter's.
-    #[test]
-    fn a_converter_killed_while_reading_weights_is_the_host_oom_reading() {
-        for paste in [
-            "python3 convert-pth-to-ggml.py models/7B/ 1\nn_parts =  1\nProcessing part  0\nKilled\n",
-            "Initializing lit-llama\nProcessing pytorch_model-00001-of-00002.bin\nKilled\n",
-            "blk.35.ffn_norm.weight, n_dims = 1, torch.bfloat16 --> float32\nKilled\n",
-            "Processing part  1\nKilled\n",
-            "Processing /data/hf/13B/pytorch_model-00003-of-00003.bin\nKilled\n",
-            "blk.0.attn_q.weight, n_dims = 2, torch.float16 --> float16\nKilled\n",
-        ] {
-            let f = killed(paste);
-            assert_eq!(f.len(), 1, "{paste}: {f:?}");
-            assert!(f[0].title.contains("converter"), "{}", f[0].title);
-            assert!(
-                !f[0]
-                    .actions
-                    .iter()
-                    .any(|a| a.describe().contains("swap-space")),
-                "a converter is not told a server's settings: {:?}",
-                f[0].actions
-            );
-        }
-        assert!(killed("Processing request 42 of 100\nKilled\n").is_empty());
-    }
-
-    /// A converter started by its command line (catalog row
-    /// `startup.checkpoint-converter-command`) that printed nothing but a
-    /// progress bar before the shell's bare `Killed`: lit-llama's
-    /// `convert_checkpoint.py` (Lightning-AI/lit-llama#110, batch-h/777);
-    /// the same grammar for another converter behind a prompt (a variant:
-    /// llama.cpp's `convert_hf_to_gguf.py`). A command that converts
-    /// nothing, or a converter whose run ended in an error, is not it.
-    #[test]
-    fn a_converter_started_by_its_command_line_and_killed_is_the_host_oom_reading() {
-        let lit = "python scripts/convert_checkpoint.py     --output_dir checkpoints/lit-llama     --ckpt_dir dalai/llama/models     --tokenizer_path dalai/llama/models/tokenizer.model     --model_size 13B\n \
-                   50%|\u{2588}\u{2588}\u{2588}\u{2588}          | 1/2 [00:32<00:32, 32.09s/it]\n\nKilled\n";
-        let variant = "(venv) user@box:~/llama.cpp$ python3 convert_hf_to_gguf.py ../Mixtral-8x7B --outtype f16\nKilled\n";
-        for paste in [lit, variant] {
-            let f = killed(paste);
-            assert_eq!(f.len(), 1, "{paste}: {f:?}");
-            assert!(f[0].title.contains("converter"), "{}", f[0].title);
-            assert_eq!(f[0].evidence[0].span.line, 1, "{:?}", f[0].evidence);
-        }
-        assert!(killed("python3 train.py --epochs 3\nKilled\n").is_empty());
-        assert!(
-            killed("python3 convert_hf_to_gguf.py ../m\nFileNotFoundError: [Errno 2] No such file or directory: '../m/config.json'\nKilled\n")
-                .is_empty()
-        );
-    }
-
-    /// vLLM's API server when its engine core died during start-up with no
-    /// error of its own: no exit status at all (vllm-project/vllm#45626,
-    /// fixtures/real/652) at the lowest confidence, SIGKILL (`-9`, in the
-    /// `{name: exitcode}` dict upstream prints; assembled) above it; an
-    /// exit status of its own (vllm-project/vllm#21882) or an error
-    /// before it is the engine's own failure.
-    #[test]
-    fn an_engine_core_gone_without_an_error_is_the_host_oom_reading_at_low_confidence() {
-        let empty = killed("Engine core initialization failed. Failed core proc(s): {}\n");
-        assert_eq!(empty.len(), 1, "{empty:?}");
-        assert!(empty[0].confidence <= 0.3, "{}", empty[0].confidence);
-        let sigkill = killed(
-            "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_DP0': -9}\n",
-        );
-        assert_eq!(sigkill.len(), 1, "{sigkill:?}");
-        assert!(sigkill[0].confidence > empty[0].confidence);
-        assert!(
-            killed("RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_0': 1}\n")
-                .is_empty()
-        );
-        assert!(
-            killed("ValueError: No available memory for the cache blocks.\nEngine core initialization failed. Failed core proc(s): {}\n")
-                .is_empty()
-        );
-    }
-}
+mod tests;
