@@ -352,101 +352,120 @@ fn missing_sibling(incident: &Incident) -> Option<Finding> {
         } else {
             lone_bus.checked_sub(1)?
         };
-        // Numbers before absence: the table's own structure says whether
-        // the count can be trusted (a cut paste lists fewer boards), and
-        // boards full with no process listed are a reading of their own
-        // (memory held by processes not shown) that an absence does not
-        // outweigh.
-        let complete = table_complete(incident, &gpus);
-        let held = held_unlisted(incident);
-        let severity = if held.is_empty() {
-            Severity::Error
-        } else {
-            Severity::Warning
-        };
-        let mut f = Finding::new(META.id, META.category, severity);
-        for (_, g) in &gpus {
-            f.entities.gpus.insert(g.index);
+        return Some(sibling_finding(
+            incident,
+            name,
+            &gpus,
+            (*lone_bus, lone_gpu.index),
+            sibling,
+        ));
+    }
+    None
+}
+
+/// The finding for `gpus` of model `name`, the `lone` GPU (its bus number
+/// and index) without its `sibling` bus.
+fn sibling_finding(
+    incident: &Incident,
+    name: &str,
+    gpus: &[(u32, &crate::correlate::Gpu)],
+    lone: (u32, u32),
+    sibling: u32,
+) -> Finding {
+    let (lone_bus, lone_index) = lone;
+    // Numbers before absence: the table's own structure says whether
+    // the count can be trusted (a cut paste lists fewer boards), and
+    // boards full with no process listed are a reading of their own
+    // (memory held by processes not shown) that an absence does not
+    // outweigh.
+    let complete = table_complete(incident, gpus);
+    let held = held_unlisted(incident);
+    let severity = if held.is_empty() {
+        Severity::Error
+    } else {
+        Severity::Warning
+    };
+    let mut f = Finding::new(META.id, META.category, severity);
+    for (_, g) in gpus {
+        f.entities.gpus.insert(g.index);
+    }
+    if let Some(h) = incident.facts.smi_headers.first() {
+        f.evidence(h.span, format!("nvidia-smi, driver {}", h.driver_version));
+    }
+    for (_, g) in gpus {
+        if let Some(span) = g.spans.first() {
+            f.evidence(
+                *span,
+                format!(
+                    "GPU {} {name} at {}",
+                    g.index,
+                    g.bus_id.as_deref().unwrap_or("?")
+                ),
+            );
         }
-        if let Some(h) = incident.facts.smi_headers.first() {
-            f.evidence(h.span, format!("nvidia-smi, driver {}", h.driver_version));
-        }
-        for (_, g) in &gpus {
-            if let Some(span) = g.spans.first() {
-                f.evidence(
-                    *span,
-                    format!(
-                        "GPU {} {name} at {}",
-                        g.index,
-                        g.bus_id.as_deref().unwrap_or("?")
-                    ),
-                );
-            }
-        }
-        f.condition(
-            "nvidia-smi lists its boards in pairs but one, so a GPU may be missing",
-            true,
-        );
-        f.condition(
+    }
+    f.condition(
+        "nvidia-smi lists its boards in pairs but one, so a GPU may be missing",
+        true,
+    );
+    f.condition(
             "the table is complete (its process block follows the GPU rows), so the count is not a cut paste",
             complete,
         );
-        f.condition("the driver says a GPU fell off the bus (Xid 79)", false);
-        f.condition("lspci shows the missing board absent or as `rev ff`", false);
-        f.title = format!(
-            "a GPU may be missing: nvidia-smi lists {} {name} boards, and GPU {} at bus {lone_bus:02x} has no sibling at {sibling:02x}",
-            gpus.len(),
-            lone_gpu.index
-        );
-        f.headline = format!(
-            "nvidia-smi lists {} {name} boards whose bus ids pair up except GPU {}'s ({lone_bus:02x}): the board at bus {sibling:02x} may have fallen off the bus. Only an absence says so; no kernel log is in the captures to confirm it{}{}.",
-            gpus.len(),
-            lone_gpu.index,
-            if complete {
-                ""
-            } else {
-                ", and the table ends before its process block, so the paste may simply be cut"
-            },
-            match held.as_slice() {
-                [] => String::new(),
-                _ => format!(
-                    "; {} full with no process listed weighs first (memory held by processes the table does not show)",
-                    held.iter()
-                        .map(|i| format!("GPU {i}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            }
-        );
-        f.chain.push(format!(
-            "nvidia-smi lists {} GPUs, not an even number",
-            gpus.len()
-        ));
-        f.chain.push(format!(
-            "the GPU at bus {sibling:02x} is no longer visible to the driver (fell off the bus?)"
-        ));
-        f.explanation = "GPUs behind PCIe switches come in pairs of adjacent bus numbers; one board without its pair, and an odd count of one model, suggest a GPU the driver no longer sees. Missing: the kernel log (Xid 79, `fallen off the bus`) and the PCI device list, which settle it.".to_owned();
-        f.actions.push(Action::advice(
+    f.condition("the driver says a GPU fell off the bus (Xid 79)", false);
+    f.condition("lspci shows the missing board absent or as `rev ff`", false);
+    f.title = format!(
+        "a GPU may be missing: nvidia-smi lists {} {name} boards, and GPU {} at bus {lone_bus:02x} has no sibling at {sibling:02x}",
+        gpus.len(),
+        lone_index
+    );
+    f.headline = format!(
+        "nvidia-smi lists {} {name} boards whose bus ids pair up except GPU {}'s ({lone_bus:02x}): the board at bus {sibling:02x} may have fallen off the bus. Only an absence says so; no kernel log is in the captures to confirm it{}{}.",
+        gpus.len(),
+        lone_index,
+        if complete {
+            ""
+        } else {
+            ", and the table ends before its process block, so the paste may simply be cut"
+        },
+        match held.as_slice() {
+            [] => String::new(),
+            _ => format!(
+                "; {} full with no process listed weighs first (memory held by processes the table does not show)",
+                held.iter()
+                    .map(|i| format!("GPU {i}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    );
+    f.chain.push(format!(
+        "nvidia-smi lists {} GPUs, not an even number",
+        gpus.len()
+    ));
+    f.chain.push(format!(
+        "the GPU at bus {sibling:02x} is no longer visible to the driver (fell off the bus?)"
+    ));
+    f.explanation = "GPUs behind PCIe switches come in pairs of adjacent bus numbers; one board without its pair, and an odd count of one model, suggest a GPU the driver no longer sees. Missing: the kernel log (Xid 79, `fallen off the bus`) and the PCI device list, which settle it.".to_owned();
+    f.actions.push(Action::advice(
             "check whether the node still sees every board on the PCI bus (a missing one is absent or shows `rev ff`)",
             Some("lspci | grep -i nvidia"),
         ));
-        f.actions.push(Action::advice(
-            "look for Xid 79 (GPU has fallen off the bus) in the kernel log",
-            Some("dmesg | grep -i xid"),
-        ));
-        f.actions.push(Action::advice(
+    f.actions.push(Action::advice(
+        "look for Xid 79 (GPU has fallen off the bus) in the kernel log",
+        Some("dmesg | grep -i xid"),
+    ));
+    f.actions.push(Action::advice(
             "if a board is gone: drain the node, reboot it, and reseat or replace the GPU if it happens again",
             None,
         ));
-        let cap = match (complete, held.is_empty()) {
-            (_, false) => 0.3,
-            (false, true) => 0.35,
-            (true, true) => 0.45,
-        };
-        f.confidence = confidence(&f, 0.3, 0.9).min(cap);
-        return Some(f);
-    }
-    None
+    let cap = match (complete, held.is_empty()) {
+        (_, false) => 0.3,
+        (false, true) => 0.35,
+        (true, true) => 0.45,
+    };
+    f.confidence = confidence(&f, 0.3, 0.9).min(cap);
+    f
 }
 
 /// Whether the table the `gpus` come from shows itself complete: a process
@@ -536,6 +555,26 @@ mod tests {
         assert_eq!(full[0].severity, Severity::Warning);
         assert!(full[0].confidence <= 0.3);
         assert!(full[0].headline.contains("GPU 0, GPU 1 full"));
+    }
+
+    /// The next paste: `nvidia-smi | head -20` on an 8-GPU A40 node
+    /// (open-gpu-kernel-modules#446's table, its first 20 lines): three
+    /// boards at 03, 04 and 43, cut before 44. An absence the cut explains:
+    /// said at the cut table's lower confidence, and said to be a cut.
+    #[test]
+    fn head_twenty_of_an_eight_gpu_table_is_said_to_be_cut() {
+        let table = include_str!(
+            "../../../fixtures/rules/nvidia-smi-gpu-err-row/pos-eight-a40-one-err-row/nvidia-smi.txt"
+        );
+        let head: String = table.lines().take(20).map(|l| format!("{l}\n")).collect();
+        let f = findings_of(super::META.id, &head);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].confidence <= 0.35, "{}", f[0].confidence);
+        assert!(
+            f[0].headline.contains("may simply be cut"),
+            "{}",
+            f[0].headline
+        );
     }
 
     #[test]
