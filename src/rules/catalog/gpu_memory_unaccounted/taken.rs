@@ -21,10 +21,12 @@ const NEARLY_FULL: f64 = 0.9;
 const FREE: f64 = 0.1;
 
 /// The GPUs of the same table as `held` that are free, when at least one
-/// held GPU is nearly full and no process row is in the inputs at all
-/// (nothing of the user's is shown); empty otherwise.
+/// held GPU is nearly full and no process row nor `ps` listing is in the
+/// inputs at all (nothing of the user's is shown); empty otherwise.
 pub(super) fn free_beside<'a>(incident: &'a Incident, held: &[&Gpu]) -> Vec<&'a Gpu> {
-    if !incident.gpu_processes.is_empty() {
+    // Anything of the user's shown (a process row, a `ps` listing: a
+    // zombie beside the table) says whose the memory may be.
+    if !incident.gpu_processes.is_empty() || !incident.facts.ps.is_empty() {
         return Vec::new();
     }
     let full = |g: &Gpu| {
