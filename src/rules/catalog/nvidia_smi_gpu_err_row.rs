@@ -152,7 +152,10 @@ fn finding(gpu: &Gpu, row: &Message, sensors: &Message, answering: &[&Gpu]) -> F
             sensors.text.matches("ERR!").count()
         ),
     );
-    let others: Vec<String> = answering.iter().map(|g| format!("GPU {}", g.index)).collect();
+    let others: Vec<String> = answering
+        .iter()
+        .map(|g| format!("GPU {}", g.index))
+        .collect();
     if let Some(span) = answering.first().and_then(|g| g.spans.first()) {
         f.evidence(
             *span,
@@ -162,7 +165,10 @@ fn finding(gpu: &Gpu, row: &Message, sensors: &Message, answering: &[&Gpu]) -> F
             ),
         );
     }
-    f.condition("nvidia-smi reads ERR! in the GPU's name and its sensors", true);
+    f.condition(
+        "nvidia-smi reads ERR! in the GPU's name and its sensors",
+        true,
+    );
     f.condition("other GPUs of the same table answer", true);
     f.condition(
         "the kernel log names the GPU's Xid (missing: dmesg -T | grep -i xid)",
@@ -172,10 +178,15 @@ fn finding(gpu: &Gpu, row: &Message, sensors: &Message, answering: &[&Gpu]) -> F
     f.headline = format!(
         "nvidia-smi reads ERR! for GPU {n}'s name and every sensor (bus {bus}) while {} {}: the driver can no longer query that GPU, most often a GPU lost from the bus (Xid 79) or whose firmware stopped answering (Xid 119); the kernel log says which.",
         others.join(", "),
-        if others.len() == 1 { "answers" } else { "answer" }
+        if others.len() == 1 {
+            "answers"
+        } else {
+            "answer"
+        }
     );
-    f.chain
-        .push(format!("work on GPU {n} hangs or fails; nvidia-smi is slow or reads ERR!"));
+    f.chain.push(format!(
+        "work on GPU {n} hangs or fails; nvidia-smi is slow or reads ERR!"
+    ));
     f.chain.push(format!(
         "GPU {n} no longer answers NVML (lost from the bus, firmware hung, or waiting for a reset)"
     ));

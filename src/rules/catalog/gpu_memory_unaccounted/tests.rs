@@ -301,8 +301,16 @@ fn full_gpus_beside_a_free_one_are_taken_by_other_processes() {
         vec![0, 1]
     );
     // The figures as the table prints them, for a search.
-    assert!(f[0].headline.contains("5872MiB / 6143MiB"), "{}", f[0].headline);
-    assert!(f[0].headline.contains("CUDA_VISIBLE_DEVICES=2"), "{}", f[0].headline);
+    assert!(
+        f[0].headline.contains("5872MiB / 6143MiB"),
+        "{}",
+        f[0].headline
+    );
+    assert!(
+        f[0].headline.contains("CUDA_VISIBLE_DEVICES=2"),
+        "{}",
+        f[0].headline
+    );
     assert!(f[0].confidence <= 0.6);
 }
 
