@@ -51,7 +51,8 @@ pub struct InventoryGpu {
     /// The Xid codes the kernel reported for this GPU, sorted, once each.
     pub xids: Vec<u32>,
     /// For a GPU no GPU record shows, what named it (`its process rows`,
-    /// `an idle nvidia-smi pmon row`, `a test harness's memory summary`).
+    /// `an idle nvidia-smi pmon row`, `a test harness's memory summary`, the
+    /// title of a catalog row whose line names it by index).
     pub named_by: Option<&'static str>,
 }
 
@@ -151,8 +152,15 @@ impl Inventory {
             .iter()
             .filter_map(|p| Some((p.gpu?, "its process rows")));
         let mentions = incident.facts.gpu_mentions.iter().map(|m| (m.index, m.by));
+        // A catalog line that names a GPU by its index (DCGM's `GPU 0's
+        // NvLink link 0 is currently down`, ggml's `current device: 0`).
+        let cataloged = incident.known.iter().filter_map(|k| {
+            let row = k.hit.row?;
+            let named = k.hit.get("gpu").or_else(|| k.hit.get("device"))?;
+            Some((named.trim().parse::<u32>().ok()?, row.title.as_str()))
+        });
         let mut only_named: BTreeMap<u32, &'static str> = BTreeMap::new();
-        for (index, by) in rows.chain(mentions) {
+        for (index, by) in rows.chain(mentions).chain(cataloged) {
             if !listed.contains(&index) {
                 only_named.entry(index).or_insert(by);
             }

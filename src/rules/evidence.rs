@@ -74,6 +74,12 @@ pub const MATRIX: &[Cell] = &[
     // A GPU held by another process.
     cell(
         GpuMemoryHeldByOtherProcess,
+        "GPUs of one nvidia-smi table nearly full with no process listed while another GPU of the same table is free, and nothing of the user's running (`5872MiB /  6143MiB` beside `85MiB /  6143MiB`): other jobs' processes hold them",
+        Rule("gpu-memory-unaccounted"),
+        Some("fixtures/rules/gpu-memory-unaccounted/pos-two-titans-taken-one-free"),
+    ),
+    cell(
+        GpuMemoryHeldByOtherProcess,
         "a `dcgmi diag` test that could not create its context on a GPU (`Unable to create CUDA context: 'CUDA-capable device(s) is/are busy or unavailable'` in the warning under `Fail - GPU: 0`): the GPU held by another process, not a fault",
         Rule("dcgm-diag-failed"),
         Some("fixtures/formats/lines/dcgmi-diag-3.3.1-fail.txt"),
@@ -481,7 +487,7 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         XidGpuFellOffBus,
-        "nvidia-smi unable to reach a GPU (`GPU is lost`, `ERR!`) with no kernel line",
+        "nvidia-smi unable to reach a GPU (`GPU is lost`) with no kernel line",
         Rule("nvidia-smi-gpu-unreachable"),
         Some("fixtures/real/111-nvidia-smi-gpu-is-lost-reboot-one-line"),
     ),
@@ -490,6 +496,30 @@ pub const MATRIX: &[Cell] = &[
         "nvidia-smi's `Unable to determine the device handle for GPU …: Unknown Error` for one GPU while the others answer, with no kernel line: at a lower confidence",
         Rule("nvidia-smi-gpu-unreachable"),
         Some("fixtures/real/634-nvidia-smi-L-unable-device-handle-one-of-four-2080ti"),
+    ),
+    cell(
+        XidGpuFellOffBus,
+        "nvidia-smi's table reading `ERR!` in a GPU's name and every sensor while the other GPUs answer (`|   4  ERR!                On   |`, `|ERR!  ERR! ERR!    ERR! / ERR! |`), with no kernel line: at a lower confidence; one `ERR!` cell is not",
+        Rule("nvidia-smi-gpu-err-row"),
+        Some("fixtures/rules/nvidia-smi-gpu-err-row/pos-eight-a40-one-err-row"),
+    ),
+    cell(
+        DriverNotLoaded,
+        "a vGPU without a licence: `nvidia-smi -q`'s `License Status : Unlicensed` (or `Unlicensed (Restricted)`; `<license_status>` in `-q -x`), the driver restricting the vGPU after its grace period",
+        Row("cuda.vgpu-unlicensed"),
+        None,
+    ),
+    cell(
+        DriverNotLoaded,
+        "DCGM (dcgm-exporter, nv-hostengine) unable to load NVML in its container (`Error: Failed to initialize NVML`, `Cannot init NVML library; err: ERROR_LIBRARY_NOT_FOUND`): the node's driver libraries not mounted",
+        Row("dcgm.exporter-nvml-unavailable"),
+        None,
+    ),
+    cell(
+        DriverNotLoaded,
+        "dcgm-exporter's fatal `Error starting nv-hostengine: DCGM initialization error`",
+        Row("dcgm.hostengine-start-failed"),
+        None,
     ),
     cell(
         XidGpuFellOffBus,
@@ -567,6 +597,12 @@ pub const MATRIX: &[Cell] = &[
         UnsupportedHardware,
         "the driver ignoring a GPU that only a legacy branch supports (`supported through the NVIDIA 470.xx Legacy drivers`)",
         Row("kernel.nvrm-legacy-gpu"),
+        None,
+    ),
+    cell(
+        UnsupportedHardware,
+        "dcgm-exporter asked for DCP profiling fields on a GPU without them (`Error watching fields: Profiling is not supported for this group of GPUs or GPU`, `This request is serviced by a module of DCGM that is not currently loaded`)",
+        Row("dcgm.exporter-profiling-unsupported"),
         None,
     ),
     // NCCL that cannot connect its ranks.

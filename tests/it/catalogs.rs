@@ -364,3 +364,42 @@ fn a_rows_pid_list_becomes_the_findings_pids() {
     );
     assert_eq!(other, BTreeSet::from([11899, 11900]));
 }
+
+/// `nvidia-smi -q | grep -A2 -i license` in a vGPU guest: each licence
+/// state as NVML names it. Only an unlicensed product is the fault; the
+/// grace period (`Unlicensed (Unrestricted)`) and a licence with its
+/// expiry are not. The first paste is gpu-operator#220's (without its
+/// section header, which no reader knows yet); the others vary its status line to the states NVML prints (NVIDIA/DCGM's
+/// ConvertNvmlGridLicenseStateToString), not copied.
+#[test]
+fn a_vgpu_licence_status_is_a_fault_only_when_unlicensed() {
+    let paste = |status: &str| {
+        analyse(&[
+            "        Product Name                      : NVIDIA Virtual Compute Server",
+            status,
+        ])
+    };
+    let unlicensed = [
+        "        License Status                    : Unlicensed",
+        "        License Status                    : Unlicensed (Restricted)",
+        "        <license_status>Unlicensed (Restricted)</license_status>",
+    ];
+    for status in unlicensed {
+        let (categories, _, _) = paste(status);
+        assert!(
+            categories.contains("driver-not-loaded"),
+            "{status}: {categories:?}"
+        );
+    }
+    let healthy = [
+        "        License Status                    : Licensed (Expiry: 2025-6-5 15:22:24 GMT)",
+        "        License Status                    : Unlicensed (Unrestricted)",
+    ];
+    for status in healthy {
+        let (categories, _, _) = paste(status);
+        assert!(
+            !categories.contains("driver-not-loaded"),
+            "{status}: {categories:?}"
+        );
+    }
+}

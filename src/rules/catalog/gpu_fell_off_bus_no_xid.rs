@@ -49,7 +49,11 @@ lists an odd number (three or more) of boards of one model whose bus ids pair
 up (`03`/`04`) except one (`84` without `83`), as GPUs behind PCIe switches
 do. That is reported at a low confidence, naming what would settle it:
 `lspci | grep -i nvidia` (the missing board absent, or `rev ff`) and
-`dmesg | grep -i xid` (Xid 79).
+`dmesg | grep -i xid` (Xid 79). Lower still when the table stops before
+its process block: a paste cut after the GPU rows may have left boards
+out. And only a warning when boards of the table are nearly full with no
+process listed for them: the numbers (memory held by processes the table
+does not show, `gpu-memory-unaccounted`) come before an absence.
 
 ## How to fix
 As for Xid 79: drain the node, stop its GPU services, reboot; open a
@@ -348,66 +352,164 @@ fn missing_sibling(incident: &Incident) -> Option<Finding> {
         } else {
             lone_bus.checked_sub(1)?
         };
-        let mut f = Finding::new(META.id, META.category, Severity::Error);
-        for (_, g) in &gpus {
-            f.entities.gpus.insert(g.index);
-        }
-        if let Some(h) = incident.facts.smi_headers.first() {
-            f.evidence(h.span, format!("nvidia-smi, driver {}", h.driver_version));
-        }
-        for (_, g) in &gpus {
-            if let Some(span) = g.spans.first() {
-                f.evidence(
-                    *span,
-                    format!(
-                        "GPU {} {name} at {}",
-                        g.index,
-                        g.bus_id.as_deref().unwrap_or("?")
-                    ),
-                );
-            }
-        }
-        f.condition(
-            "nvidia-smi lists its boards in pairs but one, so a GPU may be missing",
-            true,
-        );
-        f.condition("the driver says a GPU fell off the bus (Xid 79)", false);
-        f.condition("lspci shows the missing board absent or as `rev ff`", false);
-        f.title = format!(
-            "a GPU may be missing: nvidia-smi lists {} {name} boards, and GPU {} at bus {lone_bus:02x} has no sibling at {sibling:02x}",
-            gpus.len(),
-            lone_gpu.index
-        );
-        f.headline = format!(
-            "nvidia-smi lists {} {name} boards whose bus ids pair up except GPU {}'s ({lone_bus:02x}): the board at bus {sibling:02x} may have fallen off the bus. Only an absence says so; no kernel log is in the captures to confirm it.",
-            gpus.len(),
-            lone_gpu.index
-        );
-        f.chain.push(format!(
-            "nvidia-smi lists {} GPUs, not an even number",
-            gpus.len()
+        return Some(sibling_finding(
+            incident,
+            name,
+            &gpus,
+            (*lone_bus, lone_gpu.index),
+            sibling,
         ));
-        f.chain.push(format!(
-            "the GPU at bus {sibling:02x} is no longer visible to the driver (fell off the bus?)"
-        ));
-        f.explanation = "GPUs behind PCIe switches come in pairs of adjacent bus numbers; one board without its pair, and an odd count of one model, suggest a GPU the driver no longer sees. Missing: the kernel log (Xid 79, `fallen off the bus`) and the PCI device list, which settle it.".to_owned();
-        f.actions.push(Action::advice(
-            "check whether the node still sees every board on the PCI bus (a missing one is absent or shows `rev ff`)",
-            Some("lspci | grep -i nvidia"),
-        ));
-        f.actions.push(Action::advice(
-            "look for Xid 79 (GPU has fallen off the bus) in the kernel log",
-            Some("dmesg | grep -i xid"),
-        ));
-        f.actions.push(Action::advice(
-            "if a board is gone: drain the node, reboot it, and reseat or replace the GPU if it happens again",
-            None,
-        ));
-        f.confidence = confidence(&f, 0.3, 0.9).min(0.45);
-        return Some(f);
     }
     None
 }
+
+/// The finding for `gpus` of model `name`, the `lone` GPU (its bus number
+/// and index) without its `sibling` bus.
+fn sibling_finding(
+    incident: &Incident,
+    name: &str,
+    gpus: &[(u32, &crate::correlate::Gpu)],
+    lone: (u32, u32),
+    sibling: u32,
+) -> Finding {
+    let (lone_bus, lone_index) = lone;
+    // Numbers before absence: the table's own structure says whether
+    // the count can be trusted (a cut paste lists fewer boards), and
+    // boards full with no process listed are a reading of their own
+    // (memory held by processes not shown) that an absence does not
+    // outweigh.
+    let complete = table_complete(incident, gpus);
+    let held = held_unlisted(incident);
+    let severity = if held.is_empty() {
+        Severity::Error
+    } else {
+        Severity::Warning
+    };
+    let mut f = Finding::new(META.id, META.category, severity);
+    for (_, g) in gpus {
+        f.entities.gpus.insert(g.index);
+    }
+    if let Some(h) = incident.facts.smi_headers.first() {
+        f.evidence(h.span, format!("nvidia-smi, driver {}", h.driver_version));
+    }
+    for (_, g) in gpus {
+        if let Some(span) = g.spans.first() {
+            f.evidence(
+                *span,
+                format!(
+                    "GPU {} {name} at {}",
+                    g.index,
+                    g.bus_id.as_deref().unwrap_or("?")
+                ),
+            );
+        }
+    }
+    f.condition(
+        "nvidia-smi lists its boards in pairs but one, so a GPU may be missing",
+        true,
+    );
+    f.condition(
+            "the table is complete (its process block follows the GPU rows), so the count is not a cut paste",
+            complete,
+        );
+    f.condition("the driver says a GPU fell off the bus (Xid 79)", false);
+    f.condition("lspci shows the missing board absent or as `rev ff`", false);
+    f.title = format!(
+        "a GPU may be missing: nvidia-smi lists {} {name} boards, and GPU {} at bus {lone_bus:02x} has no sibling at {sibling:02x}",
+        gpus.len(),
+        lone_index
+    );
+    f.headline = format!(
+        "nvidia-smi lists {} {name} boards whose bus ids pair up except GPU {}'s ({lone_bus:02x}): the board at bus {sibling:02x} may have fallen off the bus. Only an absence says so; no kernel log is in the captures to confirm it{}{}.",
+        gpus.len(),
+        lone_index,
+        if complete {
+            ""
+        } else {
+            ", and the table ends before its process block, so the paste may simply be cut"
+        },
+        match held.as_slice() {
+            [] => String::new(),
+            _ => format!(
+                "; {} full with no process listed weighs first (memory held by processes the table does not show)",
+                held.iter()
+                    .map(|i| format!("GPU {i}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    );
+    f.chain.push(format!(
+        "nvidia-smi lists {} GPUs, not an even number",
+        gpus.len()
+    ));
+    f.chain.push(format!(
+        "the GPU at bus {sibling:02x} is no longer visible to the driver (fell off the bus?)"
+    ));
+    f.explanation = "GPUs behind PCIe switches come in pairs of adjacent bus numbers; one board without its pair, and an odd count of one model, suggest a GPU the driver no longer sees. Missing: the kernel log (Xid 79, `fallen off the bus`) and the PCI device list, which settle it.".to_owned();
+    f.actions.extend(sibling_actions());
+    let cap = match (complete, held.is_empty()) {
+        (_, false) => 0.3,
+        (false, true) => 0.35,
+        (true, true) => 0.45,
+    };
+    f.confidence = confidence(&f, 0.3, 0.9).min(cap);
+    f
+}
+
+/// What settles a missing sibling: the PCI device list, the kernel's Xid
+/// 79, and what to do if a board is gone.
+fn sibling_actions() -> Vec<Action> {
+    vec![
+        Action::advice(
+            "check whether the node still sees every board on the PCI bus (a missing one is absent or shows `rev ff`)",
+            Some("lspci | grep -i nvidia"),
+        ),
+        Action::advice(
+            "look for Xid 79 (GPU has fallen off the bus) in the kernel log",
+            Some("dmesg | grep -i xid"),
+        ),
+        Action::advice(
+            "if a board is gone: drain the node, reboot it, and reseat or replace the GPU if it happens again",
+            None,
+        ),
+    ]
+}
+
+/// Whether the table the `gpus` come from shows itself complete: a process
+/// listing (rows, `No running processes found`, or an empty block) after
+/// its last GPU row in the same input. A paste that stops after the GPU
+/// rows may have cut more boards.
+fn table_complete(incident: &Incident, gpus: &[(u32, &crate::correlate::Gpu)]) -> bool {
+    let Some(last) = gpus.iter().flat_map(|(_, g)| g.spans.iter()).max() else {
+        return false;
+    };
+    incident
+        .facts
+        .process_listings
+        .iter()
+        .any(|l| l.span.source == last.source && l.span.line > last.line)
+}
+
+/// The GPUs nearly full (at least [`NEARLY_FULL`] of the card and 1 GiB)
+/// with no process listed for them: memory held by processes the table
+/// does not show, a reading of the numbers that comes before an absence.
+fn held_unlisted(incident: &Incident) -> Vec<u32> {
+    incident
+        .gpus
+        .iter()
+        .filter(|g| {
+            g.memory_used_mib
+                .zip(g.memory_total_mib)
+                .is_some_and(|(u, t)| crate::rules::support::holds_working_set(u, t, NEARLY_FULL))
+                && incident.processes_on(g.index).next().is_none()
+        })
+        .map(|g| g.index)
+        .collect()
+}
+
+/// The share of a card in use at which it is full for the next job.
+const NEARLY_FULL: f64 = 0.9;
 
 /// `NVRM: The NVIDIA GPU 0000:b3:00.0`, up to three lines above the line
 /// that says the GPU fell off the bus.
@@ -431,3 +533,6 @@ fn wrapped_bus(incident: &Incident, e: &KernelEvent) -> Option<String> {
         .find_map(|m| WRAPPED.captures(&m.text))
         .and_then(|c| xid::normal_bus(&c["bus"]))
 }
+
+#[cfg(test)]
+mod tests;

@@ -106,7 +106,8 @@ impl Rule for GpuMemoryUnaccounted {
             })
             .collect();
         if !held.is_empty() {
-            out.push(finding(incident, &held, ended.clone()));
+            let free = taken::free_beside(incident, &held);
+            out.push(finding(incident, &held, ended.clone(), &free));
         }
         // GPUs with rows that explain only a fraction of their memory.
         let parts: Vec<_> = incident
@@ -200,11 +201,14 @@ fn listing_note(incident: &Incident) -> (&'static str, Option<Span>) {
     }
 }
 
-fn finding(incident: &Incident, held: &[&Gpu], ended: Option<Ended>) -> Finding {
+fn finding(incident: &Incident, held: &[&Gpu], ended: Option<Ended>, free: &[&Gpu]) -> Finding {
     // The table alone cannot tell a leftover from a live job's own
     // preallocation (a server idle between requests looks the same): a
     // note that names the command that settles it. A run that ends before
     // the table makes the held memory its leftover.
+    if ended.is_none() && !free.is_empty() {
+        return taken::finding(incident, held, free);
+    }
     let severity = if ended.is_some() {
         META.severity
     } else {
@@ -309,5 +313,6 @@ fn push_actions(f: &mut Finding, held: &[&Gpu]) {
 }
 
 mod partial;
+mod taken;
 #[cfg(test)]
 mod tests;

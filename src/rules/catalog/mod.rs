@@ -38,6 +38,7 @@ mod nccl_watchdog_timeout;
 mod new_rule_template;
 mod nvidia_driver_not_loaded;
 mod nvidia_probe_failed;
+mod nvidia_smi_gpu_err_row;
 mod nvidia_smi_gpu_unreachable;
 mod nvlink_links_inactive;
 mod nvml_driver_library_mismatch;
@@ -123,6 +124,7 @@ pub static RULES: &[&dyn Rule] = &[
     &nccl_watchdog_timeout::RULE,
     &nvidia_driver_not_loaded::RULE,
     &nvidia_probe_failed::RULE,
+    &nvidia_smi_gpu_err_row::RULE,
     &nvidia_smi_gpu_unreachable::RULE,
     &nvlink_links_inactive::RULE,
     &nvml_driver_library_mismatch::RULE,

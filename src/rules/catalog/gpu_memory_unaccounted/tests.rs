@@ -263,3 +263,82 @@ fn rows_without_a_figure_are_not_summed() {
     );
     assert!(findings_of(super::META.id, &serving).is_empty());
 }
+
+/// https://github.com/cBio/cbio-cluster/issues/422 (batch-i/822): on the
+/// node a scheduler allocated, GPUs 0 and 1 nearly full and GPU 2 free,
+/// the table cut before its process block.
+const TITANS: &str = "\
+[chodera@gpu-2-14 ~]$ nvidia-smi
+Thu Jun  9 13:41:35 2016       
++------------------------------------------------------+                       
+| NVIDIA-SMI 352.39     Driver Version: 352.39         |                       
+|-------------------------------+----------------------+----------------------+
+| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |
+|===============================+======================+======================|
+|   0  GeForce GTX TITAN   Off  | 0000:03:00.0     Off |                  N/A |
+| 30%   34C    P8    14W / 250W |   5872MiB /  6143MiB |      0%      Default |
++-------------------------------+----------------------+----------------------+
+|   1  GeForce GTX TITAN   Off  | 0000:04:00.0     Off |                  N/A |
+| 30%   33C    P8    14W / 250W |   5771MiB /  6143MiB |      0%      Default |
++-------------------------------+----------------------+----------------------+
+|   2  GeForce GTX TITAN   Off  | 0000:83:00.0     Off |                  N/A |
+| 30%   34C    P8    14W / 250W |     85MiB /  6143MiB |      0%      Default |
++-------------------------------+----------------------+----------------------+
+";
+
+#[test]
+fn full_gpus_beside_a_free_one_are_taken_by_other_processes() {
+    let f = findings_of(super::META.id, TITANS);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].severity, Severity::Error);
+    assert_eq!(
+        f[0].category,
+        crate::rules::Category::GpuMemoryHeldByOtherProcess
+    );
+    assert_eq!(
+        f[0].entities.gpus.iter().copied().collect::<Vec<_>>(),
+        vec![0, 1]
+    );
+    // The figures as the table prints them, for a search.
+    assert!(
+        f[0].headline.contains("5872MiB / 6143MiB"),
+        "{}",
+        f[0].headline
+    );
+    assert!(
+        f[0].headline.contains("CUDA_VISIBLE_DEVICES=2"),
+        "{}",
+        f[0].headline
+    );
+    assert!(f[0].confidence <= 0.6);
+}
+
+#[test]
+fn a_full_gpu_with_no_free_one_beside_it_stays_a_note() {
+    // The next paste: the same node with GPU 2 taken too (its figures
+    // raised to GPU 1's): no free GPU says the host is shared.
+    let text = TITANS.replace("    85MiB /  6143MiB", "  5771MiB /  6143MiB");
+    let f = findings_of(super::META.id, &text);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].severity, Severity::Info);
+}
+
+#[test]
+fn a_full_gpu_beside_a_free_one_with_process_rows_is_not_taken() {
+    // A process row anywhere is something of the user's shown: the rows
+    // say whose the memory is (the partial reading's business). A variant:
+    // a process block assembled in the table's own format, not copied.
+    let text = format!(
+        "{TITANS}\
++-----------------------------------------------------------------------------+
+| Processes:                                                       GPU Memory |
+|  GPU       PID  Type  Process name                               Usage      |
+|=============================================================================|
+|    2     22342    C   python                                          83MiB |
++-----------------------------------------------------------------------------+
+"
+    );
+    let f = findings_of(super::META.id, &text);
+    assert!(f.iter().all(|f| f.severity == Severity::Info), "{f:?}");
+}
