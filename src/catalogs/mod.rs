@@ -166,6 +166,10 @@ pub enum Stage {
     DistributedInit,
     /// The group formed (NCCL `Init COMPLETE`).
     DistributedReady,
+    /// The group's first collective was posted (NCCL's `AllReduce: opCount
+    /// 0`, with its `COLL` debug lines): every rank must join it before
+    /// any goes on.
+    FirstCollective,
     /// Loading the weights began.
     WeightsLoading,
     /// The weights are on the GPUs.
@@ -181,10 +185,11 @@ pub enum Stage {
 }
 
 impl Stage {
-    pub const ALL: [Stage; 9] = [
+    pub const ALL: [Stage; 10] = [
         Stage::Launched,
         Stage::DistributedInit,
         Stage::DistributedReady,
+        Stage::FirstCollective,
         Stage::WeightsLoading,
         Stage::WeightsLoaded,
         Stage::KvCache,
@@ -199,6 +204,7 @@ impl Stage {
             Stage::Launched => "launched",
             Stage::DistributedInit => "distributed-init",
             Stage::DistributedReady => "distributed-ready",
+            Stage::FirstCollective => "first-collective",
             Stage::WeightsLoading => "weights-loading",
             Stage::WeightsLoaded => "weights-loaded",
             Stage::KvCache => "kv-cache",
@@ -214,6 +220,9 @@ impl Stage {
             Stage::Launched => "starting up",
             Stage::DistributedInit => "forming its distributed group (NCCL)",
             Stage::DistributedReady => "its distributed group formed (NCCL initialised)",
+            Stage::FirstCollective => {
+                "its first collective (NCCL initialised, the first all-reduce or broadcast posted)"
+            }
             Stage::WeightsLoading => "loading the weights",
             Stage::WeightsLoaded => "the weights loaded",
             Stage::KvCache => "memory profiled and the KV cache sized",
@@ -234,6 +243,8 @@ impl Stage {
             Stage::DistributedInit => Stage::DistributedReady,
             Stage::WeightsLoading => Stage::WeightsLoaded,
             Stage::GraphCapture => Stage::GraphCaptured,
+            // A collective after the first (`opCount 1`): the job runs.
+            Stage::FirstCollective => Stage::Ready,
             other => other,
         }
     }

@@ -438,6 +438,32 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         ServerHang,
+        "a stage line without its logger's prefix, as a reporter typed it (vLLM Ascend's `Loading model weights took 3.3461GB`), then the end of the paste: at the rule's lower confidence",
+        Rule("startup-stage-stalled"),
+        Some("fixtures/rules/startup-stage-stalled/pos-vllm-ascend-weights-loaded-no-prefix"),
+    ),
+    cell(
+        ServerHang,
+        "NCCL initialised (`Init COMPLETE`) and the first collective posted (`AllReduce: opCount 0`, no later count), then silence: a hang at the first collective",
+        Rule("startup-stage-stalled"),
+        Some("fixtures/rules/startup-stage-stalled/pos-megatron-16-ranks-first-allreduce-silent"),
+    ),
+    cell(
+        ServerHang,
+        "TensorRT-LLM's engine loading begun (`Engine version … found in the config file`) or done (`Loaded engine size: N MiB`), then nothing: no Triton `Started HTTPService`",
+        Rule("startup-stage-stalled"),
+        Some("fixtures/rules/startup-stage-stalled/pos-trtllm-engine-version-then-nothing"),
+    ),
+    cell(
+        ServerHang,
+        "lmdeploy's `lmdeploy serve api_server` and TurboMind's engine built (its `gemm_config.in` warning), never its `HINT: Please open …` or Uvicorn's ready line",
+        Rule("startup-stage-stalled"),
+        Some(
+            "fixtures/rules/startup-stage-stalled/pos-lmdeploy-turbomind-gemm-warning-then-nothing",
+        ),
+    ),
+    cell(
+        ServerHang,
         "SGLang's watchdog killing a forward batch that never finished",
         Rule("sglang-watchdog-timeout"),
         Some("fixtures/rules/sglang-watchdog-timeout/pos-tp8-watchdog-then-killed-top"),

@@ -57,9 +57,12 @@ static META: RuleMeta = RuleMeta {
 ## What it means
 The server's log shows how far its start-up got, through the milestones
 every stack prints (`catalogs/startup.toml`: SGLang's `Load weight end`,
-vLLM's `vLLM is using nccl==` and `# GPU blocks`, NCCL's `Init COMPLETE`,
-`Capturing CUDA graphs … 0/3`, ollama's `starting llama server`, TGI's
-`Starting shard` …), and then nothing: no later milestone, no error, no
+vLLM's `vLLM is using nccl==` and `# GPU blocks`, NCCL's `Init COMPLETE`
+and its first collective (`AllReduce: opCount 0`), `Capturing CUDA graphs
+… 0/3`, ollama's `starting llama server`, TGI's `Starting shard`,
+lmdeploy's `lmdeploy serve api_server` and TurboMind's `gemm_config.in`
+warning, TensorRT-LLM's `Engine version … found`, `MPI size: N, rank: R`
+and `Loaded engine size: N MiB` …), and then nothing: no later milestone, no error, no
 exit, until someone interrupted it (`^C`, `KeyboardInterrupt`), systemd
 stopped it, a client timed out, or the log ends. The start-up is stuck at
 that stage. The stage lines are read by their text, whatever part of the
@@ -81,6 +84,9 @@ By stage:
   peer-to-peer traffic between the GPUs is blocked or broken (PCIe ACS, an
   IOMMU, a virtualised host, a broken P2P path between consumer cards), or
   a rank is missing.
+- **At the first collective** (NCCL initialised, `opCount 0` posted, no
+  later count): a rank that never joined it, missing or stuck on another
+  node, or the path between the ranks blocked.
 - **Loading the weights**: slow or stuck storage or download, or one rank
   waiting for another.
 - **Capturing CUDA graphs**: a capture that never finishes (a kernel or
@@ -129,13 +135,27 @@ impl Rule for StartupStageStalled {
             let Some(stage) = k.hit.row.and_then(|r| r.stage) else {
                 continue;
             };
+            // A collective of a group of one waits for no other rank.
+            if stage == Stage::FirstCollective
+                && k.hit.get("nranks").is_some_and(|n| n.trim() == "1")
+            {
+                continue;
+            }
             let message = &incident.facts.messages[k.message];
             // A progress counter (`0/3`, `0/16`, `100%`) says how far the
             // stage got; a full one, that it is done.
             let number = |name: &str| k.hit.get(name).and_then(|d| d.parse::<u64>().ok());
             let done = number("done").or_else(|| number("pct").filter(|p| *p == 0));
+            // A collective's operation count past the first (`opCount 1a`,
+            // hex): that collective completed, the job runs.
+            let later_op = k
+                .hit
+                .get("op")
+                .and_then(|o| u64::from_str_radix(o.trim_start_matches("0x"), 16).ok())
+                .is_some_and(|o| o > 0);
             let full = number("pct") == Some(100)
-                || number("done").is_some_and(|d| Some(d) == number("total"));
+                || number("done").is_some_and(|d| Some(d) == number("total"))
+                || later_op;
             let stage = if full { stage.completed() } else { stage };
             let startup = by_input
                 .entry(message.span.source.0)
@@ -218,6 +238,12 @@ const P2P: (&str, &str, &str) = (
     "NCCL_DEBUG=INFO NCCL_P2P_DISABLE=1 <the server's command>; nvidia-smi topo -m; py-spy dump --pid PID",
 );
 
+const FIRST_COLLECTIVE: (&str, &str, &str) = (
+    "a group that posted its first collective and went silent waits for a rank that never joined it: a rank missing or stuck (on another node, whose log is not here), or the traffic between the ranks blocked (peer to peer between the GPUs, or the network between the nodes: a firewall, the wrong interface)",
+    "Check that every rank of every node reached the same collective (NCCL_DEBUG=INFO on all nodes); test the path with NCCL_P2P_DISABLE=1 on one node, NCCL_SOCKET_IFNAME and the firewall between nodes; set a collective timeout so that a hang becomes an error",
+    "py-spy dump --pid PID; NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL <the job's command>",
+);
+
 /// The most ranks whose NCCL lines a finding cites.
 const MAX_RANKS: usize = 8;
 
@@ -250,7 +276,7 @@ fn cite_ranks(incident: &Incident, source: crate::source::SourceId, f: &mut Find
         if let Some(span) = init {
             f.evidence(
                 *span,
-                format!("rank process {pid}: its NCCL communicator formed"),
+                format!("rank process {pid}: its NCCL communicator formed (Init COMPLETE)"),
             );
         }
         if let Some(span) = channel {
@@ -273,6 +299,7 @@ fn cite_ranks(incident: &Incident, source: crate::source::SourceId, f: &mut Find
 /// that shows it.
 fn advice(stage: Stage, multi_gpu: bool) -> (&'static str, &'static str, &'static str) {
     match stage {
+        Stage::FirstCollective => FIRST_COLLECTIVE,
         Stage::DistributedInit | Stage::DistributedReady => P2P,
         Stage::WeightsLoaded | Stage::KvCache | Stage::Ready if multi_gpu => P2P,
         Stage::GraphCapture => (
@@ -393,6 +420,9 @@ fn duration(secs: i64) -> String {
         s => format!("{} h {} min", s / 3600, (s % 3600) / 60),
     }
 }
+
+#[cfg(test)]
+mod stage_word_tests;
 
 #[cfg(test)]
 mod tests {

@@ -46,11 +46,7 @@ pub(super) fn stalled(incident: &Incident, startup: &Startup<'_>) -> Option<Find
     // captured), or after the launch line alone, may just have been cut
     // there; one that ends inside an operation (NCCL forming, weights
     // loading, capture under way), or that someone gave up on, stopped there.
-    let in_progress = matches!(
-        reached,
-        Stage::DistributedInit | Stage::WeightsLoading | Stage::GraphCapture
-    ) || last_done.is_some()
-        || lagging.is_some();
+    let in_progress = under_way(reached) || last_done.is_some() || lagging.is_some();
     let (reached, furthest) = match &lagging {
         Some(l) => (l.stage, l.line),
         None => (reached, furthest),
@@ -89,7 +85,7 @@ pub(super) fn stalled(incident: &Incident, startup: &Startup<'_>) -> Option<Find
     count_at_stage(&mut f, startup, reached);
     let multi_gpu = multi_gpu(incident);
     let hint = advice(reached, multi_gpu);
-    if hint.0 == P2P.0 {
+    if hint.0 == P2P.0 || hint.0 == FIRST_COLLECTIVE.0 {
         cite_ranks(incident, last.span.source, &mut f);
     }
     f.title = format!("the start-up stopped making progress at: {stage_name}");
@@ -105,6 +101,18 @@ pub(super) fn stalled(incident: &Incident, startup: &Startup<'_>) -> Option<Find
     push_actions(&mut f, lagging.as_ref(), hint, corroborated);
     say_how_it_ended(&mut f, ignored.is_some(), cut_only);
     Some(f)
+}
+
+/// Whether `stage` is an operation under way (NCCL forming, the first
+/// collective posted, weights loading, capture begun), not a milestone.
+fn under_way(stage: Stage) -> bool {
+    matches!(
+        stage,
+        Stage::DistributedInit
+            | Stage::FirstCollective
+            | Stage::WeightsLoading
+            | Stage::GraphCapture
+    )
 }
 
 /// The seconds from the line `from` to the line `to`, when both are timed.
