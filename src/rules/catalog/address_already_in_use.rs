@@ -268,14 +268,33 @@ impl Rule for AddressAlreadyInUse {
         });
         advise(&mut f, store, port.as_deref());
         f.confidence = confidence(&f, 0.75, 0.97);
-        stuck_stopping::apply(&mut f, incident, port.as_deref(), &lines);
-        same_server::apply(&mut f, incident, port.as_deref(), listener, &sockets);
         let http = !store && binds.iter().all(|b| b.port == Port::Http);
-        let named = listener.is_some() || !sockets.is_empty();
-        own_instance::apply(&mut f, incident, port.as_deref(), &lines, http, named);
-        own_instance::container_main(&mut f, incident, &sockets);
+        refine(&mut f, incident, &port, &lines, listener, &sockets, http);
         out.push(f);
     }
+}
+
+/// What the inputs say of the holder, each reading in turn (the first that
+/// changes the category ends the others): the previous instance stuck
+/// stopping, another instance of the same server named holding the port,
+/// the server's own earlier instance or default port with no holder named,
+/// a container's PID 1 of the same interpreter. `http`: the failed port is
+/// the server's own.
+fn refine(
+    f: &mut Finding,
+    incident: &Incident,
+    port: &Option<String>,
+    lines: &[&Message],
+    listener: Option<&PsRecord>,
+    sockets: &[&Listener],
+    http: bool,
+) {
+    let port = port.as_deref();
+    stuck_stopping::apply(f, incident, port, lines);
+    same_server::apply(f, incident, port, listener, sockets);
+    let named = listener.is_some() || !sockets.is_empty();
+    own_instance::apply(f, incident, port, lines, http, named);
+    own_instance::container_main(f, incident, sockets);
 }
 
 /// What the finding explains and advises: find the listener, stop it when
