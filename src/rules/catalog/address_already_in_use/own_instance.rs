@@ -128,9 +128,11 @@ pub(super) fn apply(
             f.headline = format!(
                 "The server could not bind its HTTP port {number}: another process holds it. {number} is the default port of {stacks}: most likely an instance of it already runs there (a service, a tray or menu-bar app, or a run left behind). Find it and stop it, or use it, rather than moving to another port."
             );
-            f.chain.pop();
+            // What the chain said of the holder stays (a run that died
+            // moments before); the default port is added to it.
+            let said = f.chain.pop().unwrap_or_default();
             f.chain.push(format!(
-                "another process listens there: {number} is {stacks}'s default port, so most likely an instance of it"
+                "{said}: {number} is {stacks}'s default port, so most likely an instance of it"
             ));
             advise(f, &probe, stop);
         }
