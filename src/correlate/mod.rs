@@ -20,6 +20,7 @@ pub use gpus::bus_key;
 pub use gpus::{Gpu, GpuProcess};
 pub use known::Known;
 pub use owners::{OwnerBasis, Ownership};
+pub use serving::programs;
 pub use serving::{is_gpu_software, is_serving, is_serving_stack};
 pub use units::{
     LAST_WORDS, LAST_WORDS_ANCHORS, LastWords, UnitEvent, UnitEventKind, UnitFacts,

@@ -1,34 +1,18 @@
 //! Which command lines run a model server or one of its workers: the
 //! processes an inventory lists from a `ps` listing, where a host's sshd and
-//! cron are not part of the incident.
+//! cron are not part of the incident. The serving programs' names are one
+//! table, `programs.rs`, which the rules ask too.
 
-/// Substrings of the command lines (and process titles) of model servers
-/// and their workers, as `ps` prints them.
-const SERVING: &[&str] = &[
-    "sglang.launch_server",
-    "sglang serve",
-    "sglang::",
-    // SGLang-diffusion's renamed engine workers (`sgl_diffusion::scheduler_U0`,
-    // radixark/miles_diffusion#165).
-    "sgl_diffusion::",
-    "vllm serve",
-    "vllm.entrypoints",
-    "VLLM::",
-    "text-generation-launcher",
-    "text-generation-server",
-    "ollama serve",
-    "ollama runner",
-    "llama-server",
-    "tritonserver",
-    "trtllm-serve",
-    "lmdeploy serve",
-];
+pub mod programs;
 
-/// Whether `cmd` runs a model server or one of its workers. `ppid` is the
+/// Whether `cmd` runs a model server or one of its workers: its command
+/// line contains a name the programs' table lists (`listed`). `ppid` is the
 /// parent `ps` printed: a multiprocessing child re-parented to PID 1 is a
 /// worker its server left behind.
 pub fn is_serving(cmd: &str, ppid: Option<u32>) -> bool {
-    SERVING.iter().any(|m| cmd.contains(m))
+    programs::ENGINES
+        .iter()
+        .any(|e| e.listed && cmd.contains(e.text))
         || (ppid == Some(1) && cmd.contains("from multiprocessing.spawn import"))
 }
 

@@ -7,6 +7,14 @@
 
 use super::Category;
 
+/// A case of batch I, by its folder: the one place to change when the
+/// batch moves from `fixtures/real-incoming/` into `fixtures/real/`.
+macro_rules! batch_i {
+    ($case:literal) => {
+        concat!("fixtures/real-incoming/batch-i/", $case)
+    };
+}
+
 /// What reads a kind of evidence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reader {
@@ -268,6 +276,28 @@ pub const MATRIX: &[Cell] = &[
         "a duplicate of the running server's port: a failed bind beside a socket listing (`lsof -i`, `ss -ltnp`, `netstat -tlnp`) whose holder is the same server (its own bind error names it, or the port is the holder's default: Ollama's 11434)",
         Rule("address-already-in-use"),
         Some("fixtures/real/662-ollama-serve-bind-in-use-lsof-shows-ollama-service"),
+    ),
+    cell(
+        StaleServingInstance,
+        "a failed bind on the server's port, with no holder named, right after the server's own stop or restart in the same log (gradio's `Closing server running on port: N`, a web UI's `Restarting UI...`): the relaunch collided with its own earlier server",
+        Rule("address-already-in-use"),
+        Some(batch_i!(
+            "826-sd-webui-restart-ui-old-server-keeps-its-port"
+        )),
+    ),
+    cell(
+        StaleServingInstance,
+        "a failed bind on a server's default port beside its app refusing to quit (osascript's `Ollama got an error: User canceled. (-128)`): the app's own server still runs there",
+        Rule("address-already-in-use"),
+        Some(batch_i!(
+            "807-ollama-macos-app-server-survives-quit-serve-cannot-bind"
+        )),
+    ),
+    unsampled(
+        StaleServingInstance,
+        "a failed bind on a port the same log shows the server serving before (uvicorn's `Uvicorn running on http://0.0.0.0:8000`, llama-server's `server is listening on`): its earlier instance still holds it",
+        Rule("address-already-in-use"),
+        "no real paste of a server's own start and a later failed bind on the same port found in the stored threads (vLLM, llama.cpp, SGLang restart issues); the rule's unit tests use the catalogs' real wordings",
     ),
     cell(
         StaleServingInstance,

@@ -1,9 +1,11 @@
 //! `address-already-in-use`: a server could not bind its port; tells a live
 //! listener from a port left behind by a crash and from the torch.distributed
 //! store port, and a port its own previous instance holds while stuck
-//! stopping (`stuck_stopping.rs`), or held by another instance of the same
-//! server (`same_server.rs`).
+//! stopping (`stuck_stopping.rs`), held by another instance of the same
+//! server (`same_server.rs`), or, with no holder named, by the server's own
+//! earlier instance or on its default port (`own_instance.rs`).
 
+mod own_instance;
 mod same_server;
 mod stuck_stopping;
 
@@ -40,6 +42,8 @@ const ROWS: &[(&str, Port)] = &[
     ("stacks-torch.tcpstore-eaddrinuse", Port::Store),
     ("stacks-containers.port-already-allocated", Port::Http),
     ("stacks-bind.werkzeug-port-in-use", Port::Http),
+    ("stacks-bind.gradio-port-in-use", Port::Http),
+    ("stacks-bind.gradio-no-empty-port", Port::Http),
 ];
 
 /// NCCL's socket transport: its WARN lines are NCCL's catalog's.
@@ -132,6 +136,19 @@ is the holder's default: `lsof` shows `ollama` on 11434 beside Ollama's
 a stale serving instance: another instance of the same server already runs
 there (a service started at boot, a run left behind), and the new start is
 the duplicate.
+
+When no holder is named, what the paste shows before the failed bind, in
+the same input, decides: the server's own stop or restart (gradio's
+`Closing server running on port: 3000`, a web UI's `Restarting UI...`), its
+app refusing to quit (osascript's `Ollama got an error: User canceled.
+(-128)`), or the server serving the same port earlier in the log
+(`Uvicorn running on http://0.0.0.0:8000`) make the finding a stale serving
+instance (0.7 for a stop, 0.6 for a port served before): its own earlier
+instance still holds the port. A failed bind on a serving program's default
+port alone (Ollama's 11434, ComfyUI's 8188, vLLM's 8000) stays a port in
+use, naming that program as the likely holder and how it is stopped (its
+tray or menu-bar app, `systemctl stop`, Ctrl-C in its console) rather than
+moving the port.
 
 ## Why it happens
 A previous instance (or its children) still runs and listens; two services
@@ -251,10 +268,33 @@ impl Rule for AddressAlreadyInUse {
         });
         advise(&mut f, store, port.as_deref());
         f.confidence = confidence(&f, 0.75, 0.97);
-        stuck_stopping::apply(&mut f, incident, port.as_deref(), &lines);
-        same_server::apply(&mut f, incident, port.as_deref(), listener, &sockets);
+        let http = !store && binds.iter().all(|b| b.port == Port::Http);
+        refine(&mut f, incident, &port, &lines, listener, &sockets, http);
         out.push(f);
     }
+}
+
+/// What the inputs say of the holder, each reading in turn (the first that
+/// changes the category ends the others): the previous instance stuck
+/// stopping, another instance of the same server named holding the port,
+/// the server's own earlier instance or default port with no holder named,
+/// a container's PID 1 of the same interpreter. `http`: the failed port is
+/// the server's own.
+fn refine(
+    f: &mut Finding,
+    incident: &Incident,
+    port: &Option<String>,
+    lines: &[&Message],
+    listener: Option<&PsRecord>,
+    sockets: &[&Listener],
+    http: bool,
+) {
+    let port = port.as_deref();
+    stuck_stopping::apply(f, incident, port, lines);
+    same_server::apply(f, incident, port, listener, sockets);
+    let named = listener.is_some() || !sockets.is_empty();
+    own_instance::apply(f, incident, port, lines, http, named);
+    own_instance::container_main(f, incident, sockets);
 }
 
 /// What the finding explains and advises: find the listener, stop it when

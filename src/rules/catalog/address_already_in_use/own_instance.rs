@@ -1,0 +1,486 @@
+//! A failed bind on the server's own port with no other program shown
+//! holding it: the holder is most likely an instance of the same server.
+//! Two readings, by what the paste shows before the failed bind, in the same
+//! input:
+//! - *a stop that did not take*: the server's own closing or restarting
+//!   lines (gradio's `Closing server running on port: 3000`, a web UI's
+//!   `Restarting UI...`), or its app refusing to quit (osascript's `Ollama
+//!   got an error: User canceled. (-128)`), or the server serving that port
+//!   earlier in the same log (uvicorn's `Uvicorn running on
+//!   http://0.0.0.0:8000`, llama-server's `server is listening on`): the
+//!   holder is its own earlier instance, a stale serving instance;
+//! - *the port alone*: the port is a serving program's default (the
+//!   programs' table, `correlate/serving/programs.rs`): the finding stays a
+//!   port in use, and names that program as the likely holder and how it is
+//!   stopped.
+//!
+//! A holder a socket listing or a command line names is not this module's:
+//! `same_server.rs` reads a holder of the same stack, and a holder of
+//! another program stays a port in use.
+
+use super::super::stale_serving_process::titles::{DEFAULT_PORTS, defaults_on};
+use crate::correlate::Incident;
+use crate::model::{Listener, Message};
+use crate::rules::{Action, Category, Finding};
+use crate::source::Span;
+
+/// A row (catalogs/stacks-bind.toml) that shows a server asked to stop or
+/// restart.
+struct Stop {
+    id: &'static str,
+    /// What its line says of the earlier instance (the evidence's note).
+    note: &'static str,
+    /// The headline's clause: what the paste shows.
+    shows: &'static str,
+    /// A close or a restart is the cause only when the new start follows
+    /// it; an app that refuses to quit shows its server running whenever
+    /// it is asked.
+    must_precede: bool,
+    /// The program whose stop it is (the programs' table's `stack`), when
+    /// the row is one program's; else the app its line names.
+    stack: Option<&'static str>,
+}
+
+const STOPS: &[Stop] = &[
+    Stop {
+        id: "stacks-bind.gradio-closing-server",
+        note: "the server closed its port to restart",
+        shows: "the paste shows it closing its server for a restart, and the relaunch came before the old server let the port go",
+        must_precede: true,
+        stack: Some("Gradio"),
+    },
+    Stop {
+        id: "stacks-bind.webui-restarting-ui",
+        note: "the web UI restarted itself in the same process",
+        shows: "the paste shows the web UI restarting itself in the same process, and the relaunch came before the old server let the port go",
+        must_precede: true,
+        stack: Some("Gradio"),
+    },
+    Stop {
+        id: "stacks-bind.osascript-quit-canceled",
+        note: "the app refused to quit: its server keeps running",
+        shows: "the paste shows its app refusing to quit, so the server it runs still listens",
+        must_precede: false,
+        stack: None,
+    },
+];
+
+/// The start-up rows (catalogs/startup.toml) whose line names the address
+/// the server listens on: an earlier instance that served the port.
+const SERVED: &[&str] = &[
+    "startup.uvicorn-startup-complete",
+    "startup.llama-server-listening",
+];
+
+/// What the paste shows of the earlier instance before the failed bind.
+struct Earlier {
+    /// The lines, each with what it says.
+    lines: Vec<(Span, String)>,
+    /// A stop that did not take (else: only served the port before).
+    stopped: bool,
+    /// The headline's clause.
+    shows: &'static str,
+    /// How the program whose instance it is is stopped, when known.
+    stop: Option<&'static str>,
+}
+
+/// Rewrites the failed bind's finding `f` when the port's holder is most
+/// likely the same server: `port` is the port that failed, `binds` the
+/// failed binds' lines, `http` whether it is the server's own (HTTP) port,
+/// `named` whether a listing or a command line names the holder.
+pub(super) fn apply(
+    f: &mut Finding,
+    incident: &Incident,
+    port: Option<&str>,
+    binds: &[&Message],
+    http: bool,
+    named: bool,
+) {
+    if f.category != Category::PortInUse || !http || named {
+        return;
+    }
+    let Some(number) = port.and_then(|p| p.parse::<u16>().ok()) else {
+        return;
+    };
+    let Some(first) = binds.iter().map(|m| m.span).min() else {
+        return;
+    };
+    let windows = binds.iter().any(|m| windows_wording(&m.text));
+    let probe = if windows {
+        format!("netstat -ano | findstr :{number}")
+    } else {
+        format!("lsof -i :{number}  # or: ss -ltnp 'sport = :{number}'")
+    };
+    let defaults: Vec<_> = defaults_on(number).collect();
+    let stacks = defaults
+        .iter()
+        .map(|d| d.stack)
+        .collect::<Vec<_>>()
+        .join(" or ");
+    let stop = defaults.first().map(|d| d.stop);
+    match earlier(incident, number, first) {
+        Some(e) => stale(f, number, e, &probe),
+        None if !defaults.is_empty() => {
+            f.condition(
+                format!("port {number} is the default port of {stacks}"),
+                true,
+            );
+            f.headline = format!(
+                "The server could not bind its HTTP port {number}: another process holds it. {number} is the default port of {stacks}: most likely an instance of it already runs there (a service, a tray or menu-bar app, or a run left behind). Find it and stop it, or use it, rather than moving to another port."
+            );
+            // What the chain said of the holder stays (a run that died
+            // moments before); the default port is added to it.
+            let said = f.chain.pop().unwrap_or_default();
+            f.chain.push(format!(
+                "{said}: {number} is {stacks}'s default port, so most likely an instance of it"
+            ));
+            advise(f, &probe, stop);
+        }
+        None => {}
+    }
+}
+
+/// Whether a failed bind's words are Windows' (WSAEADDRINUSE, 10048, or
+/// the OS's text in another language): `netstat -ano` finds the holder.
+fn windows_wording(text: &str) -> bool {
+    text.contains("10048")
+        || text.contains("Only one usage")
+        || text.contains("only one usage")
+        || !text.is_ascii()
+}
+
+/// The lines of the failed bind's input (at `first`) that show an earlier
+/// instance on `port`: a stop before it (its port, where it names one, is
+/// `port`), an app that refused to quit whose server's default port is
+/// `port`, or a start-up line before it that served `port`.
+fn earlier(incident: &Incident, port: u16, first: Span) -> Option<Earlier> {
+    let before = |m: &Message| m.span.source == first.source && m.span.line < first.line;
+    let here = |m: &Message| m.span.source == first.source;
+    let mut lines: Vec<(Span, String)> = Vec::new();
+    let mut first_stop: Option<(Span, &Stop, Option<&'static str>)> = None;
+    for stop in STOPS {
+        for (m, hit) in incident.known(stop.id) {
+            let when = if stop.must_precede {
+                before(m)
+            } else {
+                here(m)
+            };
+            let on_port = hit.get("port").is_none_or(|p| p.parse() == Ok(port));
+            // The app a refused quit names is a program whose default port
+            // is this one.
+            let program = match hit.get("app") {
+                Some(app) => {
+                    match defaults_on(port).find(|d| d.stack.eq_ignore_ascii_case(app.trim())) {
+                        Some(d) => Some(d.stack),
+                        None => continue,
+                    }
+                }
+                None => stop.stack,
+            };
+            if !(when && on_port) {
+                continue;
+            }
+            lines.push((m.span, stop.note.to_owned()));
+            if first_stop.is_none_or(|(s, _, _)| m.span < s) {
+                first_stop = Some((m.span, stop, program));
+            }
+        }
+    }
+    if let Some((_, stop, program)) = first_stop {
+        lines.sort_by_key(|(s, _)| *s);
+        return Some(Earlier {
+            lines,
+            stopped: true,
+            shows: stop.shows,
+            stop: program
+                .and_then(|p| DEFAULT_PORTS.iter().find(|d| d.stack == p))
+                .map(|d| d.stop),
+        });
+    }
+    for id in SERVED {
+        for (m, hit) in incident.known(id) {
+            let served = hit
+                .get("word")
+                .and_then(|url| url.rsplit(':').next())
+                .map(|p| p.trim_end_matches(|c: char| !c.is_ascii_digit()))
+                .is_some_and(|p| p.parse() == Ok(port));
+            if before(m) && served {
+                lines.push((
+                    m.span,
+                    format!("the server served port {port} earlier in this log"),
+                ));
+            }
+        }
+    }
+    lines.sort_by_key(|(s, _)| *s);
+    (!lines.is_empty()).then_some(Earlier {
+        lines,
+        stopped: false,
+        shows: "the paste shows it serving the port before this start",
+        stop: None,
+    })
+}
+
+/// The finding as a stale serving instance: the server's own earlier
+/// instance, seen stopping or serving before, still holds `port`.
+fn stale(f: &mut Finding, port: u16, e: Earlier, probe: &str) {
+    for (span, note) in &e.lines {
+        f.evidence(*span, note.clone());
+    }
+    f.category = Category::StaleServingInstance;
+    let (seen, chain) = if e.stopped {
+        (
+            "the server was asked to stop or restart before the failed bind",
+            "its own earlier instance, asked to stop, had not let the port go",
+        )
+    } else {
+        (
+            "the server served this port earlier in the same log",
+            "its own earlier instance, which served the port before, still holds it",
+        )
+    };
+    f.condition(seen, true);
+    f.title = format!("port {port} is still held by the server's own earlier instance");
+    f.headline = format!(
+        "The server could not bind port {port} because its own earlier instance still holds it: {}. Stop that instance through what runs it and start once; another port would leave two copies running.",
+        e.shows
+    );
+    f.chain.pop();
+    f.chain.push(chain.to_owned());
+    f.explanation = "A server releases its port only when its listening socket closes: a restart inside the same process (a web UI's Restart or Reload UI), an app that refuses to quit, or a run left behind keeps the old server on the port, and every new start fails to bind it. The holder is not another program but the server itself.".to_owned();
+    advise(f, probe, e.stop);
+    f.confidence = if e.stopped { 0.7 } else { 0.6 };
+}
+
+/// In place of "find the process; stop it if it is a leftover, otherwise
+/// another port": find it by the platform's tool, stop it through what
+/// runs it.
+fn advise(f: &mut Finding, probe: &str, stop: Option<&str>) {
+    f.actions.clear();
+    f.actions.push(Action::advice(
+        "find the process that listens on the port",
+        Some(probe),
+    ));
+    f.actions.push(Action::advice(
+        match stop {
+            Some(how) => format!(
+                "if it is an instance of the same server, use it or stop it through what runs it ({how}) before starting again; move to another port only if the holder is another program"
+            ),
+            None => "if it is an instance of the same server, use it or stop it through what runs it (Ctrl-C in its console, its app's Quit, `systemctl stop` or `docker stop`) before starting again; move to another port only if the holder is another program".to_owned(),
+        },
+        None,
+    ));
+}
+
+/// Python's bind rows (catalogs/stacks-bind.toml): the failing program is
+/// a Python one.
+const PYTHON_BINDS: &[&str] = &[
+    "stacks-bind.python-errno-98",
+    "stacks-bind.uvicorn-bind-errno-98",
+    "stacks-bind.gradio-port-in-use",
+    "stacks-bind.gradio-no-empty-port",
+    "stacks-bind.werkzeug-port-in-use",
+];
+
+/// A holder that is PID 1 running the same interpreter as the failing
+/// Python server (`netstat`'s `1/python3`): in a container, PID 1 is the
+/// image's own command, most likely the same server already serving there,
+/// and the failed start a second copy. The finding stays a port in use (the
+/// second copy is the mistake, nothing is stale); it says so, and that
+/// killing PID 1 stops the container.
+pub(super) fn container_main(f: &mut Finding, incident: &Incident, sockets: &[&Listener]) {
+    if f.category != Category::PortInUse
+        || !PYTHON_BINDS
+            .iter()
+            .any(|id| incident.known(id).next().is_some())
+    {
+        return;
+    }
+    let Some(holder) = sockets.iter().find(|l| {
+        l.pid == Some(1)
+            && l.process
+                .as_deref()
+                .is_some_and(|p| p.starts_with("python"))
+    }) else {
+        return;
+    };
+    let name = holder.process.as_deref().unwrap_or("python");
+    f.condition(
+        format!("the holder is PID 1 (`{name}`), a container's main process, running Python like the failing server"),
+        true,
+    );
+    f.headline = format!(
+        "The server could not bind port {}: PID 1 (`{name}`) listens there. PID 1 is the container's main process, the command its image starts: most likely the same server already running, and this start a second copy.",
+        holder.port
+    );
+    f.chain.pop();
+    f.chain.push(format!(
+        "PID 1 (`{name}`), the container's own main process, already listens there: most likely the same server"
+    ));
+    f.actions.pop();
+    f.actions.push(Action::advice(
+        "use the server PID 1 already runs on this port, or start the second copy on another port; do not kill PID 1, which stops the container",
+        None,
+    ));
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::Category;
+    use crate::testing::findings_of;
+
+    fn one(text: &str) -> crate::rules::Finding {
+        let mut f = findings_of("address-already-in-use", text);
+        assert_eq!(f.len(), 1, "{f:?}");
+        f.remove(0)
+    }
+
+    /// fixtures/real-incoming/batch-i/826 (TheLastBen/fast-stable-diffusion
+    /// #1913): gradio closes its server on port 3000 for the web UI's
+    /// restart, and the relaunch cannot bind 3000.
+    const REAL_826: &str = "Closing server running on port: 3000\n\
+        Restarting UI...\n\
+        Civitai: API loaded\n\
+        Traceback (most recent call last):\n  File \"/usr/local/lib/python3.10/dist-packages/gradio/networking.py\", line 119, in start_server\n    s.bind((LOCALHOST_NAME, server_port))\n\
+        OSError: [Errno 98] Address already in use\n\
+        OSError: Port 3000 is in use. If a gradio.Blocks is running on the port, yo\n";
+
+    #[test]
+    fn a_restart_that_collided_with_its_own_server() {
+        let f = one(REAL_826);
+        assert_eq!(f.category, Category::StaleServingInstance);
+        // Stopped through the web UI's console, not TGI's (3000 is TGI's
+        // default too).
+        assert!(
+            format!("{:?}", f.actions).contains("Reload UI"),
+            "{:?}",
+            f.actions
+        );
+        assert!(f.title.contains("3000"), "{}", f.title);
+        // The stop lines are cited.
+        assert!(
+            f.evidence.iter().any(|e| e.span.line == 1),
+            "{:?}",
+            f.evidence
+        );
+        // The same stop on another port is not this bind's.
+        let other =
+            REAL_826
+                .replacen("port: 3000", "port: 7860", 1)
+                .replacen("Restarting UI...\n", "", 1);
+        assert_eq!(one(&other).category, Category::PortInUse);
+        // The stop after the failed bind is no cause of it.
+        let after = "OSError: Port 3000 is in use. If a gradio.Blocks is running on the port, yo\nClosing server running on port: 3000\n";
+        assert_eq!(one(after).category, Category::PortInUse);
+    }
+
+    /// The next paste: A1111's Reload UI ending in gradio's newer wording
+    /// (`Cannot find empty port in range: 7860-7860`,
+    /// AUTOMATIC1111/stable-diffusion-webui#16543's line after a close on
+    /// the same port, assembled, not copied).
+    #[test]
+    fn a_reload_ui_in_gradios_newer_wording() {
+        let text = "Closing server running on port: 7860\n\
+            OSError: Cannot find empty port in range: 7860-7860. You can specify a different port by setting the GRADIO_SERVER_PORT environment variable or passing the `server_port` parameter to `launch()`\n";
+        let f = one(text);
+        assert_eq!(f.category, Category::StaleServingInstance);
+        assert!(f.title.contains("7860"), "{}", f.title);
+    }
+
+    /// fixtures/real-incoming/batch-i/807 (ollama/ollama#2372): `ollama
+    /// serve` cannot bind 11434 and the app then refuses to quit; the same
+    /// bind alone (fixtures/real/043, 044) stays a port in use naming
+    /// Ollama as the likely holder, and another app's refusal is no cause.
+    #[test]
+    fn a_quit_refused_and_the_port_alone() {
+        let bind = "Error: listen tcp 127.0.0.1:11434: bind: address already in use\n";
+        let quit = "21:25: execution error: Ollama got an error: User canceled. (-128)\n";
+        let f = one(&format!("{bind}{quit}"));
+        assert_eq!(f.category, Category::StaleServingInstance);
+        assert!(
+            format!("{:?}", f.actions).contains("Quit Ollama"),
+            "{:?}",
+            f.actions
+        );
+        assert!(
+            f.evidence.iter().any(|e| e.span.line == 2),
+            "{:?}",
+            f.evidence
+        );
+        let docker = quit.replace("Ollama got", "Docker got");
+        let f = one(&format!("{bind}{docker}"));
+        assert_eq!(f.category, Category::PortInUse);
+        assert!(f.headline.contains("Ollama"), "{}", f.headline);
+        let alone = one(bind);
+        assert_eq!(alone.category, Category::PortInUse);
+        assert!(
+            alone.headline.contains("default port of Ollama"),
+            "{}",
+            alone.headline
+        );
+        // Windows' wording: netstat finds the holder.
+        let win = one(
+            "Error: listen tcp 0.0.0.0:11434: bind: Only one usage of each socket address (protocol/network address/port) is normally permitted.\n",
+        );
+        assert!(
+            win.actions
+                .iter()
+                .any(|a| format!("{a:?}").contains("findstr :11434")),
+            "{:?}",
+            win.actions
+        );
+        // A port no server has as its default names none.
+        let none = one("Error: listen tcp 127.0.0.1:44319: bind: address already in use\n");
+        assert!(!none.headline.contains("default port"), "{}", none.headline);
+    }
+
+    /// The next paste: vLLM restarted in the same log, uvicorn's bind error
+    /// after its own `Uvicorn running on` for the port (both wordings are
+    /// catalogs/startup.toml's and stacks-bind.toml's samples; assembled,
+    /// not copied); llama-server's `couldn't bind` after an earlier
+    /// `server is listening on` for 8080.
+    #[test]
+    fn the_port_served_earlier_in_the_same_log() {
+        let text = "INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)\n\
+            ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use\n";
+        assert_eq!(one(text).category, Category::StaleServingInstance);
+        let other = text.replace("0.0.0.0:8000 (", "0.0.0.0:8001 (");
+        assert_eq!(one(&other).category, Category::PortInUse);
+        let llama = "main: server is listening on http://127.0.0.1:8080 - starting the main loop\n\
+            main: couldn't bind HTTP server socket, hostname: 127.0.0.1, port: 8080\n";
+        assert_eq!(one(llama).category, Category::StaleServingInstance);
+    }
+
+    /// fixtures/real-incoming/batch-i/825 (RVC-Project/Retrieval-based-
+    /// Voice-Conversion-WebUI#291): gradio's bind error beside `netstat`'s
+    /// `1/python3` on the port: a port in use that names PID 1 as the
+    /// container's own server; the same row of another PID or program
+    /// does not.
+    #[test]
+    fn a_second_copy_beside_the_containers_main_process() {
+        let text = "OSError: [Errno 98] Address already in use\n\
+            OSError: Port 7865 is in use. If a gradio.Blocks is running on the port, you can close() it or gradio.close_all().\n\
+            # netstat -ltnp | grep :7865\n\
+            tcp        0      0 0.0.0.0:7865            0.0.0.0:*               LISTEN      1/python3\n";
+        let f = one(text);
+        assert_eq!(f.category, Category::PortInUse);
+        assert!(
+            f.headline.contains("container's main process"),
+            "{}",
+            f.headline
+        );
+        assert!(f.entities.pids.contains(&1));
+        let other = one(&text.replace("1/python3", "4242/python3"));
+        assert!(
+            !other.headline.contains("container's main process"),
+            "{}",
+            other.headline
+        );
+        let nginx = one(&text.replace("1/python3", "1/nginx"));
+        assert!(
+            !nginx.headline.contains("container's main process"),
+            "{}",
+            nginx.headline
+        );
+    }
+}
