@@ -468,7 +468,10 @@ fn cut_event(msg: &str) -> Option<Event> {
 /// A unit's result cut inside its name (`Failed with result 'exi`): the
 /// one result of the wrapper's rows whose name begins with what is left.
 fn cut_result(systemd: &crate::catalogs::Catalog, rest: &str) -> Option<UnitEventKind> {
-    let w = systemd.wrappers.iter().find(|w| w.id == FAILED_WITH_RESULT)?;
+    let w = systemd
+        .wrappers
+        .iter()
+        .find(|w| w.id == FAILED_WITH_RESULT)?;
     let t = w.wording.template.as_deref()?;
     let t = t.strip_prefix("<unit>: ").unwrap_or(t);
     let head = &t[..t.find('<')?];
@@ -982,7 +985,10 @@ mod cut_tests {
                 "nvidia-docker.service: Failed with result 'exi",
                 K::FailedWithResult("exit-code".to_owned()),
             ),
-            ("nvidia-docker.service: Service hold-off time o", K::RestartDue),
+            (
+                "nvidia-docker.service: Service hold-off time o",
+                K::RestartDue,
+            ),
             (
                 "nvidia-docker.service: Start request repeated ",
                 K::StartRepeatedTooQuickly,

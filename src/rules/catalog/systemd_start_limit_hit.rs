@@ -125,9 +125,10 @@ fn finding(incident: &Incident, unit: &str) -> Finding {
     if returned {
         type_mismatch(unit, &mut f);
     } else {
-        f.headline =
-            format!("{unit} failed too often in a row and systemd stopped restarting it.");
-        f.explanation = "The start limit ends a crash loop; the cause is the failure of the runs before it.".to_owned();
+        f.headline = format!("{unit} failed too often in a row and systemd stopped restarting it.");
+        f.explanation =
+            "The start limit ends a crash loop; the cause is the failure of the runs before it."
+                .to_owned();
     }
     let user = if by_user_manager(incident, events) {
         " --user"
@@ -241,7 +242,8 @@ struct MainExit {
 /// exited` line, else `systemctl status`'s `Main PID: N (code=…)` or
 /// `Process: N ExecStart=… (code=…)` line.
 fn main_exit(incident: &Incident, unit: &str, events: &[UnitEvent]) -> Option<MainExit> {
-    let zero = |code: &str, status: &str| code == "exited" && (status == "0" || status.starts_with("0/"));
+    let zero =
+        |code: &str, status: &str| code == "exited" && (status == "0" || status.starts_with("0/"));
     let journal = events.iter().rev().find_map(|e| match &e.kind {
         UnitEventKind::MainProcessExited { code, status } => Some(MainExit {
             how: format!("code={code}, status={status}"),
@@ -370,10 +372,9 @@ mod tests {
         f.actions
             .iter()
             .filter_map(|a| match &a.kind {
-                crate::rules::ActionKind::Advice { text, command } => Some(format!(
-                    "{text} $ {}",
-                    command.as_deref().unwrap_or("")
-                )),
+                crate::rules::ActionKind::Advice { text, command } => {
+                    Some(format!("{text} $ {}", command.as_deref().unwrap_or("")))
+                }
                 _ => None,
             })
             .collect()
@@ -419,7 +420,11 @@ mod tests {
                 advice(f)
             );
             let reset = format!("$ systemctl{user} reset-failed {unit}");
-            assert!(advice(f).iter().any(|a| a.contains(&reset)), "{:?}", advice(f));
+            assert!(
+                advice(f).iter().any(|a| a.contains(&reset)),
+                "{:?}",
+                advice(f)
+            );
             // The paste is about that unit alone: an error, GPU or not.
             let all = crate::testing::analyze_paste(text);
             let report = all.report();
@@ -465,7 +470,12 @@ mod tests {
             .replace("repeated \n", "repeated too quickly.\n");
         let w = findings(&whole);
         assert_eq!(w.len(), 1, "{w:?}");
-        assert!(w[0].confidence > f.confidence, "{} {}", w[0].confidence, f.confidence);
+        assert!(
+            w[0].confidence > f.confidence,
+            "{} {}",
+            w[0].confidence,
+            f.confidence
+        );
     }
 
     /// The same cut journal with the dates of other locales (assembled, not

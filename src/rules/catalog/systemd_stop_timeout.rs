@@ -553,8 +553,7 @@ mod tests {
             Mar 25 16:25:51 omen systemd[1591]: app-flatpak-net.nokyan.Resources-5395.scope: Killing process 5736 (resources:cs0) with signal SIGKILL.\n";
         let alone = stop(scope).expect("a stop timeout");
         assert_eq!(alone.category, Category::StaleServingInstance, "{alone:?}");
-        let f: Vec<_> =
-            crate::testing::findings_of(super::META.id, &format!("{scope}{TIMED_OUT}"));
+        let f: Vec<_> = crate::testing::findings_of(super::META.id, &format!("{scope}{TIMED_OUT}"));
         assert_eq!(f.len(), 2, "{f:?}");
         for f in &f {
             assert_eq!(f.category, Category::ServerHang, "{f:?}");

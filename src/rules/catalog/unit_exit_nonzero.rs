@@ -197,28 +197,7 @@ fn finding(
     f.entities.pids.extend(words.pids.iter().copied());
     f.entities.pids.extend(exit.pid);
     f.occurrences = n as u32;
-    if stated.is_some() {
-        for e in &words.lines {
-            f.evidence(e.span, format!("{unit}'s last words before the exit"));
-        }
-        for m in &bare {
-            f.evidence(
-                m.span,
-                format!("{unit}'s last words before the exit (its output, pasted without the journal's prefix)"),
-            );
-        }
-    }
-    // The run's first error, when later lines followed it: what they
-    // often follow from.
-    let first = words
-        .first
-        .filter(|e| stated.as_ref().is_some_and(|(s, _)| *s != e.span));
-    if let Some(e) = first {
-        f.evidence(
-            e.span,
-            format!("{unit}'s first error in that run: the lines after it may follow from it"),
-        );
-    }
+    let first = cite_last_words(&mut f, unit, &words, &bare, &stated);
     let meaning = exit_meaning("exited", status);
     let pid = exit.pid.map(|p| format!(" (PID {p})")).unwrap_or_default();
     f.evidence(
@@ -251,13 +230,7 @@ fn finding(
     );
     f.title = format!("{unit} exited with status {status}");
     f.headline = headline(unit, status, meaning, last_exception, &stated);
-    if let Some(e) = first {
-        if !f.headline.ends_with('.') {
-            f.headline.push('.');
-        }
-        f.headline
-            .push_str(&format!(" Its first error: {}", shorten(&e.message)));
-    }
+    name_first(&mut f.headline, first);
     if by_systemd {
         failed.extend_headline(&mut f.headline);
     }
@@ -287,6 +260,49 @@ fn finding(
     );
     f.confidence = confidence(&f, 0.3, 0.5);
     f
+}
+
+/// Cites the unit's last words when they state the reason, and the run's
+/// first error when later lines followed it (what they often follow
+/// from), which it returns.
+fn cite_last_words<'a>(
+    f: &mut Finding,
+    unit: &str,
+    words: &crate::correlate::LastWords<'a>,
+    bare: &[&crate::model::Message],
+    stated: &Option<(Span, String)>,
+) -> Option<&'a crate::model::JournalEntry> {
+    if stated.is_some() {
+        for e in &words.lines {
+            f.evidence(e.span, format!("{unit}'s last words before the exit"));
+        }
+        for m in bare {
+            f.evidence(
+                m.span,
+                format!("{unit}'s last words before the exit (its output, pasted without the journal's prefix)"),
+            );
+        }
+    }
+    let first = words
+        .first
+        .filter(|e| stated.as_ref().is_some_and(|(s, _)| *s != e.span));
+    if let Some(e) = first {
+        f.evidence(
+            e.span,
+            format!("{unit}'s first error in that run: the lines after it may follow from it"),
+        );
+    }
+    first
+}
+
+/// Adds the run's first error to the headline.
+fn name_first(headline: &mut String, first: Option<&crate::model::JournalEntry>) {
+    if let Some(e) = first {
+        if !headline.ends_with('.') {
+            headline.push('.');
+        }
+        headline.push_str(&format!(" Its first error: {}", shorten(&e.message)));
+    }
 }
 
 /// The stated reason: the unit's last error lines in the journal, else

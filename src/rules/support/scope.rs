@@ -48,10 +48,7 @@ pub fn mark_unrelated_units(incident: &Incident, f: &mut Finding) {
 fn about_one_unit(incident: &Incident, f: &Finding) -> bool {
     f.entities.units.len() == 1
         && incident.units.len() == 1
-        && incident
-            .units
-            .keys()
-            .all(|u| f.entities.units.contains(u))
+        && incident.units.keys().all(|u| f.entities.units.contains(u))
 }
 
 /// Whether `unit` is part of a GPU serving stack by its name (any dotted

@@ -173,7 +173,8 @@ fn a_unit_that_fails_once_is_an_error_with_its_first_error_and_the_missing_path(
     // The first error (line 2) is cited and named, beside the last words.
     assert!(root.evidence.iter().any(|e| e.span.line == 2), "{root:?}");
     assert!(
-        root.headline.contains("Its first error: NVPM ERROR: Error opening"),
+        root.headline
+            .contains("Its first error: NVPM ERROR: Error opening"),
         "{}",
         root.headline
     );
@@ -186,9 +187,9 @@ fn a_unit_that_fails_once_is_an_error_with_its_first_error_and_the_missing_path(
         })
         .collect();
     assert!(
-        advice.iter().any(|t| t.contains(
-            "/sys/devices/platform/c250000.i2c/i2c-7/7-0040/hwmon was not there"
-        ) && t.contains("After=")
+        advice.iter().any(|t| t
+            .contains("/sys/devices/platform/c250000.i2c/i2c-7/7-0040/hwmon was not there")
+            && t.contains("After=")
             && t.contains("Restart=on-failure")),
         "{advice:?}"
     );
