@@ -357,12 +357,6 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         UnitCrashLoop,
-        "a user manager's lines (`systemd[2585]:`, `systemctl --user`) read like PID 1's",
-        Rule("systemd-start-limit-hit"),
-        Some("fixtures/rules/systemd-start-limit-hit/pos-user-manager-pipewire-254"),
-    ),
-    cell(
-        UnitCrashLoop,
         "a unit systemd reports failed once (`Failed to start …`, `Failed with result 'exit-code'`), not a loop: its first error line beside its last words (`Error opening /sys/…: 2`: a path not there yet at boot)",
         Rule("unit-exit-nonzero"),
         Some("fixtures/rules/unit-exit-nonzero/pos-jetson-nvpmodel-sysfs-enoent"),

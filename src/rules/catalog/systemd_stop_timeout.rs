@@ -111,12 +111,7 @@ fn stop_timed_out(incident: &Incident, unit: &str, facts: &UnitFacts) -> Option<
         .events
         .iter()
         .any(|e| matches!(&e.kind, UnitEventKind::FailedWithResult(r) if r == "timeout"));
-    let mut killed_again = killed_again(&killed);
-    for pid in killed_by_another_too(incident, unit, facts) {
-        if !killed_again.contains(&pid) {
-            killed_again.push(pid);
-        }
-    }
+    let killed_again = killed_again(&killed);
     let survived = !stuck.is_empty() || !killed_again.is_empty();
     // The processes could not die: the server hangs in the kernel,
     // which no restart cures (a hang). A stop that SIGKILL ended
@@ -181,35 +176,6 @@ fn stop_timed_out(incident: &Incident, unit: &str, facts: &UnitFacts) -> Option<
     }
     f.confidence = confidence(&f, 0.6, 0.95);
     Some(f)
-}
-
-/// The PIDs `unit`'s stop SIGKILLed that the stop of another unit killed
-/// too, before or after (a user's scope under the user manager, then its
-/// `user@UID.service` under PID 1): one of the two SIGKILLs did not end
-/// them.
-fn killed_by_another_too(incident: &Incident, unit: &str, facts: &UnitFacts) -> Vec<u32> {
-    let other = |pid: u32, span: crate::source::Span| {
-        incident
-            .units
-            .iter()
-            .filter(|(name, _)| name.as_str() != unit)
-            .flat_map(|(_, u)| &u.events)
-            .any(|e| {
-                matches!(e.kind, UnitEventKind::KillingProcess { pid: p } if p == pid)
-                    && e.span.source == span.source
-                    && e.span.line != span.line
-            })
-    };
-    let mut out = Vec::new();
-    for e in &facts.events {
-        if let UnitEventKind::KillingProcess { pid } = e.kind
-            && other(pid, e.span)
-            && !out.contains(&pid)
-        {
-            out.push(pid);
-        }
-    }
-    out
 }
 
 /// Returns the PIDs systemd had to SIGKILL again: each outlived the first
@@ -541,22 +507,5 @@ mod tests {
             stop(&still).expect("a stop timeout").category,
             Category::ServerHang
         );
-    }
-
-    /// The same thread's user manager (`systemd[1591]`) timing out on a
-    /// scope first: PID 5736, SIGKILLed by the scope's stop, is SIGKILLed
-    /// again by PID 1's stop of user@1000.service 30 s later, so it
-    /// outlived the first kill too.
-    #[test]
-    fn a_pid_another_units_stop_kills_again_survived_the_first() {
-        let scope = "Mar 25 16:25:51 omen systemd[1591]: app-flatpak-net.nokyan.Resources-5395.scope: Stopping timed out. Killing.\n\
-            Mar 25 16:25:51 omen systemd[1591]: app-flatpak-net.nokyan.Resources-5395.scope: Killing process 5736 (resources:cs0) with signal SIGKILL.\n";
-        let alone = stop(scope).expect("a stop timeout");
-        assert_eq!(alone.category, Category::StaleServingInstance, "{alone:?}");
-        let f: Vec<_> = crate::testing::findings_of(super::META.id, &format!("{scope}{TIMED_OUT}"));
-        assert_eq!(f.len(), 2, "{f:?}");
-        for f in &f {
-            assert_eq!(f.category, Category::ServerHang, "{f:?}");
-        }
     }
 }
