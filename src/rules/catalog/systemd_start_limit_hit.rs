@@ -360,7 +360,7 @@ fn limited_units(incident: &Incident) -> Vec<&str> {
 
 #[cfg(test)]
 mod tests {
-    use crate::rules::{Category, Severity};
+    use crate::rules::Severity;
 
     fn findings(text: &str) -> Vec<crate::rules::Finding> {
         crate::testing::findings_of(super::META.id, text)
