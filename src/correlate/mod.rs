@@ -24,7 +24,7 @@ pub use serving::programs;
 pub use serving::{is_gpu_software, is_serving, is_serving_stack};
 pub use units::{
     LAST_WORDS, LAST_WORDS_ANCHORS, LastWords, UnitEvent, UnitEventKind, UnitFacts,
-    bare_last_words, exit_meaning, last_words, states_reason,
+    bare_last_words, exit_meaning, is_manager, last_words, states_reason,
 };
 
 use crate::model::{Facts, ProcessListingKind, ServerEvent, Timestamp};

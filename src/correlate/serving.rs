@@ -19,11 +19,18 @@ pub fn is_serving(cmd: &str, ppid: Option<u32>) -> bool {
 /// Whether a journal writer's identifier (`ident` of `ident[pid]:`) is GPU
 /// or model-serving software: NVIDIA's daemons and scripts
 /// (`nvidia-persistenced`, `nv-fabricmanager`,
-/// `nvidia-fabricmanager-start.sh`) or a server's own name.
+/// `nvidia-fabricmanager-start.sh`), NVIDIA's Jetson tools for its
+/// integrated GPU (`nvpmodel`, its power modes; `jetson_clocks`;
+/// `tegrastats`; the camera daemon `nvargus-daemon`) or a server's own
+/// name.
 pub fn is_gpu_software(ident: &str) -> bool {
     const IDENTS: &[&str] = &[
         "nvidia",
         "nv-",
+        "nvpmodel",
+        "jetson",
+        "tegra",
+        "nvargus",
         "sglang",
         "vllm",
         "ollama",
@@ -92,6 +99,9 @@ mod tests {
             "nv-fabricmanager",
             "nvidia-persistenced",
             "ollama",
+            // Jetson: nvpmodel[886] (fixtures/real-incoming/batch-i/814).
+            "nvpmodel",
+            "nvargus-daemon",
         ] {
             assert!(is_gpu_software(ident), "{ident}");
         }

@@ -71,6 +71,10 @@ pub struct UnitFacts {
     pub status: Option<usize>,
     /// Index into `Facts::unit_properties` of the unit's last `systemctl show`.
     pub properties: Option<usize>,
+    /// The lines of its events that were cut before their end (at a
+    /// terminal's width, or by a pager's `>`), read by the start of
+    /// systemd's message ([`cut_event`]).
+    pub cut: Vec<Span>,
 }
 
 impl UnitFacts {
@@ -185,7 +189,7 @@ pub fn unit_lines(facts: &Facts) -> BTreeMap<crate::source::Span, String> {
     facts
         .journal
         .iter()
-        .filter(|e| e.is_pid1())
+        .filter(|e| is_manager(e))
         .filter_map(|e| {
             Some((
                 e.span,
@@ -219,7 +223,7 @@ pub fn collect(facts: &Facts) -> BTreeMap<String, UnitFacts> {
     // there is one, and a description-only job message can only be about it.
     let mut named: BTreeMap<crate::source::SourceId, std::collections::BTreeSet<&str>> =
         BTreeMap::new();
-    for e in facts.journal.iter().filter(|e| e.is_pid1()) {
+    for e in facts.journal.iter().filter(|e| is_manager(e)) {
         if let Some(c) = UNIT_PREFIXED.captures(&e.message) {
             named
                 .entry(e.span.source)
@@ -234,9 +238,17 @@ pub fn collect(facts: &Facts) -> BTreeMap<String, UnitFacts> {
             .and_then(|set| set.iter().next().map(|u| (*u).to_owned()))
     };
 
-    for e in facts.journal.iter().filter(|e| e.is_pid1()) {
+    for e in facts.journal.iter().filter(|e| is_manager(e)) {
         let msg = e.message.as_str();
-        let (unit, kind, desc) = match catalog_event(msg) {
+        let mut cut = false;
+        let event = catalog_event(msg).or_else(|| {
+            // A job message (`Stopped X.`) is read below; anything else
+            // may be one of systemd's messages cut before its end.
+            let event = (!JOB.is_match(msg)).then(|| cut_event(msg)).flatten();
+            cut = event.is_some();
+            event
+        });
+        let (unit, kind, desc) = match event {
             Some(Event::Unit(Some(unit), kind)) => (Some(unit), kind, None),
             // A message cut before its unit: the unit the next lines of PID
             // 1 name (systemd writes a unit's exit and result together), or
@@ -269,8 +281,20 @@ pub fn collect(facts: &Facts) -> BTreeMap<String, UnitFacts> {
         let u = units.entry(unit).or_default();
         u.description = u.description.take().or(desc);
         u.events.push(UnitEvent { kind, span: e.span });
+        if cut {
+            u.cut.push(e.span);
+        }
     }
     units
+}
+
+/// Whether a journal line is the service manager's whose lines are read
+/// as unit events: PID 1's. A user manager (`systemd[1315]:`) writes the
+/// same messages, but the reader skims its lines like any writer's (only
+/// PID 1's are read in full, `ingest/journal_short.rs`), so reading them
+/// here would make a report differ with and without the prefilter.
+pub fn is_manager(e: &crate::model::JournalEntry) -> bool {
+    e.is_pid1()
 }
 
 /// The unit a job message is about, and the description it gives: the
@@ -379,6 +403,120 @@ fn hit_event(h: &crate::catalogs::Hit<'_>) -> Option<Event> {
     Some(Event::Unit(unit(), kind))
 }
 
+/// The shortest start of a message read as a cut systemd message.
+const CUT_MIN: usize = 12;
+
+/// A message of the service manager cut before its end (at a terminal's
+/// width, or by a pager's `>`, systemctl's `…`): the event of the one
+/// systemd row (`catalogs/systemd.toml`) whose wording it begins, when
+/// exactly one row's wording begins with it and it is long enough to
+/// tell (`Unit entered failed sta`, `Service hold-off time o`, `Start
+/// request repeated `, `Failed with result 'exi` with the one result
+/// whose name begins `exi`). A restart announced by a line cut before its
+/// counter's figure is still a restart ([`UnitEventKind::RestartDue`]); a
+/// row whose event needs what was cut (a PID, an exit status) gives none.
+fn cut_event(msg: &str) -> Option<Event> {
+    let msg = msg.trim_end_matches(['>', '…']);
+    let (unit, rest) = match unit_prefix(msg) {
+        Some((u, r)) => (Some(u), r),
+        None => (None, msg),
+    };
+    if rest.chars().count() < CUT_MIN {
+        return None;
+    }
+    let systemd = crate::catalogs::catalogs()
+        .list
+        .iter()
+        .find(|c| c.id == "systemd")?;
+    if let Some(kind) = cut_result(systemd, rest) {
+        return Some(Event::Unit(unit.map(str::to_owned), kind));
+    }
+    let mut found: Option<&str> = None;
+    for row in &systemd.rows {
+        let begins = row.wordings.iter().any(|w| {
+            let Some(t) = w.template.as_deref() else {
+                return false;
+            };
+            let t = match (unit, t.strip_prefix("<unit>: ")) {
+                (Some(_), Some(t)) => t,
+                (None, None) if !t.starts_with('<') => t,
+                _ => return false,
+            };
+            let skeleton = skeleton(t);
+            skeleton.len() > rest.len() && skeleton.starts_with(rest)
+        });
+        if begins {
+            if found.is_some_and(|f| f != row.id) {
+                return None;
+            }
+            found = Some(&row.id);
+        }
+    }
+    let kind = match found? {
+        "systemd.entered-failed-state" => UnitEventKind::EnteredFailedState,
+        "systemd.restart-due" | "systemd.scheduled-restart" => UnitEventKind::RestartDue,
+        "systemd.start-limit" => UnitEventKind::StartRepeatedTooQuickly,
+        "systemd.deactivated" => UnitEventKind::Deactivated,
+        "systemd.still-around-after-sigkill" => UnitEventKind::StillAroundAfterSigkill,
+        "systemd.oom-killed-process" => UnitEventKind::OomKilled,
+        "systemd.stop-timed-out" => UnitEventKind::StopTimedOut {
+            state: "stop".to_owned(),
+        },
+        _ => return None,
+    };
+    Some(Event::Unit(unit.map(str::to_owned), kind))
+}
+
+/// A unit's result cut inside its name (`Failed with result 'exi`): the
+/// one result of the wrapper's rows whose name begins with what is left.
+fn cut_result(systemd: &crate::catalogs::Catalog, rest: &str) -> Option<UnitEventKind> {
+    let w = systemd
+        .wrappers
+        .iter()
+        .find(|w| w.id == FAILED_WITH_RESULT)?;
+    let t = w.wording.template.as_deref()?;
+    let t = t.strip_prefix("<unit>: ").unwrap_or(t);
+    let head = &t[..t.find('<')?];
+    let start = rest.strip_prefix(head)?;
+    if start.is_empty() || start.contains('\'') {
+        return None;
+    }
+    let prefix = w.rows.as_deref()?;
+    let mut names = systemd
+        .rows
+        .iter()
+        .filter(|r| r.id.starts_with(prefix))
+        .filter_map(|r| r.name.as_deref())
+        .filter(|n| n.starts_with(start));
+    let name = names.next()?;
+    if names.next().is_some() {
+        return None;
+    }
+    Some(match name {
+        "start-limit-hit" => UnitEventKind::StartLimitHit,
+        _ => UnitEventKind::FailedWithResult(name.to_owned()),
+    })
+}
+
+/// A wording's template without its placeholders: the literal text a
+/// message of it begins with, up to where a value would stand.
+fn skeleton(template: &str) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('<') {
+        out.push_str(&rest[..open]);
+        match rest[open..].find('>') {
+            Some(close) => rest = &rest[open + close + 1..],
+            None => {
+                rest = &rest[open..];
+                break;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// How far from a cut message the line naming its unit may be.
 const NEAR: u32 = 3;
 
@@ -387,7 +525,7 @@ const NEAR: u32 = 3;
 /// is about.
 fn unit_near(facts: &Facts, span: Span) -> Option<String> {
     let named = |e: &&crate::model::JournalEntry| {
-        e.is_pid1() && e.span.source == span.source && e.span != span
+        is_manager(e) && e.span.source == span.source && e.span != span
     };
     let distance = |e: &crate::model::JournalEntry| {
         if e.span.line > span.line {
@@ -423,6 +561,10 @@ pub struct LastWords<'a> {
     pub lines: Vec<&'a crate::model::JournalEntry>,
     /// Every PID that wrote as the unit during the run.
     pub pids: std::collections::BTreeSet<u32>,
+    /// The run's first line that states a reason (error, fatal, …), even
+    /// when more error lines follow it than [`LAST_WORDS`] keeps: the
+    /// error the others often follow from.
+    pub first: Option<&'a crate::model::JournalEntry>,
 }
 
 /// How many of a run's last error lines a report cites.
@@ -500,7 +642,7 @@ pub fn last_words<'a>(incident: &'a super::Incident, unit: &str, exit: Span) -> 
         if e.span.source != exit.source
             || e.span.line >= exit.line
             || e.span.line < start
-            || e.is_pid1()
+            || is_manager(e)
             || e.is_kernel()
         {
             continue;
@@ -521,6 +663,9 @@ pub fn last_words<'a>(incident: &'a super::Incident, unit: &str, exit: Span) -> 
         let frame = e.message.starts_with([' ', '\t'])
             || e.message.contains("Traceback (most recent call last)");
         if !frame && ERRORISH.is_match(&e.message) {
+            if out.first.is_none() && STRONG.is_match(&e.message) {
+                out.first = Some(e);
+            }
             out.lines.push(e);
         }
     }
@@ -544,7 +689,7 @@ pub fn bare_last_words<'a>(
     let journal = &incident.facts.journal;
     if journal
         .iter()
-        .any(|e| e.span.source == exit.source && !e.is_pid1())
+        .any(|e| e.span.source == exit.source && !is_manager(e))
     {
         return Vec::new();
     }
@@ -810,6 +955,78 @@ mod tests {
             let lines: Vec<&str> = text.lines().collect();
             let incident = crate::correlate::correlate(pid1(&lines));
             assert_eq!(incident.units[unit].restarts(), n, "{text}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod cut_tests {
+    use super::*;
+
+    /// The event a message of the service manager gives, cut or whole.
+    fn event(msg: &str) -> Option<(Option<String>, UnitEventKind)> {
+        match catalog_event(msg).or_else(|| cut_event(msg))? {
+            Event::Unit(unit, kind) => Some((unit, kind)),
+            Event::Job(..) => None,
+        }
+    }
+
+    /// The cut lines of NVIDIA/nvidia-docker#394 (fixtures/real-incoming/
+    /// batch-i/811) and of nix-community/nixos-vscode-server#9 (813):
+    /// each is read by the one systemd row whose wording begins so.
+    #[test]
+    fn a_message_cut_at_the_terminal_is_read_by_its_start() {
+        use UnitEventKind as K;
+        let unit = Some("nvidia-docker.service".to_owned());
+        for (msg, want) in [
+            (
+                "nvidia-docker.service: Unit entered failed sta",
+                K::EnteredFailedState,
+            ),
+            (
+                "nvidia-docker.service: Failed with result 'exi",
+                K::FailedWithResult("exit-code".to_owned()),
+            ),
+            (
+                "nvidia-docker.service: Service hold-off time o",
+                K::RestartDue,
+            ),
+            (
+                "nvidia-docker.service: Start request repeated ",
+                K::StartRepeatedTooQuickly,
+            ),
+        ] {
+            assert_eq!(event(msg), Some((unit.clone(), want)), "{msg}");
+            assert!(catalog_event(msg).is_none(), "{msg} is whole");
+        }
+        assert_eq!(
+            event("auto-fix-vscode-server.service: Scheduled restart job, restart counte>"),
+            Some((
+                Some("auto-fix-vscode-server.service".to_owned()),
+                K::RestartDue
+            ))
+        );
+        // The same cut after the result's first letters that name one.
+        assert_eq!(
+            event("x.service: Failed with result 'start-li"),
+            Some((Some("x.service".to_owned()), K::StartLimitHit))
+        );
+    }
+
+    /// A start several rows' wordings share, or too short to tell, or a
+    /// result whose first letters begin several names, is no event; nor is
+    /// a message that begins no wording.
+    #[test]
+    fn a_cut_that_does_not_tell_its_row_is_no_event() {
+        for msg in [
+            "x.service: Failed with result 's",
+            "x.service: Failed with result '",
+            "x.service: Unit ent",
+            "x.service: Main process exited, co",
+            "x.service: Something else entirely that is long",
+            "Reloading the configuration of everyth",
+        ] {
+            assert!(cut_event(msg).is_none(), "{msg}");
         }
     }
 }

@@ -431,6 +431,24 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         UnitCrashLoop,
+        "a start limit reached by a main process that exits 0 (`Main PID: N (code=exited, status=0/SUCCESS)`): the unit's Type=/Restart= do not fit its program (a script that returns, a daemon that forks)",
+        Rule("systemd-start-limit-hit"),
+        Some("fixtures/rules/systemd-start-limit-hit/pos-python-script-exits-0"),
+    ),
+    cell(
+        UnitCrashLoop,
+        "systemd's lines cut at the terminal's width (`Start request repeated `, `Failed with result 'exi`), read by the start of the one message they begin, at a lower confidence",
+        Rule("systemd-start-limit-hit"),
+        Some("fixtures/rules/systemd-start-limit-hit/pos-cut-at-terminal-width-zh-dates"),
+    ),
+    cell(
+        UnitCrashLoop,
+        "a unit systemd reports failed once (`Failed to start …`, `Failed with result 'exit-code'`), not a loop: its first error line beside its last words (`Error opening /sys/…: 2`: a path not there yet at boot)",
+        Rule("unit-exit-nonzero"),
+        Some("fixtures/rules/unit-exit-nonzero/pos-jetson-nvpmodel-sysfs-enoent"),
+    ),
+    cell(
+        UnitCrashLoop,
         "Kubernetes killing and restarting a container for a failed liveness probe (`Liveness probe failed: …`, `failed liveness probe, will be restarted`)",
         Row("stacks-k8s.liveness-probe-failed"),
         None,
@@ -452,6 +470,12 @@ pub const MATRIX: &[Cell] = &[
         "death by a signal or a core dump, once (not a loop): a unit's main process, a job the shell reports, a child the server reports (Ollama's runner, vLLM's worker)",
         Rule("process-died"),
         Some("fixtures/rules/process-died/pos-ollama-runner-segfault-core-dumped"),
+    ),
+    cell(
+        ServerException,
+        "a unit's main process dumping core once (`Main process exited, code=dumped, status=11/SEGV`, `Active: failed (Result: core-dump)`), with its last lines",
+        Rule("process-died"),
+        Some("fixtures/real/441-llama-service-segv-draft-model-context-shift"),
     ),
     cell(
         ServerHang,
@@ -503,6 +527,12 @@ pub const MATRIX: &[Cell] = &[
         "a unit's processes surviving SIGKILL (`Processes still around after SIGKILL`, a PID killed again): stuck in the kernel",
         Rule("systemd-stop-timeout"),
         Some("fixtures/rules/systemd-stop-timeout/pos-user-unit-survivor-gpu-no-progress"),
+    ),
+    cell(
+        ServerHang,
+        "a stop timeout ending in SIGKILL, with what kept the unit from stopping (its processes in uninterruptible sleep after a suspend and resume)",
+        Rule("systemd-stop-timeout"),
+        Some("fixtures/real/694-ollama-unit-stop-timeout-uninterruptible-after-resume"),
     ),
     cell(
         ServerHang,

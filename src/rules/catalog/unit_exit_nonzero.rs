@@ -197,17 +197,7 @@ fn finding(
     f.entities.pids.extend(words.pids.iter().copied());
     f.entities.pids.extend(exit.pid);
     f.occurrences = n as u32;
-    if stated.is_some() {
-        for e in &words.lines {
-            f.evidence(e.span, format!("{unit}'s last words before the exit"));
-        }
-        for m in &bare {
-            f.evidence(
-                m.span,
-                format!("{unit}'s last words before the exit (its output, pasted without the journal's prefix)"),
-            );
-        }
-    }
+    let first = cite_last_words(&mut f, unit, &words, &bare, &stated);
     let meaning = exit_meaning("exited", status);
     let pid = exit.pid.map(|p| format!(" (PID {p})")).unwrap_or_default();
     f.evidence(
@@ -224,6 +214,8 @@ fn finding(
     }
     if by_systemd {
         failed.cite(&mut f, unit);
+    } else {
+        failed.cite_start(&mut f);
     }
     if let Some((espan, name, _)) = last_exception {
         f.evidence(espan, format!("the last exception before the exit: {name}"));
@@ -238,6 +230,7 @@ fn finding(
     );
     f.title = format!("{unit} exited with status {status}");
     f.headline = headline(unit, status, meaning, last_exception, &stated);
+    name_first(&mut f.headline, first);
     if by_systemd {
         failed.extend_headline(&mut f.headline);
     }
@@ -246,6 +239,10 @@ fn finding(
         f.chain.push(format!("{name}: {}", shorten(message)));
     } else if let Some((_, words)) = &stated {
         f.chain.push(format!("it said: {}", shorten(words)));
+        if let Some(e) = first {
+            f.chain
+                .push(format!("it first said: {}", shorten(&e.message)));
+        }
     }
     f.explanation = "The generic finding for a server that ended by itself; a more specific finding, when present, names the cause.".to_owned();
     f.actions.push(Action::advice(
@@ -256,8 +253,56 @@ fn finding(
         failed.push_actions(&mut f, unit);
     }
     advise_refused(&mut f, unit, &stated);
+    advise_missing(
+        &mut f,
+        unit,
+        first.into_iter().chain(words.lines.iter().copied()),
+    );
     f.confidence = confidence(&f, 0.3, 0.5);
     f
+}
+
+/// Cites the unit's last words when they state the reason, and the run's
+/// first error when later lines followed it (what they often follow
+/// from), which it returns.
+fn cite_last_words<'a>(
+    f: &mut Finding,
+    unit: &str,
+    words: &crate::correlate::LastWords<'a>,
+    bare: &[&crate::model::Message],
+    stated: &Option<(Span, String)>,
+) -> Option<&'a crate::model::JournalEntry> {
+    if stated.is_some() {
+        for e in &words.lines {
+            f.evidence(e.span, format!("{unit}'s last words before the exit"));
+        }
+        for m in bare {
+            f.evidence(
+                m.span,
+                format!("{unit}'s last words before the exit (its output, pasted without the journal's prefix)"),
+            );
+        }
+    }
+    let first = words
+        .first
+        .filter(|e| stated.as_ref().is_some_and(|(s, _)| *s != e.span));
+    if let Some(e) = first {
+        f.evidence(
+            e.span,
+            format!("{unit}'s first error in that run: the lines after it may follow from it"),
+        );
+    }
+    first
+}
+
+/// Adds the run's first error to the headline.
+fn name_first(headline: &mut String, first: Option<&crate::model::JournalEntry>) {
+    if let Some(e) = first {
+        if !headline.ends_with('.') {
+            headline.push('.');
+        }
+        headline.push_str(&format!(" Its first error: {}", shorten(&e.message)));
+    }
 }
 
 /// The stated reason: the unit's last error lines in the journal, else
@@ -290,6 +335,38 @@ fn advise_refused(f: &mut Finding, unit: &str, stated: &Option<(Span, String)>) 
         ));
     }
 }
+
+/// Advice on the unit's ordering when one of its error lines says a
+/// device or kernel path it opened was not there (`Error opening
+/// /sys/…/hwmon: 2`, errno 2 printed as a number; `No such file or
+/// directory`; `ENOENT`): at boot, a unit started before the driver or
+/// device that creates the path fails once, and starts fine later.
+fn advise_missing<'a>(
+    f: &mut Finding,
+    unit: &str,
+    lines: impl Iterator<Item = &'a crate::model::JournalEntry>,
+) {
+    let Some(path) = lines.into_iter().find_map(|e| {
+        let c = MISSING.captures(&e.message)?;
+        Some(c.name("path").or(c.name("after"))?.as_str().to_owned())
+    }) else {
+        return;
+    };
+    f.actions.push(Action::advice(
+        format!("{path} was not there when {unit} ran (errno 2, ENOENT): a device or driver node not created yet that early in boot. Start {unit} after what creates it (After= and Requires= on its device unit or driver service) or let it retry (Restart=on-failure with RestartSec=)"),
+        Some(&format!("systemctl cat {unit}; ls -l {path}")),
+    ));
+}
+
+/// An error line naming a `/sys`, `/dev` or `/proc` path that was not
+/// there: the path, then errno 2 as a number at the line's end (`: 2`,
+/// `(2)`), `No such file or directory` or `ENOENT`.
+static MISSING: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r"(?i)(?:(?P<path>/(?:sys|dev|proc)/[^\s:'`\x22]+)['`\x22]?(?::\s*2|\s*\(2\)|.*\b(?:no such file or directory|enoent)\b)\s*\.?\s*$|\b(?:no such file or directory|enoent)\b\W*(?P<after>/(?:sys|dev|proc)/[^\s:'`\x22]+))",
+    )
+    .expect("missing path regex")
+});
 
 /// Last words that say a path was refused: a permission error, a
 /// read-only file system (what `ProtectSystem=`/`ProtectHome=` give).

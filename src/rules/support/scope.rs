@@ -13,8 +13,10 @@ use crate::rules::{Category, Finding, Severity};
 pub const UNRELATED: &str = "nothing in the inputs shows a GPU or a model server, and nothing ties the unit to one (its name, its processes, its lines): a host failure outside GPU serving";
 
 /// Lowers `f` to a warning when it is about units, none of its units is
-/// part of a serving stack, and the inputs show no GPU and no model
-/// server at all.
+/// part of a serving stack, the inputs show no GPU and no model server at
+/// all, and they are not about that unit alone (a paste of one unit's
+/// status or journal and nothing else asks about that unit: its failure
+/// is the answer, whatever the unit runs).
 pub fn mark_unrelated_units(incident: &Incident, f: &mut Finding) {
     let about_units = matches!(
         f.category,
@@ -33,11 +35,20 @@ pub fn mark_unrelated_units(incident: &Incident, f: &mut Finding) {
         || !f.entities.xid.is_empty()
         || f.entities.units.iter().any(|u| serves_gpus(incident, u))
         || shows_gpu_serving(incident)
+        || about_one_unit(incident, f)
     {
         return;
     }
     f.condition(UNRELATED, true);
     f.severity = Severity::Warning;
+}
+
+/// Whether every unit the inputs name is the finding's one unit: the
+/// paste is that unit's `systemctl status` or journal alone.
+fn about_one_unit(incident: &Incident, f: &Finding) -> bool {
+    f.entities.units.len() == 1
+        && incident.units.len() == 1
+        && incident.units.keys().all(|u| f.entities.units.contains(u))
 }
 
 /// Whether `unit` is part of a GPU serving stack by its name (any dotted

@@ -91,6 +91,14 @@ impl Failed {
             || !self.restarts.is_empty()
     }
 
+    /// Cites the line that says the start failed, alone: systemd's side
+    /// of a failure the unit's own lines explain.
+    pub(super) fn cite_start(&self, f: &mut Finding) {
+        if let Some(s) = self.failed_start {
+            f.evidence(s, "systemd reports that the start failed");
+        }
+    }
+
     pub(super) fn cite(&self, f: &mut Finding, unit: &str) {
         if let Some(s) = self.failed_start {
             f.evidence(s, "systemd reports that the start failed");

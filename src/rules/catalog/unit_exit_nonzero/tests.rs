@@ -155,3 +155,57 @@ fn a_cut_exit_line_and_bare_last_words_are_the_units() {
         );
     }
 }
+
+/// anduril/jetpack-nixos#202 (batch I's 814): nvpmodel fails once at boot,
+/// its sysfs node not there yet (`Error opening …/hwmon: 2`).
+const NVPMODEL: &str = include_str!(
+    "../../../../fixtures/rules/unit-exit-nonzero/pos-jetson-nvpmodel-sysfs-enoent/journal.txt"
+);
+
+#[test]
+fn a_unit_that_fails_once_is_an_error_with_its_first_error_and_the_missing_path() {
+    let a = crate::testing::analyze_paste(NVPMODEL);
+    let report = a.report();
+    let root = report.root_cause().expect("a root cause");
+    assert_eq!(root.rule, super::META.id);
+    assert_eq!(root.category, Category::UnitCrashLoop);
+    assert!(root.entities.pids.contains(&886), "{root:?}");
+    // The first error (line 2) is cited and named, beside the last words.
+    assert!(root.evidence.iter().any(|e| e.span.line == 2), "{root:?}");
+    assert!(
+        root.headline
+            .contains("Its first error: NVPM ERROR: Error opening"),
+        "{}",
+        root.headline
+    );
+    let advice: Vec<String> = root
+        .actions
+        .iter()
+        .filter_map(|a| match &a.kind {
+            crate::rules::ActionKind::Advice { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        advice.iter().any(|t| t
+            .contains("/sys/devices/platform/c250000.i2c/i2c-7/7-0040/hwmon was not there")
+            && t.contains("After=")
+            && t.contains("Restart=on-failure")),
+        "{advice:?}"
+    );
+}
+
+/// The same failure through a narrow terminal (assembled, not copied:
+/// 814's systemd lines cut at 80 columns, as `systemctl status` shows
+/// them): the exit status is read from what is left, the cut result by
+/// its start.
+#[test]
+fn a_failure_cut_at_the_terminal_is_still_read() {
+    let cut = "Jul 28 09:27:35 xavier-nx-emmc-quark-jp5 nvpmodel[886]: NVPM ERROR: failed to set\n\
+Jul 28 09:27:35 xavier-nx-emmc-quark-jp5 systemd[1]: nvpmodel.service: Main process exited, code=exited, status=1/FAIL\n\
+Jul 28 09:27:35 xavier-nx-emmc-quark-jp5 systemd[1]: nvpmodel.service: Failed with result 'exit-co\n";
+    let f = findings(cut);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(f[0].title.contains("status 1/FAIL"), "{}", f[0].title);
+    assert!(f[0].evidence.iter().any(|e| e.span.line == 3), "{f:?}");
+}
