@@ -108,10 +108,11 @@ mod tests {
     use crate::testing::findings_of;
 
     /// systemd's own two lines (batch K 888, archlinuxcn's parsoid
-    /// thread): the previous run's process, named with its unit. Parsoid
-    /// is no GPU service and nothing else in the paste is: a warning
-    /// (`support::scope`). The same lines of a model server's unit are an
-    /// error.
+    /// thread): the previous run's process, named with its unit. The paste
+    /// is about that one unit, so its failure is an error although nothing
+    /// in it is GPU serving (`support::scope`); beside another unit that
+    /// nothing ties to GPU serving it is a warning. The same lines of a
+    /// model server's unit are an error.
     #[test]
     fn a_left_over_process_at_start_is_the_previous_run() {
         let paste = "\
@@ -120,7 +121,7 @@ systemd[1]: This usually indicates unclean termination of a previous run, or ser
 ";
         let f = findings_of(super::META.id, paste);
         assert_eq!(f.len(), 1, "{f:?}");
-        assert_eq!(f[0].severity, Severity::Warning);
+        assert_eq!(f[0].severity, Severity::Error);
         assert!(f[0].entities.pids.contains(&1080));
         assert!(f[0].entities.units.contains("parsoid.service"));
         assert!(
@@ -128,6 +129,12 @@ systemd[1]: This usually indicates unclean termination of a previous run, or ser
             "{}",
             f[0].headline
         );
+        let beside = format!(
+            "{paste}systemd[1]: cron.service: Main process exited, code=exited, status=1/FAILURE\n"
+        );
+        let f = findings_of(super::META.id, &beside);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].severity, Severity::Warning);
         let served = paste
             .replace("parsoid", "vllm")
             .replace("(node)", "(python3)");
