@@ -99,7 +99,7 @@ mod tests {
             "nv-fabricmanager",
             "nvidia-persistenced",
             "ollama",
-            // Jetson: nvpmodel[886] (fixtures/real-incoming/batch-i/814).
+            // Jetson: nvpmodel[886] (fixtures/real/814).
             "nvpmodel",
             "nvargus-daemon",
         ] {

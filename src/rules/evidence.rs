@@ -7,14 +7,6 @@
 
 use super::Category;
 
-/// A case of batch I, by its folder: the one place to change when the
-/// batch moves from `fixtures/real-incoming/` into `fixtures/real/`.
-macro_rules! batch_i {
-    ($case:literal) => {
-        concat!("fixtures/real-incoming/batch-i/", $case)
-    };
-}
-
 /// What reads a kind of evidence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reader {
@@ -219,7 +211,9 @@ pub const MATRIX: &[Cell] = &[
         StaleServingInstance,
         "systemd alone: `Found left-over process N (COMM) in control group while starting unit`, the unit's previous run still running when it starts again (an error for a serving unit, a warning for a unit nothing ties to GPU serving)",
         Rule("stale-serving-process"),
-        Some("fixtures/real-incoming/batch-k/888-archlinuxcn-parsoid-restart-node-survivor-killmode-process"),
+        Some(
+            "fixtures/real-incoming/batch-k/888-archlinuxcn-parsoid-restart-node-survivor-killmode-process",
+        ),
     ),
     cell(
         StaleServingInstance,
@@ -281,17 +275,13 @@ pub const MATRIX: &[Cell] = &[
         StaleServingInstance,
         "a failed bind on the server's port, with no holder named, right after the server's own stop or restart in the same log (gradio's `Closing server running on port: N`, a web UI's `Restarting UI...`): the relaunch collided with its own earlier server",
         Rule("address-already-in-use"),
-        Some(batch_i!(
-            "826-sd-webui-restart-ui-old-server-keeps-its-port"
-        )),
+        Some("fixtures/real/826-sd-webui-restart-ui-old-server-keeps-its-port"),
     ),
     cell(
         StaleServingInstance,
         "a failed bind on a server's default port beside its app refusing to quit (osascript's `Ollama got an error: User canceled. (-128)`): the app's own server still runs there",
         Rule("address-already-in-use"),
-        Some(batch_i!(
-            "807-ollama-macos-app-server-survives-quit-serve-cannot-bind"
-        )),
+        Some("fixtures/real/807-ollama-macos-app-server-survives-quit-serve-cannot-bind"),
     ),
     unsampled(
         StaleServingInstance,

@@ -335,7 +335,7 @@ mod tests {
         f.remove(0)
     }
 
-    /// fixtures/real-incoming/batch-i/826 (TheLastBen/fast-stable-diffusion
+    /// fixtures/real/826 (TheLastBen/fast-stable-diffusion
     /// #1913): gradio closes its server on port 3000 for the web UI's
     /// restart, and the relaunch cannot bind 3000.
     const REAL_826: &str = "Closing server running on port: 3000\n\
@@ -387,7 +387,7 @@ mod tests {
         assert!(f.title.contains("7860"), "{}", f.title);
     }
 
-    /// fixtures/real-incoming/batch-i/807 (ollama/ollama#2372): `ollama
+    /// fixtures/real/807 (ollama/ollama#2372): `ollama
     /// serve` cannot bind 11434 and the app then refuses to quit; the same
     /// bind alone (fixtures/real/043, 044) stays a port in use naming
     /// Ollama as the likely holder, and another app's refusal is no cause.
@@ -451,7 +451,7 @@ mod tests {
         assert_eq!(one(llama).category, Category::StaleServingInstance);
     }
 
-    /// fixtures/real-incoming/batch-i/825 (RVC-Project/Retrieval-based-
+    /// fixtures/real/825 (RVC-Project/Retrieval-based-
     /// Voice-Conversion-WebUI#291): gradio's bind error beside `netstat`'s
     /// `1/python3` on the port: a port in use that names PID 1 as the
     /// container's own server; the same row of another PID or program
