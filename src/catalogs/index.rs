@@ -182,54 +182,19 @@ impl Index {
     /// empty. Stops at the first that matches and captures nothing: asked of
     /// every anchored line no parser knew.
     pub(super) fn knows(&self, list: &[Catalog], text: &str) -> bool {
-        self.targets(text).into_iter().any(|target| match target {
-            Target::Wording {
-                catalog,
-                row,
-                wording,
-            } => list[catalog].rows[row].wordings[wording]
-                .regex()
-                .is_some_and(|re| re.is_match(text)),
-            Target::Wrapper { catalog, wrapper } => list[catalog].wrappers[wrapper]
-                .wording
-                .regex()
-                .is_some_and(|re| re.is_match(text)),
-            Target::Bare { catalog, row } => bare(&list[catalog].rows[row], text).is_some(),
-        })
+        self.targets(text)
+            .into_iter()
+            .any(|target| block_of(list, target, text).is_some())
     }
 
     /// Whether `text` is a message of a row, and then how many lines after
     /// it upstream prints with it as one message (the row's `block`; 0
     /// without one). `None` when no row or wrapper knows the line.
     pub(super) fn known_block(&self, list: &[Catalog], text: &str) -> Option<u8> {
-        let mut known = None;
-        for target in self.targets(text) {
-            let after = match target {
-                Target::Wording {
-                    catalog,
-                    row,
-                    wording,
-                } => {
-                    let row = &list[catalog].rows[row];
-                    row.wordings[wording]
-                        .regex()
-                        .is_some_and(|re| re.is_match(text))
-                        .then(|| row.block.map_or(0, |[_, after]| after.clamp(0, 8) as u8))
-                }
-                Target::Wrapper { catalog, wrapper } => list[catalog].wrappers[wrapper]
-                    .wording
-                    .regex()
-                    .is_some_and(|re| re.is_match(text))
-                    .then_some(0),
-                Target::Bare { catalog, row } => {
-                    bare(&list[catalog].rows[row], text).is_some().then_some(0)
-                }
-            };
-            if let Some(after) = after {
-                known = Some(known.map_or(after, |k: u8| k.max(after)));
-            }
-        }
-        known
+        self.targets(text)
+            .into_iter()
+            .filter_map(|target| block_of(list, target, text))
+            .max()
     }
 
     /// Catalog `c`'s normal strings.
@@ -348,6 +313,31 @@ fn captures<'c>(wording: &'c Wording, text: &str) -> Option<(Captures<'c>, Strin
         .filter_map(|name| caps.name(name).map(|m| (name, m.as_str().to_owned())))
         .collect();
     Some((named, caps[0].to_owned()))
+}
+
+/// When `target` matches `text`: how many lines after it belong to the
+/// same message (its row's `block`; 0 for a wrapper, a bare string or a
+/// row without one).
+fn block_of(list: &[Catalog], target: Target, text: &str) -> Option<u8> {
+    match target {
+        Target::Wording {
+            catalog,
+            row,
+            wording,
+        } => {
+            let row = &list[catalog].rows[row];
+            row.wordings[wording]
+                .regex()
+                .is_some_and(|re| re.is_match(text))
+                .then(|| row.block.map_or(0, |[_, after]| after.clamp(0, 8) as u8))
+        }
+        Target::Wrapper { catalog, wrapper } => list[catalog].wrappers[wrapper]
+            .wording
+            .regex()
+            .is_some_and(|re| re.is_match(text))
+            .then_some(0),
+        Target::Bare { catalog, row } => bare(&list[catalog].rows[row], text).map(|_| 0),
+    }
 }
 
 /// The row's code string as the line prints it (the anchor search found it

@@ -47,6 +47,23 @@ pub struct UnitStatus {
 }
 
 impl UnitStatus {
+    /// How the unit's main process ended, as this block prints it: `Main
+    /// PID: N (code=…)`, else the `Process: N ExecStart=… (code=…)` line;
+    /// with the line that says it and the PID.
+    pub fn main_process_exit(&self) -> Option<(&str, Span, Option<u32>)> {
+        let main = self
+            .main_exit
+            .as_deref()
+            .zip(self.main_pid_span)
+            .map(|(e, span)| (e, span, self.main_pid));
+        main.or_else(|| {
+            self.processes
+                .iter()
+                .filter(|p| p.setting.as_deref() == Some("ExecStart"))
+                .find_map(|p| p.exit.as_deref().map(|e| (e, p.span, Some(p.pid))))
+        })
+    }
+
     /// The status of `unit` read at `span`, every other field still
     /// unknown: the readers fill in what their lines say.
     pub fn new(unit: &str, span: Span) -> UnitStatus {

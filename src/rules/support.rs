@@ -44,6 +44,18 @@ pub fn kernel_oom_killed(incident: &Incident) -> bool {
         .any(|e| matches!(e.kind, KernelEventKind::OomKill(_)))
 }
 
+/// Whether the kernel's log says a GPU was lost: `fallen off the bus`,
+/// `NV_ERR_GPU_IS_LOST`, or Xid 79. The rules that read nvidia-smi's or a
+/// probe's view of a lost GPU leave it to the kernel's account then.
+pub fn kernel_lost_a_gpu(incident: &Incident) -> bool {
+    incident.facts.kernel_events.iter().any(|e| {
+        matches!(
+            e.kind,
+            KernelEventKind::FellOffBus { .. } | KernelEventKind::GpuLost { .. }
+        )
+    }) || incident.xids().any(|(_, x)| x.code == 79)
+}
+
 /// Less GPU memory in use than this (MiB) is a CUDA context, a display or
 /// a persistence daemon, never a loaded model.
 pub const MIN_HELD_MIB: u64 = 1024;

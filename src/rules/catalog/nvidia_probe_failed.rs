@@ -7,7 +7,6 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::correlate::Incident;
-use crate::model::KernelEventKind;
 use crate::rules::support::{confidence, distinct, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
@@ -127,12 +126,7 @@ impl Rule for NvidiaProbeFailed {
         }
         // A GPU that fell off the bus fails the next probe too: that is
         // the fell-off-the-bus story, not a driver that never bound.
-        let lost = incident.facts.kernel_events.iter().any(|e| {
-            matches!(
-                e.kind,
-                KernelEventKind::FellOffBus { .. } | KernelEventKind::GpuLost { .. }
-            )
-        }) || incident.xids().any(|(_, x)| x.code == 79);
+        let lost = crate::rules::support::kernel_lost_a_gpu(incident);
         // A GPU the driver skipped as a legacy board (`supported through
         // the NVIDIA 470.xx Legacy drivers`) explains `No NVIDIA GPU found`:
         // the catalog row `kernel.nvrm-legacy-gpu` names that cause.

@@ -5,7 +5,7 @@
 //! confidence, naming the Xid the kernel log would settle it with.
 
 use crate::correlate::{Gpu, Incident};
-use crate::model::{KernelEventKind, Message};
+use crate::model::Message;
 use crate::rules::support::confidence;
 use crate::rules::xid::same_bus;
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
@@ -76,13 +76,7 @@ impl Rule for NvidiaSmiGpuErrRow {
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         // The kernel's account of a lost GPU, when present, is the other
         // rules' story (Xid 79, fallen off the bus, NV_ERR_GPU_IS_LOST).
-        let kernel_lost = incident.facts.kernel_events.iter().any(|e| {
-            matches!(
-                e.kind,
-                KernelEventKind::FellOffBus { .. } | KernelEventKind::GpuLost { .. }
-            )
-        });
-        if kernel_lost {
+        if crate::rules::support::kernel_lost_a_gpu(incident) {
             return;
         }
         let answering: Vec<&Gpu> = incident.gpus.iter().filter(|g| g.name.is_some()).collect();

@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::correlate::Incident;
-use crate::model::{KernelEventKind, Message};
+use crate::model::Message;
 use crate::rules::support::{confidence, matches};
 use crate::rules::xid::{self, same_bus};
 use crate::rules::{Action, ActionKind, Category, Finding, Rule, RuleMeta, Safety, Severity};
@@ -78,13 +78,7 @@ impl Rule for NvidiaSmiGpuUnreachable {
         // The kernel's account, when present, is the other rules' story
         // (Xid 79, fallen off the bus, NV_ERR_GPU_IS_LOST); they cite this
         // line as nvidia-smi's view of it.
-        let kernel_lost = incident.facts.kernel_events.iter().any(|e| {
-            matches!(
-                e.kind,
-                KernelEventKind::FellOffBus { .. } | KernelEventKind::GpuLost { .. }
-            )
-        }) || incident.xids().any(|(_, x)| x.code == 79);
-        if kernel_lost {
+        if crate::rules::support::kernel_lost_a_gpu(incident) {
             return;
         }
         let mut seen: Vec<(String, &Message, String, usize)> = Vec::new();

@@ -259,21 +259,11 @@ fn main_exit(incident: &Incident, unit: &str, events: &[UnitEvent]) -> Option<Ma
             .iter()
             .rev()
             .find(|s| s.unit == unit)?;
-        let main = st
-            .main_exit
-            .clone()
-            .zip(st.main_pid_span)
-            .map(|(e, span)| (e, span, st.main_pid));
-        let exec_start = st
-            .processes
-            .iter()
-            .filter(|p| p.setting.as_deref() == Some("ExecStart"))
-            .find_map(|p| p.exit.clone().map(|e| (e, p.span, Some(p.pid))));
-        let (how, span, pid) = main.or(exec_start)?;
+        let (how, span, pid) = st.main_process_exit()?;
         let status = how.strip_prefix("code=exited, status=");
         Some(MainExit {
             zero: status.is_some_and(|s| zero("exited", s)),
-            how,
+            how: how.to_owned(),
             span,
             pid,
         })

@@ -142,17 +142,7 @@ fn exits_of<'a>(incident: &'a Incident, facts: &'a UnitFacts) -> Vec<Exit<'a>> {
     if matches!(st.active_state.as_deref(), Some("active" | "reloading")) {
         return Vec::new();
     }
-    let main = st
-        .main_exit
-        .as_deref()
-        .zip(st.main_pid_span)
-        .map(|(e, span)| (e, span, st.main_pid));
-    let exec_start = st
-        .processes
-        .iter()
-        .filter(|p| p.setting.as_deref() == Some("ExecStart"))
-        .find_map(|p| p.exit.as_deref().map(|e| (e, p.span, Some(p.pid))));
-    main.or(exec_start)
+    st.main_process_exit()
         .and_then(|(e, span, pid)| {
             let status = e.strip_prefix("code=exited, status=")?;
             (!status.starts_with("0/") && status != "0").then_some(Exit { status, span, pid })
