@@ -667,7 +667,18 @@ pub const MATRIX: &[Cell] = &[
         Rule("ecc-uncorrectable-or-remap-pending"),
         "no public capture of a card with a retirement pending was found (2026-12-05, searched twice): the issues and pages corpora for `Pending Page Blacklist : Yes`, `Retired Pages` with `Pending : Yes`, `retired_pages.pending`, `pending_retirement`/`pending_blacklist` Yes, in NVIDIA forum, DCGM, gpud, NVSentinel, azhpc-diagnostics and cadvisor threads; every hit is NVIDIA's Dynamic Page Retirement guide, the nvidia-smi man page, a `--help-query-gpu` listing or a healthy card's `No`/`N/A`. Upstream tools' test inputs (the code index, exact strings `Pending Page Blacklist : Yes` at several paddings, `<pending_retirement>Yes`, `<pending_blacklist>Yes`, DCGM's `A pending retired page has been detected in GPU`): the only hits are checkers' own constants and docstrings (a health script's `BLACKLIST_PAGES` string, a docstring listing the lines it looks for) and DCGM's format strings and their unit test (dcgmlib/src/tests/dcgm_error_tests.cpp), none a capture; DCGM's repository (NVIDIA/DCGM@72fa3fe) holds no captured nvidia-smi output with it. DCGM's own message for it (`dcgm.pending-page-retirement`) is read, in a diag box's warning too (`dcgm-diag-failed`), with no real sample either",
     ),
-    cell(XidOther, "an NVSwitch SXid", Row("kernel.sxid"), None),
+    cell(
+        XidOther,
+        "an NVSwitch SXid (`nvidia-nvswitchN: SXid (PCI:0000:aa:00.0): 24007, …`), the switch named by the bus id its line prints",
+        Row("kernel.sxid"),
+        None,
+    ),
+    cell(
+        XidOther,
+        "the driver failing NVLink discovery between a GPU pair without an Xid (`knvlinkDiscoverPostRxDetLinks_GH100: Getting peer0's postRxDetLinkMask failed!`, `knvlinkUpdatePostRxDetectLinkMask_IMPL: Failed to update Rx Detect Link mask!`): a warning, NVLink between the pair may not come up",
+        Row("kernel.nvlink-post-rxdet-failed"),
+        None,
+    ),
     // Hardware the installed software does not support.
     cell(
         UnsupportedHardware,

@@ -570,7 +570,30 @@ pub static ROWS: &[Row] = &[
             source: "assembled, not copied: dmlc/dmlc-core include/dmlc/logging.h (LogMessage: `[%H:%M:%S] file:line: `) around apache/mxnet src/storage/pooled_storage_manager.h's \"cudaMalloc failed: \"",
         }],
     },
+    Row {
+        name: "elision",
+        what: "a `[...] ` that a document or a person put where it left the head of a line out (the time, the host)",
+        first: |c| c == b'[',
+        may: |b| ELISIONS.iter().any(|e| b.starts_with(e.as_bytes())),
+        peel: elision,
+        samples: &[Sample {
+            line: "[...] NVRM: Xid (0000:03:00): 14, Channel 00000001",
+            body: "NVRM: Xid (0000:03:00): 14, Channel 00000001",
+            source: "https://docs.nvidia.com/deploy/xid-errors/index.html (\"Viewing Xid messages\", also at http://docs.nvda.net.cn/deploy/xid-errors/index.html)",
+        }],
+    },
 ];
+
+/// How an elided head is written: the ASCII dots and the ellipsis character.
+const ELISIONS: [&str; 2] = ["[...] ", "[\u{2026}] "];
+
+/// `[...] `: the head of a line left out. Only when a message follows: a
+/// `[...]` alone stands for whole lines left out and is no frame.
+fn elision(text: &str, _frame: &mut Frame) -> Option<usize> {
+    let head = ELISIONS.iter().find(|e| text.starts_with(*e))?;
+    let rest = text[head.len()..].trim_start_matches(' ');
+    (!rest.is_empty()).then(|| text.len() - rest.len())
+}
 
 /// Whether `needle` is in `head`, a line's first few dozen bytes (a
 /// searcher would cost more to build than this loop).

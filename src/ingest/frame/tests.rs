@@ -194,3 +194,26 @@ fn every_row_is_documented() {
         );
     }
 }
+
+/// An elision is a frame only in front of a message: `[...]` alone stands
+/// for lines left out, and a bracket that is a logger's own stays.
+#[test]
+fn an_elision_is_a_frame_only_before_a_message() {
+    let p =
+        peel_line("[\u{2026}] NVRM: GPU at 0000:03:00: GPU-b850f46d-d5ea-c752-ddf3-c4453e44d3f7");
+    assert_eq!(
+        p.body,
+        "NVRM: GPU at 0000:03:00: GPU-b850f46d-d5ea-c752-ddf3-c4453e44d3f7"
+    );
+    for text in [
+        "[...]",
+        "[...] ",
+        "[...]NVRM: Xid",
+        "[..] NVRM: Xid",
+        "[... ] x",
+    ] {
+        let p = peel_line(text);
+        assert_eq!(p.body, text);
+        assert!(p.frame.is_empty(), "{text}");
+    }
+}

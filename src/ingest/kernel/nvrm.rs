@@ -34,9 +34,11 @@ static RECOVERY: LazyLock<Regex> = LazyLock::new(|| {
         .expect("recovery regex")
 });
 
+/// `GPU at PCI:0000:3b:00: GPU-…`; older drivers (and NVIDIA's Xid
+/// documentation) print the bus id without `PCI:`.
 static GPU_AT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^GPU at PCI:(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?): (?P<uuid>GPU-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})",
+        r"^GPU at (?:PCI:)?(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?): (?P<uuid>GPU-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})",
     )
     .expect("gpu-at regex")
 });

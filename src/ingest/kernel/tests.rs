@@ -1116,3 +1116,33 @@ fn a_fall_off_the_bus_names_a_bus_id_written_without_its_domain() {
         .collect();
     assert_eq!(buses, [Some("0000:18:00.0"), None]);
 }
+
+/// NVIDIA's Xid documentation ("Viewing Xid messages",
+/// https://docs.nvidia.com/deploy/xid-errors/index.html) shows the older
+/// driver's pair without `PCI:`; a person's `[...]` in front of each is
+/// a frame (`ingest::frame`), peeled before this parser sees the line.
+#[test]
+fn the_older_pair_without_pci() {
+    let (facts, unrecognized) = dmesg(
+        "\
+NVRM: GPU at 0000:03:00: GPU-b850f46d-d5ea-c752-ddf3-c4453e44d3f7
+NVRM: Xid (0000:03:00): 14, Channel 00000001",
+    );
+    assert_eq!(unrecognized, 0);
+    let at_bus = facts.kernel_events.iter().find_map(|e| match &e.kind {
+        KernelEventKind::GpuAtBus { bus_id, uuid } => Some((bus_id.clone(), uuid.clone())),
+        _ => None,
+    });
+    assert_eq!(
+        at_bus,
+        Some((
+            "0000:03:00.0".to_owned(),
+            "GPU-b850f46d-d5ea-c752-ddf3-c4453e44d3f7".to_owned()
+        ))
+    );
+    let got: Vec<(u32, u32, Option<String>)> = xids(&facts)
+        .into_iter()
+        .map(|(l, x)| (l, x.code, x.bus_id.clone()))
+        .collect();
+    assert_eq!(got, vec![(2, 14, Some("0000:03:00.0".to_owned()))]);
+}
