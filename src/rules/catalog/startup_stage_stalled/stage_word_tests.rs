@@ -6,7 +6,7 @@
 use crate::model::Category;
 use crate::rules::Finding;
 
-fn analysis(text: &str) -> (Vec<Finding>, Option<Category>) {
+pub(super) fn analysis(text: &str) -> (Vec<Finding>, Option<Category>) {
     let d = crate::testing::analyze_paste(text).diagnosis;
     let root = d
         .root_cause
@@ -16,7 +16,7 @@ fn analysis(text: &str) -> (Vec<Finding>, Option<Category>) {
     (d.findings, root)
 }
 
-fn stalled(text: &str) -> Option<Finding> {
+pub(super) fn stalled(text: &str) -> Option<Finding> {
     analysis(text)
         .0
         .into_iter()
@@ -24,13 +24,13 @@ fn stalled(text: &str) -> Option<Finding> {
 }
 
 /// The stalled finding, which must also be the root cause.
-fn hang(text: &str) -> Finding {
+pub(super) fn hang(text: &str) -> Finding {
     let (findings, root) = analysis(text);
     assert_eq!(root, Some(Category::ServerHang), "{text}\n{findings:#?}");
     stalled(text).unwrap_or_else(|| panic!("{text}"))
 }
 
-fn cites(f: &Finding, text: &str, words: &str) -> bool {
+pub(super) fn cites(f: &Finding, text: &str, words: &str) -> bool {
     f.evidence.iter().any(|e| {
         text.lines()
             .nth(e.span.line.saturating_sub(1) as usize)
