@@ -123,9 +123,10 @@ fn init_complete_then_a_watchdog_timeout_is_the_timeout() {
     assert!(stalled(text).is_none());
 }
 
-/// A paste that ends on NCCL's `Init COMPLETE` alone says nothing more
-/// than that the group formed: healthy start-ups are pasted to there too
-/// (the NCCL rules' near misses), so it is no hang by itself.
+/// A paste that ends on one rank's NCCL `Init COMPLETE` on one node says
+/// nothing more than that the group formed: healthy start-ups are pasted
+/// to there too (the NCCL rules' near misses), so it is no hang by itself
+/// (a group over the network, or part of one, is: training_tests.rs).
 #[test]
 fn init_complete_alone_at_the_end_is_no_hang() {
     let text = "ubuntu-SYS-420GP-TNR:3740804:3740804 [0] NCCL INFO comm 0xb923230 rank 0 nranks 2 cudaDev 0 nvmlDev 2 busId 56000 commId 0xb587bdc561ea636b - Init COMPLETE\n";
