@@ -180,12 +180,17 @@ pub enum Stage {
     GraphCapture,
     /// CUDA graph capture ended.
     GraphCaptured,
-    /// The server answers requests.
+    /// A training job set up its loop (engine, datasets, the loop's start,
+    /// OpenNMT's `Start training loop`, Trainer's `***** Running training
+    /// *****`): its first step comes next, with the first collective of
+    /// every rank.
+    Training,
+    /// The server answers requests (a training job logs its steps).
     Ready,
 }
 
 impl Stage {
-    pub const ALL: [Stage; 10] = [
+    pub const ALL: [Stage; 11] = [
         Stage::Launched,
         Stage::DistributedInit,
         Stage::DistributedReady,
@@ -195,6 +200,7 @@ impl Stage {
         Stage::KvCache,
         Stage::GraphCapture,
         Stage::GraphCaptured,
+        Stage::Training,
         Stage::Ready,
     ];
 
@@ -210,6 +216,7 @@ impl Stage {
             Stage::KvCache => "kv-cache",
             Stage::GraphCapture => "graph-capture",
             Stage::GraphCaptured => "graph-captured",
+            Stage::Training => "training",
             Stage::Ready => "ready",
         }
     }
@@ -228,6 +235,7 @@ impl Stage {
             Stage::KvCache => "memory profiled and the KV cache sized",
             Stage::GraphCapture => "capturing CUDA graphs",
             Stage::GraphCaptured => "CUDA graphs captured",
+            Stage::Training => "its training set up, its first step not logged yet",
             Stage::Ready => "ready to serve",
         }
     }
@@ -243,8 +251,9 @@ impl Stage {
             Stage::DistributedInit => Stage::DistributedReady,
             Stage::WeightsLoading => Stage::WeightsLoaded,
             Stage::GraphCapture => Stage::GraphCaptured,
-            // A collective after the first (`opCount 1`): the job runs.
-            Stage::FirstCollective => Stage::Ready,
+            // A collective after the first (`opCount 1`), a training
+            // step counted: the job runs.
+            Stage::FirstCollective | Stage::Training => Stage::Ready,
             other => other,
         }
     }

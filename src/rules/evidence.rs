@@ -494,6 +494,26 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         ServerHang,
+        "a training job's set-up (OpenNMT-py's `Start training loop`, WeNet's `training on multiple gpus, this gpu N`, Trainer's `***** Running training *****` block, Megatron's `> building train, validation, and test datasets ...`, DeepSpeed's `DeepSpeed info: version=`) and no step after it: at the rule's lower confidence when the paste just ends",
+        Rule("startup-stage-stalled"),
+        Some(
+            "fixtures/rules/startup-stage-stalled/pos-opennmt-two-gpus-training-loop-then-nothing",
+        ),
+    ),
+    cell(
+        ServerHang,
+        "NCCL's `Init COMPLETE`, whatever the transport and however many ranks printed it, for a group that spans nodes (`via NET/Socket`, `via NET/IB`, two hosts) or of which only part is shown, then silence",
+        Rule("startup-stage-stalled"),
+        Some("fixtures/real/851-horovod-two-node-socket-ranks-init-complete-then-stuck"),
+    ),
+    cell(
+        ServerHang,
+        "a rank still connecting its NCCL rings (`Ring 00 : 0 -> 8 [receive] via NET/Socket/0`) after the others printed `Init COMPLETE`, then silence: the group still forming",
+        Rule("startup-stage-stalled"),
+        Some("fixtures/rules/startup-stage-stalled/pos-nccl-rank-still-connecting-over-sockets"),
+    ),
+    cell(
+        ServerHang,
         "TensorRT-LLM's engine loading begun (`Engine version … found in the config file`) or done (`Loaded engine size: N MiB`), then nothing: no Triton `Started HTTPService`",
         Rule("startup-stage-stalled"),
         Some("fixtures/rules/startup-stage-stalled/pos-trtllm-engine-version-then-nothing"),

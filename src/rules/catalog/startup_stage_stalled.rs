@@ -16,7 +16,10 @@ use crate::model::{Message, NcclDetail, ServerEventKind};
 use crate::rules::{Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
+mod advice;
+mod ranks;
 mod stalled;
+use advice::{FIRST_COLLECTIVE, NETWORK, P2P, advice, over_network};
 use stalled::stalled;
 
 pub static RULE: StartupStageStalled = StartupStageStalled;
@@ -43,7 +46,7 @@ static META: RuleMeta = RuleMeta {
     id: "startup-stage-stalled",
     category: Category::ServerHang,
     severity: Severity::Error,
-    summary: "a model server's start-up reached a stage (NCCL, weights, KV cache, CUDA graphs) and went silent there, with no error",
+    summary: "a model server's or training job's start-up reached a stage (NCCL, weights, KV cache, CUDA graphs, the training loop) and went silent there, with no error",
     anchors: &[
         "KeyboardInterrupt",
         "^C",
@@ -62,9 +65,15 @@ and its first collective (`AllReduce: opCount 0`), `Capturing CUDA graphs
 … 0/3`, ollama's `starting llama server`, TGI's `Starting shard`,
 lmdeploy's `lmdeploy serve api_server` and TurboMind's `gemm_config.in`
 warning, TensorRT-LLM's `Engine version … found`, `MPI size: N, rank: R`
-and `Loaded engine size: N MiB` …), and then nothing: no later milestone, no error, no
-exit, until someone interrupted it (`^C`, `KeyboardInterrupt`), systemd
-stopped it, a client timed out, or the log ends. The start-up is stuck at
+and `Loaded engine size: N MiB` …; a training job's set-up: OpenNMT-py's
+`Start training loop`, WeNet's `training on multiple gpus, this gpu N`,
+Trainer's `***** Running training *****` block, Megatron's `> building
+train, validation, and test datasets ...` and `[before the start of
+training step]`, DeepSpeed's `DeepSpeed info: version=`), and then
+nothing: no later milestone, no step, no error, no exit, until someone
+interrupted it (`^C`, `KeyboardInterrupt`), systemd stopped it, a client
+timed out, or the log ends. The finding quotes the line where the stage
+began and names the ranks seen there. The start-up is stuck at
 that stage. The stage lines are read by their text, whatever part of the
 logger's prefix a poster kept (`(EngineCore pid=115) Starting to load
 model …` with the level and time cut), and one line is enough: a paste
@@ -72,7 +81,12 @@ that ends on a stage the server completed (`Model loading took …`, the
 ranks assigned, the KV cache sized: the next step is a long one) is read
 as stalled there at a low confidence, since the paste may simply be cut
 (never when it reaches ready or has captured its graphs, nor on the launch
-line alone, nor when anything failed). Several echoed `^C` with nothing
+line alone, nor when anything failed). NCCL's `Init COMPLETE`, whatever
+the transport and however many ranks printed it, is such a stage when the
+group spans nodes (`via NET/Socket`, `via NET/IB`, two hosts) or only part
+of its ranks are shown; one node's whole group, or one rank's line alone,
+says only that the group formed. A rank still connecting its rings after
+the others completed is a group still forming. Several echoed `^C` with nothing
 after them (no shutdown, no `KeyboardInterrupt`) are a process that
 ignores SIGINT: blocked in native code, a collective or the driver, the
 stronger evidence of a hang.
@@ -93,6 +107,10 @@ By stage:
   collective that deadlocks under capture).
 - **Processing the first request** (a counter at 0): the first forward
   pass's collective.
+- **A training job set up, no step logged** (the loop started, the
+  Trainer's bar at 0): the first step's collective, a rank missing or
+  stuck (on another node), the network between the nodes; less often the
+  data loading.
 
 ## How to confirm
 `py-spy dump --pid PID` on a stuck rank shows where it waits; `NCCL_DEBUG=INFO`
@@ -115,14 +133,24 @@ Advice only.
 /// One input's start-up: its stage lines in order.
 struct Startup<'a> {
     lines: Vec<(&'a Message, Stage, Option<u64>)>,
-    /// The lines a library prints in any program (NCCL's `Init
-    /// COMPLETE`), not a server's own milestone: what comes after them is
-    /// not known to be a long step of a server's start-up.
-    library: std::collections::BTreeSet<Span>,
+    /// What each stage line's row matched (`Capture cuda graph begin.`),
+    /// quoted by the finding as the log says it.
+    quotes: BTreeMap<Span, String>,
+    /// The rank a stage line names (`rank 11`, WeNet's `this gpu 7`), the
+    /// size of its group when it says (`nranks 16`), and whether it is a
+    /// rank on its node only (a local rank).
+    ranks: BTreeMap<Span, (u32, Option<u32>, bool)>,
+    /// The stage lines NCCL itself prints (`Init COMPLETE`, its rings).
+    nccl: std::collections::BTreeSet<Span>,
+    /// Progress bars at their first draw (`0/1000 [00:00<?, ?it/s]`).
+    zero_bars: Vec<Span>,
 }
 
-/// The rows of a library's own lines (catalogs/startup.toml, NCCL).
-const LIBRARY_ROWS: &str = "startup.nccl-";
+/// The row of a progress bar at its first draw (catalogs/startup.toml).
+const ZERO_BAR: &str = "startup.progress-bar-at-zero";
+
+/// The rows of NCCL's own lines (catalogs/startup.toml).
+const NCCL_ROWS: &str = "startup.nccl-";
 
 impl Rule for StartupStageStalled {
     fn meta(&self) -> &RuleMeta {
@@ -132,6 +160,13 @@ impl Rule for StartupStageStalled {
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         let mut by_input: BTreeMap<usize, Startup<'_>> = BTreeMap::new();
         for k in &incident.known {
+            let message = &incident.facts.messages[k.message];
+            if k.hit.row.is_some_and(|r| r.id == ZERO_BAR) {
+                startup_of(&mut by_input, message.span)
+                    .zero_bars
+                    .push(message.span);
+                continue;
+            }
             let Some(stage) = k.hit.row.and_then(|r| r.stage) else {
                 continue;
             };
@@ -141,7 +176,6 @@ impl Rule for StartupStageStalled {
             {
                 continue;
             }
-            let message = &incident.facts.messages[k.message];
             // A progress counter (`0/3`, `0/16`, `100%`) says how far the
             // stage got; a full one, that it is done.
             let number = |name: &str| k.hit.get(name).and_then(|d| d.parse::<u64>().ok());
@@ -157,15 +191,21 @@ impl Rule for StartupStageStalled {
                 || number("done").is_some_and(|d| Some(d) == number("total"))
                 || later_op;
             let stage = if full { stage.completed() } else { stage };
-            let startup = by_input
-                .entry(message.span.source.0)
-                .or_insert_with(|| Startup {
-                    lines: Vec::new(),
-                    library: Default::default(),
-                });
+            let startup = startup_of(&mut by_input, message.span);
             startup.lines.push((message, stage, done));
-            if k.hit.row.is_some_and(|r| r.id.starts_with(LIBRARY_ROWS)) {
-                startup.library.insert(message.span);
+            startup
+                .quotes
+                .entry(message.span)
+                .or_insert_with(|| from_match(&message.text, &k.hit.matched));
+            let local = number("rank").is_none();
+            if let Some(rank) = number("rank").or_else(|| number("local_rank")) {
+                let nranks = number("nranks").and_then(|n| u32::try_from(n).ok());
+                if let Ok(rank) = u32::try_from(rank) {
+                    startup.ranks.insert(message.span, (rank, nranks, local));
+                }
+            }
+            if k.hit.row.is_some_and(|r| r.id.starts_with(NCCL_ROWS)) {
+                startup.nccl.insert(message.span);
             }
         }
         for startup in by_input.values() {
@@ -174,6 +214,32 @@ impl Rule for StartupStageStalled {
             }
         }
     }
+}
+
+/// The line from where its row matched to its end (`Capture cuda graph
+/// begin. This can take up to several minutes. avail mem=3.66 GB`): the
+/// stage's words with what the line says after them, without the logger's
+/// prefix.
+fn from_match(text: &str, matched: &str) -> String {
+    let matched = matched.trim();
+    match text.find(matched) {
+        Some(at) if !matched.is_empty() => text[at..].trim().to_owned(),
+        _ => matched.to_owned(),
+    }
+}
+
+/// The start-up of the input `span` is in.
+fn startup_of<'a, 'b>(
+    by_input: &'b mut BTreeMap<usize, Startup<'a>>,
+    span: Span,
+) -> &'b mut Startup<'a> {
+    by_input.entry(span.source.0).or_insert_with(|| Startup {
+        lines: Vec::new(),
+        quotes: BTreeMap::new(),
+        ranks: BTreeMap::new(),
+        nccl: Default::default(),
+        zero_bars: Vec::new(),
+    })
 }
 
 /// A rank stuck inside an operation another rank finished.
@@ -232,18 +298,6 @@ fn lagging_rank<'a>(incident: &Incident, startup: &Startup<'a>) -> Option<Laggin
     })
 }
 
-const P2P: (&str, &str, &str) = (
-    "a multi-GPU start-up that goes silent while its NCCL group forms or at its first collective is most often peer-to-peer (P2P) traffic between the GPUs blocked or broken: PCIe ACS, an IOMMU, a virtualised host",
-    "Test with NCCL_P2P_DISABLE=1; if that starts, disable PCIe ACS in the BIOS or boot with iommu=pt (or keep P2P off); check the topology with nvidia-smi topo -m and the P2P path with nccl-tests",
-    "NCCL_DEBUG=INFO NCCL_P2P_DISABLE=1 <the server's command>; nvidia-smi topo -m; py-spy dump --pid PID",
-);
-
-const FIRST_COLLECTIVE: (&str, &str, &str) = (
-    "a group that posted its first collective and went silent waits for a rank that never joined it: a rank missing or stuck (on another node, whose log is not here), or the traffic between the ranks blocked (peer to peer between the GPUs, or the network between the nodes: a firewall, the wrong interface)",
-    "Check that every rank of every node reached the same collective (NCCL_DEBUG=INFO on all nodes); test the path with NCCL_P2P_DISABLE=1 on one node, NCCL_SOCKET_IFNAME and the firewall between nodes; set a collective timeout so that a hang becomes an error",
-    "py-spy dump --pid PID; NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL <the job's command>",
-);
-
 /// The most ranks whose NCCL lines a finding cites.
 const MAX_RANKS: usize = 8;
 
@@ -292,31 +346,6 @@ fn cite_ranks(incident: &Incident, source: crate::source::SourceId, f: &mut Find
             "NCCL routes the GPUs' traffic through host shared memory (via SHM), not peer to peer",
             shm,
         );
-    }
-}
-
-/// What usually stops a start-up at `stage`, what to do, and the command
-/// that shows it.
-fn advice(stage: Stage, multi_gpu: bool) -> (&'static str, &'static str, &'static str) {
-    match stage {
-        Stage::FirstCollective => FIRST_COLLECTIVE,
-        Stage::DistributedInit | Stage::DistributedReady => P2P,
-        Stage::WeightsLoaded | Stage::KvCache | Stage::Ready if multi_gpu => P2P,
-        Stage::GraphCapture => (
-            "CUDA graph capture that never finishes is a kernel or collective that deadlocks under capture",
-            "Run without CUDA graphs to confirm (vLLM --enforce-eager, SGLang --disable-cuda-graph), then upgrade or report the regression",
-            "py-spy dump --pid PID",
-        ),
-        Stage::Launched | Stage::WeightsLoading => (
-            "a start-up stuck before or while loading the weights waits on storage, a download, or another rank",
-            "Check the model's storage and download (disk I/O, network, the Hugging Face cache) and that every rank started",
-            "py-spy dump --pid PID; iostat -x 5",
-        ),
-        _ => (
-            "a start-up that goes silent after loading is waiting in its first forward pass or warm-up",
-            "Look at where the process waits, and at the GPU's state",
-            "py-spy dump --pid PID; nvidia-smi",
-        ),
     }
 }
 
@@ -425,152 +454,7 @@ fn duration(secs: i64) -> String {
 mod stage_word_tests;
 
 #[cfg(test)]
-mod tests {
+mod training_tests;
 
-    fn findings(text: &str) -> Vec<crate::rules::Finding> {
-        crate::testing::analyze_paste(text).diagnosis.findings
-    }
-
-    #[test]
-    fn a_rank_that_never_finished_what_another_finished_is_stalled() {
-        // https://github.com/sgl-project/sglang/issues/227 (TP=2 on a 24 GB
-        // and an 8 GB GPU): rank 0 loaded its weights, rank 1 never did.
-        let text = "$ python -m sglang.launch_server --model-path ./my_model --port 8000 --tp 2\n\
-                    Rank 0: load weight begin.\n\
-                    Rank 1: load weight begin.\n\
-                    quant_config: GPTQConfig(weight_bits=4, group_size=-1, desc_act=True)\n\
-                    Rank 0: load weight end.\n";
-        let f = findings(text);
-        let stalled = f
-            .iter()
-            .find(|f| f.rule == super::META.id)
-            .unwrap_or_else(|| panic!("{f:?}"));
-        assert!(stalled.title.contains("rank 1"), "{}", stalled.title);
-        // Both ranks done: no rank lags; the paste ends on the weights
-        // loaded, which says only that it may be cut there.
-        let done = format!("{text}Rank 1: load weight end.\n");
-        let f = findings(&done);
-        let cut = f
-            .iter()
-            .find(|f| f.rule == super::META.id)
-            .unwrap_or_else(|| panic!("{f:?}"));
-        assert!(!cut.title.contains("rank 1"), "{}", cut.title);
-        assert!(cut.confidence <= 0.3, "{}", cut.confidence);
-    }
-
-    /// The finding cites the last line at the stage and counts the others;
-    /// it names the writers of all (fixtures/real/739,
-    /// vLLM 0.5's `(VllmWorkerProcess pid=N)` and the driver without a
-    /// prefix), and V1's `(VllmWorker rank=4 pid=907)` (vllm-project/vllm#14452).
-    #[test]
-    fn the_finding_names_every_process_that_stopped_at_the_stage() {
-        let text = "VllmWorkerProcess pid=1153488) INFO 09-03 02:15:41 multiproc_worker_utils.py:215] Worker ready; awaiting tasks\n\
-                    (VllmWorkerProcess pid=1153488) INFO 09-03 02:15:42 utils.py:965] Found nccl from environment variable VLLM_NCCL_SO_PATH=/home/wyl/llm/qwen/nccl_2.21.5-1+cuda12.4_x86_64/lib/libnccl.so\n\
-                    INFO 09-03 02:15:42 utils.py:965] Found nccl from environment variable VLLM_NCCL_SO_PATH=/home/wyl/llm/qwen/nccl_2.21.5-1+cuda12.4_x86_64/lib/libnccl.so\n\
-                    (VllmWorkerProcess pid=1153488) INFO 09-03 02:15:42 pynccl.py:63] vLLM is using nccl==2.21.5\n\
-                    INFO 09-03 02:15:42 pynccl.py:63] vLLM is using nccl==2.21.5\n";
-        let pids_of = |text: &str| {
-            let f = findings(text);
-            let stalled = f
-                .iter()
-                .find(|f| f.rule == super::META.id)
-                .unwrap_or_else(|| panic!("{f:?}"))
-                .clone();
-            stalled.entities.pids.iter().copied().collect::<Vec<_>>()
-        };
-        assert_eq!(pids_of(text), [1153488]);
-        let v1 = "(VllmWorker rank=4 pid=907) INFO 03-15 17:24:17 [pynccl.py:69] vLLM is using nccl==2.25.1\n";
-        assert_eq!(pids_of(v1), [907]);
-    }
-
-    fn stalled(text: &str) -> Option<crate::rules::Finding> {
-        findings(text)
-            .into_iter()
-            .find(|f| f.rule == super::META.id)
-    }
-
-    /// A paste that ends on a completed stage before a long one, one line
-    /// and no clock: stalled there at a low confidence (the paste may be
-    /// cut). vLLM V1's line with its prefix abridged
-    /// (fixtures/real/749, vllm-project/vllm#39682) and
-    /// vLLM 0.6's (vllm-project/vllm#10517); not when anything follows the
-    /// stage, nor when the server became ready.
-    #[test]
-    fn a_paste_that_ends_on_a_completed_stage_is_stalled_there_at_low_confidence() {
-        for text in [
-            "(EngineCore pid=...) INFO ... Model loading took 14.53 GiB memory and 172.4 seconds\n",
-            "Loading model weights took 14.9888 GB\n",
-        ] {
-            let f = stalled(text).unwrap_or_else(|| panic!("{text}"));
-            assert!(f.title.contains("the weights loaded"), "{}", f.title);
-            assert!(f.confidence <= 0.3, "{}", f.confidence);
-            assert!(f.headline.contains("may simply be cut"), "{}", f.headline);
-            let ready = format!("{text}INFO:     Application startup complete.\n");
-            assert!(stalled(&ready).is_none(), "{ready}");
-            let more = format!("{text}some later line of the paste\n");
-            assert!(stalled(&more).is_none(), "{more}");
-        }
-    }
-
-    /// The ranks assigned, then nothing, in two runs of one paste (vLLM's
-    /// EngineCore on ROCm, fixtures/real/692): both engines are named.
-    #[test]
-    fn a_paste_ending_after_the_ranks_are_assigned_names_each_engine() {
-        let text = "(EngineCore pid=24644) INFO 04-14 13:41:01 [parallel_state.py:1400] world_size=1 rank=0 local_rank=0 distributed_init_method=tcp://192.168.68.154:46985 backend=nccl\n\
-                    (EngineCore pid=24644) INFO 04-14 13:41:01 [parallel_state.py:1712] rank 0 in world size 1 is assigned as DP rank 0, PP rank 0, PCP rank 0, TP rank 0, EP rank N/A, EPLB rank N/A\n\
-                    \n\
-                    (EngineCore pid=54484) INFO 04-14 14:47:52 [distributed/parallel_state.py:1712] rank 0 in world size 1 is assigned as DP rank 0, PP rank 0, PCP rank 0, TP rank 0, EP rank 0, EPLB rank N/A\n";
-        let f = stalled(text).expect("stalled");
-        assert!(f.title.contains("distributed group formed"), "{}", f.title);
-        assert_eq!(
-            f.entities.pids.iter().copied().collect::<Vec<_>>(),
-            [24644, 54484]
-        );
-    }
-
-    /// vLLM's stage lines read by their text whatever part of the prefix
-    /// survived: `(EngineCore pid=115)` with the level and time cut
-    /// (fixtures/real/748, vllm-project/vllm#20891), and
-    /// the v0 line with its whole prefix (MU-GOT#17). Loading the weights is
-    /// an operation under way: the finding does not wait for a clock.
-    #[test]
-    fn starting_to_load_the_model_then_silence_is_stalled_whatever_the_prefix() {
-        let cut = "(EngineCore pid=115) Initializing a V1 LLM engine (v0.18.0) ...\n\
-                   (EngineCore pid=115) world_size=1 rank=0 ... backend=nccl\n\
-                   (EngineCore pid=115) Starting to load model unsloth/Qwen3-VL-32B-Instruct-bnb-4bit...\n";
-        let f = stalled(cut).expect("stalled");
-        assert!(f.title.contains("loading the weights"), "{}", f.title);
-        assert_eq!(f.entities.pids.iter().copied().collect::<Vec<_>>(), [115]);
-        let whole = "INFO 11-20 10:45:55 model_runner.py:680] Starting to load model /home/lhx/wch/GOT-OCR2.0/GOT_weights...\n";
-        assert!(stalled(whole).is_some());
-    }
-
-    /// Ray's start line, then several echoed `^C` and nothing after them
-    /// (vllm-project/vllm#3766): a process that ignores SIGINT, the stronger
-    /// evidence. The same interrupts followed by Python's
-    /// `KeyboardInterrupt` are someone stopping a process that obeyed.
-    #[test]
-    fn repeated_interrupts_with_nothing_after_them_are_a_process_ignoring_sigint() {
-        let start = "CUDA_VISIBLE_DEVICES=5,7 python -m vllm.entrypoints.api_server --port 8007 --gpu-memory-utilization 0.9 --tensor-parallel-size 2 --model /mnt/huggingface/models/internlm2-chat-7b/ --trust-remote-code\n\
-                     2024-04-01 14:04:55,171 INFO worker.py:1752 -- Started a local Ray instance.\n";
-        let ignored = |f: &crate::rules::Finding| {
-            f.conditions
-                .iter()
-                .any(|c| c.met && c.text.contains("ignored repeated interrupts"))
-        };
-        // As the terminal echoed them on one line, and one per line.
-        for tail in ["^C^C^C^C^C^C\n", "^C\n^C\n^C\n"] {
-            let f = stalled(&format!("{start}{tail}")).expect("stalled");
-            assert!(ignored(&f), "{tail}: {:?}", f.conditions);
-            assert!(f.confidence >= 0.85, "{}", f.confidence);
-            assert!(f.headline.contains("ignores SIGINT"), "{}", f.headline);
-        }
-        let obeyed = format!("{start}^C^C\nKeyboardInterrupt\n");
-        if let Some(f) = stalled(&obeyed) {
-            assert!(!ignored(&f), "{:?}", f.conditions);
-        }
-        // One interrupt is someone stopping it: not yet ignored.
-        let once = stalled(&format!("{start}^C\n")).expect("stalled");
-        assert!(!ignored(&once));
-    }
-}
+#[cfg(test)]
+mod tests;

@@ -6,7 +6,7 @@
 use crate::model::Category;
 use crate::rules::Finding;
 
-fn analysis(text: &str) -> (Vec<Finding>, Option<Category>) {
+pub(super) fn analysis(text: &str) -> (Vec<Finding>, Option<Category>) {
     let d = crate::testing::analyze_paste(text).diagnosis;
     let root = d
         .root_cause
@@ -16,7 +16,7 @@ fn analysis(text: &str) -> (Vec<Finding>, Option<Category>) {
     (d.findings, root)
 }
 
-fn stalled(text: &str) -> Option<Finding> {
+pub(super) fn stalled(text: &str) -> Option<Finding> {
     analysis(text)
         .0
         .into_iter()
@@ -24,13 +24,13 @@ fn stalled(text: &str) -> Option<Finding> {
 }
 
 /// The stalled finding, which must also be the root cause.
-fn hang(text: &str) -> Finding {
+pub(super) fn hang(text: &str) -> Finding {
     let (findings, root) = analysis(text);
     assert_eq!(root, Some(Category::ServerHang), "{text}\n{findings:#?}");
     stalled(text).unwrap_or_else(|| panic!("{text}"))
 }
 
-fn cites(f: &Finding, text: &str, words: &str) -> bool {
+pub(super) fn cites(f: &Finding, text: &str, words: &str) -> bool {
     f.evidence.iter().any(|e| {
         text.lines()
             .nth(e.span.line.saturating_sub(1) as usize)
@@ -123,9 +123,10 @@ fn init_complete_then_a_watchdog_timeout_is_the_timeout() {
     assert!(stalled(text).is_none());
 }
 
-/// A paste that ends on NCCL's `Init COMPLETE` alone says nothing more
-/// than that the group formed: healthy start-ups are pasted to there too
-/// (the NCCL rules' near misses), so it is no hang by itself.
+/// A paste that ends on one rank's NCCL `Init COMPLETE` on one node says
+/// nothing more than that the group formed: healthy start-ups are pasted
+/// to there too (the NCCL rules' near misses), so it is no hang by itself
+/// (a group over the network, or part of one, is: training_tests.rs).
 #[test]
 fn init_complete_alone_at_the_end_is_no_hang() {
     let text = "ubuntu-SYS-420GP-TNR:3740804:3740804 [0] NCCL INFO comm 0xb923230 rank 0 nranks 2 cudaDev 0 nvmlDev 2 busId 56000 commId 0xb587bdc561ea636b - Init COMPLETE\n";

@@ -2,13 +2,73 @@
 //! the furthest stage, the line that gave up waiting, the conditions that
 //! corroborate it, and the steps for the stage.
 
+use super::ranks::{Connecting, clip, nccl_init_says_nothing_waits, ranks_seen, still_connecting};
 use super::*;
 use crate::rules::Action;
 use crate::rules::support::{matches, round2};
 
 /// The finding for one input's start-up that stopped making progress at a
 /// stage, or `None` when it finished, failed, or may just have been cut.
-pub(super) fn stalled(incident: &Incident, startup: &Startup<'_>) -> Option<Finding> {
+pub(super) fn stalled<'a>(incident: &'a Incident, startup: &Startup<'a>) -> Option<Finding> {
+    let s = read_stall(incident, startup)?;
+    let mut f = Finding::new(META.id, META.category, META.severity);
+    cite_stall(&mut f, &s);
+    let corroborated = judge(
+        &mut f,
+        Seen {
+            in_progress: s.in_progress,
+            gave_up: s.gave_up.is_some(),
+            stuck_counter: s.stuck_counter,
+            silence: s.silence,
+            ends_here: s.ends_here,
+            ignored: s.ignored,
+        },
+    );
+    count_at_stage(&mut f, startup, s.reached);
+    let hint = advice(
+        s.reached,
+        multi_gpu(incident),
+        over_network(incident, s.last.span.source),
+    );
+    if [P2P.0, FIRST_COLLECTIVE.0, NETWORK.0].contains(&hint.0) {
+        cite_ranks(incident, s.last.span.source, &mut f);
+    }
+    tell(&mut f, startup, &s, hint.0);
+    push_actions(&mut f, s.lagging.as_ref(), hint, corroborated);
+    say_how_it_ended(&mut f, s.ignored.is_some(), s.cut_only);
+    Some(f)
+}
+
+/// What one input shows of a start-up that stalled: where, how far, and
+/// what corroborates it.
+struct Stall<'a> {
+    /// The last stage line, the furthest one, and the one where the stage
+    /// the finding names began.
+    last: &'a Message,
+    furthest: &'a Message,
+    began: &'a Message,
+    reached: Stage,
+    stage_name: String,
+    /// The words of the line where the stage began.
+    quote: Option<String>,
+    lagging: Option<Lagging<'a>>,
+    /// The line that gave up waiting, the silence before it, and the
+    /// interrupts the process ignored.
+    gave_up: Option<&'a Message>,
+    silence: Option<i64>,
+    ignored: Option<usize>,
+    /// A training loop's bar at its first draw, the last line.
+    zero_bar: Option<Span>,
+    stuck_counter: bool,
+    connecting: Option<Connecting<'a>>,
+    in_progress: bool,
+    ends_here: bool,
+    cut_only: bool,
+}
+
+/// Reads one input's start-up: `None` when it finished, failed, or may
+/// just have been cut.
+fn read_stall<'a>(incident: &'a Incident, startup: &Startup<'a>) -> Option<Stall<'a>> {
     // Ready, and not a counter stuck at zero: the start-up finished.
     if startup
         .lines
@@ -40,18 +100,26 @@ pub(super) fn stalled(incident: &Incident, startup: &Startup<'_>) -> Option<Find
     if errored(incident, last, gave_up) {
         return None;
     }
-    let silence = gave_up.and_then(|m| seconds_between(incident, last.span, m.span));
-    let stuck_counter = last_done == Some(0);
+    // A training loop's bar at its first draw, the last line of the paste:
+    // the loop's counter standing at 0.
+    let zero_bar = (reached == Stage::Training)
+        .then(|| startup.zero_bars.iter().filter(|s| **s > last.span).max())
+        .flatten()
+        .copied()
+        .filter(|s| ends_on(incident, *s));
+    let stuck_counter = last_done == Some(0) || zero_bar.is_some();
+    // One NCCL rank still connecting after the others formed the group.
+    let connecting = still_connecting(startup, last, reached);
     // A log that ends right after a stage completed (weights loaded, graphs
     // captured), or after the launch line alone, may just have been cut
     // there; one that ends inside an operation (NCCL forming, weights
     // loading, capture under way), or that someone gave up on, stopped there.
-    let in_progress = under_way(reached) || last_done.is_some() || lagging.is_some();
+    let in_progress =
+        under_way(reached) || last_done.is_some() || lagging.is_some() || connecting.is_some();
     let (reached, furthest) = match &lagging {
         Some(l) => (l.stage, l.line),
         None => (reached, furthest),
     };
-    let ends_here = ends_on(incident, last.span);
     let cut_only = gave_up.is_none() && !stuck_counter && !in_progress;
     if cut_only && !ends_before_a_long_step(incident, startup, last, reached) {
         return None;
@@ -60,47 +128,108 @@ pub(super) fn stalled(incident: &Incident, startup: &Startup<'_>) -> Option<Find
     if gave_up.is_none() && kept_printing(incident, last.span) {
         return None;
     }
-    let stage_name = stage_name(reached, lagging.as_ref());
-    let ignored = gave_up.and_then(|m| ignored_interrupts(incident, m));
+    // The line where the stage began, quoted as the log says it.
+    let began = match &lagging {
+        Some(l) => l.line,
+        None => startup
+            .lines
+            .iter()
+            .filter(|(_, s, _)| *s == reached)
+            .map(|(m, _, _)| *m)
+            .min_by_key(|m| m.span)
+            .unwrap_or(furthest),
+    };
+    Some(Stall {
+        last,
+        furthest,
+        began,
+        reached,
+        stage_name: stage_name(reached, lagging.as_ref()),
+        quote: startup.quotes.get(&began.span).map(|q| clip(q)),
+        lagging,
+        gave_up,
+        silence: gave_up.and_then(|m| seconds_between(incident, last.span, m.span)),
+        ignored: gave_up.and_then(|m| ignored_interrupts(incident, m)),
+        zero_bar,
+        stuck_counter,
+        connecting,
+        in_progress,
+        ends_here: ends_on(incident, last.span) || zero_bar.is_some(),
+        cut_only,
+    })
+}
 
-    let mut f = Finding::new(META.id, META.category, META.severity);
-    cite_progress(&mut f, last, furthest, &stage_name, stuck_counter);
-    if let Some(l) = &lagging {
-        cite_lagging(&mut f, l);
+/// Cites the lines of the stall: a rank still connecting, the furthest
+/// stage and the last milestone, where the stage began, the bar at 0, a
+/// lagging rank and the line that gave up.
+fn cite_stall(f: &mut Finding, s: &Stall<'_>) {
+    if let Some(c) = &s.connecting {
+        f.evidence(
+            c.line.span,
+            format!(
+                "NCCL process {} is still connecting its communicator (its last line) after other ranks printed Init COMPLETE: it never completed",
+                c.pid
+            ),
+        );
+        f.condition(
+            "a rank was still connecting its NCCL communicator after the others completed theirs",
+            true,
+        );
     }
-    if let Some(m) = gave_up {
-        cite_gave_up(&mut f, m, silence, ignored);
+    let counter_at_zero = s.stuck_counter && s.zero_bar.is_none();
+    cite_progress(f, s.last, s.furthest, &s.stage_name, counter_at_zero);
+    if s.began.span != s.furthest.span
+        && s.began.span != s.last.span
+        && let Some(q) = &s.quote
+    {
+        f.evidence(s.began.span, format!("where this stage began: \"{q}\""));
     }
-    let corroborated = judge(
-        &mut f,
-        Seen {
-            in_progress,
-            gave_up: gave_up.is_some(),
-            stuck_counter,
-            silence,
-            ends_here,
-            ignored,
-        },
-    );
-    count_at_stage(&mut f, startup, reached);
-    let multi_gpu = multi_gpu(incident);
-    let hint = advice(reached, multi_gpu);
-    if hint.0 == P2P.0 || hint.0 == FIRST_COLLECTIVE.0 {
-        cite_ranks(incident, last.span.source, &mut f);
+    if let Some(bar) = s.zero_bar {
+        f.evidence(
+            bar,
+            "the training loop's progress bar at its first draw (0 steps done) is the last line: no step finished",
+        );
     }
+    if let Some(l) = &s.lagging {
+        cite_lagging(f, l);
+    }
+    if let Some(m) = s.gave_up {
+        cite_gave_up(f, m, s.silence, s.ignored);
+    }
+}
+
+/// The finding's title, headline (the stage, its words, the ranks seen
+/// there) and causal chain, ending in `why`.
+fn tell(f: &mut Finding, startup: &Startup<'_>, s: &Stall<'_>, why: &str) {
+    let stage_name = &s.stage_name;
     f.title = format!("the start-up stopped making progress at: {stage_name}");
-    f.headline = headline(&stage_name, gave_up.is_some(), silence);
-    f.chain.push("the server never became ready".to_owned());
+    let training = s.reached == Stage::Training;
+    f.headline = headline(
+        stage_name,
+        s.quote.as_deref(),
+        training,
+        s.gave_up.is_some(),
+        s.silence,
+    );
+    if let Some(seen) = ranks_seen(startup, s.reached) {
+        f.headline.push(' ');
+        f.headline.push_str(&seen);
+    }
+    f.chain.push(
+        if training {
+            "the training job never logged a step"
+        } else {
+            "the server never became ready"
+        }
+        .to_owned(),
+    );
     f.chain
         .push(format!("its start-up went silent at: {stage_name}"));
-    if ignored.is_some() {
+    if s.ignored.is_some() {
         f.chain.push(IGNORES_SIGINT.to_owned());
     }
-    f.chain.push(hint.0.to_owned());
-    f.explanation = hint.0.to_owned();
-    push_actions(&mut f, lagging.as_ref(), hint, corroborated);
-    say_how_it_ended(&mut f, ignored.is_some(), cut_only);
-    Some(f)
+    f.chain.push(why.to_owned());
+    f.explanation = why.to_owned();
 }
 
 /// Whether `stage` is an operation under way (NCCL forming, the first
@@ -125,11 +254,13 @@ fn seconds_between(incident: &Incident, from: Span, to: Span) -> Option<i64> {
 /// under way, nobody gave up) ends the paste there, before a long step of
 /// a server's start-up: the group formed (the weights load next), the
 /// weights loaded (memory is profiled), the KV cache sized (graphs are
-/// captured). One line and no clock are enough, read at a confidence that
-/// says the paste may just be cut. Not on the launch line alone, nor after
-/// the graphs are captured (only quick steps to ready remain: a healthy
-/// start-up pasted to there), nor on a library's line that any program
-/// prints (NCCL's), nor when anything failed in any input.
+/// captured), NCCL's communicators initialised, whatever the transport and
+/// however many ranks printed it, or a training job set up (its first
+/// step, with its first collective, comes next). One line and no clock
+/// are enough, read at a confidence that says the paste may just be cut.
+/// Not on the launch line alone, nor after the graphs are captured (only
+/// quick steps to ready remain: a healthy start-up pasted to there), nor
+/// when anything failed in any input.
 fn ends_before_a_long_step(
     incident: &Incident,
     startup: &Startup<'_>,
@@ -138,12 +269,12 @@ fn ends_before_a_long_step(
 ) -> bool {
     let long_next = matches!(
         reached,
-        Stage::DistributedReady | Stage::WeightsLoaded | Stage::KvCache
+        Stage::DistributedReady | Stage::WeightsLoaded | Stage::KvCache | Stage::Training
     );
     long_next
         && ends_on(incident, last.span)
-        && !startup.library.contains(&last.span)
         && !failed_anywhere(incident)
+        && !(reached == Stage::DistributedReady && nccl_init_says_nothing_waits(incident, startup))
 }
 
 /// The headline's last words and the step for a process that ignored its
@@ -322,11 +453,20 @@ fn failed_anywhere(incident: &Incident) -> bool {
         .any(|end| failed_in(incident, end.source))
 }
 
-/// The headline: the stage the start-up hung at, and how long nothing
-/// followed it (until someone gave up, or to the end of the log).
-fn headline(stage_name: &str, gave_up: bool, silence: Option<i64>) -> String {
+/// The headline: the stage the start-up hung at, the words of the line
+/// where it began, and how long nothing followed it (until someone gave
+/// up, or to the end of the log).
+fn headline(
+    stage_name: &str,
+    quote: Option<&str>,
+    training: bool,
+    gave_up: bool,
+    silence: Option<i64>,
+) -> String {
+    let quote = quote.map(|q| format!(" (\"{q}\")")).unwrap_or_default();
+    let who = if training { "training job" } else { "server" };
     format!(
-        "The server's start-up hung at this stage: {stage_name}. Nothing followed it{}.",
+        "The {who}'s start-up hung at this stage: {stage_name}{quote}. Nothing followed it{}.",
         match (gave_up, silence) {
             (true, Some(s)) if s >= 60 => format!(" for {} until it was stopped", duration(s)),
             (true, _) => " until it was stopped".to_owned(),
