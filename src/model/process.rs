@@ -11,6 +11,10 @@ pub struct PsRecord {
     pub stat: Option<String>,
     /// `lstart`/`START`/`etime` as printed.
     pub started: Option<String>,
+    /// `etime`/`etimes` as printed (`12-03:11:52`, `4074589` seconds), when
+    /// the listing has that column: `started` is it when there is no start
+    /// column.
+    pub elapsed: Option<String>,
     pub cmd: String,
     pub span: Span,
 }

@@ -7,7 +7,7 @@
 
 mod schedulers;
 
-use schedulers::{Age, EmptyQuery, age, empty_queries, is_job_program, owner};
+use schedulers::{Age, EmptyQuery, age_of, empty_queries, is_job_program, owner};
 
 use crate::correlate::Incident;
 use crate::model::PsRecord;
@@ -111,7 +111,7 @@ impl Rule for ProcessOutlivedItsJob {
 /// start column's own form, or an `lstart` date a day or more before the
 /// inputs' latest time.
 fn leftover(p: &PsRecord, latest: Option<i64>) -> Option<Leftover<'_>> {
-    let against_clock = match age(p.started.as_deref()?) {
+    let against_clock = match age_of(p) {
         Age::Days => false,
         Age::Since(start) if latest.is_some_and(|now| now - start >= 86_400) => true,
         Age::Since(_) | Age::Recent => return None,
@@ -122,7 +122,7 @@ fn leftover(p: &PsRecord, latest: Option<i64>) -> Option<Leftover<'_>> {
     })
 }
 
-/// A start as `ps` printed it, its inner spacing folded.
+/// A start or elapsed time as `ps` printed it, its inner spacing folded.
 fn start_of(p: &PsRecord) -> String {
     p.started
         .as_deref()
@@ -130,6 +130,15 @@ fn start_of(p: &PsRecord) -> String {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// How the row shows its age: `started May11`, or `running for
+/// 12-03:11:52` when the listing has only an elapsed column.
+fn since(p: &PsRecord) -> String {
+    match p.elapsed.is_some() && p.elapsed == p.started {
+        true => format!("running for {}", start_of(p)),
+        false => format!("started {}", start_of(p)),
+    }
 }
 
 fn finding(query: &EmptyQuery<'_>, leftovers: &[Leftover<'_>]) -> Finding {
@@ -153,17 +162,13 @@ fn finding(query: &EmptyQuery<'_>, leftovers: &[Leftover<'_>]) -> Finding {
         let program: String = p.cmd.chars().take(120).collect();
         f.evidence_marked(
             p.span,
-            format!(
-                "PID {} of {user}, started {}: {program}",
-                p.pid,
-                start_of(p)
-            ),
+            format!("PID {} of {user}, {}: {program}", p.pid, since(p)),
             start_of(p),
         );
     }
     let pids: Vec<String> = leftovers.iter().map(|l| l.record.pid.to_string()).collect();
     let starts: Vec<String> = {
-        let mut s: Vec<String> = leftovers.iter().map(|l| start_of(l.record)).collect();
+        let mut s: Vec<String> = leftovers.iter().map(|l| since(l.record)).collect();
         s.dedup();
         s
     };
@@ -195,7 +200,7 @@ fn finding(query: &EmptyQuery<'_>, leftovers: &[Leftover<'_>]) -> Finding {
         if one { "its" } else { "their" },
     );
     f.headline = format!(
-        "{} lists no job of {user} (`{}` {listed}), yet the process listing shows {user}'s PID{} {} running, started {}{}: {} of a job that ended, still holding the node's CPUs, memory and any GPUs {} opened.",
+        "{} lists no job of {user} (`{}` {listed}), yet the process listing shows {user}'s PID{} {} running ({}){}: {} of a job that ended, still holding the node's CPUs, memory and any GPUs {} opened.",
         query.scheduler.name,
         query.command.command,
         if one { "" } else { "s" },

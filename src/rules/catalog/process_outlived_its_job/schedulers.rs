@@ -167,7 +167,31 @@ fn lstart_seconds(words: &[&str]) -> Option<i64> {
     Some(days_from_civil(year, month, day) * 86_400 + h * 3600 + m * 60 + s)
 }
 
-/// The age `ps` printed in a start or elapsed column.
+/// The age a `ps` row shows: its start column, or its elapsed one when it
+/// has no start.
+pub(super) fn age_of(p: &PsRecord) -> Age {
+    match (&p.elapsed, &p.started) {
+        (Some(elapsed), Some(started)) if elapsed == started => elapsed_age(elapsed),
+        (_, Some(started)) => age(started),
+        (Some(elapsed), None) => elapsed_age(elapsed),
+        (None, None) => Age::Recent,
+    }
+}
+
+/// `etime`'s `2-03:04:05` (days before the dash) or `etimes`' seconds
+/// (`4074589`): a day or more is [`Age::Days`].
+fn elapsed_age(elapsed: &str) -> Age {
+    let e = elapsed.trim();
+    let days = match e.split_once('-') {
+        Some((d, rest)) => {
+            !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()) && rest.contains(':')
+        }
+        None => e.parse::<u64>().is_ok_and(|seconds| seconds >= 86_400),
+    };
+    if days { Age::Days } else { Age::Recent }
+}
+
+/// The age `ps` printed in a start column.
 pub(super) fn age(started: &str) -> Age {
     let words: Vec<&str> = started.split_whitespace().collect();
     if let Some(seconds) = lstart_seconds(&words) {
@@ -179,7 +203,10 @@ pub(super) fn age(started: &str) -> Age {
     };
     let days = match words[..] {
         // `May11` (procps), a year `2024`.
-        [w] => month_day(w) || (w.len() == 4 && digits(w)),
+        [w] => {
+            month_day(w)
+                || (w.len() == 4 && w.parse::<u32>().is_ok_and(|y| (1970..=2100).contains(&y)))
+        }
         // `Nov 27`.
         [m, d] => MONTHS.contains(&m) && digits(d),
         _ => false,
@@ -222,7 +249,7 @@ pub(super) fn is_job_program(cmd: &str, ppid: Option<u32>) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{Age, age, user_of};
+    use super::{Age, age, elapsed_age, user_of};
 
     #[test]
     fn reads_the_start_columns() {
@@ -230,6 +257,11 @@ mod tests {
         assert_eq!(age("Nov 27"), Age::Days);
         assert_eq!(age("2024"), Age::Days);
         assert_eq!(age("2-03:04:05"), Age::Days);
+        assert_eq!(elapsed_age("12-03:11:52"), Age::Days);
+        assert_eq!(elapsed_age("4074589"), Age::Days);
+        // `etimes` of 2024 seconds is half an hour, not a year.
+        assert_eq!(elapsed_age("2024"), Age::Recent);
+        assert_eq!(elapsed_age("05:41"), Age::Recent);
         assert_eq!(age("10:28"), Age::Recent);
         assert_eq!(age("03:04:05"), Age::Recent);
         let Age::Since(a) = age("Mon May 19 14:17:44 2025") else {

@@ -1,3 +1,7 @@
+//! `process-outlived-its-job` over the real paste (batch K 870) and the
+//! next such pastes: Slurm's header-only answer, an `lstart` against the
+//! inputs' clock, an elapsed column alone.
+
 use super::META;
 use crate::testing::findings_of;
 
@@ -94,4 +98,28 @@ alice@node12:~$
         "NODELIST(REASON)\n            123456       gpu    train    alice  R 2-05:07:40      1 node12\n",
     );
     assert!(findings_of(META.id, &running).is_empty());
+}
+
+/// Only an elapsed column (`etimes`, seconds): a day or more is old enough,
+/// a number that looks like a year is still seconds (assembled, not
+/// copied).
+#[test]
+fn elapsed_seconds_without_a_start_column() {
+    let paste = "\
+bob@gpu-3:~$ squeue --user=bob
+             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)
+bob@gpu-3:~$ ps -u bob -o pid,etimes,args
+    PID ELAPSED COMMAND
+ 551203  4074589 python -m vllm.entrypoints.openai.api_server --model /models/llama --port 8001
+";
+    let f = findings_of(META.id, paste);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(f[0].entities.pids.contains(&551203));
+    assert!(
+        f[0].headline.contains("running for 4074589"),
+        "{}",
+        f[0].headline
+    );
+    let fresh = paste.replace("4074589", "2024");
+    assert!(findings_of(META.id, &fresh).is_empty());
 }
