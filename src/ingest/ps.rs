@@ -465,7 +465,8 @@ fn row(text: &str, columns: &[Column], span: Span) -> Option<PsRecord> {
         ppid,
         user,
         stat,
-        started: start.or(elapsed),
+        started: start.or_else(|| elapsed.clone()),
+        elapsed,
         cmd: cmd.unwrap_or_default(),
         span,
     })

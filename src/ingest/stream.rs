@@ -27,7 +27,9 @@ use super::frame::{Peeled, Peeler};
 use super::read::{Out, Read};
 use super::reader::SegmentReader;
 use super::{Anchors, Format, Ingested, InputSummary, Line, Segment};
-use crate::model::{EmbeddedBlock, Facts, Message, Resumed, Timestamp};
+use crate::model::{
+    EmbeddedBlock, Facts, MAX_TYPED_COMMANDS, Message, Resumed, Timestamp, TypedCommand,
+};
 use crate::source::{KeptLines, Source, SourceId, SourceMap, Span, clean_line};
 
 /// Inputs smaller than this together are read on one thread: starting
@@ -159,6 +161,7 @@ fn read_source(
         engine: Engine::default(),
         writers: Default::default(),
         last_text: 0,
+        command: None,
     };
     let look = Look {
         rules: settings.anchors,
@@ -415,6 +418,8 @@ struct InputReader {
     writers: std::collections::HashSet<(String, u32)>,
     /// The last line that was not blank so far (0: none yet).
     last_text: u32,
+    /// The command typed at the last prompt, counting what it prints.
+    command: Option<TypedCommand>,
 }
 
 /// vLLM's engine loop as the lines go by: the last wait for its workers and
@@ -519,6 +524,8 @@ impl InputReader {
             self.keep(n, text);
             self.flush();
         }
+        let prompt = matches!(step, Step::Start { .. }) && format == Format::ShellPrompt;
+        self.typed(n, &peeled.body, text, prompt);
         let read = !repeated || matches!(format, Format::Unknown | Format::ShellPrompt);
         match step {
             Step::Start { closed } => {
@@ -544,6 +551,49 @@ impl InputReader {
                 }
                 None => self.pending.push((n, text.to_owned(), hot)),
             },
+        }
+    }
+
+    /// Follows the commands typed at prompts: `body` is line `n` under its
+    /// frames, `prompt` whether it opens a prompt's segment. A prompt
+    /// closes the command above it (what it printed is counted) and opens
+    /// its own; any other line that is not blank is output.
+    fn typed(&mut self, n: u32, body: &str, text: &str, prompt: bool) {
+        if !prompt {
+            if let Some(c) = &mut self.command {
+                if !body.trim().is_empty() {
+                    c.output_lines += 1;
+                    if c.first_output.is_none() {
+                        let mut end = body.len().min(TypedCommand::FIRST_OUTPUT_MAX);
+                        while !body.is_char_boundary(end) {
+                            end -= 1;
+                        }
+                        c.first_output = Some(body[..end].trim().to_owned());
+                    }
+                }
+            }
+            return;
+        }
+        self.close_command();
+        let Some(command) = detect::prompt_command(body).filter(|c| !c.is_empty()) else {
+            return;
+        };
+        if self.facts.typed_commands.len() >= MAX_TYPED_COMMANDS {
+            return;
+        }
+        self.command = Some(TypedCommand {
+            span: self.span(n),
+            command: command.to_owned(),
+            output_lines: 0,
+            first_output: None,
+        });
+        // A rule may cite the prompt: its text is kept.
+        self.keep(n, text);
+    }
+
+    fn close_command(&mut self) {
+        if let Some(c) = self.command.take() {
+            self.facts.typed_commands.push(c);
         }
     }
 
@@ -675,6 +725,7 @@ impl InputReader {
         if self.last_text > 0 {
             self.facts.input_ends.push(self.span(self.last_text));
         }
+        self.close_command();
         Part {
             facts: self.facts,
             inputs: self.inputs,
@@ -828,5 +879,65 @@ impl Timing {
         ]
         .into_iter()
         .flatten()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ingest::{Anchors, ingest};
+    use crate::source::{Source, SourceMap};
+
+    /// Each command typed at a prompt, with what it printed before the next
+    /// prompt: fixtures/real-incoming/batch-k/870's `qstat -u luirink`
+    /// prints nothing (the prompt after it is empty), the `ps` below it two
+    /// rows.
+    #[test]
+    fn commands_typed_at_prompts_and_what_they_printed() {
+        let text = "\
+[chodera@mskcc-ln1 ~/scripts]$ qstat -u luirink
+[chodera@mskcc-ln1 ~/scripts]$ 
+alice@node12:~$ squeue -u alice
+             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)
+
+alice@node12:~$ ps -u alice -o pid,lstart,cmd
+  81234 Mon May 19 09:12:44 2025 /usr/bin/python -m torch.distributed.run train.py
+  81240 Mon May 19 09:12:46 2025 /usr/bin/python -u train.py --local_rank=0
+";
+        let mut sources = SourceMap::new();
+        sources.add(Source::new("paste.txt", text.as_bytes()));
+        let ingested = ingest(&sources, &Anchors::none());
+        let typed: Vec<(u32, &str, u32, Option<&str>)> = ingested
+            .facts
+            .typed_commands
+            .iter()
+            .map(|c| {
+                (
+                    c.span.line,
+                    c.command.as_str(),
+                    c.output_lines,
+                    c.first_output.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            typed,
+            [
+                (1, "qstat -u luirink", 0, None),
+                (
+                    3,
+                    "squeue -u alice",
+                    1,
+                    Some("JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)")
+                ),
+                (
+                    6,
+                    "ps -u alice -o pid,lstart,cmd",
+                    2,
+                    Some(
+                        "81234 Mon May 19 09:12:44 2025 /usr/bin/python -m torch.distributed.run train.py"
+                    )
+                ),
+            ]
+        );
     }
 }

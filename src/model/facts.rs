@@ -9,6 +9,7 @@ use super::KernelModule;
 use super::Listener;
 use super::PackageChange;
 use super::Timestamp;
+use super::TypedCommand;
 use super::{GpuHealth, KernelEvent, ProcCgroup, UnitProperties};
 use super::{
     GpuProcessRecord, GpuRecord, JournalEntry, Message, ProcessListing, PsRecord, Repeat, Resumed,
@@ -76,7 +77,13 @@ pub struct Facts {
     /// Where each input ends: its last line that is not blank. A start-up
     /// milestone there is the last thing the paste shows.
     pub input_ends: Vec<Span>,
+    /// Commands typed at a shell prompt, with how much each printed, in
+    /// input order (at most [`MAX_TYPED_COMMANDS`] an input).
+    pub typed_commands: Vec<TypedCommand>,
 }
+
+/// How many typed commands an input's facts keep.
+pub const MAX_TYPED_COMMANDS: usize = 4096;
 
 /// A block of host output (an nvidia-smi table, `ps` rows, a `systemctl
 /// status`) that stands inside another format's input: printed into a
@@ -134,6 +141,7 @@ impl Facts {
             leftover_pids,
             frame_writers,
             input_ends,
+            typed_commands,
         } = other;
         self.smi_headers.extend(smi_headers);
         self.gpus.extend(gpus);
@@ -163,5 +171,6 @@ impl Facts {
         self.leftover_pids.extend(leftover_pids);
         self.frame_writers.extend(frame_writers);
         self.input_ends.extend(input_ends);
+        self.typed_commands.extend(typed_commands);
     }
 }

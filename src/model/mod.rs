@@ -38,7 +38,7 @@ pub use cuda::{CudaOom, OomSource, ProcessMemory};
 pub use diag::{DiagOutcome, DiagResult};
 pub use dist::{NcclDetail, NcclLevel, NcclLine, TorchDist, TorchDistKind};
 pub use env_report::{EnvGpu, EnvReport, Topology, TopologyRow};
-pub use facts::{EmbeddedBlock, Facts};
+pub use facts::{EmbeddedBlock, Facts, MAX_TYPED_COMMANDS};
 pub use failure::{ChainLink, Chained, CppAbort, Frame, PyException, VllmFailure};
 pub use gpu::{
     GpuMention, GpuProcessRecord, GpuRecord, ProcessListing, ProcessListingKind, SmiHeader,
@@ -54,7 +54,7 @@ pub use names::{
     GpuUuid, Hostname, InvalidValue, Pid, Port, ProcessName, ServerFlag, StartTime, UnitName,
 };
 pub use package::{PackageAction, PackageChange};
-pub use process::PsRecord;
+pub use process::{PsRecord, TypedCommand};
 pub use progress::Resumed;
 pub use server::{
     Framework, MemoryImbalance, RankTag, ServerArgs, ServerEvent, ServerEventKind, ServerProcess,

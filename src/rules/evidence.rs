@@ -247,11 +247,11 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         StaleServingInstance,
-        "a server process older than the incident (`ps` start time, `etimes`), with nothing else to tell it from a server that has run for weeks",
-        Gap(
-            "a start time alone proves nothing (servers run for months): it is read, and `serving-process-untracked` compares it with the inputs' first timed line for a server its control plane does not list (fixtures/real/504, whose paste has no time of its own); `etimes` is not kept beside `lstart`, and no real paste yet shows a server started before the failing one's log with nothing else to mark it",
+        "a server or job process older than the incident: `ps` rows whose start is a date (`May11`), days elapsed (`2-03:04:05`) or an `lstart` a day before the inputs' latest time, of a user a batch scheduler lists no job for (`qstat -u USER` printing nothing, `squeue -u USER` only its header): processes that outlived their job (a start time alone proves nothing: servers run for months)",
+        Rule("process-outlived-its-job"),
+        Some(
+            "fixtures/real-incoming/batch-k/870-cbio-torque-yank-mpi-ranks-since-may11-user-has-no-jobs",
         ),
-        None,
     ),
     cell(
         StaleServingInstance,

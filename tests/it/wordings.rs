@@ -359,6 +359,10 @@ fn each_real_line_alone_gives_its_expected_result() {
 /// wording file, not here.
 const NO_MESSAGE_RULES: &[(&str, &str)] = &[
     (
+        "process-outlived-its-job",
+        "it reads no message: the commands typed at prompts with what they printed (src/ingest/stream.rs, a scheduler's empty answer) against `ps` rows, both tested over real rows (fixtures/rules/process-outlived-its-job)",
+    ),
+    (
         "serving-process-untracked",
         "it reads no message: a control plane's instance table (src/ingest/instances.rs) against `ps` rows, both tested over real rows (fixtures/rules/serving-process-untracked)",
     ),

@@ -41,7 +41,7 @@ mod systemd;
 mod tests_host;
 
 pub(super) use provenance::Provenance;
-pub(super) use shell::{Continuation, is_prompt};
+pub(super) use shell::{Continuation, command as prompt_command, is_prompt};
 
 impl Segmenter {
     /// Whether `line` is, for certain, a strong line of the open segment's

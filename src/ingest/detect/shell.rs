@@ -223,7 +223,7 @@ impl Continuation {
 }
 
 /// The command typed at a prompt line, if `line` is one.
-fn command(line: &str) -> Option<&str> {
+pub(in crate::ingest) fn command(line: &str) -> Option<&str> {
     let Some(c) = SHELL_PROMPT
         .captures(line)
         .or_else(|| BARE_PROMPT.captures(line))

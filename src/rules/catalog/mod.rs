@@ -45,6 +45,7 @@ mod nvml_driver_library_mismatch;
 mod ollama_load_exceeds_host_memory;
 mod ollama_vram_not_recovered;
 mod process_died;
+mod process_outlived_its_job;
 mod process_segfault;
 mod request_hung_until_stop;
 mod second_server_instance;
@@ -131,6 +132,7 @@ pub static RULES: &[&dyn Rule] = &[
     &ollama_load_exceeds_host_memory::RULE,
     &ollama_vram_not_recovered::RULE,
     &process_died::RULE,
+    &process_outlived_its_job::RULE,
     &process_segfault::RULE,
     &request_hung_until_stop::RULE,
     &second_server_instance::RULE,
