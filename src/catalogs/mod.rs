@@ -127,6 +127,10 @@ pub struct Row {
     /// The row whose last line before this one names the process it
     /// reports on: a finding that cites this line has that line's facts.
     pub subject: Option<String>,
+    /// Rows of the same event that say more: where one of them is read in
+    /// the same input, this row's lines are cited by its finding instead
+    /// of making one of their own (`known-message`).
+    pub superseded_by: Vec<String>,
 }
 
 impl Row {
@@ -347,6 +351,7 @@ impl Catalogs {
                 Err(e) => problems.push(format!("catalogs/{name}.toml, as built: {e}")),
             }
         }
+        check_superseded_by(&list, &mut problems);
         let index = index::Index::new(&list);
         Catalogs {
             list,
@@ -389,6 +394,24 @@ impl Catalogs {
     /// wrapper's anchor and every bare code string.
     pub fn anchors(&self) -> impl Iterator<Item = &str> {
         self.index.anchors()
+    }
+}
+
+/// Every row's `superseded_by` names another row that has a category
+/// (one that makes a finding to cite the superseded lines in).
+fn check_superseded_by(list: &[Catalog], problems: &mut Vec<String>) {
+    let rows: Vec<&Row> = list.iter().flat_map(|c| c.rows.iter()).collect();
+    for row in &rows {
+        for id in &row.superseded_by {
+            let target = rows.iter().find(|r| r.id == *id);
+            let bad = match target {
+                None => "is no row",
+                Some(r) if r.id == row.id => "is the row itself",
+                Some(r) if r.category.is_none() => "has no category (it makes no finding)",
+                Some(_) => continue,
+            };
+            problems.push(format!("row `{}`: superseded_by `{id}` {bad}", row.id));
+        }
     }
 }
 
@@ -501,6 +524,7 @@ fn convert(
             gap: def.gap,
             block: def.block,
             subject: def.subject,
+            superseded_by: def.superseded_by,
         });
     }
     let mut wrappers = Vec::new();
@@ -657,6 +681,50 @@ mod tests {
         }
         // Both answers were asked for, many times.
         assert!(known > 500 && unknown > 50, "{known} known, {unknown} not");
+    }
+
+    /// A row's `superseded_by` must name another row that makes a
+    /// finding: an id that is no row, the row itself or a row without a
+    /// category is reported, and a good one is not.
+    #[test]
+    fn superseded_by_names_rows_that_exist_and_make_findings() {
+        let row = |id: &str, category: &str, superseded_by: &[&str]| {
+            serde_json::json!({
+                "id": id, "title": "t", "meaning": "m", "category": category,
+                "severity": "error", "confidence": 0.5,
+                "wording": [{"text": format!("the message of {id}"), "versions": "v1", "upstream": "u"}],
+                "sample": [{"line": format!("the message of {id}"), "upstream": "u"}],
+                "superseded_by": superseded_by,
+            })
+        };
+        let file = serde_json::json!({"File": {
+            "catalog": {"id": "toy", "title": "t", "upstream": "u", "versions": "v"},
+            "row": [
+                row("toy.kill", "host-oom-killer", &[]),
+                row("toy.note", "none", &[]),
+                row("toy.advice", "host-oom-killer", &["toy.kill"]),
+                row("toy.missing", "host-oom-killer", &["toy.nothing"]),
+                row("toy.self", "host-oom-killer", &["toy.self"]),
+                row("toy.silent", "host-oom-killer", &["toy.note"]),
+            ],
+        }})
+        .to_string();
+        let loaded = Catalogs::load(&[("toy", file.as_str())]);
+        let said = loaded.problems.join("\n");
+        assert_eq!(loaded.problems.len(), 3, "{said}");
+        assert!(
+            said.contains("`toy.missing`: superseded_by `toy.nothing` is no row"),
+            "{said}"
+        );
+        assert!(
+            said.contains("`toy.self`: superseded_by `toy.self` is the row itself"),
+            "{said}"
+        );
+        assert!(
+            said.contains("`toy.silent`: superseded_by `toy.note` has no category"),
+            "{said}"
+        );
+        assert!(!said.contains("toy.advice"), "{said}");
     }
 
     #[test]

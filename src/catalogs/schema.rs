@@ -140,6 +140,13 @@ pub struct RowDef {
     /// same input.
     #[serde(default)]
     pub subject: Option<String>,
+    /// Rows that report the same event more fully (Ray's kill line over
+    /// its advice printed under it): where a line of one of them is in the
+    /// same input, this row's lines are cited by that row's finding and
+    /// make none of their own. Checked at load: each id is a row with a
+    /// category.
+    #[serde(default)]
+    pub superseded_by: Vec<String>,
 }
 
 /// A code's message string in some versions.

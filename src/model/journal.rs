@@ -26,6 +26,18 @@ impl JournalEntry {
         self.pid == Some(1) && self.identifier == "systemd"
     }
 
+    /// True for a writer that reports on other processes, never its own
+    /// failure: a service manager, the system's or a user's (`systemd[1]:`,
+    /// `systemd[1348]:` for user@1000.service), or an OOM daemon
+    /// (`systemd-oomd[970]:`, `earlyoom[812]:`) naming whom it killed. Its
+    /// PID is the speaker's, not the unit's or the victim's.
+    pub fn speaks_for_others(&self) -> bool {
+        matches!(
+            self.identifier.as_str(),
+            "systemd" | "systemd-oomd" | "earlyoom"
+        )
+    }
+
     /// True for the kernel's own messages (`kernel:` without a PID).
     pub fn is_kernel(&self) -> bool {
         self.pid.is_none() && self.identifier == "kernel"

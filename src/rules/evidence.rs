@@ -390,9 +390,33 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         HostOomKiller,
-        "systemd-oomd's `Killed /….scope due to memory pressure for …` / `due to memory used …`, and PID 1's `systemd-oomd killed N process(es) in this unit`",
+        "systemd-oomd's own `Killed /….scope due to memory pressure for CGROUP being N% > N% for > Ns with reclaim activity` (v254+: `Marked … for killing due to …`): the watched cgroup, the pressure and the limit in the finding; PID 1's or the user manager's line read with it, and neither speaker's PID taken as a victim (its swap trigger, `due to memory used (N) / total (N) and swap used (N) / total (N) being more than N%`, is row `systemd.oomd-killed-for-swap`: no public capture of it whole yet, systemd/systemd#24185's is cut in the corpus)",
+        Row("systemd.oomd-killed-for-pressure"),
+        None,
+    ),
+    cell(
+        HostOomKiller,
+        "PID 1's (or a user manager's) `UNIT: systemd-oomd killed N process(es) in this unit` without oomd's own line",
         Row("systemd.oomd-killed"),
         None,
+    ),
+    cell(
+        HostOomKiller,
+        "Ray's memory monitor seen only through its tail (`ray job submit` keeps the last logs): its advice `Refer to the documentation on how to address the out of memory issue: … RAY_memory_usage_threshold …`, the top users' rows without their header; at a lower confidence, and read with the kill's own line where that is in the same input",
+        Row("stacks-ray.memory-monitor-advice"),
+        None,
+    ),
+    cell(
+        HostOomKiller,
+        "Ray's `Task was killed due to the node running low on memory.` (the OutOfMemoryError a task's or a Serve replica's caller gets, a worker's exit detail), read with the node's figures under it",
+        Row("stacks-ray.memory-monitor-killed-header"),
+        None,
+    ),
+    cell(
+        HostOomKiller,
+        "a `Killed` that is the whole paste: SIGKILL with nothing else to read, at the rule's lowest confidence, asking for `journalctl -k` and the container's memory limit",
+        Rule("server-killed-no-kernel-line"),
+        Some("fixtures/rules/server-killed-no-kernel-line/pos-textgen-lone-killed"),
     ),
     cell(
         HostOomKiller,
@@ -407,6 +431,12 @@ pub const MATRIX: &[Cell] = &[
         Some("fixtures/rules/server-killed-no-kernel-line/pos-tf-allocation-warning-then-killed"),
     ),
     // Unit failures.
+    cell(
+        UnitCrashLoop,
+        "systemd's `Failed at step EXEC spawning PATH: ERRNO` (with or without the unit's prefix) or `Failed to locate executable PATH: ERRNO`, joined to the unit's `203/EXEC` exit whatever the order of the lines (a `journalctl --reverse` paste), naming the path and what the errno means (a wrong ExecStart= path; a file mode or a noexec mount)",
+        Rule("unit-exit-nonzero"),
+        Some("fixtures/rules/unit-exit-nonzero/pos-ollama-reverse-journal-exec"),
+    ),
     cell(
         UnitCrashLoop,
         "a unit restarted again and again by systemd",

@@ -239,11 +239,20 @@ fn catalog_page(c: &Catalog) -> String {
             },
             None => format!("gap: {}", cell(r.gap.as_deref().unwrap_or(""), false)),
         };
+        let category = r.category.map_or("none", |c| c.name());
+        let category = if r.superseded_by.is_empty() {
+            category.to_owned()
+        } else {
+            let by: Vec<String> = r.superseded_by.iter().map(|id| format!("`{id}`")).collect();
+            format!(
+                "{category} (superseded by {} in the same input)",
+                by.join(", ")
+            )
+        };
         writeln!(
             doc,
-            "| `{}` | {code} | {} | {} | {} | {} | {sample} |",
+            "| `{}` | {code} | {category} | {} | {} | {} | {sample} |",
             r.id,
-            r.category.map_or("none", |c| c.name()),
             r.severity.name(),
             r.confidence,
             wordings.join("<br>"),
@@ -289,7 +298,10 @@ fn index_page(list: &[Catalog]) -> String {
          and real sample lines. `tests/it/catalogs.rs` pastes every sample alone and among its real \
          neighbours and checks that it gives its row's finding. A row whose sample is the upstream \
          line that prints it (no public page shows it printed) is marked so; a row without any \
-         sample is a gap.\n\n\
+         sample is a gap. A row *superseded by* other rows of the same event (Ray's advice under \
+         its kill line, PID 1's account of a systemd-oomd kill under oomd's own line) makes no \
+         finding of its own where a line of one of them is in the same input: that row's finding \
+         cites its line instead.\n\n\
          | catalog | rows | sampled from a public page | upstream line only | gaps | wrappers |\n\
          |---|---|---|---|---|---|\n",
     );

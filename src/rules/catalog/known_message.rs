@@ -73,11 +73,17 @@ impl Rule for KnownMessage {
                 .1
                 .push((&incident.facts.messages[k.message], &k.hit));
         }
-        for (row, hits) in by_row.into_values() {
+        let read_with = supersede(incident, &mut by_row);
+        for (id, (row, hits)) in by_row {
+            if hits.is_empty() {
+                continue;
+            }
             let mut f = finding(row, &hits);
+            let also = read_with.get(id).map(Vec::as_slice).unwrap_or_default();
+            cite_superseded(&mut f, also);
             // Every line's facts, the counted ones too; the cited lines'
             // (and their blocks') are added again with every finding's.
-            for (m, hit) in &hits {
+            for (m, hit) in hits.iter().chain(also.iter().map(|(_, line)| line)) {
                 crate::rules::support::entities::from_hit(incident, &mut f, hit, true);
                 // The process the line reports on, named by the row's
                 // subject line before it (each attempt's PID).
@@ -92,6 +98,55 @@ impl Rule for KnownMessage {
             }
             out.push(f);
         }
+    }
+}
+
+/// The lines of a row that another row of the same event supersedes
+/// (its `superseded_by`), where a line of that row is in the same input:
+/// taken from their own row, and returned under the row whose finding
+/// cites them instead (the first of `superseded_by` that is there).
+fn supersede<'a>(
+    incident: &'a Incident,
+    by_row: &mut BTreeMap<&'a str, (&'a Row, Vec<Line<'a>>)>,
+) -> BTreeMap<&'a str, Vec<(&'a Row, Line<'a>)>> {
+    let mut moved: BTreeMap<&'a str, Vec<(&'a Row, Line<'a>)>> = BTreeMap::new();
+    for (row, hits) in by_row.values_mut() {
+        if row.superseded_by.is_empty() {
+            continue;
+        }
+        hits.retain(|line| {
+            let source = line.0.span.source;
+            let stronger = row
+                .superseded_by
+                .iter()
+                .find(|id| incident.known(id).any(|(m, _)| m.span.source == source));
+            match stronger {
+                Some(id) => {
+                    moved.entry(id.as_str()).or_default().push((*row, *line));
+                    false
+                }
+                None => true,
+            }
+        });
+    }
+    moved
+}
+
+/// Cites the superseded lines a finding reads with its own: each row's
+/// first lines, said to be the same event.
+fn cite_superseded(f: &mut Finding, lines: &[(&Row, Line<'_>)]) {
+    let mut cited: BTreeMap<&str, usize> = BTreeMap::new();
+    for (row, (m, hit)) in lines {
+        let n = cited.entry(row.id.as_str()).or_default();
+        if *n == CITED || f.evidence.iter().any(|e| e.span == m.span) {
+            continue;
+        }
+        *n += 1;
+        f.evidence_marked(
+            m.span,
+            format!("{}: the same event, read with it", row.title),
+            hit.matched.trim(),
+        );
     }
 }
 
@@ -268,5 +323,123 @@ time=2024-06-12T18:35:13.170+08:00 level=WARN source=server.go:157 msg="server c
                 .iter()
                 .all(|f| f.entities.pids.is_empty())
         );
+    }
+
+    /// lmm-r1#71 (batch-k/871): `ray job submit` kept only the end of the
+    /// job's logs, the top users' rows and Ray's advice, without the
+    /// kill's own line: the advice alone is a host-OOM finding at its
+    /// row's lower confidence. With the raylet's kill summary in the same
+    /// input (EasyR1#185's two lines), the kill's finding cites the advice
+    /// and there is one finding for the one kill, not two.
+    #[test]
+    fn rays_advice_alone_is_a_kill_and_beside_the_kill_line_is_read_with_it() {
+        let advice = "Refer to the documentation on how to address the out of memory issue: https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html. Consider provisioning more memory on this node or reducing task parallelism by requesting more CPUs per task. Set max_restarts and max_task_retries to enable retry when the task crashes due to OOM. To adjust the kill threshold, set the environment variable `RAY_memory_usage_threshold` when starting Ray. To disable worker killing, set the environment variable `RAY_memory_monitor_refresh_ms` to zero.\n";
+        let tail =
+            format!("95412   14.05   ray::LLMRayActor\n95410   13.86   ray::LLMRayActor\n{advice}");
+        let f = findings_of(super::META.id, &tail);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].category, crate::rules::Category::HostOomKiller);
+        assert!(f[0].confidence <= 0.5, "{}", f[0].confidence);
+        let easyr1 = "(raylet) [2025-04-02 15:02:00,117 E 135782 135782] (raylet) node_manager.cc:3069: 1 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: 351e406b196f66bb45eaad02a3b8b4725babfa8cc12949432f7ad7d8, IP: 10.95.143.76) over the last time period. To see more information about the Workers killed on this node, use `ray logs raylet.out -ip 10.95.143.76`\n(raylet)\n(raylet) Refer to the documentation on how to address the out of memory issue: https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html. Consider provisioning more memory on this node or reducing task parallelism by requesting more CPUs per task. To adjust the kill threshold, set the environment variable `RAY_memory_usage_threshold` when starting Ray. To disable worker killing, set the environment variable `RAY_memory_monitor_refresh_ms` to zero.\n";
+        let f = findings_of(super::META.id, easyr1);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert!(
+            f[0].title.contains("killed workers (memory pressure)"),
+            "{}",
+            f[0].title
+        );
+        let lines: Vec<u32> = f[0].evidence.iter().map(|e| e.span.line).collect();
+        assert_eq!(lines, [1, 3], "{:?}", f[0].evidence);
+        assert!(f[0].confidence >= 0.8, "{}", f[0].confidence);
+    }
+
+    /// The next paste: the error a Ray Serve replica's or a task's caller
+    /// gets, `Task was killed due to the node running low on memory.`
+    /// (OpenRLHF#936's title, verbatim) alone is a host-OOM kill; with the
+    /// node's figures under it (a variant, assembled from Ray's OOM
+    /// prevention docs' header and ray#32730's detail line) the detail's
+    /// finding, with its figures, is the one finding and cites the header.
+    #[test]
+    fn rays_low_memory_kill_header_is_read_with_its_figures() {
+        let header = "ERROR - An error occurred during score calculation: Task was killed due to the node running low on memory.\n";
+        let f = findings_of(super::META.id, header);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].category, crate::rules::Category::HostOomKiller);
+        let both = "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.\nMemory on the node (IP: 172.31.237.1, ID: 2c0ca846c8a9b1630ce2a4aae5ce82dd974531325a67acab1801dbf1) where the task (task ID: 76b2551f16836f9d58427a0096d8ccf5ba077e2703000000, name=pi4_sample, pid=664672, memory used=0.05GB) was running was 219.41GB / 230.40GB (0.952289), which exceeds the memory usage threshold of 0.95. Ray killed this worker (ID: ba84684289453ec054c6d0aa4293b77bdf7d3f3e0c77b2724ee41479) because it was the most recently scheduled task; to see more information about memory usage on this node, use `ray logs raylet.out -ip 172.31.237.1`. To see the logs of the worker, use `ray logs worker-ba84684289453ec054c6d0aa4293b77bdf7d3f3e0c77b2724ee41479*out -ip 172.31.237.1. Top 10 memory users:\n";
+        let f = findings_of(super::META.id, both);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert!(f[0].headline.contains("219.41"), "{}", f[0].headline);
+        assert!(
+            f[0].evidence.iter().any(|e| e.span.line == 1),
+            "{:?}",
+            f[0].evidence
+        );
+        assert!(f[0].entities.pids.contains(&664672), "{:?}", f[0].entities);
+    }
+
+    /// kitty#5743 (batch-k/887): systemd-oomd's own line gives the
+    /// finding, with the watched cgroup, the pressure and the limit in its
+    /// headline, and cites the user manager's `systemd-oomd killed 65
+    /// process(es)`; neither oomd's PID (970) nor the user manager's
+    /// (`systemd[1348]`) is taken as a killed process. The next paste:
+    /// oomd killing `ollama.service` on a GPU host (a variant, assembled
+    /// from the same format), and v254's `Marked … for killing` wording
+    /// (systemd/systemd#42321, verbatim) read the same.
+    #[test]
+    fn oomds_own_line_gives_the_figures_and_no_speakers_pid() {
+        let kitty = "Dec 04 20:15:55 fedora systemd-oomd[970]: Killed /user.slice/user-1000.slice/user@1000.service/app.slice/app-kitty-47f7730eb1474ba3848f1b5d6135a33f.scope due to memory pressure for /user.slice/user-1000.slice/user@1000.service being 77.97% > 50.00% for > 20s with reclaim activity
+Dec 04 20:15:55 fedora systemd[1348]: app-kitty-47f7730eb1474ba3848f1b5d6135a33f.scope: systemd-oomd killed 65 process(es) in this unit.
+Dec 04 20:15:55 fedora systemd[1348]: app-kitty-47f7730eb1474ba3848f1b5d6135a33f.scope: Consumed 5h 50min 18.998s CPU time.
+";
+        let a = crate::testing::analyze_paste(kitty);
+        let f = &a.diagnosis.findings;
+        assert_eq!(f.len(), 1, "{f:#?}");
+        for said in [
+            "77.97%",
+            "50.00%",
+            "/user.slice/user-1000.slice/user@1000.service",
+            "20s",
+        ] {
+            assert!(f[0].headline.contains(said), "{said}: {}", f[0].headline);
+        }
+        let lines: Vec<u32> = f[0].evidence.iter().map(|e| e.span.line).collect();
+        assert_eq!(lines, [1, 2], "{:?}", f[0].evidence);
+        assert!(f[0].entities.pids.is_empty(), "{:?}", f[0].entities);
+        assert!(
+            f[0].entities
+                .units
+                .contains("app-kitty-47f7730eb1474ba3848f1b5d6135a33f.scope")
+        );
+        let ollama = "Mar 02 10:00:01 gpu1 systemd-oomd[812]: Killed /system.slice/ollama.service due to memory pressure for /system.slice being 62.10% > 50.00% for > 20s with reclaim activity
+Mar 02 10:00:01 gpu1 systemd[1]: ollama.service: systemd-oomd killed 3 process(es) in this unit.
+";
+        let f = findings_of(super::META.id, ollama);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert!(
+            f[0].headline.contains("ollama.service") && f[0].headline.contains("62.10%"),
+            "{}",
+            f[0].headline
+        );
+        let marked = "[   77.749670] systemd-oomd[659]: Marked /system.slice/systemd-journald.service for killing due to memory pressure for /system.slice being 85.03% > 80.00% for > 2s with reclaim activity\n";
+        let f = findings_of(super::META.id, marked);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert!(f[0].headline.contains("85.03%"), "{}", f[0].headline);
+        assert!(f[0].entities.pids.is_empty(), "{:?}", f[0].entities);
+    }
+
+    /// oomd's other trigger, memory and swap both nearly full (a variant,
+    /// assembled from src/oom/oomd-manager.c's format; the line of
+    /// systemd/systemd#24185 was not at hand whole): its figures in the
+    /// headline, and PID 1's line read with it.
+    #[test]
+    fn oomds_swap_kill_gives_its_figures() {
+        let swap = "Aug 02 10:00:01 koji systemd-oomd[2261673]: Killed /system.slice/httpd.service due to memory used (32305733632) / total (33046962176) and swap used (7650000000) / total (8589930496) being more than 90.00%
+Aug 02 10:00:01 koji systemd[1]: httpd.service: systemd-oomd killed 12 process(es) in this unit.
+";
+        let f = findings_of(super::META.id, swap);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert!(f[0].headline.contains("httpd.service"), "{}", f[0].headline);
+        assert!(f[0].headline.contains("90.00%"), "{}", f[0].headline);
+        assert!(f[0].entities.pids.is_empty(), "{:?}", f[0].entities);
     }
 }

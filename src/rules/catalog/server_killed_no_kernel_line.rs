@@ -191,7 +191,8 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
     let command = converter_command(incident, kill, server_line, killed);
     let named = names_a_model_workload(killed) || command.is_some();
     let memory = Memory::of(incident, kill);
-    if server_line.is_none() && loading.is_none() && !named && !memory.any() {
+    let lone = matches!(killed, Killed::Shell(None)) && alone(incident, kill);
+    if server_line.is_none() && loading.is_none() && !named && !memory.any() && !lone {
         return None;
     }
     // Nothing failed before: a kill after an error is a harness or a
@@ -260,6 +261,7 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
     );
     f.confidence = round2(match (pinned, signalled) {
         (true, _) => 0.55,
+        (false, true) if lone => 0.3,
         (false, true) => 0.4,
         (false, false) => 0.3,
     });
@@ -269,7 +271,9 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
         loading.is_some(),
         killed,
     );
-    if converter {
+    if lone {
+        explain_lone(&mut f);
+    } else if converter {
         explain_converter(&mut f);
     } else if let Some(c) = memory.explain(&mut f, pid) {
         f.confidence = round2(f.confidence.max(c));
@@ -299,11 +303,45 @@ fn loading_bar<'a>(incident: &'a Incident, kill: Span, killed: Killed<'_>) -> Op
         .filter(|t| t.trim_end() != "Killed")
         .filter(bar)
         .or_else(|| {
-            matches!(killed, Killed::Shell(Some(_)))
+            matches!(killed, Killed::Shell(_))
                 .then(|| at(previous))
                 .flatten()
                 .filter(bar)
         })
+}
+
+/// Whether the shell's `Killed` is all its input shows: its first line,
+/// with nothing after it but blank lines (a paste of a loader's output
+/// that kept only the last word, a notebook cell's whole output). A
+/// command line before it (`python3 train.py`) is not nothing: what it
+/// ran is then the question.
+fn alone(incident: &Incident, kill: Span) -> bool {
+    kill.line == 1
+        && incident
+            .facts
+            .messages
+            .iter()
+            .filter(|m| m.span.source == kill.source && m.span != kill)
+            .all(|m| m.text.trim().is_empty())
+}
+
+/// A `Killed` with nothing around it: the kill is all there is to read,
+/// so the finding says so, stays at the rule's lowest confidence and asks
+/// for what would settle it: the kernel's log and the container's memory
+/// limit.
+fn explain_lone(f: &mut Finding) {
+    f.title = "a process was killed by SIGKILL with nothing else in the inputs: most likely the OOM killer".to_owned();
+    f.headline = "A process was Killed (SIGKILL) and the inputs show nothing else: most often the kernel's OOM killer, the host's RAM or the container's memory limit exhausted (a model loading into RAM); the kernel's lines are not in the inputs.".to_owned();
+    if let Some(first) = f.chain.first_mut() {
+        *first = "a process was Killed".to_owned();
+    }
+    if let Some(kill) = f.evidence.first_mut() {
+        kill.note = "the shell reports a process Killed: SIGKILL from outside, with no traceback; nothing else was pasted".to_owned();
+    }
+    f.actions.push(Action::advice(
+        "If it ran in a container (Docker, a Kubernetes pod, Binder, Colab), read its memory limit: the OOM killer acts at that limit, below the host's RAM",
+        Some("cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes; cat /sys/fs/cgroup/memory.events 2>/dev/null"),
+    ));
 }
 
 /// What was killed loaded a model: the last line of a serving framework

@@ -1,6 +1,7 @@
 //! `unit-exit-nonzero`: a unit's main process exited with a failure status.
 //! The generic fallback: the reason is in the service's own lines.
 
+mod exec;
 mod failure;
 
 use crate::correlate::{
@@ -100,6 +101,18 @@ impl Rule for UnitExitNonzero {
     }
 }
 
+/// Whether `unit` is the only unit of the inputs whose main process
+/// exited with one of systemd's own statuses (a line of systemd's about a
+/// command that names no unit is about it).
+fn only_unit_systemd_failed(incident: &Incident, unit: &str) -> bool {
+    let mut failed = incident.units.iter().filter(|(_, facts)| {
+        exits_of(incident, facts)
+            .iter()
+            .any(|e| exec::is_systemds(e.status))
+    });
+    failed.next().is_some_and(|(name, _)| name == unit) && failed.next().is_none()
+}
+
 /// One exit of a unit's main process with a failure status: the status
 /// (`1/FAILURE`), the line that says it, and the PID when that line names it.
 struct Exit<'a> {
@@ -173,11 +186,21 @@ fn finding(
     // the unit's last error lines are its stated reason.
     let stated = stated_reason(&words, &bare).filter(|_| last_exception.is_none());
     let failed = failure::Failed::of(incident, unit, facts);
+    // systemd's own word on the command it could not execute, unless an
+    // exception before the exit says more.
+    let exec = exec::of(
+        incident,
+        unit,
+        status,
+        span,
+        only_unit_systemd_failed(incident, unit),
+    )
+    .filter(|_| last_exception.is_none());
     // systemd's own account of a failed start or of a restart below the
     // start limit makes the exit a unit failure even when the unit's
     // own lines are not in the inputs.
     let by_systemd = stated.is_none() && last_exception.is_none() && failed.is_failure();
-    let category = if stated.is_some() || by_systemd {
+    let category = if stated.is_some() || by_systemd || exec.is_some() {
         Category::UnitCrashLoop
     } else {
         META.category
@@ -197,16 +220,7 @@ fn finding(
             None => format!("{unit}'s main process{pid} exited with status {status}"),
         },
     );
-    if let Some(result) = crate::rules::support::unit_event(incident, unit, |k| {
-        matches!(k, UnitEventKind::FailedWithResult(_))
-    }) {
-        f.evidence(result, "systemd marked the unit failed");
-    }
-    if by_systemd {
-        failed.cite(&mut f, unit);
-    } else {
-        failed.cite_start(&mut f);
-    }
+    cite_systemd(incident, &mut f, unit, &failed, by_systemd);
     if let Some((espan, name, _)) = last_exception {
         f.evidence(espan, format!("the last exception before the exit: {name}"));
     }
@@ -216,24 +230,21 @@ fn finding(
     );
     f.condition(
         "the log shows the exception or error that ended it",
-        last_exception.is_some() || stated.is_some(),
+        last_exception.is_some() || stated.is_some() || exec.is_some(),
     );
     f.title = format!("{unit} exited with status {status}");
     f.headline = headline(unit, status, meaning, last_exception, &stated);
     name_first(&mut f.headline, first);
+    // It says more than the status's meaning or the unit's last words.
+    if let Some(x) = &exec {
+        x.explain(&mut f, unit, status);
+    }
     if by_systemd {
         failed.extend_headline(&mut f.headline);
     }
     f.chain.push(format!("{unit} exited with status {status}"));
-    if let Some((_, name, message)) = last_exception {
-        f.chain.push(format!("{name}: {}", shorten(message)));
-    } else if let Some((_, words)) = &stated {
-        f.chain.push(format!("it said: {}", shorten(words)));
-        if let Some(e) = first {
-            f.chain
-                .push(format!("it first said: {}", shorten(&e.message)));
-        }
-    }
+    f.chain
+        .extend(because(exec.as_ref(), last_exception, &stated, first));
     f.explanation = "The generic finding for a server that ended by itself; a more specific finding, when present, names the cause.".to_owned();
     f.actions.push(Action::advice(
         format!("read {unit}'s lines just before the exit"),
@@ -250,6 +261,53 @@ fn finding(
     );
     f.confidence = confidence(&f, 0.3, 0.5);
     f
+}
+
+/// Cites systemd's account of the failure: its result line, and the failed
+/// start or the restarts (`failure::Failed`) when they make the exit a
+/// unit failure, else the start alone.
+fn cite_systemd(
+    incident: &Incident,
+    f: &mut Finding,
+    unit: &str,
+    failed: &failure::Failed,
+    by_systemd: bool,
+) {
+    if let Some(result) = crate::rules::support::unit_event(incident, unit, |k| {
+        matches!(k, UnitEventKind::FailedWithResult(_))
+    }) {
+        f.evidence(result, "systemd marked the unit failed");
+    }
+    if by_systemd {
+        failed.cite(f, unit);
+    } else {
+        failed.cite_start(f);
+    }
+}
+
+/// The chain's causes under the exit: systemd's word on the command it
+/// could not execute, else the last exception, else the unit's stated
+/// last words (and its first error in that run).
+fn because(
+    exec: Option<&exec::ExecFailure<'_>>,
+    last_exception: Option<(Span, &String, &String)>,
+    stated: &Option<(Span, String)>,
+    first: Option<&crate::model::JournalEntry>,
+) -> Vec<String> {
+    if let Some(x) = exec {
+        return vec![x.because()];
+    }
+    if let Some((_, name, message)) = last_exception {
+        return vec![format!("{name}: {}", shorten(message))];
+    }
+    let Some((_, words)) = stated else {
+        return Vec::new();
+    };
+    let mut out = vec![format!("it said: {}", shorten(words))];
+    if let Some(e) = first {
+        out.push(format!("it first said: {}", shorten(&e.message)));
+    }
+    out
 }
 
 /// Cites the unit's last words when they state the reason, and the run's

@@ -70,7 +70,7 @@ pub fn from_evidence(incident: &Incident, f: &mut Finding) {
     let pid = |p: Option<u32>| p.filter(|p| *p > 1);
     for j in &incident.facts.journal {
         if cited.contains(&j.span) {
-            if writers {
+            if writers && !j.speaks_for_others() {
                 f.entities.pids.extend(pid(j.pid));
             }
             f.entities.units.extend(j.unit.clone());

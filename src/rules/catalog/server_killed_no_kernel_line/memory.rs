@@ -16,6 +16,8 @@ const ANNOUNCED: &[&str] = &[
     "stacks-slurm.step-oom-kill-events",
     "stacks-slurm.srun-task-out-of-memory",
     "systemd.oomd-killed",
+    "systemd.oomd-killed-for-pressure",
+    "systemd.oomd-killed-for-swap",
 ];
 
 /// A process's own warning that one allocation took a large share of the

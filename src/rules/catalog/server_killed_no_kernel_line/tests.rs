@@ -254,7 +254,46 @@ fn a_bare_kill_after_a_large_host_allocation_is_the_host_oom_reading_at_low_conf
         );
     }
     assert!(killed("2019-12-23 16:13:40.451220: W tensorflow/core/framework/allocator.cc:107] Allocation of 367248384 exceeds 10% of system memory.\n").is_empty());
-    assert!(killed("Killed\n").is_empty());
+    // A `Killed` after another program's output, with no memory evidence
+    // and no loader before it, says nothing of what was killed.
+    assert!(
+        killed("Downloading: 100%|\u{2588}\u{2588}| 2/2 [00:01<00:00,  1.86s/it]\nKilled\n")
+            .is_empty()
+    );
+}
+
+/// A `Killed` that is the whole paste (batch-k/894,
+/// oobabooga/textgen#418: text-generation-webui on Binder, the Logs
+/// section's one word) is the host-OOM reading at the rule's lowest
+/// confidence, asking for the kernel's log and the container's memory
+/// limit; blank lines around it change nothing. The next paste: `Killed`
+/// as the last line after a loader's bar at 67% (a variant, assembled
+/// from batch-k/872's `Loading checkpoint shards` bar, as a notebook cell
+/// prints it on its own line) reads as a kill while loading, above the
+/// lone word.
+#[test]
+fn a_lone_killed_is_the_host_oom_reading_at_the_lowest_confidence() {
+    for paste in ["Killed\n", "Killed\n\n"] {
+        let f = killed(paste);
+        assert_eq!(f.len(), 1, "{paste:?}: {f:?}");
+        assert_eq!(f[0].category, crate::rules::Category::HostOomKiller);
+        assert!(f[0].confidence <= 0.3, "{}", f[0].confidence);
+        let asked: Vec<String> = f[0]
+            .actions
+            .iter()
+            .map(|a| format!("{} {}", a.describe(), a.command().unwrap_or_default()))
+            .collect();
+        assert!(
+            asked.iter().any(|a| a.contains("journalctl -k")),
+            "{asked:?}"
+        );
+        assert!(asked.iter().any(|a| a.contains("memory.max")), "{asked:?}");
+    }
+    let colab = "Loading checkpoint shards:  67%|\u{2588}\u{2588}\u{2588}\u{2588}\u{2588}\u{2588}\u{258b}   | 2/3 [00:41<00:20, 20.71s/it]\nKilled\n";
+    let f = killed(colab);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(f[0].confidence > 0.3, "{}", f[0].confidence);
+    assert!(f[0].headline.contains("loading"), "{}", f[0].headline);
 }
 
 /// earlyoom's kills name the victim and its RSS (batch-j/861's two): host

@@ -209,3 +209,93 @@ Jul 28 09:27:35 xavier-nx-emmc-quark-jp5 systemd[1]: nvpmodel.service: Failed wi
     assert!(f[0].title.contains("status 1/FAIL"), "{}", f[0].title);
     assert!(f[0].evidence.iter().any(|e| e.span.line == 3), "{f:?}");
 }
+
+/// batch-k/885 (ollama/ollama#3195), `journalctl -u ollama --reverse`:
+/// systemd's `Failed at step EXEC spawning /usr/bin/ollama: No such file
+/// or directory`, the paste's first line and without the unit's prefix,
+/// is joined to ollama.service's 203/EXEC six lines below it: the finding
+/// cites it and names the path, the errno and what it means (a wrong
+/// ExecStart= path).
+#[test]
+fn an_exec_failure_is_joined_to_its_units_203_exit_in_a_reversed_journal() {
+    let reversed = "Failed at step EXEC spawning /usr/bin/ollama: No such file or directory
+Started ollama.service.
+Stopped ollama.service.
+ollama.service holdoff time over, scheduling restart.
+ ollama.service failed.
+ Unit ollama.service entered failed state.
+ ollama.service: main process exited, code=exited, status=203/EXEC
+";
+    let f = findings(reversed);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].category, Category::UnitCrashLoop);
+    assert!(f[0].evidence.iter().any(|e| e.span.line == 1), "{f:?}");
+    for said in ["/usr/bin/ollama", "No such file or directory", "ExecStart="] {
+        assert!(f[0].headline.contains(said), "{said}: {}", f[0].headline);
+    }
+    assert!(
+        f[0].actions
+            .iter()
+            .any(|a| a.command().is_some_and(|c| c.contains("command -v ollama"))),
+        "{:?}",
+        f[0].actions
+    );
+}
+
+/// The next paste: the same older wording with `Permission denied` for a
+/// vLLM binary (a variant, assembled from 885's lines and the journal of
+/// nefelim4ag/systemd-swap#153): the file mode or a noexec mount, not a
+/// wrong path. karmab/kcli#663, verbatim: the newer `Failed to locate
+/// executable` line and `Failed at step EXEC` both name the unit; the
+/// path and errno are named. Two units that exited 203 and a line that
+/// names neither: it is joined to none (each unit's finding may still
+/// quote it among the paste's bare lines, but names no path as the
+/// cause).
+#[test]
+fn an_exec_failure_names_the_path_and_what_its_errno_means() {
+    let denied = "Jun 30 11:11:55 gpu1 systemd[1]: Started vLLM server.
+Jun 30 11:11:55 gpu1 systemd[3742]: Failed at step EXEC spawning /opt/vllm/bin/vllm: Permission denied
+Jun 30 11:11:55 gpu1 systemd[1]: vllm.service: Main process exited, code=exited, status=203/EXEC
+Jun 30 11:11:55 gpu1 systemd[1]: vllm.service: Failed with result 'exit-code'.
+";
+    let f = findings(denied);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(
+        f[0].headline.contains("/opt/vllm/bin/vllm"),
+        "{}",
+        f[0].headline
+    );
+    assert!(f[0].headline.contains("noexec"), "{}", f[0].headline);
+    assert!(
+        f[0].actions.iter().any(|a| a
+            .command()
+            .is_some_and(|c| c.contains("findmnt -T /opt/vllm/bin/vllm"))),
+        "{:?}",
+        f[0].actions
+    );
+    let ksushy = "Apr 11 08:04:26 swx-forge08 systemd[1]: Started Ksushy emulator service.
+Apr 11 08:04:26 swx-forge08 systemd[98303]: ksushy.service: Failed to locate executable /usr/bin/ksushy: No such file or directory
+Apr 11 08:04:26 swx-forge08 systemd[98303]: ksushy.service: Failed at step EXEC spawning /usr/bin/ksushy: No such file or directory
+Apr 11 08:04:26 swx-forge08 systemd[1]: ksushy.service: Main process exited, code=exited, status=203/EXEC
+Apr 11 08:04:26 swx-forge08 systemd[1]: ksushy.service: Failed with result 'exit-code'.
+";
+    let f = findings(ksushy);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(
+        f[0].headline
+            .contains("could not execute /usr/bin/ksushy (No such file or directory)"),
+        "{}",
+        f[0].headline
+    );
+    let two = "Failed at step EXEC spawning /usr/bin/ollama: No such file or directory
+ollama.service: main process exited, code=exited, status=203/EXEC
+vllm.service: main process exited, code=exited, status=203/EXEC
+";
+    let f = findings(two);
+    assert_eq!(f.len(), 2, "{f:?}");
+    assert!(
+        f.iter()
+            .all(|f| !f.headline.contains("could not execute /usr/bin/ollama")),
+        "{f:?}"
+    );
+}
