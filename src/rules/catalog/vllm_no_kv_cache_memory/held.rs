@@ -136,8 +136,16 @@ ValueError: No available memory for the cache blocks. Try increasing `gpu_memory
         assert_eq!(f[0].category, Category::GpuMemoryHeldByOtherProcess);
         // Numbers before blame: the figures as printed, and the split
         // the paste cannot make stays an open condition.
-        assert!(f[0].headline.contains("68.01 GiB of the GPU's 79.15 GiB"), "{}", f[0].headline);
-        assert!(f[0].conditions.iter().any(|c| !c.met && c.text.contains("weights figure")));
+        assert!(
+            f[0].headline.contains("68.01 GiB of the GPU's 79.15 GiB"),
+            "{}",
+            f[0].headline
+        );
+        assert!(
+            f[0].conditions
+                .iter()
+                .any(|c| !c.met && c.text.contains("weights figure"))
+        );
     }
 
     #[test]
@@ -152,6 +160,12 @@ ValueError: No available memory for the cache blocks. Try increasing `gpu_memory
         let small = OWN.replace("took 14.9888 GB", "took 4.3456 GB");
         let f = findings_of(ID, &small);
         assert_eq!(f[0].category, Category::GpuMemoryHeldByOtherProcess);
-        assert!(f[0].chain.iter().any(|c| c.contains("about 9.99 GiB is another process's")), "{:?}", f[0].chain);
+        assert!(
+            f[0].chain
+                .iter()
+                .any(|c| c.contains("about 9.99 GiB is another process's")),
+            "{:?}",
+            f[0].chain
+        );
     }
 }
