@@ -98,6 +98,18 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         GpuMemoryHeldByOtherProcess,
+        "PyTorch's own figures with no process listed for the memory: the GPU's total minus what this process holds (`this process has 2.46 GiB memory in use`, or PyTorch's `reserved in total` in the old message) minus `free` leaves a large share held elsewhere, the arithmetic in the finding",
+        Rule("torch-cuda-oom"),
+        Some("fixtures/real/669-dynamo-gpu0-occupied-by-another-app-torch-oom-arithmetic"),
+    ),
+    cell(
+        GpuMemoryHeldByOtherProcess,
+        "vLLM 0.6.4–0.6.5's memory profile (`Memory profiling results: total_gpu_memory=79.15GiB initial_memory_usage=68.01GiB`) before `No available memory for the cache blocks`: what was in use when profiling began well above the weights figure plus a CUDA context, or over half of the GPU with no weights figure (a second server's memory charged to this one's budget)",
+        Rule("vllm-no-kv-cache-memory"),
+        Some("fixtures/real/679-vllm-second-instance-counts-first-instance-memory"),
+    ),
+    cell(
+        GpuMemoryHeldByOtherProcess,
         "free memory at start-up below what the server asks for (vLLM's free-memory check)",
         Rule("vllm-insufficient-free-memory"),
         Some("fixtures/rules/vllm-insufficient-free-memory/pos-0.10-worker-tp1-foreign-unit"),
@@ -176,7 +188,7 @@ pub const MATRIX: &[Cell] = &[
         GpuMemoryHeldByOtherProcess,
         "SGLang's own free figure at start-up (`Load weight begin. avail mem=`) below the GPU's total with nothing loaded",
         Gap(
-            "the line has no total (nvidia-smi's would be needed) and no real sample shows SGLang starting on a GPU already taken; its figures are read for the ranks' imbalance only. Searched again 2026-12-05 (issues and pages corpora: `Load weight begin. avail mem` with a GPU already in use, a second server, nvidia-smi, `Not enough memory`; code search for the line): every public log found starts on a free card (sglang#3419: 23.16 GB of a 4090; sglang#11716: 137.29 GB per H200 rank), shows ranks out of balance (sglang#4233, read by `sglang-unbalanced-memory`), or gives no total beside the figure",
+            "the line has no total (nvidia-smi's would be needed) and no real sample shows SGLang starting on a GPU already taken; its figures are read for the ranks' imbalance only. Searched again 2026-12-05 (issues and pages corpora: `Load weight begin. avail mem` with a GPU already in use, a second server, nvidia-smi, `Not enough memory`; code search for the line): every public log found starts on a free card (sglang#3419: 23.16 GB of a 4090; sglang#11716: 137.29 GB per H200 rank), shows ranks out of balance (sglang#4233, read by `sglang-unbalanced-memory`), or gives no total beside the figure. Searched again 2026-12-06 (issues and pages: `Load weight begin. avail mem` with two servers on one GPU, a GPU already in use, a low avail mem): sglang#3265 discusses several servers on one GPU with no log; sglang#4895 shows only `Load weight end` (3.64 GB left after 18.82 GB of its own weights on a 4090); AffineFoundation/affine-cortex#493 has two `sglang.launch_server` on one GPU but only PyTorch's OOM (read by `torch-cuda-oom`)",
         ),
         None,
     ),

@@ -34,7 +34,9 @@ nvidia-smi shows a GPU with a large share of its memory in use (at least a
 quarter of the card and 1 GiB), but no process on it: the process block says
 `No running processes found`, is empty, or is not in the paste at all, and
 the inputs show nothing else running (no server log, no model server in
-`ps`). Memory is held by a process nobody is looking at: most often what a
+`ps`, no loader's own lines of the memory it put on the GPU: llama.cpp's
+`CUDA0 buffer size = … MiB`, vLLM's `Loading model weights took`,
+SGLang's `Load weight end`). Memory is held by a process nobody is looking at: most often what a
 run left behind when it ended (workers of an interrupted job, the engine of
 a stopped server, a notebook's kernel), or a process in another container
 or PID namespace, which nvidia-smi inside a container does not list.
@@ -132,16 +134,31 @@ fn unaccounted(g: &Gpu) -> bool {
     }
 }
 
+/// A loader's own account of the device memory it took (catalog rows):
+/// llama.cpp's `CUDA0 buffer size = … MiB` (weights, KV cache, compute
+/// buffer), vLLM's `Loading model weights took …`, SGLang's `Load weight
+/// end. … avail mem=…`. The paste shows whose the memory is: a workload.
+/// (llama.cpp's `KV self size` is not one: a CPU-only load prints it too.)
+const LOADER_ROWS: &[&str] = &[
+    "stacks-llamacpp.device-buffer",
+    "stacks-vllm.weights-loaded",
+    "stacks-sglang.load-weight-end",
+];
+
 /// `Some` when the inputs show nothing of a workload that could own the
-/// memory: no journal or unit, no model server in `ps`, and no server log,
-/// or one that ends (uvicorn's `Finished server process [N]`, a
-/// `KeyboardInterrupt`) before the GPU table: `Some(Some(that end))`.
+/// memory: no journal or unit, no model server in `ps`, no loader's own
+/// device-buffer lines, and no server log, or one that ends (uvicorn's
+/// `Finished server process [N]`, a `KeyboardInterrupt`) before the GPU
+/// table: `Some(Some(that end))`.
 fn nothing_running(incident: &Incident) -> Option<Option<Ended>> {
     let facts = &incident.facts;
     if !facts.journal.is_empty()
         || !facts.unit_statuses.is_empty()
         || !facts.kernel_events.is_empty()
         || facts.ps.iter().any(|p| is_serving(&p.cmd, p.ppid))
+        || LOADER_ROWS
+            .iter()
+            .any(|id| incident.known(id).next().is_some())
     {
         return None;
     }

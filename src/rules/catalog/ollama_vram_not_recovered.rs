@@ -103,7 +103,7 @@ fn cpu_load<'a>(incident: &'a Incident, after: &Message) -> Option<(&'a Message,
         }
     });
     let loaded = incident.known(LOADED).filter_map(|(m, hit)| {
-        let gpu: u32 = hit.get("gpu")?.parse().ok()?;
+        let gpu: u32 = hit.get("ngl")?.parse().ok()?;
         let all: u32 = hit.get("layers")?.parse().ok()?;
         (gpu < all).then(|| (m, format!("it put {gpu} of {all} layers on the GPU")))
     });

@@ -381,9 +381,13 @@ impl<'a> Analysis<'a> {
         }
         let total = o.total_bytes?;
         let free = o.free_bytes?;
-        let mine = own_bytes(o)?.0;
+        let (mine, how) = own_bytes(o)?;
         let others = total.saturating_sub(free).saturating_sub(mine);
-        let beyond_context = others.saturating_sub(OWN_CONTEXT);
+        // `this process has X memory in use` counts its CUDA context
+        // already ("Including non-PyTorch memory"); PyTorch's reservation
+        // does not.
+        let context = if how == Own::Figure { 0 } else { OWN_CONTEXT };
+        let beyond_context = others.saturating_sub(context);
         let fits_without = o.tried_bytes.is_some_and(|t| free + beyond_context >= t);
         let share = beyond_context as f64 >= total as f64 * FOREIGN_SHARE;
         (gib(beyond_context) >= foreign_floor(Some(total)) && (fits_without || share))

@@ -15,6 +15,8 @@ use crate::rules::support::{confidence, distinct};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
+mod held;
+
 pub static RULE: VllmNoKvCacheMemory = VllmNoKvCacheMemory;
 
 pub struct VllmNoKvCacheMemory;
@@ -63,7 +65,10 @@ gpu_memory_utilization when initializing the engine.`
    large for the tensor-parallel size, or `--gpu-memory-utilization` is too
    low.
 2. Another process uses memory on the GPU (in older engines it is counted
-   against the budget).
+   against the budget): vLLM 0.6.4–0.6.5's memory profile says so in
+   numbers, `initial_memory_usage` (in use when profiling began) well
+   above the weights (`Loading model weights took`) plus a CUDA context,
+   or, with no weights figure, more than half of the GPU.
 3. A very large `--max-num-batched-tokens` / `--max-num-seqs` inflates the
    profiled activation peak.
 
@@ -117,15 +122,24 @@ impl Rule for VllmNoKvCacheMemory {
         if let Some((kv, span)) = mem.kv {
             f.evidence(span, format!("{kv:.2} GiB was left for the KV cache"));
         }
-        if let Some((m, total, initial)) = incident
+        let profile = incident
             .known(PROFILE)
             .filter(|(m, _)| m.span.source == first.span.source)
-            .find_map(|(m, h)| Some((m, h.get("gib")?, h.get("initial")?)))
-        {
+            .find_map(|(m, h)| {
+                let (total, initial) = (h.get("gib")?, h.get("initial")?);
+                Some(held::Profile {
+                    span: m.span,
+                    total: total.parse().ok()?,
+                    initial: initial.parse().ok()?,
+                    total_text: total.to_owned(),
+                    initial_text: initial.to_owned(),
+                })
+            });
+        if let Some(p) = &profile {
             f.evidence_once_marked(
-                m.span,
-                format!("{initial} GiB of the GPU's {total} GiB were in use when profiling began: this server's weights and whatever else holds the GPU"),
-                initial,
+                p.span,
+                format!("{} GiB of the GPU's {} GiB were in use when profiling began: this server's weights and whatever else holds the GPU", p.initial_text, p.total_text),
+                &p.initial_text,
             );
         }
         // What the memory profile above did not already cite.
@@ -150,6 +164,11 @@ impl Rule for VllmNoKvCacheMemory {
                 "GPU {gpu} is held by {name}, so {who} had no memory left for its KV cache after loading the model."
             );
             f.explanation = "vLLM's budget is a fraction of the GPU's total memory; what another process holds is missing from it. Free the GPU rather than raising the utilization.".to_owned();
+        } else if let Some((p, others)) = profile
+            .as_ref()
+            .and_then(|p| Some((p, held::others(p, &mem)?)))
+        {
+            held::explain(&mut f, p, &others, &who);
         } else {
             explain_sizes(
                 incident,

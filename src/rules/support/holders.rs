@@ -291,7 +291,14 @@ impl<'a> Holders<'a> {
                 }
             }
         }
-        let main = phrase(&list[0]);
+        // Named first: the holder with the most memory (a display's few
+        // MiB listed before a second server's 20 GiB is not the holder).
+        let first = list
+            .iter()
+            .enumerate()
+            .max_by_key(|(i, h)| (h.process.used_mib.unwrap_or(0), std::cmp::Reverse(*i)))
+            .map_or(&list[0], |(_, h)| h);
+        let main = phrase(first);
         let more = if list.len() > 1 {
             format!(" and {} other process(es)", list.len() - 1)
         } else {

@@ -342,3 +342,42 @@ fn a_full_gpu_beside_a_free_one_with_process_rows_is_not_taken() {
     let f = findings_of(super::META.id, &text);
     assert!(f.iter().all(|f| f.severity == Severity::Info), "{f:?}");
 }
+
+/// https://github.com/ollama/ollama/issues/3301 (batch-k/879): llama.cpp's
+/// own lines put 17999.66 MiB on CUDA0, and the nvidia-smi table above
+/// its process rows shows GPU 0 at 22070 of 24576 MiB.
+const OFFLOAD_TABLE: &str = "\
++---------------------------------------------------------------------------------------+
+| NVIDIA-SMI 535.161.07             Driver Version: 535.161.07   CUDA Version: 12.2     |
+|-----------------------------------------+----------------------+----------------------+
+| GPU  Name                 Persistence-M | Bus-Id        Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp   Perf          Pwr:Usage/Cap |         Memory-Usage | GPU-Util  Compute M. |
+|                                         |                      |               MIG M. |
+|=========================================+======================+======================|
+|   0  NVIDIA GeForce RTX 3090        Off | 00000000:08:00.0 Off |                  N/A |
+| 30%   44C    P2             150W / 370W |  22070MiB / 24576MiB |     15%      Default |
+";
+
+#[test]
+fn a_loaders_own_device_buffer_lines_name_the_memorys_owner() {
+    // The table alone: a note that no process is listed.
+    assert_eq!(findings_of(super::META.id, OFFLOAD_TABLE).len(), 1);
+    // With the loader's lines above it (2024's wording, as pasted), and
+    // 2025's `model buffer size` (llama.cpp#9390's line, a loader on
+    // several GPUs): the memory is the loader's, no note.
+    for loader in [
+        "llm_load_tensors: offloaded 23/33 layers to GPU\n\
+         llm_load_tensors:        CPU buffer size = 25215.87 MiB\n\
+         llm_load_tensors:      CUDA0 buffer size = 17999.66 MiB\n",
+        "load_tensors:        CUDA2 model buffer size = 25338.47 MiB\n",
+        // vLLM's own account of its weights (vllm#10517's line).
+        "Loading model weights took 14.9888 GB\n",
+    ] {
+        let paste = format!("{loader}{OFFLOAD_TABLE}");
+        let f = findings_of(super::META.id, &paste);
+        assert!(f.is_empty(), "{loader}: {f:?}");
+    }
+    // A CPU-only load's buffers name no GPU: the note stays.
+    let cpu = format!("llm_load_tensors:        CPU buffer size = 25215.87 MiB\n{OFFLOAD_TABLE}");
+    assert_eq!(findings_of(super::META.id, &cpu).len(), 1);
+}

@@ -269,9 +269,13 @@ impl<'a> Analysis<'a> {
             size(free),
             size(others)
         );
-        f.chain.push(format!(
-            "{arithmetic} (less about 1 GiB of its own CUDA context)"
-        ));
+        f.chain.push(match own_bytes(o) {
+            // The per-process figure includes the CUDA context.
+            Some((_, Own::Figure)) => {
+                format!("{arithmetic} (this process's figure includes its own CUDA context)")
+            }
+            _ => format!("{arithmetic} (less about 1 GiB of its own CUDA context)"),
+        });
         f.condition(
             format!("the numbers show memory held by another process: {arithmetic}"),
             true,

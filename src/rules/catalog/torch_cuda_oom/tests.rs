@@ -172,3 +172,31 @@ fn the_finding_shows_the_figures_as_pytorch_printed_them() {
         assert!(t.contains(figure), "{figure} not in:\n{t}");
     }
 }
+
+/// https://github.com/bcmi/libcom/issues/54: the process's own figure
+/// (9.43 GiB, its CUDA context included) and 185.50 MiB free leave 0.16
+/// GiB of the 9.77 GiB card: nobody else.
+const OWN_FIGURE: &str = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 256.00 MiB. GPU 0 has a total capacity of 9.77 GiB of which 185.50 MiB is free. Including non-PyTorch memory, this process has 9.43 GiB memory in use. Of the allocated memory 9.04 GiB is allocated by PyTorch, and 142.12 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)";
+
+#[test]
+fn this_process_s_figure_counts_its_context_already() {
+    let (category, _, _, _) = root(&format!("{OWN_FIGURE}\n"));
+    assert_eq!(category, Category::CudaOom);
+    // A variant of the same message on a 2 GB laptop card a desktop
+    // shares (the figures changed, assembled, not copied): 2.00 GiB total,
+    // 1.20 GiB this process's, 50 MiB free leaves 0.75 GiB to other
+    // processes. The figure already holds this process's CUDA context, so
+    // nothing is discounted for it: over a quarter of a small card is
+    // another process's share (the desktop's, Xorg and the shell).
+    let shared = OWN_FIGURE
+        .replace(
+            "9.77 GiB of which 185.50 MiB",
+            "2.00 GiB of which 50.00 MiB",
+        )
+        .replace("this process has 9.43 GiB", "this process has 1.20 GiB")
+        .replace("9.04 GiB is allocated", "1.02 GiB is allocated");
+    let (category, _, gpus, kills) = root(&format!("{shared}\n"));
+    assert_eq!(category, Category::GpuMemoryHeldByOtherProcess);
+    assert_eq!(gpus, vec![0]);
+    assert_eq!(kills, 0);
+}

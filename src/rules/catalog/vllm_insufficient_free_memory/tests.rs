@@ -39,3 +39,29 @@ fn half_a_profiling_error_is_not_read_as_figures() {
     let cut = "AssertionError: Error in memory profiling. Initial free memory 82.94 GiB,\n";
     assert!(findings_of(super::META.id, cut).is_empty());
 }
+
+/// vLLM's free-memory refusal (fixtures/real/720's line) beside an
+/// nvidia-smi process table whose first rows are the desktop's
+/// (fixtures/real/635's rows, verbatim; two real pastes put together):
+/// the holder named first is the process with the most memory, not the
+/// table's first row.
+#[test]
+fn the_holder_named_first_is_the_one_with_the_most_memory() {
+    let paste = "\
+(EngineCore_DP0 pid=972) ERROR 01-28 15:59:42 [core.py:935] ValueError: Free memory on device cuda:0 (1.53/22.05 GiB) on startup is less than desired GPU memory utilization (0.9, 19.84 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.
++-----------------------------------------------------------------------------------------+
+| Processes:                                                                              |
+|  GPU   GI   CI              PID   Type   Process name                        GPU Memory |
+|        ID   ID                                                               Usage      |
+|=========================================================================================|
+|    0   N/A  N/A            2043      G   /usr/lib/xorg/Xorg                       19MiB |
+|    0   N/A  N/A            2292      G   /usr/bin/gnome-shell                      8MiB |
+|    0   N/A  N/A            5857      C   python3                                3646MiB |
+|    0   N/A  N/A         1936717      C   python                                  270MiB |
+|    0   N/A  N/A         2084353      C   ...kun/vibevoice/venv/bin/python      11702MiB |
+";
+    let f = findings_of(super::META.id, paste);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert!(f[0].title.contains("PID 2084353"), "{}", f[0].title);
+    assert!(!f[0].title.contains("PID 2043"), "{}", f[0].title);
+}
