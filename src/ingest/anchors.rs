@@ -161,10 +161,8 @@ impl Anchors {
         let literals: Vec<&str> = self.literals.iter().map(String::as_str).collect();
         let rules = Cover::of(&literals, &[]);
         let facts = Cover::of(FACT_ANCHORS, &rules);
-        let all: Vec<&str> = rules.iter().chain(&facts).copied().collect();
         let hot = Arc::new(Hot {
-            search: Search::new(&all),
-            rules: rules.len(),
+            search: Search::new(&[&rules, &facts]),
             literals: self.literals.clone(),
             rules_only: OnceLock::new(),
         });
@@ -240,10 +238,9 @@ impl Cover {
 /// The rules' anchors and the parsers': whether a line must be read in full.
 #[derive(Debug)]
 pub(crate) struct Hot {
+    /// The rules' literals (the first group: a match of theirs makes the
+    /// line a message) and the parsers'.
     search: Search,
-    /// The rules' literals come first: a match of pattern below this makes
-    /// the line a message.
-    rules: usize,
     /// The rules' literals, and their search alone, for a line where a
     /// parser's came first: built when the first such line comes (a journal
     /// of quiet lines may have none).
@@ -251,71 +248,77 @@ pub(crate) struct Hot {
     rules_only: OnceLock<Option<Search>>,
 }
 
-/// How the anchors are searched. Case-insensitive Aho-Corasick has no
-/// prefilter to skip with, and its DFA takes one byte a step through a
-/// generic loop; regex-automata's lazy DFA over the same literals (ASCII
-/// case folding only, as Aho-Corasick's) unrolls its loop and stops at the
-/// first match state, which is all a line needs. Its states are built as
-/// the search meets them, in a cache per thread (a pool: the anchor search
-/// runs on whichever thread has time).
+/// How the anchors are searched: groups of literals, a match told by its
+/// group. Case-insensitive Aho-Corasick has no prefilter to skip with, and
+/// its DFA takes one byte a step through a generic loop; regex-automata's
+/// lazy DFA over the same literals (ASCII case folding only, as
+/// Aho-Corasick's) unrolls its loop and stops at the first match state,
+/// which is all a line needs. Its states are built as the search meets
+/// them, in a cache per thread (a pool: the anchor search runs on whichever
+/// thread has time).
 #[derive(Debug)]
 enum Search {
+    /// One pattern per group: the group's literals as their trie
+    /// ([`Search::trie`]).
     Lazy {
         dfa: Box<regex_automata::hybrid::dfa::DFA>,
         caches: Mutex<Vec<regex_automata::hybrid::dfa::Cache>>,
     },
-    /// Where the lazy DFA cannot be built.
-    Automaton(AhoCorasick),
+    /// Where the lazy DFA cannot be built: one pattern per literal, `ends`
+    /// the pattern after each group's last.
+    Automaton {
+        matcher: AhoCorasick,
+        ends: Vec<usize>,
+    },
 }
 
 /// The lazy DFA's cache: the anchors' states take a few hundred KiB.
 const LAZY_CACHE_BYTES: usize = 4 << 20;
 
 impl Search {
-    fn new(literals: &[&str]) -> Search {
-        Search::lazy(literals).unwrap_or_else(|| {
-            Search::Automaton(
-                AhoCorasick::builder()
-                    .ascii_case_insensitive(true)
-                    .kind(Some(AhoCorasickKind::DFA))
-                    .build(literals)
-                    .or_else(|_| {
-                        AhoCorasick::builder()
-                            .ascii_case_insensitive(true)
-                            .build(literals)
-                    })
-                    .expect("anchors are plain literals"),
-            )
+    fn new(groups: &[&[&str]]) -> Search {
+        Search::lazy(groups).unwrap_or_else(|| {
+            let literals: Vec<&str> = groups.iter().flat_map(|g| g.iter().copied()).collect();
+            let ends = groups
+                .iter()
+                .scan(0, |end, g| {
+                    *end += g.len();
+                    Some(*end)
+                })
+                .collect();
+            let matcher = AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .kind(Some(AhoCorasickKind::DFA))
+                .build(&literals)
+                .or_else(|_| {
+                    AhoCorasick::builder()
+                        .ascii_case_insensitive(true)
+                        .build(&literals)
+                })
+                .expect("anchors are plain literals");
+            Search::Automaton { matcher, ends }
         })
     }
 
-    /// Each literal as the expression of its bytes, letters folded
-    /// ASCII-only like Aho-Corasick's `ascii_case_insensitive`, built as
-    /// such (not written as a pattern to be parsed back: parsing hundreds
-    /// took as long as compiling them); a byte that is not ASCII stands for
-    /// itself. `None` where there is no literal or the DFA cannot be built.
-    fn lazy(literals: &[&str]) -> Option<Search> {
+    /// The group of a match's pattern.
+    fn group(&self, pattern: usize) -> usize {
+        match self {
+            Search::Lazy { .. } => pattern,
+            Search::Automaton { ends, .. } => ends.partition_point(|&end| end <= pattern),
+        }
+    }
+
+    /// Each group as one expression ([`Search::trie`]), built as such (not
+    /// written as a pattern to be parsed back: parsing hundreds took as
+    /// long as compiling them). `None` where there is no literal or the
+    /// DFA cannot be built.
+    fn lazy(groups: &[&[&str]]) -> Option<Search> {
         use regex_automata::hybrid::dfa::DFA;
         use regex_automata::nfa::thompson;
-        use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, Hir};
-        if literals.is_empty() {
+        if groups.iter().all(|g| g.is_empty()) {
             return None;
         }
-        let byte = |b: u8| {
-            if b.is_ascii_alphabetic() {
-                let (lower, upper) = (b.to_ascii_lowercase(), b.to_ascii_uppercase());
-                Hir::class(Class::Bytes(ClassBytes::new([
-                    ClassBytesRange::new(upper, upper),
-                    ClassBytesRange::new(lower, lower),
-                ])))
-            } else {
-                Hir::literal([b])
-            }
-        };
-        let exprs: Vec<Hir> = literals
-            .iter()
-            .map(|l| Hir::concat(l.bytes().map(byte).collect()))
-            .collect();
+        let exprs: Vec<regex_syntax::hir::Hir> = groups.iter().map(|g| Search::trie(g)).collect();
         let nfa = thompson::Compiler::new()
             .configure(thompson::Config::new().utf8(false))
             .build_many_from_hir(&exprs)
@@ -328,6 +331,84 @@ impl Search {
             dfa: Box::new(dfa),
             caches: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The literals as the expression of their trie: a shared prefix is
+    /// one path, each byte an ASCII letter in either case or a byte that
+    /// stands for itself (Aho-Corasick's `ascii_case_insensitive`). A
+    /// literal apiece, each state of the lazy DFA held a thread for every
+    /// literal (the unanchored search starts each one at every byte), and
+    /// computing a transition walked all of them: 935 anchors made each new
+    /// state cost about 80,000 instructions, and a text of words no log
+    /// repeats (a paste of anything else) kept meeting new states. As a
+    /// trie a state holds the first bytes' branches and the few nodes the
+    /// text is in. The same lines match at the same places: a match ends
+    /// where its literal does, the earliest such end either way.
+    fn trie(literals: &[&str]) -> regex_syntax::hir::Hir {
+        use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, Hir};
+        /// A node: the bytes that go on (folded), and whether a literal
+        /// ends here (then nothing past it matters: it matched earlier).
+        #[derive(Default)]
+        struct Node {
+            next: Vec<(u8, usize)>,
+            end: bool,
+        }
+        let mut nodes = vec![Node::default()];
+        for literal in literals.iter().filter(|l| !l.is_empty()) {
+            let mut at = 0;
+            for b in literal.bytes().map(|b| b.to_ascii_lowercase()) {
+                at = match nodes[at].next.iter().find(|&&(c, _)| c == b) {
+                    Some(&(_, child)) => child,
+                    None => {
+                        nodes.push(Node::default());
+                        let child = nodes.len() - 1;
+                        nodes[at].next.push((b, child));
+                        child
+                    }
+                };
+            }
+            nodes[at].end = true;
+        }
+        let byte = |b: u8| {
+            if b.is_ascii_alphabetic() {
+                let (lower, upper) = (b.to_ascii_lowercase(), b.to_ascii_uppercase());
+                Hir::class(Class::Bytes(ClassBytes::new([
+                    ClassBytesRange::new(upper, upper),
+                    ClassBytesRange::new(lower, lower),
+                ])))
+            } else {
+                Hir::literal([b])
+            }
+        };
+        // A child comes after its parent in `nodes`: built from the last,
+        // each node as the expressions of its path to a match, last first
+        // (a run of single bytes is one concatenation, not one a byte:
+        // concatenating flattens, and a long literal would be copied once
+        // per byte).
+        let mut built: Vec<Vec<Hir>> = (0..nodes.len()).map(|_| Vec::new()).collect();
+        let edge = |b: u8, mut rest: Vec<Hir>| {
+            rest.push(byte(b));
+            rest
+        };
+        let whole = |mut last_first: Vec<Hir>| {
+            last_first.reverse();
+            Hir::concat(last_first)
+        };
+        for (at, node) in nodes.iter().enumerate().rev() {
+            built[at] = match node.next.as_slice() {
+                _ if node.end => Vec::new(),
+                &[(b, child)] => edge(b, std::mem::take(&mut built[child])),
+                next => {
+                    let branches = next
+                        .iter()
+                        .map(|&(b, child)| whole(edge(b, std::mem::take(&mut built[child]))))
+                        .collect();
+                    vec![Hir::alternation(branches)]
+                }
+            };
+        }
+        // No literal: the empty alternation, which matches nothing.
+        whole(std::mem::take(&mut built[0]))
     }
 }
 
@@ -347,7 +428,7 @@ impl Search {
                 }
                 found
             }
-            Search::Automaton(matcher) => matcher.is_match(text),
+            Search::Automaton { matcher, .. } => matcher.is_match(text),
         }
     }
 }
@@ -365,7 +446,7 @@ impl Hot {
             .get_or_init(|| {
                 let literals: Vec<&str> = self.literals.iter().map(String::as_str).collect();
                 let cover = Cover::of(&literals, &[]);
-                (!cover.is_empty()).then(|| Search::new(&cover))
+                (!cover.is_empty()).then(|| Search::new(&[&cover]))
             })
             .as_ref()
     }
@@ -414,20 +495,22 @@ impl Hot {
                     };
                     // A match is at least one byte: its last byte is in its line.
                     let end = m.offset();
-                    found.push((end - 1, m.pattern().as_usize() < self.rules));
+                    let group = self.search.group(m.pattern().as_usize());
+                    found.push((end - 1, group == 0));
                     at = next_line(end);
                 }
                 if let Ok(mut c) = caches.lock() {
                     c.push(cache);
                 }
             }
-            Search::Automaton(matcher) => {
+            Search::Automaton { matcher, .. } => {
                 let mut at = 0;
                 while at < block.len() {
                     let Some(m) = matcher.find(Input::new(block).range(at..)) else {
                         break;
                     };
-                    found.push((m.start(), m.pattern().as_usize() < self.rules));
+                    let group = self.search.group(m.pattern().as_usize());
+                    found.push((m.start(), group == 0));
                     at = next_line(m.end());
                 }
             }
@@ -454,7 +537,7 @@ impl Rules<'_> {
                 let input = regex_automata::Input::new(line.as_bytes()).earliest(true);
                 !matches!(dfa.try_search_fwd(cache, &input), Ok(None))
             }
-            Some(search @ Search::Automaton(_)) => search.is_match(line.as_bytes()),
+            Some(search @ Search::Automaton { .. }) => search.is_match(line.as_bytes()),
         }
     }
 }
@@ -508,11 +591,10 @@ mod tests {
     }
 
     /// The lines of `block` (by index) a search found, and whether each
-    /// match it reported is a rule's.
-    fn lines_found(search: Search, rules: usize, block: &str) -> Vec<(usize, bool)> {
+    /// match it reported is a rule's (of the first group).
+    fn lines_found(search: Search, block: &str) -> Vec<(usize, bool)> {
         let hot = Hot {
             search,
-            rules,
             literals: Vec::new(),
             rules_only: OnceLock::new(),
         };
@@ -556,16 +638,17 @@ mod tests {
             "nothing here, not even a newline at the end",
         ];
         let block = lines.join("\n");
-        let lazy = Search::new(&literals);
+        let lazy = Search::new(&[&literals[..2], &literals[2..]]);
         assert!(matches!(lazy, Search::Lazy { .. }));
-        let automaton = Search::Automaton(
-            AhoCorasick::builder()
+        let automaton = Search::Automaton {
+            matcher: AhoCorasick::builder()
                 .ascii_case_insensitive(true)
                 .build(literals)
                 .expect("literals"),
-        );
-        let by_lazy = lines_found(lazy, 2, &block);
-        let by_automaton = lines_found(automaton, 2, &block);
+            ends: vec![2, literals.len()],
+        };
+        let by_lazy = lines_found(lazy, &block);
+        let by_automaton = lines_found(automaton, &block);
         let which = |f: &[(usize, bool)]| f.iter().map(|l| l.0).collect::<Vec<_>>();
         assert_eq!(which(&by_lazy), vec![0, 1, 3, 5, 7, 8, 10]);
         assert_eq!(which(&by_lazy), which(&by_automaton));
@@ -672,16 +755,101 @@ mod tests {
     fn a_literal_that_is_not_ascii_is_searched_by_the_lazy_dfa() {
         let literals = ["naïve", "NVRM", "以一种访问权限"];
         let block = "x\nNAïVE y\nnvrm\nNAÏVE is another letter\nz 以一种访问权限不允许 z\n以一种";
-        let search = Search::new(&literals);
+        let search = Search::new(&[&literals[..1], &literals[1..]]);
         assert!(matches!(search, Search::Lazy { .. }));
-        let automaton = Search::Automaton(
-            AhoCorasick::builder()
+        let automaton = Search::Automaton {
+            matcher: AhoCorasick::builder()
                 .ascii_case_insensitive(true)
                 .build(literals)
                 .expect("literals"),
-        );
-        let by_lazy = lines_found(search, 1, block);
+            ends: vec![1, literals.len()],
+        };
+        let by_lazy = lines_found(search, block);
         assert_eq!(by_lazy, vec![(1, true), (2, false), (4, false)]);
-        assert_eq!(by_lazy, lines_found(automaton, 1, block));
+        assert_eq!(by_lazy, lines_found(automaton, block));
+    }
+
+    /// Literals that share prefixes, one the prefix of another (the cover
+    /// keeps no such pair, the trie does not need it not to), searched as
+    /// tries find each line where Aho-Corasick finds it, at the byte where
+    /// the first literal to end there ends, and tell its group the same.
+    #[test]
+    fn the_tries_find_where_aho_corasick_finds() {
+        let rules = ["out of memory", "out of", "Xid", "XidX", "ECC error"];
+        let facts = [
+            "outage",
+            "oom-kill",
+            "oom_reaper",
+            "NCCL",
+            "nccl error",
+            "Xi",
+        ];
+        let lines = [
+            "CUDA OUT OF MEMORY",
+            "ou of",
+            "an outage, then out of memory",
+            "nvrm: xi",
+            "NVRM: XID 79",
+            "oom_reape",
+            "oom-killer invoked",
+            "NCCL error: unhandled",
+            "ecc erro",
+            "no anchor at all",
+            "x ECC ERROR y OUTAGE",
+            "",
+            "out",
+        ];
+        let block = lines.join("\n");
+        let lazy = Search::new(&[&rules, &facts]);
+        assert!(matches!(lazy, Search::Lazy { .. }));
+        let all: Vec<&str> = rules.iter().chain(&facts).copied().collect();
+        let automaton = Search::Automaton {
+            matcher: AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .build(&all)
+                .expect("literals"),
+            ends: vec![rules.len(), all.len()],
+        };
+        let hot = |search| Hot {
+            search,
+            literals: Vec::new(),
+            rules_only: OnceLock::new(),
+        };
+        let (mut by_lazy, mut by_automaton) = (Vec::new(), Vec::new());
+        hot(lazy).scan(block.as_bytes(), &mut by_lazy);
+        hot(automaton).scan(block.as_bytes(), &mut by_automaton);
+        // Aho-Corasick tells where a match starts, the lazy DFA where it
+        // ends: the same lines, each told a rule's or not alike.
+        let lines_of = |found: &[(usize, bool)]| {
+            found
+                .iter()
+                .map(|&(at, rule)| {
+                    (
+                        memchr::memchr_iter(b'\n', &block.as_bytes()[..at]).count(),
+                        rule,
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            lines_of(&by_lazy),
+            vec![
+                (0, true),
+                (2, false),
+                (3, false),
+                (4, false),
+                (6, false),
+                (7, false),
+                (10, true)
+            ]
+        );
+        assert_eq!(lines_of(&by_lazy), lines_of(&by_automaton));
+        // `nvrm: xi` ends its match at its last byte; `an outage, …` at
+        // `outage`'s `e` (before `out of memory` could end).
+        assert_eq!(
+            by_lazy[1].0,
+            lines[..2].iter().map(|l| l.len() + 1).sum::<usize>() + 8
+        );
+        assert_eq!(by_lazy[2].0, block.find("nvrm: xi").expect("line") + 7);
     }
 }

@@ -5,11 +5,39 @@
 
 /// Words a sentence of English almost always has one of.
 const FUNCTION_WORDS: &[&str] = &[
-    "a", "an", "the", "i", "i'm", "i've", "we", "you", "my", "our", "it", "it's", "this", "that",
-    "is", "are", "was", "am", "be", "to", "of", "in", "on", "at", "for", "with", "and", "but",
-    "or", "if", "when", "after", "before", "any", "what", "why", "how", "here", "there", "get",
-    "got", "have", "has", "had", "can", "do", "does", "did", "please", "thanks", "below", "above",
+    "a", "above", "after", "am", "an", "and", "any", "are", "at", "be", "before", "below", "but",
+    "can", "did", "do", "does", "for", "get", "got", "had", "has", "have", "here", "how", "i",
+    "i'm", "i've", "if", "in", "is", "it", "it's", "my", "of", "on", "or", "our", "please",
+    "thanks", "that", "the", "there", "this", "to", "was", "we", "what", "when", "why", "with",
+    "you",
 ];
+
+/// The longest of [`FUNCTION_WORDS`], in bytes.
+const LONGEST_FUNCTION_WORD: usize = 6;
+
+/// [`FUNCTION_WORDS`] as numbers ([`packed`]): a word is looked up by
+/// comparing one number with each, not its bytes with each word's.
+const PACKED_FUNCTION_WORDS: [u64; FUNCTION_WORDS.len()] = {
+    let mut packed_words = [0; FUNCTION_WORDS.len()];
+    let mut i = 0;
+    while i < FUNCTION_WORDS.len() {
+        packed_words[i] = packed(FUNCTION_WORDS[i]);
+        i += 1;
+    }
+    packed_words
+};
+
+/// The bytes of an ASCII word of at most eight, lowercased, as one number.
+const fn packed(word: &str) -> u64 {
+    let bytes = word.as_bytes();
+    let mut n = 0u64;
+    let mut i = 0;
+    while i < bytes.len() && i < 8 {
+        n |= (bytes[i].to_ascii_lowercase() as u64) << (8 * i);
+        i += 1;
+    }
+    n
+}
 
 /// Whether `text` reads as a sentence a person wrote between outputs
 /// ("After running the command below I get:", "Any ideas?"): conservative,
@@ -25,7 +53,7 @@ pub fn is_prose(text: &str) -> bool {
     if !text.starts_with(|c: char| c.is_alphabetic()) {
         return false;
     }
-    if text.contains(|c: char| {
+    let machine = |c: char| {
         matches!(
             c,
             '=' | '|'
@@ -48,7 +76,12 @@ pub fn is_prose(text: &str) -> bool {
                 | '`'
                 | '\t'
         ) || c.is_control()
-    }) {
+    };
+    // Byte by byte (every such character but the C1 controls is ASCII),
+    // character by character only where a byte is not ASCII.
+    if text.bytes().any(|b| b.is_ascii() && machine(char::from(b)))
+        || (!text.is_ascii() && text.contains(machine))
+    {
         return false;
     }
     // `Label: value` is how programs print; `ValueError: …` above all.
@@ -83,11 +116,21 @@ pub fn is_prose(text: &str) -> bool {
         }
         if alphabetic {
             words += 1;
-            let lower = word.to_lowercase();
-            function |= FUNCTION_WORDS.contains(&lower.as_str());
+            function = function || is_function_word(word);
         }
     }
     words >= 2 && function
+}
+
+/// Whether `word` is one of [`FUNCTION_WORDS`] in any case: an ASCII word
+/// compared as it is (no lowercase copy of every word of every unknown
+/// line), another lowercased first (the Kelvin sign is a `k`).
+fn is_function_word(word: &str) -> bool {
+    if word.is_ascii() {
+        word.len() <= LONGEST_FUNCTION_WORD && PACKED_FUNCTION_WORDS.contains(&packed(word))
+    } else {
+        FUNCTION_WORDS.contains(&word.to_lowercase().as_str())
+    }
 }
 
 /// Whether `text` is a note a person added to a paste as a shell comment
@@ -136,4 +179,27 @@ pub fn is_elision(text: &str) -> bool {
     let redaction =
         t.len() >= 3 && (t.bytes().all(|b| b == b'x' || b == b'X') || t.bytes().all(|b| b == b'*'));
     ellipsis || note || redaction
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn function_words_are_told_in_any_case() {
+        for word in FUNCTION_WORDS {
+            assert!(word.len() <= LONGEST_FUNCTION_WORD, "{word}");
+            assert_eq!(*word, word.to_lowercase(), "{word}");
+            assert!(is_function_word(word), "{word}");
+            assert!(is_function_word(&word.to_uppercase()), "{word}");
+        }
+        // U+212A KELVIN SIGN lowercases to `k`, as `to_lowercase` read it.
+        assert!(is_function_word("THAN\u{212A}S"));
+        assert!(!is_function_word("thanksgiving"));
+        assert!(!is_function_word("théirs"));
+        // A C1 control is a control, as a C0 one is.
+        assert!(is_prose("Here is what I get"));
+        assert!(!is_prose("Here is what I\u{85}get"));
+        assert!(!is_prose("Here is what I\u{7}get"));
+    }
 }

@@ -499,7 +499,20 @@ fn is_compose_cli_line(text: &str) -> bool {
 /// `finishedAt: …`, `restartCount: 3`. The fields that say why a container
 /// ended (`exitCode`, `reason`) are catalog rows.
 fn is_pod_status_field(text: &str) -> bool {
-    let Some((key, value)) = text.trim().split_once(": ") else {
+    // The key is before the first `: `, and no key holds one: the line
+    // starts with a key and `: ` (not a search of every unknown line).
+    const KEYS: [&str; 5] = [
+        "containerID",
+        "imageID",
+        "startedAt",
+        "finishedAt",
+        "restartCount",
+    ];
+    let text = text.trim();
+    let Some((key, value)) = KEYS.iter().find_map(|&key| {
+        let value = text.strip_prefix(key)?.strip_prefix(": ")?;
+        Some((key, value))
+    }) else {
         return false;
     };
     let value = value.trim_matches('"');
@@ -525,6 +538,10 @@ fn is_pod_status_field(text: &str) -> bool {
 /// such as lmdeploy's TurboMind `config.ini`: `cache_max_entry_count =
 /// 12`): a key with an underscore, one value, nothing else.
 fn is_setting_line(text: &str) -> bool {
+    // A byte's search first: most lines have no `=`.
+    if memchr::memchr(b'=', text.as_bytes()).is_none() {
+        return false;
+    }
     let Some((key, value)) = text.trim().split_once(" = ") else {
         return false;
     };
@@ -555,6 +572,10 @@ fn is_ggml_line(text: &str) -> bool {
         "clip_",
         "main",
     ];
+    // A byte's search first: most lines have no `:`.
+    if memchr::memchr(b':', text.as_bytes()).is_none() {
+        return false;
+    }
     let t = text.trim_start();
     if let Some(rest) = t.strip_prefix("Device ") {
         return rest.split_once(": ").is_some_and(|(n, d)| {
