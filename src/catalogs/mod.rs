@@ -42,6 +42,7 @@ const FILES: &[(&str, &str)] = built![
     "systemd",
     "kernel",
     "oom-daemons",
+    "supervisors",
     "dcgm",
     "stacks-torch",
     "stacks-vllm",

@@ -176,7 +176,8 @@ mod tests {
             let none = c.rows.iter().all(|r| !r.gpu);
             match c.id.as_str() {
                 "kernel" => {}
-                "systemd" | "stacks-containers" | "stacks-k8s" | "stacks-slurm" | "oom-daemons" => {
+                "systemd" | "stacks-containers" | "stacks-k8s" | "stacks-slurm" | "oom-daemons"
+                | "supervisors" => {
                     assert!(none, "{}: a host catalog's row is marked gpu", c.id)
                 }
                 _ => assert!(
