@@ -888,7 +888,7 @@ mod tests {
     use crate::source::{Source, SourceMap};
 
     /// Each command typed at a prompt, with what it printed before the next
-    /// prompt: fixtures/real-incoming/batch-k/870's `qstat -u luirink`
+    /// prompt: fixtures/real/870's `qstat -u luirink`
     /// prints nothing (the prompt after it is empty), the `ps` below it two
     /// rows.
     #[test]

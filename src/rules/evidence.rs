@@ -223,9 +223,7 @@ pub const MATRIX: &[Cell] = &[
         StaleServingInstance,
         "systemd alone: `Found left-over process N (COMM) in control group while starting unit`, the unit's previous run still running when it starts again (an error for a serving unit, a warning for a unit nothing ties to GPU serving)",
         Rule("stale-serving-process"),
-        Some(
-            "fixtures/real-incoming/batch-k/888-archlinuxcn-parsoid-restart-node-survivor-killmode-process",
-        ),
+        Some("fixtures/real/888-archlinuxcn-parsoid-restart-node-survivor-killmode-process"),
     ),
     cell(
         StaleServingInstance,
@@ -261,9 +259,7 @@ pub const MATRIX: &[Cell] = &[
         StaleServingInstance,
         "a server or job process older than the incident: `ps` rows whose start is a date (`May11`), days elapsed (`2-03:04:05`) or an `lstart` a day before the inputs' latest time, of a user a batch scheduler lists no job for (`qstat -u USER` printing nothing, `squeue -u USER` only its header): processes that outlived their job (a start time alone proves nothing: servers run for months)",
         Rule("process-outlived-its-job"),
-        Some(
-            "fixtures/real-incoming/batch-k/870-cbio-torque-yank-mpi-ranks-since-may11-user-has-no-jobs",
-        ),
+        Some("fixtures/real/870-cbio-torque-yank-mpi-ranks-since-may11-user-has-no-jobs"),
     ),
     cell(
         StaleServingInstance,

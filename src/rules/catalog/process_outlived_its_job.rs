@@ -2,7 +2,7 @@
 //! lists none, while a process listing shows that user's job programs
 //! (Python, an MPI or torch launcher's ranks, a model server) started days
 //! before: processes that outlived their job, still holding the node
-//! (fixtures/real-incoming/batch-k/870: `qstat -u luirink` printing
+//! (fixtures/real/870: `qstat -u luirink` printing
 //! nothing above two `yank run --mpi` ranks started `May11`).
 
 mod schedulers;

@@ -15,7 +15,7 @@ pub(super) struct Scheduler {
     /// no job (Slurm's `squeue` prints `JOBID PARTITION NAME USER ST TIME
     /// NODES NODELIST(REASON)` unless `-h`/`--noheader`, its man page);
     /// `None` for a tool that prints nothing at all then (Torque's and
-    /// PBS's `qstat -u USER`: fixtures/real-incoming/batch-k/870, the
+    /// PBS's `qstat -u USER`: fixtures/real/870, the
     /// prompt that follows it straight away).
     pub header: Option<&'static str>,
     /// How the tool asks for one user's jobs, besides `-u USER`.

@@ -8,14 +8,14 @@ use crate::testing::findings_of;
 /// The batch K case, by one path to change when the batch moves in.
 const CASE_870: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../fixtures/real-incoming/batch-k/870-cbio-torque-yank-mpi-ranks-since-may11-user-has-no-jobs/input.log"
+    "/../../fixtures/real/870-cbio-torque-yank-mpi-ranks-since-may11-user-has-no-jobs/input.log"
 );
 
 fn case_870() -> String {
     std::fs::read_to_string(CASE_870).expect("case 870")
 }
 
-/// fixtures/real-incoming/batch-k/870 (cBio/cbio-cluster#415): `qstat -u
+/// fixtures/real/870 (cBio/cbio-cluster#415): `qstat -u
 /// luirink` prints nothing, then two `ps aux` rows of that user's `yank run
 /// --mpi` ranks started `May11` with days of CPU time.
 #[test]

@@ -8,12 +8,6 @@
 use super::stage_word_tests::{analysis, cites, hang, stalled};
 use crate::model::Category;
 
-/// Incoming cases not yet moved into fixtures/real: one place to change.
-const INCOMING: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../fixtures/real-incoming/batch-k/"
-);
-
 const REAL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/real/");
 
 /// The input of the case numbered `number` (`882-…/input.log`) in `dir`.
@@ -38,7 +32,7 @@ fn case(dir: &str, number: &str) -> String {
 /// job trains.
 #[test]
 fn a_training_loop_started_then_nothing_is_a_hang_there() {
-    let text = case(INCOMING, "882");
+    let text = case(REAL, "882");
     let f = hang(&text);
     assert!(f.title.contains("training set up"), "{}", f.title);
     assert!(
@@ -64,7 +58,7 @@ fn a_training_loop_started_then_nothing_is_a_hang_there() {
 /// batch K 883): one finding for all ten lines, naming the local ranks.
 #[test]
 fn every_rank_logging_its_gpu_then_nothing_is_one_hang_naming_them() {
-    let text = case(INCOMING, "883");
+    let text = case(REAL, "883");
     let f = hang(&text);
     assert_eq!(f.occurrences, 10);
     assert!(
@@ -181,7 +175,7 @@ fn init_complete_over_the_network_then_nothing_is_a_hang() {
 /// completed.
 #[test]
 fn a_rank_still_connecting_after_the_others_completed_is_a_hang_in_the_init() {
-    let text = case(INCOMING, "890");
+    let text = case(REAL, "890");
     let f = hang(&text);
     assert!(f.confidence > 0.3 && f.confidence < 0.7, "{}", f.confidence);
     let connecting = f
@@ -224,7 +218,7 @@ fn init_complete_of_part_of_a_group_is_a_hang_and_of_a_whole_node_group_is_not()
 /// only its name.
 #[test]
 fn the_finding_quotes_the_line_where_the_stage_began() {
-    let text = case(INCOMING, "875");
+    let text = case(REAL, "875");
     let f = hang(&text);
     assert!(
         f.headline
