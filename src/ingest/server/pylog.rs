@@ -90,6 +90,43 @@ static JOB_NO_PID: LazyLock<Regex> = LazyLock::new(|| {
     .expect("job without a PID regex")
 });
 
+/// A job report that names the PID but no command: `./scripts/on_sd_start.sh:
+/// line 118: 7080 killed` (Easy Diffusion's start script,
+/// https://github.com/easydiffusion/easydiffusion/issues/102, batch L 901
+/// shows it): the script and line of bash's report, the signal word in
+/// either case, nothing after it.
+static JOB_NO_COMMAND: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^\S+:\x20line\x20[0-9]+:\x20+(?P<pid>[0-9]+)\x20
+        (?P<signal>Killed|killed|Terminated|terminated)\s*$",
+    )
+    .expect("job without a command regex")
+});
+
+/// fish's report of a job a signal ended: `fish: Job 1, 'python3 train.py
+/// --p…' terminated by signal SIGKILL (Forced quit)` (fish's proc.rs, the
+/// job's command cut to the terminal's width, the signal's name and fish's
+/// description of it). fish names no PID.
+static FISH_JOB: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^fish:\x20Job\x20[0-9]+,\x20'.*'\x20terminated\x20by\x20signal\x20(?P<sig>SIG[A-Z0-9]+)\x20\([^)]*\)\s*$",
+    )
+    .expect("fish job regex")
+});
+
+/// bash's words for the signals fish names by their `SIG` names.
+fn bash_words_of_signal(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "SIGKILL" => "Killed",
+        "SIGTERM" => "Terminated",
+        "SIGABRT" => "Aborted",
+        "SIGSEGV" => "Segmentation fault",
+        "SIGBUS" => "Bus error",
+        "SIGILL" => "Illegal instruction",
+        _ => return None,
+    })
+}
+
 /// bash's words for a signal zsh words its own way; bash's words unchanged.
 fn bash_words(zsh: &str) -> &str {
     match zsh {
@@ -132,6 +169,10 @@ pub(super) fn shell_foreground_or_glued(text: &str) -> Option<&str> {
         .or_else(|| {
             let bar = text.strip_suffix("Killed")?;
             (bar.ends_with(']') && is_progress_bar(bar)).then_some("Killed")
+        })
+        .or_else(|| {
+            let c = FISH_JOB.captures(text)?;
+            bash_words_of_signal(c.name("sig")?.as_str())
         })
 }
 
@@ -220,11 +261,18 @@ pub(super) fn shell_job(text: &str) -> Option<ShellJob<'_>> {
             command: c.name("cmd")?.as_str().trim_end(),
         });
     }
-    let c = SHELL_JOB.captures(text)?;
+    if let Some(c) = SHELL_JOB.captures(text) {
+        return Some(ShellJob {
+            pid: c["pid"].parse().ok()?,
+            signal: c.name("signal")?.as_str(),
+            command: c.name("cmd")?.as_str().trim_end(),
+        });
+    }
+    let c = JOB_NO_COMMAND.captures(text)?;
     Some(ShellJob {
         pid: c["pid"].parse().ok()?,
-        signal: c.name("signal")?.as_str(),
-        command: c.name("cmd")?.as_str().trim_end(),
+        signal: bash_words(c.name("signal")?.as_str()),
+        command: "",
     })
 }
 
@@ -303,6 +351,33 @@ mod tests {
     }
 
     /// bash's job report (https://github.com/sgl-project/sglang/issues/6888).
+    #[test]
+    fn fish_and_commandless_job_reports() {
+        // fish (batch L 902, https://github.com/bes-dev/stable_diffusion.openvino/issues/8
+        // as its case records it) and a commandless report (batch L 901).
+        assert_eq!(
+            shell_foreground_or_glued(
+                "fish: Job 1, 'python3 stable_diffusion.py --p…' terminated by signal SIGKILL (Forced quit)"
+            ),
+            Some("Killed")
+        );
+        assert_eq!(
+            shell_foreground_or_glued(
+                "fish: Job 1, './build/app' terminated by signal SIGSEGV (Address boundary error)"
+            ),
+            Some("Segmentation fault")
+        );
+        assert_eq!(
+            shell_foreground_or_glued("fish: Job 1, 'x' terminated by signal SIGUSR1 (Custom)"),
+            None
+        );
+        let j = shell_job("./scripts/on_sd_start.sh: line 118: 7080 killed").expect("no command");
+        assert_eq!((j.pid, j.signal, j.command), (7080, "Killed", ""));
+        // Prose that merely says a job was killed is not a report.
+        assert!(shell_job("the job 7080 killed itself").is_none());
+        assert!(shell_job("line 118: 7080 killed").is_none());
+    }
+
     #[test]
     fn shell_job_reports() {
         let j = shell_job("./run.sh: line 22: 103525 Killed                  python -m sglang.launch_server --host 0.0.0.0 --port 8188 --tp-size 2").expect("killed");

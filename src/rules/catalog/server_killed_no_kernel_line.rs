@@ -191,7 +191,9 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
     let command = converter_command(incident, kill, server_line, killed);
     let named = names_a_model_workload(killed) || command.is_some();
     let memory = Memory::of(incident, kill);
-    let lone = matches!(killed, Killed::Shell(None)) && alone(incident, kill);
+    // A job report that names no command (`line 118: 7080 killed`) says
+    // no more than a bare `Killed`.
+    let lone = matches!(killed, Killed::Shell(None | Some((_, "")))) && alone(incident, kill);
     if server_line.is_none() && loading.is_none() && !named && !memory.any() && !lone {
         return None;
     }

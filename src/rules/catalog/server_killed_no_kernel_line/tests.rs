@@ -296,6 +296,29 @@ fn a_lone_killed_is_the_host_oom_reading_at_the_lowest_confidence() {
     assert!(f[0].headline.contains("loading"), "{}", f[0].headline);
 }
 
+/// A job report that names a PID but no command is as bare as `Killed`:
+/// batch L 901 (easydiffusion/easydiffusion#102, the start script's
+/// `line 118: 7080 killed` as the whole paste) is the same lowest reading,
+/// naming PID 7080; with a command line before it, it is not alone.
+#[test]
+fn a_commandless_job_report_alone_is_the_lone_reading_with_its_pid() {
+    let f = killed("./scripts/on_sd_start.sh: line 118: 7080 killed\n");
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].category, crate::rules::Category::HostOomKiller);
+    assert!(f[0].confidence <= 0.3, "{}", f[0].confidence);
+    assert!(
+        f[0].entities.pids.contains(&7080),
+        "{:?}",
+        f[0].entities.pids
+    );
+    let after_output = "building the index\n./scripts/on_sd_start.sh: line 118: 7080 killed\n";
+    assert!(
+        killed(after_output).is_empty(),
+        "{:?}",
+        killed(after_output)
+    );
+}
+
 /// earlyoom's kills name the victim and its RSS (batch-j/861's two): host
 /// OOM with both PIDs; its low-memory notice alone is no kill. systemd-oomd
 /// killing `ollama.service` (a variant, assembled from oomd's format in
