@@ -57,6 +57,18 @@ pub enum UnitEventKind {
     OomKilled,
 }
 
+impl UnitEventKind {
+    /// systemd restarting the unit: the delay ran out (`… scheduling
+    /// restart.`) or the restart job was queued (`Scheduled restart job,
+    /// restart counter is at N.`; v235+, after the former).
+    pub fn is_restart(&self) -> bool {
+        matches!(
+            self,
+            UnitEventKind::RestartDue | UnitEventKind::ScheduledRestart(_)
+        )
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct UnitEvent {
     pub kind: UnitEventKind,

@@ -171,6 +171,11 @@ pub(super) fn shell_foreground_or_glued(text: &str) -> Option<&str> {
             (bar.ends_with(']') && is_progress_bar(bar)).then_some("Killed")
         })
         .or_else(|| {
+            // Every line that reaches here would run the regex: fish's own
+            // prefix first.
+            if !text.starts_with("fish: Job ") {
+                return None;
+            }
             let c = FISH_JOB.captures(text)?;
             bash_words_of_signal(c.name("sig")?.as_str())
         })
@@ -267,6 +272,10 @@ pub(super) fn shell_job(text: &str) -> Option<ShellJob<'_>> {
             signal: c.name("signal")?.as_str(),
             command: c.name("cmd")?.as_str().trim_end(),
         });
+    }
+    // A line without bash's `: line N:` is no such report: skip the regex.
+    if !text.contains(": line ") {
+        return None;
     }
     let c = JOB_NO_COMMAND.captures(text)?;
     Some(ShellJob {

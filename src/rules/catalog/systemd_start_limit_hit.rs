@@ -214,12 +214,7 @@ fn cite_loop(events: &[UnitEvent], f: &mut Finding) {
     }
     let restarts: Vec<Span> = events
         .iter()
-        .filter(|e| {
-            matches!(
-                e.kind,
-                UnitEventKind::RestartDue | UnitEventKind::ScheduledRestart(_)
-            )
-        })
+        .filter(|e| e.kind.is_restart())
         .map(|e| e.span)
         .collect();
     for s in [restarts.first(), restarts.last()].into_iter().flatten() {

@@ -185,7 +185,7 @@ fn finding(
     // Without an exception (which the server's own rules classify),
     // the unit's last error lines are its stated reason.
     let stated = stated_reason(&words, &bare).filter(|_| last_exception.is_none());
-    let failed = failure::Failed::of(incident, unit, facts);
+    let failed = failure::Failed::of(incident, facts);
     // systemd's own word on the command it could not execute, unless an
     // exception before the exit says more.
     let exec = exec::of(

@@ -31,19 +31,14 @@ pub(super) struct Failed {
 }
 
 impl Failed {
-    pub(super) fn of(incident: &Incident, _unit: &str, facts: &UnitFacts) -> Failed {
+    pub(super) fn of(incident: &Incident, facts: &UnitFacts) -> Failed {
         let first = |pred: &dyn Fn(&UnitEventKind) -> bool| {
             facts.events.iter().find(|e| pred(&e.kind)).map(|e| e.span)
         };
         let restarts: Vec<Span> = facts
             .events
             .iter()
-            .filter(|e| {
-                matches!(
-                    e.kind,
-                    UnitEventKind::RestartDue | UnitEventKind::ScheduledRestart(_)
-                )
-            })
+            .filter(|e| e.kind.is_restart())
             .map(|e| e.span)
             .collect();
         let stopped = restarts.last().and_then(|last| {
