@@ -114,8 +114,7 @@ impl Rule for OllamaAppRespawnLoop {
         for w in crashes.windows(2) {
             let start = starts
                 .iter()
-                .filter(|(m, _)| m.span > w[0].msg.span && m.span < w[1].msg.span)
-                .next_back();
+                .rfind(|(m, _)| m.span > w[0].msg.span && m.span < w[1].msg.span);
             let from = start.map_or(w[0].msg.span, |(m, _)| m.span);
             let secs = match (incident.time_of(from), incident.time_of(w[1].msg.span)) {
                 (Some(a), Some(b)) => Some((b.local - a.local).num_milliseconds()),
