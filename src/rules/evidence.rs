@@ -482,6 +482,12 @@ pub const MATRIX: &[Cell] = &[
         None,
     ),
     cell(
+        UnitCrashLoop,
+        "a desktop app's own respawn counter rising with each server dead within seconds of its start (Ollama's app.log: `server crash 8 - exit code 1 - respawning`, 9, 10, each after `started ollama server with pid N`), outside systemd; not one crash, nor the old app's `exec: already started` bookkeeping",
+        Rule("ollama-app-respawn-loop"),
+        Some("fixtures/rules/ollama-app-respawn-loop/pos-ollama-9960-crash-8-to-10.log"),
+    ),
+    cell(
         UnitExitedZeroNoRestart,
         "a server's engine died but its unit exited 0, defeating Restart=on-failure",
         Rule("unit-exited-zero-no-restart"),
@@ -605,6 +611,14 @@ pub const MATRIX: &[Cell] = &[
         "Dynamo waiting, once, for its engine worker to signal ready (`Waiting for sglang0 to signal that it's ready`), and nothing after it",
         Rule("startup-wait-unanswered"),
         Some("fixtures/real/691-dynamo-run-sglang-worker-never-signals-ready"),
+    ),
+    cell(
+        ServerHang,
+        "`ollama ps` showing a model `Stopping...` with no request in flight (none typed in the background before the row, no generation logged after it): its runner never finished unloading",
+        Rule("ollama-model-stuck-stopping"),
+        Some(
+            "fixtures/rules/ollama-model-stuck-stopping/pos-ollama-12179-phi4-split-five-loaded.log",
+        ),
     ),
     // GPU health without an Xid line.
     cell(

@@ -144,7 +144,11 @@ app refusing to quit (osascript's `Ollama got an error: User canceled.
 (-128)`), or the server serving the same port earlier in the log
 (`Uvicorn running on http://0.0.0.0:8000`) make the finding a stale serving
 instance (0.7 for a stop, 0.6 for a port served before): its own earlier
-instance still holds the port. A failed bind on a serving program's default
+instance still holds the port. So does the program whose default port it
+is shown running beside the failed bind (0.6): its unit `active` in a
+`systemctl status` (`ollama.service`, or a unit whose processes are the
+program's), a process of it in a `ps` listing, or Ollama's desktop app
+starting its own server (`started ollama server with pid N`). A failed bind on a serving program's default
 port alone (Ollama's 11434, ComfyUI's 8188, vLLM's 8000) stays a port in
 use, naming that program as the likely holder and how it is stopped (its
 tray or menu-bar app, `systemctl stop`, Ctrl-C in its console) rather than

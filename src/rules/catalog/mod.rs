@@ -42,7 +42,9 @@ mod nvidia_smi_gpu_err_row;
 mod nvidia_smi_gpu_unreachable;
 mod nvlink_links_inactive;
 mod nvml_driver_library_mismatch;
+mod ollama_app_respawn_loop;
 mod ollama_load_exceeds_host_memory;
+mod ollama_model_stuck_stopping;
 mod ollama_vram_not_recovered;
 mod process_died;
 mod process_outlived_its_job;
@@ -129,7 +131,9 @@ pub static RULES: &[&dyn Rule] = &[
     &nvidia_smi_gpu_unreachable::RULE,
     &nvlink_links_inactive::RULE,
     &nvml_driver_library_mismatch::RULE,
+    &ollama_app_respawn_loop::RULE,
     &ollama_load_exceeds_host_memory::RULE,
+    &ollama_model_stuck_stopping::RULE,
     &ollama_vram_not_recovered::RULE,
     &process_died::RULE,
     &process_outlived_its_job::RULE,

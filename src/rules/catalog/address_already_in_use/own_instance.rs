@@ -9,6 +9,12 @@
 //!   earlier in the same log (uvicorn's `Uvicorn running on
 //!   http://0.0.0.0:8000`, llama-server's `server is listening on`): the
 //!   holder is its own earlier instance, a stale serving instance;
+//! - *an instance running*: the port is a serving program's default and
+//!   the paste shows that program running beside the failed bind: its unit
+//!   `active` (a `systemctl status` whose name or processes are the
+//!   program's), a process of it in a `ps` listing, or Ollama's desktop app
+//!   starting its own server (`started ollama server with pid N`): a second
+//!   copy of the same server, a stale serving instance;
 //! - *the port alone*: the port is a serving program's default (the
 //!   programs' table, `correlate/serving/programs.rs`): the finding stays a
 //!   port in use, and names that program as the likely holder and how it is
@@ -18,7 +24,7 @@
 //! `same_server.rs` reads a holder of the same stack, and a holder of
 //! another program stays a port in use.
 
-use super::super::stale_serving_process::titles::{DEFAULT_PORTS, defaults_on};
+use super::super::stale_serving_process::titles::{DEFAULT_PORTS, classify, defaults_on};
 use crate::correlate::Incident;
 use crate::model::{Listener, Message};
 use crate::rules::{Action, Category, Finding};
@@ -72,12 +78,23 @@ const SERVED: &[&str] = &[
     "startup.llama-server-listening",
 ];
 
+/// How the paste shows the earlier instance.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    /// A stop or restart that did not take.
+    Stopped,
+    /// The port served before the failed bind.
+    Served,
+    /// The same server running beside it (its unit, its process, its app).
+    Running,
+}
+
 /// What the paste shows of the earlier instance before the failed bind.
 struct Earlier {
     /// The lines, each with what it says.
     lines: Vec<(Span, String)>,
-    /// A stop that did not take (else: only served the port before).
-    stopped: bool,
+    /// How it is seen.
+    seen: Seen,
     /// The headline's clause.
     shows: &'static str,
     /// How the program whose instance it is is stopped, when known.
@@ -118,7 +135,7 @@ pub(super) fn apply(
         .collect::<Vec<_>>()
         .join(" or ");
     let stop = defaults.first().map(|d| d.stop);
-    match earlier(incident, number, first) {
+    match earlier(incident, number, first).or_else(|| running(incident, number)) {
         Some(e) => stale(f, number, e, &probe),
         None if !defaults.is_empty() => {
             f.condition(
@@ -190,7 +207,7 @@ fn earlier(incident: &Incident, port: u16, first: Span) -> Option<Earlier> {
         lines.sort_by_key(|(s, _)| *s);
         return Some(Earlier {
             lines,
-            stopped: true,
+            seen: Seen::Stopped,
             shows: stop.shows,
             stop: program
                 .and_then(|p| DEFAULT_PORTS.iter().find(|d| d.stack == p))
@@ -215,9 +232,66 @@ fn earlier(incident: &Incident, port: u16, first: Span) -> Option<Earlier> {
     lines.sort_by_key(|(s, _)| *s);
     (!lines.is_empty()).then_some(Earlier {
         lines,
-        stopped: false,
+        seen: Seen::Served,
         shows: "the paste shows it serving the port before this start",
         stop: None,
+    })
+}
+
+/// An instance of the program whose default port `port` is, shown running
+/// in the inputs: its unit active, a process of it listed, or (Ollama)
+/// its desktop app starting its own server. Nothing names it the port's
+/// holder, but a second start of the same server on its default port
+/// collides with it.
+fn running(incident: &Incident, port: u16) -> Option<Earlier> {
+    let defaults: Vec<_> = defaults_on(port).collect();
+    let program = |cmd: &str| {
+        classify(cmd).and_then(|(e, _)| defaults.iter().find(|d| d.stack == e.stack).copied())
+    };
+    let unit = incident.facts.unit_statuses.iter().find_map(|s| {
+        if s.active_state.as_deref() != Some("active") {
+            return None;
+        }
+        let by_name = defaults
+            .iter()
+            .find(|d| {
+                s.unit
+                    .trim_end_matches(".service")
+                    .eq_ignore_ascii_case(d.stack)
+            })
+            .copied();
+        let d = by_name.or_else(|| s.cgroup.iter().find_map(|m| program(&m.cmdline)))?;
+        Some((
+            s.active_span.unwrap_or(s.span),
+            format!(
+                "{} is active: {} already runs as a service",
+                s.unit, d.stack
+            ),
+            d,
+        ))
+    });
+    let listed = || {
+        incident.facts.ps.iter().find_map(|r| {
+            let d = program(&r.cmd)?;
+            Some((r.span, format!("PID {} is {} running", r.pid, d.stack), d))
+        })
+    };
+    let app = || {
+        let d = defaults.iter().find(|d| d.stack == "Ollama").copied()?;
+        let (m, hit) = incident.known("stacks-ollama.app-started-server").next()?;
+        let pid = hit.get("pid").unwrap_or("?");
+        Some((
+            m.span,
+            format!("Ollama's app started its own server (PID {pid})"),
+            d,
+        ))
+    };
+    let (span, note, d) = unit.or_else(listed).or_else(app)?;
+    Some(Earlier {
+        lines: vec![(span, note)],
+        seen: Seen::Running,
+        shows: "the paste shows the same server already running beside it",
+        stop: Some(d.stop),
     })
 }
 
@@ -228,16 +302,19 @@ fn stale(f: &mut Finding, port: u16, e: Earlier, probe: &str) {
         f.evidence(*span, note.clone());
     }
     f.category = Category::StaleServingInstance;
-    let (seen, chain) = if e.stopped {
-        (
+    let (seen, chain) = match e.seen {
+        Seen::Stopped => (
             "the server was asked to stop or restart before the failed bind",
             "its own earlier instance, asked to stop, had not let the port go",
-        )
-    } else {
-        (
+        ),
+        Seen::Served => (
             "the server served this port earlier in the same log",
             "its own earlier instance, which served the port before, still holds it",
-        )
+        ),
+        Seen::Running => (
+            "the same server, whose default port this is, is shown running beside the failed bind",
+            "another instance of the same server, already running, holds it",
+        ),
     };
     f.condition(seen, true);
     f.title = format!("port {port} is still held by the server's own earlier instance");
@@ -249,7 +326,7 @@ fn stale(f: &mut Finding, port: u16, e: Earlier, probe: &str) {
     f.chain.push(chain.to_owned());
     f.explanation = "A server releases its port only when its listening socket closes: a restart inside the same process (a web UI's Restart or Reload UI), an app that refuses to quit, or a run left behind keeps the old server on the port, and every new start fails to bind it. The holder is not another program but the server itself.".to_owned();
     advise(f, probe, e.stop);
-    f.confidence = if e.stopped { 0.7 } else { 0.6 };
+    f.confidence = if e.seen == Seen::Stopped { 0.7 } else { 0.6 };
 }
 
 /// In place of "find the process; stop it if it is a leftover, otherwise
@@ -432,6 +509,44 @@ mod tests {
         // A port no server has as its default names none.
         let none = one("Error: listen tcp 127.0.0.1:44319: bind: address already in use\n");
         assert!(!none.headline.contains("default port"), "{}", none.headline);
+    }
+
+    /// fixtures/real/448's `systemctl status ollama` (ollama/ollama#6369:
+    /// the service active, its process `ollama serve`) beside
+    /// ollama/ollama#14963's bind error (batch L's 920), both verbatim, the
+    /// combination ours: a second copy of the running server; the same
+    /// status beside a bind of another port is no cause. Ollama's app
+    /// starting its own server (ollama/ollama#9960's app.log) reads the
+    /// same way.
+    #[test]
+    fn the_same_server_running_beside_the_bind() {
+        let status = "$  systemctl status ollama
+● ollama.service - Ollama Service
+     Loaded: loaded (/etc/systemd/system/ollama.service; enabled; vendor preset: enabled)
+     Active: active (running) since Wed 2024-08-14 19:56:09 PDT; 35min ago
+   Main PID: 772316 (ollama)
+     CGroup: /system.slice/ollama.service
+             └─772316 /usr/local/bin/ollama serve
+
+";
+        let bind = "Error: listen tcp 0.0.0.0:11434: bind: address already in use\n";
+        let f = one(&format!("{status}$ ollama serve\n{bind}"));
+        assert_eq!(f.category, Category::StaleServingInstance);
+        assert!(
+            f.evidence
+                .iter()
+                .any(|e| e.note.contains("ollama.service is active")),
+            "{:?}",
+            f.evidence
+        );
+        let other = one(&format!(
+            "{status}Error: listen tcp 127.0.0.1:44319: bind: address already in use\n"
+        ));
+        assert_eq!(other.category, Category::PortInUse);
+        let app = "time=2025-03-24T14:07:26.157+08:00 level=INFO source=server.go:127 msg=\"started ollama server with pid 8792\"\n";
+        let f = one(&format!("{app}{bind}"));
+        assert_eq!(f.category, Category::StaleServingInstance);
+        assert!(one(bind).category == Category::PortInUse);
     }
 
     /// The next paste: vLLM restarted in the same log, uvicorn's bind error
