@@ -61,6 +61,7 @@ const FILES: &[(&str, &str)] = built![
     "stacks-hf",
     "stacks-gaudi",
     "stacks-tf",
+    "stacks-comfyui",
     "startup",
 ];
 

@@ -133,12 +133,14 @@ fn is_function_word(word: &str) -> bool {
     }
 }
 
-/// Whether `text` is a note a person added to a paste as a shell comment
-/// (`# meanwhile, output in /var/log/syslog`): what follows `# ` reads as
-/// prose ([`is_prose`]) once the paths in it are taken for words. A
-/// program's own `# GPU blocks: 1478` and a commented command are not.
+/// Whether `text` is a note a person added to a paste as a shell or C
+/// comment (`# meanwhile, output in /var/log/syslog`, `// In the HOST`):
+/// what follows `# ` or `// ` reads as prose ([`is_prose`]) once the paths
+/// in it are taken for words. A program's own `# GPU blocks: 1478` and a
+/// commented command are not.
 pub fn is_annotation(text: &str) -> bool {
-    let Some(note) = text.trim_start().strip_prefix("# ") else {
+    let text = text.trim_start();
+    let Some(note) = text.strip_prefix("# ").or_else(|| text.strip_prefix("// ")) else {
         return false;
     };
     let words: Vec<&str> = note

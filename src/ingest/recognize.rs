@@ -825,6 +825,8 @@ mod tests {
             "# meanwhile, output in /var/log/syslog",
             "# this is what the journal shows after the restart",
             "  # and here is the output of nvidia-smi:",
+            // fixtures/real-incoming/batch-l/924 (NVIDIA/nvidia-docker#747).
+            "// In the HOST",
         ] {
             assert!(is_annotation(yes), "{yes}");
         }
@@ -838,6 +840,7 @@ mod tests {
             "meanwhile, output in /var/log/syslog",
             "# /usr/bin/python3 /opt/serve.py --port 8000",
             "# at 09:38:52 the server is down",
+            "//usr/bin/env",
         ] {
             assert!(!is_annotation(no), "{no}");
         }

@@ -23,6 +23,14 @@ static BULLET: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&pattern).expect("bullet regex")
 });
 
+/// The same line with its bullet lost in the copy (`wsdd.service - Web
+/// Services Dynamic Discovery host daemon`): a block's head only when the
+/// next line is its `Loaded:` field.
+static BARE_HEAD: LazyLock<Regex> = LazyLock::new(|| {
+    let pattern = format!(r"^(?P<unit>{UNIT_NAME})\x20-\x20(?P<desc>.*)$");
+    Regex::new(&pattern).expect("bare head regex")
+});
+
 /// Every label systemctl prints (right-aligned, so any indentation).
 static FIELD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
@@ -249,7 +257,14 @@ pub fn read(lines: &[Line<'_>], facts: &mut Facts) -> Vec<usize> {
             open_label = None;
             continue;
         }
-        if let Some(c) = BULLET.captures(text) {
+        let head = BULLET.captures(text).or_else(|| {
+            let loaded_next = lines
+                .get(i + 1)
+                .and_then(|next| FIELD.captures(next.text))
+                .is_some_and(|f| &f["label"] == "Loaded");
+            BARE_HEAD.captures(text).filter(|_| loaded_next)
+        });
+        if let Some(c) = head {
             if let Some(b) = block.take() {
                 b.finish(facts);
             }

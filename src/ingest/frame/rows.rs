@@ -406,6 +406,37 @@ pub static ROWS: &[Row] = &[
         }],
     },
     Row {
+        name: "gunicorn",
+        what: "gunicorn's error log: `[2020-09-12 05:37:48 +0000] [18] [INFO] ` (the time with its zone, the writing PID, the level)",
+        first: |c| c == b'[',
+        // `[` a time with no fraction, a space and a `+HHMM`/`-HHMM` zone, `] [`.
+        may: |b| {
+            b.first() == Some(&b'[')
+                && b.get(1..).and_then(after_time) == Some(19)
+                && b.get(20) == Some(&b' ')
+                && matches!(b.get(21), Some(b'+' | b'-'))
+                && b.get(26..29) == Some(b"] [")
+        },
+        peel: gunicorn,
+        samples: &[
+            Sample {
+                line: "[2020-09-12 05:37:48 +0000] [18] [INFO] Listening at: http://127.0.0.1:8000 (18)",
+                body: "Listening at: http://127.0.0.1:8000 (18)",
+                source: "https://github.com/benoitc/gunicorn/pull/2419",
+            },
+            Sample {
+                line: "[2022-11-02 22:42:04 -0700] [4819] [WARNING] Worker with pid 4832 was terminated due to signal 11",
+                body: "Worker with pid 4832 was terminated due to signal 11",
+                source: "https://github.com/benoitc/gunicorn/issues/2850",
+            },
+            Sample {
+                line: "[2019-12-12 21:51:10 +0000] [1] [CRITICAL] WORKER TIMEOUT (pid:999)",
+                body: "WORKER TIMEOUT (pid:999)",
+                source: "https://github.com/tiangolo/uvicorn-gunicorn-starlette-docker/issues/11",
+            },
+        ],
+    },
+    Row {
         name: "llamafactory",
         what: "transformers' logging as LLaMA-Factory formats it: `[INFO|file.py:2044] 2024-04-23 14:00:30,893 >> `",
         first: |c| c == b'[',
@@ -521,6 +552,32 @@ pub static ROWS: &[Row] = &[
                 line: "[Gloo] Rank 0 is connected to 0 peer ranks. Expected number of connected peer ranks is : 0",
                 body: "Rank 0 is connected to 0 peer ranks. Expected number of connected peer ranks is : 0",
                 source: "https://github.com/sgl-project/sglang/pull/15426",
+            },
+        ],
+    },
+    Row {
+        name: "python-logging-level-name",
+        what: "Python's logging with `%(levelname)s (%(name)s):  ` (OpenUI): the level, the logger's name in parentheses, a colon",
+        first: |c| c.is_ascii_uppercase(),
+        may: |b| {
+            let word = b
+                .iter()
+                .take(9)
+                .take_while(|c| c.is_ascii_uppercase())
+                .count();
+            (4..=8).contains(&word) && b.get(word..word + 2) == Some(b" (")
+        },
+        peel: level_name,
+        samples: &[
+            Sample {
+                line: "INFO (openui):  Starting OpenUI AI Server created by W&B...",
+                body: "Starting OpenUI AI Server created by W&B...",
+                source: "https://github.com/wandb/openui/issues/226",
+            },
+            Sample {
+                line: "ERROR (uvicorn.error):  [Errno 98] error while attempting to bind on address ('0.0.0.0', 7878): address already in use",
+                body: "[Errno 98] error while attempting to bind on address ('0.0.0.0', 7878): address already in use",
+                source: "https://github.com/wandb/openui/issues/226",
             },
         ],
     },
@@ -1123,6 +1180,48 @@ fn deepspeed(text: &str, frame: &mut Frame) -> Option<usize> {
     )?;
     frame.level = Some(level_named(level)?);
     frame.time = Some(time);
+    frame.record = true;
+    Some(len)
+}
+
+/// gunicorn's error log (gunicorn/glogging.py: `%(asctime)s [%(process)d]
+/// [%(levelname)s] %(message)s`, the time as `[%Y-%m-%d %H:%M:%S %z]`).
+fn gunicorn(text: &str, frame: &mut Frame) -> Option<usize> {
+    let stamp = text.get(1..26)?;
+    // `%z` follows a space, which `any_time` does not take: read it joined.
+    let joined = format!("{}{}", stamp.get(..19)?, stamp.get(20..)?);
+    let (_, time) = any_time(&joined).ok()?;
+    let (len, (_, pid, _, level, _)) = consumed(
+        &text[26..],
+        (
+            tag("] ["),
+            digit1,
+            tag("] ["),
+            take_while1(|c: char| c.is_ascii_uppercase()),
+            tag("] "),
+        ),
+    )?;
+    frame.level = Some(level_named(level)?);
+    frame.pid = pid.parse().ok();
+    frame.time = Some(time);
+    frame.record = true;
+    Some(26 + len)
+}
+
+/// Python's logging formatted `%(levelname)s (%(name)s):  %(message)s`
+/// (wandb/openui backend/openui/logs.py, its colour codes already removed).
+fn level_name(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, (level, _, _, _, _)) = consumed(
+        text,
+        (
+            take_while1(|c: char| c.is_ascii_uppercase()),
+            tag(" ("),
+            take_while1(|c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')),
+            tag("):"),
+            space1,
+        ),
+    )?;
+    frame.level = Some(level_named(level)?);
     frame.record = true;
     Some(len)
 }

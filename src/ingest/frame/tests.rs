@@ -99,6 +99,38 @@ fn what_a_frame_says_is_kept() {
     );
     // A priority that no syslog writes is not one.
     assert!(peel_line("<999> x").frame.is_empty());
+
+    // gunicorn's record: the zone after a space, the writer's PID, the level.
+    let p = peel_line(
+        "[2020-09-12 05:37:52 +0000] [18] [ERROR] Worker (pid:21) was sent SIGKILL! Perhaps out of memory?",
+    );
+    assert_eq!(
+        p.body,
+        "Worker (pid:21) was sent SIGKILL! Perhaps out of memory?"
+    );
+    assert_eq!((p.frame.pid, p.frame.level), (Some(18), Some("err")));
+    let t = p.frame.time.unwrap();
+    assert_eq!(t.local.to_string(), "2020-09-12 05:37:52");
+    assert_eq!(t.offset_secs, Some(0));
+    assert!(p.frame.record);
+    let p = peel_line(
+        "[2022-11-02 22:42:04 -0700] [4819] [WARNING] Worker with pid 4832 was terminated due to signal 11",
+    );
+    assert_eq!(p.frame.time.unwrap().offset_secs, Some(-7 * 3600));
+    // DeepSpeed's head (no zone, a file after the level) is not gunicorn's.
+    let p =
+        peel_line("[2024-04-23 14:00:28,037] [INFO] [real_accelerator.py:191:get_accelerator] x");
+    assert_eq!(p.frame.rows().collect::<Vec<_>>(), ["deepspeed"]);
+
+    // OpenUI's `LEVEL (logger):  `; a level word before other parentheses is no frame.
+    // https://github.com/wandb/openui/issues/226
+    let p = peel_line("DEBUG (openui):  Starting up server in 1...");
+    assert_eq!(
+        (p.body.as_ref(), p.frame.level),
+        ("Starting up server in 1...", Some("debug"))
+    );
+    // Written to the grammar: a space in the parentheses is no logger's name.
+    assert!(peel_line("ERROR (code 3): not a logger").frame.is_empty());
 }
 
 /// Written to each spelling's grammar.

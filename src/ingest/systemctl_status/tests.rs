@@ -174,6 +174,32 @@ fn a_block_pasted_without_its_bullet_takes_the_unit_from_its_paths() {
 }
 
 #[test]
+fn a_head_whose_bullet_was_lost_opens_its_block_only_above_loaded() {
+    // https://github.com/christgau/wsdd/issues/101
+    let (units, unrecognized) = run("\
+wsdd.service - Web Services Dynamic Discovery host daemon
+   Loaded: loaded (/etc/systemd/system/wsdd.service; enabled; vendor preset: enabled)
+   Active: failed (Result: exit-code) since Wed 2021-04-21 02:40:06 UTC; 4s ago
+  Process: 1182 ExecStart=/usr/bin/wsdd --shortlog -d flowdomain.com (code=exited, status=217/USER)
+ Main PID: 1182 (code=exited, status=217/USER)
+");
+    assert_eq!(unrecognized, 0);
+    assert_eq!(units.len(), 1);
+    assert_eq!(units[0].unit, "wsdd.service");
+    assert_eq!(
+        units[0].description.as_deref(),
+        Some("Web Services Dynamic Discovery host daemon")
+    );
+    assert_eq!(units[0].span, span(1));
+    // Not above a Loaded: field, the same words are no head.
+    let (_, unrecognized) = run("\
+wsdd.service - Web Services Dynamic Discovery host daemon
+   Active: failed (Result: exit-code) since Wed 2021-04-21 02:40:06 UTC; 4s ago
+");
+    assert_eq!(unrecognized, 1);
+}
+
+#[test]
 fn how_long_a_unit_ran_and_has_been_in_its_state() {
     // https://github.com/bottlerocket-os/bottlerocket-core-kit/pull/122
     let (units, unrecognized) = run("\

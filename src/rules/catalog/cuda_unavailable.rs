@@ -59,8 +59,8 @@ static CAUSES: LazyLock<Vec<Cause>> = LazyLock::new(|| {
         (
             "row:cuda.insufficient-driver",
             Category::DriverLibraryMismatch,
-            "the NVIDIA driver is too old for the CUDA version PyTorch was built with",
-            "install a PyTorch/vLLM/SGLang build for the driver's CUDA version (nvidia-smi's header shows it), or upgrade the driver",
+            "the NVIDIA driver is too old for the CUDA runtime the program was built with",
+            "install a build of the program (PyTorch, vLLM, a container image) for the driver's CUDA version (nvidia-smi's header shows it), or upgrade the driver",
         ),
         (
             r"Torch not compiled with CUDA enabled",
@@ -207,9 +207,16 @@ impl Rule for CudaUnavailable {
         if cause.category == Category::GpuMemoryHeldByOtherProcess {
             held_contexts(incident, &mut f);
         }
+        let mut fix = cause.fix.to_owned();
+        if cause.category == Category::DriverLibraryMismatch {
+            if let Some(driver) = driver_seen(incident, &mut f) {
+                f.headline = format!("{} The driver these inputs show is {driver}.", f.headline);
+                fix = format!("{fix}: the driver here is {driver}");
+            }
+        }
         f.chain.push("the server could not use any GPU".to_owned());
         f.chain.push(cause.what.to_owned());
-        f.actions.push(Action::advice(cause.fix, None));
+        f.actions.push(Action::advice(fix, None));
         f.actions.push(Action::advice(
             "check what the server's environment sees",
             Some("python3 -c 'import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())'; nvidia-smi"),
@@ -217,6 +224,27 @@ impl Rule for CudaUnavailable {
         f.confidence = confidence(&f, 0.7, 0.9);
         out.push(f);
     }
+}
+
+/// The NVIDIA driver version the inputs show (nvidia-smi's header, the
+/// first one), cited: which driver is too old, as printed.
+fn driver_seen(incident: &Incident, f: &mut Finding) -> Option<String> {
+    let h = incident
+        .facts
+        .smi_headers
+        .iter()
+        .find(|h| !h.driver_version.is_empty())?;
+    let cuda = h
+        .cuda_version
+        .as_deref()
+        .map(|c| format!(", CUDA {c} at most"))
+        .unwrap_or_default();
+    f.evidence_marked(
+        h.span,
+        format!("the host's NVIDIA driver: {}{cuda}", h.driver_version),
+        h.driver_version.clone(),
+    );
+    Some(format!("{}{cuda}", h.driver_version))
 }
 
 /// Error 46 is about every device the process could see: each GPU of the

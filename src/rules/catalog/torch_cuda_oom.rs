@@ -13,6 +13,7 @@ use crate::rules::support::server::{
 };
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
+mod allowed;
 mod explain;
 
 pub static RULE: TorchCudaOom = TorchCudaOom;
@@ -67,6 +68,12 @@ by PyTorch)` and no process list).
    Inside a container PyTorch lists its own process under its host PID: the
    entry whose memory matches what PyTorch reserved (plus a CUDA context) is
    the writer, not another process.
+   The other message, `Allocation on device 0 would exceed allowed memory`,
+   prints `Currently allocated`, `Requested`, `Device limit` and `Free
+   (according to CUDA)`: with no memory fraction set, allocated plus
+   requested below the limit and less free than requested, `limit -
+   allocated - free` is held outside this process's tensors, and past its
+   own context (about 1 GiB), enough for the request, another process's.
 2. Sibling ranks of the same job: several processes with consecutive PIDs and
    the same small amount (a CUDA context, about 0.3-1.5 GiB each) on GPU 0,
    because the ranks touched CUDA before selecting their own device. They are
@@ -159,6 +166,7 @@ impl Rule for TorchCudaOom {
             f.occurrences = count as u32;
             out.push(f);
         }
+        allowed::findings(incident, out);
     }
 }
 

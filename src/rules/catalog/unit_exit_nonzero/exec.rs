@@ -3,7 +3,10 @@
 //! to locate executable PATH: …`), joined to the unit's exit with one of
 //! systemd's own statuses (`203/EXEC`, `200/CHDIR`, `226/NAMESPACE`)
 //! whatever the order of the lines (`journalctl --reverse` prints the
-//! newest first): the path and the errno are the reason.
+//! newest first): the path and the errno are the reason. Before a USER or
+//! GROUP step (`217/USER`, `216/GROUP`) systemd says which lookup failed
+//! (`Failed to determine user credentials: No such process`): the unit's
+//! User= or Group= does not resolve, and that line is the reason.
 
 use crate::correlate::Incident;
 use crate::rules::{Action, Finding};
@@ -12,6 +15,10 @@ use crate::source::Span;
 /// The catalog row of systemd's failure to set up or execute a command.
 const FAILED_AT_STEP: &str = "systemd.failed-at-step";
 
+/// The catalog row of systemd's failure to look up the unit's User= or
+/// Group= before a USER or GROUP step.
+const CREDENTIALS: &str = "systemd.exec-credentials";
+
 /// systemd's line about the unit's command that failed.
 pub(super) struct ExecFailure<'a> {
     pub span: Span,
@@ -19,6 +26,37 @@ pub(super) struct ExecFailure<'a> {
     pub path: Option<&'a str>,
     /// The error as systemd printed it (`No such file or directory`).
     pub errno: &'a str,
+    /// The step systemd failed at (`EXEC`, `USER`).
+    step: &'a str,
+    /// systemd's line on the lookup of User=/Group= that failed first.
+    credentials: Option<Credentials<'a>>,
+}
+
+/// `Failed to determine user credentials: No such process`.
+struct Credentials<'a> {
+    span: Span,
+    /// `user` or `group`.
+    what: &'a str,
+    errno: &'a str,
+}
+
+impl Credentials<'_> {
+    /// The unit setting that names the account: `User` or `Group`.
+    fn setting(&self) -> &'static str {
+        if self.what.eq_ignore_ascii_case("group") {
+            "Group"
+        } else {
+            "User"
+        }
+    }
+
+    /// systemd's words, as it printed them.
+    fn quoted(&self) -> String {
+        format!(
+            "Failed to determine {} credentials: {}",
+            self.what, self.errno
+        )
+    }
 }
 
 /// Whether `status` is one of systemd's own exit statuses (200–243): it
@@ -56,6 +94,33 @@ pub(super) fn of<'a>(
             span: m.span,
             path: h.get("path"),
             errno: h.get("msg").unwrap_or("").trim(),
+            step: h.get("step").unwrap_or("EXEC"),
+            credentials: credentials(incident, unit, name, exit, only_unit),
+        })
+}
+
+/// systemd's line on the User=/Group= lookup of `unit` that failed before
+/// its `step` (USER or GROUP), nearest the exit in the same input.
+fn credentials<'a>(
+    incident: &'a Incident,
+    unit: &str,
+    step: &str,
+    exit: Span,
+    only_unit: bool,
+) -> Option<Credentials<'a>> {
+    if !(step.eq_ignore_ascii_case("USER") || step.eq_ignore_ascii_case("GROUP")) {
+        return None;
+    }
+    incident
+        .known(CREDENTIALS)
+        .filter(|(m, _)| m.span.source == exit.source)
+        .filter(|(_, h)| h.get("what").is_some_and(|w| w.eq_ignore_ascii_case(step)))
+        .filter(|(_, h)| h.get("unit").map_or(only_unit, |u| u == unit))
+        .min_by_key(|(m, _)| m.span.line.abs_diff(exit.line))
+        .map(|(m, h)| Credentials {
+            span: m.span,
+            what: h.get("what").unwrap_or("user"),
+            errno: h.get("msg").unwrap_or("").trim(),
         })
 }
 
@@ -83,6 +148,14 @@ impl ExecFailure<'_> {
 
     /// The cause, for the finding's chain.
     pub(super) fn because(&self) -> String {
+        if let Some(c) = &self.credentials {
+            return format!(
+                "systemd could not look up the unit's {}= before running {}: {}",
+                c.setting(),
+                self.command(),
+                c.quoted()
+            );
+        }
         format!(
             "systemd could not execute {}: {}",
             self.command(),
@@ -92,6 +165,10 @@ impl ExecFailure<'_> {
 
     /// Cites the line, sets the headline and adds the advice.
     pub(super) fn explain(&self, f: &mut Finding, unit: &str, status: &str) {
+        if let Some(c) = &self.credentials {
+            self.explain_credentials(c, f, unit, status);
+            return;
+        }
         let command = self.command();
         f.evidence_marked(
             self.span,
@@ -122,5 +199,41 @@ impl ExecFailure<'_> {
                 Some(&format!("ls -l {path}; file {path}; systemctl cat {unit}")),
             ));
         }
+    }
+}
+
+impl ExecFailure<'_> {
+    /// A USER or GROUP step after a failed lookup: the account named by
+    /// User=/Group= does not resolve where the unit runs.
+    fn explain_credentials(&self, c: &Credentials<'_>, f: &mut Finding, unit: &str, status: &str) {
+        let command = self.command();
+        let setting = c.setting();
+        f.evidence_marked(
+            c.span,
+            format!("systemd could not look up {unit}'s {setting}=: {}", c.errno),
+            format!("Failed to determine {} credentials", c.what),
+        );
+        f.evidence_marked(
+            self.span,
+            format!(
+                "so systemd failed at step {} and never ran {command}",
+                self.step
+            ),
+            format!("Failed at step {}", self.step),
+        );
+        f.headline = format!(
+            "{unit} exited with status {status} before {command} ran: systemd could not look up the account its {setting}= names ({}).",
+            c.quoted()
+        );
+        let (db, file) = if setting == "Group" {
+            ("group", "/etc/group")
+        } else {
+            ("passwd", "/etc/passwd")
+        };
+        let lookup = format!("getent {db} \"$(systemctl show -p {setting} --value {unit})\"");
+        f.actions.push(Action::advice(
+            format!("check the account {unit}'s {setting}= names exists where the unit runs (`{lookup}`): in a container its {file} may lack it, or NSS may not reach the directory that has it; create it, name an account that exists, or let systemd allocate one with DynamicUser=yes, then `systemctl daemon-reload` and restart"),
+            Some(&format!("systemctl show -p User -p Group -p DynamicUser {unit}; {lookup}")),
+        ));
     }
 }
