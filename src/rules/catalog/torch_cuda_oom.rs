@@ -14,6 +14,7 @@ use crate::rules::support::server::{
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
 mod explain;
+mod fraction;
 
 pub static RULE: TorchCudaOom = TorchCudaOom;
 
