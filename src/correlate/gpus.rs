@@ -14,6 +14,9 @@ pub struct Gpu {
     pub bus_id: Option<String>,
     pub memory_used_mib: Option<u64>,
     pub memory_total_mib: Option<u64>,
+    /// The last `GPU-Util` the captures show (`59%`): a GPU that computes
+    /// runs a live job, whoever's it is.
+    pub utilization_pct: Option<u32>,
     /// Every line that described this GPU.
     pub spans: Vec<Span>,
 }
@@ -114,6 +117,7 @@ fn fill(g: &mut Gpu, r: &crate::model::GpuRecord) {
     g.bus_id = g.bus_id.take().or_else(|| r.bus_id.clone());
     g.memory_used_mib = g.memory_used_mib.or(r.memory_used_mib);
     g.memory_total_mib = g.memory_total_mib.or(r.memory_total_mib);
+    g.utilization_pct = r.utilization_pct.or(g.utilization_pct);
     g.spans.extend(r.span);
 }
 

@@ -20,6 +20,15 @@ pub enum UnitEventKind {
         status: String,
     },
     FailedWithResult(String),
+    /// `Control process exited, code=exited, status=1/FAILURE`: an
+    /// ExecStartPre=/ExecStartPost=/ExecStop=/ExecReload= command, or the
+    /// start command of a Type=forking daemon, ended (src/core/unit.c
+    /// unit_log_process_exit(), kind "Control process"; lower case and no
+    /// comma before `status=` ≤ v22x).
+    ControlProcessExited {
+        code: String,
+        status: String,
+    },
     /// `Deactivated successfully.` / `Succeeded.`
     Deactivated,
     ScheduledRestart(u32),
@@ -391,6 +400,10 @@ fn hit_event(h: &crate::catalogs::Hit<'_>) -> Option<Event> {
             return Some(Event::Job(UnitEventKind::FailedToStart, what.to_owned()));
         }
         "systemd.main-process-exited" => UnitEventKind::MainProcessExited {
+            code: h.get("how")?.to_owned(),
+            status: h.get("status")?.trim_end_matches('.').to_owned(),
+        },
+        "systemd.control-process-exited" => UnitEventKind::ControlProcessExited {
             code: h.get("how")?.to_owned(),
             status: h.get("status")?.trim_end_matches('.').to_owned(),
         },

@@ -524,6 +524,7 @@ impl TableParser<'_> {
                     let (used, total) = memory_usage(cell);
                     gpu.memory_used_mib = used;
                     gpu.memory_total_mib = total;
+                    gpu.utilization_pct = cells.get(2).and_then(|c| utilization(c));
                 }
             }
             return true;
@@ -784,8 +785,15 @@ fn gpu_first_line(cells: &[&str], span: Span) -> GpuRecord {
         bus_id: cells.get(1).and_then(|c| bus_id(c)),
         memory_used_mib: None,
         memory_total_mib: None,
+        utilization_pct: None,
         span: Some(span),
     }
+}
+
+/// `     59%      Default ` → 59: the `GPU-Util` cell's first token. `N/A`
+/// (a MIG-enabled card) is `None`.
+fn utilization(cell: &str) -> Option<u32> {
+    TOKEN.find(cell)?.as_str().strip_suffix('%')?.parse().ok()
 }
 
 fn is_persistence(token: &str) -> bool {
@@ -964,7 +972,50 @@ mod tests {
             bus_id: Some(bus.to_owned()),
             memory_used_mib: used,
             memory_total_mib: total,
+            utilization_pct: None,
             span: Some(span(line)),
+        }
+    }
+
+    /// The records with their `GPU-Util` left out, for the tests about
+    /// the other cells (`utilization_is_read_from_the_memory_row` reads it).
+    fn without_utilization(gpus: &[GpuRecord]) -> Vec<GpuRecord> {
+        gpus.iter()
+            .map(|g| GpuRecord {
+                utilization_pct: None,
+                ..g.clone()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn utilization_is_read_from_the_memory_row() {
+        // https://github.com/peci1/nvidia-htop/issues/9 (batch M's 961).
+        let table = "\
++-----------------------------------------------------------------------------+
+| NVIDIA-SMI 440.82       Driver Version: 440.82       CUDA Version: 10.2     |
+|-------------------------------+----------------------+----------------------+
+| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |
+|===============================+======================+======================|
+|   0  GeForce GTX 108...  Off  | 00000000:01:00.0 Off |                  N/A |
+| 38%   68C    P2    73W / 250W |  10916MiB / 11175MiB |     59%      Default |
++-------------------------------+----------------------+----------------------+
+|   1  GeForce GTX 108...  Off  | 00000000:02:00.0 Off |                  N/A |
+| 23%   29C    P8     8W / 250W |    149MiB / 11178MiB |      0%      Default |
++-------------------------------+----------------------+----------------------+";
+        let (facts, _) = run(table);
+        let util: Vec<Option<u32>> = facts.gpus.iter().map(|g| g.utilization_pct).collect();
+        assert_eq!(util, vec![Some(59), Some(0)]);
+        assert_eq!(utilization("     59%      Default "), Some(59));
+        assert_eq!(utilization("     N/A      Default "), None);
+    }
+
+    /// `g` with the `GPU-Util` its memory row shows.
+    fn busy(g: GpuRecord, pct: u32) -> GpuRecord {
+        GpuRecord {
+            utilization_pct: Some(pct),
+            ..g
         }
     }
 
@@ -1161,7 +1212,7 @@ Tue Mar  5 08:01:22 2019
             )]
         );
         assert_eq!(
-            facts.gpus,
+            without_utilization(&facts.gpus),
             vec![
                 gpu(
                     9,
@@ -1210,8 +1261,11 @@ Tue Mar  5 08:01:22 2019
         assert_eq!(
             facts.gpus,
             vec![
-                gpu(9, 0, h100, "0000:18:00.0", Some(1026), Some(81559)),
-                gpu(13, 1, h100, "0000:2a:00.0", Some(25384), Some(81559)),
+                busy(gpu(9, 0, h100, "0000:18:00.0", Some(1026), Some(81559)), 0),
+                busy(
+                    gpu(13, 1, h100, "0000:2a:00.0", Some(25384), Some(81559)),
+                    98
+                ),
             ]
         );
         assert!(!facts.gpus[0].name_truncated);
@@ -1243,7 +1297,7 @@ Tue Mar  5 08:01:22 2019
             )]
         );
         assert_eq!(
-            facts.gpus,
+            without_utilization(&facts.gpus),
             vec![
                 gpu(
                     9,
@@ -1303,8 +1357,11 @@ Tue Mar  5 08:01:22 2019
         assert_eq!(
             facts.gpus,
             vec![
-                gpu(9, 0, pro, "0000:01:00.0", Some(90211), Some(97887)),
-                gpu(13, 1, pro, "0000:c1:00.0", Some(2211), Some(97887)),
+                busy(gpu(9, 0, pro, "0000:01:00.0", Some(90211), Some(97887)), 4),
+                busy(
+                    gpu(13, 1, pro, "0000:c1:00.0", Some(2211), Some(97887)),
+                    100
+                ),
             ]
         );
         assert!(facts.gpus[1].name_truncated);
@@ -1337,7 +1394,7 @@ Tue Mar  5 08:01:22 2019
             vec![(span(1), facts.smi_headers[0].time.expect("dated"))]
         );
         assert_eq!(
-            facts.gpus,
+            without_utilization(&facts.gpus),
             vec![gpu(
                 8,
                 0,
@@ -1381,7 +1438,7 @@ Tue Mar  5 08:01:22 2019
             vec![header("440.33.01", Some("10.2"), 79, 2)]
         );
         assert_eq!(
-            facts.gpus,
+            without_utilization(&facts.gpus),
             vec![gpu(
                 7,
                 0,
@@ -1441,15 +1498,18 @@ Tue Mar  5 08:01:22 2019
         assert_eq!(
             facts.gpus,
             vec![
-                gpu(
-                    8,
-                    0,
-                    "NVIDIA GeForce RTX 4090",
-                    "0000:01:00.0",
-                    Some(1150),
-                    Some(24564)
+                busy(
+                    gpu(
+                        8,
+                        0,
+                        "NVIDIA GeForce RTX 4090",
+                        "0000:01:00.0",
+                        Some(1150),
+                        Some(24564)
+                    ),
+                    3
                 ),
-                gpu(19, 0, "NVIDIA GB10", "000f:01:00.0", None, None),
+                busy(gpu(19, 0, "NVIDIA GB10", "000f:01:00.0", None, None), 0),
             ]
         );
         assert!(facts.process_listings.is_empty());
@@ -1480,7 +1540,7 @@ Tue Mar  5 08:01:22 2019
         assert_eq!(unrecognized, 0);
         assert_eq!(facts.smi_headers, vec![header("550.127.05", None, 91, 2)]);
         assert_eq!(
-            facts.gpus,
+            without_utilization(&facts.gpus),
             vec![gpu(
                 8,
                 0,
@@ -1576,7 +1636,7 @@ Tue Mar  5 08:01:22 2019
         assert_eq!(
             facts.gpus,
             vec![
-                gpu(8, 0, h100, "0000:18:00.0", Some(1026), Some(81559)),
+                busy(gpu(8, 0, h100, "0000:18:00.0", Some(1026), Some(81559)), 0),
                 // The cut memory cell is not read as 815 MiB.
                 gpu(12, 1, h100, "0000:2a:00.0", None, None),
             ]
@@ -1776,7 +1836,7 @@ NVIDIA-SMI 470.141.03   Driver Version: 470.141.03   CUDA Version: 11.4
 +-----------------------------------------+----------------------+----------------------+");
         assert_eq!(unrecognized, 0);
         assert_eq!(
-            facts.gpus,
+            without_utilization(&facts.gpus),
             vec![gpu(
                 2,
                 5,

@@ -29,6 +29,8 @@ pub struct GpuRecord {
     pub bus_id: Option<String>,
     pub memory_used_mib: Option<u64>,
     pub memory_total_mib: Option<u64>,
+    /// The table's `GPU-Util` cell (`59%`): whether the GPU computes now.
+    pub utilization_pct: Option<u32>,
     pub span: Option<Span>,
 }
 

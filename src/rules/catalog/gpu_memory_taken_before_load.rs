@@ -7,6 +7,7 @@
 //! same start-up figures of TensorFlow and llama.cpp (`reported`).
 
 mod reported;
+mod trtllm;
 
 use crate::correlate::Incident;
 use crate::model::Message;
@@ -49,6 +50,14 @@ properties:` … `Total memory: 7.92GiB` / `Free memory: 190.31MiB`, or
 breakdown (`| 11165 = 8702 + (…`) or nvidia-smi. Free memory more than
 1 GiB and a fifth of the device below its total there is memory other
 processes held; with an allocation that failed afterwards it is why.
+
+TensorRT prints the device's memory in use as it initialises its libraries
+(`[MemUsageChange] Init cuBLAS/cuBLASLt: CPU +0, GPU +8, now: CPU 4064,
+GPU 77667 (MiB)`: cudaMemGetInfo's figure, every process's). Right after
+`Loaded engine size: 3937 MiB`, before the engine's weights are placed,
+the loading process holds its CUDA context and little else: 8 GiB or more
+above 2 GiB is another process's or model instance's memory (a second
+Triton instance on the GPU the first one's KV cache fills), an error.
 
 ## Why it happens
 Another program on the same GPU: a second server, a notebook or training
@@ -204,6 +213,7 @@ impl Rule for GpuMemoryTakenBeforeLoad {
             .or_else(|| held_at_start(&starts, &plans))
             .or_else(|| loads_differ(&plans))
             .or_else(|| reported::held_at_start(incident))
+            .or_else(|| trtllm::held_at_load(incident))
         {
             out.push(f);
         }

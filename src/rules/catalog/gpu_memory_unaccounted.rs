@@ -242,10 +242,17 @@ fn finding(incident: &Incident, held: &[&Gpu], ended: Option<Ended>, free: &[&Gp
             (Some(u), Some(t)) => format!(" ({u}MiB / {t}MiB)"),
             _ => String::new(),
         };
+        // A GPU that computes runs a live job: its memory is that job's.
+        let live = match g.utilization_pct {
+            Some(u) if taken::computes(g) => {
+                format!("; it computes ({u}% GPU-Util): a live job's memory")
+            }
+            _ => String::new(),
+        };
         if let Some(span) = g.spans.last() {
             f.evidence(
                 *span,
-                format!("GPU {} has {amount} in use{printed}; {note}", g.index),
+                format!("GPU {} has {amount} in use{printed}; {note}{live}", g.index),
             );
         }
         parts.push(format!("GPU {} ({amount})", g.index));

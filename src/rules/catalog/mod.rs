@@ -50,6 +50,7 @@ mod process_died;
 mod process_outlived_its_job;
 mod process_segfault;
 mod request_hung_until_stop;
+mod scheduler_no_progress;
 mod second_server_instance;
 mod server_killed_no_kernel_line;
 mod serving_process_untracked;
@@ -139,6 +140,7 @@ pub static RULES: &[&dyn Rule] = &[
     &process_outlived_its_job::RULE,
     &process_segfault::RULE,
     &request_hung_until_stop::RULE,
+    &scheduler_no_progress::RULE,
     &second_server_instance::RULE,
     &server_killed_no_kernel_line::RULE,
     &serving_process_untracked::RULE,

@@ -15,6 +15,7 @@ use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
 mod allowed;
 mod explain;
+mod fraction;
 
 pub static RULE: TorchCudaOom = TorchCudaOom;
 

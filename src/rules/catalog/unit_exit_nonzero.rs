@@ -47,6 +47,14 @@ says the same: `Main PID: N (code=exited, status=1/FAILURE)`, or the
 `Process: N ExecStart=… (code=exited, …)` line when systemctl leaves the
 `Main PID:` out (src/systemctl/systemctl-show.c, print_status_info()).
 
+`Control process exited, code=exited, status=1/FAILURE` says the same of
+the unit's control process: the start command of a `Type=forking` daemon
+(nvidia-persistenced, a start script) or an `ExecStartPre=`/`ExecStop=`
+command. A failure status there fails the start by itself, even when the
+paste ends before systemd's `Failed with result` (unless the unit starts
+after it); the daemon's own lines before it (by its PID or identifier) are
+its stated reason.
+
 When the unit's own processes wrote error lines just before the exit (same
 PID or unit: `Error: could not create directory mkdir /var/lib/ollama:
 permission denied`), those last words are the stated reason and the finding
@@ -119,6 +127,9 @@ struct Exit<'a> {
     status: &'a str,
     span: Span,
     pid: Option<u32>,
+    /// The control process (a forking daemon's start command, an
+    /// ExecStartPre=/ExecStop= command), not the main process.
+    control: bool,
 }
 
 /// The unit's exits with a failure status: PID 1's `Main process exited,
@@ -138,6 +149,23 @@ fn exits_of<'a>(incident: &'a Incident, facts: &'a UnitFacts) -> Vec<Exit<'a>> {
                     status: status.as_str(),
                     span: e.span,
                     pid: None,
+                    control: false,
+                })
+            }
+            // A control process that failed fails the start (or the stop)
+            // by itself, before any `Failed with result` (a paste may end
+            // there): unless the unit started after it.
+            UnitEventKind::ControlProcessExited { code, status }
+                if code == "exited"
+                    && !status.starts_with("0/")
+                    && status != "0"
+                    && !started_after(facts, e.span) =>
+            {
+                Some(Exit {
+                    status: status.as_str(),
+                    span: e.span,
+                    pid: None,
+                    control: true,
                 })
             }
             _ => None,
@@ -158,10 +186,24 @@ fn exits_of<'a>(incident: &'a Incident, facts: &'a UnitFacts) -> Vec<Exit<'a>> {
     st.main_process_exit()
         .and_then(|(e, span, pid)| {
             let status = e.strip_prefix("code=exited, status=")?;
-            (!status.starts_with("0/") && status != "0").then_some(Exit { status, span, pid })
+            (!status.starts_with("0/") && status != "0").then_some(Exit {
+                status,
+                span,
+                pid,
+                control: false,
+            })
         })
         .into_iter()
         .collect()
+}
+
+/// Whether `unit` started (`Started X.`) after the line at `span`.
+fn started_after(facts: &UnitFacts, span: Span) -> bool {
+    facts.events.iter().any(|e| {
+        matches!(e.kind, UnitEventKind::Started)
+            && e.span.source == span.source
+            && e.span.line > span.line
+    })
 }
 
 /// The finding for `unit`'s first failed exit.
@@ -213,11 +255,16 @@ fn finding(
     let first = cite_last_words(&mut f, unit, &words, &bare, &stated);
     let meaning = exit_meaning("exited", status);
     let pid = exit.pid.map(|p| format!(" (PID {p})")).unwrap_or_default();
+    let process = if exit.control {
+        "control process (a forking daemon's start command, or an ExecStartPre=/ExecStop= command)"
+    } else {
+        "main process"
+    };
     f.evidence(
         span,
         match meaning {
-            Some(m) => format!("{unit}'s main process{pid} exited with status {status}: {m}"),
-            None => format!("{unit}'s main process{pid} exited with status {status}"),
+            Some(m) => format!("{unit}'s {process}{pid} exited with status {status}: {m}"),
+            None => format!("{unit}'s {process}{pid} exited with status {status}"),
         },
     );
     cite_systemd(incident, &mut f, unit, &failed, by_systemd);
@@ -232,8 +279,14 @@ fn finding(
         "the log shows the exception or error that ended it",
         last_exception.is_some() || stated.is_some() || exec.is_some(),
     );
-    f.title = format!("{unit} exited with status {status}");
-    f.headline = headline(unit, status, meaning, last_exception, &stated);
+    // Whose exit: the unit's, or its control process's (the start failed).
+    let who = if exit.control {
+        format!("{unit}'s control process")
+    } else {
+        unit.to_owned()
+    };
+    f.title = format!("{who} exited with status {status}");
+    f.headline = headline(&who, status, meaning, last_exception, &stated);
     name_first(&mut f.headline, first);
     // It says more than the status's meaning or the unit's last words.
     if let Some(x) = &exec {
@@ -242,7 +295,7 @@ fn finding(
     if by_systemd {
         failed.extend_headline(&mut f.headline);
     }
-    f.chain.push(format!("{unit} exited with status {status}"));
+    f.chain.push(format!("{who} exited with status {status}"));
     f.chain
         .extend(because(exec.as_ref(), last_exception, &stated, first));
     f.explanation = "The generic finding for a server that ended by itself; a more specific finding, when present, names the cause.".to_owned();

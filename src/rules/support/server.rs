@@ -154,6 +154,13 @@ fn server_cmdlines<'a>(
             out.push((c.text.as_str(), c.span));
         }
     }
+    // A launch typed at a prompt, or pasted as the first line of its
+    // output (`vllm serve MODEL --gpu_memory_utilization 1`).
+    for c in &incident.facts.typed_commands {
+        if launches(&c.command) && !out.iter().any(|(t, _)| *t == c.command) {
+            out.push((c.command.as_str(), c.span));
+        }
+    }
     out
 }
 
@@ -168,6 +175,26 @@ pub fn explicit_flag(
     framework: Framework,
     flag: &str,
 ) -> Option<(String, Span)> {
+    printed_flag(incident, unit, framework, flag).map(|p| (p.value, p.span))
+}
+
+/// A flag as a server's command line prints it: `--gpu_memory_utilization
+/// 1`, `--mem-fraction-static=0.95`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrintedFlag {
+    /// The flag and its value as written, one space between them.
+    pub printed: String,
+    pub value: String,
+    pub span: Span,
+}
+
+/// [`explicit_flag`] with the flag as the command line spells it.
+pub fn printed_flag(
+    incident: &Incident,
+    unit: Option<&str>,
+    framework: Framework,
+    flag: &str,
+) -> Option<PrintedFlag> {
     // vLLM and SGLang accept `_` for `-` in flag names.
     let wanted = flag.trim_start_matches('-').replace('_', "-");
     for (cmd, span) in server_cmdlines(incident, unit, framework) {
@@ -179,11 +206,18 @@ pub fn explicit_flag(
             if c[1].replace('_', "-") != wanted {
                 continue;
             }
-            let value = match c.get(2) {
-                Some(v) => v.as_str().to_owned(),
-                None => tokens.get(i + 1)?.to_string(),
+            let (value, printed) = match c.get(2) {
+                Some(v) => (v.as_str().to_owned(), (*t).to_owned()),
+                None => {
+                    let v = tokens.get(i + 1)?;
+                    (v.to_string(), format!("{t} {v}"))
+                }
             };
-            return Some((value, span));
+            return Some(PrintedFlag {
+                printed,
+                value,
+                span,
+            });
         }
     }
     None

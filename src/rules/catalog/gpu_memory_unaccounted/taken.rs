@@ -5,7 +5,9 @@
 //! #422: on the node a scheduler allocated, GPUs 0 and 1 at `5872MiB /
 //! 6143MiB` and `5771MiB / 6143MiB`, GPU 2 at `85MiB`, before the user's
 //! job started. One full GPU alone (fixtures/real/665) stays a note: a live
-//! job's own preallocation looks the same.
+//! job's own preallocation looks the same; so does a full GPU that computes
+//! (its `GPU-Util` at 10% or more): a live job runs there, the user's own as
+//! likely as anyone's.
 
 use crate::correlate::{Gpu, Incident};
 use crate::rules::support::{COMPUTE_APPS, confidence};
@@ -19,6 +21,19 @@ const NEARLY_FULL: f64 = 0.9;
 /// In use, as a share of the card, at which a GPU is free (a context or a
 /// display's few hundred MiB at most).
 const FREE: f64 = 0.1;
+
+/// `GPU-Util` at which a GPU computes: a live job runs on it. Memory a
+/// leftover or another user's idle job holds shows 0% (cbio-cluster #422:
+/// `0%` on both full TITANs); a training step shows tens of percent
+/// (fixtures/real-incoming/batch-m/961: `10916MiB / 11175MiB |     59%`,
+/// the user's own job seen from a container whose nvidia-smi lists no
+/// process of another PID namespace).
+pub(super) const COMPUTES_PCT: u32 = 10;
+
+/// Whether `g` computes now (its `GPU-Util`, when the capture shows it).
+pub(super) fn computes(g: &Gpu) -> bool {
+    g.utilization_pct.is_some_and(|u| u >= COMPUTES_PCT)
+}
 
 /// The GPUs of the same table as `held` that are free, when at least one
 /// held GPU is nearly full and no process row nor `ps` listing is in the
@@ -34,6 +49,11 @@ pub(super) fn free_beside<'a>(incident: &'a Incident, held: &[&Gpu]) -> Vec<&'a 
             .zip(g.memory_total_mib)
             .is_some_and(|(u, t)| crate::rules::support::holds_working_set(u, t, NEARLY_FULL))
     };
+    // A full GPU that computes runs a live job: nothing says it is not the
+    // user's own, whose processes a container's nvidia-smi does not list.
+    if held.iter().any(|g| full(g) && computes(g)) {
+        return Vec::new();
+    }
     let Some(source) = held
         .iter()
         .find(|g| full(g))

@@ -381,3 +381,50 @@ fn a_loaders_own_device_buffer_lines_name_the_memorys_owner() {
     let cpu = format!("llm_load_tensors:        CPU buffer size = 25215.87 MiB\n{OFFLOAD_TABLE}");
     assert_eq!(findings_of(super::META.id, &cpu).len(), 1);
 }
+
+/// https://github.com/peci1/nvidia-htop/issues/9 (batch-m/961): nvidia-smi inside a
+/// container, GPU 0 full and computing (the user's own training, whose
+/// process another PID namespace hides), GPU 1 idle; the paste ends before
+/// the process block.
+const CONTAINER_BUSY: &str = "\
+(base) [root@oicv3host nvidia-htop]# nvidia-smi
+Thu May 14 22:09:09 2020
++-----------------------------------------------------------------------------+
+| NVIDIA-SMI 440.82       Driver Version: 440.82       CUDA Version: 10.2     |
+|-------------------------------+----------------------+----------------------+
+| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |
+|===============================+======================+======================|
+|   0  GeForce GTX 108...  Off  | 00000000:01:00.0 Off |                  N/A |
+| 38%   68C    P2    73W / 250W |  10916MiB / 11175MiB |     59%      Default |
++-------------------------------+----------------------+----------------------+
+|   1  GeForce GTX 108...  Off  | 00000000:02:00.0 Off |                  N/A |
+| 23%   29C    P8     8W / 250W |    149MiB / 11178MiB |      0%      Default |
++-------------------------------+----------------------+----------------------+
+
++-----------------------------------------------------------------------------+
+";
+
+#[test]
+fn a_full_gpu_that_computes_beside_a_free_one_stays_a_note() {
+    let f = findings_of(super::META.id, CONTAINER_BUSY);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].severity, Severity::Info);
+    assert!(
+        f[0].evidence
+            .iter()
+            .any(|e| e.note.contains("it computes (59% GPU-Util)")),
+        "{f:?}"
+    );
+    // The same table with GPU 0 idle is the cbio-cluster reading: memory
+    // taken while a GPU beside it is free.
+    let idle = CONTAINER_BUSY.replace("|     59%      Default |", "|      0%      Default |");
+    let f = findings_of(super::META.id, &idle);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].severity, Severity::Error);
+    // And the TITANs at work: a live job, a note.
+    let busy = TITANS.replace("|      0%      Default |", "|     97%      Default |");
+    let f = findings_of(super::META.id, &busy);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].severity, Severity::Info);
+}

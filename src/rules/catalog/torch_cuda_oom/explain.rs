@@ -114,6 +114,9 @@ impl<'a> Analysis<'a> {
                 "limit request sizes (max prompt length, --max-model-len, max batch tokens)",
                 None,
             ));
+        } else if let Some(knob) = self.fraction_knob() {
+            self.explain_knob(f, who, &knob);
+            return;
         } else {
             f.chain.push(
                 "the server's own allocations filled the GPU: its static reservation left too little for activations"

@@ -200,3 +200,44 @@ fn this_process_s_figure_counts_its_context_already() {
     assert_eq!(gpus, vec![0]);
     assert_eq!(kills, 0);
 }
+
+/// OpenBMB/MiniCPM-V#640 (batch M's 945): vLLM started with
+/// `--gpu_memory_utilization 1` on an A10; the next allocation fails in
+/// the server's own process (8007 is the server, inside its container).
+const WHOLE_GPU: &str = "\
+vllm serve /docker_storage/models/MiniCPM-V-2_6 --dtype auto --max-model-len 2048 --gpu_memory_utilization 1 --trust-remote-code
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total capacity of 22.18 GiB of which 3.47 GiB is free. Process 8007 has 18.71 GiB memory in use. Of the allocated memory 18.29 GiB is allocated by PyTorch, and 142.04 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)
+";
+
+#[test]
+fn a_memory_fraction_of_the_whole_gpu_is_the_cause_of_the_servers_own_oom() {
+    let a = crate::testing::analyze_paste(WHOLE_GPU);
+    let report = a.report();
+    let f = report.root_cause().expect("a root cause");
+    assert_eq!(f.category, Category::MemFractionMisconfigured);
+    assert!(
+        f.headline.contains("--gpu_memory_utilization 1"),
+        "{}",
+        f.headline
+    );
+    assert!(f.evidence.iter().any(|e| e.span.line == 1), "{f:?}");
+    // The dash spelling with `=`, and SGLang's fraction (variants of the
+    // launch line).
+    for launch in [
+        "vllm serve /docker_storage/models/MiniCPM-V-2_6 --gpu-memory-utilization=0.98",
+        "python3 -m sglang.launch_server --model-path /models/m --mem-fraction-static 0.95",
+    ] {
+        let text = WHOLE_GPU.replacen(WHOLE_GPU.lines().next().unwrap_or_default(), launch, 1);
+        assert_eq!(
+            root(&text).0,
+            Category::MemFractionMisconfigured,
+            "{launch}"
+        );
+    }
+    // vLLM's default share leaves headroom: the OOM stays the server's own.
+    let default = WHOLE_GPU.replace("--gpu_memory_utilization 1", "--gpu_memory_utilization 0.9");
+    assert_eq!(root(&default).0, Category::CudaOom);
+    // A flag of a program that is not a server says nothing.
+    let other = WHOLE_GPU.replace("vllm serve", "python3 bench.py");
+    assert_eq!(root(&other).0, Category::CudaOom);
+}

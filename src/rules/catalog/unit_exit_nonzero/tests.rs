@@ -299,3 +299,65 @@ vllm.service: main process exited, code=exited, status=203/EXEC
         "{f:?}"
     );
 }
+
+/// NVIDIA/nvidia-persistenced#11 (batch M's 934): the forking daemon's
+/// start fails on a GH200 run as a non-root user; the paste ends two lines
+/// after systemd's `Control process exited`, before any `Failed with
+/// result`.
+const PERSISTENCED: &str = "\
+Aug 27 21:35:25 ubuntu nvidia-persistenced[1405]: Started (1405)
+Aug 27 21:35:25 ubuntu nvidia-persistenced[1405]: NUMA: Enabling NUMA memory Auto-Online due to GPU requirement
+Aug 27 21:35:25 ubuntu nvidia-persistenced[1405]: NUMA: Failed to open /sys/devices/system/memory/auto_online_blocks: Permission denied
+Aug 27 21:35:25 ubuntu nvidia-persistenced[1405]: NUMA: Failed to enable NUMA memory Auto-Online
+Aug 27 21:35:25 ubuntu nvidia-persistenced[1400]: nvidia-persistenced failed to initialize. Check syslog for more details.
+Aug 27 21:35:25 ubuntu nvidia-persistenced[1405]: PID file unlocked.
+Aug 27 21:35:25 ubuntu systemd[1]: nvidia-persistenced.service: Control process exited, code=exited, status=1/FAILURE
+Aug 27 21:35:25 ubuntu nvidia-persistenced[1405]: PID file closed.
+";
+
+#[test]
+fn a_forking_daemons_failed_control_process_is_a_start_failure() {
+    let f = findings(PERSISTENCED);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].category, Category::UnitCrashLoop);
+    assert!(f[0].entities.units.contains("nvidia-persistenced.service"));
+    // The daemon (1405) and the parent it forked from (1400).
+    assert!(f[0].entities.pids.contains(&1405), "{f:?}");
+    assert!(f[0].entities.pids.contains(&1400), "{f:?}");
+    assert!(
+        f[0].headline
+            .contains("control process exited with status 1/FAILURE"),
+        "{}",
+        f[0].headline
+    );
+    // Its own lines before the exit are the reason, the refused path cited.
+    assert!(f[0].evidence.iter().any(|e| e.span.line == 3), "{f:?}");
+    assert!(f[0].evidence.iter().any(|e| e.span.line == 7), "{f:?}");
+
+    // The unit started after the failed control process (an ExecReload=
+    // or a retried ExecStartPre=): no start failure.
+    let started = format!(
+        "{PERSISTENCED}Aug 27 21:35:26 ubuntu systemd[1]: Started NVIDIA Persistence Daemon.\n"
+    );
+    assert!(findings(&started).is_empty());
+    // A control process that succeeded is nothing.
+    let ok = PERSISTENCED.replace("status=1/FAILURE", "status=0/SUCCESS");
+    assert!(findings(&ok).is_empty());
+}
+
+/// https://github.com/akash-network/website/pull/632 (the Akash provider
+/// FAQ's `systemctl status nvidia-fabricmanager`): the next such paste, the
+/// Fabric Manager's start script cut at its control process's exit.
+const FABRIC_MANAGER: &str = "\
+Nov 05 13:55:26 node1 systemd[1]: Starting NVIDIA fabric manager service...
+Nov 05 13:55:26 node1 nv-fabricmanager[104230]: fabric manager NVIDIA GPU driver interface version 550.127.05 don't match with driver version 550.120. Please update with matching NVIDIA driver package.
+Nov 05 13:55:26 node1 systemd[1]: nvidia-fabricmanager.service: Control process exited, code=exited, status=1/FAILURE
+";
+
+#[test]
+fn the_fabric_managers_control_process_exit_is_a_start_failure() {
+    let f = findings(FABRIC_MANAGER);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(f[0].entities.units.contains("nvidia-fabricmanager.service"));
+    assert!(f[0].evidence.iter().any(|e| e.span.line == 3), "{f:?}");
+}
