@@ -139,6 +139,23 @@ static TRT: LazyLock<Regex> = LazyLock::new(|| {
 /// Go's `log` package (`log.LstdFlags`, with `Lmicroseconds` and
 /// `Lshortfile` optional): `2020/08/10 19:09:42 file.go:23: ` — the
 /// NVIDIA device plugin's and container toolkit's lines.
+/// zerolog's console writer (Go: LocalAI), under another layer (`api-1  |
+/// 10:07PM ERR [watchdog] error shutting down model …`): a kitchen-clock
+/// time and a three-letter level (zerolog console.go, TimeFormat
+/// `time.Kitchen`; the frame `zerolog-console` reads it on a line of its
+/// own).
+static ZEROLOG_CONSOLE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[0-9]{1,2}:[0-9][0-9][AP]M (?:TRC|DBG|INF|WRN|ERR|FTL|PNC) (?P<rest>.*)$")
+        .expect("zerolog console prefix regex")
+});
+
+/// `3:00PM ` or `10:07PM `: a kitchen-clock time first.
+fn kitchen_may(text: &str) -> bool {
+    let b = text.as_bytes();
+    let ampm = |i: usize| matches!(b.get(i..i + 2), Some([b'A' | b'P', b'M']));
+    ampm(4) || ampm(5)
+}
+
 static GO_LOG: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)^(?P<date>[0-9]{4}/[0-9][0-9]/[0-9][0-9])\x20(?P<hms>[0-9][0-9]:[0-9][0-9]:[0-9][0-9])(?:\.(?P<frac>[0-9]{1,6}))?
@@ -337,6 +354,11 @@ fn peel_record<'t>(text: &'t str, writer: &mut Writer) -> &'t str {
             }
             None => return text,
         }
+    } else if first.is_ascii_digit() && kitchen_may(text) {
+        match ZEROLOG_CONSOLE.captures(text) {
+            Some(c) => (c.name("rest").map_or("", |m| m.as_str()), None),
+            None => return text,
+        }
     } else if first.is_ascii_digit() {
         match GO_LOG.captures(text) {
             Some(c) => {
@@ -442,7 +464,10 @@ fn record_may(text: &str) -> bool {
             (text.starts_with("[T") || head(text, 4, |b| b[3] == b'/')) && TRT.is_match(text)
         }
         // `YYYY/`
-        Some(b) if b.is_ascii_digit() => head(text, 5, |b| b[4] == b'/') && GO_LOG.is_match(text),
+        Some(b) if b.is_ascii_digit() => {
+            (head(text, 5, |b| b[4] == b'/') && GO_LOG.is_match(text))
+                || (kitchen_may(text) && ZEROLOG_CONSOLE.is_match(text))
+        }
         Some(b'l' | b't') => slog_may(text) && SLOG.is_match(text),
         _ => false,
     }
