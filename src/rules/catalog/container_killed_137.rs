@@ -1,7 +1,9 @@
 //! `container-killed-137`: a container ended with exit code 137 (SIGKILL)
 //! and nothing in the inputs says who sent it (no `OOMKilled` reason, no
 //! failed probe, no kernel or cAdvisor OOM line): most likely its memory
-//! limit, at a confidence that says the kill itself is unexplained.
+//! limit, at a confidence that says the kill itself is unexplained; and a
+//! container `kubectl describe` shows restarted again and again under a
+//! memory limit with no reason shown, the same story at a lower one.
 
 use crate::correlate::Incident;
 use crate::rules::support::round2;
@@ -43,6 +45,12 @@ killer (kubectl's `Exit Code: 137`, KServe's `exitCode: 137`, Flyte's
 sender is still the memory limit: the cgroup's OOM killer took a child
 process (a model loader, a worker), the main process died of it, and the
 runtime did not mark the container OOMKilled (kubernetes/kubernetes#19825).
+
+A `kubectl describe pod` that shows no last state at all (older kubectl
+printed none; a describe taken while the container runs again) but a
+`Restart Count` of 3 or more under a `Limits:` memory quantity is read the
+same way, at a lower confidence: a container that keeps ending under a
+memory limit is most often OOM-killed at it; its `lastState` settles it.
 
 ## Why it happens
 The container's memory limit (`resources.limits.memory`) is below what
