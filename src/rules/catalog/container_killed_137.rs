@@ -145,10 +145,7 @@ const MIN_RESTARTS: u32 = 3;
 
 /// The memory limit `kubectl describe` shows in `source`: a `memory:` line
 /// whose heading above it is `Limits:` (not `Requests:`).
-fn memory_limit<'a>(
-    incident: &'a Incident,
-    source: SourceId,
-) -> Option<(&'a crate::model::Message, String)> {
+fn memory_limit(incident: &Incident, source: SourceId) -> Option<(&crate::model::Message, String)> {
     let headings: Vec<(u32, bool)> = incident
         .known(RESOURCES_HEADING)
         .filter(|(m, _)| m.span.source == source)
