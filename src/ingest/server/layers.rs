@@ -4,7 +4,8 @@
 //! `(Name pid=N[, ip=…]) `, Open MPI's `[1,N]<stdout>:`, PyTorch's
 //! `[rank0]:`, then a logger's record prefix (glog's `E0306 16:40:07.708802
 //! 117 file.cc:691] `, TensorRT's `[TensorRT-LLM][INFO] ` / `[TRT] [E] `, Go's
-//! `2020/08/10 19:09:42 `), and Ray's ` [repeated Nx across cluster]` suffix.
+//! `2020/08/10 19:09:42 `, zerolog's console `10:07PM ERR `), and Ray's
+//! ` [repeated Nx across cluster]` suffix.
 //! Each layer's metadata is kept on the [`Writer`]; the text under the last
 //! layer is what the format parsers read.
 
