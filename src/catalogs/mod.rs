@@ -50,6 +50,7 @@ const FILES: &[(&str, &str)] = built![
     "stacks-bind",
     "stacks-llamacpp",
     "stacks-ollama",
+    "stacks-localai",
     "stacks-tgi",
     "stacks-lmdeploy",
     "stacks-trtllm",

@@ -161,6 +161,7 @@ fn read_source(
         engine: Engine::default(),
         writers: Default::default(),
         last_text: 0,
+        wrapped: None,
         command: None,
     };
     let look = Look {
@@ -418,6 +419,9 @@ struct InputReader {
     writers: std::collections::HashSet<(String, u32)>,
     /// The last line that was not blank so far (0: none yet).
     last_text: u32,
+    /// The last line, when it was a message that may have been wrapped
+    /// inside a token ([`Wrapped`]).
+    wrapped: Option<Wrapped>,
     /// The command typed at the last prompt, counting what it prints.
     command: Option<TypedCommand>,
 }
@@ -431,6 +435,64 @@ struct Engine {
     /// The first progress line after `wait`: its number and, for a streamed
     /// input, its text (to cite).
     resumed: Option<(u32, String)>,
+}
+
+/// A message line that may go on, unindented, on the next line: a paste
+/// wrapped by a terminal or a mail client inside a token (`…
+/// ::cudaMallocAsync(ptr, n, mCudaSt` then `ream->get()): out of memory
+/// (…tllmBuffers.h:112)`). The next line is joined to it only where the
+/// join is a catalog message that neither half is, and the next line has
+/// no frame of its own (no time, level or logger head: a record stands
+/// alone) and starts inside a word.
+struct Wrapped {
+    line: u32,
+    /// Its index in `Facts::messages`.
+    message: usize,
+}
+
+impl Wrapped {
+    /// Lines shorter than this are not cut by a wrap.
+    const MIN_WIDTH: usize = 60;
+
+    /// Whether `text` may have been cut inside a token: long enough for a
+    /// wrap and ending in a word's character, with no space before the cut.
+    fn may_continue(text: &str) -> bool {
+        text.len() >= Self::MIN_WIDTH
+            && text
+                .as_bytes()
+                .last()
+                .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_')
+    }
+
+    /// Joins `text` to the message when it starts inside a word and the
+    /// whole is a catalog row that neither half is.
+    fn rejoin(self, text: &str, messages: &mut [Message]) {
+        let starts_in_word = text
+            .as_bytes()
+            .first()
+            .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_');
+        let Some(head) = messages.get_mut(self.message) else {
+            return;
+        };
+        if !starts_in_word || head.span.line != self.line {
+            return;
+        }
+        let all = crate::catalogs::catalogs();
+        let rows = |t: &str| -> Vec<&str> {
+            all.hits(t)
+                .into_iter()
+                .filter_map(|h| h.row.map(|r| r.id.as_str()))
+                .collect()
+        };
+        let joined = format!("{}{text}", head.text);
+        let (first, second) = (rows(&head.text), rows(text));
+        if rows(&joined)
+            .iter()
+            .any(|id| !first.contains(id) && !second.contains(id))
+        {
+            head.text = joined;
+        }
+    }
 }
 
 impl InputReader {
@@ -514,12 +576,26 @@ impl InputReader {
                 .repeats
                 .as_mut()
                 .is_some_and(|r| r.repeated(n, text, key, format, message));
+        // A line that goes on with no indentation inside the token the
+        // line above was cut in (`… mCudaSt` / `ream->get()): out of
+        // memory (…)`) completes that line's message.
+        if let Some(head) = self.wrapped.take() {
+            if head.line + 1 == n && !fast && peeled.frame.peeled == 0 {
+                head.rejoin(text, &mut self.facts.messages);
+            }
+        }
         if message && !repeated {
             self.facts.messages.push(Message {
                 span,
                 text: text.to_owned(),
                 pid: None,
             });
+            if !fast && Wrapped::may_continue(text) {
+                self.wrapped = Some(Wrapped {
+                    line: n,
+                    message: self.facts.messages.len() - 1,
+                });
+            }
             // A message may be cited: its text, and the line that times it.
             self.keep(n, text);
             self.flush();

@@ -290,6 +290,10 @@ impl Tables {
         if socket_line(t, span, facts) {
             return true;
         }
+        if first.is_some_and(|c| c.is_ascii_digit()) && NVTOP_ROW.is_match(t) {
+            nvtop_row(t, span, facts);
+            return true;
+        }
         if t.contains(" loaded ") && list_units_row(t, span, facts) {
             return true;
         }
@@ -673,6 +677,15 @@ fn brackets(line: &str) -> (usize, usize) {
     }
     (open, close)
 }
+
+/// A row of nvtop's process list that says what it is without its header
+/// (a row copied alone): PID, user, device, the type nvtop names
+/// (`Compute`, `Graphic`, `Both G+C`: src/interface.c), GPU use (`N/A` or a
+/// share), GPU memory in MiB and its share, CPU use, host memory, command.
+static NVTOP_ROW: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[0-9]+\s+\S+\s+[0-9]+\s+(?:Compute|Graphic|Both G\+C)\s+(?:N/A|[0-9]+%)\s+[0-9]+MiB\s+[0-9]+%\s+[0-9]+%\s+[0-9]+(?:MiB|GiB|KiB|B)\s+\S")
+        .expect("nvtop row regex")
+});
 
 /// A row of nvtop's process list (`PID USER DEV TYPE GPU GPU MEM CPU HOST
 /// MEM Command`): `4143 user 0 Compute N/A 5508MiB 34% 0% 1479MiB cmd`, a

@@ -4,7 +4,8 @@
 //! `(Name pid=N[, ip=…]) `, Open MPI's `[1,N]<stdout>:`, PyTorch's
 //! `[rank0]:`, then a logger's record prefix (glog's `E0306 16:40:07.708802
 //! 117 file.cc:691] `, TensorRT's `[TensorRT-LLM][INFO] ` / `[TRT] [E] `, Go's
-//! `2020/08/10 19:09:42 `), and Ray's ` [repeated Nx across cluster]` suffix.
+//! `2020/08/10 19:09:42 `, zerolog's console `10:07PM ERR `), and Ray's
+//! ` [repeated Nx across cluster]` suffix.
 //! Each layer's metadata is kept on the [`Writer`]; the text under the last
 //! layer is what the format parsers read.
 
@@ -139,6 +140,23 @@ static TRT: LazyLock<Regex> = LazyLock::new(|| {
 /// Go's `log` package (`log.LstdFlags`, with `Lmicroseconds` and
 /// `Lshortfile` optional): `2020/08/10 19:09:42 file.go:23: ` — the
 /// NVIDIA device plugin's and container toolkit's lines.
+/// zerolog's console writer (Go: LocalAI), under another layer (`api-1  |
+/// 10:07PM ERR [watchdog] error shutting down model …`): a kitchen-clock
+/// time and a three-letter level (zerolog console.go, TimeFormat
+/// `time.Kitchen`; the frame `zerolog-console` reads it on a line of its
+/// own).
+static ZEROLOG_CONSOLE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[0-9]{1,2}:[0-9][0-9][AP]M (?:TRC|DBG|INF|WRN|ERR|FTL|PNC) (?P<rest>.*)$")
+        .expect("zerolog console prefix regex")
+});
+
+/// `3:00PM ` or `10:07PM `: a kitchen-clock time first.
+fn kitchen_may(text: &str) -> bool {
+    let b = text.as_bytes();
+    let ampm = |i: usize| matches!(b.get(i..i + 2), Some([b'A' | b'P', b'M']));
+    ampm(4) || ampm(5)
+}
+
 static GO_LOG: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)^(?P<date>[0-9]{4}/[0-9][0-9]/[0-9][0-9])\x20(?P<hms>[0-9][0-9]:[0-9][0-9]:[0-9][0-9])(?:\.(?P<frac>[0-9]{1,6}))?
@@ -337,6 +355,11 @@ fn peel_record<'t>(text: &'t str, writer: &mut Writer) -> &'t str {
             }
             None => return text,
         }
+    } else if first.is_ascii_digit() && kitchen_may(text) {
+        match ZEROLOG_CONSOLE.captures(text) {
+            Some(c) => (c.name("rest").map_or("", |m| m.as_str()), None),
+            None => return text,
+        }
     } else if first.is_ascii_digit() {
         match GO_LOG.captures(text) {
             Some(c) => {
@@ -442,7 +465,10 @@ fn record_may(text: &str) -> bool {
             (text.starts_with("[T") || head(text, 4, |b| b[3] == b'/')) && TRT.is_match(text)
         }
         // `YYYY/`
-        Some(b) if b.is_ascii_digit() => head(text, 5, |b| b[4] == b'/') && GO_LOG.is_match(text),
+        Some(b) if b.is_ascii_digit() => {
+            (head(text, 5, |b| b[4] == b'/') && GO_LOG.is_match(text))
+                || (kitchen_may(text) && ZEROLOG_CONSOLE.is_match(text))
+        }
         Some(b'l' | b't') => slog_may(text) && SLOG.is_match(text),
         _ => false,
     }

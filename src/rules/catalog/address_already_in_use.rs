@@ -44,6 +44,8 @@ const ROWS: &[(&str, Port)] = &[
     ("stacks-bind.werkzeug-port-in-use", Port::Http),
     ("stacks-bind.gradio-port-in-use", Port::Http),
     ("stacks-bind.gradio-no-empty-port", Port::Http),
+    ("stacks-bind.triton-socket-in-use", Port::Http),
+    ("stacks-bind.grpc-no-address-added", Port::Http),
 ];
 
 /// NCCL's socket transport: its WARN lines are NCCL's catalog's.

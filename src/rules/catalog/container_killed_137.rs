@@ -1,7 +1,9 @@
 //! `container-killed-137`: a container ended with exit code 137 (SIGKILL)
 //! and nothing in the inputs says who sent it (no `OOMKilled` reason, no
 //! failed probe, no kernel or cAdvisor OOM line): most likely its memory
-//! limit, at a confidence that says the kill itself is unexplained.
+//! limit, at a confidence that says the kill itself is unexplained; and a
+//! container `kubectl describe` shows restarted again and again under a
+//! memory limit with no reason shown, the same story at a lower one.
 
 use crate::correlate::Incident;
 use crate::rules::support::round2;
@@ -43,6 +45,12 @@ killer (kubectl's `Exit Code: 137`, KServe's `exitCode: 137`, Flyte's
 sender is still the memory limit: the cgroup's OOM killer took a child
 process (a model loader, a worker), the main process died of it, and the
 runtime did not mark the container OOMKilled (kubernetes/kubernetes#19825).
+
+A `kubectl describe pod` that shows no last state at all (older kubectl
+printed none; a describe taken while the container runs again) but a
+`Restart Count` of 3 or more under a `Limits:` memory quantity is read the
+same way, at a lower confidence: a container that keeps ending under a
+memory limit is most often OOM-killed at it; its `lastState` settles it.
 
 ## Why it happens
 The container's memory limit (`resources.limits.memory`) is below what
@@ -123,6 +131,105 @@ impl Rule for ContainerKilled137 {
             ));
             out.push(f);
         }
+        restarts_under_limit(incident, &seen, out);
+    }
+}
+
+/// `kubectl describe pod`'s fields (catalogs/stacks-k8s.toml).
+const RESTART_COUNT: &str = "stacks-k8s.describe-restart-count";
+const RESOURCES_HEADING: &str = "stacks-k8s.describe-resources-heading";
+const MEMORY_QUANTITY: &str = "stacks-k8s.describe-memory-quantity";
+
+/// Restarts at least this many are a loop, not a one-off.
+const MIN_RESTARTS: u32 = 3;
+
+/// The memory limit `kubectl describe` shows in `source`: a `memory:` line
+/// whose heading above it is `Limits:` (not `Requests:`).
+fn memory_limit(incident: &Incident, source: SourceId) -> Option<(&crate::model::Message, String)> {
+    let headings: Vec<(u32, bool)> = incident
+        .known(RESOURCES_HEADING)
+        .filter(|(m, _)| m.span.source == source)
+        .map(|(m, hit)| (m.span.line, hit.get("heading") == Some("Limits")))
+        .collect();
+    incident
+        .known(MEMORY_QUANTITY)
+        .filter(|(m, _)| m.span.source == source)
+        .find(|(m, _)| {
+            headings
+                .iter()
+                .rev()
+                .find(|(line, _)| *line < m.span.line)
+                .is_some_and(|(_, limits)| *limits)
+        })
+        .and_then(|(m, hit)| Some((m, hit.get("quantity")?.to_owned())))
+}
+
+/// A container restarted again and again under a memory limit, where the
+/// paste shows no termination reason or exit code at all (old kubectl
+/// printed none; a describe taken while the container runs again): a likely
+/// OOM kill at the limit, to confirm from the container's last state.
+fn restarts_under_limit(incident: &Incident, seen: &[SourceId], out: &mut Vec<Finding>) {
+    let mut done: Vec<SourceId> = seen.to_vec();
+    for (m, hit) in incident.known(RESTART_COUNT) {
+        let source = m.span.source;
+        let Some(count) = hit.get("count").and_then(|c| c.parse::<u32>().ok()) else {
+            continue;
+        };
+        if count < MIN_RESTARTS
+            || done.contains(&source)
+            || explained(incident, source)
+            || incident
+                .known(EXIT_137)
+                .any(|(e, _)| e.span.source == source)
+        {
+            continue;
+        }
+        let Some((limit_line, limit)) = memory_limit(incident, source) else {
+            continue;
+        };
+        done.push(source);
+        let mut f = Finding::new(META.id, META.category, META.severity);
+        f.evidence(
+            m.span,
+            format!("Restart Count: {count}: the container was restarted {count} times"),
+        );
+        f.evidence(
+            limit_line.span,
+            format!("its memory limit is {limit} (Limits: memory)"),
+        );
+        f.condition(
+            format!("the container was restarted {count} times (at least {MIN_RESTARTS})"),
+            true,
+        );
+        f.condition(format!("it runs under a memory limit of {limit}"), true);
+        f.condition(
+            "a termination reason (OOMKilled) or exit code 137 is shown for its last run",
+            false,
+        );
+        f.confidence = round2(0.45);
+        f.title = format!(
+            "a container restarted {count} times under a {limit} memory limit, with no reason shown: most likely OOM-killed at its limit"
+        );
+        f.headline = format!(
+            "The container was restarted {count} times (Restart Count) under a memory limit of {limit}, and the paste shows no reason for its ends: most likely the cgroup's OOM killer at that limit, each time (not confirmed: the last state is not shown)."
+        );
+        f.explanation = "A container that keeps ending while it runs under a memory limit is most often killed by the memory cgroup's OOM killer when it reaches the limit; kubectl records that as the last state's Reason: OOMKilled and Exit Code: 137, which this describe does not show (older kubectl printed no last state; a describe taken while the container runs again shows State: Running). A failed probe or a crash would be the other stories: the events and the last state tell them apart.".to_owned();
+        f.chain
+            .push(format!("the container was restarted {count} times"));
+        f.chain
+            .push("each run ended, with no reason shown in the paste".to_owned());
+        f.chain.push(format!(
+            "most likely the memory cgroup's OOM killer at its {limit} limit (not confirmed)"
+        ));
+        f.actions.push(Action::advice(
+            "confirm how its last run ended: OOMKilled and exit code 137 are the memory limit",
+            Some("kubectl get pod POD -o jsonpath='{.status.containerStatuses[*].lastState}'; journalctl -k | grep -i -e oom -e 'killed process' on the node"),
+        ));
+        f.actions.push(Action::advice(
+            "if it was the memory limit: raise resources.limits.memory to what the workload needs, or fix what grows (a leak)",
+            None,
+        ));
+        out.push(f);
     }
 }
 
@@ -154,6 +261,35 @@ mod tests {
         // KServe's status of the same kind of kill (kserve/kserve#2290).
         let kserve = "      lastFailureInfo:\n        exitCode: 137\n";
         assert_eq!(findings(kserve).len(), 1);
+    }
+
+    /// kubernetes/kubernetes#10861: `kubectl describe pod` of a leaking
+    /// container under a 50Mi limit, five restarts, no reason printed.
+    const DESCRIBE_2015: &str = "Containers:\n  simmemleak:\n    Image:\tsaadali/simmemleak\n    Limits:\n      cpu:\t\t100m\n      memory:\t\t50Mi\n    State:\t\tRunning\n      Started:\t\tTue, 07 Jul 2015 12:54:41 -0700\n    Ready:\t\tFalse\n    Restart Count:\t5\n";
+
+    #[test]
+    fn restarts_under_a_memory_limit_with_no_reason_are_a_likely_oom_kill() {
+        let f = findings(DESCRIBE_2015);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].category, Category::HostOomKiller);
+        assert!(f[0].confidence < 0.5, "{}", f[0].confidence);
+        assert!(f[0].headline.contains("50Mi"), "{}", f[0].headline);
+        // Fewer restarts are not a loop.
+        let once = DESCRIBE_2015.replace("Restart Count:\t5", "Restart Count:\t1");
+        assert!(findings(&once).is_empty());
+        // A memory request is not a limit (the same lines with the heading
+        // changed: assembled, not copied).
+        let request = DESCRIBE_2015.replace("Limits:", "Requests:");
+        assert!(findings(&request).is_empty());
+    }
+
+    #[test]
+    fn restarts_with_their_reason_shown_are_that_reason() {
+        // operator-framework/operator-sdk-samples#156: the last state says
+        // OOMKilled: the OOMKilled row tells it (restarts raised to 5 here:
+        // assembled, not copied).
+        let describe = "    Last State:     Terminated\n      Reason:       OOMKilled\n      Exit Code:    137\n    Restart Count:  5\n    Limits:\n      cpu:     100m\n      memory:  90Mi\n";
+        assert!(findings(describe).is_empty());
     }
 
     #[test]
