@@ -378,11 +378,7 @@ time=2024-06-12T18:35:13.170+08:00 level=WARN source=server.go:157 msg="server c
         let f = findings_of(super::META.id, both);
         assert_eq!(f.len(), 1, "{f:#?}");
         assert!(f[0].headline.contains("219.41"), "{}", f[0].headline);
-        assert!(
-            f[0].evidence.iter().any(|e| e.span.line == 1),
-            "{:?}",
-            f[0].evidence
-        );
+        crate::testing::cites_line(&f[0], 1);
         assert!(f[0].entities.pids.contains(&664672), "{:?}", f[0].entities);
     }
 

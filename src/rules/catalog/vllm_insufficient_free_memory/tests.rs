@@ -110,13 +110,7 @@ fn a_second_server_that_serves_holds_the_gpu_and_is_not_stale() {
         "{:?}",
         f.chain
     );
-    assert!(
-        f.evidence
-            .iter()
-            .any(|e| e.span.line == 12 && e.note.contains("another serving instance")),
-        "{:#?}",
-        f.evidence
-    );
+    crate::testing::cites_line_saying(f, 12, "another serving instance");
     assert!(
         f.actions
             .iter()
