@@ -43,4 +43,43 @@ pub(crate) mod testing {
             .filter(|f| f.rule == id)
             .collect()
     }
+
+    /// Fails, showing the finding, unless it cites line `line` (of the
+    /// paste, 1-based) as evidence.
+    #[track_caller]
+    pub(crate) fn cites_line(f: &Finding, line: u32) {
+        assert!(
+            f.evidence.iter().any(|e| e.span.line == line),
+            "the finding does not cite line {line}: {f:#?}"
+        );
+    }
+
+    /// Fails, showing the finding, unless it cites line `line` with a note
+    /// that says `words`.
+    #[track_caller]
+    pub(crate) fn cites_line_saying(f: &Finding, line: u32, words: &str) {
+        assert!(
+            f.evidence
+                .iter()
+                .any(|e| e.span.line == line && e.note.contains(words)),
+            "the finding does not cite line {line} saying {words:?}: {f:#?}"
+        );
+    }
+
+    /// Fails, showing the finding's actions, unless one of them mentions
+    /// `text`: in what it does (`Action::describe`, an advice's text), why,
+    /// or the command a person would type.
+    #[track_caller]
+    pub(crate) fn advises(f: &Finding, text: &str) {
+        let mentions = |a: &crate::rules::Action| {
+            a.describe().contains(text)
+                || a.why.contains(text)
+                || a.command().is_some_and(|c| c.contains(text))
+        };
+        assert!(
+            f.actions.iter().any(mentions),
+            "no action mentions {text:?}: {:#?}",
+            f.actions
+        );
+    }
 }

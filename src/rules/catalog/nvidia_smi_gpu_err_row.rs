@@ -237,10 +237,7 @@ Fri Jul 28 08:01:28 2023
         assert!(f[0].entities.gpus.contains(&0));
         assert!(f[0].title.contains("0000:19:00.0"), "{}", f[0].title);
         assert!(f[0].confidence <= 0.5);
-        assert!(f[0].actions.iter().any(|a| matches!(
-            &a.kind,
-            crate::rules::ActionKind::Advice { command: Some(c), .. } if c.contains("grep -i xid")
-        )));
+        crate::testing::advises(&f[0], "grep -i xid");
     }
 
     /// Azure/azhpc-diagnostics#77: one transient ERR! power cell on a

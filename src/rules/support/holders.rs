@@ -7,9 +7,9 @@ use std::collections::BTreeSet;
 
 use crate::correlate::{GpuProcess, Incident, OwnerBasis, UnitEventKind};
 use crate::model::CgroupOwner;
-use crate::model::{EmbeddedBlock, Framework, ServerEvent};
-use crate::rules::Finding;
+use crate::model::{EmbeddedBlock, Framework, ServerEvent, ServerEventKind, Uvicorn};
 use crate::rules::support::mib;
+use crate::rules::{Action, Finding};
 use crate::source::Span;
 
 mod steps;
@@ -22,6 +22,10 @@ pub struct Holder<'a> {
     pub cmdline: Option<(&'a str, Span)>,
     /// Why it looks like a leftover serving process, if it does.
     pub stale_reason: Option<String>,
+    /// Why it is another serving instance that the inputs show alive, and
+    /// the line that shows it: a second server sharing the GPU, not a
+    /// leftover (never set with `stale_reason`).
+    pub serving: Option<(String, Span)>,
 }
 
 /// A process's link to its unit: the unit's name, how the link was made
@@ -115,21 +119,39 @@ impl<'a> Holders<'a> {
             .cmdlines
             .get(&p.pid)
             .map(|c| (c.text.as_str(), c.span));
-        let stale_reason = self.stale_reason(&p, unit.map(|u| u.name), cmdline.map(|c| c.0));
+        let mut serving = None;
+        let stale_reason =
+            self.stale_reason(&p, unit.map(|u| u.name), cmdline.map(|c| c.0), &mut serving);
         Holder {
             process: p,
             unit,
             cmdline,
             stale_reason,
+            serving,
         }
     }
 
     /// Why a holder looks like a leftover serving process, if it does.
-    pub fn stale_reason(
+    ///
+    /// The rule of thumb: a holder is a leftover (`stale-serving-instance`)
+    /// when the inputs show it left over: systemd found it left over from
+    /// an earlier run, it belongs to the failing server's own unit, or it
+    /// is a model server re-parented to PID 1 (orphaned), or a model server
+    /// the inputs show nothing more of. A model server the inputs show
+    /// alive and serving is a second instance sharing the GPU
+    /// (`gpu-memory-held-by-other-process`, `serving` says why): its own
+    /// unit `active`, its own `Uvicorn running on` / `Application startup
+    /// complete` with no `Finished server process` after, or a command
+    /// line that serves another port or model than the failing server's.
+    /// Two live servers on one GPU are fixed by sharing it (lower
+    /// `--gpu-memory-utilization` / `--mem-fraction-static` of both) or by
+    /// moving one, not by ending a leftover.
+    fn stale_reason(
         &self,
         p: &GpuProcess,
         unit: Option<&str>,
         cmdline: Option<&str>,
+        live: &mut Option<(String, Span)>,
     ) -> Option<String> {
         let incident = self.incident;
         if let Some(u) = unit.and_then(|u| incident.units.get(u)) {
@@ -166,12 +188,119 @@ impl<'a> Holders<'a> {
             .ps
             .iter()
             .any(|r| r.pid == p.pid && r.ppid == Some(1));
+        if !orphan {
+            *live = self.serving_now(p.pid, unit, cmdline);
+            if live.is_some() {
+                return None;
+            }
+        }
         Some(format!(
             "it is a model server process (`{}`){}",
             serving.trim_end_matches("::"),
             if orphan { ", re-parented to PID 1" } else { "" }
         ))
     }
+}
+
+impl Holders<'_> {
+    /// Why model-server holder `pid` is a live second instance, with the
+    /// line that shows it (see `stale_reason`): its unit, other than the
+    /// failing server's, is `active`; its uvicorn came up (`Uvicorn running
+    /// on`, `Application startup complete`, written by it or after its
+    /// `Started server process [pid]`) and did not finish; or its command
+    /// line serves another `--port` or `--model` than the failing server.
+    fn serving_now(
+        &self,
+        pid: u32,
+        unit: Option<&str>,
+        cmdline: Option<&str>,
+    ) -> Option<(String, Span)> {
+        let incident = self.incident;
+        let target = self.target.as_ref().map(|t| t.0.as_str());
+        if let Some(u) = unit.filter(|u| Some(*u) != target) {
+            let active = incident
+                .facts
+                .unit_statuses
+                .iter()
+                .find(|s| s.unit == u && s.active_state.as_deref() == Some("active"));
+            if let Some(s) = active {
+                return Some((
+                    format!("its unit {u} is active, another server"),
+                    s.active_span.unwrap_or(s.span),
+                ));
+            }
+        }
+        if let Some(span) = self.uvicorn_up(pid) {
+            return Some((
+                "its own server came up and has not finished".to_owned(),
+                span,
+            ));
+        }
+        let cmdline = cmdline?;
+        let span = incident.cmdlines.get(&pid)?.span;
+        let (own, _) = super::server::launch_args(incident, self.framework)?;
+        let port = flag_value(cmdline, "port").and_then(|v| v.parse::<u32>().ok());
+        if let (Some(theirs), Some(ours)) = (port, own.port)
+            && theirs != ours
+        {
+            return Some((
+                format!("it serves port {theirs}, the failing server port {ours}"),
+                span,
+            ));
+        }
+        let model = flag_value(cmdline, "model").or_else(|| flag_value(cmdline, "model-path"));
+        if let (Some(theirs), Some(ours)) = (model, own.model_path.as_deref())
+            && theirs != ours
+        {
+            return Some((
+                format!("it serves {theirs}, the failing server {ours}"),
+                span,
+            ));
+        }
+        None
+    }
+
+    /// The line that shows `pid`'s uvicorn up and serving, unless a later
+    /// line shows it finished.
+    fn uvicorn_up(&self, pid: u32) -> Option<Span> {
+        let mut started = false;
+        let mut up = None;
+        for e in &self.incident.facts.server_events {
+            let ServerEventKind::Uvicorn(u) = &e.kind else {
+                continue;
+            };
+            let by = e.pid == Some(pid);
+            match u {
+                Uvicorn::StartedProcess { pid: p } => started = *p == pid,
+                Uvicorn::Running { .. } | Uvicorn::StartupComplete if by || started => {
+                    up = Some(e.span);
+                }
+                Uvicorn::FinishedProcess { pid: p } if *p == pid => up = None,
+                Uvicorn::ShuttingDown if by || started => up = None,
+                _ => {}
+            }
+        }
+        up
+    }
+}
+
+/// The value of `--flag V` or `--flag=V` (`_` for `-` as both frameworks
+/// accept) in a command line.
+fn flag_value<'c>(cmdline: &'c str, flag: &str) -> Option<&'c str> {
+    let mut tokens = cmdline.split_whitespace();
+    while let Some(t) = tokens.next() {
+        let Some(name) = t.strip_prefix("--") else {
+            continue;
+        };
+        let (name, value) = match name.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (name, None),
+        };
+        if name.replace('_', "-") == flag {
+            return value.or_else(|| tokens.next());
+        }
+    }
+    None
 }
 
 /// `PID 20629 (ddtree-qwen.service)`; a process title such as
@@ -282,6 +411,12 @@ impl<'a> Holders<'a> {
             if let Some((_, span)) = h.cmdline {
                 f.evidence(span, format!("command line of PID {}", p.pid));
             }
+            if let Some((why, span)) = &h.serving {
+                f.evidence(
+                    *span,
+                    format!("PID {} is another serving instance: {why}", p.pid),
+                );
+            }
             if h.unit.is_none() {
                 if let Some((span, whose)) = self.not_a_unit(p.pid) {
                     f.evidence(
@@ -304,12 +439,29 @@ impl<'a> Holders<'a> {
         } else {
             String::new()
         };
+        let live = list
+            .iter()
+            .find_map(|h| Some((h.process.pid, h.serving.as_ref()?)));
         f.chain.push(format!(
             "{main}{more} holds {} = {:.2} GiB on GPU {gpu}{}",
             mib(Some(held)),
             held as f64 / 1024.0,
-            stale.map(|s| format!("; {s}")).unwrap_or_default()
+            match (stale, live) {
+                (Some(s), _) => format!("; {s}"),
+                (None, Some((_, (why, _)))) => format!("; a second serving instance, alive: {why}"),
+                (None, None) => String::new(),
+            }
         ));
+        if let Some((pid, _)) = live {
+            f.actions.push(Action::advice(
+                format!(
+                    "two servers share GPU {gpu}: give each its share (lower --gpu-memory-utilization for vLLM or --mem-fraction-static for SGLang on both, so that the shares add up to less than 1), or move one of them to another GPU; PID {pid} is alive and serving, not a leftover"
+                ),
+                Some(&format!(
+                    "nvidia-smi --query-compute-apps=pid,used_memory --format=csv; ps -o pid,lstart,args -p {pid}"
+                )),
+            ));
+        }
         // A table printed into a log is weaker evidence than one of its own:
         // only then is it a condition, so other reports keep their confidence.
         if list
@@ -351,4 +503,19 @@ pub fn embedded_only<'i>(incident: &'i Incident, spans: &[Span]) -> Option<&'i E
         .iter()
         .all(|s| embedded_at(incident, *s).is_some())
         .then_some(first)
+}
+
+#[cfg(test)]
+mod flag_tests {
+    /// 504's first `vllm serve` command line, verbatim
+    /// (gpustack/gpustack#2595): both spellings of a flag, and `_` for `-`.
+    #[test]
+    fn a_command_lines_flags_are_read_in_both_spellings() {
+        let cmd = "/usr/bin/python3 /root/.local/share/pipx/venvs/gpustack/bin/vllm serve /data/models/modelscope/Qwen/Qwen3-Embedding-8B --max-model-len 8192 --task=embed --enforce-eager --host 0.0.0.0 --port 40047 --served-model-name Qwen/Qwen3-Embedding-8B";
+        assert_eq!(super::flag_value(cmd, "port"), Some("40047"));
+        assert_eq!(super::flag_value(cmd, "task"), Some("embed"));
+        let snake = cmd.replace("--max-model-len", "--max_model_len");
+        assert_eq!(super::flag_value(&snake, "max-model-len"), Some("8192"));
+        assert_eq!(super::flag_value(cmd, "model"), None);
+    }
 }

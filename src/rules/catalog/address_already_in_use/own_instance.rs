@@ -435,11 +435,7 @@ mod tests {
         );
         assert!(f.title.contains("3000"), "{}", f.title);
         // The stop lines are cited.
-        assert!(
-            f.evidence.iter().any(|e| e.span.line == 1),
-            "{:?}",
-            f.evidence
-        );
+        crate::testing::cites_line(&f, 1);
         // The same stop on another port is not this bind's.
         let other =
             REAL_826
@@ -479,11 +475,7 @@ mod tests {
             "{:?}",
             f.actions
         );
-        assert!(
-            f.evidence.iter().any(|e| e.span.line == 2),
-            "{:?}",
-            f.evidence
-        );
+        crate::testing::cites_line(&f, 2);
         let docker = quit.replace("Ollama got", "Docker got");
         let f = one(&format!("{bind}{docker}"));
         assert_eq!(f.category, Category::PortInUse);
@@ -499,13 +491,7 @@ mod tests {
         let win = one(
             "Error: listen tcp 0.0.0.0:11434: bind: Only one usage of each socket address (protocol/network address/port) is normally permitted.\n",
         );
-        assert!(
-            win.actions
-                .iter()
-                .any(|a| format!("{a:?}").contains("findstr :11434")),
-            "{:?}",
-            win.actions
-        );
+        crate::testing::advises(&win, "findstr :11434");
         // A port no server has as its default names none.
         let none = one("Error: listen tcp 127.0.0.1:44319: bind: address already in use\n");
         assert!(!none.headline.contains("default port"), "{}", none.headline);

@@ -182,7 +182,7 @@ Error: listen tcp 127.0.0.1:11434: bind: address already in use\n";
             "{}",
             f[0].headline
         );
-        assert!(f[0].evidence.iter().any(|e| e.span.line == 3));
+        crate::testing::cites_line(&f[0], 3);
     }
 
     /// The next paste: ollama#7606's older table (no CONTEXT column) beside

@@ -55,13 +55,7 @@ fn a_gpu_with_memory_and_no_process_is_named_not_signalled() {
         "{:?}",
         f[0].actions
     );
-    assert!(
-        f[0].actions.iter().any(|a| a
-            .command()
-            .is_some_and(|c| c.contains("--query-compute-apps"))),
-        "{:?}",
-        f[0].actions
-    );
+    crate::testing::advises(&f[0], "--query-compute-apps");
 }
 
 #[test]
@@ -205,10 +199,7 @@ fn a_full_card_whose_rows_hold_a_fraction_is_held_by_an_unlisted_process() {
             .iter()
             .all(|a| a.safety == crate::rules::Safety::AdvisoryOnly)
     );
-    assert!(f[0].actions.iter().any(|a| {
-        a.command()
-            .is_some_and(|c| c.contains("--query-compute-apps"))
-    }));
+    crate::testing::advises(&f[0], "--query-compute-apps");
     assert!(f[0].confidence < 0.8, "{}", f[0].confidence);
 }
 

@@ -312,6 +312,6 @@ mod tests {
             "{:?}",
             root.entities
         );
-        assert!(root.evidence.iter().any(|e| e.span.line == 4));
+        crate::testing::cites_line(root, 4);
     }
 }

@@ -98,13 +98,7 @@ root      59370      1 99 03:59 pts/1    00:16:50 /workspace/.venv/bin/python3 -
             f[0].title,
             "leftover server workers PIDs 9525, 9526 (python multiprocessing)"
         );
-        assert!(
-            f[0].evidence
-                .iter()
-                .any(|e| e.span.line == 8 && e.note.contains("listed again")),
-            "{:?}",
-            f[0].evidence
-        );
+        crate::testing::cites_line_saying(&f[0], 8, "listed again");
         // Variant: the same rows from a vLLM virtual environment.
         let vllm = UNINSTALLED.replace(
             "/Users/seal/.local/pipx/venvs/gpustack/bin/python",

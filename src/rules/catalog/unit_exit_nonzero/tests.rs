@@ -51,11 +51,7 @@ fn a_failed_start_read_from_the_status_block_is_a_unit_failure() {
     assert!(f[0].entities.pids.contains(&25885));
     assert!(f[0].entities.units.contains("docker.service"));
     // The drop-in is cited (its file's line) and named.
-    assert!(
-        f[0].evidence.iter().any(|e| e.span.line == 4),
-        "{:?}",
-        f[0].evidence
-    );
+    crate::testing::cites_line(&f[0], 4);
     assert!(f[0].headline.contains("override.conf"), "{}", f[0].headline);
 }
 
@@ -71,10 +67,8 @@ fn a_restart_below_the_start_limit_is_the_same_crash_loop() {
         f[0].headline
             .contains("nvidia-docker.service exited with status 1/FAILURE")
     );
-    assert!(
-        f[0].evidence.iter().any(|e| e.span.line == 14),
-        "the hold-off line is cited"
-    );
+    // The hold-off line is cited.
+    crate::testing::cites_line(&f[0], 14);
     assert!(
         f[0].headline.contains("below its start limit"),
         "{}",
@@ -95,13 +89,7 @@ fn the_exec_start_line_alone_gives_the_exit() {
     let f = findings(&cut);
     assert_eq!(f.len(), 1, "{f:?}");
     assert!(f[0].entities.pids.contains(&2168));
-    assert!(
-        f[0].evidence
-            .iter()
-            .any(|e| e.span.line == 8 && e.note.contains("PID 2168")),
-        "{:?}",
-        f[0].evidence
-    );
+    crate::testing::cites_line_saying(&f[0], 8, "PID 2168");
 }
 
 /// A unit running again shows no death: the block's exit is of a run the
@@ -141,18 +129,8 @@ fn a_cut_exit_line_and_bare_last_words_are_the_units() {
         assert_eq!(f[0].category, Category::UnitCrashLoop);
         assert!(f[0].entities.units.contains(unit), "{:?}", f[0].entities);
         assert!(f[0].headline.contains(said), "{}", f[0].headline);
-        assert!(
-            f[0].evidence.iter().any(|e| e.span.line == 1),
-            "{:?}",
-            f[0].evidence
-        );
-        assert!(
-            f[0].actions
-                .iter()
-                .any(|a| a.describe().contains("ProtectHome=")),
-            "{:?}",
-            f[0].actions
-        );
+        crate::testing::cites_line(&f[0], 1);
+        crate::testing::advises(&f[0], "ProtectHome=");
     }
 }
 
@@ -171,7 +149,7 @@ fn a_unit_that_fails_once_is_an_error_with_its_first_error_and_the_missing_path(
     assert_eq!(root.category, Category::UnitCrashLoop);
     assert!(root.entities.pids.contains(&886), "{root:?}");
     // The first error (line 2) is cited and named, beside the last words.
-    assert!(root.evidence.iter().any(|e| e.span.line == 2), "{root:?}");
+    crate::testing::cites_line(root, 2);
     assert!(
         root.headline
             .contains("Its first error: NVPM ERROR: Error opening"),
@@ -207,7 +185,7 @@ Jul 28 09:27:35 xavier-nx-emmc-quark-jp5 systemd[1]: nvpmodel.service: Failed wi
     let f = findings(cut);
     assert_eq!(f.len(), 1, "{f:?}");
     assert!(f[0].title.contains("status 1/FAIL"), "{}", f[0].title);
-    assert!(f[0].evidence.iter().any(|e| e.span.line == 3), "{f:?}");
+    crate::testing::cites_line(&f[0], 3);
 }
 
 /// batch-k/885 (ollama/ollama#3195), `journalctl -u ollama --reverse`:
@@ -229,17 +207,11 @@ ollama.service holdoff time over, scheduling restart.
     let f = findings(reversed);
     assert_eq!(f.len(), 1, "{f:?}");
     assert_eq!(f[0].category, Category::UnitCrashLoop);
-    assert!(f[0].evidence.iter().any(|e| e.span.line == 1), "{f:?}");
+    crate::testing::cites_line(&f[0], 1);
     for said in ["/usr/bin/ollama", "No such file or directory", "ExecStart="] {
         assert!(f[0].headline.contains(said), "{said}: {}", f[0].headline);
     }
-    assert!(
-        f[0].actions
-            .iter()
-            .any(|a| a.command().is_some_and(|c| c.contains("command -v ollama"))),
-        "{:?}",
-        f[0].actions
-    );
+    crate::testing::advises(&f[0], "command -v ollama");
 }
 
 /// The next paste: the same older wording with `Permission denied` for a
@@ -266,13 +238,7 @@ Jun 30 11:11:55 gpu1 systemd[1]: vllm.service: Failed with result 'exit-code'.
         f[0].headline
     );
     assert!(f[0].headline.contains("noexec"), "{}", f[0].headline);
-    assert!(
-        f[0].actions.iter().any(|a| a
-            .command()
-            .is_some_and(|c| c.contains("findmnt -T /opt/vllm/bin/vllm"))),
-        "{:?}",
-        f[0].actions
-    );
+    crate::testing::advises(&f[0], "findmnt -T /opt/vllm/bin/vllm");
     let ksushy = "Apr 11 08:04:26 swx-forge08 systemd[1]: Started Ksushy emulator service.
 Apr 11 08:04:26 swx-forge08 systemd[98303]: ksushy.service: Failed to locate executable /usr/bin/ksushy: No such file or directory
 Apr 11 08:04:26 swx-forge08 systemd[98303]: ksushy.service: Failed at step EXEC spawning /usr/bin/ksushy: No such file or directory

@@ -65,3 +65,73 @@ fn the_holder_named_first_is_the_one_with_the_most_memory() {
     assert!(f[0].title.contains("PID 2084353"), "{}", f[0].title);
     assert!(!f[0].title.contains("PID 2043"), "{}", f[0].title);
 }
+
+/// A variant assembled from real lines: vLLM's free-memory refusal
+/// (fixtures/real/720), an nvidia-smi process row in 635's layout for the
+/// `vllm serve` process of 504's `ps` line (gpustack/gpustack#2595), and
+/// that process's own uvicorn start-up (the wording of fixtures/real's
+/// SGLang and vLLM logs, its PID and port as in the `ps` line). A second
+/// server that came up and serves is held, not stale: the advice shares
+/// the GPU or moves one server, and no leftover is named.
+const SECOND: &str = "\
+(EngineCore_DP0 pid=972) ERROR 01-28 15:59:42 [core.py:935] ValueError: Free memory on device cuda:0 (1.53/22.05 GiB) on startup is less than desired GPU memory utilization (0.9, 19.84 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.
++-----------------------------------------------------------------------------------------+
+| Processes:                                                                              |
+|  GPU   GI   CI              PID   Type   Process name                        GPU Memory |
+|        ID   ID                                                               Usage      |
+|=========================================================================================|
+|    0   N/A  N/A          824867      C   /usr/bin/python3                      20480MiB |
++-----------------------------------------------------------------------------------------+
+$ ps -eo pid,ppid,user,stat,lstart,etimes,pcpu,pmem,nlwp,args | grep '[v]llm'
+824867  824670 root     Sl   Sat Jun  7 14:06:35 2025 4074589  0.0  0.1   71 /usr/bin/python3 /root/.local/share/pipx/venvs/gpustack/bin/vllm serve /data/models/modelscope/Qwen/Qwen3-Embedding-8B --max-model-len 8192 --task=embed --enforce-eager --host 0.0.0.0 --port 40047 --served-model-name Qwen/Qwen3-Embedding-8B
+";
+
+const SECOND_UP: &str = "\
+INFO:     Started server process [824867]
+INFO:     Uvicorn running on http://0.0.0.0:40047 (Press CTRL+C to quit)
+";
+
+#[test]
+fn a_second_server_that_serves_holds_the_gpu_and_is_not_stale() {
+    let paste = format!("{SECOND}{SECOND_UP}");
+    let f = findings_of(super::META.id, &paste);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    let f = &f[0];
+    assert_eq!(
+        f.category,
+        crate::rules::Category::GpuMemoryHeldByOtherProcess
+    );
+    assert!(!f.title.contains("leftover"), "{}", f.title);
+    assert!(f.entities.pids.contains(&824867), "{:?}", f.entities);
+    assert!(
+        f.chain
+            .iter()
+            .any(|c| c.contains("second serving instance")),
+        "{:?}",
+        f.chain
+    );
+    crate::testing::cites_line_saying(f, 12, "another serving instance");
+    assert!(
+        f.actions
+            .iter()
+            .any(|a| a.describe().contains("two servers share GPU 0")
+                && a.describe().contains("--gpu-memory-utilization")),
+        "{:#?}",
+        f.actions
+    );
+}
+
+/// The same paste without the holder's start-up: a `vllm serve` process
+/// the inputs show nothing more of is a leftover, as before; and one that
+/// came up but later finished (`Finished server process`) is no live
+/// server either.
+#[test]
+fn a_model_server_shown_nowhere_alive_stays_a_leftover() {
+    let f = findings_of(super::META.id, SECOND);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert_eq!(f[0].category, crate::rules::Category::StaleServingInstance);
+    let finished = format!("{SECOND}{SECOND_UP}INFO:     Finished server process [824867]\n");
+    let f = findings_of(super::META.id, &finished);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert_eq!(f[0].category, crate::rules::Category::StaleServingInstance);
+}
