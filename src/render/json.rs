@@ -239,29 +239,6 @@ struct JsonEntities<'a> {
     gpus: Vec<GpuKey<'a>>,
     units: Vec<&'a str>,
     xid: Vec<u32>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    devices: Vec<JsonDevice<'a>>,
-}
-
-/// A device other than a GPU that a finding names (an NVSwitch).
-#[derive(Serialize)]
-pub(super) struct JsonDevice<'a> {
-    kind: &'static str,
-    bus_id: &'a str,
-}
-
-impl<'a> JsonDevice<'a> {
-    /// The devices of `entities`, sorted.
-    pub(super) fn all(entities: &'a crate::rules::Entities) -> Vec<JsonDevice<'a>> {
-        entities
-            .devices
-            .iter()
-            .map(|d| JsonDevice {
-                kind: d.kind.name(),
-                bus_id: &d.bus_id,
-            })
-            .collect()
-    }
 }
 
 #[derive(Serialize)]
@@ -449,7 +426,6 @@ fn finding<'a>(report: &Report<'_>, f: &'a Finding) -> JsonFinding<'a> {
             gpus: GpuKey::all(&f.entities),
             units: f.entities.units.iter().map(String::as_str).collect(),
             xid: f.entities.xid.iter().copied().collect(),
-            devices: JsonDevice::all(&f.entities),
         },
         evidence: f
             .evidence

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::Report;
-use super::json::{GpuKey, JsonDevice, SCHEMA_VERSION};
+use super::json::{GpuKey, SCHEMA_VERSION};
 use crate::timeline::rfc3339;
 
 #[derive(Serialize)]
@@ -33,8 +33,6 @@ struct Entities<'a> {
     gpus: Vec<GpuKey<'a>>,
     units: Vec<&'a str>,
     xid: Vec<u32>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    devices: Vec<JsonDevice<'a>>,
 }
 
 pub fn render(report: &Report<'_>) -> String {
@@ -62,7 +60,6 @@ pub fn render(report: &Report<'_>) -> String {
                 gpus: GpuKey::all(&f.entities),
                 units: f.entities.units.iter().map(String::as_str).collect(),
                 xid: f.entities.xid.iter().copied().collect(),
-                devices: JsonDevice::all(&f.entities),
             },
             evidence: f.evidence.iter().map(|e| report.cite(e.span)).collect(),
             gaps: report.gaps().len(),

@@ -45,34 +45,6 @@ pub struct Entities {
     pub gpu_bus_ids: BTreeSet<String>,
     pub units: BTreeSet<String>,
     pub xid: BTreeSet<u32>,
-    /// Devices other than GPUs that the finding names (an NVSwitch by the
-    /// bus id its SXid line prints): never listed among the GPUs.
-    pub devices: BTreeSet<Device>,
-}
-
-/// A device other than a GPU, named by its PCI bus id in the kernel's
-/// spelling without the function (`0000:aa:00`, `model::BusId::kernel`),
-/// as a GPU known only by bus id is.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Device {
-    pub kind: DeviceKind,
-    pub bus_id: String,
-}
-
-/// What a [`Device`] is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum DeviceKind {
-    /// An NVSwitch of an NVLink fabric (`nvidia-nvswitchN`).
-    NvSwitch,
-}
-
-impl DeviceKind {
-    /// The name the reports use.
-    pub fn name(self) -> &'static str {
-        match self {
-            DeviceKind::NvSwitch => "nvswitch",
-        }
-    }
 }
 
 /// One condition of a rule and whether the incident met it: the explanation

@@ -20,7 +20,7 @@ pub use action::{
     Action, ActionKind, CONTAINER_SCOPES, ExpectedCmdline, GpuHold, GpuRef, PROTECTED_UNITS,
     ProcessIdentity, Safety, glob_match, unit_refusal, with_flag,
 };
-pub use finding::{Category, Condition, Device, DeviceKind, Entities, Evidence, Finding, Severity};
+pub use finding::{Category, Condition, Entities, Evidence, Finding, Severity};
 pub use rank::CausalLayer;
 pub use unknown::UnknownError;
 pub use user::{RuleFileError, UserRule, did_you_mean, parse as parse_user_rule};

@@ -86,7 +86,6 @@ pub fn merge_duplicates(findings: Vec<Finding>) -> Vec<Finding> {
                 existing.entities.gpu_bus_ids.extend(f.entities.gpu_bus_ids);
                 existing.entities.units.extend(f.entities.units);
                 existing.entities.xid.extend(f.entities.xid);
-                existing.entities.devices.extend(f.entities.devices);
             }
             None => {
                 order.push(key.clone());

@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 use crate::catalogs::Hit;
 use crate::correlate::{Incident, UnitEventKind};
 use crate::model::{KernelEventKind, NcclDetail, NcclLine, ServerEventKind, Uvicorn, VllmFailure};
-use crate::rules::{Category, Device, DeviceKind, Finding};
+use crate::rules::{Category, Finding};
 use crate::source::Span;
 
 /// Adds to `f.entities` the PIDs (and their GPUs) of the process rows its
@@ -167,9 +167,7 @@ pub fn from_evidence(incident: &Incident, f: &mut Finding) {
 /// line names: NCCL's `host:pid:tid` header, torch's `Process N has … in
 /// use`, a harness's list of leftovers), `gpu` and `device` (a GPU by the
 /// index or CUDA ordinal the line prints: `GPU 2`, `current device: 0`,
-/// `CUDA0`), `unit`, `bus` (a GPU by PCI bus id), `switch` (an NVSwitch by
-/// PCI bus id: `entities.devices`, never a GPU) and `xid`; for every finding
-/// that cites the line,
+/// `CUDA0`), `unit`, `bus` and `xid`; for every finding that cites the line,
 /// not only the row's own. A row with a `block` (upstream prints it with
 /// the lines around it as one message: ggml's CUDA error) lends its facts
 /// to a finding that cites any line of the block. In a holder finding a
@@ -221,12 +219,6 @@ pub fn from_hit(incident: &Incident, f: &mut Finding, hit: &Hit<'_>, pids: bool)
         f.entities.units.insert(unit.to_owned());
     }
     name_bus(incident, f, hit.get("bus"));
-    if let Some(id) = hit.get("switch").and_then(crate::model::BusId::parse) {
-        f.entities.devices.insert(Device {
-            kind: DeviceKind::NvSwitch,
-            bus_id: id.kernel(),
-        });
-    }
 }
 
 /// A whole number as a line prints it (`0`, `9292`); a word (`nvidia0`,
