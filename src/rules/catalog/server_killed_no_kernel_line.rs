@@ -241,31 +241,8 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
             .unwrap_or_else(|| kill_note(killed, loading.is_some(), converter)),
     );
     memory.cite(&mut f);
-    match killed {
-        Killed::Shell(Some((pid, _))) => {
-            f.entities.pids.insert(pid);
-        }
-        Killed::TorchWorker { pid, .. } => {
-            f.entities.pids.insert(pid);
-            cite_stopped_workers(incident, kill, &mut f);
-        }
-        _ => {}
-    }
-    if let Some((m, cpu)) = figures {
-        f.evidence(
-            m.span,
-            format!("the server's last memory figures: {cpu} CPU blocks, swap space pinned in host memory just before the kill"),
-        );
-    }
-    if let Some(a) = activity {
-        a.cite(&mut f, kill);
-    }
-    if let Some(line) = server_line
-        && figures.is_none_or(|(m, _)| m.span != line)
-        && activity.is_none_or(|a| a.span() != line)
-    {
-        f.evidence(line, "the server's last line before the kill");
-    }
+    name_victim(incident, kill, killed, &mut f);
+    cite_last_words(&mut f, kill, figures, activity, server_line);
     let signalled = !matches!(killed, Killed::EngineCore { sigkill: false });
     f.condition(
         "the process was killed by SIGKILL (the shell's `Killed`, exit code -9)",
@@ -304,6 +281,47 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
         f.confidence = round2(f.confidence.max(c));
     }
     Some(f)
+}
+
+/// The killed process's PID, and for torchrun's worker the workers it
+/// stopped with it.
+fn name_victim(incident: &Incident, kill: Span, killed: Killed<'_>, f: &mut Finding) {
+    match killed {
+        Killed::Shell(Some((pid, _))) => {
+            f.entities.pids.insert(pid);
+        }
+        Killed::TorchWorker { pid, .. } => {
+            f.entities.pids.insert(pid);
+            cite_stopped_workers(incident, kill, f);
+        }
+        _ => {}
+    }
+}
+
+/// What the process printed last before the kill: its memory figures,
+/// what it was doing, the server's last line; each line once.
+fn cite_last_words(
+    f: &mut Finding,
+    kill: Span,
+    figures: Option<(&Message, u64)>,
+    activity: Option<Activity>,
+    server_line: Option<Span>,
+) {
+    if let Some((m, cpu)) = figures {
+        f.evidence(
+            m.span,
+            format!("the server's last memory figures: {cpu} CPU blocks, swap space pinned in host memory just before the kill"),
+        );
+    }
+    if let Some(a) = activity {
+        a.cite(f, kill);
+    }
+    if let Some(line) = server_line
+        && figures.is_none_or(|(m, _)| m.span != line)
+        && activity.is_none_or(|a| a.span() != line)
+    {
+        f.evidence(line, "the server's last line before the kill");
+    }
 }
 
 /// The progress bar of a model's weights loading that the kill's report

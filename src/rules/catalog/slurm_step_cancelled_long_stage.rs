@@ -128,7 +128,8 @@ impl Rule for SlurmStepCancelledLongStage {
             let near = elapsed.abs_diff(DEFAULT_TIMEOUT_SECS) <= NEAR_SECS;
             // The job script's settings may be an input of their own.
             let set = !settings.is_empty();
-            if !near && !(set && elapsed >= SET_MIN_SECS) {
+            let long_with_settings = set && elapsed >= SET_MIN_SECS;
+            if !near && !long_with_settings {
                 continue;
             }
             let step = hit.get("step").unwrap_or("?");
