@@ -218,6 +218,7 @@ impl LineReader {
                 || is_ggml_line(text)
                 || is_setting_line(text)
                 || is_compose_cli_line(text)
+                || is_slurm_client_line(text)
                 || is_listing_summary(text)
                 || is_cli_verdict(text)
                 || is_pod_status_field(text)
@@ -490,6 +491,30 @@ fn is_compose_cli_line(text: &str) -> bool {
     }
     t.strip_prefix("Attaching to ")
         .is_some_and(|rest| !rest.contains(' ') || rest.contains(", "))
+}
+
+/// A line of Slurm's own programs, by the program's name that Slurm's log
+/// puts in front of every line it prints to a terminal (src/common/log.c:
+/// the program's name, then `error: `, `debug:  `, `debug2: ` … or nothing
+/// for info): `srun: debug:  task 2 done`, `srun: Force Terminated
+/// StepId=6053.0`, `slurmstepd: error: …`. The lines that say why a step
+/// ended are catalog rows (catalogs/stacks-slurm.toml), read before this.
+fn is_slurm_client_line(text: &str) -> bool {
+    const PROGRAMS: [&str; 6] = [
+        "srun: ",
+        "slurmstepd: ",
+        "salloc: ",
+        "sbatch: ",
+        "sattach: ",
+        "scancel: ",
+    ];
+    let t = text.trim_start();
+    t.starts_with('s')
+        && PROGRAMS.iter().any(|p| {
+            t.strip_prefix(p).is_some_and(|rest| {
+                rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '*')
+            })
+        })
 }
 
 /// A field of a Kubernetes container status that says no more than its
@@ -948,6 +973,11 @@ something nobody knows 0x1f
             "finishedAt: \"2025-12-17T10:56:44Z\"",
             "      startedAt: \"2025-12-17T10:56:35Z\"",
             "    restartCount: 3",
+            // srun's own lines around a cancelled step (batch L 926,
+            // https://github.com/IGNF/myria3d/issues/123).
+            "srun: debug:  task 2 done",
+            "srun: launch/slurm: _task_finish: Received task exit notification for 1 task of StepId=6053.0 (status=0x000f).",
+            "srun: Force Terminated StepId=6053.0",
         ];
         for line in read {
             let (_, tally) = read_all(line, Except::Nothing, false);

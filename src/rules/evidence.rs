@@ -438,6 +438,12 @@ pub const MATRIX: &[Cell] = &[
         Rule("server-killed-no-kernel-line"),
         Some("fixtures/rules/server-killed-no-kernel-line/pos-tf-allocation-warning-then-killed"),
     ),
+    cell(
+        HostOomKiller,
+        "a shell's report of a SIGKILL (bash's `line N: PID Killed CMD`, fish's `Job 1, 'CMD' terminated by signal SIGKILL (Forced quit)`) right after a diffusion UI's model load (ComfyUI's `model_type FLOW`, `Requested to load`, AUTOMATIC1111's `Loading weights [..] from`, diffusers' `Loading pipeline components`) or a loop's bar still counting (a sampler's `2it [00:25, 12.97s/it]`), with no error of its own: a kill while it loaded or worked, at a lower confidence, advising `journalctl -k` and `docker inspect … OOMKilled`",
+        Rule("server-killed-no-kernel-line"),
+        Some("fixtures/rules/server-killed-no-kernel-line/pos-comfyui-killed-after-model-type"),
+    ),
     // Unit failures.
     cell(
         UnitCrashLoop,
@@ -763,6 +769,13 @@ pub const MATRIX: &[Cell] = &[
         "dcgm-exporter asked for DCP profiling fields on a GPU without them (`Error watching fields: Profiling is not supported for this group of GPUs or GPU`, `This request is serviced by a module of DCGM that is not currently loaded`)",
         Row("dcgm.exporter-profiling-unsupported"),
         None,
+    ),
+    // A step cancelled with no error: the other ranks' collective timeout.
+    cell(
+        NcclTimeout,
+        "slurmstepd's `*** STEP N ON NODE CANCELLED AT T ***` with no limit named (glued to a progress bar, srun's `task N: Terminated` after it) and no error, after this rank's one stage ran about the process group's 30-minute timeout (or with NCCL_BLOCKING_WAIT set): the other ranks' collective timeout, at a lower confidence, asking for their logs",
+        Rule("slurm-step-cancelled-long-stage"),
+        Some("fixtures/rules/slurm-step-cancelled-long-stage/pos-myria3d-test-set-29-minutes"),
     ),
     // NCCL that cannot connect its ranks.
     cell(

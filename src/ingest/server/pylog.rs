@@ -44,6 +44,19 @@ static TQDM: LazyLock<Regex> = LazyLock::new(|| {
         .expect("tqdm regex")
 });
 
+/// tqdm with no total (an iterator without a length, a diffusion
+/// pipeline's steps in some versions): `2it [00:25, 12.97s/it]`,
+/// `desc: 45it [00:03, 14.2it/s, loss=0.1]` (tqdm/std.py format_meter():
+/// `{l_bar}{n_fmt}{unit} [{elapsed}, {rate_fmt}{postfix}]` when `total` is
+/// None; the rate `?it/s` before the second update).
+static TQDM_NO_TOTAL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)^(?:[^\[|]*:\s*)?[0-9]+(?:\.[0-9]+)?[kMGTP]?(?:it|B|[A-Za-z]+)\x20
+        \[(?:[0-9]+:)?[0-9]{2}:[0-9]{2},\s*(?:[0-9]+(?:\.[0-9]+)?|\?)[kMGTP]?[A-Za-z]*/[A-Za-z]+(?:,[^\]]*)?\]\s*$",
+    )
+    .expect("tqdm without a total regex")
+});
+
 /// bash's report of a job a signal ended: `./run.sh: line 22: 103525
 /// Killed    python -m …`, and `103525 Segmentation fault (core dumped) …`.
 /// bash pads the PID to five columns (jobs.c `%5ld`): a smaller one stands
@@ -240,7 +253,13 @@ pub(super) fn parse_logging(text: &str) -> Option<LogLine<'_>> {
 }
 
 pub(super) fn is_progress_bar(text: &str) -> bool {
-    memchr::memchr(b'%', text.as_bytes()).is_some() && TQDM.is_match(text)
+    let b = text.as_bytes();
+    (memchr::memchr(b'%', b).is_some() && TQDM.is_match(text))
+        || (b
+            .last()
+            .is_some_and(|c| *c == b']' || c.is_ascii_whitespace())
+            && memchr::memmem::find(b, b" [").is_some()
+            && TQDM_NO_TOTAL.is_match(text))
 }
 
 /// A job the shell reports ended by a signal: PID, the signal as bash
@@ -332,6 +351,10 @@ mod tests {
             // (https://github.com/vllm-project/vllm/issues/9990).
             "tokenizer_config.json: 100% 7.23k/7.23k [00:00<00:00, 22.8MB/s]",
             "vocab.json: 100% 2.78M/2.78M [00:01<00:00, 1.84MB/s]",
+            // No total: stable_diffusion.openvino's steps (batch L 902,
+            // https://github.com/bes-dev/stable_diffusion.openvino/issues/8).
+            "2it [00:25, 12.97s/it]",
+            "0it [00:00, ?it/s]",
         ] {
             assert!(is_progress_bar(bar), "{bar}");
         }
@@ -340,6 +363,8 @@ mod tests {
             "| 0 NVIDIA H100 | 100% |",
             "50% done",
             "memory: 100% 7/8 used",
+            "2 items [see below]",
+            "rank 0 [00:25, done]",
         ] {
             assert!(!is_progress_bar(not), "{not}");
         }

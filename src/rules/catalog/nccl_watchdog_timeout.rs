@@ -16,6 +16,7 @@ use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
 mod first_failure;
+mod init_gpu;
 use first_failure::*;
 
 pub static RULE: NcclWatchdogTimeout = NcclWatchdogTimeout;
@@ -116,6 +117,7 @@ impl Rule for NcclWatchdogTimeout {
         let mut f = Finding::new(META.id, META.category, META.severity);
         f.occurrences = reports.len() as u32;
         cite_reports(&mut f, incident, &reports);
+        init_gpu::cite(incident, &reporting, &mut f);
         if let Some((u, _, _)) = &tgt {
             f.entities.units.insert(u.clone());
         }

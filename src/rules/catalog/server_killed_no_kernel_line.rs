@@ -15,7 +15,9 @@ use crate::rules::support::round2;
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
+mod activity;
 mod memory;
+use activity::Activity;
 use memory::Memory;
 
 pub static RULE: ServerKilledNoKernelLine = ServerKilledNoKernelLine;
@@ -191,10 +193,22 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
     let command = converter_command(incident, kill, server_line, killed);
     let named = names_a_model_workload(killed) || command.is_some();
     let memory = Memory::of(incident, kill);
+    // What a shell's report says the process was doing: loading a model,
+    // or working through a loop.
+    let activity = matches!(killed, Killed::Shell(_))
+        .then(|| Activity::before(incident, kill))
+        .flatten()
+        .filter(|_| loading.is_none() && command.is_none());
     // A job report that names no command (`line 118: 7080 killed`) says
     // no more than a bare `Killed`.
     let lone = matches!(killed, Killed::Shell(None | Some((_, "")))) && alone(incident, kill);
-    if server_line.is_none() && loading.is_none() && !named && !memory.any() && !lone {
+    if server_line.is_none()
+        && loading.is_none()
+        && activity.is_none()
+        && !named
+        && !memory.any()
+        && !lone
+    {
         return None;
     }
     // Nothing failed before: a kill after an error is a harness or a
@@ -223,30 +237,12 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
         .filter(|_| loading.is_none() && !converter && matches!(killed, Killed::Shell(_)));
     f.evidence(
         kill,
-        note.unwrap_or_else(|| kill_note(killed, loading.is_some(), converter)),
+        note.or_else(|| activity.map(|_| Activity::kill_note(pid)))
+            .unwrap_or_else(|| kill_note(killed, loading.is_some(), converter)),
     );
     memory.cite(&mut f);
-    match killed {
-        Killed::Shell(Some((pid, _))) => {
-            f.entities.pids.insert(pid);
-        }
-        Killed::TorchWorker { pid, .. } => {
-            f.entities.pids.insert(pid);
-            cite_stopped_workers(incident, kill, &mut f);
-        }
-        _ => {}
-    }
-    if let Some((m, cpu)) = figures {
-        f.evidence(
-            m.span,
-            format!("the server's last memory figures: {cpu} CPU blocks, swap space pinned in host memory just before the kill"),
-        );
-    }
-    if let Some(line) = server_line
-        && figures.is_none_or(|(m, _)| m.span != line)
-    {
-        f.evidence(line, "the server's last line before the kill");
-    }
+    name_victim(incident, kill, killed, &mut f);
+    cite_last_words(&mut f, kill, figures, activity, server_line);
     let signalled = !matches!(killed, Killed::EngineCore { sigkill: false });
     f.condition(
         "the process was killed by SIGKILL (the shell's `Killed`, exit code -9)",
@@ -255,7 +251,7 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
     f.condition("no error, exception or failure before the kill", !failed);
     let pinned = f.condition(
         "the server had just reserved host memory (its own figures), or was loading its weights",
-        figures.is_some() || loading.is_some(),
+        figures.is_some() || loading.is_some() || activity.is_some_and(Activity::loading),
     );
     f.condition(
         "a kernel line names the OOM killer (journalctl -k, dmesg)",
@@ -264,6 +260,7 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
     f.confidence = round2(match (pinned, signalled) {
         (true, _) => 0.55,
         (false, true) if lone => 0.3,
+        (false, true) if activity.is_some() => 0.45,
         (false, true) => 0.4,
         (false, false) => 0.3,
     });
@@ -273,6 +270,9 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
         loading.is_some(),
         killed,
     );
+    if let Some(a) = activity.filter(|_| figures.is_none() && !memory.any()) {
+        a.explain(&mut f, pid);
+    }
     if lone {
         explain_lone(&mut f);
     } else if converter {
@@ -281,6 +281,47 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
         f.confidence = round2(f.confidence.max(c));
     }
     Some(f)
+}
+
+/// The killed process's PID, and for torchrun's worker the workers it
+/// stopped with it.
+fn name_victim(incident: &Incident, kill: Span, killed: Killed<'_>, f: &mut Finding) {
+    match killed {
+        Killed::Shell(Some((pid, _))) => {
+            f.entities.pids.insert(pid);
+        }
+        Killed::TorchWorker { pid, .. } => {
+            f.entities.pids.insert(pid);
+            cite_stopped_workers(incident, kill, f);
+        }
+        _ => {}
+    }
+}
+
+/// What the process printed last before the kill: its memory figures,
+/// what it was doing, the server's last line; each line once.
+fn cite_last_words(
+    f: &mut Finding,
+    kill: Span,
+    figures: Option<(&Message, u64)>,
+    activity: Option<Activity>,
+    server_line: Option<Span>,
+) {
+    if let Some((m, cpu)) = figures {
+        f.evidence(
+            m.span,
+            format!("the server's last memory figures: {cpu} CPU blocks, swap space pinned in host memory just before the kill"),
+        );
+    }
+    if let Some(a) = activity {
+        a.cite(f, kill);
+    }
+    if let Some(line) = server_line
+        && figures.is_none_or(|(m, _)| m.span != line)
+        && activity.is_none_or(|a| a.span() != line)
+    {
+        f.evidence(line, "the server's last line before the kill");
+    }
 }
 
 /// The progress bar of a model's weights loading that the kill's report

@@ -1,0 +1,125 @@
+//! What the killed process was doing, by its last lines before the kill:
+//! loading a model (a diffusion UI's loader: ComfyUI's `model_type FLOW`,
+//! AUTOMATIC1111's `Loading weights [...] from`, diffusers' pipeline bar)
+//! or working through a loop (tqdm's bar in iterations: a sampler's steps,
+//! `2it [00:25, 12.97s/it]`). Both are catalog rows (`catalogs/startup.toml`)
+//! that are not start-up stages: a diffusion UI loads models for every job.
+
+use crate::correlate::Incident;
+use crate::rules::{Action, Finding};
+use crate::source::Span;
+
+/// A diffusion UI loading a model.
+const LOADING: &str = "startup.diffusion-model-loading";
+/// A diffusion UI done moving a model to the GPU: the job's work is next.
+const LOADED: &str = "startup.diffusion-model-loaded";
+/// tqdm's bar over iterations, at least one done.
+const ITERATING: &str = "startup.iteration-progress";
+
+/// How many lines before the kill its last words may stand: the kill
+/// report follows what the process printed last, a blank line or a line
+/// of another writer (a supervisor's, a script's echo) at most between.
+const WINDOW: u32 = 3;
+
+/// What the process was doing when it was killed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Activity {
+    /// Loading a model's weights (its line).
+    Loading(Span),
+    /// Working: a loop's bar, or a model just loaded for a job (its line).
+    Working(Span),
+}
+
+impl Activity {
+    /// The last line before the kill at `kill` (or the kill's own line,
+    /// when the report is glued to the bar) that says what the process
+    /// was doing, within [`WINDOW`] lines of it in the same input.
+    pub fn before(incident: &Incident, kill: Span) -> Option<Activity> {
+        let near = |s: Span| s.source == kill.source && s <= kill && kill.line - s.line <= WINDOW;
+        let last = |id: &'static str| {
+            incident
+                .known(id)
+                .map(|(m, _)| m.span)
+                .filter(|s| near(*s))
+                .max()
+        };
+        let loading = last(LOADING).map(Activity::Loading);
+        // A bar still counting: one at its total (a download done, a
+        // loop finished) says nothing of what came after it.
+        let counting = incident
+            .known(ITERATING)
+            .filter(|(m, _)| near(m.span))
+            .max_by_key(|(m, _)| m.span)
+            .filter(|(_, hit)| match (hit.get("done"), hit.get("total")) {
+                (Some(done), Some(total)) => done != total,
+                _ => true,
+            })
+            .map(|(m, _)| m.span);
+        let working = last(LOADED).max(counting).map(Activity::Working);
+        match (loading, working) {
+            (Some(l), Some(w)) => Some(if w.span() > l.span() { w } else { l }),
+            (l, w) => l.or(w),
+        }
+    }
+
+    pub fn span(self) -> Span {
+        match self {
+            Activity::Loading(s) | Activity::Working(s) => s,
+        }
+    }
+
+    pub fn loading(self) -> bool {
+        matches!(self, Activity::Loading(_))
+    }
+
+    /// The note on the kill's report.
+    pub fn kill_note(pid: Option<u32>) -> String {
+        let job = pid.map_or_else(|| "the job".to_owned(), |p| format!("job {p}"));
+        format!("the shell reports {job} Killed: SIGKILL from outside, with no traceback")
+    }
+
+    /// Cites the line, unless it is the kill's own.
+    pub fn cite(self, f: &mut Finding, kill: Span) {
+        if self.span() == kill {
+            return;
+        }
+        f.evidence(
+            self.span(),
+            match self {
+                Activity::Loading(_) => {
+                    "its last line before the kill: a model being loaded into memory"
+                }
+                Activity::Working(_) => {
+                    "its last line before the kill: work under way (a loop's progress, a model just loaded for a job)"
+                }
+            },
+        );
+    }
+
+    /// The finding's words for a kill in the middle of this activity, and
+    /// the checks that settle it in a container or a VM.
+    pub fn explain(self, f: &mut Finding, pid: Option<u32>) {
+        let who = pid.map_or_else(|| "The process".to_owned(), |p| format!("Process {p}"));
+        let (doing, title) = match self {
+            Activity::Loading(_) => ("while it loaded a model", "loading a model"),
+            Activity::Working(_) => (
+                "while it worked (its last line is a loop's progress or a model just loaded)",
+                "at work",
+            ),
+        };
+        f.title = format!(
+            "{} was killed by SIGKILL {title}, with no error of its own: most likely the OOM killer",
+            pid.map_or_else(|| "a process".to_owned(), |p| format!("process {p}"))
+        );
+        f.headline = format!(
+            "{who} was Killed (SIGKILL) {doing}, with no error of its own: most likely the kernel's OOM killer, the host's RAM (or the container's or VM's memory limit) exhausted; the kernel's lines are not in the inputs."
+        );
+        if let Some(first) = f.chain.first_mut() {
+            *first = format!("{} was Killed {doing}", who.to_lowercase());
+        }
+        f.actions.push(Action::advice(
+            "If it ran in a container, ask Docker whether its OOM killer ended it, and read the memory limit (under WSL2 or Docker Desktop, the VM's memory: `memory=` in .wslconfig)",
+            Some("docker inspect -f '{{.State.OOMKilled}} {{.HostConfig.Memory}}' CONTAINER; free -h"),
+        ));
+    }
+}
