@@ -8,10 +8,11 @@
 //! (the restart counter, the last PIDs) and reports cite real lines. Memory
 //! then grows with the number of templates, not with how often each
 //! occurred; and the lines read past each template's first, and those kept
-//! for the end, are within budgets over all templates ([`READ_BUDGET`],
-//! [`RING_BUDGET`]): thousands of templates repeated a few hundred times
-//! each (a request log whose status makes its template) keep about what a
-//! crash loop keeps, not every line.
+//! to be read at the end, are within budgets over all templates
+//! ([`READ_BUDGET`], [`RING_BUDGET`]): thousands of templates repeated a few
+//! hundred times each (a request log whose status makes its template) read
+//! about what a crash loop reads, not every line, and past the rings'
+//! budget a template not seen lately keeps its last line for citing only.
 //!
 //! The limits are far above anything the repository's fixtures repeat, so
 //! aggregation changes none of their reports (`tests/it/prefilter.rs`).
@@ -73,9 +74,19 @@ const MAX_TEMPLATES: usize = 1 << 14;
 /// by the number of templates, never by the input's length.
 const READ_BUDGET: u64 = 1 << 13;
 
-/// Lines kept for the end across all templates' rings, past each ring's
-/// first: past this, a template keeps only its last line.
-const RING_BUDGET: usize = 1 << 12;
+/// Lines kept to be read at the end, across all templates' rings. A ring
+/// grows to [`Repeats::last`] lines while the budget lasts; past it, a
+/// ring keeps one line, and a template that starts one takes the oldest
+/// line of the ring of the template least recently seen (approximately:
+/// [`Aggregator::evict`]), whose last line, when it was its only one, is
+/// then kept for citing only (the report's repeated lines), not read. A
+/// crash loop at the end of an input keeps its last cycle; thousands of
+/// templates each repeated a few times (a request log whose status makes
+/// its template) do not each add a line read in full at the end. 2,048
+/// lines: the last 16 cycles of a loop of 128 templates (each line read
+/// in full costs about 2 KiB until the report is written: the ollama
+/// family's 5,400 templates peaked at 79 MiB with a line read for each).
+const RING_BUDGET: usize = 1 << 11;
 
 /// Coarse templates followed at most, past [`MAX_TEMPLATES`].
 const MAX_COARSE: usize = 1 << 12;
@@ -335,6 +346,12 @@ struct Tally {
     first: u32,
     last: u32,
     ring: VecDeque<Kept>,
+    /// The template's last line when its ring gave it up
+    /// ([`Aggregator::evict`]): kept for citing, not read.
+    cited: Option<Kept>,
+    /// The line the template was last seen at when it went to the back of
+    /// [`Aggregator::holders`].
+    queued: u32,
 }
 
 /// Which keys [`Aggregator::templates`] may hold: one bit per key, at
@@ -371,6 +388,14 @@ impl Followed {
     }
 }
 
+/// What [`Aggregator::drain`] gives: the lines to read at the end, the
+/// lines to keep for citing only, what was counted.
+pub(super) struct Drained {
+    pub kept: Vec<Kept>,
+    pub cited: Vec<(u32, String)>,
+    pub repeats: Vec<Repeat>,
+}
+
 /// The templates of one input.
 pub(super) struct Aggregator {
     limits: Repeats,
@@ -388,8 +413,11 @@ pub(super) struct Aggregator {
     last_coarse: (Vec<u8>, Option<u64>),
     /// Lines read in full past each template's first ([`READ_BUDGET`]).
     spent: u64,
-    /// Lines kept in the rings past each ring's first ([`RING_BUDGET`]).
+    /// Lines kept in the rings ([`RING_BUDGET`]).
     ringed: usize,
+    /// The templates whose ring holds a line, the least recently queued
+    /// first ([`Aggregator::evict`]).
+    holders: VecDeque<u64>,
 }
 
 impl Aggregator {
@@ -403,6 +431,7 @@ impl Aggregator {
             last_coarse: (Vec::with_capacity(COARSE_PREFIX), None),
             spent: 0,
             ringed: 0,
+            holders: VecDeque::new(),
         })
     }
 
@@ -474,23 +503,40 @@ impl Aggregator {
         if self.limits.last == 0 {
             return true;
         }
-        // A ring grows to `last` while the rings' budget lasts, and always
-        // to one line: past that, its oldest line's buffer takes the new.
-        let grows = tally.ring.is_empty()
-            || (tally.ring.len() < self.limits.last && self.ringed < RING_BUDGET);
-        self.ringed += usize::from(grows && !tally.ring.is_empty());
-        let mut kept = if !grows {
-            tally.ring.pop_front().unwrap_or_else(|| Kept {
+        // A ring grows to `last` while the rings' budget lasts: past that,
+        // its oldest line's buffer takes the new. An empty ring takes a line
+        // within the budget, else from the template least recently seen.
+        let mut kept = if tally.ring.is_empty() {
+            let cited = tally.cited.take();
+            tally.queued = n;
+            let taken = if self.ringed < RING_BUDGET {
+                self.ringed += 1;
+                None
+            } else {
+                self.evict()
+            };
+            self.holders.push_back(key);
+            taken.or(cited).unwrap_or_else(|| Kept {
                 format,
                 message,
                 lines: Vec::new(),
             })
-        } else {
+        } else if tally.ring.len() < self.limits.last && self.ringed < RING_BUDGET {
+            self.ringed += 1;
             Kept {
                 format,
                 message,
                 lines: Vec::new(),
             }
+        } else {
+            tally.ring.pop_front().unwrap_or_else(|| Kept {
+                format,
+                message,
+                lines: Vec::new(),
+            })
+        };
+        let Some(tally) = self.templates.get_mut(&key) else {
+            return true;
         };
         kept.format = format;
         kept.message = message;
@@ -509,17 +555,52 @@ impl Aggregator {
         true
     }
 
+    /// A line of a ring for a template whose ring is empty (and so is not
+    /// among the holders), past the rings' budget: the oldest line of the ring of the template least recently
+    /// seen, as a clock finds it. The holders are in the order they were
+    /// queued; one seen since it was queued goes to the back, its second
+    /// chance, and the first not seen since gives its ring's oldest line.
+    /// Where that was its only line, the line stays with it for citing (its
+    /// last line, in the report's repeated lines) and its ring's place is
+    /// new (`None`: the caller makes one); else the line's buffer is
+    /// returned, for the taker to fill. Each template is queued once while
+    /// its ring holds a line, and goes back only when seen since: the
+    /// clock's turns are paid for by the lines counted.
+    fn evict(&mut self) -> Option<Kept> {
+        while let Some(key) = self.holders.pop_front() {
+            let Some(tally) = self.templates.get_mut(&key) else {
+                continue;
+            };
+            if tally.last > tally.queued {
+                tally.queued = tally.last;
+                self.holders.push_back(key);
+                continue;
+            }
+            let oldest = tally.ring.pop_front()?;
+            if tally.ring.is_empty() {
+                tally.cited = Some(oldest);
+                return None;
+            }
+            self.holders.push_front(key);
+            return Some(oldest);
+        }
+        None
+    }
+
     /// Whether `key` is a template followed: the bit set first, the table
     /// only where its bit is set.
     fn holds(&self, key: u64) -> bool {
         self.followed.may_hold(key) && self.templates.contains_key(&key)
     }
 
-    /// The lines kept for the end, in input order, and what was counted of
-    /// each template seen more often than read, ordered by first line.
-    pub(super) fn drain(self, source: SourceId) -> (Vec<Kept>, Vec<Repeat>) {
+    /// The lines kept to be read at the end, in input order; the last
+    /// lines of templates whose ring gave them up, kept for citing only
+    /// ([`Aggregator::evict`]); and what was counted of each template seen
+    /// more often than read, ordered by first line.
+    pub(super) fn drain(self, source: SourceId) -> Drained {
         let span = |line| Span { source, line };
         let mut kept = Vec::new();
+        let mut cited = Vec::new();
         let mut repeats = Vec::new();
         for tally in self.templates.into_values() {
             if tally.count == u64::from(tally.read) {
@@ -533,10 +614,16 @@ impl Aggregator {
                 kept_last: tally.ring.len() as u32,
             });
             kept.extend(tally.ring);
+            cited.extend(tally.cited.and_then(|c| c.lines.into_iter().next()));
         }
         kept.sort_by_key(|k| k.lines.first().map_or(0, |l| l.0));
+        cited.sort_by_key(|c| c.0);
         repeats.sort_by_key(|r| r.first);
-        (kept, repeats)
+        Drained {
+            kept,
+            cited,
+            repeats,
+        }
     }
 }
 
@@ -816,7 +903,7 @@ mod tests {
             }
         }
         assert_eq!(counted, (5..=20).collect::<Vec<_>>());
-        let (kept, repeats) = agg.drain(SourceId(0));
+        let Drained { kept, repeats, .. } = agg.drain(SourceId(0));
         let lines: Vec<Vec<u32>> = kept
             .iter()
             .map(|k| k.lines.iter().map(|l| l.0).collect())
@@ -848,7 +935,7 @@ mod tests {
             }
         }
         assert_eq!(read, vec![1, 2, 3]);
-        let (kept, repeats) = agg.drain(SourceId(0));
+        let Drained { kept, repeats, .. } = agg.drain(SourceId(0));
         let lines: Vec<u32> = kept
             .iter()
             .flat_map(|k| k.lines.iter().map(|l| l.0))
@@ -888,7 +975,7 @@ mod tests {
         // The first MAX_TEMPLATES lines each start a template; the rest share
         // one coarse template: two read, the last kept, the others counted.
         assert_eq!(read, MAX_TEMPLATES + 2);
-        let (kept, repeats) = agg.drain(SourceId(0));
+        let Drained { kept, repeats, .. } = agg.drain(SourceId(0));
         assert_eq!(kept.len(), 1);
         assert_eq!(kept[0].lines[0].0, total as u32);
         assert_eq!(repeats.len(), 1);
@@ -901,6 +988,64 @@ mod tests {
         }
         let other = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate in block xyz";
         assert!(!agg.repeated(1 << 20, other, key(other), Format::Unknown, true));
+    }
+
+    /// Thousands of templates each counted past their first line (a request
+    /// log whose status makes its template), then a crash loop: the lines
+    /// kept to be read at the end stay within the rings' budget, the
+    /// templates not seen lately keep their last line for citing only, and
+    /// the loop at the end keeps its last cycle to be read.
+    #[test]
+    fn past_the_rings_budget_the_templates_least_recently_seen_give_up_their_line() {
+        let limits = Repeats { first: 1, last: 4 };
+        let mut agg = Aggregator::new(limits).expect("bounded");
+        // Letters only: a template per route.
+        let route = |r: usize| -> String {
+            (0..4)
+                .map(|i| char::from(b'a' + ((r >> (4 * i)) & 15) as u8))
+                .collect()
+        };
+        let routes = RING_BUDGET + 1000;
+        let mut n = 0u32;
+        for _ in 0..3 {
+            for r in 0..routes {
+                n += 1;
+                let text = format!("[GIN] POST \"/api/{}\"", route(r));
+                agg.repeated(n, &text, key(&text), Format::Unknown, true);
+            }
+        }
+        let loop_lines = [
+            "Started ollama.service - Ollama Service.",
+            "ollama.service: Main process exited, code=exited, status=1/FAILURE",
+        ];
+        for _ in 0..50 {
+            for text in loop_lines {
+                n += 1;
+                agg.repeated(n, text, key(text), Format::Unknown, true);
+            }
+        }
+        let Drained {
+            kept,
+            cited,
+            repeats,
+        } = agg.drain(SourceId(0));
+        assert!(kept.len() <= RING_BUDGET, "{} kept", kept.len());
+        assert_eq!(repeats.len(), routes + 2, "every template counted");
+        // Each template counted keeps its last line, read or cited.
+        for r in &repeats {
+            let last = r.last.line;
+            let in_ring = kept.iter().any(|k| k.lines[0].0 == last);
+            let in_cited = cited.iter().any(|c| c.0 == last);
+            assert!(
+                in_ring != in_cited,
+                "line {last}: kept {in_ring}, cited {in_cited}"
+            );
+            assert_eq!(in_ring, r.kept_last > 0);
+        }
+        assert!(cited.len() >= routes + 2 - RING_BUDGET);
+        // The loop's last cycle is read at the end.
+        let tail: Vec<u32> = kept.iter().rev().take(2).map(|k| k.lines[0].0).collect();
+        assert_eq!(tail, vec![n, n - 1]);
     }
 
     /// The bit set in front of the table is exact where it answers: every

@@ -19,7 +19,7 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::aggregate::{self, Aggregator, Repeats};
+use super::aggregate::{self, Aggregator, Drained, Repeats};
 use super::anchors::Hot;
 use super::chatter;
 use super::detect::{self, Provenance, Segmenter, Step};
@@ -815,11 +815,19 @@ impl InputReader {
     /// in input order, as the segments they came from would (with a fresh
     /// reader: each is a line that stands alone, a journal entry or a
     /// server line, and the last cycles of a loop come whole), and records
-    /// what was counted of each template.
+    /// what was counted of each template. The last lines of templates
+    /// whose ring gave them up are kept for citing only, not read.
     fn read_last(&mut self, repeats: Aggregator) {
-        let (kept, counted) = repeats.drain(self.id);
+        let Drained {
+            kept,
+            cited,
+            repeats: counted,
+        } = repeats.drain(self.id);
         if counted.is_empty() {
             return;
+        }
+        for (n, text) in &cited {
+            self.keep(*n, text);
         }
         let mut reader: Option<(Format, SegmentReader)> = None;
         for last in kept {

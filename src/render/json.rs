@@ -24,8 +24,40 @@ struct JsonReport<'a> {
     gaps: Vec<JsonGap<'a>>,
     timeline: Vec<JsonEvent<'a>>,
     /// Templates of lines seen more often than read: absent when none.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    repeated_lines: Vec<JsonRepeat>,
+    #[serde(skip_serializing_if = "RepeatedLines::is_empty")]
+    repeated_lines: RepeatedLines<'a>,
+}
+
+/// The report's repeated lines, each resolved as it is written: thousands
+/// of templates (a request log whose status makes its template) are not
+/// all held as text at once.
+struct RepeatedLines<'a>(&'a Report<'a>);
+
+impl RepeatedLines<'_> {
+    fn is_empty(&self) -> bool {
+        self.0.repeats.is_empty()
+    }
+}
+
+impl Serialize for RepeatedLines<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let report = self.0;
+        let line = |span| {
+            let l = report.resolve(span);
+            JsonEvidenceLine {
+                input: l.input,
+                line: l.line,
+                text: l.text,
+            }
+        };
+        serializer.collect_seq(report.repeats.iter().map(|r| JsonRepeat {
+            count: r.count,
+            first: line(r.first),
+            last: line(r.last),
+            read_first: r.read,
+            kept_last: r.kept_last,
+        }))
+    }
 }
 
 #[derive(Serialize)]
@@ -332,7 +364,17 @@ impl<'a> JsonActionParams<'a> {
     }
 }
 
+#[cfg(test)]
 pub fn render(report: &Report<'_>) -> String {
+    let mut out = Vec::new();
+    write(report, &mut out).expect("report serialises");
+    String::from_utf8(out).expect("JSON is UTF-8")
+}
+
+/// [`render`], written to `out` as it is serialised: a report of thousands
+/// of repeated lines is megabytes of JSON, not held twice (a string, then
+/// the caller's copy of it).
+pub fn write(report: &Report<'_>, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     let wire = JsonReport {
         schema_version: SCHEMA_VERSION,
         tool: Tool {
@@ -383,31 +425,10 @@ pub fn render(report: &Report<'_>) -> String {
         capture: json_capture::capture(report),
         gaps: json_capture::gaps(report),
         timeline: json_capture::timeline(report),
-        repeated_lines: report
-            .repeats
-            .iter()
-            .map(|r| {
-                let line = |span| {
-                    let l = report.resolve(span);
-                    JsonEvidenceLine {
-                        input: l.input,
-                        line: l.line,
-                        text: l.text,
-                    }
-                };
-                JsonRepeat {
-                    count: r.count,
-                    first: line(r.first),
-                    last: line(r.last),
-                    read_first: r.read,
-                    kept_last: r.kept_last,
-                }
-            })
-            .collect(),
+        repeated_lines: RepeatedLines(report),
     };
-    let mut text = serde_json::to_string_pretty(&wire).expect("report serialises");
-    text.push('\n');
-    text
+    serde_json::to_writer_pretty(&mut *out, &wire)?;
+    out.write_all(b"\n")
 }
 
 fn finding<'a>(report: &Report<'_>, f: &'a Finding) -> JsonFinding<'a> {

@@ -90,7 +90,7 @@ pub fn render(
         OutputFormat::Text => out.write_all(text::render(report, options).as_bytes()),
         OutputFormat::Markdown => out.write_all(markdown::render(report).as_bytes()),
         OutputFormat::Html => out.write_all(html::render(report).as_bytes()),
-        OutputFormat::Json => out.write_all(json::render(report).as_bytes()),
+        OutputFormat::Json => json::write(report, out),
         OutputFormat::Ndjson => out.write_all(ndjson::render(report).as_bytes()),
         OutputFormat::Prometheus => out.write_all(prometheus::render(report).as_bytes()),
     }

@@ -685,14 +685,18 @@ fn repeats(out: &mut String, report: &Report<'_>, st: &Style) {
             out,
             "{}",
             st.dim(&format!(
-                "Seen {} times between {}:{} and {}:{} (the first {} and the last {} read, the rest counted): {}",
+                "Seen {} times between {}:{} and {}:{} ({}, the rest counted): {}",
                 r.count,
                 clean(&first.input),
                 first.line,
                 clean(&last.input),
                 last.line,
-                r.read,
-                r.kept_last,
+                // The last line of a template whose ring gave it up is
+                // kept for citing, not read.
+                match r.kept_last {
+                    0 => format!("the first {} read", r.read),
+                    kept => format!("the first {} and the last {kept} read", r.read),
+                },
                 clean(&first.text)
             ))
         );
