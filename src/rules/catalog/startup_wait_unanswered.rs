@@ -14,6 +14,7 @@ use crate::correlate::Incident;
 use crate::model::Message;
 use crate::rules::support::round2;
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+use crate::source::Span;
 
 pub static RULE: StartupWaitUnanswered = StartupWaitUnanswered;
 
@@ -132,11 +133,18 @@ fn unanswered(incident: &Incident, waits: &[&Message], least: usize) -> Option<F
     if ready {
         return None;
     }
+    // A command's report pasted after the log (an nvidia-smi table, `ps`
+    // rows) is a snapshot of the host, not the server going on.
+    let reported = |span: Span| {
+        incident.facts.host_reports.iter().any(|(first, last)| {
+            first.source == span.source && (first.line..=*last).contains(&span.line)
+        })
+    };
     let after: Vec<&Message> = incident
         .facts
         .messages
         .iter()
-        .filter(|m| m.span.source == source && m.span > first.span)
+        .filter(|m| m.span.source == source && m.span > first.span && !reported(m.span))
         .collect();
     // An error after the first wait is the story, and its own rule tells it.
     if after
@@ -179,6 +187,15 @@ fn unanswered(incident: &Incident, waits: &[&Message], least: usize) -> Option<F
     if let Some(g) = gave_up {
         f.evidence(g.span, "then the start-up was given up on");
     }
+    let idle = idle_gpus(incident, last.span);
+    if let Some((span, n, most)) = idle {
+        f.evidence(
+            span,
+            format!(
+                "a snapshot after the waits: {n} GPU(s), none holding more than {most} MiB: no model weights are on them yet"
+            ),
+        );
+    }
     f.condition(
         "the server said it waits for its engine, as often as that wait is logged",
         true,
@@ -198,8 +215,38 @@ fn unanswered(incident: &Incident, waits: &[&Message], least: usize) -> Option<F
     f.chain
         .push("the server never became ready: its engine did not finish starting".to_owned());
     words(&mut f, first, waits.len(), &span_text);
+    if let Some((_, n, most)) = idle {
+        f.chain.push(format!(
+            "the engine stopped before loading any weights: its {n} GPU(s) hold {most} MiB at most, no more than a CUDA context (the ranks' first NCCL set-up between the GPUs is the usual place)"
+        ));
+    }
     Some(f)
 }
+
+/// The most memory any GPU of a host report after `last` holds, when every
+/// GPU it lists holds no more than a CUDA context (under
+/// [`CONTEXT_ONLY_MIB`]): the report's first GPU line, how many GPUs, the
+/// most any holds.
+fn idle_gpus(incident: &Incident, last: Span) -> Option<(Span, usize, u64)> {
+    let (first, end) = incident
+        .facts
+        .host_reports
+        .iter()
+        .find(|(first, _)| first.source == last.source && first.line > last.line)?;
+    let gpus: Vec<(Span, u64)> = incident
+        .facts
+        .gpus
+        .iter()
+        .filter_map(|g| Some((g.span?, g.memory_used_mib?)))
+        .filter(|(span, _)| span.source == first.source && (first.line..=*end).contains(&span.line))
+        .collect();
+    let most = gpus.iter().map(|(_, used)| *used).max()?;
+    (most < CONTEXT_ONLY_MIB).then(|| (gpus[0].0, gpus.len(), most))
+}
+
+/// Memory a GPU holds with a CUDA context (and NCCL's buffers) but no
+/// model weights: a few hundred MiB, under a GiB.
+const CONTEXT_ONLY_MIB: u64 = 1024;
 
 /// The finding's story, title, headline and steps: `first` is the first
 /// wait, `n` how many there were, `span_text` how long they lasted.
