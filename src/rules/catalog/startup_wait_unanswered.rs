@@ -363,6 +363,29 @@ mod tests {
         assert_eq!(findings(newer).len(), 1);
     }
 
+    /// Batch L's 912 (huggingface/text-generation-inference#1838, cut):
+    /// TGI's waits, then an nvidia-smi table pasted below them. The table
+    /// is a snapshot of the host, not the server going on, and its GPUs
+    /// hold no weights.
+    #[test]
+    fn a_report_pasted_after_the_waits_does_not_answer_them() {
+        let waits = "2024-05-01T01:17:02.618817Z  INFO shard-manager: text_generation_launcher: Waiting for shard to be ready... rank=1\n2024-05-01T01:17:12.629043Z  INFO shard-manager: text_generation_launcher: Waiting for shard to be ready... rank=1\n2024-05-01T01:17:22.639083Z  INFO shard-manager: text_generation_launcher: Waiting for shard to be ready... rank=1\n\n";
+        let table = "Wed May  1 03:37:22 2024       \n+-----------------------------------------------------------------------------------------+\n| NVIDIA-SMI 550.54.14              Driver Version: 550.54.14      CUDA Version: 12.4     |\n|-----------------------------------------+------------------------+----------------------+\n| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |\n| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |\n|                                         |                        |               MIG M. |\n|=========================================+========================+======================|\n|   0  NVIDIA L40S                    On  |   00000000:01:00.0 Off |                    0 |\n| N/A   41C    P0             96W /  350W |     636MiB /  46068MiB |    100%      Default |\n|                                         |                        |                  N/A |\n+-----------------------------------------+------------------------+----------------------+\n";
+        let f = findings(&format!("{waits}{table}"));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].chain.iter().any(|c| c.contains("636 MiB at most")),
+            "{:?}",
+            f[0].chain
+        );
+        // A table whose GPU holds a model's weights says nothing of where
+        // the engine stopped.
+        let loaded = table.replace("   636MiB", " 40636MiB");
+        let f = findings(&format!("{waits}{loaded}"));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(!f[0].chain.iter().any(|c| c.contains("MiB at most")));
+    }
+
     #[test]
     fn dynamo_waits_once_and_a_log_that_ends_there_is_a_hang() {
         // ai-dynamo/dynamo#480.
