@@ -314,30 +314,58 @@ fn thermal_limit(incident: &Incident, h: &GpuHealth) -> Option<Finding> {
         format!("the max operating temperature is {PLATFORM_GAP_C} C or more below the slowdown temperature: a limit the platform set"),
         platform.is_some(),
     );
-    let printed = limit_row.value.as_str();
+    thermal_story(
+        &mut f,
+        &short,
+        index,
+        (&current.value, &limit_row.value),
+        limit_name,
+        platform,
+    );
+    if let Some(i) = index {
+        f.entities.gpus.insert(i);
+    }
+    f.confidence = match (confirmed || low, platform.is_some()) {
+        (true, _) => 0.8,
+        (false, true) => 0.7,
+        (false, false) => 0.6,
+    };
+    Some(f)
+}
+
+/// The thermal-limit finding's title, headline, story and steps: `temps`
+/// are the current temperature and the limit it is at, as printed;
+/// `platform` the max operating and slowdown temperatures when far apart.
+fn thermal_story(
+    f: &mut Finding,
+    short: &str,
+    index: Option<u32>,
+    temps: (&str, &str),
+    limit_name: &str,
+    platform: Option<(i32, i32)>,
+) {
+    let (now, printed) = temps;
     f.title = format!(
         "{short} is held at its thermal limit ({} of {printed})",
-        current.value
+        now
     );
     f.headline = match platform {
         Some(_) => format!(
             "{} runs at its max operating temperature ({} of {printed}), far below its slowdown temperature: the driver throttles it to stay under a limit the platform set (a laptop's firmware, thermald or DPTF), not the chip's own. Work on it runs slower; no Xid is logged for it.",
-            capitalised(&short),
-            current.value
+            capitalised(short),
+            now
         ),
         None => format!(
             "{} runs at its {limit_name} ({} of {printed}): the driver throttles its clocks to stay under it. Work on it runs slower; no Xid is logged for it.",
-            capitalised(&short),
-            current.value
+            capitalised(short),
+            now
         ),
     };
     f.chain.push(format!(
         "{short}'s clocks are held down: its work runs slower"
     ));
-    f.chain.push(format!(
-        "it is at its {limit_name}: {} of {printed}",
-        current.value
-    ));
+    f.chain
+        .push(format!("it is at its {limit_name}: {} of {printed}", now));
     match platform {
         Some((m, s)) => f.chain.push(format!(
             "its max operating temperature ({m} C) is {} C below its slowdown temperature ({s} C): the platform lowered it (firmware, thermald/DPTF)",
@@ -364,15 +392,6 @@ fn thermal_limit(incident: &Incident, h: &GpuHealth) -> Option<Finding> {
             None,
         ));
     }
-    if let Some(i) = index {
-        f.entities.gpus.insert(i);
-    }
-    f.confidence = match (confirmed || low, platform.is_some()) {
-        (true, _) => 0.8,
-        (false, true) => 0.7,
-        (false, false) => 0.6,
-    };
-    Some(f)
 }
 
 #[cfg(test)]

@@ -133,18 +133,11 @@ fn unanswered(incident: &Incident, waits: &[&Message], least: usize) -> Option<F
     if ready {
         return None;
     }
-    // A command's report pasted after the log (an nvidia-smi table, `ps`
-    // rows) is a snapshot of the host, not the server going on.
-    let reported = |span: Span| {
-        incident.facts.host_reports.iter().any(|(first, last)| {
-            first.source == span.source && (first.line..=*last).contains(&span.line)
-        })
-    };
     let after: Vec<&Message> = incident
         .facts
         .messages
         .iter()
-        .filter(|m| m.span.source == source && m.span > first.span && !reported(m.span))
+        .filter(|m| m.span.source == source && m.span > first.span && !reported(incident, m.span))
         .collect();
     // An error after the first wait is the story, and its own rule tells it.
     if after
@@ -189,12 +182,7 @@ fn unanswered(incident: &Incident, waits: &[&Message], least: usize) -> Option<F
     }
     let idle = idle_gpus(incident, last.span);
     if let Some((span, n, most)) = idle {
-        f.evidence(
-            span,
-            format!(
-                "a snapshot after the waits: {n} GPU(s), none holding more than {most} MiB: no model weights are on them yet"
-            ),
-        );
+        f.evidence(span, format!("a snapshot after the waits: {n} GPU(s), none holding more than {most} MiB: no model weights are on them yet"));
     }
     f.condition(
         "the server said it waits for its engine, as often as that wait is logged",
@@ -221,6 +209,15 @@ fn unanswered(incident: &Incident, waits: &[&Message], least: usize) -> Option<F
         ));
     }
     Some(f)
+}
+
+/// Whether `span` is a line of a command's report pasted in the input (an
+/// nvidia-smi table, `ps` rows): a snapshot of the host, not the server
+/// going on.
+fn reported(incident: &Incident, span: Span) -> bool {
+    incident.facts.host_reports.iter().any(|(first, last)| {
+        first.source == span.source && (first.line..=*last).contains(&span.line)
+    })
 }
 
 /// The most memory any GPU of a host report after `last` holds, when every
