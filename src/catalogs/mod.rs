@@ -44,6 +44,7 @@ const FILES: &[(&str, &str)] = built![
     "oom-daemons",
     "supervisors",
     "dcgm",
+    "fabricmanager",
     "stacks-torch",
     "stacks-vllm",
     "stacks-sglang",

@@ -605,8 +605,21 @@ impl InputReader {
         let read = !repeated || matches!(format, Format::Unknown | Format::ShellPrompt);
         match step {
             Step::Start { closed } => {
-                if let (Some(closed), Some(reader)) = (closed, self.reader.take()) {
-                    self.close(closed, reader);
+                match (closed, self.reader.take()) {
+                    (Some(closed), Some(reader)) => self.close(closed, reader),
+                    // The waiting lines closed as a segment of their own
+                    // (a log above a command's report): read as unknown.
+                    (Some(closed), None) => {
+                        let mut reader = SegmentReader::new(closed.format);
+                        let rest = self.pending.split_off(
+                            self.pending
+                                .partition_point(|(line, _, _)| *line <= closed.last_line),
+                        );
+                        self.feed_pending(&mut reader);
+                        self.pending = rest;
+                        self.close(closed, reader);
+                    }
+                    _ => {}
                 }
                 let mut reader = SegmentReader::new(format);
                 reader.typed(self.segmenter.typed_command());
@@ -749,6 +762,11 @@ impl InputReader {
             kept: &mut self.kept,
         };
         let tally = reader.finish(&mut out);
+        if detect::is_host_output(segment.format) {
+            self.facts
+                .host_reports
+                .push((self.span(segment.first_line), segment.last_line));
+        }
         if let Some(inside) = self.provenance.segment(segment.format) {
             self.facts.embedded.push(EmbeddedBlock {
                 first: self.span(segment.first_line),

@@ -63,6 +63,10 @@ pub struct Facts {
     pub kernel_modules: Vec<KernelModule>,
     /// Blocks of host output that stand inside another format's input.
     pub embedded: Vec<EmbeddedBlock>,
+    /// Every segment of a command's report of the host (an nvidia-smi
+    /// table, `ps` rows, `nvidia-smi -q`), by its first line and last line
+    /// number: a snapshot pasted after a log is not the log going on.
+    pub host_reports: Vec<(Span, u32)>,
     /// GPU indices a line names without a record of the GPU (an idle row of
     /// `nvidia-smi pmon`, a test harness's memory summary), with the line:
     /// the inventory lists them; no rule reads them as a GPU's state.
@@ -137,6 +141,7 @@ impl Facts {
             core_dumps,
             kernel_modules,
             embedded,
+            host_reports,
             gpu_mentions,
             leftover_pids,
             frame_writers,
@@ -167,6 +172,7 @@ impl Facts {
         self.core_dumps.extend(core_dumps);
         self.kernel_modules.extend(kernel_modules);
         self.embedded.extend(embedded);
+        self.host_reports.extend(host_reports);
         self.gpu_mentions.extend(gpu_mentions);
         self.leftover_pids.extend(leftover_pids);
         self.frame_writers.extend(frame_writers);

@@ -81,6 +81,16 @@ pub struct GpuHealth {
     /// `Active`, by their printed name: `HW Slowdown`, `HW Thermal
     /// Slowdown`, `HW Power Brake Slowdown`.
     pub hw_slowdowns: Vec<Reading<&'static str>>,
+    /// `SW Thermal Slowdown : Active` among the clock event reasons: the
+    /// driver holds the clocks down to keep the GPU under its max
+    /// operating temperature.
+    pub sw_thermal_slowdown: Option<Span>,
+    /// `Temperature / GPU Current Temp`, `GPU Max Operating Temp` and `GPU
+    /// Slowdown Temp` as printed (`56 C`; XML `gpu_temp`,
+    /// `gpu_temp_max_gpu_threshold`, `gpu_temp_slow_threshold`).
+    pub temperature: Option<Reading<String>>,
+    pub max_operating_temperature: Option<Reading<String>>,
+    pub slowdown_temperature: Option<Reading<String>>,
     /// `Clocks / SM` and `Max Clocks / SM` as printed (`382 MHz`).
     pub sm_clock: Option<Reading<String>>,
     pub max_sm_clock: Option<Reading<String>>,
@@ -118,6 +128,10 @@ impl GpuHealth {
             remapping_failed: None,
             banks_without_spare_rows: None,
             hw_slowdowns: Vec::new(),
+            sw_thermal_slowdown: None,
+            temperature: None,
+            max_operating_temperature: None,
+            slowdown_temperature: None,
             sm_clock: None,
             max_sm_clock: None,
             sick_values: Vec::new(),
@@ -132,4 +146,9 @@ impl GpuHealth {
             .iter()
             .filter(|c| c.kind == EccKind::Uncorrectable && c.count > 0)
     }
+}
+
+/// A temperature as nvidia-smi prints it, in degrees Celsius: `56 C`.
+pub fn celsius(text: &str) -> Option<i32> {
+    text.trim().strip_suffix('C')?.trim().parse().ok()
 }

@@ -43,7 +43,7 @@ pub use failure::{ChainLink, Chained, CppAbort, Frame, PyException, VllmFailure}
 pub use gpu::{
     GpuMention, GpuProcessRecord, GpuRecord, ProcessListing, ProcessListingKind, SmiHeader,
 };
-pub use gpu_health::{EccCounter, EccKind, EccScope, GpuHealth, Reading, SickValue};
+pub use gpu_health::{EccCounter, EccKind, EccScope, GpuHealth, Reading, SickValue, celsius};
 pub use instance::InstanceRow;
 pub use journal::JournalEntry;
 pub use kernel::{KernelEvent, KernelEventKind, KernelTime, OomKill, OomTask, Xid};

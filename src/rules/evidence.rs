@@ -457,6 +457,18 @@ pub const MATRIX: &[Cell] = &[
         Rule("systemd-crash-loop"),
         Some("fixtures/real/016-ollama-unit-restart-loop-status-127"),
     ),
+    unsampled(
+        UnitCrashLoop,
+        "NVIDIA Fabric Manager's start-up error repeated (`fabric manager config file item: ITEM has an invalid value`): restarted into the same configuration error",
+        Rule("fabric-manager-start-failure"),
+        "siderolabs/extensions#511 quotes the line once and says the log repeats it; fixtures/rules/fabric-manager-start-failure/pos-talos-config-item-repeated.log assembles the repeats from that real line",
+    ),
+    cell(
+        ServerException,
+        "NVIDIA Fabric Manager stopping at start-up on its configuration (`fabric manager config file item: FABRIC_NODE_CONFIG_FILE has an invalid value`), once",
+        Rule("fabric-manager-start-failure"),
+        Some("fixtures/rules/fabric-manager-start-failure/pos-talos-config-item-once.log"),
+    ),
     cell(
         UnitCrashLoop,
         "systemd's start limit hit",
@@ -614,6 +626,12 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         ServerHang,
+        "TGI's launcher repeating `Waiting for shard to be ready... rank=N` for every rank, with nvidia-smi pasted below the waits (GPUs holding a few hundred MiB: no weights loaded)",
+        Rule("startup-wait-unanswered"),
+        Some("fixtures/rules/startup-wait-unanswered/pos-tgi-l40s-waits-then-nvidia-smi"),
+    ),
+    cell(
+        ServerHang,
         "Dynamo waiting, once, for its engine worker to signal ready (`Waiting for sglang0 to signal that it's ready`), and nothing after it",
         Rule("startup-wait-unanswered"),
         Some("fixtures/real/691-dynamo-run-sglang-worker-never-signals-ready"),
@@ -706,6 +724,12 @@ pub const MATRIX: &[Cell] = &[
         Some(
             "fixtures/rules/ecc-uncorrectable-or-remap-pending/pos-err-gpu14-recovery-action-reset",
         ),
+    ),
+    cell(
+        XidOther,
+        "nvidia-smi's `GPU Current Temp` at its `GPU Max Operating Temp` or `GPU Slowdown Temp` (within 2 C): the driver holds the clocks down",
+        Rule("gpu-hardware-slowdown"),
+        Some("fixtures/rules/gpu-hardware-slowdown/pos-thinkpad-mx330-max-operating-57c"),
     ),
     cell(
         XidOther,

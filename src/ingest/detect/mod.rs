@@ -40,7 +40,7 @@ mod systemd;
 #[cfg(test)]
 mod tests_host;
 
-pub(super) use provenance::Provenance;
+pub(super) use provenance::{Provenance, is_host_output};
 pub(super) use shell::{Continuation, command as prompt_command, is_prompt};
 
 impl Segmenter {
@@ -169,6 +169,9 @@ pub(super) fn content_line(line: &str) -> bool {
             .iter()
             .all(|sniff| sniff(line, None).is_none())
 }
+
+/// Why lines of a known logger's records are a segment of their own.
+const LOGGER_RECORDS: &str = "a known logger's records (their frame) beside a command's report";
 
 /// Where the server sniffer stands in [`SNIFFERS`].
 const SERVER: usize = 3;
@@ -300,6 +303,10 @@ pub(super) struct Segmenter {
     /// How many lines, and bytes, wait so.
     pending_lines: u32,
     pending_bytes: usize,
+    /// The last waiting line that is a known logger's record (its frame
+    /// says so): the waiting lines up to it are a log, not the head of a
+    /// command's report that comes next.
+    pending_record: Option<u32>,
     /// What the command at the open prompt segment says follows it.
     after_prompt: Option<(Format, &'static str)>,
     /// Whether the last line was (part of) a command that goes on (`… \`,
@@ -324,6 +331,7 @@ impl Segmenter {
             pending_start: None,
             pending_lines: 0,
             pending_bytes: 0,
+            pending_record: None,
             after_prompt: None,
             continued: shell::Continuation::Over,
             own_json: false,
@@ -404,7 +412,16 @@ impl Segmenter {
         {
             Class::Continue
         } else {
-            sniff(line, current)
+            match sniff(line, current) {
+                // A known logger's record (TGI's tracing, Python logging's
+                // head) below a command's report is a log pasted after it,
+                // not a line of the report: it starts a segment of its own,
+                // read line by line as that logger's records.
+                Class::Continue if frame.record && current.is_some_and(is_host_output) => {
+                    Class::Strong(Format::Unknown, LOGGER_RECORDS)
+                }
+                class => class,
+            }
         };
         // A bare `{` opens `journalctl -o json-pretty` output only under a
         // prompt that may have printed it.
@@ -456,27 +473,51 @@ impl Segmenter {
                 } else {
                     None
                 };
-                let first_line = self.pending_start.take().unwrap_or(n);
-                let closed = self.open.replace(Segment {
+                let record = self.pending_record.take();
+                let mut first_line = self.pending_start.take().unwrap_or(n);
+                let mut closed = None;
+                // Waiting lines that include a known logger's records are a
+                // log pasted above a command's report: they are a segment
+                // of their own, not the report's head (a block's shape
+                // changes where the report starts).
+                // The lines after the last record (a blank line, the
+                // report's date) stay the report's head.
+                if let (Some(last), true, None) = (record, is_host_output(format), &self.open) {
+                    closed = Some(Segment {
+                        source: self.id,
+                        format: Format::Unknown,
+                        first_line,
+                        last_line: last,
+                        why: LOGGER_RECORDS,
+                    });
+                    first_line = last + 1;
+                }
+                let replaced = self.open.replace(Segment {
                     source: self.id,
                     format,
                     first_line,
                     last_line: n,
                     why,
                 });
-                Step::Start { closed }
+                Step::Start {
+                    closed: replaced.or(closed),
+                }
             }
             _ => {
                 match &mut self.open {
                     Some(s) => s.last_line = n,
                     None => {
                         let first_line = *self.pending_start.get_or_insert(n);
+                        if frame.record {
+                            self.pending_record = Some(n);
+                        }
                         self.pending_lines += 1;
                         self.pending_bytes += line.len();
                         if self.pending_lines >= PENDING_LINES
                             || self.pending_bytes >= PENDING_BYTES
                         {
                             self.pending_start = None;
+                            self.pending_record = None;
                             self.open = Some(Segment {
                                 source: self.id,
                                 format: Format::Unknown,
@@ -549,6 +590,27 @@ mod tests {
     fn a_single_format_file_is_one_segment() {
         let log = "[2026-11-27 09:38:52 TP1] Scheduler hit an exception: Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\nRuntimeError: boom\n";
         assert_eq!(formats(log), vec![(Format::SglangLog, 1, 3)]);
+    }
+
+    /// A log of a known logger's records pasted above (or below) a
+    /// command's report is a segment of its own, not the report's head
+    /// (batch L's 912, https://github.com/huggingface/text-generation-inference/issues/1838,
+    /// cut; the `ps` rows assembled).
+    #[test]
+    fn a_logger_s_records_beside_a_report_are_their_own_segment() {
+        let tgi = "2024-05-01T01:17:02.618817Z  INFO shard-manager: text_generation_launcher: Waiting for shard to be ready... rank=1\n2024-05-01T01:17:02.619736Z  INFO shard-manager: text_generation_launcher: Waiting for shard to be ready... rank=0\n\n";
+        let table = "Wed May  1 03:37:22 2024       \n+-----------------------------------------------------------------------------------------+\n| NVIDIA-SMI 550.54.14              Driver Version: 550.54.14      CUDA Version: 12.4     |\n|-----------------------------------------+------------------------+----------------------+\n";
+        let above = formats(&format!("{tgi}{table}"));
+        assert_eq!(above[0], (Format::Unknown, 1, 2), "{above:?}");
+        assert_eq!(above[1].0, Format::NvidiaSmiTable, "{above:?}");
+        assert_eq!(above[1].1, 3, "{above:?}");
+        // Below the report, the records start their own segment too.
+        let below = formats(&format!("{table}{tgi}"));
+        assert_eq!(below[0].0, Format::NvidiaSmiTable, "{below:?}");
+        assert_eq!(below[1], (Format::Unknown, 5, 7), "{below:?}");
+        // Plain lines above a report stay its head (a title, a date).
+        let plain = formats(&format!("my server's GPUs:\n{table}"));
+        assert_eq!(plain, vec![(Format::NvidiaSmiTable, 1, 5)], "{plain:?}");
     }
 
     #[test]

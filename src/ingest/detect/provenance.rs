@@ -56,6 +56,13 @@ fn kind(format: Format) -> Kind {
     }
 }
 
+/// Whether `format` is a command's report of the host (an nvidia-smi
+/// table, `ps` rows, a `systemctl status` block): output whose lines a log
+/// record does not continue ([`super::Segmenter::line`]).
+pub(in crate::ingest) fn is_host_output(format: Format) -> bool {
+    kind(format) == Kind::Host
+}
+
 /// The journal modes `systemctl status` may print its tail in.
 fn is_status_tail(format: Format) -> bool {
     matches!(

@@ -223,6 +223,18 @@ impl GpuBlock {
             | "remapped_rows/bank_remap_availability_histogram/none" => {
                 h.banks_without_spare_rows = count()
             }
+            "temperature/gpu_current_temp" | "temperature/gpu_temp" => h.temperature = reading(),
+            "temperature/gpu_max_operating_temp" | "temperature/gpu_temp_max_gpu_threshold" => {
+                h.max_operating_temperature = reading()
+            }
+            "temperature/gpu_slowdown_temp" | "temperature/gpu_temp_slow_threshold" => {
+                h.slowdown_temperature = reading()
+            }
+            _ if sw_thermal_slowdown(key) => {
+                if value == "Active" {
+                    h.sw_thermal_slowdown = Some(span);
+                }
+            }
             "clocks/sm" | "clocks/sm_clock" => h.sm_clock = reading(),
             "max_clocks/sm" | "max_clocks/sm_clock" => h.max_sm_clock = reading(),
             _ if hw_slowdown(key).is_some() => match (hw_slowdown(key), value) {
@@ -370,6 +382,23 @@ fn hw_slowdown(key: &str) -> Option<&'static str> {
         "hw_power_brake_slowdown" => Some("HW Power Brake Slowdown"),
         _ => None,
     }
+}
+
+/// Whether a clock event reason's key is the software thermal slowdown
+/// (text `clocks_event_reasons/sw_thermal_slowdown`, XML
+/// `…/clocks_event_reason_sw_thermal_slowdown`, `clocks_throttle_…`
+/// before driver 535).
+fn sw_thermal_slowdown(key: &str) -> bool {
+    let Some((section, leaf)) = key.split_once('/') else {
+        return false;
+    };
+    matches!(section, "clocks_event_reasons" | "clocks_throttle_reasons")
+        && matches!(
+            leaf,
+            "sw_thermal_slowdown"
+                | "clocks_event_reason_sw_thermal_slowdown"
+                | "clocks_throttle_reason_sw_thermal_slowdown"
+        )
 }
 
 fn text_key(path: &[&str]) -> String {

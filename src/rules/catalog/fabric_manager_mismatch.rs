@@ -109,7 +109,16 @@ impl Rule for FabricManagerMismatch {
                 }
             }
         }
-        let down: Vec<_> = matches(incident, &FM_DOWN).map(|(m, _)| m).collect();
+        // The Fabric Manager's own start-up errors are it going down too
+        // (catalogs/fabricmanager.toml): error 802 is their consequence.
+        let down: Vec<_> = matches(incident, &FM_DOWN)
+            .map(|(m, _)| m)
+            .chain(
+                incident
+                    .known("fabricmanager.config-item-invalid")
+                    .map(|(m, _)| m),
+            )
+            .collect();
         for m in down.iter().take(2) {
             f.evidence(m.span, "the Fabric Manager service failed");
         }

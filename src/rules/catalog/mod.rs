@@ -14,6 +14,7 @@ mod dcgm_diag_failed;
 mod ecc_uncorrectable_or_remap_pending;
 mod fabric_manager_mismatch;
 mod fabric_manager_no_nvswitch;
+mod fabric_manager_start_failure;
 mod gpu_fell_off_bus_no_xid;
 mod gpu_hardware_slowdown;
 mod gpu_held_by_unresolved_process;
@@ -107,6 +108,7 @@ pub static RULES: &[&dyn Rule] = &[
     &ecc_uncorrectable_or_remap_pending::RULE,
     &fabric_manager_mismatch::RULE,
     &fabric_manager_no_nvswitch::RULE,
+    &fabric_manager_start_failure::RULE,
     &gpu_fell_off_bus_no_xid::RULE,
     &gpu_hardware_slowdown::RULE,
     &gpu_held_by_unresolved_process::RULE,

@@ -14,6 +14,7 @@ use crate::correlate::Incident;
 use crate::model::Message;
 use crate::rules::support::round2;
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+use crate::source::Span;
 
 pub static RULE: StartupWaitUnanswered = StartupWaitUnanswered;
 
@@ -136,7 +137,7 @@ fn unanswered(incident: &Incident, waits: &[&Message], least: usize) -> Option<F
         .facts
         .messages
         .iter()
-        .filter(|m| m.span.source == source && m.span > first.span)
+        .filter(|m| m.span.source == source && m.span > first.span && !reported(incident, m.span))
         .collect();
     // An error after the first wait is the story, and its own rule tells it.
     if after
@@ -179,6 +180,10 @@ fn unanswered(incident: &Incident, waits: &[&Message], least: usize) -> Option<F
     if let Some(g) = gave_up {
         f.evidence(g.span, "then the start-up was given up on");
     }
+    let idle = idle_gpus(incident, last.span);
+    if let Some((span, n, most)) = idle {
+        f.evidence(span, format!("a snapshot after the waits: {n} GPU(s), none holding more than {most} MiB: no model weights are on them yet"));
+    }
     f.condition(
         "the server said it waits for its engine, as often as that wait is logged",
         true,
@@ -198,8 +203,47 @@ fn unanswered(incident: &Incident, waits: &[&Message], least: usize) -> Option<F
     f.chain
         .push("the server never became ready: its engine did not finish starting".to_owned());
     words(&mut f, first, waits.len(), &span_text);
+    if let Some((_, n, most)) = idle {
+        f.chain.push(format!(
+            "the engine stopped before loading any weights: its {n} GPU(s) hold {most} MiB at most, no more than a CUDA context (the ranks' first NCCL set-up between the GPUs is the usual place)"
+        ));
+    }
     Some(f)
 }
+
+/// Whether `span` is a line of a command's report pasted in the input (an
+/// nvidia-smi table, `ps` rows): a snapshot of the host, not the server
+/// going on.
+fn reported(incident: &Incident, span: Span) -> bool {
+    incident.facts.host_reports.iter().any(|(first, last)| {
+        first.source == span.source && (first.line..=*last).contains(&span.line)
+    })
+}
+
+/// The most memory any GPU of a host report after `last` holds, when every
+/// GPU it lists holds no more than a CUDA context (under
+/// [`CONTEXT_ONLY_MIB`]): the report's first GPU line, how many GPUs, the
+/// most any holds.
+fn idle_gpus(incident: &Incident, last: Span) -> Option<(Span, usize, u64)> {
+    let (first, end) = incident
+        .facts
+        .host_reports
+        .iter()
+        .find(|(first, _)| first.source == last.source && first.line > last.line)?;
+    let gpus: Vec<(Span, u64)> = incident
+        .facts
+        .gpus
+        .iter()
+        .filter_map(|g| Some((g.span?, g.memory_used_mib?)))
+        .filter(|(span, _)| span.source == first.source && (first.line..=*end).contains(&span.line))
+        .collect();
+    let most = gpus.iter().map(|(_, used)| *used).max()?;
+    (most < CONTEXT_ONLY_MIB).then(|| (gpus[0].0, gpus.len(), most))
+}
+
+/// Memory a GPU holds with a CUDA context (and NCCL's buffers) but no
+/// model weights: a few hundred MiB, under a GiB.
+const CONTEXT_ONLY_MIB: u64 = 1024;
 
 /// The finding's story, title, headline and steps: `first` is the first
 /// wait, `n` how many there were, `span_text` how long they lasted.
@@ -314,6 +358,29 @@ mod tests {
         // launcher/src/main.rs's format, not copied).
         let newer = "2024-05-07T12:39:20.293016Z  INFO shard-manager: text_generation_launcher: Waiting for shard to be ready... rank=0\n2024-05-07T12:39:30.298136Z  INFO shard-manager: text_generation_launcher: Waiting for shard to be ready... rank=0\n";
         assert_eq!(findings(newer).len(), 1);
+    }
+
+    /// Batch L's 912 (huggingface/text-generation-inference#1838, cut):
+    /// TGI's waits, then an nvidia-smi table pasted below them. The table
+    /// is a snapshot of the host, not the server going on, and its GPUs
+    /// hold no weights.
+    #[test]
+    fn a_report_pasted_after_the_waits_does_not_answer_them() {
+        let waits = "2024-05-01T01:17:02.618817Z  INFO shard-manager: text_generation_launcher: Waiting for shard to be ready... rank=1\n2024-05-01T01:17:12.629043Z  INFO shard-manager: text_generation_launcher: Waiting for shard to be ready... rank=1\n2024-05-01T01:17:22.639083Z  INFO shard-manager: text_generation_launcher: Waiting for shard to be ready... rank=1\n\n";
+        let table = "Wed May  1 03:37:22 2024       \n+-----------------------------------------------------------------------------------------+\n| NVIDIA-SMI 550.54.14              Driver Version: 550.54.14      CUDA Version: 12.4     |\n|-----------------------------------------+------------------------+----------------------+\n| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |\n| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |\n|                                         |                        |               MIG M. |\n|=========================================+========================+======================|\n|   0  NVIDIA L40S                    On  |   00000000:01:00.0 Off |                    0 |\n| N/A   41C    P0             96W /  350W |     636MiB /  46068MiB |    100%      Default |\n|                                         |                        |                  N/A |\n+-----------------------------------------+------------------------+----------------------+\n";
+        let f = findings(&format!("{waits}{table}"));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].chain.iter().any(|c| c.contains("636 MiB at most")),
+            "{:?}",
+            f[0].chain
+        );
+        // A table whose GPU holds a model's weights says nothing of where
+        // the engine stopped.
+        let loaded = table.replace("   636MiB", " 40636MiB");
+        let f = findings(&format!("{waits}{loaded}"));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(!f[0].chain.iter().any(|c| c.contains("MiB at most")));
     }
 
     #[test]
