@@ -15,10 +15,18 @@
 //! 919); when the paste also shows that bind error, the bind's finding
 //! (address-already-in-use, bind-refused) names the cause and this one the
 //! loop it drives.
+//!
+//! One app's count only rises. Counts that interleave (1, 24, 2, 3: a count
+//! below the one before it, seconds later, that goes on from an earlier,
+//! lower one) are two or more copies of the app, each respawning its own
+//! server, all fighting for one port (batch M's 954, ollama/ollama#2727):
+//! duplicate instances, filed as such, whatever the bookkeeping says.
 
 use crate::correlate::Incident;
 use crate::model::Message;
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+
+mod duplicates;
 
 pub static RULE: OllamaAppRespawnLoop = OllamaAppRespawnLoop;
 
@@ -87,9 +95,6 @@ impl Rule for OllamaAppRespawnLoop {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
-        if incident.known(BOOKKEEPING).next().is_some() {
-            return;
-        }
         let crashes: Vec<Crash> = incident
             .known(ROW)
             .filter_map(|(msg, h)| {
@@ -100,6 +105,13 @@ impl Rule for OllamaAppRespawnLoop {
                 })
             })
             .collect();
+        if let Some(back) = interleaved(incident, &crashes) {
+            out.push(duplicates::finding(incident, &crashes, back));
+            return;
+        }
+        if incident.known(BOOKKEEPING).next().is_some() {
+            return;
+        }
         let rising = crashes.len() >= 2 && crashes.windows(2).all(|w| w[1].count > w[0].count);
         if !rising {
             return;
@@ -130,6 +142,25 @@ impl Rule for OllamaAppRespawnLoop {
         }
         out.push(finding(&crashes, &starts, &quick));
     }
+}
+
+/// The first crash whose count goes back below the one before it, within
+/// [`QUICK_SECS`], and goes on from a lower count seen earlier: a second
+/// copy of the app counting its own crashes.
+fn interleaved(incident: &Incident, crashes: &[Crash]) -> Option<usize> {
+    (1..crashes.len()).find(|&i| {
+        let (before, now) = (&crashes[i - 1], &crashes[i]);
+        let soon = match (
+            incident.time_of(before.msg.span),
+            incident.time_of(now.msg.span),
+        ) {
+            (Some(a), Some(b)) => {
+                (0..=QUICK_SECS * 1000).contains(&(b.local - a.local).num_milliseconds())
+            }
+            _ => false,
+        };
+        soon && now.count < before.count && crashes[..i - 1].iter().any(|c| c.count < now.count)
+    })
 }
 
 fn finding(
@@ -279,5 +310,60 @@ time=2024-02-21T10:10:15.526+01:00 level=ERROR source=server.go:112 msg="failed 
         let f = findings(&text);
         assert_eq!(f.len(), 1, "{f:?}");
         assert!(f[0].entities.pids.is_empty());
+    }
+
+    /// Batch M's 954 (ollama/ollama#2727), verbatim: counts 1, 24, 2, 3,
+    /// 11 within six seconds, with the old app's `already started`.
+    const REAL_954: &str = r#"time=2024-02-24T14:24:23.004+03:00 level=WARN source=server.go:113 msg="server crash 1 - exit code 2 - respawning"
+time=2024-02-24T14:24:23.513+03:00 level=ERROR source=server.go:116 msg="failed to restart server exec: already started"
+time=2024-02-24T14:24:24.208+03:00 level=WARN source=server.go:113 msg="server crash 24 - exit code 2 - respawning"
+time=2024-02-24T14:24:24.528+03:00 level=WARN source=server.go:113 msg="server crash 2 - exit code 2 - respawning"
+time=2024-02-24T14:24:24.717+03:00 level=ERROR source=server.go:116 msg="failed to restart server exec: already started"
+time=2024-02-24T14:24:25.036+03:00 level=ERROR source=server.go:116 msg="failed to restart server exec: already started"
+time=2024-02-24T14:24:27.039+03:00 level=WARN source=server.go:113 msg="server crash 3 - exit code 2 - respawning"
+time=2024-02-24T14:24:27.545+03:00 level=ERROR source=server.go:116 msg="failed to restart server exec: already started"
+time=2024-02-24T14:24:29.295+03:00 level=WARN source=server.go:113 msg="server crash 11 - exit code 2 - respawning"
+"#;
+
+    #[test]
+    fn interleaved_counts_are_several_copies_of_the_app() {
+        let f = findings(REAL_954);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].category, Category::StaleServingInstance);
+        assert!(
+            f[0].headline.contains("1, 24, 2, 3, 11"),
+            "{}",
+            f[0].headline
+        );
+        assert!(f[0].headline.contains("exit code 2"), "{}", f[0].headline);
+        assert!(
+            format!("{:?}", f[0].actions).contains("Get-Process ollama*"),
+            "{:?}",
+            f[0].actions
+        );
+    }
+
+    /// The next paste: an app quit and started again begins at 1, with no
+    /// earlier lower count to go on from; and a count that goes back only
+    /// minutes later is not two apps at once.
+    #[test]
+    fn a_restarted_app_or_a_late_drop_is_not_interleaving() {
+        let restarted = REAL_919.replace("server crash 10 -", "server crash 1 -");
+        assert!(
+            findings(&restarted)
+                .iter()
+                .all(|f| f.category != Category::StaleServingInstance)
+        );
+        let late: String = REAL_954
+            .lines()
+            .filter(|l| l.contains("crash 1 ") || l.contains("crash 24 ") || l.contains("crash 2 "))
+            .map(|l| format!("{}\n", l.replace("14:24:24.528", "14:31:24.528")))
+            .collect();
+        assert_eq!(late.lines().count(), 3);
+        assert!(
+            findings(&late)
+                .iter()
+                .all(|f| f.category != Category::StaleServingInstance)
+        );
     }
 }
