@@ -242,10 +242,13 @@ fn finding(incident: &Incident, held: &[&Gpu], ended: Option<Ended>, free: &[&Gp
             (Some(u), Some(t)) => format!(" ({u}MiB / {t}MiB)"),
             _ => String::new(),
         };
-        // A GPU that computes runs a live job: its memory is that job's.
+        // A GPU that computes runs something: a live job, or (on a wedged
+        // GPU) a kernel that never returned.
         let live = match g.utilization_pct {
             Some(u) if taken::computes(g) => {
-                format!("; it computes ({u}% GPU-Util): a live job's memory")
+                format!(
+                    "; it computes ({u}% GPU-Util): something still runs there (a live job, or a kernel that never returned)"
+                )
             }
             _ => String::new(),
         };

@@ -289,8 +289,8 @@ mod tests {
     /// Ollama's Windows app (ollama/ollama#4999, batch-h/800): the respawn
     /// finding names the PID of the attempt that crashed, from the app's
     /// `started ollama server with pid 15024` before it (the row's
-    /// subject); in a loop, each crash the PID started just before it (a
-    /// variant: a second attempt, assembled from the same two lines).
+    /// subject); in a loop (a variant: a second attempt, assembled from the same two
+    /// lines) the loop's own rule names each crash's PID.
     #[test]
     fn a_respawn_names_the_pid_of_each_attempt() {
         let app = r#"time=2024-06-12T18:35:12.068+08:00 level=INFO source=server.go:135 msg="starting server..."
@@ -311,9 +311,18 @@ time=2024-06-12T18:35:12.116+08:00 level=WARN source=server.go:157 msg="server c
 time=2024-06-12T18:35:13.170+08:00 level=WARN source=server.go:157 msg="server crash 22 - exit code 1 - respawning"
 "#
         );
-        let f = respawn(&again);
+        // Two quick crashes with a rising count are a loop: the row names
+        // `ollama-app-respawn-loop` as its rule, which reports them (both
+        // PIDs), and this rule's warning gives way to it.
+        assert!(
+            findings_of(super::META.id, &again)
+                .iter()
+                .all(|f| !f.title.contains("respawned"))
+        );
+        let looped = findings_of("ollama-app-respawn-loop", &again);
+        assert_eq!(looped.len(), 1, "{looped:#?}");
         assert_eq!(
-            f.entities.pids.iter().copied().collect::<Vec<_>>(),
+            looped[0].entities.pids.iter().copied().collect::<Vec<_>>(),
             [15024, 15188]
         );
         // A start with no crash after it names nobody.

@@ -253,20 +253,7 @@ fn finding(
     f.entities.pids.extend(exit.pid);
     f.occurrences = n as u32;
     let first = cite_last_words(&mut f, unit, &words, &bare, &stated);
-    let meaning = exit_meaning("exited", status);
-    let pid = exit.pid.map(|p| format!(" (PID {p})")).unwrap_or_default();
-    let process = if exit.control {
-        "control process (a forking daemon's start command, or an ExecStartPre=/ExecStop= command)"
-    } else {
-        "main process"
-    };
-    f.evidence(
-        span,
-        match meaning {
-            Some(m) => format!("{unit}'s {process}{pid} exited with status {status}: {m}"),
-            None => format!("{unit}'s {process}{pid} exited with status {status}"),
-        },
-    );
+    let meaning = cite_exit(&mut f, unit, exit);
     cite_systemd(incident, &mut f, unit, &failed, by_systemd);
     if let Some((espan, name, _)) = last_exception {
         f.evidence(espan, format!("the last exception before the exit: {name}"));
@@ -314,6 +301,27 @@ fn finding(
     );
     f.confidence = confidence(&f, 0.3, 0.5);
     f
+}
+
+/// Cites the exit itself (whose process, its PID, what the status means)
+/// and gives the status's meaning for the headline.
+fn cite_exit(f: &mut Finding, unit: &str, exit: &Exit<'_>) -> Option<&'static str> {
+    let status = exit.status;
+    let meaning = exit_meaning("exited", status);
+    let pid = exit.pid.map(|p| format!(" (PID {p})")).unwrap_or_default();
+    let process = if exit.control {
+        "control process (a forking daemon's start command, or an ExecStartPre=/ExecStop= command)"
+    } else {
+        "main process"
+    };
+    f.evidence(
+        exit.span,
+        match meaning {
+            Some(m) => format!("{unit}'s {process}{pid} exited with status {status}: {m}"),
+            None => format!("{unit}'s {process}{pid} exited with status {status}"),
+        },
+    );
+    meaning
 }
 
 /// Cites systemd's account of the failure: its result line, and the failed
