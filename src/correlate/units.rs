@@ -996,8 +996,7 @@ mod cut_tests {
         }
     }
 
-    /// The cut lines of NVIDIA/nvidia-docker#394 (fixtures/real-incoming/
-    /// batch-i/811) and of nix-community/nixos-vscode-server#9 (813):
+    /// The cut lines of NVIDIA/nvidia-docker#394 (fixtures/real/811) and of nix-community/nixos-vscode-server#9 (813):
     /// each is read by the one systemd row whose wording begins so.
     #[test]
     fn a_message_cut_at_the_terminal_is_read_by_its_start() {

@@ -850,7 +850,7 @@ mod tests {
             "# meanwhile, output in /var/log/syslog",
             "# this is what the journal shows after the restart",
             "  # and here is the output of nvidia-smi:",
-            // fixtures/real-incoming/batch-l/924 (NVIDIA/nvidia-docker#747).
+            // fixtures/real/924 (NVIDIA/nvidia-docker#747).
             "// In the HOST",
         ] {
             assert!(is_annotation(yes), "{yes}");

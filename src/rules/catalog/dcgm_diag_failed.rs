@@ -360,8 +360,8 @@ mod tests {
     /// `DCGM_FR_PENDING_PAGE_RETIREMENTS_MSG`, not copied): the warning,
     /// joined across its rows, is read by the catalog as an ECC fault.
     /// DCGM 2.4.6 failing its PCIe test on an A100 with no NVLink, every
-    /// reason an NVLink link down (NVIDIA/DCGM#49, fixtures/real-incoming/
-    /// batch-j/863, its first rows): a warning to check with nvidia-smi,
+    /// reason an NVLink link down (NVIDIA/DCGM#49, fixtures/real/863,
+    /// its first rows): a warning to check with nvidia-smi,
     /// not a fault; a link down beside another reason stays an error.
     #[test]
     fn every_link_down_alone_is_a_warning_to_check() {
