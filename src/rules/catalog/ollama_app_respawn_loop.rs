@@ -60,6 +60,12 @@ nothing serves.
 One crash line alone is not a loop; nor is the app before 0.1.33 whose
 respawn failed with `exec: already started` (its count rises by itself).
 
+One app's count only rises. Counts that interleave within seconds (1, 24,
+2, 3, 11: a count that goes back and goes on from an earlier, lower one)
+come from several copies of the app at once, each respawning its own
+server: that is filed as duplicate instances (stale-serving-instance),
+with the advice to quit every copy and start one.
+
 ## Why it happens
 1. The server cannot bind 11434: another Ollama already holds it (an
    `ollama serve` started by hand, an earlier server the app lost track
