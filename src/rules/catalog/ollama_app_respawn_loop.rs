@@ -25,6 +25,7 @@
 use crate::correlate::Incident;
 use crate::model::Message;
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+use crate::source::Span;
 
 mod duplicates;
 
@@ -134,11 +135,10 @@ impl Rule for OllamaAppRespawnLoop {
                 .iter()
                 .rfind(|(m, _)| m.span > w[0].msg.span && m.span < w[1].msg.span);
             let from = start.map_or(w[0].msg.span, |(m, _)| m.span);
-            let secs = match (incident.time_of(from), incident.time_of(w[1].msg.span)) {
-                (Some(a), Some(b)) => Some((b.local - a.local).num_milliseconds()),
-                _ => None,
-            };
-            quick.push((start.map(|(_, p)| *p), secs));
+            quick.push((
+                start.map(|(_, p)| *p),
+                millis(incident, from, w[1].msg.span),
+            ));
         }
         if !quick
             .iter()
@@ -150,21 +150,21 @@ impl Rule for OllamaAppRespawnLoop {
     }
 }
 
+/// Milliseconds from the line at `from` to the line at `to`, when both
+/// are timed.
+fn millis(incident: &Incident, from: Span, to: Span) -> Option<i64> {
+    let (a, b) = (incident.time_of(from)?, incident.time_of(to)?);
+    Some((b.local - a.local).num_milliseconds())
+}
+
 /// The first crash whose count goes back below the one before it, within
 /// [`QUICK_SECS`], and goes on from a lower count seen earlier: a second
 /// copy of the app counting its own crashes.
 fn interleaved(incident: &Incident, crashes: &[Crash]) -> Option<usize> {
     (1..crashes.len()).find(|&i| {
         let (before, now) = (&crashes[i - 1], &crashes[i]);
-        let soon = match (
-            incident.time_of(before.msg.span),
-            incident.time_of(now.msg.span),
-        ) {
-            (Some(a), Some(b)) => {
-                (0..=QUICK_SECS * 1000).contains(&(b.local - a.local).num_milliseconds())
-            }
-            _ => false,
-        };
+        let soon = millis(incident, before.msg.span, now.msg.span)
+            .is_some_and(|ms| (0..=QUICK_SECS * 1000).contains(&ms));
         soon && now.count < before.count && crashes[..i - 1].iter().any(|c| c.count < now.count)
     })
 }
@@ -280,11 +280,7 @@ time=2025-03-24T14:07:30.796+08:00 level=WARN source=server.go:163 msg="server c
         assert_eq!(f[0].category, Category::UnitCrashLoop);
         assert!(f[0].entities.pids.contains(&8792) && f[0].entities.pids.contains(&25164));
         assert!(f[0].headline.contains("69 ms"), "{}", f[0].headline);
-        assert!(
-            format!("{:?}", f[0].actions).contains("findstr :11434"),
-            "{:?}",
-            f[0].actions
-        );
+        crate::testing::advises(&f[0], "findstr :11434");
     }
 
     /// One crash (fixtures/real/800's `server crash 21`, ollama/ollama#4999)
@@ -342,11 +338,7 @@ time=2024-02-24T14:24:29.295+03:00 level=WARN source=server.go:113 msg="server c
             f[0].headline
         );
         assert!(f[0].headline.contains("exit code 2"), "{}", f[0].headline);
-        assert!(
-            format!("{:?}", f[0].actions).contains("Get-Process ollama*"),
-            "{:?}",
-            f[0].actions
-        );
+        crate::testing::advises(&f[0], "Get-Process ollama*");
     }
 
     /// The next paste: an app quit and started again begins at 1, with no

@@ -142,26 +142,18 @@ fn held_elsewhere(x: &Figures, span: Span, gpu: Option<&str>) -> Option<Finding>
         span,
         "PyTorch: the allocation would exceed the memory it may use",
     );
-    f.evidence_marked(
-        alloc.span,
-        format!("allocated by this process: {}", alloc.printed),
-        alloc.printed.clone(),
-    );
-    f.evidence_marked(
-        req.span,
-        format!("requested: {}", req.printed),
-        req.printed.clone(),
-    );
-    f.evidence_marked(
-        limit.span,
-        format!("the device's limit: {}", limit.printed),
-        limit.printed.clone(),
-    );
-    f.evidence_marked(
-        free.span,
-        format!("free according to CUDA: {}", free.printed),
-        free.printed.clone(),
-    );
+    for (figure, what) in [
+        (alloc, "allocated by this process"),
+        (req, "requested"),
+        (limit, "the device's limit"),
+        (free, "free according to CUDA"),
+    ] {
+        f.evidence_marked(
+            figure.span,
+            format!("{what}: {}", figure.printed),
+            figure.printed.clone(),
+        );
+    }
     f.condition(
         format!(
             "allocated + requested ({} + {}) is below the device limit ({})",
