@@ -425,11 +425,17 @@ pub fn clean_line(raw: &str) -> Cow<'_, str> {
     }
     let mut out = String::with_capacity(raw.len());
     let mut rest = raw;
-    while let Some(c) = rest.chars().next() {
+    // Only a character that starts with one of those three bytes can start
+    // an escape sequence or be `\r`: the text up to the next is copied
+    // whole (each is ASCII or a lead byte, so it is at a character's start).
+    while let Some(at) = memchr::memchr3(b'\x1b', b'\r', 0xc2, rest.as_bytes()) {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
         if let Some(n) = escape_len(rest) {
             rest = &rest[n..];
             continue;
         }
+        let Some(c) = rest.chars().next() else { break };
         match c {
             // A progress bar redraws with \r; what a person last saw follows it.
             '\r' => out.clear(),
@@ -437,6 +443,7 @@ pub fn clean_line(raw: &str) -> Cow<'_, str> {
         }
         rest = &rest[c.len_utf8()..];
     }
+    out.push_str(rest);
     Cow::Owned(out)
 }
 
@@ -599,6 +606,52 @@ impl SourceMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first [`clean_line`], character by character: the oracle of the
+    /// one that copies the text between escape sequences whole.
+    fn clean_by_chars(raw: &str) -> String {
+        let raw = raw.strip_suffix('\r').unwrap_or(raw);
+        let mut out = String::new();
+        let mut rest = raw;
+        while let Some(c) = rest.chars().next() {
+            if let Some(n) = escape_len(rest) {
+                rest = &rest[n..];
+                continue;
+            }
+            match c {
+                '\r' => out.clear(),
+                c => out.push(c),
+            }
+            rest = &rest[c.len_utf8()..];
+        }
+        out
+    }
+
+    #[test]
+    fn a_line_is_cleaned_as_character_by_character() {
+        let pieces = [
+            "a", "é", "\u{9b}", "\u{9c}", "\u{9d}", "\u{90}", "\u{a9}", "\x1b", "[", "]", "\\",
+            "\x07", "\r", "1;36m", "(", "m", " ", "P", "中",
+        ];
+        // Every string of up to four pieces.
+        let mut lines = vec![String::new()];
+        for _ in 0..4 {
+            let longer: Vec<String> = lines
+                .iter()
+                .flat_map(|l| pieces.iter().map(move |p| format!("{l}{p}")))
+                .collect();
+            lines.extend(longer);
+            lines.dedup();
+        }
+        lines.push("\x1b[1;36m(VllmWorker rank=1 pid=4243)\x1b[0;0m INFO".into());
+        lines.push(
+            "\x1b[2m2024-11-05T10:00:00Z\x1b[0m \x1b[32m INFO\x1b[0m text_generation_router".into(),
+        );
+        for line in &lines {
+            assert_eq!(clean_line(line), clean_by_chars(line), "{line:?}");
+        }
+        assert!(lines.len() > 100_000, "{}", lines.len());
+    }
 
     #[test]
     fn lines_handle_crlf_missing_final_newline_and_empty_input() {

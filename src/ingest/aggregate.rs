@@ -146,22 +146,23 @@ pub(crate) fn key_with(text: &str, template: &mut Vec<u8>) -> Option<u64> {
     let Some(first) = next_digit(bytes, 0) else {
         return Some(hash(bytes));
     };
-    if !masked(bytes, first, template, true) {
-        // A second code: a line of figures, every number masked.
-        masked(bytes, first, template, false);
-    }
+    masked(bytes, first, template);
     Some(hash(template))
 }
 
-/// Writes the template of `bytes` into `template`; with `one_code`, keeps
-/// the first short number standing alone and gives up (`false`) at the
-/// second. One pass: the next digit is searched for ([`next_digit`]), the
-/// word around it classed byte by byte from a table; the words (runs of
-/// ASCII letters and digits) without a digit are copied with what
-/// surrounds them, in one piece, when the next word with a digit comes.
-/// `first` is where the line's first digit is.
-fn masked(bytes: &[u8], first: usize, template: &mut Vec<u8>, one_code: bool) -> bool {
+/// Writes the template of `bytes` into `template`, in one pass: every
+/// number masked, the first short number standing alone remembered, and put
+/// back in place of its mask at the end where it was the only one (a
+/// second makes the line one of figures, every number masked). The next
+/// digit is searched for ([`next_digit`]), the word around it classed byte
+/// by byte from a table (what all its bytes are: digits, hex digits); the
+/// words (runs of ASCII letters and digits) without a digit are copied
+/// with what surrounds them, in one piece, when the next word with a digit
+/// comes. `first` is where the line's first digit is.
+fn masked(bytes: &[u8], first: usize, template: &mut Vec<u8>) {
     template.clear();
+    // The first code: where its mask is in the template, and its word.
+    let mut code = None;
     let mut codes = 0;
     // Bytes before `done` are in the template.
     let (mut done, mut at) = (0, 0);
@@ -170,43 +171,47 @@ fn masked(bytes: &[u8], first: usize, template: &mut Vec<u8>, one_code: bool) ->
     // that is in no word (`at` is in none, or is the line's start).
     let mut next = Some(first);
     while let Some(digit) = next {
+        // The classes every byte of the word has in common.
+        let mut all = WORD | DIGIT | HEX;
         let mut start = digit;
-        while start > at && CLASS[usize::from(bytes[start - 1])] & WORD != 0 {
+        while start > at {
+            let class = CLASS[usize::from(bytes[start - 1])];
+            if class & WORD == 0 {
+                break;
+            }
+            all &= class;
             start -= 1;
         }
-        at = start;
-        let (mut digits, mut hex) = (0, true);
+        at = digit;
         while let Some(&b) = bytes.get(at) {
             let class = CLASS[usize::from(b)];
             if class & WORD == 0 {
                 break;
             }
-            digits += usize::from(class & DIGIT != 0);
-            hex &= class & HEX != 0;
+            all &= class;
             at += 1;
         }
         template.extend_from_slice(&bytes[done..start]);
-        let word = &bytes[start..at];
-        if digits == word.len() {
+        if all & DIGIT != 0 {
             let before = start.checked_sub(1).map(|j| bytes[j]);
             let after = bytes.get(at).copied();
-            let alone = matches!(before, None | Some(b' ' | b'(' | b'=' | b'#'))
-                && matches!(after, None | Some(b' ' | b',' | b')' | b';'));
-            if one_code && word.len() <= 3 && alone {
+            if at - start <= 3
+                && matches!(before, None | Some(b' ' | b'(' | b'=' | b'#'))
+                && matches!(after, None | Some(b' ' | b',' | b')' | b';'))
+            {
                 codes += 1;
-                if codes > 1 {
-                    return false;
+                if codes == 1 {
+                    code = Some((template.len(), start..at));
                 }
-                template.extend_from_slice(word);
-            } else {
-                template.push(b'0');
             }
-        } else if hex {
+            template.push(b'0');
+        } else if all & HEX != 0 {
             template.push(b'x');
         } else {
             // Digits inside a word (`TP3`, `python3`): masked, letters kept.
             template.extend(
-                word.iter()
+                bytes[start..at]
+                    .iter()
                     .map(|&b| if b.is_ascii_digit() { b'0' } else { b }),
             );
         }
@@ -214,7 +219,9 @@ fn masked(bytes: &[u8], first: usize, template: &mut Vec<u8>, one_code: bool) ->
         next = next_digit(bytes, at);
     }
     template.extend_from_slice(&bytes[done..]);
-    true
+    if let (1, Some((mask, word))) = (codes, code) {
+        template.splice(mask..=mask, bytes[word].iter().copied());
+    }
 }
 
 /// Where the first ASCII digit at or after `from` is: eight bytes at a
@@ -791,14 +798,13 @@ mod tests {
                 plain += 1;
                 continue;
             };
-            for one_code in [true, false] {
-                let x = masked(line.as_bytes(), first, &mut a, one_code);
-                let y = masked_by_words(line.as_bytes(), &mut b, one_code);
-                assert_eq!(x, y, "{line:?}");
-                if x {
-                    assert_eq!(a, b, "{line:?}");
-                }
+            // One pass makes what the word-by-word passes make: the
+            // template with its only code kept, or of figures.
+            masked(line.as_bytes(), first, &mut a);
+            if !masked_by_words(line.as_bytes(), &mut b, true) {
+                masked_by_words(line.as_bytes(), &mut b, false);
             }
+            assert_eq!(a, b, "{line:?}");
             // The key is the hash of the template the word-by-word pass
             // makes (of figures if a second code gave up on the first).
             if !line.starts_with([' ', '\t']) {

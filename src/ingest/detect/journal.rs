@@ -70,18 +70,7 @@ fn short_iso_ascii(line: &str) -> Option<bool> {
         b.get(range)
             .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
     };
-    let shape = digits(0..4)
-        && b.get(4) == Some(&b'-')
-        && digits(5..7)
-        && b.get(7) == Some(&b'-')
-        && digits(8..10)
-        && b.get(10) == Some(&b'T')
-        && digits(11..13)
-        && b.get(13) == Some(&b':')
-        && digits(14..16)
-        && b.get(16) == Some(&b':')
-        && digits(17..19);
-    if !shape {
+    if !iso_time_shape(b) {
         return Some(false);
     }
     let mut i = 19;
@@ -105,10 +94,18 @@ fn short_iso_ascii(line: &str) -> Option<bool> {
     if !digits(i..i + 2) || b.get(i + 2) != Some(&b' ') {
         return Some(false);
     }
-    // `\S+ `: the host runs to the first space, with no other whitespace.
+    // `\S+ `: the host runs to the first space, with no other whitespace
+    // (nor anything past ASCII, which the regex must judge).
     let host = i + 3;
-    let end = host + b.get(host..)?.iter().position(|&c| c == b' ')?;
-    if end == host || !b[host..end].iter().all(|c| c.is_ascii_graphic()) {
+    let mut end = host;
+    loop {
+        match b.get(end) {
+            Some(b' ') => break,
+            Some(c) if c.is_ascii_graphic() => end += 1,
+            _ => return None,
+        }
+    }
+    if end == host {
         return None;
     }
     // `[^:]*?\S: `: the first colon after the host ends `\S: `, or starts `:: `.
@@ -122,6 +119,43 @@ fn short_iso_ascii(line: &str) -> Option<bool> {
         }
         _ => Some(b.get(colon + 1) == Some(&b':') && b.get(colon + 2) == Some(&b' ')),
     }
+}
+
+/// `dddd-dd-ddTdd:dd:dd` at the start of `b`: its first sixteen bytes
+/// eight at a time (each byte a digit where the shape has one, the
+/// separators where it has them), then `:dd`.
+fn iso_time_shape(b: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = ONES * 0x80;
+    let Some(head) = b.get(..19) else {
+        return false;
+    };
+    let word = |at: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&head[at..at + 8]);
+        u64::from_le_bytes(w)
+    };
+    // The top bit of each byte that is a digit: `b ^ 0x30` below 10.
+    let digits = |x: u64| {
+        let y = x ^ (ONES * 0x30);
+        (ONES * (0x7f + 10)).wrapping_sub(y & !HIGH) & !y & HIGH
+    };
+    // Byte by byte, first lowest: the separators' places and bytes.
+    let fits = |x: u64, shape: &[u8; 8]| {
+        let (mut seps, mut want) = (0u64, 0u64);
+        for (k, &c) in shape.iter().enumerate() {
+            if c != b'0' {
+                seps |= 0xff << (8 * k);
+                want |= u64::from(c) << (8 * k);
+            }
+        }
+        (digits(x) | (seps & HIGH)) == HIGH && (x & seps) == want
+    };
+    fits(word(0), b"0000-00-")
+        && fits(word(8), b"00T00:00")
+        && head[16] == b':'
+        && head[17].is_ascii_digit()
+        && head[18].is_ascii_digit()
 }
 
 /// What every line [`JOURNAL_SHORT`] matches has by position: after the
@@ -499,6 +533,20 @@ mod tests {
         for line in cases {
             if let Some(verdict) = short_iso_ascii(line) {
                 assert_eq!(verdict, JOURNAL_SHORT_ISO.is_match(line), "{line:?}");
+            }
+        }
+        // Each byte of the time and the host replaced by bytes the shape
+        // tells apart (a digit's neighbours, the separators, a blank).
+        for line in &cases[..2] {
+            for at in 0..line.len().min(40) {
+                for with in "/09:;-TtZ+. \t\u{7f}".chars() {
+                    let mut changed = line.to_string();
+                    changed.replace_range(at..at + 1, with.encode_utf8(&mut [0; 4]));
+                    if let Some(verdict) = short_iso_ascii(&changed) {
+                        let regex = JOURNAL_SHORT_ISO.is_match(&changed);
+                        assert_eq!(verdict, regex, "{changed:?}");
+                    }
+                }
             }
         }
     }

@@ -218,11 +218,15 @@ pub(super) fn continues_as(line: &str, format: Format) -> bool {
         Format::NvidiaSmiTable => {
             let text = line.trim_end();
             let t = text.as_bytes();
+            static OOM: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+                std::sync::LazyLock::new(|| memchr::memmem::Finder::new("invoked oom-killer"));
+            static SPELLED: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+                std::sync::LazyLock::new(|| memchr::memmem::Finder::new("[0m"));
             let row = || {
                 t.len() >= 2
                     && t.last() == Some(&b'|')
-                    && !text.contains("invoked oom-killer")
-                    && !text.contains("[0m")
+                    && OOM.find(t).is_none()
+                    && SPELLED.find(t).is_none()
             };
             let border = || {
                 t.len() >= 22
