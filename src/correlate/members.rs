@@ -4,7 +4,8 @@
 //! the strongest tie, with its basis).
 //!
 //! A PID is a unit's when `systemctl status` shows it (`Main PID:`,
-//! `Process:` lines, the CGroup tree), `systemctl show` does (`MainPID=`,
+//! `Process:` lines, the CGroup tree, the writers of the journal lines it
+//! prints under the block), `systemctl show` does (`MainPID=`,
 //! `ExecMainPID=`), the journal says so (`_SYSTEMD_UNIT`), systemd names it in
 //! a message about the unit (`Killing process N`), it is systemd's forked
 //! child before `exec` (`systemd[17836]: ollama.service: Failed to execute
@@ -145,36 +146,52 @@ impl super::Incident {
     }
 }
 
-/// The journal lines `systemctl status` printed under its block: the
-/// unit's last lines (`_SYSTEMD_UNIT=` of it), written by its processes
-/// whatever name they log under (`nvidia-smi[1407]:` under
-/// `nvidia-persistenced.service`, run by its `ExecStartPost=`). They start
-/// right after the block (a blank line between) and run on, line after
-/// line, to the first line that is not one; the manager's lines about the
-/// unit (`systemd[1]:`, a user manager's `systemd[1315]:`) and the kernel's
-/// are no process of it.
+/// How many lines after a `systemctl status` block its journal tail may
+/// take: systemctl prints the unit's last 10 (`--lines=10`, its default)
+/// after a blank line, and a notice may stand among them.
+const TAIL_LINES: u32 = 12;
+
+/// The writers of the journal lines `systemctl status` printed under its
+/// block: the unit's last lines (`_SYSTEMD_UNIT=` of it), written by its
+/// processes whatever name they log under (`nvidia-smi[1407]:` under
+/// `nvidia-persistenced.service`, run by its `ExecStartPost=`). A writer
+/// counts when its first line in the input stands in the block's tail:
+/// the lines right after it, up to systemctl's ten and before the next
+/// block or typed command (the first line of each PID is read with the
+/// prefilter on too, so the answer is the same either way). The manager's
+/// lines about the unit (`systemd[1]:`, a user manager's `systemd[1315]:`)
+/// and the kernel's are no process of it.
 fn status_tail<'a>(
     facts: &'a Facts,
     s: &crate::model::UnitStatus,
 ) -> impl Iterator<Item = &'a crate::model::JournalEntry> {
-    let mut lines: Vec<&crate::model::JournalEntry> = s
-        .end
-        .map(|end| {
-            facts
-                .journal
-                .iter()
-                .filter(|e| e.span.source == end.source && e.span.line > end.line)
-                .collect()
-        })
-        .unwrap_or_default();
-    lines.sort_by_key(|e| e.span.line);
-    let mut last = s.end.map_or(0, |e| e.line);
-    lines
-        .into_iter()
-        .take_while(move |e| {
-            let next = e.span.line <= last + 2;
-            last = e.span.line;
-            next
-        })
-        .filter(|e| !e.speaks_for_others() && !e.is_kernel())
+    let end = s.end;
+    let source = end.map(|e| e.source);
+    let after =
+        move |span: Span| end.is_some_and(|e| span.source == e.source && span.line > e.line);
+    let stops = facts
+        .unit_statuses
+        .iter()
+        .map(|o| o.span)
+        .chain(facts.typed_commands.iter().map(|c| c.span))
+        .filter(|sp| after(*sp))
+        .map(|sp| sp.line);
+    let last = end.map_or(0, |e| e.line.saturating_add(TAIL_LINES));
+    let last = stops.fold(last, |l, stop| l.min(stop.saturating_sub(1)));
+    let mut first: BTreeMap<u32, &crate::model::JournalEntry> = BTreeMap::new();
+    for e in facts
+        .journal
+        .iter()
+        .filter(|e| Some(e.span.source) == source)
+    {
+        if let Some(pid) = e.pid {
+            let at = first.entry(pid).or_insert(e);
+            if e.span.line < at.span.line {
+                *at = e;
+            }
+        }
+    }
+    first.into_values().filter(move |e| {
+        after(e.span) && e.span.line <= last && !e.speaks_for_others() && !e.is_kernel()
+    })
 }

@@ -440,7 +440,7 @@ pub const INSTALLED_UNITS: &[InstalledUnit] = &[InstalledUnit {
     stack: "Ollama",
     identifier: "ollama",
     unit: "ollama.service",
-    upstream: "ollama/ollama scripts/install.sh configure_systemd(): writes /etc/systemd/system/ollama.service (`Description=Ollama Service`, `ExecStart=$BINDIR/ollama serve`); docs/linux.md makes the same unit by hand",
+    upstream: "ollama/ollama scripts/install.sh configure_systemd(): writes /etc/systemd/system/ollama.service (`Description=Ollama Service`, `ExecStart=$BINDIR/ollama serve`); the Linux page of its documentation makes the same unit by hand",
 }];
 
 /// The unit the installer of the program whose journal lines carry
