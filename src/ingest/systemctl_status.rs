@@ -106,6 +106,7 @@ impl Block {
         Block {
             status: UnitStatus {
                 description: description.map(str::to_owned),
+                end: Some(span),
                 ..UnitStatus::new(unit, span)
             },
             unit_from_paths: None,
@@ -126,6 +127,7 @@ impl Block {
 
     fn field(&mut self, label: &str, value: &str, span: Span) {
         let status = &mut self.status;
+        status.end = Some(span);
         match label {
             "Active" => {
                 status.active_span = Some(span);
@@ -295,6 +297,9 @@ pub fn read(lines: &[Line<'_>], facts: &mut Facts) -> Vec<usize> {
         let continues =
             text.starts_with([' ', '\t']) && open_label.is_some_and(|l| MULTI_LINE.contains(&l));
         if continues {
+            if let Some(b) = &mut block {
+                b.status.end = Some(line.span);
+            }
             if open_label == Some("CGroup") {
                 match tree_line(text) {
                     Some(TreeLine::Member { pid, cmdline }) => {

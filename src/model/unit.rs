@@ -44,6 +44,11 @@ pub struct UnitStatus {
     pub span: Span,
     pub active_span: Option<Span>,
     pub main_pid_span: Option<Span>,
+    /// The last line of a `systemctl status` block (its last field, or the
+    /// last line of its CGroup tree); none for a row of another listing.
+    /// systemctl prints the unit's last journal lines right after it, so
+    /// the writers of those lines are the unit's processes.
+    pub end: Option<Span>,
 }
 
 impl UnitStatus {
@@ -86,6 +91,7 @@ impl UnitStatus {
             span,
             active_span: None,
             main_pid_span: None,
+            end: None,
         }
     }
 }

@@ -421,6 +421,34 @@ pub const DEFAULT_PORTS: &[DefaultPort] = &[
     ),
 ];
 
+/// A unit a serving program's own installer creates, and the name its lines
+/// carry in the journal (the program's, as systemd's `SYSLOG_IDENTIFIER`
+/// defaults to the executable's name): where the inputs name no unit, a
+/// journal line written as `ollama[27605]:` is taken to be the installed
+/// unit's.
+pub struct InstalledUnit {
+    pub stack: &'static str,
+    /// The identifier its journal lines carry (`ollama`).
+    pub identifier: &'static str,
+    pub unit: &'static str,
+    /// Where upstream creates the unit.
+    pub upstream: &'static str,
+}
+
+/// The units the serving programs' installers create.
+pub const INSTALLED_UNITS: &[InstalledUnit] = &[InstalledUnit {
+    stack: "Ollama",
+    identifier: "ollama",
+    unit: "ollama.service",
+    upstream: "ollama/ollama scripts/install.sh configure_systemd(): writes /etc/systemd/system/ollama.service (`Description=Ollama Service`, `ExecStart=$BINDIR/ollama serve`); the Linux page of its documentation makes the same unit by hand",
+}];
+
+/// The unit the installer of the program whose journal lines carry
+/// `identifier` creates.
+pub fn installed_unit(identifier: &str) -> Option<&'static InstalledUnit> {
+    INSTALLED_UNITS.iter().find(|u| u.identifier == identifier)
+}
+
 /// Whether `port` is `stack`'s default port.
 pub fn default_port_of(stack: &str, port: u16) -> bool {
     DEFAULT_PORTS

@@ -73,7 +73,7 @@ pub fn from_evidence(incident: &Incident, f: &mut Finding) {
             if writers && !j.speaks_for_others() {
                 f.entities.pids.extend(pid(j.pid));
             }
-            f.entities.units.extend(j.unit.clone());
+            f.entities.units.extend(incident.writer_unit(j));
         }
     }
     for e in &incident.facts.server_events {

@@ -454,3 +454,110 @@ fn a_gpu_reference_reads_every_spelling_and_nothing_else() {
     assert!(f.entities.gpus.is_empty());
     assert_eq!(f.entities.gpu_bus_ids.len(), 1, "{:?}", f.entities);
 }
+
+/// The journal lines `systemctl status` prints under its block are the
+/// unit's, whatever name their writer logs under: `nvidia-smi[1407]`
+/// under `nvidia-persistenced.service` (fixtures/real/451,
+/// bottlerocket-os/bottlerocket#4166), `llama-server[10778]` under
+/// `llama.service` (fixtures/real/441, ggml-org/llama.cpp#10681). A user
+/// manager's lines in the tail (`systemd[1315]:`, fixtures/real/813) are
+/// not the unit's processes, nor is a journal pasted after another
+/// command below the block.
+#[test]
+fn the_lines_under_a_status_block_are_the_units() {
+    let a = analysis(
+        "\u{25cb} nvidia-persistenced.service - NVIDIA Persistence Daemon\n\
+         \x20    Loaded: loaded (/x86_64-bottlerocket-linux-gnu/sys-root/usr/lib/systemd/system/nvidia-persistenced.service; enabled; preset: enabled)\n\
+         \x20    Active: inactive (dead) since Fri 2024-09-06 17:24:31 UTC; 1min 50s ago\n\
+         \x20  Duration: 2.102s\n\
+         \x20  Main PID: 1424 (code=exited, status=0/SUCCESS)\n\
+         \x20       CPU: 2.814s\n\
+         \n\
+         Sep 06 17:24:28 ip-172-31-92-66.ec2.internal nvidia-smi[1407]: |  GPU   GI   CI        PID   Type   Process name                            GPU Memory |\n",
+    );
+    let f = cite(&a, Category::UnitExitedZeroNoRestart, &[3, 5]);
+    assert_eq!(pids(&f), [1407, 1424]);
+    // The tail line names the unit by itself too.
+    let g = cite(&a, Category::Unknown, &[8]);
+    assert!(g.entities.units.contains("nvidia-persistenced.service"));
+    let a = analysis(
+        "\u{d7} llama.service\n\
+         \x20    Loaded: loaded (/etc/systemd/system/llama.service; enabled; preset: enabled)\n\
+         \x20    Active: failed (Result: core-dump) since Wed 2024-12-04 01:59:28 EST; 19min ago\n\
+         \x20  Main PID: 10778 (code=dumped, signal=SEGV)\n\
+         \x20       CPU: 9min 16.395s\n\
+         \n\
+         Dec 04 01:59:28 kamala llama-server[10778]: llama_decode: failed to decode, ret = 1\n\
+         Dec 04 01:59:28 kamala systemd[1]: llama.service: Main process exited, code=dumped, status=11/SEGV\n\
+         \n\
+         $ journalctl -b\n\
+         Dec 04 01:59:30 kamala sshd[2600]: Accepted publickey for root\n",
+    );
+    assert_eq!(
+        a.incident
+            .unit_pids
+            .get("llama.service")
+            .map(|p| p.iter().copied().collect::<Vec<_>>()),
+        Some(vec![10778])
+    );
+    let g = cite(&a, Category::Unknown, &[7]);
+    assert!(
+        g.entities.units.contains("llama.service"),
+        "{:?}",
+        g.entities
+    );
+    let a = analysis(
+        "\u{25cf} auto-fix-vscode-server.service - Automatically fix the VS Code server used by the remote SSH extension\n\
+         \x20    Active: failed (Result: start-limit-hit) since Thu 2021-09-02 19:07:50 UTC; 1s ago\n\
+         \x20  Main PID: 4607 (code=exited, status=0/SUCCESS)\n\
+         \n\
+         Sep 02 19:07:50 doodoo systemd[1315]: auto-fix-vscode-server.service: Start request repeated too quickly.\n",
+    );
+    assert_eq!(
+        a.incident
+            .unit_pids
+            .get("auto-fix-vscode-server.service")
+            .map(|p| p.iter().copied().collect::<Vec<_>>()),
+        Some(vec![4607])
+    );
+}
+
+/// A journal line written under a serving program's name is its installed
+/// unit's where the inputs name no unit for it: `ollama[27605]` is
+/// `ollama.service`'s (fixtures/real/756, ollama/ollama#7009; and the next
+/// paste's `ollama[22199]`, fixtures/real-incoming/batch-m/950); a unit the
+/// inputs tie the writer to wins (a renamed unit: the status block above
+/// 950's line is constructed, no public paste with one was found), and
+/// another program's writer gets none.
+#[test]
+fn a_serving_programs_journal_line_names_its_installed_unit() {
+    let units = |f: &Finding| f.entities.units.iter().cloned().collect::<Vec<_>>();
+    let a = analysis(
+        "9\u{6708} 28 23:37:31 ubuntu-homaer ollama[27605]: [GIN] 2024/09/28 - 23:37:31 | 200 | 10.729482469s |   192.168.2.210 | POST     \"/api/generate\"\n\
+         9\u{6708} 29 00:10:02 ubuntu-homaer systemd[1]: Stopping Ollama Service...\n\
+         9\u{6708} 29 00:10:02 ubuntu-homaer ollama[27605]: [GIN] 2024/09/29 - 00:10:02 | 500 |        32m31s |   192.168.2.210 | POST     \"/api/generate\"\n",
+    );
+    let f = cite(&a, Category::ServerHang, &[3, 2]);
+    assert_eq!(units(&f), ["ollama.service"]);
+    assert_eq!(pids(&f), [27605]);
+    let a = analysis(
+        "Feb 28 17:05:26 iZ0jl5att67k7fqmbzp4j2Z ollama[22199]: [GIN] 2025/02/28 - 17:05:26 | 500 |         5m16s |    10.219.32.13 | POST     \"/api/chat\"\n\
+         Feb 28 17:05:30 iZ0jl5att67k7fqmbzp4j2Z sshd[2600]: Accepted publickey for root\n",
+    );
+    assert_eq!(
+        units(&cite(&a, Category::ServerHang, &[1])),
+        ["ollama.service"]
+    );
+    assert!(units(&cite(&a, Category::Unknown, &[2])).is_empty());
+    let a = analysis(
+        "\u{25cf} ollama-gpu1.service - Ollama on GPU 1\n\
+         \x20    Active: active (running) since Fri 2025-02-28 16:58:01 CST; 7min ago\n\
+         \x20  Main PID: 22199 (ollama)\n\
+         \n\
+         Feb 28 17:05:26 iZ0jl5att67k7fqmbzp4j2Z ollama[22199]: [GIN] 2025/02/28 - 17:05:26 | 500 |         5m16s |    10.219.32.13 | POST     \"/api/chat\"\n",
+    );
+    assert_eq!(
+        units(&cite(&a, Category::ServerHang, &[5])),
+        ["ollama-gpu1.service"]
+    );
+}
