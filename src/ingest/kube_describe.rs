@@ -180,8 +180,8 @@ mod tests {
     use super::*;
 
     /// kubectl 1.0's describe of a pod restarted under a 50Mi limit, as
-    /// kubernetes/kubernetes#10861 pastes it (fixtures/real-incoming/
-    /// batch-m/939): every line from `Name:` on is read.
+    /// kubernetes/kubernetes#10861 pastes it (fixtures/real/939): every
+    /// line from `Name:` on is read.
     const OLD: &str = "Name:\t\t\t\tsimmemleak-hra99
 Namespace:\t\t\tdefault
 Image(s):\t\t\tsaadali/simmemleak
