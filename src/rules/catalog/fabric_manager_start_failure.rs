@@ -5,7 +5,7 @@
 
 use crate::correlate::Incident;
 use crate::model::Message;
-use crate::rules::support::{matches, round2};
+use crate::rules::support::{FabricManagerUnitEnd, fabric_manager_unit_ends, round2};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
 pub static RULE: FabricManagerStartFailure = FabricManagerStartFailure;
@@ -16,14 +16,6 @@ pub struct FabricManagerStartFailure;
 /// time it starts, whatever restarts it; each with the capture that names
 /// what it stopped on.
 const ROWS: &[(&str, &str)] = &[("fabricmanager.config-item-invalid", "item")];
-
-/// The unit's own end, as PID 1 reports it.
-static UNIT_FAILED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-    regex::Regex::new(
-        r"nvidia-fabricmanager\.service: (?:Main process exited|Control process exited|Failed with result)",
-    )
-    .expect("regex")
-});
 
 static META: RuleMeta = RuleMeta {
     id: "fabric-manager-start-failure",
@@ -116,7 +108,11 @@ fn finding(incident: &Incident, lines: &[(&Message, Option<&str>)]) -> Option<Fi
             format!("the same error again: {n} times, the Fabric Manager restarted each time and failing the same way"),
         );
     }
-    let failed: Vec<&Message> = matches(incident, &UNIT_FAILED).map(|(m, _)| m).collect();
+    // The unit's own end, as PID 1 reports it (not a start job's line).
+    let failed: Vec<&Message> = fabric_manager_unit_ends(incident)
+        .filter(|(_, end)| !matches!(end, FabricManagerUnitEnd::FailedToStart { .. }))
+        .map(|(m, _)| m)
+        .collect();
     for m in failed.iter().take(2) {
         f.evidence(m.span, "the unit fails");
     }
