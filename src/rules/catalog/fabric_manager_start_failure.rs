@@ -79,6 +79,14 @@ impl Rule for FabricManagerStartFailure {
     }
 }
 
+/// The unit's own end, as PID 1 reports it (not a start job's line).
+fn unit_failed(incident: &Incident) -> Vec<&Message> {
+    fabric_manager_unit_ends(incident)
+        .filter(|(_, end)| !matches!(end, FabricManagerUnitEnd::FailedToStart { .. }))
+        .map(|(m, _)| m)
+        .collect()
+}
+
 /// One finding for the lines of one row: a start-up failure, or, repeated,
 /// a restart loop.
 fn finding(incident: &Incident, lines: &[(&Message, Option<&str>)]) -> Option<Finding> {
@@ -108,11 +116,7 @@ fn finding(incident: &Incident, lines: &[(&Message, Option<&str>)]) -> Option<Fi
             format!("the same error again: {n} times, the Fabric Manager restarted each time and failing the same way"),
         );
     }
-    // The unit's own end, as PID 1 reports it (not a start job's line).
-    let failed: Vec<&Message> = fabric_manager_unit_ends(incident)
-        .filter(|(_, end)| !matches!(end, FabricManagerUnitEnd::FailedToStart { .. }))
-        .map(|(m, _)| m)
-        .collect();
+    let failed = unit_failed(incident);
     for m in failed.iter().take(2) {
         f.evidence(m.span, "the unit fails");
     }
