@@ -30,6 +30,7 @@ mod journal_short;
 mod journal_time;
 mod journal_verbose;
 mod kernel;
+mod kube_describe;
 mod line;
 mod lsmod;
 mod nvidia_smi_csv;

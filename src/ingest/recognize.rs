@@ -123,6 +123,8 @@ pub(super) struct LineReader {
     /// last catalog line (its row's `block`: ggml's failed call and abort
     /// after `current device: …`); such a line is read as part of it.
     block_rest: u8,
+    /// A `kubectl describe` being read (`ingest::kube_describe`).
+    describe: super::kube_describe::Describe,
     tally: Tally,
 }
 
@@ -133,6 +135,7 @@ impl LineReader {
             kernel: (except != Except::Kernel).then(KernelParser::default),
             tables: super::tables::Tables::default(),
             block_rest: 0,
+            describe: super::kube_describe::Describe::default(),
             tally: Tally::default(),
         }
     }
@@ -202,6 +205,10 @@ impl LineReader {
         if in_block {
             return Read::Skimmed(None);
         }
+        // A `kubectl describe` in progress (or its `Name:` line).
+        if self.describe.read(line.text) {
+            return Read::Skimmed(None);
+        }
         let prose = is_prose(line.text) || is_annotation(line.text) || is_elision(line.text);
         // Machine output that says what it is by its own grammar and makes
         // no fact: a report aligned by padding, NCCL's interface list
@@ -221,6 +228,7 @@ impl LineReader {
                 || is_slurm_client_line(text)
                 || is_listing_summary(text)
                 || is_cli_verdict(text)
+                || is_rule_line(text)
                 || is_pod_status_field(text)
                 || super::shell_notes::is_shell_note(text)
         };
@@ -422,6 +430,15 @@ fn is_logfmt_fields(text: &str) -> bool {
         rest = value[end..].trim_start();
     }
     pairs >= 2
+}
+
+/// A rule drawn across the terminal between blocks of output: a run of
+/// dashes or equals signs alone (Open MPI's `show_help` frames every
+/// message in a line of 74 dashes; test runners, `pip`, banners draw
+/// theirs of `=`).
+fn is_rule_line(text: &str) -> bool {
+    let t = text.trim();
+    t.len() >= 8 && (t.bytes().all(|b| b == b'-') || t.bytes().all(|b| b == b'='))
 }
 
 /// The line a command-line tool ends with when it fails or warns: Go's
@@ -978,6 +995,10 @@ something nobody knows 0x1f
             "srun: debug:  task 2 done",
             "srun: launch/slurm: _task_finish: Received task exit notification for 1 task of StepId=6053.0 (status=0x000f).",
             "srun: Force Terminated StepId=6053.0",
+            // Open MPI's frame around a `show_help` message under mpirun
+            // (batch M 953, https://github.com/triton-inference-server/
+            // tensorrtllm_backend/issues/275).
+            "--------------------------------------------------------------------------",
         ];
         for line in read {
             let (_, tally) = read_all(line, Except::Nothing, false);
@@ -995,6 +1016,7 @@ something nobody knows 0x1f
             "tabby_1  | then it hung for a while",
             "the server exited with code red",
             "startedAt: yesterday, after the upgrade",
+            "-- then --",
         ] {
             let (_, tally) = read_all(line, Except::Nothing, false);
             assert_eq!(tally.prose + tally.unrecognized, 1, "{line:?}");

@@ -465,17 +465,18 @@ impl Wrapped {
     }
 
     /// Joins `text` to the message when it starts inside a word and the
-    /// whole is a catalog row that neither half is.
-    fn rejoin(self, text: &str, messages: &mut [Message]) {
+    /// whole is a catalog row that neither half is; says whether it did
+    /// (the line is then read as the rest of that message).
+    fn rejoin(self, text: &str, messages: &mut [Message]) -> bool {
         let starts_in_word = text
             .as_bytes()
             .first()
             .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_');
         let Some(head) = messages.get_mut(self.message) else {
-            return;
+            return false;
         };
         if !starts_in_word || head.span.line != self.line {
-            return;
+            return false;
         }
         let all = crate::catalogs::catalogs();
         let rows = |t: &str| -> Vec<&str> {
@@ -486,12 +487,13 @@ impl Wrapped {
         };
         let joined = format!("{}{text}", head.text);
         let (first, second) = (rows(&head.text), rows(text));
-        if rows(&joined)
+        let whole = rows(&joined)
             .iter()
-            .any(|id| !first.contains(id) && !second.contains(id))
-        {
+            .any(|id| !first.contains(id) && !second.contains(id));
+        if whole {
             head.text = joined;
         }
+        whole
     }
 }
 
@@ -578,10 +580,12 @@ impl InputReader {
                 .is_some_and(|r| r.repeated(n, text, key, format, message));
         // A line that goes on with no indentation inside the token the
         // line above was cut in (`… mCudaSt` / `ream->get()): out of
-        // memory (…)`) completes that line's message.
+        // memory (…)`) completes that line's message, and is read as its
+        // rest: no segment reader sees it on its own.
+        let mut joined = false;
         if let Some(head) = self.wrapped.take() {
             if head.line + 1 == n && !fast && peeled.frame.peeled == 0 {
-                head.rejoin(text, &mut self.facts.messages);
+                joined = head.rejoin(text, &mut self.facts.messages);
             }
         }
         if message && !repeated {
@@ -602,7 +606,8 @@ impl InputReader {
         }
         let prompt = matches!(step, Step::Start { .. }) && format == Format::ShellPrompt;
         self.typed(n, &peeled.body, text, prompt);
-        let read = !repeated || matches!(format, Format::Unknown | Format::ShellPrompt);
+        let read =
+            !joined && (!repeated || matches!(format, Format::Unknown | Format::ShellPrompt));
         match step {
             Step::Start { closed } => {
                 match (closed, self.reader.take()) {
@@ -638,6 +643,7 @@ impl InputReader {
                     }
                     self.reader = Some(reader);
                 }
+                None if joined => {}
                 None => self.pending.push((n, text.to_owned(), hot)),
             },
         }
@@ -988,6 +994,44 @@ impl Timing {
 mod tests {
     use crate::ingest::{Anchors, ingest};
     use crate::source::{Source, SourceMap};
+
+    /// A message a terminal wrapped inside a token (batch M 943,
+    /// https://github.com/NVIDIA/TensorRT-LLM/issues/260): the second half is joined to the first,
+    /// and read as its rest, not as a line of its own; a line after a
+    /// message that does not complete a catalog row is left to its reader.
+    #[test]
+    fn a_wrapped_messages_rest_is_read_as_part_of_it() {
+        let text = "\
+E1103 02:59:01.152656 81041 backend_model.cc:553] ERROR: Failed to create instance: unexpected error when creating modelInstanceState: [TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync(ptr, n, mCudaSt
+ream->get()): out of memory (/app/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:112)
+";
+        let mut sources = SourceMap::new();
+        sources.add(Source::new("paste.txt", text.as_bytes()));
+        let ingested = ingest(
+            &sources,
+            &Anchors::new(["CUDA runtime error", "out of memory"]),
+        );
+        let messages = &ingested.facts.messages;
+        assert!(
+            messages[0].text.ends_with("mCudaStream->get()): out of memory (/app/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:112)"),
+            "{messages:?}"
+        );
+        let unread: u32 = ingested.inputs.iter().map(|i| i.unrecognized).sum();
+        assert_eq!(unread, 0);
+        // The same second line after a message it does not complete.
+        let text = "\
+E1103 02:59:01.152656 81041 backend_model.cc:553] ERROR: Failed to create instance: nothing about memory here at all, mCudaSt
+ream->get()): out of memory (/app/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:112)
+";
+        let mut sources = SourceMap::new();
+        sources.add(Source::new("paste.txt", text.as_bytes()));
+        let ingested = ingest(
+            &sources,
+            &Anchors::new(["Failed to create instance", "out of memory"]),
+        );
+        assert_eq!(ingested.facts.messages.len(), 2);
+        assert!(!ingested.facts.messages[0].text.contains("ream->get"));
+    }
 
     /// Each command typed at a prompt, with what it printed before the next
     /// prompt: fixtures/real/870's `qstat -u luirink`

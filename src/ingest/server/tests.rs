@@ -1872,6 +1872,29 @@ PC: @     0x7f3d1c0a2428 gsignal
     assert_eq!(unrecognized_lines("*** nothing here ***"), vec![1]);
 }
 
+/// TensorRT-LLM's own call stack under its exception (`TllmException`,
+/// tllmException.cpp's getTrace(): `%-3d %*p %s + %zd`, or the object and
+/// offset backtrace_symbols gives): lines of
+/// https://github.com/NVIDIA/TensorRT-LLM/issues/583 and
+/// https://github.com/triton-inference-server/server/issues/7118, both
+/// kinds, two and three digits; a numbered line that is not a frame stays
+/// unread.
+#[test]
+fn tensorrt_llm_stack_frames_are_read() {
+    let text = "\
+1       0x7f6ce803be0b /opt/tritonserver/backends/tensorrtllm/libnvinfer_plugin_tensorrt_llm.so.9(+0x35e0b) [0x7f6ce803be0b]
+2       0x7f6ce809746c tensorrt_llm::plugins::GPTAttentionPluginCommon::GPTAttentionPluginCommon(void const*, unsigned long) + 908
+10      0x7fd1e8abce32 /usr/local/tensorrt/lib/libnvinfer.so.9(+0x1081e32) [0x7fd1e8abce32]
+34      0x7fd2b0c70814 clone + 68
+";
+    assert_eq!(unrecognized_lines(text), Vec::<u32>::new());
+    assert_eq!(
+        unrecognized_lines("1       0x10 is where it stopped"),
+        vec![1]
+    );
+    assert_eq!(unrecognized_lines("2 0x7f6ce809746c"), vec![1]);
+}
+
 /// Lua's traceback under a CUDA error (Torch7's cutorch, fixtures/real's
 /// batch I 823, jcjohnson/neural-style's thread): every frame is read, and
 /// a sentence with `: in ` in it is not a frame.

@@ -214,9 +214,18 @@ pub(super) fn idle_recognizes(text: &str) -> bool {
 /// luaL_traceback: `%s:%d: in `, then `main chunk`, `function 'f'`,
 /// `function <file:N>`, `local 'f'`, `method 'm'`, `field 'f'`, `upvalue
 /// 'f'` or `?`; `(...tail calls...)`), and LuaJIT's `[C]: at 0x00405ea0`
-/// (lib_debug.c).
+/// (lib_debug.c). And TensorRT-LLM's own (`TllmException`, whose message
+/// ends with the call stack it captured: cpp/tensorrt_llm/common/
+/// tllmException.cpp, getTrace(), a frame per line as `%-3d %*p %s + %zd`
+/// with the demangled symbol, or `%-3d %*p %s` with backtrace_symbols'
+/// text: `1       0x7f5fe6888d85 /opt/tritonserver/backends/tensorrtllm/
+/// libtriton_tensorrtllm.so(+0x35d85) [0x7f5fe6888d85]` under Triton's
+/// `Failed to create instance: … [TensorRT-LLM][ERROR] …`).
 fn foreign_stack(text: &str) -> bool {
     let t = text.trim_start();
+    if t.as_bytes().first().is_some_and(u8::is_ascii_digit) {
+        return TLLM_FRAME.is_match(t);
+    }
     if t.starts_with("stack traceback:")
         || t.starts_with("[C]: ")
         || t.starts_with("(...tail calls...)")
@@ -240,6 +249,15 @@ static FOREIGN_FRAME: LazyLock<Regex> = LazyLock::new(|| {
         r#"^(?:at [0-9A-Za-z_$.<>]+\((?:[0-9A-Za-z_$.-]+\.(?:java|kt|scala|groovy):[0-9]+|Native Method|Unknown Source)\)|\.\.\. [0-9]+ more|\[bt\] \([0-9]+\) \S.*|Stack trace(?: returned [0-9]+ entries)?:|Segmentation fault: [0-9]+|\*\*\* Check failure stack trace: \*\*\*|\*\*\* Aborted at [0-9]+ \(unix time\) try "date -d @[0-9]+" if you are using GNU date \*\*\*|\*\*\* SIG[A-Z]+ \(@0x[0-9a-f]+\) received by PID [0-9]+ \(TID 0x[0-9a-f]+\)(?: from PID [0-9]+)?; stack trace: \*\*\*|(?:PC: )?@ +0x[0-9a-f]+ +\S.*)\s*$"#,
     )
     .expect("foreign stack frame regex")
+});
+
+/// A frame of [`foreign_stack`]'s TensorRT-LLM call stack: the frame's
+/// number padded to three, the address right-aligned in 18 (`%*p` with
+/// `2 + 2 * sizeof(void*)`), then a symbol or backtrace_symbols' object
+/// and offset.
+static TLLM_FRAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[0-9]{1,3} +0x[0-9a-f]{1,16} (?:\S+\(\S*\) \[0x[0-9a-f]+\]|\S.* \+ [0-9]+)\s*$")
+        .expect("TensorRT-LLM stack frame regex")
 });
 
 static LUA_FRAME: LazyLock<Regex> = LazyLock::new(|| {

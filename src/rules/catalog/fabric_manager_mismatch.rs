@@ -2,30 +2,24 @@
 //! (error 802) because the Fabric Manager is not running or does not match
 //! the driver.
 
-use std::sync::LazyLock;
-
-use regex::Regex;
-
 use crate::correlate::Incident;
-use crate::rules::support::{confidence, distinct, matches};
+use crate::rules::support::{FabricManagerUnitEnd, confidence, distinct, fabric_manager_unit_ends};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
 pub static RULE: FabricManagerMismatch = FabricManagerMismatch;
 
 pub struct FabricManagerMismatch;
 
-static ERROR_802: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)Error 802: system not yet initialized|CUDA error: system not yet initialized|cudaErrorSystemNotReady").expect("regex")
-});
-static FM_VERSION: LazyLock<Regex> = LazyLock::new(|| {
-    // A paste cut after the first version still says which one it runs.
-    Regex::new(r"fabric manager NVIDIA GPU driver interface version (?P<fm>[0-9]+(?:\.[0-9]+)*)(?: don't match with driver version (?P<drv>[0-9]+(?:\.[0-9]+)*))?")
-        .expect("regex")
-});
-static FM_DOWN: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"nvidia-fabricmanager\.service: (?:Main process exited|Control process exited|Failed with result)|Failed to start nvidia-fabricmanager")
-        .expect("regex")
-});
+/// CUDA's error 802 (catalogs/cuda.toml).
+const ERROR_802: &str = "cuda.system-not-ready";
+/// The Fabric Manager's version check (catalogs/fabricmanager.toml): its
+/// version, and the driver's unless the paste cut the line before it.
+const FM_VERSION: &str = "fabricmanager.driver-version-mismatch";
+
+/// The unit's ends that say the Fabric Manager went down.
+fn down(end: FabricManagerUnitEnd) -> bool {
+    !matches!(end, FabricManagerUnitEnd::FailedToStart { by_unit: false })
+}
 
 static META: RuleMeta = RuleMeta {
     id: "fabric-manager-mismatch",
@@ -70,8 +64,8 @@ impl Rule for FabricManagerMismatch {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
-        let errors: Vec<_> = matches(incident, &ERROR_802).map(|(m, _)| m).collect();
-        let versions: Vec<_> = matches(incident, &FM_VERSION).collect();
+        let errors: Vec<_> = incident.known(ERROR_802).map(|(m, _)| m).collect();
+        let versions: Vec<_> = incident.known(FM_VERSION).collect();
         if errors.is_empty() && versions.is_empty() {
             return;
         }
@@ -79,23 +73,26 @@ impl Rule for FabricManagerMismatch {
         for (m, n) in distinct(errors.iter().copied()).into_iter().take(3) {
             f.evidence(m.span, format!("CUDA is not initialised: error 802 ({n}x)"));
         }
-        let driver = |c: &regex::Captures<'_>| {
-            c.name("drv")
-                .map_or("a driver of another version", |d| d.as_str())
-                .to_owned()
+        // A version ends where the sentence does (`… driver version
+        // 530.41.03. Please update …`).
+        let version = |v: &str| v.trim_end_matches('.').to_owned();
+        let fm = |c: &crate::catalogs::Hit<'_>| c.get("fm").map(version).unwrap_or_default();
+        let driver = |c: &crate::catalogs::Hit<'_>| {
+            c.get("drv")
+                .map_or_else(|| "a driver of another version".to_owned(), version)
         };
         for (m, c) in versions.iter().take(1) {
             f.evidence(
                 m.span,
-                format!("Fabric Manager {} against driver {}", &c["fm"], driver(c)),
+                format!("Fabric Manager {} against driver {}", fm(c), driver(c)),
             );
         }
         // The Fabric Manager's own process and unit.
-        for m in versions
-            .iter()
-            .map(|(m, _)| *m)
-            .chain(matches(incident, &FM_DOWN).map(|(m, _)| m))
-        {
+        for m in versions.iter().map(|(m, _)| *m).chain(
+            fabric_manager_unit_ends(incident)
+                .filter(|(_, end)| down(*end))
+                .map(|(m, _)| m),
+        ) {
             if let Some(e) = incident.facts.journal.iter().find(|e| e.span == m.span) {
                 if let Some(pid) = e.pid.filter(|_| !e.is_pid1()) {
                     f.entities.pids.insert(pid);
@@ -111,7 +108,8 @@ impl Rule for FabricManagerMismatch {
         }
         // The Fabric Manager's own start-up errors are it going down too
         // (catalogs/fabricmanager.toml): error 802 is their consequence.
-        let down: Vec<_> = matches(incident, &FM_DOWN)
+        let down: Vec<_> = fabric_manager_unit_ends(incident)
+            .filter(|(_, end)| down(*end))
             .map(|(m, _)| m)
             .chain(
                 incident
@@ -136,7 +134,7 @@ impl Rule for FabricManagerMismatch {
         }
         let pair = versions
             .first()
-            .map(|(_, c)| format!(" (Fabric Manager {}, driver {})", &c["fm"], driver(c)));
+            .map(|(_, c)| format!(" (Fabric Manager {}, driver {})", fm(c), driver(c)));
         f.title = match &pair {
             Some(p) => format!("the Fabric Manager does not match the driver{p}"),
             None => "CUDA waits for the Fabric Manager (error 802)".to_owned(),
@@ -161,5 +159,59 @@ impl Rule for FabricManagerMismatch {
         ));
         f.confidence = confidence(&f, 0.6, 0.97);
         out.push(f);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    fn findings(text: &str) -> Vec<crate::rules::Finding> {
+        crate::testing::findings_of(super::META.id, text)
+    }
+
+    /// The Akash provider FAQ's `systemctl status nvidia-fabricmanager`
+    /// (https://github.com/akash-network/website/pull/632): the version
+    /// check's whole line, the driver's version read from its row's capture
+    /// (its sentence's full stop left out), the unit's control process
+    /// exit as the Fabric Manager going down.
+    const WHOLE: &str = "\
+Nov 05 13:55:26 node1 systemd[1]: Starting NVIDIA fabric manager service...
+Nov 05 13:55:26 node1 nv-fabricmanager[104230]: fabric manager NVIDIA GPU driver interface version 550.127.05 don't match with driver version 550.120. Please update with matching NVIDIA driver package.
+Nov 05 13:55:26 node1 systemd[1]: nvidia-fabricmanager.service: Control process exited, code=exited, status=1/FAILURE
+";
+
+    #[test]
+    fn the_version_pair_and_the_units_end_come_from_their_rows() {
+        let f = findings(WHOLE);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].title
+                .ends_with("(Fabric Manager 550.127.05, driver 550.120)"),
+            "{}",
+            f[0].title
+        );
+        assert!(f[0].evidence.iter().any(|e| e.span.line == 3), "{f:?}");
+        assert!(f[0].entities.pids.contains(&104230));
+    }
+
+    /// fixtures/real/029 (https://github.com/dstackai/dstack/issues/2348):
+    /// CUDA's error 802, and the version line cut after the Fabric
+    /// Manager's own version: the cut wording still names it.
+    #[test]
+    fn a_cut_version_line_still_names_the_fabric_managers_version() {
+        let text = "\
+/opt/conda/envs/workflow/lib/python3.9/site-packages/torch/cuda/__init__.py:129: UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() that might have already set an error? Error 802: system not yet initialized (Triggered internally at /pytorch/c10/cuda/CUDAFunctions.cpp:109.)
+Feb 24 09:28:28 ip-172-31-92-157 nv-fabricmanager[1507]: fabric manager NVIDIA GPU driver interface version 535.183.01 don'
+";
+        let f = findings(text);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].title
+                .contains("(Fabric Manager 535.183.01, driver a driver of another version)"),
+            "{}",
+            f[0].title
+        );
+        // Neither CUDA's error nor a failed unit: no finding from the
+        // version line alone.
+        assert!(findings(&text[text.find("Feb 24").unwrap()..]).is_empty());
     }
 }

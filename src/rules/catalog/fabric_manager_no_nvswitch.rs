@@ -1,22 +1,24 @@
 //! `fabric-manager-no-nvswitch`: the Fabric Manager failed on a host that has
 //! no NVSwitch. Harmless, and said so, so that it is not mistaken for a cause.
 
-use std::sync::LazyLock;
-
-use regex::Regex;
-
 use crate::correlate::Incident;
-use crate::rules::support::{fabric_manager_irrelevant, matches};
+use crate::rules::support::{
+    FabricManagerUnitEnd, fabric_manager_irrelevant, fabric_manager_unit_ends,
+};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
 pub static RULE: FabricManagerNoNvswitch = FabricManagerNoNvswitch;
 
 pub struct FabricManagerNoNvswitch;
 
-static FM_FAILED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"nvidia-fabricmanager\.service: (?:Main process exited, code=exited|Failed with result)|Failed to start (?:nvidia-fabricmanager\.service|NVIDIA fabric manager)")
-        .expect("regex")
-});
+/// The unit's ends that say the Fabric Manager failed: its main process's
+/// exit with a code, its result, a failed start job.
+fn failed(end: FabricManagerUnitEnd) -> bool {
+    !matches!(
+        end,
+        FabricManagerUnitEnd::ControlExited | FabricManagerUnitEnd::MainExited { code: false }
+    )
+}
 
 static META: RuleMeta = RuleMeta {
     id: "fabric-manager-no-nvswitch",
@@ -53,7 +55,10 @@ impl Rule for FabricManagerNoNvswitch {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
-        let failed: Vec<_> = matches(incident, &FM_FAILED).map(|(m, _)| m).collect();
+        let failed: Vec<_> = fabric_manager_unit_ends(incident)
+            .filter(|(_, end)| failed(*end))
+            .map(|(m, _)| m)
+            .collect();
         let Some(why) = fabric_manager_irrelevant(incident) else {
             return;
         };
@@ -82,5 +87,32 @@ impl Rule for FabricManagerNoNvswitch {
         ));
         f.confidence = 0.9;
         out.push(f);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    fn findings(text: &str) -> Vec<crate::rules::Finding> {
+        crate::testing::findings_of(super::META.id, text)
+    }
+
+    /// https://github.com/data-infra/cube-studio/issues/29's query line
+    /// (the catalog's sample of `fabricmanager.nvswitch-query-failed`) and
+    /// its control process's exit; the unit's result is assembled as
+    /// systemd's unit.c words it (`Failed with result '%s'.`), not from the
+    /// thread. NV_WARN_NOTHING_TO_DO is read from its row, the unit's
+    /// failure from systemd's; the control process's exit alone is not read
+    /// as the unit's failure here, as before.
+    #[test]
+    fn nothing_to_do_and_the_units_result_come_from_their_rows() {
+        let query = "Sep 18 03:19:01 ubuntu2404 nvidia-fabricmanager-start.sh[4756]: request to query NVSwitch device information from NVSwitch driver failed with error:WARNING Nothing to do [NV_WARN_NOTHING_TO_DO]\n";
+        let result = "Sep 18 03:19:01 ubuntu2404 systemd[1]: nvidia-fabricmanager.service: Failed with result 'exit-code'.\n";
+        let control = "Sep 18 03:19:01 ubuntu2404 systemd[1]: nvidia-fabricmanager.service: Control process exited, code=exited, status=1/FAILURE\n";
+        let f = findings(&format!("{query}{result}"));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].evidence.iter().any(|e| e.span.line == 1), "{f:?}");
+        assert!(f[0].evidence.iter().any(|e| e.span.line == 2), "{f:?}");
+        assert!(findings(&format!("{query}{control}")).is_empty());
+        assert!(findings(result).is_empty());
     }
 }

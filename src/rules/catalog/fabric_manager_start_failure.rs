@@ -5,7 +5,7 @@
 
 use crate::correlate::Incident;
 use crate::model::Message;
-use crate::rules::support::{matches, round2};
+use crate::rules::support::{FabricManagerUnitEnd, fabric_manager_unit_ends, round2};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
 pub static RULE: FabricManagerStartFailure = FabricManagerStartFailure;
@@ -16,14 +16,6 @@ pub struct FabricManagerStartFailure;
 /// time it starts, whatever restarts it; each with the capture that names
 /// what it stopped on.
 const ROWS: &[(&str, &str)] = &[("fabricmanager.config-item-invalid", "item")];
-
-/// The unit's own end, as PID 1 reports it.
-static UNIT_FAILED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-    regex::Regex::new(
-        r"nvidia-fabricmanager\.service: (?:Main process exited|Control process exited|Failed with result)",
-    )
-    .expect("regex")
-});
 
 static META: RuleMeta = RuleMeta {
     id: "fabric-manager-start-failure",
@@ -87,6 +79,14 @@ impl Rule for FabricManagerStartFailure {
     }
 }
 
+/// The unit's own end, as PID 1 reports it (not a start job's line).
+fn unit_failed(incident: &Incident) -> Vec<&Message> {
+    fabric_manager_unit_ends(incident)
+        .filter(|(_, end)| !matches!(end, FabricManagerUnitEnd::FailedToStart { .. }))
+        .map(|(m, _)| m)
+        .collect()
+}
+
 /// One finding for the lines of one row: a start-up failure, or, repeated,
 /// a restart loop.
 fn finding(incident: &Incident, lines: &[(&Message, Option<&str>)]) -> Option<Finding> {
@@ -116,7 +116,7 @@ fn finding(incident: &Incident, lines: &[(&Message, Option<&str>)]) -> Option<Fi
             format!("the same error again: {n} times, the Fabric Manager restarted each time and failing the same way"),
         );
     }
-    let failed: Vec<&Message> = matches(incident, &UNIT_FAILED).map(|(m, _)| m).collect();
+    let failed = unit_failed(incident);
     for m in failed.iter().take(2) {
         f.evidence(m.span, "the unit fails");
     }

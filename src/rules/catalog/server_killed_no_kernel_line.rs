@@ -17,6 +17,7 @@ use crate::source::Span;
 
 mod activity;
 mod memory;
+mod runtime;
 use activity::Activity;
 use memory::Memory;
 
@@ -89,7 +90,9 @@ its engine core dies during start-up by SIGKILL or with no exit status
 and no error of its own (`Engine core initialization failed. Failed core
 proc(s): {}`, at a lower confidence), and a shell job whose command names
 a model or checkpoint to load (`[1]  16261 killed  python3 -m
-llama.convert_llama --ckpt_dir …`) even when it printed nothing.
+llama.convert_llama --ckpt_dir …`) even when it printed nothing. docker
+compose's `comfyui exited with code 137` after the kill is cited as the
+same death, not a second one.
 
 Other evidence of memory weighs the same kill: a cgroup manager announcing
 an OOM kill in the same output (Slurm's `slurmstepd: error: Detected 1
@@ -243,6 +246,7 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
     memory.cite(&mut f);
     name_victim(incident, kill, killed, &mut f);
     cite_last_words(&mut f, kill, figures, activity, server_line);
+    runtime::cite(incident, kill, &mut f);
     let signalled = !matches!(killed, Killed::EngineCore { sigkill: false });
     f.condition(
         "the process was killed by SIGKILL (the shell's `Killed`, exit code -9)",

@@ -25,7 +25,7 @@ const FREE: f64 = 0.1;
 /// `GPU-Util` at which a GPU computes: a live job runs on it. Memory a
 /// leftover or another user's idle job holds shows 0% (cbio-cluster #422:
 /// `0%` on both full TITANs); a training step shows tens of percent
-/// (fixtures/real-incoming/batch-m/961: `10916MiB / 11175MiB |     59%`,
+/// (fixtures/real/961: `10916MiB / 11175MiB |     59%`,
 /// the user's own job seen from a container whose nvidia-smi lists no
 /// process of another PID namespace).
 pub(super) const COMPUTES_PCT: u32 = 10;

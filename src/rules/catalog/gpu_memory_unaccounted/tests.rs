@@ -373,7 +373,7 @@ fn a_loaders_own_device_buffer_lines_name_the_memorys_owner() {
     assert_eq!(findings_of(super::META.id, &cpu).len(), 1);
 }
 
-/// https://github.com/peci1/nvidia-htop/issues/9 (batch-m/961): nvidia-smi inside a
+/// https://github.com/peci1/nvidia-htop/issues/9 (fixtures/real/961): nvidia-smi inside a
 /// container, GPU 0 full and computing (the user's own training, whose
 /// process another PID namespace hides), GPU 1 idle; the paste ends before
 /// the process block.

@@ -325,3 +325,28 @@ fn userspace_oom_killers_name_host_oom_with_their_victims() {
     assert_eq!(category, Some(crate::rules::Category::HostOomKiller));
     assert_eq!(units, ["ollama.service"]);
 }
+
+/// fixtures/real/784 (https://github.com/YanWenKun/ComfyUI-Docker/issues/123):
+/// the entrypoint's shell reports the server Killed, then docker compose
+/// reports the container's exit 137. One death: the kill's finding cites
+/// the exit, and the compose row's own finding folds into it.
+#[test]
+fn the_containers_exit_137_after_the_kill_is_the_same_death() {
+    let text = "\
+comfyui  | Requested to load WanVAE
+comfyui  | loaded completely 2116.2459716796875 242.02829551696777 True
+comfyui  | /runner-scripts/entrypoint.sh: line 52:     9 Killed                  python3 ./ComfyUI/main.py --listen --port 8188 ${CLI_ARGS}
+comfyui exited with code 137
+";
+    let all = crate::testing::analyze_paste(text).diagnosis.findings;
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0].rule, super::META.id);
+    crate::testing::cites_line_saying(&all[0], 4, "the same kill");
+    assert!(all[0].entities.pids.contains(&9));
+    // The exit alone is still the compose row's finding.
+    let alone = crate::testing::analyze_paste("comfyui exited with code 137\n")
+        .diagnosis
+        .findings;
+    assert_eq!(alone.len(), 1, "{alone:?}");
+    assert_eq!(alone[0].rule, "known-message");
+}
