@@ -203,9 +203,18 @@ fn finding(gpu: &Gpu, row: Span, sensors: &Message, answering: &[&Gpu]) -> Findi
     f.evidence(
         sensors.span,
         format!(
-            "{} its sensors: {} ERR! cells (fan, temperature, performance state, power, utilisation)",
-            if named.is_some() { "but none of" } else { "nor" },
-            sensors.text.matches("ERR!").count()
+            "{} its sensors: {} ERR! cells (fan, temperature, {}power, utilisation)",
+            if named.is_some() {
+                "but none of"
+            } else {
+                "nor"
+            },
+            sensors.text.matches("ERR!").count(),
+            if named.is_some() {
+                "performance state, "
+            } else {
+                ""
+            }
         ),
     );
     let others: Vec<String> = answering
@@ -233,7 +242,7 @@ fn finding(gpu: &Gpu, row: Span, sensors: &Message, answering: &[&Gpu]) -> Findi
     let what = if named.is_some() {
         "every sensor"
     } else {
-        "its name and every sensor"
+        "every cell"
     };
     f.title = format!("GPU {n} ({bus}) no longer answers nvidia-smi: {what} reads ERR!");
     let beside = match others.len() {
