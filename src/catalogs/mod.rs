@@ -50,6 +50,7 @@ const FILES: &[(&str, &str)] = built![
     "stacks-sglang",
     "stacks-bind",
     "stacks-llamacpp",
+    "stacks-metal",
     "stacks-ollama",
     "stacks-localai",
     "stacks-tgi",

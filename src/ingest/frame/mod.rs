@@ -120,6 +120,9 @@ impl<'a> Peeled<'a> {
 #[derive(Debug, Default)]
 pub struct Peeler {
     gutter: Option<Gutter>,
+    /// LM Studio's record head on the line before (its time and level):
+    /// the message on this line, after one space, is that record's.
+    held: Option<(Option<Timestamp>, Option<&'static str>)>,
     /// A line with text was seen, and whether the last line was blank: a
     /// gutter starts at the top of a paste or of a block.
     seen_text: bool,
@@ -143,6 +146,7 @@ impl Peeler {
     /// no gutter numbers it, and it is the text of a block.
     pub fn skip(&mut self, text: &str) {
         self.gutter = None;
+        self.held = None;
         let blank = text.trim().is_empty();
         self.seen_text |= !blank;
         self.last_blank = blank;
@@ -167,8 +171,10 @@ impl Peeler {
             frame.peeled |= 1 << rows::ESCAPES;
             body = Cow::Owned(clean);
         }
-        match body {
+        let held = self.held.take().filter(|_| held_message(&body).is_some());
+        let peeled = match body {
             Cow::Borrowed(b) => {
+                let b = if held.is_some() { &b[1..] } else { b };
                 let rest = peel_prefixes(b, &mut frame);
                 Peeled {
                     body: Cow::Borrowed(rest),
@@ -176,13 +182,41 @@ impl Peeler {
                 }
             }
             Cow::Owned(owned) => {
-                let rest = peel_prefixes(&owned, &mut frame).to_owned();
+                let b = if held.is_some() {
+                    &owned[1..]
+                } else {
+                    &owned[..]
+                };
+                let rest = peel_prefixes(b, &mut frame);
                 Peeled {
-                    body: Cow::Owned(rest),
+                    body: Cow::Owned(rest.to_owned()),
                     frame,
                 }
             }
+        };
+        self.carry(peeled, held)
+    }
+
+    /// LM Studio's two-line record: a head alone on its line is held for
+    /// the next line; the line after a held head, when it is the message
+    /// (one space, then text), takes the head's time and level and is
+    /// that record.
+    fn carry<'a>(
+        &mut self,
+        mut peeled: Peeled<'a>,
+        held: Option<(Option<Timestamp>, Option<&'static str>)>,
+    ) -> Peeled<'a> {
+        let head = 1 << rows::LM_STUDIO;
+        let frame = &mut peeled.frame;
+        if frame.peeled & head != 0 && peeled.body.is_empty() {
+            self.held = Some((frame.time, frame.level));
+        } else if let Some((time, level)) = held {
+            frame.peeled |= head;
+            frame.time = frame.time.take().or(time);
+            frame.level = frame.level.or(level);
+            frame.record = true;
         }
+        peeled
     }
 
     /// The text after an editor's line number: `cat -n`'s `     3\t`, a
@@ -281,6 +315,14 @@ pub(crate) fn strip_escapes(text: &str) -> Cow<'_, str> {
 }
 
 /// Peels one line with a fresh [`Peeler`] (tests, lines read alone).
+/// The message line of LM Studio's two-line record: one space, then
+/// text; the text.
+fn held_message(text: &str) -> Option<&str> {
+    let b = text.as_bytes();
+    (b.first() == Some(&b' ') && b.get(1).is_some_and(|c| !c.is_ascii_whitespace()))
+        .then(|| &text[1..])
+}
+
 pub fn peel_line(text: &str) -> Peeled<'_> {
     Peeler::new().peel(text)
 }

@@ -42,6 +42,8 @@ pub struct Sample {
 /// Indices of the rows [`super::Peeler`] handles itself (they span lines or
 /// rewrite the whole line), in [`ROWS`].
 pub(super) const GUTTER: usize = 0;
+/// LM Studio's head, whose message is on the next line.
+pub(super) const LM_STUDIO: usize = 10;
 pub(super) const ESCAPES: usize = 1;
 const INDENTATION: usize = 3;
 
@@ -210,6 +212,33 @@ pub static ROWS: &[Row] = &[
             body: "Error: listen tcp 127.0.0.1:11434: bind: address already in use",
             source: "assembled, not copied: canonical/snapd client/logs.go (Log.String(): RFC 3339 time, `SID[PID]: message`) around a message ollama prints",
         }],
+    },
+    Row {
+        name: "lm-studio-record",
+        what: "LM Studio's record head on a line of its own, the message on the next line after one space (`2026-04-18 21:08:36  [INFO]`)",
+        first: |c| c.is_ascii_digit(),
+        // `YYYY-MM-DD HH:MM:SS`, one or two spaces, `[LEVEL]`, and nothing
+        // after it: the whole line is the head.
+        may: |b| {
+            b.get(10) == Some(&b' ')
+                && after_time(b) == Some(19)
+                && b.get(19) == Some(&b' ')
+                && b.trim_ascii_end().ends_with(b"]")
+                && !b.contains(&b'|')
+        },
+        peel: lm_studio_head,
+        samples: &[
+            Sample {
+                line: "2026-04-18 21:08:36  [INFO]",
+                body: "",
+                source: "https://github.com/lmstudio-ai/mlx-engine/issues/314",
+            },
+            Sample {
+                line: "2026-04-18 21:08:53 [DEBUG]",
+                body: "",
+                source: "https://github.com/lmstudio-ai/mlx-engine/issues/314",
+            },
+        ],
     },
     Row {
         name: "viewer-time",
@@ -989,6 +1018,30 @@ fn snap_logs(text: &str, frame: &mut Frame) -> Option<usize> {
 /// A log viewer's `YYYY-MM-DD HH:MM:SS ` (local, to the second) before the
 /// line it shows: it times the line and only decorates it (the line is
 /// read by what is under it).
+/// LM Studio's record head alone on its line: `2026-04-18 21:08:36
+/// [INFO]` (the level padded to five columns: two spaces before `[INFO]`,
+/// one before `[DEBUG]`). The message is on the next line after one space
+/// ([`super::Peeler`] carries the head over to it).
+fn lm_studio_head(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, (time, _, _, level, _)) = consumed(
+        text,
+        (
+            any_time,
+            space1,
+            char('['),
+            take_while1(|c: char| c.is_ascii_uppercase()),
+            char(']'),
+        ),
+    )?;
+    if !text[len..].trim().is_empty() {
+        return None;
+    }
+    frame.level = Some(level_named(level)?);
+    frame.time = Some(time);
+    frame.record = true;
+    Some(text.len())
+}
+
 fn viewer_time(text: &str, frame: &mut Frame) -> Option<usize> {
     let (len, (time, _)) = consumed(text, (any_time, char(' ')))?;
     if len != 20 || text[len..].trim().is_empty() {

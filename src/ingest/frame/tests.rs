@@ -249,3 +249,32 @@ fn an_elision_is_a_frame_only_before_a_message() {
         assert!(p.frame.is_empty(), "{text}");
     }
 }
+
+/// LM Studio's two-line record (lmstudio-ai/mlx-engine#314): the head
+/// alone on its line, the message on the next after one space, which
+/// takes the head's time and level; a line after it that is not indented
+/// by one space, or a second line after the head, is not that record.
+#[test]
+fn lm_studio_head_carries_its_time_and_level_to_the_next_line() {
+    let mut p = Peeler::new();
+    let head = p.peel("2026-04-18 21:08:53 [DEBUG]");
+    assert_eq!(head.body, "");
+    assert!(head.frame.record && head.frame.time.is_some());
+    let message = p.peel(" libc++abi: terminating due to uncaught exception of type std::runtime_error: [METAL] Command buffer execution failed: Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)");
+    assert!(
+        message.body.starts_with("libc++abi: terminating"),
+        "{}",
+        message.body
+    );
+    assert!(message.frame.record);
+    assert_eq!(message.frame.level, head.frame.level);
+    assert!(message.frame.rows().any(|r| r == "lm-studio-record"));
+    // Only the one line after the head.
+    let after = p.peel(" Fatal Python error: Aborted");
+    assert!(!after.frame.record, "{after:?}");
+    // A head followed by a line of another shape is left to it.
+    let mut p = Peeler::new();
+    p.peel("2026-04-18 21:08:36  [INFO]");
+    let other = p.peel("Thread 0x0000000cc3ab3000 (most recent call first):");
+    assert!(!other.frame.record);
+}

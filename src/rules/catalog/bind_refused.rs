@@ -22,7 +22,18 @@ const SHAPES: &[&str] = &[
     "stacks-bind.go-listen-bind",
     "stacks-bind.asyncio-bind-failed",
     "stacks-bind.winerror-socket",
+    "stacks-bind.node-listen-error",
+    "stacks-bind.node-listen-error-json",
 ];
+
+/// A property of a Node.js system error inspected over several lines
+/// (`  code: 'EADDRINUSE',`, `  syscall: 'listen',`, `  address: '::',`,
+/// `  port: 11434`): joined into one failed bind around its `syscall`.
+const NODE_PROPERTY: &str = "stacks-bind.node-error-property";
+
+/// How far from its `syscall: 'listen'` line an inspected error's other
+/// properties stand (Node prints code, errno, syscall, address, port).
+const NODE_SPREAD: u32 = 4;
 
 /// What the OS's text says, by the row it is (catalogs/stacks-bind.toml).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -46,8 +57,15 @@ const TEXTS: &[(&str, Why)] = &[
     ("stacks-bind.os-eaddrnotavail", Why::NoAddress),
 ];
 
-/// Which OS text `why` is, by the catalogs' rows.
+/// Which OS text `why` is: libuv's code (Node.js), else by the catalogs'
+/// rows.
 fn why_of(why: &str) -> Why {
+    match why {
+        "EADDRINUSE" => return Why::InUse,
+        "EACCES" => return Why::Forbidden,
+        "EADDRNOTAVAIL" => return Why::NoAddress,
+        _ => {}
+    }
     let hits = crate::catalogs::catalogs().hits(why);
     TEXTS
         .iter()
@@ -78,6 +96,14 @@ system's language) and says why:
 - *the address is not this host's* (EADDRNOTAVAIL, WSAEADDRNOTAVAIL 10049:
   `cannot assign requested address`): the configured host (OLLAMA_HOST,
   `--host`) names an IP no interface holds, or the network was not up yet.
+
+Node.js says the same with libuv's code: `listen EACCES: permission
+denied 127.0.0.1:1234`, the error serialised as JSON
+(`{"code":"EACCES",…,"syscall":"listen","address":"127.0.0.1","port":1234}`)
+or inspected over several lines (`code: 'EADDRINUSE',` … `syscall:
+'listen',` … `port: 11434`), joined into one failed bind. `EADDRINUSE` is
+the port taken; `EACCES` the port refused (on Windows an excluded range,
+on Linux and macOS a port below 1024 without privileges).
 
 A text no row knows is still a failed bind on that port, at a lower
 confidence.
@@ -160,6 +186,13 @@ fn binds(incident: &Incident) -> Vec<Bind<'_>> {
             });
         }
     }
+    for b in node_objects(incident) {
+        if !theirs.contains(&b.message.span)
+            && !out.iter().any(|o| o.message.span == b.message.span)
+        {
+            out.push(b);
+        }
+    }
     // A Python error already read as the port rule's own row.
     out.retain(|b| {
         !incident.known.iter().any(|k| {
@@ -172,6 +205,65 @@ fn binds(incident: &Incident) -> Vec<Bind<'_>> {
     });
     out.sort_by_key(|b| b.message.span);
     out
+}
+
+/// Node's inspected system errors whose syscall is `listen`: each joined
+/// with the code, address and port printed around it, cited at its code
+/// line (the syscall's when no code is printed).
+fn node_objects(incident: &Incident) -> Vec<Bind<'_>> {
+    let props: Vec<_> = incident.known(NODE_PROPERTY).collect();
+    let mut out = Vec::new();
+    for (m, hit) in &props {
+        if hit.get("syscall") != Some("listen") {
+            continue;
+        }
+        let near = |s: crate::source::Span| {
+            s.source == m.span.source && s.line.abs_diff(m.span.line) <= NODE_SPREAD
+        };
+        let get = |key: &str| {
+            props
+                .iter()
+                .filter(|(p, _)| near(p.span))
+                .find_map(|(p, h)| h.get(key).map(|v| (*p, v.to_owned())))
+        };
+        let code = get("code");
+        let text = code
+            .as_ref()
+            .map_or_else(|| "listen failed".to_owned(), |(_, c)| c.clone());
+        out.push(Bind {
+            message: code.as_ref().map_or(*m, |(p, _)| *p),
+            why: why_of(&text),
+            text,
+            host: get("host").map(|(_, h)| h),
+            port: get("port").map(|(_, p)| p),
+        });
+    }
+    out
+}
+
+/// The chain, explanation and advice for a port the system refuses; for
+/// libuv's EACCES (`port`: any system) also a holder's check and the
+/// privileged ports of Linux and macOS.
+fn forbidden(f: &mut Finding, port: Option<&str>) {
+    f.chain.push("the port is reserved by Windows (an excluded range, a portproxy rule) or refused by a firewall or security product".to_owned());
+    f.explanation = "WSAEACCES (10013) on bind: not a listener of the same port but a reservation: Windows' excluded port ranges (reserved by Hyper-V, WSL or Docker, often after an update, and moved by WinNAT at each boot), a `netsh interface portproxy` rule on the address, or a product that filters sockets.".to_owned();
+    if let Some(port) = port {
+        f.explanation.push_str(" libuv reports it as EACCES (errno -4092 on Windows); on Linux and macOS EACCES on listen is a port below 1024 asked for without privileges.");
+        f.actions.push(Action::advice(
+            "see whether another program holds the port (Windows, then Linux and macOS)",
+            Some(&format!(
+                "netstat -ano | findstr :{port}; ss -ltnp 'sport = :{port}'"
+            )),
+        ));
+    }
+    f.actions.push(Action::advice(
+        "list the excluded port ranges and the portproxy rules",
+        Some("netsh interface ipv4 show excludedportrange protocol=tcp & netsh interface portproxy show all"),
+    ));
+    f.actions.push(Action::advice(
+        "pick a port outside the excluded ranges (OLLAMA_HOST, --port), delete the portproxy rule, or restart WinNAT to release the reservation (as administrator)",
+        Some("net stop winnat & net start winnat"),
+    ));
 }
 
 /// Cites each distinct line of the group, with its count.
@@ -234,22 +326,22 @@ fn finding(g: &[&Bind]) -> Finding {
             ));
             f.confidence = 0.85;
         }
+        Why::Forbidden if b.text == "EACCES" => {
+            // libuv's code (Node.js): EACCES on any system.
+            f.title = format!("{addr} is reserved or forbidden (EACCES)");
+            f.headline = format!(
+                "The server could not bind {addr}: the system refused the port (EACCES, permission denied): on Windows a port inside an excluded port range (Hyper-V, WSL, Docker, WinNAT) or held by a portproxy rule, which no listener listing shows; on Linux and macOS a port below 1024 without privileges."
+            );
+            forbidden(&mut f, Some(port));
+            f.confidence = 0.8;
+        }
         Why::Forbidden => {
             f.title = format!("{addr} is reserved or forbidden (WSAEACCES)");
             f.headline = format!(
                 "The server could not bind {addr}: Windows forbids the port (WSAEACCES: {}); it lies in an excluded port range (Hyper-V, WSL, Docker, WinNAT) or a portproxy rule or security product holds it, which no listener listing shows.",
                 b.text
             );
-            f.chain.push("the port is reserved by Windows (an excluded range, a portproxy rule) or refused by a firewall or security product".to_owned());
-            f.explanation = "WSAEACCES (10013) on bind: not a listener of the same port but a reservation: Windows' excluded port ranges (reserved by Hyper-V, WSL or Docker, often after an update, and moved by WinNAT at each boot), a `netsh interface portproxy` rule on the address, or a product that filters sockets.".to_owned();
-            f.actions.push(Action::advice(
-                "list the excluded port ranges and the portproxy rules",
-                Some("netsh interface ipv4 show excludedportrange protocol=tcp & netsh interface portproxy show all"),
-            ));
-            f.actions.push(Action::advice(
-                "pick a port outside the excluded ranges (OLLAMA_HOST, --port), delete the portproxy rule, or restart WinNAT to release the reservation (as administrator)",
-                Some("net stop winnat & net start winnat"),
-            ));
+            forbidden(&mut f, None);
             f.confidence = 0.8;
         }
         Why::NoAddress => {
@@ -324,6 +416,44 @@ mod tests {
             "ERROR:    [WinError 10013] An attempt was made to access a socket in a way forbidden by its access permissions\n",
         );
         assert!(f.title.contains("reserved"), "{}", f.title);
+    }
+
+    /// lmstudio-bug-tracker#106 (JSON) and lmstudio-js#336 (the message):
+    /// Node's EACCES on listen, LM Studio's default port.
+    #[test]
+    fn node_eacces_on_listen_is_a_refused_port() {
+        let f = one(
+            "[ERROR] Error starting server {\"code\":\"EACCES\",\"errno\":-4092,\"syscall\":\"listen\",\"address\":\"127.0.0.1\",\"port\":1234}\n",
+        );
+        assert_eq!(f.title, "127.0.0.1:1234 is reserved or forbidden (EACCES)");
+        crate::testing::advises(&f, "findstr :1234");
+        crate::testing::advises(&f, "excludedportrange");
+        let f =
+            one("Error starting server Error: listen EACCES: permission denied 127.0.0.1:1234\n");
+        assert_eq!(f.title, "127.0.0.1:1234 is reserved or forbidden (EACCES)");
+    }
+
+    /// Gimer-Studios/APIMyLlama#1: Node's error object inspected over
+    /// several lines, EADDRINUSE on Ollama's port (its closing brace left
+    /// out).
+    #[test]
+    fn node_inspected_error_object_is_one_failed_bind() {
+        let text = "\
+Emitted 'error' event on Server instance at:
+    at emitErrorNT (net.js:1337:8)
+    at processTicksAndRejections (internal/process/task_queues.js:84:21) {
+  code: 'EADDRINUSE',
+  errno: 'EADDRINUSE',
+  syscall: 'listen',
+  address: '::',
+  port: 11434
+";
+        let f = one(text);
+        assert_eq!(f.title, ":::11434 is already in use");
+        crate::testing::cites_line(&f, 4);
+        // An inspected error of another syscall is no failed bind.
+        let other = text.replace("'listen'", "'connect'");
+        assert!(findings_of(super::META.id, &other).is_empty());
     }
 
     /// ollama #8261: WSAEADDRINUSE in Turkish.

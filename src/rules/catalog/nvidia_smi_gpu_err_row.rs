@@ -9,6 +9,9 @@ use crate::model::Message;
 use crate::rules::support::confidence;
 use crate::rules::xid::same_bus;
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+use crate::source::Span;
+
+mod unknown;
 
 pub static RULE: NvidiaSmiGpuErrRow = NvidiaSmiGpuErrRow;
 
@@ -24,7 +27,7 @@ static META: RuleMeta = RuleMeta {
     id: "nvidia-smi-gpu-err-row",
     category: Category::XidGpuFellOffBus,
     severity: Severity::Error,
-    summary: "nvidia-smi reads ERR! in a GPU's name and every sensor while the other GPUs answer: NVML can no longer query that GPU",
+    summary: "nvidia-smi reads ERR! in a GPU's sensors (and its name, while the other GPUs answer) or nvidia-smi -q reads Unknown Error for its attributes: NVML can no longer query that GPU",
     anchors: &["ERR!"],
     doc: r#"
 ## What it means
@@ -43,6 +46,15 @@ the GPU no longer answers the driver. This is what a GPU lost from the bus
 waiting for RPC from GSP`) or one that needs a reset after a fatal error
 (Xid 154) looks like from nvidia-smi. Without the kernel log it is named as
 the GPU lost, at a lower confidence, with the command that says which.
+
+A GPU whose name still reads (the driver's record of the board) but
+whose sensor line reads `ERR!` in three cells or more is the same GPU,
+whether or not other GPUs are shown. So is a GPU block of `nvidia-smi -q`
+whose own attributes read `Unknown Error` (`Product Brand : Unknown
+Error`), except a field that reads so on every GPU of the report or that
+drivers cannot read on healthy GPUs (`Addressing Mode`). The NVIDIA
+container hook's `nvidia-container-cli: detection error: nvml error:
+unknown error` is cited beside either as its echo: no GPU container starts.
 
 One `ERR!` cell is not this: a healthy card can misread one sensor
 (`ERR! / 250W` for power, a fan's `ERR!`) for a moment.
@@ -80,11 +92,18 @@ impl Rule for NvidiaSmiGpuErrRow {
             return;
         }
         let answering: Vec<&Gpu> = incident.gpus.iter().filter(|g| g.name.is_some()).collect();
-        if answering.is_empty() {
-            return;
-        }
-        for gpu in incident.gpus.iter().filter(|g| g.name.is_none()) {
-            let Some((row, sensors)) = unread_row(incident, gpu) else {
+        let echo: Vec<&Message> = incident.known(HOOK_NVML_UNKNOWN).map(|(m, _)| m).collect();
+        let before = out.len();
+        for gpu in &incident.gpus {
+            // A GPU whose name reads ERR! is unreachable only beside GPUs
+            // that answer (a table that reads none is another story); one
+            // whose name still reads (the driver's cached board name) is,
+            // by its sensors alone.
+            let named = gpu.name.is_some();
+            if !named && answering.is_empty() {
+                continue;
+            }
+            let Some((row, sensors)) = unread_row(incident, gpu, named) else {
                 continue;
             };
             // An Xid on that GPU is the kernel's account of it.
@@ -95,30 +114,66 @@ impl Rule for NvidiaSmiGpuErrRow {
             }) {
                 continue;
             }
-            out.push(finding(gpu, row, sensors, &answering));
+            let others: Vec<&Gpu> = answering
+                .iter()
+                .copied()
+                .filter(|g| g.index != gpu.index)
+                .collect();
+            let mut f = finding(gpu, row, sensors, &others);
+            cite_echo(&mut f, &echo);
+            out.push(f);
+        }
+        if out.len() == before {
+            out.extend(unknown::findings(incident, &echo));
         }
     }
 }
 
-/// The GPU's own row line when its name reads `ERR!`, and the sensor line
-/// under it when that reads `ERR!` in at least [`SENSORS_UNREAD`] cells.
-fn unread_row<'a>(incident: &'a Incident, gpu: &Gpu) -> Option<(&'a Message, &'a Message)> {
-    let on = |m: &Message, below: u32| {
-        gpu.spans
-            .iter()
-            .any(|s| s.source == m.span.source && s.line + below == m.span.line)
+/// The NVIDIA container hook's NVML query failing with NVML's unknown
+/// error (catalogs/stacks-containers.toml): the same GPU seen from the
+/// container runtime.
+const HOOK_NVML_UNKNOWN: &str = "stacks-containers.nvml-unknown-error";
+
+/// Cites the container hook's `nvml error: unknown error`, the echo of a
+/// GPU NVML cannot query, when the inputs hold it.
+fn cite_echo(f: &mut Finding, echo: &[&Message]) {
+    let Some(m) = echo.first() else {
+        return;
     };
-    let row = incident
-        .facts
-        .messages
-        .iter()
-        .find(|m| on(m, 0) && name_cell_err(&m.text))?;
-    let sensors = incident
-        .facts
-        .messages
-        .iter()
-        .find(|m| on(m, 1) && m.text.matches("ERR!").count() >= SENSORS_UNREAD)?;
-    Some((row, sensors))
+    f.evidence_marked(
+        m.span,
+        "the NVIDIA container hook's NVML query fails too: the driver cannot enumerate the GPUs, so no GPU container starts",
+        "nvml error: unknown error",
+    );
+    f.condition(
+        "the container hook's NVML query fails with NVML's unknown error",
+        true,
+    );
+    f.confidence = crate::rules::support::round2((f.confidence + 0.05).min(0.55));
+}
+
+/// The GPU's own row line (whose name must read `ERR!` unless the GPU is
+/// `named`) and the sensor line under it, when that reads `ERR!` in at
+/// least [`SENSORS_UNREAD`] cells.
+fn unread_row<'a>(incident: &'a Incident, gpu: &Gpu, named: bool) -> Option<(Span, &'a Message)> {
+    let messages = &incident.facts.messages;
+    let at = |s: Span| {
+        messages
+            .binary_search_by_key(&s, |m| m.span)
+            .ok()
+            .map(|i| &messages[i])
+    };
+    gpu.spans.iter().find_map(|&row| {
+        if !named && !at(row).is_some_and(|m| name_cell_err(&m.text)) {
+            return None;
+        }
+        let below = Span {
+            line: row.line + 1,
+            ..row
+        };
+        let sensors = at(below).filter(|m| m.text.matches("ERR!").count() >= SENSORS_UNREAD)?;
+        Some((row, sensors))
+    })
 }
 
 /// Whether the row's first cell (`|   4  ERR!                On   |`) holds
@@ -130,20 +185,36 @@ fn name_cell_err(text: &str) -> bool {
     words.next().is_some_and(|i| i.parse::<u32>().is_ok()) && words.next() == Some("ERR!")
 }
 
-fn finding(gpu: &Gpu, row: &Message, sensors: &Message, answering: &[&Gpu]) -> Finding {
+fn finding(gpu: &Gpu, row: Span, sensors: &Message, answering: &[&Gpu]) -> Finding {
     let n = gpu.index;
     let bus = gpu.bus_id.as_deref().unwrap_or("its bus");
     let mut f = Finding::new(META.id, META.category, META.severity);
     f.entities.gpus.insert(n);
+    let named = gpu.name.as_deref();
     f.evidence(
-        row.span,
-        format!("nvidia-smi cannot read GPU {n}'s name (ERR!) at {bus}"),
+        row,
+        match named {
+            Some(name) => format!(
+                "nvidia-smi still lists GPU {n} ({name}) at {bus}, from the driver's record of the board"
+            ),
+            None => format!("nvidia-smi cannot read GPU {n}'s name (ERR!) at {bus}"),
+        },
     );
     f.evidence(
         sensors.span,
         format!(
-            "nor its sensors: {} ERR! cells (fan, temperature, power, utilisation)",
-            sensors.text.matches("ERR!").count()
+            "{} its sensors: {} ERR! cells (fan, temperature, {}power, utilisation)",
+            if named.is_some() {
+                "but none of"
+            } else {
+                "nor"
+            },
+            sensors.text.matches("ERR!").count(),
+            if named.is_some() {
+                "performance state, "
+            } else {
+                ""
+            }
         ),
     );
     let others: Vec<String> = answering
@@ -160,23 +231,32 @@ fn finding(gpu: &Gpu, row: &Message, sensors: &Message, answering: &[&Gpu]) -> F
         );
     }
     f.condition(
-        "nvidia-smi reads ERR! in the GPU's name and its sensors",
+        "nvidia-smi reads ERR! in the GPU's sensors (and its name, when it reads none)",
         true,
     );
-    f.condition("other GPUs of the same table answer", true);
+    f.condition("other GPUs of the same table answer", !answering.is_empty());
     f.condition(
         "the kernel log names the GPU's Xid (missing: dmesg -T | grep -i xid)",
         false,
     );
-    f.title = format!("GPU {n} ({bus}) no longer answers nvidia-smi: every cell reads ERR!");
+    let what = if named.is_some() {
+        "every sensor"
+    } else {
+        "every cell"
+    };
+    f.title = format!("GPU {n} ({bus}) no longer answers nvidia-smi: {what} reads ERR!");
+    let beside = match others.len() {
+        0 => String::new(),
+        1 => format!(" while {} answers", others[0]),
+        _ => format!(" while {} answer", others.join(", ")),
+    };
     f.headline = format!(
-        "nvidia-smi reads ERR! for GPU {n}'s name and every sensor (bus {bus}) while {} {}: the driver can no longer query that GPU, most often a GPU lost from the bus (Xid 79) or whose firmware stopped answering (Xid 119); the kernel log says which.",
-        others.join(", "),
-        if others.len() == 1 {
-            "answers"
+        "nvidia-smi reads ERR! for GPU {n}'s {} (bus {bus}){beside}: the driver can no longer query that GPU, most often a GPU lost from the bus (Xid 79) or whose firmware stopped answering (Xid 119); the kernel log says which.",
+        if named.is_some() {
+            "sensors"
         } else {
-            "answer"
-        }
+            "name and every sensor"
+        },
     );
     f.chain.push(format!(
         "work on GPU {n} hangs or fails; nvidia-smi is slow or reads ERR!"
@@ -208,6 +288,91 @@ fn finding(gpu: &Gpu, row: &Message, sensors: &Message, answering: &[&Gpu]) -> F
 #[cfg(test)]
 mod tests {
     use crate::testing::findings_of;
+
+    /// NVIDIA/dcgm-exporter#46: GPU 7 of an A100 node, its name still read
+    /// but every sensor cell ERR!, and the container hook's NVML query
+    /// failing with NVML's unknown error.
+    const A100_GPU7: &str = "\
++-------------------------------+----------------------+----------------------+
+|   7  NVIDIA A100 80G...  On   | 00000000:D6:00.0 Off |                 ERR! |
+|ERR!  ERR! ERR!      1W /  N/A |      0MiB / 80994MiB |    ERR!      Default |
+|                               |                      |                 ERR! |
++-------------------------------+----------------------+----------------------+
+$ docker run --gpus 6 --rm -p 9400:9400 nvidia/dcgm-exporter bash
+docker: Error response from daemon: failed to create shim: OCI runtime create failed: container_linux.go:380: starting container process caused: process_linux.go:545: container init caused: Running hook #0:: error running hook: exit status 1, stdout: , stderr: nvidia-container-cli: detection error: nvml error: unknown error: unknown.
+";
+
+    #[test]
+    fn sensor_cells_err_under_a_readable_name_are_that_gpu_unreachable() {
+        let f = findings_of(super::META.id, A100_GPU7);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert!(f[0].entities.gpus.contains(&7));
+        assert!(f[0].title.contains("0000:d6:00.0"), "{}", f[0].title);
+        crate::testing::cites_line_saying(&f[0], 7, "container hook");
+        crate::testing::advises(&f[0], "grep -i xid");
+        // Without the hook's line it still stands, a little lower.
+        let table: String = A100_GPU7
+            .lines()
+            .take(5)
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let g = findings_of(super::META.id, &table);
+        assert_eq!(g.len(), 1, "{g:#?}");
+        assert!(g[0].confidence < f[0].confidence);
+    }
+
+    /// NVIDIA/dcgm-exporter#319: `nvidia-smi -q` cannot read the A10G at
+    /// 00:16.0's brand, beside dockerd's hook error with NVML's unknown
+    /// error.
+    const A10G_Q: &str = "\
+Apr 30 21:13:04 ip-10-1-5-148 dockerd[10261]: time=\"2024-04-30T21:13:04.829815111Z\" level=error msg=\"restartmanger wait error: failed to create task for container: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error running hook #0: error running hook: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\\nnvidia-container-cli: detection error: nvml error: unknown error: unknown\"
+
+==============NVSMI LOG==============
+
+Timestamp                                 : Tue Apr 30 21:16:21 2024
+Driver Version                            : 535.161.08
+CUDA Version                              : 12.2
+
+Attached GPUs                             : 8
+GPU 00000000:00:16.0
+    Product Name                          : NVIDIA A10G
+    Product Brand                         : Unknown Error
+    Product Architecture                  : Ampere
+";
+
+    #[test]
+    fn unknown_error_in_a_gpus_own_attribute_is_that_gpu_unreachable() {
+        let f = findings_of(super::META.id, A10G_Q);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert!(
+            f[0].entities.gpu_bus_ids.contains("0000:00:16.0"),
+            "{:?}",
+            f[0].entities
+        );
+        crate::testing::cites_line_saying(&f[0], 12, "Product Brand");
+        crate::testing::cites_line_saying(&f[0], 1, "container hook");
+        crate::testing::advises(&f[0], "journalctl -k | grep -i xid");
+        // A field the driver cannot read on any GPU (gpud's
+        // TestParseWithAddressingModeError: `Addressing Mode : Unknown
+        // Error` on every GPU of a healthy host) is no GPU's fault
+        // (assembled, not copied: the block above with that field).
+        let addressing = A10G_Q.replace("Unknown Error", "NVIDIA").replace(
+            "Ampere\n",
+            "Ampere\n    Addressing Mode                       : Unknown Error\n",
+        );
+        assert!(findings_of(super::META.id, &addressing).is_empty());
+    }
+
+    /// leptonai/gpud's nvidia-smi.525.125.06.out.0: one ERR! fan cell
+    /// under a readable name is a misread sensor, not a lost GPU.
+    #[test]
+    fn one_err_fan_cell_under_a_name_is_not_a_lost_gpu() {
+        let text = "\
+|   0  NVIDIA GeForce ...  Off  | 00000000:01:00.0  On |                  Off |
+|ERR!   38C    P5    49W / 450W |   2021MiB / 23028MiB |      0%   E. Process |
+";
+        assert!(findings_of(super::META.id, text).is_empty());
+    }
 
     /// NVIDIA/gpu-operator#559: GPU 0 of an A40 node reads ERR! in every
     /// cell while GPU 1 answers.

@@ -17,6 +17,7 @@ use crate::source::Span;
 
 mod activity;
 mod memory;
+mod person;
 mod runtime;
 use activity::Activity;
 use memory::Memory;
@@ -104,7 +105,12 @@ allocation of host memory just before (TensorFlow's `Allocation of N
 exceeds 10% of system memory.`) lets a bare `Killed` take the host-OOM
 reading at the lowest confidence; zsh's job report right after the
 weights' progress bar (its `[1]` glued to the bar) reads as a kill while
-loading.
+loading. A bare `Killed` right after any program's line that it loads a
+model's weights or builds an engine from them, whatever the stack
+(tensorrtx's `Loading weights: …`, fairseq2's `Using the cached
+checkpoint of the model '…'`, TensorRT's builder's last memory figures),
+reads as a kill while loading. A `kill`, `pkill` or `timeout` typed
+before the kill makes it the person's, and nothing is said.
 
 ## Why it happens
 A server holds a lot of host memory besides the GPU's: the weights while
@@ -190,6 +196,9 @@ impl Rule for ServerKilledNoKernelLine {
 }
 
 fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Finding> {
+    if person::typed_kill(incident, kill) {
+        return None;
+    }
     let before = |s: Span| s.source == kill.source && s < kill;
     let loading = loading_bar(incident, kill, killed);
     let server_line = last_server_line(incident, kill);

@@ -1,16 +1,26 @@
 //! What the killed process was doing, by its last lines before the kill:
 //! loading a model (a diffusion UI's loader: ComfyUI's `model_type FLOW`,
-//! AUTOMATIC1111's `Loading weights [...] from`, diffusers' pipeline bar)
-//! or working through a loop (tqdm's bar in iterations: a sampler's steps,
-//! `2it [00:25, 12.97s/it]`). Both are catalog rows (`catalogs/startup.toml`)
-//! that are not start-up stages: a diffusion UI loads models for every job.
+//! AUTOMATIC1111's `Loading weights [...] from`, diffusers' pipeline bar;
+//! any program reading a model's weights or checkpoint: tensorrtx's
+//! `Loading weights: yolov5s.wts`, fairseq2's `Using the cached checkpoint
+//! of the model '…'`), building an engine from one (TensorRT's builder's
+//! memory figures at the end of a build), or working through a loop
+//! (tqdm's bar in iterations: a sampler's steps, `2it [00:25,
+//! 12.97s/it]`). All are catalog rows (`catalogs/startup.toml`,
+//! `catalogs/stacks-trtllm.toml`) that are not start-up stages: a
+//! diffusion UI loads models for every job, any program may load one.
 
 use crate::correlate::Incident;
 use crate::rules::{Action, Finding};
 use crate::source::Span;
 
-/// A diffusion UI loading a model.
-const LOADING: &str = "startup.diffusion-model-loading";
+/// A diffusion UI, or any program, loading a model.
+const LOADING: &[&str] = &[
+    "startup.diffusion-model-loading",
+    "startup.model-weights-loading",
+];
+/// TensorRT's builder at the end of an engine build.
+const BUILDING: &str = "stacks-trtllm.engine-build-memory";
 /// A diffusion UI done moving a model to the GPU: the job's work is next.
 const LOADED: &str = "startup.diffusion-model-loaded";
 /// tqdm's bar over iterations, at least one done.
@@ -26,6 +36,8 @@ const WINDOW: u32 = 3;
 pub(super) enum Activity {
     /// Loading a model's weights (its line).
     Loading(Span),
+    /// Building an engine from a model (TensorRT's builder's figures).
+    Building(Span),
     /// Working: a loop's bar, or a model just loaded for a job (its line).
     Working(Span),
 }
@@ -36,14 +48,18 @@ impl Activity {
     /// was doing, within [`WINDOW`] lines of it in the same input.
     pub fn before(incident: &Incident, kill: Span) -> Option<Activity> {
         let near = |s: Span| s.source == kill.source && s <= kill && kill.line - s.line <= WINDOW;
-        let last = |id: &'static str| {
-            incident
-                .known(id)
+        let last = |ids: &[&'static str]| {
+            ids.iter()
+                .flat_map(|id| incident.known(id))
                 .map(|(m, _)| m.span)
                 .filter(|s| near(*s))
                 .max()
         };
-        let loading = last(LOADING).map(Activity::Loading);
+        let loading = last(LOADING)
+            .map(Activity::Loading)
+            .into_iter()
+            .chain(last(&[BUILDING]).map(Activity::Building))
+            .max_by_key(|a| a.span());
         // A bar still counting: one at its total (a download done, a
         // loop finished) says nothing of what came after it.
         let counting = incident
@@ -55,7 +71,7 @@ impl Activity {
                 _ => true,
             })
             .map(|(m, _)| m.span);
-        let working = last(LOADED).max(counting).map(Activity::Working);
+        let working = last(&[LOADED]).max(counting).map(Activity::Working);
         match (loading, working) {
             (Some(l), Some(w)) => Some(if w.span() > l.span() { w } else { l }),
             (l, w) => l.or(w),
@@ -64,12 +80,14 @@ impl Activity {
 
     pub fn span(self) -> Span {
         match self {
-            Activity::Loading(s) | Activity::Working(s) => s,
+            Activity::Loading(s) | Activity::Building(s) | Activity::Working(s) => s,
         }
     }
 
+    /// Loading a model or building an engine from one: the process held
+    /// the model in host memory.
     pub fn loading(self) -> bool {
-        matches!(self, Activity::Loading(_))
+        matches!(self, Activity::Loading(_) | Activity::Building(_))
     }
 
     /// The note on the kill's report.
@@ -89,6 +107,9 @@ impl Activity {
                 Activity::Loading(_) => {
                     "its last line before the kill: a model being loaded into memory"
                 }
+                Activity::Building(_) => {
+                    "its last line before the kill: TensorRT's builder's memory figures at the end of an engine build (its own accounting, not a failure); the engine is then serialised from host memory"
+                }
                 Activity::Working(_) => {
                     "its last line before the kill: work under way (a loop's progress, a model just loaded for a job)"
                 }
@@ -102,6 +123,10 @@ impl Activity {
         let who = pid.map_or_else(|| "The process".to_owned(), |p| format!("Process {p}"));
         let (doing, title) = match self {
             Activity::Loading(_) => ("while it loaded a model", "loading a model"),
+            Activity::Building(_) => (
+                "at the end of a TensorRT engine build",
+                "building a TensorRT engine",
+            ),
             Activity::Working(_) => (
                 "while it worked (its last line is a loop's progress or a model just loaded)",
                 "at work",

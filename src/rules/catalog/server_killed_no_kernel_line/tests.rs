@@ -350,3 +350,46 @@ comfyui exited with code 137
     assert_eq!(alone.len(), 1, "{alone:?}");
     assert_eq!(alone[0].rule, "known-message");
 }
+
+/// A bare `Killed` right after any program's line that it loads a
+/// model's weights or builds an engine from them, whatever the stack:
+/// TensorRT's builder's last figures (NVIDIA/TensorRT-LLM#191: the build
+/// ran out of the container's memory), fairseq2's cached checkpoint after
+/// a Python logging line (facebookresearch/seamless_communication#165,
+/// WSL), tensorrtx's weights loader (wang-xinyu/tensorrtx#650: "Killed
+/// means memory not enough"). A line that loads nothing is no such line.
+#[test]
+fn a_killed_after_any_programs_load_or_build_line_is_the_host_oom_reading() {
+    let trt = "[10/30/2023-10:32:57] [TRT] [I] [MemUsageStats] Peak memory usage of TRT CPU/GPU memory allocators: CPU 1250 MiB, GPU 25301 MiB\n\
+               [10/30/2023-10:32:57] [TRT] [I] [MemUsageChange] TensorRT-managed allocation in building engine: CPU +0, GPU +25301, now: CPU 0, GPU 25301 (MiB)\n\
+               Killed\n";
+    let f = killed(trt);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(f[0].title.contains("TensorRT engine"), "{}", f[0].title);
+    crate::testing::cites_line(&f[0], 3);
+    crate::testing::cites_line_saying(&f[0], 2, "engine build");
+    crate::testing::advises(&f[0], "journalctl -k");
+    let m4t = "2023-09-19 15:55:56,968 INFO -- m4t_scripts.predict.predict: Running inference on the CPU in torch.float32.\n\
+               Using the cached checkpoint of the model 'seamlessM4T_large'. Set `force=True` to download again.\n\
+               Killed\n";
+    let g = killed(m4t);
+    assert_eq!(g.len(), 1, "{g:?}");
+    assert!(g[0].title.contains("loading a model"), "{}", g[0].title);
+    crate::testing::advises(&g[0], ".wslconfig");
+    let tensorrtx = "Loading weights: yolov5s.wts\nKilled\n";
+    assert_eq!(killed(tensorrtx).len(), 1);
+    // A script's line that loads nothing says nothing of what was killed.
+    assert!(killed("2023-09-19 15:55:56,968 INFO -- m4t_scripts.predict.predict: Running inference on the CPU in torch.float32.\nKilled\n").is_empty());
+}
+
+/// A `Killed` the person caused: a `kill`, `pkill` or a run under
+/// `timeout -s KILL` typed before it (assembled, not copied: a prompt, a
+/// typed command and bash's `Killed`, around tensorrtx#650's loader line).
+#[test]
+fn a_killed_after_a_typed_kill_or_timeout_is_the_persons() {
+    let timeout = "$ timeout -s KILL 60 ./yolov5 -s yolov5s.wts yolov5s.engine s\nLoading weights: yolov5s.wts\nKilled\n";
+    assert!(killed(timeout).is_empty(), "{:?}", killed(timeout));
+    let plain =
+        "$ ./yolov5 -s yolov5s.wts yolov5s.engine s\nLoading weights: yolov5s.wts\nKilled\n";
+    assert_eq!(killed(plain).len(), 1);
+}
