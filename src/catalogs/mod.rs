@@ -65,6 +65,8 @@ const FILES: &[(&str, &str)] = built![
     "stacks-gaudi",
     "stacks-tf",
     "stacks-comfyui",
+    "stacks-exllama",
+    "stacks-xinference",
     "startup",
 ];
 
