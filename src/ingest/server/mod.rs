@@ -482,6 +482,19 @@ impl Cx<'_> {
             self.push(kind, None, None, time);
             return true;
         }
+        // Before the bars: zsh's job report can be glued to the bar the
+        // job was drawing.
+        if let Some(job) = pylog::shell_job(payload) {
+            self.stream.tracebacks.end_continuation();
+            let kind = ServerEventKind::ShellJobSignaled {
+                pid: job.pid,
+                signal: job.signal.to_owned(),
+                command: job.command.to_owned(),
+            };
+            let time = self.writer.time;
+            self.push(kind, None, None, time);
+            return true;
+        }
         if pylog::is_progress_bar(payload) || chatter::progress(payload) {
             self.stream.tracebacks.end_continuation();
             return true;
@@ -507,17 +520,6 @@ impl Cx<'_> {
                 rank: None,
                 message: payload,
             });
-            return true;
-        }
-        if let Some(job) = pylog::shell_job(payload) {
-            self.stream.tracebacks.end_continuation();
-            let kind = ServerEventKind::ShellJobSignaled {
-                pid: job.pid,
-                signal: job.signal.to_owned(),
-                command: job.command.to_owned(),
-            };
-            let time = self.writer.time;
-            self.push(kind, None, None, time);
             return true;
         }
         let time = self.writer.time;

@@ -271,6 +271,25 @@ pub(super) struct ShellJob<'t> {
 }
 
 pub(super) fn shell_job(text: &str) -> Option<ShellJob<'_>> {
+    zsh_job(text)
+        .or_else(|| glued_zsh_job(text))
+        .or_else(|| bash_job(text))
+}
+
+/// zsh's job report glued to the progress bar the job was drawing: tqdm
+/// ends its line with `\r`, so the report follows on it (`Loading
+/// checkpoint shards:   0%|…| 0/3 [00:00<?, ?it/s][1]    26478 killed
+/// python test.py`, https://github.com/baichuan-inc/Baichuan2/issues/138).
+fn glued_zsh_job(text: &str) -> Option<ShellJob<'_>> {
+    let at = memchr::memmem::find(text.as_bytes(), b"][")?;
+    let (bar, job) = text.split_at(at + 1);
+    if !is_progress_bar(bar) {
+        return None;
+    }
+    zsh_job(job)
+}
+
+fn zsh_job(text: &str) -> Option<ShellJob<'_>> {
     if let Some(c) = ZSH_JOB.captures(text) {
         let words = bash_words(c.name("signal").or(c.name("signal2"))?.as_str());
         return Some(ShellJob {
@@ -285,6 +304,10 @@ pub(super) fn shell_job(text: &str) -> Option<ShellJob<'_>> {
             command: c.name("cmd")?.as_str().trim_end(),
         });
     }
+    None
+}
+
+fn bash_job(text: &str) -> Option<ShellJob<'_>> {
     if let Some(c) = SHELL_JOB.captures(text) {
         return Some(ShellJob {
             pid: c["pid"].parse().ok()?,
@@ -446,6 +469,19 @@ mod tests {
             (4711, "Segmentation fault (core dumped)")
         );
         assert!(shell_job("[1]    9301 running    python3 x.py").is_none());
+        // Glued to the bar the job was drawing
+        // (https://github.com/baichuan-inc/Baichuan2/issues/138); a bar
+        // with no report after it, or brackets that are no bar, are not.
+        let j = shell_job("Loading checkpoint shards:   0%|                                                                                                                                                      | 0/3 [00:00<?, ?it/s][1]    26478 killed     python test.py").expect("glued zsh");
+        assert_eq!(
+            (j.pid, j.signal, j.command),
+            (26478, "Killed", "python test.py")
+        );
+        assert!(
+            shell_job("Loading checkpoint shards:   0%|          | 0/3 [00:00<?, ?it/s][1] ")
+                .is_none()
+        );
+        assert!(shell_job("[INFO][1]    26478 killed     python test.py").is_none());
         // Without a PID: bash's job table, zsh's foreground job (variants
         // of the same reports).
         assert_eq!(
