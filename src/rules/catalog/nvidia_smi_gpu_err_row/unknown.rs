@@ -8,8 +8,7 @@
 
 use crate::correlate::Incident;
 use crate::model::{GpuHealth, Message, SickValue};
-use crate::rules::support::round2;
-use crate::rules::{Action, Finding};
+use crate::rules::{Action, Finding, xid};
 
 /// Fields that read `Unknown Error` on healthy GPUs where the driver does
 /// not support them (normalised: lower case, `_` for spaces).
@@ -43,7 +42,7 @@ pub(super) fn findings(incident: &Incident, echo: &[&Message]) -> Vec<Finding> {
         .filter(|h| {
             !incident
                 .xids()
-                .any(|(_, x)| crate::rules::xid::same_bus(x.bus_id.as_deref(), h.bus_id.as_deref()))
+                .any(|(_, x)| xid::same_bus(x.bus_id.as_deref(), h.bus_id.as_deref()))
         })
         .filter_map(|h| {
             let sick: Vec<&SickValue> = h
@@ -65,32 +64,25 @@ pub(super) fn findings(incident: &Incident, echo: &[&Message]) -> Vec<Finding> {
 
 fn finding(incident: &Incident, h: &GpuHealth, sick: &[&SickValue], echo: &[&Message]) -> Finding {
     let mut f = Finding::new(super::META.id, super::META.category, super::META.severity);
-    let bus = h.bus_id.clone();
-    let gpu = bus
-        .as_deref()
-        .and_then(|b| incident.gpu_by_bus_id(b))
-        .map(|g| g.index)
-        .or(h.index);
-    let label = match (gpu, bus.as_deref()) {
-        (Some(i), Some(b)) => format!("GPU {i} ({b})"),
-        (Some(i), None) => format!("GPU {i}"),
-        (None, Some(b)) => format!("the GPU at {b}"),
-        (None, None) => "a GPU".to_owned(),
+    let bus = h.bus_id.as_deref();
+    // nvidia-smi's index when a table lists the bus, else the block's own.
+    let at = xid::GpuAt {
+        bus: bus.map(str::to_owned),
+        index: bus
+            .and_then(|b| incident.gpu_by_bus_id(b))
+            .map(|g| g.index)
+            .or(h.index),
+        gpu: None,
+        inferred: None,
     };
-    match gpu {
-        Some(i) => {
-            f.entities.gpus.insert(i);
-        }
-        None => {
-            // The bus id as nvidia-smi spells it (`0000:00:16.0`) and as
-            // the kernel's Xid line names the GPU (`PCI:0000:00:16`): the
-            // line `journalctl -k | grep -i xid` is to find.
-            if let Some(b) = bus.as_deref().and_then(crate::rules::xid::normal_bus) {
-                if let Some((device, _function)) = b.rsplit_once('.') {
-                    f.entities.gpu_bus_ids.insert(device.to_owned());
-                }
-                f.entities.gpu_bus_ids.insert(b);
-            }
+    let label = at.label();
+    // By index; else by the bus id as the kernel's Xid line names the GPU
+    // (`PCI:0000:00:16`, the line `journalctl -k | grep -i xid` is to find)
+    // and as nvidia-smi spells it (`0000:00:16.0`).
+    xid::name_gpu(&mut f, &at, None);
+    if at.index.is_none() {
+        if let Some(b) = bus.and_then(xid::normal_bus) {
+            f.entities.gpu_bus_ids.insert(b);
         }
     }
     for v in sick {
@@ -112,19 +104,7 @@ fn finding(incident: &Incident, h: &GpuHealth, sick: &[&SickValue], echo: &[&Mes
         false,
     );
     f.confidence = 0.4;
-    if let Some(m) = echo.first() {
-        f.evidence_marked(
-            m.span,
-            "the NVIDIA container hook's NVML query fails too (`nvml error: unknown error`): no GPU container starts on the host",
-            "nvml error: unknown error",
-        );
-        f.condition(
-            "the container hook's NVML query fails with NVML's unknown error",
-            true,
-        );
-        f.confidence = 0.45;
-    }
-    f.confidence = round2(f.confidence);
+    super::cite_echo(&mut f, echo);
     f.title = format!("{label} no longer answers NVML: nvidia-smi -q reads Unknown Error");
     f.headline = format!(
         "nvidia-smi -q cannot read {label}'s attributes ({} reads `Unknown Error`): the driver can no longer query that GPU, most often a GPU lost from the bus (Xid 79) or whose firmware stopped answering (Xid 119); the kernel log says which.",
@@ -141,7 +121,7 @@ fn finding(incident: &Incident, h: &GpuHealth, sick: &[&SickValue], echo: &[&Mes
         "find the GPU's Xid in the kernel log (79: fallen off the bus; 119/120: GSP firmware timeout; 48/74: a fatal memory or NVLink error)",
         Some("journalctl -k | grep -i xid"),
     ));
-    if let Some(b) = bus.as_deref() {
+    if let Some(b) = bus {
         f.actions.push(Action::advice(
             "check whether the device still answers on the PCI bus (absent or `rev ff`: lost)",
             Some(&format!("lspci -s {b}")),
