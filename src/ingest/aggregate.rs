@@ -277,16 +277,18 @@ static CLASS: [u8; 256] = {
     table
 };
 
-/// Whether a line may be PID 1's journal entry (`systemd[1]: `, a JSON
-/// record's `"_PID":"1"`): the journal reads those in full even without an
-/// anchor, so they are aggregated too. A cheap test; a false positive only
-/// costs a template.
+/// What a line holds if it may be PID 1's journal entry (`systemd[1]: `, a
+/// JSON record's `"_PID":"1"`): the journal reads those in full even without
+/// an anchor, so they are aggregated too. A cheap test, searched once over a
+/// batch of lines (`stream.rs`' `Needles`); a false positive only costs a
+/// template.
+pub(crate) const PID1: [&str; 2] = ["[1]: ", "\"_PID\":\"1\""];
+
+/// Whether a line holds one of [`PID1`], line by line: the oracle of the
+/// batch's search.
+#[cfg(test)]
 pub(crate) fn may_be_pid1(text: &str) -> bool {
-    static SHORT: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"[1]: "));
-    static JSON: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"_PID\":\"1\""));
-    SHORT.find(text.as_bytes()).is_some() || JSON.find(text.as_bytes()).is_some()
+    PID1.iter().any(|needle| text.contains(needle))
 }
 
 /// A fast hash of a byte sequence, sixteen bytes mixed at a time in two
