@@ -195,6 +195,17 @@ fn masked(bytes: &[u8], first: usize, template: &mut Vec<u8>) {
         if all & DIGIT != 0 {
             let before = start.checked_sub(1).map(|j| bytes[j]);
             let after = bytes.get(at).copied();
+            // A year and its `-`, an hour and its `:`: maybe a date and time
+            // whose six words are masked at once.
+            if matches!((at - start, after), (4, Some(b'-')) | (2, Some(b':'))) {
+                if let Some((shape, len)) = date_time(&bytes[start..]) {
+                    template.extend_from_slice(shape);
+                    at = start + len;
+                    done = at;
+                    next = next_digit(bytes, at);
+                    continue;
+                }
+            }
             if at - start <= 3
                 && matches!(before, None | Some(b' ' | b'(' | b'=' | b'#'))
                 && matches!(after, None | Some(b' ' | b',' | b')' | b';'))
@@ -221,6 +232,58 @@ fn masked(bytes: &[u8], first: usize, template: &mut Vec<u8>) {
     template.extend_from_slice(&bytes[done..]);
     if let (1, Some((mask, word))) = (codes, code) {
         template.splice(mask..=mask, bytes[word].iter().copied());
+    }
+}
+
+/// The template of the date and time `bytes` start with, and its length:
+/// `2026-11-01T00:44:20` (ISO 8601, a journal's `short-iso`, ollama's
+/// `time=`), `2025-03-27 21:33:30` (SGLang's, Python's), or a time alone,
+/// `21:33:30` (vLLM's, syslog's, `[GIN]`'s), its last word ending where it
+/// does. Each of its words is what [`masked`] makes of it one by one: the
+/// numbers masked, none of them a code (each has a `-` or `:` beside it, or
+/// is four digits long), `01T00` a word with letters; one test of its
+/// bytes, not a pass per word: a journal's chatty line holds two.
+fn date_time(bytes: &[u8]) -> Option<(&'static [u8], usize)> {
+    let d = |b: u8| b.is_ascii_digit();
+    let ends = |len: usize| !bytes.get(len).is_some_and(u8::is_ascii_alphanumeric);
+    if let Some(&[h, h2, b':', m, m2, b':', s, s2]) = bytes.get(..8) {
+        return (d(h) && d(h2) && d(m) && d(m2) && d(s) && d(s2) && ends(8))
+            .then_some((b"0:0:0", 8));
+    }
+    let Some(
+        &[
+            y,
+            y2,
+            y3,
+            y4,
+            b'-',
+            mo,
+            mo2,
+            b'-',
+            da,
+            da2,
+            sep,
+            h,
+            h2,
+            b':',
+            m,
+            m2,
+            b':',
+            s,
+            s2,
+        ],
+    ) = bytes.get(..19)
+    else {
+        return None;
+    };
+    let shape = [y, y2, y3, y4, mo, mo2, da, da2, h, h2, m, m2, s, s2]
+        .into_iter()
+        .all(d)
+        && ends(19);
+    match sep {
+        b'T' if shape => Some((b"0-0-00T00:0:0", 19)),
+        b' ' if shape => Some((b"0-0-0 0:0:0", 19)),
+        _ => None,
     }
 }
 
@@ -277,16 +340,18 @@ static CLASS: [u8; 256] = {
     table
 };
 
-/// Whether a line may be PID 1's journal entry (`systemd[1]: `, a JSON
-/// record's `"_PID":"1"`): the journal reads those in full even without an
-/// anchor, so they are aggregated too. A cheap test; a false positive only
-/// costs a template.
+/// What a line holds if it may be PID 1's journal entry (`systemd[1]: `, a
+/// JSON record's `"_PID":"1"`): the journal reads those in full even without
+/// an anchor, so they are aggregated too. A cheap test, searched once over a
+/// batch of lines (`stream.rs`' `Needles`); a false positive only costs a
+/// template.
+pub(crate) const PID1: [&str; 2] = ["[1]: ", "\"_PID\":\"1\""];
+
+/// Whether a line holds one of [`PID1`], line by line: the oracle of the
+/// batch's search.
+#[cfg(test)]
 pub(crate) fn may_be_pid1(text: &str) -> bool {
-    static SHORT: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"[1]: "));
-    static JSON: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"_PID\":\"1\""));
-    SHORT.find(text.as_bytes()).is_some() || JSON.find(text.as_bytes()).is_some()
+    PID1.iter().any(|needle| text.contains(needle))
 }
 
 /// A fast hash of a byte sequence, sixteen bytes mixed at a time in two
@@ -771,6 +836,41 @@ mod tests {
             "7".into(),
             "x1 1x 1 22 333 4444 a-1 é9 ٣ 9é".into(),
         ];
+        // Dates and times, whole and nearly, beside what may end or extend
+        // their words ([`date_time`]).
+        let pieces = [
+            "2026-11-01T00:44:20",
+            "2025-03-27 21:33:30",
+            "1999-01-01T00:00:00.123+08:00",
+            "2026-11-01t00:44:20",
+            "2026-11-01 00:00:0a",
+            "2026-11-0",
+            "12:00:04",
+            "1:00:00",
+            "12:00:0",
+            "12:00:001",
+            "12:0a:00",
+            "2026-11-01",
+            "T",
+            "Z",
+            "-",
+            ":",
+            " ",
+            "(",
+            "=",
+            ",",
+            "7",
+            "a",
+            "é",
+        ];
+        for a in pieces {
+            for b in pieces {
+                for c in ["", " ", "1", "x", ")", "2026-11-01T00:44:20"] {
+                    lines.push(format!("{a}{b}{c}"));
+                    lines.push(format!("{c}{a}{b}"));
+                }
+            }
+        }
         // Every line of the repository's real incidents too.
         let real = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
             .join("fixtures/real");

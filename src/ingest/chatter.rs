@@ -186,17 +186,28 @@ fn llama_timing(text: &str) -> bool {
         .is_some_and(|(name, _)| !name.trim().is_empty() && !name.contains(": "))
 }
 
+/// What every line of vLLM's engine waiting for its workers holds
+/// ([`engine_waits`]).
+pub(crate) const WAIT: &str = "block found in ";
+
 /// Whether a line is vLLM's engine waiting for its workers (the
 /// shared-memory broadcast queue): `No available shared memory broadcast
 /// block found in 60 seconds` (0.6+), `No available block found in 60
-/// second.` (0.5). A substring search (SIMD) first, asked of every line.
+/// second.` (0.5). A substring search (SIMD) first: a batch of lines is
+/// searched for [`WAIT`] at once (`stream.rs`' `Needles`), and only a line
+/// that holds it is asked [`engine_waited`].
 pub(crate) fn engine_waits(text: &str) -> bool {
-    static WAIT: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"block found in "));
+    static FINDER: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(WAIT));
+    FINDER.find(text.as_bytes()).is_some() && engine_waited(text)
+}
+
+/// [`engine_waits`] of a line known to hold [`WAIT`].
+pub(crate) fn engine_waited(text: &str) -> bool {
     static WAITED: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"No available (?:shared memory broadcast )?block found in [0-9]+ seconds?")
             .expect("regex")
     });
-    WAIT.find(text.as_bytes()).is_some() && WAITED.is_match(text)
+    WAITED.is_match(text)
 }
 
 /// Whether a line shows vLLM's engine moving: a throughput record (`Avg

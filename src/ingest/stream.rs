@@ -255,8 +255,57 @@ struct Batch {
     /// What was seen of each line, once looked at.
     looked: Vec<Looked>,
     found: Vec<(usize, bool)>,
+    /// Where the lines that hold [`aggregate::PID1`] or [`chatter::WAIT`] are.
+    needles: Needles,
     /// Where a line's template is written ([`aggregate::key_with`]).
     template: Vec<u8>,
+}
+
+/// The needles every line is asked about whatever its anchors
+/// ([`aggregate::PID1`]: PID 1's entries are aggregated like the lines with
+/// one; [`chatter::WAIT`]: vLLM's engine waiting), each searched once over
+/// a batch's block of lines, not once a line: a search's call costs about a
+/// hundred instructions on a short line, a block's search a few a match. No
+/// needle holds a newline, so a match is within its line.
+#[derive(Default)]
+struct Needles {
+    /// Where each needle's matches start in the block, in order: PID 1's
+    /// two, the wait's.
+    at: [Vec<usize>; 3],
+    /// The first of each not yet given to a line.
+    next: [usize; 3],
+}
+
+impl Needles {
+    fn finders() -> &'static [memchr::memmem::Finder<'static>; 3] {
+        static FINDERS: std::sync::LazyLock<[memchr::memmem::Finder<'static>; 3]> =
+            std::sync::LazyLock::new(|| {
+                let [a, b] = aggregate::PID1;
+                [a, b, chatter::WAIT].map(memchr::memmem::Finder::new)
+            });
+        &FINDERS
+    }
+
+    fn scan(&mut self, block: &[u8]) {
+        for ((at, next), finder) in self.at.iter_mut().zip(&mut self.next).zip(Self::finders()) {
+            at.clear();
+            at.extend(finder.find_iter(block));
+            *next = 0;
+        }
+    }
+
+    /// Which needles the next line holds, asked in order, its end in the
+    /// block at `end`: (one of PID 1's, the wait's).
+    fn held(&mut self, end: usize) -> (bool, bool) {
+        let mut held = [false; 3];
+        for ((at, next), held) in self.at.iter().zip(&mut self.next).zip(&mut held) {
+            while at.get(*next).is_some_and(|&p| p < end) {
+                *held = true;
+                *next += 1;
+            }
+        }
+        (held[0] || held[1], held[2])
+    }
 }
 
 impl Batch {
@@ -320,8 +369,10 @@ impl Batch {
                     self.lines[from - 1].1 + 1
                 };
                 let last = self.lines[end - 1].1 + 1;
+                let block = &self.text.as_bytes()[first..last];
                 self.found.clear();
-                hot.scan(&self.text.as_bytes()[first..last], &mut self.found);
+                hot.scan(block, &mut self.found);
+                self.needles.scan(block);
                 let mut next = 0;
                 let mut rules = hot.rules();
                 for i in from..end {
@@ -334,11 +385,12 @@ impl Batch {
                     }
                     // A parser's anchor came first: a rule's may follow.
                     let message = rule || found && rules.is_rule(self.line(i));
+                    let (pid1, wait) = self.needles.held(end);
                     // A skimmed line costs nothing to keep: only lines read
                     // in full are aggregated, those with an anchor and
                     // PID 1's (read in full whatever their text).
                     let line = self.line(i);
-                    let key = (look.repeats && (found || aggregate::may_be_pid1(line)))
+                    let key = (look.repeats && (found || pid1))
                         .then(|| aggregate::key_with(line, &mut template))
                         .flatten();
                     self.looked.push(Looked {
@@ -346,7 +398,7 @@ impl Batch {
                         message,
                         key,
                         content: detect::content_line(line),
-                        waits: chatter::engine_waits(line),
+                        waits: wait && chatter::engine_waited(line),
                     });
                 }
             }
@@ -994,6 +1046,68 @@ impl Timing {
 mod tests {
     use crate::ingest::{Anchors, ingest};
     use crate::source::{Source, SourceMap};
+
+    /// A batch's lines are looked at as line by line: the needles searched
+    /// once over the block ([`super::Needles`]) give each line what
+    /// [`aggregate::may_be_pid1`] and [`chatter::engine_waits`] give it
+    /// alone, on every line of the real incidents and on lines that hold
+    /// the needles in every place of a line (first, last, twice, beside a
+    /// line that holds none), batches cut at every size.
+    #[test]
+    fn the_needles_of_a_batch_are_each_lines() {
+        use super::{Batch, Look, aggregate, chatter};
+        let mut lines: Vec<String> = vec![
+            "[1]: ".into(),
+            "systemd[1]: Started x.service.".into(),
+            "2026-11-01T00:00:00+0000 node systemd[1]: a.service: Failed with result 'exit-code'.".into(),
+            r#"{"_PID":"1","MESSAGE":"x"}"#.into(),
+            r#"{"MESSAGE":"y","_PID":"12"}"#.into(),
+            "(VllmWorkerProcess pid=3253) WARNING 08-13 11:31:37 shm_broadcast.py:386] No available block found in 60 second".into(),
+            "No available shared memory broadcast block found in 60 seconds [1]: ".into(),
+            "no free block found in the pool".into(),
+            "".into(),
+            "x".into(),
+        ];
+        let real = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+            .join("fixtures/real");
+        for case in std::fs::read_dir(real).into_iter().flatten().flatten() {
+            if let Ok(text) = std::fs::read_to_string(case.path().join("input.log")) {
+                lines.extend(text.lines().map(str::to_owned));
+            }
+        }
+        assert!(lines.len() > 4_000, "{}", lines.len());
+        let anchors = Anchors::new(["CUDA error", "out of memory"]);
+        let hot = anchors.with_facts();
+        let look = Look {
+            rules: &anchors,
+            hot: Some(&hot),
+            repeats: true,
+        };
+        let (mut pid1, mut waits) = (0, 0);
+        for size in [1, 2, 3, 7, 2048] {
+            for chunk in lines.chunks(size) {
+                let mut batch = Batch::default();
+                for (n, line) in chunk.iter().enumerate() {
+                    batch.push(n as u32, line);
+                }
+                // Looked at in two parts, as the two threads may.
+                batch.look_to(&look, chunk.len() / 2);
+                batch.look(&look);
+                for (line, looked) in chunk.iter().zip(&batch.looked) {
+                    let keyed = looked.hot || aggregate::may_be_pid1(line);
+                    assert_eq!(
+                        looked.key,
+                        keyed.then(|| aggregate::key(line)).flatten(),
+                        "{line:?}"
+                    );
+                    assert_eq!(looked.waits, chatter::engine_waits(line), "{line:?}");
+                    pid1 += usize::from(!looked.hot && aggregate::may_be_pid1(line));
+                    waits += usize::from(looked.waits);
+                }
+            }
+        }
+        assert!(pid1 > 10 && waits > 5, "{pid1} PID 1 lines, {waits} waits");
+    }
 
     /// A message a terminal wrapped inside a token (batch M 943,
     /// https://github.com/NVIDIA/TensorRT-LLM/issues/260): the second half is joined to the first,

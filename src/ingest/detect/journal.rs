@@ -194,17 +194,58 @@ pub(super) fn is_short(line: &str) -> bool {
 /// Whether this sniffer claims a line that starts with `[` (see
 /// `continues_as` in the parent module): only the monotonic modes can.
 pub(super) fn claims_bracketed(line: &str) -> bool {
-    // Both end their prefix with `kernel: ` or `ident[pid]: `: a dmesg line
-    // has neither, and then no regex runs.
-    static KERNEL: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new("kernel: "));
-    static PID: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new("]: "));
-    let bytes = line.as_bytes();
-    if KERNEL.find(bytes).is_none() && PID.find(bytes).is_none() {
+    may_claim_bracketed(line.as_bytes())
+        && (JOURNAL_MONOTONIC.is_match(line) || JOURNAL_DELTA.is_match(line))
+}
+
+/// What [`JOURNAL_MONOTONIC`] and [`JOURNAL_DELTA`] both need past their
+/// bracket (the line's first `]`: none comes before it in either), read by
+/// position, so that a dmesg line runs no regex and no more than one search
+/// of its text: `] `, a host up to the next space, then `kernel: ` or
+/// `ident[pid]: `, an identifier holding no `:`; either way the first `:`
+/// past the host is followed by a space and comes after `kernel` or a `]`.
+/// Never false where either regex matches (tested below).
+fn may_claim_bracketed(bytes: &[u8]) -> bool {
+    // The bracket and the host are a few bytes each: eight bytes tested
+    // at a time, no search's call.
+    let Some(close) = find_byte(bytes, b']') else {
         return false;
+    };
+    let Some(rest) = bytes[close + 1..].strip_prefix(b" ") else {
+        return false;
+    };
+    // The host is at least one byte, and holds no space.
+    let Some(ident) = find_byte(rest, b' ')
+        .filter(|&space| space > 0)
+        .map(|space| &rest[space + 1..])
+    else {
+        return false;
+    };
+    let Some(colon) = memchr::memchr(b':', ident) else {
+        return false;
+    };
+    // `ident[pid]` is four bytes at least.
+    (&ident[..colon] == b"kernel" || colon >= 4 && ident[colon - 1] == b']')
+        && ident.get(colon + 1) == Some(&b' ')
+}
+
+/// Where the first `byte` of `bytes` is: eight bytes at a time (a byte of
+/// `x ^ byte…` is zero where it is `byte`: the lowest such is found exactly,
+/// a borrow only reaches bytes above it), for the first bytes of a line.
+fn find_byte(bytes: &[u8], byte: u8) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let mut at = 0;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word) ^ (ONES * u64::from(byte));
+        let zero = x.wrapping_sub(ONES) & !x & (ONES * 0x80);
+        if zero != 0 {
+            return Some(at + (zero.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
     }
-    JOURNAL_MONOTONIC.is_match(line) || JOURNAL_DELTA.is_match(line)
+    bytes[at..].iter().position(|&b| b == byte).map(|p| at + p)
 }
 
 /// The modes whose markers and catalog lines continue a segment.
@@ -386,6 +427,83 @@ mod tests {
             assert!(weekday_first(line.as_bytes()), "{line}");
         }
         assert!(!weekday_first(b"Runtime"));
+    }
+
+    /// The eight-at-a-time search finds the first byte a byte loop finds,
+    /// for every byte value at every place of a line.
+    #[test]
+    fn the_byte_search_is_a_loop() {
+        for byte in [b']', b' ', 0, 0x80, 0xff] {
+            for b in 0..=255u8 {
+                for at in 0..19 {
+                    let mut line = [b'a'; 19];
+                    line[at] = b;
+                    line[(at * 7) % 19] = b.wrapping_add(1);
+                    for len in 0..=line.len() {
+                        let line = &line[..len];
+                        let naive = line.iter().position(|&c| c == byte);
+                        assert_eq!(find_byte(line, byte), naive, "{line:?} {byte}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The test by position before the monotonic modes' regexes lets
+    /// through every line they match: the modes' own lines, every line of
+    /// the real incidents that starts with `[`, and each of those with one
+    /// byte changed where the test looks (the bracket's end, the spaces,
+    /// the identifier's `[`, `]` and `:`).
+    #[test]
+    fn the_bracket_gate_is_necessary() {
+        let mut lines: Vec<String> = [
+            "[    9.000100] gpu-node-7 kernel: NVRM: Xid (PCI:0000:1a:00): 79",
+            "[    8.500000] gpu-node-7 python3[4242]: [2024-06-01 12:00:02 TP1] Init",
+            "[12345.000100] gpu-node-7 my wrapper[77]: a: b",
+            "[    9.000100 <    0.000100>] gpu-node-7 kernel: x",
+            "[    9.000100 <    0.000100*>] gpu-node-7 sshd[1]: x",
+            "[    9.000100      ] gpu-node-7 sshd[1]: x",
+            "[    9.000100] h\u{a0}x kernel: x",
+            "[    9.000100] h x[1]: y",
+            "[ 8712.345678] NVRM: Xid (PCI:0000:1a:00): 79, pid=4242",
+            "[    3.100000] pci 0000:00:01.0: [8086:1901] type 01 class 0x060400",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        let real = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+            .join("fixtures/real");
+        for case in std::fs::read_dir(real).into_iter().flatten().flatten() {
+            if let Ok(text) = std::fs::read_to_string(case.path().join("input.log")) {
+                lines.extend(
+                    text.lines()
+                        .filter(|l| l.starts_with('['))
+                        .map(str::to_owned),
+                );
+            }
+        }
+        assert!(lines.len() > 300, "{}", lines.len());
+        let mut variants = Vec::new();
+        for line in &lines {
+            for (i, b) in line.bytes().enumerate().take(120) {
+                if matches!(b, b']' | b' ' | b'[' | b':' | b'<' | b'>') {
+                    for by in [" ", "]", "[", ":", "x", "7", ""] {
+                        let mut v = line.clone();
+                        if v.is_char_boundary(i + 1) {
+                            v.replace_range(i..=i, by);
+                            variants.push(v);
+                        }
+                    }
+                }
+            }
+        }
+        let mut claimed = 0;
+        for line in lines.iter().chain(&variants) {
+            let regex = JOURNAL_MONOTONIC.is_match(line) || JOURNAL_DELTA.is_match(line);
+            assert_eq!(claims_bracketed(line), regex, "{line:?}");
+            assert!(!regex || may_claim_bracketed(line.as_bytes()), "{line:?}");
+            claimed += usize::from(regex);
+        }
+        assert!(claimed > 100, "{claimed} lines of the monotonic modes");
     }
 
     #[test]
