@@ -110,6 +110,26 @@ fn binds(incident: &Incident) -> Vec<Bind<'_>> {
     out
 }
 
+/// What the failed port is, as the report says it: the store's, an
+/// internal ZMQ port, the port as the server names it (a metrics or NCCL
+/// port is not the one clients use), else the HTTP port.
+fn port_name(binds: &[Bind<'_>], store: bool) -> String {
+    if store {
+        "the torch.distributed store port".to_owned()
+    } else if binds.iter().any(|b| b.port == Port::Zmq) {
+        "an internal ZMQ port".to_owned()
+    } else if let Some(label) = binds.iter().find_map(|b| b.label.as_deref()) {
+        // The port as the server names it: a metrics or NCCL port is
+        // not the one clients use.
+        match label {
+            "port" | "http_port" => "its HTTP port".to_owned(),
+            _ => format!("its {label}"),
+        }
+    } else {
+        "its HTTP port".to_owned()
+    }
+}
+
 static META: RuleMeta = RuleMeta {
     id: "address-already-in-use",
     category: Category::PortInUse,
@@ -225,20 +245,7 @@ impl Rule for AddressAlreadyInUse {
         for (m, n) in distinct(lines.iter().copied()) {
             f.evidence(m.span, format!("the bind failed ({n}x)"));
         }
-        let what = if store {
-            "the torch.distributed store port".to_owned()
-        } else if binds.iter().any(|b| b.port == Port::Zmq) {
-            "an internal ZMQ port".to_owned()
-        } else if let Some(label) = binds.iter().find_map(|b| b.label.as_deref()) {
-            // The port as the server names it: a metrics or NCCL port is
-            // not the one clients use.
-            match label {
-                "port" | "http_port" => "its HTTP port".to_owned(),
-                _ => format!("its {label}"),
-            }
-        } else {
-            "its HTTP port".to_owned()
-        };
+        let what = port_name(&binds, store);
         let port_text = port.as_deref().map(|p| format!(" {p}")).unwrap_or_default();
         // A process on this host started with this port: a live listener.
         let listener = port.as_deref().and_then(|p| {

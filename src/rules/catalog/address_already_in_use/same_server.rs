@@ -20,22 +20,16 @@ const BIND_STACKS: &[(&str, &str)] = &[
     ("stacks-llamacpp.bind-failed", "llama.cpp"),
 ];
 
-/// Rewrites the failed bind's finding `f` when the process that holds
-/// `port` (`listener`, started with the port, or a socket row of
-/// `sockets`) is another instance of the failing server.
-pub(super) fn apply(
-    f: &mut Finding,
-    incident: &Incident,
-    port: Option<&str>,
-    listener: Option<&PsRecord>,
-    sockets: &[&Listener],
-) {
-    if f.category != Category::PortInUse {
-        return;
-    }
-    let Some(number) = port.and_then(|p| p.parse::<u16>().ok()) else {
-        return;
-    };
+/// Who holds the port, each as its PID (where known) and its command
+/// line or name: the process started with the port, a socket listing's
+/// rows (their ps rows' command lines where the inputs list their PIDs),
+/// then the holder the bind line names itself (SGLang's
+/// `process.name()='sglang'`, with its `pid=` where the line is whole).
+fn holders<'a>(
+    incident: &'a Incident,
+    listener: Option<&'a PsRecord>,
+    sockets: &[&'a Listener],
+) -> Vec<(Option<u32>, &'a str)> {
     // The holder's command line: its ps row where the inputs list its PID,
     // else the name the socket listing prints.
     let holders =
@@ -61,7 +55,29 @@ pub(super) fn apply(
             Some((hit.get("pid").and_then(|p| p.parse().ok()), holder))
         })
     });
-    let holders = holders.map(|(pid, cmd)| (Some(pid), cmd)).chain(named);
+    holders
+        .map(|(pid, cmd)| (Some(pid), cmd))
+        .chain(named)
+        .collect()
+}
+
+/// Rewrites the failed bind's finding `f` when the process that holds
+/// `port` (`listener`, started with the port, or a socket row of
+/// `sockets`) is another instance of the failing server.
+pub(super) fn apply(
+    f: &mut Finding,
+    incident: &Incident,
+    port: Option<&str>,
+    listener: Option<&PsRecord>,
+    sockets: &[&Listener],
+) {
+    if f.category != Category::PortInUse {
+        return;
+    }
+    let Some(number) = port.and_then(|p| p.parse::<u16>().ok()) else {
+        return;
+    };
+    let holders = holders(incident, listener, sockets);
     let failing: Vec<&str> = BIND_STACKS
         .iter()
         .filter(|(id, _)| incident.known(id).next().is_some())
