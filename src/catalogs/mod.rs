@@ -38,6 +38,7 @@ macro_rules! built {
 }
 const FILES: &[(&str, &str)] = built![
     "cuda",
+    "nvml",
     "nccl",
     "systemd",
     "kernel",

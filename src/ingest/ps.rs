@@ -137,9 +137,34 @@ const AUX_COLUMNS: [Column; 11] = [
     Column::Cmd,
 ];
 
+/// A `ps -o pid,ppid,comm` (or `…,args`) row pasted without its header
+/// whose command is a serving stack's process title, which SGLang and vLLM
+/// set for their processes (`  34472  1  VLLM::Worker_DP1_EP1`,
+/// `sglang::scheduler_TP0`): two numbers, the PID and its parent's, then
+/// the title alone. A bare `N N word` row says nothing of its columns;
+/// the title is what makes it a process row, and the order PID, PPID is
+/// `ps`'s own for every layout that prints both.
+const TITLE_COLUMNS: [Column; 3] = [Column::Pid, Column::Ppid, Column::Cmd];
+
+/// Whether `text` is such a row: [`TITLE_COLUMNS`].
+pub(crate) fn is_title_row(text: &str) -> bool {
+    let mut words = text.split_whitespace();
+    let (Some(pid), Some(ppid), Some(title), None) =
+        (words.next(), words.next(), words.next(), words.next())
+    else {
+        return false;
+    };
+    let number = |w: &str| !w.is_empty() && w.len() <= 10 && w.bytes().all(|b| b.is_ascii_digit());
+    number(pid) && number(ppid) && super::server::process_title(title).is_some()
+}
+
 /// The layout of a row pasted without its header, when its shape is
-/// unmistakably `ps -ef`'s, `ps aux`'s or `ps alx`'s.
+/// unmistakably `ps -ef`'s, `ps aux`'s or `ps alx`'s, or a serving
+/// process's [`TITLE_COLUMNS`].
 fn implied_columns(text: &str) -> Option<&'static [Column]> {
+    if is_title_row(text) {
+        return Some(&TITLE_COLUMNS);
+    }
     if EF_ROW.is_match(text) {
         Some(&EF_COLUMNS)
     } else if AUX_ROW.is_match(text) {
@@ -154,7 +179,7 @@ fn implied_columns(text: &str) -> Option<&'static [Column]> {
 /// Whether `text` is a `ps -ef`, `ps aux` or `ps alx` row even without its
 /// header.
 pub(super) fn is_headerless_row(text: &str) -> bool {
-    implied_columns(text).is_some()
+    EF_ROW.is_match(text) || AUX_ROW.is_match(text) || ALX_ROW.is_match(text)
 }
 
 /// What a column of a listing holds.
@@ -872,6 +897,38 @@ user   2505781  1     sglang::scheduler_DP0_TP0_EP0
             let (records, unrecognized) = run(text);
             assert!(records.is_empty(), "{text}");
             assert_eq!(unrecognized as usize, text.lines().count());
+        }
+    }
+
+    /// A `PID PPID TITLE` row without its header: the title a serving
+    /// stack gives its process makes it one (batch O's 1010,
+    /// https://github.com/vllm-project/vllm/pull/44751: a GPU worker left
+    /// under PID 1 after its launcher timed out). Two numbers and a word
+    /// that is no such title are not a row.
+    #[test]
+    fn headerless_rows_of_serving_process_titles() {
+        let (records, unrecognized) =
+            run("  34472  1  VLLM::Worker_DP1_EP1\n 4318 4242 sglang::scheduler_TP0");
+        assert_eq!(unrecognized, 0);
+        let got: Vec<_> = records
+            .iter()
+            .map(|r| (r.pid, r.ppid, r.cmd.as_str(), r.span.line))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (34472, Some(1), "VLLM::Worker_DP1_EP1", 1),
+                (4318, Some(4242), "sglang::scheduler_TP0", 2)
+            ]
+        );
+        for text in [
+            "  34472  1  python3",
+            "  34472  1  VLLM::Worker_DP1_EP1 extra",
+            "34472 VLLM::Worker_TP0",
+        ] {
+            let (records, _) = run(text);
+            assert!(records.is_empty(), "{text}");
+            assert!(!is_title_row(text), "{text}");
         }
     }
 

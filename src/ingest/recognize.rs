@@ -229,6 +229,7 @@ impl LineReader {
                 || is_listing_summary(text)
                 || is_cli_verdict(text)
                 || is_rule_line(text)
+                || is_dotnet_frame(text)
                 || is_pod_status_field(text)
                 || super::shell_notes::is_shell_note(text)
         };
@@ -430,6 +431,42 @@ fn is_logfmt_fields(text: &str) -> bool {
         rest = value[end..].trim_start();
     }
     pairs >= 2
+}
+
+/// A frame of a .NET exception's stack trace, as `Exception.ToString()`
+/// prints it under the `Namespace.Type: message` line: three spaces,
+/// `at `, the method's full name with its parameter list, and where the
+/// build kept symbols ` in <file>:line N` (`   at
+/// NHM.DeviceMonitoring.DeviceMonitorNVIDIA.ExecNvmlProcedure[T](T
+/// failReturn, String tag, Func`1 nvmlExecFun)`, batch O's 1016,
+/// https://github.com/trexminer/T-Rex/issues/331). Java's `at
+/// pkg.Class.method(File.java:12)` is not one: its parentheses hold a
+/// file and line, not parameters.
+fn is_dotnet_frame(text: &str) -> bool {
+    let Some(frame) = text
+        .starts_with([' ', '\t'])
+        .then(|| text.trim_start().strip_prefix("at "))
+        .flatten()
+    else {
+        return false;
+    };
+    let frame = match frame.rsplit_once(" in ") {
+        Some((head, tail)) if tail.contains(":line ") => head,
+        _ => frame.trim_end(),
+    };
+    let Some((name, params)) = frame.split_once('(') else {
+        return false;
+    };
+    let Some(params) = params.strip_suffix(')') else {
+        return false;
+    };
+    let java_place = params.contains(".java:")
+        || params.contains(".kt:")
+        || matches!(params, "Native Method" | "Unknown Source");
+    name.contains('.')
+        && name.starts_with(|c: char| c.is_ascii_uppercase() || c == '<')
+        && !name.contains(' ')
+        && !java_place
 }
 
 /// A rule drawn across the terminal between blocks of output: a run of
@@ -756,6 +793,28 @@ mod tests {
         }
         let tally = reader.finish(&mut facts);
         (facts, tally)
+    }
+
+    /// .NET's frames (batch O's 1016, https://github.com/trexminer/T-Rex/issues/331;
+    /// the `in …:line N` form as .NET prints it with symbols) are read;
+    /// Java's and a person's `at home (…)` are not.
+    #[test]
+    fn dotnet_stack_frames() {
+        for frame in [
+            "   at NHM.DeviceMonitoring.DeviceMonitorNVIDIA.<NHM.DeviceMonitoring.IGetFanSpeedPercentage.GetFanSpeedPercentage>b__17_0()",
+            "   at NHM.DeviceMonitoring.DeviceMonitorNVIDIA.ExecNvmlProcedure[T](T failReturn, String tag, Func`1 nvmlExecFun)",
+            "   at Program.Main(String[] args) in C:\\src\\Program.cs:line 12",
+        ] {
+            assert!(is_dotnet_frame(frame), "{frame}");
+        }
+        for other in [
+            "\tat com.example.Foo.bar(Foo.java:12)",
+            "\tat java.lang.Thread.run(Unknown Source)",
+            "at NHM.Device.Run()",
+            "   at home (with the kids)",
+        ] {
+            assert!(!is_dotnet_frame(other), "{other}");
+        }
     }
 
     #[test]

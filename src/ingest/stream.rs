@@ -162,6 +162,7 @@ fn read_source(
         writers: Default::default(),
         last_text: 0,
         wrapped: None,
+        tail: None,
         command: None,
     };
     let look = Look {
@@ -474,6 +475,9 @@ struct InputReader {
     /// The last line, when it was a message that may have been wrapped
     /// inside a token ([`Wrapped`]).
     wrapped: Option<Wrapped>,
+    /// The last line of the last batch, with its number, when a wrap may
+    /// have cut it ([`rest_of_above`]).
+    tail: Option<(u32, String)>,
     /// The command typed at the last prompt, counting what it prints.
     command: Option<TypedCommand>,
 }
@@ -549,16 +553,59 @@ impl Wrapped {
     }
 }
 
+/// A message line that a terminal or a pager wrapped at a space and
+/// indented (systemd-oomd's `Killed /user.slice/…/x.service` then `  due
+/// to memory pressure for … being 56.11% > 50.00% for > 20s with reclaim
+/// activity`, batch O's 1007): `text`, indented, joined to `above` (long
+/// enough for a wrap, ending in a word's character) when the whole is a
+/// catalog row that neither half is. The joined message, or `None`.
+fn rest_of_above(above: &str, text: &str) -> Option<String> {
+    if !text.starts_with([' ', '\t']) || !Wrapped::may_continue(above) {
+        return None;
+    }
+    let all = crate::catalogs::catalogs();
+    let rows = |t: &str| -> Vec<&str> {
+        all.hits(t)
+            .into_iter()
+            .filter_map(|h| h.row.map(|r| r.id.as_str()))
+            .collect()
+    };
+    let rest = text.trim_start();
+    let joined = format!("{} {rest}", above.trim_end());
+    let (first, second) = (rows(above), rows(rest));
+    rows(&joined)
+        .iter()
+        .any(|id| !first.contains(id) && !second.contains(id))
+        .then_some(joined)
+}
+
 impl InputReader {
     /// Reads a batch of lines, looked at, and empties it.
     fn lines(&mut self, batch: &mut Batch) {
+        let tail = self.tail.take();
         for i in 0..batch.lines.len() {
-            self.line(batch.lines[i].0, batch.line(i), batch.looked[i]);
+            let n = batch.lines[i].0;
+            // The line above, for a message a wrap moved onto its own
+            // indented line ([`rest_of_above`]).
+            let above = match i {
+                0 => tail
+                    .as_ref()
+                    .filter(|(line, _)| line + 1 == n)
+                    .map(|(_, t)| t.as_str()),
+                _ => (batch.lines[i - 1].0 + 1 == n).then(|| batch.line(i - 1)),
+            };
+            self.line(n, batch.line(i), batch.looked[i], above);
+        }
+        if let Some(last) = batch.lines.len().checked_sub(1) {
+            let text = batch.line(last);
+            if Wrapped::may_continue(text) {
+                self.tail = Some((batch.lines[last].0, text.to_owned()));
+            }
         }
         batch.clear();
     }
 
-    fn line(&mut self, n: u32, text: &str, looked: Looked) {
+    fn line(&mut self, n: u32, text: &str, looked: Looked, above: Option<&str>) {
         if !text.trim().is_empty() {
             self.last_text = n;
         }
@@ -641,9 +688,15 @@ impl InputReader {
             }
         }
         if message && !repeated {
+            // An indented line that goes on with the message the line above
+            // began (`Killed /…/x.service` / `  due to memory pressure for
+            // … being 56.11% > 50.00% …`): the message is the two joined.
+            let whole = (!fast)
+                .then(|| above.and_then(|a| rest_of_above(a, text)))
+                .flatten();
             self.facts.messages.push(Message {
                 span,
-                text: text.to_owned(),
+                text: whole.unwrap_or_else(|| text.to_owned()),
                 pid: None,
             });
             if !fast && Wrapped::may_continue(text) {
@@ -1145,6 +1198,35 @@ ream->get()): out of memory (/app/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuff
         );
         assert_eq!(ingested.facts.messages.len(), 2);
         assert!(!ingested.facts.messages[0].text.contains("ream->get"));
+    }
+
+    /// A message wrapped at a space onto an indented line (batch O's 1007,
+    /// its source.md's thread): the indented line's message is the whole,
+    /// so its catalog row reads the pressure figures; an indented line
+    /// that completes no row is left as it is.
+    #[test]
+    fn an_indented_rest_of_the_line_above_is_read_with_it() {
+        let text = "\
+Jul 05 17:33:19 systemd-oomd[1599]: Killed /user.slice/user-1000.slice/user@1000.service/app.slice/overdeck-tmux-server.service
+  due to memory pressure for /user.slice/user-1000.slice/user@1000.service being 56.11% > 50.00% for > 20s with reclaim activity
+";
+        let mut sources = SourceMap::new();
+        sources.add(Source::new("paste.txt", text.as_bytes()));
+        let ingested = ingest(&sources, &Anchors::new(["due to memory pressure for"]));
+        let m = &ingested.facts.messages;
+        assert!(
+            m.len() == 1
+                && m[0].span.line == 2
+                && m[0]
+                    .text
+                    .contains("overdeck-tmux-server.service due to memory pressure"),
+            "{m:?}"
+        );
+        let other = text.replace("Killed /", "Started /");
+        let mut sources = SourceMap::new();
+        sources.add(Source::new("paste.txt", other.as_bytes()));
+        let ingested = ingest(&sources, &Anchors::new(["due to memory pressure for"]));
+        assert!(ingested.facts.messages[0].text.starts_with("  due to"));
     }
 
     /// Each command typed at a prompt, with what it printed before the next

@@ -17,9 +17,14 @@ use crate::source::Span;
 const UNIT_NAME: &str = r"[A-Za-z0-9:_.@\\-]+\.(?:service|socket|device|mount|automount|swap|target|path|timer|slice|scope)";
 
 /// `● sglang.service - SGLang inference server`; `×` failed, `○` inactive,
-/// `*`/`x` without UTF-8.
+/// `*`/`x` without UTF-8. A paste whose lines the terminal re-wrapped may
+/// glue the next field to it (`… - Service for snap application x Loaded:
+/// loaded`), and a harness that prints the unit's name before its status
+/// puts that name in front (`x.service × x.service - …`, snapd's spread).
 static BULLET: LazyLock<Regex> = LazyLock::new(|| {
-    let pattern = format!(r"^(?:●|×|○|\*|x)\x20(?P<unit>{UNIT_NAME})(?:\x20-\x20(?P<desc>.*))?$");
+    let pattern = format!(
+        r"^(?:(?P<echo>{UNIT_NAME})\x20)?(?:●|×|○|\*|x)\x20(?P<unit>{UNIT_NAME})(?:\x20-\x20(?P<desc>.*?))?(?:\x20Loaded:\x20(?P<loaded>.*))?$"
+    );
     Regex::new(&pattern).expect("bullet regex")
 });
 
@@ -75,6 +80,30 @@ static UNIT_AT_END: LazyLock<Regex> = LazyLock::new(|| {
     let pattern = format!(r"(?:^|/)(?P<unit>{UNIT_NAME})$");
     Regex::new(&pattern).expect("unit path regex")
 });
+
+/// Labels systemctl prints a value for on one line; a re-wrapped paste may
+/// put such a label at the start of a line without its indentation.
+const UNINDENTED: [&str; 4] = ["Loaded", "Active", "Process", "Main PID"];
+
+/// The part of a field's value that systemctl ends it with in parentheses
+/// and that a re-wrapped paste may carry to the next line on its own:
+/// `Loaded: loaded` then `(/etc/systemd/system/x.service; enabled; …)`;
+/// `Process: 6221 ExecStart=/usr/bin/snap run` then `x (code=killed,
+/// signal=ABRT)` (print_status_info()). Whether `text` is that rest of
+/// the field `label` whose value so far is `value`.
+fn wrapped_rest(label: &str, value: &str, text: &str) -> bool {
+    let text = text.trim();
+    match label {
+        "Loaded" => !value.contains('(') && text.starts_with('(') && text.ends_with(')'),
+        "Process" | "Main PID" => {
+            !value.contains("(code=")
+                && text.ends_with(')')
+                && text.contains("(code=")
+                && !text.contains(": ")
+        }
+        _ => false,
+    }
+}
 
 /// Lines systemctl adds around the blocks.
 const NOTICES: [&str; 4] = [
@@ -252,36 +281,80 @@ pub fn read(lines: &[Line<'_>], facts: &mut Facts) -> Vec<usize> {
     let mut block: Option<Block> = None;
     // The field whose indented continuation lines may follow.
     let mut open_label: Option<&str> = None;
+    // The field of the line before, with its value, which a re-wrapped
+    // paste may go on with on this line (`wrapped_rest`).
+    let mut last_field: Option<(&str, String, Span)> = None;
     let mut missed = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         let text = line.text;
         if text.trim().is_empty() {
             open_label = None;
+            last_field = None;
             continue;
         }
-        let head = BULLET.captures(text).or_else(|| {
-            let loaded_next = lines
-                .get(i + 1)
-                .and_then(|next| FIELD.captures(next.text))
-                .is_some_and(|f| &f["label"] == "Loaded");
-            BARE_HEAD.captures(text).filter(|_| loaded_next)
-        });
+        if let Some((label, value, span)) = last_field.take() {
+            if block.is_some() && wrapped_rest(label, &value, text) {
+                let joined = format!("{value} {}", text.trim());
+                if let Some(b) = &mut block {
+                    if label == "Process" {
+                        b.status.processes.retain(|p| p.span != span);
+                    }
+                    b.field(label, &joined, span);
+                    b.status.end = Some(line.span);
+                }
+                continue;
+            }
+        }
+        let head = BULLET
+            .captures(text)
+            .filter(|c| c.name("echo").is_none_or(|e| e.as_str() == &c["unit"]))
+            .or_else(|| {
+                let loaded_next = lines
+                    .get(i + 1)
+                    .and_then(|next| FIELD.captures(next.text))
+                    .is_some_and(|f| &f["label"] == "Loaded");
+                BARE_HEAD.captures(text).filter(|_| loaded_next)
+            });
         if let Some(c) = head {
             if let Some(b) = block.take() {
                 b.finish(facts);
             }
             let desc = c.name("desc").map(|m| m.as_str());
-            block = Some(Block::new(&c["unit"], desc, line.span));
+            let mut b = Block::new(&c["unit"], desc, line.span);
             open_label = None;
+            if let Some(loaded) = c.name("loaded") {
+                b.field("Loaded", loaded.as_str(), line.span);
+                last_field = Some(("Loaded", loaded.as_str().to_owned(), line.span));
+            }
+            block = Some(b);
             continue;
         }
-        if let Some(c) = FIELD.captures(text) {
+        let field = FIELD.captures(text);
+        // Inside a block, a one-line field whose indentation the paste
+        // lost is still the field.
+        if field.is_none() && block.is_some() {
+            let padded = format!(" {text}");
+            let unindented = FIELD.captures(&padded).and_then(|c| {
+                let label = UNINDENTED.iter().copied().find(|l| *l == &c["label"])?;
+                Some((label, c.name("value").map_or("", |m| m.as_str()).to_owned()))
+            });
+            if let Some((label, value)) = unindented {
+                if let Some(b) = &mut block {
+                    b.field(label, &value, line.span);
+                }
+                open_label = Some(label);
+                last_field = Some((label, value, line.span));
+                continue;
+            }
+        }
+        if let Some(c) = field {
             let label = c.name("label").map_or("", |m| m.as_str());
             let value = c.name("value").map_or("", |m| m.as_str());
             block
                 .get_or_insert_with(|| Block::new("", None, line.span))
                 .field(label, value, line.span);
             open_label = Some(label);
+            last_field = Some((label, value.to_owned(), line.span));
             continue;
         }
         if NOT_FOUND.is_match(text) {

@@ -119,6 +119,14 @@ pub const ENGINES: &[Engine] = &[
         "sgl-project/sglang python/sglang/srt/managers/data_parallel_controller.py run_data_parallel_controller_process(): setproctitle(\"sglang::data_parallel_controller\")",
     ),
     row(
+        "SGLang",
+        Role::FrontEnd,
+        Spelling::Program,
+        "sglang",
+        "sgl-project/sglang pyproject.toml [project.scripts] sglang = \"sglang.cli.main:main\": the process name (comm) of `sglang serve`, as psutil's process.name() prints it (SGLang's own wait_port_available() names a port's holder so)",
+    )
+    .unlisted(),
+    row(
         "SGLang diffusion",
         Role::Engine,
         Spelling::Title,
@@ -168,6 +176,14 @@ pub const ENGINES: &[Engine] = &[
         "vllm serve",
         "vllm-project/vllm vllm/entrypoints/cli/main.py: the `vllm` command's `serve` (the single API server keeps its command line)",
     ),
+    row(
+        "vLLM",
+        Role::FrontEnd,
+        Spelling::Program,
+        "vllm",
+        "vllm-project/vllm pyproject.toml [project.scripts] vllm = \"vllm.entrypoints.cli.main:main\": the process name (comm) of `vllm serve`",
+    )
+    .unlisted(),
     row(
         "vLLM",
         Role::FrontEnd,

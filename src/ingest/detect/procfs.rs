@@ -51,6 +51,21 @@ pub(super) fn sniff(line: &str, _current: Option<Format>) -> Option<Class> {
             "a ps row with its start time (lstart) without its header",
         ));
     }
+    // A row `PID PPID TITLE` whose title is a serving process's
+    // (`34472  1  VLLM::Worker_DP1_EP1`).
+    if line
+        .trim_start()
+        .as_bytes()
+        .first()
+        .is_some_and(u8::is_ascii_digit)
+        && memchr::memmem::find(line.as_bytes(), b"::").is_some()
+        && crate::ingest::ps::is_title_row(line)
+    {
+        return Some(Class::Strong(
+            Format::Ps,
+            "a ps row `PID PPID TITLE` of a serving process without its header",
+        ));
+    }
     if CGROUP_PROMPT.is_match(line) || HEAD_HEADER.is_match(line) {
         return Some(Class::Strong(
             Format::ProcCgroup,

@@ -344,3 +344,66 @@ fn drop_in_files_are_read_with_their_lines() {
         ]
     );
 }
+
+/// A block whose lines the terminal re-wrapped (batch O's 1012,
+/// https://github.com/canonical/snapd/pull/12776, its description): the unit's
+/// name echoed before the bullet and `Loaded:` glued to the bullet line,
+/// the `(…; enabled; vendor preset: enabled)` tail on the next line, fields
+/// without their indentation, and a `Process:` line whose `(code=…)` tail
+/// went on to the next line. Every line is read, and each field is its own.
+#[test]
+fn a_re_wrapped_block_is_read_field_by_field() {
+    let (units, unrecognized) = run("\
+snap.test-snapd-service-watchdog.direct-watchdog-ok.service × snap.test-snapd-service-watchdog.direct-watchdog-ok.service - Service for snap application test-snapd-service-watchdog.direct-watchdog-ok Loaded: loaded
+(/etc/systemd/system/snap.test-snapd-service-watchdog.direct-watchdog-ok.service; enabled; vendor preset: enabled)
+Active: failed (Result: watchdog) since Tue 2023-04-25 17:23:14 UTC; 2min 14s ago
+Process: 6221 ExecStart=/usr/bin/snap run
+test-snapd-service-watchdog.direct-watchdog-ok (code=killed, signal=ABRT)
+   Main PID: 6221 (code=killed, signal=ABRT)
+        CPU: 1.549s");
+    assert_eq!(unrecognized, 0);
+    assert_eq!(units.len(), 1);
+    let u = &units[0];
+    assert_eq!(
+        u.unit,
+        "snap.test-snapd-service-watchdog.direct-watchdog-ok.service"
+    );
+    assert_eq!(
+        u.description.as_deref(),
+        Some("Service for snap application test-snapd-service-watchdog.direct-watchdog-ok")
+    );
+    assert_eq!(u.result.as_deref(), Some("watchdog"));
+    assert_eq!(u.main_pid, Some(6221));
+    let p: Vec<_> = u
+        .processes
+        .iter()
+        .map(|p| (p.pid, p.setting.as_deref(), p.exit.as_deref(), p.span.line))
+        .collect();
+    assert_eq!(
+        p,
+        [(6221, Some("ExecStart"), Some("code=killed, signal=ABRT"), 4)]
+    );
+    assert_eq!(u.end, Some(span(7)));
+}
+
+/// What the re-wrapped reading must not take: a bullet line echoing another
+/// unit's name is no head, and a line after a complete field is no rest of
+/// it.
+#[test]
+fn a_re_wrapped_reading_needs_its_own_shape() {
+    let (units, unrecognized) = run("\
+a.service × b.service - B
+● c.service - C
+     Loaded: loaded (/etc/systemd/system/c.service; enabled; preset: enabled)
+(something else entirely)
+Process: 12 ExecStart=/bin/c (code=exited, status=1/FAILURE)
+x (code=killed, signal=KILL)");
+    assert_eq!(unrecognized, 3);
+    assert_eq!(units.len(), 1);
+    assert_eq!(units[0].unit, "c.service");
+    assert_eq!(units[0].processes.len(), 1);
+    assert_eq!(
+        units[0].processes[0].exit.as_deref(),
+        Some("code=exited, status=1/FAILURE")
+    );
+}

@@ -58,7 +58,13 @@ struct Bind<'a> {
     message: &'a Message,
     port: Port,
     number: Option<String>,
+    /// The port's name where the line gives it (SGLang's `metrics_port`,
+    /// `http_port`, `nccl_port`: its own ServerArgs field).
+    label: Option<String>,
 }
+
+/// The rows whose `name` capture is the port's own name.
+const NAMED_PORTS: &[&str] = &["stacks-sglang.port-not-available"];
 
 /// Every failed bind the catalogs' rows (and NCCL's WARN) read, in input
 /// order. A ZMQ error counts as ZMQ's only where it names its address.
@@ -79,10 +85,17 @@ fn binds(incident: &Incident) -> Vec<Bind<'_>> {
                         .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
                         .map(str::to_owned)
                 });
+                let label = NAMED_PORTS
+                    .contains(id)
+                    .then(|| hit.get("name"))
+                    .flatten()
+                    .filter(|n| n.contains("port"))
+                    .map(str::to_owned);
                 Bind {
                     message,
                     port,
                     number,
+                    label,
                 }
             })
         })
@@ -90,10 +103,31 @@ fn binds(incident: &Incident) -> Vec<Bind<'_>> {
             message,
             port: Port::Http,
             number: None,
+            label: None,
         }))
         .collect();
     out.sort_by_key(|b| b.message.span);
     out
+}
+
+/// What the failed port is, as the report says it: the store's, an
+/// internal ZMQ port, the port as the server names it (a metrics or NCCL
+/// port is not the one clients use), else the HTTP port.
+fn port_name(binds: &[Bind<'_>], store: bool) -> String {
+    if store {
+        "the torch.distributed store port".to_owned()
+    } else if binds.iter().any(|b| b.port == Port::Zmq) {
+        "an internal ZMQ port".to_owned()
+    } else if let Some(label) = binds.iter().find_map(|b| b.label.as_deref()) {
+        // The port as the server names it: a metrics or NCCL port is
+        // not the one clients use.
+        match label {
+            "port" | "http_port" => "its HTTP port".to_owned(),
+            _ => format!("its {label}"),
+        }
+    } else {
+        "its HTTP port".to_owned()
+    }
 }
 
 static META: RuleMeta = RuleMeta {
@@ -211,13 +245,7 @@ impl Rule for AddressAlreadyInUse {
         for (m, n) in distinct(lines.iter().copied()) {
             f.evidence(m.span, format!("the bind failed ({n}x)"));
         }
-        let what = if store {
-            "the torch.distributed store port".to_owned()
-        } else if binds.iter().any(|b| b.port == Port::Zmq) {
-            "an internal ZMQ port".to_owned()
-        } else {
-            "its HTTP port".to_owned()
-        };
+        let what = port_name(&binds, store);
         let port_text = port.as_deref().map(|p| format!(" {p}")).unwrap_or_default();
         // A process on this host started with this port: a live listener.
         let listener = port.as_deref().and_then(|p| {

@@ -9,6 +9,7 @@
 //! the finding that cites its last words.
 
 mod records;
+mod watchdog;
 
 use crate::correlate::{Incident, UnitEventKind, exit_meaning, last_words};
 use crate::model::ServerEventKind;
@@ -255,7 +256,8 @@ fn unit_deaths(incident: &Incident) -> Vec<Death> {
                 )
             })
         };
-        if let Some((span, how, crashed)) = death {
+        let death = death.map(|d| watchdog::recast(incident, unit, facts, d));
+        if let Some((span, how, crashed, kill_line)) = death {
             let verdicts = result
                 .as_ref()
                 .map(|(s, _)| *s)
@@ -274,7 +276,10 @@ fn unit_deaths(incident: &Incident) -> Vec<Death> {
                 said: None,
                 who: None,
                 signal: None,
-                records: Vec::new(),
+                records: kill_line
+                    .map(|l| (l, "systemd's kill that ended it".to_owned(), pid))
+                    .into_iter()
+                    .collect(),
                 last_words: Vec::new(),
             });
         }
