@@ -68,6 +68,7 @@ const FILES: &[(&str, &str)] = built![
     "stacks-comfyui",
     "stacks-exllama",
     "stacks-xinference",
+    "stacks-kaldi",
     "startup",
 ];
 

@@ -17,6 +17,10 @@ pub struct Gpu {
     /// The last `GPU-Util` the captures show (`59%`): a GPU that computes
     /// runs a live job, whoever's it is.
     pub utilization_pct: Option<u32>,
+    /// The last `Compute M.` cell the tables show, as printed.
+    pub compute_mode: Option<String>,
+    /// The line that showed the last memory figures and compute mode.
+    pub usage_span: Option<Span>,
     /// Every line that described this GPU.
     pub spans: Vec<Span>,
 }
@@ -118,6 +122,8 @@ fn fill(g: &mut Gpu, r: &crate::model::GpuRecord) {
     g.memory_used_mib = g.memory_used_mib.or(r.memory_used_mib);
     g.memory_total_mib = g.memory_total_mib.or(r.memory_total_mib);
     g.utilization_pct = r.utilization_pct.or(g.utilization_pct);
+    g.compute_mode = r.compute_mode.clone().or(g.compute_mode.take());
+    g.usage_span = r.usage_span.or(g.usage_span);
     g.spans.extend(r.span);
 }
 

@@ -525,6 +525,8 @@ impl TableParser<'_> {
                     gpu.memory_used_mib = used;
                     gpu.memory_total_mib = total;
                     gpu.utilization_pct = cells.get(2).and_then(|c| utilization(c));
+                    gpu.compute_mode = cells.get(2).and_then(|c| compute_mode(c));
+                    gpu.usage_span = Some(span);
                 }
             }
             return true;
@@ -786,6 +788,8 @@ fn gpu_first_line(cells: &[&str], span: Span) -> GpuRecord {
         memory_used_mib: None,
         memory_total_mib: None,
         utilization_pct: None,
+        compute_mode: None,
+        usage_span: None,
         span: Some(span),
     }
 }
@@ -794,6 +798,15 @@ fn gpu_first_line(cells: &[&str], span: Span) -> GpuRecord {
 /// (a MIG-enabled card) is `None`.
 fn utilization(cell: &str) -> Option<u32> {
     TOKEN.find(cell)?.as_str().strip_suffix('%')?.parse().ok()
+}
+
+/// `     16%    E. Thread ` → `E. Thread`: the `Compute M.` cell, the
+/// words after the utilisation (`Default`, `E. Process`, `E. Thread`,
+/// `Prohibited`; older drivers also print `E. Thread`).
+fn compute_mode(cell: &str) -> Option<String> {
+    let util = TOKEN.find(cell)?;
+    let mode = cell[util.end()..].trim();
+    matches!(mode, "Default" | "E. Process" | "E. Thread" | "Prohibited").then(|| mode.to_owned())
 }
 
 fn is_persistence(token: &str) -> bool {
@@ -973,6 +986,8 @@ mod tests {
             memory_used_mib: used,
             memory_total_mib: total,
             utilization_pct: None,
+            compute_mode: None,
+            usage_span: None,
             span: Some(span(line)),
         }
     }
@@ -983,6 +998,8 @@ mod tests {
         gpus.iter()
             .map(|g| GpuRecord {
                 utilization_pct: None,
+                compute_mode: None,
+                usage_span: None,
                 ..g.clone()
             })
             .collect()
@@ -1009,6 +1026,56 @@ mod tests {
         assert_eq!(util, vec![Some(59), Some(0)]);
         assert_eq!(utilization("     59%      Default "), Some(59));
         assert_eq!(utilization("     N/A      Default "), None);
+    }
+
+    #[test]
+    fn compute_mode_and_its_line_are_read_from_the_memory_row() {
+        // https://github.com/kaldi-asr/kaldi/pull/386 (batch O's 993): two
+        // K10s in exclusive-thread mode, each with another job's context.
+        let table = "\
++------------------------------------------------------+
+| NVIDIA-SMI 346.46     Driver Version: 346.46         |
+|-------------------------------+----------------------+----------------------+
+| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |
+|===============================+======================+======================|
+|   0  Tesla K10.G2.8GB    Off  | 0000:07:00.0     Off |                    0 |
+| N/A   45C    P0    50W / 117W |    574MiB /  3583MiB |     16%    E. Thread |
++-------------------------------+----------------------+----------------------+
+|   1  Tesla K10.G2.8GB    Off  | 0000:08:00.0     Off |                    0 |
+| N/A   43C    P0    57W / 117W |    574MiB /  3583MiB |     24%    E. Thread |
++-------------------------------+----------------------+----------------------+";
+        let (facts, _) = run(table);
+        let modes: Vec<_> = facts
+            .gpus
+            .iter()
+            .map(|g| (g.compute_mode.as_deref(), g.usage_span.map(|s| s.line)))
+            .collect();
+        assert_eq!(
+            modes,
+            [(Some("E. Thread"), Some(8)), (Some("E. Thread"), Some(11))]
+        );
+        assert_eq!(
+            compute_mode("     59%      Default "),
+            Some("Default".to_owned())
+        );
+        assert_eq!(
+            compute_mode("      0%   E. Process "),
+            Some("E. Process".to_owned())
+        );
+        assert_eq!(compute_mode("     N/A "), None);
+    }
+
+    /// The records without their compute mode and its line, for the tests
+    /// about the other cells.
+    fn plain(gpus: &[GpuRecord]) -> Vec<GpuRecord> {
+        gpus.iter()
+            .map(|g| GpuRecord {
+                compute_mode: None,
+                usage_span: None,
+                ..g.clone()
+            })
+            .collect()
     }
 
     /// `g` with the `GPU-Util` its memory row shows.
@@ -1259,7 +1326,7 @@ Tue Mar  5 08:01:22 2019
         );
         let h100 = "NVIDIA H100 80GB HBM3";
         assert_eq!(
-            facts.gpus,
+            plain(&facts.gpus),
             vec![
                 busy(gpu(9, 0, h100, "0000:18:00.0", Some(1026), Some(81559)), 0),
                 busy(
@@ -1355,7 +1422,7 @@ Tue Mar  5 08:01:22 2019
         );
         let pro = "NVIDIA RTX PRO 6000 Blac...";
         assert_eq!(
-            facts.gpus,
+            plain(&facts.gpus),
             vec![
                 busy(gpu(9, 0, pro, "0000:01:00.0", Some(90211), Some(97887)), 4),
                 busy(
@@ -1496,7 +1563,7 @@ Tue Mar  5 08:01:22 2019
             ]
         );
         assert_eq!(
-            facts.gpus,
+            plain(&facts.gpus),
             vec![
                 busy(
                     gpu(
@@ -1593,7 +1660,7 @@ Tue Mar  5 08:01:22 2019
         let (facts, unrecognized) = run(table);
         assert_eq!(unrecognized, 0);
         assert_eq!(
-            facts.gpus,
+            plain(&facts.gpus),
             vec![gpu(
                 8,
                 0,
@@ -1634,7 +1701,7 @@ Tue Mar  5 08:01:22 2019
         assert_eq!(unrecognized, 0);
         let h100 = "NVIDIA H100 80GB HBM3";
         assert_eq!(
-            facts.gpus,
+            plain(&facts.gpus),
             vec![
                 busy(gpu(8, 0, h100, "0000:18:00.0", Some(1026), Some(81559)), 0),
                 // The cut memory cell is not read as 815 MiB.

@@ -496,10 +496,12 @@ struct Engine {
 /// A message line that may go on, unindented, on the next line: a paste
 /// wrapped by a terminal or a mail client inside a token (`…
 /// ::cudaMallocAsync(ptr, n, mCudaSt` then `ream->get()): out of memory
-/// (…tllmBuffers.h:112)`). The next line is joined to it only where the
-/// join is a catalog message that neither half is, and the next line has
-/// no frame of its own (no time, level or logger head: a record stands
-/// alone) and starts inside a word.
+/// (…tllmBuffers.h:112)`), or by GitHub's issue form after one (`…
+/// Timeout(ms)` then `=600000) ran for 600012 milliseconds before timing
+/// out.`). The next line is joined to it only where the join is a catalog
+/// message that neither half is, and the next line has no frame of its
+/// own (no time, level or logger head: a record stands alone) and no
+/// indentation.
 struct Wrapped {
     line: u32,
     /// Its index in `Facts::messages`.
@@ -510,24 +512,24 @@ impl Wrapped {
     /// Lines shorter than this are not cut by a wrap.
     const MIN_WIDTH: usize = 60;
 
-    /// Whether `text` may have been cut inside a token: long enough for a
-    /// wrap and ending in a word's character, with no space before the cut.
+    /// Whether `text` may have been cut inside a token or between two:
+    /// long enough for a wrap, with no space before the cut.
     fn may_continue(text: &str) -> bool {
         text.len() >= Self::MIN_WIDTH
             && text
                 .as_bytes()
                 .last()
-                .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_')
+                .is_some_and(|&b| b.is_ascii_graphic())
     }
 
-    /// Joins `text` to the message when it starts inside a word and the
-    /// whole is a catalog row that neither half is; says whether it did
-    /// (the line is then read as the rest of that message).
+    /// Joins `text` to the message when it starts with no indentation and
+    /// the whole is a catalog row that neither half is; says whether it
+    /// did (the line is then read as the rest of that message).
     fn rejoin(self, text: &str, messages: &mut [Message]) -> bool {
         let starts_in_word = text
             .as_bytes()
             .first()
-            .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_');
+            .is_some_and(|&b| b.is_ascii_graphic());
         let Some(head) = messages.get_mut(self.message) else {
             return false;
         };

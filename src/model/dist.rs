@@ -82,8 +82,10 @@ pub enum TorchDistKind {
         op: String,
         numel_in: Option<i64>,
         numel_out: Option<i64>,
-        timeout_ms: u64,
-        ran_for_ms: u64,
+        /// `None` where the paste cut the line after `OpType=…` (a wrap:
+        /// the rest is on the next line, joined to the message there).
+        timeout_ms: Option<u64>,
+        ran_for_ms: Option<u64>,
     },
     /// `failure detected by watchdog at work sequence id: N PG status: last
     /// enqueued work: N, last completed work: N`: the lowest `last_completed`

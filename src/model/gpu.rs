@@ -31,6 +31,11 @@ pub struct GpuRecord {
     pub memory_total_mib: Option<u64>,
     /// The table's `GPU-Util` cell (`59%`): whether the GPU computes now.
     pub utilization_pct: Option<u32>,
+    /// The table's `Compute M.` cell as printed (`Default`, `E. Process`,
+    /// `Prohibited`; older drivers also `E. Thread`).
+    pub compute_mode: Option<String>,
+    /// The row's second line (fan, memory, utilisation, compute mode).
+    pub usage_span: Option<Span>,
     pub span: Option<Span>,
 }
 

@@ -633,6 +633,39 @@ pub static ROWS: &[Row] = &[
         ],
     },
     Row {
+        name: "kaldi",
+        what: "Kaldi's `LEVEL (program[version]:Function():file.cc:N) `",
+        first: |c| matches!(c, b'L' | b'W' | b'E' | b'V' | b'A'),
+        may: |b| {
+            KALDI_LEVELS
+                .iter()
+                .any(|(l, _)| b.starts_with(l.as_bytes()))
+        },
+        peel: kaldi,
+        samples: &[
+            Sample {
+                line: "ERROR (nnet-forward[5.5.1056~1-f6f4c]:SelectGpuId():cu-device.cc:207) Failed to create CUDA context, no more unused GPUs?",
+                body: "Failed to create CUDA context, no more unused GPUs?",
+                source: "https://github.com/lifeiteng/FasterDNN/issues/1",
+            },
+            Sample {
+                line: "WARNING (cu-vector-test:SelectGpuId():cu-device.cc:130) Will try again to get a GPU after 20 seconds.",
+                body: "Will try again to get a GPU after 20 seconds.",
+                source: "https://github.com/kaldi-asr/kaldi/pull/386",
+            },
+            Sample {
+                line: "WARNING ([5.5.1013~1546-9b851]:SelectGpuId():cu-device.cc:243) Not in compute-exclusive mode.  Suggestion: use 'nvidia-smi -c 3' to set compute exclusive mode",
+                body: "Not in compute-exclusive mode.  Suggestion: use 'nvidia-smi -c 3' to set compute exclusive mode",
+                source: "https://github.com/sskorol/vosk-api-gpu/issues/13",
+            },
+            Sample {
+                line: "LOG (cu-vector-test:main():cu-vector-test.cc:765) Tests without GPU use succeeded.",
+                body: "Tests without GPU use succeeded.",
+                source: "https://github.com/kaldi-asr/kaldi/pull/386",
+            },
+        ],
+    },
+    Row {
         name: "thcudacheck",
         what: "old PyTorch's `THCudaCheck FAIL file=… line=N error=N : ` (≤ 1.0)",
         first: |c| c == b'T',
@@ -1277,6 +1310,53 @@ fn level_name(text: &str, frame: &mut Frame) -> Option<usize> {
     frame.level = Some(level_named(level)?);
     frame.record = true;
     Some(len)
+}
+
+/// Kaldi's record heads (kaldi-asr/kaldi src/base/kaldi-error.cc,
+/// `MessageLogger::LogMessage`) and the level each is.
+const KALDI_LEVELS: [(&str, &str); 5] = [
+    ("LOG (", "info"),
+    ("WARNING (", "warning"),
+    ("ERROR (", "err"),
+    ("ASSERTION_FAILED (", "crit"),
+    ("VLOG[", "debug"),
+];
+
+/// Kaldi's `LEVEL (program[version]:Function():file.cc:N) `: `VLOG[2] (`
+/// for the verbose levels; the `[version]` since Kaldi 5.0 (2017).
+fn kaldi(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (head, level) = KALDI_LEVELS.iter().find(|(h, _)| text.starts_with(h))?;
+    let mut rest = &text[head.len()..];
+    if *head == "VLOG[" {
+        rest = rest
+            .trim_start_matches(|c: char| c.is_ascii_digit())
+            .strip_prefix("] (")?;
+    }
+    // Vosk's library prints no program name: `WARNING ([5.5.1013~1546-9b851]:`.
+    let (len, (program, version, _, _, _, _, _, _)) = consumed(
+        rest,
+        (
+            take_while(|c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')),
+            opt((
+                char('['),
+                take_till1(|c: char| c == ']' || c == ' '),
+                char(']'),
+            )),
+            char(':'),
+            take_till1(|c: char| c == '(' || c == ' '),
+            tag("():"),
+            take_till1(|c: char| c == ':' || c == ' '),
+            (char(':'), digit1),
+            tag(") "),
+        ),
+    )?;
+    if program.is_empty() && version.is_none() {
+        return None;
+    }
+    frame.level = Some(level);
+    frame.ident = (!program.is_empty()).then(|| program.to_owned());
+    frame.record = true;
+    Some(text.len() - rest.len() + len)
 }
 
 /// LLaMA-Factory's format for transformers' logging:

@@ -1046,8 +1046,8 @@ frame #1: <unknown function> + 0x1d2 (0x7f2e0eb8c1b2 in /usr/lib/python3/dist-pa
         op: op.into(),
         numel_in: numel,
         numel_out: numel,
-        timeout_ms,
-        ran_for_ms,
+        timeout_ms: Some(timeout_ms),
+        ran_for_ms: Some(ran_for_ms),
     };
     assert_eq!(
         dist,
@@ -1240,7 +1240,7 @@ fn log_viewer_timestamps_and_ray_prefixes() {
     );
     assert_eq!(ray.rank.and_then(|r| r.global), Some(0));
     assert!(
-        matches!(&ray.kind, ServerEventKind::TorchDist(t) if matches!(t.kind, TorchDistKind::WatchdogTimeout { seq: 3, ran_for_ms: 600321, .. }))
+        matches!(&ray.kind, ServerEventKind::TorchDist(t) if matches!(t.kind, TorchDistKind::WatchdogTimeout { seq: 3, ran_for_ms: Some(600321), .. }))
     );
 }
 

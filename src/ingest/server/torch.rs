@@ -30,7 +30,9 @@ static WATCHDOG: LazyLock<Regex> = LazyLock::new(|| {
         r"(?x)(?:Rank\x20(?P<rank>[0-9]+)\]\s+)?Watchdog\x20caught\x20collective\x20operation\x20timeout:\x20
         WorkNCCL\(SeqNum=(?P<seq>[0-9]+),\x20OpType=(?P<op>[A-Z_]+)
         (?:,\x20NumelIn=(?P<in>-?[0-9]+),\x20NumelOut=(?P<out>-?[0-9]+))?
-        ,\x20Timeout\(ms\)=(?P<timeout>[0-9]+)\)\x20ran\x20for\x20(?P<ran>[0-9]+)\x20milliseconds",
+        # A paste may cut the line anywhere after the op (GitHub's issue
+        # form, a terminal): the head still names the rank, op and SeqNum.
+        (?:,\x20Timeout\(ms\)(?:=(?P<timeout>[0-9]+)\)\x20ran\x20for\x20(?P<ran>[0-9]+)\x20milliseconds)?)?",
     )
     .expect("watchdog timeout regex")
 });
@@ -114,8 +116,8 @@ pub(super) fn detect(text: &str) -> Option<TorchDist> {
             op: c["op"].to_owned(),
             numel_in: c.name("in").and_then(|m| m.as_str().parse().ok()),
             numel_out: c.name("out").and_then(|m| m.as_str().parse().ok()),
-            timeout_ms: c["timeout"].parse().ok()?,
-            ran_for_ms: c["ran"].parse().ok()?,
+            timeout_ms: c.name("timeout").and_then(|m| m.as_str().parse().ok()),
+            ran_for_ms: c.name("ran").and_then(|m| m.as_str().parse().ok()),
         };
         return Some(dist(kind, rank_of(&c)));
     }

@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::catalogs::Via;
-use crate::correlate::Incident;
+use crate::correlate::{Gpu, Incident};
 use crate::model::Message;
 use crate::rules::support::{confidence, distinct, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
@@ -92,6 +92,14 @@ static CAUSES: LazyLock<Vec<Cause>> = LazyLock::new(|| {
             "no GPU is visible to the process (CUDA_VISIBLE_DEVICES, container GPU access, or a GPU in error)",
             "check CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES in the unit or container, and that nvidia-smi sees the GPUs on the host",
         ),
+        // A program's own account of a context it could not create on any
+        // GPU, without CUDA's reason: last, so that a reason wins.
+        (
+            "row:stacks-kaldi.no-unused-gpu|stacks-kaldi.gpu-retry|stacks-kaldi.gpu-wait",
+            Category::GpuMemoryHeldByOtherProcess,
+            "no GPU would take another CUDA context: in an exclusive compute mode each already holds another process's",
+            "find the processes on the GPUs (nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv) and wait for them (Kaldi's --use-gpu=wait) or stop them, or run fewer jobs than GPUs",
+        ),
     ]
     .into_iter()
     .map(|(p, category, what, fix)| Cause {
@@ -129,13 +137,18 @@ static META: RuleMeta = RuleMeta {
     doc: r#"
 ## What it means
 PyTorch could not use any GPU: `No CUDA GPUs are available`, `The NVIDIA
-driver on your system is too old`, `no CUDA-capable device is detected`.
+driver on your system is too old`, `no CUDA-capable device is detected`;
+or a program found no GPU that would take its CUDA context (Kaldi's
+`Will try again to get a GPU after 20 seconds`, `Failed to create CUDA
+context, no more unused GPUs?`).
 
 ## Why it happens
 A PyTorch/vLLM wheel built for a newer CUDA than the driver supports; GPUs
 hidden from the process (`CUDA_VISIBLE_DEVICES` empty or wrong, a container
 started without GPU access); a CPU-only PyTorch; exclusive-process mode with
-the GPU taken. (A driver that is not loaded or mismatched, and error 802 on
+the GPU taken: an `nvidia-smi` row in `E. Process` or `E. Thread` mode
+with memory in use or utilisation is a GPU whose one context another
+process holds (its PID where the table lists one). (A driver that is not loaded or mismatched, and error 802 on
 NVSwitch systems, have their own rules.)
 
 ## How to confirm
@@ -164,7 +177,11 @@ impl Rule for CudaUnavailable {
         let Some((cause, hits)) = CAUSES.iter().find_map(|c| {
             // Each line with the driver's CUDA version when it says one.
             let hits: Vec<(&Message, Option<u32>)> = match &c.lines {
-                Lines::Row(id) => incident.known(id).map(|(m, _)| (m, None)).collect(),
+                Lines::Row(ids) => ids
+                    .split('|')
+                    .flat_map(|id| incident.known(id))
+                    .map(|(m, _)| (m, None))
+                    .collect(),
                 Lines::DeviceCount => incident
                     .known
                     .iter()
@@ -205,6 +222,7 @@ impl Rule for CudaUnavailable {
             None => format!("CUDA is unavailable: {}.", cause.what),
         };
         if cause.category == Category::GpuMemoryHeldByOtherProcess {
+            programs_account(incident, &mut f);
             held_contexts(incident, &mut f);
         }
         let mut fix = cause.fix.to_owned();
@@ -247,6 +265,42 @@ fn driver_seen(incident: &Incident, f: &mut Finding) -> Option<String> {
     Some(format!("{}{cuda}", h.driver_version))
 }
 
+/// A program's own lines about the contexts it could not create (Kaldi's
+/// `no more unused GPUs?`, its retry and its per-device reasons), cited
+/// beside CUDA's error: they say what the program did about it and name
+/// the GPUs it tried.
+fn programs_account(incident: &Incident, f: &mut Finding) {
+    for (id, what) in [
+        (
+            "stacks-kaldi.contexts-refused",
+            "Kaldi's reason for each GPU it tried",
+        ),
+        (
+            "stacks-kaldi.gpu-retry",
+            "Kaldi found no free GPU and tries once more",
+        ),
+        (
+            "stacks-kaldi.gpu-wait",
+            "Kaldi waits for a GPU to come free (--use-gpu=wait)",
+        ),
+        (
+            "stacks-kaldi.no-unused-gpu",
+            "Kaldi gave up: no GPU would take its context",
+        ),
+    ] {
+        let lines: Vec<&Message> = incident.known(id).map(|(m, _)| m).collect();
+        for m in distinct(lines.iter().copied())
+            .into_iter()
+            .map(|(m, _)| m)
+            .take(2)
+        {
+            if !f.evidence.iter().any(|e| e.span == m.span) {
+                f.evidence(m.span, what);
+            }
+        }
+    }
+}
+
 /// Error 46 is about every device the process could see: each GPU of the
 /// snapshot is the finding's, and one that holds memory well above the
 /// idle GPUs' (a context of another process, listed or not: in
@@ -266,6 +320,9 @@ fn held_contexts(incident: &Incident, f: &mut Finding) {
         let Some(mib) = g.memory_used_mib else {
             continue;
         };
+        if exclusive_taken(incident, f, g, mib) {
+            continue;
+        }
         // A context takes a few hundred MiB; an idle GPU a few dozen.
         if mib < CONTEXT_MIB || mib < idle.saturating_mul(4) || (used.len() < 2 && mib < 1024) {
             continue;
@@ -294,3 +351,126 @@ fn held_contexts(incident: &Incident, f: &mut Finding) {
 
 /// The least memory a CUDA context of another process takes (MiB).
 const CONTEXT_MIB: u64 = 256;
+
+/// More than an idle GPU of any generation shows (a K80's 66 MiB).
+const EXCLUSIVE_USED_MIB: u64 = 128;
+
+/// A GPU in an exclusive compute mode (`E. Process`, `E. Thread`) takes one
+/// context: one that computes, holds memory or lists a process has it
+/// taken, whoever's it is. Cites its row (the memory, the mode) and its
+/// holders when the table lists them; whether it was such a GPU.
+fn exclusive_taken(incident: &Incident, f: &mut Finding, g: &Gpu, mib: u64) -> bool {
+    let Some(mode) = g.compute_mode.as_deref().filter(|m| m.starts_with("E. ")) else {
+        return false;
+    };
+    let holders: Vec<_> = incident.processes_on(g.index).collect();
+    let busy = g.utilization_pct.is_some_and(|u| u > 0);
+    if mib < EXCLUSIVE_USED_MIB && !busy && holders.is_empty() {
+        return false;
+    }
+    let util = g
+        .utilization_pct
+        .map(|u| format!(", {u}% busy"))
+        .unwrap_or_default();
+    let who = match holders.as_slice() {
+        [] => "no process is listed: another process's, here or in another container".to_owned(),
+        [p] => format!("PID {} ({})'s", p.pid, p.name),
+        many => format!("held by {} processes", many.len()),
+    };
+    if let Some(span) = g.usage_span.or(g.spans.first().copied()) {
+        f.evidence_marked(
+            span,
+            format!(
+                "GPU {} is in exclusive compute mode ({mode}) with {mib} MiB in use{util}: its one context is taken ({who})",
+                g.index
+            ),
+            mode.to_owned(),
+        );
+    }
+    for p in &holders {
+        f.entities.pids.insert(p.pid);
+        if let Some(span) = p.spans.first() {
+            f.evidence(*span, format!("PID {} holds GPU {}", p.pid, g.index));
+        }
+    }
+    f.condition(
+        format!(
+            "GPU {} is in an exclusive compute mode ({mode}) and in use",
+            g.index
+        ),
+        true,
+    );
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::Category;
+
+    /// https://github.com/kaldi-asr/kaldi/issues/2624: Kaldi's per-device
+    /// reasons and its give-up line; both GPUs are the finding's.
+    #[test]
+    fn kaldis_account_names_every_gpu_it_tried() {
+        let text = "\
+LOG (nnet3-chain-train[5.4]:SelectGpuId():cu-device.cc:159) num-gpus=2. Device 0: all CUDA-capable devices are busy or unavailable.  Device 1: all CUDA-capable devices are busy or unavailable.  
+ERROR (nnet3-chain-train[5.4]:SelectGpuId():cu-device.cc:160) Failed to create CUDA context, no more unused GPUs?
+";
+        let f = crate::testing::findings_of(super::META.id, text);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].category, Category::GpuMemoryHeldByOtherProcess);
+        assert_eq!(
+            f[0].entities.gpus.iter().copied().collect::<Vec<_>>(),
+            [0, 1]
+        );
+        let cited: Vec<u32> = f[0].evidence.iter().map(|e| e.span.line).collect();
+        assert_eq!(cited, [1, 2]);
+    }
+
+    /// https://github.com/kaldi-asr/kaldi/pull/386: Kaldi's retry with no
+    /// CUDA error, then the table it prints: both K10s in `E. Thread` mode
+    /// with memory in use are cited as taken.
+    #[test]
+    fn a_retry_beside_exclusive_gpus_in_use_is_gpus_held_by_others() {
+        let text = "\
+WARNING (cu-vector-test:SelectGpuId():cu-device.cc:130) Will try again to get a GPU after 20 seconds.
+Mon Dec  7 23:16:30 2015
++------------------------------------------------------+
+| NVIDIA-SMI 346.46     Driver Version: 346.46         |
+|-------------------------------+----------------------+----------------------+
+| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |
+|===============================+======================+======================|
+|   0  Tesla K10.G2.8GB    Off  | 0000:07:00.0     Off |                    0 |
+| N/A   45C    P0    50W / 117W |    574MiB /  3583MiB |     16%    E. Thread |
++-------------------------------+----------------------+----------------------+
+|   1  Tesla K10.G2.8GB    Off  | 0000:08:00.0     Off |                    0 |
+| N/A   43C    P0    57W / 117W |    574MiB /  3583MiB |     24%    E. Thread |
++-------------------------------+----------------------+----------------------+
+";
+        let f = crate::testing::findings_of(super::META.id, text);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].category, Category::GpuMemoryHeldByOtherProcess);
+        let cited: Vec<u32> = f[0].evidence.iter().map(|e| e.span.line).collect();
+        assert_eq!(cited, [1, 10, 13]);
+        assert!(f[0].evidence[1].note.contains("E. Thread"));
+    }
+
+    /// The same retry beside a GPU in the Default compute mode: its memory
+    /// in use is no taken context (several processes may share it), so
+    /// only the retry is cited.
+    #[test]
+    fn default_mode_gpus_in_use_are_not_cited_as_taken() {
+        let text = "\
+WARNING (cu-vector-test:SelectGpuId():cu-device.cc:130) Will try again to get a GPU after 20 seconds.
+| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |
+|===============================+======================+======================|
+|   0  Tesla K10.G2.8GB    Off  | 0000:07:00.0     Off |                    0 |
+| N/A   45C    P0    50W / 117W |    574MiB /  3583MiB |     16%      Default |
++-------------------------------+----------------------+----------------------+
+";
+        let f = crate::testing::findings_of(super::META.id, text);
+        assert_eq!(f.len(), 1);
+        let cited: Vec<u32> = f[0].evidence.iter().map(|e| e.span.line).collect();
+        assert_eq!(cited, [1]);
+    }
+}

@@ -85,8 +85,24 @@ struct Report<'a> {
     seq: u64,
     op: &'a str,
     numel: Option<i64>,
-    timeout_ms: u64,
+    /// `None` where the line was cut before it and no joined rest says it.
+    timeout_ms: Option<u64>,
 }
+
+/// The watchdog's sentence as a catalog row: its `timeout` capture fills a
+/// report whose line a paste wrapped, once the stream joined the rest.
+const WATCHDOG_ROW: &str = "stacks-torch.nccl-watchdog-timeout";
+
+/// `after 600 s`, or `after its timeout` where the line did not say.
+fn after(timeout_ms: Option<u64>) -> String {
+    timeout_ms.map_or("after its timeout".to_owned(), |t| {
+        format!("after {} s", t / 1000)
+    })
+}
+
+/// What a window around the timeout takes where the line did not say:
+/// PyTorch's longest default (30 min).
+const DEFAULT_TIMEOUT_S: u64 = 1800;
 
 impl Rule for NcclWatchdogTimeout {
     fn meta(&self) -> &RuleMeta {
@@ -111,7 +127,6 @@ impl Rule for NcclWatchdogTimeout {
             .as_ref()
             .map_or("the server", |t| t.0.as_str())
             .to_owned();
-        let timeout_s = first.timeout_ms / 1000;
         let stall = culprit.and_then(|(rank, _)| stall_of(incident, &reports, rank));
 
         let mut f = Finding::new(META.id, META.category, META.severity);
@@ -123,8 +138,15 @@ impl Rule for NcclWatchdogTimeout {
         }
         let ranks_text = ranks_phrase(&reporting);
         f.chain.push(format!(
-            "{who}'s {ranks_text} aborted: {} SeqNum={} did not complete within {timeout_s} s",
-            first.op, first.seq
+            "{who}'s {ranks_text} aborted: {} SeqNum={} did not complete {}",
+            first.op,
+            first.seq,
+            first
+                .timeout_ms
+                .map_or("within its timeout".to_owned(), |t| format!(
+                    "within {} s",
+                    t / 1000
+                ))
         ));
         f.condition(
             "PyTorch's NCCL watchdog reported a timed-out collective",
@@ -165,7 +187,7 @@ impl Rule for NcclWatchdogTimeout {
                         &who,
                         first,
                         &others_text,
-                        timeout_s,
+                        first.timeout_ms,
                         &f,
                     ));
                 }
@@ -189,6 +211,15 @@ impl Rule for NcclWatchdogTimeout {
 /// The ranks' reports of timed-out collectives (a report repeated by the
 /// abort's `what():` once), and each rank's last completed work with its
 /// line.
+/// The timeout a wrapped report states on its joined rest (the stream
+/// joins a line cut inside the sentence with the line that completes it).
+fn joined_timeout(incident: &Incident, span: Span) -> Option<u64> {
+    incident
+        .known(WATCHDOG_ROW)
+        .find(|(m, _)| m.span == span)
+        .and_then(|(_, hit)| hit.get("timeout")?.parse().ok())
+}
+
 fn reports(incident: &Incident) -> (Vec<Report<'_>>, BTreeMap<u32, (i64, Span)>) {
     let events = &incident.facts.server_events;
     let mut reports: Vec<Report<'_>> = Vec::new();
@@ -217,7 +248,7 @@ fn reports(incident: &Incident) -> (Vec<Report<'_>>, BTreeMap<u32, (i64, Span)>)
                     seq: *seq,
                     op,
                     numel: *numel_in,
-                    timeout_ms: *timeout_ms,
+                    timeout_ms: timeout_ms.or_else(|| joined_timeout(incident, e.span)),
                 });
             }
             TorchDistKind::FailureDetected { last_completed, .. } => {
@@ -277,7 +308,7 @@ fn stall_of<'a>(incident: &'a Incident, reports: &[Report<'a>], rank: u32) -> Op
         .iter()
         .filter_map(|r| incident.time_of(r.event.span).or(r.event.time))
         .min();
-    let timeout_s = first.timeout_ms / 1000;
+    let timeout_s = first.timeout_ms.map_or(DEFAULT_TIMEOUT_S, |t| t / 1000);
     first_failure(
         incident,
         rank,
@@ -319,10 +350,11 @@ fn cite_reports(f: &mut Finding, incident: &Incident, reports: &[Report<'_>]) {
             .find(|r| r.event.span == m.span)
             .map(|r| {
                 let rank = r.rank.map(|k| format!("rank {k}'s ")).unwrap_or_default();
-                format!(
-                    "{rank}{} SeqNum={} timed out (Timeout(ms)={}) ({n}x)",
-                    r.op, r.seq, r.timeout_ms
-                )
+                let limit = r
+                    .timeout_ms
+                    .map(|t| format!(" (Timeout(ms)={t})"))
+                    .unwrap_or_default();
+                format!("{rank}{} SeqNum={} timed out{limit} ({n}x)", r.op, r.seq)
             })
             .unwrap_or_else(|| format!("a rank's collective timed out ({n}x)"));
         f.evidence(m.span, note);
@@ -350,7 +382,7 @@ fn blame_stall(
     others_text: &str,
     ranks_text: &str,
 ) {
-    let timeout_s = first.timeout_ms / 1000;
+    let after = after(first.timeout_ms);
     f.severity = Severity::Error;
     for (span, note) in &stall.evidence {
         f.evidence(*span, note.clone());
@@ -363,7 +395,7 @@ fn blame_stall(
     f.condition("the stalled rank's own failure precedes the timeouts", true);
     f.title = format!("NCCL timeouts on {ranks_text}: rank {rank} failed first");
     f.headline = format!(
-        "Rank {rank} of {who} failed first ({}); ranks {others_text} then waited in {} SeqNum={} until the NCCL watchdog aborted them after {timeout_s} s.",
+        "Rank {rank} of {who} failed first ({}); ranks {others_text} then waited in {} SeqNum={} until the NCCL watchdog aborted them {after}.",
         stall.short, first.op, first.seq
     );
     f.explanation = "The timeouts are consequences: every other rank waits for the failed one on its next collective until the watchdog fires.".to_owned();
@@ -387,7 +419,7 @@ fn no_stall(
     ranks_text: &str,
     desync: bool,
 ) {
-    let timeout_s = first.timeout_ms / 1000;
+    let after = after(first.timeout_ms);
     f.condition(
         "the stalled rank's own failure precedes the timeouts",
         false,
@@ -406,11 +438,11 @@ fn no_stall(
     } else {
         match culprit {
             Some((rank, why)) => format!(
-                "{who}'s {ranks_text} timed out after {timeout_s} s in {} (SeqNum={}); rank {rank} {why}: find why it stalled (its log, an Xid on its GPU, an OOM kill).",
+                "{who}'s {ranks_text} timed out {after} in {} (SeqNum={}); rank {rank} {why}: find why it stalled (its log, an Xid on its GPU, an OOM kill).",
                 first.op, first.seq
             ),
             None => format!(
-                "{who}'s {ranks_text} timed out after {timeout_s} s in {} (SeqNum={}); the inputs do not show which rank stalled.",
+                "{who}'s {ranks_text} timed out {after} in {} (SeqNum={}); the inputs do not show which rank stalled.",
                 first.op, first.seq
             ),
         }
@@ -485,5 +517,43 @@ fn rank_list(ranks: &BTreeSet<u32>) -> String {
         "?".to_owned()
     } else {
         list
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::Category;
+
+    /// https://github.com/sgl-project/sglang/issues/1093: the issue form
+    /// wrapped the watchdog's sentence after `Timeout(ms)`. The head names
+    /// the rank, op and SeqNum; the rest, joined back, the timeout.
+    #[test]
+    fn a_wrapped_report_is_read_from_its_head_and_its_rest_joined() {
+        let text = "\
+[rank5]:[E814 17:27:59.408557873 ProcessGroupNCCL.cpp:607] [Rank 5] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4476, OpType=_ALLGATHER_BASE, NumelIn=4096, NumelOut=32768, Timeout(ms)
+=600000) ran for 600012 milliseconds before timing out.
+";
+        let f = crate::testing::findings_of(super::META.id, text);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].category, Category::NcclTimeout);
+        assert!(
+            f[0].title.contains("_ALLGATHER_BASE on rank 5"),
+            "{}",
+            f[0].title
+        );
+        assert!(
+            f[0].evidence[0]
+                .note
+                .contains("SeqNum=4476 timed out (Timeout(ms)=600000)")
+        );
+        // Cut with no rest: still the report, its timeout unknown.
+        let head = text.lines().next().unwrap_or_default();
+        let f = crate::testing::findings_of(super::META.id, head);
+        assert_eq!(f.len(), 1);
+        assert!(
+            f[0].headline.contains("after its timeout"),
+            "{}",
+            f[0].headline
+        );
     }
 }

@@ -20,6 +20,8 @@ use crate::rules::support::{confidence, distinct, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
+mod aborted;
+
 pub static RULE: SglangCudaGraphCaptureFailed = SglangCudaGraphCaptureFailed;
 
 pub struct SglangCudaGraphCaptureFailed;
@@ -42,7 +44,15 @@ static META: RuleMeta = RuleMeta {
     category: Category::CudaGraphCaptureFailure,
     severity: Severity::Critical,
     summary: "SGLang could not capture its CUDA graphs at start-up",
-    anchors: &["Capture cuda graph failed", "cuda_graph_max_bs="],
+    anchors: &[
+        "Capture cuda graph failed",
+        "cuda_graph_max_bs=",
+        "Capturing batches",
+        "Capture cuda graph end",
+        "terminate called after throwing",
+        "Fatal Python error: Aborted",
+        "what():",
+    ],
     doc: r#"
 ## What it means
 After allocating the KV cache, SGLang records CUDA graphs for the decode batch
@@ -58,6 +68,12 @@ scheduler dies and SGLang kills its process tree.
    was set too high, or `--cuda-graph-max-bs` is too large.
 2. Another CUDA error during capture (an illegal memory access, a kernel
    incompatible with the GPU or driver): the embedded error says which.
+
+A process that aborts (`terminate called after throwing an instance of
+'…'`, `Fatal Python error: Aborted`) while SGLang's capture progress bar
+(`Capturing batches (bs=512 avail_mem=19.45 GB)`) is its last stage, with
+no `Capture cuda graph end`, failed the same way, inside a kernel
+library's code: the exception's `what()` names the library.
 
 ## How to confirm
 The text after `Capture cuda graph failed:` and the chained exception
@@ -93,6 +109,7 @@ impl Rule for SglangCudaGraphCaptureFailed {
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         let hits: Vec<_> = matches(incident, &CAPTURE).collect();
         let Some((first, caps)) = hits.first() else {
+            aborted::check(incident, out, META.id);
             return;
         };
         let event = events_at(incident, first.span).next();

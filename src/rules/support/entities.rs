@@ -11,6 +11,9 @@
 //! victim reporting its failure) is not added as one more; its unit is.
 
 use std::collections::BTreeSet;
+use std::sync::LazyLock;
+
+use regex::Regex;
 
 use crate::catalogs::Hit;
 use crate::correlate::{Incident, UnitEventKind};
@@ -214,11 +217,36 @@ pub fn from_hit(incident: &Incident, f: &mut Finding, hit: &Hit<'_>, pids: bool)
             gpu_ref(incident, f, named);
         }
     }
+    if let Some(listed) = hit.get("gpus") {
+        for named in gpu_list(listed) {
+            gpu_ref(incident, f, named);
+        }
+    }
     f.entities.xid.extend(hit.get("xid").and_then(number));
     if let Some(unit) = hit.get("unit") {
         f.entities.units.insert(unit.to_owned());
     }
     name_bus(incident, f, hit.get("bus"));
+}
+
+/// The GPUs a `gpus` capture lists: each `Device N`, `GPU N` or `cuda:N`
+/// in it (Kaldi's `Device 0: … busy or unavailable.  Device 1: …`), else
+/// each whole number (`[0, 1]`, `0,1`).
+fn gpu_list(listed: &str) -> Vec<&str> {
+    static NAMED: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)\b(?:device|gpu|cuda:?) ?([0-9]{1,3})\b").expect("gpu list regex")
+    });
+    let named: Vec<&str> = NAMED
+        .captures_iter(listed)
+        .filter_map(|c| c.get(1).map(|m| m.as_str()))
+        .collect();
+    if !named.is_empty() {
+        return named;
+    }
+    listed
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 /// A whole number as a line prints it (`0`, `9292`); a word (`nvidia0`,

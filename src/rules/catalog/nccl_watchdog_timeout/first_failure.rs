@@ -196,7 +196,7 @@ pub(super) fn exception_finding(
     who: &str,
     first: Report<'_>,
     ranks_text: &str,
-    timeout_s: u64,
+    timeout_ms: Option<u64>,
     timeouts: &Finding,
 ) -> Finding {
     let mut f = Finding::new(META.id, Category::ServerException, Severity::Critical);
@@ -238,8 +238,10 @@ pub(super) fn exception_finding(
     );
     f.title = format!("rank {rank} failed first: {}", x.name);
     f.headline = format!(
-        "Rank {rank} of {who} raised {text} first; ranks {ranks_text} then waited in {} SeqNum={} until the NCCL watchdog aborted them after {timeout_s} s.",
-        first.op, first.seq
+        "Rank {rank} of {who} raised {text} first; ranks {ranks_text} then waited in {} SeqNum={} until the NCCL watchdog aborted them {}.",
+        first.op,
+        first.seq,
+        super::after(timeout_ms)
     );
     f.explanation = "The loudest errors, the NCCL timeouts and aborts on every other rank, are consequences: the other ranks waited for this one on their next collective. The exception is the place to start.".to_owned();
     if x.message.contains("Too many open files") {
