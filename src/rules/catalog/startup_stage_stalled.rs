@@ -199,6 +199,8 @@ impl Rule for StartupStageStalled {
                 || number("done").is_some_and(|d| Some(d) == number("total"))
                 || later_op;
             let stage = if full { stage.completed() } else { stage };
+            // A full counter is a finished stage, not one under way.
+            let done = done.filter(|_| !full);
             let startup = startup_of(&mut by_input, message.span);
             startup.lines.push((message, stage, done));
             startup
