@@ -200,10 +200,15 @@ pub enum Stage {
     Training,
     /// The server answers requests (a training job logs its steps).
     Ready,
+    /// A request's generation began (lollms' `warmup for generating up to
+    /// N tokens`): the model, or the backend server an app calls, was asked
+    /// for its first tokens. A ready line after it (the generation done)
+    /// ends it.
+    Generating,
 }
 
 impl Stage {
-    pub const ALL: [Stage; 11] = [
+    pub const ALL: [Stage; 12] = [
         Stage::Launched,
         Stage::DistributedInit,
         Stage::DistributedReady,
@@ -215,6 +220,7 @@ impl Stage {
         Stage::GraphCaptured,
         Stage::Training,
         Stage::Ready,
+        Stage::Generating,
     ];
 
     /// The name a catalog row writes (`weights-loaded`).
@@ -231,6 +237,7 @@ impl Stage {
             Stage::GraphCaptured => "graph-captured",
             Stage::Training => "training",
             Stage::Ready => "ready",
+            Stage::Generating => "generating",
         }
     }
 
@@ -250,6 +257,9 @@ impl Stage {
             Stage::GraphCaptured => "CUDA graphs captured",
             Stage::Training => "its training set up, its first step not logged yet",
             Stage::Ready => "ready to serve",
+            Stage::Generating => {
+                "generating an answer: the model (or the backend server it calls) asked for its first tokens"
+            }
         }
     }
 

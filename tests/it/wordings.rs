@@ -366,10 +366,6 @@ const NO_MESSAGE_RULES: &[(&str, &str)] = &[
         "serving-process-untracked",
         "it reads no message: a control plane's instance table (src/ingest/instances.rs) against `ps` rows, both tested over real rows (fixtures/rules/serving-process-untracked)",
     ),
-    (
-        "startup-stage-stalled",
-        "it reads the start-up milestones of catalogs/startup.toml, whose real samples tests/it/catalogs.rs checks",
-    ),
 ];
 
 /// Every rule of the catalog is named by at least one wording file (as the

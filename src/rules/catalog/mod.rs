@@ -22,6 +22,7 @@ mod gpu_init_failed;
 mod gpu_memory_taken_before_load;
 mod gpu_memory_unaccounted;
 mod gpu_pod_unschedulable;
+mod gpu_uninitialisable_after_jobs;
 mod gpu_wedged_unkillable_process;
 mod gsp_heartbeat_timeout;
 mod hf_model_download_failure;
@@ -116,6 +117,7 @@ pub static RULES: &[&dyn Rule] = &[
     &gpu_memory_taken_before_load::RULE,
     &gpu_memory_unaccounted::RULE,
     &gpu_pod_unschedulable::RULE,
+    &gpu_uninitialisable_after_jobs::RULE,
     &gpu_wedged_unkillable_process::RULE,
     &gsp_heartbeat_timeout::RULE,
     &hf_model_download_failure::RULE,

@@ -89,7 +89,12 @@ says only that the group formed. A rank still connecting its rings after
 the others completed is a group still forming. Several echoed `^C` with nothing
 after them (no shutdown, no `KeyboardInterrupt`) are a process that
 ignores SIGINT: blocked in native code, a collective or the driver, the
-stronger evidence of a hang.
+stronger evidence of a hang. A request's generation is such a stage
+too, after the start-up (lollms' `warmup for generating up to N tokens`):
+a server that began generating an answer and printed no token, no error
+and no end of the generation after it (the web UI's own requests for
+static files and status polls are not progress) waits on the model or on
+the backend server it calls.
 
 ## Why it happens
 By stage:
@@ -107,6 +112,9 @@ By stage:
   collective that deadlocks under capture).
 - **Processing the first request** (a counter at 0): the first forward
   pass's collective.
+- **A generation begun, nothing after it**: the backend the app calls
+  (an Ollama or llama.cpp server, a remote API) stopped answering or never
+  loaded the model; less often the first forward pass itself.
 - **A training job set up, no step logged** (the loop started, the
   Trainer's bar at 0): the first step's collective, a rank missing or
   stuck (on another node), the network between the nodes; less often the
@@ -191,6 +199,8 @@ impl Rule for StartupStageStalled {
                 || number("done").is_some_and(|d| Some(d) == number("total"))
                 || later_op;
             let stage = if full { stage.completed() } else { stage };
+            // A full counter is a finished stage, not one under way.
+            let done = done.filter(|_| !full);
             let startup = startup_of(&mut by_input, message.span);
             startup.lines.push((message, stage, done));
             startup
@@ -449,6 +459,9 @@ fn duration(secs: i64) -> String {
         s => format!("{} h {} min", s / 3600, (s % 3600) / 60),
     }
 }
+
+#[cfg(test)]
+mod generation_tests;
 
 #[cfg(test)]
 mod stage_word_tests;

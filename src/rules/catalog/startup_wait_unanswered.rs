@@ -30,7 +30,20 @@ const ROWS: &[(&str, usize)] = &[
     ("stacks-tgi.waiting-for-shard", 2),
     ("startup.dynamo-waiting-for-worker", 1),
     ("stacks-sglang.router-worker-not-ready", 2),
+    ("startup.tabby-waiting-for-llama-server", 1),
+    ("startup.tabby-llama-server-not-ready", 2),
 ];
+
+/// The rows of an HTTP client's own connection lines to a server on this
+/// host (hyper-util's `connecting to 127.0.0.1:PORT`, reqwest's `starting
+/// new connection: http://127.0.0.1:PORT/`). Any program logs them for any
+/// request, so they are a poll that nothing answers only when they are all
+/// the input says from the first to its end, to one address, at least
+/// [`LEAST_POLLS`] times.
+const POLLS: &[&str] = &["startup.http-client-connecting-loopback"];
+
+/// The fewest connection lines that make a poll: one is a request.
+const LEAST_POLLS: usize = 4;
 
 /// What may follow the last wait without answering it: someone or
 /// something giving up on the start-up.
@@ -64,7 +77,14 @@ launcher says the same of its shard every 10 seconds (`Waiting for shard
 that it's ready`), so for it one line that ends the log is the wait.
 SGLang's Rust router polls its workers the same way (`Worker is not ready
 yet`, and under `Initializing workers:` each URL it still waits for) until
-its worker start-up timeout (300 s by default).
+its worker start-up timeout (300 s by default). Tabby says it of the
+llama-server it started (`Waiting for llama-server <completion> to
+start...`, then `not ready yet, retrying...`). A program whose own lines
+say nothing of the wait is read by its HTTP client's debug lines
+(hyper-util's `connecting to 127.0.0.1:PORT`, reqwest's `starting new
+connection: http://127.0.0.1:PORT/`): four or more to one address on this
+host, nothing else logged from the first to the end of the log, is a
+program polling a local backend that never answered.
 
 ## Why it happens
 The engine is stuck somewhere in its start-up, and its own last line says
@@ -112,7 +132,84 @@ impl Rule for StartupWaitUnanswered {
                 out.push(f);
             }
         }
+        let mut polls: BTreeMap<usize, Vec<(&Message, String)>> = BTreeMap::new();
+        for id in POLLS {
+            for (m, h) in incident.known(id) {
+                let port = h.get("port").unwrap_or_default().to_owned();
+                polls.entry(m.span.source.0).or_default().push((m, port));
+            }
+        }
+        for polls in polls.values_mut() {
+            polls.sort_by_key(|(m, _)| m.span);
+            if by_input.contains_key(&polls[0].0.span.source.0) {
+                continue;
+            }
+            if let Some(f) = polled_to_the_end(incident, polls) {
+                out.push(f);
+            }
+        }
     }
+}
+
+/// A finding when an input's connection lines to a server on this host
+/// are all it says from the first to its last line, to one port, at least
+/// [`LEAST_POLLS`] times: a client polling a local backend that never
+/// answered (a connection that succeeded would be followed by the
+/// request's own lines).
+fn polled_to_the_end(incident: &Incident, polls: &[(&Message, String)]) -> Option<Finding> {
+    let (first, port) = polls.first()?;
+    let last = polls.last()?.0;
+    if polls.len() < LEAST_POLLS || polls.iter().any(|(_, p)| p != port) {
+        return None;
+    }
+    let lines = usize::try_from(last.span.line - first.span.line + 1).ok()?;
+    if lines != polls.len() || !incident.facts.input_ends.contains(&last.span) {
+        return None;
+    }
+    let waits: Vec<&Message> = polls.iter().map(|(m, _)| *m).collect();
+    let mut f = unanswered(incident, &waits, LEAST_POLLS)?;
+    let addr = first
+        .text
+        .rsplit(' ')
+        .find(|w| !w.is_empty())
+        .unwrap_or_default()
+        .trim_end_matches('/');
+    let addr = addr.rsplit("//").next().unwrap_or(addr);
+    f.title =
+        format!("a local backend never answered: the program polled {addr} to the end of the log");
+    f.headline = format!(
+        "The program kept opening connections to {addr}, a server on this host ({} attempts and nothing else logged), and the log ends there: the backend it started or calls on port {port} never answered.",
+        polls.len()
+    );
+    f.explanation = format!(
+        "A Rust program's HTTP client (hyper-util, reqwest) logs each connection it opens. The same local address, tried again and again with nothing else between the attempts to the end of the log, is a program polling a backend on this host that never became ready: a model server it started (Tabby's llama-server) still loading, dead at start, or never listening on port {port}."
+    );
+    for e in &mut f.evidence {
+        if e.span == first.span {
+            e.note = format!("the program opens a connection to {addr}, a server on this host");
+        } else if e.span == last.span {
+            e.note = format!(
+                "still connecting: the same address {} times, nothing else logged between the attempts, and the log ends here",
+                polls.len()
+            );
+        }
+    }
+    f.chain = vec![
+        format!(
+            "the program opened connections to {addr} again and again ({} attempts), nothing else logged between them",
+            polls.len()
+        ),
+        format!("nothing answered: the backend on port {port} never became ready"),
+    ];
+    // Connection lines alone, cut from a debug stream: a poll, said at
+    // less than a server's own wait.
+    f.confidence = f.confidence.min(0.5);
+    f.actions.clear();
+    f.actions.push(Action::advice(
+        format!("find what should listen on port {port} (the backend the program started: its process, its own output, its memory for the model) and run its command by hand to see why it never answers"),
+        Some(format!("ss -ltnp 'sport = :{port}'; ps -ef | grep -i server; curl -s http://127.0.0.1:{port}/health").as_str()),
+    ));
+    Some(f)
 }
 
 /// A finding when the waits of one input were repeated (`least` times at
@@ -397,6 +494,70 @@ mod tests {
         // The worker's error after the wait is its own story.
         let failed = format!("{wait}RuntimeError: CUDA error: out of memory\n");
         assert!(findings(&failed).is_empty());
+    }
+
+    /// TabbyML/tabby#2627 (fixtures/real/986), verbatim: Tabby 0.13's
+    /// HTTP client connecting to the llama-server it started, in a loop.
+    const TABBY: &str = "2024-07-12T07:20:56.410356Z DEBUG hyper_util::client::legacy::connect::http: /Users/runner/.cargo/registry/src/index.crates.io-6f17d22bba15001f/hyper-util-0.1.5/src/client/legacy/connect/http.rs:631: connecting to 127.0.0.1:30890\n\
+2024-07-12T07:20:56.410445Z DEBUG reqwest::connect: /Users/runner/.cargo/registry/src/index.crates.io-6f17d22bba15001f/reqwest-0.12.4/src/connect.rs:497: starting new connection: http://127.0.0.1:30890/    \n\
+2024-07-12T07:20:56.410450Z DEBUG hyper_util::client::legacy::connect::http: /Users/runner/.cargo/registry/src/index.crates.io-6f17d22bba15001f/hyper-util-0.1.5/src/client/legacy/connect/http.rs:631: connecting to 127.0.0.1:30890\n\
+2024-07-12T07:20:56.410565Z DEBUG reqwest::connect: /Users/runner/.cargo/registry/src/index.crates.io-6f17d22bba15001f/reqwest-0.12.4/src/connect.rs:497: starting new connection: http://127.0.0.1:30890/    \n\
+2024-07-12T07:20:56.410570Z DEBUG hyper_util::client::legacy::connect::http: /Users/runner/.cargo/registry/src/index.crates.io-6f17d22bba15001f/hyper-util-0.1.5/src/client/legacy/connect/http.rs:631: connecting to 127.0.0.1:30890\n\
+2024-07-12T07:20:56.410669Z DEBUG reqwest::connect: /Users/runner/.cargo/registry/src/index.crates.io-6f17d22bba15001f/reqwest-0.12.4/src/connect.rs:497: starting new connection: http://127.0.0.1:30890/    \n";
+
+    #[test]
+    fn a_client_polling_a_local_port_to_the_end_is_a_backend_that_never_answered() {
+        let f = findings(TABBY);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].category, Category::ServerHang);
+        assert_eq!(f[0].occurrences, 6);
+        assert!(
+            f[0].headline.contains("127.0.0.1:30890"),
+            "{}",
+            f[0].headline
+        );
+        assert!(f[0].confidence <= 0.5, "{}", f[0].confidence);
+        // Three connections are requests, not a poll.
+        let three: String = TABBY.lines().take(3).map(|l| format!("{l}\n")).collect();
+        assert!(findings(&three).is_empty());
+    }
+
+    #[test]
+    fn connections_that_are_not_all_the_log_says_are_requests() {
+        let lines: Vec<&str> = TABBY.lines().collect();
+        // Anything else logged between them: the client was answered, or
+        // the program went on.
+        let between = format!(
+            "{}\n{}\n2024-07-12T07:20:56.410500Z DEBUG hyper_util::client::legacy::connect::http: connected to 127.0.0.1:30890\n{}\n",
+            lines[..3].join("\n"),
+            lines[3],
+            lines[4..].join("\n")
+        );
+        assert!(findings(&between).is_empty());
+        // A line after them: the log did not end polling.
+        let after = format!(
+            "{TABBY}2024-07-12T07:20:57.000000Z  INFO tabby::serve: Listening at 0.0.0.0:8080\n"
+        );
+        assert!(findings(&after).is_empty());
+        // Two addresses: a client at work, not one poll.
+        let other = TABBY.replacen("127.0.0.1:30890", "127.0.0.1:30891", 1);
+        assert!(findings(&other).is_empty());
+        // A remote address is no backend of this host's.
+        let remote = TABBY.replace("127.0.0.1", "10.0.0.7");
+        assert!(findings(&remote).is_empty());
+    }
+
+    /// Tabby 0.20's own lines (the message from
+    /// crates/llama-cpp-server/src/supervisor.rs, rendered): the wait,
+    /// its retries, and the backend's answer that ends it.
+    #[test]
+    fn tabbys_own_wait_for_its_llama_server() {
+        let wait = "Waiting for llama-server <completion> to start...\nllama-server <completion> not ready yet, retrying...\nllama-server <completion> not ready yet, retrying...\n";
+        let f = findings(wait);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].category, Category::ServerHang);
+        let up = format!("{wait}llama-server <completion> started successfully\n");
+        assert!(findings(&up).is_empty());
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! What usually stops a start-up at each stage, what to do about it, and
-//! the command that shows it.
+//! What usually stops a start-up (or a request's generation) at each stage,
+//! what to do about it, the command that shows it, and the story a stalled
+//! generation tells.
 
 use super::*;
 
@@ -27,6 +28,12 @@ pub(super) const TRAINING: (&str, &str, &str) = (
     "py-spy dump --pid PID; NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL <the job's command>",
 );
 
+pub(super) const GENERATING: (&str, &str, &str) = (
+    "a generation that began and never produced a token or an error waits on what computes it: most often the model backend the app calls (a local Ollama or llama.cpp server, a remote API) that stopped answering or never finished loading the model, else the first forward pass on the GPU",
+    "Check that the backend answers on its own (its API, its log, its process) and restart it if it does not, then send the request again; if the model runs in the process itself, see where it waits",
+    "curl -s http://127.0.0.1:11434/api/ps (Ollama; the backend's own API otherwise); py-spy dump --pid PID",
+);
+
 /// Whether the input's NCCL lines route traffic over the network (`via
 /// NET/Socket/0`, `via NET/IB/0`): ranks on several nodes.
 pub(super) fn over_network(incident: &Incident, source: crate::source::SourceId) -> bool {
@@ -50,6 +57,7 @@ pub(super) fn advice(
         // NET/Socket`, `via NET/IB`): the nodes' path, not the GPUs' P2P.
         Stage::DistributedInit | Stage::DistributedReady if over_network => NETWORK,
         Stage::Training => TRAINING,
+        Stage::Generating => GENERATING,
         Stage::DistributedInit | Stage::DistributedReady => P2P,
         Stage::WeightsLoaded | Stage::KvCache | Stage::Ready if multi_gpu => P2P,
         Stage::GraphCapture => (
@@ -68,4 +76,26 @@ pub(super) fn advice(
             "py-spy dump --pid PID; nvidia-smi",
         ),
     }
+}
+
+/// The story of a request whose generation began and never ended: the
+/// server was up, the model (or the backend it calls) never answered.
+pub(super) fn tell_generation(f: &mut Finding, quote: Option<&str>, gave_up: bool, why: &str) {
+    f.title = "a request's generation began and never produced an answer".to_owned();
+    let quote = quote.map(|q| format!(" (\"{q}\")")).unwrap_or_default();
+    let until = if gave_up {
+        "until it was stopped"
+    } else {
+        "to the end of the log"
+    };
+    f.headline = format!(
+        "The server accepted a request and began generating its answer{quote}, then nothing came: no token, no error, no end of the generation {until}. What it was waiting on, the model or the backend server it calls, never answered."
+    );
+    f.chain
+        .push("the server took the request and began its generation".to_owned());
+    f.chain.push(format!(
+        "the generation went silent at its start{quote}: no token, no error and no end followed"
+    ));
+    f.chain.push(why.to_owned());
+    f.explanation = why.to_owned();
 }

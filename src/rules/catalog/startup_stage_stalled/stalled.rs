@@ -69,12 +69,17 @@ struct Stall<'a> {
 /// Reads one input's start-up: `None` when it finished, failed, or may
 /// just have been cut.
 fn read_stall<'a>(incident: &'a Incident, startup: &Startup<'a>) -> Option<Stall<'a>> {
-    // Ready, and not a counter stuck at zero: the start-up finished.
-    if startup
+    // Ready, and not a counter stuck at zero: the start-up finished (and
+    // after a generation began, that generation did).
+    let generating = startup
         .lines
         .iter()
-        .any(|(_, s, done)| *s == Stage::Ready && *done != Some(0))
-    {
+        .filter(|(_, s, _)| *s == Stage::Generating)
+        .map(|(m, _, _)| m.span)
+        .max();
+    if startup.lines.iter().any(|(m, s, done)| {
+        *s == Stage::Ready && *done != Some(0) && generating.is_none_or(|g| m.span > g)
+    }) {
         return None;
     }
     let &(last, _, last_done) = startup.lines.iter().max_by_key(|(m, _, _)| m.span)?;
@@ -177,7 +182,12 @@ fn cite_stall(f: &mut Finding, s: &Stall<'_>) {
         );
     }
     let counter_at_zero = s.stuck_counter && s.zero_bar.is_none();
-    cite_progress(f, s.last, s.furthest, &s.stage_name, counter_at_zero);
+    let who = if s.reached == Stage::Generating {
+        "the request"
+    } else {
+        "the start-up"
+    };
+    cite_progress(f, s.last, s.furthest, (who, &s.stage_name), counter_at_zero);
     if s.began.span != s.furthest.span
         && s.began.span != s.last.span
         && let Some(q) = &s.quote
@@ -202,6 +212,10 @@ fn cite_stall(f: &mut Finding, s: &Stall<'_>) {
 /// there) and causal chain, ending in `why`.
 fn tell(f: &mut Finding, startup: &Startup<'_>, s: &Stall<'_>, why: &str) {
     let stage_name = &s.stage_name;
+    if s.reached == Stage::Generating {
+        super::advice::tell_generation(f, s.quote.as_deref(), s.gave_up.is_some(), why);
+        return;
+    }
     f.title = format!("the start-up stopped making progress at: {stage_name}");
     let training = s.reached == Stage::Training;
     f.headline = headline(
@@ -241,6 +255,7 @@ fn under_way(stage: Stage) -> bool {
             | Stage::FirstCollective
             | Stage::WeightsLoading
             | Stage::GraphCapture
+            | Stage::Generating
     )
 }
 
@@ -351,19 +366,19 @@ fn cite_progress(
     f: &mut Finding,
     last: &Message,
     furthest: &Message,
-    stage_name: &str,
+    (who, stage_name): (&str, &str),
     stuck_counter: bool,
 ) {
     const AT_ZERO: &str = "its progress counter stands at 0: the first step never finished";
     if last.span == furthest.span && stuck_counter {
         f.evidence(
             furthest.span,
-            format!("the furthest the start-up got: {stage_name}; {AT_ZERO}"),
+            format!("the furthest {who} got: {stage_name}; {AT_ZERO}"),
         );
     } else {
         f.evidence(
             furthest.span,
-            format!("the furthest the start-up got: {stage_name}"),
+            format!("the furthest {who} got: {stage_name}"),
         );
     }
     if last.span != furthest.span {

@@ -147,3 +147,53 @@ fn repeated_interrupts_with_nothing_after_them_are_a_process_ignoring_sigint() {
     let once = stalled(&format!("{start}^C\n")).expect("stalled");
     assert!(!ignored(&once));
 }
+
+/// vLLM 0.6–0.10's capture notice (`Capturing cudagraphs for decoding.`,
+/// catalogs/startup.toml) as the last lines of a load: stalled at the
+/// capture, naming the worker that printed it (xorbitsai/inference#2958,
+/// fixtures/real/1004, verbatim); the next such paste, several workers'
+/// notices (vllm-project/vllm#14447), too; and not once the capture
+/// finished (vllm-project/vllm#11349's own log).
+#[test]
+fn a_capture_notice_with_nothing_after_it_is_a_stall_at_the_capture() {
+    let xinference = "INFO 02-27 09:58:41 executor_base.py:116] Maximum concurrency for 32768 tokens per request: 10.64x\n\
+(VllmWorkerProcess pid=11055) INFO 02-27 09:58:44 model_runner.py:1434] Capturing cudagraphs for decoding. This may lead to unexpected consequences if the model is not static. To run the model in eager mode, set 'enforce_eager=True' or use '--enforce-eager' in the CLI. If out-of-memory error occurs during cudagraph capture, consider decreasing `gpu_memory_utilization` or switching to eager mode. You can also reduce the `max_num_seqs` as needed to decrease memory usage.\n\
+INFO 02-27 09:58:44 model_runner.py:1434] Capturing cudagraphs for decoding. This may lead to unexpected consequences if the model is not static. To run the model in eager mode, set 'enforce_eager=True' or use '--enforce-eager' in the CLI. If out-of-memory error occurs during cudagraph capture, consider decreasing `gpu_memory_utilization` or switching to eager mode. You can also reduce the `max_num_seqs` as needed to decrease memory usage.\n";
+    let f = stalled(xinference).expect("a stall at the capture");
+    assert!(f.title.contains("capturing CUDA graphs"), "{}", f.title);
+    assert!(f.entities.pids.contains(&11055), "{:?}", f.entities.pids);
+    let workers = "(VllmWorkerProcess pid=507) INFO 04-12 08:22:02 [model_runner.py:1456] Capturing cudagraphs for decoding. This may lead to unexpected consequences if the model is not static. To run the model in eager mode, set 'enforce_eager=True' or use '--enforce-eager' in the CLI. If out-of-memory error occurs during cudagraph capture, consider decreasing `gpu_memory_utilization` or switching to eager mode. You can also reduce the `max_num_seqs` as needed to decrease memory usage.\n\
+(VllmWorkerProcess pid=577) INFO 04-12 08:22:03 [model_runner.py:1456] Capturing cudagraphs for decoding. This may lead to unexpected consequences if the model is not static. To run the model in eager mode, set 'enforce_eager=True' or use '--enforce-eager' in the CLI. If out-of-memory error occurs during cudagraph capture, consider decreasing `gpu_memory_utilization` or switching to eager mode. You can also reduce the `max_num_seqs` as needed to decrease memory usage.\n";
+    let f = stalled(workers).expect("a stall at the capture");
+    assert!(f.title.contains("capturing CUDA graphs"), "{}", f.title);
+    let finished = "INFO 12-19 22:58:27 model_runner.py:1415] Capturing cudagraphs for decoding. This may lead to unexpected consequences if the model is not static. To run the model in eager mode, set 'enforce_eager=True' or use '--enforce-eager' in the CLI. If out-of-memory error occurs during cudagraph capture, consider decreasing `gpu_memory_utilization` or switching to eager mode. You can also reduce the `max_num_seqs` as needed to decrease memory usage.\n\
+INFO 12-19 22:58:41 model_runner.py:1535] Graph capturing finished in 14 secs, took 0.21 GiB\n";
+    assert!(
+        stalled(finished).is_none_or(|f| f.confidence <= 0.3),
+        "{:?}",
+        stalled(finished)
+    );
+}
+
+/// Transformers' shard bar (`Loading checkpoint shards: 0%| | 0/3`) as the
+/// last line: the first shard never read, a stall at the weights
+/// (lm-sys/FastChat on SageMaker, fixtures/real/1014, verbatim). The same
+/// bar ended by the shell's `Killed` is the kill's story, not a stall
+/// (fixtures/real/872's shape); a full bar (`7/7`, zai-org/ChatGLM3#681)
+/// says only that the paste may be cut after the weights.
+#[test]
+fn a_checkpoint_shard_bar_left_at_zero_is_a_stall_at_the_weights() {
+    let fastchat = "init_kwargs {'torch_dtype': torch.float16, 'device_map': 'sequential', 'max_memory': {0: '12GiB', 1: '12GiB', 2: '12GiB', 3: '12GiB'}}\n\
+Loading checkpoint shards:   0%|      | 0/3 [00:00<?, ?it/s]\n";
+    let f = stalled(fastchat).expect("a stall at the weights");
+    assert!(f.title.contains("loading the weights"), "{}", f.title);
+    assert!(f.headline.contains("0/3"), "{}", f.headline);
+    let killed = format!("{fastchat}Killed\n");
+    assert!(stalled(&killed).is_none(), "{:?}", stalled(&killed));
+    let full = "Loading checkpoint shards: 100%|██████████| 7/7 [00:08<00:00,  1.27s/it]\n";
+    assert!(
+        stalled(full).is_none_or(|f| f.confidence <= 0.3),
+        "{:?}",
+        stalled(full)
+    );
+}
