@@ -2,6 +2,7 @@
 //! describing units, so that rule files hold only their own logic.
 
 pub mod entities;
+pub mod fabric_manager;
 pub mod holders;
 pub mod listen;
 pub mod scope;
@@ -184,99 +185,6 @@ pub fn cite_gpu_memory(f: &mut super::Finding, g: &crate::correlate::Gpu) {
             ),
         );
     }
-}
-
-/// How systemd reported the end of `nvidia-fabricmanager.service`: the
-/// systemd catalog's rows (catalogs/systemd.toml) for the unit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FabricManagerUnitEnd {
-    /// `Main process exited, code=<how>, …`: whether `how` is `exited`.
-    MainExited { code: bool },
-    /// `Control process exited, …` (its ExecStart of type forking, or the
-    /// start script).
-    ControlExited,
-    /// `Failed with result '…'.`
-    FailedWithResult,
-    /// A start job's `Failed to start …`, naming the unit
-    /// (`nvidia-fabricmanager.service - …`, systemd ≥ 249) or only its
-    /// description (`NVIDIA fabric manager service`, ≤ 248).
-    FailedToStart { by_unit: bool },
-}
-
-/// The Fabric Manager's unit's ends that PID 1 reported, in input order.
-pub fn fabric_manager_unit_ends(
-    incident: &Incident,
-) -> impl Iterator<Item = (&Message, FabricManagerUnitEnd)> {
-    const UNIT: &str = "nvidia-fabricmanager.service";
-    incident.known.iter().filter_map(move |k| {
-        let row = k.hit.row?;
-        let of_unit = k.hit.get("unit") == Some(UNIT);
-        let end = match row.id.as_str() {
-            "systemd.main-process-exited" if of_unit => FabricManagerUnitEnd::MainExited {
-                code: k.hit.get("how") == Some("exited"),
-            },
-            "systemd.control-process-exited" if of_unit => FabricManagerUnitEnd::ControlExited,
-            // The wrapper that names each `systemd.result-*` row.
-            _ if of_unit
-                && matches!(k.hit.via, crate::catalogs::Via::Wrapper(w)
-                    if w.id == "systemd.wrapper.failed-with-result") =>
-            {
-                FabricManagerUnitEnd::FailedWithResult
-            }
-            // Its first wording: `Failed to start <what>`.
-            "systemd.job-failed" if matches!(k.hit.via, crate::catalogs::Via::Wording(0)) => {
-                let what = k.hit.get("what")?;
-                if what.starts_with("nvidia-fabricmanager") {
-                    FabricManagerUnitEnd::FailedToStart { by_unit: true }
-                } else if what.starts_with("NVIDIA fabric manager") {
-                    FabricManagerUnitEnd::FailedToStart { by_unit: false }
-                } else {
-                    return None;
-                }
-            }
-            _ => return None,
-        };
-        Some((&incident.facts.messages[k.message], end))
-    })
-}
-
-/// Why the Fabric Manager is irrelevant on this host, when the inputs show
-/// it: its own "nothing to do", or GPUs that are PCIe boards.
-pub fn fabric_manager_irrelevant(incident: &Incident) -> Option<(Span, String)> {
-    // Its own refusal to query the NVSwitch driver with NV_WARN_NOTHING_TO_DO
-    // (catalogs/fabricmanager.toml), or the driver's status alone
-    // (catalogs/kernel.toml).
-    let nothing_to_do = incident
-        .known("fabricmanager.nvswitch-query-failed")
-        .filter(|(_, hit)| {
-            hit.get("msg")
-                .is_some_and(|msg| msg.contains("NV_WARN_NOTHING_TO_DO"))
-        })
-        .chain(incident.known("kernel.nvrm-warn-nothing-to-do"))
-        .min_by_key(|(m, _)| m.span);
-    if let Some((m, _)) = nothing_to_do {
-        return Some((
-            m.span,
-            "the Fabric Manager found no NVSwitch to manage".to_owned(),
-        ));
-    }
-    let pcie = |name: &str| {
-        ["PCIe", "RTX", "L40", "L4", "A10", "A16", "T4", "A40"]
-            .iter()
-            .any(|m| name.contains(m))
-    };
-    let gpus = &incident.gpus;
-    if gpus.is_empty() || !gpus.iter().all(|g| g.name.as_deref().is_some_and(pcie)) {
-        return None;
-    }
-    let first = &gpus[0];
-    Some((
-        *first.spans.first()?,
-        format!(
-            "the GPUs are PCIe boards ({}), not NVSwitch-connected",
-            first.name.as_deref().unwrap_or("")
-        ),
-    ))
 }
 
 /// `the driver …` → `The driver …`, for headlines built from titles.

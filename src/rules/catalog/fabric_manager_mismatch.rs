@@ -3,7 +3,8 @@
 //! the driver.
 
 use crate::correlate::Incident;
-use crate::rules::support::{FabricManagerUnitEnd, confidence, distinct, fabric_manager_unit_ends};
+use crate::rules::support::fabric_manager::{FabricManagerUnitEnd, fabric_manager_unit_ends};
+use crate::rules::support::{confidence, distinct};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
 pub static RULE: FabricManagerMismatch = FabricManagerMismatch;

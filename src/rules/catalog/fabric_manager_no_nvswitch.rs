@@ -2,7 +2,7 @@
 //! no NVSwitch. Harmless, and said so, so that it is not mistaken for a cause.
 
 use crate::correlate::Incident;
-use crate::rules::support::{
+use crate::rules::support::fabric_manager::{
     FabricManagerUnitEnd, fabric_manager_irrelevant, fabric_manager_unit_ends,
 };
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};

@@ -5,7 +5,8 @@
 
 use crate::correlate::Incident;
 use crate::model::Message;
-use crate::rules::support::{FabricManagerUnitEnd, fabric_manager_unit_ends, round2};
+use crate::rules::support::fabric_manager::{FabricManagerUnitEnd, fabric_manager_unit_ends};
+use crate::rules::support::round2;
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
 pub static RULE: FabricManagerStartFailure = FabricManagerStartFailure;

@@ -85,6 +85,7 @@ mod vllm_kv_cache_init_failed;
 mod vllm_max_model_len_exceeds_kv;
 mod vllm_no_kv_cache_memory;
 mod vllm_shm_broadcast_hang;
+mod watchdog_backend_left_running;
 mod xid_app_fault;
 mod xid_ecc;
 mod xid_gpu_fell_off_bus;
@@ -178,6 +179,7 @@ pub static RULES: &[&dyn Rule] = &[
     &vllm_max_model_len_exceeds_kv::RULE,
     &vllm_no_kv_cache_memory::RULE,
     &vllm_shm_broadcast_hang::RULE,
+    &watchdog_backend_left_running::RULE,
     &xid_app_fault::RULE,
     &xid_ecc::RULE,
     &xid_gpu_fell_off_bus::RULE,

@@ -8,7 +8,8 @@ use crate::correlate::{
     Incident, UnitEventKind, UnitFacts, bare_last_words, exit_meaning, last_words, states_reason,
 };
 use crate::model::ServerEventKind;
-use crate::rules::support::{confidence, fabric_manager_irrelevant};
+use crate::rules::support::confidence;
+use crate::rules::support::fabric_manager::fabric_manager_irrelevant;
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
