@@ -536,18 +536,8 @@ impl Wrapped {
         if !starts_in_word || head.span.line != self.line {
             return false;
         }
-        let all = crate::catalogs::catalogs();
-        let rows = |t: &str| -> Vec<&str> {
-            all.hits(t)
-                .into_iter()
-                .filter_map(|h| h.row.map(|r| r.id.as_str()))
-                .collect()
-        };
         let joined = format!("{}{text}", head.text);
-        let (first, second) = (rows(&head.text), rows(text));
-        let whole = rows(&joined)
-            .iter()
-            .any(|id| !first.contains(id) && !second.contains(id));
+        let whole = completes_a_row(&joined, &head.text, text);
         if whole {
             head.text = joined;
         }
@@ -559,12 +549,23 @@ impl Wrapped {
 /// indented (systemd-oomd's `Killed /user.slice/…/x.service` then `  due
 /// to memory pressure for … being 56.11% > 50.00% for > 20s with reclaim
 /// activity`, batch O's 1007): `text`, indented, joined to `above` (long
-/// enough for a wrap, ending in a word's character) when the whole is a
-/// catalog row that neither half is. The joined message, or `None`.
+/// enough for a wrap, with no space before the cut: [`Wrapped::may_continue`])
+/// when the whole is a catalog row that neither half is. The joined
+/// message, or `None`.
 fn rest_of_above(above: &str, text: &str) -> Option<String> {
     if !text.starts_with([' ', '\t']) || !Wrapped::may_continue(above) {
         return None;
     }
+    let rest = text.trim_start();
+    let joined = format!("{} {rest}", above.trim_end());
+    completes_a_row(&joined, above, rest).then_some(joined)
+}
+
+/// Whether `joined`, two lines a wrap split, is a catalog row that neither
+/// half, `first` or `second`, is by itself: the test both joins
+/// ([`Wrapped::rejoin`], [`rest_of_above`]) make before reading two lines
+/// as one message.
+fn completes_a_row(joined: &str, first: &str, second: &str) -> bool {
     let all = crate::catalogs::catalogs();
     let rows = |t: &str| -> Vec<&str> {
         all.hits(t)
@@ -572,13 +573,10 @@ fn rest_of_above(above: &str, text: &str) -> Option<String> {
             .filter_map(|h| h.row.map(|r| r.id.as_str()))
             .collect()
     };
-    let rest = text.trim_start();
-    let joined = format!("{} {rest}", above.trim_end());
-    let (first, second) = (rows(above), rows(rest));
-    rows(&joined)
+    let (first, second) = (rows(first), rows(second));
+    rows(joined)
         .iter()
         .any(|id| !first.contains(id) && !second.contains(id))
-        .then_some(joined)
 }
 
 impl InputReader {
