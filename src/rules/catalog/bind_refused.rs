@@ -241,13 +241,20 @@ fn node_objects(incident: &Incident) -> Vec<Bind<'_>> {
     out
 }
 
+/// Who refused a port: Windows' WSAEACCES, or libuv's EACCES, which any
+/// system reports (with the port, for a holder's check).
+enum Refused<'a> {
+    Windows,
+    AnySystem { port: &'a str },
+}
+
 /// The chain, explanation and advice for a port the system refuses; for
-/// libuv's EACCES (`port`: any system) also a holder's check and the
-/// privileged ports of Linux and macOS.
-fn forbidden(f: &mut Finding, port: Option<&str>) {
+/// libuv's EACCES also a holder's check and the privileged ports of Linux
+/// and macOS.
+fn forbidden(f: &mut Finding, by: Refused<'_>) {
     f.chain.push("the port is reserved by Windows (an excluded range, a portproxy rule) or refused by a firewall or security product".to_owned());
     f.explanation = "WSAEACCES (10013) on bind: not a listener of the same port but a reservation: Windows' excluded port ranges (reserved by Hyper-V, WSL or Docker, often after an update, and moved by WinNAT at each boot), a `netsh interface portproxy` rule on the address, or a product that filters sockets.".to_owned();
-    if let Some(port) = port {
+    if let Refused::AnySystem { port } = by {
         f.explanation.push_str(" libuv reports it as EACCES (errno -4092 on Windows); on Linux and macOS EACCES on listen is a port below 1024 asked for without privileges.");
         f.actions.push(Action::advice(
             "see whether another program holds the port (Windows, then Linux and macOS)",
@@ -332,7 +339,7 @@ fn finding(g: &[&Bind]) -> Finding {
             f.headline = format!(
                 "The server could not bind {addr}: the system refused the port (EACCES, permission denied): on Windows a port inside an excluded port range (Hyper-V, WSL, Docker, WinNAT) or held by a portproxy rule, which no listener listing shows; on Linux and macOS a port below 1024 without privileges."
             );
-            forbidden(&mut f, Some(port));
+            forbidden(&mut f, Refused::AnySystem { port });
             f.confidence = 0.8;
         }
         Why::Forbidden => {
@@ -341,7 +348,7 @@ fn finding(g: &[&Bind]) -> Finding {
                 "The server could not bind {addr}: Windows forbids the port (WSAEACCES: {}); it lies in an excluded port range (Hyper-V, WSL, Docker, WinNAT) or a portproxy rule or security product holds it, which no listener listing shows.",
                 b.text
             );
-            forbidden(&mut f, None);
+            forbidden(&mut f, Refused::Windows);
             f.confidence = 0.8;
         }
         Why::NoAddress => {
