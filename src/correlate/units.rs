@@ -703,9 +703,15 @@ pub fn last_words<'a>(incident: &'a super::Incident, unit: &str, exit: Span) -> 
 /// journal prefix (`Error: mkdir /home/user: permission denied` above
 /// systemd's `Main process exited`): error-looking lines of the same input
 /// before the exit at `exit` and after the unit's previous run, that are
-/// no journal line, in an input whose only journal lines are PID 1's (so
-/// that no other writer's line is taken for the unit's); the last
-/// [`LAST_WORDS`]. Asked when [`last_words`] finds none.
+/// no journal line, in an input whose journal shows no program's output
+/// but PID 1's (so that no other writer's line is taken for the unit's);
+/// the last [`LAST_WORDS`]. Asked when [`last_words`] finds none.
+///
+/// A program's output is an entry with a PID: the prefilter reads each
+/// PID's first entries in full, so both readings see one if the input has
+/// one. The kernel's lines (no PID) are no program's output, and are
+/// skimmed like any chatter, so they must not decide it: a report would
+/// differ with and without the prefilter (`prefilter::random` found it).
 pub fn bare_last_words<'a>(
     incident: &'a super::Incident,
     unit: &str,
@@ -714,7 +720,7 @@ pub fn bare_last_words<'a>(
     let journal = &incident.facts.journal;
     if journal
         .iter()
-        .any(|e| e.span.source == exit.source && !is_manager(e))
+        .any(|e| e.span.source == exit.source && e.pid.is_some() && !is_manager(e))
     {
         return Vec::new();
     }

@@ -765,3 +765,37 @@ fn the_fast_path_for_server_chatter_changes_nothing() {
     std::fs::write(dir.join("journal.txt"), &journal).expect("write");
     check("server chatter", &dir);
 }
+
+/// A kernel line between a server's bare output and systemd's exit line is
+/// no program's output: it is skimmed with the prefilter, so it must not
+/// decide whether the bare line is the unit's last words (the randomised
+/// test's shrunk input). Both readings cite the bare error as the unit's
+/// last words.
+#[test]
+fn kernel_chatter_does_not_hide_a_units_bare_last_words() {
+    let scratch = Scratch::new("prefilter-kernel-chatter");
+    let file = scratch.path.join("input.log");
+    std::fs::write(
+        &file,
+        "[2026-11-27 09:38:52 TP1] RuntimeError: CUDA error: out of memory\n\
+         2026-11-27T09:38:43+0000 host kernel: Decode batch. #running-req: 3, #token: 100\n\
+         (VllmWorker rank=1 pid=4243) sglang.service: Main process exited, code=exited, status=1/FAILURE\n",
+    )
+    .expect("write");
+    check("kernel chatter", &file);
+    let (streamed, context) = load(&file);
+    let report = analyse(streamed, context, true);
+    let exit = report
+        .diagnosis
+        .findings
+        .iter()
+        .find(|f| f.rule == "unit-exit-nonzero")
+        .expect("the unit's exit is a finding");
+    assert!(
+        exit.evidence
+            .iter()
+            .any(|e| e.span.line == 1 && e.note.contains("last words")),
+        "the bare error is the unit's last words: {:?}",
+        exit.evidence
+    );
+}
