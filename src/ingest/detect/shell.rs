@@ -696,7 +696,7 @@ mod tests {
             ),
             ("$ ps aux | grep python", Some(Format::Ps)),
             (
-                "$ nvidia-ctk --quiet cdi list | grep -P nvidia.com/gpu='\\d+'",
+                "$ nvidia-ctk --quiet cdi list | grep nvidia.com/gpu=",
                 Some(Format::NvidiaCtkCdiList),
             ),
             ("$ cat /proc/4242/cgroup", Some(Format::ProcCgroup)),
