@@ -33,6 +33,8 @@ pub enum Format {
     NvidiaSmiPmon,
     /// `nvidia-smi -L` and `nvidia-smi nvlink --status`: `GPU N: NAME (UUID: …)` lines.
     NvidiaSmiList,
+    /// `nvidia-ctk cdi list`: the CDI device names (`nvidia.com/gpu=0`).
+    NvidiaCtkCdiList,
     /// `ss -ltnp`: listening sockets and the processes that hold them.
     Ss,
     /// `lsmod`: loaded kernel modules and their use counts.
@@ -75,7 +77,7 @@ pub enum Format {
 }
 
 impl Format {
-    pub const ALL: [Format; 40] = [
+    pub const ALL: [Format; 41] = [
         Format::SglangLog,
         Format::NvidiaSmiTable,
         Format::NvidiaSmiQueryGpu,
@@ -96,6 +98,7 @@ impl Format {
         Format::NvidiaSmiQXml,
         Format::NvidiaSmiPmon,
         Format::NvidiaSmiList,
+        Format::NvidiaCtkCdiList,
         Format::Gpustat,
         Format::Ss,
         Format::Lsmod,
@@ -141,6 +144,7 @@ impl Format {
             Format::NvidiaSmiQXml => "nvidia-smi-q-xml",
             Format::NvidiaSmiPmon => "nvidia-smi-pmon",
             Format::NvidiaSmiList => "nvidia-smi-list",
+            Format::NvidiaCtkCdiList => "nvidia-ctk-cdi-list",
             Format::Gpustat => "gpustat",
             Format::Ss => "ss",
             Format::Lsmod => "lsmod",

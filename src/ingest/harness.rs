@@ -6,7 +6,8 @@
 //! `gpu memory used (GB): 0=30.31; 1=29.41;`, vllm-omni's GPU memory
 //! monitor, SGLang's `[CI GPU Idle] Waiting for GPU to become idle: …`) and
 //! gpu-burn's (`Initialized device 0 with 8126 MB of memory (…)`, its
-//! `10.4%  proc'd: …` progress). A line read here is the harness's own; the output it
+//! `10.4%  proc'd: …` progress, `Using compare file: …`, `Burning for 60
+//! seconds.` and its clean-up lines). A line read here is the harness's own; the output it
 //! captured is read by the other recognisers.
 
 use std::sync::LazyLock;
@@ -47,6 +48,16 @@ static GPU_SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
         | \[CI\x20GPU\x20Idle\]\x20.*                   # SGLang's CI gate before a test class
         | Initialized\x20device\x20[0-9]+\x20with\x20[0-9]+\x20MB\x20of\x20memory\x20\([0-9]+\x20MB\x20available,\x20using\x20[0-9]+\x20MB\x20of\x20it\).*
         | [0-9]+\.[0-9]+%\x20+proc'd:\x20.*                   # gpu-burn's progress line
+        # gpu-burn's other fixed lines (gpu_burn-drv.cpp: main's `Using
+        # compare file: %s` and `Burning for %d seconds.`, startBurn's
+        # `Results are %zu bytes each, …`, listenClients' kills, the
+        # workers' clean-up); its verdict (`GPU 0: FAULTY`) is not here.
+        | Using\x20compare\x20file:\x20\S+
+        | Burning\x20for\x20[0-9]+\x20seconds\.
+        | Results\x20are\x20[0-9]+\x20bytes\x20each,\x20thus\x20performing\x20[0-9]+\x20iterations
+        | Killing\x20processes\x20with\x20SIG(?:TERM\x20\(soft|KILL\x20\(force)\x20kill\)
+        | Freed\x20memory\x20for\x20dev\x20[0-9]+
+        | Uninitted\x20cublas
         | (?:Pre|Post)-test\x20GPU\x20status:
         | Condition:\x20Memory\x20usage\x20ratio\x20.*
         | Wait\x20time:\x20[0-9.]+\x20seconds.*
@@ -145,6 +156,15 @@ mod tests {
             "   Wait time: 0.0 seconds (0.0 minutes)",
             "   Final status:",
             "Post-test GPU status:",
+            // gpu-burn's first line from https://github.com/wilicc/gpu-burn/issues/92;
+            // the others written from gpu_burn-drv.cpp's format strings
+            // (wilicc/gpu-burn@3ead140: printf at lines 914, 196, 612, 144, 147).
+            "Using compare file: /tmp/gpu-burn-master/compare.ptx",
+            "Burning for 60 seconds.",
+            "Results are 268435456 bytes each, thus performing 280 iterations",
+            "Killing processes with SIGTERM (soft kill)",
+            "Freed memory for dev 0",
+            "Uninitted cublas",
         ] {
             // `14 passed in 0.45s` is pytest's without its rules (the PR
             // cut them): not read alone.

@@ -33,6 +33,7 @@ mod kernel;
 mod kube_describe;
 mod line;
 mod lsmod;
+mod nvidia_ctk_cdi_list;
 mod nvidia_smi_csv;
 mod nvidia_smi_list;
 mod nvidia_smi_pmon;
@@ -211,6 +212,7 @@ fn parse_segment(format: Format, lines: &[Line<'_>], facts: &mut Facts) -> Misse
         Format::NvidiaSmiQXml => Count(nvidia_smi_q::parse_xml(lines, facts)),
         Format::NvidiaSmiPmon => Lines(nvidia_smi_pmon::read(lines, facts)),
         Format::NvidiaSmiList => Lines(nvidia_smi_list::read(lines, facts)),
+        Format::NvidiaCtkCdiList => Lines(nvidia_ctk_cdi_list::read(lines, facts)),
         Format::Gpustat => Count(gpustat::parse(lines, facts)),
         Format::Ss => Lines(ss::read(lines, facts)),
         Format::Lsmod => Count(lsmod::parse(lines, facts)),

@@ -1,5 +1,6 @@
-//! Whether a line reads as a sentence a person wrote ([`is_prose`]) or as a
-//! note they added to a paste ([`is_annotation`]): asked by the
+//! Whether a line reads as a sentence a person wrote ([`is_prose`]), a
+//! heading they put over a paste ([`is_heading`]) or a note they added to
+//! it ([`is_annotation`]): asked by the
 //! recognisers and by the table reader, which stops a table at prose. A
 //! leaf, words and punctuation only.
 
@@ -156,6 +157,44 @@ pub fn is_annotation(text: &str) -> bool {
         })
         .collect();
     is_prose(&words.join(" "))
+}
+
+/// Whether `text` is a heading a person put over the output they pasted
+/// (`Error Log:`, `orphaned procs:`, `Command：` with CJK typing's
+/// full-width colon): two or three words of letters (one before a
+/// full-width colon) and nothing after the colon, at the start of its
+/// line. A program's `Label: value` has a value; its
+/// headings are indented or carry its own tokens (`Traceback (most recent
+/// call last):`, `[setup] nvidia-smi -L:`).
+pub fn is_heading(text: &str) -> bool {
+    let text = text.trim_end();
+    let (label, wide) = match text.strip_suffix('\u{ff1a}') {
+        Some(label) => (label, true),
+        None => match text.strip_suffix(':') {
+            Some(label) => (label, false),
+            None => return false,
+        },
+    };
+    // One word and a colon is how programs open a block too (kubectl
+    // describe's `Events:`, `Containers:`); a person's one-word heading
+    // counts only with the full-width colon no program prints.
+    if !wide && !label.contains(' ') {
+        return false;
+    }
+    if label.len() > 32 || !label.starts_with(|c: char| c.is_alphabetic()) {
+        return false;
+    }
+    let words: Vec<&str> = label.split(' ').collect();
+    // An identifier (`ValueError:`, an exception without its message) is code.
+    let camel = |w: &str| {
+        w.as_bytes()
+            .windows(2)
+            .any(|p| p[0].is_ascii_lowercase() && p[1].is_ascii_uppercase())
+    };
+    (1..=3).contains(&words.len())
+        && words
+            .iter()
+            .all(|w| w.chars().count() >= 2 && w.chars().all(char::is_alphabetic) && !camel(w))
 }
 
 /// Whether `text` is a mark a person left where they cut or hid part of a

@@ -209,7 +209,10 @@ impl LineReader {
         if self.describe.read(line.text) {
             return Read::Skimmed(None);
         }
-        let prose = is_prose(line.text) || is_annotation(line.text) || is_elision(line.text);
+        let prose = is_prose(line.text)
+            || is_annotation(line.text)
+            || is_elision(line.text)
+            || is_heading(line.text);
         // Machine output that says what it is by its own grammar and makes
         // no fact: a report aligned by padding, NCCL's interface list
         // wrapped onto lines of its own, a wrapped logfmt record's fields,
@@ -760,7 +763,7 @@ pub fn family(text: &str) -> Option<&'static str> {
     None
 }
 
-use super::prose::{is_annotation, is_elision, is_prose};
+use super::prose::{is_annotation, is_elision, is_heading, is_prose};
 
 #[cfg(test)]
 mod tests {
@@ -887,6 +890,31 @@ mod tests {
             ("something nobody knows 0x1f", None),
         ] {
             assert_eq!(family(line), want, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_persons_headings_are_prose_and_a_programs_labels_are_not() {
+        // fixtures/real-incoming/batch-o 997 (sgl-project/sglang#1093) and
+        // 1010 (vllm-project/vllm#44751).
+        for yes in ["Command\u{ff1a}", "Error Log:", "orphaned procs:"] {
+            assert!(is_heading(yes), "{yes}");
+        }
+        for no in [
+            "Traceback (most recent call last):",
+            "[setup] nvidia-smi -L:",
+            "  Processes:",
+            "Password: hunter2",
+            "ValueError:",
+            "a b:",
+            "One two three four:",
+            "GPU 0:",
+            "CUDA_VISIBLE_DEVICES:",
+            // kubectl describe's blocks (fixtures/real/660, 962).
+            "Events:",
+            "Containers:",
+        ] {
+            assert!(!is_heading(no), "{no}");
         }
     }
 

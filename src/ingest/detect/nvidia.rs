@@ -1,5 +1,6 @@
 //! Detection of nvidia-smi output: the default table, the CSV queries,
-//! `-q` as text and as XML, and `pmon`.
+//! `-q` as text and as XML, and `pmon`; and of the container toolkit's
+//! `nvidia-ctk cdi list`.
 
 use super::{Class, first_after_space, gated, re};
 use crate::ingest::Format;
@@ -104,6 +105,15 @@ gated!(
     |l| first_after_space(l) == Some(b'<'),
     r"^\s*(?:<\?xml\s|<!DOCTYPE nvidia_smi_log\b|<nvidia_smi_log>)"
 );
+// A fragment of it pasted without the document (docs/formats/nvidia.md):
+// a `<gpu id="…">` element, or a GPU section whose name only nvidia-smi's
+// DTD uses (`<clocks_event_reasons>`, `<fb_memory_usage>`), alone on its
+// line as nvidia-smi indents them.
+gated!(
+    XML_FRAGMENT,
+    |l| first_after_space(l) == Some(b'<'),
+    r#"^\s*<(?:gpu id="[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]"|(?:clocks_(?:event|throttle)_reasons(?:_counters)?|(?:fb|bar1|cc_protected)_memory_usage|ecc_errors|ecc_mode|retired_pages|remapped_rows|gpu_reset_status|(?:gpu_|module_)?power_readings|supported_gpu_target_temp|(?:default_)?applications_clocks|max_(?:customer_boost_)?clocks|accounted_processes|encoder_stats|fbc_stats))>\s*$"#
+);
 gated!(
     PMON_HEADER,
     |l| l.starts_with('#'),
@@ -138,11 +148,29 @@ pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
             ),
         });
     }
+    if crate::ingest::nvidia_ctk_cdi_list::is_cdi_line(line) {
+        return Some(match current {
+            Some(Format::NvidiaCtkCdiList) => Continue,
+            _ => Strong(
+                Format::NvidiaCtkCdiList,
+                "CDI device names nvidia.com/gpu=N (nvidia-ctk cdi list)",
+            ),
+        });
+    }
     if XML_START.is_match(line) {
         return Some(Strong(
             Format::NvidiaSmiQXml,
             "<nvidia_smi_log> XML (nvidia-smi -q -x)",
         ));
+    }
+    if XML_FRAGMENT.is_match(line) {
+        return Some(match current {
+            Some(Format::NvidiaSmiQXml) => Continue,
+            _ => Strong(
+                Format::NvidiaSmiQXml,
+                "a GPU's elements of nvidia-smi -q -x XML without the document",
+            ),
+        });
     }
     if PMON_HEADER.is_match(line) {
         return Some(Strong(
@@ -218,6 +246,7 @@ pub(super) fn gated() -> Vec<(&'static str, &'static super::Gated)> {
         ("Q_SECTION", &Q_SECTION),
         ("Q_LEAF", &Q_LEAF),
         ("XML_START", &XML_START),
+        ("XML_FRAGMENT", &XML_FRAGMENT),
         ("PMON_HEADER", &PMON_HEADER),
         ("PMON_UNITS", &PMON_UNITS),
     ]

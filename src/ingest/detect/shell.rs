@@ -330,6 +330,10 @@ pub(super) fn command_hint(line: &str) -> Option<(Format, &'static str)> {
                     "output of `nvidia-smi` at the prompt above",
                 )
             }),
+            "nvidia-ctk" if words.contains(&"cdi") && words.contains(&"list") => Some((
+                Format::NvidiaCtkCdiList,
+                "output of `nvidia-ctk cdi list` at the prompt above",
+            )),
             "ps" => Some((Format::Ps, "output of `ps` at the prompt above")),
             "lsmod" => Some((Format::Lsmod, "output of `lsmod` at the prompt above")),
             // `list` is the default command; `dump` writes the core itself.
@@ -691,6 +695,10 @@ mod tests {
                 Some(Format::SystemctlShow),
             ),
             ("$ ps aux | grep python", Some(Format::Ps)),
+            (
+                "$ nvidia-ctk --quiet cdi list | grep nvidia.com/gpu=",
+                Some(Format::NvidiaCtkCdiList),
+            ),
             ("$ cat /proc/4242/cgroup", Some(Format::ProcCgroup)),
             ("$ cat /proc/driver/nvidia/version", None),
             ("$ nvidia-smi | wc -l", None),

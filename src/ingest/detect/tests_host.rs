@@ -101,6 +101,20 @@ fn nvidia_smi_query_pmon_and_xml() {
         )),
         vec![(Format::NvidiaSmiPmon, 1, 8)]
     );
+    // A -q -x paste cut to a GPU's sections, without its document: the
+    // sections of https://github.com/1Panel-dev/1Panel/issues/11910 (as
+    // the thread renders them); a journal line after them is its own.
+    assert_eq!(
+        formats(
+            "                <encoder_stats>\n                        <session_count>1</session_count>\n                        <average_fps>93</average_fps>\n                </encoder_stats>\n                <fbc_stats>\n                        <session_count>0</session_count>\n                </fbc_stats>\nMar 03 10:00:00 host kernel: NVRM: Xid (PCI:0000:01:00): 79, pid=1, GPU has fallen off the bus.\n"
+        ),
+        vec![(Format::NvidiaSmiQXml, 1, 7), (Format::JournalShort, 8, 8)]
+    );
+    // XML of other programs is not nvidia-smi's.
+    assert_ne!(
+        formats("<config>\n  <temperature>40</temperature>\n</config>\n")[0].0,
+        Format::NvidiaSmiQXml
+    );
     // A -q paste that starts at a GPU block.
     assert_eq!(
         formats(

@@ -616,3 +616,76 @@ Clocks
         vec![read("HW Slowdown", 5).expect("read")]
     );
 }
+
+/// A GPU's `<clocks_event_reasons>` pasted alone, cut inside the next
+/// section (https://github.com/1Panel-dev/1Panel/issues/10990, an idle
+/// L20): read as the sections of a GPU whose `<gpu id=…>` was not pasted;
+/// only the idle reason is active, so no slowdown; no line is left over.
+#[test]
+fn xml_fragment_without_its_document_is_a_gpus_sections() {
+    let (facts, unrecognized) = xml("\
+                <clocks_event_reasons>
+                        <clocks_event_reason_gpu_idle>Active</clocks_event_reason_gpu_idle>
+                        <clocks_event_reason_applications_clocks_setting>Not Active</clocks_event_reason_applications_clocks_setting>
+                        <clocks_event_reason_sw_power_cap>Not Active</clocks_event_reason_sw_power_cap>
+                        <clocks_event_reason_hw_slowdown>Not Active</clocks_event_reason_hw_slowdown>
+                        <clocks_event_reason_hw_thermal_slowdown>Not Active</clocks_event_reason_hw_thermal_slowdown>
+                        <clocks_event_reason_hw_power_brake_slowdown>Not Active</clocks_event_reason_hw_power_brake_slowdown>
+                        <clocks_event_reason_sync_boost>Not Active</clocks_event_reason_sync_boost>
+                        <clocks_event_reason_sw_thermal_slowdown>Not Active</clocks_event_reason_sw_thermal_slowdown>
+                        <clocks_event_reason_display_clocks_setting>Not Active</clocks_event_reason_display_clocks_setting>
+                </clocks_event_reasons>
+                <clocks_event_reasons_counters>
+                        <clocks_event_reasons_counters_sw_power_cap>0 us</clocks_event_reasons_counters_sw_power_cap>
+");
+    assert_eq!(unrecognized, 0);
+    // A GPU without a name is no GPU of the inventory; its health is read.
+    assert!(facts.gpus.is_empty());
+    assert_eq!(facts.gpu_health.len(), 1);
+    let h = &facts.gpu_health[0];
+    assert!(h.hw_slowdowns.is_empty());
+    assert_eq!(h.sw_thermal_slowdown, None);
+    assert_eq!(h.span, at(1));
+
+    // A section that says something, and a `<gpu id=…>` element with its
+    // processes: each is placed under the parents it was cut from.
+    let (facts, unrecognized) = xml("\
+\t\t<remapped_rows>
+\t\t\t<remapped_row_corr>0</remapped_row_corr>
+\t\t\t<remapped_row_unc>2</remapped_row_unc>
+\t\t\t<remapped_row_pending>Yes</remapped_row_pending>
+\t\t\t<remapped_row_failure>No</remapped_row_failure>
+\t\t</remapped_rows>
+\t\t<clocks_event_reasons>
+\t\t\t<clocks_event_reason_sw_thermal_slowdown>Active</clocks_event_reason_sw_thermal_slowdown>
+\t\t</clocks_event_reasons>
+\t</gpu>
+\t<gpu id=\"00000000:1B:00.0\">
+\t\t<uuid>GPU-0a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d</uuid>
+\t\t<processes>
+\t\t\t<process_info>
+\t\t\t\t<pid>4242</pid>
+\t\t\t\t<process_name>python3</process_name>
+\t\t\t\t<used_memory>1024 MiB</used_memory>
+\t\t\t</process_info>
+\t\t</processes>
+\t</gpu>
+</nvidia_smi_log>
+");
+    assert_eq!(unrecognized, 0);
+    assert_eq!(facts.gpu_health.len(), 2);
+    let h = &facts.gpu_health[0];
+    assert_eq!(h.remapped_rows_uncorrectable, read(2, 3));
+    assert_eq!(h.remapped_rows_pending, read(true, 4));
+    assert_eq!(h.sw_thermal_slowdown, Some(at(8)));
+    assert_eq!(facts.gpus.len(), 1);
+    assert_eq!(facts.gpus[0].bus_id.as_deref(), Some("0000:1b:00.0"));
+    assert_eq!(facts.gpu_processes.len(), 1);
+    assert_eq!(facts.gpu_processes[0].pid, 4242);
+    assert_eq!(facts.gpu_processes[0].used_mib, Some(1024));
+
+    // XML whose first element is no GPU section is still not nvidia-smi's.
+    let (facts, unrecognized) = xml("<session>\n<name>x</name>\n</session>\n");
+    assert_eq!(unrecognized, 3);
+    assert!(facts.gpu_health.is_empty());
+}

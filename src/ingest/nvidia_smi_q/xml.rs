@@ -3,7 +3,11 @@
 //! `<processes/>` or the text `None`, and the DTD version (v10, v11, v12 …)
 //! does not matter. A capture cut mid-document keeps what came before the
 //! cut; the lines after the point where XML stopped making sense are counted
-//! as unrecognised.
+//! as unrecognised. A fragment pasted without the document around it (a
+//! `<gpu id=…>` element, or one of a GPU's sections such as
+//! `<clocks_event_reasons>`) is read as if its parents were there: the
+//! sections of a GPU whose `<gpu id=…>` line was not pasted, as `-q`'s text
+//! fragments are.
 
 use quick_xml::Reader;
 use quick_xml::escape::resolve_predefined_entity;
@@ -47,6 +51,10 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
 
     let mut report: Option<Report> = None;
     let mut open: Vec<Open> = Vec::new();
+    // The parents a fragment's first element stands under (`nvidia_smi_log`,
+    // `gpu`), put there by [`place_fragment`]: not open in the paste, so not
+    // a cut when they are still open at its end.
+    let mut implied = 0;
     // Where the last element closed: a cut document is understood up to there.
     let mut understood = 0;
     loop {
@@ -69,6 +77,14 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
                     .count() as u32;
             }
         };
+        if let (Event::Start(e) | Event::Empty(e), true) = (&event, open.is_empty()) {
+            if report.is_none() {
+                implied = place_fragment(e, span, &mut open, &mut report);
+                // The fragment's own `</gpu>` and `</nvidia_smi_log>` close
+                // parents the paste did not open.
+                reader.config_mut().allow_unmatched_ends = implied > 0;
+            }
+        }
         match event {
             Event::Start(e) => start(&e, span, &mut open, &mut report, facts),
             Event::Empty(e) => {
@@ -101,6 +117,8 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
             }
             Event::End(_) => {
                 close(&mut open, report.as_mut());
+                // A fragment's own `</gpu>` closes an implied parent.
+                implied = implied.min(open.len());
                 understood = reader.buffer_position() as usize;
             }
             _ => {}
@@ -110,7 +128,7 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
         Some(r) => {
             r.close(facts);
             // Elements left open: the capture was cut after `understood`.
-            if open.is_empty() {
+            if open.len() <= implied {
                 return 0;
             }
             let cut = starts.partition_point(|s| *s < understood);
@@ -124,6 +142,113 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
         // XML, but not nvidia-smi's.
         None => lines.iter().filter(|l| !l.text.trim().is_empty()).count() as u32,
     }
+}
+
+/// The elements `nvsmi_device_v*.dtd` puts directly under `<gpu>`, from
+/// v10 (`clocks_throttle_reasons`) to v12 (`clocks_event_reasons`): where
+/// a fragment that starts with one of them stands. The detector starts a
+/// segment only at the ones no other XML uses (`detect/nvidia.rs`).
+pub(crate) const GPU_SECTIONS: &[&str] = &[
+    "product_name",
+    "product_brand",
+    "product_architecture",
+    "display_mode",
+    "display_active",
+    "persistence_mode",
+    "addressing_mode",
+    "mig_mode",
+    "mig_devices",
+    "accounting_mode",
+    "accounting_mode_buffer_size",
+    "driver_model",
+    "serial",
+    "uuid",
+    "minor_number",
+    "vbios_version",
+    "multigpu_board",
+    "board_id",
+    "board_part_number",
+    "gpu_part_number",
+    "gpu_fru_part_number",
+    "gpu_module_id",
+    "inforom_version",
+    "inforom_bbx_flush",
+    "gpu_operation_mode",
+    "c2c_mode",
+    "gpu_virtualization_mode",
+    "gsp_firmware_version",
+    "ibmnpu",
+    "pci",
+    "fan_speed",
+    "performance_state",
+    "clocks_throttle_reasons",
+    "clocks_event_reasons",
+    "clocks_event_reasons_counters",
+    "sparse_operation_mode",
+    "fb_memory_usage",
+    "bar1_memory_usage",
+    "cc_protected_memory_usage",
+    "compute_mode",
+    "utilization",
+    "encoder_stats",
+    "fbc_stats",
+    "ecc_mode",
+    "ecc_errors",
+    "retired_pages",
+    "remapped_rows",
+    "temperature",
+    "supported_gpu_target_temp",
+    "power_readings",
+    "gpu_power_readings",
+    "module_power_readings",
+    "clocks",
+    "applications_clocks",
+    "default_applications_clocks",
+    "deferred_clocks",
+    "max_clocks",
+    "max_customer_boost_clocks",
+    "clock_policy",
+    "voltage",
+    "fabric",
+    "supported_clocks",
+    "processes",
+    "accounted_processes",
+    "capabilities",
+    "gpu_reset_status",
+    "gpu_recovery_action",
+];
+
+/// A document's first element when it is not `<nvidia_smi_log>`: a
+/// `<gpu id=…>` stands under an implied root, a GPU section under an
+/// implied root and a GPU with no bus id (its health is read, it is no GPU
+/// of the inventory unless the fragment names it). Returns how many parents
+/// were implied; none for XML that is not nvidia-smi's.
+fn place_fragment(
+    e: &BytesStart<'_>,
+    span: Span,
+    open: &mut Vec<Open>,
+    report: &mut Option<Report>,
+) -> usize {
+    let name = e.name();
+    let name = String::from_utf8_lossy(name.as_ref());
+    let implied = match name.as_ref() {
+        "gpu" => 1,
+        section if GPU_SECTIONS.contains(&section) => 2,
+        _ => return 0,
+    };
+    let parent = |name: &str| Open {
+        name: name.to_owned(),
+        span,
+        text: String::new(),
+        has_children: true,
+    };
+    open.push(parent("nvidia_smi_log"));
+    let r = report.insert(Report::default());
+    if implied == 2 {
+        r.anonymous_gpu(span);
+        open.push(parent("gpu"));
+    }
+    implied
 }
 
 /// Opens an element: a new report at the root, a new GPU at `<gpu id=…>`.
