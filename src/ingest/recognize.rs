@@ -895,7 +895,7 @@ mod tests {
 
     #[test]
     fn a_persons_headings_are_prose_and_a_programs_labels_are_not() {
-        // fixtures/real-incoming/batch-o 997 (sgl-project/sglang#1093) and
+        // fixtures/real/997 (sgl-project/sglang#1093) and
         // 1010 (vllm-project/vllm#44751).
         for yes in ["Command\u{ff1a}", "Error Log:", "orphaned procs:"] {
             assert!(is_heading(yes), "{yes}");
