@@ -16,11 +16,13 @@ use crate::model::PsRecord;
 use crate::rules::support::confidence;
 use crate::rules::{Action, Finding, Severity};
 
+/// One product's title and its instance processes (id, row).
+type Group<'a> = (&'static InstanceTitle, Vec<(u64, &'a PsRecord)>);
+
 /// Findings for the products with more than one instance process in the
 /// listings; `named` are PIDs another part of the rule already reported.
 pub(super) fn instances(incident: &Incident, named: &BTreeSet<u32>) -> Vec<Finding> {
-    let mut groups: BTreeMap<&'static str, (&'static InstanceTitle, Vec<(u64, &PsRecord)>)> =
-        BTreeMap::new();
+    let mut groups: BTreeMap<&'static str, Group<'_>> = BTreeMap::new();
     for p in &incident.facts.ps {
         if named.contains(&p.pid) {
             continue;
