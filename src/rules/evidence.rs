@@ -202,6 +202,14 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         GpuMemoryHeldByOtherProcess,
+        "Kaldi's allocator's account (`Memory usage: A/H bytes currently allocated/total-held; … device memory info: … used:NM`): the device's memory in use more than 2 GiB above what the program holds and its CUDA context (the `used` of `The active GPU is [N]` when it chose the GPU) is another job's on the same GPU",
+        Rule("gpu-memory-taken-before-load"),
+        Some(
+            "fixtures/rules/gpu-memory-taken-before-load/pos-kaldi-installation-guide-610m-held-11160m-used.log",
+        ),
+    ),
+    cell(
+        GpuMemoryHeldByOtherProcess,
         "the NVIDIA container hook's driver service hung and was killed (`terminating driver service (forced)`, `driver error: timed out`): GPUs in exclusive-process mode another process holds, at a confidence that leaves a wedged driver open",
         Row("stacks-containers.driver-service-hung"),
         Some("fixtures/real/637-nvidia-docker-nvc-driver-service-forced-exclusive-mode-held"),
@@ -272,6 +280,12 @@ pub const MATRIX: &[Cell] = &[
         "two runners of one model in a server that runs one runner per loaded model (Ollama's `ollama runner --model <blob>`), in a process listing with command lines: the older is a load the server lost track of",
         Rule("stale-serving-process"),
         Some("fixtures/real/640-ollama-070-three-runners-one-active-model-leak"),
+    ),
+    cell(
+        StaleServingInstance,
+        "several per-instance processes of one serving product alive at once (GPUStack's `gpustack_model_instance_<id>`, one per instance it serves) with no backend server beside them in the listing: instances it stopped without ending their process, at a low confidence (a listing may be cut)",
+        Rule("stale-serving-process"),
+        Some("fixtures/real/698-gpustack-repro-six-leaked-instance-processes"),
     ),
     cell(
         StaleServingInstance,

@@ -465,6 +465,39 @@ pub fn installed_unit(identifier: &str) -> Option<&'static InstalledUnit> {
     INSTALLED_UNITS.iter().find(|u| u.identifier == identifier)
 }
 
+/// A serving product that runs one process per model instance and titles
+/// it with the instance's id: the process starts the instance's backend
+/// server (vLLM, SGLang, llama-box) as its child and lives as long as the
+/// instance. More of them than the product lists as running are instances
+/// it stopped without ending their process.
+pub struct InstanceTitle {
+    pub stack: &'static str,
+    /// The title before the instance's id (`gpustack_model_instance_1574`).
+    pub prefix: &'static str,
+    /// Where the product lists the instances it runs.
+    pub list: &'static str,
+    /// Where upstream sets the title.
+    pub upstream: &'static str,
+}
+
+/// The per-instance process titles.
+pub const INSTANCE_TITLES: &[InstanceTitle] = &[InstanceTitle {
+    stack: "GPUStack",
+    prefix: "gpustack_model_instance_",
+    list: "GPUStack's Deployments page, or its API's list of model instances: `curl -H 'Authorization: Bearer <key>' http://<server>/v2/model-instances` (`/v1/…` before 2.0)",
+    upstream: "gpustack/gpustack gpustack/worker/serve_manager.py ServeManager._serve_model_instance(): setproctitle(f\"gpustack_model_instance_{mi.id}\"); its API mounts the instances' list under /model-instances (`include_router(model_instances.router, prefix=\"/model-instances\")`), which its maintainers ask for as `<server-url>/v2/model-instances` (gpustack/gpustack#3936)",
+}];
+
+/// The per-instance title a command line starts with, and the instance's
+/// id (the kernel's 15-byte `comm` keeps no id, and reads as none).
+pub fn instance_title(cmd: &str) -> Option<(&'static InstanceTitle, u64)> {
+    let first = cmd.split_whitespace().next()?;
+    INSTANCE_TITLES.iter().find_map(|t| {
+        let id = first.strip_prefix(t.prefix)?;
+        Some((t, id.parse().ok()?))
+    })
+}
+
 /// Whether `port` is `stack`'s default port.
 pub fn default_port_of(stack: &str, port: u16) -> bool {
     DEFAULT_PORTS
@@ -566,6 +599,12 @@ mod tests {
             Some(Role::FrontEnd)
         );
         assert!(classify("/usr/bin/python3 train.py").is_none());
+        assert_eq!(
+            super::instance_title("gpustack_model_instance_1574").map(|(t, id)| (t.stack, id)),
+            Some(("GPUStack", 1574))
+        );
+        assert!(super::instance_title("gpustack_model_").is_none());
+        assert!(super::instance_title("gpustack_worker").is_none());
         assert!(default_port_of("Ollama", 11434) && !default_port_of("Ollama", 8000));
         assert!(ENGINES.iter().all(|e| !e.upstream.is_empty()));
         assert!(

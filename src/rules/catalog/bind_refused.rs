@@ -57,16 +57,22 @@ const TEXTS: &[(&str, Why)] = &[
     ("stacks-bind.os-eaddrnotavail", Why::NoAddress),
 ];
 
-/// Which OS text `why` is: libuv's code (Node.js), else by the catalogs'
-/// rows.
+/// Which OS text `why` is: a code's symbolic name as libuv prints it
+/// (Node.js's `code: 'EADDRINUSE'`), which is the row's `name` (libuv
+/// translates Winsock's `WSAE…` to the same `E…` name), else the OS's
+/// words, by the catalogs' rows.
 fn why_of(why: &str) -> Why {
-    match why {
-        "EADDRINUSE" => return Why::InUse,
-        "EACCES" => return Why::Forbidden,
-        "EADDRNOTAVAIL" => return Why::NoAddress,
-        _ => {}
+    let catalogs = crate::catalogs::catalogs();
+    let named = |id: &str| {
+        catalogs
+            .row(id)
+            .and_then(|r| r.name.as_deref())
+            .is_some_and(|n| n == why || n.strip_prefix("WSA") == Some(why))
+    };
+    if let Some((_, w)) = TEXTS.iter().find(|(id, _)| named(id)) {
+        return *w;
     }
-    let hits = crate::catalogs::catalogs().hits(why);
+    let hits = catalogs.hits(why);
     TEXTS
         .iter()
         .find(|(id, _)| hits.iter().any(|h| h.row.is_some_and(|r| r.id == *id)))
@@ -395,6 +401,18 @@ mod tests {
         let mut f = findings_of(super::META.id, text);
         assert_eq!(f.len(), 1, "{text}\n{f:#?}");
         f.remove(0)
+    }
+
+    /// libuv's codes name the OS-text rows by their `name` (Winsock's
+    /// `WSAE…` as libuv translates it); words no row knows stay `Other`.
+    #[test]
+    fn libuv_codes_are_the_rows_names() {
+        use super::{Why, why_of};
+        assert!(why_of("EADDRINUSE") == Why::InUse);
+        assert!(why_of("EACCES") == Why::Forbidden);
+        assert!(why_of("EADDRNOTAVAIL") == Why::NoAddress);
+        assert!(why_of("ECONNRESET") == Why::Other);
+        assert!(why_of("address already in use") == Why::InUse);
     }
 
     /// ollama #4999, #2627: WSAEACCES in Go's shape, a reserved port.

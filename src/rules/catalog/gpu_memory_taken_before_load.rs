@@ -6,6 +6,7 @@
 //! that saw different amounts free, the lower one cutting layers; and the
 //! same start-up figures of TensorFlow and llama.cpp (`reported`).
 
+mod kaldi;
 mod reported;
 mod trtllm;
 
@@ -58,6 +59,14 @@ GPU 77667 (MiB)`: cudaMemGetInfo's figure, every process's). Right after
 the loading process holds its CUDA context and little else: 8 GiB or more
 above 2 GiB is another process's or model instance's memory (a second
 Triton instance on the GPU the first one's KV cache fills), an error.
+
+Kaldi's allocator prints what the program itself holds beside the
+device's memory in use by every process (`Memory usage: 0/0 bytes
+currently allocated/total-held; … device memory info: free:15724M,
+used:16778M, total:32502M`). The device's figure more than 2 GiB above
+what the program holds and its CUDA context (the device's `used` in `The
+active GPU is [2]: … used:1050M` when Kaldi chose the GPU, else 1 GiB) is
+another process's memory: another job on a GPU in the Default compute mode.
 
 ## Why it happens
 Another program on the same GPU: a second server, a notebook or training
@@ -214,6 +223,7 @@ impl Rule for GpuMemoryTakenBeforeLoad {
             .or_else(|| loads_differ(&plans))
             .or_else(|| reported::held_at_start(incident))
             .or_else(|| trtllm::held_at_load(incident))
+            .or_else(|| kaldi::held_beside_kaldi(incident))
         {
             out.push(f);
         }

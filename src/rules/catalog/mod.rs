@@ -79,6 +79,7 @@ mod unit_exit_nonzero;
 mod unit_exited_zero_no_restart;
 mod unsupported_hardware;
 mod vllm_cuda_graph_capture_oom;
+mod vllm_custom_allreduce_expandable_segments;
 mod vllm_engine_core_failed;
 mod vllm_insufficient_free_memory;
 mod vllm_kv_cache_init_failed;
@@ -173,6 +174,7 @@ pub static RULES: &[&dyn Rule] = &[
     &unit_exited_zero_no_restart::RULE,
     &unsupported_hardware::RULE,
     &vllm_cuda_graph_capture_oom::RULE,
+    &vllm_custom_allreduce_expandable_segments::RULE,
     &vllm_engine_core_failed::RULE,
     &vllm_insufficient_free_memory::RULE,
     &vllm_kv_cache_init_failed::RULE,

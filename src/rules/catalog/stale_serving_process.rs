@@ -14,6 +14,7 @@ mod duplicates;
 mod engines;
 mod finding;
 mod gone;
+mod instances;
 mod left_over;
 mod runners;
 mod survivors;
@@ -94,6 +95,15 @@ model (Ollama's `ollama runner --model <blob>`, before 0.4
 keeps its memory. With full start times (`lstart`) the finding names the
 latest load and is an error; without them, a warning. It scripts no
 signal: `ollama ps` and the runners' `--port` settle which one serves.
+
+Several per-instance processes of one serving product alive at once
+(GPUStack's `gpustack_model_instance_<id>`, one per model instance it
+serves, each starting the instance's backend server as its child) with no
+backend server beside them in the listing are instances it stopped without
+ending their process: an error at a low confidence, since a listing may be
+cut; beside backend servers they may all be live, a warning. The instances
+the product lists as running settle it (GPUStack's `/v2/model-instances`),
+with `ps -o pid,ppid,etimes,args`; the finding scripts no signal.
 
 Serving stacks run their engines under names of their own (vLLM's
 `VLLM::EngineCore` and `VLLM::Worker_TP0`, SGLang's `sglang::scheduler_TP0`,
@@ -252,6 +262,7 @@ impl Rule for StaleServingProcess {
         out.extend(duplicates(incident, &named));
         out.extend(survivors::survivors(incident, &named));
         out.extend(runners::runners(incident, &named));
+        out.extend(instances::instances(incident, &named));
         out.extend(engines::engines(incident, &named));
         // PID 1's word alone, for the PIDs no part above reported.
         let reported: BTreeSet<u32> = out
