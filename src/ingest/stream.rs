@@ -258,8 +258,10 @@ struct Batch {
     found: Vec<(usize, bool)>,
     /// Where the lines that hold [`aggregate::PID1`] or [`chatter::WAIT`] are.
     needles: Needles,
-    /// Where a line's template is written ([`aggregate::key_with`]).
-    template: Vec<u8>,
+    /// Where the lines' templates are made ([`aggregate::Templater`]): kept
+    /// with the batch, from one to the next, each line going on from the
+    /// line before.
+    template: aggregate::Templater,
 }
 
 /// The needles every line is asked about whatever its anchors
@@ -349,10 +351,7 @@ impl Batch {
             None => {
                 for i in from..end {
                     let message = look.rules.matches(self.line(i));
-                    let key = look
-                        .repeats
-                        .then(|| aggregate::key_with(self.line(i), &mut template))
-                        .flatten();
+                    let key = look.repeats.then(|| template.key(self.line(i))).flatten();
                     self.looked.push(Looked {
                         hot: true,
                         message,
@@ -392,7 +391,7 @@ impl Batch {
                     // PID 1's (read in full whatever their text).
                     let line = self.line(i);
                     let key = (look.repeats && (found || pid1))
-                        .then(|| aggregate::key_with(line, &mut template))
+                        .then(|| template.key(line))
                         .flatten();
                     self.looked.push(Looked {
                         hot: found,

@@ -200,14 +200,14 @@ pub(super) fn claims_bracketed(line: &str) -> bool {
 
 /// What [`JOURNAL_MONOTONIC`] and [`JOURNAL_DELTA`] both need past their
 /// bracket (the line's first `]`: none comes before it in either), read by
-/// position, so that a dmesg line runs no regex and no more than one search
-/// of its text: `] `, a host up to the next space, then `kernel: ` or
+/// position, so that a dmesg line runs no regex and no search's call: `] `, a host up to the next space, then `kernel: ` or
 /// `ident[pid]: `, an identifier holding no `:`; either way the first `:`
 /// past the host is followed by a space and comes after `kernel` or a `]`.
 /// Never false where either regex matches (tested below).
 fn may_claim_bracketed(bytes: &[u8]) -> bool {
-    // The bracket and the host are a few bytes each: eight bytes tested
-    // at a time, no search's call.
+    // The bracket, the host and the identifier up to its `:` are a few
+    // bytes each: eight bytes tested at a time, no search's call (about a
+    // hundred instructions on a short line).
     let Some(close) = find_byte(bytes, b']') else {
         return false;
     };
@@ -221,7 +221,7 @@ fn may_claim_bracketed(bytes: &[u8]) -> bool {
     else {
         return false;
     };
-    let Some(colon) = memchr::memchr(b':', ident) else {
+    let Some(colon) = find_byte(ident, b':') else {
         return false;
     };
     // `ident[pid]` is four bytes at least.
