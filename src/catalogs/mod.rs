@@ -46,6 +46,7 @@ const FILES: &[(&str, &str)] = built![
     "supervisors",
     "dcgm",
     "fabricmanager",
+    "persistenced",
     "stacks-torch",
     "stacks-vllm",
     "stacks-sglang",

@@ -21,7 +21,23 @@ const ROWS: &[&str] = &[
     "stacks-tgi.not-enough-cuda-devices",
     "stacks-trtllm.mpi-size-mismatch",
     "stacks-trtllm.engine-world-size-mismatch",
+    "stacks-torch.model-parallel-not-divisible",
+    "stacks-torch.deepspeed-not-divisible-by-mp-size",
 ];
+
+/// The caller of Megatron's `divide()` / `ensure_divisibility()` in the
+/// traceback above a bare `N is not divisible by M`: the source line names
+/// the count that was split (`self.num_key_value_heads = divide(
+/// self.num_key_value_heads, self.world_size)`).
+static DIVIDED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"\b(?:divide|ensure_divisibility)\(\s*(?:[A-Za-z_][0-9A-Za-z_.]*\.)?(?P<what>[A-Za-z_][0-9A-Za-z_]*)\s*,",
+    )
+    .expect("divided regex")
+});
+
+/// How far above the assertion its traceback's caller line may be.
+const CALLER_WITHIN: u32 = 12;
 
 /// The wordings no catalog row has yet: KV heads, other servers' TP checks.
 static MISMATCH: LazyLock<Regex> = LazyLock::new(|| {
@@ -40,6 +56,12 @@ fn detail(get: impl Fn(&str) -> Option<String>) -> Option<String> {
         let what = get("what").unwrap_or_else(|| "attention heads".to_owned());
         return Some(format!("{h} {what} cannot be split over {t} GPUs"));
     }
+    if let (Some(n), Some(by)) = (get("dividend"), get("divisor")) {
+        let what = get("what").unwrap_or_else(|| "(a head count or size)".to_owned());
+        return Some(format!(
+            "{n} {what} cannot be split over {by} model-parallel ranks"
+        ));
+    }
     if let (Some(w), Some(h)) = (get("want"), get("have")) {
         return Some(format!("{w} GPUs asked for, {h} available"));
     }
@@ -56,6 +78,23 @@ fn detail(get: impl Fn(&str) -> Option<String>) -> Option<String> {
     get("n").map(|n| format!("sharded over more GPUs than the {n} visible"))
 }
 
+/// The nearest `divide(X, …)` / `ensure_divisibility(X, …)` line above
+/// `at` in the same input, within [`CALLER_WITHIN`] lines, and the name it
+/// divides (Megatron's helpers' own frames pass `numerator`: skipped).
+fn caller_above<'a>(incident: &'a Incident, at: &Message) -> Option<(&'a Message, String)> {
+    matches(incident, &DIVIDED)
+        .filter(|(m, _)| {
+            m.span.source == at.span.source
+                && m.span.line < at.span.line
+                && at.span.line - m.span.line <= CALLER_WITHIN
+        })
+        .filter_map(|(m, c)| {
+            let what = c.name("what")?.as_str();
+            (what != "numerator").then(|| (m, what.to_owned()))
+        })
+        .max_by_key(|(m, _)| m.span)
+}
+
 static META: RuleMeta = RuleMeta {
     id: "tp-size-mismatch",
     category: Category::TpSizeMismatch,
@@ -66,6 +105,8 @@ static META: RuleMeta = RuleMeta {
         "must be divisible by",
         "is not divisible by",
         "than the number of",
+        "divide(",
+        "ensure_divisibility(",
     ],
     doc: r#"
 ## What it means
@@ -97,10 +138,20 @@ impl Rule for TpSizeMismatch {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
+        let mut callers: Vec<&Message> = Vec::new();
         let mut hits: Vec<(&Message, Option<String>)> = ROWS
             .iter()
             .flat_map(|id| incident.known(id))
-            .map(|(m, hit)| (m, detail(|name| hit.get(name).map(str::to_owned))))
+            .map(|(m, hit)| {
+                let caller = hit.get("dividend").and_then(|_| caller_above(incident, m));
+                let what = caller.as_ref().map(|(_, w)| w.clone());
+                callers.extend(caller.map(|(c, _)| c));
+                let d = detail(|name| match name {
+                    "what" => what.clone().or_else(|| hit.get(name).map(str::to_owned)),
+                    _ => hit.get(name).map(str::to_owned),
+                });
+                (m, d)
+            })
             .chain(matches(incident, &MISMATCH).map(|(m, c)| {
                 (
                     m,
@@ -119,6 +170,9 @@ impl Rule for TpSizeMismatch {
         for (m, n) in distinct(hits.iter().map(|(m, _)| *m)).into_iter().take(3) {
             f.evidence(m.span, format!("the server rejected its TP size ({n}x)"));
         }
+        if let Some(c) = callers.first() {
+            f.evidence(c.span, "the traceback's caller names the count it split");
+        }
         let detail = hits.iter().find_map(|(_, d)| d.clone());
         f.condition("the server rejected the tensor-parallel size", true);
         f.condition("the numbers are in the message", detail.is_some());
@@ -136,5 +190,68 @@ impl Rule for TpSizeMismatch {
         ));
         f.confidence = confidence(&f, 0.8, 0.95);
         out.push(f);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    fn titles(text: &str) -> Vec<String> {
+        crate::testing::findings_of(super::META.id, text)
+            .into_iter()
+            .map(|f| f.title)
+            .collect()
+    }
+
+    /// Megatron's bare `N is not divisible by M` names the count it split
+    /// through the traceback's caller (microsoft/LMOps#292: MiniLLM's mpu,
+    /// `divide(self.num_key_value_heads, self.world_size)`); the helpers'
+    /// own frame (`ensure_divisibility(numerator, denominator)`) names
+    /// nothing and is skipped.
+    #[test]
+    fn the_callers_line_names_the_count_split() {
+        let text = "[rank4]:     self.num_key_value_heads = divide(self.num_key_value_heads, self.world_size) # n_kv_p\n\
+                    [rank4]:   File \"/mnt/bn/lq1-nas-menglingjun/query_analysis_v1_train/research-HEAD/q2/miniLLM/LMOps-main/minillm/transformers/src/transformers/mpu/utils.py\", line 18, in divide\n\
+                    [rank4]:     ensure_divisibility(numerator, denominator)\n\
+                    [rank4]:   File \"/mnt/bn/lq1-nas-menglingjun/query_analysis_v1_train/research-HEAD/q2/miniLLM/LMOps-main/minillm/transformers/src/transformers/mpu/utils.py\", line 11, in ensure_divisibility\n\
+                    [rank4]:     assert numerator % denominator == 0, '{} is not divisible by {}'.format(\n\
+                    [rank4]: AssertionError: 2 is not divisible by 4\n";
+        let f = crate::testing::findings_of(super::META.id, text);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].title
+                .contains("2 num_key_value_heads cannot be split over 4"),
+            "{}",
+            f[0].title
+        );
+        assert_eq!(f[0].evidence.len(), 2, "{:?}", f[0].evidence);
+        // The assertion alone (vllm-project/vllm#24004's title): the numbers,
+        // no count named.
+        let alone = titles("AssertionError: 12 is not divisible by 8\n");
+        assert_eq!(alone.len(), 1);
+        assert!(alone[0].contains("12 (a head count or size) cannot be split over 8"));
+    }
+
+    /// The words alone are not enough: the message must be the assertion's
+    /// whole text (Megatron's format prints nothing else); a sentence that
+    /// goes on, or another exception, is someone else's check.
+    #[test]
+    fn other_divisibility_sentences_are_not_this() {
+        assert!(titles("ValueError: 16 is not divisible by 6\n").is_empty());
+        assert!(
+            titles("AssertionError: 1000 is not divisible by 8, pad the sequence first\n")
+                .is_empty()
+        );
+    }
+
+    /// DeepSpeed's AutoTP and kernel-injection checks (deepspeedai/DeepSpeed#3634).
+    #[test]
+    fn deepspeeds_mp_size_check_gives_its_numbers() {
+        let t = titles("AssertionError: num_heads (52) must be divisible by mp_size (8)\n");
+        assert_eq!(t.len(), 1);
+        assert!(
+            t[0].contains("52 num_heads cannot be split over 8 GPUs"),
+            "{}",
+            t[0]
+        );
     }
 }

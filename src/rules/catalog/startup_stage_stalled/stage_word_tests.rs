@@ -164,3 +164,22 @@ fn sglang_capture_begun_then_nothing_is_a_hang_in_the_capture() {
     let f = hang(text);
     assert!(f.title.contains("capturing CUDA graphs"), "{}", f.title);
 }
+
+/// KoboldCpp's settings banner, printed with `Loading model:` just before
+/// its backend loads the model, then nothing (LostRuins/koboldcpp#766);
+/// Tabby's downloader finishing a model file, then nothing
+/// (TabbyML/tabby#2719): both start-ups stopped while loading the weights.
+/// An error after either is the story instead.
+#[test]
+fn koboldcpps_banner_and_tabbys_download_are_the_weights_loading() {
+    let banner = "[Threads: 2, BlasThreads: 2, SmartContext: False, ContextShift: True]\n";
+    let f = hang(banner);
+    assert!(f.title.contains("loading the weights"), "{}", f.title);
+    assert!(cites(&f, banner, "BlasThreads: 2"), "{f:#?}");
+    let tabby = "Writing to new file.\n\
+                 🎯 Downloaded https://huggingface.co/Qwen/Qwen2-1.5B-Instruct-GGUF/resolve/main/qwen2-1_5b-instruct-q8_0.gguf to /data/models/TabbyML/Qwen2-1.5B-Instruct/ggml/model.gguf.tmp\n";
+    let f = hang(tabby);
+    assert!(cites(&f, tabby, "Qwen2-1.5B-Instruct"), "{f:#?}");
+    let failed = format!("{banner}CUDA error: out of memory\n");
+    assert!(stalled(&failed).is_none(), "{failed}");
+}
