@@ -109,7 +109,14 @@ loading. A bare `Killed` right after any program's line that it loads a
 model's weights or builds an engine from them, whatever the stack
 (tensorrtx's `Loading weights: …`, fairseq2's `Using the cached
 checkpoint of the model '…'`, TensorRT's builder's last memory figures),
-reads as a kill while loading. A `kill`, `pkill` or `timeout` typed
+reads as a kill while loading; so does one after a diffusion program
+moved a model into host memory (FramePack's `Offloading … to preserve
+memory: 8 GB` and `Unloaded … as complete.`, ControlNet's `Loaded
+state_dict from […]`), every such line of the last few cited. A job
+report alone in its input whose command is only a launcher's unexpanded
+variables (`./webui.sh: line 241:  3179 Killed  "${python_cmd}"
+"${LAUNCH_SCRIPT}" "$@"`) is as bare as `Killed`: the lowest reading,
+with its PID. A `kill`, `pkill` or `timeout` typed
 before the kill makes it the person's, and nothing is said.
 
 ## Why it happens
@@ -211,9 +218,15 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
         .then(|| Activity::before(incident, kill))
         .flatten()
         .filter(|_| loading.is_none() && command.is_none());
-    // A job report that names no command (`line 118: 7080 killed`) says
-    // no more than a bare `Killed`.
-    let lone = matches!(killed, Killed::Shell(None | Some((_, "")))) && alone(incident, kill);
+    // A job report alone in its input that names no command (`line 118:
+    // 7080 killed`), or only a launcher's unexpanded variables (`line 241:
+    // 3179 Killed  "${python_cmd}" "${LAUNCH_SCRIPT}" "$@"`), says no more
+    // than a bare `Killed`: the kill is all there is to read.
+    let lone = match killed {
+        Killed::Shell(None) => true,
+        Killed::Shell(Some((_, command))) => only_variables(command),
+        _ => false,
+    } && alone(incident, kill);
     if server_line.is_none()
         && loading.is_none()
         && activity.is_none()
@@ -254,7 +267,7 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
     );
     memory.cite(&mut f);
     name_victim(incident, kill, killed, &mut f);
-    cite_last_words(&mut f, kill, figures, activity, server_line);
+    cite_last_words(incident, &mut f, kill, figures, activity, server_line);
     runtime::cite(incident, kill, &mut f);
     let signalled = !matches!(killed, Killed::EngineCore { sigkill: false });
     f.condition(
@@ -287,7 +300,7 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
         a.explain(&mut f, pid);
     }
     if lone {
-        explain_lone(&mut f);
+        explain_lone(&mut f, pid);
     } else if converter {
         explain_converter(&mut f);
     } else if let Some(c) = memory.explain(&mut f, pid) {
@@ -314,6 +327,7 @@ fn name_victim(incident: &Incident, kill: Span, killed: Killed<'_>, f: &mut Find
 /// What the process printed last before the kill: its memory figures,
 /// what it was doing, the server's last line; each line once.
 fn cite_last_words(
+    incident: &Incident,
     f: &mut Finding,
     kill: Span,
     figures: Option<(&Message, u64)>,
@@ -327,7 +341,7 @@ fn cite_last_words(
         );
     }
     if let Some(a) = activity {
-        a.cite(f, kill);
+        a.cite(incident, f, kill);
     }
     if let Some(line) = server_line
         && figures.is_none_or(|(m, _)| m.span != line)
@@ -385,9 +399,15 @@ fn alone(incident: &Incident, kill: Span) -> bool {
 /// so the finding says so, stays at the rule's lowest confidence and asks
 /// for what would settle it: the kernel's log and the container's memory
 /// limit.
-fn explain_lone(f: &mut Finding) {
-    f.title = "a process was killed by SIGKILL with nothing else in the inputs: most likely the OOM killer".to_owned();
-    f.headline = "A process was Killed (SIGKILL) and the inputs show nothing else: most often the kernel's OOM killer, the host's RAM or the container's memory limit exhausted (a model loading into RAM); the kernel's lines are not in the inputs.".to_owned();
+fn explain_lone(f: &mut Finding, pid: Option<u32>) {
+    let who = pid.map_or_else(|| "a process".to_owned(), |p| format!("process {p}"));
+    f.title = format!(
+        "{who} was killed by SIGKILL with nothing else in the inputs: most likely the OOM killer"
+    );
+    f.headline = format!(
+        "{} was Killed (SIGKILL) and the inputs show nothing else: most often the kernel's OOM killer, the host's RAM or the container's memory limit exhausted (a model loading into RAM); the kernel's lines are not in the inputs.",
+        capitalised(&who)
+    );
     if let Some(first) = f.chain.first_mut() {
         *first = "a process was Killed".to_owned();
     }
@@ -398,6 +418,23 @@ fn explain_lone(f: &mut Finding) {
         "If it ran in a container (Docker, a Kubernetes pod, Binder, Colab), read its memory limit: the OOM killer acts at that limit, below the host's RAM",
         Some("cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes; cat /sys/fs/cgroup/memory.events 2>/dev/null"),
     ));
+}
+
+/// Whether a job's command is only shell variables (`"${python_cmd}"
+/// "${LAUNCH_SCRIPT}" "$@"`, bash printing a launcher's line unexpanded),
+/// or nothing: it does not say what ran.
+fn only_variables(command: &str) -> bool {
+    command
+        .split_whitespace()
+        .all(|w| w.trim_matches('"').starts_with('$'))
+}
+
+/// `process 3179` → `Process 3179`.
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|first| first.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }
 
 /// What was killed loaded a model: the last line of a serving framework
