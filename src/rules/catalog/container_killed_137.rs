@@ -18,12 +18,14 @@ pub struct ContainerKilled137;
 /// (catalogs/stacks-k8s.toml).
 const EXIT_137: &str = "stacks-k8s.exit-code-137";
 
-/// What explains a SIGKILL by itself: the OOMKilled reason, a failed probe
-/// (the kubelet's kill), cAdvisor's OOM event. Their rows tell the story.
+/// What explains a SIGKILL by itself: the OOMKilled reason (kubectl's, or
+/// docker inspect's `"OOMKilled": true`), a failed probe (the kubelet's
+/// kill), cAdvisor's OOM event. Their rows tell the story.
 const EXPLAINED_BY: &[&str] = &[
     "stacks-k8s.oomkilled",
     "stacks-k8s.liveness-probe-failed",
     "stacks-k8s.cadvisor-oom-event",
+    "stacks-containers.inspect-state-oomkilled",
 ];
 
 static META: RuleMeta = RuleMeta {
@@ -306,5 +308,28 @@ mod tests {
         // llm-d/llm-d-inference-sim#45 above an exit code).
         let probe = "  Warning  Unhealthy               25m (x3 over 25m)     kubelet                  Liveness probe failed: HTTP probe failed with statuscode: 404\n      Exit Code:    137\n";
         assert!(findings(probe).is_empty());
+    }
+
+    /// docker inspect's State: `"OOMKilled": true` (kudarap/dotagiftx#123,
+    /// batch P 1040) is the runtime's own record, its row's finding, and
+    /// this rule says nothing; `"OOMKilled": false` beside exit code 137
+    /// (AbdBarho/stable-diffusion-webui-docker#457) is the unattributed
+    /// SIGKILL this rule reads.
+    #[test]
+    fn docker_inspect_state_says_whether_the_runtime_saw_the_oom_kill() {
+        let state = |oom: &str| {
+            format!(
+                "        \"State\": {{\n            \"Status\": \"exited\",\n            \"Running\": false,\n            \"Paused\": false,\n            \"Restarting\": false,\n            \"OOMKilled\": {oom},\n            \"Dead\": false,\n            \"Pid\": 0,\n            \"ExitCode\": 137,\n            \"Error\": \"\",\n            \"StartedAt\": \"2023-05-08T08:03:05.553904873Z\",\n            \"FinishedAt\": \"2023-05-08T08:05:05.514785974Z\"\n        }},\n"
+            )
+        };
+        let unattributed = findings(&state("false"));
+        assert_eq!(unattributed.len(), 1, "{unattributed:?}");
+        assert_eq!(unattributed[0].category, Category::HostOomKiller);
+        assert!(findings(&state("true")).is_empty());
+        let all = crate::testing::analyze_paste(&state("true"))
+            .diagnosis
+            .findings;
+        assert_eq!(all[0].category, Category::HostOomKiller, "{all:?}");
+        assert!(all[0].confidence >= 0.8, "{}", all[0].confidence);
     }
 }

@@ -16,6 +16,7 @@ use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
 mod activity;
+mod lone;
 mod memory;
 mod person;
 mod runtime;
@@ -109,7 +110,14 @@ loading. A bare `Killed` right after any program's line that it loads a
 model's weights or builds an engine from them, whatever the stack
 (tensorrtx's `Loading weights: …`, fairseq2's `Using the cached
 checkpoint of the model '…'`, TensorRT's builder's last memory figures),
-reads as a kill while loading. A `kill`, `pkill` or `timeout` typed
+reads as a kill while loading; so does one after a diffusion program
+moved a model into host memory (FramePack's `Offloading … to preserve
+memory: 8 GB` and `Unloaded … as complete.`, ControlNet's `Loaded
+state_dict from […]`), every such line of the last few cited. A job
+report alone in its input whose command is only a launcher's unexpanded
+variables (`./webui.sh: line 241:  3179 Killed  "${python_cmd}"
+"${LAUNCH_SCRIPT}" "$@"`) is as bare as `Killed`: the lowest reading,
+with its PID. A `kill`, `pkill` or `timeout` typed
 before the kill makes it the person's, and nothing is said.
 
 ## Why it happens
@@ -211,9 +219,7 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
         .then(|| Activity::before(incident, kill))
         .flatten()
         .filter(|_| loading.is_none() && command.is_none());
-    // A job report that names no command (`line 118: 7080 killed`) says
-    // no more than a bare `Killed`.
-    let lone = matches!(killed, Killed::Shell(None | Some((_, "")))) && alone(incident, kill);
+    let lone = lone::is_lone(incident, kill, killed);
     if server_line.is_none()
         && loading.is_none()
         && activity.is_none()
@@ -254,7 +260,7 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
     );
     memory.cite(&mut f);
     name_victim(incident, kill, killed, &mut f);
-    cite_last_words(&mut f, kill, figures, activity, server_line);
+    cite_last_words(incident, &mut f, kill, figures, activity, server_line);
     runtime::cite(incident, kill, &mut f);
     let signalled = !matches!(killed, Killed::EngineCore { sigkill: false });
     f.condition(
@@ -287,7 +293,7 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
         a.explain(&mut f, pid);
     }
     if lone {
-        explain_lone(&mut f);
+        lone::explain(&mut f, pid);
     } else if converter {
         explain_converter(&mut f);
     } else if let Some(c) = memory.explain(&mut f, pid) {
@@ -314,6 +320,7 @@ fn name_victim(incident: &Incident, kill: Span, killed: Killed<'_>, f: &mut Find
 /// What the process printed last before the kill: its memory figures,
 /// what it was doing, the server's last line; each line once.
 fn cite_last_words(
+    incident: &Incident,
     f: &mut Finding,
     kill: Span,
     figures: Option<(&Message, u64)>,
@@ -327,7 +334,7 @@ fn cite_last_words(
         );
     }
     if let Some(a) = activity {
-        a.cite(f, kill);
+        a.cite(incident, f, kill);
     }
     if let Some(line) = server_line
         && figures.is_none_or(|(m, _)| m.span != line)
@@ -364,40 +371,6 @@ fn loading_bar<'a>(incident: &'a Incident, kill: Span, killed: Killed<'_>) -> Op
                 .flatten()
                 .filter(bar)
         })
-}
-
-/// Whether the shell's `Killed` is all its input shows: its first line,
-/// with nothing after it but blank lines (a paste of a loader's output
-/// that kept only the last word, a notebook cell's whole output). A
-/// command line before it (`python3 train.py`) is not nothing: what it
-/// ran is then the question.
-fn alone(incident: &Incident, kill: Span) -> bool {
-    kill.line == 1
-        && incident
-            .facts
-            .messages
-            .iter()
-            .filter(|m| m.span.source == kill.source && m.span != kill)
-            .all(|m| m.text.trim().is_empty())
-}
-
-/// A `Killed` with nothing around it: the kill is all there is to read,
-/// so the finding says so, stays at the rule's lowest confidence and asks
-/// for what would settle it: the kernel's log and the container's memory
-/// limit.
-fn explain_lone(f: &mut Finding) {
-    f.title = "a process was killed by SIGKILL with nothing else in the inputs: most likely the OOM killer".to_owned();
-    f.headline = "A process was Killed (SIGKILL) and the inputs show nothing else: most often the kernel's OOM killer, the host's RAM or the container's memory limit exhausted (a model loading into RAM); the kernel's lines are not in the inputs.".to_owned();
-    if let Some(first) = f.chain.first_mut() {
-        *first = "a process was Killed".to_owned();
-    }
-    if let Some(kill) = f.evidence.first_mut() {
-        kill.note = "the shell reports a process Killed: SIGKILL from outside, with no traceback; nothing else was pasted".to_owned();
-    }
-    f.actions.push(Action::advice(
-        "If it ran in a container (Docker, a Kubernetes pod, Binder, Colab), read its memory limit: the OOM killer acts at that limit, below the host's RAM",
-        Some("cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes; cat /sys/fs/cgroup/memory.events 2>/dev/null"),
-    ));
 }
 
 /// What was killed loaded a model: the last line of a serving framework

@@ -96,10 +96,26 @@ impl Activity {
         format!("the shell reports {job} Killed: SIGKILL from outside, with no traceback")
     }
 
-    /// Cites the line, unless it is the kill's own.
-    pub fn cite(self, f: &mut Finding, kill: Span) {
+    /// Cites the line, unless it is the kill's own; for a model loading,
+    /// the other loading lines of the window before it too (FramePack's
+    /// `Offloading … to preserve memory: 8 GB` two lines above its last
+    /// `Unloaded … as complete.`): each moved weights into host memory.
+    pub fn cite(self, incident: &Incident, f: &mut Finding, kill: Span) {
         if self.span() == kill {
             return;
+        }
+        if let Activity::Loading(last) = self {
+            let mut earlier: Vec<Span> = LOADING
+                .iter()
+                .flat_map(|id| incident.known(id))
+                .map(|(m, _)| m.span)
+                .filter(|s| s.source == kill.source && *s < last && kill.line - s.line <= WINDOW)
+                .collect();
+            earlier.sort();
+            earlier.dedup();
+            for s in earlier {
+                f.evidence(s, "a model being loaded into memory before the kill");
+            }
         }
         f.evidence(
             self.span(),

@@ -393,3 +393,70 @@ fn a_killed_after_a_typed_kill_or_timeout_is_the_persons() {
         "$ ./yolov5 -s yolov5s.wts yolov5s.engine s\nLoading weights: yolov5s.wts\nKilled\n";
     assert_eq!(killed(plain).len(), 1);
 }
+
+/// A bare `Killed` after a diffusion program moved a model into host
+/// memory: FramePack's offload of its transformer then the VAE's unload
+/// (lllyasviel/FramePack#127, batch P 1024), sd-webui-controlnet's
+/// ControlNet weights read from disk (Mikubill/sd-webui-controlnet#668,
+/// batch P 1025). Both are a kill while loading, and every loading line of
+/// the window is cited (the 8 GB offload, not only the last unload). The
+/// same lines with a traceback after them (FramePack#542's decode error
+/// shape) are no kill.
+#[test]
+fn a_kill_after_a_model_moved_into_host_memory_is_a_kill_while_loading() {
+    let framepack = "100%|\u{2588}\u{2588}\u{2588}| 1/1 [00:36<00:00, 36.06s/it]\n\
+                     Offloading DynamicSwap_HunyuanVideoTransformer3DModelPacked from cuda:0 to preserve memory: 8 GB\n\
+                     Loaded AutoencoderKLHunyuanVideo to cuda:0 as complete.\n\
+                     Unloaded AutoencoderKLHunyuanVideo as complete.\n\
+                     Killed\n";
+    let f = killed(framepack);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].category, crate::rules::Category::HostOomKiller);
+    assert!(f[0].confidence >= 0.5, "{}", f[0].confidence);
+    let cited: Vec<u32> = f[0].evidence.iter().map(|e| e.span.line).collect();
+    assert!(cited.contains(&2) && cited.contains(&4), "{cited:?}");
+    let controlnet = "Loading model: control_sd15_openpose [fef5e48e]\n\
+                      Loaded state_dict from [/workspace/stable-diffusion-webui/extensions/sd-webui-controlnet/models/control_sd15_openpose.pth]\n\
+                      Killed\n";
+    let f = killed(controlnet);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(
+        f[0].headline.contains("loaded a model"),
+        "{}",
+        f[0].headline
+    );
+    let unkilled = "Offloading DynamicSwap_HunyuanVideoTransformer3DModelPacked from cuda:0 to preserve memory: 8 GB\n\
+                    Loaded AutoencoderKLHunyuanVideo to cuda:0 as complete.\n\
+                    Traceback (most recent call last):\n";
+    assert!(killed(unkilled).is_empty());
+}
+
+/// bash's job report with a launcher's command as the whole paste
+/// (`./webui.sh: line 241:  3179 Killed  "${python_cmd}"
+/// "${LAUNCH_SCRIPT}" "$@"`, AUTOMATIC1111/stable-diffusion-webui#11951,
+/// batch P 1035) says no more than a bare `Killed`: the lone reading,
+/// naming PID 3179; with output before it, it is not alone.
+#[test]
+fn a_job_report_with_a_command_alone_is_the_lone_reading_with_its_pid() {
+    let line = "./webui.sh: line 241:  3179 Killed                  \"${python_cmd}\" \"${LAUNCH_SCRIPT}\" \"$@\"\n";
+    let f = killed(line);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].category, crate::rules::Category::HostOomKiller);
+    assert!(f[0].confidence <= 0.3, "{}", f[0].confidence);
+    assert!(
+        f[0].entities.pids.contains(&3179),
+        "{:?}",
+        f[0].entities.pids
+    );
+    assert!(
+        f[0].headline.starts_with("Process 3179"),
+        "{}",
+        f[0].headline
+    );
+    let after_output = format!("Model loaded in 3.2s\n{line}");
+    assert!(
+        killed(&after_output).is_empty(),
+        "{:?}",
+        killed(&after_output)
+    );
+}
