@@ -233,6 +233,7 @@ impl LineReader {
                 || is_cli_verdict(text)
                 || is_rule_line(text)
                 || is_dotnet_frame(text)
+                || is_go_stack_line(text)
                 || is_pod_status_field(text)
                 || super::shell_notes::is_shell_note(text)
         };
@@ -434,6 +435,62 @@ fn is_logfmt_fields(text: &str) -> bool {
         rest = value[end..].trim_start();
     }
     pairs >= 2
+}
+
+/// A line of a Go program's goroutine dump, as the runtime prints it after
+/// `panic: …` (`runtime/traceback.go`: `goroutine N [state]:`, then per
+/// frame the function with its arguments as words in hex, `main.start(0x10d7b20?,
+/// {0xc0001ce460, 0x9, 0xe})` or `(...)` when elided, then a tab and
+/// `file.go:LINE +0xPC`, and `created by pkg.fn in goroutine N`; batch P's
+/// 1043, https://github.com/NVIDIA/k8s-device-plugin/issues/338). The
+/// `panic:` line itself is a message the catalogs read.
+fn is_go_stack_line(text: &str) -> bool {
+    let t = text.trim_end();
+    if let Some(rest) = t.strip_prefix("goroutine ") {
+        let (id, state) = rest.split_once(' ').unwrap_or((rest, ""));
+        return !id.is_empty()
+            && id.bytes().all(|b| b.is_ascii_digit())
+            && state.starts_with('[')
+            && state.ends_with("]:");
+    }
+    if text.starts_with([' ', '\t']) {
+        // `        /build/cmd/nvidia-device-plugin/main.go:247 +0x4bd`
+        let place = t.trim_start();
+        let place = match place.rsplit_once(" +0x") {
+            Some((head, pc)) if !pc.is_empty() && pc.bytes().all(|b| b.is_ascii_hexdigit()) => head,
+            _ => place,
+        };
+        return place.starts_with('/')
+            && !place.contains(' ')
+            && place.rsplit_once(".go:").is_some_and(|(_, line)| {
+                !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit())
+            });
+    }
+    let created = t.strip_prefix("created by ");
+    let t = created.unwrap_or(t);
+    let t = match t.rsplit_once(" in goroutine ") {
+        Some((head, id)) if id.bytes().all(|b| b.is_ascii_digit()) => head,
+        _ => t,
+    };
+    let is_name = |n: &str| {
+        n.starts_with(|c: char| c.is_ascii_lowercase()) && n.contains('.') && !n.contains(' ')
+    };
+    // `main.(*migStrategyNone).GetPlugins(0xc00011c278)`: a package path, a
+    // dot, a name; its arguments (the last parentheses) only words in hex,
+    // `?`, `...` and braces. Go before 1.21 names a creator bare.
+    let Some((name, args)) = t.strip_suffix(')').and_then(|t| t.rsplit_once('(')) else {
+        return created.is_some() && is_name(t);
+    };
+    let word = |w: &str| {
+        w.is_empty()
+            || w == "..."
+            || w.strip_prefix("0x")
+                .unwrap_or(w)
+                .trim_end_matches('?')
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit())
+    };
+    is_name(name) && args.split([',', ' ', '{', '}']).all(word)
 }
 
 /// A frame of a .NET exception's stack trace, as `Exception.ToString()`
@@ -796,6 +853,33 @@ mod tests {
         }
         let tally = reader.finish(&mut facts);
         (facts, tally)
+    }
+
+    /// A Go goroutine dump's lines (batch P's 1043,
+    /// https://github.com/NVIDIA/k8s-device-plugin/issues/338, verbatim) are
+    /// read; a Python call, a sentence and a Python frame's file are not.
+    #[test]
+    fn go_goroutine_dumps() {
+        for line in [
+            "goroutine 1 [running]:",
+            "main.(*migStrategyNone).GetPlugins(0xc00011c278)",
+            "        /build/cmd/nvidia-device-plugin/mig-strategy.go:57 +0x1a5",
+            "main.startPlugins(0xc0000e3c58?, {0xc0001ce460, 0x9, 0xe}, 0x9?)",
+            "github.com/urfave/cli/v2.(*App).Run(...)",
+            "        /build/vendor/github.com/urfave/cli/v2/app.go:224",
+            "main.main()",
+        ] {
+            assert!(is_go_stack_line(line), "{line}");
+        }
+        for other in [
+            "    scheduler.step()",
+            "goroutine leak suspected in the server",
+            "  File \"/opt/x.py\", line 3, in f",
+            "model.load(path, strict=False)",
+            "        /build/cmd/main.go:57 and more",
+        ] {
+            assert!(!is_go_stack_line(other), "{other}");
+        }
     }
 
     /// .NET's frames (batch O's 1016, https://github.com/trexminer/T-Rex/issues/331;
