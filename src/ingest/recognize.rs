@@ -484,13 +484,21 @@ fn is_go_stack_line(text: &str) -> bool {
     let word = |w: &str| {
         w.is_empty()
             || w == "..."
-            || w.strip_prefix("0x")
-                .unwrap_or(w)
-                .trim_end_matches('?')
-                .bytes()
-                .all(|b| b.is_ascii_hexdigit())
+            || w.strip_prefix("0x").is_some_and(|hex| {
+                let hex = hex.trim_end_matches('?');
+                !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit())
+            })
     };
-    is_name(name) && args.split([',', ' ', '{', '}']).all(word)
+    // No arguments is Go's too (`main.main()`), but also a Python call at a
+    // prompt (`torch.cuda.memory_allocated()`): only a Go-shaped name then,
+    // `main.`, a package path with a slash, or a method's `(*Type)`.
+    let go_named = name.starts_with("main.") || name.contains('/') || name.contains(".(*");
+    is_name(name)
+        && if args.is_empty() {
+            go_named
+        } else {
+            args.split([',', ' ', '{', '}']).all(word)
+        }
 }
 
 /// A frame of a .NET exception's stack trace, as `Exception.ToString()`
@@ -876,6 +884,9 @@ mod tests {
             "goroutine leak suspected in the server",
             "  File \"/opt/x.py\", line 3, in f",
             "model.load(path, strict=False)",
+            // fixtures/real/886: a call typed at Python's prompt.
+            "torch.cuda.memory_allocated()",
+            "np.zeros(10)",
             "        /build/cmd/main.go:57 and more",
         ] {
             assert!(!is_go_stack_line(other), "{other}");
