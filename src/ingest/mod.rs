@@ -50,6 +50,7 @@ mod server;
 mod shell_notes;
 mod snapshots;
 mod ss;
+mod stack_frames;
 mod stream;
 mod systemctl_show;
 mod systemctl_status;

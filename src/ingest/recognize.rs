@@ -22,6 +22,7 @@ use regex::Regex;
 use super::journal_fields::{pid1_message_cut, pid1_message_in, unit_of_pid1_message};
 use super::read::{Out, Read};
 use super::server::{Outer, OuterRef, Skim};
+use super::stack_frames::{is_dotnet_frame, is_go_stack_line};
 use super::{KernelParser, Line, ServerLogParser};
 use crate::model::{Facts, JournalEntry};
 
@@ -437,106 +438,6 @@ fn is_logfmt_fields(text: &str) -> bool {
     pairs >= 2
 }
 
-/// A line of a Go program's goroutine dump, as the runtime prints it after
-/// `panic: …` (`runtime/traceback.go`: `goroutine N [state]:`, then per
-/// frame the function with its arguments as words in hex, `main.start(0x10d7b20?,
-/// {0xc0001ce460, 0x9, 0xe})` or `(...)` when elided, then a tab and
-/// `file.go:LINE +0xPC`, and `created by pkg.fn in goroutine N`; batch P's
-/// 1043, https://github.com/NVIDIA/k8s-device-plugin/issues/338). The
-/// `panic:` line itself is a message the catalogs read.
-fn is_go_stack_line(text: &str) -> bool {
-    let t = text.trim_end();
-    if let Some(rest) = t.strip_prefix("goroutine ") {
-        let (id, state) = rest.split_once(' ').unwrap_or((rest, ""));
-        return !id.is_empty()
-            && id.bytes().all(|b| b.is_ascii_digit())
-            && state.starts_with('[')
-            && state.ends_with("]:");
-    }
-    if text.starts_with([' ', '\t']) {
-        // `        /build/cmd/nvidia-device-plugin/main.go:247 +0x4bd`
-        let place = t.trim_start();
-        let place = match place.rsplit_once(" +0x") {
-            Some((head, pc)) if !pc.is_empty() && pc.bytes().all(|b| b.is_ascii_hexdigit()) => head,
-            _ => place,
-        };
-        return place.starts_with('/')
-            && !place.contains(' ')
-            && place.rsplit_once(".go:").is_some_and(|(_, line)| {
-                !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit())
-            });
-    }
-    let created = t.strip_prefix("created by ");
-    let t = created.unwrap_or(t);
-    let t = match t.rsplit_once(" in goroutine ") {
-        Some((head, id)) if id.bytes().all(|b| b.is_ascii_digit()) => head,
-        _ => t,
-    };
-    let is_name = |n: &str| {
-        n.starts_with(|c: char| c.is_ascii_lowercase()) && n.contains('.') && !n.contains(' ')
-    };
-    // `main.(*migStrategyNone).GetPlugins(0xc00011c278)`: a package path, a
-    // dot, a name; its arguments (the last parentheses) only words in hex,
-    // `?`, `...` and braces. Go before 1.21 names a creator bare.
-    let Some((name, args)) = t.strip_suffix(')').and_then(|t| t.rsplit_once('(')) else {
-        return created.is_some() && is_name(t);
-    };
-    let word = |w: &str| {
-        w.is_empty()
-            || w == "..."
-            || w.strip_prefix("0x").is_some_and(|hex| {
-                let hex = hex.trim_end_matches('?');
-                !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit())
-            })
-    };
-    // No arguments is Go's too (`main.main()`), but also a Python call at a
-    // prompt (`torch.cuda.memory_allocated()`): only a Go-shaped name then,
-    // `main.`, a package path with a slash, or a method's `(*Type)`.
-    let go_named = name.starts_with("main.") || name.contains('/') || name.contains(".(*");
-    is_name(name)
-        && if args.is_empty() {
-            go_named
-        } else {
-            args.split([',', ' ', '{', '}']).all(word)
-        }
-}
-
-/// A frame of a .NET exception's stack trace, as `Exception.ToString()`
-/// prints it under the `Namespace.Type: message` line: three spaces,
-/// `at `, the method's full name with its parameter list, and where the
-/// build kept symbols ` in <file>:line N` (`   at
-/// NHM.DeviceMonitoring.DeviceMonitorNVIDIA.ExecNvmlProcedure[T](T
-/// failReturn, String tag, Func`1 nvmlExecFun)`, batch O's 1016,
-/// https://github.com/trexminer/T-Rex/issues/331). Java's `at
-/// pkg.Class.method(File.java:12)` is not one: its parentheses hold a
-/// file and line, not parameters.
-fn is_dotnet_frame(text: &str) -> bool {
-    let Some(frame) = text
-        .starts_with([' ', '\t'])
-        .then(|| text.trim_start().strip_prefix("at "))
-        .flatten()
-    else {
-        return false;
-    };
-    let frame = match frame.rsplit_once(" in ") {
-        Some((head, tail)) if tail.contains(":line ") => head,
-        _ => frame.trim_end(),
-    };
-    let Some((name, params)) = frame.split_once('(') else {
-        return false;
-    };
-    let Some(params) = params.strip_suffix(')') else {
-        return false;
-    };
-    let java_place = params.contains(".java:")
-        || params.contains(".kt:")
-        || matches!(params, "Native Method" | "Unknown Source");
-    name.contains('.')
-        && name.starts_with(|c: char| c.is_ascii_uppercase() || c == '<')
-        && !name.contains(' ')
-        && !java_place
-}
-
 /// A rule drawn across the terminal between blocks of output: a run of
 /// dashes or equals signs alone (Open MPI's `show_help` frames every
 /// message in a line of 74 dashes; test runners, `pip`, banners draw
@@ -861,58 +762,6 @@ mod tests {
         }
         let tally = reader.finish(&mut facts);
         (facts, tally)
-    }
-
-    /// A Go goroutine dump's lines (batch P's 1043,
-    /// https://github.com/NVIDIA/k8s-device-plugin/issues/338, verbatim) are
-    /// read; a Python call, a sentence and a Python frame's file are not.
-    #[test]
-    fn go_goroutine_dumps() {
-        for line in [
-            "goroutine 1 [running]:",
-            "main.(*migStrategyNone).GetPlugins(0xc00011c278)",
-            "        /build/cmd/nvidia-device-plugin/mig-strategy.go:57 +0x1a5",
-            "main.startPlugins(0xc0000e3c58?, {0xc0001ce460, 0x9, 0xe}, 0x9?)",
-            "github.com/urfave/cli/v2.(*App).Run(...)",
-            "        /build/vendor/github.com/urfave/cli/v2/app.go:224",
-            "main.main()",
-        ] {
-            assert!(is_go_stack_line(line), "{line}");
-        }
-        for other in [
-            "    scheduler.step()",
-            "goroutine leak suspected in the server",
-            "  File \"/opt/x.py\", line 3, in f",
-            "model.load(path, strict=False)",
-            // fixtures/real/886: a call typed at Python's prompt.
-            "torch.cuda.memory_allocated()",
-            "np.zeros(10)",
-            "        /build/cmd/main.go:57 and more",
-        ] {
-            assert!(!is_go_stack_line(other), "{other}");
-        }
-    }
-
-    /// .NET's frames (batch O's 1016, https://github.com/trexminer/T-Rex/issues/331;
-    /// the `in …:line N` form as .NET prints it with symbols) are read;
-    /// Java's and a person's `at home (…)` are not.
-    #[test]
-    fn dotnet_stack_frames() {
-        for frame in [
-            "   at NHM.DeviceMonitoring.DeviceMonitorNVIDIA.<NHM.DeviceMonitoring.IGetFanSpeedPercentage.GetFanSpeedPercentage>b__17_0()",
-            "   at NHM.DeviceMonitoring.DeviceMonitorNVIDIA.ExecNvmlProcedure[T](T failReturn, String tag, Func`1 nvmlExecFun)",
-            "   at Program.Main(String[] args) in C:\\src\\Program.cs:line 12",
-        ] {
-            assert!(is_dotnet_frame(frame), "{frame}");
-        }
-        for other in [
-            "\tat com.example.Foo.bar(Foo.java:12)",
-            "\tat java.lang.Thread.run(Unknown Source)",
-            "at NHM.Device.Run()",
-            "   at home (with the kids)",
-        ] {
-            assert!(!is_dotnet_frame(other), "{other}");
-        }
     }
 
     #[test]
