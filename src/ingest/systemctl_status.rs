@@ -4,12 +4,15 @@
 //! strongest PID → unit evidence any input carries.
 //!
 //! The journal lines systemctl prints under each block are another segment
-//! (detection hands them to the journal parser).
+//! (detection hands them to the journal parser). The fields' values (the
+//! `Active:` state, a PID with its exit, a time span, a tree line) are `nom`
+//! grammars in [`values`].
 
 use std::sync::LazyLock;
 
 use regex::Regex;
 
+use self::values::{TreeLine, span_secs, tree_line};
 use super::Line;
 use crate::model::{CgroupMember, Facts, UnitProcess, UnitStatus};
 use crate::source::Span;
@@ -47,29 +50,6 @@ static FIELD: LazyLock<Regex> = LazyLock::new(|| {
         :(?:\x20(?P<value>.*))?$",
     )
     .expect("field regex")
-});
-
-/// `failed (Result: signal) since …`, `activating (auto-restart) (Result:
-/// exit-code) since …`, `inactive (dead)`.
-static ACTIVE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"^(?P<state>[a-z-]+)(?:\x20\((?P<sub>[a-z-]+)\))?(?:\x20\(Result:\x20(?P<result>[a-z-]+)\))?",
-    )
-    .expect("active regex")
-});
-
-/// `4242 (python3)` or `5120 (code=killed, signal=KILL)`.
-static MAIN_PID: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?P<pid>[0-9]+)(?:\x20\((?P<paren>[^)]*)\)?)?").expect("main pid regex")
-});
-
-/// `25885 ExecStart=/usr/bin/dockerd -H fd:// (code=exited, status=1/FAILURE)`:
-/// systemctl's `"    Process: "PID_FMT" %s=%s "` then `(code=%s, status=%i/%s)`
-/// or `(code=%s, signal=%s)` (src/systemctl/systemctl-show.c,
-/// print_status_info()).
-static PROCESS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?P<pid>[0-9]+)(?:\x20(?P<setting>[A-Za-z]+)=)?(?:.*\((?P<exit>code=[a-z]+,\x20[^)]*)\))?")
-        .expect("process regex")
 });
 
 static NOT_FOUND: LazyLock<Regex> =
@@ -160,14 +140,12 @@ impl Block {
         match label {
             "Active" => {
                 status.active_span = Some(span);
-                if let Some(c) = ACTIVE.captures(value) {
-                    let state = c["state"].to_owned();
+                if let Some(a) = values::active(value) {
                     // systemctl omits the sub-state when it equals the
                     // active state (`failed (Result: signal)`).
-                    status.sub_state =
-                        Some(c.name("sub").map_or(&*state, |m| m.as_str()).to_owned());
-                    status.result = c.name("result").map(|m| m.as_str().to_owned());
-                    status.active_state = Some(state);
+                    status.sub_state = Some(a.sub.unwrap_or(a.state).to_owned());
+                    status.result = a.result.map(str::to_owned);
+                    status.active_state = Some(a.state.to_owned());
                 }
                 status.in_state_secs = value
                     .rsplit_once("; ")
@@ -181,9 +159,9 @@ impl Block {
             "TriggeredBy" => status.triggered = true,
             "Main PID" => {
                 status.main_pid_span = Some(span);
-                if let Some(c) = MAIN_PID.captures(value) {
-                    status.main_pid = c["pid"].parse().ok();
-                    if let Some(paren) = c.name("paren").map(|m| m.as_str()) {
+                if let Some((pid, paren)) = values::main_pid(value) {
+                    status.main_pid = pid.parse().ok();
+                    if let Some(paren) = paren {
                         if paren.starts_with("code=") {
                             status.main_exit = Some(paren.to_owned());
                         } else {
@@ -193,12 +171,12 @@ impl Block {
                 }
             }
             "Process" => {
-                if let Some(c) = PROCESS.captures(value) {
-                    if let Ok(pid) = c["pid"].parse() {
+                if let Some(p) = values::process(value) {
+                    if let Ok(pid) = p.pid.parse() {
                         status.processes.push(UnitProcess {
                             pid,
-                            setting: c.name("setting").map(|m| m.as_str().to_owned()),
-                            exit: c.name("exit").map(|m| m.as_str().to_owned()),
+                            setting: p.setting.map(str::to_owned),
+                            exit: p.exit.map(str::to_owned),
                             span,
                         });
                     }
@@ -239,40 +217,6 @@ impl Block {
                 .map(|c| c["unit"].to_owned());
         }
     }
-}
-
-/// A time span as systemd prints one (`format_timespan`): `2.102s`,
-/// `1min 50s`, `2h 3min`, `3 days 4h`, `1 weeks 2 days`, `450ms`, `1y 2month`.
-fn span_secs(text: &str) -> Option<f64> {
-    let mut total = 0.0;
-    let mut any = false;
-    let mut words = text.split_whitespace().peekable();
-    while let Some(word) = words.next() {
-        let digits = word
-            .find(|c: char| !c.is_ascii_digit() && c != '.')
-            .unwrap_or(word.len());
-        let n: f64 = word[..digits].parse().ok()?;
-        // `3 days`: the unit is the next word.
-        let unit = match &word[digits..] {
-            "" => words.next()?,
-            u => u,
-        };
-        let scale = match unit {
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" | "sec" => 1.0,
-            "min" | "m" => 60.0,
-            "h" | "hr" => 3600.0,
-            "d" | "day" | "days" => 86_400.0,
-            "w" | "week" | "weeks" => 604_800.0,
-            "month" | "months" => 2_629_800.0,
-            "y" | "year" | "years" => 31_557_600.0,
-            _ => return None,
-        };
-        total += n * scale;
-        any = true;
-    }
-    any.then_some(total)
 }
 
 /// Parses one segment; returns the lines it did not recognise (their
@@ -409,38 +353,6 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
     read(lines, facts).len() as u32
 }
 
-enum TreeLine<'a> {
-    /// `├─4318 sglang::scheduler_TP0`
-    Member { pid: u32, cmdline: &'a str },
-    /// A nested cgroup: `├─init.scope`, `└─docker-<id>.scope`.
-    Branch,
-}
-
-/// Reads one line of the `CGroup:` tree, box-drawing or ASCII (`|-`, `` `- ``).
-fn tree_line(text: &str) -> Option<TreeLine<'_>> {
-    const GLYPHS: [&str; 7] = ["├─", "└─", "│", "|-", "`-", "|", " "];
-    let mut rest = text.trim_start();
-    let mut drew_branch = false;
-    while let Some(g) = GLYPHS.iter().find(|g| rest.starts_with(**g)) {
-        drew_branch |= matches!(*g, "├─" | "└─" | "|-" | "`-");
-        rest = &rest[g.len()..];
-    }
-    if !drew_branch || rest.is_empty() {
-        return None;
-    }
-    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-    // Digits are ASCII, so `digits` is a char boundary.
-    let (pid, after) = rest.split_at(digits);
-    if digits > 0 && (after.is_empty() || after.starts_with(' ')) {
-        if let Ok(pid) = pid.parse() {
-            return Some(TreeLine::Member {
-                pid,
-                cmdline: after.strip_prefix(' ').unwrap_or(after),
-            });
-        }
-    }
-    Some(TreeLine::Branch)
-}
-
 #[cfg(test)]
 mod tests;
+mod values;
