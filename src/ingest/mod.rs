@@ -17,6 +17,7 @@ mod collect_env;
 mod coredump;
 mod dcgmi_diag;
 mod detect;
+mod docker_inspect;
 mod format;
 pub mod frame;
 mod gpustat;

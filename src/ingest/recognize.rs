@@ -125,6 +125,9 @@ pub(super) struct LineReader {
     block_rest: u8,
     /// A `kubectl describe` being read (`ingest::kube_describe`).
     describe: super::kube_describe::Describe,
+    /// How many more of Ray's `ActorDiedError` fields may follow
+    /// ([`ray_actor_field`]).
+    ray_fields: u8,
     tally: Tally,
 }
 
@@ -136,6 +139,7 @@ impl LineReader {
             tables: super::tables::Tables::default(),
             block_rest: 0,
             describe: super::kube_describe::Describe::default(),
+            ray_fields: 0,
             tally: Tally::default(),
         }
     }
@@ -164,6 +168,7 @@ impl LineReader {
                     .map(|r| 1 + r.detail_spans.len())
                     .sum::<usize>(),
                 facts.instances.len(),
+                facts.containers.len(),
             )
         };
         let facts_before = made(out.facts);
@@ -171,7 +176,8 @@ impl LineReader {
             // A row that made a fact (nvtop's GPU process, a port `docker
             // ps` publishes, a GPU's last Xid in `dcgmi dmon`, a `dcgmi
             // diag` result or a row of its warning, a control plane's
-            // instance) is cited: keep it.
+            // instance, a container `docker inspect` shows) is cited: keep
+            // it.
             return if made(out.facts) != facts_before {
                 Read::Parsed
             } else {
@@ -205,6 +211,19 @@ impl LineReader {
         if in_block {
             return Read::Skimmed(None);
         }
+        // Ray's `ActorDiedError` lists the dead actor under its first line
+        // (read by the server parser), a field a line.
+        match ray_actor_field(line.text) {
+            Some(true) => {
+                self.ray_fields = 5;
+                return Read::Skimmed(None);
+            }
+            Some(false) if self.ray_fields > 0 => {
+                self.ray_fields -= 1;
+                return Read::Skimmed(None);
+            }
+            _ => self.ray_fields = 0,
+        }
         // A `kubectl describe` in progress (or its `Name:` line).
         if self.describe.read(line.text) {
             return Read::Skimmed(None);
@@ -236,6 +255,7 @@ impl LineReader {
                 || is_go_stack_line(text)
                 || is_pod_status_field(text)
                 || super::shell_notes::is_shell_note(text)
+                || super::journal_short::is_cut_record(text)
         };
         if !prose
             && (shaped(line.text) || {
@@ -830,6 +850,31 @@ pub fn family(text: &str) -> Option<&'static str> {
 
 use super::prose::{is_annotation, is_elision, is_heading, is_prose};
 
+/// A field of the dead actor Ray's `ActorDiedError` lists under its first
+/// line (ray-project/ray python/ray/exceptions.py, `ActorDiedError`:
+/// `\tclass_name: …`, `\tactor_id: …`, then, each when known, `\tpid:`,
+/// `\tname:`, `\tnamespace:`, `\tip:`), indented: `Some(true)` for the
+/// `class_name` line, which opens the list, `Some(false)` for the others.
+fn ray_actor_field(text: &str) -> Option<bool> {
+    if !text.starts_with([' ', '\t']) {
+        return None;
+    }
+    let (key, value) = text.trim().split_once(": ")?;
+    if value.is_empty() || value.contains(char::is_whitespace) {
+        return None;
+    }
+    match key {
+        "class_name" => Some(true),
+        "actor_id" => value
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit())
+            .then_some(false),
+        "pid" => value.bytes().all(|b| b.is_ascii_digit()).then_some(false),
+        "name" | "namespace" | "ip" => Some(false),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1281,5 +1326,21 @@ welcome to the cluster, you have 3 GPUs
         );
         assert!(facts.kernel_events.is_empty());
         assert_eq!(tally.unrecognized, 1);
+    }
+
+    /// Ray's ActorDiedError fields as batch P's 1050 shows them
+    /// (AgentR1/Agent-R1#33), the head read by the server parser: read
+    /// after `class_name`, not alone.
+    #[test]
+    fn rays_dead_actor_fields_are_read_after_class_name() {
+        let fields = "        class_name: TaskRunner\n        actor_id: 8d1498767d305748d59d87da01000000\n        pid: 319017\n        namespace: 1109301e-e25e-4e12-9ae4-1dd5fc7468e4\n        ip: 10.44.139.116\n";
+        let (_, tally) = read_all(fields, Except::Nothing, false);
+        assert_eq!(tally.unrecognized, 0);
+        let (_, tally) = read_all(
+            "        namespace: default\n        ip: 10.44.139.116\n",
+            Except::Nothing,
+            false,
+        );
+        assert_eq!(tally.unrecognized, 2);
     }
 }
