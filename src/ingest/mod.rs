@@ -34,6 +34,7 @@ mod kernel;
 mod kube_describe;
 mod line;
 mod lsmod;
+mod nccl_tests;
 mod nvidia_ctk_cdi_list;
 mod nvidia_smi_csv;
 mod nvidia_smi_list;

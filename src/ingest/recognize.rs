@@ -256,6 +256,8 @@ impl LineReader {
                 || is_pod_status_field(text)
                 || super::shell_notes::is_shell_note(text)
                 || super::journal_short::is_cut_record(text)
+                || super::nccl_tests::is_line(text)
+                || is_kaldi_command_echo(text)
         };
         if !prose
             && (shaped(line.text) || {
@@ -850,6 +852,49 @@ pub fn family(text: &str) -> Option<&'static str> {
 
 use super::prose::{is_annotation, is_elision, is_heading, is_prose};
 
+/// A Kaldi program's own echo of its command line on stderr
+/// (kaldi-asr/kaldi src/util/parse-options.cc, `ParseOptions::Read`: each
+/// argument escaped and followed by a space, unless `--print-args=false`):
+/// a program's hyphenated name (`nnet3-copy`), its `--option=value`s, its
+/// positional arguments, and the trailing space.
+fn is_kaldi_command_echo(text: &str) -> bool {
+    let Some(line) = text.strip_suffix(' ') else {
+        return false;
+    };
+    let mut words = line.split(' ');
+    let Some(program) = words.next() else {
+        return false;
+    };
+    let named = program.contains('-')
+        && program.starts_with(|c: char| c.is_ascii_lowercase())
+        && program
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    let (mut options, mut positional) = (0, false);
+    for word in words {
+        if word.is_empty() {
+            return false;
+        }
+        let Some(option) = word.strip_prefix("--") else {
+            positional = true;
+            continue;
+        };
+        let Some((key, _)) = option.split_once('=') else {
+            return false;
+        };
+        let key_ok = !key.is_empty()
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        // Options come before the positional arguments.
+        if positional || !key_ok {
+            return false;
+        }
+        options += 1;
+    }
+    named && options > 0
+}
+
 /// A field of the dead actor Ray's `ActorDiedError` lists under its first
 /// line (ray-project/ray python/ray/exceptions.py, `ActorDiedError`:
 /// `\tclass_name: …`, `\tactor_id: …`, then, each when known, `\tpid:`,
@@ -1342,5 +1387,24 @@ welcome to the cluster, you have 3 GPUs
             false,
         );
         assert_eq!(tally.unrecognized, 2);
+    }
+
+    /// fixtures/real/1015 (kaldi-asr/kaldi#3375): `nnet3-copy`'s echo of its
+    /// command line among nnet3-train's records; a sentence, a command
+    /// without options, or one without the trailing space is not one.
+    #[test]
+    fn a_kaldi_programs_command_echo_is_read() {
+        assert!(is_kaldi_command_echo(
+            "nnet3-copy --learning-rate=0.00297519534251 --scale=1.0 exp/nnet3/tdnn_sp/3.mdl - "
+        ));
+        for no in [
+            "nnet3-copy --learning-rate=0.00297519534251 --scale=1.0 exp/nnet3/tdnn_sp/3.mdl -",
+            "nnet3-copy exp/nnet3/tdnn_sp/3.mdl - ",
+            "Run the training again ",
+            "nnet3-copy --scale=1.0 a  b ",
+            "nnet3-copy a --scale=1.0 ",
+        ] {
+            assert!(!is_kaldi_command_echo(no), "{no}");
+        }
     }
 }

@@ -37,10 +37,18 @@ fn is_password_prompt(text: &str) -> bool {
 /// At most two words of a name, then one version (`1.6`, `3.7.3`,
 /// `2.1.0+cu118`, `v0.6.5`, maybe quoted): nothing else on the line.
 fn is_version_answer(text: &str) -> bool {
-    // Anaconda's Python names its distributor after the version (`Python
-    // 3.6.7 :: Anaconda, Inc.`).
+    // Anaconda's (and Intel's) Python names its distributor after the
+    // version (`Python 3.6.7 :: Anaconda, Inc.`, `:: Continuum Analytics,
+    // Inc.`, `:: Anaconda custom (64-bit)`).
     let text = match text.split_once(" :: ") {
-        Some((answer, vendor)) if answer.starts_with("Python ") && !vendor.is_empty() => answer,
+        Some((answer, vendor))
+            if answer.starts_with("Python ")
+                && ["Anaconda", "Continuum Analytics", "Intel Corporation"]
+                    .iter()
+                    .any(|v| vendor.starts_with(v)) =>
+        {
+            answer
+        }
         _ => text,
     };
     let words: Vec<&str> = text.split_whitespace().collect();

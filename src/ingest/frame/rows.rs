@@ -1689,9 +1689,7 @@ pub(super) fn spelled_escapes(text: &str) -> Option<String> {
 /// How pastes spell the ESC byte: rsyslog's `#033`, C's and Python's
 /// escapes, a terminal's caret notation, and the `?` a code page without
 /// ESC put in its place (Windows consoles, a copy through one).
-const SPELLED_ESC: [&[u8]; 7] = [
-    b"#033", b"\\033", b"\\e", b"\\x1b", b"\\u001b", b"^[", b"?",
-];
+const SPELLED_ESC: [&[u8]; 7] = [b"#033", b"\\033", b"\\e", b"\\x1b", b"\\u001b", b"^[", b"?"];
 
 /// The length of `1;31m` (SGR parameters and the final `m`) at the start
 /// of `bytes`.
