@@ -1,3 +1,7 @@
+//! The `docker inspect` reader on real pastes: a State object alone, a
+//! container cut after `HostsPath`, `DeviceRequests`, and JSON that is not
+//! Docker's.
+
 use super::*;
 use crate::ingest::{Anchors, ingest};
 use crate::source::{Source, SourceMap};
