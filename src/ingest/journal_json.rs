@@ -21,6 +21,7 @@ use serde_json::{Map, Value};
 use super::KernelParser;
 use super::Line;
 use super::ServerLogParser;
+use super::docker_inspect;
 use super::journal_fields::{entry_from_fields, outer_of};
 use super::journal_time::utc_from_micros;
 use super::read::{Out, Read};
@@ -174,7 +175,7 @@ impl JsonReader {
             if text == "}" {
                 if let Some(p) = self.pending.take() {
                     if !read_record(&p.text, p.span, server, kernel, facts) {
-                        self.unrecognized += p.lines;
+                        self.unrecognized += read_other(&p, facts);
                     }
                 }
             }
@@ -210,7 +211,39 @@ impl JsonReader {
     pub(super) fn finish(&mut self, facts: &mut Facts) -> u32 {
         self.kernel.finish(facts);
         // An object cut off by the end of the paste.
-        self.unrecognized + self.pending.take().map_or(0, |p| p.lines)
+        let cut = self.pending.take().map_or(0, |p| read_other(&p, facts));
+        self.unrecognized + cut
+    }
+}
+
+/// A pretty object that is no journal entry: `docker inspect`'s (its
+/// State through `jq`, `{{json .State}}`), read by its grammar
+/// ([`docker_inspect`]); returns how many of its lines were not read: all of
+/// them when it is not Docker's.
+fn read_other(p: &Pending, facts: &mut Facts) -> u32 {
+    let before = facts.containers.len();
+    let mut doc = docker_inspect::Doc::default();
+    // A pending object begun at its first field has a `{` put before it.
+    let text_lines = p.text.lines().count() as u32;
+    let skip = text_lines.saturating_sub(p.lines);
+    let mut missed = 0;
+    for (i, text) in (0..).zip(p.text.lines()) {
+        if i < skip {
+            doc.line(text.trim(), p.span, facts);
+            continue;
+        }
+        let span = Span {
+            line: p.span.line + i - skip,
+            ..p.span
+        };
+        if !doc.line(text.trim(), span, facts) {
+            missed += 1;
+        }
+    }
+    if facts.containers.len() == before {
+        p.lines
+    } else {
+        missed
     }
 }
 

@@ -513,6 +513,31 @@ fn split_identifier(text: &str) -> Option<Prefix<'_>> {
     None
 }
 
+/// A journal or syslog line whose time and host a paste cut off: a
+/// program's `ident[pid]: message` (`nvidia-persistenced[3690]: Shutdown
+/// (3690)`, as `journalctl` and syslog print the tag after the host) or
+/// the kernel's `kernel: message`. The identifier is a program's name (a
+/// letter, then letters, digits, `-_.@/`), the PID a number above 0;
+/// IPython's `Out[3]: ` is no tag.
+pub(super) fn is_cut_record(text: &str) -> bool {
+    if let Some(message) = text.strip_prefix("kernel: ") {
+        return !message.trim().is_empty();
+    }
+    let Some((head, message)) = text.split_once(": ") else {
+        return false;
+    };
+    let Some((name, pid)) = split_pid(head) else {
+        return false;
+    };
+    pid > 0
+        && name != "Out"
+        && !message.trim().is_empty()
+        && name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.@/".contains(&b))
+}
+
 /// `python3[20629]` → (`python3`, 20629).
 fn split_pid(ident: &str) -> Option<(&str, u32)> {
     let inner = ident.strip_suffix(']')?;
@@ -564,6 +589,30 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    /// batch P's 1031 (NixOS/nixpkgs#22304): journal lines pasted from
+    /// their tag on, the time and host cut off.
+    #[test]
+    fn a_record_cut_to_its_tag_is_one() {
+        for yes in [
+            "kernel: [drm] [nvidia-drm] [GPU ID 0x00000100] Loading driver",
+            "systemd-modules-load[509]: Inserted module 'nvidia_uvm'",
+            "nvidia-settings[3713]: Error retrieving accessibility bus address: org.freedesktop.DBus.Error.ServiceUnknown: The name org.a11y.Bus was not provided by any .service files",
+        ] {
+            assert!(is_cut_record(yes), "{yes}");
+        }
+        for no in [
+            "Out[3]: 42",
+            "x[0]: 1",
+            "kernel: ",
+            "my program[12]: text",
+            "[rank4]: AssertionError: 2 is not divisible by 4",
+            "nvidia-smi[12]:",
+            "score=-0.424665",
+        ] {
+            assert!(!is_cut_record(no), "{no}");
+        }
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! `Events:`; an empty value, `Reason:\t\t\t\t`, is a key alone too), the
 //! conditions' `Type  Status` table and the events' table. Read as a state
 //! over the lines of an unknown segment: a describe opens at its first
-//! line, `Name:` and a value at the left margin, and ends at a blank line
+//! line, `Name:` and a value at the left margin (or `Events:` alone there,
+//! a describe pasted from its events on), and ends at a blank line
 //! or a line none of its grammars reads. Each grammar is `nom`'s.
 //!
 //! It makes no fact: the messages the rules ask about (`Restart Count:`, a
@@ -127,13 +128,19 @@ impl Describe {
         }
         let f = field(text);
         if self.block == Block::Closed {
-            let opens = f
-                .as_ref()
-                .is_some_and(|f| f.indent == 0 && f.key == "Name" && !f.value.is_empty());
-            if opens {
-                self.block = Block::Fields;
-            }
-            return opens;
+            // A describe opens at its `Name:`, or, pasted cut to its
+            // events, at `Events:` alone at the left margin.
+            return match f.as_ref().map(|f| (f.indent, f.key, f.value.is_empty())) {
+                Some((0, "Name", false)) => {
+                    self.block = Block::Fields;
+                    true
+                }
+                Some((0, "Events", true)) => {
+                    self.block = Block::Events { header: false };
+                    true
+                }
+                _ => false,
+            };
         }
         if let Some(f) = f {
             self.block = match (f.indent, f.key, f.value.is_empty()) {
@@ -261,7 +268,11 @@ Events:
         assert_eq!(unread(text), Vec::<usize>::new());
         let text = "Name:         gpu-pod\nsome words here\nConditions:\n";
         assert_eq!(unread(text), vec![2, 3]);
+        // A describe cut to its events (fixtures/real 660, 666) opens at
+        // `Events:`; a blank line closes it.
         let text = "Name:         gpu-pod\n\nEvents:\n";
-        assert_eq!(unread(text), vec![2, 3]);
+        assert_eq!(unread(text), vec![2]);
+        let text = "Events:\n  FirstSeen\tLastSeen\tCount\tFrom\tSubobjectPath\tReason\tMessage\n\nEvents: none\n";
+        assert_eq!(unread(text), vec![3, 4]);
     }
 }

@@ -126,6 +126,9 @@ pub(super) struct LineReader {
     block_rest: u8,
     /// A `kubectl describe` being read (`ingest::kube_describe`).
     describe: super::kube_describe::Describe,
+    /// How many more of Ray's `ActorDiedError` fields may follow
+    /// ([`ray_actor_field`]).
+    ray_fields: u8,
     tally: Tally,
 }
 
@@ -137,6 +140,7 @@ impl LineReader {
             tables: super::tables::Tables::default(),
             block_rest: 0,
             describe: super::kube_describe::Describe::default(),
+            ray_fields: 0,
             tally: Tally::default(),
         }
     }
@@ -165,6 +169,7 @@ impl LineReader {
                     .map(|r| 1 + r.detail_spans.len())
                     .sum::<usize>(),
                 facts.instances.len(),
+                facts.containers.len(),
             )
         };
         let facts_before = made(out.facts);
@@ -172,7 +177,8 @@ impl LineReader {
             // A row that made a fact (nvtop's GPU process, a port `docker
             // ps` publishes, a GPU's last Xid in `dcgmi dmon`, a `dcgmi
             // diag` result or a row of its warning, a control plane's
-            // instance) is cited: keep it.
+            // instance, a container `docker inspect` shows) is cited: keep
+            // it.
             return if made(out.facts) != facts_before {
                 Read::Parsed
             } else {
@@ -206,6 +212,19 @@ impl LineReader {
         if in_block {
             return Read::Skimmed(None);
         }
+        // Ray's `ActorDiedError` lists the dead actor under its first line
+        // (read by the server parser), a field a line.
+        match ray_actor_field(line.text) {
+            Some(true) => {
+                self.ray_fields = 5;
+                return Read::Skimmed(None);
+            }
+            Some(false) if self.ray_fields > 0 => {
+                self.ray_fields -= 1;
+                return Read::Skimmed(None);
+            }
+            _ => self.ray_fields = 0,
+        }
         // A `kubectl describe` in progress (or its `Name:` line).
         if self.describe.read(line.text) {
             return Read::Skimmed(None);
@@ -237,6 +256,9 @@ impl LineReader {
                 || is_go_stack_line(text)
                 || is_pod_status_field(text)
                 || super::shell_notes::is_shell_note(text)
+                || super::journal_short::is_cut_record(text)
+                || super::nccl_tests::is_line(text)
+                || is_kaldi_command_echo(text)
         };
         if !prose
             && (shaped(line.text) || {
@@ -731,6 +753,74 @@ pub fn family(text: &str) -> Option<&'static str> {
 
 use super::prose::{is_annotation, is_elision, is_heading, is_prose};
 
+/// A Kaldi program's own echo of its command line on stderr
+/// (kaldi-asr/kaldi src/util/parse-options.cc, `ParseOptions::Read`: each
+/// argument escaped and followed by a space, unless `--print-args=false`):
+/// a program's hyphenated name (`nnet3-copy`), its `--option=value`s, its
+/// positional arguments, and the trailing space.
+fn is_kaldi_command_echo(text: &str) -> bool {
+    let Some(line) = text.strip_suffix(' ') else {
+        return false;
+    };
+    let mut words = line.split(' ');
+    let Some(program) = words.next() else {
+        return false;
+    };
+    let named = program.contains('-')
+        && program.starts_with(|c: char| c.is_ascii_lowercase())
+        && program
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    let (mut options, mut positional) = (0, false);
+    for word in words {
+        if word.is_empty() {
+            return false;
+        }
+        let Some(option) = word.strip_prefix("--") else {
+            positional = true;
+            continue;
+        };
+        let Some((key, _)) = option.split_once('=') else {
+            return false;
+        };
+        let key_ok = !key.is_empty()
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        // Options come before the positional arguments.
+        if positional || !key_ok {
+            return false;
+        }
+        options += 1;
+    }
+    named && options > 0
+}
+
+/// A field of the dead actor Ray's `ActorDiedError` lists under its first
+/// line (ray-project/ray python/ray/exceptions.py, `ActorDiedError`:
+/// `\tclass_name: …`, `\tactor_id: …`, then, each when known, `\tpid:`,
+/// `\tname:`, `\tnamespace:`, `\tip:`), indented: `Some(true)` for the
+/// `class_name` line, which opens the list, `Some(false)` for the others.
+fn ray_actor_field(text: &str) -> Option<bool> {
+    if !text.starts_with([' ', '\t']) {
+        return None;
+    }
+    let (key, value) = text.trim().split_once(": ")?;
+    if value.is_empty() || value.contains(char::is_whitespace) {
+        return None;
+    }
+    match key {
+        "class_name" => Some(true),
+        "actor_id" => value
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit())
+            .then_some(false),
+        "pid" => value.bytes().all(|b| b.is_ascii_digit()).then_some(false),
+        "name" | "namespace" | "ip" => Some(false),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1130,5 +1220,40 @@ welcome to the cluster, you have 3 GPUs
         );
         assert!(facts.kernel_events.is_empty());
         assert_eq!(tally.unrecognized, 1);
+    }
+
+    /// Ray's ActorDiedError fields as batch P's 1050 shows them
+    /// (AgentR1/Agent-R1#33), the head read by the server parser: read
+    /// after `class_name`, not alone.
+    #[test]
+    fn rays_dead_actor_fields_are_read_after_class_name() {
+        let fields = "        class_name: TaskRunner\n        actor_id: 8d1498767d305748d59d87da01000000\n        pid: 319017\n        namespace: 1109301e-e25e-4e12-9ae4-1dd5fc7468e4\n        ip: 10.44.139.116\n";
+        let (_, tally) = read_all(fields, Except::Nothing, false);
+        assert_eq!(tally.unrecognized, 0);
+        let (_, tally) = read_all(
+            "        namespace: default\n        ip: 10.44.139.116\n",
+            Except::Nothing,
+            false,
+        );
+        assert_eq!(tally.unrecognized, 2);
+    }
+
+    /// fixtures/real/1015 (kaldi-asr/kaldi#3375): `nnet3-copy`'s echo of its
+    /// command line among nnet3-train's records; a sentence, a command
+    /// without options, or one without the trailing space is not one.
+    #[test]
+    fn a_kaldi_programs_command_echo_is_read() {
+        assert!(is_kaldi_command_echo(
+            "nnet3-copy --learning-rate=0.00297519534251 --scale=1.0 exp/nnet3/tdnn_sp/3.mdl - "
+        ));
+        for no in [
+            "nnet3-copy --learning-rate=0.00297519534251 --scale=1.0 exp/nnet3/tdnn_sp/3.mdl -",
+            "nnet3-copy exp/nnet3/tdnn_sp/3.mdl - ",
+            "Run the training again ",
+            "nnet3-copy --scale=1.0 a  b ",
+            "nnet3-copy a --scale=1.0 ",
+        ] {
+            assert!(!is_kaldi_command_echo(no), "{no}");
+        }
     }
 }

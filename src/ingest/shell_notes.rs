@@ -9,7 +9,8 @@
 //!   (`Thu Apr 10 12:17:06 AM CEST 2025`, `Tue 04 Mar 2025 10:11:12 AM
 //!   UTC`), `asctime`'s form without a zone (`Fri Mar  3 11:52:29 2017`);
 //! - a program's answer to `--version` or a version query a person typed,
-//!   a name and a version alone: `Python 3.7.3` (CPython's `--version`),
+//!   a name and a version alone: `Python 3.7.3` (CPython's `--version`;
+//!   Anaconda's adds its name, `Python 3.6.7 :: Anaconda, Inc.`),
 //!   `Ubuntu 16.04.3`, `fairseq '0.9.0'` and `'1.6.0'` (a Python REPL's
 //!   repr of `__version__`), `v0.6.5`;
 //! - a password prompt left on its line: `Password:` (sudo's prompt on
@@ -36,6 +37,20 @@ fn is_password_prompt(text: &str) -> bool {
 /// At most two words of a name, then one version (`1.6`, `3.7.3`,
 /// `2.1.0+cu118`, `v0.6.5`, maybe quoted): nothing else on the line.
 fn is_version_answer(text: &str) -> bool {
+    // Anaconda's (and Intel's) Python names its distributor after the
+    // version (`Python 3.6.7 :: Anaconda, Inc.`, `:: Continuum Analytics,
+    // Inc.`, `:: Anaconda custom (64-bit)`).
+    let text = match text.split_once(" :: ") {
+        Some((answer, vendor))
+            if answer.starts_with("Python ")
+                && ["Anaconda", "Continuum Analytics", "Intel Corporation"]
+                    .iter()
+                    .any(|v| vendor.starts_with(v)) =>
+        {
+            answer
+        }
+        _ => text,
+    };
     let words: Vec<&str> = text.split_whitespace().collect();
     let Some((version, name)) = words.split_last() else {
         return false;
@@ -151,6 +166,8 @@ mod tests {
             "fairseq '0.9.0'",
             "Ubuntu 16.04.3",
             "torch 2.1.0+cu118",
+            // batch P 1053 (pytorch/pytorch#15638): Anaconda's `--version`.
+            "Python 3.6.7 :: Anaconda, Inc.",
             // batch I 807 (ollama/ollama, macOS `sudo osascript …`).
             "Password:",
             "[sudo] password for alice:",
@@ -172,6 +189,8 @@ mod tests {
             "CUDA Version 12.2 is too old",
             "Password: hunter2",
             "[sudo] password for the node is wrong:",
+            "Python 3.6.7 :: and then it hung",
+            "numpy 1.2.3 :: Anaconda, Inc.",
         ] {
             assert!(!is_shell_note(no), "{no}");
         }

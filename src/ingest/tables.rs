@@ -165,6 +165,8 @@ pub(crate) struct Tables {
     pending_gpu: Option<GpuRecord>,
     /// Where a `dcgmi diag` box is (`ingest::dcgmi_diag`).
     diag: super::dcgmi_diag::DiagBox,
+    /// The open JSON document's containers (`docker inspect`).
+    json: super::docker_inspect::Doc,
 }
 
 /// Which of dcgmi's boxes a box is, when its header says.
@@ -267,6 +269,7 @@ impl Tables {
         let first = t.as_bytes().first().copied();
         if let Some(Open::Json { depth }) = self.open {
             if JSON_LINE.is_match(t) {
+                self.json.line(t, span, facts);
                 let depth = (depth + opened(t)).saturating_sub(closed(t));
                 self.open = (depth > 0).then_some(Open::Json { depth });
                 return true;
@@ -337,6 +340,9 @@ impl Tables {
         }
         if (t == "{" || t == "[") && self.open.is_none() {
             self.open = Some(Open::Json { depth: 1 });
+            // `docker inspect`'s containers make records.
+            self.json = super::docker_inspect::Doc::default();
+            self.json.line(t, span, facts);
             return true;
         }
         if first.is_some_and(|c| c.is_ascii_uppercase())

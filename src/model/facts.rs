@@ -1,5 +1,6 @@
 //! The bag of facts one analysis extracts from all of its inputs.
 
+use super::ContainerState;
 use super::CoreDump;
 use super::DiagResult;
 use super::EnvReport;
@@ -52,6 +53,8 @@ pub struct Facts {
     pub repeats: Vec<Repeat>,
     /// Listening sockets and their processes (`ss -ltnp`).
     pub listeners: Vec<Listener>,
+    /// Containers `docker inspect` shows: state, command, GPUs.
+    pub containers: Vec<ContainerState>,
     /// Instances a serving control plane lists (GPUStack's model
     /// instances: name, worker, port, state), read from its table.
     pub instances: Vec<InstanceRow>,
@@ -136,6 +139,7 @@ impl Facts {
             line_times,
             repeats,
             listeners,
+            containers,
             instances,
             resumed,
             core_dumps,
@@ -167,6 +171,7 @@ impl Facts {
         self.line_times.extend(line_times);
         self.repeats.extend(repeats);
         self.listeners.extend(listeners);
+        self.containers.extend(containers);
         self.instances.extend(instances);
         self.resumed.extend(resumed);
         self.core_dumps.extend(core_dumps);

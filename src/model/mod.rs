@@ -5,6 +5,7 @@
 
 mod bus_id;
 mod cgroup;
+mod container;
 mod coredump;
 mod cuda;
 mod diag;
@@ -33,6 +34,7 @@ mod verdict;
 
 pub use bus_id::BusId;
 pub use cgroup::{CgroupOwner, ProcCgroup};
+pub use container::ContainerState;
 pub use coredump::CoreDump;
 pub use cuda::{CudaOom, OomSource, ProcessMemory};
 pub use diag::{DiagOutcome, DiagResult};

@@ -138,7 +138,10 @@ pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
 /// Whether `line` is a shell prompt, with or without a command.
 pub(in crate::ingest) fn is_prompt(line: &str) -> bool {
     SHELL_PROMPT.is_match(line)
-        || BARE_PROMPT.is_match(line)
+        // nccl-tests' `# ` starts its report's lines (`# nThread 1 nGpus
+        // 8 …`), not root's prompt.
+        || (BARE_PROMPT.is_match(line)
+            && !(line.starts_with('#') && crate::ingest::nccl_tests::is_line(line)))
         || bare_command(line)
         || quoted_command(line).is_some()
 }

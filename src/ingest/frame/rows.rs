@@ -79,6 +79,11 @@ pub static ROWS: &[Row] = &[
                 body: "(RayWorkerVllm pid=5085) [E ProcessGroupNCCL.cpp:475] x",
                 source: "https://github.com/vllm-project/vllm/issues/2734",
             },
+            Sample {
+                line: "?[32mINFO?[0m:     Started server process [?[36m428?[0m]",
+                body: "INFO:     Started server process [428]",
+                source: "https://github.com/tortoise/tortoise-orm/issues/869 (uvicorn's colours with each ESC pasted as `?`)",
+            },
         ],
     },
     Row {
@@ -1682,8 +1687,9 @@ pub(super) fn spelled_escapes(text: &str) -> Option<String> {
 }
 
 /// How pastes spell the ESC byte: rsyslog's `#033`, C's and Python's
-/// escapes, a terminal's caret notation.
-const SPELLED_ESC: [&[u8]; 6] = [b"#033", b"\\033", b"\\e", b"\\x1b", b"\\u001b", b"^["];
+/// escapes, a terminal's caret notation, and the `?` a code page without
+/// ESC put in its place (Windows consoles, a copy through one).
+const SPELLED_ESC: [&[u8]; 7] = [b"#033", b"\\033", b"\\e", b"\\x1b", b"\\u001b", b"^[", b"?"];
 
 /// The length of `1;31m` (SGR parameters and the final `m`) at the start
 /// of `bytes`.

@@ -1,0 +1,69 @@
+//! A container's state as its runtime records it: `docker inspect`'s
+//! `State` (status, exit code, whether the kernel's OOM killer ended it,
+//! its PID and times), the command it ran and the GPUs it was given.
+
+use crate::source::Span;
+
+/// One container object of `docker inspect` (or its `State` alone, as `-f
+/// '{{json .State}}'` prints it). Each field is `None` (or empty) where the
+/// paste does not show it; field names are moby's `api/types/container`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerState {
+    /// The first line of the object read.
+    pub span: Span,
+    /// `Id`: the container's full ID.
+    pub id: Option<String>,
+    /// `Name`: `/name`, as the daemon stores it.
+    pub name: Option<String>,
+    /// `State.Status`: `created`, `running`, `paused`, `restarting`,
+    /// `removing`, `exited`, `dead`.
+    pub status: Option<String>,
+    pub running: Option<bool>,
+    /// `State.OOMKilled`: the runtime's record of an OOM kill in the
+    /// container's memory cgroup during its last run.
+    pub oom_killed: Option<bool>,
+    pub dead: Option<bool>,
+    /// `State.Pid`: 0 when it is not running.
+    pub pid: Option<u32>,
+    pub exit_code: Option<i64>,
+    /// `State.Error`: the daemon's error starting it, when not empty.
+    pub error: Option<String>,
+    /// `State.StartedAt`, `State.FinishedAt`, RFC 3339 as printed
+    /// (`0001-01-01T00:00:00Z` for never).
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    /// `Path` and `Args`, else `Config.Cmd`: the command it runs.
+    pub command: Vec<String>,
+    /// `Config.Image` (the name it was run from), else `Image` (its ID).
+    pub image: Option<String>,
+    /// `HostConfig.Runtime` (`runc`, `nvidia`).
+    pub runtime: Option<String>,
+    /// `HostConfig.DeviceRequests`' GPUs: each `DeviceIDs` entry (an index
+    /// or a `GPU-…` UUID), or `all` for `Count: -1` (`--gpus all`), or the
+    /// count (`--gpus 2`).
+    pub gpus: Vec<String>,
+}
+
+impl ContainerState {
+    /// A container object begun at `span`, nothing read yet.
+    pub fn new(span: Span) -> ContainerState {
+        ContainerState {
+            span,
+            id: None,
+            name: None,
+            status: None,
+            running: None,
+            oom_killed: None,
+            dead: None,
+            pid: None,
+            exit_code: None,
+            error: None,
+            started_at: None,
+            finished_at: None,
+            command: Vec::new(),
+            image: None,
+            runtime: None,
+            gpus: Vec::new(),
+        }
+    }
+}
