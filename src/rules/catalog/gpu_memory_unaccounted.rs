@@ -65,8 +65,9 @@ The table alone cannot tell such memory from a live job's own
 preallocation (a vLLM server idle between requests keeps 90% of its
 cards), so alone it is a note (info) that names the command that settles it.
 When the inputs log the run's end before the table (uvicorn's `Finished
-server process [N]`, a `KeyboardInterrupt`) and nothing after it, the
-memory outlived its run: an error.
+server process [N]`, a `KeyboardInterrupt`, or a process asked about twice
+at a prompt, `ps aux | grep PID`, listed by the first answer and gone from
+the later one) and nothing after it, the memory outlived its run: an error.
 
 ## Why it happens
 A job stopped with Ctrl+C or killed leaves child processes (data-loader or
@@ -182,6 +183,15 @@ fn nothing_running(incident: &Incident) -> Option<Option<Ended>> {
             .any(|id| incident.known(id).next().is_some())
     {
         return None;
+    }
+    // A process asked about twice at a prompt, gone by the later answer,
+    // and a GPU table after it: the memory outlived that process.
+    if let Some(end) = asked::gone(incident) {
+        let after = |s: &Span| s.source == end.span.source && s.line > end.span.line;
+        let spans = || incident.gpus.iter().flat_map(|g| &g.spans);
+        if spans().next().is_some() && spans().all(after) {
+            return Some(Some(end));
+        }
     }
     if facts.server_events.is_empty() {
         return Some(None);
@@ -360,6 +370,7 @@ fn push_actions(f: &mut Finding, held: &[&Gpu]) {
     ));
 }
 
+mod asked;
 mod exclusive;
 mod partial;
 mod taken;

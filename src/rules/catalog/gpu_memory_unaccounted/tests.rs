@@ -485,3 +485,61 @@ fn an_idle_exclusive_gpu_at_idle_memory_or_in_default_mode_stays_quiet() {
     let busy = EXCLUSIVE_IDLE.replace("      0%   E. Process", "     97%   E. Process");
     assert!(findings_of(super::META.id, &busy).is_empty());
 }
+
+/// https://github.com/wandb/wandb/issues/1247 (batch P 1033): the trial's
+/// PID asked about twice; in state `Dl+` in the first answer, gone from the
+/// second. The thread says nvidia-smi then listed nothing while the memory
+/// stayed used; that table is not in the paste, so the variant adds one in
+/// the grammar of fixtures/real/724's row with `No running processes found`.
+const ASKED_TWICE: &str = "\
+(3.9.7) goncalo@server:~$ ps aux | grep 2559215
+goncalo  2559215 94.0 24.7 58570208 32577444 pts/8 Dl+ 00:32 499:48 /home/goncalo/.pyenv/versions/nmt/bin/python -m nmt.train --config nmt_config.yaml  --model.init_args.prior_latent_size 2048
+goncalo  2905447  0.0  0.0   6432  1968 pts/19   S+   09:23   0:00 grep --color=auto 2559215
+(3.9.7) goncalo@server:~$ ps aux | grep 2559215
+goncalo  2926176  0.0  0.0   6432   676 pts/19   S+   12:46   0:00 grep --color=auto 2559215
+";
+
+fn asked_then_table(answers: &str) -> String {
+    format!(
+        "{answers}(3.9.7) goncalo@server:~$ nvidia-smi\n\
++-----------------------------------------------------------------------------+\n\
+| NVIDIA-SMI 440.33.01    Driver Version: 440.33.01    CUDA Version: 10.2     |\n\
+|-------------------------------+----------------------+----------------------+\n\
+| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |\n\
+| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |\n\
+|===============================+======================+======================|\n\
+{GPU7_ROW}\n\
++-----------------------------------------------------------------------------+\n\
+| Processes:                                                       GPU Memory |\n\
+|  GPU       PID   Type   Process name                             Usage      |\n\
+|=============================================================================|\n\
+|  No running processes found                                                 |\n\
++-----------------------------------------------------------------------------+\n"
+    )
+}
+
+#[test]
+fn memory_held_after_the_pid_asked_about_is_gone_is_an_error() {
+    let f = findings_of(super::META.id, &asked_then_table(ASKED_TWICE));
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].severity, Severity::Error);
+    assert!(f[0].entities.pids.contains(&2559215), "{:?}", f[0].entities);
+    assert!(f[0].entities.gpus.contains(&7), "{:?}", f[0].entities);
+    let cited: Vec<&str> = f[0].evidence.iter().map(|e| e.note.as_str()).collect();
+    assert!(
+        cited
+            .iter()
+            .any(|n| n.contains("PID 2559215") && n.contains("`Dl+`")),
+        "{cited:?}"
+    );
+    // Still listed in the later answer: no end, the table alone (a note).
+    let alive = ASKED_TWICE.replace(
+        "goncalo  2926176",
+        "goncalo  2559215 94.0 24.7 58570208 32577444 pts/8 Dl+ 00:32 499:48 /home/goncalo/.pyenv/versions/nmt/bin/python -m nmt.train\ngoncalo  2926176",
+    );
+    let f = findings_of(super::META.id, &asked_then_table(&alive));
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].severity, Severity::Info);
+    // The answers alone, with no GPU table: nothing to say of GPU memory.
+    assert!(findings_of(super::META.id, ASKED_TWICE).is_empty());
+}
