@@ -58,8 +58,10 @@ shows with no context (128 MiB: a K40m shows 74 MiB, a V100 10 MiB, a GTX
 1080 1 MiB) and no process listed, it holds a context, and no other process
 can open it (`all CUDA-capable devices are busy or unavailable`). That
 reading names `gpu-memory-held-by-other-process` as an error at a modest
-confidence: whose the context is the table does not show, and
-`fuser -v /dev/nvidia*` settles it.
+confidence (whose the context is the table does not show, and
+`fuser -v /dev/nvidia*` settles it), and as a note when another exclusive
+GPU of the table is free: on a shared node a scheduler gives each job its
+own GPUs, so one held GPU beside free ones is as likely another job's.
 
 The table alone cannot tell such memory from a live job's own
 preallocation (a vLLM server idle between requests keeps 90% of its

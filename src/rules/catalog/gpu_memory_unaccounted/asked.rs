@@ -19,7 +19,7 @@ use super::Ended;
 /// `ps … | grep [-w…] PID` or `ps … -p PID …`: the PID asked about.
 static ASKED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^\s*(?:sudo\s+)?ps\b(?:[^|]*\|\s*grep(?:\s+-\S+)*\s+(?P<grep>\d+)\s*$|[^|]*\s(?:-p\s*|--pid[ =])(?P<p>\d+)\b[^|]*$)",
+        r"^\s*(?:sudo\s+)?ps\b(?:[^|]*\|\s*grep(?:\s+-\S+)*\s+(?P<grep>[0-9]+)\s*$|[^|]*\s(?:-p\s*|--pid[ =])(?P<p>[0-9]+)\b[^|]*$)",
     )
     .expect("regex")
 });

@@ -10,7 +10,11 @@
 //! far below the quarter of the card the table-only note asks for.
 //! An error (the GPU is closed to everyone else) at a modest confidence: the
 //! table does not say whose the context is (a leftover of the killed run, a
-//! process in another container, a live job idle between steps).
+//! process in another container, a live job idle between steps). A note
+//! when another exclusive GPU of the table is free: on a shared node a
+//! scheduler gives each job its own GPUs, so one held GPU beside free ones
+//! is as likely another job's (fixtures/real/501's V100s: GPU 0 at
+//! `1092MiB`, GPU 1 at `10MiB`).
 
 use crate::correlate::{Gpu, Incident};
 use crate::rules::support::{IDLE_GPU_MAX_MIB, confidence, mib};
@@ -32,10 +36,22 @@ pub(super) fn held(incident: &Incident, g: &Gpu) -> bool {
 }
 
 pub(super) fn finding(incident: &Incident, held: &[&Gpu], ended: Option<Ended>) -> Finding {
+    // Another exclusive GPU of the table free: a shared node's other job.
+    let free_beside = incident.gpus.iter().any(|g| {
+        g.compute_mode
+            .as_deref()
+            .is_some_and(|m| m.starts_with("E. "))
+            && g.memory_used_mib.is_some_and(|u| u <= IDLE_GPU_MAX_MIB)
+    });
+    let severity = if free_beside {
+        Severity::Info
+    } else {
+        Severity::Error
+    };
     let mut f = Finding::new(
         super::META.id,
         Category::GpuMemoryHeldByOtherProcess,
-        Severity::Error,
+        severity,
     );
     let (note, listing) = listing_note(incident);
     let mut parts = Vec::new();
@@ -77,6 +93,10 @@ pub(super) fn finding(incident: &Incident, held: &[&Gpu], ended: Option<Ended>) 
             "idle (0% GPU-Util) with more memory in use than an idle GPU shows ({IDLE_GPU_MAX_MIB} MiB), and no process listed for it"
         ),
         true,
+    );
+    f.condition(
+        "no other exclusive GPU of the table is free (a shared node's scheduler would give another job its own)",
+        !free_beside,
     );
     f.condition(
         "the run that used the GPU ended before the table was taken",

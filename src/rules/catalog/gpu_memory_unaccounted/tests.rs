@@ -484,6 +484,13 @@ fn an_idle_exclusive_gpu_at_idle_memory_or_in_default_mode_stays_quiet() {
     // A GPU that computes runs its holder's live job: not idle.
     let busy = EXCLUSIVE_IDLE.replace("      0%   E. Process", "     97%   E. Process");
     assert!(findings_of(super::META.id, &busy).is_empty());
+    // Another exclusive GPU of the table free (fixtures/real/501's V100s:
+    // `1092MiB` beside `10MiB`): a shared node's other job as likely, a note.
+    let one_free = EXCLUSIVE_IDLE.replace("   536MiB / 12196MiB", "    10MiB / 12196MiB");
+    let f = findings_of(super::META.id, &one_free);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].severity, Severity::Info);
+    assert_eq!(f[0].entities.gpus.iter().copied().collect::<Vec<_>>(), [0]);
 }
 
 /// https://github.com/wandb/wandb/issues/1247 (batch P 1033): the trial's
