@@ -60,6 +60,12 @@ pub fn kernel_lost_a_gpu(incident: &Incident) -> bool {
 /// a persistence daemon, never a loaded model.
 pub const MIN_HELD_MIB: u64 = 1024;
 
+/// More GPU memory in use than an idle GPU of any generation shows with no
+/// context on it (MiB): a K40m's `74MiB` (fixtures/real/646), a V100's
+/// `10MiB` (fixtures/real/501), a GTX 1080's `1MiB` (fixtures/real/647).
+/// Above it, on a GPU that lists no process, a CUDA context is held.
+pub const IDLE_GPU_MAX_MIB: u64 = 128;
+
 /// Whether `used` of a card's `total` MiB is a real working set held: at
 /// least [`MIN_HELD_MIB`] and `share` of the card. The share is the
 /// caller's: a finding from a table alone asks for more than one beside a

@@ -353,7 +353,7 @@ fn held_contexts(incident: &Incident, f: &mut Finding) {
 const CONTEXT_MIB: u64 = 256;
 
 /// More than an idle GPU of any generation shows (a K80's 66 MiB).
-const EXCLUSIVE_USED_MIB: u64 = 128;
+const EXCLUSIVE_USED_MIB: u64 = crate::rules::support::IDLE_GPU_MAX_MIB;
 
 /// A GPU in an exclusive compute mode (`E. Process`, `E. Thread`) takes one
 /// context: one that computes, holds memory or lists a process has it

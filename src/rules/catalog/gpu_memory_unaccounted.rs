@@ -51,12 +51,25 @@ full card (at least 98% in use) is an error by itself: nothing else can
 start on it. Rows printed `N/A` (Windows) say nothing of the sum and are
 not read.
 
+A GPU in an exclusive compute mode (`E. Process`, `E. Thread`) takes one
+CUDA context at a time, so there the share does not matter: idle (0%
+`GPU-Util`) with more memory in use than an idle GPU of any generation
+shows with no context (128 MiB: a K40m shows 74 MiB, a V100 10 MiB, a GTX
+1080 1 MiB) and no process listed, it holds a context, and no other process
+can open it (`all CUDA-capable devices are busy or unavailable`). That
+reading names `gpu-memory-held-by-other-process` as an error at a modest
+confidence (whose the context is the table does not show, and
+`fuser -v /dev/nvidia*` settles it), and as a note when another exclusive
+GPU of the table is free: on a shared node a scheduler gives each job its
+own GPUs, so one held GPU beside free ones is as likely another job's.
+
 The table alone cannot tell such memory from a live job's own
 preallocation (a vLLM server idle between requests keeps 90% of its
 cards), so alone it is a note (info) that names the command that settles it.
 When the inputs log the run's end before the table (uvicorn's `Finished
-server process [N]`, a `KeyboardInterrupt`) and nothing after it, the
-memory outlived its run: an error.
+server process [N]`, a `KeyboardInterrupt`, or a process asked about twice
+at a prompt, `ps aux | grep PID`, listed by the first answer and gone from
+the later one) and nothing after it, the memory outlived its run: an error.
 
 ## Why it happens
 A job stopped with Ctrl+C or killed leaves child processes (data-loader or
@@ -96,9 +109,20 @@ impl Rule for GpuMemoryUnaccounted {
         let Some(ended) = nothing_running(incident) else {
             return;
         };
+        // Exclusive-mode GPUs holding a context while idle: closed to
+        // everyone else, whatever share of the card the context is.
+        let closed: Vec<&Gpu> = incident
+            .gpus
+            .iter()
+            .filter(|g| exclusive::held(incident, g))
+            .collect();
+        if !closed.is_empty() {
+            out.push(exclusive::finding(incident, &closed, ended.clone()));
+        }
         let held: Vec<&Gpu> = incident
             .gpus
             .iter()
+            .filter(|g| !closed.iter().any(|c| c.index == g.index))
             .filter(|g| {
                 unaccounted(g)
                     && !incident
@@ -115,7 +139,7 @@ impl Rule for GpuMemoryUnaccounted {
         let parts: Vec<_> = incident
             .gpus
             .iter()
-            .filter(|g| !held.iter().any(|h| h.index == g.index))
+            .filter(|g| !held.iter().chain(&closed).any(|h| h.index == g.index))
             .filter_map(|g| partial::partially_listed(incident, g))
             .collect();
         if !parts.is_empty() {
@@ -161,6 +185,15 @@ fn nothing_running(incident: &Incident) -> Option<Option<Ended>> {
             .any(|id| incident.known(id).next().is_some())
     {
         return None;
+    }
+    // A process asked about twice at a prompt, gone by the later answer,
+    // and a GPU table after it: the memory outlived that process.
+    if let Some(end) = asked::gone(incident) {
+        let after = |s: &Span| s.source == end.span.source && s.line > end.span.line;
+        let spans = || incident.gpus.iter().flat_map(|g| &g.spans);
+        if spans().next().is_some() && spans().all(after) {
+            return Some(Some(end));
+        }
     }
     if facts.server_events.is_empty() {
         return Some(None);
@@ -339,6 +372,8 @@ fn push_actions(f: &mut Finding, held: &[&Gpu]) {
     ));
 }
 
+mod asked;
+mod exclusive;
 mod partial;
 mod taken;
 #[cfg(test)]

@@ -419,3 +419,134 @@ fn a_full_gpu_that_computes_beside_a_free_one_stays_a_note() {
     assert_eq!(f.len(), 1, "{f:?}");
     assert_eq!(f[0].severity, Severity::Info);
 }
+
+/// https://forums.developer.nvidia.com/t/memory-on-gpu-not-freed-after-the-program-is-killed/62311
+/// (batch P 1034): four TITAN X in exclusive-process mode after the user's
+/// program was killed, each idle with 536–602 MiB in use, the process block
+/// cut after its header. Two of the four GPUs, as printed.
+const EXCLUSIVE_IDLE: &str = "\
++-----------------------------------------------------------------------------+
+| NVIDIA-SMI 390.30                 Driver Version: 390.30                    |
+|-------------------------------+----------------------+----------------------+
+| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |
+|===============================+======================+======================|
+|   0  TITAN X (Pascal)    Off  | 00000000:02:00.0 Off |                  N/A |
+| 23%   37C    P8    17W / 250W |    602MiB / 12196MiB |      0%   E. Process |
++-------------------------------+----------------------+----------------------+
+|   1  TITAN X (Pascal)    Off  | 00000000:03:00.0 Off |                  N/A |
+| 23%   35C    P8    10W / 250W |    536MiB / 12196MiB |      0%   E. Process |
++-------------------------------+----------------------+----------------------+
+                                                                               
++-----------------------------------------------------------------------------+
+| Processes:                                                       GPU Memory |
+|  GPU       PID   Type   Process name                             Usage      |
+";
+
+#[test]
+fn an_idle_exclusive_gpu_holding_a_context_is_closed_to_others() {
+    let f = findings_of(super::META.id, EXCLUSIVE_IDLE);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].severity, Severity::Error);
+    assert_eq!(
+        f[0].category,
+        crate::rules::Category::GpuMemoryHeldByOtherProcess
+    );
+    assert_eq!(
+        f[0].entities.gpus.iter().copied().collect::<Vec<_>>(),
+        [0, 1]
+    );
+    // The table does not say whose the context is: a modest confidence,
+    // and the command that names the holder.
+    assert!(f[0].confidence <= 0.6, "{}", f[0].confidence);
+    crate::testing::advises(&f[0], "fuser -v /dev/nvidia0 /dev/nvidia1");
+    let cited: Vec<&str> = f[0].evidence.iter().map(|e| e.note.as_str()).collect();
+    assert!(
+        cited
+            .iter()
+            .any(|n| n.contains("602MiB / 12196MiB") && n.contains("E. Process")),
+        "{cited:?}"
+    );
+}
+
+#[test]
+fn an_idle_exclusive_gpu_at_idle_memory_or_in_default_mode_stays_quiet() {
+    // fixtures/real/647 (conda-forge/staged-recipes#13659): a GTX 1080 in
+    // E. Process mode with no context shows 1 MiB.
+    let idle = EXCLUSIVE_IDLE
+        .replace("   602MiB / 12196MiB", "     1MiB / 12196MiB")
+        .replace("   536MiB / 12196MiB", "     1MiB / 12196MiB");
+    assert!(findings_of(super::META.id, &idle).is_empty());
+    // The same memory in Default mode is a display's or a context's that
+    // closes nothing: below the table-only note's quarter of the card.
+    let default = EXCLUSIVE_IDLE.replace("   E. Process |", "      Default |");
+    assert!(findings_of(super::META.id, &default).is_empty());
+    // A GPU that computes runs its holder's live job: not idle.
+    let busy = EXCLUSIVE_IDLE.replace("      0%   E. Process", "     97%   E. Process");
+    assert!(findings_of(super::META.id, &busy).is_empty());
+    // Another exclusive GPU of the table free (fixtures/real/501's V100s:
+    // `1092MiB` beside `10MiB`): a shared node's other job as likely, a note.
+    let one_free = EXCLUSIVE_IDLE.replace("   536MiB / 12196MiB", "    10MiB / 12196MiB");
+    let f = findings_of(super::META.id, &one_free);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].severity, Severity::Info);
+    assert_eq!(f[0].entities.gpus.iter().copied().collect::<Vec<_>>(), [0]);
+}
+
+/// https://github.com/wandb/wandb/issues/1247 (batch P 1033): the trial's
+/// PID asked about twice; in state `Dl+` in the first answer, gone from the
+/// second. The thread says nvidia-smi then listed nothing while the memory
+/// stayed used; that table is not in the paste, so the variant adds one in
+/// the grammar of fixtures/real/724's row with `No running processes found`.
+const ASKED_TWICE: &str = "\
+(3.9.7) goncalo@server:~$ ps aux | grep 2559215
+goncalo  2559215 94.0 24.7 58570208 32577444 pts/8 Dl+ 00:32 499:48 /home/goncalo/.pyenv/versions/nmt/bin/python -m nmt.train --config nmt_config.yaml  --model.init_args.prior_latent_size 2048
+goncalo  2905447  0.0  0.0   6432  1968 pts/19   S+   09:23   0:00 grep --color=auto 2559215
+(3.9.7) goncalo@server:~$ ps aux | grep 2559215
+goncalo  2926176  0.0  0.0   6432   676 pts/19   S+   12:46   0:00 grep --color=auto 2559215
+";
+
+fn asked_then_table(answers: &str) -> String {
+    format!(
+        "{answers}(3.9.7) goncalo@server:~$ nvidia-smi\n\
++-----------------------------------------------------------------------------+\n\
+| NVIDIA-SMI 440.33.01    Driver Version: 440.33.01    CUDA Version: 10.2     |\n\
+|-------------------------------+----------------------+----------------------+\n\
+| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |\n\
+| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |\n\
+|===============================+======================+======================|\n\
+{GPU7_ROW}\n\
++-----------------------------------------------------------------------------+\n\
+| Processes:                                                       GPU Memory |\n\
+|  GPU       PID   Type   Process name                             Usage      |\n\
+|=============================================================================|\n\
+|  No running processes found                                                 |\n\
++-----------------------------------------------------------------------------+\n"
+    )
+}
+
+#[test]
+fn memory_held_after_the_pid_asked_about_is_gone_is_an_error() {
+    let f = findings_of(super::META.id, &asked_then_table(ASKED_TWICE));
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].severity, Severity::Error);
+    assert!(f[0].entities.pids.contains(&2559215), "{:?}", f[0].entities);
+    assert!(f[0].entities.gpus.contains(&7), "{:?}", f[0].entities);
+    let cited: Vec<&str> = f[0].evidence.iter().map(|e| e.note.as_str()).collect();
+    assert!(
+        cited
+            .iter()
+            .any(|n| n.contains("PID 2559215") && n.contains("`Dl+`")),
+        "{cited:?}"
+    );
+    // Still listed in the later answer: no end, the table alone (a note).
+    let alive = ASKED_TWICE.replace(
+        "goncalo  2926176",
+        "goncalo  2559215 94.0 24.7 58570208 32577444 pts/8 Dl+ 00:32 499:48 /home/goncalo/.pyenv/versions/nmt/bin/python -m nmt.train\ngoncalo  2926176",
+    );
+    let f = findings_of(super::META.id, &asked_then_table(&alive));
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].severity, Severity::Info);
+    // The answers alone, with no GPU table: nothing to say of GPU memory.
+    assert!(findings_of(super::META.id, ASKED_TWICE).is_empty());
+}
