@@ -211,6 +211,26 @@ struct Slot {
     last: Vec<u8>,
     /// The template with the only code put back, to be hashed.
     keyed: Vec<u8>,
+    /// How many short numbers stand alone in the line ([`masked`]).
+    codes: u32,
+    /// The hash of the template, where that is the key (no only code).
+    key: u64,
+}
+
+impl Slot {
+    /// The key of `bytes`, whose template is this slot's: the template's
+    /// hash, or with its only code put back from `bytes`.
+    fn key(&mut self, bytes: &[u8]) -> u64 {
+        if self.codes != 1 {
+            return self.key;
+        }
+        let (mask, start, end) = self.code;
+        self.keyed.clear();
+        self.keyed.extend_from_slice(&self.template[..mask]);
+        self.keyed.extend_from_slice(&bytes[start..end]);
+        self.keyed.extend_from_slice(&self.template[mask + 1..]);
+        hash(&self.keyed)
+    }
 }
 
 /// What [`masked`] had done after a word with a digit: the template up to
@@ -246,6 +266,16 @@ impl Templater {
         // The last mark the earlier line reached no further than where the
         // two lines part.
         let alike = alike(&slot.last, bytes);
+        if alike == usize::MAX {
+            // The shape of the last line of its kind, digit for digit: its
+            // template, its code (if only one) in the same place. The line
+            // kept stands for both: only its shape is compared.
+            #[cfg(test)]
+            {
+                self.reused += slot.marks.len();
+            }
+            return Some(slot.key(bytes));
+        }
         let kept = slot.marks.partition_point(|m| m.reach <= alike);
         let (from, next) = match kept.checked_sub(1) {
             Some(last) => {
@@ -259,20 +289,15 @@ impl Templater {
         {
             self.reused += kept;
         }
-        let codes = masked(bytes, from, next, slot);
+        slot.codes = masked(bytes, from, next, slot);
         slot.last.clear();
         slot.last.extend_from_slice(bytes);
-        if codes != 1 {
-            return Some(hash(&slot.template));
+        if slot.codes != 1 {
+            slot.key = hash(&slot.template);
         }
         // The only code is put back for the hash; the template kept, its
         // code masked, is the next line's of this kind to reuse.
-        let (mask, start, end) = slot.code;
-        slot.keyed.clear();
-        slot.keyed.extend_from_slice(&slot.template[..mask]);
-        slot.keyed.extend_from_slice(&bytes[start..end]);
-        slot.keyed.extend_from_slice(&slot.template[mask + 1..]);
-        Some(hash(&slot.keyed))
+        Some(slot.key(bytes))
     }
 }
 
