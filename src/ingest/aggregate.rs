@@ -134,35 +134,103 @@ pub(crate) fn key(text: &str) -> Option<u64> {
 
 /// Where the templates of a stream of lines are made ([`Templater::key`]),
 /// one line after another: a line's template is written into a buffer it
-/// reuses, and the work of the line before is reused where the two lines
-/// start alike.
+/// reuses, and the work of the last line of its kind is reused where the
+/// two lines start alike.
 ///
 /// The template of a line's first bytes depends only on their shape: which
 /// bytes are digits, and every other byte as it is. No digit of the line is
 /// copied into it but the only code's, put back at the end from the line
 /// itself; each word is classed by its bytes and the bytes beside it. So
-/// where the line starts as the line before did, digit for digit with any
+/// where the line starts as an earlier line did, digit for digit with any
 /// digits, up to past the bytes [`masked`] read to mask a word (its
-/// [`Mark`]), the template up to that word is the one the line before had:
-/// kept, and the masking goes on from there. Consecutive lines of a log
-/// share their framing (a journal's `2026-11-01T00:00:39+0000 node
-/// python3[40193]: `, a kernel's `[11410.027379] `) and often their
-/// message's first words, so a line of a chatty family masks about half of
-/// its words, and one of a crash loop none.
+/// [`Mark`]), the template up to that word is the one the earlier line had:
+/// kept, and the masking goes on from there. The earlier line is the last
+/// one of the line's kind ([`kind`]: the shape of how it ends), not
+/// the line before: a log interleaves its kinds of lines (a server's
+/// request lines between its progress lines, a kernel's messages of a few
+/// drivers), and the last line of a kind shares its framing with the line
+/// (a journal's `2026-11-01T00:00:39+0000 node python3[40193]: `, a
+/// kernel's `[11410.027379] `) and its message too, where its numbers are
+/// as long: a chatty family's line masks few of its words or none.
 #[derive(Default)]
 pub(crate) struct Templater {
-    /// The last line's template, its only code masked.
-    template: Vec<u8>,
-    /// Where [`masked`] was, after each word it masked in the last line.
-    marks: Vec<Mark>,
-    /// The last line's first code, where it had one: where its mask is in
-    /// the template, and its word in the line.
-    code: (usize, usize, usize),
-    /// The last line masked.
-    last: Vec<u8>,
-    /// Words with a digit whose masking was reused from the line before.
+    /// The last line of each kind, and its work ([`KINDS`] of them, made on
+    /// the first line with a digit; a kind not seen holds no line).
+    slots: Vec<Slot>,
+    /// Words with a digit whose masking was reused from an earlier line.
     #[cfg(test)]
     reused: usize,
+}
+
+/// How many kinds of lines a [`Templater`] keeps the last line of: a few
+/// times as many as a chatty program prints kinds of lines, so that two of
+/// them seldom share one ([`kind`] is a hash).
+const KINDS: usize = 1024;
+
+/// The kind of a line, one of [`KINDS`]: a hash of the shape of its last
+/// 32 bytes (of all of it if shorter), its digits all alike, so that two
+/// lines of one template, its numbers as long, are of one kind. Eight bytes
+/// at a time, each digit made a `0`. A miss costs only the masking that the
+/// last line of another kind leaves to do.
+fn kind(bytes: &[u8]) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let shape = |x: u64| {
+        // Each digit's byte made 0x30: its top bit, spread to the byte.
+        let digits = (digit_bytes(x) >> 7) * 0xff;
+        (x & !digits) | (digits & (ONES * 0x30))
+    };
+    let mut hash = bytes.len().min(32) as u64;
+    let tail = &bytes[bytes.len().saturating_sub(32)..];
+    let mut words = tail.chunks_exact(8);
+    for chunk in &mut words {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        hash = (hash ^ shape(u64::from_le_bytes(word))).wrapping_mul(K);
+    }
+    let rest = words.remainder();
+    if !rest.is_empty() {
+        let mut word = [0u8; 8];
+        word[..rest.len()].copy_from_slice(rest);
+        hash = (hash ^ shape(u64::from_le_bytes(word))).wrapping_mul(K);
+    }
+    (hash >> (64 - KINDS.trailing_zeros())) as usize
+}
+
+/// The last line of a kind and what masking it left ([`masked`]).
+#[derive(Default)]
+struct Slot {
+    /// The line's template, its only code masked.
+    template: Vec<u8>,
+    /// Where [`masked`] was, after each word it masked in the line.
+    marks: Vec<Mark>,
+    /// The line's first code, where it had one: where its mask is in the
+    /// template, and its word in the line.
+    code: (usize, usize, usize),
+    /// The line.
+    last: Vec<u8>,
+    /// The template with the only code put back, to be hashed.
+    keyed: Vec<u8>,
+    /// How many short numbers stand alone in the line ([`masked`]).
+    codes: u32,
+    /// The hash of the template, where that is the key (no only code).
+    key: u64,
+}
+
+impl Slot {
+    /// The key of `bytes`, whose template is this slot's: the template's
+    /// hash, or with its only code put back from `bytes`.
+    fn key(&mut self, bytes: &[u8]) -> u64 {
+        if self.codes != 1 {
+            return self.key;
+        }
+        let (mask, start, end) = self.code;
+        self.keyed.clear();
+        self.keyed.extend_from_slice(&self.template[..mask]);
+        self.keyed.extend_from_slice(&bytes[start..end]);
+        self.keyed.extend_from_slice(&self.template[mask + 1..]);
+        hash(&self.keyed)
+    }
 }
 
 /// What [`masked`] had done after a word with a digit: the template up to
@@ -178,8 +246,8 @@ struct Mark {
 }
 
 impl Templater {
-    /// [`key`] of `text`, from the work of the line before where the two
-    /// start alike.
+    /// [`key`] of `text`, from the work of the last line of its kind where
+    /// the two start alike.
     pub(crate) fn key(&mut self, text: &str) -> Option<u64> {
         let bytes = text.as_bytes();
         match bytes.first() {
@@ -191,36 +259,45 @@ impl Templater {
         let Some(first) = next_digit(bytes, 0) else {
             return Some(hash(bytes));
         };
-        // The last mark the line before reached no further than where the
+        if self.slots.is_empty() {
+            self.slots.resize_with(KINDS, Slot::default);
+        }
+        let slot = &mut self.slots[kind(bytes)];
+        // The last mark the earlier line reached no further than where the
         // two lines part.
-        let alike = alike(&self.last, bytes);
-        let kept = self.marks.partition_point(|m| m.reach <= alike);
+        let alike = alike(&slot.last, bytes);
+        if alike == usize::MAX {
+            // The shape of the last line of its kind, digit for digit: its
+            // template, its code (if only one) in the same place. The line
+            // kept stands for both: only its shape is compared.
+            #[cfg(test)]
+            {
+                self.reused += slot.marks.len();
+            }
+            return Some(slot.key(bytes));
+        }
+        let kept = slot.marks.partition_point(|m| m.reach <= alike);
         let (from, next) = match kept.checked_sub(1) {
             Some(last) => {
-                let mark = self.marks[last];
+                let mark = slot.marks[last];
                 (mark, next_digit(bytes, mark.at))
             }
             None => (Mark::default(), Some(first)),
         };
-        self.marks.truncate(kept);
+        slot.marks.truncate(kept);
         #[cfg(test)]
         {
             self.reused += kept;
         }
-        let codes = masked(bytes, from, next, self);
-        self.last.clear();
-        self.last.extend_from_slice(bytes);
-        if codes != 1 {
-            return Some(hash(&self.template));
+        slot.codes = masked(bytes, from, next, slot);
+        slot.last.clear();
+        slot.last.extend_from_slice(bytes);
+        if slot.codes != 1 {
+            slot.key = hash(&slot.template);
         }
-        // The only code is put back for the hash, then masked again: the
-        // template kept is the next line's to reuse.
-        let (mask, start, end) = self.code;
-        self.template
-            .splice(mask..=mask, bytes[start..end].iter().copied());
-        let key = hash(&self.template);
-        self.template.splice(mask..mask + (end - start), [b'0']);
-        Some(key)
+        // The only code is put back for the hash; the template kept, its
+        // code masked, is the next line's of this kind to reuse.
+        Some(slot.key(bytes))
     }
 }
 
@@ -277,7 +354,7 @@ pub(crate) fn digit_bytes(x: u64) -> u64 {
 /// on (the buffer holds the template up to it), in one pass, and returns
 /// how many short numbers stand alone in the line (2 for two or more):
 /// every number masked, the first short number standing alone remembered
-/// (`Templater::code`), to be put back in place of its mask where it was
+/// (`Slot::code`), to be put back in place of its mask where it was
 /// the only one (a second makes the line one of figures, every number
 /// masked). The next digit is searched for ([`next_digit`]), the word
 /// around it classed byte by byte from a table (what all its bytes are:
@@ -285,14 +362,14 @@ pub(crate) fn digit_bytes(x: u64) -> u64 {
 /// without a digit are copied with what surrounds them, in one piece, when
 /// the next word with a digit comes. `next` is where the first digit at or
 /// after `from.at` is. After each word with a digit, where it is is marked
-/// (`Templater::marks`).
-fn masked(bytes: &[u8], from: Mark, next: Option<usize>, templater: &mut Templater) -> u32 {
-    let Templater {
+/// (`Slot::marks`).
+fn masked(bytes: &[u8], from: Mark, next: Option<usize>, slot: &mut Slot) -> u32 {
+    let Slot {
         template,
         marks,
         code,
         ..
-    } = templater;
+    } = slot;
     template.truncate(from.len);
     let mut codes = from.codes;
     let mut reach = from.reach;
@@ -1252,6 +1329,42 @@ mod tests {
             }
         }
         assert!(pairs > 20_000, "{pairs}");
+    }
+
+    /// Lines of many kinds interleaved, as a log interleaves its programs'
+    /// and its messages, are each keyed as the line alone is, and a line
+    /// goes on from the last line of its kind, not from the line before:
+    /// the lines of the real incidents cut into eleven runs, the runs'
+    /// lines taken in turn, eleven of them then the same eleven with
+    /// other digits. A line with other digits is of its line's kind
+    /// ([`kind`]), so it reuses about as much as it does right after it.
+    #[test]
+    fn a_line_masked_from_the_last_line_of_its_kind_is_masked_whole() {
+        let real = real_lines();
+        let runs: Vec<&[String]> = real.chunks(real.len() / 11 + 1).collect();
+        let (mut interleaved, mut each_after) = (Templater::default(), Templater::default());
+        for i in 0..runs[0].len() {
+            let turn: Vec<&String> = runs.iter().filter_map(|run| run.get(i)).collect();
+            let again: Vec<String> = turn.iter().map(|line| other_digits(line)).collect();
+            for line in turn.iter().copied().chain(&again) {
+                assert_eq!(interleaved.key(line), key_at_once(line), "{line:?}");
+            }
+            for (line, again) in turn.iter().zip(&again) {
+                each_after.key(line);
+                each_after.key(again);
+            }
+            for line in &again {
+                assert_eq!(kind(line.as_bytes()), kind(other_digits(line).as_bytes()));
+            }
+        }
+        // Lines of 11 kinds apart from the line of their kind: nearly all
+        // the work reused that right after it is.
+        assert!(
+            interleaved.reused * 10 >= each_after.reused * 9,
+            "{} against {}",
+            interleaved.reused,
+            each_after.reused
+        );
     }
 
     /// [`alike`] is the byte-by-byte comparison, a digit alike any digit.

@@ -185,16 +185,19 @@ fn read_source(
         Threads::One => false,
         Threads::Always => true,
     };
+    // Each thread makes the templates of the lines it looks at with its own
+    // templater, kept from batch to batch.
+    let mut templater = aggregate::Templater::default();
     if !two_threads {
         let mut batch = Batch::default();
         let summary = source.for_each_line(&mut progress, &mut |n, raw| {
             batch.push(n, &clean_line(raw));
             if batch.is_full() {
-                batch.look(&look);
+                batch.look(&look, &mut templater);
                 input.lines(&mut batch);
             }
         });
-        batch.look(&look);
+        batch.look(&look, &mut templater);
         input.lines(&mut batch);
         return input.finish(summary.lines);
     }
@@ -211,13 +214,14 @@ fn read_source(
         let queued = &queued;
         let reading = scope.spawn(move || {
             let mut batch = Batch::default();
-            let send = |batch: &mut Batch| {
+            let mut templater = aggregate::Templater::default();
+            let mut send = |batch: &mut Batch| {
                 // With one batch waiting, half of this one is left to the
                 // parsing thread: neither thread waits long for the other.
                 match queued.load(Ordering::Relaxed) {
                     0 => {}
-                    1 => batch.look_to(&look, batch.lines.len() / 2),
-                    _ => batch.look(&look),
+                    1 => batch.look_to(&look, batch.lines.len() / 2, &mut templater),
+                    _ => batch.look(&look, &mut templater),
                 }
                 let next = recycled.try_recv().unwrap_or_default();
                 queued.fetch_add(1, Ordering::Relaxed);
@@ -235,7 +239,7 @@ fn read_source(
         });
         for mut batch in batches {
             queued.fetch_sub(1, Ordering::Relaxed);
-            batch.look(&look);
+            batch.look(&look, &mut templater);
             input.lines(&mut batch);
             let _ = empty.try_send(batch);
         }
@@ -258,10 +262,6 @@ struct Batch {
     found: Vec<(usize, bool)>,
     /// Where the lines that hold [`aggregate::PID1`] or [`chatter::WAIT`] are.
     needles: Needles,
-    /// Where the lines' templates are made ([`aggregate::Templater`]): kept
-    /// with the batch, from one to the next, each line going on from the
-    /// line before.
-    template: aggregate::Templater,
 }
 
 /// The needles every line is asked about whatever its anchors
@@ -333,20 +333,21 @@ impl Batch {
 
     /// Searches the anchors, once: which lines are read in full, which are
     /// messages. No anchor holds a newline, so a match is within one line.
-    fn look(&mut self, look: &Look<'_>) {
-        self.look_to(look, self.lines.len());
+    /// Their templates are made by `templater` ([`aggregate::Templater`]),
+    /// the looking thread's, kept from batch to batch.
+    fn look(&mut self, look: &Look<'_>, templater: &mut aggregate::Templater) {
+        self.look_to(look, self.lines.len(), templater);
     }
 
     /// [`Self::look`] of the lines not looked at yet before line `end`: the
     /// reading thread may look at part of a batch, the parsing one at the
     /// rest.
-    fn look_to(&mut self, look: &Look<'_>, end: usize) {
+    fn look_to(&mut self, look: &Look<'_>, end: usize, template: &mut aggregate::Templater) {
         let from = self.looked.len();
         let end = end.min(self.lines.len());
         if from >= end {
             return;
         }
-        let mut template = std::mem::take(&mut self.template);
         match look.hot {
             None => {
                 for i in from..end {
@@ -383,13 +384,13 @@ impl Batch {
                         rule |= by_rule;
                         next += 1;
                     }
-                    // A parser's anchor came first: a rule's may follow.
-                    let message = rule || found && rules.is_rule(self.line(i));
                     let (pid1, wait) = self.needles.held(end);
+                    let line = self.line(i);
+                    // A parser's anchor came first: a rule's may follow.
+                    let message = rule || found && rules.is_rule(line);
                     // A skimmed line costs nothing to keep: only lines read
                     // in full are aggregated, those with an anchor and
                     // PID 1's (read in full whatever their text).
-                    let line = self.line(i);
                     let key = (look.repeats && (found || pid1))
                         .then(|| template.key(line))
                         .flatten();
@@ -403,7 +404,6 @@ impl Batch {
                 }
             }
         }
-        self.template = template;
     }
 
     fn clear(&mut self) {
@@ -605,7 +605,7 @@ impl InputReader {
     }
 
     fn line(&mut self, n: u32, text: &str, looked: Looked, above: Option<&str>) {
-        if !text.trim().is_empty() {
+        if !super::frame::blank(text) {
             self.last_text = n;
         }
         let Looked {
@@ -1136,15 +1136,20 @@ mod tests {
             repeats: true,
         };
         let (mut pid1, mut waits) = (0, 0);
+        let (mut reading, mut parsing) = (
+            aggregate::Templater::default(),
+            aggregate::Templater::default(),
+        );
         for size in [1, 2, 3, 7, 2048] {
             for chunk in lines.chunks(size) {
                 let mut batch = Batch::default();
                 for (n, line) in chunk.iter().enumerate() {
                     batch.push(n as u32, line);
                 }
-                // Looked at in two parts, as the two threads may.
-                batch.look_to(&look, chunk.len() / 2);
-                batch.look(&look);
+                // Looked at in two parts, as the two threads may, each
+                // with its own templater.
+                batch.look_to(&look, chunk.len() / 2, &mut reading);
+                batch.look(&look, &mut parsing);
                 for (line, looked) in chunk.iter().zip(&batch.looked) {
                     let keyed = looked.hot || aggregate::may_be_pid1(line);
                     assert_eq!(

@@ -95,22 +95,17 @@ fn short_iso_ascii(line: &str) -> Option<bool> {
         return Some(false);
     }
     // `\S+ `: the host runs to the first space, with no other whitespace
-    // (nor anything past ASCII, which the regex must judge).
+    // (nor anything past ASCII, which the regex must judge): the first byte
+    // that is not visible ASCII is that space. Eight bytes at a time, as
+    // the colon's search: every line of a big journal asks.
     let host = i + 3;
-    let mut end = host;
-    loop {
-        match b.get(end) {
-            Some(b' ') => break,
-            Some(c) if c.is_ascii_graphic() => end += 1,
-            _ => return None,
-        }
-    }
-    if end == host {
+    let end = host + first_not_graphic(b.get(host..)?)?;
+    if b[end] != b' ' || end == host {
         return None;
     }
     // `[^:]*?\S: `: the first colon after the host ends `\S: `, or starts `:: `.
     let start = end + 1;
-    let colon = start + b.get(start..)?.iter().position(|&c| c == b':')?;
+    let colon = start + find_byte(&b[start..], b':')?;
     let before = colon.checked_sub(1).filter(|&p| p >= start).map(|p| b[p]);
     match before {
         Some(c) if !c.is_ascii() => None,
@@ -246,6 +241,32 @@ fn find_byte(bytes: &[u8], byte: u8) -> Option<usize> {
         at += 8;
     }
     bytes[at..].iter().position(|&b| b == byte).map(|p| at + p)
+}
+
+/// Where the first byte of `bytes` that is not visible ASCII (`0x21..=0x7e`)
+/// is: eight bytes at a time, as [`find_byte`].
+fn first_not_graphic(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let mut at = 0;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word);
+        let low = x & (ONES * 0x7f);
+        // Per byte, no carry between bytes: top bit set where b < 0x7f,
+        // where b > 0x20, where b < 0x80.
+        let below = (ONES * (0x7f + 0x7f)).wrapping_sub(low);
+        let above = low + ONES * (0x7f - 0x20);
+        let other = !(below & above & !x) & (ONES * 0x80);
+        if other != 0 {
+            return Some(at + (other.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    bytes[at..]
+        .iter()
+        .position(|b| !b.is_ascii_graphic())
+        .map(|p| at + p)
 }
 
 /// The modes whose markers and catalog lines continue a segment.
@@ -444,6 +465,17 @@ mod tests {
                         let naive = line.iter().position(|&c| c == byte);
                         assert_eq!(find_byte(line, byte), naive, "{line:?} {byte}");
                     }
+                }
+            }
+        }
+        for b in 0..=255u8 {
+            for at in 0..19 {
+                let mut line = [b'a'; 19];
+                line[at] = b;
+                for len in 0..=line.len() {
+                    let line = &line[..len];
+                    let naive = line.iter().position(|c| !c.is_ascii_graphic());
+                    assert_eq!(first_not_graphic(line), naive, "{line:?}");
                 }
             }
         }
@@ -651,6 +683,29 @@ mod tests {
         for line in cases {
             if let Some(verdict) = short_iso_ascii(line) {
                 assert_eq!(verdict, JOURNAL_SHORT_ISO.is_match(line), "{line:?}");
+            }
+        }
+        // Hosts and identifiers of every length up to past two words of
+        // the eight-byte searches, each byte of them changed to one the
+        // host's and the colon's searches tell apart.
+        for host in 1..20 {
+            for ident in 0..20 {
+                let line = format!(
+                    "2026-11-27T09:38:40+0000 {} {}: x",
+                    "h".repeat(host),
+                    "i".repeat(ident)
+                );
+                assert_eq!(short_iso_ascii(&line), Some(ident > 0), "{line:?}");
+                for at in 25..line.len() {
+                    for with in [" ", ":", "\t", "\x0b", "\x1c", "\u{7f}", "!", "~", "é"] {
+                        let mut changed = line.clone();
+                        changed.replace_range(at..at + 1, with);
+                        if let Some(verdict) = short_iso_ascii(&changed) {
+                            let regex = JOURNAL_SHORT_ISO.is_match(&changed);
+                            assert_eq!(verdict, regex, "{changed:?}");
+                        }
+                    }
+                }
             }
         }
         // Each byte of the time and the host replaced by bytes the shape

@@ -137,6 +137,13 @@ struct Gutter {
     width: usize,
 }
 
+/// Whether `text` is blank (`text.trim().is_empty()`): a line that starts
+/// with a visible ASCII byte is not, with no trim (every line asks, most
+/// start so).
+pub(crate) fn blank(text: &str) -> bool {
+    !text.as_bytes().first().is_some_and(u8::is_ascii_graphic) && text.trim().is_empty()
+}
+
 impl Peeler {
     pub fn new() -> Peeler {
         Peeler::default()
@@ -147,7 +154,7 @@ impl Peeler {
     pub fn skip(&mut self, text: &str) {
         self.gutter = None;
         self.held = None;
-        let blank = text.trim().is_empty();
+        let blank = blank(text);
         self.seen_text |= !blank;
         self.last_blank = blank;
     }
@@ -162,7 +169,7 @@ impl Peeler {
         if let Some(rest) = self.gutter(text, top, &mut frame) {
             body = Cow::Borrowed(rest);
         }
-        let blank = body.trim().is_empty();
+        let blank = blank(&body);
         self.seen_text |= !blank;
         self.last_blank = blank;
         // Escape codes spelled out are anywhere in the line: rewritten

@@ -278,3 +278,34 @@ fn lm_studio_head_carries_its_time_and_level_to_the_next_line() {
     let other = p.peel("Thread 0x0000000cc3ab3000 (most recent call first):");
     assert!(!other.frame.record);
 }
+
+/// [`super::blank`] is `trim().is_empty()`: on strings that start with
+/// every ASCII byte and with Unicode spaces, blank or followed by text.
+#[test]
+fn a_blank_line_is_one_that_trims_to_nothing() {
+    let mut lines: Vec<String> = [
+        "", " ", "\t", "\u{a0}", "\u{3000}", "\u{2028}", "\u{85}x", "é",
+    ]
+    .iter()
+    .flat_map(|s| {
+        [
+            s.to_string(),
+            format!("{s}x"),
+            format!("{s} "),
+            format!("{s}\u{a0}"),
+        ]
+    })
+    .collect();
+    for b in 0..=127u8 {
+        let c = char::from(b);
+        lines.extend([
+            c.to_string(),
+            format!("{c} "),
+            format!("{c}x"),
+            format!("{c}\u{a0}"),
+        ]);
+    }
+    for line in &lines {
+        assert_eq!(super::blank(line), line.trim().is_empty(), "{line:?}");
+    }
+}
