@@ -115,9 +115,10 @@ fn finding(gpu: &Gpu, sensors: &Message, twins: &[&Gpu]) -> Finding {
     f.chain.push(format!(
         "GPU {n} runs hot, throttles or drops out under load"
     ));
-    f.chain.push(format!(
+    f.chain.push(
         "its fan no longer reports a speed to the driver (ERR!) while its twins' fans do"
-    ));
+            .to_owned(),
+    );
     f.explanation = "nvidia-smi prints ERR! in a cell whose NVML query failed. A fan that cannot be read on one card while identical cards beside it report theirs is a failed fan, fan connector or tachometer, not a driver fault.".to_owned();
     f.actions.push(Action::advice(
         format!("read GPU {n}'s fan, temperature and slowdown reasons"),
