@@ -690,6 +690,12 @@ pub const MATRIX: &[Cell] = &[
         Some("fixtures/rules/nvidia-smi-gpu-err-row/pos-eight-a40-one-err-row"),
     ),
     cell(
+        XidOther,
+        "nvidia-smi's table reading `ERR!` in one GPU's fan cell (`|ERR! 46C P2 124W / 450W |`) while the other GPUs of the same model read their fans: a failed fan, at a lower confidence; a lone GPU's fan `ERR!` is not",
+        Rule("nvidia-smi-gpu-err-row"),
+        Some("fixtures/rules/nvidia-smi-gpu-err-row/pos-six-4090-gpu3-fan-err"),
+    ),
+    cell(
         DriverNotLoaded,
         "a vGPU without a licence: `nvidia-smi -q`'s `License Status : Unlicensed` (or `Unlicensed (Restricted)`; `<license_status>` in `-q -x`), the driver restricting the vGPU after its grace period",
         Row("cuda.vgpu-unlicensed"),

@@ -57,7 +57,8 @@ gated!(
     )(?:\x20+(?P<cmd>\S.*)|\s*$)"
 );
 // After a bare `$ ` or `# ` (maybe after the directory alone, as a prompt
-// of `PS1='\w\$ '` shows it: `~$ nvtop`, `/opt/app# ls`), a command: a lowercase word or a path, maybe
+// of `PS1='\w\$ '` shows it: `~$ nvtop`, `/opt/app# ls`, or after the host
+// and the directory, `PS1='\h:\w\$ '`: `gx10-99a1:~$ lms server start`), a command: a lowercase word or a path, maybe
 // after `VAR=value` assignments (vLLM prints `# GPU blocks: 1952, …`);
 // or the `$ ` prompt alone, the command's output over (a `#` alone is
 // too often a comment's); PowerShell's `PS C:\> cmd` and cmd.exe's
@@ -72,7 +73,7 @@ gated!(
             // cmd.exe's `C:\Users\win>`.
             || (b.len() > 3 && b[0].is_ascii_uppercase() && b[1] == b':' && b[2] == b'\\')
     },
-    r"^(?:(?:(?:~[0-9A-Za-z_./-]*|/[0-9A-Za-z_./-]*)?[$#]|\s+\$) +(?P<cmd>(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*[a-z./~][0-9A-Za-z_./+-]*(?:\s.*)?)|(?:PS [A-Z]:\\[^>]*> |[A-Z]:\\[^>]*>|>>> |In \[[0-9]+\]: )(?P<code>\S.*)|\$ *)$"
+    r"^(?:(?:(?:[0-9A-Za-z_.-]+:(?:~[0-9A-Za-z_./-]*|/[0-9A-Za-z_./-]*)|~[0-9A-Za-z_./-]*|/[0-9A-Za-z_./-]*)?[$#]|\s+\$) +(?P<cmd>(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*[a-z./~][0-9A-Za-z_./+-]*(?:\s.*)?)|(?:PS [A-Z]:\\[^>]*> |[A-Z]:\\[^>]*>|>>> |In \[[0-9]+\]: )(?P<code>\S.*)|\$ *)$"
 );
 
 // A command pasted without its prompt, maybe indented: a launcher people
@@ -623,6 +624,17 @@ mod tests {
         // (https://github.com/Syllo/nvtop/issues/125).
         assert_eq!(command("~$ nvtop"), Some("nvtop"));
         assert_eq!(command("~/work$ nvidia-smi"), Some("nvidia-smi"));
+        // The host and the directory, `PS1='\h:\w\$ '`
+        // (https://github.com/lmstudio-ai/lmstudio-bug-tracker/issues/1720),
+        // whose curl's JSON is its own, not a journal's.
+        assert_eq!(
+            command("gx10-99a1:~$ curl http://localhost:1234/v1/models"),
+            Some("curl http://localhost:1234/v1/models")
+        );
+        assert!(prints_own_json(
+            "gx10-99a1:~$ curl http://localhost:1234/v1/models"
+        ));
+        assert!(!is_prompt("Error: Failed to verify the server is running."));
         // zsh's default prompt, with and without a command (fixtures/real/043),
         // and its bare `% ` (fixtures/real/106).
         assert!(is_prompt("ceverson@Clarks-MacBook-Pro ~ %"));

@@ -56,7 +56,7 @@ pub struct Frame {
     /// and is read as such when no recogniser knows the message.
     pub record: bool,
     /// The rows peeled (indices into [`ROWS`]), as a bit set.
-    pub peeled: u32,
+    pub peeled: u64,
 }
 
 /// A line with no frame.
@@ -127,6 +127,9 @@ pub struct Peeler {
     /// gutter starts at the top of a paste or of a block.
     seen_text: bool,
     last_blank: bool,
+    /// A pasted log's markdown list in force: the marker (`-`, `*`) each
+    /// of its lines carries.
+    list: Option<u8>,
 }
 
 /// A line-number gutter in force: the next number, and the column at which
@@ -153,6 +156,7 @@ impl Peeler {
     /// no gutter numbers it, and it is the text of a block.
     pub fn skip(&mut self, text: &str) {
         self.gutter = None;
+        self.list = None;
         self.held = None;
         let blank = blank(text);
         self.seen_text |= !blank;
@@ -167,6 +171,11 @@ impl Peeler {
         // An editor's gutter is outermost: it numbers whatever was pasted.
         let top = !self.seen_text || self.last_blank;
         if let Some(rest) = self.gutter(text, top, &mut frame) {
+            body = Cow::Borrowed(rest);
+        }
+        if let Cow::Borrowed(b) = body
+            && let Some(rest) = self.list(b, top, &mut frame)
+        {
             body = Cow::Borrowed(rest);
         }
         let blank = blank(&body);
@@ -224,6 +233,25 @@ impl Peeler {
             frame.record = true;
         }
         peeled
+    }
+
+    /// The text of a markdown list item when the paste is a log made into
+    /// a list (an issue editor continues `- ` on every line): the run
+    /// starts at the top of a paste or a block, on an item whose text
+    /// opens a log record, and goes on while each line carries the same
+    /// marker (an empty item too). A list of words is left alone, as is a
+    /// marker in the middle of a log (a YAML list, a diff).
+    fn list<'a>(&mut self, text: &'a str, top: bool, frame: &mut Frame) -> Option<&'a str> {
+        let item = rows::list_item(text);
+        let run = match (self.list, item) {
+            (Some(m), Some((marker, rest))) if m == marker => Some((marker, rest)),
+            (None, Some((marker, rest))) if top && rows::opens_record(rest) => Some((marker, rest)),
+            _ => None,
+        };
+        self.list = run.map(|(m, _)| m);
+        let (_, rest) = run?;
+        frame.peeled |= 1 << rows::LIST;
+        Some(rest)
     }
 
     /// The text after an editor's line number: `cat -n`'s `     3\t`, a
@@ -299,8 +327,8 @@ fn peel_prefixes<'a>(mut text: &'a str, frame: &mut Frame) -> &'a str {
 
 /// For each byte, the rows (a bit set of [`ROWS`]' indices) whose frame can
 /// start with it.
-static BY_FIRST_BYTE: std::sync::LazyLock<[u32; 256]> = std::sync::LazyLock::new(|| {
-    let mut table = [0u32; 256];
+static BY_FIRST_BYTE: std::sync::LazyLock<[u64; 256]> = std::sync::LazyLock::new(|| {
+    let mut table = [0u64; 256];
     for (byte, rows) in table.iter_mut().enumerate() {
         for (i, row) in ROWS.iter().enumerate() {
             if (row.first)(byte as u8) {

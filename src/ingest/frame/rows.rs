@@ -706,7 +706,87 @@ pub static ROWS: &[Row] = &[
             source: "https://docs.nvidia.com/deploy/xid-errors/index.html (\"Viewing Xid messages\", also at http://docs.nvda.net.cn/deploy/xid-errors/index.html)",
         }],
     },
+    Row {
+        name: "markdown-list",
+        what: "a markdown list's item marker (`- `, `* `) on every line of a pasted log",
+        first: |_| false,
+        may: never,
+        peel: never_peel,
+        samples: &[Sample {
+            line: "- INFO 04-06 03:23:49 executor_base.py:108] # CUDA blocks: 19609, # CPU blocks: 21845",
+            body: "INFO 04-06 03:23:49 executor_base.py:108] # CUDA blocks: 19609, # CPU blocks: 21845",
+            source: "https://github.com/gensyn-ai/rl-swarm/issues/92",
+        }],
+    },
+    Row {
+        name: "celery",
+        what: "Celery's worker log: `[2026-01-19 19:24:37,467: INFO/MainProcess] ` (the time, the level, the pool process that wrote it)",
+        first: |c| c == b'[',
+        // `[` a time with its milliseconds, `: `, an upper-case level.
+        may: |b| {
+            b.first() == Some(&b'[')
+                && b.get(1..).and_then(after_time).is_some_and(|end| {
+                    end > 19
+                        && b.get(1 + end..3 + end) == Some(b": ")
+                        && b.get(3 + end).is_some_and(u8::is_ascii_uppercase)
+                })
+        },
+        peel: celery,
+        samples: &[
+            Sample {
+                line: "[2026-01-19 19:24:40,428: INFO/MainProcess] celery@GPU ready.",
+                body: "celery@GPU ready.",
+                source: "https://github.com/DDMAL/Rodan/issues/1332",
+            },
+            Sample {
+                line: "[2026-01-19 19:37:30,073: WARNING/ForkPoolWorker-1] Fast Pixelwise Analysis of Music Document, Classifying[0a08daed-c17f-42ef-92e6-849bfcd0755c]: 0 / 1535",
+                body: "Fast Pixelwise Analysis of Music Document, Classifying[0a08daed-c17f-42ef-92e6-849bfcd0755c]: 0 / 1535",
+                source: "https://github.com/DDMAL/Rodan/issues/1332",
+            },
+        ],
+    },
 ];
+
+/// The markdown list row, which [`super::Peeler`] handles itself: a run of
+/// items spans lines.
+pub(super) const LIST: usize = 31;
+
+/// `- text`, `* text`, or an empty item (`-`, `- `): the marker and the
+/// item's text. Not a rule (`---`, `***`) nor emphasis (`**bold**`).
+pub(super) fn list_item(text: &str) -> Option<(u8, &str)> {
+    let b = text.as_bytes();
+    let marker = *b.first().filter(|c| matches!(c, b'-' | b'*'))?;
+    match b.get(1) {
+        None => Some((marker, "")),
+        Some(b' ') => Some((marker, &text[2..])),
+        _ => None,
+    }
+}
+
+/// Whether a list item's text opens a log record, so that a run of items
+/// is a pasted log and not a list of words: a level word (`INFO `,
+/// `WARNING:`), a date or a time (`04-06 `, `2025-`, `12:01:`), or a
+/// bracketed or parenthesised head (`[2025-…`, `(EngineCore pid=1)`) that
+/// is not a task list's box (`[ ]`, `[x]`).
+pub(super) fn opens_record(text: &str) -> bool {
+    const LEVELS: [&str; 9] = [
+        "INFO", "WARN", "WARNING", "ERROR", "DEBUG", "CRITICAL", "FATAL", "TRACE", "NOTICE",
+    ];
+    let b = text.as_bytes();
+    let word = text.split([' ', ':', ']']).next().unwrap_or("");
+    if LEVELS.contains(&word) && b.len() > word.len() {
+        return true;
+    }
+    let digits = b.iter().take_while(|c| c.is_ascii_digit()).count();
+    if digits >= 2 && matches!(b.get(digits), Some(b'-' | b'/' | b':' | b'.')) {
+        return true;
+    }
+    match b.first() {
+        Some(b'[') => !matches!(b.get(1..3), Some(b" ]" | b"x]" | b"X]")),
+        Some(b'(') => b.get(1).is_some_and(u8::is_ascii_alphabetic),
+        _ => false,
+    }
+}
 
 /// How an elided head is written: the ASCII dots and the ellipsis character.
 const ELISIONS: [&str; 2] = ["[...] ", "[\u{2026}] "];
@@ -1297,6 +1377,29 @@ fn gunicorn(text: &str, frame: &mut Frame) -> Option<usize> {
     frame.time = Some(time);
     frame.record = true;
     Some(26 + len)
+}
+
+/// Celery's worker log (celery/celery celery/app/defaults.py: the
+/// `worker_log_format` `[%(asctime)s: %(levelname)s/%(processName)s]
+/// %(message)s`, and the `worker_task_log_format` that adds
+/// `%(task_name)s[%(task_id)s]: ` to the message).
+fn celery(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, (_, time, _, level, _, _, _)) = consumed(
+        text,
+        (
+            char('['),
+            any_time,
+            tag(": "),
+            take_while1(|c: char| c.is_ascii_uppercase()),
+            char('/'),
+            take_while1(|c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')),
+            tag("] "),
+        ),
+    )?;
+    frame.level = Some(level_named(level)?);
+    frame.time = Some(time);
+    frame.record = true;
+    Some(len)
 }
 
 /// Python's logging formatted `%(levelname)s (%(name)s):  %(message)s`

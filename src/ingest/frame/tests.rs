@@ -309,3 +309,48 @@ fn a_blank_line_is_one_that_trims_to_nothing() {
         assert_eq!(super::blank(line), line.trim().is_empty(), "{line:?}");
     }
 }
+
+/// A log pasted as a markdown list (gensyn-ai/rl-swarm#92: every line
+/// `- `, an empty item among them): the run starts on an item that opens a
+/// log record and goes on while each line carries the marker; a list of
+/// words, a task list, a YAML list inside a log and a rule are left alone.
+#[test]
+fn a_log_pasted_as_a_markdown_list_loses_its_markers() {
+    let mut p = Peeler::new();
+    let first = p.peel("- WARN 04-06 03:23:45 interface.py:275] Using 'pin_memory=False' as WSL is detected. This may slow down the performance.");
+    assert!(
+        first.body.starts_with("WARN 04-06 03:23:45"),
+        "{}",
+        first.body
+    );
+    assert!(first.frame.rows().any(|r| r == "markdown-list"));
+    let bar = p.peel(
+        "- Loading safetensors checkpoint shards: 100% Completed | 1/1 [00:00<00:00,  6.88it/s]",
+    );
+    assert!(bar.body.starts_with("Loading safetensors"), "{}", bar.body);
+    assert_eq!(p.peel("- ").body, "");
+    let blocks = p.peel(
+        "- INFO 04-06 03:23:49 executor_base.py:108] # CUDA blocks: 19609, # CPU blocks: 21845",
+    );
+    assert!(blocks.body.starts_with("INFO 04-06"), "{}", blocks.body);
+    // A line without the marker ends the run.
+    p.peel("INFO 04-06 03:23:50 llm_engine.py:1] next");
+    let after = p.peel("- name: not a list item of the log");
+    assert!(after.frame.is_empty());
+    // A list of words, a task list's box and a rule are no pasted log.
+    for text in [
+        "- Ubuntu 22.04, driver 550",
+        "- [x] I have searched the issues",
+        "- [ ] I have read the docs",
+        "---",
+        "**bold**",
+        "* Serving Flask app 'app'",
+    ] {
+        let p = peel_line(text);
+        assert_eq!(p.body, text);
+        assert!(p.frame.is_empty(), "{text}");
+    }
+    // `* ` the same way.
+    let p = peel_line("* [2025-01-02 10:00:00] ERROR something failed");
+    assert_eq!(p.body, "[2025-01-02 10:00:00] ERROR something failed");
+}

@@ -1925,3 +1925,19 @@ stack traceback:
         vec![1]
     );
 }
+
+/// zulip/zulip#11386: a traceback whose code lines the paste indented with
+/// a tab instead of four spaces; each is read as its frame's code line.
+#[test]
+fn tab_indented_code_lines_of_a_traceback_are_read() {
+    let text = "Traceback (most recent call last):
+  File \"./tools/run-dev.py\", line 421, in <module>
+\tapp.listen(proxy_port, address=options.interface)
+  File \"/srv/zulip-py3-venv/lib/python3.5/site-packages/tornado/netutil.py\", line 197, in bind_sockets
+\tsock.bind(sockaddr)
+OSError: [Errno 98] Address already in use
+";
+    assert_eq!(unrecognized_lines(text), Vec::<u32>::new());
+    // Outside a traceback a tab-indented line is not claimed.
+    assert_eq!(unrecognized_lines("\tsock.bind(sockaddr)\n"), vec![1]);
+}

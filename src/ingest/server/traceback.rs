@@ -470,8 +470,13 @@ impl Cx<'_> {
             return true;
         }
         let tb = &mut self.stream.tracebacks;
+        // A frame's code line, indented four spaces, or a tab where the
+        // paste turned them into one (zulip/zulip#11386).
         if text.starts_with("    ") || is_caret_line(text) {
             return tb.active() || foreign_stack(text);
+        }
+        if text.starts_with('\t') && tb.active() {
+            return true;
         }
         if tb.active() && text.contains("File \"") && INLINE_FRAME.is_match(text) {
             return true;

@@ -76,6 +76,24 @@ A restart is safe; everything else is advice.
 "#,
 };
 
+/// The source site a wrapper names on the error's line (TurboMind's `…
+/// was encountered /lmdeploy/src/turbomind/utils/allocator.h:231`,
+/// TensorRT-LLM's `(…/tllmBuffers.h:112)`, PyTorch's `(Triggered internally
+/// at …/CUDAFunctions.cpp:109)`), as the file's name and line: where to
+/// look first when it recurs.
+static SITE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r"(?:^|[\s(/])(?P<file>[A-Za-z0-9_.-]+\.(?:h|hpp|hh|c|cc|cpp|cu|cuh)):(?P<line>[0-9]+)\b",
+    )
+    .expect("regex")
+});
+
+fn raised_at(text: &str) -> Option<String> {
+    SITE.captures_iter(text)
+        .last()
+        .map(|c| format!("{}:{}", &c["file"], &c["line"]))
+}
+
 impl Rule for CudaIllegalMemoryAccess {
     fn meta(&self) -> &RuleMeta {
         &META
@@ -122,7 +140,8 @@ impl Rule for CudaIllegalMemoryAccess {
         let mut f = Finding::new(META.id, META.category, META.severity);
         f.occurrences = hits.len() as u32;
         for (m, n) in distinct(hits.iter().map(|(m, _)| *m)).into_iter().take(3) {
-            f.evidence(m.span, format!("a kernel faulted: {error} ({n}x)"));
+            let at = raised_at(&m.text).map_or(String::new(), |s| format!(", raised at {s}"));
+            f.evidence(m.span, format!("a kernel faulted: {error} ({n}x{at})"));
         }
         if let Some((u, _, _)) = &tgt {
             f.entities.units.insert(u.clone());
@@ -285,4 +304,26 @@ fn actions(tgt: Option<&(String, OwnerBasis, Span)>, no_hardware: bool, span: Sp
         ));
     }
     actions
+}
+
+#[cfg(test)]
+mod site_tests {
+    /// InternLM/lmdeploy#1289's TurboMind line names its site;
+    /// TensorRT-LLM's `(…:112)` form (catalogs/cuda.toml's sample) too; a
+    /// line without one names none.
+    #[test]
+    fn the_site_a_wrapper_names_is_read() {
+        assert_eq!(
+            super::raised_at("  what():  [TM][ERROR] CUDA runtime error: an illegal memory access was encountered /lmdeploy/src/turbomind/utils/allocator.h:231 ").as_deref(),
+            Some("allocator.h:231")
+        );
+        assert_eq!(
+            super::raised_at("[TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync(ptr, n, mCudaStream->get()): out of memory (/app/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:112)").as_deref(),
+            Some("tllmBuffers.h:112")
+        );
+        assert_eq!(
+            super::raised_at("RuntimeError: CUDA error: an illegal memory access was encountered"),
+            None
+        );
+    }
 }

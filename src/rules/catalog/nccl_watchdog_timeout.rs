@@ -15,6 +15,7 @@ use crate::rules::support::{confidence, distinct};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
+mod behind;
 mod first_failure;
 mod init_gpu;
 use first_failure::*;
@@ -56,6 +57,11 @@ inconsistency, we are taking the entire process down.` and a C++ abort
 4. A desynchronised program: ranks report different `OpType`/`NumelIn` for
    the same `SeqNum` (a software bug).
 5. Legitimately long work on one rank before a collective (start-up only).
+
+With every rank reporting and none silent, the one rank whose timed-out
+collective has the lowest `SeqNum` (`[Rank 7] … SeqNum=64088` while rank 0
+times out at 96117–96125, pytorch/pytorch#118369) is named as the rank
+furthest behind: the others went on issuing collectives it never reached.
 
 ## How to confirm
 Line up the ranks' reports by `SeqNum`; find the silent rank's own error
@@ -115,7 +121,8 @@ impl Rule for NcclWatchdogTimeout {
             return;
         };
         let reporting: BTreeSet<u32> = reports.iter().filter_map(|r| r.rank).collect();
-        let culprit = culprit(incident, &reporting, &completed);
+        let laggard = behind::furthest_behind(&reports);
+        let culprit = culprit(incident, &reporting, &completed).or(laggard.map(behind::why));
         let desync = desynchronised(&reports);
 
         let tgt = target(
@@ -132,6 +139,7 @@ impl Rule for NcclWatchdogTimeout {
         let mut f = Finding::new(META.id, META.category, META.severity);
         f.occurrences = reports.len() as u32;
         cite_reports(&mut f, incident, &reports);
+        behind::cite(&mut f, laggard);
         init_gpu::cite(incident, &reporting, &mut f);
         if let Some((u, _, _)) = &tgt {
             f.entities.units.insert(u.clone());

@@ -11,6 +11,7 @@ use crate::rules::xid::same_bus;
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
+mod fan;
 mod unknown;
 
 pub static RULE: NvidiaSmiGpuErrRow = NvidiaSmiGpuErrRow;
@@ -58,6 +59,15 @@ unknown error` is cited beside either as its echo: no GPU container starts.
 
 One `ERR!` cell is not this: a healthy card can misread one sensor
 (`ERR! / 250W` for power, a fan's `ERR!`) for a moment.
+
+One `ERR!` cell is a finding of its own (`xid-other`, at a lower
+confidence) when it is the fan cell of one GPU while the other GPUs of the
+same model in the same table read their fans (`|ERR! 46C P2 124W / 450W |`
+for GPU 3 of six RTX 4090s reading `30%`): the board reads its temperature
+and power but not its fan, which its twins report: the fan or its
+tachometer has failed (leptonai/gpud's `FindSummaryErr` flags a fan's
+`ERR!` as an error too). The finding names the GPU and its bus id. A fan
+`ERR!` on a lone GPU, or a power cell's, stays a possible misread.
 
 ## Why it happens
 PCIe link errors, a riser or slot, power delivery, a board overheating or
@@ -125,6 +135,9 @@ impl Rule for NvidiaSmiGpuErrRow {
         }
         if out.len() == before {
             out.extend(unknown::findings(incident, &echo));
+        }
+        if out.len() == before {
+            out.extend(fan::findings(incident));
         }
     }
 }
@@ -372,6 +385,34 @@ GPU 00000000:00:16.0
 |ERR!   38C    P5    49W / 450W |   2021MiB / 23028MiB |      0%   E. Process |
 ";
         assert!(findings_of(super::META.id, text).is_empty());
+    }
+
+    /// https://www.cnblogs.com/asandstar/p/19391726: GPU 3's fan reads
+    /// ERR! while GPU 2, the same RTX 4090, reads 30% (two of the six
+    /// blocks, the page's collapsed whitespace kept): a failed fan, named
+    /// with its bus id; GPU 3's block alone is a possible misread.
+    #[test]
+    fn one_err_fan_cell_beside_twins_reading_theirs_is_a_failed_fan() {
+        let twins = "\
++-----------------------------------------+------------------------+----------------------+
+| 2 NVIDIA GeForce RTX 4090 Off | 00000000:1D:00.0 Off | Off |
+| 30% 48C P0 106W / 450W | 20584MiB / 24564MiB | 100% Default |
+| | | N/A |
++-----------------------------------------+------------------------+----------------------+
+| 3 NVIDIA GeForce RTX 4090 Off | 00000000:1E:00.0 Off | Off |
+|ERR! 46C P2 124W / 450W | 21833MiB / 24564MiB | 0% Default |
+| | | N/A |
++-----------------------------------------+------------------------+----------------------+
+";
+        let f = findings_of(super::META.id, twins);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].category, crate::rules::Category::XidOther);
+        assert!(f[0].entities.gpus.contains(&3) && !f[0].entities.gpus.contains(&2));
+        assert!(f[0].title.contains("0000:1e:00.0"), "{}", f[0].title);
+        assert!(f[0].confidence <= 0.5);
+        crate::testing::advises(&f[0], "nvidia-smi -q -i 3");
+        let alone: String = twins.lines().skip(5).map(|l| format!("{l}\n")).collect();
+        assert!(findings_of(super::META.id, &alone).is_empty());
     }
 
     /// NVIDIA/gpu-operator#559: GPU 0 of an A40 node reads ERR! in every

@@ -60,7 +60,7 @@ static META: RuleMeta = RuleMeta {
 ## What it means
 The server's log shows how far its start-up got, through the milestones
 every stack prints (`catalogs/startup.toml`: SGLang's `Load weight end`,
-vLLM's `vLLM is using nccl==` and `# GPU blocks`, NCCL's `Init COMPLETE`
+vLLM's `vLLM is using nccl==` and `# GPU blocks` (`# CUDA blocks` from 0.7), NCCL's `Init COMPLETE`
 and its first collective (`AllReduce: opCount 0`), `Capturing CUDA graphs
 … 0/3`, ollama's `starting llama server`, TGI's `Starting shard`,
 lmdeploy's `lmdeploy serve api_server` and TurboMind's `gemm_config.in`

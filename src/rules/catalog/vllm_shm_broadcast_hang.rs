@@ -41,6 +41,60 @@ static COMPILING: LazyLock<Regex> = LazyLock::new(|| {
     .expect("regex")
 });
 
+/// A CUDA-graph capture's progress bar as tqdm draws it (vLLM's `Capturing
+/// CUDA graphs (mixed prefill-decode, PIECEWISE):  71%|███████   | 36/51
+/// [00:22<00:01, 11.70it/s]`, SGLang's `Capturing batches (…): 40%|…| 9/23`):
+/// how many shapes were captured of how many.
+static CAPTURE_BAR: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"Capturing (?:CUDA graphs|batches) \([^)]*\):\s*[0-9]+%\|[^|]*\|\s*(?P<done>[0-9]+)/(?P<total>[0-9]+)",
+    )
+    .expect("regex")
+});
+
+/// The shapes captured and the shapes to capture, when `text` is a capture
+/// bar that stopped short of its total: a capture takes seconds per shape,
+/// so waits of minutes after it are a capture that hangs, not one that
+/// compiles.
+fn capture_stopped(text: &str) -> Option<(u64, u64)> {
+    let c = CAPTURE_BAR.captures(text)?;
+    let done = c["done"].parse::<u64>().ok()?;
+    let total = c["total"].parse::<u64>().ok()?;
+    (done < total).then_some((done, total))
+}
+
+/// The advice for a capture that stopped: confirm without CUDA graphs, and
+/// the collective library's version across GPUs.
+const EAGER: &str = "confirm without CUDA graphs (--enforce-eager, or PIECEWISE-only capture); with several GPUs, check the NCCL/RCCL version against the server's";
+const NCCL_VERSION: &str = "python -c 'import torch; print(torch.cuda.nccl.version())'";
+
+/// Cites a capture bar that stopped short of its total, and, for waits
+/// that repeat with no progress after them, names the hang's stage in the
+/// title.
+fn tell_stopped(
+    f: &mut Finding,
+    bar: &Message,
+    (done, total): (u64, u64),
+    (secs, repeats): (u64, usize),
+    unresumed: bool,
+) {
+    f.evidence(
+        bar.span,
+        format!(
+            "CUDA graph capture stopped at {done}/{total}: no later draw of the bar, only the waits"
+        ),
+    );
+    f.condition(
+        format!("CUDA graph capture stopped short ({done}/{total}) before the waits"),
+        true,
+    );
+    if unresumed && repeats >= 2 {
+        f.title = format!(
+            "vLLM hangs in CUDA graph capture at {done}/{total}: its workers took no step for {secs} s, {repeats} times"
+        );
+    }
+}
+
 static META: RuleMeta = RuleMeta {
     id: "vllm-shm-broadcast-hang",
     category: Category::ServerHang,
@@ -83,12 +137,22 @@ point, reduce the trigger (disable speculative decoding or the feature named
 in the stacks, keep the prompt below the length limit) and report the stack
 upstream. A one-off warning during compilation at start-up is normal.
 
+A wait after a CUDA-graph capture bar that stopped short (`Capturing CUDA
+graphs (…):  71%|███████   | 36/51 [00:22<00:01, 11.70it/s]`, no later draw)
+is not compilation, whatever the message's own "(e.g. compilation …)"
+says: each shape captures in well under a second, so minutes of waits
+there are a capture that hangs (a kernel or collective that never
+completes under capture; ROCm's RCCL, CPU KV offloading). Run with
+`--enforce-eager` to confirm, and check the collective library's version
+when the server spans GPUs.
+
 ## Safety
 Advice only: a restart drops the requests in flight.
 
 ## Seen in
 - https://github.com/vllm-project/vllm/issues/44185 (two DP engine cores, every 60 s): `pos-0.9-dp-engine-cores`
 - https://github.com/vllm-project/vllm/issues/7145 (0.5.x wording `No available block found in 60 second.`): `pos-0.5-worker-processes`
+- https://github.com/vllm-project/vllm/issues/46933 (CUDA graph capture stopped at `1/83`, then only the waits): `pos-capture-stopped-1-of-83`
 "#,
 };
 
@@ -118,6 +182,10 @@ impl Rule for VllmShmBroadcastHang {
             .map(|(m, _)| m)
             .filter(|m| m.span.source == last.source && m.span < last)
             .last();
+        // A capture bar that stopped short is where the workers hang, not
+        // a compilation that explains the wait.
+        let stopped = compiling.and_then(|m| capture_stopped(&m.text).map(|c| (m, c)));
+        let compiling = compiling.filter(|_| stopped.is_none());
         let processes = waiting_processes(&waits);
         let repeats = waits.len();
         let waited = secs * repeats as u64;
@@ -139,6 +207,7 @@ impl Rule for VllmShmBroadcastHang {
         if let Some(m) = compiling {
             f.evidence(m.span, "compilation was under way before the waits");
         }
+
         if let Some(span) = resumed {
             f.evidence(span, "the engine made progress after the waits");
         }
@@ -156,6 +225,9 @@ impl Rule for VllmShmBroadcastHang {
         );
         f.condition("no compilation was under way", compiling.is_none());
         f.title = title(secs, repeats, resumed.is_some(), compiling.is_some());
+        if let Some((m, counts)) = stopped {
+            tell_stopped(&mut f, m, counts, (secs, repeats), resumed.is_none());
+        }
         f.headline = if resumed.is_some() {
             format!(
                 "{} waited for its workers ({repeats}x {secs} seconds, shm_broadcast) but made progress afterwards.",
@@ -172,6 +244,8 @@ impl Rule for VllmShmBroadcastHang {
         ));
         f.chain.push(if resumed.is_some() {
             "the engine made progress afterwards: one slow step (a compilation, a long prefill), not a hang".to_owned()
+        } else if let Some((_, (done, total))) = stopped {
+            format!("the workers stopped inside CUDA graph capture after {done} of {total} shapes (each takes well under a second): a kernel or collective that never completes under capture, not a slow compilation")
         } else if compiling.is_some() {
             "the workers were compiling: a long first compilation can explain the wait".to_owned()
         } else {
@@ -179,6 +253,10 @@ impl Rule for VllmShmBroadcastHang {
         });
         f.explanation = "The engine broadcasts each step to its workers through a shared-memory ring buffer; this message repeats while they do not read it. It is a hang, not a crash: the server stays up and answers nothing until restarted. Which worker is stuck, and where, is not in the log: their stacks say it.".to_owned();
         push_actions(&mut f, &processes, resumed.is_some());
+        if stopped.is_some() && resumed.is_none() {
+            f.actions
+                .insert(1, Action::advice(EAGER, Some(NCCL_VERSION)));
+        }
         f.confidence = confidence(&f, 0.55, 0.9);
         out.push(f);
     }
