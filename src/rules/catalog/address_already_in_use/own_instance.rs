@@ -71,6 +71,11 @@ const STOPS: &[Stop] = &[
     },
 ];
 
+/// The rows (catalogs/stacks-bind.toml) of a server saying, on its own
+/// failed bind, that another copy of it is running (Zulip's run-dev:
+/// `ERROR: You probably have another server running!!!`).
+const SAID: &[&str] = &["stacks-bind.another-server-running"];
+
 /// The start-up rows (catalogs/startup.toml) whose line names the address
 /// the server listens on: an earlier instance that served the port.
 const SERVED: &[&str] = &[
@@ -87,6 +92,8 @@ enum Seen {
     Served,
     /// The same server running beside it (its unit, its process, its app).
     Running,
+    /// The server itself says another copy of it holds the port.
+    Said,
 }
 
 /// What the paste shows of the earlier instance before the failed bind.
@@ -135,7 +142,10 @@ pub(super) fn apply(
         .collect::<Vec<_>>()
         .join(" or ");
     let stop = defaults.first().map(|d| d.stop);
-    match earlier(incident, number, first).or_else(|| running(incident, number)) {
+    let seen = said(incident, first)
+        .or_else(|| earlier(incident, number, first))
+        .or_else(|| running(incident, number));
+    match seen {
         Some(e) => stale(f, number, e, &probe),
         None if !defaults.is_empty() => {
             f.condition(
@@ -238,6 +248,28 @@ fn earlier(incident: &Incident, port: u16, first: Span) -> Option<Earlier> {
     })
 }
 
+/// The server's own words, in the failed bind's input (at `first`), that
+/// another copy of it is running: it names the holder itself.
+fn said(incident: &Incident, first: Span) -> Option<Earlier> {
+    let lines: Vec<(Span, String)> = SAID
+        .iter()
+        .flat_map(|id| incident.known(id))
+        .filter(|(m, _)| m.span.source == first.source)
+        .map(|(m, _)| {
+            (
+                m.span,
+                "the server itself says another copy of it is running".to_owned(),
+            )
+        })
+        .collect();
+    (!lines.is_empty()).then_some(Earlier {
+        lines,
+        seen: Seen::Said,
+        shows: "the server itself says another copy of it is running",
+        stop: None,
+    })
+}
+
 /// An instance of the program whose default port `port` is, shown running
 /// in the inputs: its unit active, a process of it listed, or (Ollama)
 /// its desktop app starting its own server. Nothing names it the port's
@@ -315,6 +347,10 @@ fn stale(f: &mut Finding, port: u16, e: Earlier, probe: &str) {
             "the same server, whose default port this is, is shown running beside the failed bind",
             "another instance of the same server, already running, holds it",
         ),
+        Seen::Said => (
+            "the server's own error says another copy of it is running",
+            "another instance of the same server, still running, holds it",
+        ),
     };
     f.condition(seen, true);
     f.title = format!("port {port} is still held by the server's own earlier instance");
@@ -326,7 +362,11 @@ fn stale(f: &mut Finding, port: u16, e: Earlier, probe: &str) {
     f.chain.push(chain.to_owned());
     f.explanation = "A server releases its port only when its listening socket closes: a restart inside the same process (a web UI's Restart or Reload UI), an app that refuses to quit, or a run left behind keeps the old server on the port, and every new start fails to bind it. The holder is not another program but the server itself.".to_owned();
     advise(f, probe, e.stop);
-    f.confidence = if e.seen == Seen::Stopped { 0.7 } else { 0.6 };
+    f.confidence = if matches!(e.seen, Seen::Stopped | Seen::Said) {
+        0.7
+    } else {
+        0.6
+    };
 }
 
 /// In place of "find the process; stop it if it is a leftover, otherwise
