@@ -123,3 +123,45 @@ pub(super) fn finding(incident: &Incident) -> Option<Finding> {
     f.confidence = 0.7;
     Some(f)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::Category;
+
+    fn findings(text: &str) -> Vec<crate::rules::Finding> {
+        crate::testing::findings_of(super::META.id, text)
+    }
+
+    /// ai4d-iasc/trixie#92 (batch Q 1071): nvidia-smi's process row of PID
+    /// 1395 and `ps -aux`'s row of the same PID, stopped (`Tl`) since May25.
+    const TABLE: &str = "+-----------------------------------------------------------------------------+\n\
+| Processes:                                                                  |\n\
+|  GPU   GI   CI        PID   Type   Process name                  GPU Memory |\n\
+|        ID   ID                                                   Usage      |\n\
+|=============================================================================|\n\
+|    0   N/A  N/A      1395      C   python                          25081MiB |\n\
++-----------------------------------------------------------------------------+\n\n";
+    const PS: &str = "thomased  1395  1.7 14.4 89506440 28604880 pts/2 Tl May25 147:37 python train.py --model=TransformerSeq2Set --model_type=seq2set --times=1 --dataset=kp20k --device=cuda:0\n";
+
+    #[test]
+    fn a_stopped_process_on_a_gpu_holds_its_memory() {
+        let f = findings(&format!("{TABLE}{PS}"));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].category, Category::GpuMemoryHeldByOtherProcess);
+        assert_eq!(
+            f[0].entities.pids.iter().copied().collect::<Vec<_>>(),
+            [1395]
+        );
+        assert_eq!(f[0].entities.gpus.iter().copied().collect::<Vec<_>>(), [0]);
+        assert!(f[0].headline.contains("May25"), "{}", f[0].headline);
+        assert!(f[0].headline.contains("Tl"), "{}", f[0].headline);
+    }
+
+    /// The same process running (`Sl`), or stopped but on no GPU, is not
+    /// this finding.
+    #[test]
+    fn a_running_holder_or_a_stopped_process_off_the_gpu_is_not() {
+        assert!(findings(&format!("{TABLE}{}", PS.replace(" Tl ", " Sl "))).is_empty());
+        assert!(findings(&format!("{TABLE}{}", PS.replace("  1395 ", "  1396 "))).is_empty());
+    }
+}
