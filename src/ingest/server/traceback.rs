@@ -473,6 +473,12 @@ impl Cx<'_> {
         if text.starts_with("    ") || is_caret_line(text) {
             return tb.active() || foreign_stack(text);
         }
+        // A frame's source line indented by a tab, where the paste turned
+        // the four spaces into one (batch Q 1065, Zulip's run-dev in
+        // zulip/zulip#11386: `\tapp.listen(proxy_port, …)`).
+        if text.starts_with('\t') && tb.active() && !text.trim().is_empty() {
+            return true;
+        }
         if tb.active() && text.contains("File \"") && INLINE_FRAME.is_match(text) {
             return true;
         }
