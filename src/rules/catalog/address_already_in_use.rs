@@ -248,14 +248,7 @@ impl Rule for AddressAlreadyInUse {
         for (m, n) in distinct(lines.iter().copied()) {
             f.evidence(m.span, format!("the bind failed ({n}x)"));
         }
-        if let Some((span, p)) = launched
-            && port.as_deref() == Some(p)
-        {
-            f.evidence(
-                span,
-                format!("the launcher names port {p} first among the ports it binds"),
-            );
-        }
+        cite_launcher(&mut f, launched, port.as_deref());
         let what = port_name(&binds, store);
         let port_text = port.as_deref().map(|p| format!(" {p}")).unwrap_or_default();
         // A process on this host started with this port: a live listener.
@@ -418,6 +411,18 @@ fn launcher_port<'a>(incident: &'a Incident, binds: &[Bind<'_>]) -> Option<(Span
         .filter(|(m, _)| m.span.source == first.source && m.span < first)
         .filter_map(|(m, hit)| Some((m.span, hit.get("port")?)))
         .last()
+}
+
+/// Cites the launcher's port list when it gave the port that failed.
+fn cite_launcher(f: &mut Finding, launched: Option<(Span, &str)>, port: Option<&str>) {
+    if let Some((span, p)) = launched
+        && port == Some(p)
+    {
+        f.evidence(
+            span,
+            format!("the launcher names port {p} first among the ports it binds"),
+        );
+    }
 }
 
 /// A launcher's list of the ports it starts its services on
