@@ -534,8 +534,45 @@ fn is_compose_cli_line(text: &str) -> bool {
     {
         return !code.is_empty() && code.bytes().all(|b| b.is_ascii_digit());
     }
+    if is_compose_task_line(t) {
+        return true;
+    }
     t.strip_prefix("Attaching to ")
         .is_some_and(|rest| !rest.contains(' ') || rest.contains(", "))
+}
+
+/// One task line of docker compose's progress display under its `[+]`
+/// head (docker/compose cmd/display/tty.go: the task's spinner, its id,
+/// its status text, its timer): ` ✔ Network app_default  Created  0.0s`,
+/// ` - Container llm-api-container  Creating  0.0s`. The spinner is `✔`
+/// (done), `✘` (error), `!` (warning), `⠿` or a braille frame (working),
+/// or `-` on Windows (cmd/display/spinner.go); the id is the resource's
+/// kind and name (`Network %s`, `Volume %s`, `Container %s`, `Image %s`,
+/// pkg/compose); the status is one capitalised word, then the timer.
+fn is_compose_task_line(t: &str) -> bool {
+    const KINDS: [&str; 5] = ["Network", "Volume", "Container", "Image", "Service"];
+    let mut words = t.split_whitespace();
+    let spinner = words.next().is_some_and(|w| {
+        matches!(w, "✔" | "✘" | "!" | "-" | "⠿")
+            || (w.chars().count() == 1 && w.chars().all(|c| ('\u{2800}'..='\u{28FF}').contains(&c)))
+    });
+    if !spinner || !words.next().is_some_and(|w| KINDS.contains(&w)) {
+        return false;
+    }
+    let rest: Vec<&str> = words.collect();
+    // The name (one word, quoted for a volume), the status, the timer.
+    let (status, timer) = match rest.as_slice() {
+        [_, status, timer] => (*status, Some(*timer)),
+        [_, status] => (*status, None),
+        _ => return false,
+    };
+    let capitalised = status.starts_with(|c: char| c.is_ascii_uppercase())
+        && status.chars().all(|c| c.is_ascii_alphabetic());
+    let timed = timer.is_none_or(|t| {
+        t.strip_suffix('s')
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit() || b == b'.'))
+    });
+    capitalised && timed
 }
 
 /// A line of Slurm's own programs, by the program's name that Slurm's log
@@ -1105,6 +1142,12 @@ something nobody knows 0x1f
             "tabby_1  |   Device 0: NVIDIA GeForce RTX 3090, compute capability 8.6",
             "llama-cpp-1  | cache_max_entry_count = 12",
             "tabby_tabby_1 exited with code 1",
+            // compose's task lines under its `[+] Running 3/0` head
+            // (batch Q 1069, nagaraj-real/localaipilot-api#8: Windows'
+            // `-` spinner while creating, `✔` once done).
+            " ✔ Network localaipilot-api_llm-network  Created                                                  0.0s ",
+            " ✔ Volume \"localaipilot-api_ragdir\"      Created                                                  0.0s ",
+            " - Container llm-api-container           Creating                                                 0.0s ",
             // A container's status as `kubectl get pod -o yaml` prints it
             // (batch J 847, ray-project/kuberay).
             "containerID: containerd://0f30d47b321c9d9482bc6b78f2292196f7156194f5d2ea02b12eaeb2b395a1b3",
@@ -1135,6 +1178,7 @@ something nobody knows 0x1f
             "maintenance: window at 10:00",
             "max_batch_size = 8 on two GPUs",
             "tabby_1  | then it hung for a while",
+            "- Container restarts twice and then stops",
             "the server exited with code red",
             "startedAt: yesterday, after the upgrade",
             "-- then --",

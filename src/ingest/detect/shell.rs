@@ -30,7 +30,9 @@ re!(PS_ROW, r"^\s*(?:\S+\s+)?(?:[0-9]+|-)\s+\S");
 // starship's two lines, `user@host in ~ as 🧙` then `❯ cmd` (maybe after a
 // glyph of the theme), and a git prompt's branch between the directory and
 // the sign (bash-git-prompt, `__git_ps1`: `user@host ~/dir [master*]$`,
-// `user@host ~/dir (main)$`).
+// `user@host ~/dir (main)$`); and RHEL's `[root@host dir]#` as GitHub's
+// e-mail replies print it, its `[user@host` taken for an address and
+// redacted (`***@***.*** ~]# ps -aux | grep 1395`, ai4d-iasc/trixie#92).
 gated!(
     SHELL_PROMPT,
     |l| {
@@ -45,6 +47,7 @@ gated!(
     (?:
         \S+@\S+:\S*\s?[\#$%]
       | \[\S+@\S+(?:\x20[^\]]*)?\][\#$%]
+      | \*\*\*@\*\*\*\.\*\*\*\x20[^\]\s]*\][\#$%]
       | \S+@\S+\x20\S+(?:\x20\([^)]*\))?>
       | \S+@\S+\x20(?:[~/]\S*|[0-9A-Za-z_.-]+)\x20[\#%]
       | \S+@\S+\x20(?:[~/]\S*|[0-9A-Za-z_.-]+)\x20[\[(][^\])\s]*[\])]\x20?[\#$%]
@@ -510,6 +513,9 @@ mod tests {
                 "[root@gpu01 ~]# systemctl status ollama",
                 "systemctl status ollama",
             ),
+            // The same, redacted by GitHub's e-mail reply (batch Q 1071,
+            // ai4d-iasc/trixie#92).
+            ("***@***.*** ~]# ps -aux | grep 1395", "ps -aux | grep 1395"),
             ("PS C:\\> nvidia-smi", "nvidia-smi"),
             (">>> import torch", "import torch"),
             (

@@ -470,12 +470,14 @@ impl Cx<'_> {
             return true;
         }
         let tb = &mut self.stream.tracebacks;
-        // A frame's code line, indented four spaces, or a tab where the
-        // paste turned them into one (zulip/zulip#11386).
+        // A frame's code line, indented four spaces.
         if text.starts_with("    ") || is_caret_line(text) {
             return tb.active() || foreign_stack(text);
         }
-        if text.starts_with('\t') && tb.active() {
+        // A frame's source line indented by a tab, where the paste turned
+        // the four spaces into one (batch Q 1065, Zulip's run-dev in
+        // zulip/zulip#11386: `\tapp.listen(proxy_port, …)`).
+        if text.starts_with('\t') && tb.active() && !text.trim().is_empty() {
             return true;
         }
         if tb.active() && text.contains("File \"") && INLINE_FRAME.is_match(text) {

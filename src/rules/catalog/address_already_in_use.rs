@@ -17,6 +17,7 @@ use crate::correlate::{Incident, UnitEventKind};
 use crate::model::{Listener, Message, PsRecord};
 use crate::rules::support::{confidence, distinct, listen, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+use crate::source::Span;
 
 pub static RULE: AddressAlreadyInUse = AddressAlreadyInUse;
 
@@ -227,6 +228,7 @@ impl Rule for AddressAlreadyInUse {
         }
         let cut = binds.is_empty() && listens.iter().all(|l| l.cut);
         let store = binds.iter().any(|b| b.port == Port::Store);
+        let launched = launcher_port(incident, &binds);
         // The store's port first (it names the rendezvous), then the
         // server's own, then what the other runtimes' wordings say.
         let port: Option<String> = binds
@@ -235,7 +237,8 @@ impl Rule for AddressAlreadyInUse {
             .chain(binds.iter().filter(|b| b.port != Port::Store))
             .find_map(|b| b.number.clone())
             .or_else(|| listens.iter().find_map(|l| l.port.clone()))
-            .or_else(|| listing_port(incident));
+            .or_else(|| listing_port(incident))
+            .or_else(|| launched.map(|(_, p)| p.to_owned()));
         let mut f = Finding::new(META.id, META.category, META.severity);
         let lines: Vec<&Message> = binds
             .iter()
@@ -245,6 +248,7 @@ impl Rule for AddressAlreadyInUse {
         for (m, n) in distinct(lines.iter().copied()) {
             f.evidence(m.span, format!("the bind failed ({n}x)"));
         }
+        cite_launcher(&mut f, launched, port.as_deref());
         let what = port_name(&binds, store);
         let port_text = port.as_deref().map(|p| format!(" {p}")).unwrap_or_default();
         // A process on this host started with this port: a live listener.
@@ -396,6 +400,34 @@ fn listing_port(incident: &Incident) -> Option<String> {
         .first()
         .map(|l| l.port.to_string())
 }
+
+/// None printed: the port a launcher said, before the failed bind in the
+/// same input, it was about to bind itself (Zulip's run-dev: `Starting
+/// Zulip services on ports: web proxy: 9991, …`, its proxy's port first).
+fn launcher_port<'a>(incident: &'a Incident, binds: &[Bind<'_>]) -> Option<(Span, &'a str)> {
+    let first = binds.iter().map(|b| b.message.span).min()?;
+    incident
+        .known(LAUNCHER_PORTS)
+        .filter(|(m, _)| m.span.source == first.source && m.span < first)
+        .filter_map(|(m, hit)| Some((m.span, hit.get("port")?)))
+        .last()
+}
+
+/// Cites the launcher's port list when it gave the port that failed.
+fn cite_launcher(f: &mut Finding, launched: Option<(Span, &str)>, port: Option<&str>) {
+    if let Some((span, p)) = launched
+        && port == Some(p)
+    {
+        f.evidence(
+            span,
+            format!("the launcher names port {p} first among the ports it binds"),
+        );
+    }
+}
+
+/// A launcher's list of the ports it starts its services on
+/// (catalogs/stacks-bind.toml).
+const LAUNCHER_PORTS: &str = "stacks-bind.launcher-ports";
 
 /// The listeners that name their process when the paste's socket listings
 /// show one port only, one per PID: the holders of the port a failure

@@ -2,6 +2,8 @@
 //! a driver too old for the CUDA build, GPUs hidden from the process, a
 //! CPU-only PyTorch, exclusive-process mode.
 
+mod node;
+
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -115,6 +117,9 @@ static CAUSES: LazyLock<Vec<Cause>> = LazyLock::new(|| {
     .collect()
 });
 
+/// CUDA's `cudaErrorDevicesUnavailable` (46): busy or unavailable.
+const BUSY: &str = "cuda.devices-unavailable";
+
 /// These have rules of their own that name the cause better.
 static OWN_RULES: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"Error 802|system not yet initialized|Error 803|Driver/library version mismatch|couldn't communicate with the NVIDIA driver|No devices were found|no kernel image is available")
@@ -148,7 +153,12 @@ hidden from the process (`CUDA_VISIBLE_DEVICES` empty or wrong, a container
 started without GPU access); a CPU-only PyTorch; exclusive-process mode with
 the GPU taken: an `nvidia-smi` row in `E. Process` or `E. Thread` mode
 with memory in use or utilisation is a GPU whose one context another
-process holds (its PID where the table lists one). (A driver that is not loaded or mismatched, and error 802 on
+process holds (its PID where the table lists one). Inside a batch job
+whose abort names the compute node (Cray MPICH's `MPICH ERROR [Rank 2047]
+[job id 57638547.0] [DATE] [nid004069] - Abort(1) …`) and with no holder
+shown, "busy or unavailable" is read as that node's GPU in trouble
+(category `xid-other`, 0.55): the job owns the node's GPUs, so the node is
+named to check, report and exclude (`--exclude=nid004069`). (A driver that is not loaded or mismatched, and error 802 on
 NVSwitch systems, have their own rules.)
 
 ## How to confirm
@@ -240,6 +250,10 @@ impl Rule for CudaUnavailable {
             Some("python3 -c 'import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())'; nvidia-smi"),
         ));
         f.confidence = confidence(&f, 0.7, 0.9);
+        if matches!(cause.lines, Lines::Row(BUSY)) {
+            let lines: Vec<&Message> = hits.iter().map(|(m, _)| *m).collect();
+            node::apply(incident, &mut f, &lines);
+        }
         out.push(f);
     }
 }

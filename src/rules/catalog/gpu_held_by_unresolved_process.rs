@@ -3,9 +3,12 @@
 //! that died without being reaped (zombies) and still hold their memory;
 //! or gpustat shows memory in use with `(null)` for its processes (the
 //! driver's PIDs resolve to nothing here: a process killed but not yet
-//! released, or one in another PID namespace). Advice only.
+//! released, or one in another PID namespace); or `ps` says a process on
+//! the GPU is stopped (`T`): it holds its memory and runs nothing. Advice
+//! only.
 
 mod null_owner;
+mod stopped;
 
 use crate::correlate::{GpuProcess, Incident};
 use crate::rules::support::{confidence, mib};
@@ -23,7 +26,7 @@ static META: RuleMeta = RuleMeta {
     id: "gpu-held-by-unresolved-process",
     category: Category::GpuMemoryHeldByOtherProcess,
     severity: Severity::Error,
-    summary: "GPU memory held by processes the tools cannot resolve (nvidia-smi's `Unknown Error`, gpustat's `(null)`): dead but unreleased, or in another PID namespace",
+    summary: "GPU memory held by processes that cannot release it: ones the tools cannot resolve (nvidia-smi's `Unknown Error`, gpustat's `(null)`: dead but unreleased, or in another PID namespace), or stopped ones (ps state `T`)",
     anchors: &[UNRESOLVED, null_owner::NO_PROCESS],
     doc: r#"
 ## What it means
@@ -46,6 +49,13 @@ process was killed and its memory is not yet released (`kill` answers "no
 such process"), or it runs in another container or PID namespace (the
 driver reports host PIDs).
 
+A process on the GPU that `ps` shows stopped (STAT `T` or `Tl`: Ctrl+Z,
+SIGSTOP; `t`: a debugger) holds its memory the same way while it runs
+nothing: nvidia-smi's row of the PID (`|    0   N/A  N/A      1395      C
+python      25081MiB |`) joined with its `ps` row (`thomased  1395 … pts/2
+Tl May25 147:37 python train.py …`) names the holder, its memory, its GPU
+and since when it exists (its START column).
+
 ## How to confirm
 `ps -o pid,ppid,stat,lstart,cmd -p PID`: state `Z` (zombie) or `D`, or no
 process at all; `fuser -v /dev/nvidia*` lists the live processes that still
@@ -60,7 +70,9 @@ gpustat's `(null)`, first get the PIDs with `nvidia-smi
 container, and ask their owner to stop them. A process
 in `D` state, or memory that stays held with no process left, needs a GPU
 reset (`nvidia-smi -r -i N`) or a reboot. The other processes of the table
-are live jobs and are not part of this.
+are live jobs and are not part of this. A stopped process is resumed
+(`kill -CONT PID`) to finish, or ended once its owner or the scheduler
+confirms no live job needs it (it acts on SIGTERM only once continued).
 
 ## Safety
 Advice only: a PID the driver cannot resolve cannot be verified, so no step
@@ -75,6 +87,9 @@ impl Rule for GpuHeldByUnresolvedProcess {
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         if let Some(f) = null_owner::finding(incident) {
+            out.push(f);
+        }
+        if let Some(f) = stopped::finding(incident) {
             out.push(f);
         }
         let held: Vec<_> = incident

@@ -20,6 +20,7 @@ mod lone;
 mod memory;
 mod person;
 mod runtime;
+mod siblings;
 use activity::Activity;
 use memory::Memory;
 
@@ -117,7 +118,12 @@ state_dict from […]`), every such line of the last few cited. A job
 report alone in its input whose command is only a launcher's unexpanded
 variables (`./webui.sh: line 241:  3179 Killed  "${python_cmd}"
 "${LAUNCH_SCRIPT}" "$@"`) is as bare as `Killed`: the lowest reading,
-with its PID. A `kill`, `pkill` or `timeout` typed
+with its PID. Several background jobs of one command reported
+`Killed` in the same input (`reshard_mp_launch_no_slurm.sh: line 24:
+423467 Killed  python3 -m metaseq.scripts.reshard_mp …` for three of
+eight parallel parts), none of which reads as above, make one finding
+naming every PID: copies of one program run side by side and killed
+together with no traceback are the OOM killer's signature. A `kill`, `pkill` or `timeout` typed
 before the kill makes it the person's, and nothing is said.
 
 ## Why it happens
@@ -156,6 +162,7 @@ impl Rule for ServerKilledNoKernelLine {
         if crate::rules::support::kernel_oom_killed(incident) {
             return;
         }
+        let mut made = Vec::new();
         for e in &incident.facts.server_events {
             let killed = match &e.kind {
                 ServerEventKind::ShellForegroundSignaled { signal } if signal == "Killed" => {
@@ -179,9 +186,11 @@ impl Rule for ServerKilledNoKernelLine {
                 _ => continue,
             };
             if let Some(f) = finding(incident, e.span, killed) {
+                made.push(e.span);
                 out.push(f);
             }
         }
+        siblings::findings(incident, &made, out);
         // torchrun's worker killed by SIGKILL: each PID once (the agent
         // names it again when a restart fails the same way).
         let mut seen = BTreeSet::new();

@@ -460,3 +460,45 @@ fn a_job_report_with_a_command_alone_is_the_lone_reading_with_its_pid() {
         killed(&after_output)
     );
 }
+
+/// metaseq's resharding launcher (batch Q 1083, facebookresearch/metaseq
+/// #50): three of eight parallel `reshard_mp` jobs reported `Killed` by
+/// bash while the others save their parts: one host-OOM finding naming
+/// the three PIDs. One job of each of two commands is no group; a kill
+/// typed before them is the person's.
+#[test]
+fn sibling_jobs_of_one_command_killed_together_are_the_host_oom_reading() {
+    let job = |pid: u32| {
+        format!(
+            "metaseq/scripts/reshard_mp_launch_no_slurm.sh: line 24: {pid} Killed                  python3 -m metaseq.scripts.reshard_mp $prefix $save_dir --part $i --target-ddp-size $tgt_size\n"
+        )
+    };
+    let paste = format!(
+        "python -m metaseq.scripts.reshard_mp model/checkpoint_last metaseq_model_combined/ --part 7 --target-ddp-size 1\n\
+         reshard_mp7_ddp1\n\
+         Waiting on jobs...\n\n\n{}{}{}\
+         Saving to metaseq_model_combined//reshard-model_part-1-shard[i].pt: 1it [01:42, 102.60s/it]\n",
+        job(423467),
+        job(423469),
+        job(423472)
+    );
+    let f = killed(&paste);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(
+        f[0].entities.pids.iter().copied().collect::<Vec<_>>(),
+        [423467, 423469, 423472]
+    );
+    assert!(f[0].headline.contains("Killed"), "{}", f[0].headline);
+    assert!(
+        f[0].title.contains("python3 -m metaseq.scripts.reshard_mp"),
+        "{}",
+        f[0].title
+    );
+    let two_commands = format!(
+        "{}./run.sh: line 9: 423470 Killed                  sort big.txt\n",
+        job(423467)
+    );
+    assert!(killed(&two_commands).is_empty());
+    let typed = format!("$ pkill -9 -f reshard_mp\n{}{}", job(423467), job(423469));
+    assert!(killed(&typed).is_empty());
+}

@@ -1,0 +1,222 @@
+//! Tests of `own_instance`: real pastes of a failed bind whose holder is
+//! the server's own earlier instance.
+
+use crate::rules::Category;
+use crate::testing::findings_of;
+
+fn one(text: &str) -> crate::rules::Finding {
+    let mut f = findings_of("address-already-in-use", text);
+    assert_eq!(f.len(), 1, "{f:?}");
+    f.remove(0)
+}
+
+/// fixtures/real/826 (TheLastBen/fast-stable-diffusion
+/// #1913): gradio closes its server on port 3000 for the web UI's
+/// restart, and the relaunch cannot bind 3000.
+const REAL_826: &str = "Closing server running on port: 3000\n\
+    Restarting UI...\n\
+    Civitai: API loaded\n\
+    Traceback (most recent call last):\n  File \"/usr/local/lib/python3.10/dist-packages/gradio/networking.py\", line 119, in start_server\n    s.bind((LOCALHOST_NAME, server_port))\n\
+    OSError: [Errno 98] Address already in use\n\
+    OSError: Port 3000 is in use. If a gradio.Blocks is running on the port, yo\n";
+
+#[test]
+fn a_restart_that_collided_with_its_own_server() {
+    let f = one(REAL_826);
+    assert_eq!(f.category, Category::StaleServingInstance);
+    // Stopped through the web UI's console, not TGI's (3000 is TGI's
+    // default too).
+    assert!(
+        format!("{:?}", f.actions).contains("Reload UI"),
+        "{:?}",
+        f.actions
+    );
+    assert!(f.title.contains("3000"), "{}", f.title);
+    // The stop lines are cited.
+    crate::testing::cites_line(&f, 1);
+    // The same stop on another port is not this bind's.
+    let other =
+        REAL_826
+            .replacen("port: 3000", "port: 7860", 1)
+            .replacen("Restarting UI...\n", "", 1);
+    assert_eq!(one(&other).category, Category::PortInUse);
+    // The stop after the failed bind is no cause of it.
+    let after = "OSError: Port 3000 is in use. If a gradio.Blocks is running on the port, yo\nClosing server running on port: 3000\n";
+    assert_eq!(one(after).category, Category::PortInUse);
+}
+
+/// The next paste: A1111's Reload UI ending in gradio's newer wording
+/// (`Cannot find empty port in range: 7860-7860`,
+/// AUTOMATIC1111/stable-diffusion-webui#16543's line after a close on
+/// the same port, assembled, not copied).
+#[test]
+fn a_reload_ui_in_gradios_newer_wording() {
+    let text = "Closing server running on port: 7860\n\
+        OSError: Cannot find empty port in range: 7860-7860. You can specify a different port by setting the GRADIO_SERVER_PORT environment variable or passing the `server_port` parameter to `launch()`\n";
+    let f = one(text);
+    assert_eq!(f.category, Category::StaleServingInstance);
+    assert!(f.title.contains("7860"), "{}", f.title);
+}
+
+/// fixtures/real/807 (ollama/ollama#2372): `ollama
+/// serve` cannot bind 11434 and the app then refuses to quit; the same
+/// bind alone (fixtures/real/043, 044) stays a port in use naming
+/// Ollama as the likely holder, and another app's refusal is no cause.
+#[test]
+fn a_quit_refused_and_the_port_alone() {
+    let bind = "Error: listen tcp 127.0.0.1:11434: bind: address already in use\n";
+    let quit = "21:25: execution error: Ollama got an error: User canceled. (-128)\n";
+    let f = one(&format!("{bind}{quit}"));
+    assert_eq!(f.category, Category::StaleServingInstance);
+    assert!(
+        format!("{:?}", f.actions).contains("Quit Ollama"),
+        "{:?}",
+        f.actions
+    );
+    crate::testing::cites_line(&f, 2);
+    let docker = quit.replace("Ollama got", "Docker got");
+    let f = one(&format!("{bind}{docker}"));
+    assert_eq!(f.category, Category::PortInUse);
+    assert!(f.headline.contains("Ollama"), "{}", f.headline);
+    let alone = one(bind);
+    assert_eq!(alone.category, Category::PortInUse);
+    assert!(
+        alone.headline.contains("default port of Ollama"),
+        "{}",
+        alone.headline
+    );
+    // Windows' wording: netstat finds the holder.
+    let win = one(
+        "Error: listen tcp 0.0.0.0:11434: bind: Only one usage of each socket address (protocol/network address/port) is normally permitted.\n",
+    );
+    crate::testing::advises(&win, "findstr :11434");
+    // A port no server has as its default names none.
+    let none = one("Error: listen tcp 127.0.0.1:44319: bind: address already in use\n");
+    assert!(!none.headline.contains("default port"), "{}", none.headline);
+}
+
+/// fixtures/real/448's `systemctl status ollama` (ollama/ollama#6369:
+/// the service active, its process `ollama serve`) beside
+/// ollama/ollama#14963's bind error (batch L's 920), both verbatim, the
+/// combination ours: a second copy of the running server; the same
+/// status beside a bind of another port is no cause. Ollama's app
+/// starting its own server (ollama/ollama#9960's app.log) reads the
+/// same way.
+#[test]
+fn the_same_server_running_beside_the_bind() {
+    let status = "$  systemctl status ollama
+● ollama.service - Ollama Service
+ Loaded: loaded (/etc/systemd/system/ollama.service; enabled; vendor preset: enabled)
+ Active: active (running) since Wed 2024-08-14 19:56:09 PDT; 35min ago
+   Main PID: 772316 (ollama)
+ CGroup: /system.slice/ollama.service
+         └─772316 /usr/local/bin/ollama serve
+
+";
+    let bind = "Error: listen tcp 0.0.0.0:11434: bind: address already in use\n";
+    let f = one(&format!("{status}$ ollama serve\n{bind}"));
+    assert_eq!(f.category, Category::StaleServingInstance);
+    assert!(
+        f.evidence
+            .iter()
+            .any(|e| e.note.contains("ollama.service is active")),
+        "{:?}",
+        f.evidence
+    );
+    let other = one(&format!(
+        "{status}Error: listen tcp 127.0.0.1:44319: bind: address already in use\n"
+    ));
+    assert_eq!(other.category, Category::PortInUse);
+    let app = "time=2025-03-24T14:07:26.157+08:00 level=INFO source=server.go:127 msg=\"started ollama server with pid 8792\"\n";
+    let f = one(&format!("{app}{bind}"));
+    assert_eq!(f.category, Category::StaleServingInstance);
+    assert!(one(bind).category == Category::PortInUse);
+}
+
+/// The next paste: vLLM restarted in the same log, uvicorn's bind error
+/// after its own `Uvicorn running on` for the port (both wordings are
+/// catalogs/startup.toml's and stacks-bind.toml's samples; assembled,
+/// not copied); llama-server's `couldn't bind` after an earlier
+/// `server is listening on` for 8080.
+#[test]
+fn the_port_served_earlier_in_the_same_log() {
+    let text = "INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)\n\
+        ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use\n";
+    assert_eq!(one(text).category, Category::StaleServingInstance);
+    let other = text.replace("0.0.0.0:8000 (", "0.0.0.0:8001 (");
+    assert_eq!(one(&other).category, Category::PortInUse);
+    let llama = "main: server is listening on http://127.0.0.1:8080 - starting the main loop\n\
+        main: couldn't bind HTTP server socket, hostname: 127.0.0.1, port: 8080\n";
+    assert_eq!(one(llama).category, Category::StaleServingInstance);
+}
+
+/// fixtures/real/825 (RVC-Project/Retrieval-based-
+/// Voice-Conversion-WebUI#291): gradio's bind error beside `netstat`'s
+/// `1/python3` on the port: a port in use that names PID 1 as the
+/// container's own server; the same row of another PID or program
+/// does not.
+#[test]
+fn a_second_copy_beside_the_containers_main_process() {
+    let text = "OSError: [Errno 98] Address already in use\n\
+        OSError: Port 7865 is in use. If a gradio.Blocks is running on the port, you can close() it or gradio.close_all().\n\
+        # netstat -ltnp | grep :7865\n\
+        tcp        0      0 0.0.0.0:7865            0.0.0.0:*               LISTEN      1/python3\n";
+    let f = one(text);
+    assert_eq!(f.category, Category::PortInUse);
+    assert!(
+        f.headline.contains("container's main process"),
+        "{}",
+        f.headline
+    );
+    assert!(f.entities.pids.contains(&1));
+    let other = one(&text.replace("1/python3", "4242/python3"));
+    assert!(
+        !other.headline.contains("container's main process"),
+        "{}",
+        other.headline
+    );
+    let nginx = one(&text.replace("1/python3", "1/nginx"));
+    assert!(
+        !nginx.headline.contains("container's main process"),
+        "{}",
+        nginx.headline
+    );
+}
+
+/// Zulip's run-dev (batch Q 1065, zulip/zulip#11386): the launcher lists
+/// its ports, the proxy's bind fails with no port named, and run-dev says
+/// itself that another copy runs: a stale instance on the proxy's port.
+const ZULIP: &str = "$ ./tools/run-dev.py\n\
+    Starting Zulip services on ports: web proxy: 9991, Django: 9992, Tornado: 9993, Thumbor: 9995, webpack: 9994\n\
+    Note: only port 9991 is exposed to the host in a Vagrant environment.\n\
+    \n\
+    ERROR: You probably have another server running!!!\n\
+    \n\
+    Traceback (most recent call last):\n\
+    \x20 File \"./tools/run-dev.py\", line 421, in <module>\n\
+    \tapp.listen(proxy_port, address=options.interface)\n\
+    OSError: [Errno 98] Address already in use\n\
+    Terminated\n";
+
+#[test]
+fn a_server_saying_another_copy_runs_is_its_own_stale_instance() {
+    let f = one(ZULIP);
+    assert_eq!(f.category, Category::StaleServingInstance, "{f:?}");
+    assert!(f.title.contains("9991"), "{}", f.title);
+    assert!(
+        f.evidence
+            .iter()
+            .any(|e| e.note.contains("another copy of it is running")),
+        "{f:?}"
+    );
+}
+
+/// The same bind without run-dev's words stays a port in use: the port
+/// list alone names the port, not the holder.
+#[test]
+fn a_launchers_port_list_alone_names_the_port_not_the_holder() {
+    let text = ZULIP.replace("ERROR: You probably have another server running!!!\n", "");
+    let f = one(&text);
+    assert_eq!(f.category, Category::PortInUse, "{f:?}");
+    assert!(f.title.contains("9991"), "{}", f.title);
+}
