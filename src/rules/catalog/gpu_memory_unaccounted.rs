@@ -293,15 +293,7 @@ fn finding(incident: &Incident, held: &[&Gpu], ended: Option<Ended>, free: &[&Gp
         }
         parts.push(format!("GPU {} ({amount})", g.index));
     }
-    if let Some(span) = listing {
-        f.evidence(span, note);
-    }
-    if let Some(e) = &ended {
-        if let Some(pid) = e.pid {
-            f.entities.pids.insert(pid);
-        }
-        f.evidence(e.span, format!("{} before the GPU table was taken", e.what));
-    }
+    cite_listing_and_end(&mut f, listing, note, ended.as_ref());
     let gpus: Vec<String> = held.iter().map(|g| format!("GPU {}", g.index)).collect();
     f.condition(
         "a large share of the GPU's memory is in use with no process listed for it",
@@ -353,6 +345,20 @@ fn finding(incident: &Incident, held: &[&Gpu], ended: Option<Ended>, free: &[&Gp
 
 /// The steps: list the holders on the host, name the processes that have
 /// the GPUs open, tell a leftover from a live job before ending anything.
+/// Cites the process listing that shows no holder and the end of the run
+/// that used the GPU, where the inputs have them.
+fn cite_listing_and_end(f: &mut Finding, listing: Option<Span>, note: &str, ended: Option<&Ended>) {
+    if let Some(span) = listing {
+        f.evidence(span, note);
+    }
+    if let Some(e) = ended {
+        if let Some(pid) = e.pid {
+            f.entities.pids.insert(pid);
+        }
+        f.evidence(e.span, format!("{} before the GPU table was taken", e.what));
+    }
+}
+
 fn push_actions(f: &mut Finding, held: &[&Gpu]) {
     let devices: Vec<String> = held
         .iter()

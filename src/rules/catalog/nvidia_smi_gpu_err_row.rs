@@ -117,11 +117,7 @@ impl Rule for NvidiaSmiGpuErrRow {
                 continue;
             };
             // An Xid on that GPU is the kernel's account of it.
-            if gpu.bus_id.as_deref().is_some_and(|b| {
-                incident
-                    .xids()
-                    .any(|(_, x)| same_bus(x.bus_id.as_deref(), Some(b)))
-            }) {
+            if xid_on_its_bus(incident, gpu) {
                 continue;
             }
             let others: Vec<&Gpu> = answering
@@ -149,6 +145,16 @@ const HOOK_NVML_UNKNOWN: &str = "stacks-containers.nvml-unknown-error";
 
 /// Cites the container hook's `nvml error: unknown error`, the echo of a
 /// GPU NVML cannot query, when the inputs hold it.
+/// Whether the kernel logged an Xid for `gpu`'s bus: its account of the GPU
+/// comes first.
+fn xid_on_its_bus(incident: &Incident, gpu: &Gpu) -> bool {
+    gpu.bus_id.as_deref().is_some_and(|b| {
+        incident
+            .xids()
+            .any(|(_, x)| same_bus(x.bus_id.as_deref(), Some(b)))
+    })
+}
+
 fn cite_echo(f: &mut Finding, echo: &[&Message]) {
     let Some(m) = echo.first() else {
         return;

@@ -20,7 +20,7 @@ use crate::correlate::{Gpu, Incident};
 use crate::rules::support::{IDLE_GPU_MAX_MIB, confidence, mib};
 use crate::rules::{Category, Finding, Severity};
 
-use super::{Ended, listing_note, push_actions};
+use super::{Ended, cite_listing_and_end, listing_note, push_actions};
 
 /// Whether `g` is an idle exclusive-mode GPU holding a context that no
 /// process row explains.
@@ -74,15 +74,7 @@ pub(super) fn finding(incident: &Incident, held: &[&Gpu], ended: Option<Ended>) 
         }
         parts.push(format!("GPU {} ({})", g.index, mib(g.memory_used_mib)));
     }
-    if let Some(span) = listing {
-        f.evidence(span, note);
-    }
-    if let Some(e) = &ended {
-        if let Some(pid) = e.pid {
-            f.entities.pids.insert(pid);
-        }
-        f.evidence(e.span, format!("{} before the GPU table was taken", e.what));
-    }
+    cite_listing_and_end(&mut f, listing, note, ended.as_ref());
     let gpus: Vec<String> = held.iter().map(|g| format!("GPU {}", g.index)).collect();
     f.condition(
         "the GPU is in an exclusive compute mode: one context closes it to every other process",

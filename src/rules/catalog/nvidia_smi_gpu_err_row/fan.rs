@@ -7,7 +7,6 @@
 use crate::correlate::{Gpu, Incident};
 use crate::model::Message;
 use crate::rules::support::confidence;
-use crate::rules::xid::same_bus;
 use crate::rules::{Action, Category, Finding, Severity};
 
 use super::{META, SENSORS_UNREAD};
@@ -44,11 +43,7 @@ pub(super) fn findings(incident: &Incident) -> Vec<Finding> {
         let Some(sensors) = fan_unread(incident, gpu) else {
             continue;
         };
-        if gpu.bus_id.as_deref().is_some_and(|b| {
-            incident
-                .xids()
-                .any(|(_, x)| same_bus(x.bus_id.as_deref(), Some(b)))
-        }) {
+        if super::xid_on_its_bus(incident, gpu) {
             continue;
         }
         // Its twins: the other GPUs of the same model whose fans read.
