@@ -25,17 +25,42 @@ static C10: LazyLock<Regex> = LazyLock::new(|| {
 static RANK: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\bRank (?P<rank>[0-9]+)\]").expect("c10d rank regex"));
 
-static WATCHDOG: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?x)(?:Rank\x20(?P<rank>[0-9]+)\]\s+)?Watchdog\x20caught\x20collective\x20operation\x20timeout:\x20
-        WorkNCCL\(SeqNum=(?P<seq>[0-9]+),\x20OpType=(?P<op>[A-Z_]+)
-        (?:,\x20NumelIn=(?P<in>-?[0-9]+),\x20NumelOut=(?P<out>-?[0-9]+))?
-        # A paste may cut the line anywhere after the op (GitHub's issue
-        # form, a terminal): the head still names the rank, op and SeqNum.
-        (?:,\x20Timeout\(ms\)(?:=(?P<timeout>[0-9]+)\)\x20ran\x20for\x20(?P<ran>[0-9]+)\x20milliseconds)?)?",
-    )
-    .expect("watchdog timeout regex")
+/// The catalog row that holds the NCCL watchdog's sentence (one place per
+/// message): the reader reads its captures and adds what the row does not
+/// say (WorkNCCL's `NumelIn=`/`NumelOut=`, a line cut after the op).
+const WATCHDOG_ROW: &str = "stacks-torch.nccl-watchdog-timeout";
+
+/// The row's wording: the whole sentence, with its timeout and duration.
+fn watchdog_wording() -> Option<&'static crate::catalogs::Wording> {
+    static WORDING: LazyLock<Option<&'static crate::catalogs::Wording>> = LazyLock::new(|| {
+        crate::catalogs::catalogs()
+            .row(WATCHDOG_ROW)?
+            .wordings
+            .first()
+    });
+    *WORDING
+}
+
+/// The row's wording up to its first `<*>`: the sentence's head, which
+/// names the SeqNum and the op. A paste may cut the line anywhere after
+/// the op (GitHub's issue form, a terminal); the head still reads.
+static WATCHDOG_HEAD: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    let template = watchdog_wording()?.template.as_deref()?;
+    let head = &template[..template.find("<*>")?];
+    let compiled = crate::catalogs::template::compile(head).ok()?;
+    Regex::new(&compiled.regex).ok()
 });
+
+/// What WorkNCCL's `operator<<` prints after the op from PyTorch 2.0
+/// (`, NumelIn=73728, NumelOut=73728`), right after the head.
+static NUMEL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^,\x20NumelIn=(?P<in>-?[0-9]+),\x20NumelOut=(?P<out>-?[0-9]+)")
+        .expect("numel regex")
+});
+
+/// `[Rank 3] ` right before the sentence.
+static RANK_BEFORE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"Rank\x20(?P<rank>[0-9]+)\]\s+$").expect("rank before regex"));
 
 static FAILURE_DETECTED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
@@ -101,6 +126,42 @@ fn captures<'t>(re: &Regex, text: &'t str) -> Option<regex::Captures<'t>> {
     }
 }
 
+/// The NCCL watchdog's timeout, read by its catalog row's wording (its head
+/// where the line was cut), and the rank named right before it.
+fn watchdog(text: &str) -> Option<(TorchDistKind, Option<u32>)> {
+    let head_re = WATCHDOG_HEAD.as_ref()?;
+    let head = captures(head_re, text)?;
+    let at = head.get(0)?;
+    let after = &text[at.end()..];
+    let numel = NUMEL.captures(after);
+    let numel_of = |name: &str| {
+        numel
+            .as_ref()
+            .and_then(|c| c.name(name))
+            .and_then(|m| m.as_str().parse().ok())
+    };
+    let full = watchdog_wording()
+        .and_then(|w| w.regex())
+        .and_then(|re| re.captures(&text[at.start()..]));
+    let full_of = |name: &str| {
+        full.as_ref()
+            .and_then(|c| c.name(name))
+            .and_then(|m| m.as_str().parse().ok())
+    };
+    let kind = TorchDistKind::WatchdogTimeout {
+        seq: head["seq"].parse().ok()?,
+        op: head["op"].to_owned(),
+        numel_in: numel_of("in"),
+        numel_out: numel_of("out"),
+        timeout_ms: full_of("timeout"),
+        ran_for_ms: full_of("ran"),
+    };
+    let rank = RANK_BEFORE
+        .captures(&text[..at.start()])
+        .and_then(|c| c["rank"].parse().ok());
+    Some((kind, rank))
+}
+
 /// A c10d report recognised by its text, wherever it is printed.
 pub(super) fn detect(text: &str) -> Option<TorchDist> {
     let dist = |kind, rank: Option<u32>| TorchDist {
@@ -110,16 +171,8 @@ pub(super) fn detect(text: &str) -> Option<TorchDist> {
         kind,
     };
     let rank_of = |c: &regex::Captures<'_>| c.name("rank").and_then(|m| m.as_str().parse().ok());
-    if let Some(c) = captures(&WATCHDOG, text) {
-        let kind = TorchDistKind::WatchdogTimeout {
-            seq: c["seq"].parse().ok()?,
-            op: c["op"].to_owned(),
-            numel_in: c.name("in").and_then(|m| m.as_str().parse().ok()),
-            numel_out: c.name("out").and_then(|m| m.as_str().parse().ok()),
-            timeout_ms: c.name("timeout").and_then(|m| m.as_str().parse().ok()),
-            ran_for_ms: c.name("ran").and_then(|m| m.as_str().parse().ok()),
-        };
-        return Some(dist(kind, rank_of(&c)));
+    if let Some(kind) = watchdog(text) {
+        return Some(dist(kind.0, kind.1));
     }
     if let Some(c) = captures(&FAILURE_DETECTED, text) {
         let kind = TorchDistKind::FailureDetected {
@@ -150,4 +203,63 @@ pub(super) fn detect(text: &str) -> Option<TorchDist> {
         return Some(dist(kind, None));
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn watchdog_of(text: &str) -> (TorchDistKind, Option<u32>) {
+        let d = detect(text).expect("a c10d report");
+        (d.kind, d.rank)
+    }
+
+    /// The sentence lives in its catalog row: the reader finds the row and
+    /// reads its wording's head; a row renamed or a wording without its
+    /// `<*>` would leave the reader blind, and this says so.
+    #[test]
+    fn the_watchdog_sentence_is_read_through_its_row() {
+        assert!(crate::catalogs::catalogs().row(WATCHDOG_ROW).is_some());
+        assert!(
+            WATCHDOG_HEAD.is_some(),
+            "the row's wording has a head before `<*>`"
+        );
+        // The row's second sample (vllm-project/vllm#1957), whole.
+        let (kind, rank) = watchdog_of(
+            "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800762 milliseconds before timing out.",
+        );
+        assert_eq!(rank, Some(1));
+        assert_eq!(
+            kind,
+            TorchDistKind::WatchdogTimeout {
+                seq: 1,
+                op: "ALLREDUCE".to_owned(),
+                numel_in: Some(1),
+                numel_out: Some(1),
+                timeout_ms: Some(1_800_000),
+                ran_for_ms: Some(1_800_762),
+            }
+        );
+    }
+
+    /// Before PyTorch 2.0 WorkNCCL printed no NumelIn/NumelOut; a paste cut
+    /// after the op still names the SeqNum and the op, not the timeout.
+    #[test]
+    fn older_and_cut_watchdog_lines() {
+        let (kind, rank) = watchdog_of(
+            "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=BROADCAST, Timeout(ms)=1800000) ran for 1800531 milliseconds before timing out.",
+        );
+        assert_eq!(rank, Some(0));
+        assert!(matches!(
+            kind,
+            TorchDistKind::WatchdogTimeout { seq: 7, ref op, numel_in: None, timeout_ms: Some(1_800_000), ran_for_ms: Some(1_800_531), .. } if op == "BROADCAST"
+        ));
+        let (kind, _) = watchdog_of(
+            "[Rank 5] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4476, OpType=_ALLGATHER_BASE, NumelIn=4096, NumelOut=32768, Timeout(ms)",
+        );
+        assert!(matches!(
+            kind,
+            TorchDistKind::WatchdogTimeout { seq: 4476, ref op, numel_in: Some(4096), numel_out: Some(32768), timeout_ms: None, ran_for_ms: None } if op == "_ALLGATHER_BASE"
+        ));
+    }
 }
