@@ -10,7 +10,9 @@ use regex::Regex;
 use super::Finding;
 use super::support::matches;
 use crate::correlate::{Gpu, Incident, bus_key};
-use crate::model::{BusId, EccScope, GpuHealth, KernelEvent, PsRecord, Reading, Xid};
+use crate::model::{
+    BusId, EccScope, GpuHealth, KernelEvent, PsRecord, Reading, ServerEventKind, TorchDistKind, Xid,
+};
 use crate::source::Span;
 
 /// One Xid code of NVIDIA's Xid catalog: its meaning in a few words and
@@ -619,13 +621,6 @@ pub fn cite_table_ecc(f: &mut Finding, incident: &Incident, gpu: &GpuAt<'_>) -> 
     cited
 }
 
-/// `[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=…`:
-/// a rank's NCCL watchdog gave up waiting for its peers.
-static NCCL_WATCHDOG: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\[Rank (?P<rank>[0-9]+)\] Watchdog caught collective operation timeout")
-        .expect("regex")
-});
-
 /// The literal of the lines [`cite_peer_timeouts`] reads.
 pub const NCCL_WATCHDOG_ANCHOR: &str = "Watchdog caught collective operation timeout";
 
@@ -640,24 +635,34 @@ pub fn cite_peer_timeouts(
     incident: &Incident,
     at: Option<crate::model::Timestamp>,
 ) -> Vec<u32> {
-    let hits: Vec<_> = matches(incident, &NCCL_WATCHDOG)
-        .filter(|(m, _)| match (at, incident.time_of(m.span)) {
+    // The c10d reader's records of the sentence (its catalog row,
+    // `stacks-torch.nccl-watchdog-timeout`), each with the `[Rank N]` before it.
+    let hits: Vec<(Span, u32)> = incident
+        .facts
+        .server_events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            ServerEventKind::TorchDist(t)
+                if matches!(t.kind, TorchDistKind::WatchdogTimeout { .. }) =>
+            {
+                Some((e.span, t.rank?))
+            }
+            _ => None,
+        })
+        .filter(|(span, _)| match (at, incident.time_of(*span)) {
             (Some(a), Some(b)) => {
                 PEER_TIMEOUT_WINDOW.contains(&super::support::seconds_between(a, b))
             }
             _ => true,
         })
         .collect();
-    let mut ranks: Vec<u32> = hits
-        .iter()
-        .filter_map(|(_, c)| c["rank"].parse().ok())
-        .collect();
+    let mut ranks: Vec<u32> = hits.iter().map(|(_, rank)| *rank).collect();
     ranks.sort_unstable();
     ranks.dedup();
-    if let Some((m, _)) = hits.first() {
+    if let Some((span, _)) = hits.first() {
         let list: Vec<String> = ranks.iter().map(u32::to_string).collect();
         f.evidence(
-            m.span,
+            *span,
             format!(
                 "then the NCCL watchdogs of rank(s) {} timed out waiting for the lost peer",
                 list.join(", ")
