@@ -180,20 +180,26 @@ impl Rule for GpuHeldByUnresolvedProcess {
     }
 }
 
+/// Names `p`'s PID and GPU on `f`; returns ` on GPU g` (empty when the row
+/// has no GPU) for the finding's text.
+fn name_holder(f: &mut Finding, p: &GpuProcess) -> String {
+    f.entities.pids.insert(p.pid);
+    match p.gpu {
+        Some(g) => {
+            f.entities.gpus.insert(g);
+            format!(" on GPU {g}")
+        }
+        None => String::new(),
+    }
+}
+
 /// Cites each held process's nvidia-smi row and names its PID and GPU on
 /// `f`; returns one `PID n (memory on GPU g)` part per process, for the
 /// headline.
 fn held_evidence(f: &mut Finding, held: &[&GpuProcess]) -> Vec<String> {
     let mut parts = Vec::new();
     for p in held {
-        f.entities.pids.insert(p.pid);
-        let on = match p.gpu {
-            Some(g) => {
-                f.entities.gpus.insert(g);
-                format!(" on GPU {g}")
-            }
-            None => String::new(),
-        };
+        let on = name_holder(f, p);
         parts.push(format!("PID {} ({}{on})", p.pid, mib(p.used_mib)));
         if let Some(span) = p.spans.first() {
             f.evidence(

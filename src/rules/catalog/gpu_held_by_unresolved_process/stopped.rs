@@ -46,14 +46,7 @@ pub(super) fn finding(incident: &Incident) -> Option<Finding> {
     let mut f = Finding::new(META.id, META.category, META.severity);
     let mut parts = Vec::new();
     for (p, r) in &held {
-        f.entities.pids.insert(p.pid);
-        let on = match p.gpu {
-            Some(g) => {
-                f.entities.gpus.insert(g);
-                format!(" on GPU {g}")
-            }
-            None => String::new(),
-        };
+        let on = super::name_holder(&mut f, p);
         let used = mib(p.used_mib);
         if let Some(span) = p.spans.first() {
             f.evidence(*span, format!("PID {} holds {used}{on}", p.pid));
