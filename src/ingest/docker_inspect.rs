@@ -128,6 +128,19 @@ struct Level {
 /// The sections of a container object whose fields are read.
 const SECTIONS: [&str; 3] = ["State", "Config", "HostConfig"];
 
+/// The `State` fields whose lines a record keeps.
+const STATE_FIELDS: [&str; 9] = [
+    "Status",
+    "Running",
+    "OOMKilled",
+    "Dead",
+    "Pid",
+    "ExitCode",
+    "Error",
+    "StartedAt",
+    "FinishedAt",
+];
+
 /// One JSON document being read line by line.
 #[derive(Debug, Default)]
 pub(crate) struct Doc {
@@ -154,6 +167,13 @@ impl Doc {
             self.field(key, line.value, span, facts);
         } else if let Some(Value::Done(raw)) = line.value {
             self.element(raw, facts);
+        }
+        // Every line of the object is its (a paste may stop anywhere).
+        if let Some((record, _)) = self.current.as_mut() {
+            record.end = span;
+            if let Some(stored) = self.pushed.and_then(|i| facts.containers.get_mut(i)) {
+                stored.end = span;
+            }
         }
         if let Some(Value::Open(array)) = line.value {
             // A document's own object (`{{json .State}}`), or an element of
@@ -263,6 +283,11 @@ impl Doc {
         let Some((record, _)) = self.current.as_mut() else {
             return;
         };
+        if state {
+            if let Some(k) = STATE_FIELDS.iter().find(|k| **k == key) {
+                record.lines.push((k, span));
+            }
+        }
         let place = section.as_ref().map(|(s, b)| (s.as_str(), *b));
         match (place, key) {
             (None, "Id") if own => record.id = text,

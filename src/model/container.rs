@@ -11,6 +11,13 @@ use crate::source::Span;
 pub struct ContainerState {
     /// The first line of the object read.
     pub span: Span,
+    /// The last line read of it (its closing bracket, or where the paste
+    /// stops).
+    pub end: Span,
+    /// The line of each `State` field read (`Status`, `OOMKilled`, `Dead`,
+    /// `Pid`, `ExitCode`, `Error`, `StartedAt`, `FinishedAt`), by its key,
+    /// so that what a field says is cited on its own line.
+    pub lines: Vec<(&'static str, Span)>,
     /// `Id`: the container's full ID.
     pub id: Option<String>,
     /// `Name`: `/name`, as the daemon stores it.
@@ -49,6 +56,8 @@ impl ContainerState {
     pub fn new(span: Span) -> ContainerState {
         ContainerState {
             span,
+            end: span,
+            lines: Vec::new(),
             id: None,
             name: None,
             status: None,
@@ -65,5 +74,15 @@ impl ContainerState {
             runtime: None,
             gpus: Vec::new(),
         }
+    }
+
+    /// The line of the `State` field `key`, where the paste shows it.
+    pub fn line_of(&self, key: &str) -> Option<Span> {
+        self.lines.iter().find(|(k, _)| *k == key).map(|(_, s)| *s)
+    }
+
+    /// Whether `span` is one of the object's lines.
+    pub fn holds(&self, span: Span) -> bool {
+        span.source == self.span.source && (self.span.line..=self.end.line).contains(&span.line)
     }
 }

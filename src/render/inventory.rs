@@ -1,13 +1,14 @@
 //! The inventory every report carries, whether anything failed or not: the
 //! GPUs (index, model, memory, UUID, bus id), the processes on them, the
-//! units with their PIDs, the server processes the logs name, and the Xids
-//! per GPU. A read-only view built once
+//! units with their PIDs, the server processes the logs name, the
+//! containers `docker inspect` shows, and the Xids per GPU. A read-only view built once
 //! from the incident, so renderers never reach into `correlate`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::correlate::Incident;
-use crate::model::{ServerEventKind, Uvicorn};
+use crate::model::{ContainerState, ServerEventKind, Uvicorn};
+use crate::source::Span;
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Inventory {
@@ -26,8 +27,38 @@ pub struct Inventory {
     /// process [N]`, a shell's `N Killed …` report; sorted by PID.
     pub servers: Vec<InventoryServer>,
     /// Every PID the inventory names: on a GPU, in a unit, in an Xid line,
-    /// writing a server's log, holding a listening socket, in `servers`.
+    /// writing a server's log, holding a listening socket, in `servers`, a
+    /// running container's.
     pub pids: BTreeSet<u32>,
+    /// The containers `docker inspect` shows, in input order.
+    pub containers: Vec<InventoryContainer>,
+}
+
+/// One container as `docker inspect` records it: what a reader needs to
+/// know whether it runs, and if not how it ended, each as printed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InventoryContainer {
+    /// `Name` without its `/`, else the ID's first 12 characters (as
+    /// `docker ps` shows it), else `None` (a State object alone).
+    pub name: Option<String>,
+    pub status: Option<String>,
+    /// The host PID of its init, while it runs.
+    pub pid: Option<u32>,
+    /// When it is not running: how it ended.
+    pub exit_code: Option<i64>,
+    pub oom_killed: bool,
+    pub dead: bool,
+    pub error: Option<String>,
+    /// RFC 3339 as printed; `None` for Docker's zero time (never).
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    /// Its object's first line, cited.
+    pub span: Span,
+    /// The server it runs as its init, where another format names it: a
+    /// server's own line written by PID 1 (`Started server process [1]`)
+    /// beside the only container of the inputs, or a server process whose
+    /// PID is the container's. Listed here, not again under `servers`.
+    pub server: Option<InventoryServer>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -253,6 +284,8 @@ impl Inventory {
         );
         inv.servers = servers(incident);
         inv.pids.extend(inv.servers.iter().map(|s| s.pid));
+        inv.containers = containers(incident, &mut inv.servers);
+        inv.pids.extend(inv.containers.iter().filter_map(|c| c.pid));
         inv
     }
 
@@ -264,12 +297,54 @@ impl Inventory {
             && self.xids.is_empty()
             && self.servers.is_empty()
             && self.pids.is_empty()
+            && self.containers.is_empty()
     }
 
     /// Every Xid code, once each, sorted.
     pub fn xid_codes(&self) -> Vec<u32> {
         let codes: BTreeSet<u32> = self.xids.iter().map(|x| x.code).collect();
         codes.into_iter().collect()
+    }
+}
+
+/// Docker's zero time: a container never started, or not yet finished.
+const NEVER: &str = "0001-01-01T00:00:00Z";
+
+/// The containers of [`Inventory::containers`], each taking from `servers`
+/// the server it runs as its init (see [`InventoryContainer::server`]).
+fn containers(incident: &Incident, servers: &mut Vec<InventoryServer>) -> Vec<InventoryContainer> {
+    let records = &incident.facts.containers;
+    let mut out: Vec<InventoryContainer> = records.iter().map(container).collect();
+    for c in &mut out {
+        let host_pid = c.pid;
+        let is_init =
+            |s: &InventoryServer| host_pid == Some(s.pid) || (s.pid == 1 && records.len() == 1);
+        if let Some(i) = servers.iter().position(is_init) {
+            c.server = Some(servers.remove(i));
+        }
+    }
+    out
+}
+
+fn container(r: &ContainerState) -> InventoryContainer {
+    let time = |t: &Option<String>| t.clone().filter(|t| t != NEVER);
+    let running = r.running == Some(true) || r.status.as_deref() == Some("running");
+    InventoryContainer {
+        name: r
+            .name
+            .as_deref()
+            .map(|n| n.trim_start_matches('/').to_owned())
+            .or_else(|| r.id.as_deref().map(|id| id.chars().take(12).collect())),
+        status: r.status.clone(),
+        pid: r.pid.filter(|p| running && *p > 0),
+        exit_code: r.exit_code.filter(|_| !running),
+        oom_killed: r.oom_killed == Some(true),
+        dead: r.dead == Some(true),
+        error: r.error.clone(),
+        started_at: time(&r.started_at),
+        finished_at: time(&r.finished_at).filter(|_| !running),
+        span: r.span,
+        server: None,
     }
 }
 
@@ -424,6 +499,94 @@ mod tests {
              May 12 07:02:19 ct200 systemd[1]: ddtree-qwen.service: Main process exited, code=exited, status=1/FAILURE\n",
         );
         assert!(!a.report().inventory.pids.contains(&1));
+    }
+
+    /// The containers `docker inspect` shows: the State object of
+    /// fixtures/real/1040 (kudarap/dotagiftx#123), and a whole object,
+    /// named (docker/for-linux#1019), each with how it ended and its line.
+    #[test]
+    fn containers_are_listed_with_how_they_ended_and_their_line() {
+        let state = include_str!(
+            "../../fixtures/real/1040-dotagiftx-server-container-exited-inspect-state-memory-limit/input.log"
+        );
+        let a = analysis(state);
+        let report = a.report();
+        let [c] = report.inventory.containers.as_slice() else {
+            panic!("{:?}", report.inventory.containers);
+        };
+        assert_eq!(
+            (
+                c.name.as_deref(),
+                c.status.as_deref(),
+                c.pid,
+                c.exit_code,
+                c.oom_killed
+            ),
+            (None, Some("exited"), None, Some(137), true)
+        );
+        assert_eq!(
+            c.finished_at.as_deref(),
+            Some("2026-03-10T20:14:03.658991947Z")
+        );
+        let text = super::super::text::render(&report, Default::default());
+        assert!(
+            text.contains("  a container (exited): exit code 137, OOMKilled, started 2026-03-10T19:51:02.31277242Z, finished 2026-03-10T20:14:03.658991947Z  [paste:1]"),
+            "{text}"
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(&super::super::json::render(&report)).unwrap();
+        let j = &v["inventory"]["containers"][0];
+        assert_eq!(
+            (&j["line"], &j["exit_code"], &j["oom_killed"]),
+            (
+                &serde_json::json!("paste:1"),
+                &serde_json::json!(137),
+                &serde_json::json!(true)
+            )
+        );
+
+        let a = analysis(include_str!(
+            "../../fixtures/rules/process-died/pos-docker-inspect-container-exited-139/inspect.txt"
+        ));
+        let text = super::super::text::render(&a.report(), Default::default());
+        assert!(
+            text.contains("  container pedantic_sinoussi (exited): exit code 139, started"),
+            "{text}"
+        );
+    }
+
+    /// A server's own line written by PID 1 beside the only container of
+    /// the inputs is that container's init: one entry, the container's.
+    /// (In one paste, the inspect's JSON and a log line are still read as
+    /// one JSON segment, whose other lines are unread.)
+    /// The State object of fixtures/real/1040 and uvicorn's start line of
+    /// fixtures/real/487.
+    #[test]
+    fn a_containers_pid_1_server_is_joined_to_its_container() {
+        let state = include_str!(
+            "../../fixtures/real/1040-dotagiftx-server-container-exited-inspect-state-memory-limit/input.log"
+        );
+        // Two inputs: the container's logs and its inspect.
+        let mut sources = SourceMap::default();
+        sources.add(Source::new(
+            "logs",
+            "INFO:     Started server process [1]\n".as_bytes(),
+        ));
+        sources.add(Source::new("inspect", state.as_bytes()));
+        let a = crate::analyze(sources);
+        let inv = a.report().inventory.clone();
+        assert!(inv.servers.is_empty(), "{:?}", inv.servers);
+        let [c] = inv.containers.as_slice() else {
+            panic!("{:?}", inv.containers);
+        };
+        assert_eq!(c.server.as_ref().map(|s| s.pid), Some(1));
+        assert!(inv.pids.contains(&1));
+        let text = super::super::text::render(&a.report(), Default::default());
+        assert!(
+            text.contains("its server PID 1 API server process"),
+            "{text}"
+        );
+        assert!(!text.contains("uvicorn's server process"), "{text}");
     }
 
     /// The processes that hold a listening socket: `netstat -ntlp` inside

@@ -82,6 +82,23 @@ struct JsonInventory<'a> {
     unit_details: Vec<JsonInventoryUnit<'a>>,
     xid_events: Vec<JsonInventoryXid<'a>>,
     servers: Vec<JsonInventoryServer<'a>>,
+    containers: Vec<JsonInventoryContainer<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonInventoryContainer<'a> {
+    name: Option<&'a str>,
+    status: Option<&'a str>,
+    pid: Option<u32>,
+    exit_code: Option<i64>,
+    oom_killed: bool,
+    dead: bool,
+    error: Option<&'a str>,
+    started_at: Option<&'a str>,
+    finished_at: Option<&'a str>,
+    /// `input:line` of its object's first line.
+    line: String,
+    server: Option<JsonInventoryServer<'a>>,
 }
 
 #[derive(Serialize)]
@@ -128,7 +145,7 @@ struct JsonInventoryXid<'a> {
     pids: &'a [u32],
 }
 
-fn inventory<'a>(inv: &'a crate::render::Inventory) -> JsonInventory<'a> {
+fn inventory<'a>(report: &Report<'_>, inv: &'a crate::render::Inventory) -> JsonInventory<'a> {
     let gpus = inv
         .gpus
         .iter()
@@ -184,16 +201,33 @@ fn inventory<'a>(inv: &'a crate::render::Inventory) -> JsonInventory<'a> {
                 pids: &x.pids,
             })
             .collect(),
-        servers: inv
-            .servers
+        servers: inv.servers.iter().map(json_server).collect(),
+        containers: inv
+            .containers
             .iter()
-            .map(|s| JsonInventoryServer {
-                pid: s.pid,
-                name: &s.name,
-                seen: s.seen,
-                unit: s.unit.as_deref(),
+            .map(|c| JsonInventoryContainer {
+                name: c.name.as_deref(),
+                status: c.status.as_deref(),
+                pid: c.pid,
+                exit_code: c.exit_code,
+                oom_killed: c.oom_killed,
+                dead: c.dead,
+                error: c.error.as_deref(),
+                started_at: c.started_at.as_deref(),
+                finished_at: c.finished_at.as_deref(),
+                line: report.cite(c.span),
+                server: c.server.as_ref().map(json_server),
             })
             .collect(),
+    }
+}
+
+fn json_server(s: &crate::render::InventoryServer) -> JsonInventoryServer<'_> {
+    JsonInventoryServer {
+        pid: s.pid,
+        name: &s.name,
+        seen: s.seen,
+        unit: s.unit.as_deref(),
     }
 }
 
@@ -421,7 +455,7 @@ pub fn write(report: &Report<'_>, out: &mut dyn std::io::Write) -> std::io::Resu
                 detected_because: i.segment.why,
             })
             .collect(),
-        inventory: inventory(&report.inventory),
+        inventory: inventory(report, &report.inventory),
         capture: json_capture::capture(report),
         gaps: json_capture::gaps(report),
         timeline: json_capture::timeline(report),

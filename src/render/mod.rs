@@ -26,7 +26,8 @@ use std::io::{self, Write};
 
 pub use gpus::{GpuBar, GpuHolder};
 pub use inventory::{
-    Inventory, InventoryGpu, InventoryProcess, InventoryServer, InventoryUnit, InventoryXid,
+    Inventory, InventoryContainer, InventoryGpu, InventoryProcess, InventoryServer, InventoryUnit,
+    InventoryXid,
 };
 pub use prometheus::{MAX_FINDING_SERIES, MAX_LABEL_CHARS, TEXTFILE_NAME, report_time};
 pub use report::{EvidenceLine, MarkedLine, Report};

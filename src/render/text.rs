@@ -499,6 +499,56 @@ fn unknown_errors(out: &mut String, report: &Report<'_>, st: &Style) {
     }
 }
 
+/// A container's inventory row: its name and status, its PID while it
+/// runs, else how it ended (exit code, OOMKilled, dead, the daemon's
+/// error), its times as printed, the server it runs, and its line.
+fn container_row(report: &Report<'_>, c: &crate::render::InventoryContainer) -> String {
+    let name = c.name.as_deref().map_or("a container".to_owned(), |n| {
+        format!("container {}", clean(n))
+    });
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(p) = c.pid {
+        parts.push(format!("PID {p}"));
+    }
+    if let Some(code) = c.exit_code {
+        parts.push(format!("exit code {code}"));
+    }
+    if c.oom_killed {
+        parts.push("OOMKilled".to_owned());
+    }
+    if c.dead {
+        parts.push("dead".to_owned());
+    }
+    if let Some(e) = &c.error {
+        parts.push(format!("error: {}", fit(&clean(e), 100)));
+    }
+    if let Some(t) = &c.started_at {
+        parts.push(format!("started {}", clean(t)));
+    }
+    if let Some(t) = &c.finished_at {
+        parts.push(format!("finished {}", clean(t)));
+    }
+    if let Some(s) = &c.server {
+        let name = clean(&s.name);
+        let name = match name.char_indices().nth(60) {
+            Some((i, _)) => format!("{}…", &name[..i]),
+            None => name.into_owned(),
+        };
+        parts.push(format!("its server PID {} {name}", s.pid));
+    }
+    let status = c
+        .status
+        .as_deref()
+        .map(|s| format!(" ({})", clean(s)))
+        .unwrap_or_default();
+    let what = if parts.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", parts.join(", "))
+    };
+    format!("  {name}{status}{what}  [{}]", report.cite(c.span))
+}
+
 /// Rows of the inventory shown before the rest is summarised.
 const INVENTORY_ROWS: usize = 16;
 
@@ -512,6 +562,7 @@ fn inventory(out: &mut String, report: &Report<'_>, st: &Style) {
         && inv.units.is_empty()
         && inv.xids.is_empty()
         && inv.servers.is_empty()
+        && inv.containers.is_empty()
     {
         return;
     }
@@ -615,6 +666,10 @@ fn inventory(out: &mut String, report: &Report<'_>, st: &Style) {
         let _ = writeln!(out, "  PID {} {name}{unit}: {seen}", s.pid);
     }
     more(out, servers.len());
+    for c in inv.containers.iter().take(INVENTORY_ROWS) {
+        let _ = writeln!(out, "{}", container_row(report, c));
+    }
+    more(out, inv.containers.len());
     for x in inv.xids.iter().take(INVENTORY_ROWS) {
         let on = match (x.gpu, &x.bus_id) {
             (Some(g), _) => format!("GPU {g}"),

@@ -94,6 +94,14 @@ fn a_pasted_state_object_is_the_containers_state() {
         c.finished_at.as_deref(),
         Some("2026-03-10T20:14:03.658991947Z")
     );
+    // Each field is cited on its own line; the object ends at its `}`.
+    let line = |k: &str| c.line_of(k).map(|s| s.line);
+    assert_eq!(
+        (line("OOMKilled"), line("ExitCode"), line("FinishedAt")),
+        (Some(6), Some(9), Some(12))
+    );
+    assert_eq!(line("Paused"), None);
+    assert_eq!(c.end.line, 13);
 }
 
 /// `docker inspect` under its prompt, cut after `HostsPath`
@@ -108,6 +116,9 @@ fn a_containers_object_gives_its_state_and_command() {
         panic!("{containers:?}");
     };
     assert_eq!(c.span.line, 3);
+    // Cut after `HostsPath`: its last line read is the record's end.
+    assert_eq!(c.end.line, 28);
+    assert_eq!(c.line_of("ExitCode").map(|s| s.line), Some(20));
     assert_eq!(
         c.id.as_deref(),
         Some("c35e838c9646ec13d3120dc96b930068b8afd4f20b9481bbdbddf01cffb4c1ca")

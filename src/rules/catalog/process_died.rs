@@ -3,11 +3,13 @@
 //! `systemd-crash-loop`'s), or a job the shell reports killed, with how it
 //! died, when, and its last words: the last error lines it printed before.
 //! Also a core dump `coredumpctl info` shows, and a worker torchrun reports
-//! failed (`records.rs`); two accounts of one death are one.
+//! failed (`records.rs`); two accounts of one death are one. And a
+//! container `docker inspect` records dead (`containers.rs`).
 //! The fallback for the deaths no other rule explains: `rules::diagnose`
 //! drops it where another finding cites the same death, and folds it into
 //! the finding that cites its last words.
 
+mod containers;
 mod records;
 mod watchdog;
 
@@ -45,8 +47,16 @@ failed (Result: core-dump)`), a job the shell reports killed (`line 22:
 (core dumped)`), a core dump `coredumpctl info` shows (`PID: 3776
 (ollama_llama_se)`, `Signal: 6 (ABRT)`, `Unit: ollama.service`), or a
 worker torchrun reports failed (`failed (exitcode: -9) local_rank: 1 (pid:
-1168) of binary: …`, with the workers it stopped after it). Two accounts of
-one death (Ollama's and coredumpctl's) are one finding. It says how the
+1168) of binary: …`, with the workers it stopped after it), or a container
+`docker inspect` records dead: exited with a non-zero `ExitCode` (128 + N
+read as signal N: 139 is SIGSEGV), `Dead`, or with the daemon's
+`State.Error`, with its `FinishedAt` and `StartedAt` lines. A container
+death a catalog row reads on the record's own lines is that row's
+(`"OOMKilled": true`: the memory cgroup's kill; `"ExitCode": 137` alone:
+`container-killed-137`; an `"Error"` line a row knows); an error the rows
+know only once its JSON string is decoded gives the finding the row's
+category and fix. Two accounts of one death (Ollama's and coredumpctl's)
+are one finding. It says how the
 process died, when, and its last words: the last error lines the same unit
 or PID printed before, what the server quotes of them, or, for a process
 with no unit, the last error line before the death that a catalog knows.
@@ -61,7 +71,8 @@ supervisor, the OOM killer when its own lines are not in the inputs).
 
 ## How to confirm
 `coredumpctl info PID` for a core dump (and `coredumpctl gdb PID` for its
-backtrace); `journalctl -u UNIT -n 200` for the lines before the death;
+backtrace); `journalctl -u UNIT -n 200` for the lines before the death
+(`docker logs --tail 200 CONTAINER` for a container's);
 `journalctl -k` around the time for a kernel kill.
 
 ## How to fix
@@ -108,6 +119,10 @@ struct Death {
     /// Who died, where the server that lost it names it (`Ollama's model
     /// runner`); else it is said from the unit and PID.
     who: Option<String>,
+    /// The catalog row its stated reason is, where no line of the inputs
+    /// is that row's already (a container's `State.Error`, decoded): the
+    /// finding takes its category and fix.
+    cause: Option<&'static crate::catalogs::Row>,
 }
 
 /// The catalog row that reports a process's death and how it ended: a
@@ -180,7 +195,8 @@ impl Rule for ProcessDied {
             .chain(shell_deaths(incident))
             .chain(row_deaths(incident))
             .chain(records::core_dumps(incident))
-            .chain(records::torch_workers(incident));
+            .chain(records::torch_workers(incident))
+            .chain(containers::container_deaths(incident));
         for death in records::join(incident, deaths) {
             if death.signalled {
                 out.push(finding(incident, &death));
@@ -281,6 +297,7 @@ fn unit_deaths(incident: &Incident) -> Vec<Death> {
                     .into_iter()
                     .collect(),
                 last_words: Vec::new(),
+                cause: None,
             });
         }
     }
@@ -311,6 +328,7 @@ fn shell_deaths(incident: &Incident) -> Vec<Death> {
                 signal: None,
                 records: Vec::new(),
                 last_words: Vec::new(),
+                cause: None,
             }),
             _ => None,
         })
@@ -404,6 +422,7 @@ fn signal_death(
         signal: Some(number),
         records: Vec::new(),
         last_words: Vec::new(),
+        cause: None,
     })
 }
 
@@ -415,7 +434,12 @@ fn finding(incident: &Incident, death: &Death) -> Finding {
     } else {
         Severity::Warning
     };
-    let mut f = Finding::new(META.id, META.category, severity);
+    // A reason a catalog row reads is that row's category.
+    let category = death
+        .cause
+        .and_then(|row| row.category)
+        .unwrap_or(META.category);
+    let mut f = Finding::new(META.id, category, severity);
     let who = match (&death.unit, death.pid) {
         _ if death.who.is_some() => death.who.clone().unwrap_or_default(),
         (Some(u), Some(p)) => format!("{u}'s main process (PID {p})"),
@@ -490,11 +514,25 @@ fn finding(incident: &Incident, death: &Death) -> Finding {
     if let Some(r) = said {
         f.chain.push(format!("after it printed: {r}"));
     }
+    if let Some(row) = death.cause {
+        f.chain.push(row.meaning.clone());
+        if let Some(fix) = &row.fix {
+            f.actions
+                .push(Action::advice(fix.clone(), row.confirm.as_deref()));
+        }
+    }
     if !death.crashed {
         f.actions.push(Action::advice(
             "Find what killed it: the kernel's OOM killer, a supervisor's timeout, an operator",
             Some("journalctl -k | grep -iE 'killed process|oom'; journalctl -u UNIT"),
         ));
+    }
+    if death.who.as_deref().is_some_and(containers::is_container) {
+        f.actions.push(Action::advice(
+            "Read the container's last lines and its state; a crash in a known version is fixed by upgrading the image",
+            Some("docker logs --tail 200 CONTAINER; docker inspect -f '{{json .State}}' CONTAINER; journalctl -k --since TIME"),
+        ));
+        return f;
     }
     f.actions.push(Action::advice(
         "Read the process's last lines and, for a core dump, its backtrace; a crash in a known version is fixed by upgrading the server",

@@ -61,6 +61,7 @@ pub(super) fn core_dumps(incident: &Incident) -> Vec<Death> {
                 signal: c.signal,
                 records,
                 last_words: Vec::new(),
+                cause: None,
             }
         })
         .collect()
@@ -132,6 +133,7 @@ pub(super) fn torch_workers(incident: &Incident) -> Vec<Death> {
             signal,
             records,
             last_words: preceding_error(incident, m.span).into_iter().collect(),
+            cause: None,
         });
     }
     out
@@ -140,7 +142,7 @@ pub(super) fn torch_workers(incident: &Incident) -> Vec<Death> {
 /// The last line before `at`, in its input, that a catalog row of severity
 /// error or worse classifies as a failure: what a process with no unit to
 /// gather its lines said last.
-fn preceding_error(incident: &Incident, at: Span) -> Option<(Span, String)> {
+pub(super) fn preceding_error(incident: &Incident, at: Span) -> Option<(Span, String)> {
     incident
         .known
         .iter()
@@ -197,6 +199,7 @@ fn absorb(o: &mut Death, d: Death) {
     }
     o.unit = o.unit.take().or(d.unit);
     o.said = o.said.take().or(d.said);
+    o.cause = o.cause.or(d.cause);
     o.crashed |= d.crashed;
     o.signalled |= d.signalled;
     o.records.push((
