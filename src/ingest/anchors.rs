@@ -516,6 +516,19 @@ impl Hot {
         self.rules().is_rule(line)
     }
 
+    /// The backward search, built on its first use.
+    fn backward(&self) -> Option<&Backward> {
+        self.backward
+            .get_or_init(|| {
+                let [rules, facts] = self
+                    .groups
+                    .each_ref()
+                    .map(|g| g.iter().map(String::as_str).collect::<Vec<_>>());
+                Backward::new(&[&rules, &facts])
+            })
+            .as_ref()
+    }
+
     fn rule_search(&self) -> Option<&Search> {
         self.rules_only
             .get_or_init(|| {
@@ -549,45 +562,37 @@ impl Hot {
     /// see [`Anchors::matches`]). No anchor holds a newline, so the search
     /// goes on from the next line.
     pub(crate) fn scan(&self, block: &[u8], found: &mut Vec<(usize, bool)>) {
-        let backward = if block.len() >= Backward::FROM {
-            self.backward
-                .get_or_init(|| {
-                    let [rules, facts] = self
-                        .groups
-                        .each_ref()
-                        .map(|g| g.iter().map(String::as_str).collect::<Vec<_>>());
-                    Backward::new(&[&rules, &facts])
-                })
-                .as_ref()
-        } else {
-            None
-        };
-        match (&self.search, backward) {
-            (search @ Search::Lazy { .. }, Some(backward)) => {
-                // The first lines both ways: the rest of the block the way
-                // that read fewer of their bytes.
+        match &self.search {
+            search @ Search::Lazy { .. } if block.len() >= Backward::FROM => {
+                // The first lines forward, and where that read more than
+                // half their bytes backward too: the rest of the block the
+                // way that read fewer. A block whose anchors start its
+                // lines (a kernel log's) never builds a backward state.
                 let probe = block.len().min(Backward::PROBE);
                 let probe =
                     memchr::memchr(b'\n', &block[probe..]).map_or(block.len(), |i| probe + i + 1);
                 let ahead = search.scan_forward(&block[..probe], found);
                 let from = found.len();
-                let back = backward.scan(&block[..probe], found);
-                found.truncate(from);
                 let rest = &block[probe..];
-                if back < ahead {
-                    backward.scan(rest, found);
-                    found[from..].reverse();
-                } else {
-                    search.scan_forward(rest, found);
+                match (2 * ahead > probe).then(|| self.backward()).flatten() {
+                    Some(backward) if backward.scan(&block[..probe], found) < ahead => {
+                        found.truncate(from);
+                        backward.scan(rest, found);
+                        found[from..].reverse();
+                    }
+                    _ => {
+                        found.truncate(from);
+                        search.scan_forward(rest, found);
+                    }
                 }
                 for f in &mut found[from..] {
                     f.0 += probe;
                 }
             }
-            (search @ Search::Lazy { .. }, None) => {
+            search @ Search::Lazy { .. } => {
                 search.scan_forward(block, found);
             }
-            (Search::Automaton { matcher, .. }, _) => {
+            Search::Automaton { matcher, .. } => {
                 let next_line = |end: usize| {
                     memchr::memchr(b'\n', &block[end..]).map_or(block.len(), |i| end + i + 1)
                 };
