@@ -163,6 +163,8 @@ impl Anchors {
         let facts = Cover::of(FACT_ANCHORS, &rules);
         let hot = Arc::new(Hot {
             search: Search::new(&[&rules, &facts]),
+            backward: OnceLock::new(),
+            groups: [&rules, &facts].map(|g| g.iter().map(|&l| l.to_owned()).collect()),
             literals: self.literals.clone(),
             rules_only: OnceLock::new(),
         });
@@ -241,6 +243,12 @@ pub(crate) struct Hot {
     /// The rules' literals (the first group: a match of theirs makes the
     /// line a message) and the parsers'.
     search: Search,
+    /// The same groups searched from a line's end ([`Backward`]), where
+    /// the lazy DFA can be built: built for the first block of
+    /// [`Backward::FROM`] bytes (a paste never needs it).
+    backward: OnceLock<Option<Backward>>,
+    /// The two groups' literals (the rules', the parsers'), to build it.
+    groups: [Vec<String>; 2],
     /// The rules' literals, and their search alone, for a line where a
     /// parser's came first: built when the first such line comes (a journal
     /// of quiet lines may have none).
@@ -313,24 +321,42 @@ impl Search {
     /// long as compiling them). `None` where there is no literal or the
     /// DFA cannot be built.
     fn lazy(groups: &[&[&str]]) -> Option<Search> {
-        use regex_automata::hybrid::dfa::DFA;
-        use regex_automata::nfa::thompson;
         if groups.iter().all(|g| g.is_empty()) {
             return None;
         }
-        let exprs: Vec<regex_syntax::hir::Hir> = groups.iter().map(|g| Search::trie(g)).collect();
-        let nfa = thompson::Compiler::new()
-            .configure(thompson::Config::new().utf8(false))
-            .build_many_from_hir(&exprs)
-            .ok()?;
-        let dfa = DFA::builder()
-            .configure(DFA::config().cache_capacity(LAZY_CACHE_BYTES))
-            .build_from_nfa(nfa)
-            .ok()?;
+        let dfa = Search::lazy_dfa(groups, false)?;
         Some(Search::Lazy {
             dfa: Box::new(dfa),
             caches: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The lazy DFA of the groups' tries, one pattern a group, to search
+    /// forward or (`reverse`) from the end of a text towards its start.
+    fn lazy_dfa(groups: &[&[&str]], reverse: bool) -> Option<regex_automata::hybrid::dfa::DFA> {
+        use regex_automata::hybrid::dfa::DFA;
+        use regex_automata::nfa::thompson;
+        let exprs: Vec<regex_syntax::hir::Hir> =
+            groups.iter().map(|g| Search::trie(g, reverse)).collect();
+        let nfa = thompson::Compiler::new()
+            .configure(
+                thompson::Config::new()
+                    .utf8(false)
+                    .reverse(reverse)
+                    // A reverse NFA has no captures (and a search for
+                    // anchors needs none either way).
+                    .which_captures(if reverse {
+                        thompson::WhichCaptures::None
+                    } else {
+                        thompson::WhichCaptures::All
+                    }),
+            )
+            .build_many_from_hir(&exprs)
+            .ok()?;
+        DFA::builder()
+            .configure(DFA::config().cache_capacity(LAZY_CACHE_BYTES))
+            .build_from_nfa(nfa)
+            .ok()
     }
 
     /// The literals as the expression of their trie: a shared prefix is
@@ -344,7 +370,13 @@ impl Search {
     /// trie a state holds the first bytes' branches and the few nodes the
     /// text is in. The same lines match at the same places: a match ends
     /// where its literal does, the earliest such end either way.
-    fn trie(literals: &[&str]) -> regex_syntax::hir::Hir {
+    ///
+    /// `mirrored`, the trie of the literals read from their ends, written
+    /// last byte last: the same literals, as the expression that a reverse
+    /// NFA (which reads each concatenation from its end) compiles to a trie
+    /// of the literals' ends. Compiled in reverse, the trie of their starts
+    /// would start a backward search on every literal's last byte at once.
+    fn trie(literals: &[&str], mirrored: bool) -> regex_syntax::hir::Hir {
         use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, Hir};
         /// A node: the bytes that go on (folded), and whether a literal
         /// ends here (then nothing past it matters: it matched earlier).
@@ -356,7 +388,11 @@ impl Search {
         let mut nodes = vec![Node::default()];
         for literal in literals.iter().filter(|l| !l.is_empty()) {
             let mut at = 0;
-            for b in literal.bytes().map(|b| b.to_ascii_lowercase()) {
+            let mut bytes: Vec<u8> = literal.bytes().map(|b| b.to_ascii_lowercase()).collect();
+            if mirrored {
+                bytes.reverse();
+            }
+            for b in bytes {
                 at = match nodes[at].next.iter().find(|&&(c, _)| c == b) {
                     Some(&(_, child)) => child,
                     None => {
@@ -391,7 +427,9 @@ impl Search {
             rest
         };
         let whole = |mut last_first: Vec<Hir>| {
-            last_first.reverse();
+            if !mirrored {
+                last_first.reverse();
+            }
             Hir::concat(last_first)
         };
         for (at, node) in nodes.iter().enumerate().rev() {
@@ -413,6 +451,43 @@ impl Search {
 }
 
 impl Search {
+    /// [`Hot::scan`] from each line's start (a lazy DFA's search; nothing
+    /// otherwise). The bytes the search read: a line's up to the end of its
+    /// first match, a line without one whole.
+    fn scan_forward(&self, block: &[u8], found: &mut Vec<(usize, bool)>) -> usize {
+        let Search::Lazy { dfa, caches } = self else {
+            return 0;
+        };
+        let next_line =
+            |end: usize| memchr::memchr(b'\n', &block[end..]).map_or(block.len(), |i| end + i + 1);
+        let taken = caches.lock().ok().and_then(|mut c| c.pop());
+        let mut cache = taken.unwrap_or_else(|| dfa.create_cache());
+        let (mut at, mut skipped) = (0, 0);
+        while at < block.len() {
+            let input = regex_automata::Input::new(block).range(at..).earliest(true);
+            // Without a quit byte or a cache limit the search never
+            // fails; were it to, every remaining line is read in full.
+            let m = match dfa.try_search_fwd(&mut cache, &input) {
+                Ok(Some(m)) => m,
+                Ok(None) => break,
+                Err(_) => {
+                    mark_every_line(block, at, found);
+                    break;
+                }
+            };
+            // A match is at least one byte: its last byte is in its line.
+            let end = m.offset();
+            let group = self.group(m.pattern().as_usize());
+            found.push((end - 1, group == 0));
+            at = next_line(end);
+            skipped += at - end;
+        }
+        if let Ok(mut c) = caches.lock() {
+            c.push(cache);
+        }
+        block.len() - skipped
+    }
+
     /// Whether any literal is in `text`.
     fn is_match(&self, text: &[u8]) -> bool {
         match self {
@@ -439,6 +514,19 @@ impl Hot {
     #[cfg(test)]
     pub(crate) fn is_rule(&self, line: &str) -> bool {
         self.rules().is_rule(line)
+    }
+
+    /// The backward search, built on its first use.
+    fn backward(&self) -> Option<&Backward> {
+        self.backward
+            .get_or_init(|| {
+                let [rules, facts] = self
+                    .groups
+                    .each_ref()
+                    .map(|g| g.iter().map(String::as_str).collect::<Vec<_>>());
+                Backward::new(&[&rules, &facts])
+            })
+            .as_ref()
     }
 
     fn rule_search(&self) -> Option<&Search> {
@@ -474,36 +562,40 @@ impl Hot {
     /// see [`Anchors::matches`]). No anchor holds a newline, so the search
     /// goes on from the next line.
     pub(crate) fn scan(&self, block: &[u8], found: &mut Vec<(usize, bool)>) {
-        let next_line =
-            |end: usize| memchr::memchr(b'\n', &block[end..]).map_or(block.len(), |i| end + i + 1);
         match &self.search {
-            Search::Lazy { dfa, caches } => {
-                let taken = caches.lock().ok().and_then(|mut c| c.pop());
-                let mut cache = taken.unwrap_or_else(|| dfa.create_cache());
-                let mut at = 0;
-                while at < block.len() {
-                    let input = regex_automata::Input::new(block).range(at..).earliest(true);
-                    // Without a quit byte or a cache limit the search never
-                    // fails; were it to, every remaining line is read in full.
-                    let m = match dfa.try_search_fwd(&mut cache, &input) {
-                        Ok(Some(m)) => m,
-                        Ok(None) => break,
-                        Err(_) => {
-                            mark_every_line(block, at, found);
-                            break;
-                        }
-                    };
-                    // A match is at least one byte: its last byte is in its line.
-                    let end = m.offset();
-                    let group = self.search.group(m.pattern().as_usize());
-                    found.push((end - 1, group == 0));
-                    at = next_line(end);
+            search @ Search::Lazy { .. } if block.len() >= Backward::FROM => {
+                // The first lines forward, and where that read more than
+                // half their bytes backward too: the rest of the block the
+                // way that read fewer. A block whose anchors start its
+                // lines (a kernel log's) never builds a backward state.
+                let probe = block.len().min(Backward::PROBE);
+                let probe =
+                    memchr::memchr(b'\n', &block[probe..]).map_or(block.len(), |i| probe + i + 1);
+                let ahead = search.scan_forward(&block[..probe], found);
+                let from = found.len();
+                let rest = &block[probe..];
+                match (2 * ahead > probe).then(|| self.backward()).flatten() {
+                    Some(backward) if backward.scan(&block[..probe], found) < ahead => {
+                        found.truncate(from);
+                        backward.scan(rest, found);
+                        found[from..].reverse();
+                    }
+                    _ => {
+                        found.truncate(from);
+                        search.scan_forward(rest, found);
+                    }
                 }
-                if let Ok(mut c) = caches.lock() {
-                    c.push(cache);
+                for f in &mut found[from..] {
+                    f.0 += probe;
                 }
             }
+            search @ Search::Lazy { .. } => {
+                search.scan_forward(block, found);
+            }
             Search::Automaton { matcher, .. } => {
+                let next_line = |end: usize| {
+                    memchr::memchr(b'\n', &block[end..]).map_or(block.len(), |i| end + i + 1)
+                };
                 let mut at = 0;
                 while at < block.len() {
                     let Some(m) = matcher.find(Input::new(block).range(at..)) else {
@@ -515,6 +607,75 @@ impl Hot {
                 }
             }
         }
+    }
+}
+
+/// The anchors searched from each line's end towards its start: the same
+/// lines found, and a match of the rules' group where a line holds one of
+/// theirs first from its end. Which lines hold a literal does not depend on
+/// the way they are read, but the bytes read do: a search stops at a line's
+/// first match, and a server's line holds its anchor in its message, often
+/// near its end (`… gen throughput (token/s): 4.21, #queue-req: 0`: read
+/// from the start, 84% of an SGLang line's bytes; from the end, 48%), a
+/// kernel's near its start (`NVRM: Xid …`). [`Hot::scan`] reads a block's
+/// first lines both ways and the rest the way that read fewer bytes.
+#[derive(Debug)]
+struct Backward {
+    dfa: Box<regex_automata::hybrid::dfa::DFA>,
+    caches: Mutex<Vec<regex_automata::hybrid::dfa::Cache>>,
+}
+
+impl Backward {
+    /// The bytes (whole lines, at least) of a block read both ways.
+    const PROBE: usize = 8 << 10;
+    /// The smallest block read backward where that reads fewer bytes.
+    const FROM: usize = 8 * Backward::PROBE;
+
+    fn new(groups: &[&[&str]]) -> Option<Backward> {
+        if groups.iter().all(|g| g.is_empty()) {
+            return None;
+        }
+        Some(Backward {
+            dfa: Box::new(Search::lazy_dfa(groups, true)?),
+            caches: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// [`Hot::scan`] from each line's end, the block's last line first: a
+    /// match where it starts, the matches last first. The bytes read: a
+    /// line's from its end to the start of its last match, a line without
+    /// one whole.
+    fn scan(&self, block: &[u8], found: &mut Vec<(usize, bool)>) -> usize {
+        let taken = self.caches.lock().ok().and_then(|mut c| c.pop());
+        let mut cache = taken.unwrap_or_else(|| self.dfa.create_cache());
+        let (mut end, mut skipped) = (block.len(), 0);
+        while end > 0 {
+            let input = regex_automata::Input::new(block)
+                .range(..end)
+                .earliest(true);
+            let m = match self.dfa.try_search_rev(&mut cache, &input) {
+                Ok(Some(m)) => m,
+                Ok(None) => break,
+                Err(_) => {
+                    // As forward: every line left is read in full, marked
+                    // last first as this search's matches are.
+                    let from = found.len();
+                    mark_every_line(&block[..end], 0, found);
+                    found[from..].reverse();
+                    break;
+                }
+            };
+            let start = m.offset();
+            found.push((start, m.pattern().as_usize() == 0));
+            // The line before this one ends at its `\n`, before this line's start.
+            let line = memchr::memrchr(b'\n', &block[..start]).map_or(0, |i| i + 1);
+            skipped += start - line;
+            end = line;
+        }
+        if let Ok(mut c) = self.caches.lock() {
+            c.push(cache);
+        }
+        block.len() - skipped
     }
 }
 
@@ -595,6 +756,8 @@ mod tests {
     fn lines_found(search: Search, block: &str) -> Vec<(usize, bool)> {
         let hot = Hot {
             search,
+            backward: OnceLock::new(),
+            groups: Default::default(),
             literals: Vec::new(),
             rules_only: OnceLock::new(),
         };
@@ -812,6 +975,8 @@ mod tests {
         };
         let hot = |search| Hot {
             search,
+            backward: OnceLock::new(),
+            groups: Default::default(),
             literals: Vec::new(),
             rules_only: OnceLock::new(),
         };
@@ -851,5 +1016,141 @@ mod tests {
             lines[..2].iter().map(|l| l.len() + 1).sum::<usize>() + 8
         );
         assert_eq!(by_lazy[2].0, block.find("nvrm: xi").expect("line") + 7);
+    }
+
+    /// Lines to search: every real incident's, every line the bench's
+    /// families are drawn from (bench/families/*.tsv), and each literal
+    /// whole and cut by a byte at either end, at a line's start, middle and
+    /// end, in either case.
+    fn lines_to_search(literals: &[&str]) -> Vec<String> {
+        let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+        let mut lines = Vec::new();
+        let mut cases: Vec<_> = std::fs::read_dir(root.join("fixtures/real"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|c| c.path().join("input.log"))
+            .collect();
+        cases.sort();
+        for case in cases {
+            if let Ok(text) = std::fs::read_to_string(case) {
+                lines.extend(text.lines().map(str::to_owned));
+            }
+        }
+        let mut families: Vec<_> = std::fs::read_dir(root.join("bench/families"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|f| f.path())
+            .filter(|f| f.extension().is_some_and(|e| e == "tsv"))
+            .collect();
+        families.sort();
+        for family in families {
+            let text = std::fs::read_to_string(family).unwrap_or_default();
+            lines.extend(
+                text.lines()
+                    .filter(|l| !l.starts_with('#'))
+                    .filter_map(|l| l.splitn(4, '\t').nth(3))
+                    .map(str::to_owned),
+            );
+        }
+        for l in literals {
+            let n = l.len();
+            for (from, to) in [(0, n), (1, n), (0, n - 1)] {
+                if let Some(part) = l.get(from..to) {
+                    lines.push(part.to_ascii_uppercase());
+                    lines.push(format!("x {part} y"));
+                    lines.push(format!("{} tail", part.to_ascii_lowercase()));
+                    lines.push(format!("head {part}"));
+                }
+            }
+        }
+        lines
+    }
+
+    /// The backward search ([`Backward`]) against the forward one, kept as
+    /// its oracle, over the app's anchors (the rules', the catalogs', the
+    /// parsers'): the same lines found, the same called messages (a rule's
+    /// literal first either way, or one found by [`Hot::is_rule`]); and
+    /// [`Hot::scan`], which reads a block's first lines both ways and the
+    /// rest one way, the same again, on blocks where either way wins.
+    #[test]
+    fn the_backward_search_finds_what_the_forward_one_finds() {
+        let anchors = Anchors::new(crate::rules::anchors(crate::rules::RULES).literals());
+        let all: Vec<&str> = anchors
+            .literals()
+            .iter()
+            .map(String::as_str)
+            .chain(FACT_ANCHORS.iter().copied())
+            .collect();
+        let lines = lines_to_search(&all);
+        assert!(lines.len() > 20_000, "{}", lines.len());
+        let hot = anchors.with_facts();
+        let [rules, facts] = hot
+            .groups
+            .each_ref()
+            .map(|g| g.iter().map(String::as_str).collect::<Vec<_>>());
+        let backward = Backward::new(&[&rules, &facts]).expect("a lazy DFA");
+        // Each line: whether a literal is in it, and whether it is a message.
+        let per_line = |block: &str, found: &[(usize, bool)]| {
+            let starts: Vec<usize> = std::iter::once(0)
+                .chain(memchr::memchr_iter(b'\n', block.as_bytes()).map(|i| i + 1))
+                .collect();
+            let mut seen = vec![(false, false); starts.len()];
+            assert!(found.windows(2).all(|w| w[0].0 < w[1].0), "in order");
+            for &(at, rule) in found {
+                let line = starts.partition_point(|&s| s <= at) - 1;
+                assert!(!seen[line].0, "one match a line");
+                let text = block[starts[line]..].lines().next().unwrap_or("");
+                seen[line] = (true, rule || hot.is_rule(text));
+            }
+            seen
+        };
+        let (mut ahead, mut back) = (0, 0);
+        for size in [1, 2, 5, 64, 2048] {
+            for chunk in lines.chunks(size) {
+                let block = chunk.join("\n") + "\n";
+                let mut forward = Vec::new();
+                ahead += hot.search.scan_forward(block.as_bytes(), &mut forward);
+                let mut reverse = Vec::new();
+                back += backward.scan(block.as_bytes(), &mut reverse);
+                reverse.reverse();
+                let oracle = per_line(&block, &forward);
+                assert_eq!(per_line(&block, &reverse), oracle, "{chunk:?}");
+                let mut scanned = Vec::new();
+                hot.scan(block.as_bytes(), &mut scanned);
+                assert_eq!(per_line(&block, &scanned), oracle, "{chunk:?}");
+            }
+        }
+        // Blocks of one family's lines, repeated past the size read both
+        // ways: SGLang's, whose anchors end its lines, read backward; the
+        // kernel's, whose anchors start them, forward.
+        for (family, backward_wins) in [("sglang", true), ("kernel", false)] {
+            let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+                .join("bench/families")
+                .join(format!("{family}.tsv"));
+            let text = std::fs::read_to_string(path).expect("the family's lines");
+            let family: Vec<&str> = text
+                .lines()
+                .filter(|l| l.starts_with("line\t") || l.starts_with("chatter"))
+                .filter_map(|l| l.splitn(4, '\t').nth(3))
+                .collect();
+            let mut block = String::new();
+            while block.len() < 4 * Backward::FROM {
+                block.extend(family.iter().flat_map(|l| [*l, "\n"]));
+            }
+            let mut forward = Vec::new();
+            let ahead = hot.search.scan_forward(block.as_bytes(), &mut forward);
+            let back = backward.scan(block.as_bytes(), &mut Vec::new());
+            assert_eq!(
+                back < ahead,
+                backward_wins,
+                "{back} bytes read backward, {ahead} forward"
+            );
+            let mut scanned = Vec::new();
+            hot.scan(block.as_bytes(), &mut scanned);
+            assert_eq!(per_line(&block, &scanned), per_line(&block, &forward));
+        }
+        assert!(ahead > 0 && back > 0);
     }
 }

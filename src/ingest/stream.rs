@@ -215,6 +215,7 @@ fn read_source(
         let reading = scope.spawn(move || {
             let mut batch = Batch::default();
             let mut templater = aggregate::Templater::default();
+            let mut split = Split::start();
             let mut send = |batch: &mut Batch| {
                 // With one batch waiting, half of this one is left to the
                 // parsing thread: neither thread waits long for the other.
@@ -223,10 +224,13 @@ fn read_source(
                     1 => batch.look_to(&look, batch.lines.len() / 2, &mut templater),
                     _ => batch.look(&look, &mut templater),
                 }
+                split.looked(batch.looked.len(), batch.lines.len());
                 let next = recycled.try_recv().unwrap_or_default();
                 queued.fetch_add(1, Ordering::Relaxed);
                 // The parsing thread only stops early if it panicked.
+                let waiting = split.now();
                 let _ = full.send(std::mem::replace(batch, next));
+                split.waited(waiting);
             };
             let summary = source.for_each_line(&mut progress, &mut |n, raw| {
                 batch.push(n, &clean_line(raw));
@@ -235,19 +239,95 @@ fn read_source(
                 }
             });
             send(&mut batch);
-            summary
+            split.end();
+            (summary, split)
         });
-        for mut batch in batches {
+        let mut split = Split::start();
+        loop {
+            let waiting = split.now();
+            let Ok(mut batch) = batches.recv() else {
+                break;
+            };
+            split.waited(waiting);
             queued.fetch_sub(1, Ordering::Relaxed);
+            let from = batch.looked.len();
             batch.look(&look, &mut templater);
+            split.looked(batch.lines.len() - from, batch.lines.len());
             input.lines(&mut batch);
             let _ = empty.try_send(batch);
         }
-        reading
+        split.end();
+        let (summary, read) = reading
             .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        read.report("reading", &split, "parsing");
+        summary
     });
     input.finish(summary.lines)
+}
+
+/// How one of the two threads spent its time, told on standard error when
+/// `ROOTCAUSE_TRACE_THREADS` is set (a measure for docs/performance.md:
+/// how busy each thread is and whether one waits on the other). Unset, it
+/// reads no clock.
+struct Split {
+    /// When the thread started, where traced, and how long it ran.
+    started: Option<std::time::Instant>,
+    ran: std::time::Duration,
+    /// Time spent waiting on the other thread (a full queue, an empty one).
+    waited: std::time::Duration,
+    /// Lines whose anchors and template this thread looked at, of lines.
+    looked: (usize, usize),
+}
+
+impl Split {
+    fn start() -> Split {
+        static TRACED: std::sync::LazyLock<bool> =
+            std::sync::LazyLock::new(|| std::env::var_os("ROOTCAUSE_TRACE_THREADS").is_some());
+        Split {
+            started: TRACED.then(std::time::Instant::now),
+            ran: std::time::Duration::ZERO,
+            waited: std::time::Duration::ZERO,
+            looked: (0, 0),
+        }
+    }
+
+    fn now(&self) -> Option<std::time::Instant> {
+        self.started.map(|_| std::time::Instant::now())
+    }
+
+    fn waited(&mut self, since: Option<std::time::Instant>) {
+        if let Some(since) = since {
+            self.waited += since.elapsed();
+        }
+    }
+
+    fn end(&mut self) {
+        if let Some(started) = self.started {
+            self.ran = started.elapsed();
+        }
+    }
+
+    fn looked(&mut self, looked: usize, lines: usize) {
+        self.looked.0 += looked;
+        self.looked.1 += lines;
+    }
+
+    /// Both threads' times, this one's and `other`'s, on standard error.
+    fn report(&self, name: &str, other: &Split, other_name: &str) {
+        for (split, name) in [(self, name), (other, other_name)] {
+            if split.started.is_some() {
+                let all = split.ran.as_secs_f64();
+                let waited = split.waited.as_secs_f64();
+                eprintln!(
+                    "rootcause: {name} thread: {all:.3} s, waited {waited:.3} s, busy {:.3} s; looked at {} of {} lines",
+                    all - waited,
+                    split.looked.0,
+                    split.looked.1,
+                );
+            }
+        }
+    }
 }
 
 /// Lines read and cleaned, on their way to their segment's reader.
