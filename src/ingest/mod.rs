@@ -16,6 +16,7 @@ mod check_env;
 mod collect_env;
 mod coredump;
 mod dcgmi_diag;
+mod dcgmi_nvlink;
 mod detect;
 mod docker_inspect;
 mod format;

@@ -184,6 +184,9 @@ pub(super) struct TableStream {
     /// In a box another tool drew (dcgmi's, by its header row): its lines
     /// are left to the text-table reader (`ingest::tables`).
     foreign: bool,
+    /// In `dcgmi nvlink --link-status`'s box, whose borders look like
+    /// nvidia-smi's (`ingest::dcgmi_nvlink`).
+    nvlink: Option<super::dcgmi_nvlink::NvlinkBox>,
 }
 
 impl Default for TableStream {
@@ -195,6 +198,7 @@ impl Default for TableStream {
             last_border_width: None,
             date: None,
             foreign: false,
+            nvlink: None,
         }
     }
 }
@@ -203,6 +207,20 @@ impl TableStream {
     /// Reads one line; returns whether it was recognised.
     pub(super) fn feed(&mut self, text: &str, span: Span, facts: &mut Facts) -> bool {
         let t = text.trim();
+        if super::dcgmi_nvlink::is_title(t) {
+            self.nvlink = Some(super::dcgmi_nvlink::NvlinkBox::open(span));
+            return true;
+        }
+        if let Some(nvlink) = self.nvlink.as_mut() {
+            match nvlink.feed(t, span, facts) {
+                Some(true) => return true,
+                Some(false) => {
+                    self.nvlink = None;
+                    return true;
+                }
+                None => self.nvlink = None,
+            }
+        }
         if super::tables::is_dcgmi_box_header(t) {
             self.foreign = true;
         }

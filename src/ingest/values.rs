@@ -59,13 +59,15 @@ pub fn normalize_bus_id(value: &str) -> Option<String> {
 /// GPU cannot be reached (docs/formats/nvidia.md). Both the table and the CSV
 /// queries are replaced by them, so both parsers recognise them.
 pub fn is_smi_failure_line(line: &str) -> bool {
-    const PREFIXES: [&str; 6] = [
+    const PREFIXES: [&str; 7] = [
         "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
         "Failed to initialize NVML:",
         "NVML library version:",
         "No devices were found",
         "Unable to determine the device handle for GPU",
         "Unable to determine the device handle for gpu",
+        // Windows' nvidia-smi.exe (jamesstringer90/Easy-GPU-PV#276).
+        "Unable to detect the device handle for GPU",
     ];
     let line = line.trim();
     PREFIXES.iter().any(|p| line.starts_with(p))

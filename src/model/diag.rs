@@ -43,3 +43,33 @@ pub struct DiagResult {
     pub detail: String,
     pub detail_spans: Vec<Span>,
 }
+
+/// One row of `dcgmi nvlink --link-status` (NVIDIA/DCGM `dcgmi/Nvlink.cpp`,
+/// `DisplayNvLinkLinkStatus`): a GPU's (`gpuId N:`) or an NVSwitch's
+/// (`physicalId N:`) links, one letter each, under the box titled
+/// `NvLink Link Status`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NvlinkStates {
+    /// The box's title row (`|  NvLink Link Status  |`): rows with the same
+    /// title are one listing.
+    pub title: Span,
+    /// The row of letters.
+    pub span: Span,
+    /// An NVSwitch's row (under `NvSwitches:`), not a GPU's.
+    pub switch: bool,
+    /// The GPU's DCGM id (its NVML index on a host without MIG) or the
+    /// NVSwitch's physical id.
+    pub id: u32,
+    /// One letter per link as dcgmi prints it (`nvLinkStateToCharacter`):
+    /// `U` up, `D` down (a link the GPU has, NVML says inactive), `X`
+    /// disabled (DCGM's word for a down link while MIG is on), `_` not
+    /// supported (a link the GPU does not have).
+    pub states: String,
+}
+
+impl NvlinkStates {
+    /// How many of its links are in `state` (`'U'`, `'D'`, `'X'`, `'_'`).
+    pub fn count(&self, state: char) -> usize {
+        self.states.chars().filter(|c| *c == state).count()
+    }
+}

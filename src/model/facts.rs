@@ -2,7 +2,6 @@
 
 use super::ContainerState;
 use super::CoreDump;
-use super::DiagResult;
 use super::EnvReport;
 use super::GpuMention;
 use super::InstanceRow;
@@ -11,6 +10,7 @@ use super::Listener;
 use super::PackageChange;
 use super::Timestamp;
 use super::TypedCommand;
+use super::{DiagResult, NvlinkStates};
 use super::{GpuHealth, KernelEvent, ProcCgroup, UnitProperties};
 use super::{
     GpuProcessRecord, GpuRecord, JournalEntry, Message, ProcessListing, PsRecord, Repeat, Resumed,
@@ -87,6 +87,9 @@ pub struct Facts {
     /// Commands typed at a shell prompt, with how much each printed, in
     /// input order (at most [`MAX_TYPED_COMMANDS`] an input).
     pub typed_commands: Vec<TypedCommand>,
+    /// The rows of `dcgmi nvlink --link-status`: each GPU's and NVSwitch's
+    /// link states.
+    pub nvlink_states: Vec<NvlinkStates>,
 }
 
 /// How many typed commands an input's facts keep.
@@ -151,6 +154,7 @@ impl Facts {
             frame_writers,
             input_ends,
             typed_commands,
+            nvlink_states,
         } = other;
         self.smi_headers.extend(smi_headers);
         self.gpus.extend(gpus);
@@ -183,5 +187,6 @@ impl Facts {
         self.frame_writers.extend(frame_writers);
         self.input_ends.extend(input_ends);
         self.typed_commands.extend(typed_commands);
+        self.nvlink_states.extend(nvlink_states);
     }
 }

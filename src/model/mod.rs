@@ -37,7 +37,7 @@ pub use cgroup::{CgroupOwner, ProcCgroup};
 pub use container::ContainerState;
 pub use coredump::CoreDump;
 pub use cuda::{CudaOom, OomSource, ProcessMemory};
-pub use diag::{DiagOutcome, DiagResult};
+pub use diag::{DiagOutcome, DiagResult, NvlinkStates};
 pub use dist::{NcclDetail, NcclLevel, NcclLine, TorchDist, TorchDistKind};
 pub use env_report::{EnvGpu, EnvReport, Topology, TopologyRow};
 pub use facts::{EmbeddedBlock, Facts, MAX_TYPED_COMMANDS};

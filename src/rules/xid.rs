@@ -401,21 +401,27 @@ pub fn cite_health(f: &mut Finding, healths: &[&GpuHealth], label: &str) -> Sick
     s
 }
 
-/// `Unable to determine the device handle for GPU0000:BA:00.0: Unknown Error`
-/// (older drivers: `… for GPU 0000:BA:00.0: GPU is lost.  Reboot …`).
-static NO_HANDLE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"Unable to determine the device handle for GPU\s?(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]):\s*(?P<why>.*)",
-    )
-    .expect("regex")
-});
+/// nvidia-smi's per-GPU failure up to the bus id it names: `Unable to
+/// determine the device handle for GPU0000:BA:00.0` (older drivers: `… for
+/// GPU 0000:BA:00.0`; `nvidia-smi -L`: `gpu`; Windows' nvidia-smi.exe:
+/// `Unable to detect the device handle for GPU0000:B1:00.0`,
+/// jamesstringer90/Easy-GPU-PV#276). The domain is read with any number of
+/// digits: a bus id retyped by hand keeps fewer than four
+/// (`GPU 000:BA:80.0`, NVIDIA/dcgm-exporter#604), and is the GPU named.
+pub const NO_HANDLE_BUS: &str = r"Unable to (?:determine|detect) the device handle for (?:[Gg][Pp][Uu]\s?)?(?P<bus>[0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])";
+
+/// [`NO_HANDLE_BUS`] and what nvidia-smi says of the GPU (`Unknown Error`,
+/// `GPU is lost.  Reboot …`).
+static NO_HANDLE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(&format!(r"{NO_HANDLE_BUS}:\s*(?P<why>.*)")).expect("regex"));
 
 /// Literals of the lines [`cite_unreachable`] reads (the hung tasks of
 /// [`cite_hung_tasks`] are a catalog row, whose anchor the prefilter has).
-pub const LOST_GPU_ANCHORS: [&str; 3] = [
+pub const LOST_GPU_ANCHORS: [&str; 4] = [
     "Unable to determine the device handle",
     "GPU requires reset",
     "GPU is lost",
+    "Unable to detect the device handle",
 ];
 
 /// Cites the kernel's hung-task reports (a process blocked in the driver);

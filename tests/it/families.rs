@@ -76,6 +76,11 @@ const FAMILIES: &[(&str, &str, &str)] = &[
         "Health Monitor",
     ),
     (
+        "dcgmi nvlink --link-status",
+        "fixtures/formats/lines/dcgmi-nvlink-link-status.txt",
+        "gpuId",
+    ),
+    (
         "dcgmi dmon",
         "fixtures/formats/lines/dcgmi-dmon-health-json.txt",
         "GPU",

@@ -28,11 +28,12 @@ gated!(
             "Failed to initialize NVML: ",
             "No devices were found",
             "Unable to determine the device handle for GPU",
+            "Unable to detect the device handle for GPU",
         ]
         .iter()
         .any(|p| l.starts_with(p))
     },
-    r"^(?:NVIDIA-SMI has failed because|Failed to initialize NVML: |No devices were found\s*$|Unable to determine the device handle for GPU)"
+    r"^(?:NVIDIA-SMI has failed because|Failed to initialize NVML: |No devices were found\s*$|Unable to (?:determine|detect) the device handle for GPU)"
 );
 // The header row without its bars (`NVIDIA-SMI 470.141.03   Driver
 // Version: …`), and a process header without them (`GPU  PID  Process name

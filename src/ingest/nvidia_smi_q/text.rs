@@ -27,7 +27,7 @@ static LEAF: LazyLock<Regex> = LazyLock::new(|| {
 /// nvidia-smi's message for a GPU it cannot open, printed instead of its block.
 static NO_HANDLE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^Unable to determine the device handle for (?:GPU|gpu)\s?(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]): (?P<error>.+?)\.?$",
+        r"^Unable to (?:determine|detect) the device handle for (?:GPU|gpu)\s?(?P<bus>[0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]): (?P<error>.+?)\.?$",
     )
     .expect("no-handle regex")
 });

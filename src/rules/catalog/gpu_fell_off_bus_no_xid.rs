@@ -19,6 +19,7 @@ static META: RuleMeta = RuleMeta {
     summary: "the driver lost a GPU (fallen off the bus, NV_ERR_GPU_IS_LOST) and the Xid 79 line is not in the captures",
     anchors: &[
         "Unable to determine the device handle",
+        "Unable to detect the device handle",
         "GPU requires reset",
         "GPU is lost",
         "blocked for more than",

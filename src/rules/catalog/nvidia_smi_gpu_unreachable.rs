@@ -17,11 +17,13 @@ pub static RULE: NvidiaSmiGpuUnreachable = NvidiaSmiGpuUnreachable;
 pub struct NvidiaSmiGpuUnreachable;
 
 /// nvidia-smi's per-GPU failure, as every driver branch prints it (Windows
-/// wraps the sentence after `Reboot`; `nvidia-smi -L` writes `gpu`).
+/// wraps the sentence after `Reboot`; `nvidia-smi -L` writes `gpu`), for
+/// the failures that say the GPU itself is gone (`xid::NO_HANDLE_BUS`).
 static NO_HANDLE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"Unable to determine the device handle for (?:[Gg][Pp][Uu]\s?)?(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]):\s*(?P<why>GPU is lost|GPU requires reset|Unknown Error)",
-    )
+    Regex::new(&format!(
+        r"{}:\s*(?P<why>GPU is lost|GPU requires reset|Unknown Error)",
+        xid::NO_HANDLE_BUS
+    ))
     .expect("regex")
 });
 
@@ -30,7 +32,10 @@ static META: RuleMeta = RuleMeta {
     category: Category::XidGpuFellOffBus,
     severity: Severity::Critical,
     summary: "nvidia-smi cannot open a GPU (GPU is lost, requires reset, Unknown Error) and no kernel log in the inputs says why",
-    anchors: &["Unable to determine the device handle"],
+    anchors: &[
+        "Unable to determine the device handle",
+        "Unable to detect the device handle",
+    ],
     doc: r#"
 ## What it means
 `Unable to determine the device handle for GPU 0000:02:00.0: GPU is lost.
@@ -254,6 +259,16 @@ mod tests {
             (
                 "Unable to determine the device handle for GPU 0000:3b:00.0: Insufficient Permissions",
                 None,
+            ),
+            // A bus id retyped with a three-digit domain (NVIDIA/dcgm-exporter#604).
+            (
+                "Unable to determine the device handle for GPU 000:BA:80.0: Unknown Error",
+                Some("Unknown Error"),
+            ),
+            // Windows' nvidia-smi.exe (jamesstringer90/Easy-GPU-PV#276).
+            (
+                "Unable to detect the device handle for GPU0000:B1:00.0: Unknown Error",
+                Some("Unknown Error"),
             ),
         ];
         for (line, why) in cases {

@@ -4,6 +4,9 @@
 //! has NVLink built in (SXM boards, B200, H100 HBM3): a GPU fault with no
 //! Xid line. On a PCIe card without a
 //! bridge the same words are normal, so the rule asks the GPU line above.
+//! DCGM's `dcgmi nvlink --link-status` rows are read too (`dcgmi.rs`).
+
+mod dcgmi;
 
 use std::sync::LazyLock;
 
@@ -40,7 +43,7 @@ static META: RuleMeta = RuleMeta {
     id: "nvlink-links-inactive",
     category: Category::XidOther,
     severity: Severity::Error,
-    summary: "nvidia-smi nvlink -s says the NVLinks of a GPU (all, or some) are inactive, on a GPU model whose NVLinks are built in: a GPU or fabric fault with no Xid line",
+    summary: "nvidia-smi nvlink -s or dcgmi nvlink --link-status says the NVLinks of a GPU (all, or some) are inactive or Down: a GPU, bridge or fabric fault with no Xid line",
     anchors: &["all links are inActive", "<inactive>", "(UUID: "],
     doc: r#"
 ## What it means
@@ -56,6 +59,19 @@ accompany it. On a PCIe card without an NVLink bridge the same words are
 normal, so the rule speaks only when the GPU line above names an NVLink
 model.
 
+DCGM says the same in `dcgmi nvlink --link-status`: under its `NvLink
+Link Status` box, a `gpuId N:` line and one letter per link (`U` up, `D`
+down, `X` disabled under MIG, `_` a link the GPU does not have). A `D` is
+a link the GPU has and NVML reports inactive; DCGM's own health watch
+fails the GPU for it (`GPU 0's NvLink link 0 is currently down`). Links
+`D` beside links `U`, NVSwitches listed, or a GPU model with NVLink built
+in make it a fault (an error). Every link of every GPU `D` with nothing
+else is said as a warning with both readings: a missing, unseated or
+failed NVLink bridge between GPUs sold as bridged pairs (H100 NVL,
+NVIDIA/DCGM#198), or a PCIe card installed without a bridge, where the
+same listing is normal (NVIDIA/DCGM#49). A passing `dcgmi diag` does not
+clear either.
+
 ## Why it happens
 A GPU or NVSwitch fault, a link that failed training at boot, the fabric
 manager not running or not matching the driver, a GPU left in a bad state
@@ -64,12 +80,15 @@ after an Xid (74, 144 – 150 are NVLink's).
 ## How to confirm
 `nvidia-smi nvlink -s` and `nvidia-smi -q -d NVLINK` on every GPU (the
 others list their links), `systemctl status nvidia-fabricmanager`,
-`dmesg -T | grep -i -e Xid -e SXid -e nvlink`, and `dcgmi diag -r 2`.
+`dmesg -T | grep -i -e Xid -e SXid -e nvlink`, `nvidia-smi topo -m` (the
+path between two bridged GPUs reads `NV<n>`, not `PHB`/`SYS`), and
+`dcgmi diag -r 2`.
 
 ## How to fix
-Drain the node; restart the fabric manager if it is down; reset the GPU
-or reboot the node; if the links stay down, the board or its baseboard
-goes to the vendor.
+Drain the node; restart the fabric manager if it is down; reseat or
+replace a missing or failed NVLink bridge; reset the GPU or reboot the
+node; if the links stay down, the board or its baseboard goes to the
+vendor.
 
 ## Safety
 Advice only: draining and rebooting take down every workload of the node.
@@ -120,6 +139,7 @@ impl Rule for NvlinkLinksInactive {
         for (gpu_line, index, name, lines, all) in down {
             out.push(finding(&lines, gpu_line, index, &name, all));
         }
+        dcgmi::check(incident, out);
     }
 }
 
@@ -239,6 +259,76 @@ mod tests {
         assert!(findings(&h100_pcie).is_empty());
         let alone = "NVML: Unable to retrieve NVLink information as all links are inActive\n";
         assert!(findings(alone).is_empty());
+    }
+
+    /// NVIDIA/DCGM#198: `dcgmi nvlink --link-status` on two H100 NVL,
+    /// verbatim, with the command above it.
+    const DCGM_198: &str = "dcgmi nvlink --link-status
++----------------------+
+|  NvLink Link Status  |
++----------------------+
+GPUs:
+    gpuId 0:
+        D D D D D D D D D D D D D D D D D D
+    gpuId 1:
+        D D D D D D D D D D D D D D D D D D
+NvSwitches:
+    No NvSwitches found.
+
+Key: Up=U, Down=D, Disabled=X, Not Supported=_
+";
+
+    #[test]
+    fn dcgmi_every_link_down_and_nothing_else_is_a_warning_naming_the_gpus() {
+        let f = findings(DCGM_198);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].severity, crate::rules::Severity::Warning);
+        assert!(f[0].entities.gpus.contains(&0) && f[0].entities.gpus.contains(&1));
+        // The title row and both GPUs' rows are cited.
+        let lines: Vec<u32> = f[0].evidence.iter().map(|e| e.span.line).collect();
+        assert_eq!(lines, [3, 7, 9]);
+    }
+
+    #[test]
+    fn dcgmi_links_down_beside_links_up_are_a_fault() {
+        // DCGM#198's box with GPU 1's links up and GPU 0's last one down
+        // (assembled from the real box, not copied).
+        let mixed = DCGM_198
+            .replacen(
+                "D D D D D D D D D D D D D D D D D D",
+                "U U U U U U U U U U U U U U U U U D",
+                1,
+            )
+            .replacen(
+                "    gpuId 1:\n        D D D D D D D D D D D D D D D D D D",
+                "    gpuId 1:\n        U U U U U U U U U U U U U U U U U U",
+                1,
+            );
+        let f = findings(&mixed);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].severity, crate::rules::Severity::Error);
+        assert_eq!(f[0].category, Category::XidOther);
+        assert_eq!(f[0].entities.gpus.iter().copied().collect::<Vec<_>>(), [0]);
+    }
+
+    #[test]
+    fn dcgmi_every_link_up_is_no_finding() {
+        // NVIDIA/dcgm-exporter#576's eight H100s, every link Up (two rows).
+        let up = "dcgmi nvlink -s
++----------------------+
+|  NvLink Link Status  |
++----------------------+
+GPUs:
+    gpuId 0:
+        U U U U U U U U U U U U U U U U U U
+    gpuId 1:
+        U U U U U U U U U U U U U U U U U U
+NvSwitches:
+    No NvSwitches found.
+
+Key: Up=U, Down=D, Disabled=X, Not Supported=_
+";
+        assert!(findings(up).is_empty());
     }
 
     #[test]

@@ -20,6 +20,7 @@ static META: RuleMeta = RuleMeta {
         xid::LOST_GPU_ANCHORS[0],
         xid::LOST_GPU_ANCHORS[1],
         xid::LOST_GPU_ANCHORS[2],
+        xid::LOST_GPU_ANCHORS[3],
         xid::NCCL_WATCHDOG_ANCHOR,
     ],
     doc: r#"

@@ -12,6 +12,13 @@
 //! - `Error: listen EADDRINUSE: address already in use :::3000` (Node)
 //! - `[Errno 48] error while attempting to bind on address ('0.0.0.0', 8000):
 //!   address already in use` (uvicorn on macOS)
+//! - `bind: Address already in use`: the C library's words after the call
+//!   that failed, as `perror("bind")` prints them (coturn's
+//!   `bind: Address already in use`, coturn/coturn#1660) and as a C++
+//!   `std::system_error`'s `what()` carries them into another runtime's
+//!   error (guile's `ERROR: Throw to key … with args` line around
+//!   `("c-start-cogserver" "bind: Address already in use")`,
+//!   opencog/opencog#2414): no port is printed, the failed bind is the news
 
 use std::sync::LazyLock;
 
@@ -29,6 +36,7 @@ static WORDINGS: LazyLock<Regex> = LazyLock::new(|| {
         | listen\x20EADDRINUSE(?::\x20address\x20already\x20in\x20use)?\x20(?P<node_host>\S*?):(?P<node_port>[0-9]{1,5})\b
         | \[(?:Errno|WinError)\x20(?:48|10048)\]\x20(?:error\x20while\x20attempting\x20to\x20bind\x20on\x20address\x20\('(?P<py_host>[^']*)',\x20(?P<py_port>[0-9]{1,5})\))?
         | address\x20already\x20in\x20use\x20\(os\x20error\x20(?:98|48)\)
+        | \bbind:\x20address\x20already\x20in\x20use
         | only\x20one\x20usage\x20of\x20each\x20socket\x20address",
     )
     .expect("listen regex")
@@ -113,6 +121,13 @@ mod tests {
                 "8000",
             ),
             ("Error: Address already in use (os error 98)", ""),
+            // perror("bind") (coturn/coturn#1660).
+            ("bind: Address already in use", ""),
+            // A C++ exception's what() in guile's Throw (opencog/opencog#2414).
+            (
+                "ERROR: Throw to key `C++-EXCEPTION' with args`(\"c-start-cogserver\" \"bind: Address already in use\")'.",
+                "",
+            ),
         ];
         for (line, want) in cases {
             assert_eq!(port(line).as_deref(), Some(want), "{line}");
@@ -133,6 +148,7 @@ mod tests {
             "[Errno 48] error while attempting to bind on address ('0.0.0.0', 8000): address already in use",
             "OSError: [WinError 10048] Only one usage of each socket address",
             "3:00PM FTL Error running the application error=\"failed to listen: listen tcp4 0.0.",
+            "bind: Address already in use",
         ] {
             let lower = line.to_ascii_lowercase();
             assert!(
