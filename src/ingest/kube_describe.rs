@@ -182,9 +182,76 @@ impl Describe {
     }
 }
 
+/// A Kubernetes Event object pasted as its fields (core/v1 `Event`, as
+/// `kubectl get events -o json` or a CI job's `events.json` holds it,
+/// quoted or not, indented or not): it opens at `involvedObject: {` and
+/// goes on over `key: value` fields (a string, a number, `{` opening the
+/// object's own fields) and the `}` that close them, until any other line.
+/// It makes no fact: the event's `reason:` and `message:` are catalog
+/// rows kept by the prefilter.
+#[derive(Debug, Default)]
+pub(super) struct EventObject {
+    depth: usize,
+    open: bool,
+}
+
+impl EventObject {
+    /// Whether `text` is a line of the event object in progress, or opens
+    /// one.
+    pub(super) fn read(&mut self, text: &str) -> bool {
+        let t = text.trim();
+        let key = |k: &str| t.trim_start_matches('"').starts_with(k);
+        if !self.open {
+            if key("involvedObject") && t.ends_with('{') {
+                (self.open, self.depth) = (true, 1);
+                return true;
+            }
+            return false;
+        }
+        if matches!(t, "}" | "},") {
+            self.depth = self.depth.saturating_sub(1);
+            return true;
+        }
+        let Some((k, v)) = t.split_once(": ") else {
+            self.open = false;
+            return false;
+        };
+        let k = k.trim_matches('"');
+        let v = v.trim_end_matches(',');
+        let is_key = !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric());
+        let is_value = v == "{"
+            || (v.len() >= 2 && v.starts_with('"') && v.ends_with('"'))
+            || v.parse::<f64>().is_ok()
+            || matches!(v, "true" | "false" | "null");
+        if is_key && is_value {
+            self.depth += usize::from(v == "{");
+            return true;
+        }
+        self.open = false;
+        false
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// openshift/release#57180 (batch Q 1062), verbatim: one event of the
+    /// job's events.json as its author quoted it, every line read.
+    #[test]
+    fn an_event_objects_fields_are_read() {
+        let text = "involvedObject: {\nkind: \"Pod\",\nnamespace: \"ci-op-h615593z\",\nname: \"vllm-build-ibm-dev-cuda-amd64-build\",\nuid: \"9c81ed6b-7f87-4d67-8b9e-ffa175b838df\",\napiVersion: \"v1\",\nresourceVersion: \"3304763294\"\n},\nreason: \"Evicted\",\nmessage: \"The node was low on resource: memory. Threshold quantity: 100Mi, available: 20948Ki. Container docker-build was using 25378008Ki, request is 15234375Ki, has larger consumption of memory. \",";
+        let mut e = EventObject::default();
+        for line in text.lines() {
+            assert!(e.read(line), "{line}");
+        }
+        // Not without its opening field, and it ends at any other line.
+        let mut e = EventObject::default();
+        assert!(!e.read("kind: \"Pod\","));
+        assert!(e.read("  \"involvedObject\": {"));
+        assert!(!e.read("Traceback (most recent call last):"));
+        assert!(!e.read("reason: \"Evicted\","));
+    }
 
     /// kubectl 1.0's describe of a pod restarted under a 50Mi limit, as
     /// kubernetes/kubernetes#10861 pastes it (fixtures/real/939): every

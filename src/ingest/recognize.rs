@@ -126,6 +126,8 @@ pub(super) struct LineReader {
     block_rest: u8,
     /// A `kubectl describe` being read (`ingest::kube_describe`).
     describe: super::kube_describe::Describe,
+    /// A Kubernetes Event object's fields being read.
+    event: super::kube_describe::EventObject,
     /// How many more of Ray's `ActorDiedError` fields may follow
     /// ([`ray_actor_field`]).
     ray_fields: u8,
@@ -140,6 +142,7 @@ impl LineReader {
             tables: super::tables::Tables::default(),
             block_rest: 0,
             describe: super::kube_describe::Describe::default(),
+            event: super::kube_describe::EventObject::default(),
             ray_fields: 0,
             tally: Tally::default(),
         }
@@ -226,7 +229,7 @@ impl LineReader {
             _ => self.ray_fields = 0,
         }
         // A `kubectl describe` in progress (or its `Name:` line).
-        if self.describe.read(line.text) {
+        if self.describe.read(line.text) || self.event.read(line.text) {
             return Read::Skimmed(None);
         }
         let prose = is_prose(line.text)

@@ -94,7 +94,11 @@ too, after the start-up (lollms' `warmup for generating up to N tokens`):
 a server that began generating an answer and printed no token, no error
 and no end of the generation after it (the web UI's own requests for
 static files and status polls are not progress) waits on the model or on
-the backend server it calls.
+the backend server it calls. So is a worker's count of its work standing
+at 0 as the last line (a Celery task's `…, Classifying[…]: 0 / 1535`,
+vLLM's `Processed prompts … 0/16`): the first step never finished. A count
+part-way through its work (`8/16`) that ends the paste is read as a stall
+only when someone gave up after it; alone, the paste may just be cut there.
 
 ## Why it happens
 By stage:
@@ -229,13 +233,38 @@ impl Rule for StartupStageStalled {
 /// The line from where its row matched to its end (`Capture cuda graph
 /// begin. This can take up to several minutes. avail mem=3.66 GB`): the
 /// stage's words with what the line says after them, without the logger's
-/// prefix.
+/// prefix. A bare count after a `: ` (`…, Classifying[0a08…]: 0 / 1535`)
+/// is quoted with the words before it, which say what is counted, from
+/// the end of the logger's bracketed head.
 fn from_match(text: &str, matched: &str) -> String {
     let matched = matched.trim();
     match text.find(matched) {
+        Some(at) if matched.starts_with(':') => {
+            // After the logger's bracketed head (`[… WARNING/ForkPoolWorker-1] `).
+            let from = text[..at].rfind("] ").map_or(0, |i| i + 2);
+            text[from..].trim().to_owned()
+        }
         Some(at) if !matched.is_empty() => text[at..].trim().to_owned(),
         _ => matched.to_owned(),
     }
+}
+
+/// Ready, and not a counter stuck at zero (nor the `counting` line, part
+/// way): the start-up finished (and after a generation began, that
+/// generation did).
+fn finished(startup: &Startup<'_>, counting: Option<Span>) -> bool {
+    let generating = startup
+        .lines
+        .iter()
+        .filter(|(_, s, _)| *s == Stage::Generating)
+        .map(|(m, _, _)| m.span)
+        .max();
+    startup.lines.iter().any(|(m, s, done)| {
+        *s == Stage::Ready
+            && *done != Some(0)
+            && generating.is_none_or(|g| m.span > g)
+            && counting != Some(m.span)
+    })
 }
 
 /// The start-up of the input `span` is in.
@@ -462,6 +491,9 @@ fn duration(secs: i64) -> String {
 
 #[cfg(test)]
 mod generation_tests;
+
+#[cfg(test)]
+mod progress_tests;
 
 #[cfg(test)]
 mod stage_word_tests;

@@ -69,20 +69,13 @@ struct Stall<'a> {
 /// Reads one input's start-up: `None` when it finished, failed, or may
 /// just have been cut.
 fn read_stall<'a>(incident: &'a Incident, startup: &Startup<'a>) -> Option<Stall<'a>> {
-    // Ready, and not a counter stuck at zero: the start-up finished (and
-    // after a generation began, that generation did).
-    let generating = startup
-        .lines
-        .iter()
-        .filter(|(_, s, _)| *s == Stage::Generating)
-        .map(|(m, _, _)| m.span)
-        .max();
-    if startup.lines.iter().any(|(m, s, done)| {
-        *s == Stage::Ready && *done != Some(0) && generating.is_none_or(|g| m.span > g)
-    }) {
+    let &(last, last_stage, last_done) = startup.lines.iter().max_by_key(|(m, _, _)| m.span)?;
+    // A work counter part-way on the last stage line (`8/16`): under way,
+    // not finished; a stall only if someone gave up waiting (below).
+    let counting = last_stage == Stage::Ready && last_done.is_some_and(|d| d > 0);
+    if finished(startup, counting.then_some(last.span)) {
         return None;
     }
-    let &(last, _, last_done) = startup.lines.iter().max_by_key(|(m, _, _)| m.span)?;
     let reached = startup.lines.iter().map(|(_, s, _)| *s).max()?;
     let furthest = startup
         .lines
@@ -103,6 +96,10 @@ fn read_stall<'a>(incident: &'a Incident, startup: &Startup<'a>) -> Option<Stall
     }
     let gave_up = gave_up(incident, last);
     if errored(incident, last, gave_up) {
+        return None;
+    }
+    // A count part-way that ends the paste may just be where it was cut.
+    if counting && gave_up.is_none() {
         return None;
     }
     // A training loop's bar at its first draw, the last line of the paste:
@@ -149,7 +146,7 @@ fn read_stall<'a>(incident: &'a Incident, startup: &Startup<'a>) -> Option<Stall
         furthest,
         began,
         reached,
-        stage_name: stage_name(reached, lagging.as_ref()),
+        stage_name: stage_name(reached, lagging.as_ref(), counting),
         quote: startup.quotes.get(&began.span).map(|q| clip(q)),
         lagging,
         gave_up,
@@ -232,6 +229,8 @@ fn tell(f: &mut Finding, startup: &Startup<'_>, s: &Stall<'_>, why: &str) {
     f.chain.push(
         if training {
             "the training job never logged a step"
+        } else if s.reached == Stage::Ready {
+            "the server or worker was up, but its work stopped advancing"
         } else {
             "the server never became ready"
         }
@@ -348,8 +347,10 @@ fn errored(incident: &Incident, last: &Message, gave_up: Option<&Message>) -> bo
 
 /// The stage the start-up stopped at, in words, with the rank that lags
 /// behind when one does.
-fn stage_name(reached: Stage, lagging: Option<&Lagging<'_>>) -> String {
-    let stage_name = if reached == Stage::Ready {
+fn stage_name(reached: Stage, lagging: Option<&Lagging<'_>>, counting: bool) -> String {
+    let stage_name = if reached == Stage::Ready && counting {
+        "working through its requests or task steps"
+    } else if reached == Stage::Ready {
         "processing its first request"
     } else {
         reached.doing()
