@@ -12,7 +12,7 @@ use regex::Regex;
 
 use crate::catalogs::Stage;
 use crate::correlate::Incident;
-use crate::model::{Message, NcclDetail, ServerEventKind};
+use crate::model::{Message, NcclDetail, ServerEventKind, Timestamp};
 use crate::rules::{Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
@@ -424,6 +424,11 @@ fn kept_printing(incident: &Incident, last: Span) -> bool {
     let Some(since) = incident.time_of(last).filter(|t| t.year_known) else {
         return false;
     };
+    printed_since(incident, last, since)
+}
+
+/// Whether a line of `last`'s input after it is timed later than `since`.
+fn printed_since(incident: &Incident, last: Span, since: Timestamp) -> bool {
     let start = Span {
         source: last.source,
         line: 0,
@@ -433,6 +438,21 @@ fn kept_printing(incident: &Incident, last: Span) -> bool {
         .range(start..)
         .take_while(|(s, _)| s.source == last.source)
         .any(|(_, t)| t.year_known && t.utc_seconds() > since.utc_seconds())
+}
+
+/// The time of the last timed line at or before `span` in its input: a
+/// line read for its words alone (a catalog row's) may carry no time of
+/// its own.
+fn time_before(incident: &Incident, span: Span) -> Option<Timestamp> {
+    let start = Span {
+        source: span.source,
+        line: 0,
+    };
+    incident
+        .times
+        .range(start..=span)
+        .next_back()
+        .map(|(_, t)| *t)
 }
 
 fn is_interrupt(name: &str) -> bool {

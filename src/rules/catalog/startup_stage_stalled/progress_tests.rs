@@ -88,3 +88,19 @@ fn a_counter_part_way_is_a_hang_only_when_someone_gave_up() {
         f.title
     );
 }
+
+#[test]
+fn a_count_at_zero_the_job_goes_on_from_is_no_hang() {
+    // The same worker's later counts and its task's end, in the Paco
+    // classifier's and Celery's words (a continuation of the paste above
+    // built for this test, as the run that did not hang would print it):
+    // the row reads only the 0 and the count line has no time of its own,
+    // so the later lines' times must still tell the rule the job moved on.
+    let head = "[2026-01-19 19:37:31,112: WARNING/ForkPoolWorker-1] Fast Pixelwise Analysis of Music Document, Classifying[0a08daed-c17f-42ef-92e6-849bfcd0755c]";
+    let went_on = format!(
+        "{RODAN}{head}: 1 / 1535\n{head}: 1535 / 1535\n\
+[2026-01-19 19:46:02,790: INFO/ForkPoolWorker-1] Task Fast Pixelwise Analysis of Music Document, Classifying[0a08daed-c17f-42ef-92e6-849bfcd0755c] succeeded in 895.4s: None\n"
+    );
+    let f = stalled(&went_on);
+    assert!(f.is_none(), "{:?}", f.map(|f| (f.headline, f.evidence)));
+}
