@@ -235,7 +235,7 @@ fn write(f: &mut Finding, gpu: &str, instance: bool, freed: Option<Freed<'_>>) {
                 f.evidence(
                     d.span,
                     format!(
-                        "and the same command typed after it went through: {}",
+                        "and the reset typed after it went through: {}",
                         d.first_output.as_deref().unwrap_or_default().trim()
                     ),
                 );
