@@ -22,6 +22,7 @@ mod gpu_init_failed;
 mod gpu_memory_taken_before_load;
 mod gpu_memory_unaccounted;
 mod gpu_pod_unschedulable;
+mod gpu_reset_refused_in_use;
 mod gpu_uninitialisable_after_jobs;
 mod gpu_wedged_unkillable_process;
 mod gsp_heartbeat_timeout;
@@ -119,6 +120,7 @@ pub static RULES: &[&dyn Rule] = &[
     &gpu_memory_taken_before_load::RULE,
     &gpu_memory_unaccounted::RULE,
     &gpu_pod_unschedulable::RULE,
+    &gpu_reset_refused_in_use::RULE,
     &gpu_uninitialisable_after_jobs::RULE,
     &gpu_wedged_unkillable_process::RULE,
     &gsp_heartbeat_timeout::RULE,

@@ -1,6 +1,7 @@
 //! `nvidia-smi-gpu-err-row`: nvidia-smi's table prints `ERR!` in a GPU's
 //! name and in every sensor of its row while other GPUs of the same table
-//! answer: NVML can no longer query that GPU. No kernel line in the inputs
+//! answer, or while it is the only GPU listed: NVML can no longer query
+//! that GPU. No kernel line in the inputs
 //! says why, so it is read as the GPU lost (the commonest cause) at a lower
 //! confidence, naming the Xid the kernel log would settle it with.
 
@@ -47,6 +48,13 @@ the GPU no longer answers the driver. This is what a GPU lost from the bus
 waiting for RPC from GSP`) or one that needs a reset after a fatal error
 (Xid 154) looks like from nvidia-smi. Without the kernel log it is named as
 the GPU lost, at a lower confidence, with the command that says which.
+
+The same row on a host whose table lists that GPU alone (a CI runner's
+only A10G, `|   0  ERR!                Off  | 00000000:00:1E.0 Off |`,
+while nvidia-smi still exits 0) is that GPU unreachable too, at a lower
+confidence: no other GPU shows the driver answering. A table of several
+GPUs that all read so is not this rule's: a driver that answers for none
+is another story.
 
 A GPU whose name still reads (the driver's record of the board) but
 whose sensor line reads `ERR!` in three cells or more is the same GPU,
@@ -105,12 +113,12 @@ impl Rule for NvidiaSmiGpuErrRow {
         let echo: Vec<&Message> = incident.known(HOOK_NVML_UNKNOWN).map(|(m, _)| m).collect();
         let before = out.len();
         for gpu in &incident.gpus {
-            // A GPU whose name reads ERR! is unreachable only beside GPUs
-            // that answer (a table that reads none is another story); one
-            // whose name still reads (the driver's cached board name) is,
-            // by its sensors alone.
+            // A GPU whose name reads ERR! is unreachable beside GPUs that
+            // answer, or alone in its table (a table of several that reads
+            // none is another story); one whose name still reads (the
+            // driver's cached board name) is, by its sensors alone.
             let named = gpu.name.is_some();
-            if !named && answering.is_empty() {
+            if !named && answering.is_empty() && incident.gpus.len() > 1 {
                 continue;
             }
             let Some((row, sensors)) = unread_row(incident, gpu, named) else {
@@ -466,15 +474,41 @@ Fri Jul 28 08:01:28 2023
         assert!(findings_of(super::META.id, text).is_empty());
     }
 
-    /// The whole table unreadable (no GPU answers) is not this rule's: a
-    /// driver that answers for none is another story.
+    /// pytorch/test-infra#3967: a CI runner's only GPU, an A10G, reads
+    /// ERR! in its name and every sensor (its memory still reads) while
+    /// nvidia-smi exits 0: that GPU unreachable, named by its bus id.
     #[test]
-    fn no_answering_gpu_no_finding() {
-        let only_err: String = A40
-            .lines()
-            .filter(|l| !l.contains("NVIDIA A40") && !l.contains("26C"))
-            .map(|l| format!("{l}\n"))
-            .collect();
-        assert!(findings_of(super::META.id, &only_err).is_empty());
+    fn a_lone_gpu_reading_err_everywhere_is_that_gpu_unreachable() {
+        let text = "\
++-----------------------------------------------------------------------------+
+| NVIDIA-SMI 525.89.02    Driver Version: 525.89.02    CUDA Version: 12.0     |
+|-------------------------------+----------------------+----------------------+
+| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |
+|                               |                      |               MIG M. |
+|===============================+======================+======================|
+|   0  ERR!                Off  | 00000000:00:1E.0 Off |                 ERR! |
+|ERR!  ERR! ERR!    ERR! / ERR! |   4184MiB / 23028MiB |    ERR!      Default |
+|                               |                      |                 ERR! |
++-------------------------------+----------------------+----------------------+
+";
+        let f = findings_of(super::META.id, text);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert!(f[0].entities.gpus.contains(&0));
+        assert!(f[0].title.contains("0000:00:1e.0"), "{}", f[0].title);
+        assert!(f[0].confidence <= 0.5);
+    }
+
+    /// Several GPUs of one table all unreadable (none answers) is not this
+    /// rule's: a driver that answers for none is another story.
+    #[test]
+    fn a_table_of_several_gpus_none_answering_is_no_finding() {
+        let both_err = A40
+            .replace("NVIDIA A40         ", "ERR!               ")
+            .replace(
+                "|  0%   26C    P8    12W / 300W |",
+                "|ERR!  ERR! ERR!    ERR! / ERR! |",
+            );
+        assert!(findings_of(super::META.id, &both_err).is_empty());
     }
 }

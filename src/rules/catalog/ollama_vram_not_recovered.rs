@@ -1,8 +1,12 @@
 //! `ollama-vram-not-recovered`: Ollama waited for an unloaded runner's GPU
 //! memory to come back (`gpu VRAM usage didn't recover within timeout`,
 //! naming the runner's PID and VRAM), and the next load then went to the
-//! CPU, wholly or in part: the earlier runner still held the GPU.
+//! CPU, wholly or in part: the earlier runner still held the GPU. Or the
+//! server's own memory query around it was refused with CUDA's
+//! device-unavailable code (`cuda driver library failed to get device
+//! context 46`): another process (the earlier runner) held the GPU.
 
+use crate::catalogs::Via;
 use crate::correlate::Incident;
 use crate::model::Message;
 use crate::rules::support::confidence;
@@ -21,6 +25,10 @@ const GRAPH: &str = "stacks-ollama.compute-graph";
 const PLAN: &str = "stacks-ollama.memory-plan";
 /// The loader's summary (`offloaded 11/33 layers to GPU`).
 const LOADED: &str = "stacks-llamacpp.layers-offloaded";
+/// CUDA's device-unavailable code (46) …
+const UNAVAILABLE: &str = "cuda.devices-unavailable";
+/// … as Ollama's own GPU memory query prints it (catalogs/cuda.toml).
+const QUERY: &str = "cuda.wrapper.ollama-device-context";
 
 static META: RuleMeta = RuleMeta {
     id: "ollama-vram-not-recovered",
@@ -38,7 +46,15 @@ the next load is then placed on the CPU (`msg="compute graph"
 backend=CPU`, a plan with `layers.offload=0`, `offloaded 11/33 layers to
 GPU`), the held memory is why.
 Alone, the warning is common and harmless: this rule needs the CPU load
-after it.
+after it, or the server's own memory query refused beside it: Ollama
+0.1.34 – 0.12.3 reads the GPU's free memory through a CUDA context of its
+own, and `cuda driver library failed to get device context 46` (printed
+with no newline, so the journal glues the next record to the code:
+`… context 46time=2024-…`) is CUDA_ERROR_DEVICE_UNAVAILABLE: the GPU
+refuses a new context because another process holds it (an exclusive
+compute mode, or a runner that has not let go). Then the scheduler cannot
+see what is free, and may load another model where there is no room
+(ollama#6637).
 
 ## Why it happens
 1. The earlier runner has not exited yet (a large model takes time to
@@ -133,6 +149,7 @@ impl Rule for OllamaVramNotRecovered {
             .iter()
             .find_map(|w| cpu_load(incident, w.msg).map(|l| (w, l)))
         else {
+            out.extend(refused(incident, &list));
             return;
         };
         let mut f = Finding::new(META.id, META.category, META.severity);
@@ -197,6 +214,92 @@ impl Rule for OllamaVramNotRecovered {
     }
 }
 
+/// Ollama's own GPU memory queries refused with CUDA's device-unavailable
+/// code (46), in the input of a warning: the GPU held by another process.
+fn refused(incident: &Incident, list: &[Warning<'_>]) -> Option<Finding> {
+    let w = list.first()?;
+    let queries: Vec<&Message> = incident
+        .known(UNAVAILABLE)
+        .filter(|(m, hit)| {
+            m.span.source == w.msg.span.source
+                && matches!(hit.via, Via::Wrapper(x) if x.id == QUERY)
+        })
+        .map(|(m, _)| m)
+        .collect();
+    let first = *queries.first()?;
+    // Critical, as CUDA's code alone is (catalogs/cuda.toml); the warning
+    // beside it makes the reading surer than the code's alone.
+    let mut f = Finding::new(META.id, META.category, Severity::Critical);
+    f.occurrences = u32::try_from(queries.len()).unwrap_or(u32::MAX);
+    // The server whose query was refused: the journal line's writer.
+    let server = incident
+        .facts
+        .journal
+        .iter()
+        .find(|j| j.span == first.span)
+        .and_then(|j| j.pid)
+        .filter(|p| *p > 1);
+    let who = match server {
+        Some(p) => format!("Ollama's server (PID {p})"),
+        None => "Ollama's server".to_owned(),
+    };
+    f.entities.pids.extend(server);
+    f.evidence_marked(
+        first.span,
+        format!(
+            "{who} could not open a CUDA context to read the GPU's free memory: `failed to get device context 46` is CUDA_ERROR_DEVICE_UNAVAILABLE, the GPU busy or unavailable ({}x)",
+            queries.len()
+        ),
+        "device context 46",
+    );
+    f.evidence_marked(
+        w.msg.span,
+        "the scheduler: gpu VRAM usage didn't recover within timeout after an unload: the memory was still held",
+        "didn't recover within timeout",
+    );
+    if let Some(p) = w.pid {
+        f.entities.pids.insert(p);
+    }
+    f.condition(
+        "Ollama's own GPU memory query was refused with CUDA error 46 (device unavailable)",
+        true,
+    );
+    f.condition(
+        "Ollama said an unloaded runner's VRAM did not recover",
+        true,
+    );
+    f.condition(
+        "the process that holds the GPU is listed (missing: nvidia-smi)",
+        false,
+    );
+    f.title = format!(
+        "the GPU refuses {who}'s own memory query (device context 46) and an unloaded runner's VRAM did not recover: another process holds the GPU"
+    );
+    f.headline = format!(
+        "{who} cannot open a CUDA context to read the GPU's memory (failed to get device context 46: busy or unavailable) and its scheduler says an unloaded runner's VRAM didn't recover within timeout: another process, most likely an earlier Ollama runner still loaded or unloading, holds the GPU, so the scheduler plans loads without knowing what is free."
+    );
+    f.chain.push(
+        "Ollama's scheduler cannot read the GPU's free memory and may load a model where there is no room".to_owned(),
+    );
+    f.chain.push(
+        "another process (an earlier runner) holds the GPU, which refuses Ollama a new context"
+            .to_owned(),
+    );
+    f.explanation = "Ollama reads a GPU's free memory through a CUDA context of its own; CUDA error 46 refuses that context while another process holds the GPU (an exclusive compute mode, or a runner that has not exited), and the VRAM-recovery warning says an unloaded runner's memory had not come back.".to_owned();
+    f.actions.push(Action::advice(
+        "list the GPU's processes and its compute mode: an earlier runner still holding it, or Exclusive_Process refusing a second context",
+        Some(
+            "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv; nvidia-smi -q -d COMPUTE",
+        ),
+    ));
+    f.actions.push(Action::advice(
+        "stop the old model (ollama stop MODEL) or wait for its runner to exit; keep one model loaded at a time (OLLAMA_MAX_LOADED_MODELS=1) on a GPU that cannot hold two; set the compute mode back to Default (nvidia-smi -c 0) where it is exclusive",
+        Some("ollama ps"),
+    ));
+    f.confidence = confidence(&f, 0.7, 0.95);
+    Some(f)
+}
+
 #[cfg(test)]
 mod tests {
     use crate::testing::findings_of;
@@ -226,6 +329,39 @@ time=2025-01-05T16:44:53.336+02:00 level=INFO source=memory.go:356 msg="offload 
         let f = findings_of(super::META.id, text);
         assert_eq!(f.len(), 1, "{f:#?}");
         assert!(f[0].entities.pids.is_empty());
+    }
+
+    /// ollama#6637 (Ollama 0.3.9, journal): the server's own memory query
+    /// refused with error 46, its C helper's message glued to the next
+    /// record, beside the VRAM-recovery warning: the GPU held by another
+    /// process, the server named by its journal PID.
+    const REFUSED_0_3: &str = r#"Sep 04 14:30:10 FORGE ollama[1461072]: cuda driver library failed to get device context 46time=2024-09-04T14:30:10.470-04:00 level=WARN source=gpu.go:400 msg="error looking up nvidia GPU memory"
+Sep 04 14:30:11 FORGE ollama[1461072]: time=2024-09-04T14:30:11.469-04:00 level=WARN source=sched.go:647 msg="gpu VRAM usage didn't recover within timeout" seconds=5.000829377 model=/usr/share/ollama/.ollama/models/blobs/sha256-8169bd33ad1351c56755330bd6f1cf5696de6ac297420024fa8aebae5656b0e2
+Sep 04 14:30:11 FORGE ollama[1461072]: cuda driver library failed to get device context 46time=2024-09-04T14:30:11.470-04:00 level=WARN source=gpu.go:400 msg="error looking up nvidia GPU memory"
+"#;
+
+    #[test]
+    fn the_servers_refused_memory_query_beside_the_warning_is_a_held_gpu() {
+        let f = findings_of(super::META.id, REFUSED_0_3);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert!(f[0].entities.pids.contains(&1461072), "{f:#?}");
+        assert_eq!(f[0].occurrences, 2);
+        crate::testing::cites_line_saying(&f[0], 2, "didn't recover");
+    }
+
+    /// The refusal with another code (ollama#8647's 999, an unknown
+    /// error) is no held GPU; nor is code 46 without the warning (the
+    /// CUDA error's own finding says it).
+    #[test]
+    fn another_code_or_no_warning_is_no_finding() {
+        let unknown = REFUSED_0_3.replace("context 46time", "context 999time");
+        assert!(findings_of(super::META.id, &unknown).is_empty());
+        let alone: String = REFUSED_0_3
+            .lines()
+            .filter(|l| !l.contains("sched.go"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert!(findings_of(super::META.id, &alone).is_empty());
     }
 
     /// The warning alone (fixtures/real/064) or followed by a load on the
