@@ -406,6 +406,14 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         HostOomKiller,
+        "DeepSpeed's launcher reporting its worker's code -9 (`[…] exits with return code = -9`, after `Killing subprocess N`), or, where the paste ends before the code, stopping its worker with no error and no interrupt before it while the model loads (at a lower confidence otherwise)",
+        Rule("server-killed-no-kernel-line"),
+        Some(
+            "fixtures/rules/server-killed-no-kernel-line/pos-deepspeed-launcher-return-code-minus-nine",
+        ),
+    ),
+    cell(
+        HostOomKiller,
         "earlyoom's `sending SIGTERM to process N … VmRSS N MiB` (a userspace OOM killer naming its victim and its RSS)",
         Row("oom-daemons.earlyoom-kill"),
         None,
@@ -482,6 +490,12 @@ pub const MATRIX: &[Cell] = &[
         "NVIDIA Fabric Manager stopping at start-up on its configuration (`fabric manager config file item: FABRIC_NODE_CONFIG_FILE has an invalid value`), once",
         Rule("fabric-manager-start-failure"),
         Some("fixtures/rules/fabric-manager-start-failure/pos-talos-config-item-once.log"),
+    ),
+    cell(
+        UnitCrashLoop,
+        "systemd's own watchdog ending every run exactly its limit after the start (`Started …`, then `Watchdog timeout (limit 3min)!` three minutes later, on two starts or more): WatchdogSec= set for a program that never sends a keep-alive",
+        Rule("systemd-crash-loop"),
+        Some("fixtures/rules/systemd-crash-loop/pos-227-watchdog-at-limit-every-start"),
     ),
     cell(
         UnitCrashLoop,

@@ -378,7 +378,7 @@ pub static ROWS: &[Row] = &[
     },
     Row {
         name: "python-logging-asctime",
-        what: "Python's logging with `%(asctime)s` first, its comma and milliseconds, then the level: `time LEVEL ` (WeNet) or `[time LEVEL] ` (OpenNMT-py)",
+        what: "Python's logging with `%(asctime)s` first, its comma and milliseconds, then the level: `time LEVEL ` (WeNet), `[time LEVEL] ` (OpenNMT-py) or `[time] LEVEL: ` (Wan2.1 and the programs built on it)",
         first: |c| c.is_ascii_digit() || c == b'[',
         // `YYYY-MM-DD HH:MM:SS,mmm` (logging's default asctime), read by
         // position after an optional `[`.
@@ -397,6 +397,11 @@ pub static ROWS: &[Row] = &[
                 line: "[2021-01-04 18:01:31,220 INFO] Start training loop and validate every 10000 steps...",
                 body: "Start training loop and validate every 10000 steps...",
                 source: "https://github.com/OpenNMT/OpenNMT-py/issues/1981",
+            },
+            Sample {
+                line: "[2025-03-02 12:01:03,542] INFO: Creating WanI2V pipeline.",
+                body: "Creating WanI2V pipeline.",
+                source: "https://github.com/Wan-Video/Wan2.1/issues/132",
             },
         ],
     },
@@ -1284,12 +1289,21 @@ fn python_logging(text: &str, frame: &mut Frame) -> Option<usize> {
 fn python_asctime(text: &str, frame: &mut Frame) -> Option<usize> {
     let bracketed = text.starts_with('[');
     let (after, time) = any_time(&text[usize::from(bracketed)..]).ok()?;
-    let rest = after.strip_prefix(' ')?;
+    // Wan's `[time] LEVEL: ` (its generate.py's `[%(asctime)s]
+    // %(levelname)s: %(message)s`): the bracket closes after the time.
+    let (rest, closed) = match after.strip_prefix("] ") {
+        Some(rest) if bracketed => (rest, true),
+        _ => (after.strip_prefix(' ')?, false),
+    };
     let word = rest
         .find(|c: char| !c.is_ascii_uppercase())
         .unwrap_or(rest.len());
     let level = level_named(&rest[..word])?;
-    let rest = rest[word..].strip_prefix(if bracketed { "] " } else { " " })?;
+    let rest = rest[word..].strip_prefix(match (bracketed, closed) {
+        (true, true) => ": ",
+        (true, false) => "] ",
+        _ => " ",
+    })?;
     frame.level = Some(level);
     frame.time = Some(time);
     frame.record = true;

@@ -143,6 +143,7 @@ impl Rule for CudaIllegalMemoryAccess {
             let at = raised_at(&m.text).map_or(String::new(), |s| format!(", raised at {s}"));
             f.evidence(m.span, format!("a kernel faulted: {error} ({n}x{at})"));
         }
+        cite_ggml_call(incident, first.span, &mut f);
         if let Some((u, _, _)) = &tgt {
             f.entities.units.insert(u.clone());
         }
@@ -197,6 +198,27 @@ impl Rule for CudaIllegalMemoryAccess {
             .extend(actions(tgt.as_ref(), hardware.is_empty(), first.span));
         f.confidence = confidence(&f, 0.6, 0.95);
         out.push(f);
+    }
+}
+
+/// ggml's line under its CUDA error (catalogs/cuda.toml): the device and
+/// the function whose CUDA call failed.
+const GGML_CALL: &str = "cuda.ggml-current-device";
+
+/// ggml's `current device: 0, in function ggml_cuda_op_mul_mat at …` right
+/// under the fault at `fault`, cited with the function it names: which of
+/// ggml's operations faulted (a matrix multiplication, a buffer clear).
+fn cite_ggml_call(incident: &Incident, fault: Span, f: &mut Finding) {
+    let Some((m, hit)) = incident.known(GGML_CALL).find(|(m, _)| {
+        m.span.source == fault.source && m.span > fault && m.span.line <= fault.line + 2
+    }) else {
+        return;
+    };
+    if let Some(name) = hit.get("name") {
+        f.evidence(
+            m.span,
+            format!("ggml's call that faulted: in function {name}"),
+        );
     }
 }
 

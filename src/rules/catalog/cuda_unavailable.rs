@@ -13,6 +13,7 @@ use crate::correlate::{Gpu, Incident};
 use crate::model::Message;
 use crate::rules::support::{confidence, distinct, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
+use crate::source::Span;
 
 pub static RULE: CudaUnavailable = CudaUnavailable;
 
@@ -34,6 +35,11 @@ enum Lines {
     /// Error N: …` names, but those with findings of their own.
     DeviceCount,
 }
+
+/// Triton's pinned host memory pool that CUDA could not allocate
+/// (catalogs/stacks-trtllm.toml): a warning of a server run without a GPU
+/// that quotes CUDA's reason, not the server's failure.
+const TRITON_PINNED: &str = "stacks-trtllm.triton-pinned-memory-unavailable";
 
 /// The CUDA catalog's wrapper for PyTorch's device-count error.
 const DEVICE_COUNT: &str = "cuda.wrapper.torch-device-count";
@@ -145,7 +151,11 @@ PyTorch could not use any GPU: `No CUDA GPUs are available`, `The NVIDIA
 driver on your system is too old`, `no CUDA-capable device is detected`;
 or a program found no GPU that would take its CUDA context (Kaldi's
 `Will try again to get a GPU after 20 seconds`, `Failed to create CUDA
-context, no more unused GPUs?`).
+context, no more unused GPUs?`). CUDA's reason quoted by Triton's
+pinned memory pool (`failed to allocate pinned system memory: CUDA driver
+version is insufficient for CUDA runtime version`) is not read here: Triton
+prints it whenever it runs without a GPU and goes on without the pool (a
+warning from 21.04), and the start-up's other errors are the cause.
 
 ## Why it happens
 A PyTorch/vLLM wheel built for a newer CUDA than the driver supports; GPUs
@@ -184,6 +194,7 @@ impl Rule for CudaUnavailable {
         if matches(incident, &OWN_RULES).next().is_some() {
             return;
         }
+        let warned: Vec<Span> = incident.known(TRITON_PINNED).map(|(m, _)| m.span).collect();
         let Some((cause, hits)) = CAUSES.iter().find_map(|c| {
             // Each line with the driver's CUDA version when it says one.
             let hits: Vec<(&Message, Option<u32>)> = match &c.lines {
@@ -207,6 +218,10 @@ impl Rule for CudaUnavailable {
                     .map(|(m, caps)| (m, caps.name("v").and_then(|v| v.as_str().parse().ok())))
                     .collect(),
             };
+            let hits: Vec<(&Message, Option<u32>)> = hits
+                .into_iter()
+                .filter(|(m, _)| !warned.contains(&m.span))
+                .collect();
             (!hits.is_empty()).then_some((c, hits))
         }) else {
             return;

@@ -62,9 +62,15 @@ impl Rule for KnownMessage {
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         // Rows in catalog order, each with its lines in input order.
         let mut by_row: BTreeMap<&str, (&Row, Vec<Line<'_>>)> = BTreeMap::new();
+        let warnings = quoting_warnings(incident);
         for k in &incident.known {
             let Some(row) = k.hit.row else { continue };
             if row.category.is_none() {
+                continue;
+            }
+            // A code read out of a line (not by a wording of its own) that
+            // another row reads as a warning quotes the code, not raises it.
+            if !matches!(k.hit.via, Via::Wording(_)) && warnings.contains(&k.message) {
                 continue;
             }
             by_row
@@ -99,6 +105,24 @@ impl Rule for KnownMessage {
             out.push(f);
         }
     }
+}
+
+/// The lines a row reads as a warning that proves nothing by itself
+/// (category none): Triton's `failed to allocate pinned system memory:
+/// CUDA driver version is insufficient for CUDA runtime version`, the
+/// reason CUDA gave for a pool the server goes on without. A CUDA code
+/// those lines quote is the warning's reason, not a failure of its own.
+fn quoting_warnings(incident: &Incident) -> std::collections::BTreeSet<usize> {
+    incident
+        .known
+        .iter()
+        .filter(|k| {
+            k.hit
+                .row
+                .is_some_and(|r| r.category.is_none() && r.severity == Severity::Warning)
+        })
+        .map(|k| k.message)
+        .collect()
 }
 
 /// The lines of a row that another row of the same event supersedes

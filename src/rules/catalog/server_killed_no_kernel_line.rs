@@ -16,6 +16,8 @@ use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
 mod activity;
+mod converter;
+mod launcher;
 mod lone;
 mod memory;
 mod person;
@@ -67,6 +69,10 @@ enum Killed<'a> {
     /// (`{'EngineCore_DP0': -9}`) or without a code (`{}`: it printed no
     /// error and was gone before vLLM read its status).
     EngineCore { sigkill: bool },
+    /// DeepSpeed's launcher: it stopped its workers after one died
+    /// (`Killing subprocess 4459`), the worker's PID where it started one,
+    /// and whether it reported the code -9 (a paste may end before it).
+    Launcher { pid: Option<u32>, sigkill: bool },
 }
 
 pub static META: RuleMeta = RuleMeta {
@@ -91,7 +97,11 @@ way: torchrun's agent (`failed (exitcode: -9) local_rank: 1 (pid: 14447)
 of binary: …`: a PyTorch worker, -9 is SIGKILL), vLLM's API server when
 its engine core dies during start-up by SIGKILL or with no exit status
 and no error of its own (`Engine core initialization failed. Failed core
-proc(s): {}`, at a lower confidence), and a shell job whose command names
+proc(s): {}`, at a lower confidence), DeepSpeed's launcher reporting its
+worker's code -9 (`[…] exits with return code = -9`) or, where the paste
+ends before the code, stopping its workers (`Killing subprocess 4459`)
+with no interrupt and no error before it (a worker that died silently,
+at a lower confidence unless its model was loading), and a shell job whose command names
 a model or checkpoint to load (`[1]  16261 killed  python3 -m
 llama.convert_llama --ckpt_dir …`) even when it printed nothing. docker
 compose's `comfyui exited with code 137` after the kill is cited as the
@@ -191,6 +201,7 @@ impl Rule for ServerKilledNoKernelLine {
             }
         }
         siblings::findings(incident, &made, out);
+        launcher::findings(incident, out);
         // torchrun's worker killed by SIGKILL: each PID once (the agent
         // names it again when a restart fails the same way).
         let mut seen = BTreeSet::new();
@@ -255,10 +266,7 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
     let converter = command.is_some() || killed_converter(incident, server_line, killed);
     let mut f = Finding::new(META.id, META.category, META.severity);
     cite_command(&mut f, command);
-    let pid = match killed {
-        Killed::Shell(Some((pid, _))) | Killed::TorchWorker { pid, .. } => Some(pid),
-        _ => None,
-    };
+    let pid = killed_pid(killed);
     let note = memory
         .kill_note(pid)
         .filter(|_| loading.is_none() && !converter && matches!(killed, Killed::Shell(_)));
@@ -271,7 +279,7 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
     name_victim(incident, kill, killed, &mut f);
     cite_last_words(incident, &mut f, kill, figures, activity, server_line);
     runtime::cite(incident, kill, &mut f);
-    let signalled = !matches!(killed, Killed::EngineCore { sigkill: false });
+    let signalled = signalled(killed);
     f.condition(
         "the process was killed by SIGKILL (the shell's `Killed`, exit code -9)",
         signalled,
@@ -279,7 +287,10 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
     f.condition("no error, exception or failure before the kill", !failed);
     let pinned = f.condition(
         "the server had just reserved host memory (its own figures), or was loading its weights",
-        figures.is_some() || loading.is_some() || activity.is_some_and(Activity::loading),
+        figures.is_some()
+            || loading.is_some()
+            || activity.is_some_and(Activity::loading)
+            || launcher::loading(incident, server_line, killed),
     );
     f.condition(
         "a kernel line names the OOM killer (journalctl -k, dmesg)",
@@ -304,11 +315,30 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
     if lone {
         lone::explain(&mut f, pid);
     } else if converter {
-        explain_converter(&mut f);
+        converter::explain(&mut f);
     } else if let Some(c) = memory.explain(&mut f, pid) {
         f.confidence = round2(f.confidence.max(c));
     }
     Some(f)
+}
+
+/// The killed process's PID, where its report names it.
+fn killed_pid(killed: Killed<'_>) -> Option<u32> {
+    match killed {
+        Killed::Shell(Some((pid, _)))
+        | Killed::TorchWorker { pid, .. }
+        | Killed::Launcher { pid: Some(pid), .. } => Some(pid),
+        _ => None,
+    }
+}
+
+/// Whether the report says SIGKILL: not vLLM's engine core gone without a
+/// code, nor DeepSpeed's launcher stopping its workers before its code.
+fn signalled(killed: Killed<'_>) -> bool {
+    !matches!(
+        killed,
+        Killed::EngineCore { sigkill: false } | Killed::Launcher { sigkill: false, .. }
+    )
 }
 
 /// The killed process's PID, and for torchrun's worker the workers it
@@ -322,6 +352,7 @@ fn name_victim(incident: &Incident, kill: Span, killed: Killed<'_>, f: &mut Find
             f.entities.pids.insert(pid);
             cite_stopped_workers(incident, kill, f);
         }
+        Killed::Launcher { .. } => launcher::cite(incident, kill, f),
         _ => {}
     }
 }
@@ -410,7 +441,7 @@ fn names_a_model_workload(killed: Killed<'_>) -> bool {
     match killed {
         Killed::Shell(Some((_, command))) => MODEL_ARGS.is_match(command),
         Killed::Shell(None) => false,
-        Killed::TorchWorker { .. } | Killed::EngineCore { .. } => true,
+        Killed::TorchWorker { .. } | Killed::EngineCore { .. } | Killed::Launcher { .. } => true,
     }
 }
 
@@ -484,9 +515,10 @@ fn kill_note(killed: Killed<'_>, loading: bool, converter: bool) -> String {
         (Killed::Shell(_), true) => "the shell reports the server Killed while its model's weights were loading: SIGKILL from outside, with no traceback".to_owned(),
         (Killed::Shell(Some((pid, _))), false) => format!("the shell reports job {pid} Killed: SIGKILL from outside, with no traceback; its command names a model to load"),
         (Killed::Shell(None), false) => "the shell reports the server Killed: SIGKILL from outside, with no traceback".to_owned(),
-        (Killed::TorchWorker { pid, rank }, _) => format!("torchrun's worker of local rank {rank} (PID {pid}) ended with exit code -9: SIGKILL from outside, with no traceback of its own"),
+        (Killed::TorchWorker { pid, rank }, _) => format!("torchrun's worker of local rank {rank} (PID {pid}) failed with `exitcode: -9`: SIGKILL from outside, with no traceback of its own"),
         (Killed::EngineCore { sigkill: true }, _) => "vLLM's engine core died by SIGKILL (-9) during start-up, with no error of its own".to_owned(),
         (Killed::EngineCore { sigkill: false }, _) => "vLLM's engine core died during start-up with no error of its own and no exit status (`Failed core proc(s): {}`): what a kill from outside looks like".to_owned(),
+        (Killed::Launcher { .. }, _) => launcher::kill_note(killed),
     }
 }
 
@@ -515,25 +547,6 @@ fn failed_before(incident: &Incident, kill: Span) -> bool {
         })
 }
 
-/// A checkpoint converter's words: it holds whole checkpoints in host
-/// memory while it writes them out, so the advice is memory for it, not a
-/// server's settings.
-fn explain_converter(f: &mut Finding) {
-    f.title =
-        "the checkpoint converter was killed by SIGKILL, most likely by the host's OOM killer"
-            .to_owned();
-    f.headline = "The checkpoint converter was Killed (SIGKILL) while it read the model's weights, with no error before it: most likely the kernel's OOM killer; the kernel's lines are not in the inputs.".to_owned();
-    if let Some(first) = f.chain.first_mut() {
-        *first = "the checkpoint converter was Killed".to_owned();
-    }
-    f.actions
-        .retain(|a| !a.describe().starts_with("If it was the OOM killer"));
-    f.actions.push(Action::advice(
-        "If it was the OOM killer: converters hold whole checkpoints (or parts of them) in host memory; add swap, run it on a host with more RAM, or use a converter or mode that streams tensors",
-        Some("free -h; swapon --show"),
-    ));
-}
-
 /// The finding's words and advice: what killed the server, most likely,
 /// and the command that settles it.
 fn explain(f: &mut Finding, cpu_blocks: Option<u64>, loading: bool, killed: Killed<'_>) {
@@ -549,6 +562,7 @@ fn explain(f: &mut Finding, cpu_blocks: Option<u64>, loading: bool, killed: Kill
             f.title = "vLLM's engine core died during start-up without an error: likely killed from outside, most often by the host's OOM killer".to_owned();
             "vLLM's engine core died during start-up and left no error and no exit status: what a kill from outside looks like, most often the kernel's OOM killer (host RAM exhausted while loading or compiling); only the kernel's log can confirm it.".to_owned()
         }
+        (_, _, Killed::Launcher { pid, sigkill }) => launcher::explain(f, pid, sigkill),
         (None, false, Killed::Shell(Some((pid, _)))) => {
             f.title = format!("process {pid}, which loads a model, was killed by SIGKILL, most likely by the host's OOM killer");
             format!("Process {pid}, whose command names a model to load, was Killed (SIGKILL) with no error before it: most likely the kernel's OOM killer; the kernel's lines are not in the inputs.")

@@ -6,6 +6,8 @@ use crate::rules::support::confidence;
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
+mod watchdog_unfed;
+
 pub static RULE: SystemdCrashLoop = SystemdCrashLoop;
 
 pub struct SystemdCrashLoop;
@@ -41,6 +43,14 @@ The exit status says how each run ended: `127` is a shell's or the loader's
 missing), `203/EXEC` is systemd failing to execute `ExecStart=`,
 `11/SEGV` a crash in native code.
 
+A unit that systemd's own watchdog ends on every run, exactly its limit
+after each start (`Started …` at 21:58:48, `Watchdog timeout (limit
+3min)!` at 22:01:48, on two starts or more), fails by its configuration:
+the program never sent one keep-alive (`WATCHDOG=1`), so WatchdogSec=
+kills it each time, restarted or not (its SIGABRT reads as a core dump,
+`status=6/ABRT`). A watchdog timeout at any other time is a hang of a
+program that had been answering (`server-hang`).
+
 ## Why it happens
 The crash loop is a symptom, never the root cause. Fast loops (seconds
 between restarts) point at configuration or environment: a bad path or
@@ -71,7 +81,10 @@ impl Rule for SystemdCrashLoop {
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         for (unit, facts) in &incident.units {
-            out.extend(crash_loop(incident, unit, facts));
+            match crash_loop(incident, unit, facts) {
+                Some(f) => out.push(f),
+                None => out.extend(watchdog_unfed::finding(incident, unit, facts)),
+            }
         }
     }
 }
