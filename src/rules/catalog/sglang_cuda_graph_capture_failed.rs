@@ -14,7 +14,7 @@ use crate::model::{
 };
 use crate::rules::support::server::{
     before, events_at, exception_at, explicit_flag, flag_action, floor2, fraction, gib,
-    launch_args, shorten, switch_flag, target,
+    launch_args, server_cmdlines, shorten, target,
 };
 use crate::rules::support::{confidence, distinct, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
@@ -168,6 +168,27 @@ impl Rule for SglangCudaGraphCaptureFailed {
         f.confidence = confidence(&f, 0.7, 0.95);
         out.push(f);
     }
+}
+
+/// The line of a server's command line that sets a switch, a flag with no
+/// value (`--enable-torch-compile`), when one does.
+fn switch_flag(
+    incident: &Incident,
+    unit: Option<&str>,
+    framework: Framework,
+    flag: &str,
+) -> Option<Span> {
+    // SGLang accepts `_` for `-` in flag names.
+    let wanted = flag.trim_start_matches('-').replace('_', "-");
+    server_cmdlines(incident, unit, framework)
+        .into_iter()
+        .find(|(cmd, _)| {
+            cmd.split_whitespace().any(|t| {
+                t.strip_prefix("--")
+                    .is_some_and(|n| n.replace('_', "-") == wanted)
+            })
+        })
+        .map(|(_, span)| span)
 }
 
 /// The command line enables torch compile and the capture failed with no

@@ -131,7 +131,7 @@ pub fn unit_cmdline<'a>(incident: &'a Incident, unit: &str) -> Option<(&'a str, 
 
 /// Command lines that start a server of `framework`: the unit's, then every
 /// recorded process command line that runs one.
-fn server_cmdlines<'a>(
+pub fn server_cmdlines<'a>(
     incident: &'a Incident,
     unit: Option<&str>,
     framework: Framework,
@@ -176,27 +176,6 @@ pub fn explicit_flag(
     flag: &str,
 ) -> Option<(String, Span)> {
     printed_flag(incident, unit, framework, flag).map(|p| (p.value, p.span))
-}
-
-/// The line of a server's command line that sets a switch, a flag with no
-/// value (`--enable-torch-compile`, `--enforce-eager`), when one does.
-pub fn switch_flag(
-    incident: &Incident,
-    unit: Option<&str>,
-    framework: Framework,
-    flag: &str,
-) -> Option<Span> {
-    // vLLM and SGLang accept `_` for `-` in flag names.
-    let wanted = flag.trim_start_matches('-').replace('_', "-");
-    server_cmdlines(incident, unit, framework)
-        .into_iter()
-        .find(|(cmd, _)| {
-            cmd.split_whitespace().any(|t| {
-                t.strip_prefix("--")
-                    .is_some_and(|n| n.replace('_', "-") == wanted)
-            })
-        })
-        .map(|(_, span)| span)
 }
 
 /// A flag as a server's command line prints it: `--gpu_memory_utilization
