@@ -65,11 +65,13 @@ const FILES: &[(&str, &str)] = built![
     "stacks-containers",
     "stacks-hf",
     "stacks-gaudi",
+    "stacks-ascend",
     "stacks-tf",
     "stacks-comfyui",
     "stacks-exllama",
     "stacks-xinference",
     "stacks-kaldi",
+    "web-servers",
     "startup",
 ];
 

@@ -750,6 +750,36 @@ pub static ROWS: &[Row] = &[
             },
         ],
     },
+    Row {
+        name: "jupyter",
+        what: "a Jupyter server's log head: `[I 16:42:01.552 NotebookApp] `, `[W 2023-01-10 09:58:23.315 ServerApp] ` (the level's letter, the time, the application)",
+        first: |c| c == b'[',
+        // `[`, a level letter, a space, a digit.
+        may: |b| {
+            b.first() == Some(&b'[')
+                && matches!(b.get(1), Some(b'D' | b'I' | b'W' | b'E' | b'C'))
+                && b.get(2) == Some(&b' ')
+                && b.get(3).is_some_and(u8::is_ascii_digit)
+        },
+        peel: jupyter,
+        samples: &[
+            Sample {
+                line: "[I 16:42:01.552 NotebookApp] The port 8888 is already in use, trying another port.",
+                body: "The port 8888 is already in use, trying another port.",
+                source: "https://github.com/ipython/ipykernel/issues/488",
+            },
+            Sample {
+                line: "[I 16:06:04.324 LabApp] The port 8889 is already in use, trying another port.",
+                body: "The port 8889 is already in use, trying another port.",
+                source: "https://github.com/jupyter/notebook/issues/4573",
+            },
+            Sample {
+                line: "[D 2023-01-20 17:51:23.041 ServerApp] Looking for jupyter_config in /etc/jupyter",
+                body: "Looking for jupyter_config in /etc/jupyter",
+                source: "https://github.com/jupyterlab/jupyterlab/issues/13827",
+            },
+        ],
+    },
 ];
 
 /// The markdown list row, which [`super::Peeler`] handles itself: a run of
@@ -1414,6 +1444,58 @@ fn celery(text: &str, frame: &mut Frame) -> Option<usize> {
     frame.time = Some(time);
     frame.record = true;
     Some(len)
+}
+
+/// Jupyter's log head (traitlets' Application log format as the notebook
+/// server sets it: `[%(levelname)1.1s %(asctime)s.%(msecs).03d %(name)s] `,
+/// the time `%H:%M:%S` in notebook 4 – 6 (jupyter/notebook
+/// notebook/notebookapp.py `_default_log_datefmt`), with the date in
+/// jupyter_server (`%Y-%m-%d %H:%M:%S`); the name is the application,
+/// `NotebookApp`, `LabApp`, `ServerApp` (JupyterHub adds ` module:line`).
+/// A time with no date records no time.
+fn jupyter(text: &str, frame: &mut Frame) -> Option<usize> {
+    let level = match text.as_bytes().get(1)? {
+        b'D' => "debug",
+        b'I' => "info",
+        b'W' => "warning",
+        b'E' => "err",
+        _ => "crit",
+    };
+    let rest = text.get(3..)?;
+    let (time, after) = match any_time(rest) {
+        Ok((after, time)) => (Some(time), after),
+        Err(_) => {
+            let (len, _) = consumed(
+                rest,
+                (
+                    take_while_m_n(8, 8, |c: char| c.is_ascii_digit() || c == ':'),
+                    opt((char('.'), digit1)),
+                ),
+            )?;
+            chrono::NaiveTime::parse_from_str(rest.get(..8)?, "%H:%M:%S").ok()?;
+            (None, &rest[len..])
+        }
+    };
+    let (len, _) = consumed(
+        after,
+        (
+            char(' '),
+            take_while1(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.'),
+            // JupyterHub adds the module and line: `JupyterHub app:3000]`.
+            opt((
+                char(' '),
+                take_while1(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.'),
+                char(':'),
+                digit1,
+            )),
+            char(']'),
+            space0,
+        ),
+    )?;
+    frame.level = Some(level);
+    frame.time = time;
+    frame.record = true;
+    Some(text.len() - after.len() + len)
 }
 
 /// Python's logging formatted `%(levelname)s (%(name)s):  %(message)s`

@@ -47,6 +47,25 @@ const ROWS: &[(&str, Port)] = &[
     ("stacks-bind.gradio-no-empty-port", Port::Http),
     ("stacks-bind.triton-socket-in-use", Port::Http),
     ("stacks-bind.grpc-no-address-added", Port::Http),
+    ("web-servers.apache-make-sock-in-use", Port::Http),
+    ("web-servers.litespeed-cant-listen", Port::Http),
+];
+
+/// Rows whose line, printed beside a failed bind that names no port (a
+/// listener named only by its configuration name: OpenLiteSpeed's
+/// `Can't listen at address adminListener`), gives the port of the same
+/// listener (catalogs/web-servers.toml).
+const COMPANION_PORTS: &[&str] = &["web-servers.litespeed-listener-failed"];
+
+/// Rows of what a web server printed after its failed bind, as it gave up
+/// (Apache's `no listening sockets available, shutting down`,
+/// OpenLiteSpeed's `failed to start listener`, `Fatal error in
+/// configuration, exit!`, its control script's `litespeed is not
+/// running.`): cited as what the failed bind led to.
+const AFTERMATH: &[&str] = &[
+    "web-servers.litespeed-listener-failed",
+    "web-servers.apache-no-listening-sockets",
+    "web-servers.lswsctrl-status",
 ];
 
 /// NCCL's socket transport: its WARN lines are NCCL's catalog's.
@@ -153,7 +172,11 @@ static META: RuleMeta = RuleMeta {
 ## What it means
 The server could not listen on its HTTP port, its ZMQ ports or the
 torch.distributed store port (`[Errno 98] Address already in use`,
-`EADDRINUSE`), and exited.
+`EADDRINUSE`), and exited. A web server in front of it says so in its
+own words: Apache's `(98)Address already in use: make_sock: could not bind
+to address HOST:PORT`, OpenLiteSpeed's `Can't listen at address NAME:
+Address already in use!` (its port from the `failed to start listener on
+address *:PORT` line printed just after).
 
 A Go server's listen error cut before its reason (`failed to listen:
 listen tcp4 0.0.`) counts only beside a socket listing that shows one port
@@ -176,8 +199,9 @@ the duplicate.
 
 When no holder is named, what the paste shows before the failed bind, in
 the same input, decides: the server's own stop or restart (gradio's
-`Closing server running on port: 3000`, a web UI's `Restarting UI...`), its
-app refusing to quit (osascript's `Ollama got an error: User canceled.
+`Closing server running on port: 3000`, a web UI's `Restarting UI...`;
+OpenLiteSpeed's `[Child: N] Start shutting down gracefully ...` around the
+new start, a restart that raced the old instance), its app refusing to quit (osascript's `Ollama got an error: User canceled.
 (-128)`), or the server serving the same port earlier in the log
 (`Uvicorn running on http://0.0.0.0:8000`) make the finding a stale serving
 instance (0.7 for a stop, 0.6 for a port served before): its own earlier
@@ -237,6 +261,7 @@ impl Rule for AddressAlreadyInUse {
             .chain(binds.iter().filter(|b| b.port != Port::Store))
             .find_map(|b| b.number.clone())
             .or_else(|| listens.iter().find_map(|l| l.port.clone()))
+            .or_else(|| companion_port(incident, &binds))
             .or_else(|| listing_port(incident))
             .or_else(|| launched.map(|(_, p)| p.to_owned()));
         let mut f = Finding::new(META.id, META.category, META.severity);
@@ -249,6 +274,7 @@ impl Rule for AddressAlreadyInUse {
             f.evidence(m.span, format!("the bind failed ({n}x)"));
         }
         cite_launcher(&mut f, launched, port.as_deref());
+        cite_aftermath(&mut f, incident, &binds);
         let what = port_name(&binds, store);
         let port_text = port.as_deref().map(|p| format!(" {p}")).unwrap_or_default();
         // A process on this host started with this port: a live listener.
@@ -391,6 +417,43 @@ fn socket_holders<'a>(incident: &'a Incident, port: Option<&str>) -> Vec<&'a Lis
         .filter(|l| l.port == port)
         .filter(|l| l.pid.is_some_and(|p| seen.insert(p)))
         .collect()
+}
+
+/// Cites what the server printed as it gave up after its failed bind, in
+/// the same input within a few lines after it.
+fn cite_aftermath(f: &mut Finding, incident: &Incident, binds: &[Bind<'_>]) {
+    let Some(first) = binds.iter().map(|b| b.message.span).min() else {
+        return;
+    };
+    let after = |m: &&Message| {
+        m.span.source == first.source && m.span.line > first.line && m.span.line <= first.line + 10
+    };
+    let mut lines: Vec<&Message> = AFTERMATH
+        .iter()
+        .flat_map(|id| incident.known(id).map(|(m, _)| m))
+        .filter(after)
+        .collect();
+    lines.sort_by_key(|m| m.span);
+    lines.dedup_by_key(|m| m.span);
+    for m in lines {
+        f.evidence(m.span, "what the failed bind led to: the server gave up");
+    }
+}
+
+/// None printed: the port a line of the same server gives for the listener
+/// that failed, in the failed bind's input within a few lines after it
+/// (OpenLiteSpeed's `failed to start listener on address *:7080!`).
+fn companion_port(incident: &Incident, binds: &[Bind<'_>]) -> Option<String> {
+    let first = binds.iter().map(|b| b.message.span).min()?;
+    COMPANION_PORTS
+        .iter()
+        .flat_map(|id| incident.known(id))
+        .filter(|(m, _)| {
+            m.span.source == first.source
+                && m.span.line >= first.line
+                && m.span.line <= first.line + 5
+        })
+        .find_map(|(_, hit)| hit.get("port").map(str::to_owned))
 }
 
 /// None printed (or cut): the one port the paste's socket listing shows

@@ -65,6 +65,7 @@ mod sglang_runtime_kv_pressure;
 mod sglang_unbalanced_memory;
 mod sglang_watchdog_timeout;
 mod slurm_step_cancelled_long_stage;
+mod stale_notebook_server;
 mod stale_serving_process;
 mod startup_stage_stalled;
 mod startup_stalled_after_worker_init;
@@ -161,6 +162,7 @@ pub static RULES: &[&dyn Rule] = &[
     &sglang_unbalanced_memory::RULE,
     &sglang_watchdog_timeout::RULE,
     &slurm_step_cancelled_long_stage::RULE,
+    &stale_notebook_server::RULE,
     &stale_serving_process::RULE,
     &startup_stage_stalled::RULE,
     &startup_stalled_after_worker_init::RULE,

@@ -14,7 +14,7 @@ use crate::model::{
 };
 use crate::rules::support::server::{
     before, events_at, exception_at, explicit_flag, flag_action, floor2, fraction, gib,
-    launch_args, shorten, target,
+    launch_args, server_cmdlines, shorten, target,
 };
 use crate::rules::support::{confidence, distinct, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
@@ -139,6 +139,11 @@ impl Rule for SglangCudaGraphCaptureFailed {
             "{who} failed at start-up: SGLang could not capture its CUDA graphs"
         ));
         f.condition("SGLang reported `Capture cuda graph failed`", true);
+        // Torch compile, SGLang's first hint, set on the command line: a
+        // capture that fails with no memory or CUDA error under it is
+        // most often torch.compile's (a model it does not compile).
+        let compiled = switch_flag(incident, unit, Framework::Sglang, "--enable-torch-compile")
+            .filter(|_| matches!(cause, Cause::Other(_)));
         match cause {
             Cause::Oom { tried, free } => {
                 explain_oom(incident, &mut f, first.span, unit, &who, tried, free)
@@ -157,9 +162,56 @@ impl Rule for SglangCudaGraphCaptureFailed {
                 ));
             }
         }
+        if let Some(span) = compiled {
+            torch_compile(&mut f, span);
+        }
         f.confidence = confidence(&f, 0.7, 0.95);
         out.push(f);
     }
+}
+
+/// The line of a server's command line that sets a switch, a flag with no
+/// value (`--enable-torch-compile`), when one does.
+fn switch_flag(
+    incident: &Incident,
+    unit: Option<&str>,
+    framework: Framework,
+    flag: &str,
+) -> Option<Span> {
+    // SGLang accepts `_` for `-` in flag names.
+    let wanted = flag.trim_start_matches('-').replace('_', "-");
+    server_cmdlines(incident, unit, framework)
+        .into_iter()
+        .find(|(cmd, _)| {
+            cmd.split_whitespace().any(|t| {
+                t.strip_prefix("--")
+                    .is_some_and(|n| n.replace('_', "-") == wanted)
+            })
+        })
+        .map(|(_, span)| span)
+}
+
+/// The command line enables torch compile and the capture failed with no
+/// memory or CUDA error under it: cites the flag and advises starting
+/// without it first, before any memory setting or --disable-cuda-graph.
+fn torch_compile(f: &mut Finding, span: Span) {
+    f.evidence(
+        span,
+        "the command line enables torch compile (--enable-torch-compile), which compiles the graphs being captured",
+    );
+    f.chain
+        .push("torch compile (--enable-torch-compile) compiled the captured graphs: most likely the trigger".to_owned());
+    f.headline = format!(
+        "{} The command line sets --enable-torch-compile: start without it first (a model torch.compile does not handle in this version fails here).",
+        f.headline.trim_end()
+    );
+    f.actions.insert(
+        0,
+        Action::advice(
+            "start the server without --enable-torch-compile (or upgrade SGLang, torch and Triton together); keep --disable-cuda-graph as a last resort",
+            None,
+        ),
+    );
 }
 
 /// Writes the chain, conditions, title, headline, explanation and fixes when

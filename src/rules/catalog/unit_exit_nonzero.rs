@@ -283,6 +283,7 @@ fn finding(
     if by_systemd {
         failed.extend_headline(&mut f.headline);
     }
+    exec::cite_sandboxing(&mut f, incident, unit, status);
     f.chain.push(format!("{who} exited with status {status}"));
     f.chain
         .extend(because(exec.as_ref(), last_exception, &stated, first));

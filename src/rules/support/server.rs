@@ -131,7 +131,7 @@ pub fn unit_cmdline<'a>(incident: &'a Incident, unit: &str) -> Option<(&'a str, 
 
 /// Command lines that start a server of `framework`: the unit's, then every
 /// recorded process command line that runs one.
-fn server_cmdlines<'a>(
+pub fn server_cmdlines<'a>(
     incident: &'a Incident,
     unit: Option<&str>,
     framework: Framework,

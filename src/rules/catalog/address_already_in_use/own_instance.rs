@@ -63,6 +63,13 @@ const STOPS: &[Stop] = &[
         stack: Some("Gradio"),
     },
     Stop {
+        id: "web-servers.litespeed-child-shutting-down",
+        note: "the server's earlier process was still shutting down gracefully",
+        shows: "the paste shows its earlier process still shutting down gracefully around the new start, a restart that raced the old instance for the port",
+        must_precede: false,
+        stack: None,
+    },
+    Stop {
         id: "stacks-bind.osascript-quit-canceled",
         note: "the app refused to quit: its server keeps running",
         shows: "the paste shows its app refusing to quit, so the server it runs still listens",
@@ -106,6 +113,9 @@ struct Earlier {
     shows: &'static str,
     /// How the program whose instance it is is stopped, when known.
     stop: Option<&'static str>,
+    /// The earlier instance's processes its lines name (OpenLiteSpeed's
+    /// `[Child: N]`): the holder's.
+    pids: Vec<u32>,
 }
 
 /// Rewrites the failed bind's finding `f` when the port's holder is most
@@ -185,6 +195,7 @@ fn earlier(incident: &Incident, port: u16, first: Span) -> Option<Earlier> {
     let here = |m: &Message| m.span.source == first.source;
     let mut lines: Vec<(Span, String)> = Vec::new();
     let mut first_stop: Option<(Span, &Stop, Option<&'static str>)> = None;
+    let mut pids: Vec<u32> = Vec::new();
     for stop in STOPS {
         for (m, hit) in incident.known(stop.id) {
             let when = if stop.must_precede {
@@ -208,6 +219,7 @@ fn earlier(incident: &Incident, port: u16, first: Span) -> Option<Earlier> {
                 continue;
             }
             lines.push((m.span, stop.note.to_owned()));
+            pids.extend(hit.get("pid").and_then(|p| p.parse::<u32>().ok()));
             if first_stop.is_none_or(|(s, _, _)| m.span < s) {
                 first_stop = Some((m.span, stop, program));
             }
@@ -222,6 +234,7 @@ fn earlier(incident: &Incident, port: u16, first: Span) -> Option<Earlier> {
             stop: program
                 .and_then(|p| DEFAULT_PORTS.iter().find(|d| d.stack == p))
                 .map(|d| d.stop),
+            pids,
         });
     }
     for id in SERVED {
@@ -245,6 +258,7 @@ fn earlier(incident: &Incident, port: u16, first: Span) -> Option<Earlier> {
         seen: Seen::Served,
         shows: "the paste shows it serving the port before this start",
         stop: None,
+        pids: Vec::new(),
     })
 }
 
@@ -267,6 +281,7 @@ fn said(incident: &Incident, first: Span) -> Option<Earlier> {
         seen: Seen::Said,
         shows: "the server itself says another copy of it is running",
         stop: None,
+        pids: Vec::new(),
     })
 }
 
@@ -324,6 +339,7 @@ fn running(incident: &Incident, port: u16) -> Option<Earlier> {
         seen: Seen::Running,
         shows: "the paste shows the same server already running beside it",
         stop: Some(d.stop),
+        pids: Vec::new(),
     })
 }
 
@@ -334,6 +350,7 @@ fn stale(f: &mut Finding, port: u16, e: Earlier, probe: &str) {
         f.evidence(*span, note.clone());
     }
     f.category = Category::StaleServingInstance;
+    f.entities.pids.extend(e.pids.iter().copied());
     let (seen, chain) = match e.seen {
         Seen::Stopped => (
             "the server was asked to stop or restart before the failed bind",

@@ -237,3 +237,82 @@ impl ExecFailure<'_> {
         ));
     }
 }
+
+/// The unit settings whose set-up is systemd's NAMESPACE step
+/// (systemd.exec(5), "Sandboxing" and "Paths"): a mount namespace is
+/// built only when one of them is set.
+const NAMESPACE_SETTINGS: &[&str] = &[
+    "PrivateTmp",
+    "PrivateDevices",
+    "PrivateMounts",
+    "PrivateNetwork",
+    "PrivateIPC",
+    "ProtectSystem",
+    "ProtectHome",
+    "ProtectKernelTunables",
+    "ProtectKernelModules",
+    "ProtectKernelLogs",
+    "ProtectControlGroups",
+    "ProtectProc",
+    "ProtectHostname",
+    "ReadWritePaths",
+    "ReadOnlyPaths",
+    "InaccessiblePaths",
+    "ExecPaths",
+    "NoExecPaths",
+    "TemporaryFileSystem",
+    "BindPaths",
+    "BindReadOnlyPaths",
+    "RootDirectory",
+    "RootImage",
+    "MountAPIVFS",
+];
+
+/// A unit that failed at systemd's NAMESPACE step (`226/NAMESPACE`) whose
+/// settings the inputs show (`systemctl cat`, a unit file, `systemctl
+/// show`): its sandboxing settings are what that step sets up. Cites them
+/// and names them in the headline and the advice.
+pub(super) fn cite_sandboxing(f: &mut Finding, incident: &Incident, unit: &str, status: &str) {
+    let (code, name) = status.split_once('/').unwrap_or((status, ""));
+    if code != "226" && name != "NAMESPACE" {
+        return;
+    }
+    let mut set: Vec<(String, Span)> = Vec::new();
+    for props in incident
+        .facts
+        .unit_properties
+        .iter()
+        .filter(|p| p.unit.as_deref() == Some(unit))
+    {
+        for key in NAMESPACE_SETTINGS {
+            if let Some((value, span)) = props.properties.get(*key)
+                && !set.iter().any(|(s, _)| s.starts_with(&format!("{key}=")))
+            {
+                set.push((format!("{key}={value}"), *span));
+            }
+        }
+    }
+    if set.is_empty() {
+        return;
+    }
+    for (setting, span) in &set {
+        f.evidence(
+            *span,
+            format!("{setting}: a sandboxing setting systemd's NAMESPACE step sets up"),
+        );
+    }
+    let named: Vec<&str> = set.iter().map(|(s, _)| s.as_str()).collect();
+    let named = named.join(", ");
+    f.headline = format!(
+        "{} The unit's sandboxing, which that step sets up: {named}.",
+        f.headline.trim_end()
+    );
+    f.actions.push(Action::advice(
+        format!(
+            "read systemd's reason for the namespace (`Failed to set up mount namespacing`), then drop or relax {named} in a drop-in where this environment cannot provide it (a container, an emulator, a kernel without mount namespaces)"
+        ),
+        Some(&format!(
+            "journalctl -u {unit} -b --no-pager | grep -i namespac; systemctl edit {unit}"
+        )),
+    ));
+}

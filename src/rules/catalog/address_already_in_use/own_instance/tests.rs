@@ -220,3 +220,60 @@ fn a_launchers_port_list_alone_names_the_port_not_the_holder() {
     assert_eq!(f.category, Category::PortInUse, "{f:?}");
     assert!(f.title.contains("9991"), "{}", f.title);
 }
+
+/// https://github.com/litespeedtech/openlitespeed/issues/163 (batch R
+/// case 1113): a restart's new OpenLiteSpeed cannot bind its WebAdmin
+/// listener, named only `adminListener`, while the old instance's child
+/// is still shutting down gracefully: the port is read from the
+/// `failed to start listener on address *:7080!` line after it, the old
+/// child's PID is the holder's, and the server's giving-up lines are
+/// cited. Without the child's line it stays a port in use on 7080.
+#[test]
+fn an_openlitespeed_restart_that_raced_its_old_child() {
+    let text = "[ERROR] HttpListener::start(): Can't listen at address adminListener: Address already in use!\n\
+[ERROR] HttpServer::addListener(adminListener) failed to create new listener\n\
+[ERROR] [config:admin:listener:adminListener] failed to start listener on address *:7080!\n\
+[ERROR] [config:admin:listener] No listener is available for admin virtual host!\n\
+[ERROR] Fatal error in configuration, exit! \n\
+[NOTICE] [Child: 282657] Start shutting down gracefully ...\n\
+lswsctrl[282758]: [OK] litespeed: graceful stop.\n\
+lswsctrl[282770]: [OK] litespeed: pid=282783.\n\
+lswsctrl[282795]: [ERROR] litespeed is not running.\n";
+    let f = one(text);
+    assert_eq!(f.category, Category::StaleServingInstance);
+    assert!(f.title.contains("7080"), "{}", f.title);
+    assert!(f.entities.pids.contains(&282657), "{:?}", f.entities);
+    assert!(!f.entities.pids.contains(&282783), "{:?}", f.entities);
+    for line in [3, 5, 6, 9] {
+        crate::testing::cites_line(&f, line);
+    }
+    let bind_only: String = text.lines().take(5).map(|l| format!("{l}\n")).collect();
+    let f = one(&bind_only);
+    assert_eq!(f.category, Category::PortInUse);
+    assert!(f.title.contains("7080"), "{}", f.title);
+}
+
+/// Apache's own wording (https://github.com/interbrite/letsencrypt-vesta/issues/18,
+/// batch R case 1114; https://github.com/jide/clamp/issues/24 for 2.4's
+/// AH00072): a port in use on the address's port, with its giving-up line
+/// cited; `(13)Permission denied` before the same words is no such finding.
+#[test]
+fn apaches_make_sock_is_a_port_in_use() {
+    let text = "Starting httpd: (98)Address already in use: make_sock: could not bind to address xxx.xxx.xxx.xxx:8080\n\
+no listening sockets available, shutting down\n\
+Unable to open logs\n";
+    let f = one(text);
+    assert_eq!(f.category, Category::PortInUse);
+    assert!(f.title.contains("8080"), "{}", f.title);
+    crate::testing::cites_line(&f, 2);
+    let f =
+        one("(48)Address already in use: AH00072: make_sock: could not bind to address [::]:80\n");
+    assert!(f.title.contains(" 80"), "{}", f.title);
+    assert!(
+        findings_of(
+            "address-already-in-use",
+            "(13)Permission denied: AH00072: make_sock: could not bind to address 0.0.0.0:80\n"
+        )
+        .is_empty()
+    );
+}
