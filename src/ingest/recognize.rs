@@ -172,7 +172,12 @@ impl LineReader {
                     .map(|r| 1 + r.detail_spans.len())
                     .sum::<usize>(),
                 facts.instances.len(),
-                facts.containers.len(),
+                // A container's record, and each State field's line of it.
+                facts
+                    .containers
+                    .iter()
+                    .map(|c| 1 + c.lines.len())
+                    .sum::<usize>(),
             )
         };
         let facts_before = made(out.facts);

@@ -514,6 +514,13 @@ fn finding(incident: &Incident, death: &Death) -> Finding {
     if let Some(r) = said {
         f.chain.push(format!("after it printed: {r}"));
     }
+    advise(&mut f, death);
+    f
+}
+
+/// The death's advice: its cause's row's fix, who killed it, and where its
+/// last lines are (a container's, a unit's, a process's).
+fn advise(f: &mut Finding, death: &Death) {
     if let Some(row) = death.cause {
         f.chain.push(row.meaning.clone());
         if let Some(fix) = &row.fix {
@@ -532,7 +539,7 @@ fn finding(incident: &Incident, death: &Death) -> Finding {
             "Read the container's last lines and its state; a crash in a known version is fixed by upgrading the image",
             Some("docker logs --tail 200 CONTAINER; docker inspect -f '{{json .State}}' CONTAINER; journalctl -k --since TIME"),
         ));
-        return f;
+        return;
     }
     f.actions.push(Action::advice(
         "Read the process's last lines and, for a core dump, its backtrace; a crash in a known version is fixed by upgrading the server",
@@ -541,7 +548,6 @@ fn finding(incident: &Incident, death: &Death) -> Finding {
             None => "coredumpctl info PID; journalctl -k --since TIME",
         }),
     ));
-    f
 }
 
 #[cfg(test)]

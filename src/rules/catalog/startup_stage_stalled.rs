@@ -440,6 +440,23 @@ fn printed_since(incident: &Incident, last: Span, since: Timestamp) -> bool {
         .any(|(_, t)| t.year_known && t.utc_seconds() > since.utc_seconds())
 }
 
+/// Whether the input printed on after its last stage line: a later time
+/// than the line's own; or, for a worker's count at 0 with no time of its
+/// own (a Celery task's `…: 0 / 1535`, read by its row alone), than the
+/// time before it, since a later line (its next counts, the task's end,
+/// which the row does not read) says the worker went on.
+fn went_on(incident: &Incident, last: &Message, stage: Stage, done: Option<u64>) -> bool {
+    if kept_printing(incident, last.span) {
+        return true;
+    }
+    stage == Stage::Ready
+        && done == Some(0)
+        && incident.time_of(last.span).is_none()
+        && time_before(incident, last.span)
+            .filter(|t| t.year_known)
+            .is_some_and(|t| printed_since(incident, last.span, t))
+}
+
 /// The time of the last timed line at or before `span` in its input: a
 /// line read for its words alone (a catalog row's) may carry no time of
 /// its own.

@@ -127,21 +127,7 @@ fn read_stall<'a>(incident: &'a Incident, startup: &Startup<'a>) -> Option<Stall
         return None;
     }
     // Someone stopped it: whatever it printed before, it never got further.
-    if gave_up.is_none() && kept_printing(incident, last.span) {
-        return None;
-    }
-    // A worker's count at 0 with no time of its own (a Celery task's
-    // `…: 0 / 1535`, read by its row alone): the time before it stands for
-    // it, and a later line (its next counts, the task's end, which the row
-    // does not read) says the worker went on.
-    if gave_up.is_none()
-        && last_stage == Stage::Ready
-        && last_done == Some(0)
-        && incident.time_of(last.span).is_none()
-        && time_before(incident, last.span)
-            .filter(|t| t.year_known)
-            .is_some_and(|t| printed_since(incident, last.span, t))
-    {
+    if gave_up.is_none() && went_on(incident, last, last_stage, last_done) {
         return None;
     }
     // The line where the stage began, quoted as the log says it.
