@@ -1189,10 +1189,7 @@ fn lm_studio_head(text: &str, frame: &mut Frame) -> Option<usize> {
     if !text[len..].trim().is_empty() {
         return None;
     }
-    frame.level = Some(level_named(level)?);
-    frame.time = Some(time);
-    frame.record = true;
-    Some(text.len())
+    record(frame, text.len(), level, Some(time))
 }
 
 fn viewer_time(text: &str, frame: &mut Frame) -> Option<usize> {
@@ -1223,10 +1220,7 @@ fn rust_tracing(text: &str, frame: &mut Frame) -> Option<usize> {
             ))),
         ),
     )?;
-    frame.level = Some(level_named(level)?);
-    frame.time = Some(time);
-    frame.record = true;
-    Some(len)
+    record(frame, len, level, Some(time))
 }
 
 /// Rust's tracing formatter under a local timer: the grammar of
@@ -1306,10 +1300,7 @@ fn python_logging(text: &str, frame: &mut Frame) -> Option<usize> {
             ))),
         ),
     )?;
-    frame.level = Some(level_named(level)?);
-    frame.time = Some(time);
-    frame.record = true;
-    Some(len)
+    record(frame, len, level, Some(time))
 }
 
 /// Python's logging with `%(asctime)s %(levelname)s %(message)s` (WeNet's
@@ -1393,10 +1384,7 @@ fn deepspeed(text: &str, frame: &mut Frame) -> Option<usize> {
             ),
         ),
     )?;
-    frame.level = Some(level_named(level)?);
-    frame.time = Some(time);
-    frame.record = true;
-    Some(len)
+    record(frame, len, level, Some(time))
 }
 
 /// gunicorn's error log (gunicorn/glogging.py: `%(asctime)s [%(process)d]
@@ -1423,6 +1411,17 @@ fn gunicorn(text: &str, frame: &mut Frame) -> Option<usize> {
     Some(26 + len)
 }
 
+/// A logger's record head of `len` bytes at `level` (a name
+/// [`level_named`] knows, or no record), with its time when it has one.
+fn record(frame: &mut Frame, len: usize, level: &str, time: Option<Timestamp>) -> Option<usize> {
+    frame.level = Some(level_named(level)?);
+    if time.is_some() {
+        frame.time = time;
+    }
+    frame.record = true;
+    Some(len)
+}
+
 /// Celery's worker log (celery/celery celery/app/defaults.py: the
 /// `worker_log_format` `[%(asctime)s: %(levelname)s/%(processName)s]
 /// %(message)s`, and the `worker_task_log_format` that adds
@@ -1440,10 +1439,7 @@ fn celery(text: &str, frame: &mut Frame) -> Option<usize> {
             tag("] "),
         ),
     )?;
-    frame.level = Some(level_named(level)?);
-    frame.time = Some(time);
-    frame.record = true;
-    Some(len)
+    record(frame, len, level, Some(time))
 }
 
 /// Jupyter's log head (traitlets' Application log format as the notebook
@@ -1511,9 +1507,7 @@ fn level_name(text: &str, frame: &mut Frame) -> Option<usize> {
             space1,
         ),
     )?;
-    frame.level = Some(level_named(level)?);
-    frame.record = true;
-    Some(len)
+    record(frame, len, level, None)
 }
 
 /// Kaldi's record heads (kaldi-asr/kaldi src/base/kaldi-error.cc,
@@ -1580,10 +1574,7 @@ fn llamafactory(text: &str, frame: &mut Frame) -> Option<usize> {
             tag(" >> "),
         ),
     )?;
-    frame.level = Some(level_named(level)?);
-    frame.time = Some(time);
-    frame.record = true;
-    Some(len)
+    record(frame, len, level, Some(time))
 }
 
 /// `[PORT] `: llama-server in router mode (tools/server, `--models-dir`)
@@ -1695,9 +1686,7 @@ fn logger_tag(text: &str, frame: &mut Frame) -> Option<usize> {
             alt((tag("] "), tag("]"))),
         ),
     )?;
-    frame.level = Some(level_named(level)?);
-    frame.record = true;
-    Some(len)
+    record(frame, len, level, None)
 }
 
 /// zerolog's `ConsoleWriter` (rs/zerolog console.go): Go's kitchen clock
