@@ -34,6 +34,25 @@ pub fn matches<'a>(
         .filter_map(move |m| re.captures(&m.text).map(|c| (m, c)))
 }
 
+/// The lines a catalog row reads as a warning that proves nothing by
+/// itself (category none, severity warning: Triton's `failed to allocate
+/// pinned system memory: CUDA driver version is insufficient for CUDA
+/// runtime version`, the reason CUDA gave for a pool the server goes on
+/// without). A CUDA code such a line quotes is the warning's reason, not a
+/// failure of its own.
+pub fn warning_lines(incident: &Incident) -> std::collections::BTreeSet<Span> {
+    incident
+        .known
+        .iter()
+        .filter(|k| {
+            k.hit.row.is_some_and(|r| {
+                r.category.is_none() && r.severity == crate::rules::Severity::Warning
+            })
+        })
+        .map(|k| incident.facts.messages[k.message].span)
+        .collect()
+}
+
 /// Whether the kernel's log shows the OOM killer killing a process: the
 /// kernel's own account, which explains a SIGKILL better than any guess.
 pub fn kernel_oom_killed(incident: &Incident) -> bool {

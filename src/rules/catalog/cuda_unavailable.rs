@@ -11,9 +11,8 @@ use regex::Regex;
 use crate::catalogs::Via;
 use crate::correlate::{Gpu, Incident};
 use crate::model::Message;
-use crate::rules::support::{confidence, distinct, matches};
+use crate::rules::support::{confidence, distinct, matches, warning_lines};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
-use crate::source::Span;
 
 pub static RULE: CudaUnavailable = CudaUnavailable;
 
@@ -35,11 +34,6 @@ enum Lines {
     /// Error N: …` names, but those with findings of their own.
     DeviceCount,
 }
-
-/// Triton's pinned host memory pool that CUDA could not allocate
-/// (catalogs/stacks-trtllm.toml): a warning of a server run without a GPU
-/// that quotes CUDA's reason, not the server's failure.
-const TRITON_PINNED: &str = "stacks-trtllm.triton-pinned-memory-unavailable";
 
 /// The CUDA catalog's wrapper for PyTorch's device-count error.
 const DEVICE_COUNT: &str = "cuda.wrapper.torch-device-count";
@@ -194,7 +188,9 @@ impl Rule for CudaUnavailable {
         if matches(incident, &OWN_RULES).next().is_some() {
             return;
         }
-        let warned: Vec<Span> = incident.known(TRITON_PINNED).map(|(m, _)| m.span).collect();
+        // A warning row's line that quotes CUDA's reason (Triton's pinned
+        // memory pool, catalogs/stacks-trtllm.toml) is no failure here.
+        let warned = warning_lines(incident);
         let Some((cause, hits)) = CAUSES.iter().find_map(|c| {
             // Each line with the driver's CUDA version when it says one.
             let hits: Vec<(&Message, Option<u32>)> = match &c.lines {

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use crate::catalogs::{Hit, Origin, Row, Via};
 use crate::correlate::Incident;
 use crate::model::Message;
-use crate::rules::support::{capitalise, distinct};
+use crate::rules::support::{capitalise, distinct, warning_lines};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
 pub static RULE: KnownMessage = KnownMessage;
@@ -62,7 +62,7 @@ impl Rule for KnownMessage {
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         // Rows in catalog order, each with its lines in input order.
         let mut by_row: BTreeMap<&str, (&Row, Vec<Line<'_>>)> = BTreeMap::new();
-        let warnings = quoting_warnings(incident);
+        let warnings = warning_lines(incident);
         for k in &incident.known {
             let Some(row) = k.hit.row else { continue };
             if row.category.is_none() {
@@ -70,7 +70,9 @@ impl Rule for KnownMessage {
             }
             // A code read out of a line (not by a wording of its own) that
             // another row reads as a warning quotes the code, not raises it.
-            if !matches!(k.hit.via, Via::Wording(_)) && warnings.contains(&k.message) {
+            if !matches!(k.hit.via, Via::Wording(_))
+                && warnings.contains(&incident.facts.messages[k.message].span)
+            {
                 continue;
             }
             by_row
@@ -105,24 +107,6 @@ impl Rule for KnownMessage {
             out.push(f);
         }
     }
-}
-
-/// The lines a row reads as a warning that proves nothing by itself
-/// (category none): Triton's `failed to allocate pinned system memory:
-/// CUDA driver version is insufficient for CUDA runtime version`, the
-/// reason CUDA gave for a pool the server goes on without. A CUDA code
-/// those lines quote is the warning's reason, not a failure of its own.
-fn quoting_warnings(incident: &Incident) -> std::collections::BTreeSet<usize> {
-    incident
-        .known
-        .iter()
-        .filter(|k| {
-            k.hit
-                .row
-                .is_some_and(|r| r.category.is_none() && r.severity == Severity::Warning)
-        })
-        .map(|k| k.message)
-        .collect()
 }
 
 /// The lines of a row that another row of the same event supersedes
