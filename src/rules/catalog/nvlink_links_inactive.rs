@@ -262,21 +262,9 @@ mod tests {
     }
 
     /// NVIDIA/DCGM#198: `dcgmi nvlink --link-status` on two H100 NVL,
-    /// verbatim, with the command above it.
-    const DCGM_198: &str = "dcgmi nvlink --link-status
-+----------------------+
-|  NvLink Link Status  |
-+----------------------+
-GPUs:
-    gpuId 0:
-        D D D D D D D D D D D D D D D D D D
-    gpuId 1:
-        D D D D D D D D D D D D D D D D D D
-NvSwitches:
-    No NvSwitches found.
-
-Key: Up=U, Down=D, Disabled=X, Not Supported=_
-";
+    /// verbatim, with the command above it (the format's sample).
+    const DCGM_198: &str =
+        include_str!("../../../fixtures/formats/lines/dcgmi-nvlink-link-status.txt");
 
     #[test]
     fn dcgmi_every_link_down_and_nothing_else_is_a_warning_naming_the_gpus() {
