@@ -443,14 +443,14 @@ fn report(
         },
         width: width(),
     };
-    let mut rendered = Vec::new();
-    render::render(&report, format, options, &mut rendered).map_err(|source| Error::Output {
-        path: "stdout".to_owned(),
-        source,
-    })?;
+    // Written as it is rendered, not collected first: a large input's
+    // report (megabytes of repeated-line templates in JSON) would otherwise
+    // sit in memory twice at the run's peak, beside the analysis.
     progress.finish();
-    let mut stdout = io::stdout().lock();
-    write_stdout(stdout.write_all(&rendered))?;
+    let mut stdout = io::BufWriter::new(io::stdout().lock());
+    write_stdout(
+        render::render(&report, format, options, &mut stdout).and_then(|()| stdout.flush()),
+    )?;
     if let Some(path) = &args.script {
         std::fs::write(path, render::script(&report)).map_err(|source| Error::Output {
             path: path.display().to_string(),
