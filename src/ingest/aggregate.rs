@@ -919,6 +919,7 @@ impl Aggregator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ingest::real_lines::real_lines;
 
     /// The one-pass template of `5af2cef`, a line at a time with nothing
     /// kept from the line before: the oracle of [`Templater::key`], which
@@ -1226,26 +1227,6 @@ mod tests {
         let mut template = Vec::new();
         masked_at_once(bytes, first, &mut template);
         Some(hash(&template))
-    }
-
-    /// The lines of the real incidents, in the order their files hold them.
-    fn real_lines() -> Vec<String> {
-        let real = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-            .join("fixtures/real");
-        let mut cases: Vec<_> = std::fs::read_dir(real)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|c| c.path().join("input.log"))
-            .collect();
-        cases.sort();
-        let mut lines = Vec::new();
-        for case in cases {
-            if let Ok(text) = std::fs::read_to_string(case) {
-                lines.extend(text.lines().map(str::to_owned));
-            }
-        }
-        lines
     }
 
     /// The digits of `line` each changed to another (its shape kept).

@@ -1024,19 +1024,7 @@ mod tests {
     /// end, in either case.
     fn lines_to_search(literals: &[&str]) -> Vec<String> {
         let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
-        let mut lines = Vec::new();
-        let mut cases: Vec<_> = std::fs::read_dir(root.join("fixtures/real"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|c| c.path().join("input.log"))
-            .collect();
-        cases.sort();
-        for case in cases {
-            if let Ok(text) = std::fs::read_to_string(case) {
-                lines.extend(text.lines().map(str::to_owned));
-            }
-        }
+        let mut lines = crate::ingest::real_lines::real_lines();
         let mut families: Vec<_> = std::fs::read_dir(root.join("bench/families"))
             .into_iter()
             .flatten()

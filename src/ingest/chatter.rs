@@ -14,67 +14,9 @@ use memchr::memmem::Finder;
 use regex::Regex;
 
 /// Whether `text` is a vLLM record (`LEVEL MM-DD HH:MM:SS[.frac]
-/// [file.py:line] message`): what `server::vllm`'s `RECORD` matches.
+/// [file.py:line] message`), its seconds printed: `server::vllm`'s grammar.
 pub(crate) fn vllm_record(text: &str) -> bool {
-    let b = text.as_bytes();
-    let Some(rest) = ["INFO ", "DEBUG ", "WARNING ", "ERROR ", "CRITICAL "]
-        .iter()
-        .find_map(|level| b.strip_prefix(level.as_bytes()))
-    else {
-        return false;
-    };
-    // `MM-DD HH:MM:SS`
-    const SHAPE: &[u8; 14] = b"00-00 00:00:00";
-    if rest.len() < SHAPE.len() {
-        return false;
-    }
-    let shaped = SHAPE.iter().zip(rest).all(|(&s, &c)| match s {
-        b'0' => c.is_ascii_digit(),
-        s => s == c,
-    });
-    if !shaped {
-        return false;
-    }
-    let mut i = SHAPE.len();
-    if rest.get(i) == Some(&b'.') {
-        let frac = rest[i + 1..]
-            .iter()
-            .take_while(|c| c.is_ascii_digit())
-            .count();
-        if !(1..=6).contains(&frac) {
-            return false;
-        }
-        i += 1 + frac;
-    }
-    if rest.get(i) != Some(&b' ') {
-        return false;
-    }
-    i += 1;
-    if rest.get(i) == Some(&b'[') {
-        i += 1;
-    }
-    // `file.py:123]`: no `]` or space before the colon and digits.
-    let source = &rest[i..];
-    let Some(end) = source.iter().position(|&c| c == b']') else {
-        return false;
-    };
-    let name = &source[..end];
-    if name.iter().any(|c| c.is_ascii_whitespace()) {
-        return false;
-    }
-    let Some(colon) = name.iter().rposition(|&c| c == b':') else {
-        return false;
-    };
-    let line = &name[colon + 1..];
-    if colon == 0 || line.is_empty() || !line.iter().all(u8::is_ascii_digit) {
-        return false;
-    }
-    // Then the end, or a space and the message (no line break: one line).
-    match source.get(end + 1) {
-        None => true,
-        Some(b' ') => !source[end + 1..].contains(&b'\n'),
-        Some(_) => false,
-    }
+    crate::ingest::server::head(text).is_some_and(|h| h.hms.len() == 8)
 }
 
 /// Whether `text` is a uvicorn access line: `INFO:` and spaces, a client

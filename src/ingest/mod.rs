@@ -48,6 +48,8 @@ mod prose;
 mod ps;
 mod read;
 mod reader;
+#[cfg(test)]
+mod real_lines;
 mod recognize;
 mod server;
 mod shell_notes;

@@ -25,6 +25,8 @@ mod traceback;
 mod uvicorn;
 mod vllm;
 
+pub(crate) use vllm::head;
+
 #[cfg(test)]
 mod tests;
 
