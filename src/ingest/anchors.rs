@@ -516,6 +516,32 @@ impl Hot {
         self.rules().is_rule(line)
     }
 
+    /// Drops the searches' large caches once an analysis has read its
+    /// inputs: a large input grows each to megabytes, which would otherwise
+    /// sit beside the correlation, the rules and the timeline at the run's
+    /// peak of memory ([`Anchors::with_facts`] keeps the searches for the
+    /// next analysis of a replay). Small caches stay warm for it.
+    pub(crate) fn shed_caches(&self) {
+        /// A cache of a paste's size: a few dozen states.
+        const KEEP_UP_TO: usize = 256 << 10;
+        let shed = |caches: &Mutex<Vec<regex_automata::hybrid::dfa::Cache>>| {
+            if let Ok(mut c) = caches.lock() {
+                c.retain(|cache| cache.memory_usage() <= KEEP_UP_TO);
+            }
+        };
+        for search in [
+            Some(&self.search),
+            self.rules_only.get().and_then(Option::as_ref),
+        ] {
+            if let Some(Search::Lazy { caches, .. }) = search {
+                shed(caches);
+            }
+        }
+        if let Some(Some(backward)) = self.backward.get() {
+            shed(&backward.caches);
+        }
+    }
+
     /// The backward search, built on its first use.
     fn backward(&self) -> Option<&Backward> {
         self.backward

@@ -115,6 +115,9 @@ pub fn ingest_with(sources: &SourceMap, settings: &Settings<'_>) -> Ingested {
     } else {
         (0..sources.len()).map(|i| read(SourceId(i))).collect()
     };
+    if let Some(hot) = &hot {
+        hot.shed_caches();
+    }
     let mut out = Ingested::default();
     for (i, part) in parts.into_iter().enumerate() {
         out.facts.append(part.facts);
