@@ -16,7 +16,7 @@ use regex::Regex;
 /// Whether `text` is a vLLM record (`LEVEL MM-DD HH:MM:SS[.frac]
 /// [file.py:line] message`), its seconds printed: `server::vllm`'s grammar.
 pub(crate) fn vllm_record(text: &str) -> bool {
-    crate::ingest::server::head(text).is_some_and(|h| h.hms.len() == 8)
+    crate::ingest::vllm_head::head(text).is_some_and(|h| h.hms.len() == 8)
 }
 
 /// Whether `text` is a uvicorn access line: `INFO:` and spaces, a client

@@ -62,6 +62,7 @@ mod systemctl_status;
 mod systemd_unit_file;
 mod tables;
 mod values;
+mod vllm_head;
 
 use crate::model::{Facts, Framework};
 use crate::source::{SourceId, SourceMap, Span};

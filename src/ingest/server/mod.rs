@@ -25,8 +25,6 @@ mod traceback;
 mod uvicorn;
 mod vllm;
 
-pub(crate) use vllm::head;
-
 #[cfg(test)]
 mod tests;
 
