@@ -80,6 +80,22 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         GpuMemoryHeldByOtherProcess,
+        "Ray Tune's `wait_for_gpu` at a trial's start polling again and again with the GPU's memory use far above its target (`Waiting for GPU util to reach 0.01. Util: 0.781`), or giving up (`GPU memory was not freed.`): the previous trial's workers still hold the GPU",
+        Rule("gpu-memory-taken-before-load"),
+        Some(
+            "fixtures/rules/gpu-memory-taken-before-load/pos-ray-32725-wait-for-gpu-two-polls-on-one-line.log",
+        ),
+    ),
+    cell(
+        GpuMemoryHeldByOtherProcess,
+        "TensorFlow's start-up device record pasted from its `name:` line on, below `Found device N` (`major: 6 minor: 1 memoryClockRate (GHz) 1.683`, `pciBusID`, `Total memory: 7.91GiB`, `Free memory: 148.69MiB`): the GPU named by its bus id",
+        Rule("gpu-memory-taken-before-load"),
+        Some(
+            "fixtures/rules/gpu-memory-taken-before-load/pos-tf-3864-record-pasted-from-its-name-line.log",
+        ),
+    ),
+    cell(
+        GpuMemoryHeldByOtherProcess,
         "a `dcgmi diag` test that could not create its context on a GPU (`Unable to create CUDA context: 'CUDA-capable device(s) is/are busy or unavailable'` in the warning under `Fail - GPU: 0`): the GPU held by another process, not a fault",
         Rule("dcgm-diag-failed"),
         Some("fixtures/formats/lines/dcgmi-diag-3.3.1-fail.txt"),
@@ -335,6 +351,12 @@ pub const MATRIX: &[Cell] = &[
         Row("stacks-sglang.ci-gpu-idle-wait-holder"),
         None,
     ),
+    cell(
+        StaleServingInstance,
+        "Ray's `Failed to connect to the default Ray cluster address at ADDR. This is most likely due to a previous Ray instance that has since crashed.`: ray.init() follows the address a dead head left in /tmp/ray/ray_current_cluster",
+        Row("stacks-ray.stale-default-address"),
+        None,
+    ),
     // Host out of memory.
     cell(
         HostOomKiller,
@@ -465,6 +487,14 @@ pub const MATRIX: &[Cell] = &[
         "a shell's report of a SIGKILL (bash's `line N: PID Killed CMD`, fish's `Job 1, 'CMD' terminated by signal SIGKILL (Forced quit)`) right after a diffusion UI's model load (ComfyUI's `model_type FLOW`, `Requested to load`, AUTOMATIC1111's `Loading weights [..] from`, diffusers' `Loading pipeline components`) or a loop's bar still counting (a sampler's `2it [00:25, 12.97s/it]`), with no error of its own: a kill while it loaded or worked, at a lower confidence, advising `journalctl -k` and `docker inspect … OOMKilled`",
         Rule("server-killed-no-kernel-line"),
         Some("fixtures/rules/server-killed-no-kernel-line/pos-comfyui-killed-after-model-type"),
+    ),
+    cell(
+        HostOomKiller,
+        "the operating system refusing a process host memory, with no kill: PyTorch's CPU allocator (`DefaultCPUAllocator: not enough memory: you tried to allocate N bytes`, Linux's `can't allocate memory … Error code 12`, TH's `$ Torch: not enough memory`) or Windows' commit limit (`The paging file is too small for this operation to complete`, `[WinError 1455]`, `(os error 1455)` in any language), with the load its traceback was in",
+        Rule("host-memory-allocation-refused"),
+        Some(
+            "fixtures/rules/host-memory-allocation-refused/pos-comfyui-7550-safe-open-os-error-1455.log",
+        ),
     ),
     // Unit failures.
     cell(

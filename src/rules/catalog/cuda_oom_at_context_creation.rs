@@ -39,7 +39,8 @@ const CONTEXT_CALL: &str = "cuda.context-creating-call";
 /// `nn.Module.__init__` (a layer allocating its parameters on a CUDA
 /// default device), `Module.cuda`/`Module.to` through `_apply`.
 /// (`torch.cuda.set_device` and `torch.cuda._lazy_init`, the first CUDA
-/// call, create the context and read as [`CONTEXT_CALL`]'s lines do.)
+/// call, create the context and read as [`CONTEXT_CALL`]'s lines do, and
+/// so does `torch.cuda.empty_cache`, which only frees.)
 /// A raw OOM raised in one of the innermost frames is an OOM before the
 /// program's own working memory existed.
 const CONSTRUCTION_FRAMES: &[&str] = &["__init__", "cuda", "to", "_apply"];
@@ -224,6 +225,15 @@ fn before_own_memory(incident: &Incident, lines: &[&Message]) -> Option<Early> {
             "_lazy_init" => {
                 return Some(Early::Context(
                     "cuInit, from torch.cuda._lazy_init".to_owned(),
+                ));
+            }
+            // It only frees: what it can run out of memory on is a context
+            // it opens on a device the process had not used (each worker
+            // of a job that set no device opens one on device 0).
+            "empty_cache" => {
+                return Some(Early::Context(
+                    "a context torch.cuda.empty_cache opens on a device the process had not used"
+                        .to_owned(),
                 ));
             }
             _ => {}
@@ -455,6 +465,28 @@ RuntimeError: CUDA error: out of memory
 RuntimeError: CUDA error: out of memory
 "#;
         assert_eq!(read(forward).0, Category::CudaOom);
+    }
+
+    /// https://github.com/ray-project/ray/issues/30809 (batch S 1164): Ray
+    /// Train's worker calls torch.cuda.empty_cache at shutdown with no
+    /// device set; it only frees, so its OOM is a context opened on device
+    /// 0, which the other workers' contexts fill. The near miss is the same
+    /// OOM one frame further out, in the program's own loop.
+    #[test]
+    fn an_oom_raised_in_empty_cache_is_a_context_it_opens() {
+        let shutdown = r#"  File "/home/ubuntu/miniconda3/envs/seeweed/lib/python3.8/site-packages/ray/train/torch/config.py", line 118, in _shutdown_torch
+    torch.cuda.empty_cache()
+  File "/home/ubuntu/miniconda3/envs/seeweed/lib/python3.8/site-packages/torch/cuda/memory.py", line 114, in empty_cache
+    torch._C._cuda_emptyCache()
+RuntimeError: CUDA error: out of memory
+"#;
+        let (category, _, headline) = read(shutdown);
+        assert_eq!(category, Category::GpuMemoryHeldByOtherProcess);
+        assert!(headline.contains("empty_cache"), "{headline}");
+        let own = shutdown
+            .replace("in empty_cache", "in step")
+            .replace("in _shutdown_torch", "in train_loop");
+        assert_eq!(read(&own).0, Category::CudaOom);
     }
 
     /// https://github.com/qwersyk/Newelle/issues/339 (batch H 794): the GUI's

@@ -7,6 +7,7 @@
 //! same start-up figures of TensorFlow and llama.cpp (`reported`).
 
 mod kaldi;
+mod ray;
 mod reported;
 mod trtllm;
 
@@ -224,6 +225,7 @@ impl Rule for GpuMemoryTakenBeforeLoad {
             .or_else(|| reported::held_at_start(incident))
             .or_else(|| trtllm::held_at_load(incident))
             .or_else(|| kaldi::held_beside_kaldi(incident))
+            .or_else(|| ray::held_before_trial(incident))
         {
             out.push(f);
         }

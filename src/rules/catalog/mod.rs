@@ -28,6 +28,7 @@ mod gpu_wedged_unkillable_process;
 mod gsp_heartbeat_timeout;
 mod hf_model_download_failure;
 mod hf_model_load_failure;
+mod host_memory_allocation_refused;
 mod hung_task_in_nvidia_driver;
 mod k8s_device_plugin_xid;
 mod kernel_oom_killer;
@@ -127,6 +128,7 @@ pub static RULES: &[&dyn Rule] = &[
     &gsp_heartbeat_timeout::RULE,
     &hf_model_download_failure::RULE,
     &hf_model_load_failure::RULE,
+    &host_memory_allocation_refused::RULE,
     &hung_task_in_nvidia_driver::RULE,
     &k8s_device_plugin_xid::RULE,
     &kernel_oom_killer::RULE,

@@ -177,7 +177,7 @@ mod tests {
             match c.id.as_str() {
                 "kernel" => {}
                 "systemd" | "stacks-containers" | "stacks-k8s" | "stacks-slurm" | "oom-daemons"
-                | "supervisors" | "web-servers" => {
+                | "windows" | "supervisors" | "web-servers" => {
                     assert!(none, "{}: a host catalog's row is marked gpu", c.id)
                 }
                 _ => assert!(

@@ -17,6 +17,11 @@ use crate::source::Span;
 const TF_FOUND: &str = "stacks-tf.found-device";
 /// TensorFlow's total and free figures (one line, or two after 1.4's layout).
 const TF_MEMORY: &str = "stacks-tf.device-memory";
+/// TensorFlow's compute capability and clock line of a device's record: it
+/// opens the record where the paste starts below `Found device N`.
+const TF_PROPERTIES: &str = "stacks-tf.device-properties";
+/// TensorFlow's bus id line of a device's record.
+const TF_BUS: &str = "stacks-tf.device-bus-id";
 /// How many lines TensorFlow's record spans from `Found device` to the free
 /// figure (name, capability, bus id, total, free).
 const TF_RECORD: u32 = 6;
@@ -45,6 +50,8 @@ struct Figure<'a> {
     gpu: Option<u32>,
     /// The line that opens the device's record, when it is another line.
     opening: Option<Span>,
+    /// The record's bus id line and the id as printed, when it has one.
+    bus: Option<(Span, &'a str)>,
     free: Figured<'a>,
     total: Figured<'a>,
 }
@@ -86,11 +93,20 @@ fn same_record(a: Span, b: Span, within: u32) -> bool {
 }
 
 /// TensorFlow's records: each free figure with its total (the same line,
-/// or the line before) under a `Found device N` line a few lines above.
+/// or the line before) under a `Found device N` line a few lines above (or
+/// on the same line, where a paste joined the record), or, where the paste
+/// starts below that line, under the record's own properties line
+/// (`major: 6 minor: 1 memoryClockRate …`): TensorFlow's layout, which no
+/// other program's `Total memory:` / `Free memory:` pair has.
 fn tensorflow(incident: &Incident) -> Vec<Figure<'_>> {
     let found: Vec<(Span, u32)> = incident
         .known(TF_FOUND)
         .filter_map(|(m, h)| Some((m.span, h.get("gpu")?.parse().ok()?)))
+        .collect();
+    let properties: Vec<Span> = incident.known(TF_PROPERTIES).map(|(m, _)| m.span).collect();
+    let buses: Vec<(Span, &str)> = incident
+        .known(TF_BUS)
+        .filter_map(|(m, h)| Some((m.span, h.get("bus")?)))
         .collect();
     let memory: Vec<_> = incident.known(TF_MEMORY).collect();
     let mut out = Vec::new();
@@ -110,21 +126,40 @@ fn tensorflow(incident: &Incident) -> Vec<Figure<'_>> {
         let Some((total_span, total)) = total else {
             continue;
         };
-        let Some(&(opening, gpu)) = found
+        let in_record = |f: Span| f.line <= total_span.line && same_record(f, m.span, TF_RECORD);
+        let opened = found
             .iter()
-            .filter(|(f, _)| f.line < total_span.line && same_record(*f, m.span, TF_RECORD))
+            .filter(|(f, _)| in_record(*f))
             .max_by_key(|(f, _)| f.line)
-        else {
+            .map(|&(f, gpu)| (f, Some(gpu)))
+            .or_else(|| {
+                properties
+                    .iter()
+                    .filter(|f| in_record(**f))
+                    .max_by_key(|f| f.line)
+                    .map(|&f| (f, None))
+            });
+        let Some((opening, gpu)) = opened else {
             continue;
         };
+        let bus = buses
+            .iter()
+            .find(|(b, _)| b.line >= opening.line && in_record(*b))
+            .copied();
         let (Some(free_gib), Some(total_gib)) = (gib(free), gib(total)) else {
             continue;
         };
+        let device = match (gpu, bus) {
+            (Some(gpu), _) => format!("GPU {gpu}"),
+            (None, Some((_, id))) => format!("the GPU at {id}"),
+            (None, None) => "the GPU".to_owned(),
+        };
         out.push(Figure {
             what: "TensorFlow",
-            device: format!("GPU {gpu}"),
-            gpu: Some(gpu),
+            device,
+            gpu,
             opening: Some(opening),
+            bus,
             free: Figured {
                 span: m.span,
                 text: free.to_owned(),
@@ -202,6 +237,7 @@ fn llama(incident: &Incident) -> Vec<Figure<'_>> {
             device: dev.to_owned(),
             gpu,
             opening: None,
+            bus: None,
             free: Figured {
                 span: m.span,
                 text: format!("{free} MiB"),
@@ -224,6 +260,11 @@ fn allocation_failed_after(incident: &Incident, span: Span) -> bool {
 fn cite(f: &mut Finding, fig: &Figure, held: f64) {
     if let Some(opening) = fig.opening {
         f.evidence(opening, format!("{} found {}", fig.what, fig.device));
+    }
+    if let Some((span, id)) = fig.bus
+        && Some(span) != fig.opening
+    {
+        f.evidence_marked(span, format!("{}'s PCI bus id", fig.device), id);
     }
     if fig.total.span != fig.free.span {
         let note = format!("{}: {} total", fig.device, fig.total.text);
@@ -372,9 +413,9 @@ mod tests {
 
     /// The near misses: google/seq2seq#132, 7.81GiB of 7.92GiB free (the
     /// allocation that failed asked for the total, TensorFlow's own bug);
-    /// the DeepSpeech record without its `Found device` lines (a `Total
-    /// memory:` / `Free memory:` pair alone is any program's, a JVM's
-    /// heap included); tensorflow#25337's one-line figures, a display's
+    /// the DeepSpeech record without its `Found device` and properties
+    /// lines (a `Total memory:` / `Free memory:` pair alone is any
+    /// program's, a JVM's heap included); tensorflow#25337's one-line figures, a display's
     /// 1.43GiB of 8.00GiB.
     #[test]
     fn figures_near_the_total_or_outside_a_device_record_are_not_read() {
@@ -401,7 +442,7 @@ E tensorflow/stream_executor/cuda/cuda_driver.cc:1002] failed to allocate 7.92G 
         assert!(crate::testing::findings_of(RULE, seq2seq).is_empty());
         let unopened: String = fixture("pos-tf-deepspeech-463-two-gpus-nearly-full.log")
             .lines()
-            .filter(|l| !l.contains("Found device"))
+            .filter(|l| !l.contains("Found device") && !l.contains("memoryClockRate"))
             .map(|l| format!("{l}\n"))
             .collect();
         assert!(crate::testing::findings_of(RULE, &unopened).is_empty());
@@ -439,6 +480,43 @@ E tensorflow/stream_executor/cuda/cuda_driver.cc:1002] failed to allocate 7.92G 
         // Without the breakdown or nvidia-smi there is no total: nothing.
         let alone = "llama_model_load_from_file_impl: using device CUDA0 (NVIDIA GeForce GTX 1080 Ti) (0000:03:00.0) - 8720 MiB free\n";
         assert!(crate::testing::findings_of(RULE, alone).is_empty());
+    }
+
+    /// A record pasted from its `name:` line on, below the `Found device`
+    /// line (batch S 1154, from a GTX 1070 thread): the properties line
+    /// opens it, and the GPU is named by its bus id; the DeepSpeech record
+    /// cut the same way (https://github.com/mozilla/DeepSpeech/issues/463)
+    /// gives both its GPUs.
+    #[test]
+    fn a_record_pasted_below_its_found_device_line_is_opened_by_its_properties() {
+        let paste = "name: GeForce GTX 1070\nmajor: 6 minor: 1 memoryClockRate (GHz) 1.683\npciBusID 0000:01:00.0\nTotal memory: 7.91GiB\nFree memory: 148.69MiB\n";
+        let f = crate::testing::findings_of(RULE, paste);
+        assert_eq!(f.len(), 1);
+        assert!(
+            f[0].headline
+                .contains("the GPU at 0000:01:00.0 had 148.69MiB free of 7.91GiB"),
+            "{}",
+            f[0].headline
+        );
+        assert!(f[0].entities.gpus.is_empty());
+        assert!(
+            f[0].evidence.iter().any(|e| e.span.line == 3),
+            "{:?}",
+            f[0].evidence
+        );
+        let cut: String = fixture("pos-tf-deepspeech-463-two-gpus-nearly-full.log")
+            .lines()
+            .filter(|l| !l.contains("Found device"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let f = crate::testing::findings_of(RULE, &cut);
+        assert_eq!(f.len(), 1);
+        assert!(
+            f[0].headline
+                .contains("the GPU at 0000:02:00.0 had 227.88MiB free of 11.17GiB"),
+            "{}",
+            f[0].headline
+        );
     }
 
     #[test]
