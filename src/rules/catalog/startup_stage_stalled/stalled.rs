@@ -25,11 +25,25 @@ pub(super) fn stalled<'a>(incident: &'a Incident, startup: &Startup<'a>) -> Opti
         },
     );
     count_at_stage(&mut f, startup, s.reached);
-    let hint = advice(
-        s.reached,
-        multi_gpu(incident),
-        over_network(incident, s.last.span.source),
-    );
+    // Weights being sent to a llama.cpp rpc-server (`RPC[host:port] model
+    // buffer size`): the RPC exchange, not the disk.
+    let rpc = s.reached == Stage::WeightsLoading
+        && startup
+            .lines
+            .iter()
+            .any(|(m, st, _)| *st == Stage::WeightsLoading && m.text.contains("RPC["));
+    let hint = if rpc {
+        super::advice::RPC
+    } else {
+        advice(
+            s.reached,
+            multi_gpu(incident),
+            over_network(incident, s.last.span.source),
+        )
+    };
+    if rpc {
+        cite_rpc_server(incident, &mut f);
+    }
     if [P2P.0, FIRST_COLLECTIVE.0, NETWORK.0].contains(&hint.0) {
         cite_ranks(incident, s.last.span.source, &mut f);
     }
@@ -37,6 +51,21 @@ pub(super) fn stalled<'a>(incident: &'a Incident, startup: &Startup<'a>) -> Opti
     push_actions(&mut f, s.lagging.as_ref(), hint, corroborated);
     say_how_it_ended(&mut f, s.ignored.is_some(), s.cut_only);
     Some(f)
+}
+
+/// The row of llama.cpp's rpc-server's own lines (catalogs/stacks-llamacpp.toml).
+const RPC_SERVING: &str = "stacks-llamacpp.rpc-server-serving";
+
+/// The rpc-server's last line, where its log is pasted too (`Client
+/// connection closed` after each `Accepted client connection`): the other
+/// side of the exchange the client stalled in.
+fn cite_rpc_server(incident: &Incident, f: &mut Finding) {
+    if let Some((m, _)) = incident.known(RPC_SERVING).last() {
+        f.evidence(
+            m.span,
+            "the rpc-server's last line: it only accepted and closed client connections",
+        );
+    }
 }
 
 /// What one input shows of a start-up that stalled: where, how far, and
