@@ -19,7 +19,7 @@ use crate::source::Span;
 mod advice;
 mod ranks;
 mod stalled;
-use advice::{FIRST_COLLECTIVE, NETWORK, P2P, advice, over_network};
+use advice::{FIRST_COLLECTIVE, NETWORK, P2P, RPC, advice, cite_rpc_server, over_network};
 use stalled::stalled;
 
 pub static RULE: StartupStageStalled = StartupStageStalled;

@@ -105,3 +105,18 @@ pub(super) fn tell_generation(f: &mut Finding, quote: Option<&str>, gave_up: boo
     f.chain.push(why.to_owned());
     f.explanation = why.to_owned();
 }
+
+/// The row of llama.cpp's rpc-server's own lines (catalogs/stacks-llamacpp.toml).
+const RPC_SERVING: &str = "stacks-llamacpp.rpc-server-serving";
+
+/// The rpc-server's last line, where its log is pasted too (`Client
+/// connection closed` after each `Accepted client connection`): the other
+/// side of the exchange the client stalled in.
+pub(super) fn cite_rpc_server(incident: &Incident, f: &mut Finding) {
+    if let Some((m, _)) = incident.known(RPC_SERVING).last() {
+        f.evidence(
+            m.span,
+            "the rpc-server's last line: it only accepted and closed client connections",
+        );
+    }
+}

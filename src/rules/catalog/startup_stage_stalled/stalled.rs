@@ -33,7 +33,7 @@ pub(super) fn stalled<'a>(incident: &'a Incident, startup: &Startup<'a>) -> Opti
             .iter()
             .any(|(m, st, _)| *st == Stage::WeightsLoading && m.text.contains("RPC["));
     let hint = if rpc {
-        super::advice::RPC
+        RPC
     } else {
         advice(
             s.reached,
@@ -51,21 +51,6 @@ pub(super) fn stalled<'a>(incident: &'a Incident, startup: &Startup<'a>) -> Opti
     push_actions(&mut f, s.lagging.as_ref(), hint, corroborated);
     say_how_it_ended(&mut f, s.ignored.is_some(), s.cut_only);
     Some(f)
-}
-
-/// The row of llama.cpp's rpc-server's own lines (catalogs/stacks-llamacpp.toml).
-const RPC_SERVING: &str = "stacks-llamacpp.rpc-server-serving";
-
-/// The rpc-server's last line, where its log is pasted too (`Client
-/// connection closed` after each `Accepted client connection`): the other
-/// side of the exchange the client stalled in.
-fn cite_rpc_server(incident: &Incident, f: &mut Finding) {
-    if let Some((m, _)) = incident.known(RPC_SERVING).last() {
-        f.evidence(
-            m.span,
-            "the rpc-server's last line: it only accepted and closed client connections",
-        );
-    }
 }
 
 /// What one input shows of a start-up that stalled: where, how far, and
