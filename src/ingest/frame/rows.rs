@@ -780,6 +780,36 @@ pub static ROWS: &[Row] = &[
             },
         ],
     },
+    Row {
+        name: "invokeai",
+        what: "InvokeAI's log head: `[2025-03-09 08:49:00,752]::[InvokeAI]::ERROR --> ` (the time, the logger, the level)",
+        first: |c| c == b'[',
+        // `[` a time with its milliseconds, `]::[`.
+        may: |b| {
+            b.first() == Some(&b'[')
+                && b.get(1..)
+                    .and_then(after_time)
+                    .is_some_and(|end| b.get(1 + end..5 + end) == Some(b"]::["))
+        },
+        peel: invokeai,
+        samples: &[
+            Sample {
+                line: "[2025-03-09 08:49:00,752]::[InvokeAI]::ERROR --> Error while invoking session 04258e9f-4225-401b-9b27-782bdfb4d8c9, invocation 2b0bb7f9-5339-4042-9872-6e867ad1d7f7 (flux_text_encoder): Error while deserializing header: MetadataIncompleteBuffer",
+                body: "Error while invoking session 04258e9f-4225-401b-9b27-782bdfb4d8c9, invocation 2b0bb7f9-5339-4042-9872-6e867ad1d7f7 (flux_text_encoder): Error while deserializing header: MetadataIncompleteBuffer",
+                source: "https://github.com/invoke-ai/InvokeAI/issues/7760",
+            },
+            Sample {
+                line: "[2023-12-14 21:11:28,957]::[InvokeAI]::INFO --> NSFW checker initialized",
+                body: "NSFW checker initialized",
+                source: "https://github.com/invoke-ai/InvokeAI/issues/5297",
+            },
+            Sample {
+                line: "[2023-12-14 21:11:28,497]::[uvicorn.error]::INFO --> connection open",
+                body: "connection open",
+                source: "https://github.com/invoke-ai/InvokeAI/issues/5297",
+            },
+        ],
+    },
 ];
 
 /// The markdown list row, which [`super::Peeler`] handles itself: a run of
@@ -1440,6 +1470,28 @@ fn celery(text: &str, frame: &mut Frame) -> Option<usize> {
         ),
     )?;
     record(frame, len, level, Some(time))
+}
+
+/// InvokeAI's log head (invoke-ai/InvokeAI invokeai/backend/util/logging.py,
+/// `InvokeAIPlainLogFormatter` and the colour one: `[%(asctime)s]::[%(name)s]::%(levelname)s
+/// --> %(message)s`); the name is the logger (`InvokeAI`, `uvicorn.access`,
+/// `ModelInstallService`).
+fn invokeai(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, (_, time, _, name, _, level, _)) = consumed(
+        text,
+        (
+            char('['),
+            any_time,
+            tag("]::["),
+            take_till1(|c: char| c == ']' || c == ' '),
+            tag("]::"),
+            take_while1(|c: char| c.is_ascii_uppercase()),
+            tag(" --> "),
+        ),
+    )?;
+    let len = record(frame, len, level, Some(time))?;
+    frame.ident = Some(name.to_owned());
+    Some(len)
 }
 
 /// Jupyter's log head (traitlets' Application log format as the notebook

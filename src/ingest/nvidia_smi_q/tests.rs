@@ -689,3 +689,36 @@ fn xml_fragment_without_its_document_is_a_gpus_sections() {
     assert_eq!(unrecognized, 3);
     assert!(facts.gpu_health.is_empty());
 }
+
+/// A fragment cut at its top, inside a GPU's `<pci>` section
+/// (netdata/netdata#2922): the ends of elements opened above the paste are
+/// passed over and the GPU's sections after them are read; a declared
+/// document whose first element is not nvidia-smi's stays foreign, and so
+/// does an undeclared one that closes nothing it did not open (the
+/// `<session>` case above).
+#[test]
+fn xml_fragment_begun_inside_a_section_is_read() {
+    let (facts, unrecognized) = xml(
+        "                                <bridge_chip_type>N/A</bridge_chip_type>
+                                <bridge_chip_fw>N/A</bridge_chip_fw>
+                        </pci_bridge_chip>
+                        <replay_counter>0</replay_counter>
+                        <tx_util>0 KB/s</tx_util>
+                        <rx_util>185000 KB/s</rx_util>
+                </pci>
+                <fan_speed>0 %</fan_speed>
+                <performance_state>P5</performance_state>
+                <fb_memory_usage>
+                        <total>6064 MiB</total>
+                        <used>912 MiB</used>
+                </fb_memory_usage>",
+    );
+    assert_eq!(unrecognized, 0);
+    // A GPU without a name is no GPU of the inventory; its health is read.
+    assert!(facts.gpus.is_empty());
+    assert_eq!(facts.gpu_health.len(), 1);
+
+    let (facts, unrecognized) = xml("<?xml version=\"1.0\"?>\n<name>x</name>\n");
+    assert_eq!(unrecognized, 2);
+    assert!(facts.gpus.is_empty());
+}

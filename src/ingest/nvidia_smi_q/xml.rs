@@ -55,6 +55,16 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
     // `gpu`), put there by [`place_fragment`]: not open in the paste, so not
     // a cut when they are still open at its end.
     let mut implied = 0;
+    // A fragment that begins inside a GPU's section (its first element a
+    // leaf such as `<bridge_chip_type>`, closing `</pci>` it never opened):
+    // the ends of elements opened above the paste are passed over.
+    let mut began_inside = false;
+    // How many such ends were passed over: none, and the fragment was
+    // never inside nvidia-smi's document (`<session>…</session>`).
+    let mut passed_over = 0;
+    // A declaration or DOCTYPE: a document, whose first element must be
+    // nvidia-smi's own.
+    let mut declared = false;
     // Where the last element closed: a cut document is understood up to there.
     let mut understood = 0;
     loop {
@@ -65,7 +75,7 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
             Ok(event) => event,
             Err(_) => {
                 // Everything from the damaged line on is not understood.
-                if let Some(r) = report.take() {
+                if let Some(r) = report.take().filter(|_| !began_inside || passed_over > 0) {
                     r.close(facts);
                 }
                 let damaged = starts.partition_point(|s| *s <= tag_at).saturating_sub(1);
@@ -79,7 +89,9 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
         };
         if let (Event::Start(e) | Event::Empty(e), true) = (&event, open.is_empty()) {
             if report.is_none() {
-                implied = place_fragment(e, span, &mut open, &mut report);
+                implied = place_fragment(e, span, &mut open, &mut report, declared);
+                began_inside = implied == 3;
+                implied = implied.min(2);
                 // The fragment's own `</gpu>` and `</nvidia_smi_log>` close
                 // parents the paste did not open.
                 reader.config_mut().allow_unmatched_ends = implied > 0;
@@ -115,7 +127,18 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
                     o.text.push_str(&resolved.unwrap_or_default());
                 }
             }
-            Event::End(_) => {
+            Event::Decl(_) | Event::DocType(_) => declared = true,
+            Event::End(e) => {
+                let opened_above = began_inside
+                    && open.len() <= implied
+                    && open
+                        .last()
+                        .is_some_and(|o| o.name.as_bytes() != e.name().as_ref());
+                if opened_above {
+                    passed_over += 1;
+                    understood = reader.buffer_position() as usize;
+                    continue;
+                }
                 close(&mut open, report.as_mut());
                 // A fragment's own `</gpu>` closes an implied parent.
                 implied = implied.min(open.len());
@@ -123,6 +146,11 @@ pub fn parse(lines: &[Line<'_>], facts: &mut Facts) -> u32 {
             }
             _ => {}
         }
+    }
+    // Begun with an element nvidia-smi's GPU has no section of, closing
+    // nothing it did not open: XML, but not nvidia-smi's.
+    if began_inside && passed_over == 0 {
+        report = None;
     }
     match report {
         Some(r) => {
@@ -221,19 +249,25 @@ pub(crate) const GPU_SECTIONS: &[&str] = &[
 /// A document's first element when it is not `<nvidia_smi_log>`: a
 /// `<gpu id=…>` stands under an implied root, a GPU section under an
 /// implied root and a GPU with no bus id (its health is read, it is no GPU
-/// of the inventory unless the fragment names it). Returns how many parents
-/// were implied; none for XML that is not nvidia-smi's.
+/// of the inventory unless the fragment names it). Pasted without a
+/// declaration, any other first element is read as inside a GPU's section
+/// (a paste cut at its top, `<bridge_chip_type>` under `<pci>`): 3, the
+/// root and a GPU implied, and the section above it left unnamed. Returns
+/// how many parents were implied; none for XML that is not nvidia-smi's.
 fn place_fragment(
     e: &BytesStart<'_>,
     span: Span,
     open: &mut Vec<Open>,
     report: &mut Option<Report>,
+    declared: bool,
 ) -> usize {
     let name = e.name();
     let name = String::from_utf8_lossy(name.as_ref());
     let implied = match name.as_ref() {
         "gpu" => 1,
         section if GPU_SECTIONS.contains(&section) => 2,
+        "nvidia_smi_log" => return 0,
+        _ if !declared => 3,
         _ => return 0,
     };
     let parent = |name: &str| Open {
@@ -244,7 +278,7 @@ fn place_fragment(
     };
     open.push(parent("nvidia_smi_log"));
     let r = report.insert(Report::default());
-    if implied == 2 {
+    if implied >= 2 {
         r.anonymous_gpu(span);
         open.push(parent("gpu"));
     }

@@ -19,7 +19,7 @@ use crate::source::Span;
 mod advice;
 mod ranks;
 mod stalled;
-use advice::{FIRST_COLLECTIVE, NETWORK, P2P, advice, over_network};
+use advice::{FIRST_COLLECTIVE, NETWORK, P2P, RPC, advice, cite_rpc_server, over_network};
 use stalled::stalled;
 
 pub static RULE: StartupStageStalled = StartupStageStalled;
@@ -63,6 +63,8 @@ every stack prints (`catalogs/startup.toml`: SGLang's `Load weight end`,
 vLLM's `vLLM is using nccl==` and `# GPU blocks` (`# CUDA blocks` from 0.7), NCCL's `Init COMPLETE`
 and its first collective (`AllReduce: opCount 0`), `Capturing CUDA graphs
 … 0/3`, ollama's `starting llama server`, TGI's `Starting shard`,
+llama.cpp's `load_tensors: … model buffer size` (weights being read, or sent to an
+`RPC[host:port]` rpc-server), vLLM's per-shape `Capturing a cudagraph on (…)` DEBUG rows,
 lmdeploy's `lmdeploy serve api_server` and TurboMind's `gemm_config.in`
 warning, TensorRT-LLM's `Engine version … found`, `MPI size: N, rank: R`
 and `Loaded engine size: N MiB` …; a training job's set-up: OpenNMT-py's
@@ -114,6 +116,9 @@ By stage:
   waiting for another.
 - **Capturing CUDA graphs**: a capture that never finishes (a kernel or
   collective that deadlocks under capture).
+- **Sending the weights to a llama.cpp rpc-server** (an `RPC[host:port]`
+  buffer, the server only accepting and closing connections): client and
+  server built from different commits, or the network path between them.
 - **Processing the first request** (a counter at 0): the first forward
   pass's collective.
 - **A generation begun, nothing after it**: the backend the app calls

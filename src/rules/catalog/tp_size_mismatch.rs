@@ -23,6 +23,7 @@ const ROWS: &[&str] = &[
     "stacks-trtllm.engine-world-size-mismatch",
     "stacks-torch.model-parallel-not-divisible",
     "stacks-torch.deepspeed-not-divisible-by-mp-size",
+    "stacks-torch.fms-not-divisible-by-world-size",
 ];
 
 /// The caller of Megatron's `divide()` / `ensure_divisibility()` in the
@@ -253,5 +254,26 @@ mod tests {
             "{}",
             t[0]
         );
+    }
+
+    /// fms's numberless assertions (foundation-model-stack#274): the head
+    /// count against the world size is this failure; a batch that does not
+    /// divide over the data-parallel ranks is someone else's check.
+    #[test]
+    fn fms_world_size_assertions_without_numbers() {
+        let t = titles(
+            "[rank9]:     nheads % world_size == 0\n\
+             [rank9]: AssertionError: The number of heads must be divisible by world size\n",
+        );
+        assert_eq!(t.len(), 1, "{t:?}");
+        assert_eq!(
+            t[0],
+            "the tensor-parallel size does not fit the model or the GPUs"
+        );
+        assert_eq!(
+            titles("AssertionError: Hidden dim must be divisible by world size\n").len(),
+            1
+        );
+        assert!(titles("AssertionError: Batch size must be divisible by world size.\n").is_empty());
     }
 }

@@ -34,6 +34,12 @@ pub(super) const GENERATING: (&str, &str, &str) = (
     "curl -s http://127.0.0.1:11434/api/ps (Ollama; the backend's own API otherwise); py-spy dump --pid PID",
 );
 
+pub(super) const RPC: (&str, &str, &str) = (
+    "a llama.cpp start-up that placed weights on an RPC device (`RPC[host:port] model buffer size`) and went silent is stuck sending them to the rpc-server: a client and server built from different llama.cpp commits (the RPC protocol changes between builds), or the network path between them",
+    "Build the client and every rpc-server from the same llama.cpp commit; check the path between them (firewall, MTU, the address the server binds); run both with -v (verbose RPC logging) to see which command stalls",
+    "rpc-server -H HOST -p PORT (and the client) with -v; git -C llama.cpp rev-parse HEAD on both machines",
+);
+
 /// Whether the input's NCCL lines route traffic over the network (`via
 /// NET/Socket/0`, `via NET/IB/0`): ranks on several nodes.
 pub(super) fn over_network(incident: &Incident, source: crate::source::SourceId) -> bool {
@@ -98,4 +104,19 @@ pub(super) fn tell_generation(f: &mut Finding, quote: Option<&str>, gave_up: boo
     ));
     f.chain.push(why.to_owned());
     f.explanation = why.to_owned();
+}
+
+/// The row of llama.cpp's rpc-server's own lines (catalogs/stacks-llamacpp.toml).
+const RPC_SERVING: &str = "stacks-llamacpp.rpc-server-serving";
+
+/// The rpc-server's last line, where its log is pasted too (`Client
+/// connection closed` after each `Accepted client connection`): the other
+/// side of the exchange the client stalled in.
+pub(super) fn cite_rpc_server(incident: &Incident, f: &mut Finding) {
+    if let Some((m, _)) = incident.known(RPC_SERVING).last() {
+        f.evidence(
+            m.span,
+            "the rpc-server's last line: it only accepted and closed client connections",
+        );
+    }
 }

@@ -183,3 +183,42 @@ fn koboldcpps_banner_and_tabbys_download_are_the_weights_loading() {
     let failed = format!("{banner}CUDA error: out of memory\n");
     assert!(stalled(&failed).is_none(), "{failed}");
 }
+
+/// vLLM's per-shape DEBUG capture rows of both workers, then nothing
+/// (vllm-project/vllm-ascend#2416, a docker compose log): stuck in the
+/// capture; the same rows followed by vLLM's `Graph capturing finished`
+/// (the catalog's line, rendered from its format string) are a capture
+/// that completed.
+#[test]
+fn vllms_per_shape_capture_rows_then_nothing_are_a_hang_in_the_capture() {
+    let text = "vllm     | (Worker_TP1_EP1 pid=43) DEBUG 09-13 16:16:38 [compilation/cuda_graph.py:134] Capturing a cudagraph on (PIECEWISE,BatchDescriptor(num_tokens=2, uniform_decode=False))\n\
+                vllm     | (Worker_TP0_EP0 pid=42) DEBUG 09-13 16:16:38 [compilation/cuda_graph.py:134] Capturing a cudagraph on (PIECEWISE,BatchDescriptor(num_tokens=8, uniform_decode=False))\n";
+    let f = hang(text);
+    assert!(f.title.contains("capturing CUDA graphs"), "{}", f.title);
+    let done = format!(
+        "{text}INFO 08-16 09:05:03 model_runner.py:1225] Graph capturing finished in 5 secs.\n"
+    );
+    assert!(stalled(&done).is_none(), "{done}");
+}
+
+/// llama.cpp placed its weights on an RPC device and went silent, the
+/// rpc-server pasted below it only accepting and closing connections
+/// (ggml-org/llama.cpp#11552): stuck sending the weights, advised as the
+/// RPC exchange (matching builds), citing the server's last line.
+#[test]
+fn llama_rpc_weights_placed_then_silence_is_a_hang_in_the_rpc_upload() {
+    let text = "load_tensors: offloaded 29/29 layers to GPU\n\
+                load_tensors: RPC[192.168.90.190:50052] model buffer size =  2700.00 MiB\n\
+                load_tensors:   CPU_Mapped model buffer size =   170.54 MiB\n\
+                Starting RPC server on 192.168.90.190:50052, backend memory: 23210 MB\n\
+                Accepted client connection, free_mem=24337514496, total_mem=25327697920\n\
+                Client connection closed\n";
+    let f = hang(text);
+    assert!(f.title.contains("loading the weights"), "{}", f.title);
+    assert!(cites(&f, text, "Client connection closed"), "{f:#?}");
+    assert!(f.explanation.contains("rpc-server"), "{}", f.explanation);
+    // A model on local devices only keeps the storage advice.
+    let local = "load_tensors:        CUDA0 model buffer size = 25338.47 MiB\n";
+    let f = hang(local);
+    assert!(!f.explanation.contains("rpc-server"), "{}", f.explanation);
+}

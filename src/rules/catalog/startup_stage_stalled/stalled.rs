@@ -25,11 +25,25 @@ pub(super) fn stalled<'a>(incident: &'a Incident, startup: &Startup<'a>) -> Opti
         },
     );
     count_at_stage(&mut f, startup, s.reached);
-    let hint = advice(
-        s.reached,
-        multi_gpu(incident),
-        over_network(incident, s.last.span.source),
-    );
+    // Weights being sent to a llama.cpp rpc-server (`RPC[host:port] model
+    // buffer size`): the RPC exchange, not the disk.
+    let rpc = s.reached == Stage::WeightsLoading
+        && startup
+            .lines
+            .iter()
+            .any(|(m, st, _)| *st == Stage::WeightsLoading && m.text.contains("RPC["));
+    let hint = if rpc {
+        RPC
+    } else {
+        advice(
+            s.reached,
+            multi_gpu(incident),
+            over_network(incident, s.last.span.source),
+        )
+    };
+    if rpc {
+        cite_rpc_server(incident, &mut f);
+    }
     if [P2P.0, FIRST_COLLECTIVE.0, NETWORK.0].contains(&hint.0) {
         cite_ranks(incident, s.last.span.source, &mut f);
     }
