@@ -285,14 +285,6 @@ impl Rule for AddressAlreadyInUse {
             f.evidence(m.span, format!("the bind failed ({n}x)"));
         }
         cite_launcher(&mut f, launched, port.as_deref());
-        store::cite_frame(
-            &mut f,
-            incident,
-            binds
-                .iter()
-                .filter(|b| b.port == Port::Store)
-                .map(|b| b.message),
-        );
         cite_aftermath(&mut f, incident, &binds);
         let what = port_name(&binds, store);
         let port_text = port.as_deref().map(|p| format!(" {p}")).unwrap_or_default();
@@ -439,8 +431,11 @@ fn socket_holders<'a>(incident: &'a Incident, port: Option<&str>) -> Vec<&'a Lis
 }
 
 /// Cites what the server printed as it gave up after its failed bind, in
-/// the same input within a few lines after it.
+/// the same input within a few lines after it (and, above a bare store
+/// bind, the traceback frame creating the store).
 fn cite_aftermath(f: &mut Finding, incident: &Incident, binds: &[Bind<'_>]) {
+    let store = binds.iter().filter(|b| b.port == Port::Store);
+    store::cite_frame(f, incident, store.map(|b| b.message));
     let Some(first) = binds.iter().map(|b| b.message.span).min() else {
         return;
     };
