@@ -23,8 +23,9 @@ pub use owners::{OwnerBasis, Ownership};
 pub use serving::programs;
 pub use serving::{is_gpu_software, is_serving, is_serving_stack};
 pub use units::{
-    LAST_WORDS, LAST_WORDS_ANCHORS, LastWords, UnitEvent, UnitEventKind, UnitFacts,
-    bare_last_words, exit_meaning, is_manager, last_words, states_reason,
+    LAST_WORDS, LAST_WORDS_ANCHORS, LastWords, SYSTEMD_STEPS, SystemdStep, UnitEvent,
+    UnitEventKind, UnitFacts, bare_last_words, exit_meaning, is_manager, last_words, states_reason,
+    systemd_step,
 };
 
 use crate::model::{Facts, ProcessListingKind, ServerEvent, Timestamp};

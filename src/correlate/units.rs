@@ -139,6 +139,14 @@ pub fn exit_meaning(code: &str, status: &str) -> Option<&'static str> {
     let (number, name) = status.split_once('/').unwrap_or((status, ""));
     let number: u32 = number.parse().ok()?;
     let signal = matches!(code, "killed" | "dumped");
+    // systemd's own statuses, by number or by the name it printed.
+    if let Some(step) = SYSTEMD_STEPS
+        .iter()
+        .find(|s| s.code == number || s.name == name)
+        .filter(|_| !signal)
+    {
+        return Some(step.meaning);
+    }
     Some(match (signal, number, name) {
         (true, 11, _) => "a segmentation fault (SIGSEGV): the program crashed in native code",
         (true, 6, _) => "an abort (SIGABRT): a failed assertion or an uncaught C++ exception",
@@ -155,24 +163,245 @@ pub fn exit_meaning(code: &str, status: &str) -> Option<&'static str> {
         (false, 126, _) => {
             "found but not executable (permissions, noexec mount, wrong architecture)"
         }
-        (false, 203, _) | (false, _, "EXEC") => {
-            "systemd could not execute ExecStart= (203/EXEC): a wrong path, no execute permission or a missing interpreter"
-        }
-        (false, 200, _) | (false, _, "CHDIR") => {
-            "systemd could not change to WorkingDirectory= (200/CHDIR)"
-        }
-        (false, 217, _) | (false, _, "USER") => {
-            "systemd could not switch to User= (217/USER): the user does not exist"
-        }
-        (false, 226, _) | (false, _, "NAMESPACE") => {
-            "systemd could not set up the unit's mount namespace (226/NAMESPACE): a ReadWritePaths= or similar path is missing"
-        }
         (false, 134, _) => "a shell reporting a child killed by SIGABRT (128 + 6)",
         (false, 137, _) => "a shell reporting a child killed by SIGKILL (128 + 9)",
         (false, 139, _) => "a shell reporting a child killed by SIGSEGV (128 + 11)",
         (false, 143, _) => "a shell reporting a child killed by SIGTERM (128 + 15)",
         _ => return None,
     })
+}
+
+/// One of systemd's own exit statuses: the step of setting up a unit's
+/// process that failed, before the unit's command ran.
+pub struct SystemdStep {
+    pub code: u32,
+    /// Its name as systemd prints it after the number (`200/CHDIR`).
+    pub name: &'static str,
+    /// What failed, for people (with the setting that asks for the step).
+    pub meaning: &'static str,
+}
+
+/// systemd's private exit statuses 200–243 (systemd src/basic/exit-status.h
+/// `EXIT_CHDIR = 200` … and exit-status.c's `exit_status_mappings[]`, the
+/// names; what each step sets up after systemd.exec(5), "Process Exit
+/// Codes", in our words). 223 (tcpwrap) and 234 (kdbus) are retired and
+/// never reused.
+pub const SYSTEMD_STEPS: &[SystemdStep] = &[
+    SystemdStep {
+        code: 200,
+        name: "CHDIR",
+        meaning: "systemd could not change to WorkingDirectory= (200/CHDIR): changing to the requested working directory failed",
+    },
+    SystemdStep {
+        code: 201,
+        name: "NICE",
+        meaning: "systemd could not set the process's scheduling priority, Nice= (201/NICE)",
+    },
+    SystemdStep {
+        code: 202,
+        name: "FDS",
+        meaning: "systemd could not close or pass the process's file descriptors (202/FDS)",
+    },
+    SystemdStep {
+        code: 203,
+        name: "EXEC",
+        meaning: "systemd could not execute ExecStart= (203/EXEC): a wrong path, no execute permission or a missing interpreter",
+    },
+    SystemdStep {
+        code: 204,
+        name: "MEMORY",
+        meaning: "systemd ran out of memory setting up the process (204/MEMORY)",
+    },
+    SystemdStep {
+        code: 205,
+        name: "LIMITS",
+        meaning: "systemd could not apply the unit's resource limits, LimitNOFILE= and the like (205/LIMITS)",
+    },
+    SystemdStep {
+        code: 206,
+        name: "OOM_ADJUST",
+        meaning: "systemd could not apply OOMScoreAdjust= (206/OOM_ADJUST)",
+    },
+    SystemdStep {
+        code: 207,
+        name: "SIGNAL_MASK",
+        meaning: "systemd could not set the process's signal mask (207/SIGNAL_MASK)",
+    },
+    SystemdStep {
+        code: 208,
+        name: "STDIN",
+        meaning: "systemd could not set up standard input, StandardInput= (208/STDIN)",
+    },
+    SystemdStep {
+        code: 209,
+        name: "STDOUT",
+        meaning: "systemd could not set up standard output, StandardOutput= (209/STDOUT): a log file or directory it names may be missing",
+    },
+    SystemdStep {
+        code: 210,
+        name: "CHROOT",
+        meaning: "systemd could not change the root directory, RootDirectory=/RootImage= (210/CHROOT)",
+    },
+    SystemdStep {
+        code: 211,
+        name: "IOPRIO",
+        meaning: "systemd could not set the I/O scheduling class or priority (211/IOPRIO)",
+    },
+    SystemdStep {
+        code: 212,
+        name: "TIMERSLACK",
+        meaning: "systemd could not set TimerSlackNSec= (212/TIMERSLACK)",
+    },
+    SystemdStep {
+        code: 213,
+        name: "SECUREBITS",
+        meaning: "systemd could not set SecureBits= (213/SECUREBITS)",
+    },
+    SystemdStep {
+        code: 214,
+        name: "SETSCHEDULER",
+        meaning: "systemd could not set the CPU scheduling policy or priority (214/SETSCHEDULER)",
+    },
+    SystemdStep {
+        code: 215,
+        name: "CPUAFFINITY",
+        meaning: "systemd could not set CPUAffinity= (215/CPUAFFINITY)",
+    },
+    SystemdStep {
+        code: 216,
+        name: "GROUP",
+        meaning: "systemd could not look up or switch to Group=/SupplementaryGroups= (216/GROUP)",
+    },
+    SystemdStep {
+        code: 217,
+        name: "USER",
+        meaning: "systemd could not switch to User= (217/USER): the user does not exist",
+    },
+    SystemdStep {
+        code: 218,
+        name: "CAPABILITIES",
+        meaning: "systemd could not drop or grant the process's capabilities, CapabilityBoundingSet=/AmbientCapabilities= (218/CAPABILITIES)",
+    },
+    SystemdStep {
+        code: 219,
+        name: "CGROUP",
+        meaning: "systemd could not set up the unit's control group (219/CGROUP)",
+    },
+    SystemdStep {
+        code: 220,
+        name: "SETSID",
+        meaning: "systemd could not start a new session for the process (220/SETSID)",
+    },
+    SystemdStep {
+        code: 221,
+        name: "CONFIRM",
+        meaning: "the start was refused at the console's confirmation, systemd.confirm_spawn= (221/CONFIRM)",
+    },
+    SystemdStep {
+        code: 222,
+        name: "STDERR",
+        meaning: "systemd could not set up standard error, StandardError= (222/STDERR)",
+    },
+    SystemdStep {
+        code: 224,
+        name: "PAM",
+        meaning: "systemd could not open or close the PAM session, PAMName= (224/PAM)",
+    },
+    SystemdStep {
+        code: 225,
+        name: "NETWORK",
+        meaning: "systemd could not set up the network namespace, PrivateNetwork= (225/NETWORK)",
+    },
+    SystemdStep {
+        code: 226,
+        name: "NAMESPACE",
+        meaning: "systemd could not set up the unit's mount namespace (226/NAMESPACE): a ReadWritePaths= or similar path is missing",
+    },
+    SystemdStep {
+        code: 227,
+        name: "NO_NEW_PRIVILEGES",
+        meaning: "systemd could not apply NoNewPrivileges= (227/NO_NEW_PRIVILEGES)",
+    },
+    SystemdStep {
+        code: 228,
+        name: "SECCOMP",
+        meaning: "systemd could not apply the system call filter, SystemCallFilter= (228/SECCOMP)",
+    },
+    SystemdStep {
+        code: 229,
+        name: "SELINUX_CONTEXT",
+        meaning: "systemd could not determine or change the SELinux context, SELinuxContext= (229/SELINUX_CONTEXT)",
+    },
+    SystemdStep {
+        code: 230,
+        name: "PERSONALITY",
+        meaning: "systemd could not set the execution domain, Personality= (230/PERSONALITY)",
+    },
+    SystemdStep {
+        code: 231,
+        name: "APPARMOR",
+        meaning: "systemd could not change to AppArmorProfile= (231/APPARMOR)",
+    },
+    SystemdStep {
+        code: 232,
+        name: "ADDRESS_FAMILIES",
+        meaning: "systemd could not apply RestrictAddressFamilies= (232/ADDRESS_FAMILIES)",
+    },
+    SystemdStep {
+        code: 233,
+        name: "RUNTIME_DIRECTORY",
+        meaning: "systemd could not set up RuntimeDirectory= (233/RUNTIME_DIRECTORY)",
+    },
+    SystemdStep {
+        code: 235,
+        name: "CHOWN",
+        meaning: "systemd could not change the owner of the socket (235/CHOWN)",
+    },
+    SystemdStep {
+        code: 236,
+        name: "SMACK_PROCESS_LABEL",
+        meaning: "systemd could not set SmackProcessLabel= (236/SMACK_PROCESS_LABEL)",
+    },
+    SystemdStep {
+        code: 237,
+        name: "KEYRING",
+        meaning: "systemd could not set up the kernel keyring (237/KEYRING)",
+    },
+    SystemdStep {
+        code: 238,
+        name: "STATE_DIRECTORY",
+        meaning: "systemd could not set up StateDirectory= (238/STATE_DIRECTORY)",
+    },
+    SystemdStep {
+        code: 239,
+        name: "CACHE_DIRECTORY",
+        meaning: "systemd could not set up CacheDirectory= (239/CACHE_DIRECTORY)",
+    },
+    SystemdStep {
+        code: 240,
+        name: "LOGS_DIRECTORY",
+        meaning: "systemd could not set up LogsDirectory= (240/LOGS_DIRECTORY)",
+    },
+    SystemdStep {
+        code: 241,
+        name: "CONFIGURATION_DIRECTORY",
+        meaning: "systemd could not set up ConfigurationDirectory= (241/CONFIGURATION_DIRECTORY)",
+    },
+    SystemdStep {
+        code: 242,
+        name: "NUMA_POLICY",
+        meaning: "systemd could not apply NUMAPolicy=/NUMAMask= (242/NUMA_POLICY)",
+    },
+    SystemdStep {
+        code: 243,
+        name: "CREDENTIALS",
+        meaning: "systemd could not set up the unit's credentials, LoadCredential=/SetCredential= (243/CREDENTIALS)",
+    },
+];
+
+/// systemd's own exit status `code`, when it is one.
+pub fn systemd_step(code: u32) -> Option<&'static SystemdStep> {
+    SYSTEMD_STEPS.iter().find(|s| s.code == code)
 }
 
 macro_rules! re {

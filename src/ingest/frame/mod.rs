@@ -130,6 +130,10 @@ pub struct Peeler {
     /// A pasted log's markdown list in force: the marker (`-`, `*`) each
     /// of its lines carries.
     list: Option<u8>,
+    /// A runner's `| ` gutter in force, and whether the last line was a
+    /// runner's `Running: CMD` (its output may follow under the gutter).
+    piped: bool,
+    ran: bool,
 }
 
 /// A line-number gutter in force: the next number, and the column at which
@@ -157,6 +161,8 @@ impl Peeler {
     pub fn skip(&mut self, text: &str) {
         self.gutter = None;
         self.list = None;
+        self.piped = false;
+        self.ran = false;
         self.held = None;
         let blank = blank(text);
         self.seen_text |= !blank;
@@ -178,6 +184,12 @@ impl Peeler {
         {
             body = Cow::Borrowed(rest);
         }
+        if let Cow::Borrowed(b) = body
+            && let Some(rest) = self.runner(b, top, &mut frame)
+        {
+            body = Cow::Borrowed(rest);
+        }
+        self.ran = body.starts_with("Running: ");
         let blank = blank(&body);
         self.seen_text |= !blank;
         self.last_blank = blank;
@@ -251,6 +263,24 @@ impl Peeler {
         self.list = run.map(|(m, _)| m);
         let (_, rest) = run?;
         frame.peeled |= 1 << rows::LIST;
+        Some(rest)
+    }
+
+    /// The text under a runner's gutter (ClusterFuzz's butler prints `| `
+    /// before each line of a command's output, after its `Running: CMD`
+    /// line): the run starts at the top of a paste or a block, or right
+    /// after a `Running: ` line, on a line whose text opens a log record,
+    /// and goes on while each line carries the gutter. A table's rows
+    /// (`| a | b |`) are left alone.
+    fn runner<'a>(&mut self, text: &'a str, top: bool, frame: &mut Frame) -> Option<&'a str> {
+        let rest = rows::piped(text);
+        let run = match rest {
+            Some(r) if self.piped || ((top || self.ran) && rows::opens_record(r)) => Some(r),
+            _ => None,
+        };
+        self.piped = run.is_some();
+        let rest = run?;
+        frame.peeled |= 1 << rows::RUNNER;
         Some(rest)
     }
 

@@ -253,7 +253,8 @@ pub static ROWS: &[Row] = &[
         // record head of the line's own: a bracket (`[GIN] …`, SGLang's
         // `[2025-… TP0] `) or slog's `time=`/`level=`. A time before a bare
         // message is that message's own logger's (dpkg.log's `2022-05-19
-        // 06:04:29 upgrade …`): left alone.
+        // 06:04:29 upgrade …`): left alone, as is gunicorn's own time
+        // before 19.2 (`[PID] [LEVEL] ` after it: the gunicorn row's).
         may: |b| {
             b.get(10) == Some(&b' ')
                 && b.get(19) == Some(&b' ')
@@ -261,6 +262,7 @@ pub static ROWS: &[Row] = &[
                 && b.get(20..).is_some_and(|r| {
                     r.first() == Some(&b'[') || r.starts_with(b"time=") || r.starts_with(b"level=")
                 })
+                && !gunicorn_unbracketed(b)
         },
         peel: viewer_time,
         samples: &[
@@ -446,15 +448,17 @@ pub static ROWS: &[Row] = &[
     },
     Row {
         name: "gunicorn",
-        what: "gunicorn's error log: `[2020-09-12 05:37:48 +0000] [18] [INFO] ` (the time with its zone, the writing PID, the level)",
-        first: |c| c == b'[',
-        // `[` a time with no fraction, a space and a `+HHMM`/`-HHMM` zone, `] [`.
+        what: "gunicorn's error log: `[2020-09-12 05:37:48 +0000] [18] [INFO] ` (the time with its zone, the writing PID, the level; before 19.2 `2013-04-26 11:35:16 [30352] [ERROR] `, the time bare)",
+        first: |c| c == b'[' || c.is_ascii_digit(),
+        // `[` a time with no fraction, a space and a `+HHMM`/`-HHMM` zone,
+        // `] [`; or, before 19.2, the time bare and ` [` a PID `] [`.
         may: |b| {
-            b.first() == Some(&b'[')
+            (b.first() == Some(&b'[')
                 && b.get(1..).and_then(after_time) == Some(19)
                 && b.get(20) == Some(&b' ')
                 && matches!(b.get(21), Some(b'+' | b'-'))
-                && b.get(26..29) == Some(b"] [")
+                && b.get(26..29) == Some(b"] ["))
+                || gunicorn_unbracketed(b)
         },
         peel: gunicorn,
         samples: &[
@@ -472,6 +476,11 @@ pub static ROWS: &[Row] = &[
                 line: "[2019-12-12 21:51:10 +0000] [1] [CRITICAL] WORKER TIMEOUT (pid:999)",
                 body: "WORKER TIMEOUT (pid:999)",
                 source: "https://github.com/tiangolo/uvicorn-gunicorn-starlette-docker/issues/11",
+            },
+            Sample {
+                line: "2013-04-26 11:35:16 [30352] [ERROR] Connection in use: ('10.0.0.50', 13000)",
+                body: "Connection in use: ('10.0.0.50', 13000)",
+                source: "https://github.com/benoitc/gunicorn/issues/520",
             },
         ],
     },
@@ -810,11 +819,38 @@ pub static ROWS: &[Row] = &[
             },
         ],
     },
+    Row {
+        name: "runner-output",
+        what: "a runner's `| ` before each line of the command it ran (ClusterFuzz's butler, after its `Running: CMD` line)",
+        first: |_| false,
+        may: never,
+        peel: never_peel,
+        samples: &[Sample {
+            line: "| [2020-11-19 00:53:45 +0000] [2184400] [ERROR] Connection in use: ('', 9000)",
+            body: "Connection in use: ('', 9000)",
+            source: "https://github.com/google/clusterfuzz/issues/2150 (google/clusterfuzz src/local/butler/common.py process_proc_output(): print('| %s' % line))",
+        }],
+    },
 ];
 
 /// The markdown list row, which [`super::Peeler`] handles itself: a run of
 /// items spans lines.
 pub(super) const LIST: usize = 31;
+/// The runner's output gutter row, which [`super::Peeler`] handles itself:
+/// a run of piped lines spans lines.
+pub(super) const RUNNER: usize = 35;
+
+/// `| text` (or a lone `|`): a line of a command's output under a runner's
+/// gutter, and its text. A line that ends in `|` too is a table's row
+/// (markdown's, nvidia-smi's box), never the gutter.
+pub(super) fn piped(text: &str) -> Option<&str> {
+    let rest = match text.as_bytes() {
+        [b'|'] => "",
+        [b'|', b' ', ..] => &text[2..],
+        _ => return None,
+    };
+    (!rest.trim_end().ends_with('|')).then_some(rest)
+}
 
 /// `- text`, `* text`, or an empty item (`-`, `- `): the marker and the
 /// item's text. Not a rule (`---`, `***`) nor emphasis (`**bold**`).
@@ -1417,9 +1453,43 @@ fn deepspeed(text: &str, frame: &mut Frame) -> Option<usize> {
     record(frame, len, level, Some(time))
 }
 
+/// Whether `b` opens with gunicorn's record head as it was before 19.2
+/// (benoitc/gunicorn c21c3c20 put the time in brackets with its zone):
+/// `2013-04-26 11:35:16 [30352] [`, the time bare, a PID in brackets.
+fn gunicorn_unbracketed(b: &[u8]) -> bool {
+    after_time(b) == Some(19)
+        && b.get(10) == Some(&b' ')
+        && b.get(19..21) == Some(b" [")
+        && b.get(21).is_some_and(u8::is_ascii_digit)
+        && b.get(21..)
+            .and_then(|r| memchr::memchr(b']', &r[..r.len().min(12)]).map(|i| (r, i)))
+            .is_some_and(|(r, i)| {
+                r[..i].iter().all(u8::is_ascii_digit) && r.get(i..i + 3) == Some(b"] [")
+            })
+}
+
 /// gunicorn's error log (gunicorn/glogging.py: `%(asctime)s [%(process)d]
-/// [%(levelname)s] %(message)s`, the time as `[%Y-%m-%d %H:%M:%S %z]`).
+/// [%(levelname)s] %(message)s`, the time as `[%Y-%m-%d %H:%M:%S %z]`;
+/// before 19.2 as `%Y-%m-%d %H:%M:%S`).
 fn gunicorn(text: &str, frame: &mut Frame) -> Option<usize> {
+    if gunicorn_unbracketed(text.as_bytes()) {
+        let (len, (time, _, pid, _, level, _)) = consumed(
+            text,
+            (
+                any_time,
+                tag(" ["),
+                digit1,
+                tag("] ["),
+                take_while1(|c: char| c.is_ascii_uppercase()),
+                tag("] "),
+            ),
+        )?;
+        frame.level = Some(level_named(level)?);
+        frame.pid = pid.parse().ok();
+        frame.time = Some(time);
+        frame.record = true;
+        return Some(len);
+    }
     let stamp = text.get(1..26)?;
     // `%z` follows a space, which `any_time` does not take: read it joined.
     let joined = format!("{}{}", stamp.get(..19)?, stamp.get(20..)?);

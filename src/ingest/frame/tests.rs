@@ -354,3 +354,64 @@ fn a_log_pasted_as_a_markdown_list_loses_its_markers() {
     let p = peel_line("* [2025-01-02 10:00:00] ERROR something failed");
     assert_eq!(p.body, "[2025-01-02 10:00:00] ERROR something failed");
 }
+
+/// ClusterFuzz's butler prints `| ` before each line of the command it
+/// runs, after its `Running: CMD` line (google/clusterfuzz#2150): the run
+/// starts after that line (or at the top) on a line that opens a log
+/// record, and takes the butler's own `| Exit.` while it goes on; a
+/// table's rows, which end in `|` too, are no gutter.
+#[test]
+fn a_runners_gutter_is_peeled_after_its_running_line() {
+    let mut p = Peeler::new();
+    p.peel("Running: gunicorn -b :9000 main:app (cwd='src/appengine')");
+    let first = p.peel("| [2020-11-19 00:53:45 +0000] [2184400] [INFO] Starting gunicorn 20.0.4");
+    assert_eq!(first.body, "Starting gunicorn 20.0.4");
+    assert!(first.frame.rows().any(|r| r == "runner-output"));
+    assert_eq!(first.frame.pid, Some(2184400));
+    assert_eq!(p.peel("| Exit.").body, "Exit.");
+    // Not after some other line, nor for a table's rows.
+    let mut p = Peeler::new();
+    p.peel("some prose first");
+    let later = p.peel("| [2020-11-19 00:53:45 +0000] [2184400] [INFO] Starting gunicorn 20.0.4");
+    assert!(later.body.starts_with("| "), "{}", later.body);
+    for text in [
+        "| [2020-11-19 00:53:45] | 3 |",
+        "| NVIDIA-SMI 535.104.05             Driver Version: 535.104.05   CUDA Version: 12.2     |",
+        "| name | value |",
+    ] {
+        let p = peel_line(text);
+        assert!(p.frame.is_empty(), "{text}");
+    }
+}
+
+/// gunicorn before 19.2 wrote its time bare (benoitc/gunicorn#520:
+/// `2013-04-26 11:35:16 [30352] [ERROR] `): the same record head, its PID
+/// and level kept; a viewer's time before another bracket stays the
+/// viewer's.
+#[test]
+fn gunicorns_head_before_its_time_had_brackets() {
+    let p =
+        peel_line("2013-04-26 11:35:16 [30352] [ERROR] Connection in use: ('10.0.0.50', 13000)");
+    assert_eq!(p.body, "Connection in use: ('10.0.0.50', 13000)");
+    assert_eq!((p.frame.pid, p.frame.level), (Some(30352), Some("err")));
+    assert!(p.frame.record);
+    let gin = peel_line(
+        "2024-08-27 19:10:19 [GIN] 2024/08/27 - 17:10:19 | 200 |      22.702µs |       127.0.0.1 | HEAD     \"/\"",
+    );
+    assert!(gin.body.starts_with("[GIN]"), "{}", gin.body);
+}
+
+/// The rows the peeler handles itself are found by index: each index names
+/// its row (a row added before one of them moves it).
+#[test]
+fn the_peelers_own_rows_are_where_their_indices_say() {
+    for (index, name) in [
+        (rows::GUTTER, "line-numbers"),
+        (rows::ESCAPES, "spelled-escapes"),
+        (rows::LM_STUDIO, "lm-studio-record"),
+        (rows::LIST, "markdown-list"),
+        (rows::RUNNER, "runner-output"),
+    ] {
+        assert_eq!(ROWS[index].name, name, "index {index}");
+    }
+}

@@ -7,6 +7,7 @@
 
 mod own_instance;
 mod same_server;
+mod store;
 mod stuck_stopping;
 
 use std::sync::LazyLock;
@@ -41,8 +42,11 @@ const ROWS: &[(&str, Port)] = &[
     ("stacks-sglang.port-not-available", Port::Http),
     ("stacks-llamacpp.bind-failed", Port::Http),
     ("stacks-torch.tcpstore-eaddrinuse", Port::Store),
+    // The store's only under a traceback frame creating it (`binds`).
+    ("stacks-torch.c10d-bare-eaddrinuse", Port::Http),
     ("stacks-containers.port-already-allocated", Port::Http),
     ("stacks-bind.werkzeug-port-in-use", Port::Http),
+    ("stacks-bind.gunicorn-connection-in-use", Port::Http),
     ("stacks-bind.gradio-port-in-use", Port::Http),
     ("stacks-bind.gradio-no-empty-port", Port::Http),
     ("stacks-bind.triton-socket-in-use", Port::Http),
@@ -57,12 +61,14 @@ const ROWS: &[(&str, Port)] = &[
 /// listener (catalogs/web-servers.toml).
 const COMPANION_PORTS: &[&str] = &["web-servers.litespeed-listener-failed"];
 
-/// Rows of what a web server printed after its failed bind, as it gave up
-/// (Apache's `no listening sockets available, shutting down`,
+/// Rows of what a server printed after its failed bind, as it gave up
+/// (gunicorn's `Can't connect to ('', 9000)` after its five tries,
+/// Apache's `no listening sockets available, shutting down`,
 /// OpenLiteSpeed's `failed to start listener`, `Fatal error in
 /// configuration, exit!`, its control script's `litespeed is not
 /// running.`): cited as what the failed bind led to.
 const AFTERMATH: &[&str] = &[
+    "stacks-bind.gunicorn-cant-connect",
     "web-servers.litespeed-listener-failed",
     "web-servers.apache-no-listening-sockets",
     "web-servers.lswsctrl-status",
@@ -95,6 +101,7 @@ fn binds(incident: &Incident) -> Vec<Bind<'_>> {
             incident.known(id).map(move |(message, hit)| {
                 let port = match port {
                     Port::Zmq if hit.get("addr").is_none() => Port::Http,
+                    _ if *id == store::BARE && store::under_frame(incident, message) => Port::Store,
                     p => *p,
                 };
                 // `port: 29500`, or the store's `[::]:29500`.
@@ -173,7 +180,9 @@ static META: RuleMeta = RuleMeta {
 The server could not listen on its HTTP port, its ZMQ ports or the
 torch.distributed store port (`[Errno 98] Address already in use`,
 `EADDRINUSE`), and exited. A web server in front of it says so in its
-own words: Apache's `(98)Address already in use: make_sock: could not bind
+own words: gunicorn's `Connection in use: ('HOST', PORT)` (host `''` is
+every address), five times a second apart before its `Can't connect to
+('HOST', PORT)`; Apache's `(98)Address already in use: make_sock: could not bind
 to address HOST:PORT`, OpenLiteSpeed's `Can't listen at address NAME:
 Address already in use!` (its port from the `failed to start listener on
 address *:PORT` line printed just after).
@@ -199,7 +208,9 @@ the duplicate.
 
 When no holder is named, what the paste shows before the failed bind, in
 the same input, decides: the server's own stop or restart (gradio's
-`Closing server running on port: 3000`, a web UI's `Restarting UI...`;
+`Closing server running on port: 3000`, a web UI's `Restarting UI...`,
+another gunicorn master than the one that failed handling a stop signal,
+`[5155] [INFO] Handling signal: term`;
 OpenLiteSpeed's `[Child: N] Start shutting down gracefully ...` around the
 new start, a restart that raced the old instance), its app refusing to quit (osascript's `Ollama got an error: User canceled.
 (-128)`), or the server serving the same port earlier in the log
@@ -420,8 +431,11 @@ fn socket_holders<'a>(incident: &'a Incident, port: Option<&str>) -> Vec<&'a Lis
 }
 
 /// Cites what the server printed as it gave up after its failed bind, in
-/// the same input within a few lines after it.
+/// the same input within a few lines after it (and, above a bare store
+/// bind, the traceback frame creating the store).
 fn cite_aftermath(f: &mut Finding, incident: &Incident, binds: &[Bind<'_>]) {
+    let store = binds.iter().filter(|b| b.port == Port::Store);
+    store::cite_frame(f, incident, store.map(|b| b.message));
     let Some(first) = binds.iter().map(|b| b.message.span).min() else {
         return;
     };

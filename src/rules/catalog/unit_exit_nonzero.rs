@@ -243,7 +243,11 @@ fn finding(
     // start limit makes the exit a unit failure even when the unit's
     // own lines are not in the inputs.
     let by_systemd = stated.is_none() && last_exception.is_none() && failed.is_failure();
-    let category = if stated.is_some() || by_systemd || exec.is_some() {
+    // One of systemd's own statuses: it failed at a step of setting up the
+    // process, and the command never ran (a unit failure whatever else
+    // the inputs say).
+    let setup = exec::systemd_step(status).is_some();
+    let category = if stated.is_some() || by_systemd || exec.is_some() || setup {
         Category::UnitCrashLoop
     } else {
         META.category

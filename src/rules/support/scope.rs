@@ -44,11 +44,18 @@ pub fn mark_unrelated_units(incident: &Incident, f: &mut Finding) {
 }
 
 /// Whether every unit the inputs name is the finding's one unit: the
-/// paste is that unit's `systemctl status` or journal alone.
+/// paste is that unit's `systemctl status` or journal alone. The
+/// instances of one template (`x@a.service`, `x@b.service`) are one unit
+/// here: one unit file.
 fn about_one_unit(incident: &Incident, f: &Finding) -> bool {
-    f.entities.units.len() == 1
-        && incident.units.len() == 1
-        && incident.units.keys().all(|u| f.entities.units.contains(u))
+    fn template(u: &str) -> &str {
+        u.split_once('@').map_or(u, |(t, _)| t)
+    }
+    let mine: std::collections::BTreeSet<&str> =
+        f.entities.units.iter().map(|u| template(u)).collect();
+    mine.len() == 1
+        && !incident.units.is_empty()
+        && incident.units.keys().all(|u| mine.contains(template(u)))
 }
 
 /// Whether `unit` is part of a GPU serving stack by its name (any dotted

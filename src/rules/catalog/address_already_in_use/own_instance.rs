@@ -4,7 +4,8 @@
 //! input:
 //! - *a stop that did not take*: the server's own closing or restarting
 //!   lines (gradio's `Closing server running on port: 3000`, a web UI's
-//!   `Restarting UI...`), or its app refusing to quit (osascript's `Ollama
+//!   `Restarting UI...`, another gunicorn master's `Handling signal: term`),
+//!   or its app refusing to quit (osascript's `Ollama
 //!   got an error: User canceled. (-128)`), or the server serving that port
 //!   earlier in the same log (uvicorn's `Uvicorn running on
 //!   http://0.0.0.0:8000`, llama-server's `server is listening on`): the
@@ -45,15 +46,35 @@ struct Stop {
     /// The program whose stop it is (the programs' table's `stack`), when
     /// the row is one program's; else the app its line names.
     stack: Option<&'static str>,
+    /// How that program's earlier instance is stopped, when the programs'
+    /// table does not say (it is no serving program with a default port).
+    how: Option<&'static str>,
+    /// The line names the process that stops (`[<pid>]`): a stop of the
+    /// master whose own bind failed is that master giving up, not an
+    /// earlier instance, and does not count.
+    other_process: bool,
 }
 
 const STOPS: &[Stop] = &[
+    Stop {
+        id: "stacks-bind.gunicorn-master-stopping",
+        note: "an earlier gunicorn master was told to stop: it holds its socket until it and its workers have exited",
+        shows: "the paste shows an earlier gunicorn master of it handling a stop signal before the new master's start, a restart that did not wait for the old master and its workers to let the port go",
+        must_precede: true,
+        stack: None,
+        how: Some(
+            "`kill -TERM` the old master (`pgrep -af gunicorn`) and wait for its workers to exit; under supervisor, `stopasgroup=true` and a `stopwaitsecs` above gunicorn's `graceful_timeout`",
+        ),
+        other_process: true,
+    },
     Stop {
         id: "stacks-bind.gradio-closing-server",
         note: "the server closed its port to restart",
         shows: "the paste shows it closing its server for a restart, and the relaunch came before the old server let the port go",
         must_precede: true,
         stack: Some("Gradio"),
+        how: None,
+        other_process: false,
     },
     Stop {
         id: "stacks-bind.webui-restarting-ui",
@@ -61,6 +82,8 @@ const STOPS: &[Stop] = &[
         shows: "the paste shows the web UI restarting itself in the same process, and the relaunch came before the old server let the port go",
         must_precede: true,
         stack: Some("Gradio"),
+        how: None,
+        other_process: false,
     },
     Stop {
         id: "web-servers.litespeed-child-shutting-down",
@@ -68,6 +91,8 @@ const STOPS: &[Stop] = &[
         shows: "the paste shows its earlier process still shutting down gracefully around the new start, a restart that raced the old instance for the port",
         must_precede: false,
         stack: None,
+        how: None,
+        other_process: false,
     },
     Stop {
         id: "stacks-bind.osascript-quit-canceled",
@@ -75,6 +100,8 @@ const STOPS: &[Stop] = &[
         shows: "the paste shows its app refusing to quit, so the server it runs still listens",
         must_precede: false,
         stack: None,
+        how: None,
+        other_process: false,
     },
 ];
 
@@ -196,8 +223,13 @@ fn earlier(incident: &Incident, port: u16, first: Span) -> Option<Earlier> {
     let mut lines: Vec<(Span, String)> = Vec::new();
     let mut first_stop: Option<(Span, &Stop, Option<&'static str>)> = None;
     let mut pids: Vec<u32> = Vec::new();
+    let binders = binders(incident);
     for stop in STOPS {
         for (m, hit) in incident.known(stop.id) {
+            let pid = hit.get("pid").and_then(|p| p.parse::<u32>().ok());
+            if stop.other_process && pid.is_none_or(|p| binders.contains(&p)) {
+                continue;
+            }
             let when = if stop.must_precede {
                 before(m)
             } else {
@@ -219,7 +251,7 @@ fn earlier(incident: &Incident, port: u16, first: Span) -> Option<Earlier> {
                 continue;
             }
             lines.push((m.span, stop.note.to_owned()));
-            pids.extend(hit.get("pid").and_then(|p| p.parse::<u32>().ok()));
+            pids.extend(pid);
             if first_stop.is_none_or(|(s, _, _)| m.span < s) {
                 first_stop = Some((m.span, stop, program));
             }
@@ -233,7 +265,8 @@ fn earlier(incident: &Incident, port: u16, first: Span) -> Option<Earlier> {
             shows: stop.shows,
             stop: program
                 .and_then(|p| DEFAULT_PORTS.iter().find(|d| d.stack == p))
-                .map(|d| d.stop),
+                .map(|d| d.stop)
+                .or(stop.how),
             pids,
         });
     }
@@ -261,6 +294,20 @@ fn earlier(incident: &Incident, port: u16, first: Span) -> Option<Earlier> {
         pids: Vec::new(),
     })
 }
+
+/// The processes whose own bind failed, as their lines name them
+/// (gunicorn's master in its `[PID] [ERROR] Connection in use` head).
+fn binders(incident: &Incident) -> Vec<u32> {
+    BINDERS
+        .iter()
+        .flat_map(|id| incident.known(id))
+        .filter_map(|(_, hit)| hit.get("master")?.parse().ok())
+        .collect()
+}
+
+/// The failed-bind rows (catalogs/stacks-bind.toml) whose line names the
+/// process that failed (`master`).
+const BINDERS: &[&str] = &["stacks-bind.gunicorn-connection-in-use"];
 
 /// The server's own words, in the failed bind's input (at `first`), that
 /// another copy of it is running: it names the holder itself.

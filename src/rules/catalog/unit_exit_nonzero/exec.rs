@@ -9,6 +9,7 @@
 //! User= or Group= does not resolve, and that line is the reason.
 
 use crate::correlate::Incident;
+use crate::correlate::SystemdStep;
 use crate::rules::{Action, Finding};
 use crate::source::Span;
 
@@ -30,6 +31,27 @@ pub(super) struct ExecFailure<'a> {
     step: &'a str,
     /// systemd's line on the lookup of User=/Group= that failed first.
     credentials: Option<Credentials<'a>>,
+    /// The unit the line names when it is another instance of the same
+    /// template (`x@a.service` for `x@b.service`'s exit).
+    pub sibling: Option<&'a str>,
+    /// The forked child that wrote the line (`(cprofile)[148247]:`).
+    pub pid: Option<u32>,
+    /// systemd's line on why the step failed (`Changing to the requested
+    /// working directory failed: …` before `Failed at step CHDIR`).
+    reason: Option<(Span, &'a str)>,
+}
+
+/// The catalog row of systemd's failure to change to WorkingDirectory=.
+const CHDIR_FAILED: &str = "systemd.exec-chdir-failed";
+
+/// Whether `a` and `b` are two instances of one template unit
+/// (`resticprofile-backup@profile-laptop.service`,
+/// `resticprofile-backup@profile-default.service`).
+fn siblings(a: &str, b: &str) -> bool {
+    fn template(u: &str) -> Option<&str> {
+        u.split_once('@').map(|(t, _)| t)
+    }
+    a != b && template(a).is_some() && template(a) == template(b)
 }
 
 /// `Failed to determine user credentials: No such process`.
@@ -59,6 +81,15 @@ impl Credentials<'_> {
     }
 }
 
+/// systemd's own exit status `status` (`200/CHDIR`), from its table
+/// (`correlate::units::SYSTEMD_STEPS`): the number, and the name where
+/// the line prints one, must be the table's.
+pub(super) fn systemd_step(status: &str) -> Option<&'static SystemdStep> {
+    let (code, name) = status.split_once('/').unwrap_or((status, ""));
+    let step = crate::correlate::systemd_step(code.parse().ok()?)?;
+    (name.is_empty() || name == step.name).then_some(step)
+}
+
 /// Whether `status` is one of systemd's own exit statuses (200–243): it
 /// failed to set up or execute the command, which never ran.
 pub(super) fn is_systemds(status: &str) -> bool {
@@ -84,18 +115,51 @@ pub(super) fn of<'a>(
         return None;
     }
     let name = status.split_once('/').map_or("", |(_, n)| n);
+    // The unit's own line first; else one of another instance of its
+    // template (a paste that mixes two instances failing the same way).
     incident
         .known(FAILED_AT_STEP)
         .filter(|(m, _)| m.span.source == exit.source)
         .filter(|(_, h)| h.get("step").unwrap_or("EXEC").eq_ignore_ascii_case(name))
-        .filter(|(_, h)| h.get("unit").map_or(only_unit, |u| u == unit))
-        .min_by_key(|(m, h)| (h.get("path").is_none(), m.span.line.abs_diff(exit.line)))
-        .map(|(m, h)| ExecFailure {
-            span: m.span,
-            path: h.get("path"),
-            errno: h.get("msg").unwrap_or("").trim(),
-            step: h.get("step").unwrap_or("EXEC"),
-            credentials: credentials(incident, unit, name, exit, only_unit),
+        .filter(|(_, h)| {
+            h.get("unit")
+                .map_or(only_unit, |u| u == unit || siblings(u, unit))
+        })
+        .min_by_key(|(m, h)| {
+            (
+                h.get("unit").is_some_and(|u| u != unit),
+                h.get("path").is_none(),
+                m.span.line.abs_diff(exit.line),
+            )
+        })
+        .map(|(m, h)| {
+            let named = h.get("unit").unwrap_or(unit);
+            ExecFailure {
+                span: m.span,
+                path: h.get("path"),
+                errno: h.get("msg").unwrap_or("").trim(),
+                step: h.get("step").unwrap_or("EXEC"),
+                credentials: credentials(incident, unit, name, exit, only_unit),
+                sibling: h.get("unit").filter(|u| *u != unit),
+                pid: incident
+                    .facts
+                    .journal
+                    .iter()
+                    .find(|e| e.span == m.span)
+                    .and_then(|e| e.pid)
+                    .filter(|&p| p != 1),
+                reason: name
+                    .eq_ignore_ascii_case("CHDIR")
+                    .then(|| {
+                        incident
+                            .known(CHDIR_FAILED)
+                            .filter(|(r, _)| r.span.source == exit.source)
+                            .filter(|(_, rh)| rh.get("unit").is_none_or(|u| u == named))
+                            .min_by_key(|(r, _)| r.span.line.abs_diff(m.span.line))
+                            .map(|(r, rh)| (r.span, rh.get("msg").unwrap_or("").trim()))
+                    })
+                    .flatten(),
+            }
         })
 }
 
@@ -156,6 +220,14 @@ impl ExecFailure<'_> {
                 c.quoted()
             );
         }
+        if self.is_setup() {
+            return format!(
+                "systemd failed at step {} before running {}: {}",
+                self.step,
+                self.command(),
+                self.errno
+            );
+        }
         format!(
             "systemd could not execute {}: {}",
             self.command(),
@@ -163,10 +235,22 @@ impl ExecFailure<'_> {
         )
     }
 
+    /// Whether the step is one of setting up the process, not executing
+    /// it (nor the namespace or account steps, explained on their own).
+    fn is_setup(&self) -> bool {
+        !["EXEC", "NAMESPACE", "USER", "GROUP"]
+            .iter()
+            .any(|s| self.step.eq_ignore_ascii_case(s))
+    }
+
     /// Cites the line, sets the headline and adds the advice.
     pub(super) fn explain(&self, f: &mut Finding, unit: &str, status: &str) {
         if let Some(c) = &self.credentials {
             self.explain_credentials(c, f, unit, status);
+            return;
+        }
+        if self.is_setup() {
+            self.explain_setup(f, unit, status);
             return;
         }
         let command = self.command();
@@ -203,6 +287,60 @@ impl ExecFailure<'_> {
 }
 
 impl ExecFailure<'_> {
+    /// A step of setting up the process other than executing it
+    /// (`Failed at step CHDIR spawning …`): the command never ran, and the
+    /// path on the line is not what is missing; the step's setting is.
+    fn explain_setup(&self, f: &mut Finding, unit: &str, status: &str) {
+        f.entities.pids.extend(self.pid);
+        if let Some(other) = self.sibling {
+            f.entities.units.insert(other.to_owned());
+        }
+        let command = self.command();
+        let step = self.step;
+        let meaning = crate::correlate::exit_meaning("exited", status)
+            .unwrap_or("systemd failed to set up the process");
+        if let Some((span, errno)) = self.reason {
+            f.evidence_marked(
+                span,
+                format!("systemd could not change to the unit's WorkingDirectory=: {errno}"),
+                "Changing to the requested working directory failed",
+            );
+        }
+        let whose = match self.sibling {
+            Some(other) => format!(
+                " (the line is {other}'s, another instance of the same template failing the same way)"
+            ),
+            None => String::new(),
+        };
+        f.evidence_marked(
+            self.span,
+            format!(
+                "systemd failed at step {step} and never ran {command}: {}{whose}",
+                self.errno
+            ),
+            format!("Failed at step {step}"),
+        );
+        f.headline = format!(
+            "{unit} exited with status {status} before {command} ran: {meaning} ({}); the program itself is not what is missing.",
+            self.errno
+        );
+        let advice = if step.eq_ignore_ascii_case("CHDIR") {
+            format!(
+                "check {unit}'s WorkingDirectory= (`systemctl cat {unit}`): create that directory, or point it at one that exists and that the unit's User= can enter, then `systemctl daemon-reload` and restart"
+            )
+        } else {
+            format!(
+                "check the setting systemd's {step} step sets up in {unit}'s unit file and drop-ins (`systemctl cat {unit}`), then `systemctl daemon-reload` and restart"
+            )
+        };
+        f.actions.push(Action::advice(
+            advice,
+            Some(&format!(
+                "systemctl cat {unit}; systemctl show -p WorkingDirectory -p User {unit}"
+            )),
+        ));
+    }
+
     /// A USER or GROUP step after a failed lookup: the account named by
     /// User=/Group= does not resolve where the unit runs.
     fn explain_credentials(&self, c: &Credentials<'_>, f: &mut Finding, unit: &str, status: &str) {

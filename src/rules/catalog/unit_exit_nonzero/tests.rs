@@ -327,3 +327,37 @@ fn the_fabric_managers_control_process_exit_is_a_start_failure() {
     assert!(f[0].entities.units.contains("nvidia-fabricmanager.service"));
     assert!(f[0].evidence.iter().any(|e| e.span.line == 3), "{f:?}");
 }
+
+/// creativeprojects/resticprofile#552 (batch S 1192): systemd's child
+/// could not enter WorkingDirectory= (`Failed at step CHDIR`, written by
+/// another instance of the same template) and the unit exits 200/CHDIR: a
+/// unit failure at the CHDIR step, both lines cited with the child's PID,
+/// advising the directory, not the program's path.
+#[test]
+fn a_chdir_step_of_a_sibling_template_instance_is_the_units_failure() {
+    let text = "Aug 23 00:00:00 MainComp (cprofile)[148247]: resticprofile-backup@profile-laptop.service: Changing to the requested working directory failed: No such file or directory
+Aug 23 00:00:00 MainComp (cprofile)[148247]: resticprofile-backup@profile-laptop.service: Failed at step CHDIR spawning /home/username/bin/resticprofile: No such file or directory
+Aug 23 00:00:00 MainComp systemd[1]: resticprofile-backup@profile-default.service: Main process exited, code=exited, status=200/CHDIR
+";
+    let f = findings(text);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].category, Category::UnitCrashLoop);
+    assert_eq!(f[0].severity, crate::rules::Severity::Error);
+    assert!(f[0].entities.pids.contains(&148247), "{:?}", f[0].entities);
+    crate::testing::cites_line(&f[0], 1);
+    crate::testing::cites_line(&f[0], 2);
+    let actions = format!("{:?}", f[0].actions);
+    assert!(actions.contains("WorkingDirectory="), "{actions}");
+    assert!(!actions.contains("ExecStart="), "{actions}");
+    // The exit alone is still a failure at systemd's own step: any status
+    // of its table (209/STDOUT here) is one.
+    let alone = findings(
+        "Aug 23 00:00:00 MainComp systemd[1]: backup.service: Main process exited, code=exited, status=209/STDOUT\n",
+    );
+    assert_eq!(alone[0].category, Category::UnitCrashLoop);
+    // A status number outside systemd's table is not.
+    let other = findings(
+        "Aug 23 00:00:00 MainComp systemd[1]: backup.service: Main process exited, code=exited, status=3/NOTIMPLEMENTED\n",
+    );
+    assert_ne!(other[0].category, Category::UnitCrashLoop);
+}

@@ -277,3 +277,63 @@ Unable to open logs\n";
         .is_empty()
     );
 }
+
+/// benoitc/gunicorn#1386 (batch S 1167): the running master 5155 handles
+/// `term` and its workers exit, then a new master 4065 cannot bind
+/// 127.0.0.1:5000 (gunicorn's own `Connection in use`): the earlier
+/// master, still stopping, holds the port; its PID is the holder's.
+const GUNICORN_1386: &str = "[2016-11-08 11:33:29 +0000] [5155] [INFO] Handling signal: term\n\
+    [2016-11-08 11:33:29 +0000] [5161] [INFO] Worker exiting (pid: 5161)\n\
+    [2016-11-08 11:33:29 +0000] [5162] [INFO] Worker exiting (pid: 5162)\n\
+    [2016-11-08 10:48:16 +0000] [4065] [INFO] Starting gunicorn 19.6.0\n\
+    [2016-11-08 10:48:16 +0000] [4065] [ERROR] Connection in use: ('127.0.0.1', 5000)\n\
+    [2016-11-08 10:48:16 +0000] [4065] [ERROR] Retrying in 1 second.\n";
+
+#[test]
+fn an_earlier_gunicorn_master_told_to_stop_holds_the_port() {
+    let f = one(GUNICORN_1386);
+    assert_eq!(f.category, Category::StaleServingInstance);
+    assert!(f.entities.pids.contains(&5155), "{:?}", f.entities.pids);
+    assert!(!f.entities.pids.contains(&4065), "{:?}", f.entities.pids);
+    crate::testing::cites_line(&f, 1);
+    assert!(f.title.contains("5000"), "{}", f.title);
+    assert!(
+        format!("{:?}", f.actions).contains("stopasgroup"),
+        "{:?}",
+        f.actions
+    );
+    // The failing master's own stop is no earlier instance.
+    let own = GUNICORN_1386.replacen("[5155] [INFO] Handling", "[4065] [INFO] Handling", 1);
+    assert_eq!(one(&own).category, Category::PortInUse);
+    // A stop after the failed bind is no cause of it.
+    let (stop, rest) = GUNICORN_1386.split_at(GUNICORN_1386.find('\n').unwrap() + 1);
+    assert_eq!(one(&format!("{rest}{stop}")).category, Category::PortInUse);
+}
+
+/// The bind failure alone, in gunicorn's words (paperless-ng#230, the
+/// next such paste: a supervisor respawning gunicorn, five tries and
+/// `Can't connect to`): a port in use on 8000 naming no earlier instance,
+/// the give-up line cited.
+#[test]
+fn gunicorns_bind_failure_alone_is_a_port_in_use() {
+    let text = "2020-12-31 08:34:00,756 INFO spawned: 'gunicorn' with pid 132\n\
+        [2020-12-31 08:34:00 +0100] [132] [INFO] Starting gunicorn 20.0.4\n\
+        [2020-12-31 08:34:00 +0100] [132] [ERROR] Connection in use: ('localhost', 8000)\n\
+        [2020-12-31 08:34:00 +0100] [132] [ERROR] Retrying in 1 second.\n\
+        [2020-12-31 08:34:04 +0100] [132] [ERROR] Connection in use: ('localhost', 8000)\n\
+        [2020-12-31 08:34:04 +0100] [132] [ERROR] Retrying in 1 second.\n\
+        [2020-12-31 08:34:05 +0100] [132] [ERROR] Can't connect to ('localhost', 8000)\n\
+        2020-12-31 08:34:05,914 INFO exited: gunicorn (exit status 1; not expected)\n";
+    let f = one(text);
+    assert_ne!(f.category, Category::StaleServingInstance);
+    assert!(f.title.contains("8000"), "{}", f.title);
+    crate::testing::cites_line(&f, 7);
+    // gunicorn's give-up line alone says only that it could not listen.
+    assert!(
+        findings_of(
+            "address-already-in-use",
+            "[2020-12-31 08:34:05 +0100] [132] [ERROR] Can't connect to ('localhost', 8000)\n"
+        )
+        .is_empty()
+    );
+}
