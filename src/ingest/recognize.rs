@@ -131,6 +131,8 @@ pub(super) struct LineReader {
     /// How many more of Ray's `ActorDiedError` fields may follow
     /// ([`ray_actor_field`]).
     ray_fields: u8,
+    /// A configuration echoed as YAML under its head (`ingest::config_echo`).
+    config: super::config_echo::ConfigEcho,
     tally: Tally,
 }
 
@@ -144,6 +146,7 @@ impl LineReader {
             describe: super::kube_describe::Describe::default(),
             event: super::kube_describe::EventObject::default(),
             ray_fields: 0,
+            config: super::config_echo::ConfigEcho::default(),
             tally: Tally::default(),
         }
     }
@@ -237,6 +240,10 @@ impl LineReader {
         if self.describe.read(line.text) || self.event.read(line.text) {
             return Read::Skimmed(None);
         }
+        // A configuration echoed as YAML under its `…config:` head.
+        if self.config.read(line.text, line.span.line) {
+            return Read::Skimmed(None);
+        }
         let prose = is_prose(line.text)
             || is_annotation(line.text)
             || is_elision(line.text)
@@ -267,6 +274,7 @@ impl LineReader {
                 || super::journal_short::is_cut_record(text)
                 || super::nccl_tests::is_line(text)
                 || is_kaldi_command_echo(text)
+                || is_gin_mode_hint(text)
         };
         if !prose
             && (shaped(line.text) || {
@@ -435,6 +443,22 @@ fn is_nccl_interface_list(text: &str) -> bool {
                     !name.is_empty() && addr.ends_with('>') && addr.contains('<')
                 })
         })
+}
+
+/// The two lines under Gin's debug-mode warning (`[GIN-debug] [WARNING]
+/// Running in "debug" mode. …`, a frame): how to switch it off, as
+/// gin-gonic/gin debug.go `debugPrintWARNINGNew` prints them, ` - using
+/// env:\texport GIN_MODE=release` and ` - using code:\tgin.SetMode(gin.ReleaseMode)`
+/// (some versions and forks print no `export `), the tab often pasted as
+/// spaces.
+fn is_gin_mode_hint(text: &str) -> bool {
+    let t = text.trim();
+    t.strip_prefix("- using env:").is_some_and(|rest| {
+        let rest = rest.trim_start();
+        rest == "export GIN_MODE=release" || rest == "GIN_MODE=release"
+    }) || t
+        .strip_prefix("- using code:")
+        .is_some_and(|rest| rest.trim_start() == "gin.SetMode(gin.ReleaseMode)")
 }
 
 /// A logfmt record's fields on a line of their own (a record wrapped by a
@@ -897,6 +921,36 @@ mod tests {
         }
         let tally = reader.finish(&mut facts);
         (facts, tally)
+    }
+
+    /// A config echo (meta-llama/llama-stack-apps#15) and Gin's debug-mode
+    /// hint (msys2/MINGW-packages#20882) are read, what follows them is not
+    /// the echo's, and an exception after the echo is still the server
+    /// parser's.
+    #[test]
+    fn config_echoes_and_gin_hints_are_read_errors_after_them_too() {
+        let text = "Yaml config:
+------------------------
+inference_config:
+  impl_config:
+    impl_type: inline
+    max_batch_size: 1
+ - using env:   export GIN_MODE=release
+ - using code:  gin.SetMode(gin.ReleaseMode)
+Listening on :::5000
+  max_seq_len: 16384
+RuntimeError: CUDA error: out of memory";
+        let (facts, tally) = read_all(text, Except::Nothing, false);
+        let listed: Vec<u32> = tally.listed.iter().map(|l| l.line).collect();
+        assert_eq!(listed, vec![9, 10], "{:?}", tally.listed);
+        assert!(
+            facts
+                .server_events
+                .iter()
+                .any(|e| e.span.line == 11 && matches!(e.kind, ServerEventKind::Exception(_))),
+            "{:?}",
+            facts.server_events
+        );
     }
 
     #[test]

@@ -1941,3 +1941,42 @@ OSError: [Errno 98] Address already in use
     // Outside a traceback a tab-indented line is not claimed.
     assert_eq!(unrecognized_lines("\tsock.bind(sockaddr)\n"), vec![1]);
 }
+
+/// A `warnings` message that starts with a new line stands below its
+/// `UserWarning:` and above the source line (Hydra's `version_base`
+/// warning, meta-llama/llama-stack-apps#15, batch R 1128); PyTorch's own
+/// logging heads its records like glog with the file's relative path
+/// (sgl-project/sglang, batch R 1136). A line after a message-less warning
+/// that opens a traceback is the traceback's, and a warning's message
+/// stops at its limit.
+#[test]
+fn warnings_below_their_category_and_torch_glog_records_are_read() {
+    let hydra = "\
+/opt/LLama_Agentic_System/llama3_1venv/lib/python3.11/site-packages/llama_toolchain/utils.py:43: UserWarning:
+The version_base parameter is not specified.
+Please specify a compatability version level, or None.
+Will assume defaults for version 1.1
+  initialize(config_path=relative_path)
+W0830 16:40:57.585000 7191 .venv/lib/python3.12/site-packages/torch/utils/cpp_extension.py:2425] TORCH_CUDA_ARCH_LIST is not set, all archs for visible cards are included for compilation. 
+";
+    assert_eq!(unrecognized_lines(hydra), Vec::<u32>::new());
+    let stray = "\
+/x/site-packages/a/b.py:43: UserWarning:
+one
+two
+three
+four
+five
+six
+seven
+";
+    assert_eq!(unrecognized_lines(stray), vec![8]);
+    let (events, _) = run("\
+/x/site-packages/a/b.py:43: UserWarning:
+Traceback (most recent call last):
+  File \"/x/serve.py\", line 3, in <module>
+    main()
+RuntimeError: CUDA error: out of memory
+");
+    assert_eq!(exceptions(&events).len(), 1);
+}
