@@ -27,6 +27,9 @@
 //!   a line: absolute, two parts at least, no space;
 //! - a container's full ID alone, 64 hexadecimal digits, as `docker run -d`
 //!   and `docker create` print it (moby/moby's `stringid`);
+//! - `watch`'s head over each refresh, `Every 2.0s: nvidia-smi   host: Wed
+//!   Aug  6 22:29:18 2025` (procps-ng src/watch.c: `"Every %.1fs: "`, the
+//!   command, the host and the time at the right edge);
 //! - docker's hint under a usage error, `See 'docker run --help'.`
 //!   (docker/cli cli/required.go and cli/cobra.go: `"See '%s --help'."`).
 
@@ -41,6 +44,18 @@ pub(super) fn is_shell_note(text: &str) -> bool {
         || is_path_alone(text)
         || is_container_id(text)
         || is_help_hint(text)
+        || is_watch_head(text)
+}
+
+/// `Every 2.0s: nvidia-smi` and what `watch` puts at the right of it.
+fn is_watch_head(text: &str) -> bool {
+    text.strip_prefix("Every ")
+        .and_then(|rest| rest.split_once("s: "))
+        .is_some_and(|(interval, command)| {
+            !interval.is_empty()
+                && interval.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+                && command.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '.' || c == '/')
+        })
 }
 
 /// `Linux host 5.15.0-91-generic #101-Ubuntu SMP … x86_64 GNU/Linux`: the
@@ -242,6 +257,8 @@ mod tests {
             // docker's hint under an error.
             "d51083f64d230fe8d32d6083c20cfee4438b5634be4cdd9e59f0b5e456dc9098",
             "See 'docker run --help'.",
+            // batch R 1117 (nv-legate/cupynumeric#1222).
+            "Every 2.0s: nvidia-smi                                                                                                       50:00c2f6697: Wed Aug  6 22:29:18 2025",
         ] {
             assert!(is_shell_note(yes), "{yes}");
         }
@@ -268,6 +285,7 @@ mod tests {
             "/usr/bin/python3 server.py",
             "d51083f64d230fe8d32d6083c20cfee4438b5634be4cdd9e59f0b5e456dc909",
             "See 'docker run --help' for more.",
+            "Every time it runs: the GPU hangs",
         ] {
             assert!(!is_shell_note(no), "{no}");
         }

@@ -91,7 +91,10 @@ gated!(
 // a pager on a path (`sudo cat /proc/77637/stack`). Programs print
 // `python3: can't open file …` with a colon, so an argument must follow.
 // A notebook cell runs one through the shell after a `!` (Jupyter, Colab:
-// `!python examples/chat.py -m …`, `!nvidia-smi`).
+// `!python examples/chat.py -m …`, `!nvidia-smi`). The launcher may be
+// named by a relative path (`./ollama --version`, `./build/bin/llama-server`;
+// an absolute one is as often `ps`'s answer, `/usr/bin/python3 app.py`);
+// Meta's `llama` CLI by its subcommand (`llama inference start`).
 gated!(
     BARE_COMMAND,
     |l| match first_after_space(l) {
@@ -105,7 +108,7 @@ gated!(
         ) => true,
         _ => false,
     },
-    r"^\s*!?(?:sudo\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:(?:python(?:3(?:\.[0-9]+)?)?|torchrun|vllm|docker(?:-compose)?|nvidia-docker|podman|mpirun|srun|deepspeed|accelerate|trtllm-serve|trtllm-build|ollama|nvidia-smi|journalctl|systemctl|dmesg|kubectl|ssh|dcgmi|nvtop|nvitop|squeue|sinfo|scontrol|rocm-smi|fuser|ps|pgrep|pkill|kill|lsof|netstat|ss|curl|wget|text-generation-launcher|llama-server|local-ai|lmdeploy|dynamo|gpustack|\.?/[0-9A-Za-z_./-]+\.sh)(?:\s+(?:-{1,2}[0-9A-Za-z_-]|[0-9A-Za-z_./~${\x22'-]).*|\s*)|(?:cat|head|tail|less)\s+(?:-\S+\s+)*[/~$]\S*(?:\s.*)?)$"
+    r"^\s*!?(?:sudo\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:(?:\./(?:[0-9A-Za-z_.-]+/)*)?(?:python(?:3(?:\.[0-9]+)?)?|torchrun|vllm|docker(?:-compose)?|nvidia-docker|podman|mpirun|srun|deepspeed|accelerate|trtllm-serve|trtllm-build|ollama|jupyter|llama\s+(?:stack|inference|model|download)|nvidia-smi|journalctl|systemctl|dmesg|kubectl|ssh|dcgmi|nvtop|nvitop|squeue|sinfo|scontrol|rocm-smi|fuser|ps|pgrep|pkill|kill|lsof|netstat|ss|curl|wget|text-generation-launcher|llama-server|local-ai|lmdeploy|dynamo|gpustack|\.?/[0-9A-Za-z_./-]+\.sh)(?:\s+(?:-{1,2}[0-9A-Za-z_-]|[0-9A-Za-z_./~${\x22'-]).*|\s*)|(?:cat|head|tail|less)\s+(?:-\S+\s+)*[/~$]\S*(?:\s.*)?)$"
 );
 
 // A prompt drawn as `> ` (a quoted reply, a PowerShell-style prompt) or
@@ -561,6 +564,12 @@ mod tests {
                 "nvidia-smi",
             ),
             ("user@host ~/work (main)$ ls", "ls"),
+            // Commands pasted without a prompt: batch R 1131
+            // (ollama/ollama#9018), 1112 (jupyter/notebook#2844), 1128
+            // (meta-llama/llama-stack-apps#15).
+            ("./ollama run codeqwen:7b", "./ollama run codeqwen:7b"),
+            ("jupyter notebook stop 8888", "jupyter notebook stop 8888"),
+            (" llama inference start", "llama inference start"),
             (
                 "curl http://localhost:8000/v1/models",
                 "curl http://localhost:8000/v1/models",
@@ -576,6 +585,10 @@ mod tests {
         ));
         assert!(!is_prompt(
             "herna@SurfacePro9 WINDOWS /c/M_P/mingw-w64-ollama"
+        ));
+        // `ps -o args`' answer (fixtures/real/727) is no command typed.
+        assert!(!is_prompt(
+            "/Users/user/.transformerlab/envs/transformerlab/bin/python /"
         ));
         // A paste indented as a whole (fixtures/real/504), and the `$ `
         // left alone after the output (zcash/zcash doc/book/src/dev/regtest.md);
