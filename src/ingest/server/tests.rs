@@ -1980,3 +1980,44 @@ RuntimeError: CUDA error: out of memory
 ");
     assert_eq!(exceptions(&events).len(), 1);
 }
+
+/// The watchdog's progress line in its later wordings (PyTorch 2.4 – 2.6's
+/// `Exception (either an error or timeout) detected …`, vllm-project/vllm
+/// in batch R 1132; 2.7's `NCCL error is detected …`, written to upstream
+/// ProcessGroupNCCL.cpp's format, not copied): the work, the last
+/// enqueued, the last completed (-1: none ever did).
+#[test]
+fn the_watchdogs_later_progress_wordings_give_last_completed_work() {
+    let (events, _) = run("\
+[rank2]:[E1001 16:06:04.537356909 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 2] Exception (either an error or timeout) detected by watchdog at work: 1, last enqueued NCCL work: 1, last completed NCCL work: -1.
+[rank1]:[E1003 18:37:01.833575187 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 1] NCCL error is detected by watchdog at work: 6463, last enqueued NCCL work: 6463, last completed NCCL work: 6462.
+");
+    let got: Vec<(Option<u32>, &TorchDistKind)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            ServerEventKind::TorchDist(t) => Some((t.rank, &t.kind)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                Some(2),
+                &TorchDistKind::FailureDetected {
+                    seq: 1,
+                    last_enqueued: 1,
+                    last_completed: -1
+                }
+            ),
+            (
+                Some(1),
+                &TorchDistKind::FailureDetected {
+                    seq: 6463,
+                    last_enqueued: 6463,
+                    last_completed: 6462
+                }
+            ),
+        ]
+    );
+}
