@@ -14,6 +14,7 @@ mod anchors;
 mod chatter;
 mod check_env;
 mod collect_env;
+mod config_echo;
 mod coredump;
 mod dcgmi_diag;
 mod dcgmi_nvlink;

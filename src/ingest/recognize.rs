@@ -131,6 +131,11 @@ pub(super) struct LineReader {
     /// How many more of Ray's `ActorDiedError` fields may follow
     /// ([`ray_actor_field`]).
     ray_fields: u8,
+    /// A configuration echoed as YAML under its head (`ingest::config_echo`).
+    config: super::config_echo::ConfigEcho,
+    /// A catalog line cut mid-sentence at a terminal's width: how many more
+    /// of its lines may follow, and the width ([`wrapped_on`]).
+    wrapped: Option<(u8, usize)>,
     tally: Tally,
 }
 
@@ -144,6 +149,8 @@ impl LineReader {
             describe: super::kube_describe::Describe::default(),
             event: super::kube_describe::EventObject::default(),
             ray_fields: 0,
+            config: super::config_echo::ConfigEcho::default(),
+            wrapped: None,
             tally: Tally::default(),
         }
     }
@@ -153,6 +160,7 @@ impl LineReader {
     pub(super) fn read(&mut self, line: &Line<'_>, hot: bool, out: &mut Out<'_>) -> Read {
         let in_block = self.block_rest > 0;
         self.block_rest = self.block_rest.saturating_sub(1);
+        let wrapped = self.wrapped.take();
         if line.text.trim().is_empty() {
             self.tables.blank();
             return Read::Skimmed(None);
@@ -202,6 +210,7 @@ impl LineReader {
         if hot {
             if let Some(after) = crate::catalogs::catalogs().known_block(line.text) {
                 self.block_rest = after;
+                self.wrapped = cut_mid_sentence(line.text).map(|width| (WRAPPED_LINES, width));
                 return Read::Skimmed(None);
             }
         }
@@ -220,6 +229,13 @@ impl LineReader {
         if in_block {
             return Read::Skimmed(None);
         }
+        // The rest of a catalog message a terminal wrapped at its width.
+        if let Some((left, width)) = wrapped {
+            if let Some(next) = wrapped_on(line.text, left, width) {
+                self.wrapped = next;
+                return Read::Skimmed(None);
+            }
+        }
         // Ray's `ActorDiedError` lists the dead actor under its first line
         // (read by the server parser), a field a line.
         match ray_actor_field(line.text) {
@@ -235,6 +251,10 @@ impl LineReader {
         }
         // A `kubectl describe` in progress (or its `Name:` line).
         if self.describe.read(line.text) || self.event.read(line.text) {
+            return Read::Skimmed(None);
+        }
+        // A configuration echoed as YAML under its `…config:` head.
+        if self.config.read(line.text, line.span.line) {
             return Read::Skimmed(None);
         }
         let prose = is_prose(line.text)
@@ -267,6 +287,7 @@ impl LineReader {
                 || super::journal_short::is_cut_record(text)
                 || super::nccl_tests::is_line(text)
                 || is_kaldi_command_echo(text)
+                || is_gin_mode_hint(text)
         };
         if !prose
             && (shaped(line.text) || {
@@ -437,6 +458,74 @@ fn is_nccl_interface_list(text: &str) -> bool {
         })
 }
 
+/// Lines a catalog message wrapped at a terminal's width may go on for.
+const WRAPPED_LINES: u8 = 6;
+
+/// A catalog line that a terminal (or a script's 80 columns) cut
+/// mid-sentence: 60 characters or more, ending in a word or a comma, where
+/// one of its row's real samples shows the message going on after that
+/// word (the line is a message's start, not a whole one). Its width, the
+/// wrap's. nvidia-smi's `1 device is currently being used by one or more
+/// other processes (e.g. Fabric` over four more lines (NVIDIA/NVSentinel#1690),
+/// whose row's sample goes on `… (e.g., Fabric Manager, CUDA application, …`.
+fn cut_mid_sentence(text: &str) -> Option<usize> {
+    let t = text.trim_end();
+    let open = t
+        .chars()
+        .last()
+        .is_some_and(|c| c.is_alphanumeric() || c == ',');
+    if t.chars().count() < 60 || !open {
+        return None;
+    }
+    let last = t.rsplit(' ').next().filter(|w| w.len() >= 3)?;
+    let more = format!(" {last} ");
+    let goes_on = crate::catalogs::catalogs()
+        .hits(t)
+        .iter()
+        .filter_map(|hit| hit.row)
+        .any(|row| row.samples.iter().any(|s| s.line.contains(&more)));
+    goes_on.then(|| t.chars().count())
+}
+
+/// Whether `text` goes on with a wrapped message: unindented, starting
+/// with a word (a person's `→ …` note under it is not the message's), no wider
+/// than the wrap's width can be, which the first line and the first word
+/// after it bound (the word did not fit: the width is under the two
+/// together); `width` is that bound once the first line after the cut set
+/// it. `Some(None)` when it ends the sentence (`system.`), `Some(Some(…))`
+/// when more may follow, `None` when it is no part of it.
+fn wrapped_on(text: &str, left: u8, width: usize) -> Option<Option<(u8, usize)>> {
+    let t = text.trim_end();
+    let first_word = t.split(' ').next().unwrap_or("").chars().count();
+    let bound = if left == WRAPPED_LINES {
+        width + first_word
+    } else {
+        width
+    };
+    let word = text.starts_with(|c: char| c.is_alphanumeric());
+    if !word || t.chars().count() > bound || left == 0 {
+        return None;
+    }
+    let ends = t.ends_with(['.', '!', '?', ')']);
+    Some((!ends && left > 1).then(|| (left - 1, bound)))
+}
+
+/// The two lines under Gin's debug-mode warning (`[GIN-debug] [WARNING]
+/// Running in "debug" mode. …`, a frame): how to switch it off, as
+/// gin-gonic/gin debug.go `debugPrintWARNINGNew` prints them, ` - using
+/// env:\texport GIN_MODE=release` and ` - using code:\tgin.SetMode(gin.ReleaseMode)`
+/// (some versions and forks print no `export `), the tab often pasted as
+/// spaces.
+fn is_gin_mode_hint(text: &str) -> bool {
+    let t = text.trim();
+    t.strip_prefix("- using env:").is_some_and(|rest| {
+        let rest = rest.trim_start();
+        rest == "export GIN_MODE=release" || rest == "GIN_MODE=release"
+    }) || t
+        .strip_prefix("- using code:")
+        .is_some_and(|rest| rest.trim_start() == "gin.SetMode(gin.ReleaseMode)")
+}
+
 /// A logfmt record's fields on a line of their own (a record wrapped by a
 /// terminal or a thread): two `key=value` pairs or more and nothing else,
 /// keys like Go's slog and logrus write them (`memory.required.full="23.4
@@ -471,10 +560,26 @@ fn is_logfmt_fields(text: &str) -> bool {
 /// A rule drawn across the terminal between blocks of output: a run of
 /// dashes or equals signs alone (Open MPI's `show_help` frames every
 /// message in a line of 74 dashes; test runners, `pip`, banners draw
-/// theirs of `=`).
+/// theirs of `=`), or such a rule with a title in its middle (`rocm-smi`'s
+/// `====ROCm System Management Interface====` and `====End of ROCm SMI Log
+/// ====`, ROCm/rocm_smi_lib python_smi_tools/rocm_smi.py `printLogSpacer`).
 fn is_rule_line(text: &str) -> bool {
     let t = text.trim();
-    t.len() >= 8 && (t.bytes().all(|b| b == b'-') || t.bytes().all(|b| b == b'='))
+    let rule = |s: &str, b: u8| s.len() >= 4 && s.bytes().all(|c| c == b);
+    if t.len() >= 8 && (t.bytes().all(|b| b == b'-') || t.bytes().all(|b| b == b'=')) {
+        return true;
+    }
+    [b'=', b'-'].into_iter().any(|b| {
+        let start = t.bytes().take_while(|c| *c == b).count();
+        let end = t.bytes().rev().take_while(|c| *c == b).count();
+        start >= 4
+            && end >= 4
+            && start + end < t.len()
+            && rule(&t[..start], b)
+            && t[start..t.len() - end]
+                .trim()
+                .starts_with(|c: char| c.is_ascii_alphabetic())
+    })
 }
 
 /// The line a command-line tool ends with when it fails or warns: Go's
@@ -897,6 +1002,61 @@ mod tests {
         }
         let tally = reader.finish(&mut facts);
         (facts, tally)
+    }
+
+    /// A config echo (meta-llama/llama-stack-apps#15) and Gin's debug-mode
+    /// hint (msys2/MINGW-packages#20882) are read, what follows them is not
+    /// the echo's, and an exception after the echo is still the server
+    /// parser's.
+    #[test]
+    fn config_echoes_and_gin_hints_are_read_errors_after_them_too() {
+        let text = "Yaml config:
+------------------------
+inference_config:
+  impl_config:
+    impl_type: inline
+    max_batch_size: 1
+ - using env:   export GIN_MODE=release
+ - using code:  gin.SetMode(gin.ReleaseMode)
+Listening on :::5000
+  max_seq_len: 16384
+RuntimeError: CUDA error: out of memory";
+        let (facts, tally) = read_all(text, Except::Nothing, false);
+        let listed: Vec<u32> = tally.listed.iter().map(|l| l.line).collect();
+        assert_eq!(listed, vec![9, 10], "{:?}", tally.listed);
+        assert!(
+            facts
+                .server_events
+                .iter()
+                .any(|e| e.span.line == 11 && matches!(e.kind, ServerEventKind::Exception(_))),
+            "{:?}",
+            facts.server_events
+        );
+    }
+
+    /// nvidia-smi's message wrapped at 80 columns (NVIDIA/NVSentinel#1690,
+    /// batch R 1109) is read to its sentence's end; a person's note under a
+    /// whole catalog line (fixtures/real/1000) and a line after a short one
+    /// are not the message's.
+    #[test]
+    fn a_catalog_message_wrapped_at_a_terminals_width_is_read_to_its_end() {
+        let wrapped = "1 device is currently being used by one or more other processes (e.g. Fabric
+Manager, CUDA application, graphics application such as an X server, or a
+monitoring application such as another instance of nvidia-smi). Please first kill
+all processes using this device and all compute applications running in the
+system.
+exit=255";
+        let (_, tally) = read_all(wrapped, Except::Nothing, false);
+        let listed: Vec<u32> = tally.listed.iter().map(|l| l.line).collect();
+        assert_eq!(listed, vec![6], "{:?}", tally.listed);
+        let whole =
+            "HIP error: operation not permitted on an event last recorded in a capturing stream
+\u{2192} scheduler aborts (SIGABRT, exit code -6)
+GPU 00000000:1A:00.0 was successfully reset.
+exit=0";
+        let (_, tally) = read_all(whole, Except::Nothing, false);
+        let listed: Vec<u32> = tally.listed.iter().map(|l| l.line).collect();
+        assert_eq!(listed, vec![2, 4], "{:?}", tally.listed);
     }
 
     #[test]

@@ -16,13 +16,90 @@
 //! - a password prompt left on its line: `Password:` (sudo's prompt on
 //!   macOS, PAM's password prompt) and `[sudo] password for alice:`
 //!   (sudo's `passprompt` on Linux, `[sudo] password for %p: `).
+//!
+//! And the few words of a common command's answer that a paste shows
+//! under its prompt, read by their own grammar:
+//! - `uname -a`: `Linux host 3.13.0-116-generic #163-Ubuntu SMP Fri Mar 31
+//!   14:13:22 UTC 2017 x86_64 x86_64 x86_64 GNU/Linux` (coreutils
+//!   src/uname.c: the kernel's name, the node, the release, the version
+//!   (`#N…`), the machine and the rest, the operating system last);
+//! - a path alone, as `find`, `which`, `ls -d` or `readlink -f` print one
+//!   a line: absolute, two parts at least, no space;
+//! - a container's full ID alone, 64 hexadecimal digits, as `docker run -d`
+//!   and `docker create` print it (moby/moby's `stringid`);
+//! - `watch`'s head over each refresh, `Every 2.0s: nvidia-smi   host: Wed
+//!   Aug  6 22:29:18 2025` (procps-ng src/watch.c: `"Every %.1fs: "`, the
+//!   command, the host and the time at the right edge);
+//! - docker's hint under a usage error, `See 'docker run --help'.`
+//!   (docker/cli cli/required.go and cli/cobra.go: `"See '%s --help'."`).
 
-/// Whether `text` is a line the shell printed by itself.
+/// Whether `text` is a line the shell printed by itself, or a common
+/// command's short answer.
 pub(super) fn is_shell_note(text: &str) -> bool {
     is_job_started(text)
         || is_date_output(text)
         || is_version_answer(text)
         || is_password_prompt(text)
+        || is_uname_all(text)
+        || is_path_alone(text)
+        || is_container_id(text)
+        || is_help_hint(text)
+        || is_watch_head(text)
+}
+
+/// `Every 2.0s: nvidia-smi` and what `watch` puts at the right of it.
+fn is_watch_head(text: &str) -> bool {
+    text.strip_prefix("Every ")
+        .and_then(|rest| rest.split_once("s: "))
+        .is_some_and(|(interval, command)| {
+            !interval.is_empty()
+                && interval.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+                && command.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '.' || c == '/')
+        })
+}
+
+/// `Linux host 5.15.0-91-generic #101-Ubuntu SMP … x86_64 GNU/Linux`: the
+/// kernel's name, a node, a release that starts with a digit, a version
+/// word that starts with `#`, and the operating system last.
+fn is_uname_all(text: &str) -> bool {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    matches!(words.as_slice(), ["Linux", _node, release, version, .., os]
+        if release.starts_with(|c: char| c.is_ascii_digit())
+            && release.contains('.')
+            && version.starts_with('#')
+            && (*os == "GNU/Linux" || *os == "Linux"))
+}
+
+/// `/lib/modules/3.13.0-88-generic/kernel/drivers/video/nvidia.ko`.
+fn is_path_alone(text: &str) -> bool {
+    let t = text.trim();
+    t.len() > 1
+        && t.starts_with('/')
+        && !t.contains(char::is_whitespace)
+        && t[1..].trim_end_matches('/').contains('/')
+        && t.bytes().all(|b| b.is_ascii_graphic())
+        && !t.contains(':')
+}
+
+/// `d51083f64d230fe8d32d6083c20cfee4438b5634be4cdd9e59f0b5e456dc9098`.
+fn is_container_id(text: &str) -> bool {
+    let t = text.trim();
+    t.len() == 64
+        && t.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// `See 'docker run --help'.`
+fn is_help_hint(text: &str) -> bool {
+    text.trim()
+        .strip_prefix("See '")
+        .and_then(|rest| rest.strip_suffix(" --help'."))
+        .is_some_and(|command| {
+            command.starts_with(|c: char| c.is_ascii_lowercase())
+                && command
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b' ' | b'-' | b'_'))
+        })
 }
 
 /// `Password:`, `[sudo] password for alice:`: nothing else on the line.
@@ -171,6 +248,17 @@ mod tests {
             // batch I 807 (ollama/ollama, macOS `sudo osascript …`).
             "Password:",
             "[sudo] password for alice:",
+            // batch R 1125 (NVIDIA/nvidia-docker#365): `uname -a` and
+            // `find /lib/modules/ -name "*nvidia*"`.
+            "Linux <hostname> 3.13.0-116-generic #163-Ubuntu SMP Fri Mar 31 14:13:22 UTC 2017 x86_64 x86_64 x86_64 GNU/Linux",
+            "/lib/modules/3.13.0-88-generic/kernel/drivers/video/nvidia.ko",
+            "/lib/modules/3.13.0-116-generic/kernel/drivers/video/nvidia",
+            // batch R 1107 (docker/docs#13140): `docker run -d`'s ID, and
+            // docker's hint under an error.
+            "d51083f64d230fe8d32d6083c20cfee4438b5634be4cdd9e59f0b5e456dc9098",
+            "See 'docker run --help'.",
+            // batch R 1117 (nv-legate/cupynumeric#1222).
+            "Every 2.0s: nvidia-smi                                                                                                       50:00c2f6697: Wed Aug  6 22:29:18 2025",
         ] {
             assert!(is_shell_note(yes), "{yes}");
         }
@@ -191,6 +279,13 @@ mod tests {
             "[sudo] password for the node is wrong:",
             "Python 3.6.7 :: and then it hung",
             "numpy 1.2.3 :: Anaconda, Inc.",
+            "Linux is great and 5.15 works #1 GNU/Linux? no",
+            "/",
+            "/dev/nvidia0: No such file or directory",
+            "/usr/bin/python3 server.py",
+            "d51083f64d230fe8d32d6083c20cfee4438b5634be4cdd9e59f0b5e456dc909",
+            "See 'docker run --help' for more.",
+            "Every time it runs: the GPU hangs",
         ] {
             assert!(!is_shell_note(no), "{no}");
         }

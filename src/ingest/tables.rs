@@ -81,10 +81,12 @@ static COLUMN_HEADER: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// A column listing's header in title case, the titles two spaces apart or
-/// more (`kubectl describe`'s `Type    Reason   Age   From   Message`), and
+/// more (`kubectl describe`'s `Type    Reason   Age   From   Message`;
+/// `rocm-smi`'s `GPU  Temp   AvgPwr  SCLK    MCLK     Fan    Perf  PwrCap
+/// VRAM%  GPU%`, ROCm/rocm_smi_lib python_smi_tools/rocm_smi.py), and
 /// the rule of dashes under it (`----    ------   ----`).
 static TITLE_HEADER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^[A-Z][A-Za-z/()-]*(?: [A-Za-z/()-]+)?(?:\s{2,}[A-Z][A-Za-z/()-]*(?: [A-Za-z/()-]+)?){2,}$")
+    Regex::new(r"^[A-Z][A-Za-z0-9/()%-]*(?: [A-Za-z/()-]+)?(?:\s{2,}[A-Z][A-Za-z0-9/()%-]*(?: [A-Za-z/()-]+)?){2,}$")
         .expect("title header regex")
 });
 static DASH_RULE: LazyLock<Regex> =

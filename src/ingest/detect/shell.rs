@@ -32,7 +32,11 @@ re!(PS_ROW, r"^\s*(?:\S+\s+)?(?:[0-9]+|-)\s+\S");
 // the sign (bash-git-prompt, `__git_ps1`: `user@host ~/dir [master*]$`,
 // `user@host ~/dir (main)$`); and RHEL's `[root@host dir]#` as GitHub's
 // e-mail replies print it, its `[user@host` taken for an address and
-// redacted (`***@***.*** ~]# ps -aux | grep 1395`, ai4d-iasc/trixie#92).
+// redacted (`***@***.*** ~]# ps -aux | grep 1395`, ai4d-iasc/trixie#92);
+// and the first of MSYS2's and Git for Windows' two lines, `user@host
+// MINGW64 ~/dir` (the environment's name, `$MSYSTEM`, between the host and
+// the directory: msys2/MSYS2-packages filesystem/bash.bashrc's PS1,
+// msys2/MINGW-packages#20882 shows `CLANGARM64`), `$ cmd` below it.
 gated!(
     SHELL_PROMPT,
     |l| {
@@ -56,6 +60,7 @@ gated!(
       | ➜\x20+\S+(?:\x20git:\([^)]*\))?(?:\x20✗)?
       | (?:\S{1,2}\x20+)?❯
       | [0-9A-Za-z_.-]+@[0-9A-Za-z_.-]+\x20in\x20[~/]\S*(?:\x20(?:on|via|as|is|took)\x20\S+)*\s*$
+      | [0-9A-Za-z_.-]+@[0-9A-Za-z_.-]+\x20(?:MINGW64|MINGW32|MSYS|UCRT64|CLANG64|CLANG32|CLANGARM64)\x20[~/]\S*\s*$
       | \((?:base|venv|\.venv|env)\)\s*$
     )(?:\x20+(?P<cmd>\S.*)|\s*$)"
 );
@@ -65,7 +70,8 @@ gated!(
 // after `VAR=value` assignments (vLLM prints `# GPU blocks: 1952, …`);
 // or the `$ ` prompt alone, the command's output over (a `#` alone is
 // too often a comment's); PowerShell's `PS C:\> cmd` and cmd.exe's
-// `C:\Users\win>cmd` (no space after its `>`). A paste indented as a whole indents its `$ `
+// `C:\Users\win>cmd` (no space after its `>`; `(venv) ` before it when a
+// virtualenv is active, its activate.bat's prompt). A paste indented as a whole indents its `$ `
 // prompts too (a `#` indented is a code comment's).
 gated!(
     BARE_PROMPT,
@@ -73,10 +79,11 @@ gated!(
         let b = l.as_bytes();
         matches!(b.first(), Some(b'~' | b'/' | b'$' | b'#' | b'P' | b'>' | b'I'))
             || memchr::memchr(b'$', b).is_some()
-            // cmd.exe's `C:\Users\win>`.
+            // cmd.exe's `C:\Users\win>`, maybe after a virtualenv's `(venv) `.
             || (b.len() > 3 && b[0].is_ascii_uppercase() && b[1] == b':' && b[2] == b'\\')
+            || (b.first() == Some(&b'(') && memchr::memmem::find(b, b":\\").is_some())
     },
-    r"^(?:(?:(?:[0-9A-Za-z_.-]+:(?:~[0-9A-Za-z_./-]*|/[0-9A-Za-z_./-]*)|~[0-9A-Za-z_./-]*|/[0-9A-Za-z_./-]*)?[$#]|\s+\$) +(?P<cmd>(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*[a-z./~][0-9A-Za-z_./+-]*(?:\s.*)?)|(?:PS [A-Z]:\\[^>]*> |[A-Z]:\\[^>]*>|>>> |In \[[0-9]+\]: )(?P<code>\S.*)|\$ *)$"
+    r"^(?:(?:(?:[0-9A-Za-z_.-]+:(?:~[0-9A-Za-z_./-]*|/[0-9A-Za-z_./-]*)|~[0-9A-Za-z_./-]*|/[0-9A-Za-z_./-]*)?[$#]|\s+\$) +(?P<cmd>(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*[a-z./~][0-9A-Za-z_./+-]*(?:\s.*)?)|(?:PS [A-Z]:\\[^>]*> |(?:\([0-9A-Za-z_.-]+\) )?[A-Z]:\\[^>]*>|>>> |In \[[0-9]+\]: )(?P<code>\S.*)|\$ *)$"
 );
 
 // A command pasted without its prompt, maybe indented: a launcher people
@@ -84,7 +91,10 @@ gated!(
 // a pager on a path (`sudo cat /proc/77637/stack`). Programs print
 // `python3: can't open file …` with a colon, so an argument must follow.
 // A notebook cell runs one through the shell after a `!` (Jupyter, Colab:
-// `!python examples/chat.py -m …`, `!nvidia-smi`).
+// `!python examples/chat.py -m …`, `!nvidia-smi`). The launcher may be
+// named by a relative path (`./ollama --version`, `./build/bin/llama-server`;
+// an absolute one is as often `ps`'s answer, `/usr/bin/python3 app.py`);
+// Meta's `llama` CLI by its subcommand (`llama inference start`).
 gated!(
     BARE_COMMAND,
     |l| match first_after_space(l) {
@@ -98,7 +108,7 @@ gated!(
         ) => true,
         _ => false,
     },
-    r"^\s*!?(?:sudo\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:(?:python(?:3(?:\.[0-9]+)?)?|torchrun|vllm|docker(?:-compose)?|nvidia-docker|podman|mpirun|srun|deepspeed|accelerate|trtllm-serve|trtllm-build|ollama|nvidia-smi|journalctl|systemctl|dmesg|kubectl|ssh|dcgmi|nvtop|nvitop|squeue|sinfo|scontrol|rocm-smi|fuser|ps|pgrep|pkill|kill|lsof|netstat|ss|curl|wget|text-generation-launcher|llama-server|local-ai|lmdeploy|dynamo|gpustack|\.?/[0-9A-Za-z_./-]+\.sh)(?:\s+(?:-{1,2}[0-9A-Za-z_-]|[0-9A-Za-z_./~${\x22'-]).*|\s*)|(?:cat|head|tail|less)\s+(?:-\S+\s+)*[/~$]\S*(?:\s.*)?)$"
+    r"^\s*!?(?:sudo\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:(?:\./(?:[0-9A-Za-z_.-]+/)*)?(?:python(?:3(?:\.[0-9]+)?)?|torchrun|vllm|docker(?:-compose)?|nvidia-docker|podman|mpirun|srun|deepspeed|accelerate|trtllm-serve|trtllm-build|ollama|jupyter|llama\s+(?:stack|inference|model|download)|nvidia-smi|journalctl|systemctl|dmesg|kubectl|ssh|dcgmi|nvtop|nvitop|squeue|sinfo|scontrol|rocm-smi|fuser|ps|pgrep|pkill|kill|lsof|netstat|ss|curl|wget|text-generation-launcher|llama-server|local-ai|lmdeploy|dynamo|gpustack|\.?/[0-9A-Za-z_./-]+\.sh)(?:\s+(?:-{1,2}[0-9A-Za-z_-]|[0-9A-Za-z_./~${\x22'-]).*|\s*)|(?:cat|head|tail|less)\s+(?:-\S+\s+)*[/~$]\S*(?:\s.*)?)$"
 );
 
 // A prompt drawn as `> ` (a quoted reply, a PowerShell-style prompt) or
@@ -544,11 +554,22 @@ mod tests {
             // regex class) and a git prompt's branch (fixtures/real/726,
             // bash-git-prompt; `__git_ps1`'s `(main)$` written to its shape).
             ("C:\\ollama>ollama list", "ollama list"),
+            // cmd.exe under a virtualenv (batch R 1107, docker/docs#13140).
+            (
+                "(venv) C:\\Users\\User\\Desktop\\python-docker\\python-docker>docker run --rm -d --network mysqlnet --name rest-server -p 5000:5000 python-docker-dev",
+                "docker run --rm -d --network mysqlnet --name rest-server -p 5000:5000 python-docker-dev",
+            ),
             (
                 "atcold@GPU0 ~/MatchNet [master*]$ nvidia-smi ",
                 "nvidia-smi",
             ),
             ("user@host ~/work (main)$ ls", "ls"),
+            // Commands pasted without a prompt: batch R 1131
+            // (ollama/ollama#9018), 1112 (jupyter/notebook#2844), 1128
+            // (meta-llama/llama-stack-apps#15).
+            ("./ollama run codeqwen:7b", "./ollama run codeqwen:7b"),
+            ("jupyter notebook stop 8888", "jupyter notebook stop 8888"),
+            (" llama inference start", "llama inference start"),
             (
                 "curl http://localhost:8000/v1/models",
                 "curl http://localhost:8000/v1/models",
@@ -558,6 +579,17 @@ mod tests {
             assert_eq!(command(line), Some(cmd), "{line}");
         }
         assert!(is_prompt("root@node4:~# "));
+        // MSYS2's first line (batch R 1149, msys2/MINGW-packages#20882).
+        assert!(is_prompt(
+            "herna@SurfacePro9 CLANGARM64 /c/M_P/mingw-w64-ollama"
+        ));
+        assert!(!is_prompt(
+            "herna@SurfacePro9 WINDOWS /c/M_P/mingw-w64-ollama"
+        ));
+        // `ps -o args`' answer (fixtures/real/727) is no command typed.
+        assert!(!is_prompt(
+            "/Users/user/.transformerlab/envs/transformerlab/bin/python /"
+        ));
         // A paste indented as a whole (fixtures/real/504), and the `$ `
         // left alone after the output (zcash/zcash doc/book/src/dev/regtest.md);
         // an indented `#` stays a comment.

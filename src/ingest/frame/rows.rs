@@ -586,9 +586,14 @@ pub static ROWS: &[Row] = &[
     },
     Row {
         name: "logger-tag",
-        what: "a library's bracketed tag and level: TurboMind's `[TM][INFO] `, Gloo's `[Gloo] `",
+        what: "a library's bracketed tag and level: TurboMind's `[TM][INFO] `, Gloo's `[Gloo] `, Gin's `[GIN-debug] [WARNING] `",
         first: |c| c == b'[',
-        may: |b| b.first() == Some(&b'[') && (b.starts_with(b"[TM][") || b.starts_with(b"[Gloo] ")),
+        may: |b| {
+            b.first() == Some(&b'[')
+                && (b.starts_with(b"[TM][")
+                    || b.starts_with(b"[Gloo] ")
+                    || b.starts_with(b"[GIN-debug] "))
+        },
         peel: logger_tag,
         samples: &[
             Sample {
@@ -601,11 +606,21 @@ pub static ROWS: &[Row] = &[
                 body: "Rank 0 is connected to 0 peer ranks. Expected number of connected peer ranks is : 0",
                 source: "https://github.com/sgl-project/sglang/pull/15426",
             },
+            Sample {
+                line: "[GIN-debug] [WARNING] Creating an Engine instance with the Logger and Recovery middleware already attached.",
+                body: "Creating an Engine instance with the Logger and Recovery middleware already attached.",
+                source: "https://github.com/msys2/MINGW-packages/pull/20882",
+            },
+            Sample {
+                line: "[GIN-debug] POST   /api/pull                 --> github.com/ollama/ollama/server.(*Server).PullModelHandler-fm (5 handlers)",
+                body: "POST   /api/pull                 --> github.com/ollama/ollama/server.(*Server).PullModelHandler-fm (5 handlers)",
+                source: "https://github.com/msys2/MINGW-packages/pull/20882",
+            },
         ],
     },
     Row {
         name: "python-logging-level-name",
-        what: "Python's logging with `%(levelname)s (%(name)s):  ` (OpenUI): the level, the logger's name in parentheses, a colon",
+        what: "Python's logging with the level, then the logger's name: `%(levelname)s (%(name)s):  ` (OpenUI), `%(levelname)-5.5s [%(name)s] ` (Alembic)",
         first: |c| c.is_ascii_uppercase(),
         may: |b| {
             let word = b
@@ -613,7 +628,9 @@ pub static ROWS: &[Row] = &[
                 .take(9)
                 .take_while(|c| c.is_ascii_uppercase())
                 .count();
-            (4..=8).contains(&word) && b.get(word..word + 2) == Some(b" (")
+            ((4..=8).contains(&word) && b.get(word..word + 2) == Some(b" ("))
+                || (word == 4 && b.get(4..7) == Some(b"  ["))
+                || (word == 5 && b.get(5..7) == Some(b" ["))
         },
         peel: level_name,
         samples: &[
@@ -626,6 +643,11 @@ pub static ROWS: &[Row] = &[
                 line: "ERROR (uvicorn.error):  [Errno 98] error while attempting to bind on address ('0.0.0.0', 7878): address already in use",
                 body: "[Errno 98] error while attempting to bind on address ('0.0.0.0', 7878): address already in use",
                 source: "https://github.com/wandb/openui/issues/226",
+            },
+            Sample {
+                line: "INFO  [alembic.runtime.migration] Context impl PostgresqlImpl.",
+                body: "Context impl PostgresqlImpl.",
+                source: "https://github.com/fastapi/full-stack-fastapi-template/issues/312",
             },
         ],
     },
@@ -1617,8 +1639,22 @@ fn jupyter(text: &str, frame: &mut Frame) -> Option<usize> {
 }
 
 /// Python's logging formatted `%(levelname)s (%(name)s):  %(message)s`
-/// (wandb/openui backend/openui/logs.py, its colour codes already removed).
+/// (wandb/openui backend/openui/logs.py, its colour codes already removed),
+/// or `%(levelname)-5.5s [%(name)s] %(message)s` (the logging section of
+/// every `alembic.ini` template, sqlalchemy/alembic
+/// alembic/templates/generic/alembic.ini.mako: the level padded and cut to
+/// five letters, `INFO  `, `WARNI `).
 fn level_name(text: &str, frame: &mut Frame) -> Option<usize> {
+    if let Some(len) = level_bracket_name(text) {
+        let level = match text.get(..5)? {
+            "WARNI" => "warning",
+            "CRITI" => "crit",
+            word => level_named(word.trim_end())?,
+        };
+        frame.level = Some(level);
+        frame.record = true;
+        return Some(len);
+    }
     let (len, (level, _, _, _, _)) = consumed(
         text,
         (
@@ -1630,6 +1666,21 @@ fn level_name(text: &str, frame: &mut Frame) -> Option<usize> {
         ),
     )?;
     record(frame, len, level, None)
+}
+
+/// The length of Alembic's `INFO  [alembic.runtime.migration] `: five
+/// characters of level, a space, the logger's dotted name in brackets.
+fn level_bracket_name(text: &str) -> Option<usize> {
+    let (len, _) = consumed(
+        text,
+        (
+            take_while_m_n(5, 5, |c: char| c.is_ascii_uppercase() || c == ' '),
+            tag(" ["),
+            take_while1(|c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.')),
+            tag("] "),
+        ),
+    )?;
+    Some(len)
 }
 
 /// Kaldi's record heads (kaldi-asr/kaldi src/base/kaldi-error.cc,
@@ -1794,8 +1845,21 @@ fn pytest_node(text: &str, _frame: &mut Frame) -> Option<usize> {
     ok.then_some(len)
 }
 
-/// `[TM][INFO] ` (TurboMind's logger), `[Gloo] ` (PyTorch's Gloo group).
+/// `[TM][INFO] ` (TurboMind's logger), `[Gloo] ` (PyTorch's Gloo group),
+/// `[GIN-debug] ` (the Gin web framework's debug output in its debug mode,
+/// Ollama's routes at start-up: gin-gonic/gin debug.go, `debugPrefix`,
+/// with `[WARNING] ` or `[ERROR] ` in front of its warnings and errors).
 fn logger_tag(text: &str, frame: &mut Frame) -> Option<usize> {
+    if let Some(rest) = text.strip_prefix("[GIN-debug] ") {
+        let (rest, level) = match rest.strip_prefix("[WARNING] ") {
+            Some(rest) => (rest, "warning"),
+            None => match rest.strip_prefix("[ERROR] ") {
+                Some(rest) => (rest, "err"),
+                None => (rest, "debug"),
+            },
+        };
+        return record(frame, text.len() - rest.len(), level, None);
+    }
     if let Some(rest) = text.strip_prefix("[Gloo] ") {
         frame.record = true;
         return Some(text.len() - rest.len());

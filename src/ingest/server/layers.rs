@@ -116,11 +116,16 @@ static MPI_TAG: LazyLock<Regex> = LazyLock::new(|| {
 
 /// glog's prefix (Triton, TensorRT-LLM's backend, klog):
 /// `E0306 16:40:07.708802 117 backend_model.cc:691] ` — severity, MMDD,
-/// time, thread id, file:line. Triton ≥ 24.x quotes the message.
+/// time, thread id, file:line. Triton ≥ 24.x quotes the message. PyTorch's
+/// own Python logging writes the same head with the file's path under
+/// site-packages (torch/_logging/_internal.py `TorchLogsFormatter`:
+/// `W0830 16:40:57.585000 7191 .venv/lib/python3.12/site-packages/torch/utils/cpp_extension.py:2425] `:
+/// the file's path made relative, `make_module_path_relative`, with its
+/// folders).
 static GLOG: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)^[IWEF](?P<mm>[0-9][0-9])(?P<dd>[0-9][0-9])\x20(?P<hms>[0-9][0-9]:[0-9][0-9]:[0-9][0-9])(?:\.(?P<frac>[0-9]{1,9}))?
-        \x20+[0-9]+\x20[0-9A-Za-z_.+-]+:[0-9]+\]\x20?(?P<rest>.*)$",
+        \x20+[0-9]+\x20[0-9A-Za-z_.+/-]+:[0-9]+\]\x20?(?P<rest>.*)$",
     )
     .expect("glog prefix regex")
 });

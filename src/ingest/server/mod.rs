@@ -44,6 +44,10 @@ use crate::source::{Span, clean_line};
 pub(super) use title::is_vllm_process_name;
 pub use title::process_title;
 
+/// Lines of a `warnings` message printed below its category, at most: a
+/// stray line must not swallow the log (Hydra's is three).
+const WARNING_MESSAGE_LINES: u8 = 6;
+
 /// Metadata an outer layer (a journal entry) knows about a server line.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Outer {
@@ -423,7 +427,21 @@ pub(super) struct Cx<'a> {
 impl Cx<'_> {
     fn dispatch(&mut self, payload: &str) -> bool {
         let after_warning = std::mem::take(&mut self.stream.tracebacks.warning_source);
+        let message_lines = std::mem::take(&mut self.stream.tracebacks.warning_message);
         if after_warning && payload.starts_with("  ") && !payload.trim().is_empty() {
+            return true;
+        }
+        // A line of a warning's message printed below its `UserWarning:`
+        // (`pylog::WARNING`): the source line may still follow. A line that
+        // opens a traceback ends the message.
+        if message_lines > 0
+            && payload.starts_with(|c: char| !c.is_whitespace())
+            && !traceback::may_open(payload)
+        {
+            self.stream.tracebacks.warning_source = true;
+            self.stream.tracebacks.warning_message = message_lines - 1;
+            let time = self.writer.time;
+            self.detect(payload, None, None, time);
             return true;
         }
         // NCCL ≥ 2.26 stamps its warnings `[YYYY-MM-DD HH:MM:SS] `, which
@@ -469,6 +487,9 @@ impl Cx<'_> {
         if let Some(message) = pylog::warning(payload) {
             self.stream.tracebacks.end_continuation();
             self.stream.tracebacks.warning_source = true;
+            if message.is_empty() {
+                self.stream.tracebacks.warning_message = WARNING_MESSAGE_LINES;
+            }
             let time = self.writer.time;
             self.detect(message, None, None, time);
             return true;

@@ -203,21 +203,24 @@ pub(super) fn shell_foreground_signal(text: &str) -> Option<&str> {
 }
 
 /// The `warnings` module's `path.py:129: UserWarning: message`; the source
-/// line it quotes follows, indented two spaces.
+/// line it quotes follows, indented two spaces. A message that starts with
+/// a new line (Hydra's `version_base` warning) leaves the line ending in
+/// `UserWarning: ` and stands on the lines below it, before the source line
+/// (Lib/warnings.py `_formatwarnmsg_impl`: `f"{filename}:{lineno}:
+/// {category}: {message}\n"`, then `  {line.strip()}\n`).
 static WARNING: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\S+\.py:[0-9]+: (?P<category>[A-Z][0-9A-Za-z_]*Warning): (?P<msg>.*)$")
+    Regex::new(r"^\S+\.py:[0-9]+: (?P<category>[A-Z][0-9A-Za-z_]*Warning):(?: (?P<msg>.*))?$")
         .expect("warnings regex")
 });
 
-/// The message of a `warnings` line.
+/// The message of a `warnings` line (empty when it is on the lines below).
 pub(super) fn warning(text: &str) -> Option<&str> {
-    if !text.contains("Warning: ") {
+    if !text.contains("Warning:") {
         return None;
     }
     WARNING
         .captures(text)
-        .and_then(|c| c.name("msg"))
-        .map(|m| m.as_str())
+        .map(|c| c.name("msg").map_or("", |m| m.as_str()))
 }
 
 /// A `logging` line: its time (when printed) and its message.

@@ -1941,3 +1941,83 @@ OSError: [Errno 98] Address already in use
     // Outside a traceback a tab-indented line is not claimed.
     assert_eq!(unrecognized_lines("\tsock.bind(sockaddr)\n"), vec![1]);
 }
+
+/// A `warnings` message that starts with a new line stands below its
+/// `UserWarning:` and above the source line (Hydra's `version_base`
+/// warning, meta-llama/llama-stack-apps#15, batch R 1128); PyTorch's own
+/// logging heads its records like glog with the file's relative path
+/// (sgl-project/sglang, batch R 1136). A line after a message-less warning
+/// that opens a traceback is the traceback's, and a warning's message
+/// stops at its limit.
+#[test]
+fn warnings_below_their_category_and_torch_glog_records_are_read() {
+    let hydra = "\
+/opt/LLama_Agentic_System/llama3_1venv/lib/python3.11/site-packages/llama_toolchain/utils.py:43: UserWarning:
+The version_base parameter is not specified.
+Please specify a compatability version level, or None.
+Will assume defaults for version 1.1
+  initialize(config_path=relative_path)
+W0830 16:40:57.585000 7191 .venv/lib/python3.12/site-packages/torch/utils/cpp_extension.py:2425] TORCH_CUDA_ARCH_LIST is not set, all archs for visible cards are included for compilation. 
+";
+    assert_eq!(unrecognized_lines(hydra), Vec::<u32>::new());
+    let stray = "\
+/x/site-packages/a/b.py:43: UserWarning:
+one
+two
+three
+four
+five
+six
+seven
+";
+    assert_eq!(unrecognized_lines(stray), vec![8]);
+    let (events, _) = run("\
+/x/site-packages/a/b.py:43: UserWarning:
+Traceback (most recent call last):
+  File \"/x/serve.py\", line 3, in <module>
+    main()
+RuntimeError: CUDA error: out of memory
+");
+    assert_eq!(exceptions(&events).len(), 1);
+}
+
+/// The watchdog's progress line in its later wordings (PyTorch 2.4 – 2.6's
+/// `Exception (either an error or timeout) detected …`, vllm-project/vllm
+/// in batch R 1132; 2.7's `NCCL error is detected …`, written to upstream
+/// ProcessGroupNCCL.cpp's format, not copied): the work, the last
+/// enqueued, the last completed (-1: none ever did).
+#[test]
+fn the_watchdogs_later_progress_wordings_give_last_completed_work() {
+    let (events, _) = run("\
+[rank2]:[E1001 16:06:04.537356909 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 2] Exception (either an error or timeout) detected by watchdog at work: 1, last enqueued NCCL work: 1, last completed NCCL work: -1.
+[rank1]:[E1003 18:37:01.833575187 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 1] NCCL error is detected by watchdog at work: 6463, last enqueued NCCL work: 6463, last completed NCCL work: 6462.
+");
+    let got: Vec<(Option<u32>, &TorchDistKind)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            ServerEventKind::TorchDist(t) => Some((t.rank, &t.kind)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                Some(2),
+                &TorchDistKind::FailureDetected {
+                    seq: 1,
+                    last_enqueued: 1,
+                    last_completed: -1
+                }
+            ),
+            (
+                Some(1),
+                &TorchDistKind::FailureDetected {
+                    seq: 6463,
+                    last_enqueued: 6463,
+                    last_completed: 6462
+                }
+            ),
+        ]
+    );
+}

@@ -62,9 +62,18 @@ static NUMEL: LazyLock<Regex> = LazyLock::new(|| {
 static RANK_BEFORE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"Rank\x20(?P<rank>[0-9]+)\]\s+$").expect("rank before regex"));
 
+/// The watchdog's account of the work it failed at and of the group's
+/// progress, as ProcessGroupNCCL.cpp's `watchdogHandler` words it: `failure
+/// detected by watchdog at work sequence id: N PG status: last enqueued
+/// work: N, last completed work: N` (PyTorch 2.2 – 2.3), then `Exception
+/// (either an error or timeout) detected by watchdog at work: N, last
+/// enqueued NCCL work: N, last completed NCCL work: N.` (2.4 – 2.6; its
+/// `Timeout at NCCL work: N, …` line beside it), then `NCCL error is
+/// detected by watchdog at work: N, …` (2.7 –). `last completed … -1`: no
+/// work of the group ever completed.
 static FAILURE_DETECTED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?:Rank (?P<rank>[0-9]+)\]\s+)?failure detected by watchdog at work sequence id: (?P<seq>[0-9]+) PG status: last enqueued work: (?P<enq>-?[0-9]+), last completed work: (?P<done>-?[0-9]+)",
+        r"(?:Rank (?P<rank>[0-9]+)\]\s+)?(?:failure detected by watchdog at work sequence id: (?P<seq>[0-9]+) PG status: last enqueued work: (?P<enq>-?[0-9]+), last completed work: (?P<done>-?[0-9]+)|(?:Exception \(either an error or timeout\)|NCCL error is) detected by watchdog at work: (?P<seq2>[0-9]+), last enqueued NCCL work: (?P<enq2>-?[0-9]+), last completed NCCL work: (?P<done2>-?[0-9]+))",
     )
     .expect("failure detected regex")
 });
@@ -175,10 +184,11 @@ pub(super) fn detect(text: &str) -> Option<TorchDist> {
         return Some(dist(kind.0, kind.1));
     }
     if let Some(c) = captures(&FAILURE_DETECTED, text) {
+        let field = |a: &str, b: &str| c.name(a).or_else(|| c.name(b)).map(|m| m.as_str());
         let kind = TorchDistKind::FailureDetected {
-            seq: c["seq"].parse().ok()?,
-            last_enqueued: c["enq"].parse().ok()?,
-            last_completed: c["done"].parse().ok()?,
+            seq: field("seq", "seq2")?.parse().ok()?,
+            last_enqueued: field("enq", "enq2")?.parse().ok()?,
+            last_completed: field("done", "done2")?.parse().ok()?,
         };
         return Some(dist(kind, rank_of(&c)));
     }

@@ -128,6 +128,9 @@ pub(super) struct Tracebacks {
     /// A `warnings` line was just read: the next line, indented two
     /// spaces, is the source line it quotes.
     pub(super) warning_source: bool,
+    /// A `warnings` line with its message below it was just read: how many
+    /// more of the message's lines may come before the source line.
+    pub(super) warning_message: u8,
 }
 
 #[derive(Debug)]

@@ -164,6 +164,7 @@ impl Rule for NcclWatchdogTimeout {
             "the rank that stalled is identified (the only silent rank, or the least completed work)",
             culprit.is_some(),
         );
+        cite_never_completed(&mut f, &completed);
         let others_text = others_text(&reporting, culprit);
         if let Some((rank, why)) = culprit {
             if let Some((c, span)) = completed.get(&rank) {
@@ -296,6 +297,25 @@ fn culprit(
     } else {
         lagging.map(|r| (r, "completed the least work"))
     }
+}
+
+/// Where every rank that gave its group's progress says no work ever
+/// completed (`last completed NCCL work: -1`): the communicator never
+/// worked. Cites the first three such lines.
+fn cite_never_completed(f: &mut Finding, completed: &BTreeMap<u32, (i64, Span)>) {
+    if completed.is_empty() || completed.values().any(|c| c.0 >= 0) {
+        return;
+    }
+    for (rank, (c, span)) in completed.iter().take(3) {
+        f.evidence(
+            *span,
+            format!("rank {rank}'s last completed NCCL work: {c}: no collective of the group ever completed"),
+        );
+    }
+    f.chain.push(
+        "no reporting rank ever completed a collective of the group (last completed NCCL work: -1): the communicator never worked"
+            .to_owned(),
+    );
 }
 
 /// Whether the ranks report different collectives under one sequence
