@@ -1494,43 +1494,31 @@ fn gunicorn_unbracketed(b: &[u8]) -> bool {
 /// [%(levelname)s] %(message)s`, the time as `[%Y-%m-%d %H:%M:%S %z]`;
 /// before 19.2 as `%Y-%m-%d %H:%M:%S`).
 fn gunicorn(text: &str, frame: &mut Frame) -> Option<usize> {
-    if gunicorn_unbracketed(text.as_bytes()) {
-        let (len, (time, _, pid, _, level, _)) = consumed(
-            text,
-            (
-                any_time,
-                tag(" ["),
-                digit1,
-                tag("] ["),
-                take_while1(|c: char| c.is_ascii_uppercase()),
-                tag("] "),
-            ),
-        )?;
-        frame.level = Some(level_named(level)?);
-        frame.pid = pid.parse().ok();
-        frame.time = Some(time);
-        frame.record = true;
-        return Some(len);
-    }
-    let stamp = text.get(1..26)?;
-    // `%z` follows a space, which `any_time` does not take: read it joined.
-    let joined = format!("{}{}", stamp.get(..19)?, stamp.get(20..)?);
-    let (_, time) = any_time(&joined).ok()?;
+    // The time, and where the ` [PID] [LEVEL] ` both layouts share starts.
+    let (time, tail) = if gunicorn_unbracketed(text.as_bytes()) {
+        let (rest, time) = any_time(text).ok()?;
+        (time, text.len() - rest.len())
+    } else {
+        let stamp = text.get(1..26)?;
+        // `%z` follows a space, which `any_time` does not take: read it joined.
+        let joined = format!("{}{}", stamp.get(..19)?, stamp.get(20..)?);
+        let (_, time) = any_time(&joined).ok()?;
+        (text.get(26..27) == Some("]")).then_some(())?;
+        (time, 27)
+    };
     let (len, (_, pid, _, level, _)) = consumed(
-        &text[26..],
+        &text[tail..],
         (
-            tag("] ["),
+            tag(" ["),
             digit1,
             tag("] ["),
             take_while1(|c: char| c.is_ascii_uppercase()),
             tag("] "),
         ),
     )?;
-    frame.level = Some(level_named(level)?);
+    let len = record(frame, tail + len, level, Some(time))?;
     frame.pid = pid.parse().ok();
-    frame.time = Some(time);
-    frame.record = true;
-    Some(26 + len)
+    Some(len)
 }
 
 /// A logger's record head of `len` bytes at `level` (a name
