@@ -868,20 +868,29 @@ mod tests {
         assert!(hot.is_rule("Out of memory: Killed process 4242 (python3)"));
     }
 
+    /// The app's anchors, made again as this crate's (the rules are a
+    /// dev-dependency, whose copy of this crate is another to the compiler).
+    fn app_anchors() -> Anchors {
+        Anchors::new(crate::rules::anchors(crate::rules::RULES).literals())
+    }
+
+    /// Every literal `anchors` and the parsers search for.
+    fn with_facts(anchors: &Anchors) -> Vec<&str> {
+        anchors
+            .literals()
+            .iter()
+            .map(String::as_str)
+            .chain(FACT_ANCHORS.iter().copied())
+            .collect()
+    }
+
     /// The search over the cover of every anchor (the rules', the
     /// catalogs', the parsers') finds the lines a search over all of them
     /// finds, and calls the same ones messages.
     #[test]
     fn the_cover_of_every_anchor_finds_what_all_of_them_find() {
-        // The app's anchors, made again as this crate's (the rules are a
-        // dev-dependency, whose copy of this crate is another to the compiler).
-        let anchors = Anchors::new(crate::rules::anchors(crate::rules::RULES).literals());
-        let all: Vec<&str> = anchors
-            .literals()
-            .iter()
-            .map(String::as_str)
-            .chain(FACT_ANCHORS.iter().copied())
-            .collect();
+        let anchors = app_anchors();
+        let all = with_facts(&anchors);
         let full = AhoCorasick::builder()
             .ascii_case_insensitive(true)
             .build(&all)
@@ -1090,13 +1099,8 @@ mod tests {
     /// rest one way, the same again, on blocks where either way wins.
     #[test]
     fn the_backward_search_finds_what_the_forward_one_finds() {
-        let anchors = Anchors::new(crate::rules::anchors(crate::rules::RULES).literals());
-        let all: Vec<&str> = anchors
-            .literals()
-            .iter()
-            .map(String::as_str)
-            .chain(FACT_ANCHORS.iter().copied())
-            .collect();
+        let anchors = app_anchors();
+        let all = with_facts(&anchors);
         let lines = lines_to_search(&all);
         assert!(lines.len() > 20_000, "{}", lines.len());
         let hot = anchors.with_facts();
