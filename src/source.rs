@@ -10,6 +10,7 @@
 
 mod kept;
 mod lines;
+mod log_driver;
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -416,8 +417,18 @@ pub fn fixture_lines() -> Vec<String> {
 
 /// Removes terminal escape sequences (CSI, whole OSC/DCS/APC strings, in
 /// their 7-bit and C1 forms: [`escape_len`]) and handles `\r`, so parsers
-/// see what a person sees. A line without escapes is borrowed, not copied.
+/// see what a person sees; a container log driver's record is first read
+/// as the line it holds ([`log_driver`]). A line without escapes is
+/// borrowed, not copied.
 pub fn clean_line(raw: &str) -> Cow<'_, str> {
+    match log_driver::docker_json_file(raw) {
+        Some(line) => Cow::Owned(clean_escapes(&line).into_owned()),
+        None => clean_escapes(raw),
+    }
+}
+
+/// [`clean_line`] of a line as it is.
+fn clean_escapes(raw: &str) -> Cow<'_, str> {
     let raw = raw.strip_suffix('\r').unwrap_or(raw);
     // ESC, `\r`, and the lead byte of U+0080..U+00BF (C1 controls among them).
     if memchr::memchr3(b'\x1b', b'\r', 0xc2, raw.as_bytes()).is_none() {
@@ -651,6 +662,15 @@ mod tests {
             assert_eq!(clean_line(line), clean_by_chars(line), "{line:?}");
         }
         assert!(lines.len() > 100_000, "{}", lines.len());
+    }
+
+    #[test]
+    fn a_docker_json_file_record_is_cleaned_as_the_line_it_holds() {
+        let record = r#"{"log":"\u001b[32mINFO\u001b[0m:     Started server process [\u001b[36m428\u001b[0m]\r\n","stream":"stdout","time":"2024-05-01T10:00:00.5Z"}"#;
+        assert_eq!(
+            clean_line(record),
+            "2024-05-01T10:00:00.5Z INFO:     Started server process [428]"
+        );
     }
 
     #[test]
