@@ -108,11 +108,21 @@ impl Anchors {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        let literals: Vec<String> = literals
+        let mut literals: Vec<String> = literals
             .into_iter()
             .map(|s| s.as_ref().to_owned())
             .filter(|s| !s.is_empty())
             .collect();
+        // A line inside a JSON record (`journalctl -o json`'s MESSAGE, a
+        // Kubernetes JSON log) is searched as the record's bytes: a literal
+        // with a quote or a backslash is also looked for as JSON escapes
+        // it, or the line is only skimmed.
+        let escaped: Vec<String> = literals
+            .iter()
+            .filter(|l| l.contains(['"', '\\']))
+            .map(|l| l.replace('\\', "\\\\").replace('"', "\\\""))
+            .collect();
+        literals.extend(escaped);
         Anchors {
             matcher: OnceLock::new(),
             literals,

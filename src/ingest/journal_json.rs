@@ -316,6 +316,12 @@ fn read_record(
     let Some(entry) = entry(&fields, span) else {
         return false;
     };
+    // The stream kept the record's line as a message when an anchor was in
+    // its bytes: the rules match the entry's message as a person reads it,
+    // not the record with its other fields and JSON's escapes.
+    if let Some(m) = facts.messages.last_mut().filter(|m| m.span == span) {
+        m.text.clone_from(&entry.message);
+    }
     if let Some(outer) = outer_of(&entry) {
         for message_line in entry.message.split('\n') {
             server.feed(message_line, span, &outer, facts);
