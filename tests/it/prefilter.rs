@@ -799,3 +799,89 @@ fn kernel_chatter_does_not_hide_a_units_bare_last_words() {
         exit.evidence
     );
 }
+
+/// One real paste kept the ways container and journal logs are kept: the
+/// same finding whatever the framing. JSON framings escape the quotes of
+/// ollama's `msg="inference compute"`, and Docker's json-file also wraps
+/// each line in a record: the anchors and the rules must still see the
+/// line as the program printed it (issue 23's framings).
+#[test]
+fn a_real_paste_gives_the_same_finding_in_every_framing() {
+    let case = fixtures().join("real/608-ollama-rtx5880-48gib-only-28.9-available-at-start");
+    let text = std::fs::read_to_string(case.join("input.log")).expect("608's paste");
+    // Healthy chatter between the lines, as a busy log has: the prefilter
+    // skims these.
+    let filler = r#"[GIN] 2025/07/30 - 13:58:02 | 200 |     1.203ms |       127.0.0.1 | GET      "/api/tags""#;
+    let mut lines: Vec<&str> = Vec::new();
+    for line in text.lines() {
+        lines.extend(std::iter::repeat_n(filler, 50));
+        lines.push(line);
+    }
+    let json = |s: &str| serde_json::Value::String(s.to_owned()).to_string();
+    let framings: [(&str, Box<dyn Fn(usize, &str) -> String>); 5] = [
+        ("raw", Box::new(|_, l| l.to_owned())),
+        (
+            "journal short-iso",
+            Box::new(|_, l| format!("2025-07-30T13:57:36+0800 gpu-node-7 ollama[40193]: {l}")),
+        ),
+        (
+            "journal JSON",
+            Box::new(move |i, l| {
+                format!(
+                    r#"{{"__REALTIME_TIMESTAMP":"{}","_PID":"40193","SYSLOG_IDENTIFIER":"ollama","_SYSTEMD_UNIT":"ollama.service","MESSAGE":{}}}"#,
+                    1_753_854_656_000_000u64 + i as u64,
+                    json(l)
+                )
+            }),
+        ),
+        (
+            "Docker json-file",
+            Box::new(move |i, l| {
+                format!(
+                    r#"{{"log":{},"stream":"stderr","time":"2025-07-30T05:57:36.{i:09}Z"}}"#,
+                    json(&format!("{l}\n"))
+                )
+            }),
+        ),
+        (
+            "CRI",
+            Box::new(|i, l| format!("2025-07-30T05:57:36.{i:09}Z stderr F {l}")),
+        ),
+    ];
+    let scratch = Scratch::new("framings");
+    for (name, frame) in &framings {
+        let path = scratch.path.join("input.log");
+        let body: String = lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| frame(i, l) + "\n")
+            .collect();
+        std::fs::write(&path, body).expect("write");
+        let out = crate::support::bin()
+            .args(["analyze", "--output", "json"])
+            .arg(&path)
+            .output()
+            .expect("runs");
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json report");
+        let root = report["root_cause"].as_str().unwrap_or_default();
+        let rule = report["findings"]
+            .as_array()
+            .and_then(|f| f.iter().find(|f| f["id"] == root))
+            .map(|f| f["rule"].clone());
+        assert_eq!(
+            rule,
+            Some(serde_json::json!("gpu-memory-taken-before-load")),
+            "{name}: {}",
+            report["findings"]
+        );
+        let unread: u64 = report["inputs"]
+            .as_array()
+            .map(|i| {
+                i.iter()
+                    .filter_map(|i| i["unrecognized_lines"].as_u64())
+                    .sum()
+            })
+            .unwrap_or(0);
+        assert_eq!(unread, 0, "{name}: lines left unread");
+    }
+}

@@ -19,13 +19,17 @@ use super::{Outer, StreamKey, Writer, time_of_day};
 use crate::model::{Framework, RankTag, Timestamp};
 
 /// RFC 3339 with nanoseconds, as `docker logs -t` and `kubectl logs
-/// --timestamps` print it: `2026-11-27T09:38:52.123456789Z `. Web log
-/// viewers copy the time on a line of its own, above the line it stamps
-/// (`2026-02-14T02:05:12.788Z`): nothing follows it then.
+/// --timestamps` print it: `2026-11-27T09:38:52.123456789Z `. A Kubernetes
+/// node's own container log files (the CRI's, under `/var/log/pods/`) add
+/// the stream and a tag, `F` for a full line and `P` for a part of a long
+/// one (kubelet's `parseCRILog`): `2026-11-27T09:38:52.123456789Z stderr F
+/// `. Web log viewers copy the time on a line of its own, above the line it
+/// stamps (`2026-02-14T02:05:12.788Z`): nothing follows it then.
 static VIEWER_TIME: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)^(?P<date>[0-9]{4}-[0-9][0-9]-[0-9][0-9])T(?P<hms>[0-9][0-9]:[0-9][0-9]:[0-9][0-9])(?:\.(?P<frac>[0-9]{1,9}))?
-        (?P<tz>Z|(?P<sign>[+-])(?P<oh>[0-9][0-9]):(?P<om>[0-9][0-9]))(?:\x20(?P<rest>.*))?$",
+        (?P<tz>Z|(?P<sign>[+-])(?P<oh>[0-9][0-9]):(?P<om>[0-9][0-9]))
+        (?:\x20(?:(?:stdout|stderr)\x20[FP]\x20)?(?P<rest>.*))?$",
     )
     .expect("viewer timestamp regex")
 });
@@ -664,6 +668,15 @@ mod tests {
         let t = w.time.unwrap();
         assert_eq!(t.local.to_string(), "2026-11-27 09:38:52.123456789");
         assert_eq!(t.offset_secs, Some(0));
+
+        // A CRI log file's line: the stream and the full-line tag go with
+        // the time (kubernetes/kubernetes pkg/kubelet/kuberuntime/logs).
+        let (rest, w) =
+            peeled("2016-10-06T00:17:09.669794202Z stdout F The content of the log entry 1");
+        assert_eq!(rest, "The content of the log entry 1");
+        assert!(w.time.is_some());
+        let (rest, _) = peeled("2016-10-06T00:17:10.113242941Z stderr P partial content");
+        assert_eq!(rest, "partial content");
 
         let (rest, w) = peeled(
             "(WorkerDict pid=3490362, ip=10.0.0.3) [rank0]:[E601 12:30:00.426415540 ProcessGroupNCCL.cpp:629] x",
