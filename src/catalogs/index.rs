@@ -301,6 +301,54 @@ impl Index {
     }
 }
 
+impl Index {
+    /// The ids of the rows `text` is an instance of, as [`Index::hits`]
+    /// finds them, without the captures a row's wording would give: a
+    /// wording or a bare code string only has to match. A wrapper is
+    /// still read whole (its captured code names the row).
+    pub(super) fn row_ids<'c>(&self, list: &'c [Catalog], text: &str) -> Vec<&'c str> {
+        let mut ids: Vec<&'c str> = Vec::new();
+        let targets = self.targets(text);
+        let wrapped = targets.iter().any(|t| matches!(t, Target::Wrapper { .. }));
+        for target in targets {
+            let id = match target {
+                Target::Wording {
+                    catalog,
+                    row,
+                    wording,
+                } => {
+                    let row = &list[catalog].rows[row];
+                    row.wordings[wording]
+                        .regex()
+                        .is_some_and(|re| re.is_match(text))
+                        .then_some(row.id.as_str())
+                }
+                Target::Bare { catalog, row } => {
+                    let row = &list[catalog].rows[row];
+                    bare(row, text).map(|_| row.id.as_str())
+                }
+                Target::Wrapper { .. } => None,
+            };
+            if let Some(id) = id.filter(|id| !ids.contains(id)) {
+                ids.push(id);
+            }
+        }
+        // A wrapper's row, when its code names one.
+        if wrapped {
+            for hit in self.hits(list, text) {
+                if let Some(id) = hit
+                    .row
+                    .map(|r| r.id.as_str())
+                    .filter(|id| !ids.contains(id))
+                {
+                    ids.push(id);
+                }
+            }
+        }
+        ids
+    }
+}
+
 type Captures<'c> = Vec<(&'c str, String)>;
 
 /// The named captures of a wording's match, and the text it matched.

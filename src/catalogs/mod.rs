@@ -390,6 +390,14 @@ impl Catalogs {
         self.index.hits(&self.list, text)
     }
 
+    /// The ids of the rows [`hits`] finds in `text`, cheaper when only
+    /// which rows is asked (a wording need not give its captures).
+    ///
+    /// [`hits`]: Catalogs::hits
+    pub fn row_ids(&self, text: &str) -> Vec<&str> {
+        self.index.row_ids(&self.list, text)
+    }
+
     /// Whether any row or wrapper reads `text`: cheaper than [`hits`] when
     /// only that is asked (a line no parser knew).
     ///

@@ -649,16 +649,18 @@ fn rest_of_above(above: &str, text: &str) -> Option<String> {
 /// as one message.
 fn completes_a_row(joined: &str, first: &str, second: &str) -> bool {
     let all = crate::catalogs::catalogs();
-    let rows = |t: &str| -> Vec<&str> {
-        all.hits(t)
-            .into_iter()
-            .filter_map(|h| h.row.map(|r| r.id.as_str()))
-            .collect()
-    };
-    let (first, second) = (rows(first), rows(second));
-    rows(joined)
-        .iter()
-        .any(|id| !first.contains(id) && !second.contains(id))
+    // Asked of most long message lines of a server log and the line after
+    // each: the whole first, each half only while a row is left to rule
+    // out (mostly the first half's own row is all the whole has).
+    let mut rows = all.row_ids(joined);
+    for half in [first, second] {
+        if rows.is_empty() {
+            return false;
+        }
+        let theirs = all.row_ids(half);
+        rows.retain(|id| !theirs.contains(id));
+    }
+    !rows.is_empty()
 }
 
 impl InputReader {
@@ -765,7 +767,11 @@ impl InputReader {
         // rest: no segment reader sees it on its own.
         let mut joined = false;
         if let Some(head) = self.wrapped.take() {
-            if head.line + 1 == n && !fast && peeled.frame.peeled == 0 {
+            if head.line + 1 == n
+                && !fast
+                && peeled.frame.peeled == 0
+                && !super::server::opens_record(text)
+            {
                 joined = head.rejoin(text, &mut self.facts.messages);
             }
         }
