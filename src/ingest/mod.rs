@@ -54,6 +54,7 @@ mod real_lines;
 mod recognize;
 mod server;
 mod shell_notes;
+mod slog_head;
 mod snapshots;
 mod ss;
 mod stack_frames;

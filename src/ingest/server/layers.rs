@@ -16,6 +16,7 @@ use regex::Regex;
 
 use super::title;
 use super::{Outer, StreamKey, Writer, time_of_day};
+use crate::ingest::slog_head;
 use crate::model::{Framework, RankTag, Timestamp};
 
 /// RFC 3339 with nanoseconds, as `docker logs -t` and `kubectl logs
@@ -49,18 +50,6 @@ static VIEWER_TIME_BRACKETED: LazyLock<Regex> = LazyLock::new(|| {
 /// starts at the bar and ends with one: not a gutter.
 static GUTTER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^\x20{1,4}\|(?:\x20(?P<rest>.*[^|\s]))?\s*$").expect("gutter regex")
-});
-
-/// Go's `log/slog` text handler (Ollama, the NVIDIA container toolkit):
-/// `time=2024-05-01T10:00:00.000Z level=WARN source=sched.go:646
-/// msg="gpu VRAM usage didn't recover within timeout" seconds=5.2`; a paste
-/// may start at `level=`. The message is the `msg` value, quoted or bare.
-static SLOG: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r#"(?x)^(?:time=(?P<time>\S+)\x20)?level=(?:DEBUG|INFO|WARN|ERROR)(?:[+-][0-9]+)?
-        (?:\x20source=\S+)?\x20msg=(?:"(?P<quoted>(?:[^"\\]|\\.)*)"|(?P<bare>[^\s"]\S*))(?:\x20.*)?$"#,
-    )
-    .expect("slog regex")
 });
 
 /// `sglang-1  | text` (compose v2) or `sglang_1  | text` (v1); names are
@@ -349,18 +338,20 @@ fn peel_record<'t>(text: &'t str, writer: &mut Writer) -> &'t str {
             None => return text,
         }
     } else if matches!(first, b'l' | b't') {
-        match slog_may(text).then(|| SLOG.captures(text)).flatten() {
-            Some(c) => {
-                let time = c
-                    .name("time")
-                    .and_then(|t| chrono::DateTime::parse_from_rfc3339(t.as_str()).ok())
+        // Go's `log/slog` text handler (Ollama, the NVIDIA container
+        // toolkit); a paste may start at `level=`. The message is the `msg`
+        // value, quoted or bare.
+        match slog_may(text).then(|| slog_head::record(text)).flatten() {
+            Some(record) => {
+                let time = record
+                    .time
+                    .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
                     .map(|t| Timestamp {
                         local: t.naive_local(),
                         offset_secs: Some(t.offset().local_minus_utc()),
                         year_known: true,
                     });
-                let msg = c.name("quoted").or_else(|| c.name("bare"));
-                (msg.map_or("", |m| m.as_str()), time)
+                (record.message, time)
             }
             None => return text,
         }
@@ -462,7 +453,7 @@ fn ray_may(text: &str) -> bool {
     text.trim_end().ends_with("cluster]")
 }
 
-fn record_may(text: &str) -> bool {
+pub(super) fn record_may(text: &str) -> bool {
     let digits = |b: &[u8]| b.iter().all(u8::is_ascii_digit);
     match text.as_bytes().first() {
         // `E0306 `
@@ -478,7 +469,7 @@ fn record_may(text: &str) -> bool {
             (head(text, 5, |b| b[4] == b'/') && GO_LOG.is_match(text))
                 || (kitchen_may(text) && ZEROLOG_CONSOLE.is_match(text))
         }
-        Some(b'l' | b't') => slog_may(text) && SLOG.is_match(text),
+        Some(b'l' | b't') => slog_may(text) && slog_head::record(text).is_some(),
         _ => false,
     }
 }
@@ -496,6 +487,17 @@ pub(super) fn record_only(text: &str) -> Option<&str> {
     }
     let mut writer = Writer::default();
     Some(peel_record(text, &mut writer))
+}
+
+/// [`record_only`] with the time the record's own head printed, for a line
+/// no outer layer timed (a raw log's record).
+pub(super) fn record_only_timed(text: &str) -> Option<(&str, Option<Timestamp>)> {
+    if may_peel_outer(text) || !record_may(text) {
+        return None;
+    }
+    let mut writer = Writer::default();
+    let payload = peel_record(text, &mut writer);
+    Some((payload, writer.record_time))
 }
 
 /// A line whose only outer layer is a process prefix (vLLM's

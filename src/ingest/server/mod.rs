@@ -230,15 +230,20 @@ impl ServerLogParser {
         // (journals, SGLang logs) skipped the frame peeler.
         let cleaned = clean_line(text);
         let cleaned = crate::ingest::frame::strip_escapes(&cleaned);
-        // Under the journal, a logger's record prefix and nothing around it
-        // (kubelet's glog lines, every few seconds on a Kubernetes node): a
-        // record of a known logger whatever its message says, whose message
-        // is skimmed like any other. Any other layer may open a writer of
+        // A logger's record prefix and nothing around it, under the journal
+        // (kubelet's glog lines, every few seconds on a Kubernetes node) or
+        // as a raw log's line (Ollama's slog records): a record of a known
+        // logger whatever its message says, whose message is skimmed like
+        // any other. Any other layer may open a writer of
         // its own: read in full.
         // So is a process prefix (vLLM's `(EngineCore_DP0 pid=N) `, half of
         // a vLLM V1 journal's lines): its writer is the prefix's process,
         // skimmed unless busy, its framework kept as the full reading would.
-        let record = outer.time.and_then(|_| layers::record_only(&cleaned));
+        // In a raw log (no outer time) the record's own head times it.
+        let (record, record_time) = match outer.time {
+            Some(_) => (layers::record_only(&cleaned), None),
+            None => layers::record_only_timed(&cleaned).map_or((None, None), |(p, t)| (Some(p), t)),
+        };
         let process = match record {
             None if outer.time.is_some() => layers::process_only(&cleaned),
             _ => None,
@@ -361,7 +366,7 @@ impl ServerLogParser {
         }
         Skim::Read {
             recognized: record || traceback::idle_recognizes(text),
-            time: None,
+            time: own(record_time),
         }
     }
 
@@ -683,6 +688,13 @@ pub(crate) fn is_exception_line(text: &str) -> bool {
 /// line's own grammar reads when the server parser did not claim it.
 pub(crate) fn under_layers(text: &str) -> &str {
     layers::peel(text, &mut Writer::default())
+}
+
+/// Whether `text` opens a logger's record (glog's `E0306 `, TensorRT's
+/// `[TRT]`, Go's `log` and `slog`, zerolog): a record stands alone, so it
+/// is never the rest of a line a terminal wrapped above it.
+pub(crate) fn opens_record(text: &str) -> bool {
+    layers::record_may(text)
 }
 
 /// Text-only detectors, in a fixed order. The framework is set when the text
