@@ -34,15 +34,11 @@ pub(super) fn simple_unit_gone_at_start(
         UnitEventKind::Deactivated => true,
         _ => false,
     })?;
-    let started = facts
-        .events
-        .iter()
-        .filter(|e| {
-            e.kind == UnitEventKind::Started
-                && e.span.source == exit.span.source
-                && e.span.line < exit.span.line
-        })
-        .last()?;
+    let started = facts.events.iter().rfind(|e| {
+        e.kind == UnitEventKind::Started
+            && e.span.source == exit.span.source
+            && e.span.line < exit.span.line
+    })?;
     let restarted_or_stopped = facts.events.iter().any(|e| {
         matches!(
             e.kind,
