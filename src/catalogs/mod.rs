@@ -46,6 +46,7 @@ const FILES: &[(&str, &str)] = built![
     "windows",
     "supervisors",
     "dcgm",
+    "rocm-smi",
     "fabricmanager",
     "persistenced",
     "stacks-torch",

@@ -209,8 +209,11 @@ pub fn is_elision(text: &str) -> bool {
         .find_map(|(open, close)| t.strip_prefix(open)?.strip_suffix(close));
     let inner = bracketed.unwrap_or(t).trim();
     let is_dot = |c: char| c == '.' || c == '…';
-    let ellipsis =
-        !inner.is_empty() && inner.chars().all(is_dot) && (inner.contains('…') || inner.len() >= 3);
+    // `...`, `…`, and dots with spaces between (`... ...`: rows left out).
+    let dots = inner.chars().filter(|c| is_dot(*c)).count();
+    let ellipsis = !inner.is_empty()
+        && inner.chars().all(|c| is_dot(c) || c == ' ')
+        && (inner.contains('…') || dots >= 3);
     // `[snip]`, `<truncated>`, `...snip...`: a note in brackets or dots.
     let word = inner.trim_matches(|c: char| is_dot(c) || c == ' ');
     let note = (bracketed.is_some() || word.len() < inner.len())

@@ -22,7 +22,9 @@ use regex::Regex;
 use super::journal_fields::{pid1_message_cut, pid1_message_in, unit_of_pid1_message};
 use super::read::{Out, Read};
 use super::server::{Outer, OuterRef, Skim};
-use super::stack_frames::{is_dotnet_frame, is_go_stack_line};
+use super::stack_frames::{
+    is_dotnet_frame, is_go_stack_line, is_native_frame, sample_call_graph_line,
+};
 use super::{KernelParser, Line, ServerLogParser};
 use crate::model::{Facts, JournalEntry};
 
@@ -136,6 +138,9 @@ pub(super) struct LineReader {
     /// A catalog line cut mid-sentence at a terminal's width: how many more
     /// of its lines may follow, and the width ([`wrapped_on`]).
     wrapped: Option<(u8, usize)>,
+    /// The column a Rich log record's message starts at, while its wrapped
+    /// lines may follow ([`rich_head`]).
+    rich: Option<usize>,
     tally: Tally,
 }
 
@@ -151,6 +156,7 @@ impl LineReader {
             ray_fields: 0,
             config: super::config_echo::ConfigEcho::default(),
             wrapped: None,
+            rich: None,
             tally: Tally::default(),
         }
     }
@@ -165,6 +171,15 @@ impl LineReader {
             self.tables.blank();
             return Read::Skimmed(None);
         }
+        // The rest of a Rich record's message, wrapped under its column.
+        if let Some(column) = self.rich.take() {
+            if rich_continues(line.text, column) {
+                self.rich = Some(column);
+                return Read::Skimmed(None);
+            }
+        }
+        let rich = rich_head(line.text);
+        self.rich = rich;
         // A line of a text table (dcgmi's boxes, a Markdown table, a
         // column listing, a tool's JSON): read by the table's header,
         // whatever its cells say.
@@ -257,6 +272,16 @@ impl LineReader {
         if self.config.read(line.text, line.span.line) {
             return Read::Skimmed(None);
         }
+        // A Rich record's head whose message no recogniser knows: the
+        // logger's record all the same.
+        if rich.is_some() {
+            return Read::Skimmed(None);
+        }
+        // A line of macOS `sample`'s call graph: where a thread sat.
+        if let Some(l) = sample_call_graph_line(line.text, line.span) {
+            out.facts.call_graph.push(l);
+            return Read::Parsed;
+        }
         let prose = is_prose(line.text)
             || is_annotation(line.text)
             || is_elision(line.text)
@@ -277,11 +302,15 @@ impl LineReader {
                 || is_setting_line(text)
                 || is_compose_cli_line(text)
                 || is_slurm_client_line(text)
+                || is_sinfo_row(text)
+                || is_lspci_row(text)
+                || is_dkms_status_row(text)
                 || is_listing_summary(text)
                 || is_cli_verdict(text)
                 || is_rule_line(text)
                 || is_dotnet_frame(text)
                 || is_go_stack_line(text)
+                || is_native_frame(text)
                 || is_pod_status_field(text)
                 || super::shell_notes::is_shell_note(text)
                 || super::journal_short::is_cut_record(text)
@@ -686,6 +715,175 @@ fn is_compose_task_line(t: &str) -> bool {
             .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit() || b == b'.'))
     });
     capitalised && timed
+}
+
+/// A record of Python's logging through Rich's `RichHandler`
+/// (Textualize/rich rich/logging.py, laid out by rich/_log_render.py
+/// `LogRender`): the time column when shown (`[01/12/24 16:09:39] `, blank
+/// where the time repeats), the level in a column eight wide and a space,
+/// the message, and the caller's `file.py:N` right-aligned at the
+/// console's width. A message longer than its column is wrapped onto the
+/// next lines, each indented to the message's column ([`rich_continues`]):
+/// infinity_emb's `INFO     2024-01-12 16:09:39,438 infinity_emb INFO:
+/// Getting   select_model.py:80` (batch S's 1199,
+/// https://github.com/michaelfeil/infinity/issues/58). The column the
+/// message starts at, for a head.
+fn rich_head(text: &str) -> Option<usize> {
+    let t = text.trim_end();
+    let start = if t.starts_with('[') {
+        t.find("] ")? + 2
+    } else {
+        t.len() - t.trim_start().len()
+    };
+    let rest = t.get(start..)?;
+    let word = rest.find(' ')?;
+    if !matches!(
+        &rest[..word],
+        "DEBUG" | "INFO" | "WARNING" | "ERROR" | "CRITICAL"
+    ) {
+        return None;
+    }
+    let column = 9;
+    let padded = rest.get(word..column)?.bytes().all(|b| b == b' ');
+    let message = rest.get(column..).is_some_and(|m| !m.starts_with(' '));
+    let (before, place) = t.rsplit_once(' ')?;
+    let caller = place.rsplit_once(".py:").is_some_and(|(file, line)| {
+        !file.is_empty()
+            && file
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+            && !line.is_empty()
+            && line.bytes().all(|b| b.is_ascii_digit())
+    });
+    (padded && message && caller && before.ends_with(' ') && before.len() > start + column)
+        .then_some(start + column)
+}
+
+/// A line of a Rich record's message wrapped under its column: indented
+/// at least to it (further where the message's own line was indented; the
+/// console pads it to its width).
+fn rich_continues(text: &str, column: usize) -> bool {
+    text.len() > column
+        && text.as_bytes()[..column].iter().all(|b| *b == b' ')
+        && !text.trim().is_empty()
+}
+
+/// A row of Slurm's `sinfo` (src/sinfo/print.c; the header, `PARTITION
+/// AVAIL …`, is read as a table head): the partition (the default one
+/// marked `*`), its availability (`up`, `down`, `drain`, `inact`), a time
+/// limit (`infinite`, `[D-]HH:MM:SS`, `MM:SS`) among the next three, and the
+/// other columns as words, whatever `-o`/`--format` chose (batch S's 1152,
+/// https://github.com/lyulyul/shine-cluster/issues/171: `speedy*   up   mix
+/// 6:00:00    gpu:8  gpu:8     hoth      18/46/0/64`).
+fn is_sinfo_row(text: &str) -> bool {
+    let mut words = text.split_whitespace();
+    let (Some(partition), Some(avail)) = (words.next(), words.next()) else {
+        return false;
+    };
+    let named = partition
+        .trim_end_matches('*')
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if !named || partition == "*" || !matches!(avail, "up" | "down" | "drain" | "inact") {
+        return false;
+    }
+    let rest: Vec<&str> = words.collect();
+    // The time limit follows the availability closely (the state may stand
+    // between them): a sentence's clock time further on is not one.
+    rest.len() >= 3 && rest.iter().take(3).any(|w| is_time_limit(w))
+}
+
+/// `infinite`, `6:00:00`, `5-00:00:00`, `30:00`: a Slurm time limit.
+fn is_time_limit(word: &str) -> bool {
+    if word == "infinite" {
+        return true;
+    }
+    let clock = word.split_once('-').map_or(word, |(days, clock)| {
+        if !days.is_empty() && days.bytes().all(|b| b.is_ascii_digit()) {
+            clock
+        } else {
+            ""
+        }
+    });
+    let parts: Vec<&str> = clock.split(':').collect();
+    (2..=3).contains(&parts.len())
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.len() <= 2 && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// A row of `lspci` as pciutils prints it by default (lspci.c
+/// show_slot_name() and show_terse(): the slot `[DOMAIN:]BB:DD.F`, the
+/// class name (with `[cccc]` when pci.ids has none for it), `: `, the
+/// vendor and device, then `(rev xx)`, `(prog-if …)`): `1c:00.0 VGA
+/// compatible controller: NVIDIA Corporation TU102GL [Quadro RTX
+/// 6000/8000] (rev ff)` (batch S's 1152). The revision `ff` of a card that
+/// reads all ones is for the rules that read a fallen card, not this.
+fn is_lspci_row(text: &str) -> bool {
+    let t = text.trim_start();
+    let Some((slot, rest)) = t.split_once(' ') else {
+        return false;
+    };
+    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
+    let slot_ok = {
+        let (bus_dev, func) = slot.rsplit_once('.').unwrap_or(("", ""));
+        let parts: Vec<&str> = bus_dev.split(':').collect();
+        let func_ok = func.len() == 1 && func.bytes().all(|b| (b'0'..=b'7').contains(&b));
+        func_ok
+            && match parts.as_slice() {
+                [bus, dev] => hex(bus, 2) && hex(dev, 2),
+                [domain, bus, dev] => hex(domain, 4) && hex(bus, 2) && hex(dev, 2),
+                _ => false,
+            }
+    };
+    let Some((class, device)) = rest.split_once(": ") else {
+        return false;
+    };
+    let class = class
+        .strip_suffix(']')
+        .and_then(|c| c.rsplit_once(" ["))
+        .filter(|(_, code)| hex(code, 4))
+        .map_or(class, |(name, _)| name);
+    slot_ok
+        && class.starts_with(|c: char| c.is_ascii_uppercase() || c.is_ascii_digit())
+        && class
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, ' ' | '-' | '/' | '(' | ')'))
+        && !device.trim().is_empty()
+}
+
+/// A row of `dkms status` (dell/dkms `dkms status`): the module and its
+/// version (`nvidia/535.113.01`, or `nvidia, 535.113.01` before dkms
+/// 2.8.5), the kernel, the architecture, and its state: `nvidia/535.113.01,
+/// 6.2.0-33-generic, x86_64: installed` (batch S's 1188,
+/// https://github.com/canonical/nvidia-graphics-drivers/issues/61).
+fn is_dkms_status_row(text: &str) -> bool {
+    let Some((head, state)) = text.trim().rsplit_once(": ") else {
+        return false;
+    };
+    let known_state = ["installed", "built", "added", "broken"]
+        .iter()
+        .any(|s| state.starts_with(s));
+    let fields: Vec<&str> = head.split(", ").collect();
+    let word = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'+' | b'~'))
+    };
+    let module_ok = match fields.as_slice() {
+        [module, kernel, arch] => {
+            module
+                .split_once('/')
+                .is_some_and(|(m, v)| word(m) && word(v))
+                && word(kernel)
+                && word(arch)
+        }
+        [module, version, kernel, arch] => {
+            word(module) && word(version) && word(kernel) && word(arch)
+        }
+        _ => false,
+    };
+    known_state && module_ok
 }
 
 /// A line of Slurm's own programs, by the program's name that Slurm's log
@@ -1466,6 +1664,83 @@ welcome to the cluster, you have 3 GPUs
             "nnet3-copy a --scale=1.0 ",
         ] {
             assert!(!is_kaldi_command_echo(no), "{no}");
+        }
+    }
+
+    /// `sinfo`, `lspci` and `dkms status` rows (batch S's 1152 and 1188,
+    /// verbatim) are read; sentences and other tables are not.
+    #[test]
+    fn host_listing_rows() {
+        for row in [
+            "speedy*   up   mix   6:00:00    gpu:8  gpu:8     hoth      18/46/0/64",
+            "normal    up   drain 5-00:00:00 gpu:8  gpu:0     dagobah   0/0/64/64",
+            "debug*       up   infinite      1   idle node1",
+        ] {
+            assert!(is_sinfo_row(row), "{row}");
+        }
+        for row in [
+            "1c:00.0 VGA compatible controller: NVIDIA Corporation TU102GL [Quadro RTX 6000/8000] (rev ff)",
+            "1a:00.3 Serial bus controller [0c80]: NVIDIA Corporation TU102 USB Type-C UCSI Controller (rev a1)",
+            "0000:3b:00.0 3D controller: NVIDIA Corporation GA100 [A100 PCIe 40GB] (rev a1)",
+        ] {
+            assert!(is_lspci_row(row), "{row}");
+        }
+        for row in [
+            "nvidia/535.113.01, 6.2.0-33-generic, x86_64: installed",
+            "nvidia, 470.57.02, 5.4.0-80-generic, x86_64: installed",
+        ] {
+            assert!(is_dkms_status_row(row), "{row}");
+        }
+        for other in [
+            "the node is up and running 6:00:00 hours now",
+            "gpu up to 5 minutes at 10:00",
+            "12:30:00 Error: the GPU is gone",
+            "ab:cd.e Thing: x",
+            "1c:00.0 is the card: it reads all ones",
+            "nvidia/535, it is installed: yes",
+            "note: installed",
+        ] {
+            assert!(
+                !is_sinfo_row(other) && !is_lspci_row(other) && !is_dkms_status_row(other),
+                "{other}"
+            );
+        }
+    }
+
+    /// Rich's records (batch S's 1199, verbatim): the heads give their
+    /// message's column and the wrapped lines under it continue them; a
+    /// line at another indentation, and a level word without the caller's
+    /// place, do not.
+    #[test]
+    fn rich_records_and_their_wrapped_lines() {
+        let head =
+            "INFO     2024-01-12 16:09:39,441 infinity_emb INFO: model     select_model.py:81";
+        assert_eq!(rich_head(head), Some(9));
+        assert_eq!(
+            rich_head(
+                "INFO     2024-01-12 16:09:39,443 infinity_emb INFO:         batch_handler.py:385"
+            ),
+            Some(9)
+        );
+        assert!(rich_continues(
+            "         warmed up, between 0.74-54.98 embeddings/sec at                        ",
+            9
+        ));
+        assert!(rich_continues(
+            "         to batch requests.                                                     ",
+            9
+        ));
+        assert!(rich_continues(
+            "                 1.50     ms tokenization                ",
+            9
+        ));
+        assert!(!rich_continues("    indented less", 9));
+        for other in [
+            "INFO     the server started",
+            "INFO: model loaded   select_model.py:81",
+            "INFO  2024-01-12 x   select_model.py:81",
+        ] {
+            assert_eq!(rich_head(other), None, "{other}");
         }
     }
 }

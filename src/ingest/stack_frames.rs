@@ -14,6 +14,9 @@ use nom::character::complete::{char, digit1, hex_digit1, one_of, space0};
 use nom::combinator::{all_consuming, opt, peek, recognize, verify};
 use nom::multi::{many0, many1};
 
+use crate::model::CallGraphLine;
+use crate::source::Span;
+
 type Parsed<'a, T> = nom::IResult<&'a str, T>;
 
 /// A line of a Go program's goroutine dump, as the runtime prints it after
@@ -165,6 +168,73 @@ fn dotnet_parameters(i: &str) -> Parsed<'_, &str> {
     .parse(i)
 }
 
+/// A native frame as TurboMind prints it under `stack trace:` before it
+/// aborts (batch S's 1201, https://github.com/InternLM/lmdeploy/issues/1813,
+/// read from the real lines; the printer was not found upstream): the
+/// shared object (a path that may be cut on the left, `.../x.so`), ` : `,
+/// the demangled symbol or `()` when it has none, and `+0xOFFSET`.
+pub(super) fn is_native_frame(text: &str) -> bool {
+    let shared_object =
+        |p: &&str| p.contains(".so") || p.ends_with(".dylib") || p.ends_with(".dll");
+    let parsed: Parsed<'_, _> = all_consuming((
+        take_while1(|c| c == ' ' || c == '\t'),
+        verify(take_till1(|c| c == ' '), shared_object),
+        tag(" : "),
+        take_until("+0x"),
+        tag("+0x"),
+        hex_digit1,
+        space0,
+    ))
+    .parse(text);
+    parsed.is_ok()
+}
+
+/// A line of the call graph macOS's `sample` (and Activity Monitor's
+/// "Sample Process") prints under `Call graph:`: a thread's head, `1740
+/// Thread_96991399   DispatchQueue_1: com.apple.main-thread  (serial)`,
+/// or a frame under it, the tree drawn with `+`, `!`, `:` and `|` before
+/// the samples it was seen in, the symbol, its image, the offset and the
+/// address: `+ 1740 start  (in dyld) + 6992  [0x183553e00]` (batch S's
+/// 1195, https://github.com/ddalcu/mlx-serve/issues/186). Its depth is the
+/// column the count stands at.
+pub(super) fn sample_call_graph_line(text: &str, span: Span) -> Option<CallGraphLine> {
+    let body = text.trim_end();
+    let indent = body.len() - body.trim_start().len();
+    if indent == 0 {
+        return None;
+    }
+    let tree = body[indent..]
+        .find(|c: char| !matches!(c, '+' | '!' | ':' | '|' | ' '))
+        .map(|i| indent + i)?;
+    let rest = &body[tree..];
+    let digits = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    let samples: u64 = rest[..digits].parse().ok()?;
+    let what = rest[digits..].strip_prefix(' ')?;
+    let thread = tree == indent && what.starts_with("Thread_");
+    let place = what.split_once("  (in ");
+    let frame = tree > indent && place.is_some() && (what.ends_with(']') || what.contains("  [0x"));
+    if !(thread || frame) {
+        return None;
+    }
+    let (text, image) = match place.filter(|_| frame) {
+        Some((symbol, rest)) => (
+            symbol.trim().to_owned(),
+            rest.split_once(')').map(|(image, _)| image.to_owned()),
+        ),
+        None => (what.trim().to_owned(), None),
+    };
+    Some(CallGraphLine {
+        depth: tree,
+        samples,
+        thread,
+        text,
+        image,
+        span,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,6 +297,65 @@ mod tests {
             "   at Program.Main(String[] args) and then it stopped",
         ] {
             assert!(!is_dotnet_frame(other), "{other}");
+        }
+    }
+
+    /// TurboMind's native frames (batch S's 1201, verbatim) are read; a
+    /// sentence with a colon and Go's file place are not.
+    #[test]
+    fn turbomind_native_frames() {
+        for frame in [
+            "  .../lmdeploy/lmdeploy/lib/_turbomind.cpython-310-x86_64-linux-gnu.so : turbomind::LlamaBatch<__nv_bfloat16>::Finish(turbomind::GenerationState&)+0x16a",
+            "  .../lmdeploy/lmdeploy/lib/_turbomind.cpython-310-x86_64-linux-gnu.so : ()+0x27da84",
+            "  /lib64/libpthread.so.0 : ()+0x7ea5",
+            "  /lib64/libc.so.6 : clone()+0x6d",
+        ] {
+            assert!(is_native_frame(frame), "{frame}");
+        }
+        for other in [
+            "/lib64/libc.so.6 : clone()+0x6d",
+            "  note : the model is loaded +0x1",
+            "  /lib64/libc.so.6 : clone()+0x6d and then",
+            "        /build/cmd/nvidia-device-plugin/mig-strategy.go:57 +0x1a5",
+        ] {
+            assert!(!is_native_frame(other), "{other}");
+        }
+    }
+
+    /// `sample`'s call graph (batch S's 1195, verbatim): the thread heads
+    /// and frames are read with their depth, count, symbol and image; a
+    /// person's indented sentence and a bare number are not.
+    #[test]
+    fn macos_sample_call_graph() {
+        let span = Span {
+            source: crate::source::SourceId(0),
+            line: 1,
+        };
+        let read = |line: &str| sample_call_graph_line(line, span);
+        let head =
+            read("    1740 Thread_96991399   DispatchQueue_1: com.apple.main-thread  (serial)")
+                .expect("thread head");
+        assert!(head.thread && head.samples == 1740 && head.depth == 4);
+        assert!(head.text.contains("com.apple.main-thread"));
+        let start = read("    + 1740 start  (in dyld) + 6992  [0x183553e00]").expect("frame");
+        assert_eq!(
+            (start.depth, start.text.as_str(), start.image.as_deref()),
+            (6, "start", Some("dyld"))
+        );
+        let serve = read("    +       1740 server.serve  (in mlx-serve) + 2096  [0x1041ae9e4]")
+            .expect("frame");
+        assert_eq!(
+            (serve.depth, serve.text.as_str(), serve.image.as_deref()),
+            (12, "server.serve", Some("mlx-serve"))
+        );
+        assert!(read("    1740 Thread_96991400").is_some_and(|l| l.thread));
+        for other in [
+            "Call graph:",
+            "    1740 samples were taken",
+            "    + the server waits (in the loop)",
+            "1740 Thread_96991399",
+        ] {
+            assert!(read(other).is_none(), "{other}");
         }
     }
 }

@@ -2,10 +2,12 @@
 //! ollama.service`, `systemctl cat ollama`): `[Section]` headers,
 //! `Key=Value` settings (a trailing `\` continues one), `#`/`;` comments,
 //! and `systemctl cat`'s `# /etc/systemd/system/ollama.service` header
-//! naming the file (and each drop-in). Under a named file the settings
-//! become [`UnitProperties`] (`ExecStart`, `Restart`, `Environment`, …, as
+//! naming the file (and each drop-in). The settings become
+//! [`UnitProperties`] (`ExecStart`, `Restart`, `Environment`, …, as
 //! `systemctl show` would list them): what the unit runs and how it is
-//! restarted, when no `systemctl show` was pasted.
+//! restarted, when no `systemctl show` was pasted. A file pasted without
+//! the header names no unit: its `Description=` is what ties it to the
+//! unit PID 1's `Started DESCRIPTION.` names.
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
@@ -66,6 +68,12 @@ pub fn read(lines: &[Line<'_>], facts: &mut Facts) -> Vec<usize> {
         }
         if SECTION.is_match(text) {
             in_section = true;
+            // A file pasted without `systemctl cat`'s header: its settings
+            // belong to no named unit, but its `Description=` is what PID
+            // 1's job messages (`Started DESCRIPTION.`) name it by.
+            if unit.is_none() {
+                unit = Some(unnamed(line.span));
+            }
             continue;
         }
         if text.starts_with('#') || text.starts_with(';') {
@@ -97,6 +105,13 @@ pub fn read(lines: &[Line<'_>], facts: &mut Facts) -> Vec<usize> {
 fn empty(unit: String, span: crate::source::Span) -> UnitProperties {
     UnitProperties {
         unit: Some(unit),
+        ..unnamed(span)
+    }
+}
+
+fn unnamed(span: crate::source::Span) -> UnitProperties {
+    UnitProperties {
+        unit: None,
         description: None,
         load_state: None,
         active_state: None,
@@ -150,9 +165,14 @@ not a setting
         assert_eq!(u.exec_start.as_deref(), Some("/usr/bin/ollama serve"));
         assert_eq!(u.restart.as_deref(), Some("always"));
         assert_eq!(u.properties["User"].0, "ollama");
-        // Without `systemctl cat`'s header the file is read, not named.
+        // Without `systemctl cat`'s header the file is read, its settings
+        // a unit's that it does not name.
         let mut facts = Facts::default();
-        assert!(read(&Line::numbered("[Service]\nRestart=always\n"), &mut facts).is_empty());
-        assert!(facts.unit_properties.is_empty());
+        let text = "[Unit]\nDescription=control fan speed\n[Service]\nType=simple\n";
+        assert!(read(&Line::numbered(text), &mut facts).is_empty());
+        let u = &facts.unit_properties[0];
+        assert_eq!(u.unit, None);
+        assert_eq!(u.description.as_deref(), Some("control fan speed"));
+        assert_eq!(u.properties["Type"].0, "simple");
     }
 }

@@ -1,5 +1,6 @@
 //! The bag of facts one analysis extracts from all of its inputs.
 
+use super::CallGraphLine;
 use super::ContainerState;
 use super::CoreDump;
 use super::EnvReport;
@@ -90,6 +91,8 @@ pub struct Facts {
     /// The rows of `dcgmi nvlink --link-status`: each GPU's and NVSwitch's
     /// link states.
     pub nvlink_states: Vec<NvlinkStates>,
+    /// The lines of macOS `sample`'s call graphs, in input order.
+    pub call_graph: Vec<CallGraphLine>,
 }
 
 /// How many typed commands an input's facts keep.
@@ -155,6 +158,7 @@ impl Facts {
             input_ends,
             typed_commands,
             nvlink_states,
+            call_graph,
         } = other;
         self.smi_headers.extend(smi_headers);
         self.gpus.extend(gpus);
@@ -188,5 +192,6 @@ impl Facts {
         self.input_ends.extend(input_ends);
         self.typed_commands.extend(typed_commands);
         self.nvlink_states.extend(nvlink_states);
+        self.call_graph.extend(call_graph);
     }
 }

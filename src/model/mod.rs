@@ -4,6 +4,7 @@
 //! from; ingest fills a [`Facts`] and everything downstream reads it.
 
 mod bus_id;
+mod call_graph;
 mod cgroup;
 mod container;
 mod coredump;
@@ -33,6 +34,7 @@ mod unit_properties;
 mod verdict;
 
 pub use bus_id::BusId;
+pub use call_graph::CallGraphLine;
 pub use cgroup::{CgroupOwner, ProcCgroup};
 pub use container::ContainerState;
 pub use coredump::CoreDump;

@@ -408,6 +408,18 @@ pub static ROWS: &[Row] = &[
         ],
     },
     Row {
+        name: "loguru",
+        what: "loguru's default format: `2023-08-08 10:37:53.347 | INFO     | module:function:line - ` (the time to the millisecond, the level padded to eight, where it was logged)",
+        first: |c| c.is_ascii_digit(),
+        may: |b| after_time(b).is_some_and(|i| b.get(i..i + 3) == Some(b" | ")),
+        peel: loguru,
+        samples: &[Sample {
+            line: "2023-08-08 10:38:07.270 | INFO     | api.generate:__init__:463 - Using ChatGLM Model for Chat!",
+            body: "Using ChatGLM Model for Chat!",
+            source: "https://github.com/xusenlinzy/api-for-open-llm/issues/50",
+        }],
+    },
+    Row {
         name: "tensorflow",
         what: "TensorFlow's C++ logging: `2024-04-23 14:00:25.007441: I tensorflow/…/file.cc:210] `",
         first: |c| c.is_ascii_digit(),
@@ -1417,6 +1429,31 @@ fn python_asctime(text: &str, frame: &mut Frame) -> Option<usize> {
     frame.time = Some(time);
     frame.record = true;
     Some(text.len() - rest.len())
+}
+
+/// loguru's default format (Delgan/loguru loguru/_defaults.py
+/// LOGURU_FORMAT: `{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <8} |
+/// {name}:{function}:{line} - {message}`, colours stripped).
+fn loguru(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, (time, _, level, _, _, _, _)) = consumed(
+        text,
+        (
+            any_time,
+            tag(" | "),
+            take_while1(|c: char| c.is_ascii_uppercase()),
+            space0,
+            tag("| "),
+            take_till1(|c: char| c == ' '),
+            tag(" - "),
+        ),
+    )?;
+    frame.level = Some(match level {
+        "SUCCESS" => "info",
+        word => level_named(word)?,
+    });
+    frame.time = Some(time);
+    frame.record = true;
+    Some(len)
 }
 
 /// TensorFlow's C++ `LOG()` under Python (tensorflow/tsl/platform/default/

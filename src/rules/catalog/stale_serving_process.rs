@@ -16,6 +16,7 @@ mod finding;
 mod gone;
 mod instances;
 mod left_over;
+mod managed;
 mod runners;
 mod survivors;
 pub(crate) mod titles;
@@ -122,6 +123,16 @@ previous run never stopped and the new run starts beside it. It is an
 error naming the PIDs and the unit, stronger when a `ps` row shows the
 process still running, with the unit's `KillMode` as the fix; it scripts
 no signal.
+
+A web server's master (`gunicorn`, `uvicorn`, `hypercorn`, `daphne`,
+`uwsgi`, `waitress-serve`) re-parented to PID 1 while a process manager
+(supervisord, circus, PM2's daemon) runs beside it as a process of its own
+is an instance the manager no longer runs: left behind when the manager
+stopped its program without the process group (`stopasgroup`/`killasgroup`
+off), or started by hand. It is an error naming the PID, with the `ss` and
+`supervisorctl status` that settle it; it scripts no signal. With the
+manager as PID 1 (a container) or a master started with `--daemon` nothing
+is reported.
 
 PPID 1 alone makes a bare `multiprocessing` worker a warning; it is an
 error when the inputs log its server's exit (uvicorn's `Finished server
@@ -264,6 +275,7 @@ impl Rule for StaleServingProcess {
         out.extend(runners::runners(incident, &named));
         out.extend(instances::instances(incident, &named));
         out.extend(engines::engines(incident, &named));
+        out.extend(managed::managed(incident, &named));
         // PID 1's word alone, for the PIDs no part above reported.
         let reported: BTreeSet<u32> = out
             .iter()

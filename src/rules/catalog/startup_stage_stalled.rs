@@ -18,6 +18,7 @@ use crate::source::Span;
 
 mod advice;
 mod ranks;
+mod sampled;
 mod stalled;
 use advice::{FIRST_COLLECTIVE, NETWORK, P2P, RPC, advice, cite_rpc_server, over_network};
 use stalled::stalled;
@@ -101,6 +102,15 @@ at 0 as the last line (a Celery task's `…, Classifying[…]: 0 / 1535`,
 vLLM's `Processed prompts … 0/16`): the first step never finished. A count
 part-way through its work (`8/16`) that ends the paste is read as a stall
 only when someone gave up after it; alone, the paste may just be cut there.
+
+A server's process sampled by macOS `sample` whose main thread, in every
+sample, is inside the program's serve routine (`server.serve`) and waits
+for a lock or condition (`__ulock_wait2`, `__psynch_cvwait`), while no
+thread of it waits on a socket (`kevent`, `accept`, `select`, `poll`), is
+stuck the same way before its listener opened: the finding cites the main
+thread, the serve frame and the wait, and asks for a second sample. An
+idle server (its main thread in `kevent`) or one whose other thread
+accepts connections is not.
 
 ## Why it happens
 By stage:
@@ -232,6 +242,7 @@ impl Rule for StartupStageStalled {
                 out.push(f);
             }
         }
+        out.extend(sampled::sampled(incident));
     }
 }
 

@@ -11,6 +11,8 @@ use crate::rules::support::confidence;
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
+mod started;
+
 pub static RULE: UnitExitedZeroNoRestart = UnitExitedZeroNoRestart;
 
 pub struct UnitExitedZeroNoRestart;
@@ -58,6 +60,15 @@ service. Only a unit whose description calls it a daemon, a server or a
 service, that lasted under a minute and that no timer, socket or path
 triggers is read so (a one-shot job ends the same way on purpose).
 
+A unit whose pasted unit file says `Type=simple` (or no `Type=`, the
+default with `ExecStart=`) and whose journal shows `Started …` then, within
+a minute and with no stop asked for, `Deactivated successfully` is the same
+mistake told by the journal: the main process (a daemon that forks, or a
+`bash -c` wrapper that starts one and returns) exited 0 right after it
+started. A unit file pasted without `systemctl cat`'s header is the unit's
+when its `Description=` is the one `Started` names; `Type=oneshot` and
+`Type=forking` units, and units that restart, are not this failure.
+
 ## Why it happens
 A wrapper script that does not propagate the exit status (no `exec`, no
 `set -e`), or an API server that shuts down cleanly after its engine died.
@@ -92,6 +103,15 @@ impl Rule for UnitExitedZeroNoRestart {
             .flat_map(|f| f.entities.units.iter().cloned())
             .collect();
         let mut found = found;
+        for (unit, facts) in &incident.units {
+            if found.contains(unit) {
+                continue;
+            }
+            if let Some(f) = started::simple_unit_gone_at_start(incident, unit, facts) {
+                found.push(unit.clone());
+                out.push(f);
+            }
+        }
         for p in &incident.facts.unit_properties {
             if p.unit.as_ref().is_some_and(|u| found.contains(u)) {
                 continue;
@@ -114,7 +134,7 @@ impl Rule for UnitExitedZeroNoRestart {
 }
 
 /// A run this short ended at start-up: no daemon means to stop by then.
-const SHORT_RUN_SECS: f64 = 60.0;
+pub(super) const SHORT_RUN_SECS: f64 = 60.0;
 
 /// What a unit's description calls a service that stays up.
 static DAEMON_WORDS: LazyLock<Regex> = LazyLock::new(|| {
@@ -228,7 +248,7 @@ fn daemon_gone_at_start(incident: &Incident, s: &UnitStatus) -> Option<Finding> 
 }
 
 /// A stop someone asked for (`Stopping …`) ends a daemon with status 0 too.
-fn stopped_on_request(incident: &Incident, unit: &str) -> bool {
+pub(super) fn stopped_on_request(incident: &Incident, unit: &str) -> bool {
     incident.facts.journal.iter().any(|e| {
         e.is_pid1() && e.unit.as_deref() == Some(unit) && e.message.starts_with("Stopping ")
     })
