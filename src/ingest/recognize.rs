@@ -1221,7 +1221,9 @@ Listening on :::5000
 RuntimeError: CUDA error: out of memory";
         let (facts, tally) = read_all(text, Except::Nothing, false);
         let listed: Vec<u32> = tally.listed.iter().map(|l| l.line).collect();
-        assert_eq!(listed, vec![9, 10], "{:?}", tally.listed);
+        // `Listening on :::5000` is a server's start-up line (a catalog
+        // row): only the stray `key: value` after it is left unread.
+        assert_eq!(listed, vec![10], "{:?}", tally.listed);
         assert!(
             facts
                 .server_events

@@ -869,10 +869,10 @@ pub static ROWS: &[Row] = &[
 
 /// The markdown list row, which [`super::Peeler`] handles itself: a run of
 /// items spans lines.
-pub(super) const LIST: usize = 31;
+pub(super) const LIST: usize = 32;
 /// The runner's output gutter row, which [`super::Peeler`] handles itself:
 /// a run of piped lines spans lines.
-pub(super) const RUNNER: usize = 35;
+pub(super) const RUNNER: usize = 36;
 
 /// `| text` (or a lone `|`): a line of a command's output under a runner's
 /// gutter, and its text. A line that ends in `|` too is a table's row
