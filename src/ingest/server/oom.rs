@@ -57,9 +57,13 @@ re!(
 pub(super) fn parse(text: &str) -> Option<CudaOom> {
     // A paste cut before the first sentence (`Tried to allocate 216.00 MiB
     // (GPU 0; 7.92 GiB total capacity; …`) still carries the allocator's own
-    // details, which no other message has.
-    let cut = text.contains("Tried to allocate")
-        && (OLD_DETAILS.is_match(text) || CAPACITY.is_match(text));
+    // details, which no other message has; the ≤ 2.0 parenthesis is the
+    // allocator's even cut of its `Tried to allocate` too (`(GPU 0; 15.75
+    // GiB total capacity; 79.11 MiB already allocated; 3.62 MiB free; 86.00
+    // MiB reserved in total by PyTorch)`): four figures no other message
+    // prints together.
+    let details = OLD_DETAILS.is_match(text);
+    let cut = details || (text.contains("Tried to allocate") && CAPACITY.is_match(text));
     if !text.contains("out of memory") && !text.contains("Out of memory") && !cut {
         return None;
     }
@@ -67,9 +71,10 @@ pub(super) fn parse(text: &str) -> Option<CudaOom> {
         re.captures(text)
             .and_then(|c| c.name(group).and_then(|m| parse_size(m.as_str())))
     };
-    if let Some(tried) = TRIED.captures(text) {
+    let tried = TRIED.captures(text);
+    if tried.is_some() || details {
         let mut oom = CudaOom::new(OomSource::Allocator);
-        oom.tried_bytes = parse_size(&tried["n"]);
+        oom.tried_bytes = tried.and_then(|t| parse_size(&t["n"]));
         if let Some(c) = OLD_DETAILS.captures(text) {
             let get = |g: &str| c.name(g).and_then(|m| parse_size(m.as_str()));
             oom.gpu = c["gpu"].parse().ok();
@@ -195,6 +200,14 @@ mod tests {
         let cut = parse("Tried to allocate 216.00 MiB (GPU 0; 7.92 GiB total capacity; 69.17 MiB already allocated; 24.56 MiB free; 86.00 MiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.").unwrap();
         assert_eq!(cut.gpu, Some(0));
         assert_eq!(cut.reserved_bytes, Some(86 * 1024 * 1024));
+        // Cut before `Tried to allocate` as well: the parenthesis alone
+        // (Morizeyao/GPT2-Chinese#215), no request size.
+        let tail = parse("(GPU 0; 15.75 GiB total capacity; 79.11 MiB already allocated; 3.62 MiB free; 86.00 MiB reserved in total by PyTorch)").unwrap();
+        assert_eq!((tail.gpu, tail.tried_bytes), (Some(0), None));
+        assert_eq!(tail.source, OomSource::Allocator);
+        assert_eq!(tail.free_bytes, b(3.62, MIB));
+        assert_eq!(tail.allocated_bytes, b(79.11, MIB));
+        assert!(parse("(GPU 0; 15.75 GiB total capacity)").is_none());
         assert!(parse("Tried to allocate a buffer for the request").is_none());
         let allowed = parse("CUDA out of memory. Tried to allocate 512 bytes (GPU 3; 39.39 GiB total capacity; 1.00 GiB already allocated; 0 bytes free; 2.00 GiB allowed; 1.50 GiB reserved in total by PyTorch)").unwrap();
         assert_eq!(

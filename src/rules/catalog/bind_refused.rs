@@ -22,6 +22,7 @@ const SHAPES: &[&str] = &[
     "stacks-bind.go-listen-bind",
     "stacks-bind.asyncio-bind-failed",
     "stacks-bind.winerror-socket",
+    "stacks-bind.krita-could-not-bind",
     "stacks-bind.node-listen-error",
     "stacks-bind.node-listen-error-json",
 ];
@@ -479,6 +480,48 @@ Emitted 'error' event on Server instance at:
         // An inspected error of another syscall is no failed bind.
         let other = text.replace("'listen'", "'connect'");
         assert!(findings_of(super::META.id, &other).is_empty());
+    }
+
+    /// krita-ai-diffusion #616 and #774: the plugin's rewrite of its
+    /// ComfyUI server's bind error (no errno; its help link after the
+    /// OS's text), taken and refused, in Simplified and Traditional Chinese;
+    /// and the same OS texts in the other display languages, by shape.
+    #[test]
+    fn krita_plugin_bind_error_in_any_language() {
+        let f = one(
+            "2024-04-15 00:57:57,995 WARNING Failed to launch/connect server at startup: Error during server startup: Could not bind on address ('127.0.0.1', 8188): 通常每个套接字地址(协议/网络地址/端口)只允许使用一次。. <a href='https://github.com/Acly/krita-ai-diffusion/wiki/Common-Issues'>More information...</a>\n",
+        );
+        assert_eq!(f.title, "127.0.0.1:8188 is already in use");
+        assert!(!f.headline.contains("<a href"), "{}", f.headline);
+        let f = one(
+            "2024-06-10 22:03:17,454 WARNING Failed to launch/connect server at startup: Error during server startup: Could not bind on address ('127.0.0.1', 8188): 嘗試存取通訊端被拒絕，因為存取權限不足。. <a href='https://github.com/Acly/krita-ai-diffusion/wiki/Common-Issues'>More information...</a>\n",
+        );
+        assert!(
+            f.title.contains("127.0.0.1:8188 is reserved"),
+            "{}",
+            f.title
+        );
+        for (line, title) in [
+            (
+                "ERROR:    [Errno 10048] error while attempting to bind on address ('127.0.0.1', 8000): [winerror 10048] 通常、各ソケット アドレスに対してプロトコル、ネットワーク アドレス、またはポートのどれか 1 つのみを使用できます。\n",
+                "127.0.0.1:8000 is already in use",
+            ),
+            (
+                "ERROR:    [Errno 10048] error while attempting to bind on address ('0.0.0.0', 8000): обычно разрешается только одно использование адреса сокета (протокол/сетевой адрес/порт)\n",
+                "0.0.0.0:8000 is already in use",
+            ),
+            (
+                "[GIN-debug] [ERROR] listen tcp 127.0.0.1:8080: bind: Normalerweise darf jede Socketadresse (Protokoll, Netzwerkadresse oder Anschluss) nur jeweils einmal verwendet werden.\n",
+                "127.0.0.1:8080 is already in use",
+            ),
+            (
+                "PermissionError: [WinError 10013] アクセス許可で禁じられた方法でソケットにアクセスしようとしました。\n",
+                "reserved",
+            ),
+        ] {
+            let f = one(line);
+            assert!(f.title.contains(title), "{line}: {}", f.title);
+        }
     }
 
     /// ollama #8261: WSAEADDRINUSE in Turkish.
