@@ -109,8 +109,10 @@ mod tests {
         }
         // A split long line: its first record has no newline.
         assert_eq!(
-            docker_json_file(r#"{"log":"first half","stream":"stdout","time":"2019-01-01T11:11:11Z"}"#)
-                .as_deref(),
+            docker_json_file(
+                r#"{"log":"first half","stream":"stdout","time":"2019-01-01T11:11:11Z"}"#
+            )
+            .as_deref(),
             Some("2019-01-01T11:11:11Z first half")
         );
     }
