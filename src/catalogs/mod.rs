@@ -45,6 +45,7 @@ const FILES: &[(&str, &str)] = built![
     "oom-daemons",
     "windows",
     "supervisors",
+    "rust",
     "dcgm",
     "rocm-smi",
     "fabricmanager",

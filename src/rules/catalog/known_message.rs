@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use crate::catalogs::{Hit, Origin, Row, Via};
-use crate::correlate::Incident;
+use crate::correlate::{Incident, UnitEventKind};
 use crate::model::Message;
 use crate::rules::support::{capitalise, distinct, warning_lines};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
@@ -68,6 +68,9 @@ impl Rule for KnownMessage {
             if row.category.is_none() {
                 continue;
             }
+            if row.id == DUMPED_CORE && death_told(incident, &k.hit) {
+                continue;
+            }
             // A code read out of a line (not by a wording of its own) that
             // another row reads as a warning quotes the code, not raises it.
             if !matches!(k.hit.via, Via::Wording(_))
@@ -107,6 +110,40 @@ impl Rule for KnownMessage {
             out.push(f);
         }
     }
+}
+
+/// systemd-coredump's `Process N (comm) of user U dumped core.`: a death
+/// of its own only where nothing else in the inputs tells it.
+const DUMPED_CORE: &str = "systemd.coredump-process-dumped-core";
+
+/// Whether the death a dumped-core line reports is told by the records
+/// `process-died` (or the crash-loop rule) reads as that death: the
+/// `coredumpctl info` record of the same PID (the line is its `Message:`),
+/// or the unit that owns the PID (or is named by its comm) dying by a
+/// signal or a core dump in its own events. Those findings say how and
+/// when it died, with its last words; the line alone says less.
+fn death_told(incident: &Incident, hit: &Hit<'_>) -> bool {
+    let pid = hit.get("pid").and_then(|p| p.trim().parse::<u32>().ok());
+    let comm = hit.get("comm").map(str::trim).filter(|c| !c.is_empty());
+    if incident
+        .facts
+        .core_dumps
+        .iter()
+        .any(|c| Some(c.pid) == pid || (c.comm.is_some() && c.comm.as_deref() == comm))
+    {
+        return true;
+    }
+    let owner = pid.and_then(|p| incident.owner(p)).map(|o| o.unit.as_str());
+    incident.units.iter().any(|(unit, facts)| {
+        let named = Some(unit.as_str()) == owner
+            || comm.is_some_and(|c| unit.strip_suffix(".service") == Some(c));
+        named
+            && facts.events.iter().any(|e| match &e.kind {
+                UnitEventKind::MainProcessExited { code, .. } => code == "dumped",
+                UnitEventKind::FailedWithResult(r) => r == "core-dump",
+                _ => false,
+            })
+    })
 }
 
 /// The lines of a row that another row of the same event supersedes

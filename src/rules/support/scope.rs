@@ -184,7 +184,7 @@ mod tests {
             match c.id.as_str() {
                 "kernel" => {}
                 "systemd" | "stacks-containers" | "stacks-k8s" | "stacks-slurm" | "oom-daemons"
-                | "windows" | "supervisors" | "web-servers" => {
+                | "windows" | "supervisors" | "rust" | "web-servers" => {
                     assert!(none, "{}: a host catalog's row is marked gpu", c.id)
                 }
                 _ => assert!(
