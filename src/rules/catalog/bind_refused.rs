@@ -501,15 +501,9 @@ Emitted 'error' event on Server instance at:
             "{}",
             f.title
         );
+        // uvicorn's `[Errno 10048] error while attempting to bind` in any
+        // language is the address-already-in-use rule's (its samples).
         for (line, title) in [
-            (
-                "ERROR:    [Errno 10048] error while attempting to bind on address ('127.0.0.1', 8000): [winerror 10048] 通常、各ソケット アドレスに対してプロトコル、ネットワーク アドレス、またはポートのどれか 1 つのみを使用できます。\n",
-                "127.0.0.1:8000 is already in use",
-            ),
-            (
-                "ERROR:    [Errno 10048] error while attempting to bind on address ('0.0.0.0', 8000): обычно разрешается только одно использование адреса сокета (протокол/сетевой адрес/порт)\n",
-                "0.0.0.0:8000 is already in use",
-            ),
             (
                 "[GIN-debug] [ERROR] listen tcp 127.0.0.1:8080: bind: Normalerweise darf jede Socketadresse (Protokoll, Netzwerkadresse oder Anschluss) nur jeweils einmal verwendet werden.\n",
                 "127.0.0.1:8080 is already in use",
