@@ -152,20 +152,7 @@ impl Rule for NcclInitCudaFailure {
             );
         }
         if let Some(m) = reported {
-            f.evidence(
-                m.span,
-                "the framework's NCCL error: unhandled cuda error, with NCCL's last warning under it",
-            );
-            // PyTorch's interpretation of the code (`ncclUnhandledCudaError:
-            // Call to CUDA function failed.`) on the lines after it.
-            for (n, _) in incident.known(UNHANDLED_CUDA).filter(|(n, _)| {
-                n.span.source == m.span.source && n.span > m.span && n.span < warns[0].0.span
-            }) {
-                f.evidence_once(
-                    n.span,
-                    "ncclUnhandledCudaError: a CUDA call inside NCCL failed",
-                );
-            }
+            cite_report(incident, &mut f, m, warns[0].0.span);
         }
         writers(&warns, &mut f);
         f.condition(
@@ -190,16 +177,42 @@ impl Rule for NcclInitCudaFailure {
             "NCCL could not initialise its communicator: a CUDA call it makes at init failed ({what}); the CUDA error says what this GPU or driver lacks."
         );
         f.explanation = "NCCL makes CUDA calls of its own while it builds a communicator (memory pools, cuMem allocations, peer access). One of them failed, so the communicator was never built and the framework's ranks exited with an NCCL error. The CUDA error names the missing capability: a virtual GPU or driver without the feature, the wrong devices visible, a driver that does not match the runtime.".to_owned();
-        f.actions.push(Action::advice(
-            "rerun with NCCL_DEBUG=INFO to see which step of NCCL's init fails, and check the GPU's mode (virtual GPU, MIG) and driver against what that step needs",
-            Some("nvidia-smi -q | grep -i -e 'Virtualization' -e 'MIG' -e 'Driver Version'"),
-        ));
-        f.actions.push(Action::advice(
-            "avoid the failing call: NCCL_CUMEM_ENABLE=0, another NCCL version, or enable the feature (UVM on a vGPU); make each rank see its own GPU",
-            None,
-        ));
+        f.actions.extend(actions());
         f.confidence = confidence(&f, 0.75, 0.9);
         out.push(f);
+    }
+}
+
+/// What to do: see which step of NCCL's init fails, then avoid the call.
+fn actions() -> Vec<Action> {
+    vec![
+        Action::advice(
+            "rerun with NCCL_DEBUG=INFO to see which step of NCCL's init fails, and check the GPU's mode (virtual GPU, MIG) and driver against what that step needs",
+            Some("nvidia-smi -q | grep -i -e 'Virtualization' -e 'MIG' -e 'Driver Version'"),
+        ),
+        Action::advice(
+            "avoid the failing call: NCCL_CUMEM_ENABLE=0, another NCCL version, or enable the feature (UVM on a vGPU); make each rank see its own GPU",
+            None,
+        ),
+    ]
+}
+
+/// Cites PyTorch's report `m` of the NCCL error and its interpretation of
+/// the code (`ncclUnhandledCudaError: Call to CUDA function failed.`) on
+/// the lines after it, up to NCCL's last warning at `warn`.
+fn cite_report(incident: &Incident, f: &mut Finding, m: &Message, warn: crate::source::Span) {
+    f.evidence(
+        m.span,
+        "the framework's NCCL error: unhandled cuda error, with NCCL's last warning under it",
+    );
+    for (n, _) in incident
+        .known(UNHANDLED_CUDA)
+        .filter(|(n, _)| n.span.source == m.span.source && n.span > m.span && n.span < warn)
+    {
+        f.evidence_once(
+            n.span,
+            "ncclUnhandledCudaError: a CUDA call inside NCCL failed",
+        );
     }
 }
 
