@@ -124,7 +124,12 @@ impl Rule for NcclInitCudaFailure {
             })
             .collect();
         let in_init = warns.iter().any(|(w, _)| IN_INIT.is_match(&w.text));
-        if traces.is_empty() && !in_init {
+        // PyTorch's report of the NCCL error carries NCCL's last warning
+        // under it: the CUDA failure is that error's detail.
+        let reported = warns
+            .iter()
+            .find_map(|(w, _)| nccl_error_above(incident, w));
+        if traces.is_empty() && !in_init && reported.is_none() {
             return;
         }
         let mut f = Finding::new(META.id, META.category, META.severity);
@@ -146,13 +151,16 @@ impl Rule for NcclInitCudaFailure {
                 "NCCL traces the failure back up through its initialisation (init.cc)",
             );
         }
+        if let Some(m) = reported {
+            cite_report(incident, &mut f, m, warns[0].0.span);
+        }
         writers(&warns, &mut f);
         f.condition(
             "NCCL printed a CUDA failure (`NCCL WARN Cuda failure`)",
             true,
         );
         f.condition(
-            "the failure is in NCCL's initialisation (init.cc, or traced back through it)",
+            "the failure is in NCCL's initialisation (init.cc, traced back through it, or NCCL's last warning under the framework's unhandled-cuda-error report)",
             true,
         );
         f.condition(
@@ -162,25 +170,93 @@ impl Rule for NcclInitCudaFailure {
         f.chain
             .push("the job's NCCL communicator was never built, so its ranks stopped".to_owned());
         f.chain.push(format!(
-            "because a CUDA call NCCL makes at initialisation failed: {what}"
+            "a CUDA call NCCL makes at initialisation failed: {what}"
         ));
         f.title = format!("NCCL's initialisation failed on a CUDA call: {what}");
         f.headline = format!(
             "NCCL could not initialise its communicator: a CUDA call it makes at init failed ({what}); the CUDA error says what this GPU or driver lacks."
         );
         f.explanation = "NCCL makes CUDA calls of its own while it builds a communicator (memory pools, cuMem allocations, peer access). One of them failed, so the communicator was never built and the framework's ranks exited with an NCCL error. The CUDA error names the missing capability: a virtual GPU or driver without the feature, the wrong devices visible, a driver that does not match the runtime.".to_owned();
-        f.actions.push(Action::advice(
-            "rerun with NCCL_DEBUG=INFO to see which step of NCCL's init fails, and check the GPU's mode (virtual GPU, MIG) and driver against what that step needs",
-            Some("nvidia-smi -q | grep -i -e 'Virtualization' -e 'MIG' -e 'Driver Version'"),
-        ));
-        f.actions.push(Action::advice(
-            "avoid the failing call: NCCL_CUMEM_ENABLE=0, another NCCL version, or enable the feature (UVM on a vGPU); make each rank see its own GPU",
-            None,
-        ));
+        f.actions.extend(actions());
         f.confidence = confidence(&f, 0.75, 0.9);
         out.push(f);
     }
 }
+
+/// What to do: see which step of NCCL's init fails, then avoid the call.
+fn actions() -> Vec<Action> {
+    vec![
+        Action::advice(
+            "rerun with NCCL_DEBUG=INFO to see which step of NCCL's init fails, and check the GPU's mode (virtual GPU, MIG) and driver against what that step needs",
+            Some("nvidia-smi -q | grep -i -e 'Virtualization' -e 'MIG' -e 'Driver Version'"),
+        ),
+        Action::advice(
+            "avoid the failing call: NCCL_CUMEM_ENABLE=0, another NCCL version, or enable the feature (UVM on a vGPU); make each rank see its own GPU",
+            None,
+        ),
+    ]
+}
+
+/// Cites PyTorch's report `m` of the NCCL error and its interpretation of
+/// the code (`ncclUnhandledCudaError: Call to CUDA function failed.`) on
+/// the lines after it, up to NCCL's last warning at `warn`.
+fn cite_report(incident: &Incident, f: &mut Finding, m: &Message, warn: crate::source::Span) {
+    f.evidence(
+        m.span,
+        "the framework's NCCL error: unhandled cuda error, with NCCL's last warning under it",
+    );
+    for (n, _) in incident
+        .known(UNHANDLED_CUDA)
+        .filter(|(n, _)| n.span.source == m.span.source && n.span > m.span && n.span < warn)
+    {
+        f.evidence_once(
+            n.span,
+            "ncclUnhandledCudaError: a CUDA call inside NCCL failed",
+        );
+    }
+}
+
+/// PyTorch's `NCCL error in: …, unhandled cuda error` (the `nccl` catalog's
+/// row) a few lines above the CUDA failure `w`, with `Last error:` right
+/// before it: since PyTorch 1.13 (NCCL ≥ 2.13) `getNcclErrorDetailStr`
+/// appends NCCL's last warning to the error it raises
+/// (`ncclUnhandledCudaError: Call to CUDA function failed.` / `Last
+/// error:` / `Cuda failure 'initialization error'`), so the CUDA failure
+/// is what the NCCL error was. An illegal address under it is a kernel's
+/// fault in a collective, not the communicator's build: the CUDA rules'.
+fn nccl_error_above<'a>(incident: &'a Incident, w: &Message) -> Option<&'a Message> {
+    let source = w.span.source;
+    let line_before = w.span.line.checked_sub(1)?;
+    let label = incident
+        .facts
+        .messages
+        .iter()
+        .find(|m| m.span.source == source && m.span.line == line_before)?;
+    if !label.text.trim_end().ends_with("Last error:") {
+        return None;
+    }
+    let illegal = incident.known.iter().any(|k| {
+        incident.facts.messages[k.message].span == w.span
+            && k.hit.row.and_then(|r| r.category) == Some(Category::CudaIllegalMemoryAccess)
+    });
+    if illegal {
+        return None;
+    }
+    incident
+        .known(UNHANDLED_CUDA)
+        .map(|(m, _)| m)
+        .filter(|m| {
+            m.span.source == source && m.span < w.span && m.span.line + ABOVE >= w.span.line
+        })
+        .min_by_key(|m| m.span)
+}
+
+/// The `nccl` catalog's row for NCCL's `unhandled cuda error`.
+const UNHANDLED_CUDA: &str = "nccl.unhandled-cuda-error";
+
+/// How far above NCCL's last warning the framework's error may be: the
+/// error line, `ncclUnhandledCudaError: …`, `Last error:`.
+const ABOVE: u32 = 4;
 
 /// The PIDs and CUDA devices of the ranks that printed the failures, from
 /// NCCL's `host:pid:tid [dev]` prefix.
@@ -213,6 +289,21 @@ mod tests {
         assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(f[0].category, Category::NcclInitFailure);
         assert!(f[0].entities.pids.contains(&95209), "{:?}", f[0].entities);
+    }
+
+    #[test]
+    fn nccls_last_warning_under_pytorchs_report_is_the_init_failure() {
+        // batch T 1273 (hiyouga/LLaMA-Factory, a pdsh-launched worker): the
+        // CUDA failure comes as the `Last error:` of PyTorch's report, with
+        // no NCCL prefix and no init.cc trace.
+        let text = "w1: torch.distributed.DistBackendError: NCCL error in: /opt/pytorch/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1197, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.3\nw1: ncclUnhandledCudaError: Call to CUDA function failed.\nw1: Last error:\nw1: Cuda failure 'initialization error'\n";
+        let f = findings(text);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].category, Category::NcclInitFailure);
+        assert!(f[0].evidence.len() >= 3, "{:?}", f[0].evidence);
+        // The same CUDA failure without PyTorch's report above it is not
+        // placed in NCCL's init.
+        assert!(findings("w1: Last error:\nw1: Cuda failure 'initialization error'\n").is_empty());
     }
 
     #[test]
