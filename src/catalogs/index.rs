@@ -311,24 +311,7 @@ impl Index {
         let targets = self.targets(text);
         let wrapped = targets.iter().any(|t| matches!(t, Target::Wrapper { .. }));
         for target in targets {
-            let id = match target {
-                Target::Wording {
-                    catalog,
-                    row,
-                    wording,
-                } => {
-                    let row = &list[catalog].rows[row];
-                    row.wordings[wording]
-                        .regex()
-                        .is_some_and(|re| re.is_match(text))
-                        .then_some(row.id.as_str())
-                }
-                Target::Bare { catalog, row } => {
-                    let row = &list[catalog].rows[row];
-                    bare(row, text).map(|_| row.id.as_str())
-                }
-                Target::Wrapper { .. } => None,
-            };
+            let id = matched_row(list, target, text).map(|row| row.id.as_str());
             if let Some(id) = id.filter(|id| !ids.contains(id)) {
                 ids.push(id);
             }
@@ -368,6 +351,22 @@ fn captures<'c>(wording: &'c Wording, text: &str) -> Option<(Captures<'c>, Strin
 /// row without one).
 fn block_of(list: &[Catalog], target: Target, text: &str) -> Option<u8> {
     match target {
+        Target::Wording { .. } => matched_row(list, target, text)
+            .map(|row| row.block.map_or(0, |[_, after]| after.clamp(0, 8) as u8)),
+        Target::Wrapper { catalog, wrapper } => list[catalog].wrappers[wrapper]
+            .wording
+            .regex()
+            .is_some_and(|re| re.is_match(text))
+            .then_some(0),
+        Target::Bare { .. } => matched_row(list, target, text).map(|_| 0),
+    }
+}
+
+/// The row a wording or a bare code string leads to, when it matches
+/// `text` (no captures taken); `None` for a wrapper, whose row its
+/// captured code names.
+fn matched_row<'c>(list: &'c [Catalog], target: Target, text: &str) -> Option<&'c Row> {
+    match target {
         Target::Wording {
             catalog,
             row,
@@ -377,14 +376,13 @@ fn block_of(list: &[Catalog], target: Target, text: &str) -> Option<u8> {
             row.wordings[wording]
                 .regex()
                 .is_some_and(|re| re.is_match(text))
-                .then(|| row.block.map_or(0, |[_, after]| after.clamp(0, 8) as u8))
+                .then_some(row)
         }
-        Target::Wrapper { catalog, wrapper } => list[catalog].wrappers[wrapper]
-            .wording
-            .regex()
-            .is_some_and(|re| re.is_match(text))
-            .then_some(0),
-        Target::Bare { catalog, row } => bare(&list[catalog].rows[row], text).map(|_| 0),
+        Target::Bare { catalog, row } => {
+            let row = &list[catalog].rows[row];
+            bare(row, text).map(|_| row)
+        }
+        Target::Wrapper { .. } => None,
     }
 }
 

@@ -229,16 +229,11 @@ fn daemon_gone_at_start(incident: &Incident, s: &UnitStatus) -> Option<Finding> 
             ),
         }
     );
-    f.actions.push(Action::advice(
+    confirm(
+        &mut f,
+        unit,
         "see the unit's Type=, PIDFile= and ExecStart= (a daemon that forks needs Type=forking)",
-        Some(&format!(
-            "systemctl cat {unit}; systemctl show -p Type -p PIDFile -p ExecStart -p Restart {unit}"
-        )),
-    ));
-    f.actions.push(Action::advice(
-        format!("read what {unit} logged when it started"),
-        Some(&format!("journalctl -b -u {unit} --no-pager")),
-    ));
+    );
     f.actions.push(Action::advice(
         "run the daemon as it expects: Type=forking with PIDFile= (as NVIDIA's template unit for nvidia-persistenced does), or keep Type=simple and start it in the foreground; then systemctl daemon-reload and restart it",
         None,
@@ -570,4 +565,20 @@ mod tests {
         assert!(finding(Some(&unit_file("forking"))).is_none());
         assert!(finding(Some(&unit_file("oneshot"))).is_none());
     }
+}
+
+/// The two commands that settle how a unit starts its program and what it
+/// said when it did: both ways this rule reaches a unit (a status block, a
+/// journal's Started→Deactivated) advise them.
+fn confirm(f: &mut Finding, unit: &str, how: &str) {
+    f.actions.push(Action::advice(
+        how,
+        Some(&format!(
+            "systemctl cat {unit}; systemctl show -p Type -p PIDFile -p ExecStart -p Restart {unit}"
+        )),
+    ));
+    f.actions.push(Action::advice(
+        format!("read what {unit} logged when it started"),
+        Some(&format!("journalctl -b -u {unit} --no-pager")),
+    ));
 }

@@ -178,16 +178,11 @@ fn finding(incident: &Incident, run: &Run<'_>) -> Finding {
     f.explanation = format!(
         "Under Type={t} systemd takes the first process it started for the service: when it exits, the service has ended, and with the default KillMode=control-group systemd stops every process still in the unit's control group. A program that detaches (forks and lets its first process return), or a wrapper that starts it in the background, exits 0 right after `Started`, and because status 0 is a success no Restart=on-failure fires."
     );
-    f.actions.push(Action::advice(
+    super::confirm(
+        &mut f,
+        unit,
         "see how the unit starts the program (a daemon that forks needs Type=forking)",
-        Some(&format!(
-            "systemctl cat {unit}; systemctl show -p Type -p PIDFile -p ExecStart -p Restart {unit}"
-        )),
-    ));
-    f.actions.push(Action::advice(
-        format!("read what {unit} logged when it started"),
-        Some(&format!("journalctl -b -u {unit} --no-pager")),
-    ));
+    );
     f.actions.push(Action::advice(
         "run the program in the foreground under Type=simple (exec it, no `&`, no daemon flag), or declare Type=forking with PIDFile= for a daemon that forks; then systemctl daemon-reload and restart the unit",
         None,
