@@ -818,7 +818,9 @@ fn a_real_paste_gives_the_same_finding_in_every_framing() {
         lines.push(line);
     }
     let json = |s: &str| serde_json::Value::String(s.to_owned()).to_string();
-    let framings: [(&str, Box<dyn Fn(usize, &str) -> String>); 5] = [
+    /// How one framing writes the paste's line `i`.
+    type Framing = dyn Fn(usize, &str) -> String;
+    let framings: [(&str, Box<Framing>); 5] = [
         ("raw", Box::new(|_, l| l.to_owned())),
         (
             "journal short-iso",

@@ -497,6 +497,22 @@ fn cite_properties(f: &mut Finding, p: &UnitProperties) {
     cite(f, "Restart", "the restart policy");
 }
 
+/// The two commands that settle how a unit starts its program and what it
+/// said when it did: both ways this rule reaches a unit (a status block, a
+/// journal's Started→Deactivated) advise them.
+fn confirm(f: &mut Finding, unit: &str, how: &str) {
+    f.actions.push(Action::advice(
+        how,
+        Some(&format!(
+            "systemctl cat {unit}; systemctl show -p Type -p PIDFile -p ExecStart -p Restart {unit}"
+        )),
+    ));
+    f.actions.push(Action::advice(
+        format!("read what {unit} logged when it started"),
+        Some(&format!("journalctl -b -u {unit} --no-pager")),
+    ));
+}
+
 #[cfg(test)]
 mod tests {
     use crate::source::{Source, SourceMap};
@@ -565,20 +581,4 @@ mod tests {
         assert!(finding(Some(&unit_file("forking"))).is_none());
         assert!(finding(Some(&unit_file("oneshot"))).is_none());
     }
-}
-
-/// The two commands that settle how a unit starts its program and what it
-/// said when it did: both ways this rule reaches a unit (a status block, a
-/// journal's Started→Deactivated) advise them.
-fn confirm(f: &mut Finding, unit: &str, how: &str) {
-    f.actions.push(Action::advice(
-        how,
-        Some(&format!(
-            "systemctl cat {unit}; systemctl show -p Type -p PIDFile -p ExecStart -p Restart {unit}"
-        )),
-    ));
-    f.actions.push(Action::advice(
-        format!("read what {unit} logged when it started"),
-        Some(&format!("journalctl -b -u {unit} --no-pager")),
-    ));
 }
