@@ -641,6 +641,10 @@ struct Tally {
     /// The line the template was last seen at when it went to the back of
     /// [`Aggregator::holders`].
     queued: u32,
+    /// Whether a line of the template read in full was not understood
+    /// ([`Aggregator::read_unrecognized`]): its repeats count as not
+    /// understood too.
+    unrecognized: bool,
 }
 
 /// Which keys [`Aggregator::templates`] may hold: one bit per key, at
@@ -694,6 +698,8 @@ pub(super) struct Aggregator {
     /// The template of the last line counted only, while its continuation
     /// lines follow it.
     current: Option<u64>,
+    /// The template of the last line read in full.
+    last_read: Option<u64>,
     /// Where a coarse template is written: past [`MAX_TEMPLATES`], every
     /// new line's, so one buffer for all.
     coarse: Templater,
@@ -716,12 +722,34 @@ impl Aggregator {
             templates: HashMap::default(),
             followed: Followed::new(),
             current: None,
+            last_read: None,
             coarse: Templater::default(),
             last_coarse: (Vec::with_capacity(COARSE_PREFIX), None),
             spent: 0,
             ringed: 0,
             holders: VecDeque::new(),
         })
+    }
+
+    /// Says that the line just read in full (the last [`Self::repeated`]
+    /// answered false for, with a template) was not understood: the lines
+    /// of its template only counted are then counted as not understood
+    /// ([`Self::counted_unrecognized`]), so an input's unread share does not
+    /// shrink because its unread lines repeat.
+    pub(super) fn read_unrecognized(&mut self) {
+        if let Some(tally) = self.last_read.and_then(|k| self.templates.get_mut(&k)) {
+            tally.unrecognized = true;
+        }
+    }
+
+    /// Whether the line [`Self::repeated`] just counted (not a continuation
+    /// line) is of a template whose reading was not understood.
+    pub(super) fn counted_unrecognized(&self, key: Option<u64>) -> bool {
+        key.is_some()
+            && self
+                .current
+                .and_then(|k| self.templates.get(&k))
+                .is_some_and(|t| t.unrecognized)
     }
 
     /// Counts line `n`; true when it is only counted (a template seen more
@@ -736,6 +764,7 @@ impl Aggregator {
         format: Format,
         message: bool,
     ) -> bool {
+        self.last_read = None;
         let Some(key) = key else {
             let Some(current) = self.current else {
                 return false;
@@ -786,6 +815,7 @@ impl Aggregator {
         if reads {
             tally.read += 1;
             self.spent += u64::from(tally.count > 1);
+            self.last_read = Some(key);
             return false;
         }
         self.current = Some(key);

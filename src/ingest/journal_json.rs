@@ -207,6 +207,11 @@ impl JsonReader {
         }
     }
 
+    /// Lines not recognised so far (an object still open is not counted).
+    pub(super) fn unrecognized(&self) -> u32 {
+        self.unrecognized
+    }
+
     /// Closes the segment; returns the number of lines it did not recognise.
     pub(super) fn finish(&mut self, facts: &mut Facts) -> u32 {
         self.kernel.finish(facts);

@@ -347,6 +347,11 @@ impl JournalReader {
         self.unrecognized += 1;
     }
 
+    /// Lines not recognised so far.
+    pub(super) fn unrecognized(&self) -> u32 {
+        self.unrecognized
+    }
+
     /// Closes the segment; returns the number of lines it did not recognise.
     pub(super) fn finish(&mut self, facts: &mut Facts) -> u32 {
         self.kernel.finish(facts);

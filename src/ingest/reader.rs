@@ -177,6 +177,22 @@ impl SegmentReader {
         }
     }
 
+    /// Lines of the segment counted as not recognised so far, where the
+    /// reader counts them a line at a time (a table's and a buffered
+    /// format's are known only at the end: `None`). A line's reading
+    /// raised it when it was not understood.
+    pub(super) fn unrecognized(&self) -> Option<u32> {
+        match self {
+            SegmentReader::Journal(r) => Some(r.unrecognized()),
+            SegmentReader::Json(r) => Some(r.unrecognized()),
+            SegmentReader::Server(_, lines)
+            | SegmentReader::Dmesg(_, lines)
+            | SegmentReader::Unknown(lines)
+            | SegmentReader::Prompt { lines, .. } => Some(lines.unrecognized()),
+            SegmentReader::Table(_) | SegmentReader::Buffered { .. } => None,
+        }
+    }
+
     /// Counts repeats within `limits` where the reader aggregates whole
     /// blocks itself (an `nvidia-smi -l` loop's snapshots).
     pub(super) fn aggregate(&mut self, limits: super::aggregate::Repeats) {

@@ -440,6 +440,11 @@ impl LineReader {
         None
     }
 
+    /// Lines counted as not recognised so far.
+    pub(super) fn unrecognized(&self) -> u32 {
+        self.tally.unrecognized
+    }
+
     pub(super) fn finish(mut self, facts: &mut Facts) -> Tally {
         if let Some(kernel) = &mut self.kernel {
             kernel.finish(facts);

@@ -167,6 +167,7 @@ fn read_source(
         wrapped: None,
         tail: None,
         command: None,
+        counted_unrecognized: 0,
     };
     let look = Look {
         rules: settings.anchors,
@@ -562,6 +563,9 @@ struct InputReader {
     tail: Option<(u32, String)>,
     /// The command typed at the last prompt, counting what it prints.
     command: Option<TypedCommand>,
+    /// Lines of the open segment only counted as repeats of a line that
+    /// was not understood: added to its reader's count when it closes.
+    counted_unrecognized: u32,
 }
 
 /// vLLM's engine loop as the lines go by: the last wait for its workers and
@@ -751,9 +755,10 @@ impl InputReader {
             Step::Continue => Format::Unknown,
         };
         // A repeated line is only counted: the reader never sees it, the
-        // rules only see the last of its kind ([`Self::finish`]). Small
-        // formats are parsed whole and never repeat much; the lines of an
-        // unknown segment are still counted by its reader.
+        // rules only see the last of its kind ([`Self::finish`]), and it is
+        // counted as not understood when the line of its template read in
+        // full was not. Small formats are parsed whole and never repeat
+        // much.
         let aggregated = SegmentReader::streams(format)
             && (self.reader.is_some() || matches!(step, Step::Start { .. }));
         let repeated = aggregated
@@ -761,6 +766,14 @@ impl InputReader {
                 .repeats
                 .as_mut()
                 .is_some_and(|r| r.repeated(n, text, key, format, message));
+        let unrecognized = repeated
+            && self
+                .repeats
+                .as_ref()
+                .is_some_and(|r| r.counted_unrecognized(key));
+        // Whether this line's reading tells its template's repeats how to
+        // be counted.
+        let templated = aggregated && !repeated && key.is_some();
         // A line that goes on with no indentation inside the token the
         // line above was cut in (`… mCudaSt` / `ream->get()): out of
         // memory (…)`) completes that line's message, and is read as its
@@ -799,8 +812,7 @@ impl InputReader {
         }
         let prompt = matches!(step, Step::Start { .. }) && format == Format::ShellPrompt;
         self.typed(n, &peeled.body, text, prompt);
-        let read =
-            !joined && (!repeated || matches!(format, Format::Unknown | Format::ShellPrompt));
+        let read = !joined && !repeated;
         match step {
             Step::Start { closed } => {
                 match (closed, self.reader.take()) {
@@ -825,15 +837,17 @@ impl InputReader {
                 self.format = format;
                 self.feed_pending(&mut reader);
                 if read {
-                    self.feed(&mut reader, n, text, &peeled, hot);
+                    self.feed_templated(&mut reader, n, text, &peeled, hot, templated);
                 }
+                self.counted_unrecognized += u32::from(unrecognized);
                 self.reader = Some(reader);
             }
             Step::Continue => match self.reader.take() {
                 Some(mut reader) => {
                     if read {
-                        self.feed(&mut reader, n, text, &peeled, hot);
+                        self.feed_templated(&mut reader, n, text, &peeled, hot, templated);
                     }
+                    self.counted_unrecognized += u32::from(unrecognized);
                     self.reader = Some(reader);
                 }
                 None if joined => {}
@@ -932,6 +946,28 @@ impl InputReader {
         }
     }
 
+    /// [`Self::feed`], and when the line is its template's reading
+    /// (`templated`), tells the aggregator whether it was understood.
+    fn feed_templated(
+        &mut self,
+        reader: &mut SegmentReader,
+        n: u32,
+        text: &str,
+        peeled: &Peeled<'_>,
+        hot: bool,
+        templated: bool,
+    ) {
+        let before = templated.then(|| reader.unrecognized()).flatten();
+        self.feed(reader, n, text, peeled, hot);
+        if let (Some(before), Some(after)) = (before, reader.unrecognized()) {
+            if after > before {
+                if let Some(repeats) = self.repeats.as_mut() {
+                    repeats.read_unrecognized();
+                }
+            }
+        }
+    }
+
     fn keep(&mut self, n: u32, text: &str) {
         if self.keep_text {
             self.kept.push(n, text);
@@ -974,9 +1010,10 @@ impl InputReader {
                 inside: inside.name(),
             });
         }
+        let counted = std::mem::take(&mut self.counted_unrecognized);
         self.inputs.push(InputSummary {
             lines: segment.last_line - segment.first_line + 1,
-            unrecognized: tally.unrecognized,
+            unrecognized: tally.unrecognized + counted,
             prose: tally.prose,
             prompts: tally.prompts,
             listed: tally.listed,
@@ -1048,7 +1085,6 @@ impl InputReader {
         }
         let mut reader: Option<(Format, SegmentReader)> = None;
         for last in kept {
-            let streams = !matches!(last.format, Format::Unknown | Format::ShellPrompt);
             for (i, (n, text)) in last.lines.iter().enumerate() {
                 if last.message && i == 0 {
                     self.facts.messages.push(Message {
@@ -1058,9 +1094,6 @@ impl InputReader {
                     });
                 }
                 self.keep(*n, text);
-                if !streams {
-                    continue;
-                }
                 if reader.as_ref().is_none_or(|(f, _)| *f != last.format) {
                     if let Some((_, done)) = reader.take() {
                         done.finish(&mut Out {

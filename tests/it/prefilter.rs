@@ -627,6 +627,90 @@ fn repeats_are_counted_and_their_first_and_last_lines_kept() {
     assert!(bounded.journal.windows(2).all(|w| w[0].span < w[1].span));
 }
 
+/// A raw log no format claims (ollama's slog records, 24,000 lines: past the
+/// lines that wait for a strong one, an `unknown` segment) aggregates its
+/// repeats as a journal does: the repeats of a record are only counted, not
+/// read, kept and timed line by line, and a line not understood still
+/// counts as not understood each time it repeats.
+#[test]
+fn an_unknown_segments_repeats_are_counted_not_read() {
+    use rootcause::ingest::{Repeats, Settings, Threads, ingest_with};
+    const CYCLES: u32 = 12_000;
+    let mut text = String::new();
+    for c in 0..CYCLES {
+        let s = c % 60;
+        text.push_str(&format!(
+            "time=2025-05-22T18:16:{s:02}.691-07:00 level=INFO source=server.go:168 msg=offload library=cuda layers.requested=-1 layers.model={}\n",
+            c % 7 + 30
+        ));
+        // Not understood, and it carries an anchor (a PCI address), so it
+        // is templated.
+        text.push_str(&format!(
+            "qq{c} frobnicator 00000000:{:02x}:00.0 spun zeta\n",
+            c % 9
+        ));
+    }
+    let mut sources = SourceMap::new();
+    sources.add(Source::new("ollama.log", text.as_bytes()));
+    let anchors = rootcause::rules::anchors(rootcause::rules::RULES);
+    let read = |repeats| {
+        ingest_with(
+            &sources,
+            &Settings {
+                hint: None,
+                anchors: &anchors,
+                prefilter: true,
+                progress: None,
+                threads: Threads::One,
+                repeats,
+            },
+        )
+    };
+    let bounded = read(Repeats { first: 3, last: 2 });
+    let all = read(Repeats::UNBOUNDED);
+    let unread = |i: &rootcause::ingest::Ingested| -> Vec<(String, u32)> {
+        i.inputs
+            .iter()
+            .map(|s| (s.segment.format.name().to_owned(), s.unrecognized))
+            .collect()
+    };
+    assert_eq!(unread(&all), unread(&bounded));
+    assert_eq!(
+        unread(&all).iter().map(|(_, n)| n).sum::<u32>(),
+        CYCLES,
+        "every unread line counted, repeats too: {:?}",
+        unread(&all)
+    );
+    assert!(
+        bounded
+            .inputs
+            .iter()
+            .any(|s| s.segment.format.name() == "unknown"),
+        "the lines past the first ones are an unknown segment"
+    );
+    // Counted: the unread line's template from the segment's start (the
+    // record's too, one template per model size it prints).
+    assert!(
+        bounded
+            .facts
+            .repeats
+            .iter()
+            .any(|r| r.first.line == 4096 && r.count > 900),
+        "{:?}",
+        bounded.facts.repeats
+    );
+    // Not read: the records' times are those of the lines read in full,
+    // far fewer than every record's, each one of the full reading's.
+    let (few, every) = (&bounded.facts.line_times, &all.facts.line_times);
+    assert!(
+        few.len() < every.len() / 2,
+        "{} of {}",
+        few.len(),
+        every.len()
+    );
+    assert!(few.iter().all(|t| every.contains(t)));
+}
+
 /// Where the real cases are (batches move in here at a session's end).
 const REAL_CASES: &str = "real";
 
