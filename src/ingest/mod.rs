@@ -64,6 +64,7 @@ mod systemctl_status;
 mod systemd_unit_file;
 mod tables;
 mod values;
+mod viewer_head;
 mod vllm_head;
 
 use crate::model::{Facts, Framework};

@@ -55,10 +55,6 @@ re!(
 );
 re!(COMPOSE_REPLICA, r"[-_][0-9]+$");
 re!(
-    VIEWER,
-    r"^[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?P<frac>\.[0-9]{1,9})?(?:Z|[+-][0-9][0-9]:[0-9][0-9]) (?:(?:stdout|stderr) [FP] )?(?P<rest>.*)$"
-);
-re!(
     CHECK_ENV,
     r"^(?:Python: [0-9]+\.[0-9]+|CUDA available: (?:True|False)\s*$|NVIDIA Topology:)"
 );
@@ -115,15 +111,15 @@ pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
     // Each pattern is gated by a byte it must start with (or hold): a line
     // of another format pays byte tests, not a regex each (issue 23).
     let first = line.as_bytes().first().copied().unwrap_or(0);
-    if let Some(c) = first
+    if let Some((head, rest)) = first
         .is_ascii_digit()
-        .then(|| VIEWER.captures(line))
+        .then(|| crate::ingest::viewer_head::viewer_head(line))
         .flatten()
+        .and_then(|h| Some((h, h.rest?)))
     {
-        let rest = c.name("rest").map_or("", |m| m.as_str());
         // Nanoseconds and a zone are what docker and kubectl print; with
         // anything less, trust it only in front of server output.
-        if c.name("frac").is_some() || kind(rest).is_some() {
+        if head.frac.is_some() || kind(rest).is_some() {
             return Some(Strong(
                 Format::ContainerLog,
                 "RFC 3339 timestamp before each line (docker logs -t, kubectl logs --timestamps)",

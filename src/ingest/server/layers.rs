@@ -17,23 +17,17 @@ use regex::Regex;
 use super::title;
 use super::{Outer, StreamKey, Writer, time_of_day};
 use crate::ingest::slog_head;
+use crate::ingest::viewer_head::{ViewerHead, viewer_head};
 use crate::model::{Framework, RankTag, Timestamp};
 
-/// RFC 3339 with nanoseconds, as `docker logs -t` and `kubectl logs
-/// --timestamps` print it: `2026-11-27T09:38:52.123456789Z `. A Kubernetes
-/// node's own container log files (the CRI's, under `/var/log/pods/`) add
-/// the stream and a tag, `F` for a full line and `P` for a part of a long
-/// one (kubelet's `parseCRILog`): `2026-11-27T09:38:52.123456789Z stderr F
-/// `. Web log viewers copy the time on a line of its own, above the line it
-/// stamps (`2026-02-14T02:05:12.788Z`): nothing follows it then.
-static VIEWER_TIME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?x)^(?P<date>[0-9]{4}-[0-9][0-9]-[0-9][0-9])T(?P<hms>[0-9][0-9]:[0-9][0-9]:[0-9][0-9])(?:\.(?P<frac>[0-9]{1,9}))?
-        (?P<tz>Z|(?P<sign>[+-])(?P<oh>[0-9][0-9]):(?P<om>[0-9][0-9]))
-        (?:\x20(?:(?:stdout|stderr)\x20[FP]\x20)?(?P<rest>.*))?$",
-    )
-    .expect("viewer timestamp regex")
-});
+// RFC 3339 with nanoseconds, as `docker logs -t` and `kubectl logs
+// --timestamps` print it: `2026-11-27T09:38:52.123456789Z `. A Kubernetes
+// node's own container log files (the CRI's, under `/var/log/pods/`) add
+// the stream and a tag, `F` for a full line and `P` for a part of a long
+// one (kubelet's `parseCRILog`): `2026-11-27T09:38:52.123456789Z stderr F
+// `. Web log viewers copy the time on a line of its own, above the line it
+// stamps (`2026-02-14T02:05:12.788Z`): nothing follows it then.
+// That time is read by the grammar of `ingest::viewer_head`.
 
 /// The same time in brackets, as a CI viewer (Buildkite) prints it:
 /// `[2024-09-05T00:38:34Z] INFO:     Started server process [60858]`.
@@ -210,7 +204,7 @@ pub(super) fn peel<'t>(mut text: &'t str, writer: &mut Writer) -> &'t str {
                 .then(|| VIEWER_TIME_BRACKETED.captures(text))
                 .flatten()
             {
-                if let Some(time) = viewer_time(&c) {
+                if let Some(time) = bracketed_head(&c).and_then(|h| viewer_time(&h)) {
                     writer.time = Some(time);
                     viewer = true;
                     text = c.name("rest").map_or("", |m| m.as_str());
@@ -231,14 +225,11 @@ pub(super) fn peel<'t>(mut text: &'t str, writer: &mut Writer) -> &'t str {
             }
         }
         if !viewer {
-            if let Some(c) = viewer_may(text)
-                .then(|| VIEWER_TIME.captures(text))
-                .flatten()
-            {
-                if let Some(time) = viewer_time(&c) {
+            if let Some(head) = viewer_may(text).then(|| viewer_head(text)).flatten() {
+                if let Some(time) = viewer_time(&head) {
                     writer.time = Some(time);
                     viewer = true;
-                    text = c.name("rest").map_or("", |m| m.as_str());
+                    text = head.rest.unwrap_or("");
                     writer.layered = true;
                     continue;
                 }
@@ -554,7 +545,7 @@ pub(super) fn process_only(text: &str) -> Option<ProcessOnly<'_>> {
 
 /// [`may_peel`] for every layer but a record prefix, the innermost.
 fn may_peel_outer(text: &str) -> bool {
-    (viewer_may(text) && VIEWER_TIME.is_match(text))
+    (viewer_may(text) && viewer_head(text).is_some())
         || (compose_may(text) && COMPOSE.is_match(text))
         || (process_may(text) && (PROCESS.is_match(text) || RAY_DAEMON.is_match(text)))
         || (torch_may(text.trim_start_matches(' '))
@@ -603,22 +594,37 @@ fn stamp_time(c: &regex::Captures<'_>) -> Option<Timestamp> {
     })
 }
 
-fn viewer_time(c: &regex::Captures<'_>) -> Option<Timestamp> {
-    let date = NaiveDate::parse_from_str(&c["date"], "%Y-%m-%d").ok()?;
-    let time: NaiveTime = time_of_day(&c["hms"], c.name("frac").map(|m| m.as_str()))?;
-    let offset = match c.name("sign") {
+fn viewer_time(head: &ViewerHead<'_>) -> Option<Timestamp> {
+    let date = NaiveDate::parse_from_str(head.date, "%Y-%m-%d").ok()?;
+    let time: NaiveTime = time_of_day(head.hms, head.frac)?;
+    let offset = match head.offset {
         None => 0,
-        Some(sign) => {
-            let hours: i32 = c["oh"].parse().ok()?;
-            let minutes: i32 = c["om"].parse().ok()?;
+        Some((sign, hours, minutes)) => {
+            let hours: i32 = hours.parse().ok()?;
+            let minutes: i32 = minutes.parse().ok()?;
             let secs = hours * 3600 + minutes * 60;
-            if sign.as_str() == "-" { -secs } else { secs }
+            if sign == '-' { -secs } else { secs }
         }
     };
     Some(Timestamp {
         local: date.and_time(time),
         offset_secs: Some(offset),
         year_known: true,
+    })
+}
+
+/// A bracketed viewer time's captures as a [`ViewerHead`].
+fn bracketed_head<'t>(c: &regex::Captures<'t>) -> Option<ViewerHead<'t>> {
+    let s = |name: &str| c.name(name).map(|m| m.as_str());
+    Some(ViewerHead {
+        date: s("date")?,
+        hms: s("hms")?,
+        frac: s("frac"),
+        offset: match s("sign") {
+            Some(sign) => Some((sign.chars().next()?, s("oh")?, s("om")?)),
+            None => None,
+        },
+        rest: s("rest"),
     })
 }
 
