@@ -10,6 +10,8 @@ use crate::rules::support::server::in_graph_capture;
 use crate::rules::support::{cite_gpu_memory, confidence, distinct, mib};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
+mod device_nodes;
+
 pub static RULE: CudaOomAtContextCreation = CudaOomAtContextCreation;
 
 pub struct CudaOomAtContextCreation;
@@ -183,6 +185,11 @@ impl Rule for CudaOomAtContextCreation {
                         cap = 0.55;
                     }
                     explain_before_own_memory(&mut f, &who, &early);
+                }
+                // The holders of the device nodes (fuser): candidates
+                // whose memory is not known.
+                _ if device_nodes::explain(&mut f, incident, &who, event.and_then(|e| e.pid)) => {
+                    cap = 0.6;
                 }
                 _ => explain_unknown_holder(&mut f, &who, nccl),
             },
