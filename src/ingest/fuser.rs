@@ -30,7 +30,7 @@ static HEADER: LazyLock<Regex> =
 /// writing, `r` root, `m` mapped, `.` where not), the command.
 static ROW: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^(?:(?P<file>/\S*?):?\s+)?(?P<user>[A-Za-z_][0-9A-Za-z_.-]*)\s+(?P<pid>[0-9]+)\s+(?P<access>[.cefFrm]{5})\s+(?P<cmd>\S.*)$",
+        r"^(?:(?P<file>\S+?):\s+)?(?P<user>[A-Za-z_][0-9A-Za-z_.-]*)\s+(?P<pid>[0-9]+)\s+(?P<access>[.cefFrm]{5})\s+(?P<cmd>\S.*)$",
     )
     .expect("fuser row regex")
 });

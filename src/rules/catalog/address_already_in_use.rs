@@ -253,18 +253,7 @@ impl Rule for AddressAlreadyInUse {
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         let binds = binds(incident);
         let mut listens = listen::failures(incident);
-        // A line cut before its reason, or one whose program prints none,
-        // says a listen failed, not why: it counts only beside a listing
-        // that names the holder of its port (of the one port listed, when
-        // the line names none).
-        let one_port_held = !only_port_holders(incident).is_empty();
-        listens.retain(|l| {
-            !l.reasonless()
-                || match l.port.as_deref() {
-                    Some(p) => !socket_holders(incident, Some(p)).is_empty(),
-                    None => one_port_held,
-                }
-        });
+        keep_reasoned(incident, &mut listens);
         if binds.is_empty() && listens.is_empty() {
             return;
         }
@@ -522,6 +511,19 @@ const LAUNCHER_PORTS: &str = "stacks-bind.launcher-ports";
 /// The listeners that name their process when the paste's socket listings
 /// show one port only, one per PID: the holders of the port a failure
 /// names none of. Listings of several ports name nobody.
+/// Keeps a line that says a listen failed but not why only where a listing
+/// names its port's holder (of the one port listed, when it names none).
+fn keep_reasoned(incident: &Incident, listens: &mut Vec<listen::ListenFailure<'_>>) {
+    let one_port_held = !only_port_holders(incident).is_empty();
+    listens.retain(|l| {
+        !l.reasonless()
+            || match l.port.as_deref() {
+                Some(p) => !socket_holders(incident, Some(p)).is_empty(),
+                None => one_port_held,
+            }
+    });
+}
+
 fn only_port_holders(incident: &Incident) -> Vec<&Listener> {
     let mut ports = incident.facts.listeners.iter().map(|l| l.port);
     match ports.next() {
@@ -531,6 +533,9 @@ fn only_port_holders(incident: &Incident) -> Vec<&Listener> {
         _ => Vec::new(),
     }
 }
+
+#[cfg(test)]
+mod unsaid;
 
 #[cfg(test)]
 mod tests {
@@ -559,32 +564,6 @@ mod tests {
         let other = "Error response from daemon: driver failed programming external connectivity on endpoint inference-basic-eth-pred (9c9f32a7ae6162b9394eef6cb3667a8ff4cec7ef3befaa5d1cfb294adf9b2f9f): Bind for 0.0.0.0:8000 failed: port is already allocated\n\
                      ollama  2233 ollama    3u  IPv4  37563      0t0  TCP localhost:11434 (LISTEN)\n";
         assert!(pids(other).is_empty());
-    }
-
-    /// lgandx/Responder#306 (fixtures/real/1229): Responder's servers
-    /// print no reason for a failed listen (a bare `except:`); beside
-    /// `netstat -tulpn`'s rows, nginx's master (737) holds 80 and 443,
-    /// the ports named. Alone, or beside a listener of another port
-    /// (apache2 on 8080), the line names no holder and is no finding.
-    #[test]
-    fn a_listen_error_with_no_reason_beside_its_ports_listener() {
-        let errors = "[!] Error starting TCP server on port 80, check permissions or other servers running.\n\
-                      [!] Error starting SSL server on port 443, check permissions or other servers running.\n\
-                      [!] Error starting TCP server on port 21, check permissions or other servers running.\n";
-        let netstat = "tcp        0      0 127.0.0.1:8080          0.0.0.0:*               LISTEN      704/apache2\n\
-                       tcp        0      0 0.0.0.0:80              0.0.0.0:*               LISTEN      737/nginx: master p\n";
-        let f = crate::testing::findings_of(super::META.id, &format!("{errors}{netstat}"));
-        assert_eq!(f.len(), 1, "{f:?}");
-        assert_eq!(
-            f[0].entities.pids.iter().copied().collect::<Vec<_>>(),
-            [737]
-        );
-        assert!(f[0].title.contains("80"), "{}", f[0].title);
-        assert!(crate::testing::findings_of(super::META.id, errors).is_empty());
-        let apache = netstat.lines().next().unwrap_or_default();
-        assert!(
-            crate::testing::findings_of(super::META.id, &format!("{errors}{apache}\n")).is_empty()
-        );
     }
 
     /// fixtures/real/678: `ss -ltnp 'sport = :8080'` names local-ai, then a
