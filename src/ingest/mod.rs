@@ -22,6 +22,7 @@ mod detect;
 mod docker_inspect;
 mod format;
 pub mod frame;
+mod fuser;
 mod gpustat;
 mod harness;
 mod instances;

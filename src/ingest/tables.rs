@@ -292,7 +292,7 @@ impl Tables {
             self.open = Some(Open::Topo { devices });
             return true;
         }
-        if socket_line(t, span, facts) {
+        if socket_line(t, span, facts) || super::fuser::line(t, span, facts) {
             return true;
         }
         if first.is_some_and(|c| c.is_ascii_digit()) && NVTOP_ROW.is_match(t) {

@@ -3,6 +3,7 @@
 use super::CallGraphLine;
 use super::ContainerState;
 use super::CoreDump;
+use super::DeviceHolder;
 use super::EnvReport;
 use super::GpuMention;
 use super::InstanceRow;
@@ -79,6 +80,8 @@ pub struct Facts {
     /// started (vllm-omni's `Warning: Processes still alive: [30951,
     /// 30954]`), with the line.
     pub leftover_pids: Vec<(u32, Span)>,
+    /// Processes with a GPU's device node open (`fuser -v /dev/nvidia*`).
+    pub device_holders: Vec<DeviceHolder>,
     /// The writers frames name (`snap logs`' `gemma3.server[391350]: `):
     /// each `ident[pid]` once, at its first line.
     pub frame_writers: Vec<(String, u32, Span)>,
@@ -154,6 +157,7 @@ impl Facts {
             host_reports,
             gpu_mentions,
             leftover_pids,
+            device_holders,
             frame_writers,
             input_ends,
             typed_commands,
@@ -188,6 +192,7 @@ impl Facts {
         self.host_reports.extend(host_reports);
         self.gpu_mentions.extend(gpu_mentions);
         self.leftover_pids.extend(leftover_pids);
+        self.device_holders.extend(device_holders);
         self.frame_writers.extend(frame_writers);
         self.input_ends.extend(input_ends);
         self.typed_commands.extend(typed_commands);

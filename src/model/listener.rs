@@ -20,3 +20,22 @@ pub struct Listener {
     pub container: Option<String>,
     pub span: Span,
 }
+
+/// A process that has a GPU's device node open, as `fuser -v /dev/nvidia*`
+/// lists it (`/dev/nvidia0:  ubuntu  4411 F...m python`): it holds a CUDA
+/// context (or at least the driver) on that GPU, whatever nvidia-smi's
+/// process table shows; how much memory it holds is not said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceHolder {
+    /// The device file: `/dev/nvidia0`, `/dev/nvidiactl`, `/dev/nvidia-uvm`.
+    pub file: String,
+    /// The GPU of a `/dev/nvidiaN` node; `None` for the driver's shared
+    /// nodes (`nvidiactl`, `nvidia-uvm`).
+    pub gpu: Option<u32>,
+    pub user: String,
+    pub pid: u32,
+    /// fuser's access letters: `F` open for writing, `m` mapped (`F...m`).
+    pub access: String,
+    pub command: String,
+    pub span: Span,
+}

@@ -52,7 +52,7 @@ pub use instance::InstanceRow;
 pub use journal::JournalEntry;
 pub use kernel::{KernelEvent, KernelEventKind, KernelTime, OomKill, OomTask, Xid};
 pub use kernel_module::KernelModule;
-pub use listener::Listener;
+pub use listener::{DeviceHolder, Listener};
 pub use message::{Message, Repeat};
 pub use names::{
     GpuUuid, Hostname, InvalidValue, Pid, Port, ProcessName, ServerFlag, StartTime, UnitName,

@@ -180,6 +180,20 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         GpuMemoryHeldByOtherProcess,
+        "processes with a GPU's device node open (`fuser -v /dev/nvidia*`: `/dev/nvidia0:  ubuntu  4411 F...m python`) beside a raw CUDA out-of-memory error, neither the failing process nor listed by nvidia-smi with their memory: holder candidates, advice (how much they hold is unknown)",
+        Rule("cuda-oom-at-context-creation"),
+        Some(
+            "fixtures/real-incoming/batch-t/1222-mxnet-gluonnlp-eval-oom-dangling-notebook-kernel-seen-only-by-device-node-holders",
+        ),
+    ),
+    cell(
+        GpuMemoryHeldByOtherProcess,
+        "a serving launcher's preflight gate finding less free memory than the config's gpu_memory_utilization × total before the server starts (club-3090's `[preflight] ERROR: GPU 0 has 7.1 GiB free, but this config needs ~21.7 GiB/card`; its report's `idle VRAM: … something is using this GPU`), as under WSL2 where nvidia-smi lists no Windows-side holder",
+        Row("stacks-vllm.club3090-preflight-gpu-fit"),
+        None,
+    ),
+    cell(
+        GpuMemoryHeldByOtherProcess,
         "a server's own free-memory figures at start-up (ollama's `gpu memory … available`) below the GPU's total with nothing loaded",
         Rule("gpu-memory-taken-before-load"),
         Some("fixtures/rules/gpu-memory-taken-before-load/pos-ollama-11577-held-at-start.log"),

@@ -253,15 +253,12 @@ impl Rule for AddressAlreadyInUse {
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         let binds = binds(incident);
         let mut listens = listen::failures(incident);
-        // A line cut before its reason says a listen failed, not why: it
-        // counts only beside a listing that names the port's holder.
-        if only_port_holders(incident).is_empty() {
-            listens.retain(|l| !l.cut);
-        }
+        keep_reasoned(incident, &mut listens);
         if binds.is_empty() && listens.is_empty() {
             return;
         }
-        let cut = binds.is_empty() && listens.iter().all(|l| l.cut);
+        let cut = binds.is_empty() && listens.iter().all(|l| l.reasonless());
+        let unsaid = cut && listens.iter().any(|l| l.unsaid);
         let store = binds.iter().any(|b| b.port == Port::Store);
         let launched = launcher_port(incident, &binds);
         // The store's port first (it names the rendezvous), then the
@@ -316,7 +313,12 @@ impl Rule for AddressAlreadyInUse {
             })
         });
         f.condition(format!("the server failed to bind {what}{port_text}"), true);
-        if cut {
+        if unsaid {
+            f.condition(
+                "the error says why the listen failed (the program prints no reason)",
+                false,
+            );
+        } else if cut {
             f.condition(
                 "the error says why the listen failed (the line is cut before its reason)",
                 false,
@@ -509,6 +511,19 @@ const LAUNCHER_PORTS: &str = "stacks-bind.launcher-ports";
 /// The listeners that name their process when the paste's socket listings
 /// show one port only, one per PID: the holders of the port a failure
 /// names none of. Listings of several ports name nobody.
+/// Keeps a line that says a listen failed but not why only where a listing
+/// names its port's holder (of the one port listed, when it names none).
+fn keep_reasoned(incident: &Incident, listens: &mut Vec<listen::ListenFailure<'_>>) {
+    let one_port_held = !only_port_holders(incident).is_empty();
+    listens.retain(|l| {
+        !l.reasonless()
+            || match l.port.as_deref() {
+                Some(p) => !socket_holders(incident, Some(p)).is_empty(),
+                None => one_port_held,
+            }
+    });
+}
+
 fn only_port_holders(incident: &Incident) -> Vec<&Listener> {
     let mut ports = incident.facts.listeners.iter().map(|l| l.port);
     match ports.next() {
@@ -518,6 +533,9 @@ fn only_port_holders(incident: &Incident) -> Vec<&Listener> {
         _ => Vec::new(),
     }
 }
+
+#[cfg(test)]
+mod unsaid;
 
 #[cfg(test)]
 mod tests {

@@ -10,6 +10,8 @@ use crate::rules::support::server::in_graph_capture;
 use crate::rules::support::{cite_gpu_memory, confidence, distinct, mib};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
+mod device_nodes;
+
 pub static RULE: CudaOomAtContextCreation = CudaOomAtContextCreation;
 
 pub struct CudaOomAtContextCreation;
@@ -177,18 +179,42 @@ impl Rule for CudaOomAtContextCreation {
                 f.explanation = "Creating a CUDA context or NCCL's buffers needs a few hundred MiB to a few GiB; a GPU another process has filled cannot give it.".to_owned();
             }
             (None, Some(g)) => explain_unlisted_holder(&mut f, g, &who),
-            (None, None) => match (nccl, before_own_memory(incident, &lines)) {
-                (false, Some(early)) => {
-                    if matches!(early, Early::Construction(_)) {
-                        cap = 0.55;
-                    }
-                    explain_before_own_memory(&mut f, &who, &early);
-                }
-                _ => explain_unknown_holder(&mut f, &who, nccl),
-            },
+            (None, None) => {
+                cap = explain_without_table(&mut f, incident, &who, nccl, &lines, event);
+            }
         }
         f.confidence = confidence(&f, 0.6, 0.95).min(cap);
         out.push(f);
+    }
+}
+
+/// Says on `f` why a raw OOM with no full GPU in the inputs happened: an
+/// OOM before the program's own memory (`Early`), the device nodes'
+/// holders (fuser), or nothing known. Returns the confidence's cap.
+fn explain_without_table(
+    f: &mut Finding,
+    incident: &Incident,
+    who: &str,
+    nccl: bool,
+    lines: &[&Message],
+    event: Option<&ServerEvent>,
+) -> f64 {
+    match (nccl, before_own_memory(incident, lines)) {
+        (false, Some(early)) => {
+            explain_before_own_memory(f, who, &early);
+            if matches!(early, Early::Construction(_)) {
+                0.55
+            } else {
+                1.0
+            }
+        }
+        // The holders of the device nodes (fuser): candidates whose memory
+        // is not known.
+        _ if device_nodes::explain(f, incident, who, event.and_then(|e| e.pid)) => 0.6,
+        _ => {
+            explain_unknown_holder(f, who, nccl);
+            1.0
+        }
     }
 }
 

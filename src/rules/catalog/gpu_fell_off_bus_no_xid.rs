@@ -25,6 +25,10 @@ static META: RuleMeta = RuleMeta {
         "blocked for more than",
         // The first line of the driver's wrapped report, which names the bus.
         "The NVIDIA GPU ",
+        // The process block's title: the GPU rows above it are all there
+        // are (a table that stops before it may be a paste cut short).
+        "Processes:",
+        "Compute processes:",
     ],
     doc: r#"
 ## What it means
@@ -52,7 +56,10 @@ do. That is reported at a low confidence, naming what would settle it:
 `lspci | grep -i nvidia` (the missing board absent, or `rev ff`) and
 `dmesg | grep -i xid` (Xid 79). Lower still when the table stops before
 its process block: a paste cut after the GPU rows may have left boards
-out. And only a warning when boards of the table are nearly full with no
+out, so with nothing else to count the boards by (the process block's
+title after the rows, a process listing) the absence is only a warning
+that names the commands that count them (`nvidia-smi -L`, `lspci -d
+10de:`), never a root cause. And only a warning when boards of the table are nearly full with no
 process listed for them: the numbers (memory held by processes the table
 does not show, `gpu-memory-unaccounted`) come before an absence.
 
@@ -381,7 +388,9 @@ fn sibling_finding(
     // outweigh.
     let complete = table_complete(incident, gpus);
     let held = held_unlisted(incident);
-    let severity = if held.is_empty() {
+    // A count read from a table that may be cut is no finding of a lost
+    // board: a warning at most, whose advice counts the boards.
+    let severity = if held.is_empty() && complete {
         Severity::Error
     } else {
         Severity::Warning
@@ -416,7 +425,12 @@ fn sibling_finding(
     f.condition("the driver says a GPU fell off the bus (Xid 79)", false);
     f.condition("lspci shows the missing board absent or as `rev ff`", false);
     f.title = format!(
-        "a GPU may be missing: nvidia-smi lists {} {name} boards, and GPU {} at bus {lone_bus:02x} has no sibling at {sibling:02x}",
+        "a GPU may be missing{}: nvidia-smi lists {} {name} boards, and GPU {} at bus {lone_bus:02x} has no sibling at {sibling:02x}",
+        if complete {
+            ""
+        } else {
+            ", or the table is cut"
+        },
         gpus.len(),
         lone_index
     );
@@ -448,10 +462,10 @@ fn sibling_finding(
         "the GPU at bus {sibling:02x} is no longer visible to the driver (fell off the bus?)"
     ));
     f.explanation = "GPUs behind PCIe switches come in pairs of adjacent bus numbers; one board without its pair, and an odd count of one model, suggest a GPU the driver no longer sees. Missing: the kernel log (Xid 79, `fallen off the bus`) and the PCI device list, which settle it.".to_owned();
-    f.actions.extend(sibling_actions());
+    f.actions.extend(sibling_actions(complete));
     let cap = match (complete, held.is_empty()) {
-        (_, false) => 0.3,
-        (false, true) => 0.35,
+        (false, _) => 0.25,
+        (true, false) => 0.3,
         (true, true) => 0.45,
     };
     f.confidence = confidence(&f, 0.3, 0.9).min(cap);
@@ -459,9 +473,18 @@ fn sibling_finding(
 }
 
 /// What settles a missing sibling: the PCI device list, the kernel's Xid
-/// 79, and what to do if a board is gone.
-fn sibling_actions() -> Vec<Action> {
-    vec![
+/// 79, and what to do if a board is gone; for a table that may be cut
+/// (not `complete`), first the count of the boards the driver and the bus
+/// see.
+fn sibling_actions(complete: bool) -> Vec<Action> {
+    let mut actions = Vec::new();
+    if !complete {
+        actions.push(Action::advice(
+            "the table may be cut: count the boards the driver sees, and those on the PCI bus (NVIDIA's vendor id 10de), before reading an absence",
+            Some("nvidia-smi -L; lspci -d 10de:"),
+        ));
+    }
+    actions.extend([
         Action::advice(
             "check whether the node still sees every board on the PCI bus (a missing one is absent or shows `rev ff`)",
             Some("lspci | grep -i nvidia"),
@@ -474,22 +497,35 @@ fn sibling_actions() -> Vec<Action> {
             "if a board is gone: drain the node, reboot it, and reseat or replace the GPU if it happens again",
             None,
         ),
-    ]
+    ]);
+    actions
 }
 
 /// Whether the table the `gpus` come from shows itself complete: a process
-/// listing (rows, `No running processes found`, or an empty block) after
-/// its last GPU row in the same input. A paste that stops after the GPU
-/// rows may have cut more boards.
+/// listing (rows, `No running processes found`, or an empty block), or the
+/// process block's title (`Processes:`, drivers ≤ 384 `Compute
+/// processes:`) even where the paste stops under it, after its last GPU
+/// row in the same input. A paste that stops after the GPU rows may have
+/// cut more boards.
 fn table_complete(incident: &Incident, gpus: &[(u32, &crate::correlate::Gpu)]) -> bool {
     let Some(last) = gpus.iter().flat_map(|(_, g)| g.spans.iter()).max() else {
         return false;
+    };
+    let after = |s: &crate::source::Span| s.source == last.source && s.line > last.line;
+    let titled = |text: &str| {
+        let t = text.trim().trim_start_matches('|').trim_start();
+        t.starts_with("Processes:") || t.starts_with("Compute processes:")
     };
     incident
         .facts
         .process_listings
         .iter()
-        .any(|l| l.span.source == last.source && l.span.line > last.line)
+        .any(|l| after(&l.span))
+        || incident
+            .facts
+            .messages
+            .iter()
+            .any(|m| after(&m.span) && titled(&m.text))
 }
 
 /// The GPUs nearly full (at least [`NEARLY_FULL`] of the card and 1 GiB)

@@ -50,16 +50,32 @@ static CUT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\blisten\x20tcp[46]?\x20[0-9A-Za-z.:\[\]*%-]*$").expect("cut listen regex")
 });
 
+/// Catalog rows of a program that reports a failed listen on a port and
+/// never why (Responder's bare `except:`, `stacks-bind.responder-*`):
+/// taken or forbidden, the line cannot tell.
+const UNSAID: &[&str] = &["stacks-bind.responder-server-start-failed"];
+
 /// A failed bind in one of these wordings, with the port when printed.
 pub struct ListenFailure<'a> {
     pub message: &'a Message,
     pub port: Option<String>,
     /// The line ends before the reason (and the port) it would print.
     pub cut: bool,
+    /// The program prints no reason at all ([`UNSAID`]).
+    pub unsaid: bool,
+}
+
+impl ListenFailure<'_> {
+    /// The line says a listen failed, not why: it counts only beside a
+    /// listing that names the port's holder.
+    pub fn reasonless(&self) -> bool {
+        self.cut || self.unsaid
+    }
 }
 
 /// Every kept line that reports a failed bind in one of these wordings,
-/// then the lines cut before their reason ([`CUT`]).
+/// then the lines cut before their reason ([`CUT`]), then those of the
+/// programs that print none ([`UNSAID`]).
 pub fn failures(incident: &Incident) -> Vec<ListenFailure<'_>> {
     let cut = matches(incident, &CUT)
         .filter(|(m, _)| !WORDINGS.is_match(&m.text))
@@ -67,7 +83,16 @@ pub fn failures(incident: &Incident) -> Vec<ListenFailure<'_>> {
             message: m,
             port: None,
             cut: true,
+            unsaid: false,
         });
+    let unsaid = UNSAID.iter().flat_map(|id| {
+        incident.known(id).map(|(m, c)| ListenFailure {
+            message: m,
+            port: c.get("port").map(str::to_owned),
+            cut: false,
+            unsaid: true,
+        })
+    });
     matches(incident, &WORDINGS)
         .map(|(m, c)| {
             let pick = |names: [&str; 3]| {
@@ -80,9 +105,11 @@ pub fn failures(incident: &Incident) -> Vec<ListenFailure<'_>> {
                 message: m,
                 port: pick(["go_port", "node_port", "py_port"]),
                 cut: false,
+                unsaid: false,
             }
         })
         .chain(cut)
+        .chain(unsaid)
         .collect()
 }
 
