@@ -74,6 +74,17 @@ const MAX_TEMPLATES: usize = 1 << 14;
 /// by the number of templates, never by the input's length.
 const READ_BUDGET: u64 = 1 << 13;
 
+/// What a line read in full spends of [`READ_BUDGET`]: one line, or one
+/// per [`READ_COST_BYTES`] of it. A line read in full is kept whole until
+/// the report is written; a journal JSON record is ~1 KiB, six times a
+/// server line, so the budget is one of bytes as much as of lines.
+fn read_cost(text: &str) -> u64 {
+    1 + (text.len() / READ_COST_BYTES) as u64
+}
+
+/// See [`read_cost`]: a server line (≤ 300 bytes) costs one.
+const READ_COST_BYTES: usize = 320;
+
 /// Lines kept to be read at the end, across all templates' rings. A ring
 /// grows to [`Repeats::last`] lines while the budget lasts; past it, a
 /// ring keeps one line, and a template that starts one takes the oldest
@@ -814,7 +825,7 @@ impl Aggregator {
             && (tally.count == 1 || self.spent < READ_BUDGET);
         if reads {
             tally.read += 1;
-            self.spent += u64::from(tally.count > 1);
+            self.spent += u64::from(tally.count > 1) * read_cost(text);
             self.last_read = Some(key);
             return false;
         }
@@ -1592,6 +1603,41 @@ mod tests {
         }
         let other = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate in block xyz";
         assert!(!agg.repeated(1 << 20, other, key(other), Format::Unknown, true));
+    }
+
+    /// Past each template's first line, what is read in full is a budget of
+    /// bytes as much as of lines: many templates of ~1 KiB lines (journal
+    /// JSON records) read about a quarter of what templates of short lines
+    /// read, so what is kept until the report stays near the same size.
+    #[test]
+    fn the_read_budget_is_spent_by_the_bytes_of_long_lines() {
+        let limits = Repeats::STANDARD;
+        let route = |r: usize| -> String {
+            (0..4)
+                .map(|i| char::from(b'a' + ((r >> (4 * i)) & 15) as u8))
+                .collect()
+        };
+        let padding = "x".repeat(1000);
+        let read_past_first = |long: bool| {
+            let mut agg = Aggregator::new(limits).expect("bounded");
+            let mut read = 0u64;
+            let mut n = 0u32;
+            // 1,000 templates, 40 lines each: 39,000 lines past their first.
+            for _ in 0..40 {
+                for r in 0..1000 {
+                    n += 1;
+                    let text = match long {
+                        true => format!("[GIN] POST \"/api/{}\" {padding}", route(r)),
+                        false => format!("[GIN] POST \"/api/{}\"", route(r)),
+                    };
+                    read += u64::from(!agg.repeated(n, &text, key(&text), Format::Unknown, true));
+                }
+            }
+            read - 1000
+        };
+        let (short, long) = (read_past_first(false), read_past_first(true));
+        assert_eq!(short, READ_BUDGET);
+        assert!(long * 3 <= short && long * 5 >= short, "{long} of {short}");
     }
 
     /// Thousands of templates each counted past their first line (a request
