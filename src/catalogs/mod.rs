@@ -70,6 +70,7 @@ const FILES: &[(&str, &str)] = built![
     "stacks-gaudi",
     "stacks-ascend",
     "stacks-tf",
+    "stacks-paddle",
     "stacks-theano",
     "stacks-comfyui",
     "stacks-exllama",
