@@ -758,6 +758,12 @@ pub const MATRIX: &[Cell] = &[
         None,
     ),
     cell(
+        DriverNotLoaded,
+        "NVML refused the GPU's control device by the operating system (`Failed to initialize NVML: GPU access blocked by the operating system`, NVML_ERROR_OPERATING_SYSTEM through any NVML wrapper): a container's device cgroup, or a WSL2 guest the Windows host does not give the GPU",
+        Row("nvml.operating-system-blocked"),
+        None,
+    ),
+    cell(
         XidGpuFellOffBus,
         "GSP RPCs failing with status 0x0000000f (NV_ERR_GPU_IS_LOST: `rpcSendMessage failed with status 0x0000000f`, `GspRmFree failed: …; status=0x0000000f`) with no Xid line",
         Row("kernel.nvrm-gpu-is-lost"),
