@@ -864,6 +864,18 @@ pub const MATRIX: &[Cell] = &[
         Row("dcgm.exporter-profiling-unsupported"),
         None,
     ),
+    cell(
+        UnsupportedHardware,
+        "HIP's `invalid device function` on an AMD GPU (`HIP error: invalid device function`, PyTorch's ROCm build, rocALUTION): no code object for the card's gfx target in the build",
+        Row("hip.invalid-device-function"),
+        None,
+    ),
+    cell(
+        UnsupportedHardware,
+        "HIP's `hipErrorNoBinaryForGpu: Unable to find code object for all current devices!` (or `no kernel image is available for execution on the device` through a HIP wrapper)",
+        Row("hip.no-binary-for-gpu"),
+        None,
+    ),
     // A step cancelled with no error: the other ranks' collective timeout.
     cell(
         NcclTimeout,
