@@ -772,6 +772,12 @@ pub const MATRIX: &[Cell] = &[
         None,
     ),
     cell(
+        DriverNotLoaded,
+        "NVML refused the GPU's control device by the operating system (`Failed to initialize NVML: GPU access blocked by the operating system`, NVML_ERROR_OPERATING_SYSTEM through any NVML wrapper): a container's device cgroup, or a WSL2 guest the Windows host does not give the GPU",
+        Row("nvml.operating-system-blocked"),
+        None,
+    ),
+    cell(
         XidGpuFellOffBus,
         "GSP RPCs failing with status 0x0000000f (NV_ERR_GPU_IS_LOST: `rpcSendMessage failed with status 0x0000000f`, `GspRmFree failed: …; status=0x0000000f`) with no Xid line",
         Row("kernel.nvrm-gpu-is-lost"),
@@ -870,6 +876,18 @@ pub const MATRIX: &[Cell] = &[
         UnsupportedHardware,
         "dcgm-exporter asked for DCP profiling fields on a GPU without them (`Error watching fields: Profiling is not supported for this group of GPUs or GPU`, `This request is serviced by a module of DCGM that is not currently loaded`)",
         Row("dcgm.exporter-profiling-unsupported"),
+        None,
+    ),
+    cell(
+        UnsupportedHardware,
+        "HIP's `invalid device function` on an AMD GPU (`HIP error: invalid device function`, PyTorch's ROCm build, rocALUTION): no code object for the card's gfx target in the build",
+        Row("hip.invalid-device-function"),
+        None,
+    ),
+    cell(
+        UnsupportedHardware,
+        "HIP's `hipErrorNoBinaryForGpu: Unable to find code object for all current devices!` (or `no kernel image is available for execution on the device` through a HIP wrapper)",
+        Row("hip.no-binary-for-gpu"),
         None,
     ),
     // A step cancelled with no error: the other ranks' collective timeout.
