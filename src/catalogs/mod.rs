@@ -48,6 +48,7 @@ const FILES: &[(&str, &str)] = built![
     "rust",
     "dcgm",
     "rocm-smi",
+    "amdgpu",
     "fabricmanager",
     "persistenced",
     "stacks-torch",
