@@ -49,6 +49,7 @@ const FILES: &[(&str, &str)] = built![
     "dcgm",
     "rocm-smi",
     "hip",
+    "amdgpu",
     "fabricmanager",
     "persistenced",
     "stacks-torch",

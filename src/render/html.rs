@@ -177,7 +177,7 @@ fn summary(out: &mut String, report: &Report<'_>) {
     out.push_str("<section id=\"summary\">\n<h2>Summary</h2>\n");
     if report.findings().is_empty() {
         out.push_str(
-            "<p>No rule matched. Unrecognised errors and the inputs are listed below.</p>\n",
+            "<p>No rule matched. The errors no rule explains and the inputs are listed below.</p>\n",
         );
     } else {
         out.push_str("<table class=\"findings\">\n<thead><tr><th>id</th><th>severity</th><th>category</th><th>rule</th><th>confidence</th><th>title</th></tr></thead>\n<tbody>\n");
@@ -730,7 +730,7 @@ fn inputs(out: &mut String, report: &Report<'_>) {
     out.push_str("</tbody>\n</table>\n");
     let groups = &report.diagnosis.unknown_errors;
     if !groups.is_empty() {
-        out.push_str("<h3>Unrecognised errors</h3>\n<ul>\n");
+        out.push_str("<h3>Errors no rule explains</h3>\n<ul>\n");
         for g in groups {
             let _ = writeln!(
                 out,

@@ -482,7 +482,7 @@ fn unknown_errors(out: &mut String, report: &Report<'_>, st: &Style) {
     let _ = writeln!(
         out,
         "\n{}",
-        st.bold("Unrecognised errors (no rule explains these lines)")
+        st.bold("Errors no rule explains (lines read, but no finding cites them)")
     );
     for g in groups {
         let first = report.resolve(g.first);
@@ -712,6 +712,20 @@ fn inputs_summary(out: &mut String, report: &Report<'_>, st: &Style) {
     let files = files.len();
     // Prose and prompts only when there are some: most inputs have none.
     let mut split = format!("{unrecognized} unrecognised");
+    // The error lines no finding cites (listed above) are read lines, not
+    // unrecognised ones: counted apart, so the two numbers never disagree.
+    let unexplained: usize = report
+        .diagnosis
+        .unknown_errors
+        .iter()
+        .map(|g| g.count)
+        .sum();
+    if unexplained > 0 {
+        split.push_str(&format!(
+            ", {unexplained} error line{} no rule explains",
+            if unexplained == 1 { "" } else { "s" }
+        ));
+    }
     if prose > 0 {
         split.push_str(&format!(", {prose} prose"));
     }

@@ -724,6 +724,48 @@ pub const MATRIX: &[Cell] = &[
         None,
     ),
     cell(
+        XidOther,
+        "NVRM's FSP not answering the GSP boot commands on a Hopper or later GPU (`kfspPollForResponse_IMPL: FSP command timed out`, `FSP boot cmds failed. RM cannot boot.`)",
+        Row("kernel.nvrm-fsp-boot-failed"),
+        None,
+    ),
+    cell(
+        XidOther,
+        "the amdgpu driver's ring timeout, its GPU hang (`ring gfx_0.0.0 timeout, signaled seq=…, emitted seq=…`; FreeBSD's `[drm ERROR :amdgpu_job_timedout] …`), the process on the line after it",
+        Row("amdgpu.ring-timeout"),
+        None,
+    ),
+    cell(
+        XidOther,
+        "amdgpu's MES scheduler firmware not answering (`MES failed to response msg=3`, `MES failed to respond to msg=REMOVE_QUEUE`) or KFD declaring it unrecoverable (`MES might be in unrecoverable state, issue a GPU reset`)",
+        Row("amdgpu.mes-no-response"),
+        None,
+    ),
+    cell(
+        XidOther,
+        "an amdgpu engine hung across a reset (`IP block:sdma_v6_0 is hung!`, `IB test timed out`) or a full reset that failed (`GPU reset(1) failed`)",
+        Row("amdgpu.ip-block-hung"),
+        None,
+    ),
+    cell(
+        XidOther,
+        "an amdgpu VM protection fault naming the process (`GPU fault detected: 147 0x04e84402 for process X pid N thread T pid M`, gmc_v9's `[gfxhub] page fault (src_id:…)`): the AMD counterpart of an MMU-fault Xid",
+        Row("amdgpu.vm-fault"),
+        None,
+    ),
+    cell(
+        XidOther,
+        "an amdgpu RAS `uncorrectable hardware error(ERREVENT_ATHUB_INTERRUPT) detected!`, or the SMU not answering (`Failed to send message 0x26, response 0x0`)",
+        Row("amdgpu.ras-uncorrectable-athub"),
+        None,
+    ),
+    cell(
+        XidOther,
+        "amdgpu's GPU initialisation failing at load (`PSP create ring failed!`, `amdgpu_device_ip_init failed`, `Fatal error during GPU init`)",
+        Row("amdgpu.psp-start-failed"),
+        None,
+    ),
+    cell(
         EccUncorrectable,
         "pending row remaps or uncorrectable ECC counts in `nvidia-smi -q`",
         Rule("ecc-uncorrectable-or-remap-pending"),

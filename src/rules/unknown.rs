@@ -1,4 +1,4 @@
-//! Unrecognised errors: error-looking lines that no finding cites, grouped
+//! Errors no rule explains: error-looking lines that no finding cites, grouped
 //! into stable templates so that a new failure is visible even before a rule
 //! exists for it.
 

@@ -865,6 +865,18 @@ pub static ROWS: &[Row] = &[
             source: "https://github.com/google/clusterfuzz/issues/2150 (google/clusterfuzz src/local/butler/common.py process_proc_output(): print('| %s' % line))",
         }],
     },
+    Row {
+        name: "freebsd-drm-error",
+        what: "FreeBSD drm-kmod's `[drm ERROR :function] ` before a DRM driver's error (amdgpu, i915) in `dmesg`",
+        first: |c| c == b'[',
+        may: |b| b.starts_with(b"[drm ERROR :"),
+        peel: freebsd_drm_error,
+        samples: &[Sample {
+            line: "[drm ERROR :amdgpu_job_timedout] ring gfx_0.0.0 timeout, signaled seq=12174921, emitted seq=12174923",
+            body: "ring gfx_0.0.0 timeout, signaled seq=12174921, emitted seq=12174923",
+            source: "https://github.com/freebsd/drm-kmod/issues/387 (freebsd/drm-kmod drivers/gpu/drm/drm_print.c __drm_err(): printf(\"[\" DRM_NAME \" ERROR :%s] \", function_name))",
+        }],
+    },
 ];
 
 /// The markdown list row, which [`super::Peeler`] handles itself: a run of
@@ -1874,6 +1886,23 @@ fn pytest_node(text: &str, _frame: &mut Frame) -> Option<usize> {
 /// `[GIN-debug] ` (the Gin web framework's debug output in its debug mode,
 /// Ollama's routes at start-up: gin-gonic/gin debug.go, `debugPrefix`,
 /// with `[WARNING] ` or `[ERROR] ` in front of its warnings and errors).
+/// `[drm ERROR :amdgpu_job_timedout] `: FreeBSD drm-kmod's `__drm_err()`
+/// head, which only the kernel's message buffer prints (`dmesg`, with no
+/// time): the line under it is a kernel message at level err.
+fn freebsd_drm_error(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, _) = consumed(
+        text,
+        (
+            tag("[drm ERROR :"),
+            take_till1(|c: char| c == ']' || c == ' '),
+            tag("] "),
+        ),
+    )?;
+    frame.level = Some("err");
+    frame.kernel = true;
+    Some(len)
+}
+
 fn logger_tag(text: &str, frame: &mut Frame) -> Option<usize> {
     if let Some(rest) = text.strip_prefix("[GIN-debug] ") {
         let (rest, level) = match rest.strip_prefix("[WARNING] ") {

@@ -463,8 +463,16 @@ fn name_bus(incident: &Incident, f: &mut Finding, bus: Option<&str>) {
                 .gpu_bus_ids
                 .iter()
                 .any(|b| crate::model::BusId::parse(b) == Some(id));
+            // As the line spells it: with the function where it prints
+            // one (`0000:3b:00.0`: amdgpu, sysfs, AER), without where it
+            // does not (an Xid's `0000:3b:00`).
             if !named {
-                f.entities.gpu_bus_ids.insert(id.kernel());
+                let spelled = if bus.contains('.') {
+                    id.to_string()
+                } else {
+                    id.kernel()
+                };
+                f.entities.gpu_bus_ids.insert(spelled);
             }
         }
         None => {}
