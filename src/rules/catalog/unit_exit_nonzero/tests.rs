@@ -366,7 +366,7 @@ Aug 23 00:00:00 MainComp systemd[1]: resticprofile-backup@profile-default.servic
 /// process under another name (batch U 1323, YunoHost's jupyterlab.service
 /// run through `pipenv[420]:`, JupyterHub's `Failed to start proxy` and
 /// `FileNotFoundError … 'configurable-http-proxy'` a line before the
-/// exit): those are the unit's last words, and the exit is a failure with
+/// exit): those are the unit's last words (the first, the hub's own error line, cited: the exception line is indented, a frame), and the exit is a failure with
 /// a stated reason, naming PID 420. A second writer names nobody.
 #[test]
 fn the_only_writer_before_the_exit_is_the_units_own() {
@@ -378,7 +378,7 @@ fn the_only_writer_before_the_exit_is_the_units_own() {
     assert_eq!(f.len(), 1, "{f:?}");
     assert_eq!(f[0].category, Category::UnitCrashLoop);
     assert!(f[0].entities.pids.contains(&420), "{:?}", f[0].entities);
-    crate::testing::cites_line(&f[0], 3);
+    crate::testing::cites_line(&f[0], 1);
     let other = "Sep 08 09:21:54 cron[77]: (root) CMD (run-parts /etc/cron.hourly)\n";
     let f = findings(&format!("{hub}{other}{exit}"));
     assert_eq!(f.len(), 1, "{f:?}");
