@@ -891,6 +891,7 @@ fn stem(unit: &str) -> &str {
 /// identifier equal to the unit's name).
 pub fn last_words<'a>(incident: &'a super::Incident, unit: &str, exit: Span) -> LastWords<'a> {
     let start = run_start(incident, unit, exit);
+    let sole = sole_writer(incident, exit);
     let mut out = LastWords::default();
     for e in &incident.facts.journal {
         if e.span.source != exit.source
@@ -904,7 +905,7 @@ pub fn last_words<'a>(incident: &'a super::Incident, unit: &str, exit: Span) -> 
         let mine = match (&e.unit, e.pid.and_then(|p| incident.owner(p))) {
             (Some(u), _) => u == unit,
             (None, Some(o)) => o.unit == unit,
-            (None, None) => e.identifier == stem(unit),
+            (None, None) => e.identifier == stem(unit) || (sole.is_some() && e.pid == sole),
         };
         if !mine {
             continue;
@@ -926,6 +927,31 @@ pub fn last_words<'a>(incident: &'a super::Incident, unit: &str, exit: Span) -> 
     let cut = out.lines.len().saturating_sub(LAST_WORDS);
     out.lines.drain(..cut);
     out
+}
+
+/// The one program, by PID, whose lines the journal of the exit's input
+/// shows before the exit besides the service managers, the kernel and the
+/// OOM daemons: a paste of one unit's journal (`journalctl -u jupyterlab`
+/// prints the unit's processes under their own names, `pipenv[420]:`
+/// above `jupyterlab.service: Main process exited`) shows only that unit's
+/// processes. Two writers, or none, name nobody. Every PID's first entry
+/// is read in full by the prefilter, so the writers are the same with and
+/// without it.
+fn sole_writer(incident: &super::Incident, exit: Span) -> Option<u32> {
+    let mut pids = incident
+        .facts
+        .journal
+        .iter()
+        .filter(|e| {
+            e.span.source == exit.source
+                && e.span.line < exit.line
+                && !is_manager(e)
+                && !e.is_kernel()
+                && !e.speaks_for_others()
+        })
+        .filter_map(|e| e.pid);
+    let first = pids.next()?;
+    pids.all(|p| p == first).then_some(first)
 }
 
 /// The last words of a unit whose own output the paste shows without its

@@ -480,7 +480,7 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         HostOomKiller,
-        "a `Killed` that is the whole paste: SIGKILL with nothing else to read, at the rule's lowest confidence, asking for `journalctl -k` and the container's memory limit",
+        "a `Killed` that is the whole paste (or a job report of it whose command is a launcher's variables or a server's: `line 42:  8 Killed  python3 ./ComfyUI/main.py --listen --port 8188`): SIGKILL with nothing else to read, at the rule's lowest confidence, asking for `journalctl -k` and the container's memory limit",
         Rule("server-killed-no-kernel-line"),
         Some("fixtures/rules/server-killed-no-kernel-line/pos-textgen-lone-killed"),
     ),
@@ -511,6 +511,12 @@ pub const MATRIX: &[Cell] = &[
         ),
     ),
     // Unit failures.
+    cell(
+        UnitCrashLoop,
+        "a Slurm daemon's `fatal:` line (`slurmd[57977]: fatal: gres.conf duplicate records for gpu`): Slurm's fatal() exits with status 1, so the daemon and its unit are gone, most often at start-up on its configuration",
+        Row("stacks-slurm.daemon-fatal"),
+        None,
+    ),
     cell(
         UnitCrashLoop,
         "systemd's `Failed at step EXEC spawning PATH: ERRNO` (with or without the unit's prefix) or `Failed to locate executable PATH: ERRNO`, joined to the unit's `203/EXEC` exit whatever the order of the lines (a `journalctl --reverse` paste), naming the path and what the errno means (a wrong ExecStart= path; a file mode or a noexec mount)",

@@ -53,6 +53,8 @@ const ROWS: &[(&str, Port)] = &[
     ("stacks-bind.grpc-no-address-added", Port::Http),
     ("web-servers.apache-make-sock-in-use", Port::Http),
     ("web-servers.litespeed-cant-listen", Port::Http),
+    ("stacks-bind.cheroot-no-socket", Port::Http),
+    ("stacks-bind.fastdeploy-port-in-use", Port::Http),
 ];
 
 /// Rows whose line, printed beside a failed bind that names no port (a
@@ -90,7 +92,10 @@ struct Bind<'a> {
 }
 
 /// The rows whose `name` capture is the port's own name.
-const NAMED_PORTS: &[&str] = &["stacks-sglang.port-not-available"];
+const NAMED_PORTS: &[&str] = &[
+    "stacks-sglang.port-not-available",
+    "stacks-bind.fastdeploy-port-in-use",
+];
 
 /// Every failed bind the catalogs' rows (and NCCL's WARN) read, in input
 /// order. A ZMQ error counts as ZMQ's only where it names its address.
@@ -482,14 +487,17 @@ fn listing_port(incident: &Incident) -> Option<String> {
 
 /// None printed: the port a launcher said, before the failed bind in the
 /// same input, it was about to bind itself (Zulip's run-dev: `Starting
-/// Zulip services on ports: web proxy: 9991, …`, its proxy's port first).
+/// Zulip services on ports: web proxy: 9991, …`, its proxy's port first),
+/// or the port the same server said it served (CherryPy's `Serving HTTP on
+/// http://0.0.0.0:8080/` before its re-spawned incarnation's bind failed).
 fn launcher_port<'a>(incident: &'a Incident, binds: &[Bind<'_>]) -> Option<(Span, &'a str)> {
     let first = binds.iter().map(|b| b.message.span).min()?;
-    incident
-        .known(LAUNCHER_PORTS)
+    LAUNCHER_PORTS
+        .iter()
+        .flat_map(|id| incident.known(id))
         .filter(|(m, _)| m.span.source == first.source && m.span < first)
         .filter_map(|(m, hit)| Some((m.span, hit.get("port")?)))
-        .last()
+        .max_by_key(|(s, _)| *s)
 }
 
 /// Cites the launcher's port list when it gave the port that failed.
@@ -499,14 +507,14 @@ fn cite_launcher(f: &mut Finding, launched: Option<(Span, &str)>, port: Option<&
     {
         f.evidence(
             span,
-            format!("the launcher names port {p} first among the ports it binds"),
+            format!("the server said before it that it binds or serves port {p}"),
         );
     }
 }
 
-/// A launcher's list of the ports it starts its services on
-/// (catalogs/stacks-bind.toml).
-const LAUNCHER_PORTS: &str = "stacks-bind.launcher-ports";
+/// A launcher's list of the ports it starts its services on, and a
+/// server's line that it serves a port (catalogs/stacks-bind.toml).
+const LAUNCHER_PORTS: &[&str] = &["stacks-bind.launcher-ports", "stacks-bind.cherrypy-serving"];
 
 /// The listeners that name their process when the paste's socket listings
 /// show one port only, one per PID: the holders of the port a failure
@@ -595,5 +603,48 @@ mod tests {
             "{ss}LISTEN   0        4096           127.0.0.1:11434           0.0.0.0:*       users:((\"ollama\",pid=2233,fd=3))\n{cut}"
         );
         assert!(crate::testing::findings_of(super::META.id, &two).is_empty());
+    }
+
+    /// EADDRINUSE by its number in any language, and the servers that say
+    /// it their own way: pyLoad's Flask under a German locale (batch U
+    /// 1303, `[Errno 98] Die Adresse wird bereits verwendet`), cheroot's
+    /// list of the addresses it tried (1307, the port read from it),
+    /// FastDeploy's own pre-bind check (1297, the port's name kept). Errno
+    /// 13 is no port in use.
+    #[test]
+    fn eaddrinuse_in_any_language_and_in_the_servers_own_words() {
+        let one = |text: &str| {
+            let mut f = crate::testing::findings_of(super::META.id, text);
+            assert_eq!(f.len(), 1, "{text}\n{f:#?}");
+            f.remove(0)
+        };
+        one("OSError: [Errno 98] Die Adresse wird bereits verwendet\n");
+        one("OSError: [Errno 98] Adresse déjà utilisée\n");
+        let f = one(
+            "OSError: No socket could be created -- (('127.0.0.1', 8000): [Errno 98] Die Adresse wird bereits verwendet)\n",
+        );
+        assert!(f.title.contains("8000"), "{}", f.title);
+        let f = one("Exception: The parameter `metrics_port`:8001 is already in use.\n");
+        assert!(f.title.contains("metrics_port 8001"), "{}", f.title);
+        assert!(
+            crate::testing::findings_of(super::META.id, "OSError: [Errno 13] Permission denied\n")
+                .is_empty()
+        );
+    }
+
+    /// CherryPy's autoreloader re-executing the process after it served
+    /// 8080, then Python 2.5's tuple error with no port (batch U 1309,
+    /// cherrypy/cherrypy#692): the port is the one it served, and the
+    /// holder its own previous incarnation, a stale serving instance.
+    #[test]
+    fn a_cherrypy_respawn_before_the_bind_is_the_previous_incarnation() {
+        let served = "[10/Jun/2007:21:48:07] HTTP Serving HTTP on http://0.0.0.0:8080/\n";
+        let respawn = "[10/Jun/2007:21:48:11] ENGINE Re-spawning ./server.py\n";
+        let failed =
+            "Exception in thread CPHTTPServer Thread-1:\nerror: (98, 'Address already in use')\n";
+        let f = crate::testing::findings_of(super::META.id, &format!("{served}{respawn}{failed}"));
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].category, crate::rules::Category::StaleServingInstance);
+        assert!(f[0].title.contains("8080"), "{}", f[0].title);
     }
 }

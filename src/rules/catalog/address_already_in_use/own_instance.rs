@@ -95,6 +95,17 @@ const STOPS: &[Stop] = &[
         other_process: false,
     },
     Stop {
+        id: "stacks-bind.cherrypy-respawning",
+        note: "CherryPy re-executed the process: its previous incarnation's server still held the port",
+        shows: "the paste shows CherryPy re-spawning the process (its autoreloader or a restart) after it had served, and the new incarnation's bind came before the old server's socket was closed",
+        must_precede: true,
+        stack: None,
+        how: Some(
+            "stop the engine (and so its HTTP server) before the re-exec, or turn the autoreloader off where the code does not change (`engine.autoreload.on = False`)",
+        ),
+        other_process: false,
+    },
+    Stop {
         id: "stacks-bind.osascript-quit-canceled",
         note: "the app refused to quit: its server keeps running",
         shows: "the paste shows its app refusing to quit, so the server it runs still listens",
@@ -461,6 +472,7 @@ const PYTHON_BINDS: &[&str] = &[
     "stacks-bind.gradio-port-in-use",
     "stacks-bind.gradio-no-empty-port",
     "stacks-bind.werkzeug-port-in-use",
+    "stacks-bind.cheroot-no-socket",
 ];
 
 /// A holder that is PID 1 running the same interpreter as the failing

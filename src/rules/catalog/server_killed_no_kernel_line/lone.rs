@@ -1,6 +1,6 @@
 //! A kill report with nothing around it: the shell's `Killed` (or a job
-//! report that names no command, or only a launcher's unexpanded
-//! variables) as the whole input. The finding says so, stays at the
+//! report that names no command, only a launcher's unexpanded variables,
+//! or a server's command) as the whole input. The finding says so, stays at the
 //! rule's lowest confidence and asks for what would settle it.
 
 use crate::correlate::Incident;
@@ -17,7 +17,7 @@ use super::Killed;
 pub(super) fn is_lone(incident: &Incident, kill: Span, killed: Killed<'_>) -> bool {
     (match killed {
         Killed::Shell(None) => true,
-        Killed::Shell(Some((_, command))) => only_variables(command),
+        Killed::Shell(Some((_, command))) => only_variables(command) || runs_a_server(command),
         _ => false,
     }) && alone(incident, kill)
 }
@@ -44,6 +44,20 @@ fn only_variables(command: &str) -> bool {
     command
         .split_whitespace()
         .all(|w| w.trim_matches('"').starts_with('$'))
+}
+
+/// Whether a job's command starts a server: a serving program the
+/// programs' table knows (`vllm serve`, `ollama serve`, `llama-server`),
+/// or any program given an address to listen on (`--port 8188`,
+/// `--listen`, `--host=0.0.0.0`).
+fn runs_a_server(command: &str) -> bool {
+    crate::correlate::programs::classify(command).is_some()
+        || command.split_whitespace().any(|w| {
+            matches!(
+                w.split('=').next().unwrap_or(w),
+                "--port" | "--listen" | "--host"
+            )
+        })
 }
 
 /// `process 3179` → `Process 3179`.

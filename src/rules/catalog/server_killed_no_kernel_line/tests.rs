@@ -461,6 +461,26 @@ fn a_job_report_with_a_command_alone_is_the_lone_reading_with_its_pid() {
     );
 }
 
+/// A container's entrypoint shell reporting its server `Killed` as the
+/// whole paste (`entrypoint.sh: line 42:  8 Killed  python3
+/// ./ComfyUI/main.py --listen --port 8188 ${CLI_ARGS}`, batch U 1331,
+/// under docker compose's prefix): a server's command is as bare as a
+/// launcher's variables, the lone reading naming PID 8; so is a serving
+/// program the programs' table knows. A command that starts no server
+/// stays unread.
+#[test]
+fn a_server_command_killed_alone_is_the_lone_reading() {
+    let line = "comfyui     | /home/scripts/entrypoint.sh: line 42:     8 Killed                  python3 ./ComfyUI/main.py --listen --port 8188 ${CLI_ARGS}\n";
+    let f = killed(line);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].category, crate::rules::Category::HostOomKiller);
+    assert!(f[0].confidence <= 0.3, "{}", f[0].confidence);
+    assert!(f[0].entities.pids.contains(&8), "{:?}", f[0].entities.pids);
+    let f = killed("run.sh: line 3: 4242 Killed                  vllm serve facebook/opt-125m\n");
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(killed("run.sh: line 3: 4242 Killed                  sort big.txt\n").is_empty());
+}
+
 /// metaseq's resharding launcher (batch Q 1083, facebookresearch/metaseq
 /// #50): three of eight parallel `reshard_mp` jobs reported `Killed` by
 /// bash while the others save their parts: one host-OOM finding naming

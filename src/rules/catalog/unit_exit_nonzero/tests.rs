@@ -361,3 +361,26 @@ Aug 23 00:00:00 MainComp systemd[1]: resticprofile-backup@profile-default.servic
     );
     assert_ne!(other[0].category, Category::UnitCrashLoop);
 }
+
+/// A unit's journal whose only writer besides PID 1 is the unit's own
+/// process under another name (batch U 1323, YunoHost's jupyterlab.service
+/// run through `pipenv[420]:`, JupyterHub's `Failed to start proxy` and
+/// `FileNotFoundError … 'configurable-http-proxy'` a line before the
+/// exit): those are the unit's last words (the first, the hub's own error line, cited: the exception line is indented, a frame), and the exit is a failure with
+/// a stated reason, naming PID 420. A second writer names nobody.
+#[test]
+fn the_only_writer_before_the_exit_is_the_units_own() {
+    let hub = "Sep 08 09:21:53 pipenv[420]: [C 2020-09-08 09:21:53.924 JupyterHub app:2517] Failed to start proxy\n\
+               Sep 08 09:21:53 pipenv[420]:     Traceback (most recent call last):\n\
+               Sep 08 09:21:53 pipenv[420]:     FileNotFoundError: [Errno 2] No such file or directory: 'configurable-http-proxy': 'configurable-http-proxy'\n";
+    let exit = "Sep 08 09:21:55 systemd[1]: jupyterlab.service: Main process exited, code=exited, status=1/FAILURE\n";
+    let f = findings(&format!("{hub}{exit}"));
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].category, Category::UnitCrashLoop);
+    assert!(f[0].entities.pids.contains(&420), "{:?}", f[0].entities);
+    crate::testing::cites_line(&f[0], 1);
+    let other = "Sep 08 09:21:54 cron[77]: (root) CMD (run-parts /etc/cron.hourly)\n";
+    let f = findings(&format!("{hub}{other}{exit}"));
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(!f[0].entities.pids.contains(&420), "{:?}", f[0].entities);
+}
