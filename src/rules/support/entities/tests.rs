@@ -329,7 +329,7 @@ fn a_cited_xid_line_names_its_code_pid_and_bus() {
 /// A GPU the rule named by its bus id in one spelling is not added again
 /// in the kernel's (fixtures/rules/gpu-init-failed/pos-two-gpus-dmesg:
 /// `NVRM: GPU 0000:04:01.0: RmInitAdapter failed!`, whose row captures the
-/// bus).
+/// bus): it is named as the line prints it, with its function.
 #[test]
 fn a_bus_the_rule_named_is_not_named_twice() {
     let a = analysis(
@@ -339,7 +339,7 @@ fn a_bus_the_rule_named_is_not_named_twice() {
     let f = cite(&a, Category::XidOther, &[1, 2]);
     assert_eq!(
         f.entities.gpu_bus_ids.iter().collect::<Vec<_>>(),
-        ["0000:04:01"]
+        ["0000:04:01.0"]
     );
     let mut g = Finding::new("test", Category::XidOther, Severity::Error);
     g.entities.gpu_bus_ids.insert("0000:04:01.0".to_owned());
