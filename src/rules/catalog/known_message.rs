@@ -309,7 +309,7 @@ mod tests {
         let f = findings_of(super::META.id, line);
         assert_eq!(f.len(), 1, "{f:#?}");
         assert!(
-            f[0].entities.gpu_bus_ids.contains("0000:01:00"),
+            f[0].entities.gpu_bus_ids.contains("0000:01:00.0"),
             "{:?}",
             f[0].entities
         );
@@ -324,7 +324,7 @@ mod tests {
         let f = findings_of(super::META.id, line);
         assert_eq!(f.len(), 1, "{f:#?}");
         assert!(
-            f[0].entities.gpu_bus_ids.contains("0000:aa:00"),
+            f[0].entities.gpu_bus_ids.contains("0000:aa:00.0"),
             "{:?}",
             f[0].entities
         );
