@@ -512,9 +512,33 @@ mod random {
 /// template are read, the last kept, the rest only counted, and what the
 /// rules see are real lines, first and last, with the true count and the
 /// last restart counter.
+/// `text` as one input named `name`, read on one thread with the
+/// prefilter and `repeats`' limits: the repeat-aggregation tests' reading.
+fn ingest_one(
+    name: &str,
+    text: &str,
+    repeats: rootcause::ingest::Repeats,
+) -> rootcause::ingest::Ingested {
+    use rootcause::ingest::{Settings, Threads, ingest_with};
+    let mut sources = SourceMap::new();
+    sources.add(Source::new(name, text.as_bytes()));
+    let anchors = rootcause::rules::anchors(rootcause::rules::RULES);
+    ingest_with(
+        &sources,
+        &Settings {
+            hint: None,
+            anchors: &anchors,
+            prefilter: true,
+            progress: None,
+            threads: Threads::One,
+            repeats,
+        },
+    )
+}
+
 #[test]
 fn repeats_are_counted_and_their_first_and_last_lines_kept() {
-    use rootcause::ingest::{Repeats, Settings, Threads, ingest_with};
+    use rootcause::ingest::Repeats;
     const CYCLES: u32 = 40;
     let mut text = String::new();
     let mut line = 0u32;
@@ -560,22 +584,7 @@ fn repeats_are_counted_and_their_first_and_last_lines_kept() {
             ),
         ));
     }
-    let mut sources = SourceMap::new();
-    sources.add(Source::new("journal.txt", text.as_bytes()));
-    let anchors = rootcause::rules::anchors(rootcause::rules::RULES);
-    let read = |repeats| {
-        ingest_with(
-            &sources,
-            &Settings {
-                hint: None,
-                anchors: &anchors,
-                prefilter: true,
-                progress: None,
-                threads: Threads::One,
-                repeats,
-            },
-        )
-    };
+    let read = |repeats| ingest_one("journal.txt", &text, repeats);
     let bounded = read(Repeats { first: 3, last: 2 }).facts;
     let all = read(Repeats::UNBOUNDED).facts;
     assert!(all.repeats.is_empty());
@@ -634,7 +643,7 @@ fn repeats_are_counted_and_their_first_and_last_lines_kept() {
 /// counts as not understood each time it repeats.
 #[test]
 fn an_unknown_segments_repeats_are_counted_not_read() {
-    use rootcause::ingest::{Repeats, Settings, Threads, ingest_with};
+    use rootcause::ingest::Repeats;
     const CYCLES: u32 = 12_000;
     let mut text = String::new();
     for c in 0..CYCLES {
@@ -650,22 +659,7 @@ fn an_unknown_segments_repeats_are_counted_not_read() {
             c % 9
         ));
     }
-    let mut sources = SourceMap::new();
-    sources.add(Source::new("ollama.log", text.as_bytes()));
-    let anchors = rootcause::rules::anchors(rootcause::rules::RULES);
-    let read = |repeats| {
-        ingest_with(
-            &sources,
-            &Settings {
-                hint: None,
-                anchors: &anchors,
-                prefilter: true,
-                progress: None,
-                threads: Threads::One,
-                repeats,
-            },
-        )
-    };
+    let read = |repeats| ingest_one("ollama.log", &text, repeats);
     let bounded = read(Repeats { first: 3, last: 2 });
     let all = read(Repeats::UNBOUNDED);
     let unread = |i: &rootcause::ingest::Ingested| -> Vec<(String, u32)> {
@@ -758,13 +752,12 @@ fn vllm_process_prefixes_under_the_journal_read_the_same() {
 /// messages and PID 1 entries, and every template is still counted whole.
 #[test]
 fn many_templates_repeated_keep_a_bounded_state() {
-    use rootcause::ingest::{Repeats, Settings, Threads, ingest_with};
+    use rootcause::ingest::Repeats;
     const UNITS: usize = 1200;
     let name = |u: usize| -> String {
         let l = |k: usize| char::from(b'a' + (k % 26) as u8);
         format!("{}{}{}", l(u), l(u / 26), l(u / 676))
     };
-    let anchors = rootcause::rules::anchors(rootcause::rules::RULES);
     let read = |cycles: u32| {
         let mut text = String::new();
         for c in 0..cycles {
@@ -776,20 +769,7 @@ fn many_templates_repeated_keep_a_bounded_state() {
                 ));
             }
         }
-        let mut sources = SourceMap::new();
-        sources.add(Source::new("journal.txt", text.as_bytes()));
-        ingest_with(
-            &sources,
-            &Settings {
-                hint: None,
-                anchors: &anchors,
-                prefilter: true,
-                progress: None,
-                threads: Threads::One,
-                repeats: Repeats::STANDARD,
-            },
-        )
-        .facts
+        ingest_one("journal.txt", &text, Repeats::STANDARD).facts
     };
     let (short, long) = (read(20), read(40));
     for (facts, cycles) in [(&short, 20u64), (&long, 40)] {
