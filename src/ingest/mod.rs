@@ -46,6 +46,7 @@ mod nvidia_smi_q;
 mod nvidia_smi_table;
 mod package_log;
 mod proc_cgroup;
+mod process_head;
 mod prose;
 mod ps;
 mod read;

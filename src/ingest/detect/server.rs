@@ -9,6 +9,7 @@
 
 use super::{Class, re};
 use crate::ingest::Format;
+use crate::ingest::process_head::process_head;
 use crate::ingest::server::is_vllm_process_name;
 
 // SGLang's prefix; before 0.4 the time of day alone, with the rank.
@@ -19,10 +20,6 @@ re!(
 re!(
     VLLM,
     r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\.[0-9]+)? \[?[^\]\s]+:[0-9]+\](?: |$)"
-);
-re!(
-    PROCESS,
-    r"^\((?:(?P<name>[A-Za-z_][0-9A-Za-z_.:-]*) )?(?:rank=[0-9]+ )?pid=[0-9]+(?:, ip=[0-9A-Fa-f.:]+)?\)(?: (?P<rest>.*))?$"
 );
 re!(
     NCCL,
@@ -173,17 +170,14 @@ fn kind(line: &str) -> Option<Kind> {
     if let Some(c) = (first == b'[').then(|| MPI_TAG.captures(line)).flatten() {
         return kind(c.name("rest").map_or("", |m| m.as_str()));
     }
-    if let Some(c) = (first == b'(').then(|| PROCESS.captures(line)).flatten() {
-        if c.name("name")
-            .is_some_and(|n| is_vllm_process_name(n.as_str()))
-        {
+    if let Some(head) = (first == b'(').then(|| process_head(line)).flatten() {
+        if head.name.is_some_and(is_vllm_process_name) {
             return Some(Kind::Framework(
                 Format::VllmLog,
                 "vLLM process prefix `(EngineCore_DP0 pid=N)`",
             ));
         }
-        let rest = c.name("rest").map_or("", |m| m.as_str());
-        return match kind(rest) {
+        return match kind(head.rest.unwrap_or("")) {
             Some(Kind::Framework(format, why)) => Some(Kind::Framework(format, why)),
             _ => Some(Kind::Content(
                 Format::RayLog,

@@ -16,6 +16,7 @@ use regex::Regex;
 
 use super::title;
 use super::{Outer, StreamKey, Writer, time_of_day};
+use crate::ingest::process_head::{ProcessHead, process_head};
 use crate::ingest::slog_head;
 use crate::ingest::viewer_head::{ViewerHead, viewer_head};
 use crate::model::{Framework, RankTag, Timestamp};
@@ -51,16 +52,6 @@ static GUTTER: LazyLock<Regex> = LazyLock::new(|| {
 static COMPOSE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]*)\x20+\|(?:\x20(?P<rest>.*))?$")
         .expect("compose prefix regex")
-});
-
-/// vLLM's `(EngineCore_DP0 pid=4201) `, `(VllmWorker rank=1 pid=4243) ` and
-/// Ray's `(WorkerDict pid=3490362, ip=10.0.0.3) ` / `(pid=123) `.
-static PROCESS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?x)^\((?:(?P<name>[A-Za-z_][0-9A-Za-z_.:-]*)\x20)?(?:rank=(?P<rank>[0-9]+)\x20)?pid=(?P<pid>[0-9]+)
-        (?:,\x20ip=(?P<ip>[0-9A-Fa-f.:]+))?\)(?:\x20(?P<rest>.*))?$",
-    )
-    .expect("process prefix regex")
 });
 
 /// Ray's own daemons relayed to the driver, which print no PID: `(raylet)
@@ -246,11 +237,13 @@ pub(super) fn peel<'t>(mut text: &'t str, writer: &mut Writer) -> &'t str {
             }
         }
         if !process && !torch {
-            if let Some(c) = process_may(text).then(|| PROCESS.captures(text)).flatten() {
-                if let Ok(pid) = c["pid"].parse::<u32>() {
+            // vLLM's `(EngineCore_DP0 pid=4201) `, `(VllmWorker rank=1
+            // pid=4243) `, Ray's `(WorkerDict pid=3490362, ip=10.0.0.3) `.
+            if let Some(head) = process_may(text).then(|| process_head(text)).flatten() {
+                if let Ok(pid) = head.pid.parse::<u32>() {
                     process = true;
-                    take_process(&c, pid, writer);
-                    text = c.name("rest").map_or("", |m| m.as_str());
+                    take_process(&head, pid, writer);
+                    text = head.rest.unwrap_or("");
                     writer.layered = true;
                     continue;
                 }
@@ -520,9 +513,9 @@ pub(super) fn process_only(text: &str) -> Option<ProcessOnly<'_>> {
     if !process_may(text) || ray_may(text) {
         return None;
     }
-    let c = PROCESS.captures(text)?;
-    let pid = c["pid"].parse::<u32>().ok()?;
-    let rest = c.name("rest").map_or("", |m| m.as_str());
+    let head = process_head(text)?;
+    let pid = head.pid.parse::<u32>().ok()?;
+    let rest = head.rest.unwrap_or("");
     if may_peel_outer(rest) {
         return None;
     }
@@ -536,8 +529,8 @@ pub(super) fn process_only(text: &str) -> Option<ProcessOnly<'_>> {
     };
     Some(ProcessOnly {
         pid,
-        name: c.name("name").map(|m| m.as_str()),
-        rank: c.name("rank").and_then(|m| m.as_str().parse().ok()),
+        name: head.name,
+        rank: head.rank.and_then(|r| r.parse().ok()),
         record,
         payload,
     })
@@ -547,7 +540,7 @@ pub(super) fn process_only(text: &str) -> Option<ProcessOnly<'_>> {
 fn may_peel_outer(text: &str) -> bool {
     (viewer_may(text) && viewer_head(text).is_some())
         || (compose_may(text) && COMPOSE.is_match(text))
-        || (process_may(text) && (PROCESS.is_match(text) || RAY_DAEMON.is_match(text)))
+        || (process_may(text) && (process_head(text).is_some() || RAY_DAEMON.is_match(text)))
         || (torch_may(text.trim_start_matches(' '))
             && TORCH_RANK.is_match(text.trim_start_matches(' ')))
         || (gutter_may(text) && GUTTER.is_match(text))
@@ -557,14 +550,14 @@ fn may_peel_outer(text: &str) -> bool {
         || (viewer_may(text) && text.len() <= 40 && VIEWER_STAMP.is_match(text))
 }
 
-fn take_process(c: &regex::Captures<'_>, pid: u32, writer: &mut Writer) {
-    let name = c.name("name").map(|m| m.as_str());
-    let rank = c.name("rank").and_then(|m| m.as_str().parse().ok());
+fn take_process(head: &ProcessHead<'_>, pid: u32, writer: &mut Writer) {
+    let name = head.name;
+    let rank = head.rank.and_then(|r| r.parse().ok());
     writer.pid = Some(pid);
     writer.key.process_pid = Some(pid);
     writer.process = name.map(str::to_owned);
-    if let Some(ip) = c.name("ip") {
-        writer.host = Some(ip.as_str().to_owned());
+    if let Some(ip) = head.ip {
+        writer.host = Some(ip.to_owned());
     }
     match name.and_then(|n| title::vllm_prefix_name(n, rank)) {
         Some(p) => {

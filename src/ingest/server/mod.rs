@@ -690,11 +690,18 @@ pub(crate) fn under_layers(text: &str) -> &str {
     layers::peel(text, &mut Writer::default())
 }
 
-/// Whether `text` opens a logger's record (glog's `E0306 `, TensorRT's
-/// `[TRT]`, Go's `log` and `slog`, zerolog): a record stands alone, so it
-/// is never the rest of a line a terminal wrapped above it.
+/// Whether `text` opens a record: a logger's (glog's `E0306 `, TensorRT's
+/// `[TRT]`, Go's `log` and `slog`, zerolog), a server's own head (vLLM's
+/// `INFO 06-01 12:00:00 [file.py:N]`, SGLang's `[2026-… TP0]`), or a layer
+/// a server's lines carry (a process prefix `(EngineCore pid=N)`, a
+/// viewer's time, compose's service, `[rank0]:`): a record stands alone,
+/// so it is never the rest of a line a terminal wrapped above it. (Issue
+/// 23: a raw vLLM log's process-prefixed lines each asked the catalogs
+/// whether they completed the line above, 16% of its instructions.)
 pub(crate) fn opens_record(text: &str) -> bool {
-    layers::record_may(text)
+    layers::may_peel(text)
+        || crate::ingest::vllm_head::head(text).is_some()
+        || sglang::is_prefixed(text)
 }
 
 /// Text-only detectors, in a fixed order. The framework is set when the text

@@ -9,15 +9,6 @@ use regex::Regex;
 
 use crate::model::{Framework, RankTag, ServerProcess};
 
-/// `role` + `_DPn_PPn_ATTN_CPn_MOE_DPn_TPn_EPn` (any subset, any order) +
-/// an optional bare instance number.
-static ROLE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"^(?P<role>[A-Za-z][A-Za-z_]*?)(?P<tags>(?:_(?:ATTN_CP|MOE_DP|DP|PP|TP|EP)[0-9]+)*)(?:[_-](?P<index>[0-9]+))?$",
-    )
-    .expect("process role regex")
-});
-
 static TAG: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(ATTN_CP|MOE_DP|DP|PP|TP|EP)([0-9]+)").expect("rank tag regex"));
 
@@ -90,16 +81,64 @@ pub(super) fn vllm_prefix_name(name: &str, rank: Option<u32>) -> Option<ServerPr
 
 /// Splits `scheduler_DP0_TP0_EP0` into its role and ranks.
 pub(super) fn role(framework: Framework, text: &str) -> Option<ServerProcess> {
-    let c = ROLE.captures(text)?;
+    let (role, tags, index) = split_role(text)?;
     let mut rank = RankTag::default();
-    apply_tags(&c["tags"], &mut rank);
+    apply_tags(tags, &mut rank);
     Some(ServerProcess {
         framework,
-        role: c["role"].to_owned(),
+        role: role.to_owned(),
         rank,
-        index: c.name("index").and_then(|m| m.as_str().parse().ok()),
+        index: index.and_then(|i| i.parse().ok()),
         maybe_truncated: false,
     })
+}
+
+/// The rank tags a process name may carry after its role, longest first
+/// where one starts another's letters.
+const RANK_TAGS: [&str; 6] = ["ATTN_CP", "MOE_DP", "DP", "PP", "TP", "EP"];
+
+/// `role` + `_DPn_PPn_ATTN_CPn_MOE_DPn_TPn_EPn` (any subset, any order) +
+/// an optional bare instance number (`_3`, `-3`): the shortest role of
+/// letters and `_` after which the rest is tags and index to the end. By
+/// hand, not a regex: every line of a raw vLLM log carries a process name
+/// (issue 23: its lazy capture cost as much as the rest of the sniffer).
+fn split_role(text: &str) -> Option<(&str, &str, Option<&str>)> {
+    let b = text.as_bytes();
+    if !b.first()?.is_ascii_alphabetic() {
+        return None;
+    }
+    let run = b
+        .iter()
+        .take_while(|c| c.is_ascii_alphabetic() || **c == b'_')
+        .count();
+    (1..=run).find_map(|end| {
+        let (tags, index) = tags_and_index(&text[end..])?;
+        Some((&text[..end], tags, index))
+    })
+}
+
+/// `rest` as `(_TAGn)*` then `([_-]n)?` and nothing more.
+fn tags_and_index(rest: &str) -> Option<(&str, Option<&str>)> {
+    let digits = |s: &str| s.bytes().take_while(u8::is_ascii_digit).count();
+    let mut at = 0;
+    while let Some(tail) = rest[at..].strip_prefix('_') {
+        let Some(tag) = RANK_TAGS.iter().find(|t| tail.starts_with(**t)) else {
+            break;
+        };
+        let n = digits(&tail[tag.len()..]);
+        if n == 0 {
+            break;
+        }
+        at += 1 + tag.len() + n;
+    }
+    let (tags, after) = rest.split_at(at);
+    match after.as_bytes().first() {
+        None => Some((tags, None)),
+        Some(b'_' | b'-') if after.len() > 1 && digits(&after[1..]) == after.len() - 1 => {
+            Some((tags, Some(&after[1..])))
+        }
+        _ => None,
+    }
 }
 
 /// Sets the ranks named in `DP0 TP3` / `_DP0_TP3` on `rank`.
@@ -121,6 +160,59 @@ pub(super) fn apply_tags(tags: &str, rank: &mut RankTag) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The regex [`split_role`] replaced, kept as its oracle.
+    static ROLE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"^(?P<role>[A-Za-z][A-Za-z_]*?)(?P<tags>(?:_(?:ATTN_CP|MOE_DP|DP|PP|TP|EP)[0-9]+)*)(?:[_-](?P<index>[0-9]+))?$",
+        )
+        .expect("process role regex")
+    });
+
+    #[test]
+    fn roles_split_as_the_regex_did() {
+        let names = [
+            "scheduler_DP0_TP0_EP0",
+            "Worker_PP1_TP0",
+            "EngineCore_DP0",
+            "VllmWorkerProcess",
+            "VllmWorker",
+            "RayWorkerWrapper",
+            "DPCoordinator",
+            "scheduler_TP3_2",
+            "scheduler-3",
+            "scheduler_ATTN_CP1_MOE_DP2_TP0",
+            "detokenizer",
+            "Worker_TP",
+            "Worker_TPx",
+            "Worker_TP1x",
+            "Worker__TP1",
+            "Worker_TP1_",
+            "Worker_TP1-",
+            "Worker_",
+            "Worker_12",
+            "Worker_DP_1",
+            "A",
+            "_Worker",
+            "9Worker",
+            "Wörker_TP1",
+            "Worker_TP１",
+            "",
+            "MOE_DP1",
+            "DP_DP1",
+            "a_b_c_TP1_EP2-7",
+        ];
+        for name in names {
+            let want = ROLE.captures(name).map(|c| {
+                (
+                    c.name("role").map_or("", |m| m.as_str()),
+                    c.name("tags").map_or("", |m| m.as_str()),
+                    c.name("index").map(|m| m.as_str()),
+                )
+            });
+            assert_eq!(split_role(name), want, "{name:?}");
+        }
+    }
 
     fn rank(dp: Option<u32>, pp: Option<u32>, tp: Option<u32>, ep: Option<u32>) -> RankTag {
         RankTag {
