@@ -1216,11 +1216,10 @@ fn any_time(text: &str) -> nom::IResult<&str, Timestamp> {
     )
         .parse(text)?;
     let fail = || nom::Err::Error(nom::error::Error::new(text, nom::error::ErrorKind::Verify));
-    let date = chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d").map_err(|_| fail())?;
-    let mut time = chrono::NaiveTime::parse_from_str(hms, "%H:%M:%S").map_err(|_| fail())?;
+    let date = ymd(date).ok_or_else(fail)?;
+    let mut time = hms_time(hms).ok_or_else(fail)?;
     if let Some((_, digits)) = frac {
-        let nanos: u32 = format!("{digits:0<9}")[..9].parse().map_err(|_| fail())?;
-        time = chrono::Timelike::with_nanosecond(&time, nanos).ok_or_else(fail)?;
+        time = chrono::Timelike::with_nanosecond(&time, nanos(digits)).ok_or_else(fail)?;
     }
     let offset_secs = match zone {
         None => None,
@@ -1241,6 +1240,43 @@ fn any_time(text: &str) -> nom::IResult<&str, Timestamp> {
             year_known: true,
         },
     ))
+}
+
+/// The digits of `text` as a number; `None` unless all of it is ASCII
+/// digits (at most 4 here).
+fn number(text: &str) -> Option<u32> {
+    (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| text.bytes().fold(0, |n, b| n * 10 + u32::from(b - b'0')))
+}
+
+/// `YYYY-MM-DD`, as [`any_time`] recognised it, by position: every line of
+/// a timed log pays this, and chrono's format parser cost ten times more
+/// (issue 23).
+pub(super) fn ymd(date: &str) -> Option<chrono::NaiveDate> {
+    let year = i32::try_from(number(date.get(..4)?)?).ok()?;
+    chrono::NaiveDate::from_ymd_opt(year, number(date.get(5..7)?)?, number(date.get(8..10)?)?)
+}
+
+/// `HH:MM:SS`; a leap second (`:60`) as chrono's own parser reads it.
+pub(super) fn hms_time(hms: &str) -> Option<chrono::NaiveTime> {
+    let b = hms.as_bytes();
+    if b.len() != 8 || b[2] != b':' || b[5] != b':' {
+        return None;
+    }
+    let (h, m, sec) = (number(&hms[..2])?, number(&hms[3..5])?, number(&hms[6..])?);
+    match sec {
+        60 => chrono::NaiveTime::parse_from_str(hms, "%H:%M:%S").ok(),
+        _ => chrono::NaiveTime::from_hms_opt(h, m, sec),
+    }
+}
+
+/// A fraction's 1 to 9 digits as nanoseconds (`.5` is half a second).
+pub(super) fn nanos(digits: &str) -> u32 {
+    let n = digits
+        .bytes()
+        .take(9)
+        .fold(0u32, |n, b| n * 10 + u32::from(b - b'0'));
+    n * 10u32.pow(9 - digits.len().min(9) as u32)
 }
 
 /// The level word loggers print, any case: its normalised name.

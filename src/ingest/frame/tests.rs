@@ -415,3 +415,37 @@ fn the_peelers_own_rows_are_where_their_indices_say() {
         assert_eq!(ROWS[index].name, name, "index {index}");
     }
 }
+
+/// A row's time read by position, as chrono's format parser read it
+/// before (the oracle): dates, times of day and fractions, valid or not.
+#[test]
+fn times_read_by_position_as_chrono_parsed_them() {
+    let dates = [
+        "2026-11-27",
+        "2024-02-29",
+        "2023-02-29",
+        "2026-13-01",
+        "2026-00-10",
+        "2026-04-31",
+        "0000-01-01",
+        "9999-12-31",
+        "2026-1a-01",
+        "2026-11-2x",
+    ];
+    for date in dates {
+        let chrono = chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d").ok();
+        assert_eq!(super::rows::ymd(date), chrono, "{date}");
+    }
+    let times = [
+        "00:00:00", "23:59:59", "23:59:60", "24:00:00", "12:60:00", "12:00:61", "1a:00:00",
+        "12:00:0x", "09:38:52",
+    ];
+    for hms in times {
+        let chrono = chrono::NaiveTime::parse_from_str(hms, "%H:%M:%S").ok();
+        assert_eq!(super::rows::hms_time(hms), chrono, "{hms}");
+    }
+    for digits in ["5", "05", "123", "000100", "123456789", "999999999", "1"] {
+        let chrono: u32 = format!("{digits:0<9}")[..9].parse().expect("digits");
+        assert_eq!(super::rows::nanos(digits), chrono, "{digits}");
+    }
+}
