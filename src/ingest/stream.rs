@@ -806,9 +806,11 @@ impl InputReader {
                     message: self.facts.messages.len() - 1,
                 });
             }
-            // A message may be cited: its text, and the line that times it.
-            self.keep(n, text);
+            // A message may be cited: its text, and the line that times it
+            // (kept first: it is above, and the kept lines' arena takes
+            // lines in order; one kept after a later one waits apart).
             self.flush();
+            self.keep(n, text);
         }
         let prompt = matches!(step, Step::Start { .. }) && format == Format::ShellPrompt;
         self.typed(n, &peeled.body, text, prompt);
@@ -938,8 +940,8 @@ impl InputReader {
         };
         match reader.read(&line, hot, &mut out) {
             Read::Parsed => {
-                self.keep(n, text);
                 self.flush();
+                self.keep(n, text);
             }
             Read::Skimmed(Some(time)) => self.timing.skimmed(n, time, text),
             Read::Skimmed(None) => {}
