@@ -57,6 +57,7 @@ mod request_hung_until_stop;
 mod scheduler_no_progress;
 mod second_server_instance;
 mod server_killed_no_kernel_line;
+mod server_older_than_client;
 mod serving_process_untracked;
 mod sglang_child_failed;
 mod sglang_cuda_graph_capture_failed;
@@ -155,6 +156,7 @@ pub static RULES: &[&dyn Rule] = &[
     &scheduler_no_progress::RULE,
     &second_server_instance::RULE,
     &server_killed_no_kernel_line::RULE,
+    &server_older_than_client::RULE,
     &serving_process_untracked::RULE,
     &sglang_child_failed::RULE,
     &sglang_cuda_graph_capture_failed::RULE,
