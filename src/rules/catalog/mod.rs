@@ -50,6 +50,7 @@ mod ollama_app_respawn_loop;
 mod ollama_load_exceeds_host_memory;
 mod ollama_model_stuck_stopping;
 mod ollama_vram_not_recovered;
+mod orphans_beside_restarted_daemon;
 mod process_died;
 mod process_outlived_its_job;
 mod process_segfault;
@@ -149,6 +150,7 @@ pub static RULES: &[&dyn Rule] = &[
     &ollama_load_exceeds_host_memory::RULE,
     &ollama_model_stuck_stopping::RULE,
     &ollama_vram_not_recovered::RULE,
+    &orphans_beside_restarted_daemon::RULE,
     &process_died::RULE,
     &process_outlived_its_job::RULE,
     &process_segfault::RULE,
