@@ -220,8 +220,10 @@ wazuh     549282  549266  0 23:09 ?        SN     0:00 /var/ossec/framework/pyth
     fn older_ppid1_copies_beside_the_live_tree_are_orphans() {
         let f = findings_of(super::META.id, WAZUH);
         assert_eq!(f.len(), 1, "{f:?}");
+        // The orphans, and the live daemon whose row the finding cites.
         let pids: Vec<u32> = f[0].entities.pids.iter().copied().collect();
-        assert_eq!(pids, vec![527299, 527302]);
+        assert_eq!(pids, vec![527299, 527302, 549266]);
+        assert!(f[0].title.contains("527299, 527302") && !f[0].title.contains("549266"));
     }
 
     #[test]
