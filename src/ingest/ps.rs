@@ -26,6 +26,17 @@ static EF_ROW: LazyLock<Regex> = LazyLock::new(|| {
     .expect("ps -ef row regex")
 });
 
+/// A row of procps' `-f` full format mixed with a BSD option (`ps -edf
+/// ww`, `ps -f x`): `UID PID PPID C STIME TTY STAT TIME CMD`, the `STAT`
+/// column between the terminal and the time, the time BSD's `M:SS`
+/// (wazuh/wazuh#12783: `wazuh 527299 1 0 23:01 ? SN 0:00 /var/ossec/…`).
+static EF_STAT_ROW: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^\s*\S+\s+[0-9]+\s+[0-9]+\s+[0-9]+\s+(?:[0-9][0-9]:[0-9][0-9]|[A-Z][a-z]{2}[0-9][0-9]|[0-9]{4})\s+(?:\?|pts/[0-9]+|tty[0-9A-Za-z_]*|console)\s+[DIRSTtWXZ][<NLsl+]*\s+(?:[0-9]+-)?[0-9]+:[0-9][0-9](?::[0-9][0-9])?\s+\S",
+    )
+    .expect("ps -f with STAT row regex")
+});
+
 /// A `ps aux` row: `USER PID %CPU %MEM VSZ RSS TTY STAT START TIME COMMAND`.
 static AUX_ROW: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
@@ -108,6 +119,17 @@ const EF_COLUMNS: [Column; 8] = [
     Column::Other,
     Column::Cmd,
 ];
+const EF_STAT_COLUMNS: [Column; 9] = [
+    Column::User,
+    Column::Pid,
+    Column::Ppid,
+    Column::Other,
+    Column::Start,
+    Column::Other,
+    Column::Stat,
+    Column::Other,
+    Column::Cmd,
+];
 const ALX_COLUMNS: [Column; 13] = [
     Column::Other,
     Column::User,
@@ -167,6 +189,8 @@ fn implied_columns(text: &str) -> Option<&'static [Column]> {
     }
     if EF_ROW.is_match(text) {
         Some(&EF_COLUMNS)
+    } else if EF_STAT_ROW.is_match(text) {
+        Some(&EF_STAT_COLUMNS)
     } else if AUX_ROW.is_match(text) {
         Some(&AUX_COLUMNS)
     } else if ALX_ROW.is_match(text) {
@@ -179,7 +203,10 @@ fn implied_columns(text: &str) -> Option<&'static [Column]> {
 /// Whether `text` is a `ps -ef`, `ps aux` or `ps alx` row even without its
 /// header.
 pub(super) fn is_headerless_row(text: &str) -> bool {
-    EF_ROW.is_match(text) || AUX_ROW.is_match(text) || ALX_ROW.is_match(text)
+    EF_ROW.is_match(text)
+        || EF_STAT_ROW.is_match(text)
+        || AUX_ROW.is_match(text)
+        || ALX_ROW.is_match(text)
 }
 
 /// What a column of a listing holds.
@@ -766,6 +793,30 @@ user      4318  98.7  2.1 81234567 2789012 ?    Rl   2025 1234:56 python3 -m sgl
                 (24836, Some(24747), Some("10:19AM"))
             ]
         );
+    }
+
+    /// `ps -edf ww | grep clusterd` without its header (wazuh/wazuh#12783):
+    /// the full format with BSD's `STAT` column before the time.
+    #[test]
+    fn headerless_ps_f_rows_with_a_stat_column() {
+        let (records, unrecognized) = run("\
+root      149472  147632  0 20:32 pts/2    SN+    0:04 watch ps -edf ww | grep clusterd
+wazuh     527299       1  0 23:01 ?        SN     0:00 /var/ossec/framework/python/bin/python3 /var/ossec/framework/scripts/wazuh-clusterd.py
+wazuh     549266       1  5 23:09 ?        SNl    0:00 /var/ossec/framework/python/bin/python3 /var/ossec/framework/scripts/wazuh-clusterd.py");
+        assert_eq!(unrecognized, 0);
+        let got: Vec<_> = records
+            .iter()
+            .map(|r| (r.pid, r.ppid, r.stat.as_deref(), r.started.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (149472, Some(147632), Some("SN+"), Some("20:32")),
+                (527299, Some(1), Some("SN"), Some("23:01")),
+                (549266, Some(1), Some("SNl"), Some("23:09")),
+            ]
+        );
+        assert!(records[1].cmd.ends_with("wazuh-clusterd.py"));
     }
 
     /// `ps alx | grep zcashd` without its header (zcash/zcash

@@ -359,6 +359,10 @@ fn each_real_line_alone_gives_its_expected_result() {
 /// wording file, not here.
 const NO_MESSAGE_RULES: &[(&str, &str)] = &[
     (
+        "orphans-beside-restarted-daemon",
+        "it reads no message: `ps` rows with their parents and start times (src/ingest/ps.rs), tested over real rows (fixtures/rules/orphans-beside-restarted-daemon)",
+    ),
+    (
         "process-outlived-its-job",
         "it reads no message: the commands typed at prompts with what they printed (src/ingest/stream.rs, a scheduler's empty answer) against `ps` rows, both tested over real rows (fixtures/rules/process-outlived-its-job)",
     ),

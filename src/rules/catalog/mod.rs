@@ -50,6 +50,7 @@ mod ollama_app_respawn_loop;
 mod ollama_load_exceeds_host_memory;
 mod ollama_model_stuck_stopping;
 mod ollama_vram_not_recovered;
+mod orphans_beside_restarted_daemon;
 mod process_died;
 mod process_outlived_its_job;
 mod process_segfault;
@@ -57,6 +58,7 @@ mod request_hung_until_stop;
 mod scheduler_no_progress;
 mod second_server_instance;
 mod server_killed_no_kernel_line;
+mod server_older_than_client;
 mod serving_process_untracked;
 mod sglang_child_failed;
 mod sglang_cuda_graph_capture_failed;
@@ -148,6 +150,7 @@ pub static RULES: &[&dyn Rule] = &[
     &ollama_load_exceeds_host_memory::RULE,
     &ollama_model_stuck_stopping::RULE,
     &ollama_vram_not_recovered::RULE,
+    &orphans_beside_restarted_daemon::RULE,
     &process_died::RULE,
     &process_outlived_its_job::RULE,
     &process_segfault::RULE,
@@ -155,6 +158,7 @@ pub static RULES: &[&dyn Rule] = &[
     &scheduler_no_progress::RULE,
     &second_server_instance::RULE,
     &server_killed_no_kernel_line::RULE,
+    &server_older_than_client::RULE,
     &serving_process_untracked::RULE,
     &sglang_child_failed::RULE,
     &sglang_cuda_graph_capture_failed::RULE,
