@@ -72,6 +72,7 @@ const FILES: &[(&str, &str)] = built![
     "stacks-gaudi",
     "stacks-ascend",
     "stacks-tf",
+    "stacks-onnxruntime",
     "stacks-paddle",
     "stacks-theano",
     "stacks-comfyui",

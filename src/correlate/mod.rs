@@ -80,13 +80,14 @@ pub fn correlate_with(mut facts: Facts, clock: &Clock) -> Incident {
     // linear then): rules find a line's events by binary search.
     facts.server_events.sort_by_key(|e| e.span);
     let (gpus, gpu_processes) = gpus::merge(&facts);
-    let units = units::collect(&facts);
+    let known = known::match_messages(&facts.messages);
+    let mut units = units::collect(&facts);
+    units::add_step_failures(&mut units, &known);
     let unit_lines = units::unit_lines(&facts);
     let owners = owners::attribute(&facts, &units);
     let unit_pids = members::collect(&facts, &units, &unit_lines, &owners);
     let cmdlines = collect_cmdlines(&facts);
     let times = collect_times(&facts);
-    let known = known::match_messages(&facts.messages);
     Incident {
         facts,
         gpus,

@@ -449,6 +449,20 @@ pub fn unit_lines(facts: &Facts) -> BTreeMap<crate::source::Span, String> {
         .collect()
 }
 
+/// Adds the units only systemd's forked child names in its step failure
+/// (`systemd[1965636]: ntpd-rs.service: Failed at step USER spawning …`,
+/// catalog row `systemd.failed-at-step`), a paste without PID 1's lines:
+/// the inputs are about them all the same, with no event of PID 1's.
+pub fn add_step_failures(units: &mut BTreeMap<String, UnitFacts>, known: &[super::known::Known]) {
+    for k in known {
+        if k.hit.row.is_some_and(|r| r.id == "systemd.failed-at-step")
+            && let Some(unit) = k.hit.get("unit")
+        {
+            units.entry(unit.to_owned()).or_default();
+        }
+    }
+}
+
 pub fn collect(facts: &Facts) -> BTreeMap<String, UnitFacts> {
     let mut units: BTreeMap<String, UnitFacts> = BTreeMap::new();
     for (i, s) in facts.unit_statuses.iter().enumerate() {

@@ -2,7 +2,7 @@
 //! processes survived SIGKILL, stuck in the kernel.
 
 use crate::correlate::{Incident, UnitEventKind, UnitFacts};
-use crate::rules::support::confidence;
+use crate::rules::support::{confidence, scope};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
 pub static RULE: SystemdStopTimeout = SystemdStopTimeout;
@@ -27,7 +27,10 @@ around after SIGKILL`, or systemd sending SIGKILL to the same PID again),
 they are in uninterruptible sleep (`D` state): for a GPU server almost always
 blocked inside the NVIDIA driver after a GPU fault. That is reported as a hang
 (`server-hang`): no restart cures it. A stop that SIGKILL did end is reported
-as a stale instance: what the old server held may outlive it.
+as a stale instance when the unit is a model server (or the inputs show GPU
+serving): what the old server held (its port, its GPU memory) may outlive
+it. A unit that serves no GPU (a CI agent, a host daemon) that SIGKILL had
+to end simply did not exit on SIGTERM: a hang in its stop (`server-hang`).
 
 ## Why it happens
 A GPU fault (Xid 79, 109, 119) leaves driver calls that never return; the
@@ -115,8 +118,12 @@ fn stop_timed_out(incident: &Incident, unit: &str, facts: &UnitFacts) -> Option<
     let survived = !stuck.is_empty() || !killed_again.is_empty();
     // The processes could not die: the server hangs in the kernel,
     // which no restart cures (a hang). A stop that SIGKILL ended
-    // leaves what the old instance held (a stale instance).
-    let category = if survived {
+    // leaves what the old instance of a model server held (its port, its
+    // GPU memory: a stale instance); a unit that holds neither (a CI
+    // agent, a host daemon) simply did not exit on SIGTERM: a hang in
+    // its stop.
+    let serving = scope::serves_gpus(incident, unit) || scope::shows_gpu_serving(incident);
+    let category = if survived || !serving {
         Category::ServerHang
     } else {
         META.category
@@ -490,8 +497,18 @@ mod tests {
 
     #[test]
     fn a_pid_killed_again_survived_sigkill_and_hangs_in_the_kernel() {
+        // A host unit SIGKILL ended did not exit on SIGTERM: a hang in its
+        // stop; a model server's old instance may outlive it (its port, its
+        // GPU memory): a stale instance.
         let once = stop(TIMED_OUT).expect("a stop timeout");
-        assert_eq!(once.category, Category::StaleServingInstance, "{once:?}");
+        assert_eq!(once.category, Category::ServerHang, "{once:?}");
+        let server = TIMED_OUT.replace("user@1000.service", "ollama.service");
+        let served = stop(&server).expect("a stop timeout");
+        assert_eq!(
+            served.category,
+            Category::StaleServingInstance,
+            "{served:?}"
+        );
         let twice = stop(&format!("{TIMED_OUT}{AGAIN}")).expect("a stop timeout");
         assert_eq!(twice.category, Category::ServerHang, "{twice:?}");
         assert!(

@@ -94,7 +94,7 @@ impl Rule for UnitExitNonzero {
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         for (unit, facts) in &incident.units {
-            let exits = exits_of(incident, facts);
+            let exits = exits_of(incident, unit, facts);
             let Some(exit) = exits.first() else {
                 continue;
             };
@@ -114,10 +114,10 @@ impl Rule for UnitExitNonzero {
 /// exited with one of systemd's own statuses (a line of systemd's about a
 /// command that names no unit is about it).
 fn only_unit_systemd_failed(incident: &Incident, unit: &str) -> bool {
-    let mut failed = incident.units.iter().filter(|(_, facts)| {
-        exits_of(incident, facts)
+    let mut failed = incident.units.iter().filter(|(name, facts)| {
+        exits_of(incident, name, facts)
             .iter()
-            .any(|e| exec::is_systemds(e.status))
+            .any(|e| exec::is_systemds(&e.status))
     });
     failed.next().is_some_and(|(name, _)| name == unit) && failed.next().is_none()
 }
@@ -125,12 +125,15 @@ fn only_unit_systemd_failed(incident: &Incident, unit: &str) -> bool {
 /// One exit of a unit's main process with a failure status: the status
 /// (`1/FAILURE`), the line that says it, and the PID when that line names it.
 struct Exit<'a> {
-    status: &'a str,
+    status: std::borrow::Cow<'a, str>,
     span: Span,
     pid: Option<u32>,
     /// The control process (a forking daemon's start command, an
     /// ExecStartPre=/ExecStop= command), not the main process.
     control: bool,
+    /// No line says the process exited: systemd's `Failed at step USER
+    /// spawning …` alone, whose step gives the status (`217/USER`).
+    step_only: bool,
 }
 
 /// The unit's exits with a failure status: PID 1's `Main process exited,
@@ -138,7 +141,7 @@ struct Exit<'a> {
 /// block of a unit that is not running: `Main PID: N (code=exited,
 /// status=N/NAME)`, else the `Process: N ExecStart=… (code=exited, …)`
 /// line (systemctl prints no `Main PID:` when it would repeat it).
-fn exits_of<'a>(incident: &'a Incident, facts: &'a UnitFacts) -> Vec<Exit<'a>> {
+fn exits_of<'a>(incident: &'a Incident, unit: &str, facts: &'a UnitFacts) -> Vec<Exit<'a>> {
     let journal: Vec<Exit<'a>> = facts
         .events
         .iter()
@@ -147,10 +150,11 @@ fn exits_of<'a>(incident: &'a Incident, facts: &'a UnitFacts) -> Vec<Exit<'a>> {
                 if code == "exited" && !status.starts_with("0/") =>
             {
                 Some(Exit {
-                    status: status.as_str(),
+                    status: status.as_str().into(),
                     span: e.span,
                     pid: None,
                     control: false,
+                    step_only: false,
                 })
             }
             // A control process that failed fails the start (or the stop)
@@ -163,10 +167,11 @@ fn exits_of<'a>(incident: &'a Incident, facts: &'a UnitFacts) -> Vec<Exit<'a>> {
                     && !started_after(facts, e.span) =>
             {
                 Some(Exit {
-                    status: status.as_str(),
+                    status: status.as_str().into(),
                     span: e.span,
                     pid: None,
                     control: true,
+                    step_only: false,
                 })
             }
             _ => None,
@@ -179,7 +184,7 @@ fn exits_of<'a>(incident: &'a Incident, facts: &'a UnitFacts) -> Vec<Exit<'a>> {
         .status
         .and_then(|i| incident.facts.unit_statuses.get(i))
     else {
-        return Vec::new();
+        return step_failures(incident, unit);
     };
     if matches!(st.active_state.as_deref(), Some("active" | "reloading")) {
         return Vec::new();
@@ -188,13 +193,41 @@ fn exits_of<'a>(incident: &'a Incident, facts: &'a UnitFacts) -> Vec<Exit<'a>> {
         .and_then(|(e, span, pid)| {
             let status = e.strip_prefix("code=exited, status=")?;
             (!status.starts_with("0/") && status != "0").then_some(Exit {
-                status,
+                status: status.into(),
                 span,
                 pid,
                 control: false,
+                step_only: false,
             })
         })
         .into_iter()
+        .collect()
+}
+
+/// Without any line of the exit, systemd's own line that it failed at a
+/// step of setting up `unit`'s command (`ntpd-rs.service: Failed at
+/// step USER spawning /usr/local/bin/ntp-daemon: No such process`, a paste
+/// that stops before PID 1's `Main process exited, code=exited,
+/// status=217/USER`): the forked child exits with the step's own status
+/// (systemd's exit-status table), so the step is the exit.
+fn step_failures<'a>(incident: &'a Incident, unit: &str) -> Vec<Exit<'a>> {
+    incident
+        .known(exec::FAILED_AT_STEP)
+        .filter(|(_, h)| h.get("unit") == Some(unit))
+        .filter_map(|(m, h)| {
+            let name = h.get("step")?;
+            let step = crate::correlate::SYSTEMD_STEPS
+                .iter()
+                .find(|s| s.name.eq_ignore_ascii_case(name))?;
+            Some(Exit {
+                status: format!("{}/{}", step.code, step.name).into(),
+                span: m.span,
+                pid: None,
+                control: false,
+                step_only: true,
+            })
+        })
+        .take(1)
         .collect()
 }
 
@@ -215,7 +248,7 @@ fn finding(
     exit: &Exit<'_>,
     n: usize,
 ) -> Finding {
-    let (status, span) = (exit.status, exit.span);
+    let (status, span) = (&*exit.status, exit.span);
     let words = last_words(incident, unit, span);
     // A paste of the unit's own output without the journal's prefix.
     let bare = if words.lines.is_empty() {
@@ -312,8 +345,19 @@ fn finding(
 /// Cites the exit itself (whose process, its PID, what the status means)
 /// and gives the status's meaning for the headline.
 fn cite_exit(f: &mut Finding, unit: &str, exit: &Exit<'_>) -> Option<&'static str> {
-    let status = exit.status;
+    let status = &*exit.status;
     let meaning = exit_meaning("exited", status);
+    if exit.step_only {
+        let step = status.split_once('/').map_or(status, |(_, n)| n);
+        f.evidence(
+            exit.span,
+            match meaning {
+                Some(m) => format!("systemd failed at step {step} before running {unit}'s command, whose process exits with status {status}: {m}"),
+                None => format!("systemd failed at step {step} before running {unit}'s command, whose process exits with status {status}"),
+            },
+        );
+        return meaning;
+    }
     let pid = exit.pid.map(|p| format!(" (PID {p})")).unwrap_or_default();
     let process = if exit.control {
         "control process (a forking daemon's start command, or an ExecStartPre=/ExecStop= command)"

@@ -100,7 +100,7 @@ pub fn serves_gpus(incident: &Incident, unit: &str) -> bool {
 /// rows, and whole catalogs such as CUDA's, NCCL's and the serving
 /// stacks'; not a container runtime's or Kubernetes'), a serving process,
 /// or GPU software's own lines.
-fn shows_gpu_serving(incident: &Incident) -> bool {
+pub fn shows_gpu_serving(incident: &Incident) -> bool {
     !incident.gpus.is_empty()
         || !incident.gpu_processes.is_empty()
         || incident.facts.kernel_events.iter().any(|e| {

@@ -14,7 +14,7 @@ use crate::rules::{Action, Finding};
 use crate::source::Span;
 
 /// The catalog row of systemd's failure to set up or execute a command.
-const FAILED_AT_STEP: &str = "systemd.failed-at-step";
+pub(super) const FAILED_AT_STEP: &str = "systemd.failed-at-step";
 
 /// The catalog row of systemd's failure to look up the unit's User= or
 /// Group= before a USER or GROUP step.

@@ -384,3 +384,22 @@ fn the_only_writer_before_the_exit_is_the_units_own() {
     assert_eq!(f.len(), 1, "{f:?}");
     assert!(!f[0].entities.pids.contains(&420), "{:?}", f[0].entities);
 }
+
+/// pendulum-project/ntpd-rs#354 (batch V's 1412): the forked child's two
+/// lines alone, without PID 1's `status=217/USER` exit: the step is the
+/// exit, and the lookup before it the reason.
+#[test]
+fn a_step_failure_alone_is_the_units_exit_with_the_steps_status() {
+    let paste = "systemd[1965636]: ntpd-rs.service: Failed to determine user credentials: No such process\n\
+        systemd[1965636]: ntpd-rs.service: Failed at step USER spawning /usr/local/bin/ntp-daemon: No such process\n";
+    let f = findings(paste);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].category, Category::UnitCrashLoop, "{:?}", f[0]);
+    assert!(f[0].entities.units.contains("ntpd-rs.service"), "{:?}", f[0]);
+    assert!(f[0].title.contains("217/USER"), "{}", f[0].title);
+    assert!(
+        f[0].evidence.iter().any(|e| e.span.line == 1),
+        "the credentials line is cited: {:?}",
+        f[0].evidence
+    );
+}
