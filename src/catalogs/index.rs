@@ -114,7 +114,10 @@ fn by_first(normal: &[Vec<String>]) -> Vec<Vec<usize>> {
 }
 
 impl Index {
-    pub(super) fn new(list: &[Catalog]) -> Index {
+    /// The index of the catalogs of `list` that `keep` chooses (the exact
+    /// ones, or the fallback ones); a catalog left out has no anchor and no
+    /// strings here, and keeps its position in `list`.
+    pub(super) fn new(list: &[Catalog], keep: impl Fn(&Catalog) -> bool) -> Index {
         let mut by_anchor: BTreeMap<String, Vec<Target>> = BTreeMap::new();
         let mut add = |anchor: &str, target: Target| {
             by_anchor
@@ -122,7 +125,7 @@ impl Index {
                 .or_default()
                 .push(target);
         };
-        for (c, catalog) in list.iter().enumerate() {
+        for (c, catalog) in list.iter().enumerate().filter(|(_, c)| keep(c)) {
             for (r, row) in catalog.rows.iter().enumerate() {
                 for (w, wording) in row.wordings.iter().enumerate() {
                     add(
@@ -155,12 +158,14 @@ impl Index {
             .map(|c| {
                 c.rows
                     .iter()
-                    .map(|r| {
-                        r.strings
+                    .map(|r| match keep(c) {
+                        true => r
+                            .strings
                             .iter()
                             .map(|s| normal(&s.text))
                             .filter(|s| !s.is_empty())
-                            .collect()
+                            .collect(),
+                        false => Vec::new(),
                     })
                     .collect()
             })

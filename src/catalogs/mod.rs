@@ -81,6 +81,7 @@ const FILES: &[(&str, &str)] = built![
     "stacks-kaldi",
     "web-servers",
     "startup",
+    "symptoms",
 ];
 
 /// Every catalog, loaded once.
@@ -94,7 +95,11 @@ pub fn catalogs() -> &'static Catalogs {
 pub struct Catalogs {
     pub list: Vec<Catalog>,
     pub problems: Vec<String>,
+    /// The exact catalogs' rows and wrappers: one program's messages.
     index: index::Index,
+    /// The fallback catalogs' rows (`Catalog::fallback`): failure classes
+    /// by their words across stacks, asked only where `index` reads nothing.
+    symptoms: index::Index,
 }
 
 /// One upstream catalog.
@@ -105,6 +110,10 @@ pub struct Catalog {
     pub upstream: String,
     pub versions: String,
     pub about: String,
+    /// A fallback catalog: failure classes by the words every stack uses
+    /// (`catalogs/symptoms.toml`), read only where no exact row reads the
+    /// line ([`Catalogs::symptoms`]).
+    pub fallback: bool,
     pub rows: Vec<Row>,
     pub wrappers: Vec<Wrapper>,
 }
@@ -311,6 +320,9 @@ pub struct Wording {
     pub anchor: String,
     pub versions: String,
     pub upstream: String,
+    /// A fallback row's wording that states a failure wherever it stands;
+    /// without it the row reads only error-looking lines (`schema::WordingDef::alone`).
+    pub alone: bool,
     regex: OnceLock<Option<Regex>>,
 }
 
@@ -382,12 +394,34 @@ impl Catalogs {
             }
         }
         check_superseded_by(&list, &mut problems);
-        let index = index::Index::new(&list);
+        let index = index::Index::new(&list, |c| !c.fallback);
+        let symptoms = index::Index::new(&list, |c| c.fallback);
         Catalogs {
             list,
             problems,
             index,
+            symptoms,
         }
+    }
+
+    /// The fallback catalogs' rows `text` is an instance of (the words of
+    /// a failure class), none where a row or wrapper of an exact catalog
+    /// reads it: the most specific row always wins a line. Asked of the
+    /// kept lines [`hits`] found nothing in (`correlate::known`).
+    ///
+    /// [`hits`]: Catalogs::hits
+    pub fn symptoms(&self, text: &str) -> Vec<Hit<'_>> {
+        if self.index.knows(&self.list, text) {
+            return Vec::new();
+        }
+        self.symptoms_alone(text)
+    }
+
+    /// The fallback catalogs' rows `text` is an instance of, whatever else
+    /// reads it: their samples' test, and the measure of what the symptom
+    /// rows alone would name (docs/accuracy.md, "Symptom catalog").
+    pub fn symptoms_alone(&self, text: &str) -> Vec<Hit<'_>> {
+        self.symptoms.hits(&self.list, text)
     }
 
     /// The rows (and wrappers) `text` is an instance of, most specific
@@ -431,7 +465,7 @@ impl Catalogs {
     /// The literals the prefilter must keep lines for: every wording's and
     /// wrapper's anchor and every bare code string.
     pub fn anchors(&self) -> impl Iterator<Item = &str> {
-        self.index.anchors()
+        self.index.anchors().chain(self.symptoms.anchors())
     }
 }
 
@@ -504,11 +538,26 @@ fn convert(
         if !(0.0..=1.0).contains(&def.confidence) {
             bad.push("its confidence is not within 0–1".to_owned());
         }
+        // A fallback row names a class by its words, never a program's
+        // message: it proves less than any exact row, and is a finding.
+        if file.catalog.fallback && (def.confidence > FALLBACK_CONFIDENCE || def.category == "none")
+        {
+            bad.push(format!(
+                "a fallback row has a category and a confidence of {FALLBACK_CONFIDENCE} at most"
+            ));
+        }
+        if !file.catalog.fallback && def.wording.iter().any(|w| w.alone) {
+            bad.push("`alone` is for a fallback catalog's wordings".to_owned());
+        }
         let wordings: Vec<Wording> = def
             .wording
             .into_iter()
             .filter_map(|w| {
                 wording(w.text, w.pattern, w.anchor, w.versions, w.upstream)
+                    .map(|mut made| {
+                        made.alone = w.alone;
+                        made
+                    })
                     .map_err(|e| bad.push(e))
                     .ok()
             })
@@ -611,10 +660,15 @@ fn convert(
         upstream: file.catalog.upstream,
         versions: file.catalog.versions,
         about: file.catalog.about,
+        fallback: file.catalog.fallback,
         rows,
         wrappers,
     }
 }
+
+/// The most a fallback row's line proves: the wording says a class of
+/// failure; which program failed and why, it does not.
+pub const FALLBACK_CONFIDENCE: f64 = 0.45;
 
 fn is_id(s: &str) -> bool {
     !s.is_empty()
@@ -652,6 +706,7 @@ fn wording(
         anchor,
         versions,
         upstream,
+        alone: false,
         regex: OnceLock::new(),
     })
 }
@@ -839,18 +894,27 @@ mod tests {
     #[test]
     fn every_sample_is_its_rows_message() {
         let all = catalogs();
-        for row in all.rows() {
-            for s in &row.samples {
-                let hits = all.hits(&s.line);
-                assert!(
-                    hits.iter().any(|h| h.row.is_some_and(|r| r.id == row.id)),
-                    "{}: its sample reads as {:?}: {}",
-                    row.id,
-                    hits.iter()
-                        .map(|h| h.row.map(|r| &r.id))
-                        .collect::<Vec<_>>(),
-                    s.line
-                );
+        for c in &all.list {
+            for row in &c.rows {
+                // A fallback row's sample may be a line an exact row reads
+                // too (the same class in another stack's words): the symptom
+                // rows alone must read it as this row.
+                let read = |line: &str| match c.fallback {
+                    true => all.symptoms_alone(line),
+                    false => all.hits(line),
+                };
+                for s in &row.samples {
+                    let hits = read(&s.line);
+                    assert!(
+                        hits.iter().any(|h| h.row.is_some_and(|r| r.id == row.id)),
+                        "{}: its sample reads as {:?}: {}",
+                        row.id,
+                        hits.iter()
+                            .map(|h| h.row.map(|r| &r.id))
+                            .collect::<Vec<_>>(),
+                        s.line
+                    );
+                }
             }
         }
         for c in &all.list {
@@ -867,6 +931,31 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The most specific row wins a line: where an exact row reads it, the
+    /// symptom rows do not (PyTorch's OOM is `stacks-torch.cuda-oom`, not
+    /// the class of GPU memory exhausted), and where none does they name
+    /// its class (a wording no exact row knows, assembled from the class's
+    /// words: a new stack's allocator).
+    #[test]
+    fn an_exact_row_wins_a_line_the_symptom_rows_read_too() {
+        let all = catalogs();
+        let torch = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 7.79 GiB of which 3.44 MiB is free.";
+        assert!(!all.hits(torch).is_empty());
+        assert!(
+            !all.symptoms_alone(torch).is_empty(),
+            "the class reads it too"
+        );
+        assert!(all.symptoms(torch).is_empty(), "but the exact row wins");
+        let new = "NewStackError: failed to allocate 2.00 GiB on the device: out of device memory";
+        assert!(all.hits(new).is_empty());
+        let rows: Vec<&str> = all
+            .symptoms(new)
+            .iter()
+            .filter_map(|h| h.row.map(|r| r.id.as_str()))
+            .collect();
+        assert_eq!(rows, ["symptoms.gpu-memory-exhausted"], "{new}");
     }
 
     #[test]

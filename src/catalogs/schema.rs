@@ -46,6 +46,14 @@ pub struct Header {
     /// NCCL, DCGM, a model server's start-up.
     #[serde(default)]
     pub gpu: bool,
+    /// A fallback catalog (`catalogs/symptoms.toml`): its rows are failure
+    /// classes by the words every stack uses for them, not one program's
+    /// messages. A line is read by them only where no row of another
+    /// catalog reads it (`Catalogs::symptoms`), and their finding says it
+    /// is the wording's class, below every exact finding (the
+    /// `symptom-wording` rule).
+    #[serde(default)]
+    pub fallback: bool,
 }
 
 /// One message (or one code of a code table) of the catalog.
@@ -182,6 +190,12 @@ pub struct WordingDef {
     pub versions: String,
     /// Repository, file and function (or format string) that prints it.
     pub upstream: String,
+    /// A fallback catalog's wording that states a failure wherever it
+    /// stands (`no CUDA-capable device is detected`): read on any line.
+    /// Without it, a fallback row reads only a line that looks like an
+    /// error (a level, an exception, a failure statement), never advice.
+    #[serde(default)]
+    pub alone: bool,
 }
 
 /// A line printed for real: from a public page, or (marked) the upstream

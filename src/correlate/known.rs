@@ -14,6 +14,27 @@ pub struct Known {
     pub hit: Hit<'static>,
 }
 
+/// The symptom rows' hits of the kept lines no exact row read (`known`,
+/// in input order, as [`match_messages`] gives it): the most specific row
+/// wins a line, and a line read by none gets its failure class's row.
+pub fn match_symptoms(messages: &[Message], known: &[Known]) -> Vec<Known> {
+    let all = catalogs();
+    let mut read = known.iter().map(|k| k.message).peekable();
+    let mut out = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        while read.next_if(|&k| k < i).is_some() {}
+        if read.peek() == Some(&i) {
+            continue;
+        }
+        out.extend(
+            all.symptoms_alone(&m.text)
+                .into_iter()
+                .map(|hit| Known { message: i, hit }),
+        );
+    }
+    out
+}
+
 /// Kept lines from which the matching is shared between two threads: a
 /// big input's tens of thousands of messages are most of the time after
 /// its last line is read; a small one's are not worth a thread.

@@ -62,6 +62,9 @@ pub struct Incident {
     pub frame: TimeFrame,
     /// The kept lines that are messages of the upstream catalogs.
     pub known: Vec<Known>,
+    /// The kept lines no exact row reads that the symptom catalog does
+    /// (a failure class by its words: `catalogs/symptoms.toml`).
+    pub symptoms: Vec<Known>,
     /// [`Incident::gpu_by_bus_id`]'s answers, by bus: built on the first
     /// question (a rule may ask once per message, and each answer was a
     /// walk over every kernel event).
@@ -88,6 +91,7 @@ pub fn correlate_with(mut facts: Facts, clock: &Clock) -> Incident {
     let unit_pids = members::collect(&facts, &units, &unit_lines, &owners);
     let cmdlines = collect_cmdlines(&facts);
     let times = collect_times(&facts);
+    let symptoms = known::match_symptoms(&facts.messages, &known);
     Incident {
         facts,
         gpus,
@@ -100,6 +104,7 @@ pub fn correlate_with(mut facts: Facts, clock: &Clock) -> Incident {
         times,
         frame,
         known,
+        symptoms,
         by_bus: std::sync::OnceLock::new(),
     }
 }

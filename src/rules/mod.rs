@@ -34,10 +34,15 @@ pub const KNOWN_MESSAGE: &str = "known-message";
 /// The id of the rule that explains a death no other rule explains.
 pub const PROCESS_DIED: &str = "process-died";
 
+/// The id of the rule that turns a line in a failure class's words, which
+/// no exact row reads, into a finding of that class (`catalogs/symptoms.toml`).
+pub const SYMPTOM_WORDING: &str = "symptom-wording";
+
 /// Rules whose findings are fallbacks, weakest first: each goes where a
 /// stronger rule's finding cites its lines (that rule said more). A death's
-/// finding outranks a message's: it read the unit's events around the line.
-pub const FALLBACKS: &[&str] = &[KNOWN_MESSAGE, PROCESS_DIED];
+/// finding outranks a message's: it read the unit's events around the line;
+/// a message's outranks a wording class's: its program's row read it.
+pub const FALLBACKS: &[&str] = &[SYMPTOM_WORDING, KNOWN_MESSAGE, PROCESS_DIED];
 
 /// The built-in rules (`rootcause-rule-catalog`, a crate above this one),
 /// for the tests that look a rule up (a dev-dependency on the app).
@@ -378,6 +383,25 @@ mod tests {
         assert_eq!(
             rules_left(vec![other, died()]),
             [KNOWN_MESSAGE, PROCESS_DIED]
+        );
+    }
+
+    /// A wording class's finding is the weakest: any other finding that
+    /// cites its line (a catalog message's, a rule's) removes it, and a
+    /// finding of its category elsewhere does not.
+    #[test]
+    fn a_symptom_goes_where_any_other_finding_cites_its_line() {
+        let symptom = || finding(SYMPTOM_WORDING, Category::CudaOom, &[7]);
+        let known = finding(KNOWN_MESSAGE, Category::ServerException, &[7]);
+        assert_eq!(rules_left(vec![symptom(), known]), [KNOWN_MESSAGE]);
+        let rule = finding("torch-cuda-oom", Category::CudaOom, &[3, 7]);
+        assert_eq!(rules_left(vec![rule, symptom()]), ["torch-cuda-oom"]);
+        let died = finding(PROCESS_DIED, Category::ServerException, &[7]);
+        assert_eq!(rules_left(vec![symptom(), died]), [PROCESS_DIED]);
+        let elsewhere = finding("torch-cuda-oom", Category::CudaOom, &[3]);
+        assert_eq!(
+            rules_left(vec![symptom(), elsewhere]),
+            [SYMPTOM_WORDING, "torch-cuda-oom"]
         );
     }
 

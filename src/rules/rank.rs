@@ -101,8 +101,12 @@ pub fn merge_duplicates(findings: Vec<Finding>) -> Vec<Finding> {
 
 /// Orders findings, assigns ids and returns the root cause's id.
 pub fn rank(mut findings: Vec<Finding>) -> (Vec<Finding>, Option<String>) {
+    // A wording class's finding (`symptom-wording`) names what no exact
+    // row read: any exact finding of a known category is the root before
+    // it, whatever their layers.
     let key = |f: &Finding| {
         (
+            f.rule == super::SYMPTOM_WORDING,
             CausalLayer::of(f.category),
             f.severity,
             std::cmp::Reverse((f.confidence * 100.0).round() as i64),
@@ -240,6 +244,35 @@ mod tests {
             .unwrap();
         assert_eq!(root.category, Category::XidGpuFellOffBus);
         assert_eq!(root.explains.len(), 6, "{:?}", root.explains);
+    }
+
+    /// A wording class's finding (`symptom-wording`) ranks below every
+    /// exact finding of a known category, whatever their layers: a GPU
+    /// hang in a stack's words does not outrank CUDA's own error.
+    #[test]
+    fn a_symptom_ranks_below_every_exact_finding() {
+        let mut hang = finding(
+            super::super::SYMPTOM_WORDING,
+            Category::XidOther,
+            Severity::Error,
+        );
+        hang.confidence = 0.4;
+        let oom = finding("known-message", Category::CudaOom, Severity::Error);
+        let (ranked, root) = rank(vec![hang, oom]);
+        let root = ranked
+            .iter()
+            .find(|f| Some(&f.id) == root.as_ref())
+            .unwrap();
+        assert_eq!(root.category, Category::CudaOom);
+        assert_eq!(ranked[1].rule, super::super::SYMPTOM_WORDING);
+        // Alone, it is the root: it names what nothing else does.
+        let alone = finding(
+            super::super::SYMPTOM_WORDING,
+            Category::PortInUse,
+            Severity::Error,
+        );
+        let (_, root) = rank(vec![alone]);
+        assert_eq!(root.as_deref(), Some("F1"));
     }
 
     #[test]

@@ -197,6 +197,14 @@ fn catalog_page(c: &Catalog) -> String {
         c.rows.len(),
         c.wrappers.len()
     );
+    if c.fallback {
+        doc.push_str(
+            "- Fallback: a row reads a line only where no row or wrapper of another catalog reads it; \
+             its finding (`symptom-wording`) names the class by its words and ranks below every exact \
+             finding. A wording marked *alone* reads any line; the others only an error-looking one \
+             (CONTRIBUTING.md, \"Add a symptom row\").\n",
+        );
+    }
     if !c.rows.is_empty() {
         doc.push_str(
             "\n## Rows\n\n| id | code | category | severity | confidence | wordings | sample |\n|---|---|---|---|---|---|---|\n",
@@ -219,9 +227,10 @@ fn catalog_page(c: &Catalog) -> String {
             .iter()
             .map(|w| {
                 format!(
-                    "{} ({})",
+                    "{} ({}){}",
                     cell(w.template.as_deref().unwrap_or(&w.pattern), true),
-                    cell(&w.versions, false)
+                    cell(&w.versions, false),
+                    if w.alone { " *alone*" } else { "" }
                 )
             })
             .collect();

@@ -18,7 +18,7 @@ pub static RULE: KnownMessage = KnownMessage;
 pub struct KnownMessage;
 
 /// A kept line and how it was read as its row.
-type Line<'a> = (&'a Message, &'a Hit<'static>);
+pub(super) type Line<'a> = (&'a Message, &'a Hit<'static>);
 
 /// Lines cited per row at most; the count says how many there were.
 const CITED: usize = 3;
@@ -179,7 +179,7 @@ fn supersede<'a>(
 
 /// Cites the superseded lines a finding reads with its own: each row's
 /// first lines, said to be the same event.
-fn cite_superseded(f: &mut Finding, lines: &[(&Row, Line<'_>)]) {
+pub(super) fn cite_superseded(f: &mut Finding, lines: &[(&Row, Line<'_>)]) {
     let mut cited: BTreeMap<&str, usize> = BTreeMap::new();
     for (row, (m, hit)) in lines {
         let n = cited.entry(row.id.as_str()).or_default();
@@ -195,7 +195,9 @@ fn cite_superseded(f: &mut Finding, lines: &[(&Row, Line<'_>)]) {
     }
 }
 
-fn finding(row: &Row, hits: &[Line<'_>]) -> Finding {
+/// The finding of a row's lines (the symptom rule's too, which rewrites
+/// its headline and conditions).
+pub(super) fn finding(row: &Row, hits: &[Line<'_>]) -> Finding {
     let category = row.category.unwrap_or(Category::Unknown);
     let mut f = Finding::new(META.id, category, row.severity);
     let lines = distinct(hits.iter().map(|(m, _)| *m));

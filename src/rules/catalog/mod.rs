@@ -73,6 +73,7 @@ mod stale_serving_process;
 mod startup_stage_stalled;
 mod startup_stalled_after_worker_init;
 mod startup_wait_unanswered;
+mod symptom_wording;
 mod systemd_crash_loop;
 mod systemd_start_limit_hit;
 mod systemd_stop_timeout;
@@ -173,6 +174,7 @@ pub static RULES: &[&dyn Rule] = &[
     &startup_stage_stalled::RULE,
     &startup_stalled_after_worker_init::RULE,
     &startup_wait_unanswered::RULE,
+    &symptom_wording::RULE,
     &systemd_crash_loop::RULE,
     &systemd_start_limit_hit::RULE,
     &systemd_stop_timeout::RULE,
