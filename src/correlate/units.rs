@@ -155,6 +155,9 @@ pub fn exit_meaning(code: &str, status: &str) -> Option<&'static str> {
         }
         (true, 7, _) => "a bus error (SIGBUS)",
         (true, 4, _) => "an illegal instruction (SIGILL): a binary built for another CPU",
+        (true, 31, "") | (true, _, "SYS") => {
+            "SIGSYS: a system call the process's seccomp filter forbids (a unit's SystemCallFilter=)"
+        }
         (true, 15, _) => "SIGTERM: asked to stop",
         (true, _, _) => return None,
         (false, 127, _) => {
