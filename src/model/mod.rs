@@ -36,7 +36,7 @@ mod verdict;
 pub use bus_id::BusId;
 pub use call_graph::CallGraphLine;
 pub use cgroup::{CgroupOwner, ProcCgroup};
-pub use container::ContainerState;
+pub use container::{ContainerRow, ContainerState};
 pub use coredump::CoreDump;
 pub use cuda::{CudaOom, OomSource, ProcessMemory};
 pub use diag::{DiagOutcome, DiagResult, NvlinkStates};
