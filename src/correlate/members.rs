@@ -58,7 +58,7 @@ pub fn collect(
     }
     let by_ident = by_identifier(units.keys().chain(unit_lines.values()));
     for e in &facts.journal {
-        if e.is_pid1() || e.is_kernel() {
+        if e.is_manager() || e.is_kernel() {
             continue;
         }
         if let Some(unit) = &e.unit {

@@ -109,7 +109,7 @@ pub fn attribute(facts: &Facts, units: &BTreeMap<String, UnitFacts>) -> BTreeMap
             offer(pid, own(unit, OwnerBasis::ShowMainPid, span));
         }
     }
-    for e in facts.journal.iter().filter(|e| !e.is_pid1()) {
+    for e in facts.journal.iter().filter(|e| !e.is_manager()) {
         if let (Some(pid), Some(unit)) = (e.pid, &e.unit) {
             offer(pid, own(unit, OwnerBasis::JournalField, e.span));
         }
@@ -139,7 +139,7 @@ pub fn attribute(facts: &Facts, units: &BTreeMap<String, UnitFacts>) -> BTreeMap
     let mut last_started: Option<(&str, Span)> = None;
     let mut seen: BTreeSet<u32> = BTreeSet::new();
     for e in &facts.journal {
-        if e.is_pid1() {
+        if e.is_manager() {
             if let Some(unit) = started.get(&e.span) {
                 last_started = Some((unit, e.span));
             }

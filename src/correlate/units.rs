@@ -155,6 +155,9 @@ pub fn exit_meaning(code: &str, status: &str) -> Option<&'static str> {
         }
         (true, 7, _) => "a bus error (SIGBUS)",
         (true, 4, _) => "an illegal instruction (SIGILL): a binary built for another CPU",
+        (true, 31, "") | (true, _, "SYS") => {
+            "SIGSYS: a system call the process's seccomp filter forbids (a unit's SystemCallFilter=)"
+        }
         (true, 15, _) => "SIGTERM: asked to stop",
         (true, _, _) => return None,
         (false, 127, _) => {
@@ -552,13 +555,12 @@ pub fn collect(facts: &Facts) -> BTreeMap<String, UnitFacts> {
     units
 }
 
-/// Whether a journal line is the service manager's whose lines are read
-/// as unit events: PID 1's. A user manager (`systemd[1315]:`) writes the
-/// same messages, but the reader skims its lines like any writer's (only
-/// PID 1's are read in full, `ingest/journal_short.rs`), so reading them
-/// here would make a report differ with and without the prefilter.
+/// Whether a journal line is a service manager's whose lines are read as
+/// unit events: PID 1's, or a user manager's (`systemd[1315]:`), which
+/// writes the same messages about its units and whose lines the reader
+/// reads in full as it does PID 1's (`ingest/journal_short.rs`).
 pub fn is_manager(e: &crate::model::JournalEntry) -> bool {
-    e.is_pid1()
+    e.is_manager()
 }
 
 /// The unit a job message is about, and the description it gives: the

@@ -568,12 +568,13 @@ static CLASS: [u8; 256] = {
     table
 };
 
-/// What a line holds if it may be PID 1's journal entry (`systemd[1]: `, a
-/// JSON record's `"_PID":"1"`): the journal reads those in full even without
-/// an anchor, so they are aggregated too. A cheap test, searched once over a
-/// batch of lines (`stream.rs`' `Needles`); a false positive only costs a
-/// template.
-pub(crate) const PID1: [&str; 2] = ["[1]: ", "\"_PID\":\"1\""];
+/// What a line holds if it may be a service manager's journal entry, PID
+/// 1's (`systemd[1]: `, a JSON record's `"_PID":"1"`) or a user manager's
+/// (`systemd[1762]: `): the journal reads those in full even without an
+/// anchor, so they are aggregated too. A cheap test, searched once over a
+/// batch of lines (`stream.rs`' `Needles`); a false positive (systemd's
+/// forked child, `systemd[66422]: `) only costs a template.
+pub(crate) const PID1: [&str; 3] = ["[1]: ", "\"_PID\":\"1\"", "systemd["];
 
 /// Whether a line holds one of [`PID1`], line by line: the oracle of the
 /// batch's search.

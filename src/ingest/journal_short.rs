@@ -177,7 +177,9 @@ impl JournalReader {
         }
         if let Some(parts) = parse_parts(text, self.ident) {
             let time = parts.time?;
-            if parts.is_pid1() {
+            // A service manager's lines, PID 1's or a user manager's, are
+            // read in full: they are the units' events.
+            if parts.is_manager() {
                 return None;
             }
             let kernel = parts.pid.is_none() && parts.identifier == "kernel";
@@ -414,6 +416,13 @@ impl Parts<'_> {
     fn is_pid1(&self) -> bool {
         self.identifier == "systemd" && matches!(self.pid, Some(1) | None)
     }
+
+    /// PID 1, or a user manager (`systemd[1762]:`) telling of a unit or a
+    /// job (`JournalEntry::is_manager`).
+    fn is_manager(&self) -> bool {
+        self.is_pid1()
+            || (self.identifier == "systemd" && crate::model::is_manager_message(self.message))
+    }
 }
 
 fn parse_parts(text: &str, ident: Ident) -> Option<Parts<'_>> {
@@ -456,7 +465,7 @@ fn parse_entry(text: &str, span: Span, ident: Ident) -> Option<JournalEntry> {
         message: parts.message.to_owned(),
         span,
     };
-    if entry.is_pid1() {
+    if entry.is_manager() {
         entry.unit = unit_of_pid1_message(&entry.message);
     }
     Some(entry)

@@ -20,6 +20,7 @@ mod dcgmi_diag;
 mod dcgmi_nvlink;
 mod detect;
 mod docker_inspect;
+mod docker_ps;
 mod format;
 pub mod frame;
 mod fuser;

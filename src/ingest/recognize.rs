@@ -195,6 +195,7 @@ impl LineReader {
                     .map(|r| 1 + r.detail_spans.len())
                     .sum::<usize>(),
                 facts.instances.len(),
+                facts.container_rows.len(),
                 // A container's record, and each State field's line of it.
                 facts
                     .containers

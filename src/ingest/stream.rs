@@ -356,19 +356,19 @@ struct Batch {
 /// needle holds a newline, so a match is within its line.
 #[derive(Default)]
 struct Needles {
-    /// Where each needle's matches start in the block, in order: PID 1's
-    /// two, the wait's.
-    at: [Vec<usize>; 3],
+    /// Where each needle's matches start in the block, in order: the
+    /// service managers' three, the wait's.
+    at: [Vec<usize>; 4],
     /// The first of each not yet given to a line.
-    next: [usize; 3],
+    next: [usize; 4],
 }
 
 impl Needles {
-    fn finders() -> &'static [memchr::memmem::Finder<'static>; 3] {
-        static FINDERS: std::sync::LazyLock<[memchr::memmem::Finder<'static>; 3]> =
+    fn finders() -> &'static [memchr::memmem::Finder<'static>; 4] {
+        static FINDERS: std::sync::LazyLock<[memchr::memmem::Finder<'static>; 4]> =
             std::sync::LazyLock::new(|| {
-                let [a, b] = aggregate::PID1;
-                [a, b, chatter::WAIT].map(memchr::memmem::Finder::new)
+                let [a, b, c] = aggregate::PID1;
+                [a, b, c, chatter::WAIT].map(memchr::memmem::Finder::new)
             });
         &FINDERS
     }
@@ -382,16 +382,16 @@ impl Needles {
     }
 
     /// Which needles the next line holds, asked in order, its end in the
-    /// block at `end`: (one of PID 1's, the wait's).
+    /// block at `end`: (one of the service managers', the wait's).
     fn held(&mut self, end: usize) -> (bool, bool) {
-        let mut held = [false; 3];
+        let mut held = [false; 4];
         for ((at, next), held) in self.at.iter().zip(&mut self.next).zip(&mut held) {
             while at.get(*next).is_some_and(|&p| p < end) {
                 *held = true;
                 *next += 1;
             }
         }
-        (held[0] || held[1], held[2])
+        (held[0] || held[1] || held[2], held[3])
     }
 }
 

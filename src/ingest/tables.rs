@@ -232,6 +232,8 @@ enum Open {
         numbered: bool,
         nvtop: bool,
         docker: bool,
+        /// `docker compose ps`: the container's name first.
+        compose: bool,
     },
     /// `nvidia-smi topo -m`: a row per device, a link per device column,
     /// then the legends under `Legend:` and `NIC Legend:`.
@@ -315,6 +317,7 @@ impl Tables {
             numbered,
             nvtop,
             docker,
+            compose,
         }) = self.open
         {
             let n = t.split_whitespace().count();
@@ -335,6 +338,10 @@ impl Tables {
                 }
                 if docker {
                     docker_row(t, span, facts);
+                }
+                if compose {
+                    let cells: Vec<&str> = aligned_cells(t).collect();
+                    super::docker_ps::row(&cells, true, span, facts);
                 }
                 return true;
             }
@@ -360,6 +367,7 @@ impl Tables {
                 numbered: false,
                 nvtop: false,
                 docker: false,
+                compose: false,
             });
             return true;
         }
@@ -383,6 +391,7 @@ impl Tables {
                 nvtop: titles.starts_with(&["PID", "USER", "DEV", "TYPE"]),
                 docker: titles.starts_with(&["CONTAINER", "ID", "IMAGE"])
                     && titles.ends_with(&["PORTS", "NAMES"]),
+                compose: titles.starts_with(&["NAME", "IMAGE", "COMMAND", "SERVICE"]),
             });
             return true;
         }
@@ -778,6 +787,7 @@ fn topo_row(t: &str, devices: usize) -> bool {
 /// 11434/tcp`) is a socket listening on the host for that container.
 fn docker_row(row: &str, span: Span, facts: &mut Facts) {
     let cells: Vec<&str> = aligned_cells(row).collect();
+    super::docker_ps::row(&cells, false, span, facts);
     let [.., ports, name] = cells.as_slice() else {
         return;
     };

@@ -1,6 +1,7 @@
 //! A container's state as its runtime records it: `docker inspect`'s
 //! `State` (status, exit code, whether the kernel's OOM killer ended it,
-//! its PID and times), the command it ran and the GPUs it was given.
+//! its PID and times), the command it ran and the GPUs it was given; and
+//! a container as `docker ps` lists it, its ages as the daemon words them.
 
 use crate::source::Span;
 
@@ -85,4 +86,30 @@ impl ContainerState {
     pub fn holds(&self, span: Span) -> bool {
         span.source == self.span.source && (self.span.line..=self.end.line).contains(&span.line)
     }
+}
+
+/// One row of `docker ps` (`docker compose ps`): the container's name, how
+/// long ago it was created (`CREATED`: `16 minutes ago`) and its `STATUS` as
+/// the daemon words it (moby's `container.State.String()`: `Up 10 seconds`,
+/// `Restarting (1) 44 seconds ago`, `Exited (137) 2 hours ago`, `Created`),
+/// with the durations read back from docker/go-units' `HumanDuration`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerRow {
+    pub span: Span,
+    /// `NAMES` (`NAME` in `docker compose ps`).
+    pub name: String,
+    /// `CREATED`, in seconds: the lower bound of the daemon's wording
+    /// (`16 minutes ago` is 960; `About a minute ago`, 60).
+    pub created_ago: Option<u64>,
+    /// `STATUS` as printed.
+    pub status: String,
+    /// How long it has been up, in seconds, when it runs (`Up 10
+    /// seconds`, with or without a health or `(Paused)` note).
+    pub up_for: Option<u64>,
+    /// The exit code of its last run while the daemon restarts it
+    /// (`Restarting (1) 44 seconds ago`: its restart policy acting).
+    pub restarting: Option<i64>,
+    /// The exit code of its last run when it is stopped (`Exited (137) 2
+    /// hours ago`).
+    pub exited: Option<i64>,
 }

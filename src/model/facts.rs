@@ -1,7 +1,6 @@
 //! The bag of facts one analysis extracts from all of its inputs.
 
 use super::CallGraphLine;
-use super::ContainerState;
 use super::CoreDump;
 use super::DeviceHolder;
 use super::EnvReport;
@@ -12,6 +11,7 @@ use super::Listener;
 use super::PackageChange;
 use super::Timestamp;
 use super::TypedCommand;
+use super::{ContainerRow, ContainerState};
 use super::{DiagResult, NvlinkStates};
 use super::{GpuHealth, KernelEvent, ProcCgroup, UnitProperties};
 use super::{
@@ -57,6 +57,8 @@ pub struct Facts {
     pub listeners: Vec<Listener>,
     /// Containers `docker inspect` shows: state, command, GPUs.
     pub containers: Vec<ContainerState>,
+    /// Containers `docker ps` lists: name, age, status.
+    pub container_rows: Vec<ContainerRow>,
     /// Instances a serving control plane lists (GPUStack's model
     /// instances: name, worker, port, state), read from its table.
     pub instances: Vec<InstanceRow>,
@@ -149,6 +151,7 @@ impl Facts {
             repeats,
             listeners,
             containers,
+            container_rows,
             instances,
             resumed,
             core_dumps,
@@ -184,6 +187,7 @@ impl Facts {
         self.repeats.extend(repeats);
         self.listeners.extend(listeners);
         self.containers.extend(containers);
+        self.container_rows.extend(container_rows);
         self.instances.extend(instances);
         self.resumed.extend(resumed);
         self.core_dumps.extend(core_dumps);

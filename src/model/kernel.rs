@@ -19,8 +19,9 @@ pub struct KernelTime {
 /// `NVRM: Xid (PCI:0000:3b:00): 79, pid=4318, name=sglang::schedul, …`
 #[derive(Debug, Clone, PartialEq)]
 pub struct Xid {
-    /// Normalised `dddd:bb:dd.f`. The driver prints no function; a GPU is
-    /// function 0, so `.0` is assumed.
+    /// As the line prints it, in lower case: `dddd:bb:dd`, the driver's
+    /// spelling, without a function (`dddd:bb:dd.f` where a line prints
+    /// one). Compare through `BusId`, which reads both.
     pub bus_id: Option<String>,
     /// `GPU-I:` of a MIG GPU instance.
     pub gpu_instance: Option<u32>,

@@ -36,7 +36,7 @@ mod verdict;
 pub use bus_id::BusId;
 pub use call_graph::CallGraphLine;
 pub use cgroup::{CgroupOwner, ProcCgroup};
-pub use container::ContainerState;
+pub use container::{ContainerRow, ContainerState};
 pub use coredump::CoreDump;
 pub use cuda::{CudaOom, OomSource, ProcessMemory};
 pub use diag::{DiagOutcome, DiagResult, NvlinkStates};
@@ -49,7 +49,7 @@ pub use gpu::{
 };
 pub use gpu_health::{EccCounter, EccKind, EccScope, GpuHealth, Reading, SickValue, celsius};
 pub use instance::InstanceRow;
-pub use journal::JournalEntry;
+pub use journal::{JournalEntry, is_manager_message};
 pub use kernel::{KernelEvent, KernelEventKind, KernelTime, OomKill, OomTask, Xid};
 pub use kernel_module::KernelModule;
 pub use listener::{DeviceHolder, Listener};

@@ -371,6 +371,28 @@ pub const MATRIX: &[Cell] = &[
         Row("stacks-ray.stale-default-address"),
         None,
     ),
+    cell(
+        StaleServingInstance,
+        "a job the shell stopped with Ctrl-Z (`[1]+  Stopped  CMD`, zsh's `suspended`) and the same command typed again, failing on its port (a failed bind, a traceback frame that binds or listens, even cut before the exception) or on GPU memory: the suspended process still holds them",
+        Rule("stale-serving-process"),
+        Some("fixtures/rules/stale-serving-process/pos-mesa-ctrl-z-stopped-server-run-again"),
+    ),
+    cell(
+        StaleServingInstance,
+        "a pod watch (`kubectl get pods -w`) where a pod of the old revision stays `Terminating` while pods of a newer revision are created and deleted within seconds: the rollout's controller counts the terminating pod as a replica",
+        Rule("stale-serving-process"),
+        Some(
+            "fixtures/rules/stale-serving-process/pos-kubeai-old-pod-terminating-new-pods-deleted",
+        ),
+    ),
+    cell(
+        StaleServingInstance,
+        "a failed bind (any wording, the port named or not) followed in the same log by a request the server answered (an access line, `127.0.0.1 - - [...] \"POST /json/status HTTP/1.1\" 200 -`): the program's earlier server kept the port and still serves",
+        Rule("address-already-in-use"),
+        Some(
+            "fixtures/rules/address-already-in-use/pos-pyload-in-place-restart-old-server-answers",
+        ),
+    ),
     // Host out of memory.
     cell(
         HostOomKiller,
@@ -584,6 +606,26 @@ pub const MATRIX: &[Cell] = &[
         Some("fixtures/rules/ollama-app-respawn-loop/pos-ollama-9960-crash-8-to-10.log"),
     ),
     cell(
+        UnitCrashLoop,
+        "a unit's main process killed by SIGSYS (`code=killed, status=31/SYS`, or dumped): seccomp's kill for a system call outside the unit's SystemCallFilter=, ranked above the host-memory kill its own daemon made just before (earlyoom's unit dying right after it acted)",
+        Rule("process-died"),
+        Some("fixtures/rules/process-died/pos-earlyoom-unit-killed-sigsys-after-its-kill"),
+    ),
+    cell(
+        UnitCrashLoop,
+        "a user manager's unit (`systemd[1762]:`, not PID 1) failing at systemd's NAMESPACE step (`Failed to set up mount namespacing: Operation not supported`, `status=226/NAMESPACE`): its path and sandboxing settings need a user namespace",
+        Rule("unit-exit-nonzero"),
+        Some("fixtures/rules/unit-exit-nonzero/pos-systemk-user-manager-unit-namespace-step"),
+    ),
+    cell(
+        UnitCrashLoop,
+        "a container `docker ps` (or `docker compose ps`) lists as `Restarting (N) T ago` (its restart policy after an exit with N), or `Up` for seconds though `CREATED` minutes before while its neighbours stayed up",
+        Rule("container-restart-loop"),
+        Some(
+            "fixtures/rules/container-restart-loop/pos-gpustack-2937-run-container-up-seconds-beside-pause",
+        ),
+    ),
+    cell(
         UnitExitedZeroNoRestart,
         "a server's engine died but its unit exited 0, defeating Restart=on-failure",
         Rule("unit-exited-zero-no-restart"),
@@ -606,6 +648,14 @@ pub const MATRIX: &[Cell] = &[
         "a unit's main process dumping core once (`Main process exited, code=dumped, status=11/SEGV`, `Active: failed (Result: core-dump)`), with its last lines",
         Rule("process-died"),
         Some("fixtures/real/441-llama-service-segv-draft-model-context-shift"),
+    ),
+    cell(
+        ServerHang,
+        "a start-up whose paste ends, with no error, on a model built or its first forward pass (CompVis ldm's `DiffusionWrapper has 859.52 M params.` under AUTOMATIC1111, ChatGLM's `The dtype of attention mask (torch.int64) is not bool`): waiting in the next step (the text encoder fetched from the Hub, the web UI's launch), at a low confidence since a paste may be cut there",
+        Rule("startup-stage-stalled"),
+        Some(
+            "fixtures/rules/startup-stage-stalled/pos-a1111-fresh-clone-silent-after-ldm-model-built",
+        ),
     ),
     cell(
         ServerHang,

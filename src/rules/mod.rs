@@ -242,6 +242,51 @@ fn drop_context(findings: &mut Vec<Finding>) {
     });
 }
 
+/// An OOM daemon's report of a kill it made (earlyoom's `sending SIGTERM to
+/// process …`: a host-oom-killer finding whose first line the daemon
+/// wrote, `earlyoom[812]: …`) followed by the crash of the daemon's own unit
+/// (`earlyoom.service: Main process exited, code=dumped, status=31/SYS`):
+/// the kill is what the daemon is for, and explains its victim's death, not
+/// the daemon's. The daemon's crash is the failure the input records; the
+/// report stays, as a warning, the context of that crash.
+fn daemon_died_after_its_kill(incident: &Incident, findings: &mut [Finding]) {
+    let crashed: Vec<(String, crate::source::Span)> = findings
+        .iter()
+        .filter(|f| f.category == Category::UnitCrashLoop && f.severity <= Severity::Error)
+        .filter_map(|f| Some((f, f.evidence.first()?.span)))
+        .flat_map(|(f, at)| f.entities.units.iter().map(move |u| (u.clone(), at)))
+        .collect();
+    if crashed.is_empty() {
+        return;
+    }
+    for f in findings
+        .iter_mut()
+        .filter(|f| f.category == Category::HostOomKiller && f.severity <= Severity::Error)
+    {
+        let Some(first) = f.evidence.first().map(|e| e.span) else {
+            continue;
+        };
+        let Some(line) = incident.facts.messages.iter().find(|m| m.span == first) else {
+            continue;
+        };
+        // The crashed unit's program wrote the report (`earlyoom[812]:`).
+        let writer = crashed.iter().find(|(unit, at)| {
+            let program = unit.strip_suffix(".service").unwrap_or(unit);
+            at.source == first.source
+                && *at > first
+                && (line.text.contains(&format!("{program}["))
+                    || line.text.contains(&format!("{program}: ")))
+        });
+        if let Some((unit, _)) = writer {
+            f.severity = Severity::Warning;
+            f.condition(
+                format!("{unit}, the daemon that made the kill, did not crash after it"),
+                false,
+            );
+        }
+    }
+}
+
 /// The anchors of every rule in `rules`, of the upstream catalogs' rows
 /// (`known-message` and the rules that ask for rows read them), of a
 /// unit's last words (`correlate::last_words`), and of error-looking lines.
@@ -264,6 +309,7 @@ pub fn diagnose(incident: &Incident, rules: &[&dyn Rule]) -> Diagnosis {
     drop_restated(&mut findings);
     fold_deaths(&mut findings);
     drop_context(&mut findings);
+    daemon_died_after_its_kill(incident, &mut findings);
     for f in &mut findings {
         support::entities::from_evidence(incident, f);
         support::scope::mark_unrelated_units(incident, f);

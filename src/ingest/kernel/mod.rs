@@ -349,5 +349,18 @@ fn bus_id(value: &str) -> Option<String> {
     super::values::normalize_bus_id(&with_function)
 }
 
+/// A bus id as its line prints it, in lower case: an Xid line's
+/// `PCI:0000:3B:00` stays `0000:3b:00`, without the function the line never
+/// printed; one printed with its function (`0000:3b:00.0`) keeps it. Every
+/// comparison goes through `BusId`, which reads both spellings.
+fn printed_bus_id(value: &str) -> Option<String> {
+    let id = crate::model::BusId::parse(value)?;
+    Some(if value.contains('.') {
+        id.to_string()
+    } else {
+        id.kernel()
+    })
+}
+
 #[cfg(test)]
 mod tests;

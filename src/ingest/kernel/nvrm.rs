@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::{bus_id, push};
+use super::{bus_id, printed_bus_id, push};
 use crate::model::{Facts, KernelEventKind, KernelTime, Xid};
 use crate::source::Span;
 
@@ -327,7 +327,7 @@ fn xid(c: &regex::Captures<'_>) -> Option<Xid> {
         .filter(|n| !n.is_empty() && !matches!(*n, "<unknown>" | "'<unknown>'"))
         .map(str::to_owned);
     Some(Xid {
-        bus_id: bus_id(&c["bus"]),
+        bus_id: printed_bus_id(&c["bus"]),
         gpu_instance: number("gi"),
         compute_instance: number("ci"),
         code: number("code")?,

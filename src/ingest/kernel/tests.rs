@@ -77,7 +77,8 @@ NVRM: Xid (PCI:0000:3b:00): 95, pid='<unknown>', name=<unknown>, Uncontained: FB
 NVRM: Xid (PCI:0000:5d:00): 74, pid='<unknown>', name=<unknown>, NVLink: fatal error detected on link 6(0x10000, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0)
 NVRM: Xid (PCI:0000:3b:00): 45, pid=4318, name=sglang::schedul, Ch 00000010");
     assert_eq!(unrecognized, 0);
-    let b3b = "0000:3b:00.0";
+    // Each bus as its line prints it: without the function, but line 7.
+    let b3b = "0000:3b:00";
     let expected: Vec<(u32, Xid)> = vec![
         (
             1,
@@ -94,7 +95,7 @@ NVRM: Xid (PCI:0000:3b:00): 45, pid=4318, name=sglang::schedul, Ch 00000010");
         (
             2,
             xid(
-                "0000:2a:00.0",
+                "0000:2a:00",
                 Some(1),
                 None,
                 13,
@@ -106,7 +107,7 @@ NVRM: Xid (PCI:0000:3b:00): 45, pid=4318, name=sglang::schedul, Ch 00000010");
         (
             3,
             xid(
-                "0000:2a:00.0",
+                "0000:2a:00",
                 Some(2),
                 Some(0),
                 31,
@@ -118,7 +119,7 @@ NVRM: Xid (PCI:0000:3b:00): 45, pid=4318, name=sglang::schedul, Ch 00000010");
         (
             4,
             xid(
-                "0000:01:00.0",
+                "0000:01:00",
                 None,
                 None,
                 79,
@@ -130,7 +131,7 @@ NVRM: Xid (PCI:0000:3b:00): 45, pid=4318, name=sglang::schedul, Ch 00000010");
         (
             5,
             xid(
-                "0000:2b:00.0",
+                "0000:2b:00",
                 None,
                 None,
                 79,
@@ -141,12 +142,12 @@ NVRM: Xid (PCI:0000:3b:00): 45, pid=4318, name=sglang::schedul, Ch 00000010");
         ),
         (
             6,
-            xid("0000:01:00.0", None, None, 43, None, None, "Ch 00000010"),
+            xid("0000:01:00", None, None, 43, None, None, "Ch 00000010"),
         ),
         (
             7,
             xid(
-                b3b,
+                "0000:3b:00.0",
                 None,
                 None,
                 48,
@@ -158,7 +159,7 @@ NVRM: Xid (PCI:0000:3b:00): 45, pid=4318, name=sglang::schedul, Ch 00000010");
         (
             8,
             xid(
-                "0000:c1:00.0",
+                "0000:c1:00",
                 None,
                 None,
                 119,
@@ -170,7 +171,7 @@ NVRM: Xid (PCI:0000:3b:00): 45, pid=4318, name=sglang::schedul, Ch 00000010");
         (
             9,
             xid(
-                "0000:c1:00.0",
+                "0000:c1:00",
                 None,
                 None,
                 120,
@@ -230,7 +231,7 @@ NVRM: Xid (PCI:0000:3b:00): 45, pid=4318, name=sglang::schedul, Ch 00000010");
         (
             14,
             xid(
-                "0000:5d:00.0",
+                "0000:5d:00",
                 None,
                 None,
                 74,
@@ -810,7 +811,7 @@ NVRM: Xid (PCI:0000:97:00): 45, pid=1818987, name=python3, Ch 00000003 caused by
             (
                 1,
                 &xid(
-                    "0000:dc:00.0",
+                    "0000:dc:00",
                     None,
                     None,
                     45,
@@ -822,7 +823,7 @@ NVRM: Xid (PCI:0000:97:00): 45, pid=1818987, name=python3, Ch 00000003 caused by
             (
                 2,
                 &xid(
-                    "0000:ed:00.0",
+                    "0000:ed:00",
                     None,
                     None,
                     45,
@@ -834,7 +835,7 @@ NVRM: Xid (PCI:0000:97:00): 45, pid=1818987, name=python3, Ch 00000003 caused by
             (
                 3,
                 &xid(
-                    "0000:3b:00.0",
+                    "0000:3b:00",
                     None,
                     None,
                     79,
@@ -846,7 +847,7 @@ NVRM: Xid (PCI:0000:97:00): 45, pid=1818987, name=python3, Ch 00000003 caused by
             (
                 5,
                 &xid(
-                    "0000:97:00.0",
+                    "0000:97:00",
                     None,
                     None,
                     45,
@@ -1144,5 +1145,5 @@ NVRM: Xid (0000:03:00): 14, Channel 00000001",
         .into_iter()
         .map(|(l, x)| (l, x.code, x.bus_id.clone()))
         .collect();
-    assert_eq!(got, vec![(2, 14, Some("0000:03:00.0".to_owned()))]);
+    assert_eq!(got, vec![(2, 14, Some("0000:03:00".to_owned()))]);
 }

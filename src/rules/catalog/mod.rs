@@ -5,6 +5,7 @@
 mod address_already_in_use;
 mod bind_refused;
 mod container_killed_137;
+mod container_restart_loop;
 mod control_plane_watch_gap;
 mod cpu_illegal_instruction;
 mod cuda_illegal_memory_access;
@@ -108,6 +109,7 @@ pub static RULES: &[&dyn Rule] = &[
     &address_already_in_use::RULE,
     &bind_refused::RULE,
     &container_killed_137::RULE,
+    &container_restart_loop::RULE,
     &control_plane_watch_gap::RULE,
     &cpu_illegal_instruction::RULE,
     &cuda_illegal_memory_access::RULE,

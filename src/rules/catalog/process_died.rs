@@ -11,6 +11,7 @@
 
 mod containers;
 mod records;
+mod seccomp;
 mod watchdog;
 
 use crate::correlate::{Incident, UnitEventKind, exit_meaning, last_words};
@@ -434,10 +435,11 @@ fn finding(incident: &Incident, death: &Death) -> Finding {
     } else {
         Severity::Warning
     };
-    // A reason a catalog row reads is that row's category.
+    // A catalog row's reason is that row's category; a seccomp kill, a unit's.
     let category = death
         .cause
         .and_then(|row| row.category)
+        .or_else(|| seccomp::category(incident, death))
         .unwrap_or(META.category);
     let mut f = Finding::new(META.id, category, severity);
     let who = match (&death.unit, death.pid) {
@@ -514,6 +516,7 @@ fn finding(incident: &Incident, death: &Death) -> Finding {
     if let Some(r) = said {
         f.chain.push(format!("after it printed: {r}"));
     }
+    seccomp::advise(incident, &mut f, death);
     advise(&mut f, death);
     f
 }

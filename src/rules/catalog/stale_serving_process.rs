@@ -18,7 +18,9 @@ mod instances;
 mod left_over;
 mod managed;
 mod runners;
+mod stopped_job;
 mod survivors;
+mod terminating_pod;
 pub(crate) mod titles;
 use duplicates::duplicates;
 use finding::finding;
@@ -35,6 +37,7 @@ static META: RuleMeta = RuleMeta {
     // PID 1's lines are the catalog rows `systemd.process-remains` and
     // `systemd.left-over-process`.
     // A teardown at the prompt (`pkill`, `killall`, `ray stop`): engines.rs.
+    // A bind or listen in a traceback after a stopped job: stopped_job.rs.
     anchors: &[
         "[nvidia_uvm]",
         "[nvidia]",
@@ -42,6 +45,9 @@ static META: RuleMeta = RuleMeta {
         "pkill",
         "killall",
         "ray stop",
+        stopped_job::LISTENS[0],
+        stopped_job::LISTENS[1],
+        terminating_pod::ANCHORS[0],
     ],
     doc: r#"
 ## What it means
@@ -105,6 +111,22 @@ ending their process: an error at a low confidence, since a listing may be
 cut; beside backend servers they may all be live, a warning. The instances
 the product lists as running settle it (GPUStack's `/v2/model-instances`),
 with `ps -o pid,ppid,etimes,args`; the finding scripts no signal.
+
+A job the shell stopped (Ctrl-Z: bash's `[1]+  Stopped  mesa runserver`,
+zsh's `zsh: suspended  python app.py`) is suspended, not ended: it keeps
+its port and its GPU memory. The same command typed again at the prompt
+and failing on either (a failed bind, a traceback frame that binds or
+listens even where the paste is cut before the exception, a CUDA
+out-of-memory) is an error naming the job: `fg` and Ctrl-C, or `kill %1`,
+end it. It scripts no signal: the job number is only the shell's.
+
+A pod watch (`kubectl get pods -w`) where a pod of the old revision stays
+`Terminating` while pods of the new revision (`<owner>-<hash>-<suffix>`, a
+newer hash) are created and deleted within ten seconds is a rollout whose
+controller counts the terminating pod as a live replica and deletes the
+newcomer (kubeai-project/kubeai#442): an error naming the old pod, higher
+when more than one newcomer went; its deletion timestamp and finalizers
+say why it lingers.
 
 Serving stacks run their engines under names of their own (vLLM's
 `VLLM::EngineCore` and `VLLM::Worker_TP0`, SGLang's `sglang::scheduler_TP0`,
@@ -276,6 +298,8 @@ impl Rule for StaleServingProcess {
         out.extend(instances::instances(incident, &named));
         out.extend(engines::engines(incident, &named));
         out.extend(managed::managed(incident, &named));
+        out.extend(stopped_job::stopped_jobs(incident));
+        out.extend(terminating_pod::terminating_pods(incident));
         // PID 1's word alone, for the PIDs no part above reported.
         let reported: BTreeSet<u32> = out
             .iter()

@@ -114,7 +114,12 @@ fn stop_timed_out(incident: &Incident, unit: &str, facts: &UnitFacts) -> Option<
         .events
         .iter()
         .any(|e| matches!(&e.kind, UnitEventKind::FailedWithResult(r) if r == "timeout"));
-    let killed_again = killed_again(&killed);
+    let mut killed_again = killed_again(&killed);
+    for pid in killed_elsewhere_later(incident, unit, facts) {
+        if !killed_again.contains(&pid) {
+            killed_again.push(pid);
+        }
+    }
     let survived = !stuck.is_empty() || !killed_again.is_empty();
     // The processes could not die: the server hangs in the kernel,
     // which no restart cures (a hang). A stop that SIGKILL ended
@@ -196,6 +201,32 @@ fn killed_again(killed: &[u32]) -> Vec<u32> {
         }
     }
     killed_again
+}
+
+/// The PIDs `unit`'s stop SIGKILLed that another unit's stop SIGKILLs again
+/// later in the same input (a user manager's scope, then PID 1 stopping
+/// the user manager itself): each outlived the first SIGKILL too.
+fn killed_elsewhere_later(incident: &Incident, unit: &str, facts: &UnitFacts) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in &facts.events {
+        let UnitEventKind::KillingProcess { pid } = e.kind else {
+            continue;
+        };
+        let later = incident
+            .units
+            .iter()
+            .filter(|(other, _)| other.as_str() != unit)
+            .flat_map(|(_, o)| &o.events)
+            .any(|o| {
+                matches!(o.kind, UnitEventKind::KillingProcess { pid: p } if p == pid)
+                    && o.span.source == e.span.source
+                    && o.span > e.span
+            });
+        if later && !out.contains(&pid) {
+            out.push(pid);
+        }
+    }
+    out
 }
 
 /// Cites systemd's SIGKILLs (each PID's first two) and the

@@ -320,14 +320,14 @@ fn finding(
     if by_systemd {
         failed.extend_headline(&mut f.headline);
     }
-    exec::cite_sandboxing(&mut f, incident, unit, status);
+    let flag = exec::cite_sandboxing(&mut f, incident, unit, status, span);
     f.chain.push(format!("{who} exited with status {status}"));
     f.chain
         .extend(because(exec.as_ref(), last_exception, &stated, first));
     f.explanation = "The generic finding for a server that ended by itself; a more specific finding, when present, names the cause.".to_owned();
     f.actions.push(Action::advice(
         format!("read {unit}'s lines just before the exit"),
-        Some(&format!("journalctl -u {unit} -n 100 --no-pager")),
+        Some(&format!("journalctl{flag} -u {unit} -n 100 --no-pager")),
     ));
     if by_systemd {
         failed.push_actions(&mut f, unit);

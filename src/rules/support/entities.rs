@@ -59,13 +59,8 @@ pub fn from_evidence(incident: &Incident, f: &mut Finding) {
             KernelEventKind::Xid(x) => {
                 f.entities.xid.insert(x.code);
                 f.entities.pids.extend(x.pid);
-                // The Xid line prints the bus without its function
-                // (`PCI:0000:3b:00`); the parser stores it with `.0`.
-                let printed = x
-                    .bus_id
-                    .as_deref()
-                    .map(|b| b.strip_suffix(".0").unwrap_or(b));
-                name_bus(incident, f, printed);
+                // The bus as the Xid line prints it (`0000:3b:00`).
+                name_bus(incident, f, x.bus_id.as_deref());
             }
             KernelEventKind::FellOffBus { bus_id } => name_bus(incident, f, bus_id.as_deref()),
             _ => {}

@@ -16,6 +16,11 @@
 //!   program's), a process of it in a `ps` listing, or Ollama's desktop app
 //!   starting its own server (`started ollama server with pid N`): a second
 //!   copy of the same server, a stale serving instance;
+//! - *still answering*: a request answered after the failed bind, in the
+//!   same log (an access line, `127.0.0.1 - - […] "POST /json/status
+//!   HTTP/1.1" 200 -`): a server of this log kept the port and serves, the
+//!   program's earlier instance (an in-place restart that never stopped
+//!   it), a stale serving instance, whether or not the port is known;
 //! - *the port alone*: the port is a serving program's default (the
 //!   programs' table, `correlate/serving/programs.rs`): the finding stays a
 //!   port in use, and names that program as the likely holder and how it is
@@ -139,6 +144,8 @@ enum Seen {
     Running,
     /// The server itself says another copy of it holds the port.
     Said,
+    /// A request answered after the failed bind, in the same log.
+    Answered,
 }
 
 /// What the paste shows of the earlier instance before the failed bind.
@@ -171,13 +178,23 @@ pub(super) fn apply(
     if f.category != Category::PortInUse || !http || named {
         return;
     }
-    let Some(number) = port.and_then(|p| p.parse::<u16>().ok()) else {
-        return;
-    };
     let Some(first) = binds.iter().map(|m| m.span).min() else {
         return;
     };
     let windows = binds.iter().any(|m| windows_wording(&m.text));
+    let Some(number) = port.and_then(|p| p.parse::<u16>().ok()) else {
+        // No port named: a request answered after the failed bind still
+        // says a server of this log holds it.
+        if let Some(e) = answered(incident, first) {
+            let probe = if windows {
+                "netstat -ano | findstr LISTENING"
+            } else {
+                "ss -ltnp  # or: lsof -iTCP -sTCP:LISTEN -P -n"
+            };
+            stale(f, None, e, probe);
+        }
+        return;
+    };
     let probe = if windows {
         format!("netstat -ano | findstr :{number}")
     } else {
@@ -192,9 +209,10 @@ pub(super) fn apply(
     let stop = defaults.first().map(|d| d.stop);
     let seen = said(incident, first)
         .or_else(|| earlier(incident, number, first))
+        .or_else(|| answered(incident, first))
         .or_else(|| running(incident, number));
     match seen {
-        Some(e) => stale(f, number, e, &probe),
+        Some(e) => stale(f, Some(number), e, &probe),
         None if !defaults.is_empty() => {
             f.condition(
                 format!("port {number} is the default port of {stacks}"),
@@ -343,6 +361,39 @@ fn said(incident: &Incident, first: Span) -> Option<Earlier> {
     })
 }
 
+/// The catalog row of an HTTP server's access line
+/// (catalogs/web-servers.toml): a request it answered.
+const ACCESS: &str = "web-servers.http-access-line";
+
+/// A request answered (a status below 400) after the failed bind at
+/// `first`, in its input: a server of this log still serves, the one that
+/// kept the port (pyLoad's in-place restart: the old web server, never
+/// stopped, answers the UI's next poll while the new one cannot bind).
+fn answered(incident: &Incident, first: Span) -> Option<Earlier> {
+    let (m, hit) = incident.known(ACCESS).find(|(m, hit)| {
+        m.span.source == first.source
+            && m.span > first
+            && hit
+                .get("status")
+                .and_then(|s| s.parse::<u16>().ok())
+                .is_some_and(|s| s < 400)
+    })?;
+    let request = hit.get("request").unwrap_or("a request");
+    let status = hit.get("status").unwrap_or("");
+    Some(Earlier {
+        lines: vec![(
+            m.span,
+            format!(
+                "after the failed bind, a server of this log still answered `{request}` ({status}): the instance that kept the port"
+            ),
+        )],
+        seen: Seen::Answered,
+        shows: "the paste shows a request answered after the failed bind, by the server that kept the port",
+        stop: None,
+        pids: Vec::new(),
+    })
+}
+
 /// An instance of the program whose default port `port` is, shown running
 /// in the inputs: its unit active, a process of it listed, or (Ollama)
 /// its desktop app starting its own server. Nothing names it the port's
@@ -402,8 +453,10 @@ fn running(incident: &Incident, port: u16) -> Option<Earlier> {
 }
 
 /// The finding as a stale serving instance: the server's own earlier
-/// instance, seen stopping or serving before, still holds `port`.
-fn stale(f: &mut Finding, port: u16, e: Earlier, probe: &str) {
+/// instance, seen stopping or serving before, still holds `port` (its
+/// port, where no line names it).
+fn stale(f: &mut Finding, port: Option<u16>, e: Earlier, probe: &str) {
+    let port = port.map_or_else(|| "its port".to_owned(), |p| format!("port {p}"));
     for (span, note) in &e.lines {
         f.evidence(*span, note.clone());
     }
@@ -426,11 +479,15 @@ fn stale(f: &mut Finding, port: u16, e: Earlier, probe: &str) {
             "the server's own error says another copy of it is running",
             "another instance of the same server, still running, holds it",
         ),
+        Seen::Answered => (
+            "a request was answered after the failed bind, in the same log",
+            "its own earlier server, still answering requests, holds it",
+        ),
     };
     f.condition(seen, true);
-    f.title = format!("port {port} is still held by the server's own earlier instance");
+    f.title = format!("{port} is still held by the server's own earlier instance");
     f.headline = format!(
-        "The server could not bind port {port} because its own earlier instance still holds it: {}. Stop that instance through what runs it and start once; another port would leave two copies running.",
+        "The server could not bind {port} because its own earlier instance still holds it: {}. Stop that instance through what runs it and start once; another port would leave two copies running.",
         e.shows
     );
     f.chain.pop();

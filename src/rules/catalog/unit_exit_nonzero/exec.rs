@@ -37,12 +37,38 @@ pub(super) struct ExecFailure<'a> {
     /// The forked child that wrote the line (`(cprofile)[148247]:`).
     pub pid: Option<u32>,
     /// systemd's line on why the step failed (`Changing to the requested
-    /// working directory failed: …` before `Failed at step CHDIR`).
+    /// working directory failed: …` before `Failed at step CHDIR`, `Failed
+    /// to set up mount namespacing: …` before `Failed at step NAMESPACE`).
     reason: Option<(Span, &'a str)>,
 }
 
 /// The catalog row of systemd's failure to change to WorkingDirectory=.
 const CHDIR_FAILED: &str = "systemd.exec-chdir-failed";
+
+/// The catalog row of systemd's failure to set up the unit's mount
+/// namespace.
+const NAMESPACE_FAILED: &str = "systemd.exec-namespace-failed";
+
+/// The row of systemd's line on why step `step` failed, for the steps
+/// whose reason it prints on a line of its own before `Failed at step`,
+/// and how the finding tells it and marks it.
+fn reason_row(step: &str) -> Option<(&'static str, &'static str, &'static str)> {
+    if step.eq_ignore_ascii_case("CHDIR") {
+        Some((
+            CHDIR_FAILED,
+            "systemd could not change to the unit's WorkingDirectory=",
+            "Changing to the requested working directory failed",
+        ))
+    } else if step.eq_ignore_ascii_case("NAMESPACE") {
+        Some((
+            NAMESPACE_FAILED,
+            "systemd could not set up the mount namespace the unit's sandboxing and path settings ask for",
+            "Failed to set up mount namespacing",
+        ))
+    } else {
+        None
+    }
+}
 
 /// Whether `a` and `b` are two instances of one template unit
 /// (`resticprofile-backup@profile-laptop.service`,
@@ -148,17 +174,14 @@ pub(super) fn of<'a>(
                     .find(|e| e.span == m.span)
                     .and_then(|e| e.pid)
                     .filter(|&p| p != 1),
-                reason: name
-                    .eq_ignore_ascii_case("CHDIR")
-                    .then(|| {
-                        incident
-                            .known(CHDIR_FAILED)
-                            .filter(|(r, _)| r.span.source == exit.source)
-                            .filter(|(_, rh)| rh.get("unit").is_none_or(|u| u == named))
-                            .min_by_key(|(r, _)| r.span.line.abs_diff(m.span.line))
-                            .map(|(r, rh)| (r.span, rh.get("msg").unwrap_or("").trim()))
-                    })
-                    .flatten(),
+                reason: reason_row(name).and_then(|(row, _, _)| {
+                    incident
+                        .known(row)
+                        .filter(|(r, _)| r.span.source == exit.source)
+                        .filter(|(_, rh)| rh.get("unit").is_none_or(|u| u == named))
+                        .min_by_key(|(r, _)| r.span.line.abs_diff(m.span.line))
+                        .map(|(r, rh)| (r.span, rh.get("msg").unwrap_or("").trim()))
+                }),
             }
         })
 }
@@ -236,9 +259,12 @@ impl ExecFailure<'_> {
     }
 
     /// Whether the step is one of setting up the process, not executing
-    /// it (nor the namespace or account steps, explained on their own).
+    /// it (nor the account steps, explained on their own). The NAMESPACE
+    /// step is one: the command's path on its line is not what is wrong;
+    /// the settings the step sets up are (`cite_sandboxing` names them
+    /// where the inputs show them).
     fn is_setup(&self) -> bool {
-        !["EXEC", "NAMESPACE", "USER", "GROUP"]
+        !["EXEC", "USER", "GROUP"]
             .iter()
             .any(|s| self.step.eq_ignore_ascii_case(s))
     }
@@ -299,12 +325,8 @@ impl ExecFailure<'_> {
         let step = self.step;
         let meaning = crate::correlate::exit_meaning("exited", status)
             .unwrap_or("systemd failed to set up the process");
-        if let Some((span, errno)) = self.reason {
-            f.evidence_marked(
-                span,
-                format!("systemd could not change to the unit's WorkingDirectory=: {errno}"),
-                "Changing to the requested working directory failed",
-            );
+        if let (Some((span, errno)), Some((_, told, marked))) = (self.reason, reason_row(step)) {
+            f.evidence_marked(span, format!("{told}: {errno}"), marked);
         }
         let whose = match self.sibling {
             Some(other) => format!(
@@ -406,11 +428,80 @@ const NAMESPACE_SETTINGS: &[&str] = &[
     "MountAPIVFS",
 ];
 
+/// A unit whose exit at `span` a user manager wrote (`systemd[1762]:`, a
+/// `systemd --user`), not PID 1: the NAMESPACE step's reason under a user
+/// manager, and the flag its units' journal and state are read with
+/// (` --user`; empty under PID 1).
+fn user_manager(
+    f: &mut Finding,
+    incident: &Incident,
+    span: Span,
+    unit: &str,
+    status: &str,
+) -> &'static str {
+    let manager = incident
+        .facts
+        .journal
+        .iter()
+        .find(|e| e.span == span && e.is_manager() && !e.is_pid1())
+        .and_then(|e| e.pid);
+    match manager {
+        Some(pid) => {
+            user_namespace(f, unit, status, pid);
+            " --user"
+        }
+        None => "",
+    }
+}
+
+/// A user manager's unit that failed at the NAMESPACE step: systemd.exec(5)
+/// says a per-user service's path and sandboxing settings (BindPaths=,
+/// ReadOnlyPaths=, PrivateTmp= …) imply PrivateUsers=, a user namespace of
+/// its own, which needs unprivileged user namespaces from the kernel; where
+/// they are refused, the mount namespace cannot be set up (`Operation not
+/// supported`) and the command never runs.
+fn user_namespace(f: &mut Finding, unit: &str, status: &str, manager: u32) {
+    let (code, name) = status.split_once('/').unwrap_or((status, ""));
+    if code != "226" && name != "NAMESPACE" {
+        return;
+    }
+    f.condition(
+        format!(
+            "{unit} is a user manager's unit (systemd[{manager}]): it sets up a mount namespace only inside a user namespace of its own"
+        ),
+        true,
+    );
+    f.actions.push(Action::advice(
+        format!(
+            "{unit} runs under a user manager (systemd[{manager}]), whose path and sandboxing settings (BindPaths=, ReadOnlyPaths=, PrivateTmp= …) need a user namespace (PrivateUsers=, implied for user units): enable unprivileged user namespaces, run the unit under the system manager (with User=), or drop those settings"
+        ),
+        Some(&format!(
+            "systemctl --user cat {unit}; sysctl kernel.unprivileged_userns_clone user.max_user_namespaces; journalctl --user -u {unit} -b --no-pager"
+        )),
+    ));
+}
+
+/// A unit that failed at systemd's NAMESPACE step: its settings where the
+/// inputs show them (`cite_settings`), and under a user manager what that
+/// manager needs for them (`user_manager`). Returns the flag the unit's
+/// journal and state are read with (` --user` for a user manager's unit).
+pub(super) fn cite_sandboxing(
+    f: &mut Finding,
+    incident: &Incident,
+    unit: &str,
+    status: &str,
+    span: Span,
+) -> &'static str {
+    let flag = user_manager(f, incident, span, unit, status);
+    cite_settings(f, incident, unit, status);
+    flag
+}
+
 /// A unit that failed at systemd's NAMESPACE step (`226/NAMESPACE`) whose
 /// settings the inputs show (`systemctl cat`, a unit file, `systemctl
 /// show`): its sandboxing settings are what that step sets up. Cites them
 /// and names them in the headline and the advice.
-pub(super) fn cite_sandboxing(f: &mut Finding, incident: &Incident, unit: &str, status: &str) {
+fn cite_settings(f: &mut Finding, incident: &Incident, unit: &str, status: &str) {
     let (code, name) = status.split_once('/').unwrap_or((status, ""));
     if code != "226" && name != "NAMESPACE" {
         return;

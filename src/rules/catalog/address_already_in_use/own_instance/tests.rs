@@ -337,3 +337,31 @@ fn gunicorns_bind_failure_alone_is_a_port_in_use() {
         .is_empty()
     );
 }
+
+/// https://github.com/pyload/pyload/pull/3820 (real case batch-u/1303):
+/// pyLoad restarted in place; the new Flask server's bind fails in the OS's
+/// German (`Die Adresse wird bereits verwendet`) with no port named, and
+/// the old server, never stopped, answers the UI's next poll.
+#[test]
+fn a_request_answered_after_the_failed_bind_is_the_old_server() {
+    let text = "  File \"/usr/lib/python3.8/socketserver.py\", line 466, in server_bind\n    self.socket.bind(self.server_address)\n\
+        OSError: [Errno 98] Die Adresse wird bereits verwendet\n\
+        python-BaseException\n\
+        127.0.0.1 - - [31/Oct/2020 07:36:07] \"POST /json/status HTTP/1.1\" 200 -\n";
+    let f = one(text);
+    assert_eq!(f.category, Category::StaleServingInstance);
+    assert!(
+        f.evidence
+            .iter()
+            .any(|e| e.note.contains("POST /json/status")),
+        "{:?}",
+        f.evidence
+    );
+    // A request answered before the failed bind, or refused, says nothing
+    // of who holds the port now.
+    let before = "127.0.0.1 - - [31/Oct/2020 07:36:07] \"POST /json/status HTTP/1.1\" 200 -\n\
+        OSError: [Errno 98] Die Adresse wird bereits verwendet\n";
+    assert_eq!(one(before).category, Category::PortInUse);
+    let refused = text.replace("\" 200 -", "\" 500 -");
+    assert_eq!(one(&refused).category, Category::PortInUse);
+}
