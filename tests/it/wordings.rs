@@ -359,6 +359,10 @@ fn each_real_line_alone_gives_its_expected_result() {
 /// wording file, not here.
 const NO_MESSAGE_RULES: &[(&str, &str)] = &[
     (
+        "container-restart-loop",
+        "it reads no message: `docker ps` / `docker compose ps` rows with their status and ages, tested over real rows (fixtures/rules/container-restart-loop)",
+    ),
+    (
         "orphans-beside-restarted-daemon",
         "it reads no message: `ps` rows with their parents and start times (src/ingest/ps.rs), tested over real rows (fixtures/rules/orphans-beside-restarted-daemon)",
     ),

@@ -77,7 +77,7 @@ static ADVICE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)
         \b(?:[Tt]o\x20(?:avoid|prevent)|[Ii]f\x20(?:you|your)|[Ii]n\x20case\x20(?:of|you)|[Ww]hen\x20you|
-            [Tt]ry\x20(?:to\x20)?(?:reduc|lower|avoid|set|us|increas|decreas)\w*|[Cc]onsider|
+            [Tt]ry\x20(?:to\x20)?(?:reduc|lower|avoid|set|us|increas|decreas)[A-Za-z]*|[Cc]onsider|
             e\.g\.|[Ff]or\x20example|[Uu]sage:)
         | (?:^|\s)--?[a-z][a-z0-9_-]+[\s=]",
     )

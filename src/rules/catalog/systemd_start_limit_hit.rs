@@ -382,7 +382,7 @@ mod tests {
     #[test]
     fn a_main_process_that_exits_0_until_the_limit_is_a_type_mismatch() {
         for (text, unit, pid, user) in [
-            (USER_UNIT, "auto-fix-vscode-server.service", 4607, ""),
+            (USER_UNIT, "auto-fix-vscode-server.service", 4607, " --user"),
             (SCRIPT, "power-monitor.service", 23982, ""),
         ] {
             let f = findings(text);

@@ -114,12 +114,7 @@ fn stop_timed_out(incident: &Incident, unit: &str, facts: &UnitFacts) -> Option<
         .events
         .iter()
         .any(|e| matches!(&e.kind, UnitEventKind::FailedWithResult(r) if r == "timeout"));
-    let mut killed_again = killed_again(&killed);
-    for pid in killed_elsewhere_later(incident, unit, facts) {
-        if !killed_again.contains(&pid) {
-            killed_again.push(pid);
-        }
-    }
+    let killed_again = survivors(incident, unit, facts, &killed);
     let survived = !stuck.is_empty() || !killed_again.is_empty();
     // The processes could not die: the server hangs in the kernel,
     // which no restart cures (a hang). A stop that SIGKILL ended
@@ -188,6 +183,18 @@ fn stop_timed_out(incident: &Incident, unit: &str, facts: &UnitFacts) -> Option<
     }
     f.confidence = confidence(&f, 0.6, 0.95);
     Some(f)
+}
+
+/// The PIDs that outlived a SIGKILL: killed again by this stop
+/// ([`killed_again`]) or by a later one ([`killed_elsewhere_later`]).
+fn survivors(incident: &Incident, unit: &str, facts: &UnitFacts, killed: &[u32]) -> Vec<u32> {
+    let mut again = killed_again(killed);
+    for pid in killed_elsewhere_later(incident, unit, facts) {
+        if !again.contains(&pid) {
+            again.push(pid);
+        }
+    }
+    again
 }
 
 /// Returns the PIDs systemd had to SIGKILL again: each outlived the first

@@ -3,6 +3,7 @@
 
 mod exec;
 mod failure;
+mod steps;
 
 use crate::correlate::{
     Incident, UnitEventKind, UnitFacts, bare_last_words, exit_meaning, last_words, states_reason,
@@ -184,7 +185,7 @@ fn exits_of<'a>(incident: &'a Incident, unit: &str, facts: &'a UnitFacts) -> Vec
         .status
         .and_then(|i| incident.facts.unit_statuses.get(i))
     else {
-        return step_failures(incident, unit);
+        return steps::step_failures(incident, unit);
     };
     if matches!(st.active_state.as_deref(), Some("active" | "reloading")) {
         return Vec::new();
@@ -201,33 +202,6 @@ fn exits_of<'a>(incident: &'a Incident, unit: &str, facts: &'a UnitFacts) -> Vec
             })
         })
         .into_iter()
-        .collect()
-}
-
-/// Without any line of the exit, systemd's own line that it failed at a
-/// step of setting up `unit`'s command (`ntpd-rs.service: Failed at
-/// step USER spawning /usr/local/bin/ntp-daemon: No such process`, a paste
-/// that stops before PID 1's `Main process exited, code=exited,
-/// status=217/USER`): the forked child exits with the step's own status
-/// (systemd's exit-status table), so the step is the exit.
-fn step_failures<'a>(incident: &'a Incident, unit: &str) -> Vec<Exit<'a>> {
-    incident
-        .known(exec::FAILED_AT_STEP)
-        .filter(|(_, h)| h.get("unit") == Some(unit))
-        .filter_map(|(m, h)| {
-            let name = h.get("step")?;
-            let step = crate::correlate::SYSTEMD_STEPS
-                .iter()
-                .find(|s| s.name.eq_ignore_ascii_case(name))?;
-            Some(Exit {
-                status: format!("{}/{}", step.code, step.name).into(),
-                span: m.span,
-                pid: None,
-                control: false,
-                step_only: true,
-            })
-        })
-        .take(1)
         .collect()
 }
 
