@@ -570,11 +570,17 @@ static CLASS: [u8; 256] = {
 
 /// What a line holds if it may be a service manager's journal entry, PID
 /// 1's (`systemd[1]: `, a JSON record's `"_PID":"1"`) or a user manager's
-/// (`systemd[1762]: `): the journal reads those in full even without an
+/// (`systemd[1762]: `, a JSON record's `"SYSLOG_IDENTIFIER":"systemd"`
+/// under another PID): the journal reads those in full even without an
 /// anchor, so they are aggregated too. A cheap test, searched once over a
 /// batch of lines (`stream.rs`' `Needles`); a false positive (systemd's
 /// forked child, `systemd[66422]: `) only costs a template.
-pub(crate) const PID1: [&str; 3] = ["[1]: ", "\"_PID\":\"1\"", "systemd["];
+pub(crate) const PID1: [&str; 4] = [
+    "[1]: ",
+    "\"_PID\":\"1\"",
+    "systemd[",
+    "\"SYSLOG_IDENTIFIER\":\"systemd\"",
+];
 
 /// Whether a line holds one of [`PID1`], line by line: the oracle of the
 /// batch's search.

@@ -119,6 +119,11 @@ impl JsonReader {
             Some(raw) => string(raw)?,
             None => Cow::Borrowed("unknown"),
         };
+        // A user manager's records (`systemd` under its own PID) are read
+        // in full as PID 1's are: its unit and job messages are unit events.
+        if identifier == "systemd" && crate::model::is_manager_message(&message) {
+            return None;
+        }
         let unit = fields
             .unit
             .map(string)

@@ -358,17 +358,17 @@ struct Batch {
 struct Needles {
     /// Where each needle's matches start in the block, in order: the
     /// service managers' three, the wait's.
-    at: [Vec<usize>; 4],
+    at: [Vec<usize>; 5],
     /// The first of each not yet given to a line.
-    next: [usize; 4],
+    next: [usize; 5],
 }
 
 impl Needles {
-    fn finders() -> &'static [memchr::memmem::Finder<'static>; 4] {
-        static FINDERS: std::sync::LazyLock<[memchr::memmem::Finder<'static>; 4]> =
+    fn finders() -> &'static [memchr::memmem::Finder<'static>; 5] {
+        static FINDERS: std::sync::LazyLock<[memchr::memmem::Finder<'static>; 5]> =
             std::sync::LazyLock::new(|| {
-                let [a, b, c] = aggregate::PID1;
-                [a, b, c, chatter::WAIT].map(memchr::memmem::Finder::new)
+                let [a, b, c, d] = aggregate::PID1;
+                [a, b, c, d, chatter::WAIT].map(memchr::memmem::Finder::new)
             });
         &FINDERS
     }
@@ -384,14 +384,14 @@ impl Needles {
     /// Which needles the next line holds, asked in order, its end in the
     /// block at `end`: (one of the service managers', the wait's).
     fn held(&mut self, end: usize) -> (bool, bool) {
-        let mut held = [false; 4];
+        let mut held = [false; 5];
         for ((at, next), held) in self.at.iter().zip(&mut self.next).zip(&mut held) {
             while at.get(*next).is_some_and(|&p| p < end) {
                 *held = true;
                 *next += 1;
             }
         }
-        (held[0] || held[1] || held[2], held[3])
+        (held[..4].contains(&true), held[4])
     }
 }
 
