@@ -143,7 +143,8 @@ pub struct Diagnosis {
 /// line (the message, the death), they said more, and it goes. So it does
 /// where a finding of the same category cites one of its lines: a rule that
 /// read the message (an Xid rule citing the first of three Xid 119 lines)
-/// concluded what the row says, and more.
+/// concluded what the row says, and more. A symptom wording's finding also
+/// goes where a stronger finding names its category at all.
 fn drop_restated(findings: &mut Vec<Finding>) {
     use std::collections::BTreeSet;
     type Span = crate::source::Span;
@@ -159,10 +160,12 @@ fn drop_restated(findings: &mut Vec<Finding>) {
     // and with their finding's category.
     let mut cited: Vec<BTreeSet<Span>> = vec![BTreeSet::new(); levels];
     let mut cited_as: Vec<BTreeSet<(Category, Span)>> = vec![BTreeSet::new(); levels];
+    let mut named: Vec<BTreeSet<Category>> = vec![BTreeSet::new(); levels];
     for f in findings.iter() {
         for level in 0..strength(f).min(levels) {
             cited[level].extend(f.evidence.iter().map(|e| e.span));
             cited_as[level].extend(f.evidence.iter().map(|e| (f.category, e.span)));
+            named[level].insert(f.category);
         }
     }
     findings.retain(|f| {
@@ -178,7 +181,10 @@ fn drop_restated(findings: &mut Vec<Finding>) {
             .evidence
             .iter()
             .any(|e| cited_as[level].contains(&(f.category, e.span)));
-        !(said_first || said_as)
+        // A wording's class says less than any finding that named the same
+        // category from what the lines mean: it adds nothing beside it.
+        let named = f.rule == SYMPTOM_WORDING && named[level].contains(&f.category);
+        !(said_first || said_as || named)
     });
 }
 
@@ -433,8 +439,9 @@ mod tests {
     }
 
     /// A wording class's finding is the weakest: any other finding that
-    /// cites its line (a catalog message's, a rule's) removes it, and a
-    /// finding of its category elsewhere does not.
+    /// cites its line (a catalog message's, a rule's) removes it, and so
+    /// does one of its category elsewhere; one of another category that
+    /// cites other lines does not.
     #[test]
     fn a_symptom_goes_where_any_other_finding_cites_its_line() {
         let symptom = || finding(SYMPTOM_WORDING, Category::CudaOom, &[7]);
@@ -445,9 +452,11 @@ mod tests {
         let died = finding(PROCESS_DIED, Category::ServerException, &[7]);
         assert_eq!(rules_left(vec![symptom(), died]), [PROCESS_DIED]);
         let elsewhere = finding("torch-cuda-oom", Category::CudaOom, &[3]);
+        assert_eq!(rules_left(vec![symptom(), elsewhere]), ["torch-cuda-oom"]);
+        let other = finding("nccl-watchdog-timeout", Category::NcclTimeout, &[3]);
         assert_eq!(
-            rules_left(vec![symptom(), elsewhere]),
-            [SYMPTOM_WORDING, "torch-cuda-oom"]
+            rules_left(vec![symptom(), other]),
+            [SYMPTOM_WORDING, "nccl-watchdog-timeout"]
         );
     }
 
