@@ -395,7 +395,11 @@ fn a_step_failure_alone_is_the_units_exit_with_the_steps_status() {
     let f = findings(paste);
     assert_eq!(f.len(), 1, "{f:?}");
     assert_eq!(f[0].category, Category::UnitCrashLoop, "{:?}", f[0]);
-    assert!(f[0].entities.units.contains("ntpd-rs.service"), "{:?}", f[0]);
+    assert!(
+        f[0].entities.units.contains("ntpd-rs.service"),
+        "{:?}",
+        f[0]
+    );
     assert!(f[0].title.contains("217/USER"), "{}", f[0].title);
     assert!(
         f[0].evidence.iter().any(|e| e.span.line == 1),
