@@ -35,6 +35,7 @@ pub(crate) fn is_lsmod_line(line: &str) -> bool {
 /// segment without a fast path, and a traceback's lines fail this first.
 pub(crate) fn may_be_row(t: &str) -> bool {
     t.as_bytes().first().is_some_and(u8::is_ascii_lowercase)
+        && super::line::second_word_starts_with_digit(t)
         && matches!(
             t.as_bytes().last(),
             Some(b'a'..=b'z' | b'0'..=b'9' | b'_' | b',' | b'-' | b']')

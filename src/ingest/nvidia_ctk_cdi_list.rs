@@ -38,7 +38,8 @@ static FOUND: LazyLock<Regex> = LazyLock::new(|| {
 /// or a CDI device name of NVIDIA's.
 pub(crate) fn is_cdi_line(line: &str) -> bool {
     (line.starts_with("nvidia.com/") && DEVICE.is_match(line))
-        || (line.contains("CDI devices") && FOUND.is_match(line))
+        // FOUND's two heads (logrus' text and logfmt forms), before its regex.
+        || ((line.starts_with("INFO[") || line.starts_with("time=\"")) && FOUND.is_match(line))
 }
 
 /// Parses one segment; returns the lines it did not recognise.

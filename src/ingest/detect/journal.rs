@@ -8,7 +8,7 @@
 //! export` and binary journal files are turned into JSON lines by the bundle
 //! reader before detection sees them.
 
-use super::{Class, re};
+use super::{Class, holds, literal, re};
 use crate::ingest::Format;
 use crate::ingest::journal_json::PRETTY_FIELD;
 use crate::ingest::journal_marks::is_marker;
@@ -326,7 +326,8 @@ pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
         });
     }
     // `… [s=…;i=…;…]` ends a verbose header.
-    if line.contains("[s=") && header_time(line).is_some() {
+    literal!(CURSOR, "[s=");
+    if holds(line, &CURSOR) && header_time(line).is_some() {
         return Some(Strong(
             Format::JournalVerbose,
             "timestamp and [s=…;i=…] cursor header (journalctl -o verbose)",

@@ -97,6 +97,24 @@ macro_rules! re {
 }
 pub(super) use re;
 
+/// Defines a literal that sniffers look for in every line: a memmem finder
+/// built once. `str::contains` builds its searcher on each call (about 130
+/// instructions, more than a short line's scan), and the sniffers of a
+/// segment without a fast path ask every line (issue 23: most of a raw
+/// llama.cpp log's sniffing cost).
+macro_rules! literal {
+    ($name:ident, $text:expr) => {
+        static $name: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+            std::sync::LazyLock::new(|| memchr::memmem::Finder::new($text));
+    };
+}
+pub(super) use literal;
+
+/// Whether `line` holds `literal` (see [`literal!`]).
+pub(super) fn holds(line: &str, literal: &memchr::memmem::Finder<'_>) -> bool {
+    literal.find(line.as_bytes()).is_some()
+}
+
 /// A regex behind a cheap necessary condition: a byte test (a byte at a
 /// position, a literal every match holds) that every line the regex
 /// matches passes, so that a line of another format pays the test, not the
@@ -104,37 +122,65 @@ pub(super) use re;
 /// (a raw traceback's frames pay them all); what is recognised does not
 /// change: `every_gate_lets_through_what_its_regex_matches` tests each
 /// gate on every fixture line.
-pub(super) struct Gated {
-    gate: fn(&str) -> bool,
-    re: std::sync::LazyLock<regex::Regex>,
-}
+pub(super) trait Gate: Sync {
+    /// The cheap test every line the regex matches passes.
+    fn gate(&self, line: &str) -> bool;
+    /// The regex, compiled on first use.
+    fn regex(&self) -> &'static regex::Regex;
 
-impl Gated {
-    pub(super) const fn new(gate: fn(&str) -> bool, re: fn() -> regex::Regex) -> Self {
-        Self {
-            gate,
-            re: std::sync::LazyLock::new(re),
-        }
+    fn is_match(&self, line: &str) -> bool {
+        self.gate(line) && self.regex().is_match(line)
     }
 
-    pub(super) fn is_match(&self, line: &str) -> bool {
-        (self.gate)(line) && self.re.is_match(line)
-    }
-
-    pub(super) fn captures<'h>(&self, line: &'h str) -> Option<regex::Captures<'h>> {
-        if (self.gate)(line) {
-            self.re.captures(line)
+    fn captures<'h>(&self, line: &'h str) -> Option<regex::Captures<'h>> {
+        if self.gate(line) {
+            self.regex().captures(line)
         } else {
             None
         }
     }
 }
 
-/// Defines a [`Gated`] regex: `gated!(NAME, |line| test, pattern)`.
+/// Any [`Gate`], for the test that looks at them all.
+#[cfg(test)]
+pub(super) type Gated = dyn Gate;
+
+/// Defines a [`Gate`]: `gated!(NAME, |line| test, pattern)`, then
+/// `NAME.is_match(line)`. Each is a type of its own, not a static holding a
+/// function pointer: the gate is called directly and inlined, which a
+/// pointer in a static (an indirect call per gate, some twenty a line for a
+/// line no sniffer claims) is not.
 macro_rules! gated {
     ($name:ident, $gate:expr, $pattern:expr) => {
-        static $name: super::Gated =
-            super::Gated::new($gate, || regex::Regex::new($pattern).expect($pattern));
+        #[allow(non_camel_case_types)]
+        struct $name;
+
+        impl super::Gate for $name {
+            #[inline]
+            fn gate(&self, line: &str) -> bool {
+                let gate: fn(&str) -> bool = $gate;
+                gate(line)
+            }
+
+            fn regex(&self) -> &'static regex::Regex {
+                static RE: std::sync::LazyLock<regex::Regex> =
+                    std::sync::LazyLock::new(|| regex::Regex::new($pattern).expect($pattern));
+                &RE
+            }
+        }
+
+        #[allow(dead_code)]
+        impl $name {
+            #[inline]
+            fn is_match(&self, line: &str) -> bool {
+                super::Gate::is_match(self, line)
+            }
+
+            #[inline]
+            fn captures<'h>(&self, line: &'h str) -> Option<regex::Captures<'h>> {
+                super::Gate::captures(self, line)
+            }
+        }
     };
 }
 pub(super) use gated;
@@ -779,10 +825,10 @@ Sat 2024-06-01 12:00:05 UTC gpu-node-7 kernel: NVRM: Xid (PCI:0000:1a:00): 79
         for (name, gated) in &all {
             let mut matched = 0;
             for line in &lines {
-                if gated.re.is_match(line) {
+                if gated.regex().is_match(line) {
                     matched += 1;
-                    assert!((gated.gate)(line), "{name}'s gate stops {line:?}");
-                } else if !(gated.gate)(line) {
+                    assert!(gated.gate(line), "{name}'s gate stops {line:?}");
+                } else if !gated.gate(line) {
                     stopped += 1;
                 }
             }
@@ -832,7 +878,7 @@ Sat 2024-06-01 12:00:05 UTC gpu-node-7 kernel: NVRM: Xid (PCI:0000:1a:00): 79
         ] {
             let met: Vec<_> = all
                 .iter()
-                .filter(|(_, g)| (g.gate)(line))
+                .filter(|(_, g)| g.gate(line))
                 .map(|(n, _)| *n)
                 .collect();
             // `return` could start `rocm-smi`; `Traceback (` a `ps` header.

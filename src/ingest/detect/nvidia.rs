@@ -50,7 +50,18 @@ gated!(
 );
 gated!(
     QUERY_GPU_HEADER,
-    |l| l.as_bytes().first().is_some_and(u8::is_ascii_lowercase),
+    |l| {
+        // A field name (letters, digits, `_`, `.`) first, then ` [unit]`,
+        // `, ` or the end: any log line that starts with a lowercase word
+        // and a space or colon fails here, not in the regex.
+        let b = l.as_bytes();
+        let name = b
+            .iter()
+            .take_while(|&&c| c.is_ascii_alphanumeric() || c == b'_' || c == b'.')
+            .count();
+        b.first().is_some_and(u8::is_ascii_lowercase)
+            && (name == b.len() || matches!(b.get(name..name + 2), Some(b", " | b" [")))
+    },
     r"^(?:index|uuid|name|pci\.bus_id|memory\.(?:used|total|free|reserved)|timestamp|driver_version|utilization\.(?:gpu|memory)|temperature\.gpu|power\.(?:draw|limit)|clocks\.[0-9A-Za-z_]+|persistence_mode|ecc\.[0-9A-Za-z_]+|compute_mode|serial|gpu_name|gpu_bus_id|count)(?: \[[^\]]+\])?(?:, |$)"
 );
 gated!(

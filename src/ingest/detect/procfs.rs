@@ -2,7 +2,7 @@
 //! header that names the PID, or the `/proc/N/cgroup:` prefix of `grep`,
 //! and of `ps -ef` / `ps aux` rows pasted without their header.
 
-use super::{Class, gated};
+use super::{Class, gated, holds, literal};
 use crate::ingest::Format;
 
 gated!(
@@ -10,9 +10,10 @@ gated!(
     |l| matches!(l.as_bytes().first(), Some(b'/' | b'0'..=b'9')),
     r"^(?:/proc/(?:[0-9]+|self)/cgroup:|[0-9]+:)?[0-9]+:[a-z0-9_,=]*:/.*$"
 );
+literal!(CGROUP, "/cgroup");
 gated!(
     CGROUP_PROMPT,
-    |l| l.contains("/cgroup"),
+    |l| holds(l, &CGROUP),
     r"^(?:\S+@\S+:\S*\s?[#$]|\$|#)\s*(?:sudo\s+)?cat\s+/proc/(?:[0-9]+|self)/cgroup\s*$"
 );
 gated!(
@@ -79,16 +80,20 @@ pub(super) fn sniff(line: &str, _current: Option<Format>) -> Option<Class> {
 }
 
 /// What every `ps -ef`, `ps aux` and `ps alx` row holds (`ingest::ps`'s
-/// row regexes): a `:` in its time column and a TTY column (`?`, `pts/N`,
+/// row regexes): a number second, a `:` in its time column and a TTY column (`?`, `pts/N`,
 /// `ttyN` or `console`). The three regexes are a line's most costly tests
 /// here, and a traceback's frames start with a letter as rows do.
 pub(super) fn may_be_ps_row(line: &str) -> bool {
+    literal!(PTS, "pts/");
+    literal!(TTY, "tty");
+    literal!(CONSOLE, "console");
     let bytes = line.as_bytes();
-    memchr::memchr(b':', bytes).is_some()
+    crate::ingest::line::second_word_starts_with_digit(line)
+        && memchr::memchr(b':', bytes).is_some()
         && (memchr::memchr(b'?', bytes).is_some()
-            || line.contains("pts/")
-            || line.contains("tty")
-            || line.contains("console"))
+            || holds(line, &PTS)
+            || holds(line, &TTY)
+            || holds(line, &CONSOLE))
 }
 
 /// Each gated regex, for the test that its gate lets through every line

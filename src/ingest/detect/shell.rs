@@ -9,14 +9,15 @@
 //! output under the prompt that no line of its own marks, and a strong line
 //! of another format still wins.
 
-use super::{Class, first_after_space, gated, re};
+use super::{Class, gated, holds, literal, re};
 use crate::ingest::Format;
 
 // Any column layout (`ps -eo …`, `ps alx`'s `F UID PID …`): upper-case
 // titles with a PID among them, the command last.
+literal!(PID, "PID");
 gated!(
     PS_HEADER,
-    |l| l.contains("PID"),
+    |l| holds(l, &PID),
     r"^\s*(?:(?:[A-Z%][A-Z0-9%_]*)\s+)*PID\s.*\b(?:CMD|COMMAND|ARGS)\s*$"
 );
 // A process row; `ps m` prints its threads with `-` for the PID.
@@ -37,13 +38,14 @@ re!(PS_ROW, r"^\s*(?:\S+\s+)?(?:[0-9]+|-)\s+\S");
 // MINGW64 ~/dir` (the environment's name, `$MSYSTEM`, between the host and
 // the directory: msys2/MSYS2-packages filesystem/bash.bashrc's PS1,
 // msys2/MINGW-packages#20882 shows `CLANGARM64`), `$ cmd` below it.
+literal!(SH_DASH, "sh-");
 gated!(
     SHELL_PROMPT,
     |l| {
         let t = l.trim_end();
         // `@`, the first byte of `➜` and `❯`, bash's `sh-`, a virtualenv alone.
         memchr::memchr2(b'@', 0xE2, l.as_bytes()).is_some()
-            || l.contains("sh-")
+            || holds(l, &SH_DASH)
             || t.ends_with("env)")
             || t.ends_with("base)")
     },
@@ -97,19 +99,83 @@ gated!(
 // Meta's `llama` CLI by its subcommand (`llama inference start`).
 gated!(
     BARE_COMMAND,
-    |l| match first_after_space(l) {
-        Some(b'!') => true,
-        // `VAR=value` first.
-        Some(b'A'..=b'Z' | b'_') => memchr::memchr(b'=', l.as_bytes()).is_some(),
-        // A path to a script, or a command's first letter (`sudo` too).
-        Some(
-            b'.' | b'/' | b'a' | b'c' | b'd' | b'f' | b'g' | b'h' | b'j' | b'k' | b'l' | b'm'
-            | b'n' | b'o' | b'p' | b'r' | b's' | b't' | b'v',
-        ) => true,
-        _ => false,
-    },
+    may_be_bare_command,
     r"^\s*!?(?:sudo\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:(?:\./(?:[0-9A-Za-z_.-]+/)*)?(?:python(?:3(?:\.[0-9]+)?)?|torchrun|vllm|docker(?:-compose)?|nvidia-docker|podman|mpirun|srun|deepspeed|accelerate|trtllm-serve|trtllm-build|ollama|jupyter|llama\s+(?:stack|inference|model|download)|nvidia-smi|journalctl|systemctl|dmesg|kubectl|ssh|dcgmi|nvtop|nvitop|squeue|sinfo|scontrol|rocm-smi|fuser|ps|pgrep|pkill|kill|lsof|netstat|ss|curl|wget|text-generation-launcher|llama-server|local-ai|lmdeploy|dynamo|gpustack|\.?/[0-9A-Za-z_./-]+\.sh)(?:\s+(?:-{1,2}[0-9A-Za-z_-]|[0-9A-Za-z_./~${\x22'-]).*|\s*)|(?:cat|head|tail|less)\s+(?:-\S+\s+)*[/~$]\S*(?:\s.*)?)$"
 );
+
+/// [`BARE_COMMAND`]'s gate: its first word (after white space and a
+/// notebook's `!`) is `sudo`, an assignment, a path, `python…` or one of
+/// the launchers and pagers the regex names, whole. A log line that starts
+/// with another word (llama.cpp's `slot update_slots: …`, `srv
+/// log_server_r: …`) pays a byte scan and a length switch, not the regex.
+fn may_be_bare_command(line: &str) -> bool {
+    let rest = line.trim_start();
+    let rest = rest.strip_prefix('!').unwrap_or(rest);
+    // Any byte past ASCII ends the word too: the regex's `\s` is Unicode's.
+    let end = rest
+        .bytes()
+        .position(|c| c.is_ascii_whitespace() || !c.is_ascii())
+        .unwrap_or(rest.len());
+    let word = &rest[..end];
+    match word.as_bytes().first() {
+        Some(b'.' | b'/') => true,
+        Some(b'A'..=b'Z' | b'_') => memchr::memchr(b'=', word.as_bytes()).is_some(),
+        Some(b'p') if word.starts_with("python") => true,
+        Some(_) => matches!(
+            word,
+            "sudo"
+                | "torchrun"
+                | "vllm"
+                | "docker"
+                | "docker-compose"
+                | "nvidia-docker"
+                | "podman"
+                | "mpirun"
+                | "srun"
+                | "deepspeed"
+                | "accelerate"
+                | "trtllm-serve"
+                | "trtllm-build"
+                | "ollama"
+                | "jupyter"
+                | "llama"
+                | "nvidia-smi"
+                | "journalctl"
+                | "systemctl"
+                | "dmesg"
+                | "kubectl"
+                | "ssh"
+                | "dcgmi"
+                | "nvtop"
+                | "nvitop"
+                | "squeue"
+                | "sinfo"
+                | "scontrol"
+                | "rocm-smi"
+                | "fuser"
+                | "ps"
+                | "pgrep"
+                | "pkill"
+                | "kill"
+                | "lsof"
+                | "netstat"
+                | "ss"
+                | "curl"
+                | "wget"
+                | "text-generation-launcher"
+                | "llama-server"
+                | "local-ai"
+                | "lmdeploy"
+                | "dynamo"
+                | "gpustack"
+                | "cat"
+                | "head"
+                | "tail"
+                | "less"
+        ),
+        None => false,
+    }
+}
 
 // A prompt drawn as `> ` (a quoted reply, a PowerShell-style prompt) or
 // zsh's bare `% `, in front of a command [`BARE_COMMAND`] knows: a quoted
@@ -165,9 +231,14 @@ pub(in crate::ingest) fn is_prompt(line: &str) -> bool {
 /// 3u  IPv4 … TCP localhost:11434 (LISTEN)`): that is output, the socket
 /// and its holder.
 fn bare_command(line: &str) -> bool {
-    let socket_row = (line.contains(" IPv4 ") || line.contains(" IPv6 "))
-        && (line.contains(" TCP ") || line.contains(" UDP "));
-    !socket_row && BARE_COMMAND.is_match(line)
+    literal!(IPV4, " IPv4 ");
+    literal!(IPV6, " IPv6 ");
+    literal!(TCP, " TCP ");
+    literal!(UDP, " UDP ");
+    // The command first: most lines fail its gate, and a row must match it
+    // to be mistaken for one.
+    BARE_COMMAND.is_match(line)
+        && !((holds(line, &IPV4) || holds(line, &IPV6)) && (holds(line, &TCP) || holds(line, &UDP)))
 }
 
 /// Where a command typed at a prompt stands at the end of one of its

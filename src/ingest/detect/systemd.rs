@@ -1,6 +1,6 @@
 //! Detection of `systemctl status` and `systemctl show` output.
 
-use super::{Class, first_after_space, gated, re};
+use super::{Class, first_after_space, gated, holds, literal, re};
 use crate::ingest::Format;
 
 gated!(
@@ -37,9 +37,10 @@ gated!(
     },
     r"^(?:(?:Id|Names|MainPID|ExecMainPID|ExecMainCode|ExecMainStatus|ActiveState|SubState|LoadState|UnitFileState|NRestarts|ControlGroup|FragmentPath|InvocationID|Result)=|Type=(?:simple|exec|forking|oneshot|dbus|notify|notify-reload|idle)$)"
 );
+literal!(SYSTEMCTL, "systemctl");
 gated!(
     SHOW_PROMPT,
-    |l| l.contains("systemctl"),
+    |l| holds(l, &SYSTEMCTL),
     r"^(?:\S+@\S+:\S*\s?[#$]|\$|#)\s*(?:sudo\s+)?systemctl\s+show\b"
 );
 re!(ANY_PROPERTY, r"^[A-Z][A-Za-z0-9]*=");
