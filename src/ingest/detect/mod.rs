@@ -152,7 +152,7 @@ pub(super) type Gated = dyn Gate;
 /// line no sniffer claims) is not.
 macro_rules! gated {
     ($name:ident, $gate:expr, $pattern:expr) => {
-        #[allow(non_camel_case_types)]
+        #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
         struct $name;
 
         impl super::Gate for $name {
