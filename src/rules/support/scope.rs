@@ -186,7 +186,7 @@ mod tests {
                 // symptom classes of the GPU and of the host.
                 "kernel" | "symptoms" => {}
                 "systemd" | "stacks-containers" | "stacks-k8s" | "stacks-slurm" | "oom-daemons"
-                | "windows" | "supervisors" | "rust" | "web-servers" => {
+                | "windows" | "supervisors" | "stacks-celery" | "rust" | "web-servers" => {
                     assert!(none, "{}: a host catalog's row is marked gpu", c.id)
                 }
                 _ => assert!(

@@ -94,11 +94,13 @@ fn advice_help_and_settings_do_not_fire() {
 }
 
 /// An exact finding is the root above a symptom's of a lower causal
-/// layer (a GPU hang in i915's words, a variant assembled from
-/// i915_gpu_error.c's format, beside CUDA's out-of-memory error).
+/// layer (a GPU hang in Vulkan-Hpp's words, the symptom catalog's sample,
+/// beside CUDA's out-of-memory error; i915's own `GPU HANG` line is an
+/// exact row of catalogs/i915.toml now).
 #[test]
 fn an_exact_finding_is_the_root_over_a_symptom() {
-    let paste = "i915 0000:00:02.0: [drm] *ERROR* GPU HANG: ecode 9:1:85dffffb, in python3 [4242]\nRuntimeError: CUDA error: out of memory\n";
+    let paste =
+        "Error: vk::Queue::submit: ErrorDeviceLost\nRuntimeError: CUDA error: out of memory\n";
     let a = crate::testing::analyze_paste(paste);
     let root = a
         .diagnosis
