@@ -877,7 +877,50 @@ pub static ROWS: &[Row] = &[
             source: "https://github.com/freebsd/drm-kmod/issues/387 (freebsd/drm-kmod drivers/gpu/drm/drm_print.c __drm_err(): printf(\"[\" DRM_NAME \" ERROR :%s] \", function_name))",
         }],
     },
+    Row {
+        name: "fabric",
+        what: "Fabric 1.x's `[host] out: ` / `err: ` before each line a remote command printed, and `[host] run: ` / `sudo: ` / `local: ` / `put: ` before the command it ran",
+        first: |c| c == b'[',
+        may: |b| {
+            b.first() == Some(&b'[')
+                && memchr::memchr(b']', &b[..b.len().min(FABRIC_HOST_MAX + 2)]).is_some_and(|i| {
+                    b.get(i + 1) == Some(&b' ') && fabric_stream(&b[i + 2..]).is_some()
+                })
+        },
+        peel: fabric,
+        samples: &[
+            Sample {
+                line: "[my_server] run: touch app.wsgi",
+                body: "touch app.wsgi",
+                source: "fabric/fabric docs/tutorial.rst (Fabric 1.x: fabric/operations.py _run_command() prints `[%s] %s: %s` % (env.host_string, 'run' or 'sudo', command))",
+            },
+            Sample {
+                line: "[ec2-54-1-2-3.compute-1.amazonaws.com] out: Starting supervisord: Error: Another program is already listening on a port that one of our HTTP servers is configured to use.",
+                body: "Starting supervisord: Error: Another program is already listening on a port that one of our HTTP servers is configured to use.",
+                source: "assembled, not copied: fabric/fabric 1.x fabric/io.py OutputLooper (each line of a remote command's output after the prefix `[%s] %s: ` % (env.host_string, 'out' or 'err')) around supervisord's own refusal",
+            },
+        ],
+    },
 ];
+
+/// The longest host string a Fabric prefix is looked for in (a user, a
+/// host name and a port).
+const FABRIC_HOST_MAX: usize = 96;
+
+/// After Fabric's `[host] `: the stream or operation word and its colon
+/// (`out:`, `err:`, `run:`, `sudo:`, `local:`, `put:`, `get:`), and the
+/// length of both with the space after the colon, if any.
+fn fabric_stream(b: &[u8]) -> Option<usize> {
+    const WORDS: [&[u8]; 7] = [
+        b"out:", b"err:", b"run:", b"sudo:", b"local:", b"put:", b"get:",
+    ];
+    let word = WORDS.iter().find(|w| b.starts_with(w))?;
+    match b.get(word.len()) {
+        None => Some(word.len()),
+        Some(b' ') => Some(word.len() + 1),
+        Some(_) => None,
+    }
+}
 
 /// The markdown list row, which [`super::Peeler`] handles itself: a run of
 /// items spans lines.
@@ -2163,4 +2206,32 @@ fn sgr_params(bytes: &[u8]) -> Option<usize> {
         i += 1;
     }
     (i > 0 && i <= 12 && bytes.get(i) == Some(&b'm')).then_some(i + 1)
+}
+
+/// Fabric 1.x's `[host] out: ` (fabric/io.py OutputLooper's prefix before
+/// each line of a remote command's output; `err: ` for its stderr) and
+/// `[host] run: ` before the command it runs (fabric/operations.py). The
+/// host is a host string (`user@host:port`), no space nor bracket in it;
+/// an empty output line is `[host] out:` or `[host] out: `.
+fn fabric(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, (_, host, _, _, _)) = consumed(
+        text,
+        (
+            char('['),
+            take_while_m_n(1, FABRIC_HOST_MAX, |c: char| !matches!(c, ' ' | '[' | ']')),
+            tag("] "),
+            alt((
+                tag("out:"),
+                tag("err:"),
+                tag("run:"),
+                tag("sudo:"),
+                tag("local:"),
+                tag("put:"),
+                tag("get:"),
+            )),
+            opt(char(' ')),
+        ),
+    )?;
+    frame.host = Some(host.to_owned());
+    Some(len)
 }
