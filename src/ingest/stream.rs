@@ -599,23 +599,27 @@ impl Wrapped {
     const MIN_WIDTH: usize = 60;
 
     /// Whether `text` may have been cut inside a token or between two:
-    /// long enough for a wrap, with no space before the cut.
+    /// long enough for a wrap, and ending in a token or in the space a
+    /// wrap kept (`… collective operation timeout: ` then `WorkNCCL(…`).
     fn may_continue(text: &str) -> bool {
         text.len() >= Self::MIN_WIDTH
             && text
                 .as_bytes()
                 .last()
-                .is_some_and(|&b| b.is_ascii_graphic())
+                .is_some_and(|&b| b.is_ascii_graphic() || b == b' ')
     }
 
     /// Joins `text` to the message when it starts with no indentation and
     /// the whole is a catalog row that neither half is; says whether it
-    /// did (the line is then read as the rest of that message).
+    /// did (the line is then read as the rest of that message). A cut
+    /// inside a token joins as it stands; a cut at a space that the wrap
+    /// dropped (`… (2.6/121.63 GiB) on startup` then `is less than desired
+    /// GPU memory utilization (…)`) joins with the space put back, tried
+    /// only when the line goes on with a lower-case word, as a sentence
+    /// does.
     fn rejoin(self, text: &str, messages: &mut [Message]) -> bool {
-        let starts_in_word = text
-            .as_bytes()
-            .first()
-            .is_some_and(|&b| b.is_ascii_graphic());
+        let first = text.as_bytes().first().copied();
+        let starts_in_word = first.is_some_and(|b| b.is_ascii_graphic());
         let Some(head) = messages.get_mut(self.message) else {
             return false;
         };
@@ -623,11 +627,19 @@ impl Wrapped {
             return false;
         }
         let joined = format!("{}{text}", head.text);
-        let whole = completes_a_row(&joined, &head.text, text);
-        if whole {
+        if completes_a_row(&joined, &head.text, text) {
             head.text = joined;
+            return true;
         }
-        whole
+        let at_space = !head.text.ends_with(' ') && first.is_some_and(|b| b.is_ascii_lowercase());
+        if at_space {
+            let joined = format!("{} {text}", head.text);
+            if completes_a_row(&joined, &head.text, text) {
+                head.text = joined;
+                return true;
+            }
+        }
+        false
     }
 }
 
@@ -1326,6 +1338,55 @@ ream->get()): out of memory (/app/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuff
         );
         assert_eq!(ingested.facts.messages.len(), 2);
         assert!(!ingested.facts.messages[0].text.contains("ream->get"));
+    }
+
+    /// A message a paste wrapped at a space: the space dropped and the rest
+    /// unindented (vLLM's free-memory check, its first sentence split
+    /// after `on startup`, as a chat window wraps it), or the space kept at
+    /// the end of the first line (c10d's watchdog report, `timeout: ` then
+    /// `WorkNCCL(…`). Each is joined back into one message; a line that
+    /// goes on with an upper-case word after a dropped space is not tried.
+    #[test]
+    fn a_message_wrapped_at_a_space_is_joined_back() {
+        let read = |text: &str, anchors: &[&str]| {
+            let mut sources = SourceMap::new();
+            sources.add(Source::new("paste.txt", text.as_bytes()));
+            ingest(&sources, &Anchors::new(anchors.iter().copied()))
+        };
+        let text = "\
+ValueError: Free memory on device cuda:1 (22.06/23.56 GiB) on startup
+is less than desired GPU memory utilization (0.95, 22.38 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.
+";
+        let ingested = read(text, &["Free memory on device"]);
+        let messages = &ingested.facts.messages;
+        assert!(
+            messages[0]
+                .text
+                .ends_with("on startup is less than desired GPU memory utilization (0.95, 22.38 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."),
+            "{messages:?}"
+        );
+        let text = "\
+[rank5]:[E814 17:27:59.408557873 ProcessGroupNCCL.cpp:607] [Rank 5] Watchdog caught collective operation timeout: 
+WorkNCCL(SeqNum=4476, OpType=_ALLGATHER_BASE, NumelIn=4096, NumelOut=32768, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.
+";
+        let ingested = read(text, &["Watchdog caught collective operation timeout"]);
+        let messages = &ingested.facts.messages;
+        assert!(
+            messages[0].text.ends_with("timeout: WorkNCCL(SeqNum=4476, OpType=_ALLGATHER_BASE, NumelIn=4096, NumelOut=32768, Timeout(ms)=600000) ran for 600012 milliseconds before timing out."),
+            "{messages:?}"
+        );
+        // The same rest after a dropped space, but starting a sentence of
+        // its own: two messages.
+        let text = "\
+ValueError: Free memory on device cuda:1 (22.06/23.56 GiB) on startup
+Is less than desired GPU memory utilization (0.95, 22.38 GiB).
+";
+        let ingested = read(text, &["Free memory on device"]);
+        assert!(
+            !ingested.facts.messages[0].text.contains("desired"),
+            "{:?}",
+            ingested.facts.messages
+        );
     }
 
     /// A message wrapped at a space onto an indented line (batch O's 1007,
