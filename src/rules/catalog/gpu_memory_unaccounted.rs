@@ -66,6 +66,12 @@ own GPUs, so one held GPU beside free ones is as likely another job's.
 The table alone cannot tell such memory from a live job's own
 preallocation (a vLLM server idle between requests keeps 90% of its
 cards), so alone it is a note (info) that names the command that settles it.
+When the inputs also have `fuser -v /dev/nvidia*` over more than the held
+GPUs, a process that has the held GPU's device node open and no other
+GPU's is its likely holder (a desktop session opens every GPU's node; a
+job opens the GPUs it uses): the finding names those processes and is
+`gpu-memory-held-by-other-process`, an error, advice only (fuser does not
+say how much each holds).
 When the inputs log the run's end before the table (uvicorn's `Finished
 server process [N]`, a `KeyboardInterrupt`, or a process asked about twice
 at a prompt, `ps aux | grep PID`, listed by the first answer and gone from
@@ -255,16 +261,19 @@ fn finding(incident: &Incident, held: &[&Gpu], ended: Option<Ended>, free: &[&Gp
     // The table alone cannot tell a leftover from a live job's own
     // preallocation (a server idle between requests looks the same): a
     // note that names the command that settles it. A run that ends before
-    // the table makes the held memory its leftover.
-    if ended.is_none() && !free.is_empty() {
+    // the table makes the held memory its leftover; the processes fuser
+    // shows holding only the held GPUs' nodes are its likely holders.
+    let holders = device_files::holders(incident, held);
+    if ended.is_none() && !free.is_empty() && holders.is_empty() {
         return taken::finding(incident, held, free);
     }
-    let severity = if ended.is_some() {
-        META.severity
-    } else {
-        Severity::Info
+    let (category, severity) = match (holders.is_empty(), ended.is_some()) {
+        (false, _) => (Category::GpuMemoryHeldByOtherProcess, META.severity),
+        (true, true) => (META.category, META.severity),
+        (true, false) => (META.category, Severity::Info),
     };
-    let mut f = Finding::new(META.id, META.category, severity);
+    let mut f = Finding::new(META.id, category, severity);
+    device_files::cite(&mut f, &holders);
     let (note, listing) = listing_note(incident);
     let mut parts = Vec::new();
     for g in held {
@@ -308,6 +317,10 @@ fn finding(incident: &Incident, held: &[&Gpu], ended: Option<Ended>, free: &[&Gp
         ended.is_some(),
     );
     f.condition(
+        "fuser shows processes holding only the held GPU's device node",
+        !holders.is_empty(),
+    );
+    f.condition(
         "a process table names the holder (missing: nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv)",
         false,
     );
@@ -323,6 +336,7 @@ fn finding(incident: &Incident, held: &[&Gpu], ended: Option<Ended>, free: &[&Gp
             parts.join(", "),
             e.what
         ),
+        None if !holders.is_empty() => device_files::headline(&parts.join(", "), has, &holders),
         None => format!(
             "{} {has} memory in use but no process is listed for it, and nothing in the inputs runs there. Whose it is the paste does not show: a leftover of a run that ended (an interrupted job's workers, a stopped server's engine, a notebook's kernel), a process in another container, or a live job's own preallocation; if nothing should run there, find the holder before starting the next job.",
             parts.join(", ")
@@ -379,6 +393,7 @@ fn push_actions(f: &mut Finding, held: &[&Gpu]) {
 }
 
 mod asked;
+mod device_files;
 mod exclusive;
 mod partial;
 mod taken;

@@ -1,6 +1,6 @@
 //! `gpu-memory-unaccounted` over real pastes and variants of their grammar.
 
-use crate::rules::Severity;
+use crate::rules::{Category, Severity};
 use crate::testing::findings_of;
 
 /// https://github.com/pytorch/pytorch/issues/37726 (fixtures/real/724):
@@ -549,4 +549,39 @@ fn memory_held_after_the_pid_asked_about_is_gone_is_an_error() {
     assert_eq!(f[0].severity, Severity::Info);
     // The answers alone, with no GPU table: nothing to say of GPU memory.
     assert!(findings_of(super::META.id, ASKED_TWICE).is_empty());
+}
+
+/// The table of `CRASHED` (GPU 0 full, GPU 1 the display) and `fuser -v
+/// /dev/nvidia0 /dev/nvidia1` in its own grammar (dmlc/gluon-nlp#338's
+/// rows; the PIDs here are made up): the display server and the desktop
+/// hold both GPUs' nodes, a `python` only GPU 0's. It is named as the
+/// likely holder, and the memory is held by it, not unaccounted; with
+/// GPU 0's node alone listed, no holder stands out.
+#[test]
+fn a_process_holding_only_the_held_gpus_node_is_its_likely_holder() {
+    let fuser = "\
+                     USER        PID ACCESS COMMAND
+/dev/nvidia0:        root       1712 F...m Xorg
+                     atcold     2290 F...m compiz
+                     atcold    31337 F...m python
+/dev/nvidia1:        root       1712 F...m Xorg
+                     atcold     2290 F...m compiz
+";
+    let f = findings_of(super::META.id, &format!("{CRASHED}{fuser}"));
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].category, Category::GpuMemoryHeldByOtherProcess);
+    assert_eq!(f[0].severity, Severity::Error);
+    assert_eq!(
+        f[0].entities.pids.iter().copied().collect::<Vec<_>>(),
+        [31337]
+    );
+    assert!(
+        f[0].headline.contains("PID 31337 (python)"),
+        "{}",
+        f[0].headline
+    );
+    // GPU 0's node alone: every holder opens it, no one stands out.
+    let only0 = fuser.split("/dev/nvidia1").next().unwrap_or_default();
+    let f = findings_of(super::META.id, &format!("{CRASHED}{only0}"));
+    assert!(f.iter().all(|f| f.entities.pids.is_empty()), "{f:?}");
 }
