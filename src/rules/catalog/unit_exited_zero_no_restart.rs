@@ -141,6 +141,46 @@ static DAEMON_WORDS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(?:daemon|server|service|manager|exporter|engine)\b").expect("regex")
 });
 
+/// Whether status block `s` is a daemon gone at start-up, with how long it
+/// ran and the unit's declared `Type=`: `inactive (dead)` after a short
+/// run, or the same failure a moment earlier, `deactivating
+/// (stop-sigterm)` with the main process already gone with status 0 and
+/// systemd stopping what is left (no `Duration:` yet), where a pasted unit
+/// file says `Type=simple`.
+fn gone_at_start(
+    incident: &Incident,
+    s: &UnitStatus,
+) -> Option<(Option<f64>, Option<(String, Span)>)> {
+    let dead =
+        s.active_state.as_deref() == Some("inactive") && s.sub_state.as_deref() == Some("dead");
+    let stopping = s.active_state.as_deref() == Some("deactivating")
+        && s.sub_state
+            .as_deref()
+            .is_some_and(|x| x.starts_with("stop"));
+    let exit = s.main_exit.as_deref()?;
+    if !(dead || stopping)
+        || !(exit.contains("code=exited") && exit.contains("status=0/"))
+        || s.triggered
+    {
+        return None;
+    }
+    // NVIDIA's one-shot helpers (`nvidia-suspend.service`: "NVIDIA system
+    // suspend actions") are GPU software too: the description decides.
+    let daemon = s
+        .description
+        .as_deref()
+        .is_some_and(|d| DAEMON_WORDS.is_match(d));
+    let declared = declared_type(incident, &s.unit);
+    let simple = match declared.as_ref().map(|(t, _)| t.as_str()) {
+        Some("oneshot" | "forking") => return None,
+        Some(t) => t == "simple",
+        None => false,
+    };
+    let lasted = s.duration_secs.filter(|d| *d < SHORT_RUN_SECS);
+    let short = if dead { lasted.is_some() } else { simple };
+    (daemon && short && !stopped_on_request(incident, &s.unit)).then_some((lasted, declared))
+}
+
 /// `systemctl status` of a daemon that is gone seconds after it started:
 /// `inactive (dead)`, `Main PID: N (code=exited, status=0/SUCCESS)`,
 /// `Duration: 2.102s`. A daemon that forks into the background (its
@@ -151,42 +191,22 @@ static DAEMON_WORDS: LazyLock<Regex> = LazyLock::new(|| {
 /// same, so the description must call the unit a daemon or a server and
 /// no timer, socket or path may trigger it.
 fn daemon_gone_at_start(incident: &Incident, s: &UnitStatus) -> Option<Finding> {
-    if s.active_state.as_deref() != Some("inactive") || s.sub_state.as_deref() != Some("dead") {
-        return None;
-    }
-    let exit = s.main_exit.as_deref()?;
-    if !(exit.contains("code=exited") && exit.contains("status=0/")) || s.triggered {
-        return None;
-    }
-    let lasted = s.duration_secs.filter(|d| *d < SHORT_RUN_SECS)?;
-    // NVIDIA's one-shot helpers (`nvidia-suspend.service`: "NVIDIA system
-    // suspend actions") are GPU software too: the description decides.
-    let daemon = s
-        .description
-        .as_deref()
-        .is_some_and(|d| DAEMON_WORDS.is_match(d));
-    if !daemon {
-        return None;
-    }
+    let (lasted, declared) = gone_at_start(incident, s)?;
     let unit = &s.unit;
-    let declared = declared_type(incident, unit);
-    if let Some((t, _)) = &declared
-        && (t == "oneshot" || t == "forking")
-    {
-        return None;
-    }
-    if stopped_on_request(incident, unit) {
-        return None;
-    }
     let mut f = Finding::new(META.id, META.category, META.severity);
     f.entities.units.insert(unit.clone());
     let pid = s.main_pid;
     if let Some(p) = pid {
         f.entities.pids.insert(p);
     }
-    let seconds = format_secs(lasted);
+    let seconds = lasted.map_or_else(|| "seconds".to_owned(), format_secs);
+    let state = format!(
+        "{} ({})",
+        s.active_state.as_deref().unwrap_or_default(),
+        s.sub_state.as_deref().unwrap_or_default()
+    );
     if let Some(span) = s.active_span {
-        f.evidence(span, format!("{unit} is not running: inactive (dead)"));
+        f.evidence(span, format!("{unit} is not running: {state}"));
     }
     if let Some(span) = s.duration_span {
         f.evidence(span, format!("its last run lasted {seconds}"));
@@ -212,7 +232,7 @@ fn daemon_gone_at_start(incident: &Incident, s: &UnitStatus) -> Option<Finding> 
         "{unit} exited with status 0 {seconds} after it started: the daemon is not running"
     );
     f.headline = format!(
-        "{unit} ({what}) is inactive (dead): its main process exited with status 0 {seconds} after it started, so systemd took the service for finished. A daemon that forks into the background (Type=forking in its vendor unit) run under Type=simple ends this way, with no error anywhere."
+        "{unit} ({what}) is {state}: its main process exited with status 0 {seconds} after it started, so systemd took the service for finished. A daemon that forks into the background (Type=forking in its vendor unit) run under Type=simple ends this way, with no error anywhere."
     );
     f.chain.push(format!(
         "{unit} is not running, and nothing reports a failure"
@@ -514,71 +534,4 @@ fn confirm(f: &mut Finding, unit: &str, how: &str) {
 }
 
 #[cfg(test)]
-mod tests {
-    use crate::source::{Source, SourceMap};
-
-    /// fixtures/real/451 (bottlerocket-core-kit PR #122): the status block
-    /// of nvidia-persistenced run under Type=simple.
-    const STATUS: &str = "\
-○ nvidia-persistenced.service - NVIDIA Persistence Daemon
-     Loaded: loaded (/x86_64-bottlerocket-linux-gnu/sys-root/usr/lib/systemd/system/nvidia-persistenced.service; enabled; preset: enabled)
-     Active: inactive (dead) since Fri 2024-09-06 17:24:31 UTC; 1min 50s ago
-   Duration: 2.102s
-   Main PID: 1424 (code=exited, status=0/SUCCESS)
-        CPU: 2.814s
-";
-
-    /// The unit file as `systemctl cat` shows it: the header line is
-    /// assembled (systemctl's `# PATH` header); the settings are the PR's
-    /// `nvidia-persistenced.service.in` (bottlerocket-core-kit@62450eb),
-    /// with `Type=` as given.
-    fn unit_file(kind: &str) -> String {
-        format!(
-            "# /etc/systemd/system/nvidia-persistenced.service\n\
-             [Unit]\n\
-             Description=NVIDIA Persistence Daemon\n\
-             After=load-tesla-kernel-modules.service load-open-gpu-kernel-modules.service\n\
-             \n\
-             [Service]\n\
-             Type={kind}\n\
-             ExecStart=__NVIDIA_BINDIR__/nvidia-persistenced --user nvidia --verbose\n\
-             \n\
-             [Install]\n\
-             RequiredBy=preconfigured.target\n"
-        )
-    }
-
-    fn finding(unit: Option<&str>) -> Option<crate::rules::Finding> {
-        let mut sources = SourceMap::default();
-        sources.add(Source::new("status", STATUS.as_bytes()));
-        if let Some(u) = unit {
-            sources.add(Source::new("cat", u.as_bytes()));
-        }
-        crate::analyze(sources)
-            .diagnosis
-            .findings
-            .into_iter()
-            .find(|f| f.rule == super::META.id)
-    }
-
-    #[test]
-    fn a_pasted_type_settles_what_the_status_block_leaves_open() {
-        let guessed = finding(None).expect("the status block alone");
-        // Type=simple, as the reviewer asked and the author ran it: known,
-        // cited, surer.
-        let simple = finding(Some(&unit_file("simple"))).expect("Type=simple");
-        assert!(simple.confidence > guessed.confidence, "{simple:?}");
-        assert!(
-            simple
-                .conditions
-                .iter()
-                .any(|c| c.met && c.text.contains("Type=simple")),
-            "{:?}",
-            simple.conditions
-        );
-        // Type=forking (the merged unit): the parent's exit 0 is by design;
-        // Type=oneshot: a job that finished.
-        assert!(finding(Some(&unit_file("forking"))).is_none());
-        assert!(finding(Some(&unit_file("oneshot"))).is_none());
-    }
-}
+mod tests;
