@@ -137,8 +137,7 @@ naming every PID: copies of one program run side by side and killed
 together with no traceback are the OOM killer's signature. A `kill`, `pkill` or `timeout` typed
 before the kill makes it the person's, and nothing is said. A bare `Killed` (`$  Killed` pasted
 with its prompt) after the command typed just before it that names a model to load (`$ ./gemma …
---compressed_weights 2b-it.sbs --model 2b-it`) is that load killed, its weights named; one right
-after a loop's bar at its total (`3000001/3000001 […]`) is a kill with the loop's data in memory.
+--compressed_weights 2b-it.sbs --model 2b-it`) is that load killed, its weights named.
 
 ## Why it happens
 A server holds a lot of host memory besides the GPU's: the weights while

@@ -40,9 +40,6 @@ pub(super) enum Activity {
     Building(Span),
     /// Working: a loop's bar, or a model just loaded for a job (its line).
     Working(Span),
-    /// A loop's bar at its total right before the kill (`3000001/3000001
-    /// […]` then `Killed`): the loop finished and nothing else was printed.
-    Done(Span),
 }
 
 impl Activity {
@@ -63,23 +60,18 @@ impl Activity {
             .into_iter()
             .chain(last(&[BUILDING]).map(Activity::Building))
             .max_by_key(|a| a.span());
-        // A bar still counting; one at its total (a download done, a loop
-        // finished) says nothing of what came after it, unless the kill
-        // is the very next line: the loop's work was all the process did,
-        // and what it read or built was then in memory.
-        let bar = incident
+        // A bar still counting: one at its total (a download done, a
+        // loop finished) says nothing of what came after it.
+        let counting = incident
             .known(ITERATING)
             .filter(|(m, _)| near(m.span))
-            .max_by_key(|(m, _)| m.span);
-        let full = |hit: &crate::catalogs::Hit<'_>| matches!((hit.get("done"), hit.get("total")), (Some(d), Some(t)) if d == t);
-        let counting = bar.filter(|(_, hit)| !full(hit)).map(|(m, _)| m.span);
-        let done = bar
-            .filter(|(m, hit)| full(hit) && m.span.line + 1 == kill.line)
-            .map(|(m, _)| Activity::Done(m.span));
-        let working = last(&[LOADED])
-            .max(counting)
-            .map(Activity::Working)
-            .or(done);
+            .max_by_key(|(m, _)| m.span)
+            .filter(|(_, hit)| match (hit.get("done"), hit.get("total")) {
+                (Some(done), Some(total)) => done != total,
+                _ => true,
+            })
+            .map(|(m, _)| m.span);
+        let working = last(&[LOADED]).max(counting).map(Activity::Working);
         match (loading, working) {
             (Some(l), Some(w)) => Some(if w.span() > l.span() { w } else { l }),
             (l, w) => l.or(w),
@@ -88,10 +80,7 @@ impl Activity {
 
     pub fn span(self) -> Span {
         match self {
-            Activity::Loading(s)
-            | Activity::Building(s)
-            | Activity::Working(s)
-            | Activity::Done(s) => s,
+            Activity::Loading(s) | Activity::Building(s) | Activity::Working(s) => s,
         }
     }
 
@@ -140,9 +129,6 @@ impl Activity {
                 Activity::Working(_) => {
                     "its last line before the kill: work under way (a loop's progress, a model just loaded for a job)"
                 }
-                Activity::Done(_) => {
-                    "its last line before the kill: a loop's progress bar at its total; the loop had read or built all it counts, which the process then held in memory"
-                }
             },
         );
     }
@@ -160,10 +146,6 @@ impl Activity {
             Activity::Working(_) => (
                 "while it worked (its last line is a loop's progress or a model just loaded)",
                 "at work",
-            ),
-            Activity::Done(_) => (
-                "right after a loop finished all it counts (its bar at its total), with what the loop read or built in memory",
-                "after a loop's last item",
             ),
         };
         f.title = format!(
