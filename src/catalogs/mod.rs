@@ -215,6 +215,11 @@ pub enum Stage {
     GraphCapture,
     /// CUDA graph capture ended.
     GraphCaptured,
+    /// The inference engine is built: memory profiled, KV cache allocated,
+    /// warmed up (vLLM's `init engine (profile, create kv cache, warmup
+    /// model) took N seconds`). What uses it comes next: the API server's
+    /// listener, or the job that embeds the engine (an RL trainer's actors).
+    EngineReady,
     /// A training job set up its loop (engine, datasets, the loop's start,
     /// OpenNMT's `Start training loop`, Trainer's `***** Running training
     /// *****`): its first step comes next, with the first collective of
@@ -222,6 +227,11 @@ pub enum Stage {
     Training,
     /// The server answers requests (a training job logs its steps).
     Ready,
+    /// The engine is inside a model step: its trace of a forward pass
+    /// (TurboMind's DEBUG `LlamaV2::Forward`, `UnifiedAttentionLayer::Forward`,
+    /// `dynamicDecode` lines), which with several GPUs ends in an all-reduce
+    /// of every tensor-parallel rank. A ready line after it ends it.
+    Forward,
     /// A request's generation began (lollms' `warmup for generating up to
     /// N tokens`): the model, or the backend server an app calls, was asked
     /// for its first tokens. A ready line after it (the generation done)
@@ -230,7 +240,7 @@ pub enum Stage {
 }
 
 impl Stage {
-    pub const ALL: [Stage; 12] = [
+    pub const ALL: [Stage; 14] = [
         Stage::Launched,
         Stage::DistributedInit,
         Stage::DistributedReady,
@@ -240,8 +250,10 @@ impl Stage {
         Stage::KvCache,
         Stage::GraphCapture,
         Stage::GraphCaptured,
+        Stage::EngineReady,
         Stage::Training,
         Stage::Ready,
+        Stage::Forward,
         Stage::Generating,
     ];
 
@@ -257,8 +269,10 @@ impl Stage {
             Stage::KvCache => "kv-cache",
             Stage::GraphCapture => "graph-capture",
             Stage::GraphCaptured => "graph-captured",
+            Stage::EngineReady => "engine-ready",
             Stage::Training => "training",
             Stage::Ready => "ready",
+            Stage::Forward => "forward",
             Stage::Generating => "generating",
         }
     }
@@ -277,8 +291,12 @@ impl Stage {
             Stage::KvCache => "memory profiled and the KV cache sized",
             Stage::GraphCapture => "capturing CUDA graphs",
             Stage::GraphCaptured => "CUDA graphs captured",
+            Stage::EngineReady => {
+                "its inference engine built (memory profiled, KV cache allocated, warmed up), what uses it not started yet"
+            }
             Stage::Training => "its training set up, its first step not logged yet",
             Stage::Ready => "ready to serve",
+            Stage::Forward => "inside a model step (its forward pass), which never finished",
             Stage::Generating => {
                 "generating an answer: the model (or the backend server it calls) asked for its first tokens"
             }

@@ -155,10 +155,13 @@ fn bash_words(zsh: &str) -> &str {
 
 /// bash's report of a foreground job a signal ended: the signal's words
 /// alone on the line (`Illegal instruction (core dumped)`, `Segmentation
-/// fault (core dumped)`), or after the script and line (`./run.sh: line 3:`).
+/// fault (core dumped)`), or after the script and line (`./run.sh: line 3:`);
+/// a `$ ` in front is a person's, who pasted every line of the terminal
+/// after one (`$  Killed`, google/gemma.cpp#30): no command is named
+/// `Killed`.
 static SHELL_FOREGROUND: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?x)^(?:\S+:\x20line\x20[0-9]+:\x20)?
+        r"(?x)^(?:\$\x20+)?(?:\S+:\x20line\x20[0-9]+:\x20)?
         (?P<signal>Killed|Aborted|Segmentation\x20fault|Bus\x20error|Illegal\x20instruction)(?:\x20\(core\x20dumped\))?\s*$",
     )
     .expect("shell foreground job regex")
@@ -531,6 +534,8 @@ mod tests {
             "Segmentation fault (core dumped)",
             "Killed",
             "./run.sh: line 7: Illegal instruction",
+            // google/gemma.cpp#30: every line of the paste after a `$ `.
+            "$  Killed",
         ] {
             assert!(shell_foreground(line), "{line}");
             assert!(shell_foreground_signal(line).is_some(), "{line}");
@@ -549,6 +554,7 @@ mod tests {
             "Illegal instruction in kernel x",
             "Killed process 12 (python)",
             "Segfault",
+            "$ Killed process 12",
         ] {
             assert!(!shell_foreground(not), "{not}");
         }

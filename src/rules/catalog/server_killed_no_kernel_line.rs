@@ -23,6 +23,7 @@ mod memory;
 mod person;
 mod runtime;
 mod siblings;
+mod typed;
 use activity::Activity;
 use memory::Memory;
 
@@ -134,7 +135,9 @@ with its PID. Several background jobs of one command reported
 eight parallel parts), none of which reads as above, make one finding
 naming every PID: copies of one program run side by side and killed
 together with no traceback are the OOM killer's signature. A `kill`, `pkill` or `timeout` typed
-before the kill makes it the person's, and nothing is said.
+before the kill makes it the person's, and nothing is said. A bare `Killed` (`$  Killed` pasted
+with its prompt) after the command typed just before it that names a model to load (`$ ./gemma …
+--compressed_weights 2b-it.sbs --model 2b-it`) is that load killed, its weights named.
 
 ## Why it happens
 A server holds a lot of host memory besides the GPU's: the weights while
@@ -231,7 +234,8 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
     let loading = loading_bar(incident, kill, killed);
     let server_line = last_server_line(incident, kill);
     let command = converter_command(incident, kill, server_line, killed);
-    let named = names_a_model_workload(killed) || command.is_some();
+    let typed = typed::model_command(incident, kill, server_line, killed, command);
+    let named = names_a_model_workload(killed) || command.is_some() || typed.is_some();
     let memory = Memory::of(incident, kill);
     // What a shell's report says the process was doing: loading a model,
     // or working through a loop.
@@ -262,10 +266,10 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
         .filter_map(|(m, h)| Some((m, h.get("cpu")?.parse::<u64>().ok()?)))
         .filter(|(_, cpu)| *cpu > 0)
         .last();
-
     let converter = command.is_some() || killed_converter(incident, server_line, killed);
     let mut f = Finding::new(META.id, META.category, META.severity);
     cite_command(&mut f, command);
+    typed::cite(&mut f, typed);
     let pid = killed_pid(killed);
     let note = memory
         .kill_note(pid)
@@ -312,6 +316,7 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
     if let Some(a) = activity.filter(|_| figures.is_none() && !memory.any()) {
         a.explain(&mut f, pid);
     }
+    typed::explain(&mut f, typed);
     if lone {
         lone::explain(&mut f, pid);
     } else if converter {

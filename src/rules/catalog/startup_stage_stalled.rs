@@ -103,6 +103,19 @@ vLLM's `Processed prompts … 0/16`): the first step never finished. A count
 part-way through its work (`8/16`) that ends the paste is read as a stall
 only when someone gave up after it; alone, the paste may just be cut there.
 
+nccl-tests' results table's header (`#       size         count      type
+redop …  algbw   busbw …`, printed once its communicators exist) with no
+row and no `# Avg bus bandwidth` after it is a first collective that never
+returned; the finding names each rank's process and GPU from its `#  Rank
+N … Pid P … device D [bus] MODEL` lines. vLLM's `init engine (profile,
+create kv cache, warmup model) took N seconds` as the paste's last stage
+is an engine that came up and whose user never went on (the API server's
+listener, or the job embedding it: an RL trainer's next stage), read at
+the low confidence of a paste that may be cut. TurboMind's DEBUG trace of
+a model step (`turbomind::LlamaV2::Forward`, `UnifiedAttentionLayer::Forward`,
+`dynamicDecode`) as the last lines of the paste, whether at the start-up's
+warm-up or while serving, is a step that never finished.
+
 A server's process sampled by macOS `sample` whose main thread, in every
 sample, is inside the program's serve routine (`server.serve`) and waits
 for a lock or condition (`__ulock_wait2`, `__psynch_cvwait`), while no
@@ -134,6 +147,12 @@ By stage:
 - **A generation begun, nothing after it**: the backend the app calls
   (an Ollama or llama.cpp server, a remote API) stopped answering or never
   loaded the model; less often the first forward pass itself.
+- **An engine up, nothing using it** (vLLM's `init engine … took`): the
+  API server's start, or the job around the engine (its other actors not
+  placed, the weight-sync group between trainer and engine not formed).
+- **Inside a model step** (a trace of its forward pass the last lines):
+  one tensor-parallel rank stalled and the others waiting in the step's
+  all-reduce, or a kernel that never returns.
 - **A training job set up, no step logged** (the loop started, the
   Trainer's bar at 0): the first step's collective, a rank missing or
   stuck (on another node), the network between the nodes; less often the
@@ -266,13 +285,13 @@ fn from_match(text: &str, matched: &str) -> String {
 }
 
 /// Ready, and not a counter stuck at zero (nor the `counting` line, part
-/// way): the start-up finished (and after a generation began, that
-/// generation did).
+/// way): the start-up finished (and after a generation began, or a model
+/// step's trace, that generation or step did).
 fn finished(startup: &Startup<'_>, counting: Option<Span>) -> bool {
     let generating = startup
         .lines
         .iter()
-        .filter(|(_, s, _)| *s == Stage::Generating)
+        .filter(|(_, s, _)| matches!(s, Stage::Generating | Stage::Forward))
         .map(|(m, _, _)| m.span)
         .max();
     startup.lines.iter().any(|(m, s, done)| {
@@ -541,6 +560,9 @@ fn duration(secs: i64) -> String {
         s => format!("{} h {} min", s / 3600, (s % 3600) / 60),
     }
 }
+
+#[cfg(test)]
+mod engine_tests;
 
 #[cfg(test)]
 mod generation_tests;

@@ -34,6 +34,18 @@ pub(super) const GENERATING: (&str, &str, &str) = (
     "curl -s http://127.0.0.1:11434/api/ps (Ollama; the backend's own API otherwise); py-spy dump --pid PID",
 );
 
+pub(super) const ENGINE_READY: (&str, &str, &str) = (
+    "an inference engine that finished its start-up (KV cache allocated, warmed up) and went silent waits on what uses it: an API server that never started its listener, or, where the engine is embedded in a job (an RL trainer's vLLM actors), the job's next stage: its other actors never placed (not enough GPUs for every colocated model) or the process group between the trainer and the engine (the weight sync) never formed",
+    "See what the job waits on: pending actors and their resources (ray status, the Ray dashboard), where each process waits (py-spy dump), the weight-sync group with NCCL_DEBUG=INFO; for an RL trainer, try its gloo sync backend or fewer colocated models per GPU",
+    "ray status; py-spy dump --pid PID; NCCL_DEBUG=INFO <the job's command>",
+);
+
+pub(super) const FORWARD: (&str, &str, &str) = (
+    "a model step that began and never finished, with no error, is stuck inside the forward pass: with several GPUs (tensor parallel), one rank stalled and the others wait for it in the step's all-reduce (busy GPUs at 100 % and one idle); with one GPU, a kernel that never returns",
+    "Find the stalled rank: per-GPU utilisation (the idle one among busy ones), py-spy or gdb on its process, dmesg for an Xid on its GPU; run with NCCL_DEBUG=INFO and a collective timeout so that a hang becomes an error; try fewer tensor-parallel ranks or NCCL_P2P_DISABLE=1; restart the server",
+    "nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv; py-spy dump --pid PID; dmesg -T | grep -i xid",
+);
+
 pub(super) const RPC: (&str, &str, &str) = (
     "a llama.cpp start-up that placed weights on an RPC device (`RPC[host:port] model buffer size`) and went silent is stuck sending them to the rpc-server: a client and server built from different llama.cpp commits (the RPC protocol changes between builds), or the network path between them",
     "Build the client and every rpc-server from the same llama.cpp commit; check the path between them (firewall, MTU, the address the server binds); run both with -v (verbose RPC logging) to see which command stalls",
@@ -64,6 +76,8 @@ pub(super) fn advice(
         Stage::DistributedInit | Stage::DistributedReady if over_network => NETWORK,
         Stage::Training => TRAINING,
         Stage::Generating => GENERATING,
+        Stage::EngineReady => ENGINE_READY,
+        Stage::Forward => FORWARD,
         Stage::DistributedInit | Stage::DistributedReady => P2P,
         Stage::WeightsLoaded | Stage::KvCache | Stage::Ready if multi_gpu => P2P,
         Stage::GraphCapture => (
@@ -119,4 +133,104 @@ pub(super) fn cite_rpc_server(incident: &Incident, f: &mut Finding) {
             "the rpc-server's last line: it only accepted and closed client connections",
         );
     }
+}
+
+/// The story of a model step that began and never finished: the engine's
+/// trace of its forward pass is the last thing it printed.
+pub(super) fn tell_forward(f: &mut Finding, quote: Option<&str>, gave_up: bool, why: &str) {
+    f.title = "a model step (forward pass) began and never finished".to_owned();
+    let quote = quote.map(|q| format!(" (\"{q}\")")).unwrap_or_default();
+    let until = if gave_up {
+        "until it was stopped"
+    } else {
+        "to the end of the log"
+    };
+    f.headline = format!(
+        "The engine's last lines trace a model step{quote}, and nothing followed them {until}: no later step, no error, no exit. The step never finished: a hang inside the forward pass, not a crash."
+    );
+    f.chain
+        .push("the engine entered a model step (its trace of the forward pass)".to_owned());
+    f.chain
+        .push("nothing followed: the step never finished and nothing failed".to_owned());
+    f.chain.push(why.to_owned());
+    f.explanation = why.to_owned();
+}
+
+/// What a row's id says of the stage line's program.
+const NCCL_TESTS_HEADER: &str = "startup.nccl-tests-table-header";
+const NCCL_TESTS_RANK: &str = "startup.nccl-tests-rank";
+/// vLLM's KV cache sized (catalogs/startup.toml).
+const KV_SIZED: &str = "startup.vllm-kv-cache-sized";
+
+/// The lines that say what stood behind the stage: nccl-tests' ranks (the
+/// process and GPU of each) where its table's header is the last stage
+/// line; the KV cache an engine sized where it came up and went silent.
+pub(super) fn cite_context(
+    incident: &Incident,
+    f: &mut Finding,
+    startup: &Startup<'_>,
+    reached: Stage,
+    source: crate::source::SourceId,
+) {
+    let here = |m: &Message| m.span.source == source;
+    let header = startup.lines.iter().any(|(m, s, _)| {
+        *s == reached
+            && incident
+                .known(NCCL_TESTS_HEADER)
+                .any(|(h, _)| h.span == m.span)
+    });
+    if header {
+        let first = startup.lines.iter().map(|(m, _, _)| m.span).min();
+        if let Some(c) = incident
+            .facts
+            .typed_commands
+            .iter()
+            .filter(|c| c.span.source == source && first.is_some_and(|f| c.span < f))
+            .max_by_key(|c| c.span)
+        {
+            f.evidence(c.span, "the command that ran the test");
+        }
+        for (m, hit) in incident
+            .known(NCCL_TESTS_RANK)
+            .filter(|(m, _)| here(m))
+            .take(8)
+        {
+            let pid = hit.get("pid").and_then(|p| p.parse::<u32>().ok());
+            let model = hit.get("model").unwrap_or("?").trim();
+            let rank = hit.get("rank").unwrap_or("?");
+            let who = pid.map_or_else(String::new, |p| format!(", process {p}"));
+            f.evidence(m.span, format!("rank {rank}{who}: {model}"));
+            f.entities.pids.extend(pid);
+        }
+    }
+    if reached == Stage::EngineReady
+        && let Some((m, _)) = incident.known(KV_SIZED).filter(|(m, _)| here(m)).last()
+    {
+        f.evidence(
+            m.span,
+            "the engine sized its KV cache before it came up: its start-up completed",
+        );
+    }
+}
+
+/// The headline: the stage the start-up hung at, the words of the line
+/// where it began, and how long nothing followed it (until someone gave
+/// up, or to the end of the log).
+pub(super) fn headline(
+    stage_name: &str,
+    quote: Option<&str>,
+    training: bool,
+    gave_up: bool,
+    silence: Option<i64>,
+) -> String {
+    let quote = quote.map(|q| format!(" (\"{q}\")")).unwrap_or_default();
+    let who = if training { "training job" } else { "server" };
+    format!(
+        "The {who}'s start-up hung at this stage: {stage_name}{quote}. Nothing followed it{}.",
+        match (gave_up, silence) {
+            (true, Some(s)) if s >= 60 => format!(" for {} until it was stopped", duration(s)),
+            (true, _) => " until it was stopped".to_owned(),
+            (false, _) => " to the end of the log".to_owned(),
+        }
+    )
 }

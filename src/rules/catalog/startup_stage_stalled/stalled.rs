@@ -2,6 +2,7 @@
 //! the furthest stage, the line that gave up waiting, the conditions that
 //! corroborate it, and the steps for the stage.
 
+use super::advice::{cite_context, headline};
 use super::ranks::{Connecting, clip, nccl_init_says_nothing_waits, ranks_seen, still_connecting};
 use super::*;
 use crate::rules::Action;
@@ -44,6 +45,7 @@ pub(super) fn stalled<'a>(incident: &'a Incident, startup: &Startup<'a>) -> Opti
     if rpc {
         cite_rpc_server(incident, &mut f);
     }
+    cite_context(incident, &mut f, startup, s.reached, s.last.span.source);
     if [P2P.0, FIRST_COLLECTIVE.0, NETWORK.0].contains(&hint.0) {
         cite_ranks(incident, s.last.span.source, &mut f);
     }
@@ -140,6 +142,11 @@ fn read_stall<'a>(incident: &'a Incident, startup: &Startup<'a>) -> Option<Stall
     if cut_only && !ends_before_a_long_step(incident, startup, last, reached) {
         return None;
     }
+    // A model step's trace goes on while the engine serves: stopped only
+    // where it ends the paste (or someone gave up after it).
+    if last_stage == Stage::Forward && gave_up.is_none() && !ends_on(incident, last.span) {
+        return None;
+    }
     // Someone stopped it: whatever it printed before, it never got further.
     if gave_up.is_none() && went_on(incident, last, last_stage, last_done) {
         return None;
@@ -227,6 +234,10 @@ fn tell(f: &mut Finding, startup: &Startup<'_>, s: &Stall<'_>, why: &str) {
         super::advice::tell_generation(f, s.quote.as_deref(), s.gave_up.is_some(), why);
         return;
     }
+    if s.reached == Stage::Forward {
+        super::advice::tell_forward(f, s.quote.as_deref(), s.gave_up.is_some(), why);
+        return;
+    }
     f.title = format!("the start-up stopped making progress at: {stage_name}");
     let training = s.reached == Stage::Training;
     f.headline = headline(
@@ -268,6 +279,7 @@ fn under_way(stage: Stage) -> bool {
             | Stage::FirstCollective
             | Stage::WeightsLoading
             | Stage::GraphCapture
+            | Stage::Forward
             | Stage::Generating
     )
 }
@@ -282,7 +294,8 @@ fn seconds_between(incident: &Incident, from: Span, to: Span) -> Option<i64> {
 /// under way, nobody gave up) ends the paste there, before a long step of
 /// a server's start-up: the group formed (the weights load next), the
 /// weights loaded (memory is profiled), the KV cache sized (graphs are
-/// captured), NCCL's communicators initialised, whatever the transport and
+/// captured), an engine built (what embeds it, an RL trainer, goes on),
+/// NCCL's communicators initialised, whatever the transport and
 /// however many ranks printed it, or a training job set up (its first
 /// step, with its first collective, comes next). One line and no clock
 /// are enough, read at a confidence that says the paste may just be cut.
@@ -297,7 +310,11 @@ fn ends_before_a_long_step(
 ) -> bool {
     let long_next = matches!(
         reached,
-        Stage::DistributedReady | Stage::WeightsLoaded | Stage::KvCache | Stage::Training
+        Stage::DistributedReady
+            | Stage::WeightsLoaded
+            | Stage::KvCache
+            | Stage::EngineReady
+            | Stage::Training
     );
     long_next
         && ends_on(incident, last.span)
@@ -481,28 +498,6 @@ fn failed_anywhere(incident: &Incident) -> bool {
         .input_ends
         .iter()
         .any(|end| failed_in(incident, end.source))
-}
-
-/// The headline: the stage the start-up hung at, the words of the line
-/// where it began, and how long nothing followed it (until someone gave
-/// up, or to the end of the log).
-fn headline(
-    stage_name: &str,
-    quote: Option<&str>,
-    training: bool,
-    gave_up: bool,
-    silence: Option<i64>,
-) -> String {
-    let quote = quote.map(|q| format!(" (\"{q}\")")).unwrap_or_default();
-    let who = if training { "training job" } else { "server" };
-    format!(
-        "The {who}'s start-up hung at this stage: {stage_name}{quote}. Nothing followed it{}.",
-        match (gave_up, silence) {
-            (true, Some(s)) if s >= 60 => format!(" for {} until it was stopped", duration(s)),
-            (true, _) => " until it was stopped".to_owned(),
-            (false, _) => " to the end of the log".to_owned(),
-        }
-    )
 }
 
 /// What the input shows around the stall, for [`judge`].
