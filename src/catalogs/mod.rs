@@ -42,6 +42,7 @@ const FILES: &[(&str, &str)] = built![
     "nccl",
     "systemd",
     "kernel",
+    "dkms",
     "oom-daemons",
     "windows",
     "supervisors",

@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::correlate::Incident;
-use crate::model::Message;
+use crate::model::{Message, TypedCommand};
 use crate::rules::support::{capitalise, confidence, distinct, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
@@ -24,7 +24,34 @@ const ROWS: &[&str] = &[
     "stacks-torch.model-parallel-not-divisible",
     "stacks-torch.deepspeed-not-divisible-by-mp-size",
     "stacks-torch.fms-not-divisible-by-world-size",
+    "stacks-torch.checkpoint-mp-world-size-mismatch",
 ];
+
+/// The rows whose mismatch is the number of ranks started, not a count
+/// split over them: the fix is the launch (one rank per shard or engine
+/// partition), not the TP size chosen.
+const RANK_COUNT_ROWS: &[&str] = &[
+    "stacks-trtllm.mpi-size-mismatch",
+    "stacks-trtllm.engine-world-size-mismatch",
+    "stacks-torch.checkpoint-mp-world-size-mismatch",
+];
+
+/// TensorRT-LLM's start-up line with the MPI world its runtime found
+/// (catalogs/startup.toml): the rank count the assertion is about.
+const TRTLLM_MPI_SIZE: &str = "startup.trtllm-mpi-size";
+
+/// A command that starts ranks or sets their number: a launcher
+/// (`torchrun`, `python -m torch.distributed.run`, `mpirun`, `deepspeed`,
+/// `srun`) or a parallelism flag (`--nproc_per_node`, `--tensor-parallel-size`).
+static LAUNCH: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)
+        (?:^|[\s/])(?:torchrun|mpirun|mpiexec|deepspeed|srun)(?:\s|$)
+        | torch\.distributed\.(?:run|launch)\b
+        | --(?:nproc[_-]per[_-]node|tensor[_-]parallel[_-]size|tp[_-]size|tp|num[_-]gpus|world[_-]size|num[_-]shard)\b",
+    )
+    .expect("launch regex")
+});
 
 /// The caller of Megatron's `divide()` / `ensure_divisibility()` in the
 /// traceback above a bare `N is not divisible by M`: the source line names
@@ -71,6 +98,11 @@ fn detail(get: impl Fn(&str) -> Option<String>) -> Option<String> {
             "the engine needs TP {tp} × PP {pp} ranks, {mpi} were started"
         ));
     }
+    if let (Some(c), Some(w)) = (get("ckpt"), get("world")) {
+        return Some(format!(
+            "the checkpoint is sharded for model-parallel size {c}, {w} ranks were launched"
+        ));
+    }
     if let (Some(e), Some(r)) = (get("engine"), get("runtime")) {
         return Some(format!(
             "the engine was built for world size {e}, {r} ranks were started"
@@ -96,6 +128,43 @@ fn caller_above<'a>(incident: &'a Incident, at: &Message) -> Option<(&'a Message
         .max_by_key(|(m, _)| m.span)
 }
 
+/// The command typed at the prompt that printed `at` (the last prompt
+/// before it in the same input), when it starts ranks or sets their
+/// number: the launch the mismatch is about.
+fn launch_above<'a>(incident: &'a Incident, at: &Message) -> Option<&'a TypedCommand> {
+    incident
+        .facts
+        .typed_commands
+        .iter()
+        .filter(|c| c.span.source == at.span.source && c.span < at.span)
+        .max_by_key(|c| c.span)
+        .filter(|c| LAUNCH.is_match(&c.command))
+}
+
+/// TensorRT-LLM's `MPI size: N, rank: R` before `at` in the same input: the
+/// ranks its runtime was started with, and the line.
+fn mpi_size_above<'a>(incident: &'a Incident, at: &Message) -> Option<(&'a Message, String)> {
+    incident
+        .known(TRTLLM_MPI_SIZE)
+        .filter(|(m, _)| m.span.source == at.span.source && m.span < at.span)
+        .filter_map(|(m, hit)| Some((m, hit.get("nranks")?.trim().to_owned())))
+        .max_by_key(|(m, _)| m.span)
+}
+
+/// Cites what says how many ranks were started: the launch command and
+/// TensorRT-LLM's MPI world line. Returns the MPI size when read.
+fn cite_launch(incident: &Incident, f: &mut Finding, first: &Message) -> Option<String> {
+    if let Some(c) = launch_above(incident, first) {
+        f.evidence(c.span, "the command that launched the ranks");
+    }
+    let (m, n) = mpi_size_above(incident, first)?;
+    f.evidence(
+        m.span,
+        format!("the runtime was started with {n} MPI rank(s)"),
+    );
+    Some(n)
+}
+
 static META: RuleMeta = RuleMeta {
     id: "tp-size-mismatch",
     category: Category::TpSizeMismatch,
@@ -114,6 +183,10 @@ static META: RuleMeta = RuleMeta {
 The server refused its `--tp` / `--tensor-parallel-size`: the model's
 attention (or KV) heads cannot be split evenly across that many GPUs, or the
 host has fewer GPUs than asked for.
+Or the number of ranks launched is not the number a checkpoint or an engine
+was sharded for (Llama's reference code: `Loading a checkpoint for MP=2 but
+world size is 1`; TensorRT-LLM: `mpiSize == tp * pp`): the finding cites the
+launch command and the runtime's rank count where the inputs show them.
 
 ## Why it happens
 A TP size copied from another model (40 heads do not split over 3 or 16
@@ -140,6 +213,9 @@ impl Rule for TpSizeMismatch {
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         let mut callers: Vec<&Message> = Vec::new();
+        let ranks = RANK_COUNT_ROWS
+            .iter()
+            .any(|id| incident.known(id).next().is_some());
         let mut hits: Vec<(&Message, Option<String>)> = ROWS
             .iter()
             .flat_map(|id| incident.known(id))
@@ -174,7 +250,10 @@ impl Rule for TpSizeMismatch {
         if let Some(c) = callers.first() {
             f.evidence(c.span, "the traceback's caller names the count it split");
         }
-        let detail = hits.iter().find_map(|(_, d)| d.clone());
+        let mpi = cite_launch(incident, &mut f, hits[0].0);
+        let detail = hits.iter().find_map(|(_, d)| d.clone()).or_else(|| {
+            mpi.map(|n| format!("the engine's TP × PP is not the {n} MPI rank(s) started"))
+        });
         f.condition("the server rejected the tensor-parallel size", true);
         f.condition("the numbers are in the message", detail.is_some());
         f.title = match &detail {
@@ -185,10 +264,17 @@ impl Rule for TpSizeMismatch {
         f.chain
             .push("the server stopped while configuring tensor parallelism".to_owned());
         f.chain.push(f.title.clone());
-        f.actions.push(Action::advice(
-            "choose a TP size that divides the model's attention and KV heads and fits the visible GPUs",
-            Some("grep -E 'num_attention_heads|num_key_value_heads' MODEL_DIR/config.json; nvidia-smi -L"),
-        ));
+        if ranks {
+            f.actions.push(Action::advice(
+                "start one rank per GPU the checkpoint or engine was sharded for (torchrun --nproc_per_node N, mpirun -n N), or re-shard the checkpoint / rebuild the engine for the GPUs you have",
+                Some("nvidia-smi -L"),
+            ));
+        } else {
+            f.actions.push(Action::advice(
+                "choose a TP size that divides the model's attention and KV heads and fits the visible GPUs",
+                Some("grep -E 'num_attention_heads|num_key_value_heads' MODEL_DIR/config.json; nvidia-smi -L"),
+            ));
+        }
         f.confidence = confidence(&f, 0.8, 0.95);
         out.push(f);
     }
@@ -275,5 +361,62 @@ mod tests {
             1
         );
         assert!(titles("AssertionError: Batch size must be divisible by world size.\n").is_empty());
+    }
+
+    /// Llama's reference code (meta-llama/llama#415): the checkpoint's
+    /// shard count against the ranks torchrun started; the launch typed at
+    /// the prompt above the traceback is cited with it. `MP=0` (no shard
+    /// found in --ckpt_dir) is a load failure, not this.
+    #[test]
+    fn a_checkpoint_sharded_for_more_ranks_than_launched() {
+        let text = "$ torchrun --nproc_per_node 1 example_chat_completion.py  --ckpt_dir llama-2-13b-chat/  --tokenizer_path tokenizer.model  --max_seq_len 512 --max_batch_size 4\n\
+                    Traceback (most recent call last):\n\
+                    \x20 File \"/home/yyf/llama/llama/generation.py\", line 80, in build\n\
+                    \x20   assert model_parallel_size == len(\n\
+                    AssertionError: Loading a checkpoint for MP=2 but world size is 1\n";
+        let f = crate::testing::findings_of(super::META.id, text);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].title
+                .contains("sharded for model-parallel size 2, 1 ranks were launched"),
+            "{}",
+            f[0].title
+        );
+        assert!(
+            f[0].evidence.iter().any(|e| e.span.line == 1),
+            "the launch command is cited: {:?}",
+            f[0].evidence
+        );
+        assert!(
+            matches!(&f[0].actions[0].kind, crate::rules::ActionKind::Advice { text, .. } if text.contains("--nproc_per_node")),
+            "{:?}",
+            f[0].actions
+        );
+        assert!(
+            titles("AssertionError: Loading a checkpoint for MP=0 but world size is 1\n")
+                .is_empty()
+        );
+    }
+
+    /// TensorRT-LLM's `run.py` started without mpirun (NVIDIA/TensorRT-LLM#1950):
+    /// the assertion has no numbers; the runtime's `MPI size` line above it
+    /// says how many ranks it had, and is cited.
+    #[test]
+    fn trtllm_runtime_rank_count_is_read_from_its_mpi_line() {
+        let text = "[TensorRT-LLM][INFO] MPI size: 1, rank: 0\n\
+                    Traceback (most recent call last):\n\
+                    RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: mpiSize == tp * pp (/tmp/tritonbuild/tensorrtllm/tensorrt_llm/cpp/tensorrt_llm/runtime/worldConfig.cpp:99)\n";
+        let f = crate::testing::findings_of(super::META.id, text);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].title.contains("not the 1 MPI rank(s) started"),
+            "{}",
+            f[0].title
+        );
+        assert!(
+            f[0].evidence.iter().any(|e| e.span.line == 1),
+            "{:?}",
+            f[0].evidence
+        );
     }
 }

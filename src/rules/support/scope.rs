@@ -183,8 +183,9 @@ mod tests {
             let none = c.rows.iter().all(|r| !r.gpu);
             match c.id.as_str() {
                 // Mixed: the kernel's NVRM rows and its OOM killer's; the
-                // symptom classes of the GPU and of the host.
-                "kernel" | "symptoms" => {}
+                // symptom classes of the GPU and of the host; DKMS's GPU
+                // module builds and any module's.
+                "kernel" | "symptoms" | "dkms" => {}
                 "systemd" | "stacks-containers" | "stacks-k8s" | "stacks-slurm" | "oom-daemons"
                 | "windows" | "supervisors" | "stacks-celery" | "rust" | "web-servers" => {
                     assert!(none, "{}: a host catalog's row is marked gpu", c.id)
