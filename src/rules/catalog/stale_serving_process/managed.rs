@@ -111,14 +111,16 @@ pub(super) fn managed(incident: &Incident, named: &BTreeSet<u32>) -> Vec<Finding
         });
         let mut f = finding(p, server, manager, &name);
         if let Some(b) = before {
-            f.evidence(
-                b.span,
-                format!(
-                    "earlier in the same paste PID {} ran under PID {}: it moved to PID 1 when that parent exited",
-                    b.pid,
-                    b.ppid.map_or_else(|| "?".to_owned(), |x| x.to_string())
-                ),
+            let note = format!(
+                "earlier in the same paste PID {} ran under PID {}: it moved to PID 1 when that parent exited",
+                b.pid,
+                b.ppid.map_or_else(|| "?".to_owned(), |x| x.to_string())
             );
+            // The manager's row may be the same line (one tree): say both.
+            match f.evidence.iter_mut().find(|e| e.span == b.span) {
+                Some(e) => e.note = format!("{}; {note}", e.note),
+                None => f.evidence(b.span, note),
+            }
         }
         out.push(f);
     }

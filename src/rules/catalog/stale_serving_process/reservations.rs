@@ -82,23 +82,36 @@ pub(super) fn dead_runs(incident: &Incident) -> Option<Finding> {
         gpus.push(*gpu);
     }
     let list = gpus.join(",");
+    let one = gpus.len() == 1;
+    let which = if one { "GPU" } else { "GPUs" };
+    let (runs, cards, stay) = if one {
+        (
+            "a run that is gone: a stale heartbeat, nothing on the card",
+            "card shows",
+            "stays",
+        )
+    } else {
+        (
+            "runs that are gone: stale heartbeats, nothing on the cards",
+            "cards show",
+            "stay",
+        )
+    };
     f.condition(
         format!("the RUN reservations' heartbeats are older than {MISSED} of canhazgpu's 60-second intervals"),
         true,
     );
-    f.condition(format!("the cards show {IDLE}"), true);
+    f.condition(format!("the {cards} {IDLE}"), true);
     f.condition("live runs beside them still send heartbeats", live > 0);
-    let which = if gpus.len() == 1 { "GPU" } else { "GPUs" };
-    f.title = format!(
-        "{which} {list} reserved by runs that are gone: stale heartbeats, nothing on the cards"
-    );
+    f.title = format!("{which} {list} reserved by {runs}");
     f.headline = format!(
         "canhazgpu still lists {which} {list} as IN_USE by RUN reservations whose heartbeat stopped minutes ago while the cards show no usage: the runs that reserved them are gone (killed, or their chg process died), and their reservations block everyone until the heartbeat timeout expires them."
     );
     f.chain
         .push("the runs holding the reservations ended without releasing them".to_owned());
     f.chain.push(format!(
-        "{which} {list} stay reserved with nothing running on them"
+        "{which} {list} {stay} reserved with nothing running on {}",
+        if one { "it" } else { "them" }
     ));
     f.explanation = "A `chg run` keeps its reservation alive with a heartbeat every 60 seconds while its command runs; a run killed with SIGKILL, or whose host process died, sends none and cannot release, so its GPUs stay IN_USE until the heartbeat timeout (5 minutes). Rows with fresh heartbeats and memory in use are live jobs.".to_owned();
     f.actions.push(Action::advice(
