@@ -70,6 +70,7 @@ const FILES: &[(&str, &str)] = built![
     "stacks-slurm",
     "stacks-k8s",
     "stacks-gpustack",
+    "stacks-canhazgpu",
     "stacks-containers",
     "stacks-hf",
     "stacks-gaudi",

@@ -50,6 +50,7 @@ mod proc_cgroup;
 mod process_head;
 mod prose;
 mod ps;
+mod pstree;
 mod read;
 mod reader;
 #[cfg(test)]

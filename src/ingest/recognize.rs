@@ -196,6 +196,8 @@ impl LineReader {
                     .sum::<usize>(),
                 facts.instances.len(),
                 facts.container_rows.len(),
+                // A process of a tree (`pstree -p`).
+                facts.ps.len(),
                 // A container's record, and each State field's line of it.
                 facts
                     .containers
@@ -209,8 +211,8 @@ impl LineReader {
             // A row that made a fact (nvtop's GPU process, a port `docker
             // ps` publishes, a GPU's last Xid in `dcgmi dmon`, a `dcgmi
             // diag` result or a row of its warning, a control plane's
-            // instance, a container `docker inspect` shows) is cited: keep
-            // it.
+            // instance, a container `docker inspect` shows, a process of a
+            // `pstree`) is cited: keep it.
             return if made(out.facts) != facts_before {
                 Read::Parsed
             } else {

@@ -169,6 +169,8 @@ pub(crate) struct Tables {
     diag: super::dcgmi_diag::DiagBox,
     /// The open JSON document's containers (`docker inspect`).
     json: super::docker_inspect::Doc,
+    /// A process tree (`pstree -p`, `ingest::pstree`).
+    pstree: super::pstree::Tree,
 }
 
 /// Which of dcgmi's boxes a box is, when its header says.
@@ -294,7 +296,10 @@ impl Tables {
             self.open = Some(Open::Topo { devices });
             return true;
         }
-        if socket_line(t, span, facts) || super::fuser::line(t, span, facts) {
+        if socket_line(t, span, facts)
+            || super::fuser::line(t, span, facts)
+            || self.pstree.line(text, span, facts)
+        {
             return true;
         }
         if first.is_some_and(|c| c.is_ascii_digit()) && NVTOP_ROW.is_match(t) {

@@ -5,6 +5,7 @@
 //! server (`same_server.rs`), or, with no holder named, by the server's own
 //! earlier instance or on its default port (`own_instance.rs`).
 
+mod cut_bind;
 mod own_instance;
 mod same_server;
 mod store;
@@ -53,6 +54,7 @@ const ROWS: &[(&str, Port)] = &[
     ("stacks-bind.grpc-no-address-added", Port::Http),
     ("web-servers.apache-make-sock-in-use", Port::Http),
     ("web-servers.litespeed-cant-listen", Port::Http),
+    ("web-servers.nginx-bind-failed", Port::Http),
     ("stacks-bind.cheroot-no-socket", Port::Http),
     ("stacks-bind.fastdeploy-port-in-use", Port::Http),
 ];
@@ -68,12 +70,13 @@ const COMPANION_PORTS: &[&str] = &["web-servers.litespeed-listener-failed"];
 /// Apache's `no listening sockets available, shutting down`,
 /// OpenLiteSpeed's `failed to start listener`, `Fatal error in
 /// configuration, exit!`, its control script's `litespeed is not
-/// running.`): cited as what the failed bind led to.
+/// running.`, nginx's `still could not bind()` after its five tries): cited as what the failed bind led to.
 const AFTERMATH: &[&str] = &[
     "stacks-bind.gunicorn-cant-connect",
     "web-servers.litespeed-listener-failed",
     "web-servers.apache-no-listening-sockets",
     "web-servers.lswsctrl-status",
+    "web-servers.nginx-still-could-not-bind",
 ];
 
 /// NCCL's socket transport: its WARN lines are NCCL's catalog's.
@@ -205,7 +208,9 @@ torch.distributed store port (`[Errno 98] Address already in use`,
 own words: gunicorn's `Connection in use: ('HOST', PORT)` (host `''` is
 every address), five times a second apart before its `Can't connect to
 ('HOST', PORT)`; Apache's `(98)Address already in use: make_sock: could not bind
-to address HOST:PORT`, OpenLiteSpeed's `Can't listen at address NAME:
+to address HOST:PORT`, nginx's `[emerg] bind() to HOST:PORT failed (98:
+Address already in use)` (five tries half a second apart, then `still could
+not bind()`), OpenLiteSpeed's `Can't listen at address NAME:
 Address already in use!` (its port from the `failed to start listener on
 address *:PORT` line printed just after).
 
@@ -236,9 +241,19 @@ another gunicorn master than the one that failed handling a stop signal,
 OpenLiteSpeed's `[Child: N] Start shutting down gracefully ...` around the
 new start, a restart that raced the old instance), its app refusing to quit (osascript's `Ollama got an error: User canceled.
 (-128)`), or the server serving the same port earlier in the log
-(`Uvicorn running on http://0.0.0.0:8000`) make the finding a stale serving
+(`Uvicorn running on http://0.0.0.0:8000`, Python's `Serving HTTP on
+0.0.0.0 port 8000 ...`) make the finding a stale serving
 instance (0.7 for a stop, 0.6 for a port served before): its own earlier
-instance still holds the port. So does the program whose default port it
+instance still holds the port. So does a `systemctl status` of the server's
+unit whose `ExecStop=` exited with success before the `ExecStart=` whose
+process printed the failed bind (`nginx[20640]: … bind() to 0.0.0.0:80
+failed`): the unit had an instance running, and its stop did not reach it.
+So does an earlier detached `docker run` of the paste publishing the same
+host port (`-d … -p 8080:80`) before the run whose publish failed.
+A Python traceback cut inside the frame that binds
+(`self.socket.bind(self.server_address)`, nothing after but deeper frames)
+counts as the failed bind only after the same console's line that the
+server served, or was about to bind, a port. So does the program whose default port it
 is shown running beside the failed bind (0.6): its unit `active` in a
 `systemctl status` (`ollama.service`, or a unit whose processes are the
 program's), a process of it in a `ps` listing, or Ollama's desktop app
@@ -275,7 +290,7 @@ impl Rule for AddressAlreadyInUse {
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         let binds = binds(incident);
         let mut listens = listen::failures(incident);
-        keep_reasoned(incident, &mut listens);
+        keep_reasoned(incident, &mut listens, binds.is_empty());
         if binds.is_empty() && listens.is_empty() {
             return;
         }
@@ -502,13 +517,17 @@ fn listing_port(incident: &Incident) -> Option<String> {
         .map(|l| l.port.to_string())
 }
 
-/// None printed: the port a launcher said, before the failed bind in the
-/// same input, it was about to bind itself (Zulip's run-dev: `Starting
+/// None printed: the port a launcher said, before the failed bind (at
+/// `first`) in the same input, it was about to bind itself (Zulip's run-dev: `Starting
 /// Zulip services on ports: web proxy: 9991, …`, its proxy's port first),
 /// or the port the same server said it served (CherryPy's `Serving HTTP on
 /// http://0.0.0.0:8080/` before its re-spawned incarnation's bind failed).
 fn launcher_port<'a>(incident: &'a Incident, binds: &[Bind<'_>]) -> Option<(Span, &'a str)> {
-    let first = binds.iter().map(|b| b.message.span).min()?;
+    launcher_port_at(incident, binds.iter().map(|b| b.message.span).min()?)
+}
+
+/// The same, before `first`.
+fn launcher_port_at(incident: &Incident, first: Span) -> Option<(Span, &str)> {
     LAUNCHER_PORTS
         .iter()
         .flat_map(|id| incident.known(id))
@@ -531,14 +550,24 @@ fn cite_launcher(f: &mut Finding, launched: Option<(Span, &str)>, port: Option<&
 
 /// A launcher's list of the ports it starts its services on, and a
 /// server's line that it serves a port (catalogs/stacks-bind.toml).
-const LAUNCHER_PORTS: &[&str] = &["stacks-bind.launcher-ports", "stacks-bind.cherrypy-serving"];
+const LAUNCHER_PORTS: &[&str] = &[
+    "stacks-bind.launcher-ports",
+    "stacks-bind.cherrypy-serving",
+    "stacks-bind.python-http-server-serving",
+];
 
 /// The listeners that name their process when the paste's socket listings
 /// show one port only, one per PID: the holders of the port a failure
 /// names none of. Listings of several ports name nobody.
 /// Keeps a line that says a listen failed but not why only where a listing
 /// names its port's holder (of the one port listed, when it names none).
-fn keep_reasoned(incident: &Incident, listens: &mut Vec<listen::ListenFailure<'_>>) {
+/// With no other failed bind (`alone`), adds a traceback cut in the frame
+/// that binds, after a line that gave the port (`cut_bind.rs`).
+fn keep_reasoned<'a>(
+    incident: &'a Incident,
+    listens: &mut Vec<listen::ListenFailure<'a>>,
+    alone: bool,
+) {
     let one_port_held = !only_port_holders(incident).is_empty();
     listens.retain(|l| {
         !l.reasonless()
@@ -547,6 +576,10 @@ fn keep_reasoned(incident: &Incident, listens: &mut Vec<listen::ListenFailure<'_
                 None => one_port_held,
             }
     });
+    if alone && listens.is_empty() {
+        let served = |at| launcher_port_at(incident, at).map(|(_, p)| p.to_owned());
+        listens.extend(cut_bind::failure(incident, served));
+    }
 }
 
 fn only_port_holders(incident: &Incident) -> Vec<&Listener> {

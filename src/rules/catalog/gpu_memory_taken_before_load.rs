@@ -7,6 +7,7 @@
 //! same start-up figures of TensorFlow and llama.cpp (`reported`).
 
 mod kaldi;
+mod paddle;
 mod ray;
 mod reported;
 mod trtllm;
@@ -68,6 +69,13 @@ used:16778M, total:32502M`). The device's figure more than 2 GiB above
 what the program holds and its CUDA context (the device's `used` in `The
 active GPU is [2]: … used:1050M` when Kaldi chose the GPU, else 1 GiB) is
 another process's memory: another job on a GPU in the Default compute mode.
+
+PaddlePaddle's out-of-memory error prints the request, what its own
+allocator holds and what was free (`Cannot allocate 2.250000kB memory on
+GPU 0, … memory has been allocated and available memory is only
+0.000000B`): a request of at most 1 MiB refused with nothing free, while
+Paddle holds under 1 GiB (or a figure no card has, a counter gone wrong),
+means the card was full before the process allocated anything.
 
 ## Why it happens
 Another program on the same GPU: a second server, a notebook or training
@@ -226,6 +234,7 @@ impl Rule for GpuMemoryTakenBeforeLoad {
             .or_else(|| trtllm::held_at_load(incident))
             .or_else(|| kaldi::held_beside_kaldi(incident))
             .or_else(|| ray::held_before_trial(incident))
+            .or_else(|| paddle::held_at_failure(incident))
         {
             out.push(f);
         }

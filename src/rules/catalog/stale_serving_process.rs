@@ -17,6 +17,7 @@ mod gone;
 mod instances;
 mod left_over;
 mod managed;
+mod reservations;
 mod runners;
 mod stopped_job;
 mod survivors;
@@ -127,6 +128,15 @@ controller counts the terminating pod as a live replica and deletes the
 newcomer (kubeai-project/kubeai#442): an error naming the old pod, higher
 when more than one newcomer went; its deletion timestamp and finalizers
 say why it lingers.
+
+A GPU reservation tool's table that still lists a run's GPUs as reserved
+after the run is gone is the same leftover one level up: canhazgpu's `chg
+status` row `IN_USE … RUN … heartbeat 0h 4m 7s ago … no usage detected`
+(a `chg run` sends a heartbeat every 60 seconds while its command lives)
+with the heartbeat two intervals old and nothing on the card is a run killed
+without releasing (`kill -9`); its GPUs stay reserved until the heartbeat
+timeout. The finding names those GPUs and `chg release --gpu-ids`; rows with
+fresh heartbeats or memory in use are live jobs.
 
 Serving stacks run their engines under names of their own (vLLM's
 `VLLM::EngineCore` and `VLLM::Worker_TP0`, SGLang's `sglang::scheduler_TP0`,
@@ -300,6 +310,7 @@ impl Rule for StaleServingProcess {
         out.extend(managed::managed(incident, &named));
         out.extend(stopped_job::stopped_jobs(incident));
         out.extend(terminating_pod::terminating_pods(incident));
+        out.extend(reservations::dead_runs(incident));
         // PID 1's word alone, for the PIDs no part above reported.
         let reported: BTreeSet<u32> = out
             .iter()

@@ -2,7 +2,9 @@
 //! holding it: the holder is most likely an instance of the same server.
 //! Two readings, by what the paste shows before the failed bind, in the same
 //! input:
-//! - *a stop that did not take*: the server's own closing or restarting
+//! - *a stop that did not take*: the server's unit whose `ExecStop=`
+//!   exited with success right before the `ExecStart=` whose bind failed
+//!   (`restarted.rs`), the server's own closing or restarting
 //!   lines (gradio's `Closing server running on port: 3000`, a web UI's
 //!   `Restarting UI...`, another gunicorn master's `Handling signal: term`),
 //!   or its app refusing to quit (osascript's `Ollama
@@ -16,6 +18,8 @@
 //!   program's), a process of it in a `ps` listing, or Ollama's desktop app
 //!   starting its own server (`started ollama server with pid N`): a second
 //!   copy of the same server, a stale serving instance;
+//! - *published before*: an earlier detached `docker run` of the paste
+//!   publishing the same host port (`published.rs`), its container running;
 //! - *still answering*: a request answered after the failed bind, in the
 //!   same log (an access line, `127.0.0.1 - - […] "POST /json/status
 //!   HTTP/1.1" 200 -`): a server of this log kept the port and serves, the
@@ -131,6 +135,7 @@ const SAID: &[&str] = &["stacks-bind.another-server-running"];
 const SERVED: &[&str] = &[
     "startup.uvicorn-startup-complete",
     "startup.llama-server-listening",
+    "stacks-bind.python-http-server-serving",
 ];
 
 /// How the paste shows the earlier instance.
@@ -146,6 +151,8 @@ enum Seen {
     Said,
     /// A request answered after the failed bind, in the same log.
     Answered,
+    /// An earlier detached container run publishing the same port.
+    Published,
 }
 
 /// What the paste shows of the earlier instance before the failed bind.
@@ -209,6 +216,8 @@ pub(super) fn apply(
     let stop = defaults.first().map(|d| d.stop);
     let seen = said(incident, first)
         .or_else(|| earlier(incident, number, first))
+        .or_else(|| restarted::stopped_unit(incident, binds))
+        .or_else(|| published::earlier_run(incident, number, first))
         .or_else(|| answered(incident, first))
         .or_else(|| running(incident, number));
     match seen {
@@ -301,9 +310,10 @@ fn earlier(incident: &Incident, port: u16, first: Span) -> Option<Earlier> {
     }
     for id in SERVED {
         for (m, hit) in incident.known(id) {
+            // Its `port`, or the port of its URL (`word`).
             let served = hit
-                .get("word")
-                .and_then(|url| url.rsplit(':').next())
+                .get("port")
+                .or_else(|| hit.get("word").and_then(|url| url.rsplit(':').next()))
                 .map(|p| p.trim_end_matches(|c: char| !c.is_ascii_digit()))
                 .is_some_and(|p| p.parse() == Ok(port));
             if before(m) && served {
@@ -483,6 +493,10 @@ fn stale(f: &mut Finding, port: Option<u16>, e: Earlier, probe: &str) {
             "a request was answered after the failed bind, in the same log",
             "its own earlier server, still answering requests, holds it",
         ),
+        Seen::Published => (
+            "an earlier detached run of a container published the same host port in this paste",
+            "the earlier run's container, still running, holds it",
+        ),
     };
     f.condition(seen, true);
     f.title = format!("{port} is still held by the server's own earlier instance");
@@ -573,6 +587,9 @@ pub(super) fn container_main(f: &mut Finding, incident: &Incident, sockets: &[&L
         None,
     ));
 }
+
+mod published;
+mod restarted;
 
 #[cfg(test)]
 mod tests;

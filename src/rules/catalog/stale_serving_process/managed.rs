@@ -8,6 +8,9 @@
 //! started by hand beside it: either way an instance nobody manages, which
 //! keeps its port and its workers (fixtures batch S's 1168, Cloudify's REST
 //! service, https://github.com/cloudify-cosmo/cloudify-manager-install).
+//! A process tree (`pstree -p`) pasted before and after the stop shows the
+//! same: the master (its title `gunicorn: maste`) under supervisord, then
+//! under init (batch V's 1383, apache/airflow#852).
 //! Inside a container whose PID 1 is the manager, PPID 1 is its normal
 //! parent and nothing is reported; a master that daemonised itself
 //! (`--daemon`, `-D`) is not the manager's to run.
@@ -55,7 +58,10 @@ fn server_of(cmd: &str) -> Option<&'static str> {
             }
         }
     }
+    // A process title (`gunicorn: master [app]`, pstree's `gunicorn:
+    // maste`) names the server before its colon.
     let b = base(word);
+    let b = b.strip_suffix(':').unwrap_or(&b);
     SERVERS.iter().copied().find(|s| b == *s)
 }
 
@@ -98,7 +104,25 @@ pub(super) fn managed(incident: &Incident, named: &BTreeSet<u32>) -> Vec<Finding
         }) else {
             continue;
         };
-        out.push(finding(p, server, manager, &name));
+        // The same process under another parent in an earlier listing of
+        // the same input (a `pstree` before the stop).
+        let before = ps.iter().find(|r| {
+            r.pid == p.pid && r.span.source == p.span.source && r.span < p.span && r.ppid != Some(1)
+        });
+        let mut f = finding(p, server, manager, &name);
+        if let Some(b) = before {
+            let note = format!(
+                "earlier in the same paste PID {} ran under PID {}: it moved to PID 1 when that parent exited",
+                b.pid,
+                b.ppid.map_or_else(|| "?".to_owned(), |x| x.to_string())
+            );
+            // The manager's row may be the same line (one tree): say both.
+            match f.evidence.iter_mut().find(|e| e.span == b.span) {
+                Some(e) => e.note = format!("{}; {note}", e.note),
+                None => f.evidence(b.span, note),
+            }
+        }
+        out.push(f);
     }
     out
 }
@@ -180,6 +204,11 @@ mod tests {
             Some("uvicorn")
         );
         assert_eq!(server_of("/usr/bin/python3 train.py --gunicorn"), None);
+        assert_eq!(server_of("gunicorn: maste"), Some("gunicorn"));
+        assert_eq!(
+            server_of("gunicorn: master [airflow-webserver]"),
+            Some("gunicorn")
+        );
         assert_eq!(
             manager_of("/opt/cloudify/cfy_manager/bin/python3 /usr/bin/supervisord -n -c /etc/supervisord.conf").as_deref(),
             Some("supervisord")

@@ -365,3 +365,57 @@ fn a_request_answered_after_the_failed_bind_is_the_old_server() {
     let refused = text.replace("\" 200 -", "\" 500 -");
     assert_eq!(one(&refused).category, Category::PortInUse);
 }
+
+/// geerlingguy/ansible-role-php#190 (reduced): the unit's stop exited with
+/// success before the start whose bind failed: the old master kept the
+/// port. Without a stop that succeeded (a first start), or when the failed
+/// bind is another process's, it is a port in use only.
+const NGINX_UNIT: &str = "● nginx.service - LSB: Stop/start nginx\n   Loaded: loaded (/etc/init.d/nginx)\n   Active: failed (Result: exit-code) since Mon 2017-04-24 11:39:52 GMT; 9min ago\n  Process: 20634 ExecStop=/etc/init.d/nginx stop (code=exited, status=0/SUCCESS)\n  Process: 20640 ExecStart=/etc/init.d/nginx start (code=exited, status=1/FAILURE)\n\nApr 24 11:39:51 www nginx[20640]: nginx: [emerg] bind() to 0.0.0.0:80 failed (98: Address already in use)\n";
+
+#[test]
+fn a_unit_whose_stop_succeeded_before_the_failed_start() {
+    let f = one(NGINX_UNIT);
+    assert_eq!(f.category, Category::StaleServingInstance);
+    crate::testing::cites_line(&f, 4);
+    let first_start = NGINX_UNIT.replace(
+        "  Process: 20634 ExecStop=/etc/init.d/nginx stop (code=exited, status=0/SUCCESS)\n",
+        "",
+    );
+    assert_eq!(one(&first_start).category, Category::PortInUse);
+    let failed_stop = NGINX_UNIT.replace("status=0/SUCCESS", "status=1/FAILURE");
+    assert_eq!(one(&failed_stop).category, Category::PortInUse);
+    let other_writer = NGINX_UNIT.replace("nginx[20640]", "nginx[31337]");
+    assert_eq!(one(&other_writer).category, Category::PortInUse);
+}
+
+/// filewatcher/filewatcher#42 (reduced): a traceback cut inside the frame
+/// that binds counts as the failed bind only after the console said which
+/// port its server served.
+#[test]
+fn a_traceback_cut_in_bind_after_the_port_was_served() {
+    let frames = "Traceback (most recent call last):\n  File \"/usr/lib/python2.7/SocketServer.py\", line 434, in server_bind\n    self.socket.bind(self.server_address)\n  File \"/usr/lib/python2.7/socket.py\", line 224, in meth\n";
+    let served = format!("Serving HTTP on 0.0.0.0 port 8000 ...\n{frames}");
+    let f = one(&served);
+    assert_eq!(f.category, Category::StaleServingInstance);
+    assert!(f.title.contains("8000"), "{}", f.title);
+    // No port said before it: a bind cut short says nothing.
+    assert!(findings_of("address-already-in-use", frames).is_empty());
+    // The exception's own line after it: not cut, no bind failure said.
+    let ended = format!("{served}    return getattr(self._sock,name)(*args)\nKeyboardInterrupt\n");
+    assert!(findings_of("address-already-in-use", &ended).is_empty());
+}
+
+/// ONLYOFFICE/Docker-DocumentServer#39 (reduced): a detached run published
+/// the host port before the run whose publish failed. An earlier run in the
+/// foreground (`--rm -it`, gone when it returned) holds nothing.
+#[test]
+fn an_earlier_detached_run_published_the_same_port() {
+    let text = "sudo docker run -i -t -d -p 8080:80 onlyoffice/documentserver\nsudo docker run -i -t -d -p 8080:80 -v /app/onlyoffice/DocumentServer/logs:/var/log/onlyoffice onlyoffice/documentserver\ndocker: Error response from daemon: driver failed programming external connectivity on endpoint loving_shaw (ac23a807cb82ab29742b0fcacb2eab4b48e26858d34c4f5966ba0796aa64995f): Bind for 0.0.0.0:8080 failed: port is already allocated.\n";
+    let f = one(text);
+    assert_eq!(f.category, Category::StaleServingInstance);
+    crate::testing::cites_line(&f, 1);
+    let foreground = text.replacen("-i -t -d -p", "--rm -it -p", 1);
+    assert_eq!(one(&foreground).category, Category::PortInUse);
+    let other_port = text.replacen("-d -p 8080:80", "-d -p 8081:80", 1);
+    assert_eq!(one(&other_port).category, Category::PortInUse);
+}
