@@ -258,11 +258,9 @@ fn listing_note(incident: &Incident) -> (&'static str, Option<Span>) {
 }
 
 fn finding(incident: &Incident, held: &[&Gpu], ended: Option<Ended>, free: &[&Gpu]) -> Finding {
-    // The table alone cannot tell a leftover from a live job's own
-    // preallocation (a server idle between requests looks the same): a
-    // note that names the command that settles it. A run that ends before
-    // the table makes the held memory its leftover; the processes fuser
-    // shows holding only the held GPUs' nodes are its likely holders.
+    // The table alone cannot tell a leftover from a live job's own (a note
+    // naming the command that settles it); a run that ends before the table
+    // makes it a leftover; fuser's holders of only its node, its holders.
     let holders = device_files::holders(incident, held);
     if ended.is_none() && !free.is_empty() && holders.is_empty() {
         return taken::finding(incident, held, free);
@@ -316,10 +314,12 @@ fn finding(incident: &Incident, held: &[&Gpu], ended: Option<Ended>, free: &[&Gp
         "the run that used the GPU ended before the table was taken",
         ended.is_some(),
     );
-    f.condition(
-        "fuser shows processes holding only the held GPU's device node",
-        !holders.is_empty(),
-    );
+    if !incident.facts.device_holders.is_empty() {
+        f.condition(
+            "fuser shows processes holding only the held GPU's device node",
+            !holders.is_empty(),
+        );
+    }
     f.condition(
         "a process table names the holder (missing: nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv)",
         false,
