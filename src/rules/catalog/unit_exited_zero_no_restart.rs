@@ -141,16 +141,16 @@ static DAEMON_WORDS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(?:daemon|server|service|manager|exporter|engine)\b").expect("regex")
 });
 
+/// A unit's declared `Type=` and the line that says it.
+type Declared = (String, Span);
+
 /// Whether status block `s` is a daemon gone at start-up, with how long it
 /// ran and the unit's declared `Type=`: `inactive (dead)` after a short
 /// run, or the same failure a moment earlier, `deactivating
 /// (stop-sigterm)` with the main process already gone with status 0 and
 /// systemd stopping what is left (no `Duration:` yet), where a pasted unit
 /// file says `Type=simple`.
-fn gone_at_start(
-    incident: &Incident,
-    s: &UnitStatus,
-) -> Option<(Option<f64>, Option<(String, Span)>)> {
+fn gone_at_start(incident: &Incident, s: &UnitStatus) -> Option<(Option<f64>, Option<Declared>)> {
     let dead =
         s.active_state.as_deref() == Some("inactive") && s.sub_state.as_deref() == Some("dead");
     let stopping = s.active_state.as_deref() == Some("deactivating")
