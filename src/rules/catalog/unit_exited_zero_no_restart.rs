@@ -273,12 +273,21 @@ pub(super) fn stopped_on_request(incident: &Incident, unit: &str) -> bool {
 /// `systemctl show`: it settles what the status block leaves open. A
 /// one-shot job is done when it exits 0, and a forking daemon's parent
 /// exits 0 by design (its child's fate is another story).
+/// A file pasted without `systemctl cat`'s header names no unit: its
+/// `Description=` ties it to the unit whose status block says the same.
 fn declared_type(incident: &Incident, unit: &str) -> Option<(String, Span)> {
+    let description = incident
+        .units
+        .get(unit)
+        .and_then(|u| u.description.as_deref());
     incident
         .facts
         .unit_properties
         .iter()
-        .filter(|p| p.unit.as_deref() == Some(unit))
+        .filter(|p| match &p.unit {
+            Some(u) => u == unit,
+            None => description.is_some() && p.description.as_deref() == description,
+        })
         .find_map(|p| p.properties.get("Type"))
         .map(|(v, span)| (v.trim().to_owned(), *span))
 }

@@ -100,4 +100,12 @@ fn a_stop_under_way_after_the_main_process_exited_zero_is_the_same_failure() {
     );
     assert!(find(None).is_none());
     assert!(find(Some(&unit_file("forking"))).is_none());
+    // The file pasted without systemctl cat's header (`cat` of the file):
+    // its Description= ties it to the status block's unit.
+    let bare: String = unit_file("simple")
+        .lines()
+        .skip(1)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(find(Some(&bare)).is_some());
 }
