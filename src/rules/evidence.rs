@@ -335,11 +335,11 @@ pub const MATRIX: &[Cell] = &[
         Rule("address-already-in-use"),
         Some("fixtures/real/807-ollama-macos-app-server-survives-quit-serve-cannot-bind"),
     ),
-    unsampled(
+    cell(
         StaleServingInstance,
-        "a failed bind on a port the same log shows the server serving before (uvicorn's `Uvicorn running on http://0.0.0.0:8000`, llama-server's `server is listening on`): its earlier instance still holds it",
+        "a failed bind on a port the same log shows the server serving before (uvicorn's `Uvicorn running on http://0.0.0.0:8000`, llama-server's `server is listening on`, Python's `Serving HTTP on 0.0.0.0 port 8000`), a traceback cut inside the bind frame included: its earlier instance still holds it",
         Rule("address-already-in-use"),
-        "no real paste of a server's own start and a later failed bind on the same port found in the stored threads (vLLM, llama.cpp, SGLang restart issues); the rule's unit tests use the catalogs' real wordings",
+        Some("fixtures/rules/address-already-in-use/pos-simplehttpserver-second-start-traceback-cut-in-bind/console.txt"),
     ),
     cell(
         StaleServingInstance,

@@ -33,8 +33,14 @@ fn unit_file(kind: &str) -> String {
 }
 
 fn finding(unit: Option<&str>) -> Option<crate::rules::Finding> {
+    finding_of(STATUS, unit)
+}
+
+/// The rule's finding for status block `status`, with unit file `unit`
+/// pasted beside it.
+fn finding_of(status: &str, unit: Option<&str>) -> Option<crate::rules::Finding> {
     let mut sources = SourceMap::default();
-    sources.add(Source::new("status", STATUS.as_bytes()));
+    sources.add(Source::new("status", status.as_bytes()));
     if let Some(u) = unit {
         sources.add(Source::new("cat", u.as_bytes()));
     }
@@ -80,18 +86,7 @@ fn a_stop_under_way_after_the_main_process_exited_zero_is_the_same_failure() {
             "deactivating (stop-sigterm) since Fri 2024-09-06 17:24:31 UTC; 1s ago",
         )
         .replace("   Duration: 2.102s\n", "");
-    let find = |unit: Option<&str>| {
-        let mut sources = SourceMap::default();
-        sources.add(Source::new("status", stopping.as_bytes()));
-        if let Some(u) = unit {
-            sources.add(Source::new("cat", u.as_bytes()));
-        }
-        crate::analyze(sources)
-            .diagnosis
-            .findings
-            .into_iter()
-            .find(|f| f.rule == super::META.id)
-    };
+    let find = |unit: Option<&str>| finding_of(&stopping, unit);
     let f = find(Some(&unit_file("simple"))).expect("Type=simple, stopping");
     assert!(
         f.headline.contains("deactivating (stop-sigterm)"),
