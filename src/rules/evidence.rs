@@ -339,7 +339,9 @@ pub const MATRIX: &[Cell] = &[
         StaleServingInstance,
         "a failed bind on a port the same log shows the server serving before (uvicorn's `Uvicorn running on http://0.0.0.0:8000`, llama-server's `server is listening on`, Python's `Serving HTTP on 0.0.0.0 port 8000`), a traceback cut inside the bind frame included: its earlier instance still holds it",
         Rule("address-already-in-use"),
-        Some("fixtures/rules/address-already-in-use/pos-simplehttpserver-second-start-traceback-cut-in-bind/console.txt"),
+        Some(
+            "fixtures/rules/address-already-in-use/pos-simplehttpserver-second-start-traceback-cut-in-bind/console.txt",
+        ),
     ),
     cell(
         StaleServingInstance,
