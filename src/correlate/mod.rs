@@ -259,6 +259,16 @@ impl Incident {
         self.times.get(&span).copied()
     }
 
+    /// The PID of the process that wrote the journal line at `span`
+    /// (`ollama[2521]:`), if the line is a journal entry that names one.
+    pub fn journal_writer(&self, span: Span) -> Option<u32> {
+        self.facts
+            .journal
+            .iter()
+            .find(|j| j.span == span)
+            .and_then(|j| j.pid)
+    }
+
     pub fn owner(&self, pid: u32) -> Option<&Ownership> {
         self.owners.get(&pid)
     }

@@ -2214,24 +2214,15 @@ fn sgr_params(bytes: &[u8]) -> Option<usize> {
 /// host is a host string (`user@host:port`), no space nor bracket in it;
 /// an empty output line is `[host] out:` or `[host] out: `.
 fn fabric(text: &str, frame: &mut Frame) -> Option<usize> {
-    let (len, (_, host, _, _, _)) = consumed(
+    let (len, (_, host, _)) = consumed(
         text,
         (
             char('['),
             take_while_m_n(1, FABRIC_HOST_MAX, |c: char| !matches!(c, ' ' | '[' | ']')),
             tag("] "),
-            alt((
-                tag("out:"),
-                tag("err:"),
-                tag("run:"),
-                tag("sudo:"),
-                tag("local:"),
-                tag("put:"),
-                tag("get:"),
-            )),
-            opt(char(' ')),
         ),
     )?;
+    let stream = fabric_stream(&text.as_bytes()[len..])?;
     frame.host = Some(host.to_owned());
-    Some(len)
+    Some(len + stream)
 }

@@ -232,13 +232,7 @@ fn refused(incident: &Incident, list: &[Warning<'_>]) -> Option<Finding> {
     let mut f = Finding::new(META.id, META.category, Severity::Critical);
     f.occurrences = u32::try_from(queries.len()).unwrap_or(u32::MAX);
     // The server whose query was refused: the journal line's writer.
-    let server = incident
-        .facts
-        .journal
-        .iter()
-        .find(|j| j.span == first.span)
-        .and_then(|j| j.pid)
-        .filter(|p| *p > 1);
+    let server = incident.journal_writer(first.span).filter(|p| *p > 1);
     let who = match server {
         Some(p) => format!("Ollama's server (PID {p})"),
         None => "Ollama's server".to_owned(),

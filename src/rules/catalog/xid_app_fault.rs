@@ -343,17 +343,11 @@ fn fault_actions(short: &str, suspect_gpu: bool) -> Vec<Action> {
 
 /// The PID that wrote a line: the journal's, or vLLM's `pid=` prefix.
 fn pid_of(incident: &Incident, m: &Message) -> Option<u32> {
-    incident
-        .facts
-        .journal
-        .iter()
-        .find(|j| j.span == m.span)
-        .and_then(|j| j.pid)
-        .or_else(|| {
-            LINE_PID
-                .captures(&m.text)
-                .and_then(|c| c["pid"].parse().ok())
-        })
+    incident.journal_writer(m.span).or_else(|| {
+        LINE_PID
+            .captures(&m.text)
+            .and_then(|c| c["pid"].parse().ok())
+    })
 }
 
 fn shorten(text: &str) -> String {

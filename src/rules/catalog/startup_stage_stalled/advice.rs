@@ -98,26 +98,48 @@ pub(super) fn advice(
     }
 }
 
-/// The story of a request whose generation began and never ended: the
-/// server was up, the model (or the backend it calls) never answered.
-pub(super) fn tell_generation(f: &mut Finding, quote: Option<&str>, gave_up: bool, why: &str) {
-    f.title = "a request's generation began and never produced an answer".to_owned();
-    let quote = quote.map(|q| format!(" (\"{q}\")")).unwrap_or_default();
-    let until = if gave_up {
+/// ` ("quote")` for a quoted line, else nothing.
+fn quoted(quote: Option<&str>) -> String {
+    quote.map(|q| format!(" (\"{q}\")")).unwrap_or_default()
+}
+
+/// How long the silence lasted, as a headline says it.
+fn silent_until(gave_up: bool) -> &'static str {
+    if gave_up {
         "until it was stopped"
     } else {
         "to the end of the log"
-    };
-    f.headline = format!(
-        "The server accepted a request and began generating its answer{quote}, then nothing came: no token, no error, no end of the generation {until}. What it was waiting on, the model or the backend server it calls, never answered."
-    );
-    f.chain
-        .push("the server took the request and began its generation".to_owned());
-    f.chain.push(format!(
-        "the generation went silent at its start{quote}: no token, no error and no end followed"
-    ));
+    }
+}
+
+/// Sets a stall's story on `f`: its title, headline, the chain's two
+/// steps before `why`, and `why` as the explanation.
+fn tell(f: &mut Finding, title: &str, headline: String, chain: [String; 2], why: &str) {
+    f.title = title.to_owned();
+    f.headline = headline;
+    f.chain.extend(chain);
     f.chain.push(why.to_owned());
     f.explanation = why.to_owned();
+}
+
+/// The story of a request whose generation began and never ended: the
+/// server was up, the model (or the backend it calls) never answered.
+pub(super) fn tell_generation(f: &mut Finding, quote: Option<&str>, gave_up: bool, why: &str) {
+    let (quote, until) = (quoted(quote), silent_until(gave_up));
+    tell(
+        f,
+        "a request's generation began and never produced an answer",
+        format!(
+            "The server accepted a request and began generating its answer{quote}, then nothing came: no token, no error, no end of the generation {until}. What it was waiting on, the model or the backend server it calls, never answered."
+        ),
+        [
+            "the server took the request and began its generation".to_owned(),
+            format!(
+                "the generation went silent at its start{quote}: no token, no error and no end followed"
+            ),
+        ],
+        why,
+    );
 }
 
 /// The row of llama.cpp's rpc-server's own lines (catalogs/stacks-llamacpp.toml).
@@ -138,22 +160,19 @@ pub(super) fn cite_rpc_server(incident: &Incident, f: &mut Finding) {
 /// The story of a model step that began and never finished: the engine's
 /// trace of its forward pass is the last thing it printed.
 pub(super) fn tell_forward(f: &mut Finding, quote: Option<&str>, gave_up: bool, why: &str) {
-    f.title = "a model step (forward pass) began and never finished".to_owned();
-    let quote = quote.map(|q| format!(" (\"{q}\")")).unwrap_or_default();
-    let until = if gave_up {
-        "until it was stopped"
-    } else {
-        "to the end of the log"
-    };
-    f.headline = format!(
-        "The engine's last lines trace a model step{quote}, and nothing followed them {until}: no later step, no error, no exit. The step never finished: a hang inside the forward pass, not a crash."
+    let (quote, until) = (quoted(quote), silent_until(gave_up));
+    tell(
+        f,
+        "a model step (forward pass) began and never finished",
+        format!(
+            "The engine's last lines trace a model step{quote}, and nothing followed them {until}: no later step, no error, no exit. The step never finished: a hang inside the forward pass, not a crash."
+        ),
+        [
+            "the engine entered a model step (its trace of the forward pass)".to_owned(),
+            "nothing followed: the step never finished and nothing failed".to_owned(),
+        ],
+        why,
     );
-    f.chain
-        .push("the engine entered a model step (its trace of the forward pass)".to_owned());
-    f.chain
-        .push("nothing followed: the step never finished and nothing failed".to_owned());
-    f.chain.push(why.to_owned());
-    f.explanation = why.to_owned();
 }
 
 /// What a row's id says of the stage line's program.
@@ -223,7 +242,7 @@ pub(super) fn headline(
     gave_up: bool,
     silence: Option<i64>,
 ) -> String {
-    let quote = quote.map(|q| format!(" (\"{q}\")")).unwrap_or_default();
+    let quote = quoted(quote);
     let who = if training { "training job" } else { "server" };
     format!(
         "The {who}'s start-up hung at this stage: {stage_name}{quote}. Nothing followed it{}.",

@@ -21,16 +21,7 @@ const STOPPED: &[&str] = &["ExecStop", "ExecReload"];
 pub(super) fn stopped_unit(incident: &Incident, binds: &[&Message]) -> Option<Earlier> {
     let writers: Vec<u32> = binds
         .iter()
-        .filter_map(|m| {
-            m.pid.or_else(|| {
-                incident
-                    .facts
-                    .journal
-                    .iter()
-                    .find(|j| j.span == m.span)
-                    .and_then(|j| j.pid)
-            })
-        })
+        .filter_map(|m| m.pid.or_else(|| incident.journal_writer(m.span)))
         .collect();
     incident.facts.unit_statuses.iter().find_map(|s| {
         let start = failed_start(s)?;
