@@ -640,8 +640,14 @@ pub const MATRIX: &[Cell] = &[
         Some("fixtures/real/451-nvidia-persistenced-type-simple-exits-zero-dead"),
     ),
     cell(
+        UnitCrashLoop,
+        "a unit failing once by its process's death with nothing the program printed before it: its main process's signal or core dump (`Main process exited, code=dumped, status=11/SEGV`), a control process's (a forking daemon's start command: `Control process exited, code=killed`), a status block's `Result: core-dump`; not a loop, and a unit failure rather than the program's exception",
+        Rule("process-died"),
+        Some("fixtures/rules/process-died/pos-logind-core-dump-once-no-words"),
+    ),
+    cell(
         ServerException,
-        "death by a signal or a core dump, once (not a loop): a unit's main process, a job the shell reports, a child the server reports (Ollama's runner, vLLM's worker)",
+        "death by a signal or a core dump, once (not a loop), after the program's own error lines or outside a unit: a job the shell reports, a child the server reports (Ollama's runner, vLLM's worker)",
         Rule("process-died"),
         Some("fixtures/rules/process-died/pos-ollama-runner-segfault-core-dumped"),
     ),

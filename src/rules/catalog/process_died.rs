@@ -12,9 +12,10 @@
 mod containers;
 mod records;
 mod seccomp;
+mod units;
 mod watchdog;
 
-use crate::correlate::{Incident, UnitEventKind, exit_meaning, last_words};
+use crate::correlate::{Incident, exit_meaning, last_words};
 use crate::model::ServerEventKind;
 use crate::rules::support::{confidence, when};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
@@ -63,7 +64,11 @@ or PID printed before, what the server quotes of them, or, for a process
 with no unit, the last error line before the death that a catalog knows.
 Where another finding cites those last words, that finding explains the
 death: the death becomes its evidence instead (a rank's NCCL error, then
-torchrun's report that the rank failed).
+torchrun's report that the rank failed). A unit's death that systemd
+records (its main process's, or a control process's: a forking daemon's
+start command) with no last words at all is the unit's failure (category
+`unit-crash-loop`, once); with last words, the program's exception
+(`server-exception`).
 
 ## Why it happens
 A crash in native code (SIGSEGV, SIGBUS), a failed assertion or an uncaught
@@ -124,6 +129,11 @@ struct Death {
     /// is that row's already (a container's `State.Error`, decoded): the
     /// finding takes its category and fix.
     cause: Option<&'static crate::catalogs::Row>,
+    /// systemd recorded it as its unit's failure (`Main process exited,
+    /// code=dumped`, `Failed with result 'signal'`, `Active: failed
+    /// (Result: core-dump)`): where nothing the program printed explains
+    /// it, the unit's failure is the finding (see [`category`]).
+    unit_failed: bool,
 }
 
 /// The catalog row that reports a process's death and how it ended: a
@@ -191,7 +201,7 @@ impl Rule for ProcessDied {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
-        let deaths = unit_deaths(incident)
+        let deaths = units::unit_deaths(incident)
             .into_iter()
             .chain(shell_deaths(incident))
             .chain(row_deaths(incident))
@@ -204,105 +214,6 @@ impl Rule for ProcessDied {
             }
         }
     }
-}
-
-/// A unit's death, once: PID 1's `Main process exited` by a signal, else
-/// its `Failed with result 'core-dump'/'signal'`, else a status block's.
-fn unit_deaths(incident: &Incident) -> Vec<Death> {
-    let mut out = Vec::new();
-    for (unit, facts) in &incident.units {
-        // Deaths repeated by restarts are a loop, another rule's.
-        if facts.restarts() >= 2 {
-            continue;
-        }
-        let exit = facts.events.iter().find_map(|e| match &e.kind {
-            UnitEventKind::MainProcessExited { code, status }
-                if code == "killed" || code == "dumped" =>
-            {
-                Some((e.span, code.clone(), status.clone()))
-            }
-            _ => None,
-        });
-        let result = facts.events.iter().find_map(|e| match &e.kind {
-            UnitEventKind::FailedWithResult(r) if r == "core-dump" || r == "signal" => {
-                Some((e.span, r.clone()))
-            }
-            _ => None,
-        });
-        let status = facts
-            .status
-            .and_then(|i| incident.facts.unit_statuses.get(i))
-            .filter(|s| {
-                s.result
-                    .as_deref()
-                    .is_some_and(|r| r == "core-dump" || r == "signal")
-            });
-        let pid = status.and_then(|s| s.main_pid);
-        let death = if let Some((span, code, status_text)) = exit {
-            if code != "dumped" && is_stop(&status_text) {
-                continue;
-            }
-            let how = exit_meaning(&code, &status_text)
-                .map(str::to_owned)
-                .unwrap_or_else(|| format!("code={code}, status={status_text}"));
-            let dumped = if code == "dumped" {
-                ", and dumped core"
-            } else {
-                ""
-            };
-            let crashed = code == "dumped" || is_crash(&status_text);
-            Some((
-                span,
-                format!("{how}{dumped} (status={status_text})"),
-                crashed,
-            ))
-        } else if let Some((span, r)) = &result {
-            Some((
-                *span,
-                format!("systemd's verdict: result '{r}'"),
-                r == "core-dump",
-            ))
-        } else {
-            status.map(|s| {
-                let exit = s.main_exit.as_deref().unwrap_or("");
-                let result = s.result.as_deref().unwrap_or_default();
-                (
-                    s.main_pid_span.or(s.active_span).unwrap_or(s.span),
-                    format!("result '{result}' {exit}").trim().to_owned(),
-                    result == "core-dump" || is_crash(exit),
-                )
-            })
-        };
-        let death = death.map(|d| watchdog::recast(incident, unit, facts, d));
-        if let Some((span, how, crashed, kill_line)) = death {
-            let verdicts = result
-                .as_ref()
-                .map(|(s, _)| *s)
-                .into_iter()
-                .chain(status.and_then(|s| s.active_span))
-                .filter(|s| *s != span)
-                .collect();
-            out.push(Death {
-                span,
-                how,
-                unit: Some(unit.clone()),
-                pid,
-                signalled: true,
-                crashed,
-                verdicts,
-                said: None,
-                who: None,
-                signal: None,
-                records: kill_line
-                    .map(|l| (l, "systemd's kill that ended it".to_owned(), pid))
-                    .into_iter()
-                    .collect(),
-                last_words: Vec::new(),
-                cause: None,
-            });
-        }
-    }
-    out
 }
 
 /// Jobs the shell reports killed by a signal.
@@ -330,6 +241,7 @@ fn shell_deaths(incident: &Incident) -> Vec<Death> {
                 records: Vec::new(),
                 last_words: Vec::new(),
                 cause: None,
+                unit_failed: false,
             }),
             _ => None,
         })
@@ -424,6 +336,7 @@ fn signal_death(
         records: Vec::new(),
         last_words: Vec::new(),
         cause: None,
+        unit_failed: false,
     })
 }
 
@@ -435,13 +348,15 @@ fn finding(incident: &Incident, death: &Death) -> Finding {
     } else {
         Severity::Warning
     };
-    // A catalog row's reason is that row's category; a seccomp kill, a unit's.
-    let category = death
-        .cause
-        .and_then(|row| row.category)
-        .or_else(|| seccomp::category(incident, death))
-        .unwrap_or(META.category);
-    let mut f = Finding::new(META.id, category, severity);
+    let words = death
+        .unit
+        .as_deref()
+        .map(|u| last_words(incident, u, death.span));
+    let mut f = Finding::new(
+        META.id,
+        units::category(incident, death, words.as_ref()),
+        severity,
+    );
     let who = match (&death.unit, death.pid) {
         _ if death.who.is_some() => death.who.clone().unwrap_or_default(),
         (Some(u), Some(p)) => format!("{u}'s main process (PID {p})"),
@@ -474,10 +389,6 @@ fn finding(incident: &Incident, death: &Death) -> Finding {
         f.evidence(*span, note.clone());
         f.entities.pids.extend(*pid);
     }
-    let words = death
-        .unit
-        .as_deref()
-        .map(|u| last_words(incident, u, death.span));
     let reason = words.as_ref().and_then(|w| w.reason());
     let said = death
         .said
@@ -511,6 +422,16 @@ fn finding(incident: &Incident, death: &Death) -> Finding {
         Some(r) => format!("{who} died{at}: {}. Its last words: {r}", death.how),
         None => format!("{who} died{at}: {}.", death.how),
     };
+    if let Some(unit) = death
+        .unit
+        .as_deref()
+        .filter(|_| units::failed_silently(&f, death))
+    {
+        f.headline = format!(
+            "{unit} failed once, by its process's death, with no error printed before it: {}",
+            f.headline
+        );
+    }
     f.chain.push(format!("{who} is gone"));
     f.chain.push(format!("it died: {}", death.how));
     if let Some(r) = said {

@@ -46,10 +46,15 @@ pub fn mark_unrelated_units(incident: &Incident, f: &mut Finding) {
 /// Whether every unit the inputs name is the finding's one unit: the
 /// paste is that unit's `systemctl status` or journal alone. The
 /// instances of one template (`x@a.service`, `x@b.service`) are one unit
-/// here: one unit file.
+/// here: one unit file; so are a service and the socket, timer or path
+/// unit of its name that starts it (`x.socket` triggers `x.service`).
 fn about_one_unit(incident: &Incident, f: &Finding) -> bool {
     fn template(u: &str) -> &str {
-        u.split_once('@').map_or(u, |(t, _)| t)
+        let u = u.split_once('@').map_or(u, |(t, _)| t);
+        [".service", ".socket", ".timer", ".path"]
+            .iter()
+            .find_map(|kind| u.strip_suffix(kind))
+            .unwrap_or(u)
     }
     let mine: std::collections::BTreeSet<&str> =
         f.entities.units.iter().map(|u| template(u)).collect();

@@ -129,6 +129,7 @@ fn death(incident: &Incident, r: &ContainerState) -> Option<Death> {
         said: error.map(str::to_owned),
         who: Some(who),
         cause,
+        unit_failed: false,
     })
 }
 

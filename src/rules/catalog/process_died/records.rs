@@ -62,6 +62,7 @@ pub(super) fn core_dumps(incident: &Incident) -> Vec<Death> {
                 records,
                 last_words: Vec::new(),
                 cause: None,
+                unit_failed: false,
             }
         })
         .collect()
@@ -134,6 +135,7 @@ pub(super) fn torch_workers(incident: &Incident) -> Vec<Death> {
             records,
             last_words: preceding_error(incident, m.span).into_iter().collect(),
             cause: None,
+            unit_failed: false,
         });
     }
     out
@@ -201,6 +203,7 @@ fn absorb(o: &mut Death, d: Death) {
     o.said = o.said.take().or(d.said);
     o.cause = o.cause.or(d.cause);
     o.crashed |= d.crashed;
+    o.unit_failed |= d.unit_failed;
     o.signalled |= d.signalled;
     o.records.push((
         d.span,
