@@ -494,4 +494,31 @@ Aug 02 10:00:01 koji systemd[1]: httpd.service: systemd-oomd killed 12 process(e
         assert!(f[0].headline.contains("90.00%"), "{}", f[0].headline);
         assert!(f[0].entities.pids.is_empty(), "{:?}", f[0].entities);
     }
+
+    /// A unit the inputs name only in PID 1's line about it (no event
+    /// systemd's other lines give) is still the one unit of the paste: its
+    /// start timeout is the answer, an error, though no GPU is shown
+    /// (flux-framework's broker replaying its jobs past TimeoutStartSec=,
+    /// reduced; the same line as systemd's fwupd sample).
+    #[test]
+    fn a_unit_named_only_by_pid1s_line_about_it_is_the_pastes_one_unit() {
+        use crate::rules::{Category, Severity};
+        let journal = "\
+May 04 11:56:30 fluke1 flux[3196616]: job-manager.info[0]: restart: 26229 jobs
+May 04 11:57:10 fluke1 systemd[1]: flux.service: start operation timed out. Terminating.
+May 04 11:57:10 fluke1 flux[3196616]: broker.info[0]: signal 15
+";
+        let findings = crate::testing::analyze_paste(journal).diagnosis.findings;
+        assert_eq!(
+            (findings[0].category, findings[0].severity),
+            (Category::UnitCrashLoop, Severity::Error),
+            "{findings:?}"
+        );
+        // Beside another unit's line, the host's unit is outside serving.
+        let two = format!(
+            "{journal}May 04 11:57:11 fluke1 systemd[1]: cron.service: Deactivated successfully.\n"
+        );
+        let findings = crate::testing::analyze_paste(&two).diagnosis.findings;
+        assert_eq!(findings[0].severity, Severity::Warning, "{findings:?}");
+    }
 }

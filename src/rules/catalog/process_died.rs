@@ -422,16 +422,7 @@ fn finding(incident: &Incident, death: &Death) -> Finding {
         Some(r) => format!("{who} died{at}: {}. Its last words: {r}", death.how),
         None => format!("{who} died{at}: {}.", death.how),
     };
-    if let Some(unit) = death
-        .unit
-        .as_deref()
-        .filter(|_| units::failed_silently(&f, death))
-    {
-        f.headline = format!(
-            "{unit} failed once, by its process's death, with no error printed before it: {}",
-            f.headline
-        );
-    }
+    units::say_failed(&mut f, death);
     f.chain.push(format!("{who} is gone"));
     f.chain.push(format!("it died: {}", death.how));
     if let Some(r) = said {

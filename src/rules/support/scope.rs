@@ -58,9 +58,17 @@ fn about_one_unit(incident: &Incident, f: &Finding) -> bool {
     }
     let mine: std::collections::BTreeSet<&str> =
         f.entities.units.iter().map(|u| template(u)).collect();
-    mine.len() == 1
-        && !incident.units.is_empty()
-        && incident.units.keys().all(|u| mine.contains(template(u)))
+    // Every unit the inputs name: PID 1's, the journal's (a line systemd
+    // wrote about a unit it has no other event of), the owners' and the
+    // status blocks'.
+    let mut named = incident
+        .units
+        .keys()
+        .chain(incident.unit_lines.values())
+        .chain(incident.owners.values().map(|o| &o.unit))
+        .chain(incident.facts.unit_statuses.iter().map(|s| &s.unit))
+        .peekable();
+    mine.len() == 1 && named.peek().is_some() && named.all(|u| mine.contains(template(u)))
 }
 
 /// Whether `unit` is part of a GPU serving stack by its name (any dotted

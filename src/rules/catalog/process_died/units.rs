@@ -7,6 +7,7 @@
 use super::{Death, META, exit_meaning, is_crash, is_stop, seccomp, watchdog};
 use crate::correlate::{Incident, UnitEventKind};
 use crate::rules::Category;
+use crate::source::Span;
 
 /// A unit's death, once: PID 1's `Main process exited` by a signal, else
 /// its `Failed with result 'core-dump'/'signal'`, else a status block's.
@@ -17,24 +18,7 @@ pub(super) fn unit_deaths(incident: &Incident) -> Vec<Death> {
         if facts.restarts() >= 2 {
             continue;
         }
-        // The main process's death, else a control process's (a forking
-        // daemon's start command, an ExecStartPre=): either fails the unit.
-        let died = |control: bool| {
-            facts.events.iter().find_map(move |e| match &e.kind {
-                UnitEventKind::MainProcessExited { code, status }
-                | UnitEventKind::ControlProcessExited { code, status }
-                    if (code == "killed" || code == "dumped")
-                        && control
-                            == matches!(e.kind, UnitEventKind::ControlProcessExited { .. }) =>
-                {
-                    Some((e.span, code.clone(), status.clone()))
-                }
-                _ => None,
-            })
-        };
-        let main_exit = died(false);
-        let control = main_exit.is_none() && died(true).is_some();
-        let exit = main_exit.or_else(|| died(true));
+        let (exit, control) = process_exit(facts);
         let result = facts.events.iter().find_map(|e| match &e.kind {
             UnitEventKind::FailedWithResult(r) if r == "core-dump" || r == "signal" => {
                 Some((e.span, r.clone()))
@@ -118,6 +102,33 @@ pub(super) fn unit_deaths(incident: &Incident) -> Vec<Death> {
     out
 }
 
+/// The unit's process killed by a signal or dumping core: its main
+/// process's, else a control process's (a forking daemon's start command,
+/// an ExecStartPre=: either fails the unit), as (line, code, status), and
+/// whether it was a control process.
+fn process_exit(facts: &crate::correlate::UnitFacts) -> (Option<(Span, String, String)>, bool) {
+    let died = |control: bool| {
+        facts.events.iter().find_map(move |e| match &e.kind {
+            UnitEventKind::MainProcessExited { code, status }
+            | UnitEventKind::ControlProcessExited { code, status }
+                if (code == "killed" || code == "dumped")
+                    && control == matches!(e.kind, UnitEventKind::ControlProcessExited { .. }) =>
+            {
+                Some((e.span, code.clone(), status.clone()))
+            }
+            _ => None,
+        })
+    };
+    match died(false) {
+        Some(main) => (Some(main), false),
+        None => {
+            let control = died(true);
+            let is_control = control.is_some();
+            (control, is_control)
+        }
+    }
+}
+
 /// What a death is: a catalog row's reason is that row's category; a
 /// seccomp kill, a unit's failure. A server that printed errors before it
 /// died raised them in its own code (`server-exception`, the taxonomy's
@@ -146,10 +157,18 @@ pub(super) fn category(
     }
 }
 
-/// Whether `f`, the finding of `death`, is a unit's silent failure (see
-/// [`category`]), so its headline says the unit failed.
-pub(super) fn failed_silently(f: &crate::rules::Finding, death: &Death) -> bool {
-    death.unit_failed && f.category == Category::UnitCrashLoop && f.last_words.is_empty()
+/// Where `f`, the finding of `death`, is a unit's silent failure (see
+/// [`category`]), its headline says first that the unit failed.
+pub(super) fn say_failed(f: &mut crate::rules::Finding, death: &Death) {
+    let Some(unit) = death.unit.as_deref() else {
+        return;
+    };
+    if death.unit_failed && f.category == Category::UnitCrashLoop && f.last_words.is_empty() {
+        f.headline = format!(
+            "{unit} failed once, by its process's death, with no error printed before it: {}",
+            f.headline
+        );
+    }
 }
 
 #[cfg(test)]
