@@ -316,7 +316,7 @@ impl<'a> Analysis<'a> {
             .processes
             .iter()
             .filter(|p| !holders.own_pids.contains(&p.pid))
-            .filter(|p| !is_own_rank(&holders, p.pid))
+            .filter(|p| !is_own_rank(&holders, p.pid, p.bytes))
             .map(|p| (p.pid, p.bytes))
             .collect();
         Analysis {
@@ -488,7 +488,7 @@ impl<'a> Analysis<'a> {
 
 /// A PID in the list that is a rank of the failing server: one of its
 /// unit's processes, or a server process title that is not a leftover.
-fn is_own_rank(holders: &Holders<'_>, pid: u32) -> bool {
+fn is_own_rank(holders: &Holders<'_>, pid: u32, bytes: u64) -> bool {
     let incident = holders.incident;
     let unit = incident.owner(pid).map(|o| o.unit.as_str());
     let orphan = incident
@@ -511,7 +511,17 @@ fn is_own_rank(holders: &Holders<'_>, pid: u32) -> bool {
         .find(|p| p.pid == pid)
         .map(|p| p.name.as_str())
         .or(incident.cmdlines.get(&pid).map(|c| c.text.as_str()));
-    unit.is_none() && title.is_some_and(|t| t.starts_with("sglang::") || t.starts_with("VLLM::"))
+    // A server's titled process is a rank of the failing job where the job
+    // is that server; for a writer no server line names (a training
+    // script), only while it holds no more than a CUDA context: ranks take
+    // a GPU each, so a titled process holding a large share of the
+    // writer's own GPU is another job's engine (a colleague's vLLM).
+    let stack = match title {
+        Some(t) if t.starts_with("sglang::") => Framework::Sglang,
+        Some(t) if t.starts_with("VLLM::") => Framework::Vllm,
+        _ => return false,
+    };
+    unit.is_none() && (holders.framework == stack || bytes <= CONTEXT_MAX)
 }
 
 #[cfg(test)]
