@@ -236,6 +236,14 @@ impl Holders<'_> {
                 span,
             ));
         }
+        if let Some((launcher, span)) = self.launcher_alive(pid) {
+            return Some((
+                format!(
+                    "its launcher, PID {launcher}, still has the GPU open: a server running, not a leftover"
+                ),
+                span,
+            ));
+        }
         let cmdline = cmdline?;
         let span = incident.cmdlines.get(&pid)?.span;
         let (own, _) = super::server::launch_args(incident, self.framework)?;
@@ -258,6 +266,44 @@ impl Holders<'_> {
             ));
         }
         None
+    }
+
+    /// The launcher of engine `pid` (vLLM's `vllm serve`, which spawns
+    /// `VLLM::EngineCore`; SGLang's `sglang.launch_server`) alive beside it:
+    /// `fuser -v /dev/nvidia*` lists, as the engine's user, a process whose
+    /// command is the server's own (`vllm`, `sglang`) on the same device
+    /// files, or `ps` shows the engine's parent is such a process. An
+    /// engine whose launcher is gone is the leftover (a stop that killed
+    /// the parent only); one whose launcher is alive is a running server.
+    fn launcher_alive(&self, pid: u32) -> Option<(u32, Span)> {
+        let facts = &self.incident.facts;
+        let is_launcher = |cmd: &str| {
+            let first = cmd.split_whitespace().next().unwrap_or("");
+            let name = first.rsplit('/').next().unwrap_or(first);
+            matches!(name, "vllm" | "sglang")
+                || cmd.contains("vllm serve")
+                || cmd.contains("vllm.entrypoints")
+                || cmd.contains("sglang.launch_server")
+        };
+        let engine = facts.device_holders.iter().find(|h| h.pid == pid);
+        if let Some(engine) = engine {
+            let beside = facts.device_holders.iter().find(|h| {
+                h.pid != pid
+                    && h.pid != 1
+                    && h.user == engine.user
+                    && h.file == engine.file
+                    && is_launcher(&h.command)
+            });
+            if let Some(h) = beside {
+                return Some((h.pid, h.span));
+            }
+        }
+        let parent = facts.ps.iter().find(|r| r.pid == pid)?.ppid?;
+        let row = facts
+            .ps
+            .iter()
+            .find(|r| r.pid == parent && parent != 1 && is_launcher(&r.cmd))?;
+        Some((row.pid, row.span))
     }
 
     /// The line that shows `pid`'s uvicorn up and serving, unless a later

@@ -241,3 +241,33 @@ fn a_memory_fraction_of_the_whole_gpu_is_the_cause_of_the_servers_own_oom() {
     let other = WHOLE_GPU.replace("vllm serve", "python3 bench.py");
     assert_eq!(root(&other).0, Category::CudaOom);
 }
+
+/// A training script's OOM on a card where another user's vLLM engine
+/// holds most of the memory (a reduction of batch Y's 1745, an 8×H200 box
+/// shared by several accounts): the engine is a large titled process on
+/// the writer's own GPU, so not a rank of the script's job; fuser shows its
+/// launcher `vllm` alive beside it, so it is a running server (another
+/// process's memory), not a leftover. Without the launcher's rows, a vLLM
+/// engine the inputs show nothing more of is the leftover.
+#[test]
+fn a_colleagues_running_vllm_engine_on_the_writers_gpu_holds_it() {
+    let paste = "\
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 112.00 MiB. GPU 0 has a total capacity of 139.81 GiB of which 24.12 MiB is free. Process 1117159 has 127.15 GiB memory in use. Including non-PyTorch memory, this process has 12.62 GiB memory in use. Of the allocated memory 12.10 GiB is allocated by PyTorch, and 7.55 MiB is reserved by PyTorch but unallocated.
+$ sudo fuser -v /dev/nvidia*
+                     USER        PID ACCESS COMMAND
+/dev/nvidia0:        aiuser1   1116621 F.... vllm
+                     aiuser1   1117159 F...m VLLM::EngineCor
+";
+    let (category, pids, gpus, kills) = root(paste);
+    assert_eq!(category, Category::GpuMemoryHeldByOtherProcess, "{pids:?}");
+    assert!(pids.contains(&1117159) && gpus == [0], "{pids:?} {gpus:?}");
+    // Another user's running server: nothing to end.
+    assert_eq!(kills, 0);
+    // The engine alone (its launcher's row gone): a leftover engine.
+    let alone: String = paste
+        .lines()
+        .filter(|l| !l.contains(" vllm"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(root(&alone).0, Category::StaleServingInstance);
+}
