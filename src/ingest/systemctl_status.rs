@@ -151,6 +151,7 @@ impl Block {
                     .rsplit_once("; ")
                     .and_then(|(_, ago)| ago.strip_suffix(" ago"))
                     .and_then(span_secs);
+                status.since = since(value);
             }
             "Duration" => {
                 status.duration_secs = span_secs(value.trim());
@@ -345,6 +346,18 @@ pub fn read(lines: &[Line<'_>], facts: &mut Facts) -> Vec<usize> {
         b.finish(facts);
     }
     missed
+}
+
+/// The time after `since` in an `Active:` value (`inactive (dead) since Tue
+/// 2020-12-01 10:18:15 UTC; 5min ago`): the date and time as printed, the
+/// weekday and zone words dropped.
+fn since(value: &str) -> Option<chrono::NaiveDateTime> {
+    let (_, rest) = value.split_once(" since ")?;
+    let when = rest.split(';').next()?;
+    let mut words = when.split_whitespace().skip_while(|w| !w.contains('-'));
+    let date = words.next()?;
+    let time = words.next()?;
+    chrono::NaiveDateTime::parse_from_str(&format!("{date} {time}"), "%Y-%m-%d %H:%M:%S").ok()
 }
 
 /// The number of lines [`read`] did not recognise.

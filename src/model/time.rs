@@ -19,4 +19,18 @@ impl Timestamp {
     pub fn utc_seconds(&self) -> i64 {
         self.local.and_utc().timestamp() - i64::from(self.offset_secs.unwrap_or(0))
     }
+
+    /// Seconds from this time to `later`, a local wall clock printed with
+    /// its year (systemctl's `since Tue 2020-12-01 10:18:15 UTC`). When
+    /// this time's format had no year (`-o short`), `later` is read in the
+    /// year assumed for it, so that both are on the same calendar.
+    pub fn secs_to(&self, later: chrono::NaiveDateTime) -> Option<i64> {
+        use chrono::Datelike;
+        let later = if self.year_known {
+            later
+        } else {
+            later.with_year(self.local.year())?
+        };
+        Some((later - self.local).num_seconds())
+    }
 }

@@ -34,6 +34,11 @@ pub struct UnitStatus {
     /// How long the unit stayed in its present state (`Active: … since …;
     /// 12s ago`), in seconds: the `ago` systemctl printed.
     pub in_state_secs: Option<f64>,
+    /// When the unit entered its present state (`Active: inactive (dead)
+    /// since Tue 2020-12-01 10:18:15 UTC; 5min ago`), as printed: the
+    /// local wall clock, the zone word dropped. With PID 1's `Started` line
+    /// of the same run it says how long a run without `Duration:` lasted.
+    pub since: Option<chrono::NaiveDateTime>,
     /// How long its last run lasted (`Duration: 2.102s`, v250+ on a unit
     /// that is no longer running), in seconds, and its line.
     pub duration_secs: Option<f64>,
@@ -85,6 +90,7 @@ impl UnitStatus {
             processes: Vec::new(),
             drop_ins: Vec::new(),
             in_state_secs: None,
+            since: None,
             duration_secs: None,
             duration_span: None,
             triggered: false,

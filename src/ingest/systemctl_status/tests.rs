@@ -216,6 +216,11 @@ fn how_long_a_unit_ran_and_has_been_in_its_state() {
     assert_eq!(u.duration_secs, Some(2.102));
     assert_eq!(u.duration_span, Some(span(4)));
     assert_eq!(u.in_state_secs, Some(110.0));
+    // The wall clock of `since`, weekday and zone dropped.
+    assert_eq!(
+        u.since.map(|t| t.to_string()).as_deref(),
+        Some("2024-09-06 17:24:31")
+    );
     assert_eq!(
         u.main_exit.as_deref(),
         Some("code=exited, status=0/SUCCESS")
@@ -234,6 +239,10 @@ fn how_long_a_unit_ran_and_has_been_in_its_state() {
         (Some("deactivating"), Some("stop-sigterm"))
     );
     assert_eq!(u.in_state_secs, Some(12.0));
+    assert_eq!(
+        u.since.map(|t| t.to_string()).as_deref(),
+        Some("2024-08-07 12:11:53")
+    );
     assert_eq!(u.duration_secs, None);
 }
 

@@ -10,6 +10,8 @@ use crate::rules::support::confidence;
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::SourceId;
 
+mod stuck_shutdown;
+
 pub static RULE: SchedulerNoProgress = SchedulerNoProgress;
 
 pub struct SchedulerNoProgress;
@@ -29,8 +31,15 @@ static META: RuleMeta = RuleMeta {
     category: Category::ServerHang,
     severity: Severity::Error,
     summary: "the engine's status lines show requests running or waiting and nothing generated, to the end of the paste",
-    // The catalog rows' anchors, which `rules::anchors` adds for every run.
-    anchors: &[],
+    // The catalog rows' anchors, which `rules::anchors` adds for every run;
+    // uvicorn's shutdown lines (`stuck_shutdown`).
+    anchors: &[
+        "Waiting for background tasks to complete",
+        "Waiting for connections to close",
+        "Waiting for application shutdown",
+        "Application shutdown complete",
+        "Finished server process",
+    ],
     doc: r#"
 ## What it means
 vLLM logs its scheduler's state every few seconds while it has work: the
@@ -50,6 +59,14 @@ reqs`) with the cache at 0%, the scheduler preempted it and can never
 schedule it again: the sequence no longer fits the KV cache the GPU holds.
 That is a KV cache too small for the request (category
 `kv-cache-too-small`).
+
+When the status lines instead show progress to the last one, which has a
+request running with the KV cache at 95% or more, and after it the engine
+logs nothing while the server, asked to stop, waits for its requests in
+flight (uvicorn's `Waiting for background tasks to complete.`) and never
+finishes shutting down, the engine hung where it had to preempt the
+request: vLLM 0.2.x did so at KV exhaustion. That is a hang (category
+`server-hang`), at a lower confidence.
 
 ## Why it happens
 A hang: a collective or a CUDA graph that never returns, a deadlocked
@@ -144,6 +161,15 @@ impl Rule for SchedulerNoProgress {
             if !of.is_empty() {
                 out.push(finding(&of));
             }
+        }
+        if stalls.is_empty() {
+            // Progress to the last status line, then silence and a
+            // shutdown that never ends.
+            out.extend(
+                groups
+                    .iter()
+                    .find_map(|(_, g)| stuck_shutdown::finding(incident, g)),
+            );
         }
     }
 }

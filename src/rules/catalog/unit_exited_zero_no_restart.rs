@@ -11,6 +11,7 @@ use crate::rules::support::confidence;
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
+mod since;
 mod started;
 
 pub static RULE: UnitExitedZeroNoRestart = UnitExitedZeroNoRestart;
@@ -59,6 +60,11 @@ That is how a daemon that forks into the background (its vendor's unit says
 service. Only a unit whose description calls it a daemon, a server or a
 service, that lasted under a minute and that no timer, socket or path
 triggers is read so (a one-shot job ends the same way on purpose).
+Before systemd v250 the block has no `Duration:`: the run length is then
+read from PID 1's `Started` (or `Starting`) line of the run to the state's
+`since`, and a line of another process of the same program saying it
+received SIGTERM in that moment (OSSEC's `SIGNAL [(15)-(Terminated)]
+Received`) is the detached child systemd stopped with the cgroup.
 
 A unit whose pasted unit file says `Type=simple` (or no `Type=`, the
 default with `ExecStart=`) and whose journal shows `Started …` then, within
@@ -150,7 +156,11 @@ type Declared = (String, Span);
 /// (stop-sigterm)` with the main process already gone with status 0 and
 /// systemd stopping what is left (no `Duration:` yet), where a pasted unit
 /// file says `Type=simple`.
-fn gone_at_start(incident: &Incident, s: &UnitStatus) -> Option<(Option<f64>, Option<Declared>)> {
+/// What [`gone_at_start`] found: how long the run lasted, PID 1's
+/// `Started` line when the length comes from it, the declared `Type=`.
+type Gone = (Option<f64>, Option<Span>, Option<Declared>);
+
+fn gone_at_start(incident: &Incident, s: &UnitStatus) -> Option<Gone> {
     let dead =
         s.active_state.as_deref() == Some("inactive") && s.sub_state.as_deref() == Some("dead");
     let stopping = s.active_state.as_deref() == Some("deactivating")
@@ -176,9 +186,21 @@ fn gone_at_start(incident: &Incident, s: &UnitStatus) -> Option<(Option<f64>, Op
         Some(t) => t == "simple",
         None => false,
     };
-    let lasted = s.duration_secs.filter(|d| *d < SHORT_RUN_SECS);
+    // No `Duration:` (systemd before v250): PID 1's `Started` line to the
+    // `since` of the state.
+    let started = (s.duration_secs.is_none() && dead)
+        .then(|| since::run_from_started(incident, s))
+        .flatten();
+    let lasted = s
+        .duration_secs
+        .filter(|d| *d < SHORT_RUN_SECS)
+        .or(started.map(|(d, _)| d));
     let short = if dead { lasted.is_some() } else { simple };
-    (daemon && short && !stopped_on_request(incident, &s.unit)).then_some((lasted, declared))
+    (daemon && short && !stopped_on_request(incident, &s.unit)).then_some((
+        lasted,
+        started.map(|(_, span)| span),
+        declared,
+    ))
 }
 
 /// `systemctl status` of a daemon that is gone seconds after it started:
@@ -191,7 +213,7 @@ fn gone_at_start(incident: &Incident, s: &UnitStatus) -> Option<(Option<f64>, Op
 /// same, so the description must call the unit a daemon or a server and
 /// no timer, socket or path may trigger it.
 fn daemon_gone_at_start(incident: &Incident, s: &UnitStatus) -> Option<Finding> {
-    let (lasted, declared) = gone_at_start(incident, s)?;
+    let (lasted, started, declared) = gone_at_start(incident, s)?;
     let unit = &s.unit;
     let mut f = Finding::new(META.id, META.category, META.severity);
     f.entities.units.insert(unit.clone());
@@ -211,6 +233,12 @@ fn daemon_gone_at_start(incident: &Incident, s: &UnitStatus) -> Option<Finding> 
     if let Some(span) = s.duration_span {
         f.evidence(span, format!("its last run lasted {seconds}"));
     }
+    if let Some(span) = started {
+        f.evidence(
+            span,
+            format!("PID 1 started it {seconds} before the state's `since`"),
+        );
+    }
     if let Some(span) = s.main_pid_span {
         f.evidence(
             span,
@@ -218,6 +246,16 @@ fn daemon_gone_at_start(incident: &Incident, s: &UnitStatus) -> Option<Finding> 
                 "its main process{} exited by itself with status 0 (SUCCESS)",
                 pid.map_or(String::new(), |p| format!(" {p}"))
             ),
+        );
+    }
+    for (child, span) in started
+        .map(|at| since::children_stopped(incident, s, at))
+        .unwrap_or_default()
+    {
+        f.entities.pids.insert(child);
+        f.evidence(
+            span,
+            format!("its detached child {child} got SIGTERM the same moment: systemd stopping what was left of the unit's cgroup, not a crash"),
         );
     }
     let what = s.description.as_deref().unwrap_or(unit.as_str());
