@@ -39,10 +39,36 @@ static ROW: LazyLock<Regex> = LazyLock::new(|| {
 static GPU_NODE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^/dev/nvidia(?P<gpu>[0-9]+)$").expect("gpu node regex"));
 
+/// The one device node a typed `fuser` command names (`fuser -v
+/// /dev/nvidia0 2>&1 | grep -E "1816382|1816505"`): a filter may cut the
+/// row that names the file, so its rows take it. None for a glob or
+/// several files.
+pub(crate) fn one_node(command: &str) -> Option<String> {
+    let words: Vec<&str> = command
+        .split_whitespace()
+        .take_while(|w| !matches!(*w, "|" | ";" | "&&" | "||"))
+        .collect();
+    let at = words
+        .iter()
+        .position(|w| w.rsplit('/').next() == Some("fuser"))?;
+    let files: Vec<&str> = words[at + 1..]
+        .iter()
+        .copied()
+        .filter(|w| !w.starts_with('-') && !w.contains('>'))
+        .collect();
+    match files.as_slice() {
+        [one] if one.starts_with("/dev/") && !one.contains(['*', '?', '[']) => {
+            Some((*one).to_owned())
+        }
+        _ => None,
+    }
+}
+
 /// Whether trimmed `t` is fuser's header or one of its rows; a row on a
 /// device node is recorded in `facts` (a row without its file takes the
-/// file of the row just above it).
-pub(crate) fn line(t: &str, span: Span, facts: &mut Facts) -> bool {
+/// file of the row just above it, else `typed`: the one node the prompt's
+/// `fuser` names).
+pub(crate) fn line(t: &str, span: Span, facts: &mut Facts, typed: Option<&str>) -> bool {
     if t.starts_with("USER") {
         return HEADER.is_match(t);
     }
@@ -59,7 +85,10 @@ pub(crate) fn line(t: &str, span: Span, facts: &mut Facts) -> bool {
             Some(h) if h.span.source == span.source && h.span.line + 1 == span.line => {
                 h.file.clone()
             }
-            _ => return true,
+            _ => match typed {
+                Some(f) => f.to_owned(),
+                None => return true,
+            },
         },
     };
     let Ok(pid) = c["pid"].parse::<u32>() else {
@@ -96,10 +125,34 @@ mod tests {
                     source: SourceId(0),
                     line: i as u32 + 1,
                 };
-                line(l.trim(), span, &mut facts)
+                line(l.trim(), span, &mut facts, None)
             })
             .collect();
         (facts, read)
+    }
+
+    /// A typed `fuser` over one node, its rows filtered by `grep` (the
+    /// file's row cut): the command names the file. A glob names none.
+    #[test]
+    fn a_filtered_listing_takes_the_file_its_command_names() {
+        assert_eq!(
+            super::one_node("fuser -v /dev/nvidia0 2>&1 | grep -E \"1816382|1816505\"").as_deref(),
+            Some("/dev/nvidia0")
+        );
+        assert_eq!(super::one_node("sudo fuser -v /dev/nvidia*"), None);
+        assert_eq!(super::one_node("fuser -v /dev/nvidia0 /dev/nvidia1"), None);
+        let mut facts = Facts::default();
+        let span = Span {
+            source: SourceId(0),
+            line: 2,
+        };
+        assert!(line(
+            "alice  4412 F...m python",
+            span,
+            &mut facts,
+            Some("/dev/nvidia0")
+        ));
+        assert_eq!(facts.device_holders[0].gpu, Some(0));
     }
 
     /// dmlc/gluon-nlp#338: `sudo fuser -v /dev/nvidia*` on a p3.2xlarge,

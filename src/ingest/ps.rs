@@ -18,10 +18,11 @@ use crate::source::Span;
 /// A `ps -ef` row: `UID PID PPID C STIME TTY TIME CMD`, the start `19:08`,
 /// `Jun01` or `2024`, the terminal `?`, `pts/0` or `tty1`, the CPU time
 /// `00:54:48` or `1-02:03:04`; BSD's (macOS) prints the start `10:19AM` or
-/// `Tue05PM`, the terminal `??` or `ttys005` and the time `11:00.35`.
+/// `Tue05PM` (`2:23pm` in a lower-case locale, ome/openmicroscopy#5991),
+/// the terminal `??` or `ttys005` and the time `11:00.35`.
 static EF_ROW: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^\s*\S+\s+[0-9]+\s+[0-9]+\s+[0-9]+\s+(?:[0-9][0-9]:[0-9][0-9]|[A-Z][a-z]{2}[0-9][0-9]|[0-9]{4}|[0-9]{1,2}:[0-9][0-9][AP]M|[A-Z][a-z]{2}[0-9][0-9][AP]M)\s+(?:\?\??|pts/[0-9]+|tty[0-9A-Za-z_]*|console)\s+(?:(?:[0-9]+-)?[0-9][0-9]:[0-9][0-9]:[0-9][0-9]|[0-9]+:[0-9][0-9]\.[0-9][0-9])\s+\S",
+        r"^\s*\S+\s+[0-9]+\s+[0-9]+\s+[0-9]+\s+(?:[0-9][0-9]:[0-9][0-9]|[A-Z][a-z]{2}[0-9][0-9]|[0-9]{4}|[0-9]{1,2}:[0-9][0-9][AaPp][Mm]|[A-Z][a-z]{2}[0-9][0-9][AaPp][Mm])\s+(?:\?\??|pts/[0-9]+|tty[0-9A-Za-z_]*|console)\s+(?:(?:[0-9]+-)?[0-9][0-9]:[0-9][0-9]:[0-9][0-9]|[0-9]+:[0-9][0-9]\.[0-9][0-9])\s+\S",
     )
     .expect("ps -ef row regex")
 });

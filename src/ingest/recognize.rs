@@ -198,6 +198,8 @@ impl LineReader {
                 facts.container_rows.len(),
                 // A process of a tree (`pstree -p`).
                 facts.ps.len(),
+                // A holder of a GPU's device node (`fuser -v /dev/nvidia0`).
+                facts.device_holders.len(),
                 // A container's record, and each State field's line of it.
                 facts
                     .containers
@@ -212,7 +214,8 @@ impl LineReader {
             // ps` publishes, a GPU's last Xid in `dcgmi dmon`, a `dcgmi
             // diag` result or a row of its warning, a control plane's
             // instance, a container `docker inspect` shows, a process of a
-            // `pstree`) is cited: keep it.
+            // `pstree`, a holder of a device node in `fuser -v`) is cited:
+            // keep it.
             return if made(out.facts) != facts_before {
                 Read::Parsed
             } else {
@@ -352,6 +355,7 @@ impl LineReader {
     /// Counts a shell prompt line.
     pub(super) fn prompt(&mut self, line: &Line<'_>) {
         self.tally.note(LineKind::Prompt, line);
+        self.tables.prompt(line.text, line.span);
     }
 
     /// The recognisers in turn; `None` when none knows the line. Each

@@ -171,6 +171,9 @@ pub(crate) struct Tables {
     json: super::docker_inspect::Doc,
     /// A process tree (`pstree -p`, `ingest::pstree`).
     pstree: super::pstree::Tree,
+    /// The one device node the last prompt's `fuser` names: the file of
+    /// its rows when a filter (`| grep PID`) cut the row that names it.
+    fuser_file: Option<(Span, String)>,
 }
 
 /// Which of dcgmi's boxes a box is, when its header says.
@@ -248,6 +251,14 @@ enum Open {
 }
 
 impl Tables {
+    /// A shell prompt's line: remembers the device node a `fuser` over one
+    /// names (`fuser -v /dev/nvidia0 2>&1 | grep -E "…"`).
+    pub(crate) fn prompt(&mut self, text: &str, span: Span) {
+        self.fuser_file = super::detect::prompt_command(text)
+            .and_then(super::fuser::one_node)
+            .map(|f| (span, f));
+    }
+
     /// A blank line ends a column listing (a box has its borders).
     pub(crate) fn blank(&mut self) {
         if matches!(self.open, Some(Open::Columns { .. })) {
@@ -297,7 +308,15 @@ impl Tables {
             return true;
         }
         if socket_line(t, span, facts)
-            || super::fuser::line(t, span, facts)
+            || super::fuser::line(
+                t,
+                span,
+                facts,
+                self.fuser_file
+                    .as_ref()
+                    .filter(|(at, _)| at.source == span.source && at.line < span.line)
+                    .map(|(_, f)| f.as_str()),
+            )
             || self.pstree.line(text, span, facts)
         {
             return true;
@@ -393,7 +412,8 @@ impl Tables {
                 open_ended: ["COMMAND", "CMD", "ARGS", "NODELIST(REASON)", "NAME"]
                     .contains(&last.as_str()),
                 numbered: titles[0].ends_with("ID"),
-                nvtop: titles.starts_with(&["PID", "USER", "DEV", "TYPE"]),
+                nvtop: titles.starts_with(&["PID", "USER", "DEV", "TYPE"])
+                    || titles.starts_with(&["PID", "USER", "GPU", "TYPE", "GPU", "MEM"]),
                 docker: titles.starts_with(&["CONTAINER", "ID", "IMAGE"])
                     && titles.ends_with(&["PORTS", "NAMES"]),
                 compose: titles.starts_with(&["NAME", "IMAGE", "COMMAND", "SERVICE"]),
@@ -704,8 +724,11 @@ fn brackets(line: &str) -> (usize, usize) {
 /// (a row copied alone): PID, user, device, the type nvtop names
 /// (`Compute`, `Graphic`, `Both G+C`: src/interface.c), GPU use (`N/A` or a
 /// share), GPU memory in MiB and its share, CPU use, host memory, command.
+/// nvtop 1.x (Syllo/nvtop b126abb, src/interface.c: `"%6lluMB"`, `" %3.0f%%"`,
+/// `"%zuMB"`) has no GPU-use column and spells MiB `MB`; it prints `N/A`
+/// for a user and a command it cannot read.
 static NVTOP_ROW: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^[0-9]+\s+\S+\s+[0-9]+\s+(?:Compute|Graphic|Both G\+C)\s+(?:N/A|[0-9]+%)\s+[0-9]+MiB\s+[0-9]+%\s+[0-9]+%\s+[0-9]+(?:MiB|GiB|KiB|B)\s+\S")
+    Regex::new(r"^[0-9]+\s+\S+\s+[0-9]+\s+(?:Compute|Graphic|Both G\+C)\s+(?:(?:N/A|[0-9]+%)\s+)?[0-9]+Mi?B\s+[0-9]+%\s+[0-9]+%\s+[0-9]+(?:MiB|GiB|KiB|MB|GB|KB|B)\s+\S")
         .expect("nvtop row regex")
 });
 
@@ -724,9 +747,15 @@ fn nvtop_row(row: &str, span: Span, facts: &mut Facts) {
     let memory = cells
         .iter()
         .skip(4)
-        .position(|c| c.ends_with("MiB"))
+        .position(|c| c.ends_with("MiB") || c.ends_with("MB"))
         .map(|i| i + 4);
-    let used_mib = memory.and_then(|i| cells[i].trim_end_matches("MiB").parse().ok());
+    let used_mib = memory.and_then(|i| {
+        cells[i]
+            .trim_end_matches("MiB")
+            .trim_end_matches("MB")
+            .parse()
+            .ok()
+    });
     // Then CPU use, host memory, and the command.
     let name = memory
         .map(|i| cells.get(i + 4..).unwrap_or_default().join(" "))
@@ -940,6 +969,40 @@ We found 2 jobs on eureka running for 2 days.
                 (464506, Some(0), Some(152), "snip....", true),
             ]
         );
+    }
+
+    /// nvtop 1.x's rows (no GPU-use column, MiB spelled `MB`, `N/A` for
+    /// a process it cannot read): a reduction of the row in
+    /// theblackcat102.github.io's post "Kill zombie process using GPU
+    /// memory" (2020), under the header of Syllo/nvtop b126abb
+    /// src/interface.c; the second row assembled from the same format.
+    #[test]
+    fn nvtop_1_rows_are_gpu_processes() {
+        let (got, facts) = read_with_facts(
+            "\
+  PID USER GPU    TYPE  GPU MEM  CPU  HOST MEM Command
+ 5986  N/A   0 Compute    637MB   8%     0%       0MB N/A
+ 4411 alice  1 Compute   10240MB  62%   101%    2048MB python train.py
+",
+        );
+        assert_eq!(got, [true, true, true]);
+        let rows: Vec<_> = facts
+            .gpu_processes
+            .iter()
+            .map(|p| (p.pid, p.gpu_index, p.used_mib, p.name.as_str()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (5986, Some(0), Some(637), "N/A"),
+                (4411, Some(1), Some(10240), "python train.py")
+            ]
+        );
+        // The row alone, without its header.
+        let (got, facts) =
+            read_with_facts("5986            N/A   0 Compute    637MB   8%     0%       0MB N/A\n");
+        assert_eq!(got, [true]);
+        assert_eq!(facts.gpu_processes.len(), 1);
     }
 
     /// `docker ps` as pasted in https://github.com/DanTup/dgx_dashboard/issues/1

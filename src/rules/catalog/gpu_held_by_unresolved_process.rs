@@ -7,6 +7,7 @@
 //! the GPU is stopped (`T`): it holds its memory and runs nothing. Advice
 //! only.
 
+mod no_owner;
 mod null_owner;
 mod stopped;
 
@@ -26,7 +27,7 @@ static META: RuleMeta = RuleMeta {
     id: "gpu-held-by-unresolved-process",
     category: Category::GpuMemoryHeldByOtherProcess,
     severity: Severity::Error,
-    summary: "GPU memory held by processes that cannot release it: ones the tools cannot resolve (nvidia-smi's `Unknown Error`, gpustat's `(null)`: dead but unreleased, or in another PID namespace), or stopped ones (ps state `T`)",
+    summary: "GPU memory held by processes that cannot release it: ones the tools cannot resolve (nvidia-smi's `Unknown Error`, gpustat's `(null)`, nvtop's `N/A`: dead but unreleased, or in another PID namespace), or stopped ones (ps state `T`)",
     anchors: &[UNRESOLVED, null_owner::NO_PROCESS],
     doc: r#"
 ## What it means
@@ -55,6 +56,17 @@ nothing: nvidia-smi's row of the PID (`|    0   N/A  N/A      1395      C
 python      25081MiB |`) joined with its `ps` row (`thomased  1395 … pts/2
 Tl May25 147:37 python train.py …`) names the holder, its memory, its GPU
 and since when it exists (its START column).
+
+nvtop says it its way: a process row with memory in use and `N/A` for
+the user and the command (`5986  N/A  0 Compute  637MB …  N/A`), a PID it
+cannot read: gone from this PID namespace (`kill` answers "No such
+process") while the driver still accounts its memory, or in another
+container. `fuser -v /dev/nvidia*` in the same paste names who still has
+the GPU: the processes that map its device node (`F...m`) other than the
+desktop (Xorg, the compositor) and the viewers, most often children of the
+dead run that outlived their parent. With them it is an error naming
+their PIDs (end them, not the PID nvtop shows); without them a warning
+(nvtop also prints `N/A` for live processes it cannot read).
 
 ## How to confirm
 `ps -o pid,ppid,stat,lstart,cmd -p PID`: state `Z` (zombie) or `D`, or no
@@ -90,6 +102,9 @@ impl Rule for GpuHeldByUnresolvedProcess {
             out.push(f);
         }
         if let Some(f) = stopped::finding(incident) {
+            out.push(f);
+        }
+        if let Some(f) = no_owner::finding(incident) {
             out.push(f);
         }
         let held: Vec<_> = incident

@@ -10,11 +10,13 @@ use crate::correlate::{Incident, UnitEvent, UnitEventKind};
 use crate::rules::{Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
+mod copies;
 mod duplicates;
 mod engines;
 mod finding;
 mod gone;
 mod instances;
+mod killed_parent;
 mod left_over;
 mod managed;
 mod reservations;
@@ -90,6 +92,12 @@ table with full command lines), each holding a model's worth of memory, are
 leftovers too: one server runs one copy of each. Which copy is current the
 rows do not say, so the finding is a warning that names the command that
 settles it (`ps -o pid,ppid,lstart,etimes,cmd`) and scripts no signal.
+nvidia-smi's table names the executable only (`python`), which alone says
+nothing of the model; beside a backend of a product that runs one backend
+process per loaded model (LocalAI's `backend-assets/grpc/…`), two or more
+rows of one name holding exactly the same memory are that model loaded
+again, and read the same way. Elsewhere identical `python` rows may be a
+healthy server's workers, and are not read.
 
 Two process tables of one paste, the later listing only part of the
 earlier, are a run that stopped: processes of one program that the later
@@ -165,6 +173,23 @@ off), or started by hand. It is an error naming the PID, with the `ss` and
 `supervisorctl status` that settle it; it scripts no signal. With the
 manager as PID 1 (a container) or a master started with `--daemon` nothing
 is reported.
+
+A server killed at the prompt by its PID (`kill 1816382`) while a process
+tree of the paste (`pstree -p`, `ps -ef`) shows a child of it holding the
+GPU (fuser's `F...m` on `/dev/nvidia0`, a GPU process row: vLLM's
+`VLLM::EngineCore`) leaves that child running: a signal to one PID reaches
+that process only. A parent usually ends its children on its way out, so
+the finding is a warning, and an error when the paste asks about the child
+again after the kill (`ps -fp CHILD`); it names the child, its parent and
+its GPU, advises a kill of the process group, and scripts no signal.
+
+In a listing with PPIDs (`ps -ef`), processes that run the very command
+line of a live web server's master (`gunicorn`, `uvicorn`, `uwsgi` …, the
+parent of workers with that command line) but have PPID 1 and no child of
+their own are neither its workers nor a master: an earlier instance's
+orphaned worker, or an extra instance started beside the service (with
+SO_REUSEPORT both accept on its port). An error naming them, with the
+`ps`/`ss` that settles which; it scripts no signal.
 
 PPID 1 alone makes a bare `multiprocessing` worker a warning; it is an
 error when the inputs log its server's exit (uvicorn's `Finished server
@@ -307,18 +332,23 @@ impl Rule for StaleServingProcess {
         out.extend(runners::runners(incident, &named));
         out.extend(instances::instances(incident, &named));
         out.extend(engines::engines(incident, &named));
+        out.extend(killed_parent::killed_parents(incident, &named));
         out.extend(managed::managed(incident, &named));
         out.extend(stopped_job::stopped_jobs(incident));
         out.extend(terminating_pod::terminating_pods(incident));
         out.extend(reservations::dead_runs(incident));
         // PID 1's word alone, for the PIDs no part above reported.
-        let reported: BTreeSet<u32> = out
-            .iter()
-            .filter(|f| f.rule == META.id)
-            .flat_map(|f| f.entities.pids.iter().copied())
-            .chain(named.iter().copied())
-            .collect();
-        out.extend(left_over::left_over(incident, &reported));
+        let reported = |out: &Vec<Finding>| -> BTreeSet<u32> {
+            out.iter()
+                .filter(|f| f.rule == META.id)
+                .flat_map(|f| f.entities.pids.iter().copied())
+                .chain(named.iter().copied())
+                .collect()
+        };
+        let before = reported(out);
+        out.extend(copies::copies(incident, &before));
+        let before = reported(out);
+        out.extend(left_over::left_over(incident, &before));
     }
 }
 

@@ -50,13 +50,77 @@ pub(super) fn duplicates(incident: &Incident, named: &BTreeSet<u32>) -> Vec<Find
         if copies.len() < 2 {
             continue;
         }
-        out.push(finding(incident, gpu, cmd, &copies));
+        out.push(finding(incident, gpu, cmd, &copies, None));
+    }
+    out.extend(backend_copies(incident, named));
+    out
+}
+
+/// Serving products that run one backend process per loaded model, by a
+/// mark of their backends' command lines: LocalAI's gRPC backends
+/// (`…/backend-assets/grpc/llama-cpp-avx2`, its Python backends under
+/// `backend/python/`).
+const ONE_BACKEND_PER_MODEL: &[(&str, &str)] = &[
+    ("backend-assets/grpc/", "LocalAI"),
+    ("backend/python/", "LocalAI"),
+];
+
+/// The product whose backend runs on `gpu`, and that backend's row.
+fn backend_product(incident: &Incident, gpu: u32) -> Option<(&'static str, &GpuProcess)> {
+    incident.gpu_processes.iter().find_map(|g| {
+        let (_, product) = ONE_BACKEND_PER_MODEL
+            .iter()
+            .find(|(mark, _)| g.gpu == Some(gpu) && g.name.contains(mark))?;
+        Some((*product, g))
+    })
+}
+
+/// Rows a process table names by the executable alone (`python`), on a GPU
+/// where a product that runs one backend per loaded model runs a backend:
+/// two or more of one name holding exactly the same memory, a model's
+/// worth, are the same model's backend loaded again, and all but one are
+/// left over (mudler/LocalAI#2866: backends its watchdog no longer tracks
+/// keep their memory). A bare name alone, elsewhere, may be a healthy
+/// server's workers (one model per worker), and is not read.
+fn backend_copies(incident: &Incident, named: &BTreeSet<u32>) -> Vec<Finding> {
+    let mut groups: BTreeMap<(u32, &str, u64), Vec<&GpuProcess>> = BTreeMap::new();
+    for g in &incident.gpu_processes {
+        let (Some(gpu), Some(used)) = (g.gpu, g.used_mib) else {
+            continue;
+        };
+        if used < LOADED_MIB || named.contains(&g.pid) || is_serving(&g.name, None) {
+            continue;
+        }
+        groups
+            .entry((gpu, same_command(&g.name), used))
+            .or_default()
+            .push(g);
+    }
+    let mut out = Vec::new();
+    for ((gpu, cmd, used), copies) in groups {
+        if copies.len() < 2 {
+            continue;
+        }
+        let Some((product, backend)) = backend_product(incident, gpu) else {
+            continue;
+        };
+        let why = format!(
+            "each holds exactly {used}MiB, beside {product}'s backend `{}` (PID {}): {product} runs one backend process per loaded model, so identical ones are the same model loaded again",
+            backend.name, backend.pid
+        );
+        out.push(finding(incident, gpu, cmd, &copies, Some(why)));
     }
     out
 }
 
 /// The finding for the copies of one command on one GPU.
-fn finding(incident: &Incident, gpu: u32, cmd: &str, copies: &[&GpuProcess]) -> Finding {
+fn finding(
+    incident: &Incident,
+    gpu: u32,
+    cmd: &str,
+    copies: &[&GpuProcess],
+    why: Option<String>,
+) -> Finding {
     // The rest of the GPU: the job that has to share it.
     let others: Vec<&GpuProcess> = incident
         .gpu_processes
@@ -104,10 +168,17 @@ fn finding(incident: &Incident, gpu: u32, cmd: &str, copies: &[&GpuProcess]) -> 
         ),
         true,
     );
-    f.condition(
-        "the rows show the whole command lines (not cut by the viewer)",
-        !copies.iter().any(|g| g.name_truncated),
-    );
+    match &why {
+        None => {
+            f.condition(
+                "the rows show the whole command lines (not cut by the viewer)",
+                !copies.iter().any(|g| g.name_truncated),
+            );
+        }
+        Some(why) => {
+            f.condition(why.clone(), true);
+        }
+    }
     f.condition(
         "start times or parents tell the current copy from the leftovers (missing: ps -o pid,ppid,lstart,etimes,cmd)",
         false,
@@ -117,12 +188,7 @@ fn finding(incident: &Incident, gpu: u32, cmd: &str, copies: &[&GpuProcess]) -> 
         copies.len(),
         pids.join(", ")
     );
-    f.headline = format!(
-        "GPU {gpu} holds {} copies of the same serving command `{cmd}` (PIDs {}), {} between them: a server runs one copy of each, so the others are most likely left over from earlier runs and keep their memory (inferred: the rows do not show which copy is current).",
-        copies.len(),
-        pids.join(", "),
-        mib(Some(held))
-    );
+    f.headline = headline(gpu, cmd, copies.len(), &pids, held, why.as_deref());
     if !others.is_empty() {
         f.chain.push(format!(
             "the other work on GPU {gpu} gets only what the copies leave"
@@ -136,6 +202,40 @@ fn finding(incident: &Incident, gpu: u32, cmd: &str, copies: &[&GpuProcess]) -> 
     f.chain
         .push("all but one of them outlived the runs that started them".to_owned());
     f.explanation = "A model server (or its runner) loads a model once per command line; identical copies on one GPU, each with a model's worth of memory, are earlier instances that nothing stopped. Whatever runs next on the GPU gets only what they leave, and may fall back to the CPU or fail to start.".to_owned();
+    push_actions(&mut f, &pids);
+    f.confidence = confidence(&f, 0.4, 0.7);
+    f
+}
+
+/// The headline: why the copies are leftovers, with the reason identical
+/// bare-named rows are copies (`why`) where they are.
+fn headline(
+    gpu: u32,
+    cmd: &str,
+    n: usize,
+    pids: &[String],
+    held: u64,
+    why: Option<&str>,
+) -> String {
+    match why {
+        None => format!(
+            "GPU {gpu} holds {} copies of the same serving command `{cmd}` (PIDs {}), {} between them: a server runs one copy of each, so the others are most likely left over from earlier runs and keep their memory (inferred: the rows do not show which copy is current).",
+            n,
+            pids.join(", "),
+            mib(Some(held))
+        ),
+        Some(why) => format!(
+            "GPU {gpu} holds {} `{cmd}` processes (PIDs {}), {} between them; {why}: all but one are most likely left over and keep their memory (inferred: the rows do not show which copy is current).",
+            n,
+            pids.join(", "),
+            mib(Some(held))
+        ),
+    }
+}
+
+/// The steps: tell the current copy from the leftovers, stop those, make
+/// the starter stop what it starts.
+fn push_actions(f: &mut Finding, pids: &[String]) {
     f.actions.push(Action::advice(
         "tell the current copy from the leftovers by their start times and parents",
         Some(&format!(
@@ -151,8 +251,6 @@ fn finding(incident: &Incident, gpu: u32, cmd: &str, copies: &[&GpuProcess]) -> 
         "make whatever starts the server stop it and its children when it is done (a test harness, a script, a unit with KillMode=control-group)",
         None,
     ));
-    f.confidence = confidence(&f, 0.4, 0.7);
-    f
 }
 
 #[cfg(test)]

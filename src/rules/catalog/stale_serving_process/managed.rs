@@ -41,11 +41,12 @@ const MANAGERS: &[&str] = &["supervisord", "circusd"];
 
 /// The server a command line runs, by the first of its words (after an
 /// interpreter and its options) whose basename is one of [`SERVERS`].
-fn server_of(cmd: &str) -> Option<&'static str> {
+pub(super) fn server_of(cmd: &str) -> Option<&'static str> {
     let mut words = cmd.split_whitespace();
     let mut word = words.next()?;
     let base = |w: &str| w.rsplit('/').next().unwrap_or(w).to_owned();
-    if base(word).starts_with("python") {
+    // macOS's framework interpreter is `…/MacOS/Python`.
+    if base(word).to_ascii_lowercase().starts_with("python") {
         // `python3 [-Es] /opt/env/bin/gunicorn …`, `python -m uvicorn …`.
         loop {
             word = words.next()?;

@@ -6,6 +6,6 @@
 //! (address_already_in_use/) read them through here.
 
 pub(crate) use crate::correlate::programs::{
-    COMM_LEN, DEFAULT_PORTS, Engine, Role, Spelling, classify, default_port_of, defaults_on,
-    is_server, is_worker_title, worker_title,
+    COMM_LEN, DEFAULT_PORTS, ENGINES, Engine, Role, Spelling, classify, default_port_of,
+    defaults_on, is_server, is_worker_title, worker_title,
 };
