@@ -469,7 +469,9 @@ fn advise(f: &mut Finding, death: &Death) {
 mod tests {
     use crate::rules::{Category, Severity};
 
-    fn deaths(text: &str) -> Vec<crate::rules::Finding> {
+    /// The findings of this rule alone on `text`; the submodules' tests
+    /// ask it too.
+    pub(super) fn deaths(text: &str) -> Vec<crate::rules::Finding> {
         crate::testing::findings_of(super::META.id, text)
     }
 

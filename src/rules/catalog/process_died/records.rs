@@ -219,9 +219,7 @@ fn absorb(o: &mut Death, d: Death) {
 mod tests {
     use crate::rules::Severity;
 
-    fn deaths(text: &str) -> Vec<crate::rules::Finding> {
-        crate::testing::findings_of(super::super::META.id, text)
-    }
+    use super::super::tests::deaths;
 
     /// https://github.com/ollama/ollama/issues/5352: Ollama's account and
     /// coredumpctl's of one abort are one death, with coredumpctl's PID

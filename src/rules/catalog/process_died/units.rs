@@ -175,9 +175,7 @@ pub(super) fn say_failed(f: &mut crate::rules::Finding, death: &Death) {
 mod tests {
     use crate::rules::{Category, Severity};
 
-    fn deaths(text: &str) -> Vec<crate::rules::Finding> {
-        crate::testing::findings_of(super::super::META.id, text)
-    }
+    use super::super::tests::deaths;
 
     /// A unit whose process dies once with nothing printed before it is
     /// the unit's failure; the same death after the program's own error

@@ -92,9 +92,7 @@ pub(super) fn recast(
 mod tests {
     use crate::rules::{Category, Severity};
 
-    fn deaths(text: &str) -> Vec<crate::rules::Finding> {
-        crate::testing::findings_of(super::super::META.id, text)
-    }
+    use super::super::tests::deaths;
 
     /// systemd's watchdog kills a unit it judged hung with WatchdogSignal=
     /// (SIGABRT by default): the `6/ABRT` exit is that kill, not a crash
