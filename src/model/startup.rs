@@ -87,6 +87,13 @@ pub enum Uvicorn {
     ShuttingDown,
     /// `Finished server process [2231]`.
     FinishedProcess { pid: u32 },
+    /// `Waiting for background tasks to complete.`, `Waiting for
+    /// connections to close.`: a graceful shutdown waiting for the
+    /// requests in flight (uvicorn/server.py `shutdown()`).
+    WaitingForRequests,
+    /// `Waiting for application shutdown.`, `Application shutdown
+    /// complete.`: the shutdown got past the requests in flight.
+    ShutdownProceeding,
     /// `[Errno 98] error while attempting to bind on address ('0.0.0.0',
     /// 30000): address already in use`.
     BindFailed {

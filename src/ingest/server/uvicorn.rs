@@ -56,6 +56,14 @@ pub(super) fn parse(text: &str) -> Option<Option<Uvicorn>> {
         Some(Uvicorn::StartupComplete)
     } else if msg.starts_with("Shutting down") {
         Some(Uvicorn::ShuttingDown)
+    } else if msg.starts_with("Waiting for background tasks to complete")
+        || msg.starts_with("Waiting for connections to close")
+    {
+        Some(Uvicorn::WaitingForRequests)
+    } else if msg.starts_with("Waiting for application shutdown")
+        || msg.starts_with("Application shutdown complete")
+    {
+        Some(Uvicorn::ShutdownProceeding)
     } else if let Some(c) = BIND.captures(msg) {
         Some(Uvicorn::BindFailed {
             host: c["host"].to_owned(),
@@ -67,4 +75,42 @@ pub(super) fn parse(text: &str) -> Option<Option<Uvicorn>> {
         None
     };
     Some(event)
+}
+
+#[cfg(test)]
+mod shutdown_tests {
+    use super::parse;
+    use crate::model::Uvicorn;
+
+    /// A graceful shutdown's wait for the requests in flight, and the lines
+    /// that say it got past them (vllm-project/vllm#1879, a vLLM
+    /// APIServer's `INFO:     Application shutdown complete.`).
+    #[test]
+    fn the_shutdowns_wait_and_its_end_are_read() {
+        for (line, want) in [
+            (
+                "INFO:     Waiting for background tasks to complete. (CTRL+C to force quit)",
+                Uvicorn::WaitingForRequests,
+            ),
+            (
+                "INFO:     Waiting for connections to close. (CTRL+C to force quit)",
+                Uvicorn::WaitingForRequests,
+            ),
+            (
+                "INFO:     Waiting for application shutdown.",
+                Uvicorn::ShutdownProceeding,
+            ),
+            (
+                "INFO:     Application shutdown complete.",
+                Uvicorn::ShutdownProceeding,
+            ),
+        ] {
+            assert_eq!(parse(line), Some(Some(want)), "{line}");
+        }
+        // Another program's words at another column are not uvicorn's.
+        assert_eq!(
+            parse("INFO: Waiting for background tasks to complete."),
+            None
+        );
+    }
 }

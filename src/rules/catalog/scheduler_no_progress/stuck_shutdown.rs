@@ -5,34 +5,16 @@
 //! `GPU KV cache usage` climbing to 97.3%, then silence; Ctrl-C reaches
 //! uvicorn's `Waiting for background tasks to complete.` and no further).
 
-use std::sync::LazyLock;
-
-use regex::Regex;
-
 use super::{META, Status, state};
 use crate::correlate::Incident;
-use crate::model::Message;
-use crate::rules::support::{confidence, matches};
+use crate::model::{ServerEventKind, Uvicorn};
+use crate::rules::support::confidence;
 use crate::rules::{Action, Category, Finding};
+use crate::source::Span;
 
 /// KV cache usage, in percent, from which a running request is about to
 /// need preemption (the engine swaps or recomputes to go on).
 const NEAR_FULL_KV_PCT: f64 = 95.0;
-
-/// uvicorn's graceful shutdown waiting for the tasks of requests still in
-/// flight (uvicorn/server.py `shutdown()`).
-static WAITING: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"Waiting for background tasks to complete\.|Waiting for connections to close\.")
-        .expect("regex")
-});
-
-/// What follows a shutdown that finished: uvicorn's and the server's own.
-static FINISHED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"Waiting for application shutdown|Application shutdown complete|Finished server process",
-    )
-    .expect("regex")
-});
 
 /// The finding, when the last status line of `lines` (one input, in order)
 /// has a request running at `NEAR_FULL_KV_PCT` or more, no status line
@@ -45,16 +27,30 @@ pub(super) fn finding(incident: &Incident, lines: &[&Status]) -> Option<Finding>
         return None;
     }
     let source = last.m.span.source;
-    let after = |m: &Message| m.span.source == source && m.span > last.m.span;
-    let (wait, _) = matches(incident, &WAITING)
-        .filter(|(m, _)| after(m))
-        .last()?;
-    if incident
-        .facts
-        .messages
-        .iter()
-        .any(|m| after(m) && m.span > wait.span && FINISHED.is_match(&m.text))
-    {
+    let after = |span: Span| span.source == source && span > last.m.span;
+    // uvicorn's shutdown lines after the last status line: the last wait
+    // for the requests in flight, and nothing of a shutdown getting past it.
+    let shutdown = || {
+        incident
+            .facts
+            .server_events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                ServerEventKind::Uvicorn(u) if after(e.span) => Some((e.span, u)),
+                _ => None,
+            })
+    };
+    let wait = shutdown()
+        .filter(|(_, u)| matches!(u, Uvicorn::WaitingForRequests))
+        .map(|(span, _)| span)
+        .next_back()?;
+    if shutdown().any(|(span, u)| {
+        span > wait
+            && matches!(
+                u,
+                Uvicorn::ShutdownProceeding | Uvicorn::FinishedProcess { .. }
+            )
+    }) {
         return None;
     }
     let mut f = Finding::new(META.id, Category::ServerHang, META.severity);
@@ -72,7 +68,7 @@ pub(super) fn finding(incident: &Incident, lines: &[&Status]) -> Option<Finding>
         ),
     );
     f.evidence(
-        wait.span,
+        wait,
         "asked to stop, the server waits for the request in flight and never finishes shutting down",
     );
     f.condition(
