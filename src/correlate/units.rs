@@ -13,6 +13,9 @@ use crate::source::Span;
 pub enum UnitEventKind {
     Starting,
     Started,
+    /// `Stopping X...`: a stop job began (an operator's `systemctl stop`
+    /// or `restart`, a shutdown, a dependency going away).
+    Stopping,
     Stopped,
     FailedToStart,
     MainProcessExited {
@@ -537,6 +540,7 @@ pub fn collect(facts: &Facts) -> BTreeMap<String, UnitFacts> {
                 let kind = match &c["verb"] {
                     "Starting" => UnitEventKind::Starting,
                     "Started" => UnitEventKind::Started,
+                    "Stopping" => UnitEventKind::Stopping,
                     "Stopped" => UnitEventKind::Stopped,
                     _ => continue,
                 };

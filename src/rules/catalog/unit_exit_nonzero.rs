@@ -3,7 +3,10 @@
 
 mod exec;
 mod failure;
+mod reasons;
 mod steps;
+mod stop;
+use reasons::Reasons;
 
 use crate::correlate::{
     Incident, UnitEventKind, UnitFacts, bare_last_words, exit_meaning, last_words, states_reason,
@@ -72,6 +75,11 @@ listed under `Drop-In:` are cited: a changed `ExecStart=` is the usual
 cause of a start command that fails. Otherwise the finding stays a generic
 fallback.
 
+An exit after PID 1's `Stopping X...` answers a stop that was asked for:
+programs that exit 1 or 143 on SIGTERM leave systemd's `Failed with result
+'exit-code'` though nothing broke. With no error of its own before it, it
+is an info finding naming the stop and `SuccessExitStatus=`.
+
 ## Why it happens
 Any unhandled error. This rule is the fallback: a more specific finding of
 the same report, when there is one, names the cause; otherwise the last
@@ -96,7 +104,13 @@ impl Rule for UnitExitNonzero {
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         for (unit, facts) in &incident.units {
             let exits = exits_of(incident, unit, facts);
-            let Some(exit) = exits.first() else {
+            // An exit that answers a requested stop is said only when
+            // no other exit of the unit is in the inputs.
+            let Some(exit) = exits
+                .iter()
+                .find(|e| e.control || stop::requested(facts, e.span).is_none())
+                .or(exits.first())
+            else {
                 continue;
             };
             // Not if: the Fabric Manager failing on a host without NVSwitch
@@ -109,18 +123,6 @@ impl Rule for UnitExitNonzero {
             out.push(finding(incident, unit, facts, exit, exits.len()));
         }
     }
-}
-
-/// Whether `unit` is the only unit of the inputs whose main process
-/// exited with one of systemd's own statuses (a line of systemd's about a
-/// command that names no unit is about it).
-fn only_unit_systemd_failed(incident: &Incident, unit: &str) -> bool {
-    let mut failed = incident.units.iter().filter(|(name, facts)| {
-        exits_of(incident, name, facts)
-            .iter()
-            .any(|e| exec::is_systemds(&e.status))
-    });
-    failed.next().is_some_and(|(name, _)| name == unit) && failed.next().is_none()
 }
 
 /// One exit of a unit's main process with a failure status: the status
@@ -223,43 +225,40 @@ fn finding(
     n: usize,
 ) -> Finding {
     let (status, span) = (&*exit.status, exit.span);
-    let words = last_words(incident, unit, span);
-    // A paste of the unit's own output without the journal's prefix.
-    let bare = if words.lines.is_empty() {
-        bare_last_words(incident, unit, span)
-    } else {
-        Vec::new()
-    };
-    let last_exception = last_exception_before(incident, span)
-        .filter(|(s, _, _)| !bare.iter().any(|m| m.span == *s));
-    // Without an exception (which the server's own rules classify),
-    // the unit's last error lines are its stated reason.
-    let stated = stated_reason(&words, &bare).filter(|_| last_exception.is_none());
+    let Reasons {
+        words,
+        bare,
+        last_exception,
+        stated,
+        exec,
+    } = Reasons::of(incident, unit, status, span);
     let failed = failure::Failed::of(incident, facts);
-    // systemd's own word on the command it could not execute, unless an
-    // exception before the exit says more.
-    let exec = exec::of(
-        incident,
-        unit,
-        status,
-        span,
-        only_unit_systemd_failed(incident, unit),
-    )
-    .filter(|_| last_exception.is_none());
-    // systemd's own account of a failed start or of a restart below the
-    // start limit makes the exit a unit failure even when the unit's
-    // own lines are not in the inputs.
-    let by_systemd = stated.is_none() && last_exception.is_none() && failed.is_failure();
     // One of systemd's own statuses: it failed at a step of setting up the
     // process, and the command never ran (a unit failure whatever else
     // the inputs say).
     let setup = exec::systemd_step(status).is_some();
+    // The main process's answer to a stop that was asked for, with no
+    // error of its own: its status is all that is wrong.
+    let quiet = stated.is_none() && last_exception.is_none() && exec.is_none() && !setup;
+    let stopping = (quiet && !exit.control)
+        .then(|| stop::requested(facts, span))
+        .flatten();
+    // systemd's own account of a failed start or of a restart below the
+    // start limit makes the exit a unit failure even when the unit's
+    // own lines are not in the inputs.
+    let by_systemd =
+        stated.is_none() && last_exception.is_none() && stopping.is_none() && failed.is_failure();
     let category = if stated.is_some() || by_systemd || exec.is_some() || setup {
         Category::UnitCrashLoop
     } else {
         META.category
     };
-    let mut f = Finding::new(META.id, category, META.severity);
+    let severity = if stopping.is_some() {
+        Severity::Info
+    } else {
+        META.severity
+    };
+    let mut f = Finding::new(META.id, category, severity);
     f.entities.units.insert(unit.to_owned());
     f.entities.pids.extend(words.pids.iter().copied());
     f.entities.pids.extend(exit.pid);
@@ -313,6 +312,9 @@ fn finding(
         first.into_iter().chain(words.lines.iter().copied()),
     );
     f.confidence = confidence(&f, 0.3, 0.5);
+    if let Some(stopping) = stopping {
+        stop::explain(&mut f, unit, status, stopping);
+    }
     f
 }
 
@@ -438,24 +440,6 @@ fn name_first(headline: &mut String, first: Option<&crate::model::JournalEntry>)
     }
 }
 
-/// The stated reason: the unit's last error lines in the journal, else
-/// the bare lines of its output the paste shows.
-fn stated_reason(
-    words: &crate::correlate::LastWords<'_>,
-    bare: &[&crate::model::Message],
-) -> Option<(Span, String)> {
-    words
-        .reason()
-        .map(|e| (e.span, e.message.clone()))
-        .or_else(|| {
-            bare.iter()
-                .rev()
-                .find(|m| states_reason(&m.text))
-                .or(bare.last())
-                .map(|m| (m.span, m.text.trim().to_owned()))
-        })
-}
-
 /// Advice on the unit's sandboxing when its last words say a path was
 /// refused.
 fn advise_refused(f: &mut Finding, unit: &str, stated: &Option<(Span, String)>) {
@@ -509,21 +493,6 @@ static DENIED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
     )
     .expect("denied regex")
 });
-
-/// The last exception before the exit at `span`, if the log has one: its
-/// span, name and message.
-fn last_exception_before(incident: &Incident, span: Span) -> Option<(Span, &String, &String)> {
-    incident
-        .facts
-        .server_events
-        .iter()
-        .rev()
-        .filter(|e| e.span.source != span.source || e.span.line < span.line)
-        .find_map(|e| match &e.kind {
-            ServerEventKind::Exception(x) => Some((e.span, &x.name, &x.message)),
-            _ => None,
-        })
-}
 
 /// The finding's headline: the exit with the exception that ended it, or
 /// the unit's stated last words, or the exit status's meaning alone.

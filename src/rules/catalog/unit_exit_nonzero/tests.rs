@@ -407,3 +407,37 @@ fn a_step_failure_alone_is_the_units_exit_with_the_steps_status() {
         f[0].evidence
     );
 }
+
+/// traccar/traccar#4121: `systemctl restart traccar`, the journal in order
+/// (the issue quotes it newest first): the JVM exits 143 on the restart's
+/// SIGTERM. The next run's own exit, with no stop before it, is a failure.
+const RESTART: &str = "Oct 24 06:17:09 pinnacle systemd[1]: Stopping traccar...
+Oct 24 06:17:10 pinnacle systemd[1]: traccar.service: Main process exited, code=exited, status=143/n/a
+Oct 24 06:17:10 pinnacle systemd[1]: traccar.service: Failed with result 'exit-code'.
+Oct 24 06:17:10 pinnacle systemd[1]: Stopped traccar.
+Oct 24 06:17:10 pinnacle systemd[1]: Started traccar.
+Oct 24 06:19:41 pinnacle systemd[1]: traccar.service: Main process exited, code=exited, status=1/FAILURE
+Oct 24 06:19:41 pinnacle systemd[1]: traccar.service: Failed with result 'exit-code'.
+";
+
+#[test]
+fn an_exit_answering_a_requested_stop_is_information_and_a_later_one_is_not() {
+    let stop_only: String = RESTART.lines().take(4).map(|l| format!("{l}\n")).collect();
+    let f = findings(&stop_only);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].severity, crate::rules::Severity::Info);
+    assert_eq!(f[0].category, Category::Unknown);
+    assert!(f[0].title.contains("when it was stopped"), "{}", f[0].title);
+    assert!(f[0].evidence.iter().any(|e| e.span.line == 1), "{f:?}");
+    assert!(
+        f[0].actions
+            .iter()
+            .any(|a| a.describe().contains("SuccessExitStatus=143")),
+        "{f:?}"
+    );
+    // The run after the restart exits by itself: its failure stands.
+    let f = findings(RESTART);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].severity, crate::rules::Severity::Error);
+    assert_eq!(f[0].category, Category::UnitCrashLoop);
+}
