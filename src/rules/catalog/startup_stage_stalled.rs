@@ -190,7 +190,13 @@ struct Startup<'a> {
     nccl: std::collections::BTreeSet<Span>,
     /// Progress bars at their first draw (`0/1000 [00:00<?, ?it/s]`).
     zero_bars: Vec<Span>,
+    /// Stage lines of nccl-tests (its rank rows, its table's header): the
+    /// start-up is a benchmark's, not a server's.
+    benchmark: bool,
 }
+
+/// The rows of nccl-tests' own output (catalogs/startup.toml).
+const NCCL_TESTS_ROWS: &str = "startup.nccl-tests-";
 
 /// The row of a progress bar at its first draw (catalogs/startup.toml).
 const ZERO_BAR: &str = "startup.progress-bar-at-zero";
@@ -255,6 +261,7 @@ impl Rule for StartupStageStalled {
             if k.hit.row.is_some_and(|r| r.id.starts_with(NCCL_ROWS)) {
                 startup.nccl.insert(message.span);
             }
+            startup.benchmark |= k.hit.row.is_some_and(|r| r.id.starts_with(NCCL_TESTS_ROWS));
         }
         for startup in by_input.values() {
             if let Some(f) = stalled(incident, startup) {
@@ -313,6 +320,7 @@ fn startup_of<'a, 'b>(
         ranks: BTreeMap::new(),
         nccl: Default::default(),
         zero_bars: Vec::new(),
+        benchmark: false,
     })
 }
 

@@ -232,18 +232,50 @@ pub(super) fn cite_context(
     }
 }
 
+/// Whose start-up it is: a model server's, a training job's, or a
+/// benchmark's (nccl-tests), as its stage lines say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Runner {
+    Server,
+    TrainingJob,
+    Benchmark,
+}
+
+impl Runner {
+    /// What the headline calls it.
+    pub(super) fn noun(self) -> &'static str {
+        match self {
+            Runner::Server => "server",
+            Runner::TrainingJob => "training job",
+            Runner::Benchmark => "nccl-tests run",
+        }
+    }
+
+    /// The first link of the causal chain: what never happened.
+    pub(super) fn never(self, ready_reached: bool) -> &'static str {
+        match self {
+            Runner::TrainingJob => "the training job never logged a step",
+            Runner::Benchmark => "the benchmark never printed a result row",
+            Runner::Server if ready_reached => {
+                "the server or worker was up, but its work stopped advancing"
+            }
+            Runner::Server => "the server never became ready",
+        }
+    }
+}
+
 /// The headline: the stage the start-up hung at, the words of the line
 /// where it began, and how long nothing followed it (until someone gave
 /// up, or to the end of the log).
 pub(super) fn headline(
     stage_name: &str,
     quote: Option<&str>,
-    training: bool,
+    runner: Runner,
     gave_up: bool,
     silence: Option<i64>,
 ) -> String {
     let quote = quoted(quote);
-    let who = if training { "training job" } else { "server" };
+    let who = runner.noun();
     format!(
         "The {who}'s start-up hung at this stage: {stage_name}{quote}. Nothing followed it{}.",
         match (gave_up, silence) {

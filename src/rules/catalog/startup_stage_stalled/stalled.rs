@@ -2,7 +2,7 @@
 //! the furthest stage, the line that gave up waiting, the conditions that
 //! corroborate it, and the steps for the stage.
 
-use super::advice::{cite_context, headline};
+use super::advice::{Runner, cite_context, headline};
 use super::ranks::{Connecting, clip, nccl_init_says_nothing_waits, ranks_seen, still_connecting};
 use super::*;
 use crate::rules::Action;
@@ -239,11 +239,17 @@ fn tell(f: &mut Finding, startup: &Startup<'_>, s: &Stall<'_>, why: &str) {
         return;
     }
     f.title = format!("the start-up stopped making progress at: {stage_name}");
-    let training = s.reached == Stage::Training;
+    let runner = if s.reached == Stage::Training {
+        Runner::TrainingJob
+    } else if startup.benchmark {
+        Runner::Benchmark
+    } else {
+        Runner::Server
+    };
     f.headline = headline(
         stage_name,
         s.quote.as_deref(),
-        training,
+        runner,
         s.gave_up.is_some(),
         s.silence,
     );
@@ -251,16 +257,8 @@ fn tell(f: &mut Finding, startup: &Startup<'_>, s: &Stall<'_>, why: &str) {
         f.headline.push(' ');
         f.headline.push_str(&seen);
     }
-    f.chain.push(
-        if training {
-            "the training job never logged a step"
-        } else if s.reached == Stage::Ready {
-            "the server or worker was up, but its work stopped advancing"
-        } else {
-            "the server never became ready"
-        }
-        .to_owned(),
-    );
+    f.chain
+        .push(runner.never(s.reached == Stage::Ready).to_owned());
     f.chain
         .push(format!("its start-up went silent at: {stage_name}"));
     if s.ignored.is_some() {
