@@ -18,7 +18,8 @@ pub(super) fn unit_deaths(incident: &Incident) -> Vec<Death> {
         if facts.restarts() >= 2 {
             continue;
         }
-        let (exit, control) = process_exit(facts);
+        let exit = process_exit(facts);
+        let control = exit.as_ref().is_some_and(|e| e.control);
         let result = facts.events.iter().find_map(|e| match &e.kind {
             UnitEventKind::FailedWithResult(r) if r == "core-dump" || r == "signal" => {
                 Some((e.span, r.clone()))
@@ -34,7 +35,13 @@ pub(super) fn unit_deaths(incident: &Incident) -> Vec<Death> {
                     .is_some_and(|r| r == "core-dump" || r == "signal")
             });
         let pid = status.and_then(|s| s.main_pid);
-        let death = if let Some((span, code, status_text)) = exit {
+        let death = if let Some(SignalExit {
+            span,
+            code,
+            status: status_text,
+            ..
+        }) = exit
+        {
             if code != "dumped" && is_stop(&status_text) {
                 continue;
             }
@@ -102,11 +109,20 @@ pub(super) fn unit_deaths(incident: &Incident) -> Vec<Death> {
     out
 }
 
+/// A unit's process killed by a signal or dumping core: PID 1's line, its
+/// `code=` (`killed`, `dumped`) and `status=`, and whose process it was.
+struct SignalExit {
+    span: Span,
+    code: String,
+    status: String,
+    /// A control process (a forking daemon's start command, an
+    /// ExecStartPre=), not the main process: either fails the unit.
+    control: bool,
+}
+
 /// The unit's process killed by a signal or dumping core: its main
-/// process's, else a control process's (a forking daemon's start command,
-/// an ExecStartPre=: either fails the unit), as (line, code, status), and
-/// whether it was a control process.
-fn process_exit(facts: &crate::correlate::UnitFacts) -> (Option<(Span, String, String)>, bool) {
+/// process's, else a control process's.
+fn process_exit(facts: &crate::correlate::UnitFacts) -> Option<SignalExit> {
     let died = |control: bool| {
         facts.events.iter().find_map(move |e| match &e.kind {
             UnitEventKind::MainProcessExited { code, status }
@@ -114,19 +130,17 @@ fn process_exit(facts: &crate::correlate::UnitFacts) -> (Option<(Span, String, S
                 if (code == "killed" || code == "dumped")
                     && control == matches!(e.kind, UnitEventKind::ControlProcessExited { .. }) =>
             {
-                Some((e.span, code.clone(), status.clone()))
+                Some(SignalExit {
+                    span: e.span,
+                    code: code.clone(),
+                    status: status.clone(),
+                    control,
+                })
             }
             _ => None,
         })
     };
-    match died(false) {
-        Some(main) => (Some(main), false),
-        None => {
-            let control = died(true);
-            let is_control = control.is_some();
-            (control, is_control)
-        }
-    }
+    died(false).or_else(|| died(true))
 }
 
 /// What a death is: a catalog row's reason is that row's category; a
