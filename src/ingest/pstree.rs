@@ -82,7 +82,25 @@ impl Tree {
             self.root = None;
             self.pending = None;
         }
-        // The ancestors' rules and the branch mark: `   │   ├─`.
+        let Some((parent, at)) = self.branch(text, follows) else {
+            return false;
+        };
+        let Some(records) = self.nodes(text, at, parent, span) else {
+            return false;
+        };
+        // The root read alone on the line above, now that a child follows.
+        facts.ps.extend(self.pending.take());
+        for (pid, ppid, cmd) in records {
+            facts.ps.push(record(pid, ppid, &cmd, span));
+        }
+        self.last = Some(span);
+        true
+    }
+
+    /// The row's parent, by the branch mark after the ancestors' rules
+    /// (`   │   ├─`), and the rest of the row after it; a row with no lead
+    /// starts at its root (no parent). `None` when the row is no tree's.
+    fn branch<'t>(&mut self, text: &'t str, follows: bool) -> Option<(Option<u32>, &'t str)> {
         let lead_end = text
             .char_indices()
             .find(|(_, c)| !matches!(c, ' ' | '│' | '|'))
@@ -101,41 +119,48 @@ impl Tree {
         } else {
             None
         };
-        let (mut parent, mut at) = match mark {
-            Some((mark_col, last, r)) => {
-                if !follows || self.root.is_none() {
-                    return false;
-                }
-                // Deeper branches ended above this row.
-                self.branches.retain(|(c, _)| *c <= mark_col);
-                let open = self
-                    .branches
-                    .iter()
-                    .find(|(c, _)| *c == mark_col)
-                    .map(|(_, p)| *p);
-                // A root alone on its line: its children's column is the
-                // first mark under it.
-                let parent = open.or(self.root);
-                if open.is_none() {
-                    self.branches.extend(parent.map(|p| (mark_col, p)));
-                }
-                if last {
-                    self.branches.retain(|(c, _)| *c != mark_col);
-                }
-                (parent, r)
-            }
-            None if lead.is_empty() => (None, rest),
-            None => return false,
+        let Some((mark_col, last, r)) = mark else {
+            return lead.is_empty().then_some((None, rest));
         };
+        if !follows || self.root.is_none() {
+            return None;
+        }
+        // Deeper branches ended above this row.
+        self.branches.retain(|(c, _)| *c <= mark_col);
+        let open = self
+            .branches
+            .iter()
+            .find(|(c, _)| *c == mark_col)
+            .map(|(_, p)| *p);
+        // A root alone on its line: its children's column is the first
+        // mark under it.
+        let parent = open.or(self.root);
+        if open.is_none() {
+            self.branches.extend(parent.map(|p| (mark_col, p)));
+        }
+        if last {
+            self.branches.retain(|(c, _)| *c != mark_col);
+        }
+        Some((parent, r))
+    }
+
+    /// The processes of the row from `at` on (`name(pid)` joined by `───`
+    /// or `─┬─`), each with its parent, threads (`{name}(tid)`) left out;
+    /// the branches the row opens are remembered. `None` when the rest is
+    /// not a chain of processes, or when it is a root alone on its line
+    /// (kept pending until a child's row follows).
+    fn nodes(
+        &mut self,
+        text: &str,
+        mut at: &str,
+        mut parent: Option<u32>,
+        span: Span,
+    ) -> Option<Vec<(u32, Option<u32>, String)>> {
         let mut records = Vec::new();
         let mut first = true;
         loop {
-            let Some(c) = NODE.captures(at) else {
-                return false;
-            };
-            let Ok(pid) = c["pid"].parse::<u32>() else {
-                return false;
-            };
+            let c = NODE.captures(at)?;
+            let pid = c["pid"].parse::<u32>().ok()?;
             let whole = c.get(0).map_or(0, |m| m.end());
             if first && parent.is_none() {
                 // A root: a tree of its own, or PID 1 alone on its line.
@@ -153,7 +178,7 @@ impl Tree {
                         self.pending = Some(record(pid, None, name, span));
                         self.last = Some(span);
                     }
-                    return false;
+                    return None;
                 }
                 self.root = Some(pid);
             }
@@ -163,11 +188,9 @@ impl Tree {
             }
             at = &at[whole..];
             if at.trim().is_empty() {
-                break;
+                return Some(records);
             }
-            let Some((len, branch)) = joint(at) else {
-                return false;
-            };
+            let (len, branch) = joint(at)?;
             if branch {
                 // The `┬` (or `+`): its column, in characters.
                 let done = text.len() - at.len();
@@ -177,13 +200,6 @@ impl Tree {
             parent = Some(pid);
             at = &at[len..];
         }
-        // The root read alone on the line above, now that a child follows.
-        facts.ps.extend(self.pending.take());
-        for (pid, ppid, cmd) in records {
-            facts.ps.push(record(pid, ppid, &cmd, span));
-        }
-        self.last = Some(span);
-        true
     }
 }
 
