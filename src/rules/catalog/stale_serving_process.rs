@@ -14,6 +14,7 @@ mod copies;
 mod duplicates;
 mod engines;
 mod finding;
+mod generations;
 mod gone;
 mod instances;
 mod killed_parent;
@@ -191,6 +192,25 @@ orphaned worker, or an extra instance started beside the service (with
 SO_REUSEPORT both accept on its port). An error naming them, with the
 `ps`/`ss` that settles which; it scripts no signal.
 
+One server's command line listed several times (`ps -eo
+pid,ppid,lstart,etime,args`, `ps -ef`, `ps -o pid,etime,args`), each copy an
+instance of its own (none is another's child) and started at a different
+time, is a server started again while its earlier instances still ran: the
+newest copy is the live one, the older ones leftovers. A server is typed by
+its command line (`serve`, `server`, `--port`, a web or model server's
+name); paths (a per-run directory), ports and options without a value do
+not tell copies apart. Instances, not a worker pool: with PPIDs shown each
+copy has PPID 1 (a worker's parent is its master, a managed server's its
+manager); without them each copy has a port of its own. Leftovers, not a
+planned set: all copies serve one endpoint (one port, or none named), or
+their command lines run from a test harness's per-run directories
+(pytest's `pytest-of-USER/pytest-3/`) — an error naming the older copies;
+or, with ports of their own, each later start took a higher port, as a
+start does when the earlier instance still holds its own — at a lower
+confidence. The newest start must stand a minute apart from the rest. It
+names the older PIDs with their start and elapsed times as printed, advises
+the `ps`/`ss` that settles which copy clients reach, and scripts no signal.
+
 PPID 1 alone makes a bare `multiprocessing` worker a warning; it is an
 error when the inputs log its server's exit (uvicorn's `Finished server
 process [N]`), when it runs from a serving product's own environment
@@ -347,6 +367,8 @@ impl Rule for StaleServingProcess {
         };
         let before = reported(out);
         out.extend(copies::copies(incident, &before));
+        let before = reported(out);
+        out.extend(generations::generations(incident, &before));
         let before = reported(out);
         out.extend(left_over::left_over(incident, &before));
     }
