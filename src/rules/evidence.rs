@@ -313,6 +313,13 @@ pub const MATRIX: &[Cell] = &[
             "fixtures/real-incoming/batch-z/1797-termio-macos-terminal-daemon-seven-copies-reparented-to-launchd-one-holds-connections-lstart-etime",
         ),
     ),
+    cell(
+        StaleServingInstance,
+        "a second process of an active unit's program under PID 1 and outside every control group shown (`systemctl status` with its `CGroup:` tree beside a `ps -ef`): started beside the unit, which does not track it",
+        Rule("stale-serving-process"),
+        Some(
+            "fixtures/real-incoming/batch-z/1810-cronie-sles-second-scheduler-daemon-started-by-hand-beside-unit-managed-one-reparented-to-init",
+        ),
     ),
     ),
     cell(

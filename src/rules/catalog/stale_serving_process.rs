@@ -10,6 +10,7 @@ use crate::correlate::{Incident, UnitEvent, UnitEventKind};
 use crate::rules::{Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
+mod beside_unit;
 mod copies;
 mod duplicates;
 mod engines;
@@ -211,6 +212,16 @@ confidence. The newest start must stand a minute apart from the rest. It
 names the older PIDs with their start and elapsed times as printed, advises
 the `ps`/`ss` that settles which copy clients reach, and scripts no signal.
 
+A unit's daemon running twice: `systemctl status` shows the unit active,
+its Main PID and its whole `CGroup:` tree, and a process listing shows
+another process of the same program (`cron` beside the unit's
+`/usr/sbin/cron -n`) under PID 1 and in no control group shown. It was
+started beside the unit (by hand, by a script): systemd does not track it,
+stopping the unit leaves it running, and both do the daemon's work. An
+error naming it and the unit, with `cat /proc/PID/cgroup` to settle it;
+no signal is scripted. Template units (`getty@tty1`) and interpreters
+(`python`, `bash`) are not read.
+
 PPID 1 alone makes a bare `multiprocessing` worker a warning; it is an
 error when the inputs log its server's exit (uvicorn's `Finished server
 process [N]`), when it runs from a serving product's own environment
@@ -369,6 +380,8 @@ impl Rule for StaleServingProcess {
         out.extend(copies::copies(incident, &before));
         let before = reported(out);
         out.extend(generations::generations(incident, &before));
+        let before = reported(out);
+        out.extend(beside_unit::beside_units(incident, &before));
         let before = reported(out);
         out.extend(left_over::left_over(incident, &before));
     }
