@@ -321,6 +321,13 @@ pub const MATRIX: &[Cell] = &[
             "fixtures/real-incoming/batch-z/1810-cronie-sles-second-scheduler-daemon-started-by-hand-beside-unit-managed-one-reparented-to-init",
         ),
     ),
+    cell(
+        StaleServingInstance,
+        "a running process's executable in a versioned install directory (Homebrew's `Cellar/NAME/VERSION/`, an `lsof` `txt` row or a `ps` command line) older than the release the program's own version command typed in the paste answers: an instance the upgrade's restart missed",
+        Rule("stale-serving-process"),
+        Some(
+            "fixtures/real-incoming/batch-z/1794-orch-agent-daemon-homebrew-upgrade-old-cellar-binary-keeps-running-version-check-blames-dead-pid",
+        ),
     ),
     cell(
         StaleServingInstance,

@@ -27,6 +27,7 @@ mod stopped_job;
 mod survivors;
 mod terminating_pod;
 pub(crate) mod titles;
+mod upgraded;
 use duplicates::duplicates;
 use finding::finding;
 
@@ -53,6 +54,7 @@ static META: RuleMeta = RuleMeta {
         stopped_job::LISTENS[0],
         stopped_job::LISTENS[1],
         terminating_pod::ANCHORS[0],
+        upgraded::CELLAR,
     ],
     doc: r#"
 ## What it means
@@ -212,6 +214,15 @@ confidence. The newest start must stand a minute apart from the rest. It
 names the older PIDs with their start and elapsed times as printed, advises
 the `ps`/`ss` that settles which copy clients reach, and scripts no signal.
 
+A daemon still running the release it was started from after an
+upgrade: a running process's executable in a versioned install directory
+(Homebrew's `Cellar/orch/0.73.13/bin/orch`, an `lsof` `txt` row or a `ps`
+command line) older than the release the program's own version command
+typed in the paste answers (`orch version`, `ollama -v`). The restart
+after the upgrade missed it and it still serves the old release; a tool
+that tracks its service by a PID file may call that service dead. An
+error naming the PID; no signal is scripted.
+
 A unit's daemon running twice: `systemctl status` shows the unit active,
 its Main PID and its whole `CGroup:` tree, and a process listing shows
 another process of the same program (`cron` beside the unit's
@@ -368,6 +379,7 @@ impl Rule for StaleServingProcess {
         out.extend(stopped_job::stopped_jobs(incident));
         out.extend(terminating_pod::terminating_pods(incident));
         out.extend(reservations::dead_runs(incident));
+        out.extend(upgraded::upgraded(incident));
         // PID 1's word alone, for the PIDs no part above reported.
         let reported = |out: &Vec<Finding>| -> BTreeSet<u32> {
             out.iter()
