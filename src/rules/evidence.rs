@@ -307,6 +307,30 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         StaleServingInstance,
+        "copies of one server's command line (typed by `serve`, `server`, `--port`, a web or model server's name; paths, ports and valueless options aside) in a `ps` listing, none another's child, started at different times: with PPIDs all PPID 1 on one endpoint, or each on a port of its own with a test harness's per-run directories or ports climbing with the start times; the newest is the live one, the older ones left over",
+        Rule("stale-serving-process"),
+        Some(
+            "fixtures/real-incoming/batch-z/1797-termio-macos-terminal-daemon-seven-copies-reparented-to-launchd-one-holds-connections-lstart-etime",
+        ),
+    ),
+    cell(
+        StaleServingInstance,
+        "a second process of an active unit's program under PID 1 and outside every control group shown (`systemctl status` with its `CGroup:` tree beside a `ps -ef`): started beside the unit, which does not track it",
+        Rule("stale-serving-process"),
+        Some(
+            "fixtures/real-incoming/batch-z/1810-cronie-sles-second-scheduler-daemon-started-by-hand-beside-unit-managed-one-reparented-to-init",
+        ),
+    ),
+    cell(
+        StaleServingInstance,
+        "a running process's executable in a versioned install directory (Homebrew's `Cellar/NAME/VERSION/`, an `lsof` `txt` row or a `ps` command line) older than the release the program's own version command typed in the paste answers: an instance the upgrade's restart missed",
+        Rule("stale-serving-process"),
+        Some(
+            "fixtures/real-incoming/batch-z/1794-orch-agent-daemon-homebrew-upgrade-old-cellar-binary-keeps-running-version-check-blames-dead-pid",
+        ),
+    ),
+    cell(
+        StaleServingInstance,
         "two runners of one model in a server that runs one runner per loaded model (Ollama's `ollama runner --model <blob>`), in a process listing with command lines: the older is a load the server lost track of",
         Rule("stale-serving-process"),
         Some("fixtures/real/640-ollama-070-three-runners-one-active-model-leak"),

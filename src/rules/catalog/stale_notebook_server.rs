@@ -3,7 +3,9 @@
 //! is already in use, trying another port.` and serves on the next one, so
 //! the earlier server (and its kernels, with whatever GPU memory they hold)
 //! goes on unseen; `jupyter notebook list` shows several servers at once.
-//! Both are read from catalogs/web-servers.toml.
+//! Both are read from catalogs/web-servers.toml. A port-taken line printed
+//! under a typed `jupyter notebook list` is the list command's own probe
+//! (notebook 4.0), not a server start.
 
 use std::collections::BTreeSet;
 
@@ -55,6 +57,11 @@ port was taken, the earlier server is one Jupyter no longer tracks (its
 runtime file removed, another environment or user): only its process can
 stop it.
 
+A port-taken line printed by `jupyter notebook list` (or `stop`) typed at
+the prompt above it is no start: notebook 4.0's subcommands probed the port
+of the very server they list (jupyter/notebook#717, fixed in 4.1), and is
+not read.
+
 ## Why it happens
 A terminal closed with its server running, a Ctrl-C not confirmed (the
 server asks before it stops), a notebook started again from another
@@ -94,6 +101,7 @@ impl Rule for StaleNotebookServer {
             .collect();
         let taken: Vec<Port<'_>> = incident
             .known(TAKEN)
+            .filter(|(m, _)| !printed_by_list(incident, m))
             .filter_map(|(m, h)| Some((m, port_of(h)?)))
             .collect();
         let mut f = Finding::new(META.id, META.category, META.severity);
@@ -101,11 +109,58 @@ impl Rule for StaleNotebookServer {
             moved(&mut f, incident, &taken, &listed);
         } else if distinct_ports(&listed).len() >= 2 {
             several(&mut f, incident, &listed);
+        } else if let Some((m, _)) = incident
+            .known(TAKEN)
+            .find(|(m, _)| printed_by_list(incident, m))
+        {
+            out.push(probe(m));
+            return;
         } else {
             return;
         }
         out.push(f);
     }
+}
+
+/// Whether `m` is output of a `jupyter notebook list` (`stop`, `jupyter
+/// server list`) typed at the prompt above it: notebook 4.0's subcommands
+/// set up the whole server application, port probe included, and log the
+/// port taken by the very server they list (jupyter/notebook#717, fixed in
+/// 4.1). No server started there, so the line says nothing of a stale one.
+fn printed_by_list(incident: &Incident, m: &Message) -> bool {
+    let typed = &incident.facts.typed_commands;
+    typed.iter().enumerate().any(|(i, c)| {
+        let next = typed
+            .get(i + 1)
+            .filter(|n| n.span.source == c.span.source)
+            .map(|n| n.span.line);
+        let words: Vec<&str> = c.command.split_whitespace().collect();
+        let jupyter = words.iter().position(|w| w.starts_with("jupyter"));
+        let sub = jupyter
+            .and_then(|j| words.get(j + 1..))
+            .is_some_and(|rest| {
+                rest.iter()
+                    .find(|w| !matches!(**w, "notebook" | "server" | "lab") && !w.starts_with('-'))
+                    .is_some_and(|w| matches!(*w, "list" | "stop"))
+            });
+        sub && c.span.source == m.span.source && c.prints_line(m.span.line, next)
+    })
+}
+
+/// The list command's own port probe, read as such: no failure, and the
+/// line's catalog row says no more.
+fn probe(m: &Message) -> Finding {
+    let mut f = Finding::new(META.id, META.category, Severity::Info);
+    f.evidence(
+        m.span,
+        "printed by the `jupyter notebook list` typed above it: the command's own port probe, no server start",
+    );
+    f.condition("the line is output of a list or stop command", true);
+    f.title = "Jupyter's list command probed the port of the server it lists".to_owned();
+    f.headline = "The port-taken line is output of `jupyter notebook list`, whose notebook 4.0 version probes the port of the very server it lists (jupyter/notebook#717, fixed in 4.1): no server was started or refused, and one server on the port is no stale one.".to_owned();
+    f.explanation = "Notebook 4.0's subcommands set up the whole server application, port probe included; the server they collide with is the one they list.".to_owned();
+    f.confidence = 0.5;
+    f
 }
 
 fn distinct_ports(ports: &[Port<'_>]) -> Vec<u16> {
@@ -318,5 +373,26 @@ Shutting down server on port 8888 ...\n";
         let one = "jupyter notebook list\n\
 http://localhost:8889/?token=blah :: /Users/me/storyfit/data-mining/research\n";
         assert!(findings(one).is_empty());
+    }
+
+    /// jupyter/notebook#717 (notebook 4.0.6), reduced: `jupyter notebook
+    /// list` logs the port taken by the one server it lists. Assembled from
+    /// other threads' lines: the prompt and row of jupyter/notebook#2844,
+    /// the taken line of jupyter/notebook#1007. The same line with no list
+    /// typed above it is still a start that moved.
+    #[test]
+    fn the_list_subcommands_own_port_probe_is_no_start() {
+        let listed = "$ jupyter notebook list\n\
+[I 08:39:27.901 NotebookApp] The port 8888 is already in use, trying another random port.\n\
+Currently running servers:\n\
+http://localhost:8888/?token=blah54 :: /Users/me/storyfit/data-mining/research\n";
+        let f = findings(listed);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].severity, Severity::Info);
+        let all = crate::testing::analyze_paste(listed).diagnosis.findings;
+        assert!(all.iter().all(|f| f.severity == Severity::Info), "{all:?}");
+        let started = "$ jupyter notebook\n\
+[I 08:39:27.901 NotebookApp] The port 8888 is already in use, trying another random port.\n";
+        assert_eq!(findings(started).len(), 1);
     }
 }

@@ -10,10 +10,12 @@ use crate::correlate::{Incident, UnitEvent, UnitEventKind};
 use crate::rules::{Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
+mod beside_unit;
 mod copies;
 mod duplicates;
 mod engines;
 mod finding;
+mod generations;
 mod gone;
 mod instances;
 mod killed_parent;
@@ -25,6 +27,7 @@ mod stopped_job;
 mod survivors;
 mod terminating_pod;
 pub(crate) mod titles;
+mod upgraded;
 use duplicates::duplicates;
 use finding::finding;
 
@@ -51,6 +54,7 @@ static META: RuleMeta = RuleMeta {
         stopped_job::LISTENS[0],
         stopped_job::LISTENS[1],
         terminating_pod::ANCHORS[0],
+        upgraded::CELLAR,
     ],
     doc: r#"
 ## What it means
@@ -190,6 +194,44 @@ their own are neither its workers nor a master: an earlier instance's
 orphaned worker, or an extra instance started beside the service (with
 SO_REUSEPORT both accept on its port). An error naming them, with the
 `ps`/`ss` that settles which; it scripts no signal.
+
+One server's command line listed several times (`ps -eo
+pid,ppid,lstart,etime,args`, `ps -ef`, `ps -o pid,etime,args`), each copy an
+instance of its own (none is another's child) and started at a different
+time, is a server started again while its earlier instances still ran: the
+newest copy is the live one, the older ones leftovers. A server is typed by
+its command line (`serve`, `server`, `--port`, a web or model server's
+name); paths (a per-run directory), ports and options without a value do
+not tell copies apart. Instances, not a worker pool: with PPIDs shown each
+copy has PPID 1 (a worker's parent is its master, a managed server's its
+manager); without them each copy has a port of its own. Leftovers, not a
+planned set: all copies serve one endpoint (one port, or none named), or
+their command lines run from a test harness's per-run directories
+(pytest's `pytest-of-USER/pytest-3/`) — an error naming the older copies;
+or, with ports of their own, each later start took a higher port, as a
+start does when the earlier instance still holds its own — at a lower
+confidence. The newest start must stand a minute apart from the rest. It
+names the older PIDs with their start and elapsed times as printed, advises
+the `ps`/`ss` that settles which copy clients reach, and scripts no signal.
+
+A daemon still running the release it was started from after an
+upgrade: a running process's executable in a versioned install directory
+(Homebrew's `Cellar/orch/0.73.13/bin/orch`, an `lsof` `txt` row or a `ps`
+command line) older than the release the program's own version command
+typed in the paste answers (`orch version`, `ollama -v`). The restart
+after the upgrade missed it and it still serves the old release; a tool
+that tracks its service by a PID file may call that service dead. An
+error naming the PID; no signal is scripted.
+
+A unit's daemon running twice: `systemctl status` shows the unit active,
+its Main PID and its whole `CGroup:` tree, and a process listing shows
+another process of the same program (`cron` beside the unit's
+`/usr/sbin/cron -n`) under PID 1 and in no control group shown. It was
+started beside the unit (by hand, by a script): systemd does not track it,
+stopping the unit leaves it running, and both do the daemon's work. An
+error naming it and the unit, with `cat /proc/PID/cgroup` to settle it;
+no signal is scripted. Template units (`getty@tty1`) and interpreters
+(`python`, `bash`) are not read.
 
 PPID 1 alone makes a bare `multiprocessing` worker a warning; it is an
 error when the inputs log its server's exit (uvicorn's `Finished server
@@ -337,6 +379,7 @@ impl Rule for StaleServingProcess {
         out.extend(stopped_job::stopped_jobs(incident));
         out.extend(terminating_pod::terminating_pods(incident));
         out.extend(reservations::dead_runs(incident));
+        out.extend(upgraded::upgraded(incident));
         // PID 1's word alone, for the PIDs no part above reported.
         let reported = |out: &Vec<Finding>| -> BTreeSet<u32> {
             out.iter()
@@ -347,6 +390,10 @@ impl Rule for StaleServingProcess {
         };
         let before = reported(out);
         out.extend(copies::copies(incident, &before));
+        let before = reported(out);
+        out.extend(generations::generations(incident, &before));
+        let before = reported(out);
+        out.extend(beside_unit::beside_units(incident, &before));
         let before = reported(out);
         out.extend(left_over::left_over(incident, &before));
     }
