@@ -43,10 +43,9 @@ re!(
     r"Including non-PyTorch memory, this process has (?P<n>SIZE) memory in use"
 );
 re!(ALLOWED, r"(?P<n>SIZE) allowed;");
-re!(
-    ALLOCATED,
-    r"Of the allocated memory (?P<n>SIZE) is allocated by PyTorch"
-);
+// `Of the allocated memory 37.21 GiB is allo`: a paste cut after the
+// figure still carries it (the word after the size shows it is whole).
+re!(ALLOCATED, r"Of the allocated memory (?P<n>SIZE) is\b");
 re!(PRIVATE, r"with (?P<n>SIZE) allocated in private pools");
 re!(
     UNALLOCATED,
@@ -219,6 +218,21 @@ mod tests {
         assert_eq!((typo.gpu, typo.free_bytes), (Some(1), Some(512 * 1024)));
         assert_eq!(typo.processes.len(), 1);
         assert_eq!(typo.this_process_bytes, None);
+    }
+
+    #[test]
+    fn allocated_figure_of_a_cut_paste() {
+        // A SageMaker endpoint's notes (public GitHub file, "Comparison of
+        // HuggingFace Inference Endpoint vs SageMaker Endpoint"), cut after
+        // `is allo` the way a one-line paste of a server error ends: the
+        // figure is whole, the sentence is not.
+        let cut = parse("CUDA out of memory. Tried to allocate 5.96 GiB. GPU 0 has a total capacty of 14.76 GiB of which 5.68 GiB is free. Process 9533 has 9.08 GiB memory in use. Of the allocated memory 7.46 GiB is allo").unwrap();
+        assert_eq!(cut.allocated_bytes, b(7.46, GIB));
+        assert_eq!(cut.this_process_bytes, None);
+        assert_eq!(cut.processes.len(), 1);
+        // Cut inside the figure: nothing is read.
+        let inside = parse("CUDA out of memory. Tried to allocate 5.96 GiB. GPU 0 has a total capacty of 14.76 GiB of which 5.68 GiB is free. Process 9533 has 9.08 GiB memory in use. Of the allocated memory 7.4").unwrap();
+        assert_eq!(inside.allocated_bytes, None);
     }
 
     #[test]

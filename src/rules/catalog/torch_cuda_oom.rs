@@ -16,6 +16,7 @@ use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 mod allowed;
 mod explain;
 mod fraction;
+mod weights;
 
 pub static RULE: TorchCudaOom = TorchCudaOom;
 
@@ -459,7 +460,14 @@ impl<'a> Analysis<'a> {
         // check's arithmetic.
         let siblings = self.siblings();
         let sibling_sum = siblings.as_ref().map_or(0, |s| s.sum);
+        // Numbers before blame: weights larger than the card itself are
+        // not made to fit by freeing the other processes.
+        let weights = weights::too_big(self.incident, o);
         let top = match self.foreign_large() {
+            Some(sum) if weights.is_some() => {
+                self.explain_weights(&mut f, weights.as_ref().expect("checked"), sum, &who);
+                0.9
+            }
             // The job's own ranks, not someone else's: most of the foreign
             // memory is theirs.
             Some(sum) if siblings.is_some() && sibling_sum * 2 >= sum => {

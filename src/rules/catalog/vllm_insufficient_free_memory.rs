@@ -4,6 +4,7 @@
 //! release memory; names the holder and frees the GPU when its unit is known.
 
 mod profiled;
+mod sibling;
 #[cfg(test)]
 mod tests;
 
@@ -182,11 +183,13 @@ fn free_memory(incident: &Incident) -> Option<Finding> {
         shortfall,
         fits,
     };
+    let stage = sibling::sibling(incident, &first.text, first.span, used);
     match held {
         Some((gpu, list)) => {
             let name = holders.report(&mut f, gpu, &list, &group);
             blame_holder(&r, &mut f, gpu, &list, &name);
         }
+        None if stage.is_some() => blame_stages(&r, &mut f, stage.as_ref().expect("checked")),
         None if (util >= UTIL_TOO_HIGH && used <= 2.0) || shortfall <= SHORTFALL_GIB => {
             blame_fraction(&r, &mut f);
         }
@@ -367,6 +370,66 @@ fn blame_fraction(r: &Refusal, f: &mut Finding) {
         [at],
     );
     f.actions.push(action);
+}
+
+/// Words the verdict that the refusing stage's fraction does not fit beside
+/// a sibling stage of the same deployment that holds the memory in use
+/// (numbers first: its model load accounts for most of `total - free`);
+/// pushes a utilization that fits beside it.
+fn blame_stages(r: &Refusal, f: &mut Finding, s: &sibling::Sibling) {
+    let Refusal {
+        incident,
+        at,
+        unit,
+        who,
+        free,
+        total,
+        util_text,
+        requested,
+        used,
+        fits,
+        ..
+    } = *r;
+    f.category = Category::MemFractionMisconfigured;
+    let gib = s.gib;
+    let stage = &s.stage;
+    f.evidence(
+        s.span,
+        format!("Stage-{stage} of the same deployment loaded {gib:.2} GiB on the GPU"),
+    );
+    f.condition(
+        format!(
+            "total - free = {used:.2} GiB is mostly Stage-{stage}'s model ({gib:.2} GiB; the rest its CUDA context)"
+        ),
+        true,
+    );
+    f.chain.push(format!(
+        "Stage-{stage} of the same deployment shares the GPU and holds {gib:.2} GiB"
+    ));
+    f.title = format!(
+        "gpu_memory_utilization {util_text} does not fit beside the deployment's own Stage-{stage}"
+    );
+    f.headline = format!(
+        "{who} asked for gpu_memory_utilization ({util_text}, {requested:.2} GiB) of a GPU it shares with its own Stage-{stage}, which holds {gib:.2} GiB: only {free:.2} of {total:.2} GiB was free, so the stage refused to start."
+    );
+    f.explanation = format!(
+        "The memory in the way belongs to the same deployment, not to a foreign process: Stage-{stage}'s model ({gib:.2} GiB) accounts for most of the {used:.2} GiB in use. Stages that share a GPU must be given fractions that sum below 1; this stage's {util_text} leaves no room for its sibling."
+    );
+    if fits >= 0.1 {
+        let action = flag_action(
+            incident,
+            f,
+            unit,
+            "--gpu-memory-utilization",
+            &fraction(fits),
+            format!(
+                "this stage's fraction beside Stage-{stage}: {} x {total:.2} GiB fits the {free:.2} GiB free",
+                fraction(fits)
+            ),
+            [at],
+        );
+        f.actions.push(action);
+    }
 }
 
 /// Words the verdict that a process the inputs do not show holds the

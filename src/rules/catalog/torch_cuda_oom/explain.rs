@@ -58,6 +58,78 @@ impl<'a> Analysis<'a> {
         );
     }
 
+    /// The model's 16-bit weights alone exceed the card: the other
+    /// processes' `sum` bytes are named, but freeing them would not help.
+    pub(super) fn explain_weights(
+        &self,
+        f: &mut Finding,
+        w: &weights::Weights,
+        sum: u64,
+        who: &str,
+    ) {
+        let total = gib(self.oom.total_bytes.unwrap_or(0));
+        let per_gpu = gib(w.per_gpu);
+        let sum_gib = gib(sum);
+        let (name, tp) = (&w.name, w.tp);
+        let params = w.params_b;
+        f.evidence(
+            w.span,
+            format!("the launch: {name}, tensor parallel size {tp}"),
+        );
+        f.condition(
+            format!(
+                "{name}'s {params}B parameters at 16 bits are {per_gpu:.2} GiB per GPU at tensor parallel size {tp}, more than the card's {total:.2} GiB"
+            ),
+            true,
+        );
+        f.condition(
+            format!(
+                "other processes hold {sum_gib:.2} GiB on the GPU, but freeing them would not make room for the weights"
+            ),
+            false,
+        );
+        f.title = format!(
+            "{name} ({per_gpu:.2} GiB of 16-bit weights per GPU) does not fit a {total:.2} GiB GPU at tensor parallel size {tp}"
+        );
+        f.headline = format!(
+            "{who} ran out of GPU memory loading {name}: its {params}B parameters need about {per_gpu:.2} GiB per GPU at tensor parallel size {tp}, more than the whole {total:.2} GiB card. Other processes also hold {sum_gib:.2} GiB there, but even an empty card would not fit the model."
+        );
+        f.explanation = format!(
+            "A model's 16-bit weights take two bytes per parameter; without tensor parallelism one GPU must hold all of them, and {per_gpu:.2} GiB is more than {total:.2} GiB. The {sum_gib:.2} GiB of the other processes on the GPU is a second problem to settle once the model is sharded (each shard still needs its room)."
+        );
+        // PyTorch's own figures, as it printed them.
+        let o = self.oom;
+        let mut figures: Vec<String> = Vec::new();
+        if let Some(t) = o.tried_bytes {
+            figures.push(format!("Tried to allocate {}", size(t)));
+        }
+        if let Some(b) = o.this_process_bytes {
+            figures.push(format!("this process has {} memory in use", size(b)));
+        }
+        let mut others = self.foreign.clone();
+        others.sort_by_key(|(pid, b)| (std::cmp::Reverse(*b), *pid));
+        figures.extend(
+            others
+                .iter()
+                .take(2)
+                .map(|(pid, b)| format!("Process {pid} has {} memory in use", size(*b))),
+        );
+        if !figures.is_empty() {
+            f.chain.push(format!(
+                "the weights do not fit; PyTorch's figures: {}",
+                figures.join("; ")
+            ));
+        }
+        f.actions.push(Action::advice(
+            "shard the model over several GPUs (vLLM: --tensor-parallel-size N, with N GPUs free in CUDA_VISIBLE_DEVICES, so that the weights per GPU leave room for the KV cache), or serve a quantized or smaller model",
+            None,
+        ));
+        f.actions.push(Action::advice(
+            "see who else holds the GPUs the shards will use",
+            Some("nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv"),
+        ));
+    }
+
     pub(super) fn explain_own(&self, f: &mut Finding, who: &str) {
         let o = self.oom;
         let tried = o.tried_bytes.map(gib);
@@ -140,8 +212,8 @@ impl<'a> Analysis<'a> {
         let o = self.oom;
         if let (Some((pid, bytes)), Some(reserved)) = (self.writer, pytorch_reserved(o)) {
             f.chain.push(format!(
-                "PID {pid}, listed with {:.2} GiB, is the server's own process: PyTorch reserved {:.2} GiB of it, the rest is its CUDA context",
-                gib(bytes),
+                "the list's `Process {pid} has {} memory in use` is the server's own process, listed under another PID (a container's host PID): PyTorch reserved {:.2} GiB of it, the rest is its CUDA context",
+                size(bytes),
                 gib(reserved)
             ));
             f.condition(
