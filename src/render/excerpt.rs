@@ -218,17 +218,22 @@ pub fn window_on(prefix: &str, message: &str, width: usize) -> Window {
     }
 }
 
-/// Where, in bytes, the first part of `line` that a catalog row recognises
+/// Where, in bytes, the part of `line` that a catalog row recognises
 /// starts (0 when none does): the message inside a journal or container
-/// line, past its timestamp and host.
+/// line, past its timestamp and host. Where several rows read one line (an
+/// error wrapped in the errors that carried it: docker's `OCI runtime
+/// create failed: … caused: … nvml error: driver/library version
+/// mismatch`), the most severe row's part, the first of equals.
 pub fn recognised_at(line: &str) -> usize {
+    let severity =
+        |h: &crate::catalogs::Hit<'_>| h.row.map_or(crate::rules::Severity::Info, |r| r.severity);
     crate::catalogs::catalogs()
         .hits(line)
         .iter()
         .filter(|h| !h.matched.is_empty())
-        .filter_map(|h| line.find(h.matched.as_str()))
+        .filter_map(|h| Some((severity(h), line.find(h.matched.as_str())?)))
         .min()
-        .unwrap_or(0)
+        .map_or(0, |(_, at)| at)
 }
 
 #[cfg(test)]

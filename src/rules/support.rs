@@ -5,6 +5,7 @@ pub mod entities;
 pub mod fabric_manager;
 pub mod holders;
 pub mod listen;
+pub mod nccl_trace;
 pub mod scope;
 pub mod server;
 pub mod vllm;

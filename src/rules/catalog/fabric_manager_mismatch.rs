@@ -74,6 +74,7 @@ impl Rule for FabricManagerMismatch {
         for (m, n) in distinct(errors.iter().copied()).into_iter().take(3) {
             f.evidence(m.span, format!("CUDA is not initialised: error 802 ({n}x)"));
         }
+        cite_job(incident, &errors, &mut f);
         // A version ends where the sentence does (`… driver version
         // 530.41.03. Please update …`).
         let version = |v: &str| v.trim_end_matches('.').to_owned();
@@ -140,13 +141,13 @@ impl Rule for FabricManagerMismatch {
             Some(p) => format!("the Fabric Manager does not match the driver{p}"),
             None => "CUDA waits for the Fabric Manager (error 802)".to_owned(),
         };
-        f.headline = format!(
-            "CUDA cannot initialise on this NVSwitch system because the Fabric Manager is {}.",
-            match &pair {
-                Some(p) => format!("of another version than the driver{p}"),
-                None => "not running".to_owned(),
-            }
-        );
+        f.headline = match (&pair, down.is_empty()) {
+            (Some(p), _) => format!("CUDA cannot initialise on this NVSwitch system because the Fabric Manager is of another version than the driver{p}."),
+            (None, false) => "CUDA cannot initialise on this NVSwitch system because the Fabric Manager is not running.".to_owned(),
+            // Only CUDA's error: what 802 means on an NVSwitch system, the
+            // daemon's state not in the inputs.
+            (None, true) => "CUDA refuses work with error 802 (system not yet initialized): on an NVSwitch system that is the Fabric Manager not running or not of the driver's version; its state is not in the inputs.".to_owned(),
+        };
         f.chain
             .push("every CUDA program fails with error 802, system not yet initialized".to_owned());
         f.chain.push(f.title.clone());
@@ -162,6 +163,34 @@ impl Rule for FabricManagerMismatch {
         out.push(f);
     }
 }
+
+/// NCCL's `unhandled cuda error` as the framework reports it (PyTorch's
+/// `NCCL error in: …ProcessGroupNCCL.cpp:1691, unhandled cuda error`),
+/// the nearest before the first 802 of its input (a line that names its
+/// source place first): the job that failed on it, its place as printed.
+fn cite_job(incident: &Incident, errors: &[&crate::model::Message], f: &mut Finding) {
+    let Some(first) = errors.iter().map(|m| m.span).min() else {
+        return;
+    };
+    let job = incident
+        .known("nccl.unhandled-cuda-error")
+        .filter(|(m, _)| m.span.source == first.source && m.span < first)
+        .filter(|(m, _)| first.line - m.span.line <= 5)
+        .max_by_key(|(m, _)| (PLACE.is_match(&m.text), m.span));
+    if let Some((m, _)) = job {
+        let note = "NCCL failed on a CUDA call while building its communicator (`unhandled cuda error`): that call's error is the 802";
+        match PLACE.find(&m.text) {
+            Some(p) => f.evidence_marked(m.span, note, p.as_str()),
+            None => f.evidence(m.span, note),
+        }
+    }
+}
+
+/// A source place as a program prints it (`ProcessGroupNCCL.cpp:1691`).
+static PLACE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"[A-Za-z_][A-Za-z0-9_]*\.(?:cpp|cc|cu|c|h|hpp|py):[0-9]+")
+        .expect("place regex")
+});
 
 #[cfg(test)]
 mod tests {

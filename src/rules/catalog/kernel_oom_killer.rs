@@ -15,6 +15,7 @@ use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
 mod report;
+mod subject;
 use report::*;
 
 pub static RULE: KernelOomKiller = KernelOomKiller;
@@ -114,8 +115,11 @@ kernel killed that PID, or a process of that unit's cgroup, seconds before.
 The kill is an error, and can be the root cause, when its victim was the
 workload: a unit's or server's process (a user's jobs count under their
 `user@UID.service`), a job by its name (`python`, `tritonserver`,
-`ollama`, …), the process of a cgroup whose own limit was hit, or a victim
-of 4 GiB or more, unless another unit failed apart from the kill (then
+`ollama`, …), the process of a cgroup whose own limit was hit, a victim
+of 4 GiB or more, or a victim the inputs are about (a FUSE daemon such as
+`mount-s3` whose mount's accesses then fail with `Transport endpoint is
+not connected`, or one their other lines name) when nothing else in them
+failed and no model server's lines are there, unless another unit failed apart from the kill (then
 the victim was a bystander of that failure). A small bystander killed on a
 global OOM stays a warning: something else used the memory.
 

@@ -90,6 +90,7 @@ impl Rule for KnownMessage {
                 continue;
             }
             let mut f = finding(row, &hits);
+            cite_nccl_trace(incident, &mut f, hits[0].0);
             let also = read_with.get(id).map(Vec::as_slice).unwrap_or_default();
             cite_superseded(&mut f, also);
             // Every line's facts, the counted ones too; the cited lines'
@@ -109,6 +110,25 @@ impl Rule for KnownMessage {
             }
             out.push(f);
         }
+    }
+}
+
+/// An `NCCL WARN` line's trace back up through NCCL's initialisation: its
+/// last `init.cc` frame (`init.cc:878 -> 2`), the step of the init that
+/// returned the error, as printed.
+fn cite_nccl_trace(incident: &Incident, f: &mut Finding, first: &crate::model::Message) {
+    use crate::rules::support::nccl_trace;
+    if !first.text.contains("NCCL WARN") {
+        return;
+    }
+    if let Some(frame) = nccl_trace::last_init_frame(incident, first)
+        && let Some(text) = nccl_trace::frame_text(frame)
+    {
+        f.evidence_marked(
+            frame.span,
+            format!("NCCL traces this failure back up through its initialisation: {text} is the init step that returned it"),
+            text,
+        );
     }
 }
 

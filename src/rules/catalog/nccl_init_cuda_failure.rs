@@ -145,12 +145,7 @@ impl Rule for NcclInitCudaFailure {
                 format!("a CUDA call NCCL made failed: {what}{times}"),
             );
         }
-        if let Some(t) = traces.first() {
-            f.evidence(
-                t.span,
-                "NCCL traces the failure back up through its initialisation (init.cc)",
-            );
-        }
+        cite_trace(incident, &mut f, warns[0].0, &traces);
         if let Some(m) = reported {
             cite_report(incident, &mut f, m, warns[0].0.span);
         }
@@ -180,6 +175,28 @@ impl Rule for NcclInitCudaFailure {
         f.actions.extend(actions());
         f.confidence = confidence(&f, 0.75, 0.9);
         out.push(f);
+    }
+}
+
+/// The last init.cc frame of the first WARN's thread: the init step that
+/// returned the error, as printed (`init.cc:1462 -> 1`); else the first
+/// init.cc frame of any writer.
+fn cite_trace(incident: &Incident, f: &mut Finding, warn: &Message, traces: &[&Message]) {
+    let last = crate::rules::support::nccl_trace::last_init_frame(incident, warn);
+    match last.and_then(|m| Some((m, crate::rules::support::nccl_trace::frame_text(m)?))) {
+        Some((m, text)) => f.evidence_marked(
+            m.span,
+            format!("NCCL traces the failure back up through its initialisation: {text} is the init step that returned it"),
+            text,
+        ),
+        None => {
+            if let Some(t) = traces.first() {
+                f.evidence(
+                    t.span,
+                    "NCCL traces the failure back up through its initialisation (init.cc)",
+                );
+            }
+        }
     }
 }
 

@@ -17,6 +17,7 @@ use crate::source::Span;
 
 mod activity;
 mod converter;
+mod job;
 mod launcher;
 mod lone;
 mod memory;
@@ -125,7 +126,8 @@ checkpoint of the model '…'`, TensorRT's builder's last memory figures),
 reads as a kill while loading; so does one after a diffusion program
 moved a model into host memory (FramePack's `Offloading … to preserve
 memory: 8 GB` and `Unloaded … as complete.`, ControlNet's `Loaded
-state_dict from […]`), every such line of the last few cited. A job
+state_dict from […]`), every such line of the last few cited; one after a loop's bar at its
+total (`30/30 [06:13<00:00, 12.46s/it]`) as a kill in the step after it, lower. A job
 report alone in its input whose command is only a launcher's unexpanded
 variables (`./webui.sh: line 241:  3179 Killed  "${python_cmd}"
 "${LAUNCH_SCRIPT}" "$@"`) is as bare as `Killed`: the lowest reading,
@@ -274,11 +276,10 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
     let note = memory
         .kill_note(pid)
         .filter(|_| loading.is_none() && !converter && matches!(killed, Killed::Shell(_)));
-    f.evidence(
-        kill,
-        note.or_else(|| activity.map(|_| Activity::kill_note(pid)))
-            .unwrap_or_else(|| kill_note(killed, loading.is_some(), converter)),
-    );
+    let note = note
+        .or_else(|| activity.map(|_| Activity::kill_note(pid)))
+        .unwrap_or_else(|| kill_note(killed, loading.is_some(), converter));
+    f.evidence(kill, job::named(note, killed));
     memory.cite(&mut f);
     name_victim(incident, kill, killed, &mut f);
     cite_last_words(incident, &mut f, kill, figures, activity, server_line);
@@ -303,6 +304,7 @@ fn finding(incident: &Incident, kill: Span, killed: Killed<'_>) -> Option<Findin
     f.confidence = round2(match (pinned, signalled) {
         (true, _) => 0.55,
         (false, true) if lone => 0.3,
+        (false, true) if activity.is_some_and(Activity::finished) => 0.35,
         (false, true) if activity.is_some() => 0.45,
         (false, true) => 0.4,
         (false, false) => 0.3,

@@ -143,11 +143,14 @@ fn free_memory(incident: &Incident) -> Option<Finding> {
 
     let mut f = Finding::new(META.id, META.category, META.severity);
     f.occurrences = hits.len() as u32;
+    // The figures as vLLM printed them (`(0.9, 71.24 GiB)`): the reader
+    // finds them on the line.
+    let (free_text, total_text, req_text) = (&c["free"], &c["total"], &c["req"]);
     for (m, n) in distinct(hits.iter().map(|(m, _)| *m)).into_iter().take(2) {
         f.evidence(
             m.span,
             format!(
-                "only {free:.2} of {total:.2} GiB was free; vLLM wanted {requested:.2} GiB ({n}x)"
+                "only {free_text} of {total_text} GiB was free; vLLM wanted ({util_text}, {req_text} GiB), the utilization times the total ({n}x)"
             ),
         );
     }

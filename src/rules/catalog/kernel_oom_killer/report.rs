@@ -18,7 +18,8 @@ pub(super) fn report(incident: &Incident, kills: &[Kill<'_>], out: &mut Vec<Find
             .as_deref()
             .is_some_and(|c| SERVER_COMMS.iter().any(|s| c.starts_with(s)))
     });
-    let workload = ended_workload(incident, kills, unit.as_deref(), time);
+    let absence = subject::victims_absence(incident, kills);
+    let workload = ended_workload(incident, kills, unit.as_deref(), time, !absence.is_empty());
     let severity = if unit.is_some() || is_server || workload {
         META.severity
     } else {
@@ -41,6 +42,7 @@ pub(super) fn report(incident: &Incident, kills: &[Kill<'_>], out: &mut Vec<Find
     cite_kills(&mut f, kills);
     cite_report(&mut f, incident, first, unit.as_deref());
     cite_server(&mut f, incident, kills, is_server);
+    subject::cite(&mut f, incident, &absence, &victim);
     let (attributed, notice) = match &unit {
         Some(u) => cite_unit(&mut f, incident, kills, u),
         None => (0, false),
@@ -98,21 +100,25 @@ fn ended_workload(
     kills: &[Kill<'_>],
     unit: Option<&str>,
     time: Option<Timestamp>,
+    about_it: bool,
 ) -> bool {
     // The kill ended a workload, and so is the failure to explain, when the
     // victim is a unit's or a server's process, a job by its name, the
     // process of a cgroup whose own limit was hit (the limit was set for
     // that workload), or the host's biggest process. A small bystander
-    // killed on a global OOM stays a warning: something else used the RAM.
-    let workload = kills.iter().any(|k| {
-        k.oom.cgroup_limit
-            || k.oom.comm.as_deref().is_some_and(|c| {
-                WORKLOAD_COMMS
-                    .iter()
-                    .any(|w| c.to_ascii_lowercase().starts_with(w))
-            })
-            || resident_kb(k.oom).is_some_and(|kb| kb >= BIG_VICTIM_KB)
-    });
+    // killed on a global OOM stays a warning: something else used the RAM,
+    // unless the inputs are about it (`about_it`: its mount failing, its
+    // name) and show no other failure.
+    let workload = about_it
+        || kills.iter().any(|k| {
+            k.oom.cgroup_limit
+                || k.oom.comm.as_deref().is_some_and(|c| {
+                    WORKLOAD_COMMS
+                        .iter()
+                        .any(|w| c.to_ascii_lowercase().starts_with(w))
+                })
+                || resident_kb(k.oom).is_some_and(|kb| kb >= BIG_VICTIM_KB)
+        });
     // A unit of its own that failed away from the kill (not seconds after
     // it) is another story: the victim was a bystander of that one.
     let kill_time = time;

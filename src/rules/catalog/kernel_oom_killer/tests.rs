@@ -66,3 +66,21 @@ fn a_sigkill_exit_is_attributed_only_with_kernel_evidence_in_time() {
         );
     }
 }
+
+/// awslabs/mountpoint-s3#1089 (batch Z 1819), reduced to one failed access
+/// and the kernel's kill: a small FUSE daemon whose mount's accesses then
+/// fail is the workload, an error citing both lines; with a failure of
+/// another kind in the same paste it stays a bystander's warning.
+#[test]
+fn a_fuse_daemon_whose_mount_then_fails_is_the_workload() {
+    let kill = "[Mon Oct 28 20:46:38 2024] Out of memory: Killed process 3470 (mount-s3) total-vm:925588kB, anon-rss:282932kB, file-rss:0kB, shmem-rss:0kB, UID:33 pgtables:752kB oom_score_adj:0\n";
+    let gone = "cp: error reading '<filename>': Transport endpoint is not connected\n";
+    let f = crate::testing::findings_of(META.id, &format!("{gone}{kill}"));
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].severity, Severity::Error);
+    crate::testing::cites_line_saying(&f[0], 1, "Transport endpoint is not connected");
+    let other = format!("{gone}{kill}ERROR: Failed to connect to the database\n");
+    let f = crate::testing::findings_of(META.id, &other);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].severity, Severity::Warning);
+}

@@ -40,6 +40,11 @@ pub(super) enum Activity {
     Building(Span),
     /// Working: a loop's bar, or a model just loaded for a job (its line).
     Working(Span),
+    /// A loop's bar at its total, nothing after it: the loop was done and
+    /// the step after it (a diffusion sampler's model offloaded to host
+    /// memory, vectors built from what was read, the result decoded or
+    /// saved) was under way when the kill came.
+    Finished(Span),
 }
 
 impl Activity {
@@ -60,27 +65,46 @@ impl Activity {
             .into_iter()
             .chain(last(&[BUILDING]).map(Activity::Building))
             .max_by_key(|a| a.span());
-        // A bar still counting: one at its total (a download done, a
-        // loop finished) says nothing of what came after it.
-        let counting = incident
+        // A bar still counting, or one at its total (a loop finished):
+        // the process was at work in the step after it, at a lower
+        // reading (the bar does not say what that step was).
+        let bar = incident
             .known(ITERATING)
             .filter(|(m, _)| near(m.span))
-            .max_by_key(|(m, _)| m.span)
+            .max_by_key(|(m, _)| m.span);
+        // A download's bar at its total (`Downloading: 100%|…| 2/2`) says
+        // only that files arrived, not that work began: not read.
+        let finished = bar.filter(|(m, hit)| {
+            matches!((hit.get("done"), hit.get("total")), (Some(done), Some(total)) if done == total)
+                && !m.text.to_ascii_lowercase().contains("download")
+        });
+        let counting = bar
             .filter(|(_, hit)| match (hit.get("done"), hit.get("total")) {
                 (Some(done), Some(total)) => done != total,
                 _ => true,
             })
             .map(|(m, _)| m.span);
-        let working = last(&[LOADED]).max(counting).map(Activity::Working);
+        let working = last(&[LOADED])
+            .max(counting)
+            .map(Activity::Working)
+            .or_else(|| finished.map(|(m, _)| Activity::Finished(m.span)));
         match (loading, working) {
             (Some(l), Some(w)) => Some(if w.span() > l.span() { w } else { l }),
             (l, w) => l.or(w),
         }
     }
 
+    /// A loop finished just before the kill: the weakest reading.
+    pub fn finished(self) -> bool {
+        matches!(self, Activity::Finished(_))
+    }
+
     pub fn span(self) -> Span {
         match self {
-            Activity::Loading(s) | Activity::Building(s) | Activity::Working(s) => s,
+            Activity::Loading(s)
+            | Activity::Building(s)
+            | Activity::Working(s)
+            | Activity::Finished(s) => s,
         }
     }
 
@@ -129,6 +153,9 @@ impl Activity {
                 Activity::Working(_) => {
                     "its last line before the kill: work under way (a loop's progress, a model just loaded for a job)"
                 }
+                Activity::Finished(_) => {
+                    "its last line before the kill: a loop's bar at its total, so the step after the loop was under way"
+                }
             },
         );
     }
@@ -147,6 +174,10 @@ impl Activity {
                 "while it worked (its last line is a loop's progress or a model just loaded)",
                 "at work",
             ),
+            Activity::Finished(_) => (
+                "right after a loop finished (its bar at its total), in the step after it (a diffusion sampler's model moved to host memory, the result decoded or saved)",
+                "after a loop finished",
+            ),
         };
         f.title = format!(
             "{} was killed by SIGKILL {title}, with no error of its own: most likely the OOM killer",
@@ -157,6 +188,12 @@ impl Activity {
         );
         if let Some(first) = f.chain.first_mut() {
             *first = format!("{} was Killed {doing}", who.to_lowercase());
+        }
+        if self.finished() {
+            f.actions.push(Action::advice(
+                "Ask the kernel whether its OOM killer killed the process after the loop: a bar at its total says only that the next step had begun",
+                Some("dmesg -T | grep -i -E 'killed process|out of memory'"),
+            ));
         }
         f.actions.push(Action::advice(
             "If it ran in a container, ask Docker whether its OOM killer ended it, and read the memory limit (under WSL2 or Docker Desktop, the VM's memory: `memory=` in .wslconfig)",

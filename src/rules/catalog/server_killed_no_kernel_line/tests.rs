@@ -522,3 +522,21 @@ fn sibling_jobs_of_one_command_killed_together_are_the_host_oom_reading() {
     let typed = format!("$ pkill -9 -f reshard_mp\n{}{}", job(423467), job(423469));
     assert!(killed(&typed).is_empty());
 }
+
+/// A loop's bar at its total, then a bare `Killed` (castorini/hedwig#70,
+/// batch W 1505, reduced to its last two lines): the kill came in the step
+/// after the loop, read at a confidence below a bar still counting, with
+/// the kernel's log as the check; a download's bar at its total is not.
+#[test]
+fn a_kill_after_a_loops_bar_at_its_total_is_the_lower_reading() {
+    let f = killed(
+        "100%\u{2588}\u{2588}\u{2588}\u{2588}| 3000001/3000001 [03:33<00:00, 14061.26it/s]\nKilled\n",
+    );
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(f[0].confidence < 0.45, "{}", f[0].confidence);
+    crate::testing::cites_line(&f[0], 1);
+    crate::testing::advises(
+        &f[0],
+        "dmesg -T | grep -i -E 'killed process|out of memory'",
+    );
+}
