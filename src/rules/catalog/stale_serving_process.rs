@@ -474,6 +474,27 @@ pub(super) fn first_word(cmd: &str) -> &str {
     cmd.split_whitespace().next().unwrap_or(cmd)
 }
 
+/// `, started TIME` for a listing row that shows when it started, else
+/// nothing: the words the parts' notes end a row's description with.
+fn started(p: &crate::model::PsRecord) -> String {
+    p.started
+        .as_deref()
+        .map_or(String::new(), |s| format!(", started {s}"))
+}
+
+/// Names each of `rows`' PIDs and cites its line with `note(row, started)`
+/// (see [`started`]).
+fn cite_rows(
+    f: &mut Finding,
+    rows: &[&crate::model::PsRecord],
+    note: impl Fn(&crate::model::PsRecord, &str) -> String,
+) {
+    for p in rows {
+        f.entities.pids.insert(p.pid);
+        f.evidence(p.span, note(p, &started(p)));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::testing::findings_of;

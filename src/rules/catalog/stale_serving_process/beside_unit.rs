@@ -88,20 +88,12 @@ fn finding(
     let main = st.main_pid.unwrap_or_default();
     f.entities.units.insert(unit.to_owned());
     let pids: Vec<String> = extra.iter().map(|p| p.pid.to_string()).collect();
-    for p in extra {
-        f.entities.pids.insert(p.pid);
-        let since = p
-            .started
-            .as_deref()
-            .map_or(String::new(), |s| format!(", started {s}"));
-        f.evidence(
-            p.span,
-            format!(
-                "PID {} runs `{name}` with PPID 1{since}, outside {unit}'s control group: a second instance",
-                p.pid
-            ),
-        );
-    }
+    super::cite_rows(&mut f, extra, |p, since| {
+        format!(
+            "PID {} runs `{name}` with PPID 1{since}, outside {unit}'s control group: a second instance",
+            p.pid
+        )
+    });
     f.evidence(
         own,
         format!("{unit}'s control group holds its Main PID {main} and no other copy of `{name}`"),

@@ -63,24 +63,13 @@ pub(super) fn copies(incident: &Incident, reported: &BTreeSet<u32>) -> Vec<Findi
 fn finding(master: &PsRecord, server: &str, workers: &[&PsRecord], left: &[&PsRecord]) -> Finding {
     let mut f = Finding::new(META.id, META.category, META.severity);
     let pids: Vec<String> = left.iter().map(|p| p.pid.to_string()).collect();
-    for p in left {
-        f.entities.pids.insert(p.pid);
-        let since = p
-            .started
-            .as_deref()
-            .map_or(String::new(), |s| format!(", started {s}"));
-        f.evidence(
-            p.span,
-            format!(
-                "PID {} runs the same `{server}` command line with PPID 1 and no child in the listing{since}: not part of the live instance",
-                p.pid
-            ),
-        );
-    }
-    let since = master
-        .started
-        .as_deref()
-        .map_or(String::new(), |s| format!(", started {s}"));
+    super::cite_rows(&mut f, left, |p, since| {
+        format!(
+            "PID {} runs the same `{server}` command line with PPID 1 and no child in the listing{since}: not part of the live instance",
+            p.pid
+        )
+    });
+    let since = super::started(master);
     f.evidence(
         master.span,
         format!(
