@@ -96,8 +96,8 @@ impl KernelParser {
         uptime_us = uptime_us.or(uptime);
         // `journalctl -o short-monotonic` looks like dmesg plus `host kernel: `;
         // a syslog line cut before its host leaves `kernel: [ uptime] …`.
-        if let Some(m) = KERNEL_PREFIX.find(message) {
-            let (inner_uptime, rest) = split_uptime(&message[m.end()..]);
+        if let Some(end) = kernel_prefix_end(message) {
+            let (inner_uptime, rest) = split_uptime(&message[end..]);
             uptime_us = uptime_us.or(inner_uptime);
             message = rest;
         }
@@ -286,20 +286,78 @@ fn split_wrapper(text: &str) -> Option<(Option<Timestamp>, &str)> {
     wrapped.then_some((None, rest))
 }
 
-/// `[ 8712.345678] message` → (8712345678 µs, `message`).
+/// `[ 8712.345678] message` → (8712345678 µs, `message`). The common form
+/// is read by position ([`plain_uptime`]); `dmesg -d`'s `<delta>` and other
+/// spacings by [`UPTIME`], the position reader's oracle in the tests.
 fn split_uptime(message: &str) -> (Option<u64>, &str) {
+    if let Some((uptime, end)) = plain_uptime(message) {
+        return (uptime, &message[end..]);
+    }
     let Some(c) = UPTIME.captures(message) else {
         return (None, message);
     };
     let end = c.get(0).map_or(0, |m| m.end());
-    let secs: Option<u64> = c["s"].parse().ok();
-    // Right-pad or cut the fraction to microseconds.
-    let frac = format!("{:0<6}", &c["frac"]);
-    let micros: Option<u64> = frac.get(..6).and_then(|f| f.parse().ok());
-    let uptime = secs
-        .zip(micros)
-        .and_then(|(s, us)| s.checked_mul(1_000_000)?.checked_add(us));
-    (uptime, &message[end..])
+    (micros(&c["s"], &c["frac"]), &message[end..])
+}
+
+/// `[`, spaces, the seconds, `.`, 1–9 digits of fraction, `]` and an
+/// optional space: the uptime in µs (`None` when it overflows) and where
+/// the message starts. `None` for any other shape, which [`UPTIME`] reads.
+fn plain_uptime(message: &str) -> Option<(Option<u64>, usize)> {
+    let bytes = message.as_bytes();
+    let digits = |from: usize| {
+        bytes
+            .get(from..)
+            .unwrap_or_default()
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count()
+    };
+    if bytes.first() != Some(&b'[') {
+        return None;
+    }
+    let start = 1 + bytes[1..].iter().take_while(|&&b| b == b' ').count();
+    let whole = digits(start);
+    if whole == 0 || bytes.get(start + whole) != Some(&b'.') {
+        return None;
+    }
+    let from = start + whole + 1;
+    let fraction = digits(from);
+    let close = from + fraction;
+    if !(1..=9).contains(&fraction) || bytes.get(close) != Some(&b']') {
+        return None;
+    }
+    let end = close + 1 + usize::from(bytes.get(close + 1) == Some(&b' '));
+    let uptime = micros(&message[start..start + whole], &message[from..close]);
+    Some((uptime, end))
+}
+
+/// Seconds and a fraction's digits as printed → µs (the fraction
+/// right-padded or cut to six digits); `None` when it overflows.
+fn micros(secs: &str, fraction: &str) -> Option<u64> {
+    let secs: u64 = secs.parse().ok()?;
+    let mut us: u64 = 0;
+    for i in 0..6 {
+        let digit = fraction.as_bytes().get(i).map_or(0, |b| u64::from(b - b'0'));
+        us = us * 10 + digit;
+    }
+    secs.checked_mul(1_000_000)?.checked_add(us)
+}
+
+/// Where the message starts after `kernel: ` or `host kernel: ` (one
+/// word, one space), as [`KERNEL_PREFIX`] reads it: asked of every kernel
+/// message, so a line without `kernel:` where it could stand is refused
+/// before the regex runs.
+fn kernel_prefix_end(message: &str) -> Option<usize> {
+    let after_word = message
+        .find(char::is_whitespace)
+        .filter(|&at| at > 0 && message[at..].starts_with(' '))
+        .map(|at| at + 1);
+    let candidate = message.starts_with("kernel:")
+        || after_word.is_some_and(|at| message[at..].starts_with("kernel:"));
+    candidate
+        .then(|| KERNEL_PREFIX.find(message).map(|m| m.end()))
+        .flatten()
 }
 
 fn ctime(c: &regex::Captures<'_>) -> Option<Timestamp> {

@@ -1147,3 +1147,62 @@ NVRM: Xid (0000:03:00): 14, Channel 00000001",
         .collect();
     assert_eq!(got, vec![(2, 14, Some("0000:03:00".to_owned()))]);
 }
+
+/// The position readers answer as the regexes they stand in for: the
+/// uptime's µs and where the message starts, and `kernel: `'s end, on the
+/// shapes a kernel line takes and near misses of each.
+#[test]
+fn the_position_readers_answer_as_their_regexes() {
+    let by_regex = |m: &str| -> (Option<u64>, usize) {
+        let Some(c) = UPTIME.captures(m) else {
+            return (None, 0);
+        };
+        let frac = format!("{:0<6}", &c["frac"]);
+        let us: Option<u64> = frac.get(..6).and_then(|f| f.parse().ok());
+        let secs: Option<u64> = c["s"].parse().ok();
+        let uptime = secs
+            .zip(us)
+            .and_then(|(s, us)| s.checked_mul(1_000_000)?.checked_add(us));
+        (uptime, c.get(0).map_or(0, |m| m.end()))
+    };
+    let lines = [
+        "[ 8712.345678] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.",
+        "[    0.000000] Linux version 6.8.0",
+        "[8712.345678]NVRM: no space",
+        "[ 8712.345] three digits",
+        "[ 8712.123456789] nine digits",
+        "[ 8712.1234567890] ten digits",
+        "[ 8712.345678 <    0.000123>] dmesg -d",
+        "[ 8712.] no fraction",
+        "[ .345678] no seconds",
+        "[ 8712.345678 ] space before the bracket",
+        "[99999999999999999999.000001] overflow",
+        "[18446744073709.551615] at the edge",
+        "[18446744073710.000000] past the edge",
+        "[Sat Jun  1 12:00:03 2024] ctime",
+        "[  +0.000123] reltime",
+        "NVRM: no bracket",
+        "[",
+        "",
+    ];
+    for line in lines {
+        let (uptime, rest) = split_uptime(line);
+        let (want, end) = by_regex(line);
+        assert_eq!((uptime, rest), (want, &line[end..]), "{line:?}");
+    }
+    for message in [
+        "kernel: NVRM: x",
+        "host kernel:  [ 1.000000] x",
+        "host kernel:x",
+        "host\tkernel: x",
+        " kernel: x",
+        "a b kernel: x",
+        "kernel:",
+        "NVRM: kernel: x",
+        "hostkernel: x",
+        "",
+    ] {
+        let want = KERNEL_PREFIX.find(message).map(|m| m.end());
+        assert_eq!(kernel_prefix_end(message), want, "{message:?}");
+    }
+}
