@@ -42,6 +42,12 @@ static CAUSES: LazyLock<Vec<Cause>> = LazyLock::new(|| {
             "upgrade SGLang/vLLM and transformers to a release that supports the architecture",
         ),
         (
+            &["stacks-hf.unrecognized-model"][..],
+            "",
+            "the folder or repository is not a transformers checkpoint (no `model_type` in a config.json: GGUF files only, an adapter, the wrong folder)",
+            "point the loader at the original transformers checkpoint (the folder holding config.json), or serve GGUF files with a GGUF runtime",
+        ),
+        (
             &["stacks-hf.trust-remote-code-required"][..],
             r"contains custom code which must be executed to correctly load the model",
             "the model needs its own code and the server was not allowed to run it",
