@@ -263,14 +263,7 @@ impl Rule for TpSizeMismatch {
             f.evidence(m.span, format!("the server rejected its TP size ({n}x)"));
         }
         if let Some(u) = &uneven {
-            f.evidence_marked(
-                u.line.span,
-                format!(
-                    "the converter splits this tensor over {} ranks along dimension {}: {} is not a multiple of {}",
-                    u.tp, u.dim, u.size, u.tp
-                ),
-                u.quote(),
-            );
+            u.cite(&mut f);
         }
         if let Some(c) = callers.first() {
             f.evidence(c.span, "the traceback's caller names the count it split");
@@ -284,15 +277,7 @@ impl Rule for TpSizeMismatch {
             hits.iter().any(|(m, _)| Some(m.span) != split_line),
         );
         if let Some(u) = &uneven {
-            f.condition(
-                format!(
-                    "the numbers reconcile: {} mod {} = {}, not 0",
-                    u.size,
-                    u.tp,
-                    u.size % u.tp
-                ),
-                true,
-            );
+            u.reconcile(&mut f);
         }
         f.condition("the numbers are in the message", detail.is_some());
         f.title = match &detail {
@@ -304,20 +289,7 @@ impl Rule for TpSizeMismatch {
             .push("the server stopped while configuring tensor parallelism".to_owned());
         f.chain.push(f.title.clone());
         if let Some(u) = &uneven {
-            let fitting = u.fitting();
-            let sizes = if fitting.is_empty() {
-                String::new()
-            } else {
-                let list: Vec<String> = fitting.iter().map(u64::to_string).collect();
-                format!(" ({} divide {})", list.join(", "), u.size)
-            };
-            f.actions.push(Action::advice(
-                format!(
-                    "choose a TP size that divides every split dimension{sizes}, or re-quantize with a group size that makes the quantized layers' group counts divisible by {}",
-                    u.tp
-                ),
-                None,
-            ));
+            f.actions.push(u.advice());
         } else if ranks {
             f.actions.push(Action::advice(
                 "start one rank per GPU the checkpoint or engine was sharded for (torchrun --nproc_per_node N, mpirun -n N), or re-shard the checkpoint / rebuild the engine for the GPUs you have",

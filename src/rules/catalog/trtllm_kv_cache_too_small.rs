@@ -303,7 +303,7 @@ mod tests {
         assert_eq!(f[0].evidence.len(), 2, "{:?}", f[0].evidence);
     }
 
-    /// NVIDIA/TensorRT-LLM's memory guide (docs/source/reference/memory.md):
+    /// NVIDIA/TensorRT-LLM's memory reference guide (its `memory.md`):
     /// a pool of 4060 blocks for sequences of 32, and the cache allocated
     /// after the check: it fits. The same block with the pool altered to 20
     /// blocks (an edit, not a printed line) does not.

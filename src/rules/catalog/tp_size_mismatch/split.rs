@@ -11,6 +11,7 @@ use regex::Regex;
 
 use crate::correlate::Incident;
 use crate::model::Message;
+use crate::rules::{Action, Finding};
 
 /// TurboMind's converter's line for each tensor it splits
 /// (catalogs/stacks-lmdeploy.toml).
@@ -59,6 +60,50 @@ impl Uneven<'_> {
             (Some(a), Some(b)) if b >= a => text[a..b + dim.len()].to_owned(),
             _ => dim,
         }
+    }
+
+    /// Cites the split line, its shape and dimension underlined.
+    pub fn cite(&self, f: &mut Finding) {
+        f.evidence_marked(
+            self.line.span,
+            format!(
+                "the converter splits this tensor over {} ranks along dimension {}: {} is not a multiple of {}",
+                self.tp, self.dim, self.size, self.tp
+            ),
+            self.quote(),
+        );
+    }
+
+    /// The arithmetic, as a condition met.
+    pub fn reconcile(&self, f: &mut Finding) {
+        f.condition(
+            format!(
+                "the numbers reconcile: {} mod {} = {}, not 0",
+                self.size,
+                self.tp,
+                self.size % self.tp
+            ),
+            true,
+        );
+    }
+
+    /// What to do: a TP size that fits (those that divide the dimension),
+    /// or another quantization group size.
+    pub fn advice(&self) -> Action {
+        let fitting = self.fitting();
+        let sizes = if fitting.is_empty() {
+            String::new()
+        } else {
+            let list: Vec<String> = fitting.iter().map(u64::to_string).collect();
+            format!(" ({} divide {})", list.join(", "), self.size)
+        };
+        Action::advice(
+            format!(
+                "choose a TP size that divides every split dimension{sizes}, or re-quantize with a group size that makes the quantized layers' group counts divisible by {}",
+                self.tp
+            ),
+            None,
+        )
     }
 
     /// The TP sizes (powers of two below the one asked for) that divide the
