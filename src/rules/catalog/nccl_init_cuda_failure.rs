@@ -28,11 +28,15 @@ const WRAPPERS: &[&str] = &[
 
 /// NCCL's trace of a failed call back up through its initialisation,
 /// `NCCL INFO init.cc:1437 -> 1`, and the WARN's own place when it is in
-/// init.cc.
+/// init.cc, or in misc/cudawrap.cc: the driver checks NCCL makes once per
+/// process from `ncclCudaLibraryInit` when its first communicator is made
+/// (2.19 – 2.20: `ncclIsCuMemSupported`'s `cuDeviceGet`, printed as
+/// `misc/cudawrap.cc:36 NCCL WARN Cuda failure 3 'initialization error'`),
+/// and at no later time.
 static INIT_TRACE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"NCCL INFO init\.cc:[0-9]+ -> [0-9]+").expect("trace regex"));
 static IN_INIT: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\binit\.cc:[0-9]+ NCCL WARN").expect("init regex"));
+    LazyLock::new(|| Regex::new(r"\b(?:init|cudawrap)\.cc:[0-9]+ NCCL WARN").expect("init regex"));
 /// NCCL's own prefix, `host:pid:tid [cudaDev]`.
 static PREFIX: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
@@ -321,6 +325,22 @@ mod tests {
         // The same CUDA failure without PyTorch's report above it is not
         // placed in NCCL's init.
         assert!(findings("w1: Last error:\nw1: Cuda failure 'initialization error'\n").is_empty());
+    }
+
+    /// vllm-project/vllm#9369 (NCCL 2.20.5, driver 12.1): each rank's first
+    /// CUDA driver check in cudawrap.cc fails with `initialization error`,
+    /// before any init.cc trace: NCCL's CUDA set-up for its first
+    /// communicator, so its initialisation, by the rank that printed it.
+    #[test]
+    fn a_cuda_failure_in_nccls_cuda_library_set_up_is_init() {
+        let text = "kmaker-54-033138205093:44710:44710 [0] NCCL INFO cudaDriverVersion 12010
+kmaker-54-033138205093:44710:44710 [0] misc/cudawrap.cc:36 NCCL WARN Cuda failure 3 'initialization error'
+";
+        let f = findings(text);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].category, Category::NcclInitFailure);
+        assert!(f[0].entities.pids.contains(&44710), "{:?}", f[0].entities);
+        assert!(f[0].entities.gpus.contains(&0), "{:?}", f[0].entities);
     }
 
     #[test]

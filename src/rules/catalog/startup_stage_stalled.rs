@@ -17,6 +17,7 @@ use crate::rules::{Category, Finding, Rule, RuleMeta, Severity};
 use crate::source::Span;
 
 mod advice;
+mod members;
 mod ranks;
 mod sampled;
 mod stalled;
@@ -574,6 +575,9 @@ mod engine_tests;
 
 #[cfg(test)]
 mod generation_tests;
+
+#[cfg(test)]
+mod members_tests;
 
 #[cfg(test)]
 mod progress_tests;

@@ -10,6 +10,8 @@ use crate::model::{Message, TypedCommand};
 use crate::rules::support::{capitalise, confidence, distinct, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
+mod split;
+
 pub static RULE: TpSizeMismatch = TpSizeMismatch;
 
 pub struct TpSizeMismatch;
@@ -155,7 +157,10 @@ fn mpi_size_above<'a>(incident: &'a Incident, at: &Message) -> Option<(&'a Messa
 /// TensorRT-LLM's MPI world line. Returns the MPI size when read.
 fn cite_launch(incident: &Incident, f: &mut Finding, first: &Message) -> Option<String> {
     if let Some(c) = launch_above(incident, first) {
-        f.evidence(c.span, "the command that launched the ranks");
+        match split::tp_flag(&c.command) {
+            Some(flag) => f.evidence_marked(c.span, "the command that launched the ranks", flag),
+            None => f.evidence(c.span, "the command that launched the ranks"),
+        }
     }
     let (m, n) = mpi_size_above(incident, first)?;
     f.evidence(
@@ -236,6 +241,11 @@ impl Rule for TpSizeMismatch {
                 )
             }))
             .collect();
+        // A converter's split whose dimension the TP size does not divide.
+        let uneven = split::uneven(incident);
+        if let Some(u) = &uneven {
+            hits.push((u.line, Some(u.detail())));
+        }
         if hits.is_empty() {
             return;
         }
@@ -244,8 +254,16 @@ impl Rule for TpSizeMismatch {
         hits.sort_by_key(|(m, d)| (m.span, d.is_none()));
         hits.dedup_by_key(|(m, _)| m.span);
         let mut f = Finding::new(META.id, META.category, META.severity);
-        for (m, n) in distinct(hits.iter().map(|(m, _)| *m)).into_iter().take(3) {
+        let split_line = uneven.as_ref().map(|u| u.line.span);
+        let rejected = hits
+            .iter()
+            .map(|(m, _)| *m)
+            .filter(|m| Some(m.span) != split_line);
+        for (m, n) in distinct(rejected).into_iter().take(3) {
             f.evidence(m.span, format!("the server rejected its TP size ({n}x)"));
+        }
+        if let Some(u) = &uneven {
+            u.cite(&mut f);
         }
         if let Some(c) = callers.first() {
             f.evidence(c.span, "the traceback's caller names the count it split");
@@ -254,7 +272,13 @@ impl Rule for TpSizeMismatch {
         let detail = hits.iter().find_map(|(_, d)| d.clone()).or_else(|| {
             mpi.map(|n| format!("the engine's TP × PP is not the {n} MPI rank(s) started"))
         });
-        f.condition("the server rejected the tensor-parallel size", true);
+        f.condition(
+            "the server rejected the tensor-parallel size",
+            hits.iter().any(|(m, _)| Some(m.span) != split_line),
+        );
+        if let Some(u) = &uneven {
+            u.reconcile(&mut f);
+        }
         f.condition("the numbers are in the message", detail.is_some());
         f.title = match &detail {
             Some(d) => format!("the tensor-parallel size does not fit: {d}"),
@@ -264,7 +288,9 @@ impl Rule for TpSizeMismatch {
         f.chain
             .push("the server stopped while configuring tensor parallelism".to_owned());
         f.chain.push(f.title.clone());
-        if ranks {
+        if let Some(u) = &uneven {
+            f.actions.push(u.advice());
+        } else if ranks {
             f.actions.push(Action::advice(
                 "start one rank per GPU the checkpoint or engine was sharded for (torchrun --nproc_per_node N, mpirun -n N), or re-shard the checkpoint / rebuild the engine for the GPUs you have",
                 Some("nvidia-smi -L"),

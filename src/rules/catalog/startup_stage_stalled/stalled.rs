@@ -33,8 +33,11 @@ pub(super) fn stalled<'a>(incident: &'a Incident, startup: &Startup<'a>) -> Opti
             .lines
             .iter()
             .any(|(m, st, _)| *st == Stage::WeightsLoading && m.text.contains("RPC["));
+    let members = super::members::missing(startup, s.reached);
     let hint = if rpc {
         RPC
+    } else if members.is_some() {
+        super::members::MEMBERS
     } else {
         advice(
             s.reached,
