@@ -534,11 +534,17 @@ Aug 19 17:03:59 ip-10-236-146-73.ec2.internal systemd[1]: systemd-docker.service
     let f = findings(text);
     assert_eq!(f.len(), 1, "{f:?}");
     assert_eq!(f[0].category, Category::UnitCrashLoop, "{:?}", f[0]);
+    // The place past the runtime's frames is cited, with its function.
+    // (The runtime's own frame says `panic`, so it is quoted as the last
+    // words; the place stands beside them.)
+    let notes: Vec<&str> = f[0].evidence.iter().map(|e| e.note.as_str()).collect();
     assert!(
-        f[0].headline
-            .contains("/home/darren/src/systemd-docker/main.go:159 in main.lookupNamedContainer"),
-        "{}",
-        f[0].headline
+        notes.contains(&"where it crashed: /home/darren/src/systemd-docker/main.go:159"),
+        "{notes:?}"
+    );
+    assert!(
+        notes.contains(&"the first frame of its own code: main.lookupNamedContainer"),
+        "{notes:?}"
     );
     crate::testing::cites_line(&f[0], 1);
     crate::testing::cites_line(&f[0], 5);
