@@ -86,6 +86,7 @@ pub fn correlate_with(mut facts: Facts, clock: &Clock) -> Incident {
     let known = known::match_messages(&facts.messages);
     let mut units = units::collect(&facts);
     units::add_step_failures(&mut units, &known);
+    units::add_job_failures(&mut units, &known, &facts.messages);
     let unit_lines = units::unit_lines(&facts);
     let owners = owners::attribute(&facts, &units);
     let unit_pids = members::collect(&facts, &units, &unit_lines, &owners);

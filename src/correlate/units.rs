@@ -67,6 +67,14 @@ pub enum UnitEventKind {
     StartRepeatedTooQuickly,
     /// `A process of this unit has been killed by the OOM killer.`
     OomKilled,
+    /// systemctl's own answer to a job that failed, printed where it was
+    /// run (a shell, Ansible's `msg`), not in the journal: `Job for X
+    /// failed because the control process exited with error code.` names
+    /// the unit's result (`exit-code`; `None` for a bare `Job for X
+    /// failed.` or an explanation no row knows).
+    JobFailed {
+        result: Option<String>,
+    },
 }
 
 impl UnitEventKind {
@@ -465,6 +473,56 @@ pub fn add_step_failures(units: &mut BTreeMap<String, UnitFacts>, known: &[super
             && let Some(unit) = k.hit.get("unit")
         {
             units.entry(unit.to_owned()).or_default();
+        }
+    }
+}
+
+/// Adds systemctl's answers to failed jobs (`Job for X failed because the
+/// control process exited with error code.`, catalog rows
+/// `systemd.result-*` and `systemd.systemctl-job-failed`) as events of
+/// their units: a shell's or Ansible's paste may hold nothing else of the
+/// unit. The result a row's name gives is kept; one line, one event.
+pub fn add_job_failures(
+    units: &mut BTreeMap<String, UnitFacts>,
+    known: &[super::known::Known],
+    messages: &[crate::model::Message],
+) {
+    for k in known {
+        let h = &k.hit;
+        let (Some(row), crate::catalogs::Via::Wording(i)) = (h.row, h.via) else {
+            continue;
+        };
+        let job = row.wordings.get(i).is_some_and(|w| {
+            w.template
+                .as_deref()
+                .is_some_and(|t| t.starts_with("Job for <unit> failed"))
+        });
+        let (Some(unit), Some(m)) = (h.get("unit"), messages.get(k.message)) else {
+            continue;
+        };
+        if h.catalog.id != "systemd" || !job {
+            continue;
+        }
+        let result = row.name.clone();
+        let u = units
+            .entry(unit.trim_end_matches('.').to_owned())
+            .or_default();
+        match u.events.iter_mut().find(|e| e.span == m.span) {
+            // The generic wording and a result's wording read one line.
+            Some(e) => {
+                if let UnitEventKind::JobFailed { result: r } = &mut e.kind
+                    && r.is_none()
+                {
+                    *r = result;
+                }
+            }
+            None => {
+                u.events.push(UnitEvent {
+                    kind: UnitEventKind::JobFailed { result },
+                    span: m.span,
+                });
+                u.events.sort_by_key(|e| e.span);
+            }
         }
     }
 }

@@ -621,6 +621,18 @@ pub const MATRIX: &[Cell] = &[
     ),
     cell(
         UnitCrashLoop,
+        "systemctl's answer alone, where it was run (a shell, Ansible's `msg` with the host on its `fatal: [host]:` line): `Job for X failed because the control process exited with error code.`, with no line of the unit's own: the unit's failure at start, asking for its status and journal",
+        Rule("unit-exit-nonzero"),
+        Some("fixtures/rules/unit-exit-nonzero/pos-ansible-job-failed-no-journal"),
+    ),
+    cell(
+        UnitCrashLoop,
+        "a status block failed with the start limit's name before systemd v230 (`Active: failed (Result: start-limit)`), its start command's PID read from a `Process: N ExecStart=…` line even when cut before the status",
+        Rule("systemd-start-limit-hit"),
+        Some("fixtures/rules/systemd-start-limit-hit/pos-result-start-limit-before-v230"),
+    ),
+    cell(
+        UnitCrashLoop,
         "Kubernetes killing and restarting a container for a failed liveness probe (`Liveness probe failed: …`, `failed liveness probe, will be restarted`)",
         Row("stacks-k8s.liveness-probe-failed"),
         None,

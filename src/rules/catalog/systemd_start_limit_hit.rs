@@ -83,6 +83,18 @@ fn finding(incident: &Incident, unit: &str) -> Finding {
     if let Some(x) = &exit {
         f.entities.pids.extend(x.pid);
         f.evidence(x.span, format!("its last run's main process: {}", x.how));
+    } else if let Some(p) = start_command(incident, unit) {
+        // A block cut before the status (`(code=exited, statu`): the start
+        // command's process is named all the same.
+        f.entities.pids.insert(p.pid);
+        f.evidence_marked(
+            p.span,
+            format!(
+                "its last run's start command, PID {} (how it ended is cut off the line)",
+                p.pid
+            ),
+            p.pid.to_string(),
+        );
     }
     let failures = events
         .iter()
@@ -177,7 +189,7 @@ fn cite_limit(incident: &Incident, unit: &str, events: &[UnitEvent], f: &mut Fin
     {
         if let Some(span) = s
             .active_span
-            .filter(|_| s.result.as_deref() == Some("start-limit-hit"))
+            .filter(|_| s.result.as_deref().is_some_and(is_start_limit))
         {
             f.evidence(
                 span,
@@ -193,7 +205,7 @@ fn cite_limit(incident: &Incident, unit: &str, events: &[UnitEvent], f: &mut Fin
     {
         if let Some(span) = p
             .span_of("Result")
-            .filter(|_| p.result.as_deref() == Some("start-limit-hit"))
+            .filter(|_| p.result.as_deref().is_some_and(is_start_limit))
         {
             f.evidence(
                 span,
@@ -265,6 +277,21 @@ fn main_exit(incident: &Incident, unit: &str, events: &[UnitEvent]) -> Option<Ma
     })
 }
 
+/// The start command's process of `unit`'s last status block (`Process:
+/// 21395 ExecStart=…`), where the block says no exit of it.
+fn start_command<'a>(incident: &'a Incident, unit: &str) -> Option<&'a crate::model::UnitProcess> {
+    incident
+        .facts
+        .unit_statuses
+        .iter()
+        .rev()
+        .find(|s| s.unit == unit)?
+        .processes
+        .iter()
+        .rev()
+        .find(|p| p.setting.as_deref() == Some("ExecStart"))
+}
+
 /// Whether any run's main process failed by itself: a non-zero status
 /// or a signal.
 fn failed_by_itself(events: &[UnitEvent]) -> bool {
@@ -308,6 +335,13 @@ fn by_user_manager(incident: &Incident, events: &[UnitEvent]) -> bool {
     })
 }
 
+/// The result systemd gives a unit it stopped restarting: `start-limit-hit`
+/// from v230, `start-limit` before (src/core/service.c,
+/// service_result_table).
+fn is_start_limit(result: &str) -> bool {
+    matches!(result, "start-limit-hit" | "start-limit")
+}
+
 /// Returns the units systemd stopped restarting: those whose journal says
 /// the start limit was hit (or a start was repeated too quickly), then those
 /// `systemctl status` or `systemctl show` reports with result start-limit-hit.
@@ -329,13 +363,13 @@ fn limited_units(incident: &Incident) -> Vec<&str> {
         .map(|(n, _)| n.as_str())
         .collect();
     for s in &incident.facts.unit_statuses {
-        if s.result.as_deref() == Some("start-limit-hit") && !units.contains(&s.unit.as_str()) {
+        if s.result.as_deref().is_some_and(is_start_limit) && !units.contains(&s.unit.as_str()) {
             units.push(&s.unit);
         }
     }
     for p in &incident.facts.unit_properties {
-        if let (Some(unit), Some("start-limit-hit")) = (&p.unit, p.result.as_deref()) {
-            if !units.contains(&unit.as_str()) {
+        if let (Some(unit), Some(r)) = (&p.unit, p.result.as_deref()) {
+            if is_start_limit(r) && !units.contains(&unit.as_str()) {
                 units.push(unit);
             }
         }

@@ -3,6 +3,8 @@
 
 mod exec;
 mod failure;
+mod goroutine;
+mod job;
 mod reasons;
 mod steps;
 mod stop;
@@ -39,6 +41,11 @@ static META: RuleMeta = RuleMeta {
         "cannot",
         "unable to",
         "panic",
+        // A Go goroutine dump's header, its frames' calls (arguments in
+        // hex words) and places (`goroutine::of`).
+        "[running]:",
+        "(0x",
+        ".go:",
     ],
     doc: r#"
 ## What it means
@@ -62,7 +69,8 @@ its stated reason.
 
 When the unit's own processes wrote error lines just before the exit (same
 PID or unit: `Error: could not create directory mkdir /var/lib/ollama:
-permission denied`), those last words are the stated reason and the finding
+permission denied`), or raised an exception (`RuntimeError: Could not
+determine home directory.` by the unit's PID), those last words are the stated reason and the finding
 is a unit failure (category `unit-crash-loop`, the supervisor layer: any
 more specific finding still comes first). So is an exit with no exception
 before it that systemd itself reports as a failure: `Failed to start X.`,
@@ -74,6 +82,14 @@ before `systemd-crash-loop` or the start limit names it. The drop-ins
 listed under `Drop-In:` are cited: a changed `ExecStart=` is the usual
 cause of a start command that fails. Otherwise the finding stays a generic
 fallback.
+
+Where the inputs hold nothing else of the unit (no line of PID 1's, no
+status block), systemctl's own answer where it was run (a shell, Ansible's `msg`: `Job for X failed
+because the control process exited with error code.`, result `exit-code`)
+is the unit's failure all the same (category `unit-crash-loop`), with the
+hosts Ansible names (`fatal: [host]: FAILED!`); the unit's journal says
+why, and the finding asks for it. Beside an exit, that answer makes the
+exit a failure systemd reports, as `Failed to start X.` does.
 
 An exit after PID 1's `Stopping X...` answers a stop that was asked for:
 programs that exit 1 or 143 on SIGTERM leave systemd's `Failed with result
@@ -104,6 +120,12 @@ impl Rule for UnitExitNonzero {
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         for (unit, facts) in &incident.units {
             let exits = exits_of(incident, unit, facts);
+            // No exit in the inputs: systemctl's answer to a failed job
+            // may be all they hold of the unit.
+            if exits.is_empty() {
+                out.extend(job::finding(incident, unit, facts));
+                continue;
+            }
             // An exit that answers a requested stop is said only when
             // no other exit of the unit is in the inputs.
             let Some(exit) = exits
@@ -231,6 +253,8 @@ fn finding(
         last_exception,
         stated,
         exec,
+        own_exception,
+        go,
     } = Reasons::of(incident, unit, status, span);
     let failed = failure::Failed::of(incident, facts);
     // One of systemd's own statuses: it failed at a step of setting up the
@@ -248,23 +272,20 @@ fn finding(
     // own lines are not in the inputs.
     let by_systemd =
         stated.is_none() && last_exception.is_none() && stopping.is_none() && failed.is_failure();
-    let category = if stated.is_some() || by_systemd || exec.is_some() || setup {
-        Category::UnitCrashLoop
-    } else {
-        META.category
-    };
-    let severity = if stopping.is_some() {
-        Severity::Info
-    } else {
-        META.severity
-    };
-    let mut f = Finding::new(META.id, category, severity);
+    // Its own exception states the reason as its last words do.
+    let failure = stated.is_some() || own_exception || by_systemd || exec.is_some() || setup;
+    let mut f = Finding::new(
+        META.id,
+        [META.category, Category::UnitCrashLoop][usize::from(failure)],
+        [META.severity, Severity::Info][usize::from(stopping.is_some())],
+    );
     f.entities.units.insert(unit.to_owned());
     f.entities.pids.extend(words.pids.iter().copied());
     f.entities.pids.extend(exit.pid);
     f.occurrences = n as u32;
     let first = cite_last_words(&mut f, unit, &words, &bare, &stated);
-    let meaning = cite_exit(&mut f, unit, exit);
+    go.iter().for_each(|g| g.cite(&mut f, unit));
+    let meaning = cite_exit(incident, &mut f, unit, exit);
     cite_systemd(incident, &mut f, unit, &failed, by_systemd);
     if let Some((espan, name, _)) = last_exception {
         f.evidence(espan, format!("the last exception before the exit: {name}"));
@@ -320,7 +341,12 @@ fn finding(
 
 /// Cites the exit itself (whose process, its PID, what the status means)
 /// and gives the status's meaning for the headline.
-fn cite_exit(f: &mut Finding, unit: &str, exit: &Exit<'_>) -> Option<&'static str> {
+fn cite_exit(
+    incident: &Incident,
+    f: &mut Finding,
+    unit: &str,
+    exit: &Exit<'_>,
+) -> Option<&'static str> {
     let status = &*exit.status;
     let meaning = exit_meaning("exited", status);
     if exit.step_only {
@@ -340,14 +366,29 @@ fn cite_exit(f: &mut Finding, unit: &str, exit: &Exit<'_>) -> Option<&'static st
     } else {
         "main process"
     };
-    f.evidence(
-        exit.span,
-        match meaning {
-            Some(m) => format!("{unit}'s {process}{pid} exited with status {status}: {m}"),
-            None => format!("{unit}'s {process}{pid} exited with status {status}"),
-        },
-    );
+    let note = match meaning {
+        Some(m) => format!("{unit}'s {process}{pid} exited with status {status}: {m}"),
+        None => format!("{unit}'s {process}{pid} exited with status {status}"),
+    };
+    // The status as systemd printed it (`status=1/FAILURE`), underlined
+    // so that the excerpt shows it, where the line holds it.
+    let printed = format!("status={status}");
+    if line_holds(incident, exit.span, &printed) {
+        f.evidence_marked(exit.span, note, printed);
+    } else {
+        f.evidence(exit.span, note);
+    }
     meaning
+}
+
+/// Whether the kept line at `span` holds `text`.
+fn line_holds(incident: &Incident, span: Span, text: &str) -> bool {
+    incident
+        .facts
+        .messages
+        .iter()
+        .find(|m| m.span == span)
+        .is_some_and(|m| m.text.contains(text))
 }
 
 /// Cites systemd's account of the failure: its result line, and the failed

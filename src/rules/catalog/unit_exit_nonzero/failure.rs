@@ -27,7 +27,10 @@ pub(super) struct Failed {
     drop_ins: Vec<(String, Span)>,
     /// systemd stopped restarting it (`Start request repeated too
     /// quickly.`, result `start-limit-hit`).
-    limit_hit: bool,
+    pub(super) limit_hit: bool,
+    /// systemctl's answer where it was run: `Job for X failed because the
+    /// control process exited with error code.`, and the result it names.
+    pub(super) job: Option<(Span, Option<String>)>,
 }
 
 impl Failed {
@@ -74,6 +77,10 @@ impl Failed {
                 matches!(&e.kind, UnitEventKind::StartLimitHit)
                     || matches!(&e.kind, UnitEventKind::FailedWithResult(r) if r.contains("start-limit"))
             }) || status.is_some_and(|s| s.result.as_deref().is_some_and(|r| r.contains("start-limit"))),
+            job: facts.events.iter().find_map(|e| match &e.kind {
+                UnitEventKind::JobFailed { result } => Some((e.span, result.clone())),
+                _ => None,
+            }),
         }
     }
 
@@ -84,6 +91,7 @@ impl Failed {
             || self.result.is_some()
             || self.down.is_some()
             || !self.restarts.is_empty()
+            || self.job.is_some()
     }
 
     /// Cites the line that says the start failed, alone: systemd's side
@@ -92,12 +100,27 @@ impl Failed {
         if let Some(s) = self.failed_start {
             f.evidence(s, "systemd reports that the start failed");
         }
+        self.cite_job(f);
+    }
+
+    /// Cites systemctl's answer to the failed job, with the result it names.
+    pub(super) fn cite_job(&self, f: &mut Finding) {
+        if let Some((s, result)) = &self.job {
+            f.evidence(
+                *s,
+                match result {
+                    Some(r) => format!("systemctl reports that the job failed, result '{r}'"),
+                    None => "systemctl reports that the job failed".to_owned(),
+                },
+            );
+        }
     }
 
     pub(super) fn cite(&self, f: &mut Finding, unit: &str) {
         if let Some(s) = self.failed_start {
             f.evidence(s, "systemd reports that the start failed");
         }
+        self.cite_job(f);
         if let Some(s) = self.entered_failed {
             f.evidence(s, format!("{unit} entered the failed state"));
         }
@@ -130,6 +153,8 @@ impl Failed {
             ));
         } else if self.failed_start.is_some() {
             headline.push_str(" systemd reports that the unit failed to start.");
+        } else if self.job.is_some() {
+            headline.push_str(" systemctl reports that its job failed.");
         }
         if !self.drop_ins.is_empty() {
             let files: Vec<&str> = self.drop_ins.iter().map(|(f, _)| f.as_str()).collect();

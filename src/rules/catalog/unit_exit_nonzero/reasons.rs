@@ -12,6 +12,13 @@ pub(super) struct Reasons<'a> {
     pub last_exception: Option<(Span, &'a String, &'a String)>,
     pub stated: Option<(Span, String)>,
     pub exec: Option<exec::ExecFailure<'a>>,
+    /// The last exception is the unit's own: a line its run's processes
+    /// wrote in the exit's input, or one printed there without a journal
+    /// prefix.
+    pub own_exception: bool,
+    /// Where its Go program crashed, when its last lines are a goroutine
+    /// dump.
+    pub go: Option<goroutine::GoCrash>,
 }
 
 impl<'a> Reasons<'a> {
@@ -28,6 +35,14 @@ impl<'a> Reasons<'a> {
         // Without an exception (which the server's own rules classify),
         // the unit's last error lines are its stated reason.
         let stated = stated_reason(&words, &bare).filter(|_| last_exception.is_none());
+        // A goroutine dump says where a Go program crashed: its stated
+        // reason when no line of its says more.
+        let go = goroutine::of(incident, &words.pids, span);
+        let stated = stated.or_else(|| {
+            go.as_ref()
+                .filter(|_| last_exception.is_none())
+                .map(|g| (g.place, g.said()))
+        });
         // systemd's own word on the command it could not execute, unless an
         // exception before the exit says more.
         let exec = exec::of(
@@ -38,13 +53,46 @@ impl<'a> Reasons<'a> {
             only_unit_systemd_failed(incident, unit),
         )
         .filter(|_| last_exception.is_none());
+        let own_exception = last_exception
+            .is_some_and(|(espan, _, _)| own_exception(incident, &words, espan, span));
         Reasons {
             words,
             bare,
             last_exception,
             stated,
             exec,
+            own_exception,
+            go,
         }
+    }
+}
+
+/// Whether the exception at `espan` is the unit's own, of the run that
+/// ended at `exit`, and no catalog row's: a journal line one of the run's
+/// PIDs wrote, or a line of the same input that no journal prefix names
+/// (the program's output pasted bare above systemd's exit line).
+fn own_exception(
+    incident: &Incident,
+    words: &crate::correlate::LastWords<'_>,
+    espan: Span,
+    exit: Span,
+) -> bool {
+    // A line a catalog row knows (`No CUDA GPUs are available`) is that
+    // row's or its rule's to explain, before the unit's failure.
+    let known = incident.known.iter().any(|k| {
+        k.hit.row.is_some()
+            && incident
+                .facts
+                .messages
+                .get(k.message)
+                .is_some_and(|m| m.span == espan)
+    });
+    if espan.source != exit.source || known {
+        return false;
+    }
+    match incident.facts.journal.iter().find(|e| e.span == espan) {
+        Some(e) => e.pid.is_some_and(|p| words.pids.contains(&p)),
+        None => true,
     }
 }
 

@@ -441,3 +441,111 @@ fn an_exit_answering_a_requested_stop_is_information_and_a_later_one_is_not() {
     assert_eq!(f[0].severity, crate::rules::Severity::Error);
     assert_eq!(f[0].category, Category::UnitCrashLoop);
 }
+
+/// vllm-project/vllm#12474 (a reduction of batch AA 1906's lines): the
+/// unit's main process (`bash[367371]`, the only writer) raises, then exits
+/// 1 with no `Failed with result` line. Its own exception is its stated
+/// reason: a unit failure. The same exception by another writer beside it
+/// is nobody's: the exit stays the generic finding.
+#[test]
+fn the_units_own_exception_before_the_exit_is_a_unit_failure() {
+    let raised = "Jan 28 10:40:07 localhost bash[367371]: RuntimeError: Engine process failed to start. See stack trace for the root cause.\n";
+    let exit = "Jan 28 10:40:08 localhost systemd[1]: vllm3.service: Main process exited, code=exited, status=1/FAILURE\n";
+    let f = findings(&format!("{raised}{exit}"));
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].category, Category::UnitCrashLoop, "{:?}", f[0]);
+    assert!(f[0].entities.pids.contains(&367371), "{:?}", f[0].entities);
+    assert!(f[0].headline.contains("RuntimeError"), "{}", f[0].headline);
+    // The exit's line is underlined at the status as systemd printed it.
+    let marked: Vec<_> = f[0]
+        .evidence
+        .iter()
+        .filter_map(|e| e.highlight.clone())
+        .collect();
+    assert!(
+        marked.contains(&"status=1/FAILURE".to_owned()),
+        "{marked:?}"
+    );
+    let other = "Jan 28 10:40:07 localhost cron[77]: (root) CMD (run-parts /etc/cron.hourly)\n";
+    let f = findings(&format!("{raised}{other}{exit}"));
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].category, Category::Unknown, "{:?}", f[0]);
+}
+
+/// pulp/pulp_installer#868: Ansible's YAML callback, systemctl's answer
+/// alone (`Job for pulpcore.service failed because the control process
+/// exited with error code.`); and fgci-org/ansible-role-cuda#20's comment
+/// (a reduction of batch AA 1903's first line): the host on the same line
+/// is named. A unit shown running after the answer, or a job that failed
+/// for another result, is not this finding.
+#[test]
+fn systemctls_answer_alone_is_the_units_failure_at_start() {
+    let f = findings(include_str!(
+        "../../../../fixtures/rules/unit-exit-nonzero/pos-ansible-job-failed-no-journal/ansible.txt"
+    ));
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].category, Category::UnitCrashLoop);
+    assert!(
+        f[0].entities.units.contains("pulpcore.service"),
+        "{:?}",
+        f[0]
+    );
+    crate::testing::cites_line(&f[0], 8);
+    let one = r#"fatal: [ubuntu-xenial-01]: FAILED! => {"changed": false, "msg": "Unable to start service nvidia-persistenced: Job for nvidia-persistenced.service failed because the control process exited with error code. See \"systemctl status nvidia-persistenced.service\" and \"journalctl -xe\" for details.\n"}
+"#;
+    let f = findings(one);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(
+        f[0].headline.contains("on ubuntu-xenial-01"),
+        "{}",
+        f[0].headline
+    );
+    assert!(
+        f[0].headline
+            .contains("control process exited with error code"),
+        "{}",
+        f[0].headline
+    );
+    let later = "Dec 04 14:07:00 host systemd[1]: Started pulpcore.service - Pulp Content App.\n";
+    let text =
+        "Job for pulpcore.service failed because the control process exited with error code.\n";
+    assert!(findings(&format!("{text}{later}")).is_empty());
+    let timeout = "Job for ping-instances.service failed because a timeout was exceeded.\n";
+    assert!(findings(timeout).is_empty());
+}
+
+/// ibuildthecloud/systemd-docker#1: a Go program's panic and the top of
+/// its goroutine dump, verbatim, then PID 1's exit line (assembled: the
+/// thread shows the dump, not the exit; the line as systemd prints it,
+/// status 2 being Go's exit status on a panic). The first frame is the
+/// runtime's own (`runtime.panic`): the crash is placed at the program's
+/// first frame, main.lookupNamedContainer at main.go:159.
+#[test]
+fn a_goroutine_dump_places_the_crash_past_the_runtimes_frames() {
+    let text = "Aug 19 17:03:59 ip-10-236-146-73.ec2.internal systemd-docker[639]: goroutine 16 [running]:
+Aug 19 17:03:59 ip-10-236-146-73.ec2.internal systemd-docker[639]: runtime.panic(0x6c7940, 0x89ef53)
+Aug 19 17:03:59 ip-10-236-146-73.ec2.internal systemd-docker[639]: /usr/local/go/src/pkg/runtime/panic.c:279 +0xf5
+Aug 19 17:03:59 ip-10-236-146-73.ec2.internal systemd-docker[639]: main.lookupNamedContainer(0xc208048460, 0x0, 0x0)
+Aug 19 17:03:59 ip-10-236-146-73.ec2.internal systemd-docker[639]: /home/darren/src/systemd-docker/main.go:159 +0x11e
+Aug 19 17:03:59 ip-10-236-146-73.ec2.internal systemd-docker[639]: main.runContainer(0xc208048460, 0x0, 0x0)
+Aug 19 17:03:59 ip-10-236-146-73.ec2.internal systemd-docker[639]: /home/darren/src/systemd-docker/main.go:231 +0x46
+Aug 19 17:03:59 ip-10-236-146-73.ec2.internal systemd[1]: systemd-docker.service: Main process exited, code=exited, status=2/INVALIDARGUMENT
+";
+    let f = findings(text);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].category, Category::UnitCrashLoop, "{:?}", f[0]);
+    // The place past the runtime's frames is cited, with its function.
+    // (The runtime's own frame says `panic`, so it is quoted as the last
+    // words; the place stands beside them.)
+    let notes: Vec<&str> = f[0].evidence.iter().map(|e| e.note.as_str()).collect();
+    assert!(
+        notes.contains(&"where it crashed: /home/darren/src/systemd-docker/main.go:159"),
+        "{notes:?}"
+    );
+    assert!(
+        notes.contains(&"the first frame of its own code: main.lookupNamedContainer"),
+        "{notes:?}"
+    );
+    crate::testing::cites_line(&f[0], 1);
+    crate::testing::cites_line(&f[0], 5);
+}
