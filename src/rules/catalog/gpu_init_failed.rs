@@ -16,6 +16,9 @@ pub static RULE: GpuInitFailed = GpuInitFailed;
 
 pub struct GpuInitFailed;
 
+/// The open kernel module's refusal of the GPU (catalog row).
+const OPEN_REFUSED: &str = "kernel.nvrm-open-module-unsupported-gpu";
+
 /// A PCI bus id as the driver prints it (`0000:81:00.0`).
 const BUS: &str = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]";
 
@@ -77,7 +80,10 @@ errors in the BMC's event log around it), too little power, a board that
 fell into a bad state and needs a cold power cycle, or firmware settings
 that leave the GPU's memory windows (BARs) unassigned: Above 4G Decoding
 or Resizable BAR disabled, too little MMIO space for large GPUs. Less
-often a driver too old for the GPU. It is not a driver/library version
+often a driver too old for the GPU. The open kernel module refusing the
+GPU (R515 – R535's `Open nvidia.ko is only ready for use on Data Center
+GPUs` before it) is told by `nvidia-probe-failed` instead, as
+unsupported hardware, and this rule stays silent. It is not a driver/library version
 mismatch: reinstalling the same driver does not help.
 
 ## How to confirm
@@ -125,6 +131,12 @@ impl Rule for GpuInitFailed {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
+        // The open module refusing the GPU (no GSP, or not a data-center
+        // GPU in R515 – R535) is why RmInitAdapter failed: the
+        // `nvidia-probe-failed` rule tells that, citing these lines.
+        if incident.known(OPEN_REFUSED).next().is_some() {
+            return;
+        }
         let mut groups: Vec<Group> = Vec::new();
         let inits: Vec<_> = matches(incident, &INIT).collect();
         let minors: Vec<_> = matches(incident, &MINOR).collect();

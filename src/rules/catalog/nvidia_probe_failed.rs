@@ -40,6 +40,30 @@ static NONE_PROBED: LazyLock<Regex> = LazyLock::new(|| {
 /// The driver's own word that it ignores a GPU only a legacy branch supports.
 const LEGACY_GPU: &str = "kernel.nvrm-legacy-gpu";
 
+/// The open kernel module refusing a GPU: no GSP (before Turing), or, in
+/// R515 – R535, a GPU that is not a data-center one without the opt-in.
+const OPEN_REFUSED: &str = "kernel.nvrm-open-module-unsupported-gpu";
+
+/// The first line of the driver's report on a GPU it refuses:
+/// `NVRM: The NVIDIA GPU 0000:09:00.0 (PCI ID: 10de:1d01)`.
+static NAMED_GPU: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"The NVIDIA (?:v?GPU) (?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]) \(PCI ID: (?P<id>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{4})\)")
+        .expect("regex")
+});
+
+/// A PCI bus id as the kernel and the driver print it (`0000:07:00.0`).
+static BUS_IN: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]").expect("regex")
+});
+
+/// The kernel's and the driver's lines of the refused GPU: `nvidia
+/// 0000:09:00.0: probe with driver nvidia failed with error -1`, `GPU
+/// 0000:07:00.0: RmInitAdapter failed!` (with or without its status).
+static REFUSED_AT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:probe with driver nvidia failed with error|nvidia: probe of \S+ failed with error|RmInitAdapter failed!)")
+        .expect("regex")
+});
+
 /// `NVRM: No NVIDIA GPU found.`: the module sees no NVIDIA PCI device.
 static NO_GPU: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"NVRM: No NVIDIA GPU found").expect("regex"));
@@ -68,6 +92,9 @@ static META: RuleMeta = RuleMeta {
         "No NVIDIA GPU found",
         "nouveau",
         "PCI I/O region assigned to your NVIDIA device",
+        "(PCI ID: ",
+        "probe with driver nvidia failed",
+        "RmInitAdapter failed!",
     ],
     doc: r#"
 ## What it means
@@ -87,6 +114,15 @@ all. After a GPU fell off the bus the next probe fails as well; then the
 fell-off-the-bus rules tell the story and this one stays silent; so it does
 when the driver says it ignores a GPU that only a legacy branch supports
 (the catalog row `kernel.nvrm-legacy-gpu`).
+
+When the open flavour of the module refused the GPU (the catalog row
+`kernel.nvrm-open-module-unsupported-gpu`: `installed in this system is
+not supported by open nvidia.ko because it does not include the required
+GPU System Processor (GSP)`, or R515 – R535's `Open nvidia.ko is only ready
+for use on Data Center GPUs` before `RmInitAdapter failed!`), the finding
+says so instead, as unsupported hardware: it names the GPU by the bus id
+and PCI ID of the report's first line and cites the probe's and
+RmInitAdapter's lines of the same event.
 
 ## Why it happens
 nouveau (the open-source driver) is not blacklisted, or is in the
@@ -121,6 +157,9 @@ impl Rule for NvidiaProbeFailed {
         let failed: Vec<_> = matches(incident, &PROBE_FAILED).collect();
         let none: Vec<_> = matches(incident, &NONE_PROBED).map(|(m, _)| m).collect();
         let no_gpu: Vec<_> = matches(incident, &NO_GPU).map(|(m, _)| m).collect();
+        if open_module_refused(incident, out) {
+            return;
+        }
         if not_called.is_empty() && failed.is_empty() && none.is_empty() && no_gpu.is_empty() {
             return;
         }
@@ -208,6 +247,117 @@ impl Rule for NvidiaProbeFailed {
             .extend(actions(refused.is_some() && unbound.is_none()));
         f.confidence = confidence(&f, 0.75, 0.96);
         out.push(f);
+    }
+}
+
+/// The open kernel module refused the GPU (`OPEN_REFUSED`): one
+/// unsupported-hardware finding naming the GPU and the module's reason,
+/// citing the probe's and the adapter's failure lines of the same event.
+/// Whether it made one.
+fn open_module_refused(incident: &Incident, out: &mut Vec<Finding>) -> bool {
+    let said: Vec<_> = incident.known(OPEN_REFUSED).collect();
+    let Some((first, _)) = said.first() else {
+        return false;
+    };
+    let source = first.span.source;
+    let mut f = Finding::new(META.id, Category::UnsupportedHardware, META.severity);
+    // The report's first line, just before the refusal, names the GPU.
+    let named = matches(incident, &NAMED_GPU)
+        .filter(|(m, _)| m.span.source == source && m.span <= first.span)
+        .filter(|(m, _)| first.span.line.saturating_sub(m.span.line) <= 2)
+        .last();
+    let mut bus = named.as_ref().map(|(_, c)| c["bus"].to_owned());
+    let id = named.as_ref().map(|(_, c)| c["id"].to_ascii_lowercase());
+    if let Some((m, _)) = &named {
+        f.evidence(m.span, "the driver names the GPU it refuses");
+    }
+    let gsp = said
+        .iter()
+        .any(|(m, _)| m.text.contains("not supported by open") || m.text.contains("required GPU"));
+    for (m, _) in said.iter().take(3) {
+        f.evidence_once(
+            m.span,
+            if gsp {
+                "the open module refuses the GPU: it has no GSP (System Processor), which the open module requires"
+            } else {
+                "the open module (R515 – R535) takes only data-center GPUs unless NVreg_OpenRmEnableUnsupportedGpus=1 is set"
+            },
+        );
+    }
+    for (m, _) in matches(incident, &REFUSED_AT).filter(|(m, _)| m.span.source == source) {
+        if bus.is_none() {
+            bus = BUS_IN.find(&m.text).map(|b| b.as_str().to_owned());
+        }
+        f.evidence_once(m.span, "so the driver does not bring the GPU up");
+    }
+    for (m, _) in matches(incident, &PROBE_FAILED)
+        .chain(matches(incident, &NONE_PROBED))
+        .filter(|(m, _)| m.span.source == source)
+        .take(2)
+    {
+        f.evidence_once(m.span, "the module initialised no GPU");
+    }
+    let gpu = crate::rules::xid::gpu_at(incident, bus.as_deref());
+    match (gpu.index, &bus) {
+        (Some(i), _) => {
+            f.entities.gpus.insert(i);
+        }
+        (None, Some(b)) => {
+            f.entities.gpu_bus_ids.insert(b.clone());
+        }
+        _ => {}
+    }
+    f.condition(
+        "the open NVIDIA module says it does not support the GPU",
+        true,
+    );
+    f.condition("the driver names the GPU (bus id and PCI ID)", id.is_some());
+    let which = match (&bus, &id) {
+        (Some(b), Some(i)) => format!("the GPU at {b} (PCI ID {i})"),
+        (Some(b), None) => format!("the GPU at {b}"),
+        _ => "the GPU".to_owned(),
+    };
+    f.title = if gsp {
+        format!(
+            "the open NVIDIA kernel module refuses {which}: it has no GSP, which the open module requires"
+        )
+    } else {
+        format!(
+            "the open NVIDIA kernel module refuses {which}: not a data-center GPU, and NVreg_OpenRmEnableUnsupportedGpus is not set"
+        )
+    };
+    f.headline = format!(
+        "{}: the driver loads but initialises no GPU, so nvidia-smi, CUDA and containers see none.",
+        crate::rules::support::capitalise(&f.title)
+    );
+    f.chain
+        .push("nvidia-smi finds no devices; CUDA sees no GPU".to_owned());
+    f.chain.push(f.title.clone());
+    f.explanation = open_explanation(gsp);
+    f.actions.push(Action::advice(
+        "see which flavour of the module is loaded ('Dual MIT/GPL' is the open one) and which GPU it refused",
+        Some("modinfo -F license nvidia; lspci -nn -d 10de:"),
+    ));
+    f.actions.push(Action::advice(
+        if gsp {
+            "install the proprietary kernel module flavour of the driver for this GPU (NVIDIA's installer -m=kernel, the distribution's non-open kmod package, negativo17's 'kernel' in /etc/nvidia/kernel.conf), rebuild it and reboot"
+        } else {
+            "load the open module with 'options nvidia NVreg_OpenRmEnableUnsupportedGpus=1' (/etc/modprobe.d/, or the OS's kernel module arguments), or use the proprietary module or a driver from R545 on, then reload the module or reboot"
+        },
+        None,
+    ));
+    f.confidence = confidence(&f, 0.85, 0.95);
+    out.push(f);
+    true
+}
+
+/// Why the open module refused the GPU: it has no GSP (`gsp`), or it is
+/// not a data-center GPU and the R515 – R535 module was not told to take it.
+fn open_explanation(gsp: bool) -> String {
+    if gsp {
+        "The open flavour of the NVIDIA kernel module runs the resource manager on the GPU's System Processor (GSP), which only Turing and later GPUs have; an older GPU (Maxwell, Pascal, Volta) is refused at the probe. Driver packages that made the open flavour their default (NVIDIA's from R560) do this after an upgrade: the GPU is fine, the proprietary flavour of the same driver drives it.".to_owned()
+    } else {
+        "From R515 to R535 the open flavour of the NVIDIA kernel module initialised only data-center GPUs unless the NVreg_OpenRmEnableUnsupportedGpus=1 module option was given; a GeForce or workstation GPU fails RmInitAdapter with this message. The GPU is fine: the option, the proprietary module, or a driver from R545 on drives it.".to_owned()
     }
 }
 
