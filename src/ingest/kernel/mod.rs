@@ -338,7 +338,10 @@ fn micros(secs: &str, fraction: &str) -> Option<u64> {
     let secs: u64 = secs.parse().ok()?;
     let mut us: u64 = 0;
     for i in 0..6 {
-        let digit = fraction.as_bytes().get(i).map_or(0, |b| u64::from(b - b'0'));
+        let digit = fraction
+            .as_bytes()
+            .get(i)
+            .map_or(0, |b| u64::from(b - b'0'));
         us = us * 10 + digit;
     }
     secs.checked_mul(1_000_000)?.checked_add(us)
