@@ -114,8 +114,21 @@ pub(super) fn parse(text: &str) -> Option<CudaOom> {
 /// as PyTorch, ggml, the driver API or NCCL print it: a raw CUDA call, not
 /// the caching allocator.
 fn raw_cuda(text: &str) -> Option<CudaOom> {
-    let hit = crate::catalogs::catalogs()
-        .hits(text)
+    let hits = crate::catalogs::catalogs().hits(text);
+    // A line another catalog's wording reads as a warning quotes CUDA's
+    // code, not an out-of-memory error of the GPU: TensorFlow's pinned
+    // host memory refused and retried smaller (`failed to alloc N bytes on
+    // host: CUDA_ERROR_OUT_OF_MEMORY`, stacks-tf.pinned-host-alloc-failed).
+    // `known-message` reads such lines the same way.
+    if hits.iter().any(|h| {
+        matches!(h.via, crate::catalogs::Via::Wording(_))
+            && h.row.is_some_and(|r| {
+                r.category.is_none() && r.severity == crate::model::Severity::Warning
+            })
+    }) {
+        return None;
+    }
+    let hit = hits
         .into_iter()
         .find(|h| h.row.is_some_and(|r| r.id == "cuda.memory-allocation"))?;
     let source = match hit.via {
@@ -254,6 +267,16 @@ mod tests {
             None
         );
         assert_eq!(parse("KV cache pool is full. Retract requests."), None);
+        // TensorFlow's pinned host memory refused (Accenture/AIR#7): the
+        // host's memory, retried smaller, not a GPU out-of-memory error.
+        assert_eq!(
+            parse(
+                "2022-06-16 02:36:14.576914: E tensorflow/stream_executor/cuda/cuda_driver.cc:893] failed to alloc 966367744 bytes on host: CUDA_ERROR_OUT_OF_MEMORY: out of memory"
+            ),
+            None
+        );
+        // The same stack's device allocation is one (philip-huang/PIXOR#31).
+        assert!(parse("failed to allocate 17.79G (19104890880 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory").is_some());
         assert_eq!(parse("--out-of-memory-guard enabled"), None);
     }
 }
