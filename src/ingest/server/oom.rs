@@ -38,9 +38,17 @@ re!(
     PROCESS,
     r"Process (?P<pid>[0-9]+) has (?P<n>SIZE) memory in use"
 );
+// `... this process has 20.67 GiB in use`: a paste that elided the
+// sentence's head (and the word `memory`) keeps the figure.
 re!(
     THIS_PROCESS,
-    r"Including non-PyTorch memory, this process has (?P<n>SIZE) memory in use"
+    r"(?:Including non-PyTorch memory, )?\bthis process has (?P<n>SIZE) (?:memory )?in use"
+);
+// The sentences PyTorch's message continues with after `Tried to allocate
+// N.`, each of which a paste may put on a line of its own.
+re!(
+    CONTINUES,
+    r"^\s*(?:GPU [0-9]+ has a total capaci?ty of |Process [0-9]+ has SIZE memory in use|Including non-PyTorch memory|Of the allocated memory |If reserved but unallocated memory is large)"
 );
 re!(ALLOWED, r"(?P<n>SIZE) allowed;");
 // `Of the allocated memory 37.21 GiB is allo`: a paste cut after the
@@ -51,6 +59,13 @@ re!(
     UNALLOCATED,
     r"(?P<n>SIZE) is reserved by PyTorch but unallocated"
 );
+
+/// Whether `text` is a sentence of PyTorch's out-of-memory message that
+/// follows `Tried to allocate N.`, on a line of its own: the paste split
+/// the one-line message at its sentences.
+pub(super) fn continues(text: &str) -> bool {
+    CONTINUES.is_match(text)
+}
 
 /// Reads an OOM message anywhere in `text`; `None` when there is none.
 pub(super) fn parse(text: &str) -> Option<CudaOom> {
@@ -246,6 +261,29 @@ mod tests {
         // Cut inside the figure: nothing is read.
         let inside = parse("CUDA out of memory. Tried to allocate 5.96 GiB. GPU 0 has a total capacty of 14.76 GiB of which 5.68 GiB is free. Process 9533 has 9.08 GiB memory in use. Of the allocated memory 7.4").unwrap();
         assert_eq!(inside.allocated_bytes, None);
+    }
+
+    #[test]
+    fn the_sentences_that_continue_a_split_message() {
+        // noonghunna/club-3090#16's one-line message, split at its
+        // sentences the way a paste splits it.
+        assert!(continues(
+            "GPU 0 has a total capacity of 23.56 GiB of which 21.75 MiB is free."
+        ));
+        assert!(continues(
+            "Including non-PyTorch memory, this process has 23.50 GiB memory in use."
+        ));
+        assert!(continues(
+            "Of the allocated memory 22.88 GiB is allocated by PyTorch, with 24.00 MiB allocated in private pools (e.g., CUDA Graphs), and 275.38 MiB is reserved by PyTorch but unallocated."
+        ));
+        assert!(continues("Process 29529 has 796.00 MiB memory in use."));
+        assert!(!continues("Process 29529 exited with code 1"));
+        assert!(!continues("INFO 05-01 14:39:06 GPU 0 has a total capacity"));
+        // `...` for the sentence's head, and no `memory` before `in use`.
+        let cut = parse("CUDA out of memory. Tried to allocate 594.00 MiB.\nGPU 0 has a total capacity of 22.03 GiB of which 582.00 MiB is free.\nProcess 29529 has 796.00 MiB memory in use. ... this process has 20.67 GiB in use.").unwrap();
+        assert_eq!(cut.this_process_bytes, b(20.67, GIB));
+        assert_eq!(cut.processes.len(), 1);
+        assert_eq!(cut.free_bytes, b(582.0, MIB));
     }
 
     #[test]
