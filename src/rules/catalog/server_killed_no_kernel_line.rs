@@ -21,6 +21,7 @@ mod job;
 mod launcher;
 mod lone;
 mod memory;
+mod own_error;
 mod person;
 mod runtime;
 mod siblings;
@@ -99,9 +100,7 @@ way: torchrun's agent (`failed (exitcode: -9) local_rank: 1 (pid: 14447)
 of binary: …`: a PyTorch worker, -9 is SIGKILL), vLLM's API server when
 its engine core dies during start-up by SIGKILL or with no exit status
 and no error of its own (`Engine core initialization failed. Failed core
-proc(s): {}`, at a lower confidence; with no exit status, an error of
-its own anywhere in the same input, such as a CUDA out-of-memory error
-pasted under the summary, says it was not killed), DeepSpeed's launcher reporting its
+proc(s): {}`, at a lower confidence; not with its own CUDA OOM anywhere), DeepSpeed's launcher reporting its
 worker's code -9 (`[…] exits with return code = -9`) or, where the paste
 ends before the code, stopping its workers (`Killing subprocess 4459`)
 with no interrupt and no error before it (a worker that died silently,
@@ -191,15 +190,10 @@ impl Rule for ServerKilledNoKernelLine {
                     command,
                 } if signal == "Killed" => Killed::Shell(Some((*pid, command.as_str()))),
                 ServerEventKind::VllmFailure(VllmFailure::EngineInitFailed { failed }) => {
-                    // A process that exited with a code of its own said
-                    // why (its traceback); only a kill, or no code at all.
-                    if failed.iter().any(|(_, code)| *code != -9) {
-                        continue;
-                    }
-                    // No exit status at all (`{}`): the process may still
-                    // have been printing its own error, which a paste
-                    // shows anywhere (`See root cause above`, reordered).
-                    if failed.is_empty() && own_error_anywhere(incident, e.span) {
+                    // A code of its own (its traceback), or no code and
+                    // its own error pasted anywhere: it said why.
+                    let coded = failed.iter().any(|(_, code)| *code != -9);
+                    if coded || failed.is_empty() && own_error::anywhere(incident, e.span) {
                         continue;
                     }
                     Killed::EngineCore {
@@ -535,22 +529,6 @@ fn kill_note(killed: Killed<'_>, loading: bool, converter: bool) -> String {
         (Killed::EngineCore { sigkill: false }, _) => "vLLM's engine core died during start-up with no error of its own and no exit status (`Failed core proc(s): {}`): what a kill from outside looks like".to_owned(),
         (Killed::Launcher { .. }, _) => launcher::kill_note(killed),
     }
-}
-
-/// Whether the same input as `kill` shows a process's own failure on
-/// another line, before or after it: a CUDA out-of-memory error or a C++
-/// abort, which only the failing process prints (vLLM's `Engine core
-/// initialization failed` is its wrapper; the engine's own lines may be
-/// pasted under it).
-fn own_error_anywhere(incident: &Incident, kill: Span) -> bool {
-    incident.facts.server_events.iter().any(|e| {
-        e.span.source == kill.source
-            && e.span != kill
-            && matches!(
-                e.kind,
-                ServerEventKind::CudaOom(_) | ServerEventKind::CppAbort(_)
-            )
-    })
 }
 
 /// Whether the server failed before `kill` (same input): an error line, a
