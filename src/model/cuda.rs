@@ -49,6 +49,11 @@ pub struct CudaOom {
     /// `Process N has … memory in use`, in the order printed: with the
     /// writer's own PIDs removed, what other processes hold on that GPU.
     pub processes: Vec<ProcessMemory>,
+    /// The lines after the first that the message was pasted over, split
+    /// at its sentences (`GPU 0 has a total capacity …` / `Process N has
+    /// … memory in use` on lines of their own): the figures read from them
+    /// are cited there.
+    pub continued: Vec<crate::source::Span>,
 }
 
 impl CudaOom {
@@ -67,6 +72,7 @@ impl CudaOom {
             private_pool_bytes: None,
             this_process_bytes: None,
             processes: Vec::new(),
+            continued: Vec::new(),
         }
     }
 }

@@ -38,9 +38,17 @@ re!(
     PROCESS,
     r"Process (?P<pid>[0-9]+) has (?P<n>SIZE) memory in use"
 );
+// `... this process has 20.67 GiB in use`: a paste that elided the
+// sentence's head (and the word `memory`) keeps the figure.
 re!(
     THIS_PROCESS,
-    r"Including non-PyTorch memory, this process has (?P<n>SIZE) memory in use"
+    r"(?:Including non-PyTorch memory, )?\bthis process has (?P<n>SIZE) (?:memory )?in use"
+);
+// The sentences PyTorch's message continues with after `Tried to allocate
+// N.`, each of which a paste may put on a line of its own.
+re!(
+    CONTINUES,
+    r"^\s*(?:GPU [0-9]+ has a total capaci?ty of |Process [0-9]+ has SIZE memory in use|Including non-PyTorch memory|Of the allocated memory |If reserved but unallocated memory is large)"
 );
 re!(ALLOWED, r"(?P<n>SIZE) allowed;");
 // `Of the allocated memory 37.21 GiB is allo`: a paste cut after the
@@ -51,6 +59,13 @@ re!(
     UNALLOCATED,
     r"(?P<n>SIZE) is reserved by PyTorch but unallocated"
 );
+
+/// Whether `text` is a sentence of PyTorch's out-of-memory message that
+/// follows `Tried to allocate N.`, on a line of its own: the paste split
+/// the one-line message at its sentences.
+pub(super) fn continues(text: &str) -> bool {
+    CONTINUES.is_match(text)
+}
 
 /// Reads an OOM message anywhere in `text`; `None` when there is none.
 pub(super) fn parse(text: &str) -> Option<CudaOom> {
@@ -114,8 +129,21 @@ pub(super) fn parse(text: &str) -> Option<CudaOom> {
 /// as PyTorch, ggml, the driver API or NCCL print it: a raw CUDA call, not
 /// the caching allocator.
 fn raw_cuda(text: &str) -> Option<CudaOom> {
-    let hit = crate::catalogs::catalogs()
-        .hits(text)
+    let hits = crate::catalogs::catalogs().hits(text);
+    // A line another catalog's wording reads as a warning quotes CUDA's
+    // code, not an out-of-memory error of the GPU: TensorFlow's pinned
+    // host memory refused and retried smaller (`failed to alloc N bytes on
+    // host: CUDA_ERROR_OUT_OF_MEMORY`, stacks-tf.pinned-host-alloc-failed).
+    // `known-message` reads such lines the same way.
+    if hits.iter().any(|h| {
+        matches!(h.via, crate::catalogs::Via::Wording(_))
+            && h.row.is_some_and(|r| {
+                r.category.is_none() && r.severity == crate::model::Severity::Warning
+            })
+    }) {
+        return None;
+    }
+    let hit = hits
         .into_iter()
         .find(|h| h.row.is_some_and(|r| r.id == "cuda.memory-allocation"))?;
     let source = match hit.via {
@@ -236,6 +264,29 @@ mod tests {
     }
 
     #[test]
+    fn the_sentences_that_continue_a_split_message() {
+        // noonghunna/club-3090#16's one-line message, split at its
+        // sentences the way a paste splits it.
+        assert!(continues(
+            "GPU 0 has a total capacity of 23.56 GiB of which 21.75 MiB is free."
+        ));
+        assert!(continues(
+            "Including non-PyTorch memory, this process has 23.50 GiB memory in use."
+        ));
+        assert!(continues(
+            "Of the allocated memory 22.88 GiB is allocated by PyTorch, with 24.00 MiB allocated in private pools (e.g., CUDA Graphs), and 275.38 MiB is reserved by PyTorch but unallocated."
+        ));
+        assert!(continues("Process 29529 has 796.00 MiB memory in use."));
+        assert!(!continues("Process 29529 exited with code 1"));
+        assert!(!continues("INFO 05-01 14:39:06 GPU 0 has a total capacity"));
+        // `...` for the sentence's head, and no `memory` before `in use`.
+        let cut = parse("CUDA out of memory. Tried to allocate 594.00 MiB.\nGPU 0 has a total capacity of 22.03 GiB of which 582.00 MiB is free.\nProcess 29529 has 796.00 MiB memory in use. ... this process has 20.67 GiB in use.").unwrap();
+        assert_eq!(cut.this_process_bytes, b(20.67, GIB));
+        assert_eq!(cut.processes.len(), 1);
+        assert_eq!(cut.free_bytes, b(582.0, MIB));
+    }
+
+    #[test]
     fn raw_cuda_and_nccl_variants_and_near_misses() {
         assert_eq!(
             parse("RuntimeError: CUDA error: out of memory")
@@ -254,6 +305,16 @@ mod tests {
             None
         );
         assert_eq!(parse("KV cache pool is full. Retract requests."), None);
+        // TensorFlow's pinned host memory refused (Accenture/AIR#7): the
+        // host's memory, retried smaller, not a GPU out-of-memory error.
+        assert_eq!(
+            parse(
+                "2022-06-16 02:36:14.576914: E tensorflow/stream_executor/cuda/cuda_driver.cc:893] failed to alloc 966367744 bytes on host: CUDA_ERROR_OUT_OF_MEMORY: out of memory"
+            ),
+            None
+        );
+        // The same stack's device allocation is one (philip-huang/PIXOR#31).
+        assert!(parse("failed to allocate 17.79G (19104890880 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory").is_some());
         assert_eq!(parse("--out-of-memory-guard enabled"), None);
     }
 }

@@ -17,8 +17,8 @@ use regex::Regex;
 use super::imbalance::{IMBALANCE_TEXT, parse_imbalance};
 use super::{Cx, findings};
 use crate::model::{
-    ChainLink, Chained, CppAbort, Frame, Framework, PyException, RankTag, ServerEventKind,
-    Timestamp,
+    ChainLink, Chained, CppAbort, Frame, Framework, OomSource, PyException, RankTag,
+    ServerEventKind, Timestamp,
 };
 use crate::source::Span;
 
@@ -652,6 +652,7 @@ impl Cx<'_> {
     }
 
     fn append(&mut self, c: &Continuation, text: &str) {
+        self.continue_oom(c, text);
         let Some(event) = self.facts.server_events.get_mut(c.index) else {
             return;
         };
@@ -662,5 +663,37 @@ impl Cx<'_> {
         };
         target.push('\n');
         target.push_str(text);
+    }
+
+    /// PyTorch's out-of-memory exception pasted split at its sentences:
+    /// the `GPU 0 has a total capacity …` and `Process N has … memory in
+    /// use` lines under it are the same message, and the out-of-memory
+    /// event read from its first line is read again from all of them.
+    fn continue_oom(&mut self, c: &Continuation, text: &str) {
+        if c.what || !super::oom::continues(text) {
+            return;
+        }
+        let Some(ServerEventKind::Exception(e)) =
+            self.facts.server_events.get(c.index).map(|e| &e.kind)
+        else {
+            return;
+        };
+        let whole = format!("{}: {}\n{text}", e.name, e.message);
+        let span = self.span;
+        let first = self.facts.server_events[c.index].span;
+        for event in self.facts.server_events[c.index..]
+            .iter_mut()
+            .filter(|ev| ev.span == first)
+        {
+            if let ServerEventKind::CudaOom(o) = &mut event.kind
+                && o.source == OomSource::Allocator
+                && let Some(mut read) = super::oom::parse(&whole)
+            {
+                read.exception = o.exception.take();
+                read.continued = std::mem::take(&mut o.continued);
+                read.continued.push(span);
+                *o = read;
+            }
+        }
     }
 }

@@ -328,10 +328,14 @@ fn oom_lines<'a>(incident: &'a Incident, typed: &[&'a ServerEvent]) -> Vec<&'a M
         .collect();
     // TensorRT's and TensorRT-LLM's own out-of-memory lines are
     // `trtllm-cuda-oom`'s to explain (the engine's own reservations); a
-    // typed OOM event was judged above.
-    for (m, _) in incident.known(ALLOCATION).filter(
-        |(_, h)| !matches!(h.via, Via::Wrapper(w) if TENSORRT_WRAPPERS.contains(&w.id.as_str())),
-    ) {
+    // typed OOM event was judged above. A line another row reads as a
+    // warning quotes the code (TensorFlow's pinned host memory refused and
+    // retried smaller: the host's memory, not the GPU's).
+    let warnings = crate::rules::support::warning_lines(incident);
+    for (m, _) in incident.known(ALLOCATION).filter(|(m, h)| {
+        !matches!(h.via, Via::Wrapper(w) if TENSORRT_WRAPPERS.contains(&w.id.as_str()))
+            && (matches!(h.via, Via::Wording(_)) || !warnings.contains(&m.span))
+    }) {
         if !typed.iter().any(|e| e.span == m.span) && !in_graph_capture(incident, m.span, &m.text) {
             lines.push(m);
         }

@@ -21,6 +21,7 @@ mod job;
 mod launcher;
 mod lone;
 mod memory;
+mod own_error;
 mod person;
 mod runtime;
 mod siblings;
@@ -99,7 +100,7 @@ way: torchrun's agent (`failed (exitcode: -9) local_rank: 1 (pid: 14447)
 of binary: …`: a PyTorch worker, -9 is SIGKILL), vLLM's API server when
 its engine core dies during start-up by SIGKILL or with no exit status
 and no error of its own (`Engine core initialization failed. Failed core
-proc(s): {}`, at a lower confidence), DeepSpeed's launcher reporting its
+proc(s): {}`, at a lower confidence; not with its own CUDA OOM anywhere), DeepSpeed's launcher reporting its
 worker's code -9 (`[…] exits with return code = -9`) or, where the paste
 ends before the code, stopping its workers (`Killing subprocess 4459`)
 with no interrupt and no error before it (a worker that died silently,
@@ -189,9 +190,10 @@ impl Rule for ServerKilledNoKernelLine {
                     command,
                 } if signal == "Killed" => Killed::Shell(Some((*pid, command.as_str()))),
                 ServerEventKind::VllmFailure(VllmFailure::EngineInitFailed { failed }) => {
-                    // A process that exited with a code of its own said
-                    // why (its traceback); only a kill, or no code at all.
-                    if failed.iter().any(|(_, code)| *code != -9) {
+                    // A code of its own (its traceback), or no code and
+                    // its own error pasted anywhere: it said why.
+                    let coded = failed.iter().any(|(_, code)| *code != -9);
+                    if coded || failed.is_empty() && own_error::anywhere(incident, e.span) {
                         continue;
                     }
                     Killed::EngineCore {

@@ -66,7 +66,13 @@ by PyTorch)` and no process list).
    free` is held outside this process (less its own CUDA context); the
    oldest form's `… free; 9.10 MiB cached)` (PyTorch 1.0) counts the unused
    cache on top of `already allocated`. A share counts as large from 2 GiB,
-   or from a quarter of a smaller card (a 4 GiB laptop GPU).
+   or from a quarter of a smaller card (a 4 GiB laptop GPU); at a vLLM
+   engine's start-up (`Engine core initialization failed`), from any
+   amount that covers the shortfall (`Tried to allocate` less the free
+   memory): the engine sizes itself as a share of the whole card and
+   counts on the rest being free. A message pasted split at its sentences
+   (`GPU 0 has a total capacity …`, `Process N has … memory in use` on
+   lines of their own under the exception) is read as one.
    Inside a container PyTorch lists its own process under its host PID: the
    entry whose memory matches what PyTorch reserved (plus a CUDA context) is
    the writer, not another process.
@@ -414,13 +420,40 @@ impl<'a> Analysis<'a> {
             .oom
             .total_bytes
             .is_some_and(|t| sum as f64 >= t as f64 * FOREIGN_SHARE);
-        (gib(sum) >= foreign_floor(self.oom.total_bytes) && (fits_without || share)).then_some(sum)
+        let large = gib(sum) >= foreign_floor(self.oom.total_bytes) && (fits_without || share);
+        (large || (sum > 0 && fits_without && self.budgeted())).then_some(sum)
+    }
+
+    /// The OOM ended a vLLM engine's start-up (`Engine core initialization
+    /// failed`, a worker that failed to start): at start-up the engine
+    /// sizes its memory as a share of the whole card
+    /// (`--gpu-memory-utilization`) and counts on the rest being free, so
+    /// another process whose memory covers the shortfall, however small (a
+    /// trainer's CUDA context beside a colocated engine), is what broke
+    /// its budget. A request's OOM while serving is the request's.
+    fn budgeted(&self) -> bool {
+        use crate::model::VllmFailure as V;
+        self.incident.facts.server_events.iter().any(|e| {
+            e.span.source == self.event.span.source
+                && matches!(
+                    &e.kind,
+                    ServerEventKind::VllmFailure(
+                        V::EngineInitFailed { .. }
+                            | V::EngineCoreFailedToStart
+                            | V::WorkerProcFailedToStart
+                            | V::WorkerProcInitFailed
+                    )
+                )
+        })
     }
 
     fn finding(&self) -> Finding {
         let o = self.oom;
         let mut f = Finding::new(META.id, META.category, META.severity);
         f.evidence(self.event.span, "CUDA out of memory");
+        for line in &o.continued {
+            f.evidence(*line, "the same out-of-memory message, continued");
+        }
         if let Some(p) = self.event.pid {
             f.entities.pids.insert(p);
         }

@@ -135,6 +135,20 @@ fn an_engine_core_gone_without_an_error_is_the_host_oom_reading_at_low_confidenc
         killed("ValueError: No available memory for the cache blocks.\nEngine core initialization failed. Failed core proc(s): {}\n")
             .is_empty()
     );
+    // The engine's own CUDA out-of-memory error pasted under the summary
+    // (pastes reorder; the engine's lines come from another process): the
+    // engine said why, nothing killed it. The OOM line is
+    // noonghunna/club-3090#16's engine line, under vllm-project/vllm#27508's
+    // summary.
+    assert!(
+        killed("(APIServer pid=223598) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 50.00 MiB. GPU 0 has a total capacity of 23.56 GiB of which 21.75 MiB is free. Including non-PyTorch memory, this process has 23.50 GiB memory in use.\n")
+            .is_empty()
+    );
+    // A SIGKILL's exit status is a kill whatever follows.
+    assert_eq!(
+        killed("RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_DP0': -9}\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 50.00 MiB.\n").len(),
+        1
+    );
 }
 
 /// The root cause's category and the PIDs and units of every finding.

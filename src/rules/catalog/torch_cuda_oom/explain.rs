@@ -35,18 +35,40 @@ impl<'a> Analysis<'a> {
         }
         list.sort_by_key(|h| std::cmp::Reverse(h.process.used_mib));
         let gpu = gpu.or(self.oom.gpu).unwrap_or(0);
-        let sum_gib = gib(sum);
+        // As PyTorch printed it (`796.00 MiB`, `40.12 GiB`).
+        let held = super::size(sum);
         f.condition(
             format!(
-                "processes that are not the server's own hold {sum_gib:.2} GiB, enough that the allocation would have fit without them"
+                "processes that are not the server's own hold {held}, enough that the allocation would have fit without them"
             ),
             true,
         );
+        let short = self
+            .oom
+            .tried_bytes
+            .zip(self.oom.free_bytes)
+            .and_then(|(t, fr)| t.checked_sub(fr))
+            .filter(|s| *s > 0 && sum < 1 << 30);
+        if let Some(short) = short {
+            // A small holder blamed: the numbers that make it the cause.
+            f.condition(
+                format!(
+                    "the allocation was {} short of the free memory, less than the {held} they hold{}",
+                    super::size(short),
+                    if self.budgeted() {
+                        ", and vLLM's start-up sizes its memory as a share of the whole card (it counts on the rest being free)"
+                    } else {
+                        ""
+                    }
+                ),
+                true,
+            );
+        }
         let group: Vec<u32> = incident.gpus.iter().map(|g| g.index).collect();
         let name = self.holders.report(f, gpu, &list, &group);
-        f.title = format!("another process holds {sum_gib:.2} GiB on GPU {gpu}: {name}");
+        f.title = format!("another process holds {held} on GPU {gpu}: {name}");
         f.headline = format!(
-            "{who} ran out of GPU memory because {name} holds {sum_gib:.2} GiB on GPU {gpu}; the OOM is the symptom, not the cause."
+            "{who} ran out of GPU memory because {name} holds {held} on GPU {gpu}; the OOM is the symptom, not the cause."
         );
         f.explanation = format!(
             "PyTorch's list of the processes on the GPU shows {} that is not part of the server (not one of its PIDs, ranks or its unit). Without it, the allocation would have fit.",

@@ -271,3 +271,35 @@ $ sudo fuser -v /dev/nvidia*
         .collect();
     assert_eq!(root(&alone).0, Category::StaleServingInstance);
 }
+
+/// PyTorch's message pasted split at its sentences, one a line (a reduction
+/// of batch AA's 1940, cited as such: skyrl's nightly on an L4, a vLLM
+/// engine starting beside an FSDP trainer): the lines under the exception
+/// are the same message, so the listed process is read. Its 796.00 MiB
+/// covers the 12 MiB the allocation lacked, and vLLM sizes itself as a
+/// share of the whole card: the other process is the cause, named with
+/// its figure as printed, and not signalled (nothing says whose it is).
+#[test]
+fn a_message_split_at_its_sentences_is_one_and_a_small_holder_covering_the_shortfall_of_a_budgeted_server_is_blamed()
+ {
+    let split = "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n\n\
+                 torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 594.00 MiB.\n\
+                 GPU 0 has a total capacity of 22.03 GiB of which 582.00 MiB is free.\n\
+                 Process 29529 has 796.00 MiB memory in use. ... this process has 20.67 GiB in use.\n";
+    let (category, pids, gpus, kills) = root(split);
+    assert_eq!(category, Category::GpuMemoryHeldByOtherProcess);
+    assert!(pids.contains(&29529), "{pids:?}");
+    assert_eq!(gpus, [0]);
+    assert_eq!(kills, 0);
+    let a = crate::testing::analyze_paste(split);
+    let report = a.report();
+    let f = report.root_cause().expect("a root cause");
+    assert!(f.title.contains("796.00 MiB"), "{}", f.title);
+    assert_eq!(f.evidence.len(), 3, "{:?}", f.evidence);
+    // The same figures with no server that budgets the card (a training
+    // script): 796 MiB is below a large share, the process's own.
+    let script = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 594.00 MiB.\n\
+                  GPU 0 has a total capacity of 22.03 GiB of which 582.00 MiB is free.\n\
+                  Process 29529 has 796.00 MiB memory in use. Including non-PyTorch memory, this process has 20.67 GiB memory in use.\n";
+    assert_eq!(root(script).0, Category::CudaOom);
+}
