@@ -137,19 +137,7 @@ impl Rule for GpuInitFailed {
         if incident.known(OPEN_REFUSED).next().is_some() {
             return;
         }
-        let mut groups: Vec<Group> = Vec::new();
-        let inits: Vec<_> = matches(incident, &INIT).collect();
-        let minors: Vec<_> = matches(incident, &MINOR).collect();
-        for (m, c) in &inits {
-            let i = group_index(&mut groups, c.name("bus").map(|b| b.as_str()));
-            groups[i].inits.push((m, c["code"].to_owned()));
-        }
-        for (m, c) in &minors {
-            let i = group_index(&mut groups, c.name("bus").map(|b| b.as_str()));
-            if let Ok(n) = c["minor"].parse() {
-                groups[i].minors.push((m, n));
-            }
-        }
+        let groups = groups(incident);
         if groups.is_empty() {
             return;
         }
@@ -233,6 +221,23 @@ impl Rule for GpuInitFailed {
             out.push(f);
         }
     }
+}
+
+/// The driver's `RmInitAdapter failed` and minor-number lines, grouped by
+/// the GPU's bus id.
+fn groups(incident: &Incident) -> Vec<Group<'_>> {
+    let mut groups: Vec<Group> = Vec::new();
+    for (m, c) in matches(incident, &INIT) {
+        let i = group_index(&mut groups, c.name("bus").map(|b| b.as_str()));
+        groups[i].inits.push((m, c["code"].to_owned()));
+    }
+    for (m, c) in matches(incident, &MINOR) {
+        let i = group_index(&mut groups, c.name("bus").map(|b| b.as_str()));
+        if let Ok(n) = c["minor"].parse() {
+            groups[i].minors.push((m, n));
+        }
+    }
+    groups
 }
 
 /// Cites on `f` the driver's first and last `RmInitAdapter failed` lines of

@@ -14,13 +14,13 @@ use super::*;
 
 /// The header of the goroutine that was running when the program died.
 static RUNNING: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^goroutine \d+ \[running\]:\s*$").expect("goroutine header regex")
+    Regex::new(r"^goroutine [0-9]+ \[running\]:[ \t]*$").expect("goroutine header regex")
 });
 
 /// A frame's place: an absolute path to a `.go` file and its line, after
 /// the runtime's indentation (a tab, spaces, or syslog's `#011`).
 static PLACE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:\s|#011)*(?P<place>/\S+\.go:\d+)(?: \+0x[0-9a-f]+)?\s*$")
+    Regex::new(r"^(?:[ \t]|#011)*(?P<place>/[^ \t]+\.go:[0-9]+)(?: \+0x[0-9a-f]+)?[ \t]*$")
         .expect("go place regex")
 });
 
