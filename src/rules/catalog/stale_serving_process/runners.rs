@@ -103,13 +103,7 @@ fn finding(kind: &str, model: &str, mut copies: Vec<&PsRecord>) -> Finding {
     let mut f = Finding::new(META.id, META.category, severity);
     let pids: Vec<String> = copies.iter().map(|r| r.pid.to_string()).collect();
     let newest = copies.last().map(|r| r.pid);
-    for r in &copies {
-        f.entities.pids.insert(r.pid);
-        let when = r
-            .started
-            .as_deref()
-            .map(|s| format!(", started {s}"))
-            .unwrap_or_default();
+    super::cite_rows(&mut f, &copies, |r, when| {
         let role = if ordered && Some(r.pid) != newest {
             "an earlier load, left running"
         } else if ordered {
@@ -117,14 +111,11 @@ fn finding(kind: &str, model: &str, mut copies: Vec<&PsRecord>) -> Finding {
         } else {
             "one of them"
         };
-        f.evidence(
-            r.span,
-            format!(
-                "PID {} runs `{kind}` for the same model{when}: {role}",
-                r.pid
-            ),
-        );
-    }
+        format!(
+            "PID {} runs `{kind}` for the same model{when}: {role}",
+            r.pid
+        )
+    });
     let model_name = model.rsplit('/').next().unwrap_or(model);
     f.condition(
         format!("{} `{kind}` processes load the same model", copies.len()),
