@@ -293,7 +293,38 @@ fn corner_cases_read_the_same_with_the_prefilter() {
         ));
     }
 
+    // A Go program's goroutine dump under the journal, then syslog's form
+    // (`#011` for the tab): its frames carry no anchor, the dump's header
+    // does (ibuildthecloud/systemd-docker#1, a frame cut as batch AA's 1892
+    // shows it).
+    let mut go = String::new();
+    for (i, (head, tab)) in [
+        ("2026-11-27T09:40:00+0000 ct200 systemd-docker[639]:", ""),
+        ("Nov 27 09:41:00 ct200 dockerd[15237]:", "#011"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        for n in 0..6 {
+            go.push_str(&format!("{head} level=info msg=\"serving {i}.{n}\"\n"));
+        }
+        for line in [
+            "panic: runtime error: invalid memory address or nil pointer dereference".to_owned(),
+            "goroutine 16 [running]:".to_owned(),
+            "runtime.panic(0x6c7940, 0x89ef53)".to_owned(),
+            format!("{tab}/usr/local/go/src/pkg/runtime/panic.c:279 +0xf5"),
+            "main.lookupNamedContainer(0xc208048460, 0x0, 0x0".to_owned(),
+            format!("{tab}/home/darren/src/systemd-docker/main.go:159 +0x11e"),
+            "created by main.main in goroutine 1".to_owned(),
+            "level=info msg=\"after the dump\" (0x1)".to_owned(),
+        ] {
+            go.push_str(&format!("{head} {line}\n"));
+        }
+    }
+    go.push_str("Nov 27 09:41:01 ct200 systemd[1]: docker.service: Main process exited, code=exited, status=2/INVALIDARGUMENT\n");
+
     for (name, text) in [
+        ("go-dump.txt", go),
         ("journal.txt", journal),
         ("sglang.log", server),
         ("syslog.txt", short),
