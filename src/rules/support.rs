@@ -6,6 +6,7 @@ pub mod fabric_manager;
 pub mod holders;
 pub mod listen;
 pub mod nccl_trace;
+pub mod ps;
 pub mod scope;
 pub mod server;
 pub mod vllm;

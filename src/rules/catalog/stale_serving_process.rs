@@ -474,16 +474,8 @@ pub(super) fn first_word(cmd: &str) -> &str {
     cmd.split_whitespace().next().unwrap_or(cmd)
 }
 
-/// `, started TIME` for a listing row that shows when it started, else
-/// nothing: the words the parts' notes end a row's description with.
-fn started(p: &crate::model::PsRecord) -> String {
-    p.started
-        .as_deref()
-        .map_or(String::new(), |s| format!(", started {s}"))
-}
-
 /// Names each of `rows`' PIDs and cites its line with `note(row, started)`
-/// (see [`started`]).
+/// (`started`: [`crate::rules::support::ps::started`]).
 fn cite_rows(
     f: &mut Finding,
     rows: &[&crate::model::PsRecord],
@@ -491,7 +483,7 @@ fn cite_rows(
 ) {
     for p in rows {
         f.entities.pids.insert(p.pid);
-        f.evidence(p.span, note(p, &started(p)));
+        f.evidence(p.span, note(p, &crate::rules::support::ps::started(p)));
     }
 }
 

@@ -52,11 +52,7 @@ pub(super) fn finding(incident: &Incident) -> Option<Finding> {
             f.evidence(*span, format!("PID {} holds {used}{on}", p.pid));
         }
         let state = r.stat.as_deref().unwrap_or("T");
-        let since = r
-            .started
-            .as_deref()
-            .map(|s| format!(", started {s}"))
-            .unwrap_or_default();
+        let since = crate::rules::support::ps::started(r);
         let user = r
             .user
             .as_deref()

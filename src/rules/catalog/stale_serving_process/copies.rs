@@ -69,7 +69,7 @@ fn finding(master: &PsRecord, server: &str, workers: &[&PsRecord], left: &[&PsRe
             p.pid
         )
     });
-    let since = super::started(master);
+    let since = crate::rules::support::ps::started(master);
     f.evidence(
         master.span,
         format!(
