@@ -287,6 +287,33 @@ pub fn hung_tasks(incident: &Incident) -> Vec<HungTask<'_>> {
         .collect()
 }
 
+/// Tasks the kernel shows in D state by their state line alone
+/// (`task:nv_open_q state:D stack:0 pid:1014 …`, the catalog row
+/// `kernel.task-blocked-state`) with no hung-task report just above it: a
+/// paste cut below the report, or SysRq-w's dump of blocked tasks. Their
+/// `secs` is empty: how long they were blocked is not in the inputs.
+pub fn blocked_tasks_unreported(incident: &Incident) -> Vec<HungTask<'_>> {
+    let reports = hung_tasks(incident);
+    incident
+        .known("kernel.task-blocked-state")
+        .filter(|(m, _)| {
+            !reports.iter().any(|r| {
+                r.message.span.source == m.span.source
+                    && r.message.span.line < m.span.line
+                    && m.span.line - r.message.span.line <= 4
+            })
+        })
+        .filter_map(|(message, c)| {
+            Some(HungTask {
+                message,
+                pid: c.get("pid")?.parse().ok()?,
+                comm: c.get("comm").unwrap_or_default(),
+                secs: "",
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

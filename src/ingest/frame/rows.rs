@@ -901,6 +901,18 @@ pub static ROWS: &[Row] = &[
             },
         ],
     },
+    Row {
+        name: "gpud-scan",
+        what: "gpud's `scan` report of a kernel record it matched: `[XID found] (54 minutes ago) \"…\"`, `[SXID found] (…) \"…\"` (the record Go-quoted; its closing quote stays on the line)",
+        first: |c| c == b'[',
+        may: |b| b.starts_with(b"[XID found] (") || b.starts_with(b"[SXID found] ("),
+        peel: gpud_scan,
+        samples: &[Sample {
+            line: "[XID found] (2 hours ago) \"NVRM: Xid (PCI:0000:a1:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\"",
+            body: "NVRM: Xid (PCI:0000:a1:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\"",
+            source: "assembled, not copied: leptonai/gpud's scan (fmt.Printf(\"[XID found] (%s) %q\\n\", ts, msg.Message), ts from humanize.RelTime) around the Xid 79 line of https://github.com/akash-network/support/issues/209",
+        }],
+    },
 ];
 
 /// The longest host string a Fabric prefix is looked for in (a user, a
@@ -1968,6 +1980,21 @@ fn pytest_node(text: &str, _frame: &mut Frame) -> Option<usize> {
 /// `[drm ERROR :amdgpu_job_timedout] `: FreeBSD drm-kmod's `__drm_err()`
 /// head, which only the kernel's message buffer prints (`dmesg`, with no
 /// time): the line under it is a kernel message at level err.
+/// gpud's `[XID found] (N minutes ago) "` (or `[SXID found]`): a kernel
+/// record it matched, Go-quoted (`%q`), its age relative to the scan.
+fn gpud_scan(text: &str, frame: &mut Frame) -> Option<usize> {
+    let (len, _) = consumed(
+        text,
+        (
+            alt((tag("[XID found] ("), tag("[SXID found] ("))),
+            take_till1(|c: char| c == ')' || c == '"'),
+            tag(") \""),
+        ),
+    )?;
+    frame.kernel = true;
+    Some(len)
+}
+
 fn freebsd_drm_error(text: &str, frame: &mut Frame) -> Option<usize> {
     let (len, _) = consumed(
         text,

@@ -17,7 +17,10 @@ use crate::source::Span;
 static XID: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?x)^Xid\x20\(
-        (?:PCI:)?(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)
+        (?:PCI:)?(?:(?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)
+           # A bus id the poster masked (`PCI:...`, `PCI:xxxx:xx:xx`): the
+           # Xid still counts, on a GPU the inputs do not name.
+           |\.\.\.|\x{2026}|[xX]{4}:[xX]{2}:[xX]{2})
         (?:\x20GPU-I:(?P<gi>[0-9]+))?
         (?:\x20GPU-CI:(?P<ci>[0-9]+))?
         \):\x20(?P<code>[0-9]+)
@@ -327,7 +330,7 @@ fn xid(c: &regex::Captures<'_>) -> Option<Xid> {
         .filter(|n| !n.is_empty() && !matches!(*n, "<unknown>" | "'<unknown>'"))
         .map(str::to_owned);
     Some(Xid {
-        bus_id: printed_bus_id(&c["bus"]),
+        bus_id: c.name("bus").and_then(|b| printed_bus_id(b.as_str())),
         gpu_instance: number("gi"),
         compute_instance: number("ci"),
         code: number("code")?,

@@ -3,7 +3,10 @@
 //! the driver.
 
 use crate::correlate::Incident;
-use crate::rules::support::fabric_manager::{FabricManagerUnitEnd, fabric_manager_unit_ends};
+use crate::rules::support::fabric_manager::{
+    FabricManagerUnitEnd, NotStartedWhy, UNKNOWN_OPTION, fabric_manager_not_started,
+    fabric_manager_progress_before, fabric_manager_unit_ends,
+};
 use crate::rules::support::{confidence, distinct};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
@@ -33,6 +36,12 @@ static META: RuleMeta = RuleMeta {
         "don't match with driver version",
         "driver interface version",
         "nvidia-fabricmanager",
+        // The start script's option error over its usage, and its progress
+        // lines (support::fabric_manager).
+        UNKNOWN_OPTION,
+        "Detected NVL5+ system",
+        "Detected Pre-NVL5 system",
+        "Starting NVIDIA fabric manager daemon",
     ],
     doc: r#"
 ## What it means
@@ -44,7 +53,14 @@ CUDA program fails with error 802, `system not yet initialized`.
 The Fabric Manager is not running, or its version differs from the driver's
 (`fabric manager NVIDIA GPU driver interface version X don't match with
 driver version Y`), typically after a driver upgrade that did not upgrade
-the `nvidia-fabricmanager` package in step.
+the `nvidia-fabricmanager` package in step. Its own start-up lines say why
+it is not running: on NVLink5 systems its start-up check refuses to start
+it while the `ib_umad` kernel module is not loaded (`Kernel module "ib_umad"
+has not been loaded, fabric manager cannot be started`); started before the
+GPUs and NVSwitches are ready it exits with `failed to configure all the
+available GPUs or NVSwitches`; a driver container that calls its start
+script with an argument it does not take gets `Unknown option: …` and the
+script's usage, and no Fabric Manager.
 
 ## How to confirm
 `systemctl status nvidia-fabricmanager`, `nv-fabricmanager --version`
@@ -52,7 +68,9 @@ against `nvidia-smi`'s driver version.
 
 ## How to fix
 Install the Fabric Manager of exactly the driver's version and start it;
-then restart the GPU workloads.
+then restart the GPU workloads. Load a kernel module its check asks for
+(`modprobe ib_umad`, and at boot); start it through its unit once the GPUs
+are up; call its start script with its options (`--fm-config-file FILE`).
 
 ## Safety
 Advice only: package changes belong in a maintenance window.
@@ -67,10 +85,23 @@ impl Rule for FabricManagerMismatch {
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
         let errors: Vec<_> = incident.known(ERROR_802).map(|(m, _)| m).collect();
         let versions: Vec<_> = incident.known(FM_VERSION).collect();
-        if errors.is_empty() && versions.is_empty() {
+        let not_started = fabric_manager_not_started(incident);
+        if errors.is_empty() && versions.is_empty() && not_started.is_empty() {
             return;
         }
-        let mut f = Finding::new(META.id, META.category, META.severity);
+        // A kernel module its check asks for, and nothing else: the fix is
+        // loading a module.
+        let category = if errors.is_empty()
+            && versions.is_empty()
+            && not_started
+                .iter()
+                .all(|n| matches!(n.why, NotStartedWhy::ModuleMissing { .. }))
+        {
+            Category::DriverNotLoaded
+        } else {
+            META.category
+        };
+        let mut f = Finding::new(META.id, category, META.severity);
         for (m, n) in distinct(errors.iter().copied()).into_iter().take(3) {
             f.evidence(m.span, format!("CUDA is not initialised: error 802 ({n}x)"));
         }
@@ -122,6 +153,7 @@ impl Rule for FabricManagerMismatch {
         for m in down.iter().take(2) {
             f.evidence(m.span, "the Fabric Manager service failed");
         }
+        let why = cite_not_started(incident, &not_started, &mut f);
         f.condition(
             "CUDA reported error 802 (system not yet initialized)",
             !errors.is_empty(),
@@ -130,37 +162,132 @@ impl Rule for FabricManagerMismatch {
             "the Fabric Manager's version differs from the driver's",
             !versions.is_empty(),
         );
-        f.condition("the Fabric Manager service failed", !down.is_empty());
-        if errors.is_empty() && down.is_empty() {
+        f.condition(
+            "the Fabric Manager service failed, or its own lines say it did not start",
+            !down.is_empty() || why.is_some(),
+        );
+        if errors.is_empty() && down.is_empty() && why.is_none() {
             return;
         }
         let pair = versions
             .first()
             .map(|(_, c)| format!(" (Fabric Manager {}, driver {})", fm(c), driver(c)));
-        f.title = match &pair {
-            Some(p) => format!("the Fabric Manager does not match the driver{p}"),
-            None => "CUDA waits for the Fabric Manager (error 802)".to_owned(),
+        f.title = match (&pair, &why) {
+            (Some(p), _) => format!("the Fabric Manager does not match the driver{p}"),
+            (None, Some(w)) => format!("the Fabric Manager is not running: {}", w.said),
+            (None, None) => "CUDA waits for the Fabric Manager (error 802)".to_owned(),
         };
-        f.headline = match (&pair, down.is_empty()) {
+        f.headline = match (&pair, down.is_empty() && why.is_none()) {
             (Some(p), _) => format!("CUDA cannot initialise on this NVSwitch system because the Fabric Manager is of another version than the driver{p}."),
-            (None, false) => "CUDA cannot initialise on this NVSwitch system because the Fabric Manager is not running.".to_owned(),
+            (None, false) => match &why {
+                Some(w) => format!("The Fabric Manager is not running on this NVSwitch system: {}. Until it runs the GPUs do not join the NVLink fabric and CUDA on them fails with error 802 (system not yet initialized).", w.said),
+                None => "CUDA cannot initialise on this NVSwitch system because the Fabric Manager is not running.".to_owned(),
+            },
             // Only CUDA's error: what 802 means on an NVSwitch system, the
             // daemon's state not in the inputs.
             (None, true) => "CUDA refuses work with error 802 (system not yet initialized): on an NVSwitch system that is the Fabric Manager not running or not of the driver's version; its state is not in the inputs.".to_owned(),
         };
-        f.chain
-            .push("every CUDA program fails with error 802, system not yet initialized".to_owned());
+        f.chain.push(if errors.is_empty() {
+            "the NVSwitch GPUs do not join the NVLink fabric: CUDA on them fails with error 802 until the Fabric Manager runs".to_owned()
+        } else {
+            "every CUDA program fails with error 802, system not yet initialized".to_owned()
+        });
         f.chain.push(f.title.clone());
-        f.actions.push(Action::advice(
-            "compare the Fabric Manager's version with the driver's and check the service",
-            Some("nv-fabricmanager --version; nvidia-smi --query-gpu=driver_version --format=csv,noheader; systemctl status nvidia-fabricmanager"),
-        ));
-        f.actions.push(Action::advice(
-            "install the Fabric Manager of exactly the driver's version, start it, then restart the GPU workloads",
-            None,
-        ));
+        if let Some(w) = &why {
+            f.actions.push(w.action.clone());
+        }
+        // The version check's advice, unless the Fabric Manager's own lines
+        // say another reason and no version is in question.
+        if why.is_none() || pair.is_some() {
+            f.actions.push(Action::advice(
+                "compare the Fabric Manager's version with the driver's and check the service",
+                Some("nv-fabricmanager --version; nvidia-smi --query-gpu=driver_version --format=csv,noheader; systemctl status nvidia-fabricmanager"),
+            ));
+            f.actions.push(Action::advice(
+                "install the Fabric Manager of exactly the driver's version, start it, then restart the GPU workloads",
+                None,
+            ));
+        }
         f.confidence = confidence(&f, 0.6, 0.97);
         out.push(f);
+    }
+}
+
+/// What the Fabric Manager's own lines say of why it did not start: the
+/// words for the headline, and what to do about it.
+struct Why {
+    said: String,
+    action: Action,
+}
+
+/// Cites the Fabric Manager's own lines that say it did not start (the
+/// first of each reason, its start script's progress line before the
+/// first) and returns the first reason.
+fn cite_not_started(
+    incident: &Incident,
+    not_started: &[crate::rules::support::fabric_manager::NotStarted<'_>],
+    f: &mut Finding,
+) -> Option<Why> {
+    let first = not_started.first()?;
+    if let Some(p) = fabric_manager_progress_before(incident, first.message.span) {
+        f.evidence_marked(
+            p.span,
+            "what the Fabric Manager's start-up was doing",
+            p.text.trim(),
+        );
+    }
+    let mut seen: Vec<std::mem::Discriminant<NotStartedWhy>> = Vec::new();
+    for n in not_started {
+        let d = std::mem::discriminant(&n.why);
+        let n_of = not_started
+            .iter()
+            .filter(|o| std::mem::discriminant(&o.why) == d)
+            .count();
+        if seen.contains(&d) {
+            if n_of > 1 && f.evidence.len() < 6 {
+                f.evidence(n.message.span, "the same start-up failure, further on");
+            }
+            continue;
+        }
+        seen.push(d);
+        f.evidence_marked(n.message.span, why_of(&n.why).said, n.matched.as_str());
+    }
+    Some(why_of(&first.why))
+}
+
+/// The words and the action for one reason the Fabric Manager did not start.
+fn why_of(why: &NotStartedWhy) -> Why {
+    match why {
+        NotStartedWhy::ModuleMissing { module } => Why {
+            said: format!("its start-up check refused to start it because the kernel module {module} is not loaded"),
+            action: Action::advice(
+                format!("load {module} now and at every boot, then start the Fabric Manager"),
+                Some(&format!(
+                    "sudo modprobe {module}; echo {module} | sudo tee /etc/modules-load.d/nvidia-fabricmanager.conf; sudo systemctl restart nvidia-fabricmanager"
+                )),
+            ),
+        },
+        NotStartedWhy::FabricNotConfigured => Why {
+            said: "it exited because it could not configure all the GPUs and NVSwitches (its local instances did not finish their configuration)".to_owned(),
+            action: Action::advice(
+                "start the Fabric Manager through its unit once the GPUs and NVSwitches are up (not from an early boot script), and retry before failing; if it fails the same way every time, check the GPUs' and NVSwitches' health",
+                Some("journalctl -u nvidia-fabricmanager -n 100; nvidia-smi -q | grep -A3 -i fabric; dmesg | grep -i -e xid -e sxid"),
+            ),
+        },
+        NotStartedWhy::ScriptMisused { option } => Why {
+            said: format!("its start script was called with an argument it does not take ({UNKNOWN_OPTION}{option}) and printed its usage instead of starting it"),
+            action: Action::advice(
+                "call nvidia-fabricmanager-start.sh with its options (the configuration file as `--fm-config-file FILE`), or use a driver container / operator release that does; then check that the Fabric Manager runs",
+                Some("ps -ef | grep -e nv-fabricmanager -e nvlsm; nvidia-smi -q | grep -A3 -i fabric"),
+            ),
+        },
+        NotStartedWhy::ProgramFailed { command } => Why {
+            said: format!("its start script reports that {command} failed"),
+            action: Action::advice(
+                "read the Fabric Manager's own error just before its start script's line, and its log",
+                Some("journalctl -u nvidia-fabricmanager -n 100; tail -50 /var/log/fabricmanager.log"),
+            ),
+        },
     }
 }
 

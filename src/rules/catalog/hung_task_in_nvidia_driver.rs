@@ -69,7 +69,11 @@ impl Rule for HungTaskInNvidiaDriver {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
-        let reports = crate::rules::support::hung_tasks(incident);
+        // The watchdog's reports, and the D-state lines shown without one
+        // (a paste cut below the report, SysRq-w's dump).
+        let mut reports = crate::rules::support::hung_tasks(incident);
+        reports.extend(crate::rules::support::blocked_tasks_unreported(incident));
+        reports.sort_by_key(|r| r.message.span);
         let frames: Vec<_> = incident.known(FRAME).collect();
         if frames.is_empty() {
             return;
@@ -115,17 +119,24 @@ fn finding(
 ) -> Finding {
     let (report, pid, comm, secs) = task;
     let (at, func, module) = frame;
+    // How long, where the watchdog said it; a D-state line alone says
+    // only that the task is blocked.
+    let blocked = if secs.is_empty() {
+        "is blocked in D state (uninterruptible sleep)".to_owned()
+    } else {
+        format!("has been blocked in D state for more than {secs} s")
+    };
     let mut f = Finding::new(META.id, META.category, META.severity);
-    f.evidence(
+    f.evidence_marked(
         report.span,
-        format!(
-            "the kernel: {comm} (PID {pid}) has been blocked in D state for more than {secs} s"
-        ),
+        format!("the kernel: {comm} (PID {pid}) {blocked}"),
+        comm,
     );
     f.evidence(
         at.span,
         format!("its call trace is inside the NVIDIA driver: {func} [{module}]"),
     );
+    cite_what_it_waits_for(&mut f, at, frames);
     // The outermost driver frame: where the call entered the driver.
     if let Some(&(last, lfunc, lmodule)) = frames.last().filter(|l| l.0.span != at.span) {
         f.evidence(last.span, format!("called from {lfunc} [{lmodule}]"));
@@ -134,7 +145,10 @@ fn finding(
     if let Some(o) = incident.owner(pid) {
         f.entities.units.insert(o.unit.clone());
     }
-    f.condition("the kernel reported a hung task (D state)", true);
+    f.condition(
+        "the kernel reported a hung task (D state)",
+        !secs.is_empty(),
+    );
     f.condition("its call trace has frames in an NVIDIA kernel module", true);
     f.condition(
         "the task waits on a lock of the driver",
@@ -142,11 +156,13 @@ fn finding(
     );
     f.title = format!("{comm} (PID {pid}) is hung inside the NVIDIA driver ({module})");
     f.headline = format!(
-        "{comm} (PID {pid}) has been blocked for more than {secs} s inside the NVIDIA driver ({func} in {module}): the driver or the GPU is wedged, and every process that calls into it (nvidia-smi, the persistence daemon, a server stopping) blocks the same way."
+        "{comm} (PID {pid}) {blocked} inside the NVIDIA driver ({func} in {module}): the driver or the GPU is wedged, and every process that calls into it (nvidia-smi, the persistence daemon, a server stopping) blocks the same way."
     );
-    f.chain.push(format!(
-        "{comm} (PID {pid}) does not return from the kernel (D state, {secs} s)"
-    ));
+    f.chain.push(if secs.is_empty() {
+        format!("{comm} (PID {pid}) does not return from the kernel (D state)")
+    } else {
+        format!("{comm} (PID {pid}) does not return from the kernel (D state, {secs} s)")
+    });
     f.chain.push(format!(
         "it waits inside the NVIDIA driver ({func} [{module}]), which no longer answers"
     ));
@@ -167,6 +183,34 @@ fn finding(
     ));
     f.confidence = confidence(&f, 0.6, 0.8);
     f
+}
+
+/// Cites, beyond the innermost driver frame `at`, the driver's lock the
+/// task waits to take (`rmapiLockAcquire`) and what the driver was doing
+/// when it took it (an init: `kgspInitRm_IMPL`, `RmInitAdapter`).
+fn cite_what_it_waits_for(f: &mut Finding, at: &Message, frames: &[(&Message, &str, &str)]) {
+    // The outermost lock frame: where the driver decided to take it.
+    let lock = frames
+        .iter()
+        .rev()
+        .find(|(m, fu, _)| m.span != at.span && fu.contains("LockAcquire"));
+    if let Some(&(m, fu, md)) = lock {
+        f.evidence_marked(
+            m.span,
+            format!("the driver's lock it waits to take: {fu} [{md}]"),
+            fu,
+        );
+    }
+    let init = frames.iter().find(|(m, fu, _)| {
+        m.span != at.span && (fu.contains("Init") || fu.contains("_init_"))
+    });
+    if let Some(&(m, fu, md)) = init {
+        f.evidence_marked(
+            m.span,
+            format!("what the driver was doing: initialising a GPU ({fu} [{md}])"),
+            fu,
+        );
+    }
 }
 
 #[cfg(test)]

@@ -56,6 +56,12 @@ their own codes, with `Fatal` or `Nonfatal`:
 | 149 | NETIR | `Xid (PCI:0000:00:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 00 (0x025001c6 …)` |
 | 150 | MSE | |
 
+Xid 137 (NVLINK_PRIV_ERR, `RLW_RXPIPE interrupt hit on link 11 on GPU0:
+PRIV Error`) is a fault the remote MMU reported for an access over NVLink;
+NVIDIA's catalog says it is usually an application's illegal peer access.
+Alone it stays a note; beside the NVLink unit errors above it is read as
+the same links failing, and it is not a non-fatal error.
+
 When a link fails, the driver tears down the channels of the processes
 using the GPU and logs Xid 45 for each, naming the cause (r570+):
 `Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 caused
@@ -91,10 +97,16 @@ impl Rule for XidNvlink {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
-        let links: Vec<(&KernelEvent, &Xid)> = incident
+        let mut links: Vec<(&KernelEvent, &Xid)> = incident
             .xids()
             .filter(|(_, x)| xid::is_nvlink(x.code))
             .collect();
+        // An NVLink privilege error (Xid 137) beside NVLink unit errors is
+        // the same links failing: a remote access refused over them.
+        if !links.is_empty() {
+            links.extend(incident.xids().filter(|(_, x)| x.code == NVLINK_PRIV));
+            links.sort_by_key(|(e, _)| e.span);
+        }
         // The processes whose GPU work the driver removed because of the
         // link errors (Xid 45): victims, not causes.
         let victims = victims(incident, &links);
@@ -329,7 +341,13 @@ fn actions(peer_failed: bool) -> Vec<Action> {
 }
 
 /// Every NVLink Xid code.
-const NVLINK_CODES: [u32; 8] = [74, 144, 145, 146, 147, 148, 149, 150];
+const NVLINK_CODES: [u32; 9] = [74, 137, 144, 145, 146, 147, 148, 149, 150];
+
+/// Xid 137, NVLINK_PRIV_ERR: a fault the remote MMU reported for an access
+/// over NVLink (NVIDIA's Xid catalog: "typically application-level bugs,
+/// but can also be driver bugs or hardware bugs"). Alone it is the catalog
+/// row's (IGNORE); beside NVLink unit errors it is read with them.
+const NVLINK_PRIV: u32 = 137;
 
 /// An Xid 45 the link errors explain, with the NVLink Xid it follows.
 struct Victim<'a> {

@@ -100,3 +100,102 @@ pub fn fabric_manager_irrelevant(incident: &Incident) -> Option<(Span, String)> 
         ),
     ))
 }
+
+/// Why the Fabric Manager did not start, as its own start-up lines say it
+/// (catalogs/fabricmanager.toml), beyond its unit's end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotStartedWhy {
+    /// Its start-up check: a kernel module it needs (`ib_umad` on NVL5+)
+    /// is not loaded.
+    ModuleMissing { module: String },
+    /// It could not configure every GPU and NVSwitch and exited.
+    FabricNotConfigured,
+    /// Its start script was called with an option it does not take
+    /// (`Unknown option: X` over the script's usage).
+    ScriptMisused { option: String },
+    /// Its start script reports that the program it ran failed.
+    ProgramFailed { command: String },
+}
+
+/// One line saying the Fabric Manager did not start, and why.
+#[derive(Debug, Clone)]
+pub struct NotStarted<'a> {
+    pub message: &'a Message,
+    /// The part of the line that says it (the row's match, or the start
+    /// script's option error).
+    pub matched: String,
+    pub why: NotStartedWhy,
+}
+
+/// The start script's option error (`Unknown option: /usr/share/…`), the
+/// line it prints just before its usage.
+pub const UNKNOWN_OPTION: &str = "Unknown option: ";
+
+/// The Fabric Manager's own lines that say it did not start, in input
+/// order. The start script's usage counts only under its `Unknown option`
+/// line; a program failure only where the Fabric Manager is not irrelevant
+/// on the host (no NVSwitch: its failure harms nothing).
+pub fn fabric_manager_not_started(incident: &Incident) -> Vec<NotStarted<'_>> {
+    let mut out: Vec<NotStarted<'_>> = Vec::new();
+    for (m, hit) in incident.known("fabricmanager.precheck-kernel-module-missing") {
+        let module = hit.get("module").unwrap_or("a kernel module").to_owned();
+        out.push(NotStarted {
+            message: m,
+            matched: hit.matched.trim().to_owned(),
+            why: NotStartedWhy::ModuleMissing { module },
+        });
+    }
+    for (m, hit) in incident.known("fabricmanager.fabric-nodes-not-configured") {
+        out.push(NotStarted {
+            message: m,
+            matched: hit.matched.trim().to_owned(),
+            why: NotStartedWhy::FabricNotConfigured,
+        });
+    }
+    for (banner, _) in incident.known("fabricmanager.start-script-usage") {
+        let before = incident.facts.messages.iter().find(|m| {
+            m.span.source == banner.span.source && m.span.line + 1 == banner.span.line
+        });
+        if let Some(m) = before
+            && let Some((_, option)) = m.text.split_once(UNKNOWN_OPTION)
+        {
+            out.push(NotStarted {
+                message: m,
+                matched: format!("{UNKNOWN_OPTION}{option}").trim().to_owned(),
+                why: NotStartedWhy::ScriptMisused {
+                    option: option.trim().to_owned(),
+                },
+            });
+        }
+    }
+    if fabric_manager_irrelevant(incident).is_none() {
+        for (m, hit) in incident.known("fabricmanager.start-script-program-failed") {
+            let command = hit.get("command").unwrap_or("the Fabric Manager").to_owned();
+            out.push(NotStarted {
+                message: m,
+                matched: hit.matched.trim().to_owned(),
+                why: NotStartedWhy::ProgramFailed { command },
+            });
+        }
+    }
+    out.sort_by_key(|n| n.message.span);
+    out
+}
+
+/// The start script's progress lines nearest before `at` in its input
+/// (`Detected NVL5+ system`, a driver container's `Starting NVIDIA fabric
+/// manager daemon for NVLink5+...`): what it was doing when it stopped.
+pub fn fabric_manager_progress_before(incident: &Incident, at: Span) -> Option<&Message> {
+    const PROGRESS: [&str; 3] = [
+        "Detected NVL5+ system",
+        "Detected Pre-NVL5 system",
+        "Starting NVIDIA fabric manager daemon",
+    ];
+    incident
+        .facts
+        .messages
+        .iter()
+        .filter(|m| m.span.source == at.source && m.span < at && at.line - m.span.line <= 20)
+        .filter(|m| PROGRESS.iter().any(|p| m.text.contains(p)))
+        .max_by_key(|m| m.span)
+}
