@@ -348,6 +348,12 @@ impl TableParser<'_> {
             {
                 return self.bare_process_row(text, bare, span);
             }
+            // A lone process row whose left bar the paste cut off, its
+            // right bar kept: `0   N/A  N/A     60895      C   ray::IDLE
+            // 1177MiB |`; taken on the same terms as a headless row.
+            if let (Section::Outside, Some(inner)) = (self.section, text.strip_suffix('|')) {
+                return self.headless_process_row(inner, true, span);
+            }
             return false;
         }
         self.row(text, span)

@@ -48,6 +48,19 @@ gated!(
     |l| l.trim_start().starts_with("GPU"),
     r"^\s*GPU\s+(?:GI\s+CI\s+)?PID\s+(?:Type\s+)?Process name(?:\s+GPU Memory)?(?:\s+Usage)?\s*$"
 );
+// A ≥ 450 process row whose left bar the paste cut off, its right bar
+// kept (`0   N/A  N/A     60895      C   ray::IDLE      1177MiB |`): GPU,
+// GI, CI, PID, type, name, memory.
+gated!(
+    CUT_PROCESS_ROW,
+    |l| l
+        .trim_start()
+        .as_bytes()
+        .first()
+        .is_some_and(u8::is_ascii_digit)
+        && l.trim_end().ends_with('|'),
+    r"^\s*[0-9]+\s+(?:N/A|[0-9]+)\s+(?:N/A|[0-9]+)\s+[0-9]+\s+[CGM](?:\+[CGM])*\s+\S.*\s[0-9]+MiB\s*\|\s*$"
+);
 gated!(
     QUERY_GPU_HEADER,
     |l| {
@@ -205,6 +218,7 @@ pub(super) fn sniff(line: &str, current: Option<Format>) -> Option<Class> {
         || SMI_FAILURE.is_match(line)
         || BARE_HEADER.is_match(line)
         || BARE_PROCESS_HEADER.is_match(line)
+        || CUT_PROCESS_ROW.is_match(line)
     {
         return Some(Strong(
             Format::NvidiaSmiTable,
@@ -249,6 +263,7 @@ pub(super) fn gated() -> Vec<(&'static str, &'static super::Gated)> {
         ("SMI_FAILURE", &SMI_FAILURE),
         ("BARE_HEADER", &BARE_HEADER),
         ("BARE_PROCESS_HEADER", &BARE_PROCESS_HEADER),
+        ("CUT_PROCESS_ROW", &CUT_PROCESS_ROW),
         ("QUERY_GPU_HEADER", &QUERY_GPU_HEADER),
         ("QUERY_GPU_ROW", &QUERY_GPU_ROW),
         ("APPS_HEADER", &APPS_HEADER),

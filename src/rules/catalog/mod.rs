@@ -31,6 +31,7 @@ mod hf_model_download_failure;
 mod hf_model_load_failure;
 mod host_memory_allocation_refused;
 mod hung_task_in_nvidia_driver;
+mod idle_worker_holds_gpu_memory;
 mod k8s_device_plugin_xid;
 mod kernel_oom_killer;
 mod known_message;
@@ -92,6 +93,7 @@ mod vllm_insufficient_free_memory;
 mod vllm_kv_cache_init_failed;
 mod vllm_max_model_len_exceeds_kv;
 mod vllm_no_kv_cache_memory;
+mod vllm_profile_charged_other_memory;
 mod vllm_shm_broadcast_hang;
 mod watchdog_backend_left_running;
 mod xid_app_fault;
@@ -135,6 +137,7 @@ pub static RULES: &[&dyn Rule] = &[
     &hf_model_load_failure::RULE,
     &host_memory_allocation_refused::RULE,
     &hung_task_in_nvidia_driver::RULE,
+    &idle_worker_holds_gpu_memory::RULE,
     &k8s_device_plugin_xid::RULE,
     &kernel_oom_killer::RULE,
     &known_message::RULE,
@@ -194,6 +197,7 @@ pub static RULES: &[&dyn Rule] = &[
     &vllm_kv_cache_init_failed::RULE,
     &vllm_max_model_len_exceeds_kv::RULE,
     &vllm_no_kv_cache_memory::RULE,
+    &vllm_profile_charged_other_memory::RULE,
     &vllm_shm_broadcast_hang::RULE,
     &watchdog_backend_left_running::RULE,
     &xid_app_fault::RULE,

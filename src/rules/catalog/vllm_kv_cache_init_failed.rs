@@ -11,6 +11,8 @@ use crate::model::Message;
 use crate::rules::support::{confidence, matches};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
 
+mod held;
+
 pub static RULE: VllmKvCacheInitFailed = VllmKvCacheInitFailed;
 
 pub struct VllmKvCacheInitFailed;
@@ -81,6 +83,14 @@ model's max seq len (N) is larger than the maximum number of tokens that can
 be stored in KV cache (M)`. A low block count followed by this failure is
 almost always that check.
 
+With no block count and no check frame, an nvidia-smi snapshot taken after
+the failure (its date line later than the traceback) still says something:
+the engine that failed at start-up has exited, so the memory the GPU shows
+in use is another process's. When it covers at least half of the server's
+budget (`--gpu-memory-utilization` x total), the finding names it
+(gpu-memory-held-by-other-process): the V1 engine before 0.9.1 counted all
+memory in use against that budget.
+
 ## Why it happens
 Too little memory left for the KV cache after the weights and the profiling
 peak: `gpu_memory_utilization` too low, a long context (`max_model_len`,
@@ -103,6 +113,7 @@ Advice only.
 - https://github.com/OpenRLHF/OpenRLHF/issues/336 (378 blocks, Ray actor, ValueError cut off): `pos-ray-actor-378-blocks`
 - https://github.com/vllm-project/vllm/issues/6746 (the `raise_if_cache_size_invalid` frames, cut before the ValueError): `pos-0.5-size-check-frame`
 - near miss from https://github.com/vllm-project/vllm/issues/10517 (blocks counted, no failure)
+- https://github.com/vllm-project/vllm/issues/19125 (a second server; nvidia-smi after the failure shows the first one's 3578 MiB), reduced: `pos-second-server-smi-after-failure-reduced`
 "#,
 };
 
@@ -126,6 +137,9 @@ impl Rule for VllmKvCacheInitFailed {
             .find(|m| m.text.contains("raise_if_cache_size_invalid"));
         let blocks = blocks_before(incident, failure);
         if blocks.is_none() && check_frame.is_none() {
+            // No figure of the KV cache: an nvidia-smi snapshot taken after
+            // the failure may still show another process's memory.
+            out.extend(held::finding(incident, failure));
             return;
         }
         let mut f = Finding::new(META.id, META.category, META.severity);
