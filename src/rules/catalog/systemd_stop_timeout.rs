@@ -1,6 +1,8 @@
 //! `systemd-stop-timeout`: a unit did not stop in time and some of its
 //! processes survived SIGKILL, stuck in the kernel.
 
+mod own_lines;
+
 use crate::correlate::{Incident, UnitEventKind, UnitFacts};
 use crate::rules::support::{confidence, scope};
 use crate::rules::{Action, Category, Finding, Rule, RuleMeta, Severity};
@@ -115,6 +117,7 @@ fn stop_timed_out(incident: &Incident, unit: &str, facts: &UnitFacts) -> Option<
         .iter()
         .any(|e| matches!(&e.kind, UnitEventKind::FailedWithResult(r) if r == "timeout"));
     let killed_again = survivors(incident, unit, facts, &killed);
+    let spans: Vec<_> = timed_out.iter().map(|e| e.span).collect();
     let survived = !stuck.is_empty() || !killed_again.is_empty();
     // The processes could not die: the server hangs in the kernel,
     // which no restart cures (a hang). A stop that SIGKILL ended
@@ -134,7 +137,7 @@ fn stop_timed_out(incident: &Incident, unit: &str, facts: &UnitFacts) -> Option<
     // ended cleanly is only slow.
     let severity = if survived {
         META.severity
-    } else if !killed.is_empty() || failed {
+    } else if !killed.is_empty() || failed || own_lines::says_killing(incident, &spans) {
         Severity::Error
     } else {
         Severity::Warning
@@ -150,6 +153,7 @@ fn stop_timed_out(incident: &Incident, unit: &str, facts: &UnitFacts) -> Option<
         }
     }
     cite_kills(&mut f, unit, facts);
+    let came_back = own_lines::cite(&mut f, incident, unit, timed_out[0].span);
     for e in &stuck {
         f.evidence(
             e.span,
@@ -163,6 +167,7 @@ fn stop_timed_out(incident: &Incident, unit: &str, facts: &UnitFacts) -> Option<
     f.condition("systemd's stop timed out", true);
     f.condition("processes survived SIGKILL", survived);
     f.condition("ps shows the killed PIDs in D state", in_d);
+    f.condition("the server started again after the stop signal", came_back);
     f.title = if !survived {
         format!("{unit} did not stop within its timeout")
     } else {
