@@ -408,7 +408,9 @@ pub fn cite_health(f: &mut Finding, healths: &[&GpuHealth], label: &str) -> Sick
 /// jamesstringer90/Easy-GPU-PV#276). The domain is read with any number of
 /// digits: a bus id retyped by hand keeps fewer than four
 /// (`GPU 000:BA:80.0`, NVIDIA/dcgm-exporter#604), and is the GPU named.
-pub const NO_HANDLE_BUS: &str = r"Unable to (?:determine|detect) the device handle for (?:[Gg][Pp][Uu]\s?)?(?P<bus>[0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])";
+/// Newer drivers put the GPU's index before the bus id (`… for GPU1:
+/// 0000:82:00.0: Unknown Error`, 610 series); the bus id is still the GPU.
+pub const NO_HANDLE_BUS: &str = r"Unable to (?:determine|detect) the device handle for (?:[Gg][Pp][Uu]\s?(?:[0-9]{1,3}:\s?)?)?(?P<bus>[0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])";
 
 /// [`NO_HANDLE_BUS`] and what nvidia-smi says of the GPU (`Unknown Error`,
 /// `GPU is lost.  Reboot …`).

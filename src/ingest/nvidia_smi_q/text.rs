@@ -24,10 +24,11 @@ static LEAF: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?P<key>[^:]*?)\s*:(?:\s+(?P<value>.*))?$").expect("leaf regex")
 });
 
-/// nvidia-smi's message for a GPU it cannot open, printed instead of its block.
+/// nvidia-smi's message for a GPU it cannot open, printed instead of its block
+/// (newer drivers put the GPU's index before the bus id: `for GPU1: 0000:…`).
 static NO_HANDLE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"^Unable to (?:determine|detect) the device handle for (?:GPU|gpu)\s?(?P<bus>[0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]): (?P<error>.+?)\.?$",
+        r"^Unable to (?:determine|detect) the device handle for (?:GPU|gpu)\s?(?:[0-9]{1,3}:\s?)?(?P<bus>[0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]): (?P<error>.+?)\.?$",
     )
     .expect("no-handle regex")
 });

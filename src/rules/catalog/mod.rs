@@ -11,6 +11,7 @@ mod cpu_illegal_instruction;
 mod cuda_illegal_memory_access;
 mod cuda_oom_at_context_creation;
 mod cuda_unavailable;
+mod dataparallel_gpu_imbalance;
 mod dcgm_diag_failed;
 mod ecc_uncorrectable_or_remap_pending;
 mod fabric_manager_mismatch;
@@ -117,6 +118,7 @@ pub static RULES: &[&dyn Rule] = &[
     &cuda_illegal_memory_access::RULE,
     &cuda_oom_at_context_creation::RULE,
     &cuda_unavailable::RULE,
+    &dataparallel_gpu_imbalance::RULE,
     &dcgm_diag_failed::RULE,
     &ecc_uncorrectable_or_remap_pending::RULE,
     &fabric_manager_mismatch::RULE,

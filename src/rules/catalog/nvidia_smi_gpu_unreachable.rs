@@ -74,6 +74,9 @@ Advice only: draining and rebooting take down every workload of the node.
 "#,
 };
 
+/// CUDA's `cudaErrorUnknown` (999), in any program's words.
+const CUDA_UNKNOWN: &str = "cuda.unknown";
+
 impl Rule for NvidiaSmiGpuUnreachable {
     fn meta(&self) -> &RuleMeta {
         &META
@@ -140,6 +143,19 @@ impl Rule for NvidiaSmiGpuUnreachable {
                     }
                 ),
             );
+            // CUDA's `unknown error` at initialisation (ggml's
+            // `failed to initialize CUDA: unknown error`, error 999) on a
+            // host whose GPU no longer answers is that GPU's consequence:
+            // CUDA enumerates every visible GPU and gives up on the lost one.
+            for (u, _) in incident.known(CUDA_UNKNOWN) {
+                f.evidence(
+                    u.span,
+                    format!(
+                        "CUDA cannot initialise beside the unreachable {}",
+                        gpu.short()
+                    ),
+                );
+            }
             let healths = gpu.health(incident);
             let sick = xid::cite_health(&mut f, &healths, &gpu.short());
             f.condition("nvidia-smi names the GPU by its bus id", true);
@@ -270,10 +286,31 @@ mod tests {
                 "Unable to detect the device handle for GPU0000:B1:00.0: Unknown Error",
                 Some("Unknown Error"),
             ),
+            // 610-series drivers put the GPU's index first (a public hardware
+            // log of an A40 lost to a thermal shutdown, 2026-03-10).
+            (
+                "Unable to determine the device handle for GPU1: 0000:82:00.0: Unknown Error",
+                Some("Unknown Error"),
+            ),
         ];
         for (line, why) in cases {
             let got = NO_HANDLE.captures(line).map(|c| c["why"].to_owned());
             assert_eq!(got.as_deref(), why, "{line}");
         }
+    }
+
+    /// A reduction of batch AB's case 2103, cited as such: nvidia-smi
+    /// (driver 610) cannot open GPU1, and llama-server started with the
+    /// other GPUs then fails CUDA's initialisation with `unknown error`.
+    /// The lost GPU is the root; CUDA's error is its consequence, cited.
+    #[test]
+    fn cuda_unknown_error_beside_an_unreachable_gpu_is_its_consequence() {
+        let text = "Unable to determine the device handle for GPU1: 0000:34:00.0: Unknown Error\n\
+0.00.002.225 E ggml_cuda_init: failed to initialize CUDA: unknown error\n";
+        let d = crate::testing::analyze_paste(text).diagnosis;
+        let root = d.findings.first().expect("a finding");
+        assert_eq!(d.root_cause.as_deref(), Some(root.id.as_str()));
+        assert_eq!(root.category, Category::XidGpuFellOffBus, "{}", root.title);
+        crate::testing::cites_line(root, 2);
     }
 }
