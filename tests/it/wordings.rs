@@ -359,6 +359,10 @@ fn each_real_line_alone_gives_its_expected_result() {
 /// wording file, not here.
 const NO_MESSAGE_RULES: &[(&str, &str)] = &[
     (
+        "idle-worker-holds-gpu-memory",
+        "it reads no message: GPU process rows (nvidia-smi's process table, a compute-apps query) titled `ray::IDLE` with their memory, tested over real rows (fixtures/rules/idle-worker-holds-gpu-memory)",
+    ),
+    (
         "container-restart-loop",
         "it reads no message: `docker ps` / `docker compose ps` rows with their status and ages, tested over real rows (fixtures/rules/container-restart-loop)",
     ),

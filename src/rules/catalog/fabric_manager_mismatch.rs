@@ -120,25 +120,7 @@ impl Rule for FabricManagerMismatch {
                 format!("Fabric Manager {} against driver {}", fm(c), driver(c)),
             );
         }
-        // The Fabric Manager's own process and unit.
-        for m in versions.iter().map(|(m, _)| *m).chain(
-            fabric_manager_unit_ends(incident)
-                .filter(|(_, end)| down(*end))
-                .map(|(m, _)| m),
-        ) {
-            if let Some(e) = incident.facts.journal.iter().find(|e| e.span == m.span) {
-                if let Some(pid) = e.pid.filter(|_| !e.is_pid1()) {
-                    f.entities.pids.insert(pid);
-                }
-                if let Some(u) = e
-                    .unit
-                    .as_ref()
-                    .or(e.pid.and_then(|p| incident.owner(p)).map(|o| &o.unit))
-                {
-                    f.entities.units.insert(u.clone());
-                }
-            }
-        }
+        name_fabric_manager(incident, versions.iter().map(|(m, _)| *m), &mut f);
         // The Fabric Manager's own start-up errors are it going down too
         // (catalogs/fabricmanager.toml): error 802 is their consequence.
         let down: Vec<_> = fabric_manager_unit_ends(incident)
@@ -172,26 +154,13 @@ impl Rule for FabricManagerMismatch {
         let pair = versions
             .first()
             .map(|(_, c)| format!(" (Fabric Manager {}, driver {})", fm(c), driver(c)));
-        f.title = match (&pair, &why) {
-            (Some(p), _) => format!("the Fabric Manager does not match the driver{p}"),
-            (None, Some(w)) => format!("the Fabric Manager is not running: {}", w.said),
-            (None, None) => "CUDA waits for the Fabric Manager (error 802)".to_owned(),
-        };
-        f.headline = match (&pair, down.is_empty() && why.is_none()) {
-            (Some(p), _) => format!("CUDA cannot initialise on this NVSwitch system because the Fabric Manager is of another version than the driver{p}."),
-            (None, false) => match &why {
-                Some(w) => format!("The Fabric Manager is not running on this NVSwitch system: {}. Until it runs the GPUs do not join the NVLink fabric and CUDA on them fails with error 802 (system not yet initialized).", w.said),
-                None => "CUDA cannot initialise on this NVSwitch system because the Fabric Manager is not running.".to_owned(),
-            },
-            // Only CUDA's error: what 802 means on an NVSwitch system, the
-            // daemon's state not in the inputs.
-            (None, true) => "CUDA refuses work with error 802 (system not yet initialized): on an NVSwitch system that is the Fabric Manager not running or not of the driver's version; its state is not in the inputs.".to_owned(),
-        };
-        f.chain.push(if errors.is_empty() {
-            "the NVSwitch GPUs do not join the NVLink fabric: CUDA on them fails with error 802 until the Fabric Manager runs".to_owned()
-        } else {
-            "every CUDA program fails with error 802, system not yet initialized".to_owned()
-        });
+        tell(
+            &mut f,
+            pair.as_deref(),
+            why.as_ref(),
+            down.is_empty(),
+            errors.is_empty(),
+        );
         f.chain.push(f.title.clone());
         if let Some(w) = &why {
             f.actions.push(w.action.clone());
@@ -211,6 +180,58 @@ impl Rule for FabricManagerMismatch {
         f.confidence = confidence(&f, 0.6, 0.97);
         out.push(f);
     }
+}
+
+/// Names the Fabric Manager's own process and unit: those of its version
+/// lines (`versions`) and of its unit's ends that took it down.
+fn name_fabric_manager<'a>(
+    incident: &'a Incident,
+    versions: impl Iterator<Item = &'a crate::model::Message>,
+    f: &mut Finding,
+) {
+    let ends = fabric_manager_unit_ends(incident)
+        .filter(|(_, end)| down(*end))
+        .map(|(m, _)| m);
+    for m in versions.chain(ends) {
+        if let Some(e) = incident.facts.journal.iter().find(|e| e.span == m.span) {
+            if let Some(pid) = e.pid.filter(|_| !e.is_pid1()) {
+                f.entities.pids.insert(pid);
+            }
+            if let Some(u) = e
+                .unit
+                .as_ref()
+                .or(e.pid.and_then(|p| incident.owner(p)).map(|o| &o.unit))
+            {
+                f.entities.units.insert(u.clone());
+            }
+        }
+    }
+}
+
+/// The finding's title, headline and first link: the version pair when
+/// one is in question (`pair`), else the Fabric Manager's own reason
+/// (`why`), else CUDA's error alone (`quiet`: no sign of the service).
+fn tell(f: &mut Finding, pair: Option<&str>, why: Option<&Why>, quiet: bool, no_errors: bool) {
+    f.title = match (pair, why) {
+        (Some(p), _) => format!("the Fabric Manager does not match the driver{p}"),
+        (None, Some(w)) => format!("the Fabric Manager is not running: {}", w.said),
+        (None, None) => "CUDA waits for the Fabric Manager (error 802)".to_owned(),
+    };
+    f.headline = match (pair, quiet && why.is_none()) {
+        (Some(p), _) => format!("CUDA cannot initialise on this NVSwitch system because the Fabric Manager is of another version than the driver{p}."),
+        (None, false) => match why {
+            Some(w) => format!("The Fabric Manager is not running on this NVSwitch system: {}. Until it runs the GPUs do not join the NVLink fabric and CUDA on them fails with error 802 (system not yet initialized).", w.said),
+            None => "CUDA cannot initialise on this NVSwitch system because the Fabric Manager is not running.".to_owned(),
+        },
+        // Only CUDA's error: what 802 means on an NVSwitch system, the
+        // daemon's state not in the inputs.
+        (None, true) => "CUDA refuses work with error 802 (system not yet initialized): on an NVSwitch system that is the Fabric Manager not running or not of the driver's version; its state is not in the inputs.".to_owned(),
+    };
+    f.chain.push(if no_errors {
+        "the NVSwitch GPUs do not join the NVLink fabric: CUDA on them fails with error 802 until the Fabric Manager runs".to_owned()
+    } else {
+        "every CUDA program fails with error 802, system not yet initialized".to_owned()
+    });
 }
 
 /// What the Fabric Manager's own lines say of why it did not start: the

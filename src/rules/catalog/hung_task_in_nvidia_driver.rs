@@ -201,9 +201,9 @@ fn cite_what_it_waits_for(f: &mut Finding, at: &Message, frames: &[(&Message, &s
             fu,
         );
     }
-    let init = frames.iter().find(|(m, fu, _)| {
-        m.span != at.span && (fu.contains("Init") || fu.contains("_init_"))
-    });
+    let init = frames
+        .iter()
+        .find(|(m, fu, _)| m.span != at.span && (fu.contains("Init") || fu.contains("_init_")));
     if let Some(&(m, fu, md)) = init {
         f.evidence_marked(
             m.span,

@@ -143,19 +143,7 @@ impl Rule for NvidiaSmiGpuUnreachable {
                     }
                 ),
             );
-            // CUDA's `unknown error` at initialisation (ggml's
-            // `failed to initialize CUDA: unknown error`, error 999) on a
-            // host whose GPU no longer answers is that GPU's consequence:
-            // CUDA enumerates every visible GPU and gives up on the lost one.
-            for (u, _) in incident.known(CUDA_UNKNOWN) {
-                f.evidence(
-                    u.span,
-                    format!(
-                        "CUDA cannot initialise beside the unreachable {}",
-                        gpu.short()
-                    ),
-                );
-            }
+            cite_cuda_unknown(incident, &mut f, &gpu.short());
             let healths = gpu.health(incident);
             let sick = xid::cite_health(&mut f, &healths, &gpu.short());
             f.condition("nvidia-smi names the GPU by its bus id", true);
@@ -246,6 +234,19 @@ fn actions(reset: bool) -> Vec<Action> {
             None,
         ),
     ]
+}
+
+/// CUDA's `unknown error` at initialisation (ggml's `failed to initialize
+/// CUDA: unknown error`, error 999) on a host whose GPU no longer answers
+/// is that GPU's consequence: CUDA enumerates every visible GPU and gives
+/// up on the lost one (`gpu`: its short name).
+fn cite_cuda_unknown(incident: &Incident, f: &mut Finding, gpu: &str) {
+    for (u, _) in incident.known(CUDA_UNKNOWN) {
+        f.evidence(
+            u.span,
+            format!("CUDA cannot initialise beside the unreachable {gpu}"),
+        );
+    }
 }
 
 #[cfg(test)]

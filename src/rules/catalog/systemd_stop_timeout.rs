@@ -153,7 +153,7 @@ fn stop_timed_out(incident: &Incident, unit: &str, facts: &UnitFacts) -> Option<
         }
     }
     cite_kills(&mut f, unit, facts);
-    let came_back = own_lines::cite(&mut f, incident, unit, timed_out[0].span);
+    own_lines::cite(&mut f, incident, unit, timed_out[0].span);
     for e in &stuck {
         f.evidence(
             e.span,
@@ -167,7 +167,6 @@ fn stop_timed_out(incident: &Incident, unit: &str, facts: &UnitFacts) -> Option<
     f.condition("systemd's stop timed out", true);
     f.condition("processes survived SIGKILL", survived);
     f.condition("ps shows the killed PIDs in D state", in_d);
-    f.condition("the server started again after the stop signal", came_back);
     f.title = if !survived {
         format!("{unit} did not stop within its timeout")
     } else {

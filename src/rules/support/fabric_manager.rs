@@ -153,9 +153,10 @@ pub fn fabric_manager_not_started(incident: &Incident) -> Vec<NotStarted<'_>> {
         });
     }
     for (banner, _) in incident.known("fabricmanager.start-script-usage") {
-        let before = incident.facts.messages.iter().find(|m| {
-            m.span.source == banner.span.source && m.span.line + 1 == banner.span.line
-        });
+        let before =
+            incident.facts.messages.iter().find(|m| {
+                m.span.source == banner.span.source && m.span.line + 1 == banner.span.line
+            });
         if let Some(m) = before
             && let Some((_, option)) = m.text.split_once(UNKNOWN_OPTION)
         {
@@ -170,7 +171,10 @@ pub fn fabric_manager_not_started(incident: &Incident) -> Vec<NotStarted<'_>> {
     }
     if fabric_manager_irrelevant(incident).is_none() {
         for (m, hit) in incident.known("fabricmanager.start-script-program-failed") {
-            let command = hit.get("command").unwrap_or("the Fabric Manager").to_owned();
+            let command = hit
+                .get("command")
+                .unwrap_or("the Fabric Manager")
+                .to_owned();
             out.push(NotStarted {
                 message: m,
                 matched: hit.matched.trim().to_owned(),
