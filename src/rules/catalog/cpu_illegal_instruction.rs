@@ -483,4 +483,25 @@ mod tests {
         assert!(CPU_MODEL.is_match("model name\t: AMD FX(tm)-8350 Eight-Core Processor"));
         assert!(!CPU_MODEL.is_match("served model name: qwen"));
     }
+
+    /// docker inspect's whole record (fixtures/formats/lines: a real record,
+    /// stable-diffusion-webui's container, `OOMKilled` false) with its exit
+    /// code set to 132, a constructed near miss of the real 137: the record
+    /// is read (`facts.containers`) and its `ExitCode` line cited; the real
+    /// 137 makes no SIGILL finding.
+    #[test]
+    fn a_docker_inspect_record_with_exit_code_132() {
+        let real = include_str!("../../../fixtures/formats/lines/docker-inspect-exited-137.txt");
+        let sigill = real.replace("\"ExitCode\": 137", "\"ExitCode\": 132");
+        assert_ne!(real, sigill);
+        let f = crate::testing::findings_of(META.id, &sigill);
+        assert_eq!(f.len(), 1, "{f:?}");
+        let line = sigill
+            .lines()
+            .position(|l| l.contains("\"ExitCode\": 132"))
+            .expect("the exit code's line") as u32
+            + 1;
+        crate::testing::cites_line(&f[0], line);
+        assert!(crate::testing::findings_of(META.id, real).is_empty());
+    }
 }

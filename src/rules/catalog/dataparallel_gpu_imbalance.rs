@@ -32,7 +32,9 @@ static META: RuleMeta = RuleMeta {
     category: Category::HeterogeneousGpuMemory,
     severity: Severity::Error,
     summary: "DataParallel spans GPUs of unequal memory and the smaller one ran out of memory",
-    anchors: &[],
+    // The warning's second line, which names the larger GPU when the
+    // message wraps (`has less than 75% of the memory or cores of GPU 0.`).
+    anchors: &["of the memory or cores of GPU"],
     doc: r#"
 ## What it means
 `torch.nn.DataParallel` warned when it was built: `There is an imbalance
