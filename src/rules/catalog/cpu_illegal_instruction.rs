@@ -130,10 +130,11 @@ impl Rule for CpuIllegalInstruction {
     }
 
     fn check(&self, incident: &Incident, out: &mut Vec<Finding>) {
-        let seen = gather(incident);
+        let mut seen = gather(incident);
         if seen.is_empty() {
             return;
         }
+        gather_context(incident, &mut seen);
         let mut f = Finding::new(META.id, META.category, META.severity);
         let lib = evidence(incident, &seen, &mut f);
         // What the shell was running, when the prompt line is in the paste.
@@ -218,25 +219,12 @@ fn gather(incident: &Incident) -> Seen<'_> {
         .filter_map(|r| r.line_of("ExitCode"))
         .collect();
     let exits: Vec<&Message> = incident.known(EXIT_132).map(|(m, _)| m).collect();
-    // The block's own `OOMKilled` line: the record's, or a kept line a few
-    // lines from a State block's `ExitCode 132`.
-    let near = |m: &Message| {
-        exits.iter().any(|e| {
-            e.span.source == m.span.source
-                && e.text.contains("ExitCode")
-                && e.span.line.abs_diff(m.span.line) <= 12
-        })
-    };
+    // The record's own `OOMKilled` line; a State block's is looked for
+    // once there is evidence ([`gather_context`]).
     let not_oom = records
         .iter()
         .filter(|r| r.oom_killed == Some(false))
-        .find_map(|r| r.line_of("OOMKilled"))
-        .or_else(|| {
-            matches(incident, &NOT_OOM)
-                .map(|(m, _)| m)
-                .find(|m| near(m))
-                .map(|m| m.span)
-        });
+        .find_map(|r| r.line_of("OOMKilled"));
     Seen {
         shell,
         traps: incident.known(TRAP).collect(),
@@ -246,10 +234,31 @@ fn gather(incident: &Incident) -> Seen<'_> {
         inspected,
         not_oom,
         qemu: signal_4(QEMU),
-        cpu: matches(incident, &CPU_MODEL)
-            .next()
-            .map(|(m, c)| (m, c["cpu"].to_owned())),
+        cpu: None,
     }
+}
+
+/// What only supports evidence already seen, each a search over every
+/// message, so done only when there is some: a State block's `OOMKilled`
+/// line a few lines from its `ExitCode 132`, and the CPU's model.
+fn gather_context<'a>(incident: &'a Incident, seen: &mut Seen<'a>) {
+    if seen.not_oom.is_none() {
+        let exits = &seen.exits;
+        let near = |m: &Message| {
+            exits.iter().any(|e| {
+                e.span.source == m.span.source
+                    && e.text.contains("ExitCode")
+                    && e.span.line.abs_diff(m.span.line) <= 12
+            })
+        };
+        seen.not_oom = matches(incident, &NOT_OOM)
+            .map(|(m, _)| m)
+            .find(|m| near(m))
+            .map(|m| m.span);
+    }
+    seen.cpu = matches(incident, &CPU_MODEL)
+        .next()
+        .map(|(m, c)| (m, c["cpu"].to_owned()));
 }
 
 /// The finding's evidence; the library the kernel names, if it does.

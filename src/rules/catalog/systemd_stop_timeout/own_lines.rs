@@ -29,9 +29,9 @@ static STARTS: LazyLock<Regex> =
 /// Cites the lines of `unit`'s own process before systemd's stop timeout at
 /// `timeout`: its acknowledgement of the stop and what it started after it
 /// (up to two lines), or, with no acknowledgement, its last line. Names
-/// the process's PID. Whether it cited an acknowledgement followed by a
-/// start (the process came back up instead of exiting).
-pub(super) fn cite(f: &mut Finding, incident: &Incident, unit: &str, timeout: Span) -> bool {
+/// the process's PID. An acknowledgement followed by a start (the process
+/// came back up instead of exiting) adds its condition to the finding.
+pub(super) fn cite(f: &mut Finding, incident: &Incident, unit: &str, timeout: Span) {
     let ident = unit.strip_suffix(".service").unwrap_or(unit);
     let pids = incident.unit_pids.get(unit);
     let own: Vec<&JournalEntry> = incident
@@ -47,7 +47,7 @@ pub(super) fn cite(f: &mut Finding, incident: &Incident, unit: &str, timeout: Sp
         })
         .collect();
     let Some(last) = own.last() else {
-        return false;
+        return;
     };
     let ack = own.iter().position(|j| STOP_ACK.is_match(&j.message));
     let restarted: Vec<&&JournalEntry> = ack
@@ -78,7 +78,7 @@ pub(super) fn cite(f: &mut Finding, incident: &Incident, unit: &str, timeout: Sp
             );
             f.entities.pids.extend(last.pid);
         }
-        return false;
+        return;
     }
     f.actions.push(Action::advice(
         "the server came back up after the stop signal instead of exiting: fix its shutdown handling (a signal handler that restarts workers or the service); until then a shorter TimeoutStopSec= bounds the wait",
@@ -96,7 +96,6 @@ pub(super) fn cite(f: &mut Finding, incident: &Incident, unit: &str, timeout: Sp
     // Only where it is so: a stop stuck in the kernel is no less sure for
     // a program that did not start again.
     f.condition("the server started again after the stop signal", true);
-    true
 }
 
 /// Whether systemd's own timeout line says it is sending SIGKILL
